@@ -1,0 +1,152 @@
+# Top-level Makefile: the one entry point. `make help` lists the popular targets.
+#
+# Layout of the build (everything generated goes under $(BUILD), never into the sources):
+#   build/lib/libcshost.a   the host library (host/common, driver, train, sparsity, ...)
+#   build/bin/cshost        the command-line tool
+#   build/tests/...         host unit tests (cmocka), one binary per tests/<area>/test_*.c
+#   build/verif/...         Verilator benches (rules in verif/verif.mk)
+#   build/sim/...           the Verilated mesh used by `make sim` and the sim backend
+#
+# Areas add their own rules in fragments (verif/verif.mk, host/driver/driver.mk, ...), which
+# append to LIB_EXTRA_OBJS, LIB_LDLIBS, BIN_EXTRA, TEST_ENTRIES, REGRESS_ENTRIES, BENCH_TARGETS.
+#
+# SAN=1 builds everything host-side with AddressSanitizer + UBSan into build/san.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+SAN ?= 0
+ifeq ($(SAN),1)
+BUILD ?= build/san
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+OPT ?= -O1
+else
+BUILD ?= build
+SAN_FLAGS :=
+OPT ?= -O2
+endif
+PREFIX ?= /usr/local
+JOBS ?= 2
+
+CC := gcc
+CXX := g++
+PKGS := openblas yaml-0.1 libusb-1.0
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CPPFLAGS := -Ihost -D_GNU_SOURCE
+CFLAGS := -std=c11 $(OPT) -g -Wall -Wextra -Werror -MMD -MP $(SAN_FLAGS)
+CXXFLAGS := -std=c++17 $(OPT) -g -Wall -Wextra -Werror -MMD -MP $(SAN_FLAGS)
+LDFLAGS := $(SAN_FLAGS)
+LDLIBS = $(LIB_LDLIBS) $(PKG_LIBS) -lm -lpthread
+
+# --- host library ------------------------------------------------------------------------
+LIB_DIRS := host/common host/driver host/train host/sparsity host/fwasm
+LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB := $(BUILD)/lib/libcshost.a
+CLI_SRCS := $(sort $(wildcard host/cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+CSHOST := $(BUILD)/bin/cshost
+
+# --- host tests ---------------------------------------------------------------------------
+TEST_SRCS := $(sort $(wildcard tests/*/test_*.c))
+TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+TEST_SUPPORT_SRCS := $(sort $(wildcard tests/support/*.c))
+TEST_SUPPORT_OBJS := $(TEST_SUPPORT_SRCS:%.c=$(BUILD)/obj/%.o)
+
+# Fragments append to these.
+LIB_EXTRA_OBJS :=
+LIB_LDLIBS :=
+BIN_EXTRA :=
+TEST_ENTRIES :=
+REGRESS_ENTRIES :=
+BENCH_TARGETS :=
+TEST_DEPS :=
+FRAGMENTS := $(sort $(wildcard rtl/*.mk verif/*.mk host/*/*.mk fw/*.mk configs/*.mk))
+include $(FRAGMENTS)
+
+.PHONY: all help deps lib cshost test regress bench sim lint formal train bitstream \
+	synth-estimate experiment install clean FORCE
+
+all: deps $(CSHOST) $(BIN_EXTRA)
+
+help:
+	@echo "cshost - open sparse dataflow accelerator. Popular targets:"
+	@echo "  make deps       check for and install the Debian packages the project needs"
+	@echo "  make            build the host library and build/bin/cshost"
+	@echo "  make train      train the default tiny sparse GPT on the simulated mesh"
+	@echo "  make test       host tests, RTL unit regressions and integration tests"
+	@echo "                  (make test SAN=1: the same under ASan+UBSan)"
+	@echo "  make regress    long sweeps: many seeds and shapes, pass/fail table"
+	@echo "  make bench      speed, utilization and memory measurements"
+	@echo "  make sim        Verilated mesh (MESH=4x4) running the forward kernel on sparse layers"
+	@echo "  make lint       verilator --lint-only -Wall on every RTL module"
+	@echo "  make formal     yosys-smtbmc proofs (FIFO, router)"
+	@echo "  make bitstream  iCE40 UP5K bitstream (yosys + nextpnr-ice40 + icepack)"
+	@echo "  make install    install cshost under PREFIX (default /usr/local)"
+	@echo "  make clean      remove build/"
+
+deps:
+	@./scripts/deps.sh
+
+lib: $(LIB)
+cshost: $(CSHOST)
+
+$(BUILD)/obj/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS) $(LIB_EXTRA_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(CSHOST): $(CLI_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJS) $(LIB) $(LDLIBS) -lcmocka
+
+# Host tests first, then what the fragments registered (RTL benches, integration tests).
+test: deps $(TEST_BINS) $(CSHOST) $(TEST_DEPS)
+	@./scripts/run-tests.sh $(BUILD)/test-logs $(TEST_BINS) $(TEST_ENTRIES)
+
+regress: deps $(TEST_BINS) $(CSHOST) $(TEST_DEPS)
+	@REGRESS=1 TEST_TIMEOUT=7200 ./scripts/run-tests.sh $(BUILD)/regress-logs \
+		$(TEST_BINS) $(TEST_ENTRIES) $(REGRESS_ENTRIES)
+
+bench: deps $(CSHOST) $(BENCH_TARGETS)
+
+install: $(CSHOST)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(CSHOST) $(DESTDIR)$(PREFIX)/bin/cshost
+
+clean:
+	rm -rf build
+
+# Targets whose implementation lands with a later area say so clearly until then; the
+# fragments that implement them define <target>-impl.
+define not_built_yet
+	@if $(MAKE) -n $(1)-impl >/dev/null 2>&1; then $(MAKE) --no-print-directory $(1)-impl; \
+	else echo "make $(1): $(2)" >&2; exit 2; fi
+endef
+
+train: deps $(CSHOST)
+	$(call not_built_yet,train,not built yet: the training loop (host/train) has not landed)
+sim: deps
+	$(call not_built_yet,sim,not built yet: the RTL mesh (rtl/) and its harness have not landed)
+lint: deps
+	$(call not_built_yet,lint,not built yet: no RTL modules have landed)
+formal: deps
+	$(call not_built_yet,formal,not built yet: no formal proofs have landed)
+bitstream: deps
+	$(call not_built_yet,bitstream,not built yet: the board top (rtl/board) has not landed)
+synth-estimate: deps
+	$(call not_built_yet,synth-estimate,not built yet: the board top has not landed)
+experiment: deps $(CSHOST)
+	$(call not_built_yet,experiment,not built yet: the sparsity algorithms have not landed)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

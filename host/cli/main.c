@@ -1,0 +1,68 @@
+/*
+ * main.c - cshost, the command-line front end. Each subcommand lives in its own
+ * cmd_<name>.c; a subcommand whose area has not been built into this binary says so.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Subcommands are weak so that the binary links while an area is still missing. */
+__attribute__((weak)) int cmd_train(int argc, char **argv);
+__attribute__((weak)) int cmd_sample(int argc, char **argv);
+__attribute__((weak)) int cmd_eval(int argc, char **argv);
+__attribute__((weak)) int cmd_spmm(int argc, char **argv);
+__attribute__((weak)) int cmd_board(int argc, char **argv);
+__attribute__((weak)) int cmd_sparsity(int argc, char **argv);
+__attribute__((weak)) int cmd_asm(int argc, char **argv);
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "train", cmd_train, "train a sparse GPT from a YAML config" },
+	{ "sample", cmd_sample, "generate text from a checkpoint" },
+	{ "eval", cmd_eval, "validation loss and perplexity of a checkpoint" },
+	{ "spmm", cmd_spmm, "run one sparse kernel on a device and check it" },
+	{ "board", cmd_board, "list, flash and test FPGA boards" },
+	{ "sparsity", cmd_sparsity, "show what a sparsity config does" },
+	{ "asm", cmd_asm, "assemble or disassemble PE task programs" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cshost <command> [args]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-9s %s%s\n", commands[i].name, commands[i].help,
+			commands[i].fn ? "" : " (not built yet)");
+	fprintf(f, "\n'cshost <command> --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("cshost %s\n", CSHOST_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		if (!commands[i].fn) {
+			fprintf(stderr, "cshost %s: not built yet in this version\n", argv[1]);
+			return 2;
+		}
+		return commands[i].fn(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "cshost: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

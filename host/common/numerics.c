@@ -1,0 +1,241 @@
+/*
+ * numerics.c - reference (integer) and fast (host FPU) formulations of the PE arithmetic.
+ * The rules are in numerics.h and docs/architecture.md; the RTL (rtl/pe/pe_fmac.v)
+ * implements the integer formulation below step for step: unpack, exact product,
+ * align with sticky, add, normalize, round to nearest even, range check.
+ */
+#include "numerics.h"
+
+#include <math.h>
+
+/* An operand as value = man * 2^exp, man normalized with its top bit at bit 62. */
+struct nm_unp {
+	uint32_t sign;
+	int32_t exp;
+	uint64_t man; /* 0 for zero */
+};
+
+static int nm_clz64(uint64_t x)
+{
+	return __builtin_clzll(x);
+}
+
+static struct nm_unp nm_norm(uint32_t sign, uint64_t man, int32_t exp)
+{
+	struct nm_unp r = { sign, 0, 0 };
+	if (man) {
+		int sh = nm_clz64(man) - 1; /* bring the top bit to bit 62 */
+		r.man = man << sh;
+		r.exp = exp - sh;
+	}
+	return r;
+}
+
+/* Round the exact value sign * man * 2^exp (man != 0, any width) to fp32 bits. */
+static uint32_t nm_round_pack(uint32_t sign, uint64_t man, int32_t exp)
+{
+	int p = 63 - nm_clz64(man); /* msb position */
+	uint64_t m;
+	if (p > 23) {
+		int sh = p - 23;
+		uint64_t rest = man & ((1ull << sh) - 1);
+		uint64_t half = 1ull << (sh - 1);
+		m = man >> sh;
+		if (rest > half || (rest == half && (m & 1)))
+			m++;
+		exp += sh;
+		if (m >> 24) { /* carried into a new bit */
+			m >>= 1;
+			exp++;
+		}
+	} else {
+		m = man << (23 - p);
+		exp -= 23 - p;
+	}
+	/* value = m * 2^exp, m in [2^23, 2^24): unbiased exponent of the msb is exp + 23 */
+	int32_t be = exp + 23 + 127;
+	if (be >= 255)
+		return sign | 0x7f800000u;
+	if (be <= 0)
+		return sign; /* flush to signed zero */
+	return sign | ((uint32_t)be << 23) | (uint32_t)(m & 0x7fffffu);
+}
+
+/* Exact sum of two unpacked finite values, then one rounding. */
+static uint32_t nm_sum_round(struct nm_unp x, struct nm_unp y)
+{
+	if (!x.man && !y.man)
+		return x.sign & y.sign; /* RNE: -0 only for (-0) + (-0) */
+	if (!x.man)
+		return nm_round_pack(y.sign, y.man, y.exp);
+	if (!y.man)
+		return nm_round_pack(x.sign, x.man, x.exp);
+
+	/* big = larger magnitude */
+	if (y.exp > x.exp || (y.exp == x.exp && y.man > x.man)) {
+		struct nm_unp t = x;
+		x = y;
+		y = t;
+	}
+	int64_t d = (int64_t)x.exp - y.exp;
+	uint64_t sm;
+	if (d >= 63)
+		sm = 1; /* only a sticky bit survives */
+	else
+		sm = (y.man >> d) | ((y.man & ((1ull << d) - 1)) != 0);
+
+	uint64_t s;
+	if (x.sign == y.sign)
+		s = x.man + sm; /* top at most bit 63 */
+	else
+		s = x.man - sm;
+	if (!s)
+		return 0; /* exact cancellation gives +0 under RNE */
+	return nm_round_pack(x.sign, s, x.exp);
+}
+
+uint32_t nm_fmac_bits(uint16_t a, uint16_t b, uint32_t c)
+{
+	uint32_t ea = (a >> 7) & 0xffu, eb = (b >> 7) & 0xffu, ec = (c >> 23) & 0xffu;
+	uint32_t sa = (uint32_t)(a & 0x8000u) << 16, sb = (uint32_t)(b & 0x8000u) << 16;
+	uint32_t sc = c & 0x80000000u;
+	uint32_t sp = sa ^ sb;
+	int a_nan = ea == 0xff && (a & 0x7f), b_nan = eb == 0xff && (b & 0x7f);
+	int c_nan = ec == 0xff && (c & 0x7fffffu);
+	int a_inf = ea == 0xff && !(a & 0x7f), b_inf = eb == 0xff && !(b & 0x7f);
+	int c_inf = ec == 0xff && !(c & 0x7fffffu);
+	int a_zero = ea == 0, b_zero = eb == 0, c_zero = ec == 0;
+
+	if (a_nan || b_nan || c_nan)
+		return NM_F32_QNAN;
+	if (a_inf || b_inf) {
+		if (a_zero || b_zero)
+			return NM_F32_QNAN; /* inf * 0 */
+		if (c_inf && sc != sp)
+			return NM_F32_QNAN; /* inf - inf */
+		return sp | 0x7f800000u;
+	}
+	if (c_inf)
+		return sc | 0x7f800000u;
+
+	struct nm_unp p = { sp, 0, 0 }, q = { sc, 0, 0 };
+	if (!a_zero && !b_zero) {
+		uint64_t pm = (uint64_t)((0x80u | (a & 0x7fu)) * (0x80u | (b & 0x7fu)));
+		p = nm_norm(sp, pm, (int32_t)ea + (int32_t)eb - 268);
+	}
+	if (!c_zero)
+		q = nm_norm(sc, 0x800000u | (c & 0x7fffffu), (int32_t)ec - 150);
+	return nm_sum_round(p, q);
+}
+
+uint32_t nm_add_bits(uint32_t a, uint32_t b)
+{
+	uint32_t ea = (a >> 23) & 0xffu, eb = (b >> 23) & 0xffu;
+	uint32_t sa = a & 0x80000000u, sb = b & 0x80000000u;
+	int a_nan = ea == 0xff && (a & 0x7fffffu), b_nan = eb == 0xff && (b & 0x7fffffu);
+	int a_inf = ea == 0xff && !(a & 0x7fffffu), b_inf = eb == 0xff && !(b & 0x7fffffu);
+
+	if (a_nan || b_nan)
+		return NM_F32_QNAN;
+	if (a_inf || b_inf) {
+		if (a_inf && b_inf && sa != sb)
+			return NM_F32_QNAN;
+		return a_inf ? a : b;
+	}
+	struct nm_unp x = { sa, 0, 0 }, y = { sb, 0, 0 };
+	if (ea)
+		x = nm_norm(sa, 0x800000u | (a & 0x7fffffu), (int32_t)ea - 150);
+	if (eb)
+		y = nm_norm(sb, 0x800000u | (b & 0x7fffffu), (int32_t)eb - 150);
+	return nm_sum_round(x, y);
+}
+
+/*
+ * Fast paths. The host's fused multiply-add rounds once, like the model, and agrees with it
+ * whenever the result magnitude is above 2^-126 (the only difference is IEEE's gradual
+ * underflow, which the model replaces by rounding with unbounded exponent then flushing).
+ * Results at or below 2^-126, and NaNs, take the reference path.
+ */
+#define NM_TINY 1.1754943508222875e-38f /* 2^-126 */
+
+/* Take the reference path when the result is tiny, zero, infinite or NaN, or an input
+ * accumulator is subnormal (the FPU would not flush it). */
+static int nm_needs_ref(float r, float c)
+{
+	return !(fabsf(r) > NM_TINY) || fabsf(r) == INFINITY || (c != 0.0f && fabsf(c) < NM_TINY);
+}
+
+float nm_fmac(uint16_t a, uint16_t b, float c)
+{
+	float fa = nm_bf16_to_f32(a), fb = nm_bf16_to_f32(b);
+	float r = fmaf(fa, fb, c);
+	if (nm_needs_ref(r, c))
+		return nm_bits_f32(nm_fmac_bits(a, b, nm_f32_bits(c)));
+	return r;
+}
+
+float nm_add(float a, float b)
+{
+	float r = a + b;
+	if (nm_needs_ref(r, a) || nm_needs_ref(r, b))
+		return nm_bits_f32(nm_add_bits(nm_f32_bits(a), nm_f32_bits(b)));
+	return r;
+}
+
+/*
+ * The vector loops compute the FPU result for a block, then redo the rare elements whose
+ * result (or accumulator input) is tiny, infinite or NaN with the reference. The plain
+ * loop shape lets the compiler vectorize the common case.
+ */
+#define NM_BLOCK 64
+
+void nm_axpy(float *y, uint16_t w, const uint16_t *x, size_t n)
+{
+	nm_axpy_strided(y, 1, w, x, 1, n);
+}
+
+void nm_axpy_strided(float *y, size_t sy, uint16_t w, const uint16_t *x, size_t sx, size_t n)
+{
+	float fw = nm_bf16_to_f32(w);
+	float r[NM_BLOCK];
+	for (size_t t0 = 0; t0 < n; t0 += NM_BLOCK) {
+		size_t m = n - t0 < NM_BLOCK ? n - t0 : NM_BLOCK;
+		int bad = 0;
+		for (size_t i = 0; i < m; i++) {
+			float fx = nm_bf16_to_f32(x[(t0 + i) * sx]);
+			float c = y[(t0 + i) * sy];
+			r[i] = fmaf(fw, fx, c);
+			bad |= nm_needs_ref(r[i], c);
+		}
+		if (bad) {
+			for (size_t i = 0; i < m; i++) {
+				float c = y[(t0 + i) * sy];
+				if (nm_needs_ref(r[i], c))
+					r[i] = nm_bits_f32(nm_fmac_bits(w, x[(t0 + i) * sx],
+									nm_f32_bits(c)));
+			}
+		}
+		for (size_t i = 0; i < m; i++)
+			y[(t0 + i) * sy] = r[i];
+	}
+}
+
+float nm_dot_strided(float acc, const uint16_t *a, size_t sa, const uint16_t *b, size_t sb,
+		     size_t n)
+{
+	for (size_t t = 0; t < n; t++)
+		acc = nm_fmac(a[t * sa], b[t * sb], acc);
+	return acc;
+}
+
+void nm_bf16_from_f32_array(uint16_t *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = nm_bf16_from_f32(src[i]);
+}
+
+void nm_bf16_to_f32_array(float *dst, const uint16_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = nm_bf16_to_f32(src[i]);
+}

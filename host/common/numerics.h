@@ -1,0 +1,100 @@
+/*
+ * numerics.h - the accelerator's arithmetic, bit for bit.
+ *
+ * This is the one C model of the PE datapath numerics (docs/architecture.md, "Numerics").
+ * The cpu backend, the RTL testbenches and the training code all call it; nothing else
+ * may re-derive these rules.
+ *
+ *   - operands are bf16, produced from fp32 by round-to-nearest-even (RNE);
+ *   - a bf16 x bf16 product is exact (no rounding, unbounded exponent);
+ *   - accumulation is fp32: one RNE rounding of the exact sum c + a*b, with the
+ *     exponent unbounded during rounding; a rounded result below 2^-126 in magnitude
+ *     is flushed to a zero of the same sign, at or above 2^128 it becomes infinity;
+ *   - subnormal inputs (bf16 or fp32) read as zeros of the same sign;
+ *   - NaN and infinity follow IEEE 754 (inf*0, inf-inf give NaN); every NaN result is
+ *     the canonical quiet NaN: 0x7fc00000 (fp32) / 0x7fc0 (bf16);
+ *   - the sign of an exact zero sum follows IEEE RNE: -0 only when both terms are -0.
+ *
+ * Two formulations live here: the *_bits functions are integer soft-float (the reference
+ * the RTL mirrors), nm_fmac / nm_add / nm_axpy are the fast paths on the host FPU that
+ * fall back to the reference near underflow; tests prove them identical.
+ */
+#ifndef CS_NUMERICS_H
+#define CS_NUMERICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define NM_F32_QNAN  0x7fc00000u
+#define NM_BF16_QNAN 0x7fc0u
+
+static inline uint32_t nm_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	return u;
+}
+
+static inline float nm_bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* fp32 bits to bf16 bits: RNE, subnormals to signed zero, NaN to canonical NaN. */
+static inline uint16_t nm_bf16_from_bits(uint32_t u)
+{
+	uint32_t e = (u >> 23) & 0xffu;
+	if (e == 0xffu && (u & 0x7fffffu))
+		return NM_BF16_QNAN;
+	if (e == 0)
+		return (uint16_t)((u >> 16) & 0x8000u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+static inline uint16_t nm_bf16_from_f32(float f)
+{
+	return nm_bf16_from_bits(nm_f32_bits(f));
+}
+
+/* bf16 bits to fp32 (exact; a subnormal bf16 reads as a signed zero). */
+static inline float nm_bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	if ((u & 0x7f800000u) == 0)
+		u &= 0x80000000u;
+	return nm_bits_f32(u);
+}
+
+/* Canonical operand view of an fp32 accumulator: subnormals to signed zero. */
+static inline uint32_t nm_f32_ftz_bits(uint32_t u)
+{
+	if ((u & 0x7f800000u) == 0)
+		return u & 0x80000000u;
+	return u;
+}
+
+/* Reference (integer) formulations. */
+uint32_t nm_fmac_bits(uint16_t a, uint16_t b, uint32_t c); /* c + a*b */
+uint32_t nm_add_bits(uint32_t a, uint32_t b);              /* a + b   */
+
+/* Fast formulations, identical results. */
+float nm_fmac(uint16_t a, uint16_t b, float c);
+float nm_add(float a, float b);
+
+/* y[t] = nm_fmac(w, x[t], y[t]) for t < n: the PE's AXPY. */
+void nm_axpy(float *y, uint16_t w, const uint16_t *x, size_t n);
+/* Strided form: y[t*sy] = nm_fmac(w, x[t*sx], y[t*sy]). */
+void nm_axpy_strided(float *y, size_t sy, uint16_t w, const uint16_t *x, size_t sx, size_t n);
+/* acc = nm_fmac(a[t*sa], b[t*sb], acc) for t < n in order, starting from acc0. */
+float nm_dot_strided(float acc0, const uint16_t *a, size_t sa, const uint16_t *b, size_t sb,
+		     size_t n);
+
+/* Round an fp32 array to bf16 (dst may not alias src). */
+void nm_bf16_from_f32_array(uint16_t *dst, const float *src, size_t n);
+void nm_bf16_to_f32_array(float *dst, const uint16_t *src, size_t n);
+
+#endif /* CS_NUMERICS_H */

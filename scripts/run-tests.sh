@@ -1,0 +1,83 @@
+#!/bin/bash
+# run-tests.sh - run test programs and print one summary line "N passed, N failed[, N skipped]".
+#
+# Usage: run-tests.sh LOGDIR ENTRY...
+#   ENTRY is a program path, optionally followed by "@" and comma-separated arguments
+#   (build/verif/mesh/tb_mesh_4x4@--seed=3,--cycles=20000).
+# Counting: a cmocka program contributes its own "[  PASSED  ] N" / "[  FAILED  ] N" /
+# "[  SKIPPED ] N" counts; any other program may print "RESULT: P passed, F failed[, S skipped]";
+# otherwise a program counts as one test, passed iff it exits 0. A program that exits
+# non-zero never counts as all-passed. Each program gets TEST_TIMEOUT seconds (default 900).
+# Exit status: 0 iff nothing failed.
+set -u
+logdir=$1
+shift
+mkdir -p "$logdir"
+timeout_s=${TEST_TIMEOUT:-900}
+tot_pass=0
+tot_fail=0
+tot_skip=0
+failed_names=()
+
+for entry in "$@"; do
+	prog=${entry%%@*}
+	args=()
+	if [[ "$entry" == *@* ]]; then
+		IFS=',' read -r -a args <<<"${entry#*@}"
+	fi
+	name=$(basename "$prog")
+	[ ${#args[@]} -gt 0 ] && name="$name $(printf '%s ' "${args[@]}")"
+	log="$logdir/$(printf '%s' "$name" | tr ' /=' '___').log"
+	start=$EPOCHREALTIME
+	timeout "$timeout_s" "$prog" "${args[@]}" >"$log" 2>&1
+	rc=$?
+	secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+
+	p=0 f=0 s=0
+	if grep -q '^\[==========\]' "$log"; then
+		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+		s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+	elif grep -q '^RESULT: [0-9]* passed, [0-9]* failed' "$log"; then
+		line=$(grep '^RESULT: ' "$log" | tail -n 1)
+		p=$(printf '%s' "$line" | sed -n 's/^RESULT: \([0-9]*\) passed.*/\1/p')
+		f=$(printf '%s' "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+		s=$(printf '%s' "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+		s=${s:-0}
+	elif [ $rc -eq 77 ]; then
+		s=1
+	elif [ $rc -eq 0 ]; then
+		p=1
+	fi
+	if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ "$f" -eq 0 ]; then
+		f=1 # crashed, timed out or failed without saying so
+	fi
+	tot_pass=$((tot_pass + p))
+	tot_fail=$((tot_fail + f))
+	tot_skip=$((tot_skip + s))
+	if [ "$f" -gt 0 ]; then
+		verdict=FAIL
+		failed_names+=("$name")
+	elif [ "$p" -eq 0 ] && [ "$s" -gt 0 ]; then
+		verdict=SKIP
+	else
+		verdict=PASS
+	fi
+	[ $rc -eq 124 ] && verdict="$verdict (timeout ${timeout_s}s)"
+	printf '%-4s %-58s %4d passed %3d failed %3d skipped %7.1fs\n' "$verdict" "$name" "$p" "$f" "$s" "$secs"
+	if [ "$f" -gt 0 ]; then
+		echo "---- last lines of $log ----"
+		tail -n 30 "$log"
+		echo "----"
+	fi
+done
+
+if [ ${#failed_names[@]} -gt 0 ]; then
+	echo "failed: ${failed_names[*]}"
+fi
+if [ "$tot_skip" -gt 0 ]; then
+	echo "$tot_pass passed, $tot_fail failed, $tot_skip skipped"
+else
+	echo "$tot_pass passed, $tot_fail failed"
+fi
+[ "$tot_fail" -eq 0 ]

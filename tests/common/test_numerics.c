@@ -1,0 +1,494 @@
+/*
+ * test_numerics.c - the PE arithmetic model (host/common/numerics.c) against independent
+ * formulations:
+ *   - bf16 rounding against a nearest-value search in double arithmetic;
+ *   - the multiply-accumulate and the add against an exact fixed-point sum (576-bit
+ *     integers, LSB 2^-266) rounded by inspection, a different algorithm from the model's
+ *     align-with-sticky adder;
+ *   - the fast FPU paths (nm_fmac, nm_add, nm_axpy) against the reference bit for bit.
+ * make test samples the input spaces; make regress (REGRESS=1) runs the exhaustive bf16
+ * sweep and many more MAC operands.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/numerics.h"
+
+static int regress_mode(void)
+{
+	const char *r = getenv("REGRESS");
+	return r && *r && strcmp(r, "0") != 0;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng_next(void)
+{
+	/* splitmix64 */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void rng_seed_from_env(void)
+{
+	const char *s = getenv("TEST_SEED");
+	uint64_t seed = s ? strtoull(s, NULL, 0) : 12345;
+	rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
+	printf("seed %llu (set TEST_SEED to replay)\n", (unsigned long long)seed);
+}
+
+/* ---- bf16 rounding: independent formulation --------------------------------------- */
+
+static double bf16_value_unbounded(uint32_t h)
+{
+	/* value of bf16 pattern h (finite, normal), with 0x7f80 read as 2^128 (the
+	 * unbounded-exponent successor of the largest finite value) */
+	int e = (int)((h >> 7) & 0xff);
+	double m = 1.0 + (double)(h & 0x7f) / 128.0;
+	double v = ldexp(m, e - 127);
+	return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t bf16_ref(uint32_t u)
+{
+	int e = (int)((u >> 23) & 0xff);
+	if (e == 0xff)
+		return (u & 0x7fffff) ? 0x7fc0 : (uint16_t)(u >> 16);
+	if (e == 0)
+		return (uint16_t)((u >> 16) & 0x8000);
+	float f;
+	memcpy(&f, &u, 4);
+	double x = fabs((double)f);
+	uint32_t lo = (u >> 16) & 0x7fff; /* truncation toward zero */
+	uint32_t hi = lo + 1;
+	double dlo = x - fabs(bf16_value_unbounded(lo));
+	double dhi = fabs(bf16_value_unbounded(hi)) - x;
+	uint32_t pick;
+	if (dlo < dhi)
+		pick = lo;
+	else if (dhi < dlo)
+		pick = hi;
+	else
+		pick = (lo & 1) ? hi : lo;
+	return (uint16_t)(pick | ((u >> 16) & 0x8000));
+}
+
+static void check_bf16_range(uint64_t first, uint64_t last, uint64_t step)
+{
+	for (uint64_t v = first; v <= last; v += step) {
+		uint32_t u = (uint32_t)v;
+		uint16_t got = nm_bf16_from_bits(u), want = bf16_ref(u);
+		if (got != want) {
+			print_error("bf16(0x%08x): model 0x%04x, reference 0x%04x\n", u, got, want);
+			fail();
+		}
+	}
+}
+
+static void test_bf16_rounding(void **state)
+{
+	(void)state;
+	if (regress_mode()) {
+		check_bf16_range(0, 0xffffffffull, 1); /* all 2^32 inputs */
+		return;
+	}
+	/* a dense prime-stride sample plus every input around each bf16 boundary of
+	 * interesting exponents */
+	check_bf16_range(0, 0xffffffffull, 251);
+	static const uint32_t exps[] = { 0, 1, 2, 126, 127, 128, 253, 254, 255 };
+	for (size_t i = 0; i < sizeof exps / sizeof exps[0]; i++)
+		for (uint32_t s = 0; s < 2; s++) {
+			uint32_t base = (s << 31) | (exps[i] << 23);
+			check_bf16_range(base, base + 0x7fffff, 1);
+		}
+	/* the NaN / inf / zero / subnormal corner values */
+	assert_int_equal(nm_bf16_from_bits(0x7f800000u), 0x7f80);
+	assert_int_equal(nm_bf16_from_bits(0xff800000u), 0xff80);
+	assert_int_equal(nm_bf16_from_bits(0x7f800001u), NM_BF16_QNAN);
+	assert_int_equal(nm_bf16_from_bits(0xffc00000u), NM_BF16_QNAN);
+	assert_int_equal(nm_bf16_from_bits(0x00000001u), 0x0000);
+	assert_int_equal(nm_bf16_from_bits(0x80400000u), 0x8000);
+	assert_int_equal(nm_bf16_from_bits(0x7f7fffffu), 0x7f80); /* rounds to inf */
+	assert_int_equal(nm_bf16_from_bits(0x3f808000u), 0x3f80); /* tie to even (down) */
+	assert_int_equal(nm_bf16_from_bits(0x3f818000u), 0x3f82); /* tie to even (up) */
+}
+
+static void test_bf16_to_f32(void **state)
+{
+	(void)state;
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		float f = nm_bf16_to_f32((uint16_t)h);
+		uint32_t u = nm_f32_bits(f);
+		uint32_t e = (h >> 7) & 0xff;
+		if (e == 0)
+			assert_int_equal(u, (uint32_t)(h & 0x8000) << 16);
+		else
+			assert_int_equal(u, (uint32_t)h << 16);
+		/* round trip of every non-NaN normal bf16 */
+		if (e != 0 && !(e == 0xff && (h & 0x7f)))
+			assert_int_equal(nm_bf16_from_f32(f), h);
+	}
+}
+
+/* ---- exact fixed-point reference for c + a*b and a + b ---------------------------- */
+
+#define LIMBS 9 /* 576 bits; LSB weight 2^-266; values < 2^258 */
+#define LSB_EXP (-266)
+
+typedef struct {
+	uint64_t w[LIMBS];
+} big;
+
+static void big_add_shifted(big *x, uint64_t m, int shift)
+{
+	/* x += m << shift */
+	int limb = shift / 64, off = shift % 64;
+	unsigned __int128 carry = 0;
+	uint64_t parts[2] = { m << off, off ? m >> (64 - off) : 0 };
+	for (int i = limb; i < LIMBS; i++) {
+		unsigned __int128 s = (unsigned __int128)x->w[i] + carry;
+		if (i - limb < 2)
+			s += parts[i - limb];
+		x->w[i] = (uint64_t)s;
+		carry = s >> 64;
+	}
+}
+
+static int big_cmp(const big *a, const big *b)
+{
+	for (int i = LIMBS - 1; i >= 0; i--)
+		if (a->w[i] != b->w[i])
+			return a->w[i] < b->w[i] ? -1 : 1;
+	return 0;
+}
+
+static void big_sub(big *a, const big *b) /* a -= b, a >= b */
+{
+	uint64_t borrow = 0;
+	for (int i = 0; i < LIMBS; i++) {
+		unsigned __int128 d = (unsigned __int128)a->w[i] - b->w[i] - borrow;
+		a->w[i] = (uint64_t)d;
+		borrow = (uint64_t)(d >> 64) ? 1 : 0;
+	}
+}
+
+static int big_bit(const big *a, int i)
+{
+	return (int)((a->w[i / 64] >> (i % 64)) & 1);
+}
+
+static int big_msb(const big *a)
+{
+	for (int i = LIMBS - 1; i >= 0; i--)
+		if (a->w[i])
+			return i * 64 + 63 - __builtin_clzll(a->w[i]);
+	return -1;
+}
+
+/* Round |x| (sign s) to fp32 under the model's rules: 24 bits RNE, unbounded exponent,
+ * flush below 2^-126, overflow to inf. */
+static uint32_t big_round(const big *x, uint32_t s)
+{
+	int p = big_msb(x);
+	if (p < 0)
+		return s; /* caller decides the sign of zero */
+	int cut = p - 23; /* bits below position cut are rounded away */
+	uint64_t m = 0;
+	for (int i = p; i >= cut && i >= 0; i--)
+		m = (m << 1) | (uint64_t)big_bit(x, i);
+	if (cut < 0)
+		m <<= -cut, cut = 0;
+	else if (cut > 0) {
+		int half = big_bit(x, cut - 1), rest = 0;
+		for (int i = cut - 2; i >= 0 && !rest; i--)
+			rest = big_bit(x, i);
+		if (half && (rest || (m & 1)))
+			m++;
+		if (m >> 24)
+			m >>= 1, cut++;
+	}
+	int e = cut + LSB_EXP + 23; /* unbiased exponent of the leading bit */
+	if (e + 127 >= 255)
+		return s | 0x7f800000u;
+	if (e + 127 <= 0)
+		return s;
+	return s | ((uint32_t)(e + 127) << 23) | (uint32_t)(m & 0x7fffff);
+}
+
+
+/* Exact signed terms, then the reference rounding. Terms: sign, integer magnitude in
+ * units of 2^LSB_EXP given as (m, shift). */
+static uint32_t ref_sum2(uint32_t s1, uint64_t m1, int sh1, uint32_t s2, uint64_t m2, int sh2)
+{
+	big a = { { 0 } }, b = { { 0 } };
+	if (m1)
+		big_add_shifted(&a, m1, sh1);
+	if (m2)
+		big_add_shifted(&b, m2, sh2);
+	if (!m1 && !m2)
+		return s1 & s2;
+	if (s1 == s2) {
+		big t = a; /* t = a + b */
+		unsigned __int128 carry = 0;
+		for (int i = 0; i < LIMBS; i++) {
+			unsigned __int128 v = (unsigned __int128)t.w[i] + b.w[i] + carry;
+			t.w[i] = (uint64_t)v;
+			carry = v >> 64;
+		}
+		return big_round(&t, s1);
+	}
+	int c = big_cmp(&a, &b);
+	if (c == 0)
+		return 0;
+	if (c > 0) {
+		big_sub(&a, &b);
+		return big_round(&a, s1);
+	}
+	big_sub(&b, &a);
+	return big_round(&b, s2);
+}
+
+static uint32_t ref_fmac(uint16_t a, uint16_t b, uint32_t c)
+{
+	int ea = (a >> 7) & 0xff, eb = (b >> 7) & 0xff, ec = (c >> 23) & 0xff;
+	/* specials through IEEE arithmetic on the flushed values */
+	int a_sp = ea == 0xff, b_sp = eb == 0xff, c_sp = ec == 0xff;
+	uint32_t sp = ((uint32_t)(a ^ b) & 0x8000u) << 16, sc = c & 0x80000000u;
+	if (a_sp || b_sp || c_sp) {
+		/* in double a bf16 product is exact and cannot overflow, so IEEE gives the
+		 * special-value result directly */
+		double fa = nm_bf16_to_f32(a), fb = nm_bf16_to_f32(b);
+		double fc = nm_bits_f32(nm_f32_ftz_bits(c));
+		double r = fa * fb + fc;
+		uint32_t u = nm_f32_bits((float)r); /* r is inf or NaN here */
+		return isnan(r) ? NM_F32_QNAN : u;
+	}
+	uint64_t mp = 0, mc = 0;
+	int shp = 0, shc = 0;
+	if (ea && eb) {
+		mp = (uint64_t)((0x80 | (a & 0x7f)) * (0x80 | (b & 0x7f)));
+		shp = (ea + eb - 268) - LSB_EXP;
+	}
+	if (ec) {
+		mc = 0x800000u | (c & 0x7fffff);
+		shc = (ec - 150) - LSB_EXP;
+	}
+	return ref_sum2(sp, mp, shp, sc, mc, shc);
+}
+
+static uint32_t ref_add(uint32_t a, uint32_t b)
+{
+	int ea = (a >> 23) & 0xff, eb = (b >> 23) & 0xff;
+	if (ea == 0xff || eb == 0xff) {
+		float r = nm_bits_f32(nm_f32_ftz_bits(a)) + nm_bits_f32(nm_f32_ftz_bits(b));
+		return isnan(r) ? NM_F32_QNAN : nm_f32_bits(r);
+	}
+	uint64_t ma = ea ? (0x800000u | (a & 0x7fffff)) : 0;
+	uint64_t mb = eb ? (0x800000u | (b & 0x7fffff)) : 0;
+	return ref_sum2(a & 0x80000000u, ma, ea ? ea - 150 - LSB_EXP : 0, b & 0x80000000u, mb,
+			eb ? eb - 150 - LSB_EXP : 0);
+}
+
+/* ---- operand generators -------------------------------------------------------------- */
+
+static const uint16_t bf16_edges[] = {
+	0x0000, 0x8000, 0x0001, 0x807f, 0x0080, 0x8080, 0x0081, 0x3f80, 0xbf80, 0x3f81,
+	0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x4000, 0x1f80, 0x6000,
+};
+static const uint32_t f32_edges[] = {
+	0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x80800000, 0x00800001,
+	0x3f800000, 0xbf800000, 0x3f800001, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000,
+	0x7fc00000, 0xffc00001, 0x7f800001, 0x01000000, 0x4b800000,
+};
+
+static uint16_t gen_bf16(void)
+{
+	uint64_t r = rng_next();
+	switch (r & 7) {
+	case 0:
+		return bf16_edges[(r >> 8) % (sizeof bf16_edges / sizeof bf16_edges[0])];
+	case 1: /* near the underflow boundary */
+		return (uint16_t)(((r >> 8) & 0x8000) | ((1 + ((r >> 20) % 6)) << 7) | ((r >> 30) & 0x7f));
+	default:
+		return (uint16_t)(r >> 16);
+	}
+}
+
+static void gen_case(uint16_t *a, uint16_t *b, uint32_t *c)
+{
+	uint64_t r = rng_next();
+	*a = gen_bf16();
+	*b = gen_bf16();
+	switch (r & 7) {
+	case 0:
+		*c = f32_edges[(r >> 8) % (sizeof f32_edges / sizeof f32_edges[0])];
+		break;
+	case 1:
+	case 2:
+	case 3: { /* c near the product: exercise cancellation, ties and sticky bits */
+		int ea = (*a >> 7) & 0xff, eb = (*b >> 7) & 0xff;
+		int e = ea + eb - 127 + (int)((r >> 8) % 60) - 30;
+		if (e < 1)
+			e = 1 + (int)((r >> 16) % 3);
+		if (e > 254)
+			e = 254;
+		*c = (uint32_t)(((r >> 20) & 1) << 31) | ((uint32_t)e << 23) | (uint32_t)((r >> 32) & 0x7fffff);
+		if ((r >> 60) & 1) /* low bits zero: many exact ties */
+			*c &= ~0xffffu;
+		break;
+	}
+	case 4: { /* exact negation of the product when it is representable */
+		float p = nm_bf16_to_f32(*a) * nm_bf16_to_f32(*b);
+		*c = nm_f32_bits(-p);
+		break;
+	}
+	default:
+		*c = (uint32_t)(r >> 32);
+		break;
+	}
+}
+
+static long n_ops(long test, long regress)
+{
+	return regress_mode() ? regress : test;
+}
+
+static void test_fmac_reference(void **state)
+{
+	(void)state;
+	long n = n_ops(2000000, 100000000);
+	for (long i = 0; i < n; i++) {
+		uint16_t a, b;
+		uint32_t c;
+		gen_case(&a, &b, &c);
+		uint32_t got = nm_fmac_bits(a, b, c), want = ref_fmac(a, b, c);
+		if (got != want) {
+			print_error("fmac(a=0x%04x, b=0x%04x, c=0x%08x): model 0x%08x, reference 0x%08x\n",
+				    a, b, c, got, want);
+			fail();
+		}
+	}
+}
+
+static void test_fmac_fast_path(void **state)
+{
+	(void)state;
+	long n = n_ops(2000000, 100000000);
+	for (long i = 0; i < n; i++) {
+		uint16_t a, b;
+		uint32_t c;
+		gen_case(&a, &b, &c);
+		uint32_t got = nm_f32_bits(nm_fmac(a, b, nm_bits_f32(c)));
+		uint32_t want = nm_fmac_bits(a, b, c);
+		if (got != want) {
+			print_error("nm_fmac(0x%04x, 0x%04x, 0x%08x) = 0x%08x, reference 0x%08x\n", a,
+				    b, c, got, want);
+			fail();
+		}
+	}
+}
+
+static void test_add(void **state)
+{
+	(void)state;
+	long n = n_ops(1000000, 50000000);
+	for (long i = 0; i < n; i++) {
+		uint64_t r = rng_next();
+		uint32_t x = (uint32_t)r, y = (uint32_t)(r >> 32);
+		if ((r & 3) == 0)
+			x = f32_edges[(r >> 40) % (sizeof f32_edges / sizeof f32_edges[0])];
+		if ((r & 12) == 0) /* y near -x: cancellation */
+			y = (x ^ 0x80000000u) + (uint32_t)((r >> 48) & 0xff) - 128;
+		uint32_t want = ref_add(x, y);
+		uint32_t got = nm_add_bits(x, y);
+		uint32_t fast = nm_f32_bits(nm_add(nm_bits_f32(x), nm_bits_f32(y)));
+		if (got != want || fast != want) {
+			print_error("add(0x%08x, 0x%08x): model 0x%08x fast 0x%08x reference 0x%08x\n",
+				    x, y, got, fast, want);
+			fail();
+		}
+	}
+}
+
+static void test_fmac_known_values(void **state)
+{
+	(void)state;
+	/* 1 + 2^-12*2^-12 = 1 + 2^-24: a tie, rounds to even (1.0) */
+	assert_int_equal(nm_fmac_bits(0x39800000u >> 16, 0x39800000u >> 16, 0x3f800000u), 0x3f800000u);
+	/* 1 + 1.5*2^-24: above the tie, rounds up */
+	assert_int_equal(nm_fmac_bits(0x3fc0, 0x3380, 0x3f800000u), 0x3f800001u);
+	/* exact cancellation is +0; (-0) + (-0) is -0; (+0) + (-0) is +0 */
+	assert_int_equal(nm_fmac_bits(0x3f80, 0x3f80, 0xbf800000u), 0x00000000u);
+	assert_int_equal(nm_fmac_bits(0x8000, 0x3f80, 0x80000000u), 0x80000000u);
+	assert_int_equal(nm_fmac_bits(0x0000, 0x3f80, 0x80000000u), 0x00000000u);
+	/* inf * 0 and inf - inf are NaN; NaN is canonical */
+	assert_int_equal(nm_fmac_bits(0x7f80, 0x0000, 0x3f800000u), NM_F32_QNAN);
+	assert_int_equal(nm_fmac_bits(0x7f80, 0x3f80, 0xff800000u), NM_F32_QNAN);
+	assert_int_equal(nm_fmac_bits(0xffc1, 0x3f80, 0x0u), NM_F32_QNAN);
+	/* product of two small normals is exact, then flushed if below 2^-126 */
+	assert_int_equal(nm_fmac_bits(0x0080, 0x3f00, 0x0u), 0x00000000u);      /* 2^-127 -> 0 */
+	assert_int_equal(nm_fmac_bits(0x8080, 0x3f00, 0x0u), 0x80000000u);      /* signed */
+	assert_int_equal(nm_fmac_bits(0x0080, 0x3f80, 0x0u), 0x00800000u);      /* 2^-126 kept */
+	/* a subnormal accumulator reads as zero */
+	assert_int_equal(nm_fmac_bits(0x3f80, 0x3f80, 0x00000001u), 0x3f800000u);
+	/* overflow to infinity */
+	assert_int_equal(nm_fmac_bits(0x7f7f, 0x7f7f, 0x0u), 0x7f800000u);
+	/* a product far below the accumulator only contributes a sticky bit */
+	assert_int_equal(nm_fmac_bits(0x0080, 0x0080, 0x3f800000u), 0x3f800000u);
+}
+
+static void test_axpy_and_dot(void **state)
+{
+	(void)state;
+	enum { N = 1000 };
+	uint16_t x[N], y16[N];
+	float y[N], yref[N];
+	for (int rep = 0; rep < 200; rep++) {
+		uint16_t w = gen_bf16();
+		for (int t = 0; t < N; t++) {
+			uint16_t b;
+			uint32_t c;
+			gen_case(&x[t], &b, &c);
+			y16[t] = b;
+			y[t] = yref[t] = nm_bits_f32(nm_f32_ftz_bits(c));
+		}
+		size_t n = (size_t)(rng_next() % N) + 1;
+		nm_axpy(y, w, x, n);
+		for (size_t t = 0; t < n; t++) {
+			uint32_t want = nm_fmac_bits(w, x[t], nm_f32_bits(yref[t]));
+			if (nm_f32_bits(y[t]) != want) {
+				print_error("axpy t=%zu: 0x%08x, reference 0x%08x\n", t,
+					    nm_f32_bits(y[t]), want);
+				fail();
+			}
+		}
+		uint32_t acc = 0;
+		for (size_t t = 0; t < n; t++)
+			acc = nm_fmac_bits(x[t], y16[t], acc);
+		assert_int_equal(nm_f32_bits(nm_dot_strided(0.0f, x, 1, y16, 1, n)), acc);
+	}
+}
+
+int main(void)
+{
+	rng_seed_from_env();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bf16_rounding),
+		cmocka_unit_test(test_bf16_to_f32),
+		cmocka_unit_test(test_fmac_known_values),
+		cmocka_unit_test(test_fmac_reference),
+		cmocka_unit_test(test_fmac_fast_path),
+		cmocka_unit_test(test_add),
+		cmocka_unit_test(test_axpy_and_dot),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
