@@ -1,0 +1,91 @@
+/*
+ * csd.h - the device API: one C interface to the accelerator, whatever carries it.
+ *
+ * A device is opened by URI:
+ *   "cpu" / "cpu:RxC"   bit-exact C model of a RxC mesh (default 4x4), in process
+ *   "sim" / "sim:RxC"   the Verilated RTL mesh, in process (default 4x4)
+ *   "usb" / "usb:SERIAL" the FPGA board over its FT2232H link
+ * Every backend gives bit-identical results for the same mesh shape and SRAM sizes
+ * (docs/architecture.md, "Kernels" fixes the accumulation order that makes this true).
+ *
+ * The three training kernels of one sparse linear layer W [n_out, n_in] (bf16 nonzeros):
+ *   forward      Y[t,i]  = sum_j W[i,j] * X[t,j]          (X [T, n_in] bf16 -> Y [T, n_out] f32)
+ *   backward     dX[t,j] = sum_i W[i,j] * dY[t,i]         (dY [T, n_out] bf16 -> dX [T, n_in] f32)
+ *   wgrad        dW[i,j] = sum_t dY[t,i] * X[t,j]  at the nonzero positions of W only
+ * Only nonzeros cross the link. Layers larger than the device's SRAM are tiled over tokens
+ * and outputs by the driver. All functions return enum cs_error (0 ok, < 0 error).
+ */
+#ifndef CS_CSD_H
+#define CS_CSD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/cs_error.h"
+
+typedef struct csd_dev csd_dev;
+
+/* A sparse weight matrix in both stream orders; values are bf16 bits. */
+typedef struct csd_sparse {
+	int n_out, n_in; /* W is [n_out, n_in] */
+	int64_t nnz;
+	/* CSR (row i = output): row_ptr [n_out+1], col [nnz], val [nnz]; columns ascending */
+	int64_t *row_ptr;
+	int32_t *col;
+	uint16_t *val;
+	/* CSC (column j = input): col_ptr [n_in+1], row [nnz], cval [nnz], and for each CSC
+	 * entry its position in the CSR arrays (csr_pos [nnz]); rows ascending */
+	int64_t *col_ptr;
+	int32_t *row;
+	uint16_t *cval;
+	int64_t *csr_pos;
+} csd_sparse;
+
+/* Build from a dense fp32 matrix w [n_out, n_in] and an optional mask (NULL: keep every
+ * entry whose bf16 value is nonzero; else keep where mask != 0). Values are rounded to
+ * bf16; kept entries whose bf16 value is zero are still kept (the mask decides). */
+int csd_sparse_from_dense(csd_sparse *sp, const float *w, const uint8_t *mask, int n_out,
+			  int n_in);
+/* Refresh the values of an existing pattern from dense w (same mask), without realloc. */
+int csd_sparse_update_values(csd_sparse *sp, const float *w);
+void csd_sparse_free(csd_sparse *sp);
+
+typedef struct csd_info {
+	char kind[16];       /* "cpu", "sim", "usb" */
+	int rows, cols;      /* mesh shape */
+	int pes;             /* rows * cols */
+	uint32_t a_words;    /* per-PE activation SRAM, 16-bit words */
+	uint32_t b_words;    /* per-PE accumulator SRAM, 32-bit words */
+	uint32_t max_index;  /* largest feature index a wavelet can carry + 1 (65536) */
+	double clock_hz;     /* design clock (for cycle -> time conversion) */
+} csd_info;
+
+typedef struct csd_counters {
+	uint64_t cycles;          /* device cycles spent in kernels */
+	uint64_t pe_cycles;       /* cycles * PEs over the streaming phases */
+	uint64_t mac_busy;        /* PE-cycles with a MAC issued */
+	uint64_t stream_cycles;   /* cycles of the streaming phases */
+	uint64_t link_bytes_out;  /* host -> device bytes */
+	uint64_t link_bytes_in;   /* device -> host bytes */
+	uint64_t weight_bytes;    /* of link_bytes_out: the weight/position streams */
+	uint64_t nnz_streamed;    /* nonzeros sent */
+	uint64_t errors;          /* device error counter */
+} csd_counters;
+
+int csd_open(csd_dev **dev, const char *uri);
+void csd_close(csd_dev *dev);
+int csd_get_info(csd_dev *dev, csd_info *info);
+int csd_get_counters(csd_dev *dev, csd_counters *c);
+void csd_reset_counters(csd_dev *dev);
+/* Message of the last error on this device ("sim: timeout after 1000000 cycles ..."). */
+const char *csd_last_error(csd_dev *dev);
+
+/* y [T, n_out] = x [T, n_in] (bf16) times W^T */
+int csd_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_sparse *w, int T);
+/* dx [T, n_in] = dy [T, n_out] (bf16) times W */
+int csd_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *w, int T);
+/* dw [nnz] in CSR order: dw[k] = sum_t dy[t, row(k)] * x[t, col(k)] */
+int csd_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
+	      const csd_sparse *w, int T);
+
+#endif /* CS_CSD_H */
