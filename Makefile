@@ -66,6 +66,9 @@ TEST_DEPS :=
 FRAGMENTS := $(sort $(wildcard rtl/*.mk verif/*.mk host/*/*.mk fw/*.mk configs/*.mk))
 include $(FRAGMENTS)
 
+# Keep intermediate objects (tests are built through a pattern chain).
+.SECONDARY:
+
 .PHONY: all help deps lib cshost test regress bench sim lint formal train bitstream \
 	synth-estimate experiment install clean FORCE
 

@@ -8,6 +8,10 @@
 
 #include <math.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 /* An operand as value = man * 2^exp, man normalized with its top bit at bit 62. */
 struct nm_unp {
 	uint32_t sign;
@@ -238,4 +242,103 @@ void nm_bf16_to_f32_array(float *dst, const uint16_t *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] = nm_bf16_to_f32(src[i]);
+}
+
+/*
+ * nm_axpy_f32: vector FMA over lanes, with a per-vector check; a vector with any lane that
+ * is tiny, zero, infinite or NaN (or whose accumulator is subnormal) is redone lane by lane
+ * with the reference before it is stored.
+ */
+static void nm_axpy_f32_fix(float *y, float w, const float *x, size_t n)
+{
+	uint16_t wb = nm_bf16_from_f32(w);
+	for (size_t i = 0; i < n; i++) {
+		float c = y[i];
+		float r = fmaf(w, x[i], c);
+		if (nm_needs_ref(r, c))
+			r = nm_bits_f32(nm_fmac_bits(wb, nm_bf16_from_f32(x[i]), nm_f32_bits(c)));
+		y[i] = r;
+	}
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void nm_axpy_f32_avx512(float *y, float w,
+								  const float *x, size_t n)
+{
+	const __m512 vw = _mm512_set1_ps(w), tiny = _mm512_set1_ps(NM_TINY);
+	const __m512 inf = _mm512_set1_ps(INFINITY), zero = _mm512_setzero_ps();
+	const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 c = _mm512_loadu_ps(y + i);
+		__m512 r = _mm512_fmadd_ps(vw, _mm512_loadu_ps(x + i), c);
+		__m512 ar = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(r), absm));
+		__m512 ac = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(c), absm));
+		__mmask16 bad = _mm512_cmp_ps_mask(ar, tiny, _CMP_NGT_UQ) |
+				_mm512_cmp_ps_mask(ar, inf, _CMP_EQ_OQ) |
+				(_mm512_cmp_ps_mask(ac, tiny, _CMP_LT_OQ) &
+				 _mm512_cmp_ps_mask(ac, zero, _CMP_NEQ_OQ));
+		if (bad)
+			nm_axpy_f32_fix(y + i, w, x + i, 16);
+		else
+			_mm512_storeu_ps(y + i, r);
+	}
+	nm_axpy_f32_fix(y + i, w, x + i, n - i);
+}
+
+__attribute__((target("avx2,fma"))) static void nm_axpy_f32_avx2(float *y, float w,
+								 const float *x, size_t n)
+{
+	const __m256 vw = _mm256_set1_ps(w), tiny = _mm256_set1_ps(NM_TINY);
+	const __m256 inf = _mm256_set1_ps(INFINITY), zero = _mm256_setzero_ps();
+	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 c = _mm256_loadu_ps(y + i);
+		__m256 r = _mm256_fmadd_ps(vw, _mm256_loadu_ps(x + i), c);
+		__m256 ar = _mm256_and_ps(r, absm), ac = _mm256_and_ps(c, absm);
+		__m256 bad = _mm256_or_ps(
+			_mm256_or_ps(_mm256_cmp_ps(ar, tiny, _CMP_NGT_UQ),
+				     _mm256_cmp_ps(ar, inf, _CMP_EQ_OQ)),
+			_mm256_and_ps(_mm256_cmp_ps(ac, tiny, _CMP_LT_OQ),
+				      _mm256_cmp_ps(ac, zero, _CMP_NEQ_OQ)));
+		if (_mm256_movemask_ps(bad))
+			nm_axpy_f32_fix(y + i, w, x + i, 8);
+		else
+			_mm256_storeu_ps(y + i, r);
+	}
+	nm_axpy_f32_fix(y + i, w, x + i, n - i);
+}
+#endif
+
+static int nm_simd = -1; /* 2 avx512, 1 avx2+fma, 0 scalar; racy init is benign */
+
+int nm_simd_level(int force)
+{
+	if (force >= 0)
+		nm_simd = force;
+	return nm_simd;
+}
+
+void nm_axpy_f32(float *y, float w, const float *x, size_t n)
+{
+#if defined(__x86_64__)
+	int level = nm_simd;
+	if (level < 0) {
+		__builtin_cpu_init();
+		level = __builtin_cpu_supports("avx512f")                              ? 2
+			: (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1
+											  : 0;
+		nm_simd = level;
+	}
+	if (level == 2) {
+		nm_axpy_f32_avx512(y, w, x, n);
+		return;
+	}
+	if (level == 1) {
+		nm_axpy_f32_avx2(y, w, x, n);
+		return;
+	}
+#endif
+	nm_axpy_f32_fix(y, w, x, n);
 }

@@ -89,6 +89,13 @@ float nm_add(float a, float b);
 void nm_axpy(float *y, uint16_t w, const uint16_t *x, size_t n);
 /* Strided form: y[t*sy] = nm_fmac(w, x[t*sx], y[t*sy]). */
 void nm_axpy_strided(float *y, size_t sy, uint16_t w, const uint16_t *x, size_t sx, size_t n);
+/* The same AXPY on operands already widened to fp32 (w and every x[t] must be values of
+ * bf16 numbers, e.g. from nm_bf16_to_f32): the fast path of the cpu backend, vectorized
+ * with AVX-512 or AVX2+FMA when the CPU has them. y and x must not overlap. */
+void nm_axpy_f32(float *y, float w, const float *x, size_t n);
+/* Force the vector path (2 AVX-512, 1 AVX2+FMA, 0 scalar; tests only) when force >= 0;
+ * returns the level in use (-1 before the first call). */
+int nm_simd_level(int force);
 /* acc = nm_fmac(a[t*sa], b[t*sb], acc) for t < n in order, starting from acc0. */
 float nm_dot_strided(float acc0, const uint16_t *a, size_t sa, const uint16_t *b, size_t sb,
 		     size_t n);

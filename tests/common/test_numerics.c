@@ -448,7 +448,11 @@ static void test_fmac_known_values(void **state)
 
 static void test_axpy_and_dot(void **state)
 {
-	(void)state;
+	int level = *(int *)*state;
+	if ((level == 2 && !__builtin_cpu_supports("avx512f")) ||
+	    (level == 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))))
+		skip();
+	nm_simd_level(level);
 	enum { N = 1000 };
 	uint16_t x[N], y16[N];
 	float y[N], yref[N];
@@ -471,12 +475,32 @@ static void test_axpy_and_dot(void **state)
 				fail();
 			}
 		}
+		/* the fp32-operand vector path, on the same operands */
+		float wf = nm_bf16_to_f32(w), xf[N], yv[N];
+		for (size_t t = 0; t < n; t++) {
+			xf[t] = nm_bf16_to_f32(x[t]);
+			yv[t] = yref[t];
+		}
+		size_t off = (size_t)(rng_next() % 3); /* unaligned starts too */
+		if (off > n)
+			off = 0;
+		nm_axpy_f32(yv + off, wf, xf + off, n - off);
+		for (size_t t = off; t < n; t++) {
+			uint32_t want = nm_fmac_bits(w, x[t], nm_f32_bits(yref[t]));
+			if (nm_f32_bits(yv[t]) != want) {
+				print_error("axpy_f32 t=%zu: 0x%08x, reference 0x%08x\n", t,
+					    nm_f32_bits(yv[t]), want);
+				fail();
+			}
+		}
 		uint32_t acc = 0;
 		for (size_t t = 0; t < n; t++)
 			acc = nm_fmac_bits(x[t], y16[t], acc);
 		assert_int_equal(nm_f32_bits(nm_dot_strided(0.0f, x, 1, y16, 1, n)), acc);
 	}
 }
+
+static int simd_levels[] = { 0, 1, 2 };
 
 int main(void)
 {
@@ -488,7 +512,9 @@ int main(void)
 		cmocka_unit_test(test_fmac_reference),
 		cmocka_unit_test(test_fmac_fast_path),
 		cmocka_unit_test(test_add),
-		cmocka_unit_test(test_axpy_and_dot),
+		cmocka_unit_test_prestate(test_axpy_and_dot, &simd_levels[0]),
+		cmocka_unit_test_prestate(test_axpy_and_dot, &simd_levels[1]),
+		cmocka_unit_test_prestate(test_axpy_and_dot, &simd_levels[2]),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
