@@ -345,10 +345,14 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 		td_free(d);
 		return CS_ERR_NO_MEM;
 	}
-	size_t nchunks = (d->n_tokens + TD_CHUNK - 1) / TD_CHUNK;
+	/* small corpora get smaller chunks, so that validation gets at least two */
+	size_t chunk = TD_CHUNK, min_chunks = (size_t)ceil(2.0 / val_fraction);
+	if (d->n_tokens / chunk < min_chunks)
+		chunk = d->n_tokens / min_chunks > 0 ? d->n_tokens / min_chunks : 1;
+	size_t nchunks = (d->n_tokens + chunk - 1) / chunk;
 	for (size_t i = 0; i < nchunks; i++) {
-		size_t off = i * TD_CHUNK;
-		size_t len = d->n_tokens - off < TD_CHUNK ? d->n_tokens - off : TD_CHUNK;
+		size_t off = i * chunk;
+		size_t len = d->n_tokens - off < chunk ? d->n_tokens - off : chunk;
 		int to_val = floor((double)(i + 1) * val_fraction) > floor((double)i * val_fraction);
 		if (to_val) {
 			memcpy(d->val + d->n_val, d->tokens + off, len);

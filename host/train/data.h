@@ -6,8 +6,8 @@
  * name order, skipping hidden files, symlinks (fortune's *.u8), *.dat index files and
  * files that are not UTF-8. The tokens are cached in <cache_dir>/tokens-<hash>.bin
  * (magic, version, count, checksum), keyed by the sources' names, sizes and times.
- * The split cuts the corpus into 4 KiB chunks and sends an evenly spread val_fraction of
- * them to validation. Training batches are a pure function of (seed, step, micro-step),
+ * The split cuts the corpus into 4 KiB chunks (smaller for corpora under 2/val_fraction
+ * chunks) and sends an evenly spread val_fraction of them to validation. Training batches are a pure function of (seed, step, micro-step),
  * so a resumed run reads exactly what an uninterrupted one would.
  */
 #ifndef CS_TRAIN_DATA_H

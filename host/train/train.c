@@ -484,7 +484,7 @@ static int is_ckpt_name(const char *nm, long *step)
 	       strlen(nm) == strlen("ckpt-00000000.bin");
 }
 
-/* Checkpoints of a run directory, newest first (steps[], up to cap). */
+/* Checkpoints of a run directory, newest first (the newest cap of them in steps[]). */
 static int list_ckpts(const char *dir, long *steps, int cap)
 {
 	DIR *d = opendir(dir);
@@ -496,17 +496,17 @@ static int list_ckpts(const char *dir, long *steps, int cap)
 		long s;
 		if (!is_ckpt_name(e->d_name, &s))
 			continue;
-		if (n < cap)
-			steps[n++] = s;
+		/* insert in descending order, dropping what falls past cap */
+		int i = n < cap ? n++ : cap;
+		while (i > 0 && steps[i - 1] < s) {
+			if (i < cap)
+				steps[i] = steps[i - 1];
+			i--;
+		}
+		if (i < cap)
+			steps[i] = s;
 	}
 	closedir(d);
-	for (int i = 0; i < n; i++) /* sort descending */
-		for (int j = i + 1; j < n; j++)
-			if (steps[j] > steps[i]) {
-				long x = steps[i];
-				steps[i] = steps[j];
-				steps[j] = x;
-			}
 	return n;
 }
 
