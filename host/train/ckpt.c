@@ -28,6 +28,22 @@ uint64_t ck_checksum(const void *p, size_t n)
 	return h;
 }
 
+/* A record's checksum covers its name, kind and size as well as its data. */
+static uint64_t rec_checksum(const char *name, uint32_t kind, uint64_t nbytes, const void *data)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const uint8_t *parts[3] = { (const uint8_t *)name, (const uint8_t *)&kind,
+				    (const uint8_t *)&nbytes };
+	size_t lens[3] = { strlen(name), 4, 8 };
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < lens[k]; i++)
+			h = (h ^ parts[k][i]) * 0x100000001b3ull;
+	const uint8_t *b = data;
+	for (uint64_t i = 0; i < nbytes; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
 static void put(uint8_t **p, const void *v, size_t n)
 {
 	memcpy(*p, v, n);
@@ -66,7 +82,8 @@ int ck_save(const char *path, const ck_header *h, const ck_record *recs, int n, 
 	fwrite(hdr, 1, sizeof hdr, a.f);
 	for (int i = 0; i < n; i++) {
 		uint32_t nl = (uint32_t)strlen(recs[i].name);
-		uint64_t nb = recs[i].nbytes, sum = ck_checksum(recs[i].data, recs[i].nbytes);
+		uint64_t nb = recs[i].nbytes;
+		uint64_t sum = rec_checksum(recs[i].name, recs[i].kind, nb, recs[i].data);
 		fwrite(&nl, 4, 1, a.f);
 		fwrite(recs[i].name, 1, nl, a.f);
 		fwrite(&recs[i].kind, 4, 1, a.f);
@@ -164,7 +181,7 @@ int ck_load(const char *path, ck_file *out, char *err, size_t errlen)
 		if (fread(r->data, 1, r->nbytes, f) != r->nbytes)
 			BAD("%s: truncated checkpoint (%s)", path, r->name);
 		left -= r->nbytes;
-		if (ck_checksum(r->data, r->nbytes) != r->checksum)
+		if (rec_checksum(r->name, r->kind, r->nbytes, r->data) != r->checksum)
 			BAD("%s: corrupt checkpoint: checksum mismatch in %s", path, r->name);
 	}
 	char end[8];

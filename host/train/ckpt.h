@@ -1,7 +1,8 @@
 /*
  * ckpt.h - checkpoint files: a header (magic, version, model sizes, step, seed, RNG state)
  * and a list of named records (weights, masks, AdamW moments, sparsity state, the resolved
- * config), each with its size and an FNV-1a 64 checksum, then an end marker. Written
+ * config), each with its size and an FNV-1a 64 checksum (of name, kind, size and data),
+ * then an end marker. Written
  * atomically (atomic_file.h); read whole and verified before anything uses it.
  *
  * Record names used by the trainer: "config" (resolved YAML), "param/<tensor>",
@@ -35,7 +36,7 @@ typedef struct ck_record {
 	char name[96];
 	uint32_t kind;      /* enum ck_kind */
 	uint64_t nbytes;
-	uint64_t checksum;  /* FNV-1a 64 of the data */
+	uint64_t checksum;  /* FNV-1a 64 of name, kind, nbytes and data */
 	void *data;         /* owned by the ck_file after ck_load; borrowed by ck_save */
 } ck_record;
 

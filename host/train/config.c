@@ -146,6 +146,10 @@ static void suggest(const char *section, const char *key, char *buf, size_t len)
 	const char *bs = NULL, *bk = NULL;
 	for (int i = 0; i < NKEYS; i++) {
 		int d = tc_edit_distance(key, schema[i].key);
+		/* "warmup" for "warmup_steps": a prefix or part counts as one edit */
+		if (strlen(key) >= 3 && (strstr(schema[i].key, key) || strstr(key, schema[i].key)) &&
+		    strlen(schema[i].key) >= 3)
+			d = d < 1 ? d : 1;
 		if (strcmp(schema[i].section, section))
 			d += d == 0 ? 1 : 3; /* prefer the section the key was written in */
 		if (d < best) {

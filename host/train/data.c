@@ -160,7 +160,7 @@ static int list_sources(const char *path, char ***files, int *nfiles, uint64_t *
 }
 
 int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t source_key,
-		   char *err, size_t errlen)
+		   int n_files, char *err, size_t errlen)
 {
 	af_file a;
 	if (af_open(&a, path)) {
@@ -175,6 +175,9 @@ int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t s
 	fwrite(&count, 8, 1, a.f);
 	fwrite(&sum, 8, 1, a.f);
 	fwrite(&source_key, 8, 1, a.f);
+	uint32_t nf = (uint32_t)n_files, pad = 0;
+	fwrite(&nf, 4, 1, a.f);
+	fwrite(&pad, 4, 1, a.f);
 	fwrite(tokens, 1, n, a.f);
 	if (af_commit(&a)) {
 		snprintf(err, errlen, "%s: cannot write token cache", path);
@@ -184,7 +187,7 @@ int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t s
 }
 
 int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_t *n,
-		  char *err, size_t errlen)
+		  int *n_files, char *err, size_t errlen)
 {
 	uint8_t *buf;
 	size_t len;
@@ -195,7 +198,7 @@ int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_
 		snprintf(err, errlen, "%s: cannot read token cache", path);
 		return rc;
 	}
-	const size_t hdr = 40;
+	const size_t hdr = 48;
 	uint32_t version, tok_bytes;
 	uint64_t count, sum, key;
 	if (len < hdr || memcmp(buf, TD_MAGIC, 8)) {
@@ -209,6 +212,8 @@ int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_
 	memcpy(&count, buf + 16, 8);
 	memcpy(&sum, buf + 24, 8);
 	memcpy(&key, buf + 32, 8);
+	uint32_t nf;
+	memcpy(&nf, buf + 40, 4);
 	if (version != TD_VERSION || tok_bytes != 1) {
 		snprintf(err, errlen, "%s: token cache version %u (expected %u); delete it to "
 			 "rebuild", path, version, TD_VERSION);
@@ -227,6 +232,7 @@ int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_
 		return 1;
 	}
 	memmove(buf, buf + hdr, len - hdr);
+	*n_files = (int)nf;
 	*tokens = buf;
 	*n = len - hdr;
 	return CS_OK;
@@ -301,13 +307,13 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 	if (cache_dir && *cache_dir) {
 		snprintf(d->cache_path, sizeof d->cache_path, "%s/tokens-%016llx.bin", cache_dir,
 			 (unsigned long long)key);
-		rc = td_cache_read(d->cache_path, key, &d->tokens, &d->n_tokens, err, errlen);
+		rc = td_cache_read(d->cache_path, key, &d->tokens, &d->n_tokens, &d->n_files, err,
+				   errlen);
 		if (rc < 0 && rc != CS_ERR_NOT_FOUND) {
 			free_list(files, nfiles);
 			return rc;
 		}
 		d->cache_hit = rc == CS_OK;
-		d->n_files = nfiles;
 	}
 	if (!d->cache_hit) {
 		rc = read_sources(d, path, files, nfiles, err, errlen);
@@ -317,7 +323,8 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 		}
 		if (d->cache_path[0] && d->n_tokens) {
 			if (af_mkdirs(cache_dir) ||
-			    td_cache_write(d->cache_path, d->tokens, d->n_tokens, key, err, errlen))
+			    td_cache_write(d->cache_path, d->tokens, d->n_tokens, key, d->n_files, err,
+					   errlen))
 				d->cache_path[0] = 0; /* a cache we cannot write is not an error */
 		}
 	}
