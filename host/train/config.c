@@ -115,7 +115,7 @@ void tc_where(const train_config *c, int node_id, char *buf, size_t len)
 
 #define FAIL(node, ...)                                                                   \
 	do {                                                                              \
-		char where_[TC_PATH_MAX + 200], msg_[512];                                \
+		char where_[TC_PATH_MAX + 200], msg_[1024];                               \
 		tc_where(c, (node), where_, sizeof where_);                               \
 		snprintf(msg_, sizeof msg_, __VA_ARGS__);                                 \
 		snprintf(err, errlen, "%s: %s", where_, msg_);                            \

@@ -13,7 +13,7 @@
 #include "train/atomic_file.h"
 
 #define TD_MAGIC "CSTOKENS"
-#define TD_VERSION 1u
+#define TD_VERSION 2u
 
 uint64_t td_fnv1a(const void *p, size_t n, uint64_t h)
 {
@@ -215,10 +215,8 @@ int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_
 	uint32_t nf;
 	memcpy(&nf, buf + 40, 4);
 	if (version != TD_VERSION || tok_bytes != 1) {
-		snprintf(err, errlen, "%s: token cache version %u (expected %u); delete it to "
-			 "rebuild", path, version, TD_VERSION);
 		free(buf);
-		return CS_ERR_FORMAT;
+		return 1; /* another version's cache: stale, rebuilt */
 	}
 	if (count != len - hdr ||
 	    td_fnv1a(buf + hdr, len - hdr, 0xcbf29ce484222325ull) != sum) {

@@ -45,7 +45,7 @@ void td_val_batch(const td_data *d, int i, int n_batches, int B, int T, int *inp
 int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t source_key,
 		   int n_files, char *err, size_t errlen);
 /* Returns CS_ERR_NOT_FOUND when absent, CS_ERR_FORMAT when corrupt, 1 when stale
- * (another source key), 0 when loaded. */
+ * (another source key or format version: rebuilt), 0 when loaded. */
 int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_t *n,
 		  int *n_files, char *err, size_t errlen);
 /* Whether buf is valid UTF-8; on failure *bad is the offset of the first bad byte. */
