@@ -753,7 +753,9 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 				goto out_close;
 			fprintf(mf, "{\"step\": %ld, \"val_loss\": %.6f, \"val_ppl\": %.4f}\n",
 				t.step, val, exp(val));
-			fflush(mf);
+			fflush(mf);	fprintf(out, "%sstep %ld/%d val_loss %.4f (unigram entropy %.4f)\n",
+				tty ? "\r\033[K" : "", t.step, c->steps, val,
+				t.data.unigram_entropy);
 		}
 		double avg_ms = (now_s() - run_t0) * 1e3 / steps_here;
 		char eta[32];
