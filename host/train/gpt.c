@@ -325,7 +325,7 @@ void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 
 /* exp(x) for x in [-20, 0]: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor for exp(r) */
-static inline float exp_neg(float x)
+static inline __attribute__((always_inline)) float exp_neg(float x)
 {
 	const float log2e = 1.44269504088896341f;
 	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
@@ -346,13 +346,18 @@ static inline float exp_neg(float x)
 	return p * scale;
 }
 
-float gelu_tanhf(float y)
+static inline __attribute__((always_inline)) float tanh_fast(float y)
 {
 	float ay = fabsf(y);
 	ay = ay < 9.5f ? ay : 9.5f; /* tanh(9.5) rounds to 1 in fp32 */
 	float e = exp_neg(-2.0f * ay);
 	float t = (1.0f - e) / (1.0f + e);
 	return copysignf(t, y);
+}
+
+float gelu_tanhf(float y)
+{
+	return tanh_fast(y);
 }
 
 #define GELU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -362,7 +367,7 @@ GELU_CLONES void gelu_forward(float *out, const float *inp, int N)
 	for (int i = 0; i < N; i++) {
 		float x = inp[i];
 		float cube = 0.044715f * x * x * x;
-		out[i] = 0.5f * x * (1.0f + gelu_tanhf(GELU_SCALE * (x + cube)));
+		out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
 	}
 }
 
@@ -372,7 +377,7 @@ GELU_CLONES void gelu_backward(float *dinp, const float *inp, const float *dout,
 	for (int i = 0; i < N; i++) {
 		float x = inp[i];
 		float cube = 0.044715f * x * x * x;
-		float th = gelu_tanhf(GELU_SCALE * (x + cube));
+		float th = tanh_fast(GELU_SCALE * (x + cube));
 		float sech2 = 1.0f - th * th;
 		float g = 0.5f * (1.0f + th) +
 			  x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
