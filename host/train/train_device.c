@@ -163,6 +163,11 @@ const char *td_dev_last_error(train_device *d)
 	return d->dev ? csd_last_error(d->dev) : d->err;
 }
 
+int64_t td_dev_nnz(const train_device *d, int layer, int proj)
+{
+	return d->sp[layer * GPT_NPROJ + proj].nnz;
+}
+
 static int dev_forward(void *ctx, float *y, const float *x, const float *w, int layer,
 		       int proj, int BT, int IC, int OC)
 {

@@ -30,5 +30,7 @@ int td_dev_sync(train_device *d, int masks_changed, char *err, size_t errlen);
 /* Device cycles and MAC utilization since the last call (0 when unknown). */
 void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization);
 const char *td_dev_last_error(train_device *d);
+/* Nonzeros sent for projection proj of block layer (tests, reports). */
+int64_t td_dev_nnz(const train_device *d, int layer, int proj);
 
 #endif /* CS_TRAIN_TRAIN_DEVICE_H */
