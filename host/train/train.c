@@ -307,9 +307,22 @@ int trainer_load(trainer *t, const char *path, char *err, size_t errlen)
 			goto out_free;
 		}
 	}
-	if (nan)
+	if (nan) {
+		/* setting one tensor's mask may re-apply the others' (still the init masks) to
+		 * the model's buffers: read every mask from a pristine copy, then put the
+		 * finite weights back */
+		float *copy = malloc(m->num_params * sizeof(float));
+		if (!copy) {
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+		memcpy(copy, m->params_memory, m->num_params * sizeof(float));
 		for (int i = 0; i < m->num_tensors && !rc; i++)
-			rc = ts_nan_import(t->ts, i, m->params_memory + m->tensors[i].offset);
+			rc = ts_nan_import(t->ts, i, copy + m->tensors[i].offset);
+		for (size_t j = 0; j < m->num_params; j++)
+			m->params_memory[j] = isfinite(copy[j]) ? copy[j] : 0.0f;
+		free(copy);
+	}
 	if (rc) {
 		snprintf(err, errlen, "%s: cannot import NaN-pruned weights", path);
 		goto out_free;
