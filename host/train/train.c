@@ -602,8 +602,8 @@ static void json_str(FILE *f, const char *s)
 static void write_metrics(FILE *f, trainer *t, const train_step_stats *s, double tok_s)
 {
 	fprintf(f, "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, "
-		   "\"sparsity\": %.6f, \"layer_sparsity\": {",
-		t->step, s->loss, s->lr, s->grad_norm, ts_sparsity(t->ts));
+		   "\"sparsity\": %.6f, \"sparsity_all_params\": %.6f, \"layer_sparsity\": {",
+		t->step, s->loss, s->lr, s->grad_norm, ts_sparsity(t->ts), ts_sparsity_all(t->ts));
 	int first = 1;
 	for (int i = 0; i < t->model.num_tensors; i++) {
 		if (!ts_mask(t->ts, i))

@@ -164,6 +164,15 @@ double ts_sparsity(const train_sparsity *ts)
 	return s.sparsity;
 }
 
+double ts_sparsity_all(const train_sparsity *ts)
+{
+	if (!ON(ts))
+		return 0.0;
+	sp_stats s;
+	sp_get_stats(ts->st, &s);
+	return s.overall;
+}
+
 int ts_flops_step(train_sparsity *ts, long step, int seq_len, int n_seqs)
 {
 	return ON(ts) ? sp_flops_step(ts->st, step, &ts->dims, seq_len, n_seqs, NULL) : CS_OK;
@@ -263,6 +272,11 @@ double ts_tensor_sparsity(const train_sparsity *ts, int idx)
 	return 0.0;
 }
 double ts_sparsity(const train_sparsity *ts)
+{
+	(void)ts;
+	return 0.0;
+}
+double ts_sparsity_all(const train_sparsity *ts)
 {
 	(void)ts;
 	return 0.0;

@@ -37,6 +37,8 @@ int ts_mask_changed(const train_sparsity *ts, int idx);
 double ts_tensor_sparsity(const train_sparsity *ts, int idx);
 /* Sparsity over the sparsified tensors (0 when dense). */
 double ts_sparsity(const train_sparsity *ts);
+/* Share of zeros forced by masks over all parameters (0 when dense). */
+double ts_sparsity_all(const train_sparsity *ts);
 /* FLOPs of one iteration (call before ts_after_optimizer); NULL-safe when disabled. */
 int ts_flops_step(train_sparsity *ts, long step, int seq_len, int n_seqs);
 int ts_write_flops_json(const train_sparsity *ts, FILE *f);
