@@ -35,7 +35,11 @@ struct train_device {
 	csd_sparse *sp;        /* [L * 4] */
 	int *tensor;           /* [L * 4] model tensor index */
 	uint8_t *ones;         /* all-ones mask for dense projections */
-	uint16_t *xb, *dyb;    /* [BT, 4C] bf16 scratch */
+	uint16_t *dyb;         /* [BT, 4C] bf16 scratch */
+	/* each projection's bf16 input from its forward, reused by its weight gradient */
+	uint16_t **xb;         /* [L * 4][BT, IC] */
+	const float **xb_src;  /* the fp32 input it was rounded from */
+	int *xb_bt;            /* and its BT (0: none) */
 	float *dwnz;           /* [max nnz] */
 	size_t dwnz_cap;
 	char err[256];
@@ -74,11 +78,18 @@ int td_dev_open(train_device **out, const char *uri, gpt *m, const train_sparsit
 	d->sp = calloc(d->n, sizeof *d->sp);
 	d->tensor = calloc(d->n, sizeof *d->tensor);
 	d->ones = malloc((size_t)4 * C * C);
-	d->xb = malloc(sizeof(uint16_t) * BT * 4 * C);
 	d->dyb = malloc(sizeof(uint16_t) * BT * 4 * C);
+	d->xb = calloc(d->n, sizeof *d->xb);
+	d->xb_src = calloc(d->n, sizeof *d->xb_src);
+	d->xb_bt = calloc(d->n, sizeof *d->xb_bt);
 	int rc = CS_ERR_NO_MEM;
-	if (!d->sp || !d->tensor || !d->ones || !d->xb || !d->dyb)
+	if (!d->sp || !d->tensor || !d->ones || !d->dyb || !d->xb || !d->xb_src || !d->xb_bt)
 		goto out_free;
+	for (int k = 0; k < d->n; k++) {
+		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
+		if (!(d->xb[k] = malloc(sizeof(uint16_t) * BT * ic)))
+			goto out_free;
+	}
 	memset(d->ones, 1, (size_t)4 * C * C);
 	for (int i = 0; i < m->num_tensors; i++)
 		if (m->tensors[i].proj >= 0)
@@ -122,7 +133,11 @@ void td_dev_close(train_device *d)
 	free(d->sp);
 	free(d->tensor);
 	free(d->ones);
+	for (int k = 0; d->xb && k < d->n; k++)
+		free(d->xb[k]);
 	free(d->xb);
+	free(d->xb_src);
+	free(d->xb_bt);
 	free(d->dyb);
 	free(d->dwnz);
 	free(d);
@@ -172,9 +187,14 @@ static int dev_forward(void *ctx, float *y, const float *x, const float *w, int 
 		       int proj, int BT, int IC, int OC)
 {
 	train_device *d = ctx;
+	int k = layer * GPT_NPROJ + proj;
 	(void)w, (void)OC;
-	nm_bf16_from_f32_array(d->xb, x, (size_t)BT * IC);
-	return csd_forward(d->dev, y, d->xb, &d->sp[layer * GPT_NPROJ + proj], BT);
+	if (BT > d->m->B * d->m->T)
+		return CS_ERR_INVALID;
+	nm_bf16_from_f32_array(d->xb[k], x, (size_t)BT * IC);
+	d->xb_src[k] = x;
+	d->xb_bt[k] = BT;
+	return csd_forward(d->dev, y, d->xb[k], &d->sp[k], BT);
 }
 
 static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x,
@@ -182,8 +202,9 @@ static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 			int want_dense_dw)
 {
 	train_device *d = ctx;
+	int k = layer * GPT_NPROJ + proj;
 	(void)w;
-	const csd_sparse *sp = &d->sp[layer * GPT_NPROJ + proj];
+	const csd_sparse *sp = &d->sp[k];
 	nm_bf16_from_f32_array(d->dyb, dy, (size_t)BT * OC);
 	int rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
 	if (rc)
@@ -194,13 +215,17 @@ static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 			    IC, 1.0f, dw, IC);
 		return CS_OK;
 	}
-	nm_bf16_from_f32_array(d->xb, x, (size_t)BT * IC);
-	rc = csd_wgrad(d->dev, d->dwnz, d->dyb, d->xb, sp, BT);
+	if (d->xb_src[k] != x || d->xb_bt[k] != BT) { /* not the last forward's input */
+		nm_bf16_from_f32_array(d->xb[k], x, (size_t)BT * IC);
+		d->xb_src[k] = x;
+		d->xb_bt[k] = BT;
+	}
+	rc = csd_wgrad(d->dev, d->dwnz, d->dyb, d->xb[k], sp, BT);
 	if (rc)
 		return rc;
 	for (int i = 0; i < sp->n_out; i++)
-		for (int64_t k = sp->row_ptr[i]; k < sp->row_ptr[i + 1]; k++)
-			dw[(size_t)i * IC + sp->col[k]] += d->dwnz[k];
+		for (int64_t j = sp->row_ptr[i]; j < sp->row_ptr[i + 1]; j++)
+			dw[(size_t)i * IC + sp->col[j]] += d->dwnz[j];
 	return CS_OK;
 }
 

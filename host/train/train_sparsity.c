@@ -28,6 +28,9 @@ struct train_sparsity {
 	sp_gpt_dims dims;
 #endif
 	int enabled;
+	/* sparsity figures for the metrics, recomputed only when masks change */
+	int stats_valid;
+	double *tensor_sp, sp_sparse, sp_all;
 };
 
 int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, float *adam_v,
@@ -48,7 +51,8 @@ int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, fl
 	if (sp_config_is_dense(ts->cfg))
 		return CS_OK;
 	ts->params = calloc(m->num_tensors, sizeof *ts->params);
-	if (!ts->params) {
+	ts->tensor_sp = calloc(m->num_tensors, sizeof *ts->tensor_sp);
+	if (!ts->params || !ts->tensor_sp) {
 		rc = CS_ERR_NO_MEM;
 		goto out_free;
 	}
@@ -104,6 +108,7 @@ void ts_free(train_sparsity *ts)
 	sp_config_free(ts->cfg);
 	free(ts->params);
 #endif
+	free(ts->tensor_sp);
 	free(ts);
 }
 
@@ -132,7 +137,23 @@ int ts_skip_optimizer(const train_sparsity *ts, long step)
 
 int ts_after_optimizer(train_sparsity *ts, long step)
 {
-	return ON(ts) ? sp_after_optimizer(ts->st, step) : 0;
+	if (!ON(ts))
+		return 0;
+	int rc = sp_after_optimizer(ts->st, step);
+	if (rc != 0)
+		ts->stats_valid = 0;
+	return rc;
+}
+
+static void update_stats(train_sparsity *ts)
+{
+	for (int i = 0; i < ts->m->num_tensors; i++)
+		ts->tensor_sp[i] = sp_tensor_sparsity(ts->st, i);
+	sp_stats s;
+	sp_get_stats(ts->st, &s);
+	ts->sp_sparse = s.sparsity;
+	ts->sp_all = s.overall;
+	ts->stats_valid = 1;
 }
 
 int ts_apply(train_sparsity *ts)
@@ -152,25 +173,29 @@ int ts_mask_changed(const train_sparsity *ts, int idx)
 
 double ts_tensor_sparsity(const train_sparsity *ts, int idx)
 {
-	return ON(ts) ? sp_tensor_sparsity(ts->st, idx) : 0.0;
+	if (!ON(ts))
+		return 0.0;
+	if (!ts->stats_valid)
+		update_stats((train_sparsity *)ts);
+	return ts->tensor_sp[idx];
 }
 
 double ts_sparsity(const train_sparsity *ts)
 {
 	if (!ON(ts))
 		return 0.0;
-	sp_stats s;
-	sp_get_stats(ts->st, &s);
-	return s.sparsity;
+	if (!ts->stats_valid)
+		update_stats((train_sparsity *)ts);
+	return ts->sp_sparse;
 }
 
 double ts_sparsity_all(const train_sparsity *ts)
 {
 	if (!ON(ts))
 		return 0.0;
-	sp_stats s;
-	sp_get_stats(ts->st, &s);
-	return s.overall;
+	if (!ts->stats_valid)
+		update_stats((train_sparsity *)ts);
+	return ts->sp_all;
 }
 
 int ts_flops_step(train_sparsity *ts, long step, int seq_len, int n_seqs)
@@ -203,6 +228,7 @@ int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_
 						    "config has no sparsity block"),
 			      CS_ERR_INVALID)
 			   : CS_OK;
+	ts->stats_valid = 0;
 	return sp_state_load_buf(ts->st, buf, len, err, errlen);
 }
 
@@ -225,6 +251,7 @@ int ts_nan_import(train_sparsity *ts, int idx, float *w)
 	if (!mask)
 		return CS_ERR_NO_MEM;
 	sp_nan_import(w, mask, n);
+	ts->stats_valid = 0;
 	int rc = sp_set_mask(ts->st, idx, mask);
 	free(mask);
 	return rc;
