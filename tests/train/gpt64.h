@@ -155,4 +155,93 @@ static inline double g64_loss(const g64 *g, const int *inp, const int *tgt, int 
 	return loss / N;
 }
 
+/*
+ * The float64 reference of one optimizer step of the trainer t (its config, its batches):
+ * mean loss over grad_accum micro-batches, gradient by central differences over every
+ * parameter, global-norm clipping, warm-up + cosine schedule and AdamW, all in double and
+ * written here independently of host/train. p, m, v [num_params] are the reference's state;
+ * returns the step's loss, *norm the gradient norm before clipping, *lr the rate used.
+ */
+#include "train/train.h"
+
+static inline double g64_lr(long s, long steps, long warmup, double lr, double min_lr)
+{
+	if (s < warmup)
+		return lr * (s + 1) / warmup;
+	if (steps - warmup <= 1)
+		return lr;
+	double frac = (double)(s - warmup) / (double)(steps - warmup - 1);
+	if (frac > 1)
+		frac = 1;
+	return min_lr + (lr - min_lr) * 0.5 * (1 + cos(M_PI * frac));
+}
+
+static inline double g64_batch_loss(const g64 *g, int **inp, int **tgt, int A, int B, int T)
+{
+	double s = 0;
+	for (int k = 0; k < A; k++)
+		s += g64_loss(g, inp[k], tgt[k], B, T);
+	return s / A;
+}
+
+static inline double g64_train_step(g64 *g, double *m, double *v, const trainer *t, long s,
+				    double *norm, double *lr_out)
+{
+	const train_config *c = &t->cfg;
+	int A = c->grad_accum, B = c->batch_size, T = c->model.block_size;
+	size_t P = t->model.num_params;
+	int *inp[16], *tgt[16];
+	for (int k = 0; k < A && k < 16; k++) {
+		inp[k] = malloc(sizeof(int) * B * T);
+		tgt[k] = malloc(sizeof(int) * B * T);
+		td_train_batch(&t->data, c->seed, s, k, B, T, inp[k], tgt[k]);
+	}
+	double loss = g64_batch_loss(g, inp, tgt, A, B, T);
+	double *grad = malloc(sizeof(double) * P);
+	for (size_t i = 0; i < P; i++) {
+		double x0 = g->p[i], h = 1e-6;
+		g->p[i] = x0 + h;
+		double lp = g64_batch_loss(g, inp, tgt, A, B, T);
+		g->p[i] = x0 - h;
+		double lm = g64_batch_loss(g, inp, tgt, A, B, T);
+		g->p[i] = x0;
+		grad[i] = (lp - lm) / (2 * h);
+	}
+	double nn = 0;
+	for (size_t i = 0; i < P; i++)
+		nn += grad[i] * grad[i];
+	nn = sqrt(nn);
+	double scale = c->grad_clip > 0 && nn > c->grad_clip ? c->grad_clip / nn : 1.0;
+	double lr = g64_lr(s, c->steps, c->warmup_steps, c->lr, c->min_lr);
+	for (int k = 0; k < t->model.num_tensors; k++) {
+		const gpt_tensor *tt = &t->model.tensors[k];
+		double wd = tt->ndim == 2 ? c->weight_decay : 0.0;
+		for (size_t i = tt->offset; i < tt->offset + tt->numel; i++) {
+			double gi = grad[i] * scale;
+			m[i] = c->beta1 * m[i] + (1 - c->beta1) * gi;
+			v[i] = c->beta2 * v[i] + (1 - c->beta2) * gi * gi;
+			double mh = m[i] / (1 - pow(c->beta1, s + 1));
+			double vh = v[i] / (1 - pow(c->beta2, s + 1));
+			g->p[i] -= lr * (mh / (sqrt(vh) + c->eps) + wd * g->p[i]);
+		}
+	}
+	for (int k = 0; k < A && k < 16; k++) {
+		free(inp[k]);
+		free(tgt[k]);
+	}
+	free(grad);
+	*norm = nn;
+	*lr_out = lr;
+	return loss;
+}
+
+/* Largest |w32 - w64| over the parameters. */
+static inline double g64_max_diff(const float *w, const double *p, size_t n)
+{
+	double worst = 0;
+	for (size_t i = 0; i < n; i++)
+		worst = fmax(worst, fabs(w[i] - p[i]));
+	return worst;
+}
+
 #endif /* TESTS_TRAIN_GPT64_H */

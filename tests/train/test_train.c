@@ -45,26 +45,6 @@ static void make_config(const char *dir, const char *extra)
 	tt_write(p, cfg_text);
 }
 
-static double ref_lr(long s, long steps, long warmup, double lr, double min_lr)
-{
-	if (s < warmup)
-		return lr * (s + 1) / warmup;
-	double frac = (double)(s - warmup) / (double)(steps - warmup - 1);
-	return min_lr + (lr - min_lr) * 0.5 * (1 + cos(M_PI * frac));
-}
-
-struct fd_ctx {
-	g64 g;
-	int inp[2][8], tgt[2][8];
-	int T;
-};
-
-static double accum_loss(struct fd_ctx *c)
-{
-	return 0.5 * (g64_loss(&c->g, c->inp[0], c->tgt[0], 1, c->T) +
-		      g64_loss(&c->g, c->inp[1], c->tgt[1], 1, c->T));
-}
-
 static void test_steps_match_float64(void **state)
 {
 	(void)state;
@@ -80,63 +60,27 @@ static void test_steps_match_float64(void **state)
 	if (rc)
 		fprintf(stderr, "%s\n", err);
 	assert_int_equal(rc, CS_OK);
-	const train_config *c = &t.cfg;
+	assert_null(t.dev);
 	size_t P = t.model.num_params;
-	struct fd_ctx r = { .g = { &t.model, malloc(P * 8) }, .T = c->model.block_size };
-	double *m = calloc(P, 8), *v = calloc(P, 8), *g = malloc(P * 8);
+	g64 g = { &t.model, malloc(P * 8) };
+	double *m = calloc(P, 8), *v = calloc(P, 8);
 	for (size_t i = 0; i < P; i++)
-		r.g.p[i] = t.model.params_memory[i];
-	for (long s = 0; s < c->steps; s++) {
-		for (int k = 0; k < 2; k++)
-			td_train_batch(&t.data, c->seed, s, k, 1, r.T, r.inp[k], r.tgt[k]);
-		double loss64 = accum_loss(&r);
-		/* gradient by central differences */
-		for (size_t i = 0; i < P; i++) {
-			double x0 = r.g.p[i], h = 1e-6;
-			r.g.p[i] = x0 + h;
-			double lp = accum_loss(&r);
-			r.g.p[i] = x0 - h;
-			double lm = accum_loss(&r);
-			r.g.p[i] = x0;
-			g[i] = (lp - lm) / (2 * h);
-		}
-		double norm = 0;
-		for (size_t i = 0; i < P; i++)
-			norm += g[i] * g[i];
-		norm = sqrt(norm);
-		double scale = norm > c->grad_clip ? c->grad_clip / norm : 1.0;
-		double lr = ref_lr(s, c->steps, c->warmup_steps, c->lr, c->min_lr);
-		for (int k = 0; k < t.model.num_tensors; k++) {
-			const gpt_tensor *tt = &t.model.tensors[k];
-			double wd = tt->ndim == 2 ? c->weight_decay : 0.0;
-			for (size_t i = tt->offset; i < tt->offset + tt->numel; i++) {
-				double gi = g[i] * scale;
-				m[i] = c->beta1 * m[i] + (1 - c->beta1) * gi;
-				v[i] = c->beta2 * v[i] + (1 - c->beta2) * gi * gi;
-				double mh = m[i] / (1 - pow(c->beta1, s + 1));
-				double vh = v[i] / (1 - pow(c->beta2, s + 1));
-				r.g.p[i] -= lr * (mh / (sqrt(vh) + c->eps) + wd * r.g.p[i]);
-			}
-		}
+		g.p[i] = t.model.params_memory[i];
+	for (long s = 0; s < t.cfg.steps; s++) {
+		double norm, lr;
+		double loss64 = g64_train_step(&g, m, v, &t, s, &norm, &lr);
 		train_step_stats st;
 		assert_int_equal(trainer_step(&t, &st, err, sizeof err), CS_OK);
-		printf("step %ld: loss fp32 %.8f fp64 %.8f, grad norm fp32 %.6f fp64 %.6f, lr "
-		       "%.6g %.6g\n", s + 1, st.loss, loss64, st.grad_norm, norm, st.lr, lr);
+		double worst = g64_max_diff(t.model.params_memory, g.p, P);
+		printf("step %ld: loss fp32 %.8f fp64 %.8f, grad norm fp32 %.6f fp64 %.6f, lr %.6g "
+		       "%.6g, worst parameter difference %.3g (%.4f lr)\n", s + 1, st.loss, loss64,
+		       st.grad_norm, norm, st.lr, lr, worst, worst / t.cfg.lr);
 		assert_true(fabs(st.loss - loss64) <= 2e-6 * loss64);
 		assert_true(fabs(st.grad_norm - norm) <= 1e-4 * norm);
 		assert_true(fabs(st.lr - lr) <= 1e-12);
-		double worst = 0;
-		size_t wi = 0;
-		for (size_t i = 0; i < P; i++) {
-			double d = fabs(t.model.params_memory[i] - r.g.p[i]);
-			if (d > worst)
-				worst = d, wi = i;
-		}
-		printf("  worst parameter difference %.3g (%.4f lr) at %zu\n", worst, worst / c->lr,
-		       wi);
-		assert_true(worst <= 0.005 * c->lr);
+		assert_true(worst <= 0.005 * t.cfg.lr);
 	}
-	free(r.g.p), free(m), free(v), free(g);
+	free(g.p), free(m), free(v);
 	trainer_free(&t);
 	tt_rmdir(dir);
 }

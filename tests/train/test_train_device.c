@@ -5,8 +5,11 @@
  *     weight gradient (only at the mask's nonzeros, scattered into the dense buffer, the
  *     rest untouched), and the dense-gradient mode;
  *   - a few training steps of the dense model on the cpu backend against the fp32 host
- *     path, which test_train.c checks against float64. Stated tolerance: bf16 operands
- *     (relative rounding 2^-9) give per-step losses within 5e-4 relative;
+ *     path and against the float64 reference (gpt64.h). Stated tolerances, from bf16
+ *     operands (relative rounding 2^-9): per-step losses within 5e-4 relative, gradient
+ *     norm within 1e-2, at most 1% of the parameters beyond 0.05 lr of float64 and none
+ *     beyond 2 lr per step taken (AdamW's first steps are nearly sign(g) lr, so a tiny
+ *     gradient whose bf16 rounding flips its sign moves a weight by up to 2 lr);
  *   - cpu and sim backends give identical losses for several steps (when sim is built).
  * Skips (not fails) when the driver's backends are not in this build.
  */
@@ -24,6 +27,7 @@
 #include "common/cs_error.h"
 #include "common/numerics.h"
 #include "train/train.h"
+#include "gpt64.h"
 #include "train_test_util.h"
 
 static uint64_t rs = 77;
@@ -182,6 +186,43 @@ static void test_cpu_backend_steps_match_host(void **state)
 	assert_true(memcmp(dev, host, sizeof dev) != 0);
 }
 
+/* The dense model on the cpu backend against the float64 reference of the same steps. */
+static void test_cpu_backend_steps_match_float64(void **state)
+{
+	(void)state;
+	trainer t;
+	char *ov[] = { "train.eps=1.0e-6", "train.steps=3" };
+	int rc = make_trainer(&t, ov, 2);
+	if (rc == CS_ERR_NOT_SUPPORTED)
+		skip();
+	assert_int_equal(rc, CS_OK);
+	assert_non_null(t.dev);
+	size_t P = t.model.num_params;
+	g64 g = { &t.model, malloc(P * 8) };
+	double *m = calloc(P, 8), *v = calloc(P, 8);
+	for (size_t i = 0; i < P; i++)
+		g.p[i] = t.model.params_memory[i];
+	for (long s = 0; s < t.cfg.steps; s++) {
+		double norm, lr;
+		double loss64 = g64_train_step(&g, m, v, &t, s, &norm, &lr);
+		train_step_stats st;
+		assert_int_equal(trainer_step(&t, &st, err, sizeof err), CS_OK);
+		double worst = g64_max_diff(t.model.params_memory, g.p, P);
+		size_t far = 0;
+		for (size_t i = 0; i < P; i++)
+			far += fabs(t.model.params_memory[i] - g.p[i]) > 0.05 * t.cfg.lr;
+		printf("step %ld: loss cpu backend %.7f fp64 %.7f, grad norm %.5f %.5f, worst "
+		       "parameter difference %.3g lr, %zu of %zu beyond 0.05 lr\n",
+		       s + 1, st.loss, loss64, st.grad_norm, norm, worst / t.cfg.lr, far, P);
+		assert_true(fabs(st.loss - loss64) <= 5e-4 * loss64);
+		assert_true(fabs(st.grad_norm - norm) <= 1e-2 * norm);
+		assert_true(worst <= 2.0 * t.cfg.lr * (s + 1) + 1e-9);
+		assert_true(far <= P / 100);
+	}
+	free(g.p), free(m), free(v);
+	trainer_free(&t);
+}
+
 static void test_cpu_and_sim_identical(void **state)
 {
 	(void)state;
@@ -210,6 +251,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hook_against_bf16_reference),
 		cmocka_unit_test(test_cpu_backend_steps_match_host),
+		cmocka_unit_test(test_cpu_backend_steps_match_float64),
 		cmocka_unit_test(test_cpu_and_sim_identical),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
