@@ -2,6 +2,7 @@
 #ifndef TESTS_TRAIN_UTIL_H
 #define TESTS_TRAIN_UTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
