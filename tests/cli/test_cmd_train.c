@@ -129,7 +129,7 @@ static void test_run_sample_eval_resume(void **state)
 			     "--temperature 0.5 --seed 1"), 0);
 	assert_true(strncmp(out, "the ", 4) == 0 && strlen(out) == 4 + 12 + 1);
 	char first[64];
-	snprintf(first, sizeof first, "%s", out);
+	snprintf(first, sizeof first, "%.60s", out);
 	assert_int_equal(run("sample runs/r/ckpt-00000030.bin --prompt 'the ' --tokens 12 "
 			     "--temperature 0.5 --seed 1"), 0);
 	assert_string_equal(first, out);
