@@ -148,7 +148,7 @@ static void test_sigint_saves_checkpoint(void **state)
 {
 	(void)state;
 	char cmd[2048];
-	/* a run long enough to be interrupted */
+	/* a run long enough to be interrupted; SIGINT once it has written a step */
 	snprintf(cmd, sizeof cmd,
 		 "cd %s && exec %s train cfg.yaml --force run.name=long train.steps=100000 "
 		 "train.ckpt_every=0 >/dev/null 2>&1",
@@ -171,9 +171,12 @@ static void test_sigint_saves_checkpoint(void **state)
 	assert_int_equal(run("train cfg.yaml --resume run.name=long train.steps=1"), 1);
 	assert_non_null(strstr(out, "past train.steps 1"));
 	snprintf(cmd, sizeof cmd,
-		 "cd %s && { %s train cfg.yaml --resume run.name=long train.steps=100000 "
-		 "train.ckpt_every=0 --no-progress 2>&1 & pid=$!; sleep 1; kill -INT $pid; "
-		 "wait $pid; }",
+		 "cd %s && m=runs/long/metrics.jsonl && s=$(ls runs/long | sed -n "
+		 "'s/ckpt-0*\\([0-9]*\\).bin/\\1/p' | tail -1) && "
+		 "{ %s train cfg.yaml --resume run.name=long train.steps=100000 "
+		 "train.ckpt_every=0 --no-progress 2>&1 & pid=$!; "
+		 "while ! grep -q \"\\\"step\\\": $((s + 2)),\" $m; do sleep 0.05; done; "
+		 "kill -INT $pid; wait $pid; }",
 		 dir, cshost);
 	assert_int_equal(run_sh(cmd), 130);
 	assert_non_null(strstr(out, "resuming from"));
