@@ -844,13 +844,10 @@ static int finish_group(pctx *c, sp_group *g, const seen *sn, const yaml_node_t 
 				return perr(c, n, path, "final_density %g must be in (0, init_density]",
 					    sn->final_density);
 		}
-		if (!sn->algo_given || sn->drop_given) {
-			/* nothing: granet uses death_rate, drop_fraction is rejected below */
-		}
 		if (!map_get(c, (yaml_node_t *)n, "scope"))
 			g->scope = SP_SCOPE_GLOBAL; /* GraNet ranks globally (spec 2.6) */
 	}
-	if (!sn->sparsity_node)
+	if (!sn->sparsity_node && g->algo != SP_GRANET)
 		return perr(c, n, path, "missing key 'sparsity'");
 	if (g->algo == SP_STATIC && g->sparsity.type != SP_SCHED_CONSTANT) {
 		snprintf(p, sizeof p, "%s.sparsity", path);

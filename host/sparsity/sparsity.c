@@ -212,20 +212,14 @@ static void set_targets_actual(sp_state *st, int gi)
 	}
 }
 
-/* Magnitude pruning of a whole group to group target s (GMP update, GraNet prune). */
-static int group_magnitude(sp_state *st, int gi, long t, double s)
+/* Magnitude pruning of a whole group to group target s, into the scratch masks. */
+static int group_magnitude_scratch(sp_state *st, int gi, long t, double s)
 {
 	const sp_group *g = &st->cfg->groups[gi];
 	const sp_gstate *gs = &st->gs[gi];
 	uint64_t seed = group_seed(st, g);
-	if (g->scope == SP_SCOPE_GLOBAL) {
-		int rc = sp_mask_global_magnitude(g, st, gs, t, s);
-		if (rc < 0)
-			return rc;
-		rc = commit_group(st, gi);
-		set_targets_actual(st, gi);
-		return rc;
-	}
+	if (g->scope == SP_SCOPE_GLOBAL)
+		return sp_mask_global_magnitude(g, st, gs, t, s);
 	double *sl = malloc(sizeof(double) * (size_t)(gs->n + 1));
 	if (!sl)
 		return CS_ERR_NO_MEM;
@@ -238,7 +232,19 @@ static int group_magnitude(sp_state *st, int gi, long t, double s)
 		tt->target = sl[i];
 	}
 	free(sl);
-	return rc < 0 ? rc : commit_group(st, gi);
+	return rc;
+}
+
+/* GMP update, GraNet prune: magnitude pruning of a whole group, committed. */
+static int group_magnitude(sp_state *st, int gi, long t, double s)
+{
+	int rc = group_magnitude_scratch(st, gi, t, s);
+	if (rc < 0)
+		return rc;
+	rc = commit_group(st, gi);
+	if (st->cfg->groups[gi].scope == SP_SCOPE_GLOBAL)
+		set_targets_actual(st, gi);
+	return rc;
 }
 
 /* t = 0: masks from init_method at sparsity s0 (or all ones when not an update step). */
@@ -601,30 +607,42 @@ static int group_update(sp_state *st, int gi, long t)
 		return rc < 0 ? rc : commit_group(st, gi);
 	}
 	if (g->algo == SP_GRANET) {
+		/* prune then regrow, committed once: a weight pruned and regrown in the same
+		 * update keeps its value and moments, like any dropped-then-regrown entry */
 		if (granet_prunes(g, t)) {
 			double s = sp_sched_value(&g->sparsity, t, gs->cyc_sparsity);
 			if (g->sparsity.type == SP_SCHED_CYCLING)
 				gs->cyc_sparsity++;
-			rc = group_magnitude(st, gi, t, s);
-			if (rc < 0)
-				return rc;
-			changed += rc;
+			rc = group_magnitude_scratch(st, gi, t, s);
+		} else {
+			for (int i = 0; i < gs->n; i++) {
+				sp_tensor *tt = &st->t[gs->tix[i]];
+				if (tt->mask)
+					memcpy(tt->scratch, tt->mask, tt->numel);
+			}
 		}
-		if (granet_regrows(g, t)) {
+		if (rc >= 0 && granet_regrows(g, t)) {
 			double r = death_rate(st, g, t);
 			for (int i = 0; rc >= 0 && i < gs->n; i++) {
 				sp_tensor *tt = &st->t[gs->tix[i]];
 				if (!tt->mask || (tt->flags & SP_TF_FROZEN))
 					continue;
+				uint8_t *pruned = malloc(tt->numel), *old = tt->mask;
+				if (!pruned)
+					return CS_ERR_NO_MEM;
+				memcpy(pruned, tt->scratch, tt->numel);
+				tt->mask = pruned;
 				rc = sp_mask_drop_grow(g, tt, seed, t, 0, r, 1, 1);
-				if (rc >= 0 && sp_mask_commit(tt)) {
-					if (!tt->changed)
-						changed++;
-					tt->changed = 1;
-				}
+				tt->mask = old;
+				free(pruned);
 			}
 		}
-		return rc < 0 ? rc : changed;
+		if (rc < 0)
+			return rc;
+		changed = commit_group(st, gi);
+		if (g->scope == SP_SCOPE_GLOBAL)
+			set_targets_actual(st, gi);
+		return changed;
 	}
 	return 0;
 }
