@@ -222,6 +222,8 @@ int sp_state_load_buf(sp_state *st, const uint8_t *buf, size_t len, char *err, s
 						"by this config",
 				 (int)nl, (const char *)nm);
 		sp_tensor *t = &st->t[idx];
+		if (seen[idx])
+			LOAD_ERR(CS_ERR_FORMAT, "sparsity checkpoint: %s is stored twice", t->name);
 		if (numel != t->numel)
 			LOAD_ERR(CS_ERR_FORMAT, "sparsity checkpoint: %s has %zu elements, the model %zu",
 				 t->name, numel, t->numel);

@@ -274,10 +274,6 @@ static int parse_sched(pctx *c, yaml_node_t *n, const char *path, int range, sp_
 	const char *valid[9] = { "type" };
 	for (int i = 0; i < 7 && kinds[k].keys[i]; i++)
 		valid[i + 1] = kinds[k].keys[i];
-	for (int i = 0; i < kinds[k].nreq; i++)
-		if (!map_get(c, n, kinds[k].keys[i]))
-			return perr(c, n, path, "%s schedule needs '%s'", kinds[k].name,
-				    kinds[k].keys[i]);
 	FOR_PAIRS(c, n, pr)
 	{
 		yaml_node_t *kn = KEYN(c, pr), *vn = VALN(c, pr);
@@ -329,6 +325,10 @@ static int parse_sched(pctx *c, yaml_node_t *n, const char *path, int range, sp_
 		if (rc)
 			return rc;
 	}
+	for (int i = 0; i < kinds[k].nreq; i++)
+		if (!map_get(c, n, kinds[k].keys[i]))
+			return perr(c, n, path, "%s schedule needs '%s'", kinds[k].name,
+				    kinds[k].keys[i]);
 	if (s->type == SP_SCHED_POLY && s->end <= s->begin)
 		return perr(c, n, path, "end %g is not after begin %g", s->end, s->begin);
 	return 0;
