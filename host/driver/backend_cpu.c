@@ -217,49 +217,36 @@ __attribute__((target("avx2,fma"))) static inline __m256 step8(__m256 xv, __m256
 	return r;
 }
 
-/* P a multiple of 8; nb nonzeros in groups of 4 sharing the x loads. */
+/* P a multiple of 8; nb nonzeros in groups of 8 sharing the x loads (8 independent
+ * chains hide the FMA latency). */
 __attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const float *x,
 							     const float *const *d, int nb, int P,
 							     int steps)
 {
-	for (int b0 = 0; b0 < nb; b0 += 4) {
-		const float *d0 = d[b0], *d1 = d[b0 + 1 < nb ? b0 + 1 : b0];
-		const float *d2 = d[b0 + 2 < nb ? b0 + 2 : b0], *d3 = d[b0 + 3 < nb ? b0 + 3 : b0];
+	for (int b0 = 0; b0 < nb; b0 += 8) {
+		const float *dd[8];
+		for (int b = 0; b < 8; b++)
+			dd[b] = d[b0 + b < nb ? b0 + b : b0];
 		for (int q = 0; q < P; q += 8) {
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+			__m256 a[8];
+#pragma GCC unroll 8
+			for (int b = 0; b < 8; b++)
+				a[b] = _mm256_setzero_ps();
 			for (int u = 0; u < steps; u++) {
 				size_t o = (size_t)u * P + q;
 				__m256 xv = _mm256_loadu_ps(x + o);
-				a0 = step8(xv, _mm256_loadu_ps(d0 + o), a0, x + o, d0 + o);
-				a1 = step8(xv, _mm256_loadu_ps(d1 + o), a1, x + o, d1 + o);
-				a2 = step8(xv, _mm256_loadu_ps(d2 + o), a2, x + o, d2 + o);
-				a3 = step8(xv, _mm256_loadu_ps(d3 + o), a3, x + o, d3 + o);
+#pragma GCC unroll 8
+				for (int b = 0; b < 8; b++)
+					a[b] = step8(xv, _mm256_loadu_ps(dd[b] + o), a[b], x + o,
+						     dd[b] + o);
 			}
-			_mm256_storeu_ps(acc + (size_t)b0 * P + q, a0);
-			if (b0 + 1 < nb)
-				_mm256_storeu_ps(acc + (size_t)(b0 + 1) * P + q, a1);
-			if (b0 + 2 < nb)
-				_mm256_storeu_ps(acc + (size_t)(b0 + 2) * P + q, a2);
-			if (b0 + 3 < nb)
-				_mm256_storeu_ps(acc + (size_t)(b0 + 3) * P + q, a3);
+			for (int b = 0; b < 8 && b0 + b < nb; b++)
+				_mm256_storeu_ps(acc + (size_t)(b0 + b) * P + q, a[b]);
 		}
 	}
 }
 #endif
 
-/* Row reduction east -> west, column reduction south -> north (section 5). */
-static float reduce_mesh(const float *p, int rows, int cols)
-{
-	float s = 0.0f;
-	for (int r = rows - 1; r >= 0; r--) {
-		const float *pr = p + (size_t)r * cols;
-		float v = pr[cols - 1];
-		for (int c = cols - 2; c >= 0; c--)
-			v = nm_add(v, pr[c]);
-		s = r == rows - 1 ? v : nm_add(s, v);
-	}
-	return s;
-}
 
 /* Lay tokens of a tile out as [u][q] (token t0 + q*tp + u), zero padded, for features
  * [0, nf) of src [T, nf]: dst[f][u*P + q]. */
@@ -281,6 +268,70 @@ static void layout_tile(float *dst, const uint16_t *src, int T, int nf, int t0, 
 
 #define WG_GROUP 64
 
+/*
+ * The mesh reduction for a group of nb nonzeros at once: accT [P][WG_GROUP] holds the
+ * partials lane-major (nonzero b in lane b), so every add of the fixed order is a vector
+ * add across nonzeros. An add of two model values equals the FPU's unless the result is
+ * subnormal, infinite or NaN (an exact zero gets the same sign under RNE); such lanes are
+ * redone with the reference.
+ */
+static void reduce_group_scalar(float *d, const float *accT, int nb, int rows, int cols)
+{
+	for (int b = 0; b < nb; b++) {
+		float s = 0.0f;
+		for (int r = rows - 1; r >= 0; r--) {
+			const float *pr = accT + (size_t)r * cols * WG_GROUP + b;
+			float v = pr[(size_t)(cols - 1) * WG_GROUP];
+			for (int c = cols - 2; c >= 0; c--)
+				v = nm_add(v, pr[(size_t)c * WG_GROUP]);
+			s = r == rows - 1 ? v : nm_add(s, v);
+		}
+		d[b] = s;
+	}
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static inline __m256 add8(__m256 a, __m256 b)
+{
+	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256 tiny = _mm256_set1_ps(NM_TINY_F), inf = _mm256_set1_ps(INFINITY);
+	const __m256 zero = _mm256_setzero_ps();
+	__m256 r = _mm256_add_ps(a, b);
+	__m256 ar = _mm256_and_ps(r, absm);
+	__m256 bad = _mm256_or_ps(_mm256_and_ps(_mm256_cmp_ps(ar, tiny, _CMP_LT_OQ),
+						_mm256_cmp_ps(ar, zero, _CMP_NEQ_OQ)),
+				  _mm256_cmp_ps(ar, inf, _CMP_NLT_UQ));
+	int m = _mm256_movemask_ps(bad);
+	if (__builtin_expect(m, 0)) {
+		float rr[8], aa[8], bb[8];
+		_mm256_storeu_ps(rr, r);
+		_mm256_storeu_ps(aa, a);
+		_mm256_storeu_ps(bb, b);
+		for (int l = 0; l < 8; l++)
+			if (m >> l & 1)
+				rr[l] = nm_bits_f32(nm_add_bits(nm_f32_bits(aa[l]), nm_f32_bits(bb[l])));
+		r = _mm256_loadu_ps(rr);
+	}
+	return r;
+}
+
+__attribute__((target("avx2,fma"))) static void reduce_group_avx2(float *d, const float *accT,
+								   int nb, int rows, int cols)
+{
+	for (int b = 0; b < nb; b += 8) {
+		__m256 s = _mm256_setzero_ps();
+		for (int r = rows - 1; r >= 0; r--) {
+			const float *pr = accT + (size_t)r * cols * WG_GROUP + b;
+			__m256 v = _mm256_loadu_ps(pr + (size_t)(cols - 1) * WG_GROUP);
+			for (int c = cols - 2; c >= 0; c--)
+				v = add8(v, _mm256_loadu_ps(pr + (size_t)c * WG_GROUP));
+			s = r == rows - 1 ? v : add8(s, v);
+		}
+		_mm256_storeu_ps(d + b, s);
+	}
+}
+#endif
+
 static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
 		     const csd_sparse *w, int T)
 {
@@ -296,7 +347,9 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 	float *xr = malloc((size_t)K * L * sizeof *xr);
 	float *dr = malloc((size_t)N * L * sizeof *dr);
 	float *acc = malloc((size_t)WG_GROUP * P * sizeof *acc);
-	if (!xr || !dr || !acc) {
+	float *accT = calloc((size_t)WG_GROUP * P, sizeof *accT);
+	float d[WG_GROUP];
+	if (!xr || !dr || !acc || !accT) {
 		rc = csd_fail(dev, CS_ERR_NO_MEM, "cpu: wgrad: out of memory");
 		goto out_free;
 	}
@@ -326,10 +379,18 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 				else
 #endif
 					chains_scalar(acc, xj, dptr, nb, P, tp);
+				for (int b = 0; b < nb; b++)
+					for (int q = 0; q < P; q++)
+						accT[(size_t)q * WG_GROUP + b] = acc[(size_t)b * P + q];
+#if defined(__x86_64__)
+				if (cp->simd)
+					reduce_group_avx2(d, accT, nb, pl.g.rows, pl.g.cols);
+				else
+#endif
+					reduce_group_scalar(d, accT, nb, pl.g.rows, pl.g.cols);
 				for (int b = 0; b < nb; b++) {
-					float d = reduce_mesh(acc + (size_t)b * P, pl.g.rows, pl.g.cols);
 					int64_t pos = w->csr_pos[c0 + b];
-					dw[pos] = k == 0 ? d : nm_add(dw[pos], d);
+					dw[pos] = k == 0 ? d[b] : nm_add(dw[pos], d[b]);
 				}
 			}
 		}
@@ -338,6 +399,7 @@ out_free:
 	free(xr);
 	free(dr);
 	free(acc);
+	free(accT);
 	return rc;
 }
 
