@@ -34,7 +34,9 @@ $(eval $(call pe_bench,tb_sram_sp,sram_sp,rtl/sram/sram_sp.v,,$(PE_BUILD)/tb_sra
 	-GDepth=8192 -GWidth=32))
 $(eval $(call pe_bench,tb_pe_fmac,pe_fmac,rtl/pe/pe_fmac.v,$(PE_COBJS),$(PE_BUILD)/tb_sram_sp))
 
-PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac
+$(eval $(call pe_bench,tb_pe,pe,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_fmac))
+
+PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac $(PE_BUILD)/tb_pe
 TEST_DEPS += $(PE_BENCHES)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000
