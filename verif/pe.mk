@@ -34,16 +34,23 @@ $(eval $(call pe_bench,tb_sram_sp,sram_sp,rtl/sram/sram_sp.v,,$(PE_BUILD)/tb_sra
 	-GDepth=8192 -GWidth=32))
 $(eval $(call pe_bench,tb_pe_fmac,pe_fmac,rtl/pe/pe_fmac.v,$(PE_COBJS),$(PE_BUILD)/tb_sram_sp))
 
-$(eval $(call pe_bench,tb_pe,pe,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_fmac))
+$(eval $(call pe_bench,tb_pe_queue,pe_queue,rtl/pe/pe_queue.v,,$(PE_BUILD)/tb_pe_fmac))
+$(eval $(call pe_bench,tb_pe_tasktab,pe_tasktab,rtl/pe/pe_tasktab.v,,$(PE_BUILD)/tb_pe_queue))
+$(eval $(call pe_bench,tb_pe,pe,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
+	$(PE_BUILD)/tb_pe_tasktab))
 
-PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac $(PE_BUILD)/tb_pe
+PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \
+	$(PE_BUILD)/tb_pe_queue $(PE_BUILD)/tb_pe_tasktab $(PE_BUILD)/tb_pe
 TEST_DEPS += $(PE_BENCHES)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
-	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000
+	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
+	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600
 REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_sram_sp@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=2,--n=100000000 \
-	$(PE_BUILD)/tb_pe_fmac@--seed=3,--n=100000000
+	$(PE_BUILD)/tb_pe_fmac@--seed=3,--n=100000000 \
+	$(PE_BUILD)/tb_pe_queue@--seed=2,--n=20000000 $(PE_BUILD)/tb_pe_tasktab@--seed=2,--n=20000000 \
+	$(foreach s,11 12 13 14 15 16 17 18,$(PE_BUILD)/tb_pe@--seed=$(s),--n=2000)
 
 .PHONY: pe-benches
 pe-benches: $(PE_BENCHES)

@@ -46,7 +46,7 @@ module pe_queue #(
     for (g = 0; g < NumQueues; g = g + 1) begin : g_q
       assign full[g] = (cnt_q[g] == CntW'(QueueDepth));
       assign head_valid_o[g] = (cnt_q[g] != '0);
-      assign head_data_o[g*37 +: 37] = mem_q[g*QueueDepth + int'(rd_q[g])];
+      assign head_data_o[g*37 +: 37] = mem_q[g*QueueDepth + 32'(rd_q[g])];
     end
     for (g = 0; g < 16; g = g + 1) begin : g_c
       assign color_ready_o[g] = !full[map_q[g]];
@@ -101,7 +101,7 @@ module pe_queue #(
   end
 
   always @(posedge clk_i) begin
-    if (push) mem_q[int'(rx_q) * QueueDepth + int'(wr_q[rx_q])] <= rx_data_i;
+    if (push) mem_q[32'(rx_q) * QueueDepth + 32'(wr_q[rx_q])] <= rx_data_i;
   end
 
 `ifdef FORMAL

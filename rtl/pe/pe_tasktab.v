@@ -57,7 +57,7 @@ module pe_tasktab #(
     drop_o   = 1'b0;
     pick_q_o = '0;
     for (k = NumQueues; k >= 1; k = k - 1) begin
-      cand = QW'((int'(last_q) + k) % NumQueues);
+      cand = QW'((32'(last_q) + k) % NumQueues);
       if (run[cand] || drop[cand]) begin
         pick_q_o = cand;
         pick_o   = pick_en_i && run[cand];

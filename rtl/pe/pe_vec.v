@@ -287,10 +287,10 @@ module pe_vec #(
       sb_d = regs_i[64 +: 16]; len_d = regs_i[80 +: 16]; ptr_d = regs_i[96 +: 16];
       cnt_d = regs_i[112 +: 16];
       tid_d = tid_i; q_d = q_i; w_d = w_i;
-      adr_d = regs_i[int'(instr_i[8:6])*16 +: 16];
+      adr_d = regs_i[32'(instr_i[8:6])*16 +: 16];
       dat_d = (instr_i[15:12] == 4'h8)
-              ? {regs_i[int'(instr_i[6:4])*16 +: 16], regs_i[int'(instr_i[3:1])*16 +: 16]}
-              : {16'd0, regs_i[int'(instr_i[11:9])*16 +: 16]};
+              ? {regs_i[32'(instr_i[6:4])*16 +: 16], regs_i[32'(instr_i[3:1])*16 +: 16]}
+              : {16'd0, regs_i[32'(instr_i[11:9])*16 +: 16]};
       t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
       first_d = 1'b1;
       aa_d = regs_i[16 +: 16];

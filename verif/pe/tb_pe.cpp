@@ -552,11 +552,19 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 			p.w.push_back((uint16_t)(4096 + r.below(200)));
 			if (loop_reg != 7) {
 				p.w.push_back(0x1000 | 7 << 9);
-				p.w.push_back((uint16_t)r.below(7));
+				p.w.push_back((uint16_t)r.below(12));
 			}
 			p.w.push_back(c == 11 ? sendv(8 + r.below(8)) : fill());
 			break;
 		}
+		case 13: case 14: // redv of W alone (r7 = 1), sending or storing in the P region
+			if (loop_reg == 7) break;
+			p.w.push_back(0x1000 | 6 << 9);
+			p.w.push_back((uint16_t)(4096 + r.below(200)));
+			p.w.push_back(0x1000 | 7 << 9);
+			p.w.push_back(1);
+			p.w.push_back(redv(8 + r.below(8), r.chance(30)));
+			break;
 		default: break;
 		}
 	}
