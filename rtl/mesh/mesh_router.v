@@ -1,7 +1,8 @@
 // mesh_router: 5-port wavelet router (ports 0 N, 1 E, 2 S, 3 W, 4 local), per-color static
 // routes with multicast, built from mesh_fifo, mesh_route, mesh_arbiter and mesh_xbar.
 //
-// Every link is valid/ready. Per input: a bypass FIFO; its head's color selects an output
+// Every link is valid/ready. The local output has its own ports (loc_*), so the N/E/S/W
+// outputs are purely registered and meshes have no combinational loops. Per input: a bypass FIFO; its head's color selects an output
 // mask from the route table; the head requests every output in the mask it has not yet
 // reached (per-head "sent" mask) and leaves the FIFO when all have taken it, so a busy
 // branch neither loses nor duplicates a copy. A head whose mask is 0 is dropped and counted
@@ -25,9 +26,12 @@ module mesh_router #(
   input  wire  [4:0]          in_valid_i,
   input  wire  [5*(PayloadW+5)-1:0] in_data_i,
   output wire  [4:0]          in_ready_o,
-  output wire  [4:0]          out_valid_o,
-  output wire  [5*(PayloadW+5)-1:0] out_data_o,
-  input  wire  [4:0]          out_ready_i,
+  output wire  [3:0]          out_valid_o,          // N, E, S, W (registered)
+  output wire  [4*(PayloadW+5)-1:0] out_data_o,
+  input  wire  [3:0]          out_ready_i,
+  output wire                 loc_valid_o,          // local output (to the PE, unregistered)
+  output wire  [PayloadW+4:0] loc_data_o,
+  input  wire                 loc_ready_i,
   input  wire  [15:0]         local_color_ready_i,  // PE queue of that color has space
   input  wire                 rt_we_i,              // route table write
   input  wire  [3:0]          rt_addr_i,            // color
@@ -91,7 +95,7 @@ module mesh_router #(
     .data_o(xbar_data)
   );
 
-  assign free = {out_ready_i[L], ~outv_q | out_ready_i[3:0]};
+  assign free = {loc_ready_i, ~outv_q | out_ready_i};
 
   always_comb begin
     req = '0;
@@ -120,10 +124,10 @@ module mesh_router #(
     end
   end
 
-  assign out_valid_o[3:0] = outv_q;
-  assign out_data_o[4*W-1:0] = outd_q;
-  assign out_valid_o[L] = (gnt[L*5 +: 5] != 5'b0);
-  assign out_data_o[L*W +: W] = xbar_data[L*W +: W];
+  assign out_valid_o = outv_q;
+  assign out_data_o = outd_q;
+  assign loc_valid_o = (gnt[L*5 +: 5] != 5'b0);
+  assign loc_data_o = xbar_data[L*W +: W];
 
   // ---- route table
   always_comb begin

@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
         r->clk_i = 0; r->eval();
         cyc++;
     };
-    r->clk_i = 0; r->rst_ni = 0; r->in_valid_i = 0; r->out_ready_i = 0;
+    r->clk_i = 0; r->rst_ni = 0; r->in_valid_i = 0; r->out_ready_i = 0; r->loc_ready_i = 0;
     r->rt_we_i = 0; r->ctr_clear_i = 0; r->local_color_ready_i = 0xffff;
     r->eval(); tick(); tick();
     r->rst_ni = 1; r->eval();
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
         r->in_valid_i = inv;
         unsigned ordy = 0;
         for (int o = 0; o < 5; o++) ordy |= (rnd(100) < p_ready) << o;
-        r->out_ready_i = ordy;
+        r->out_ready_i = ordy & 15; r->loc_ready_i = ordy >> 4;
         unsigned cr = 0;
         for (int c = 0; c < 16; c++) cr |= (rnd(100) < p_cready) << c;
         r->local_color_ready_i = cr;
@@ -95,8 +95,8 @@ int main(int argc, char **argv) {
         }
         // outputs
         for (int o = 0; o < 5; o++) {
-            bool ov = (r->out_valid_o >> o) & 1;
-            uint64_t od = tb_get(r->out_data_o, o * W, W);
+            bool ov = o < 4 ? (r->out_valid_o >> o) & 1 : r->loc_valid_o;
+            uint64_t od = o < 4 ? tb_get(r->out_data_o, o * W, W) : r->loc_data_o;
             if (o < 4 && check_hold && prev_v[o]) {
                 v.check(cyc, "registered output holds valid while stalled", 1, ov);
                 v.check(cyc, "registered output holds data while stalled", prev_d[o], od);
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
         }
         r->rt_we_i = 0;
         // single wavelet W -> E: appears on E output the cycle after it is accepted
-        r->out_ready_i = 0x1f; r->local_color_ready_i = 0xffff;
+        r->out_ready_i = 0xf; r->loc_ready_i = 1; r->local_color_ready_i = 0xffff;
         r->in_valid_i = 1 << 3; tb_set(r->in_data_i, 3 * W, W, wv_make(0, 1, 0x30000000));
         r->eval();
         v.check(cyc, "idle router accepts", 1, (r->in_ready_o >> 3) & 1);
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
         while (got < 1000 && cyc - t0 < 5000) {
             r->in_valid_i = (sent < 1000) ? (1 << 3) : 0;
             tb_set(r->in_data_i, 3 * W, W, wv_make(0, 1, 0x30000000 | sent));
-            r->out_ready_i = 0x1f;
+            r->out_ready_i = 0xf; r->loc_ready_i = 1;
             r->eval();
             if (((r->out_valid_o >> 1) & 1)) {
                 v.check(cyc, "stream order", wv_make(0, 1, 0x30000000 | got),
@@ -176,22 +176,22 @@ int main(int argc, char **argv) {
         v.check(cyc, "sustained 1 wavelet/cycle", 1, rate > 0.99);
         // multicast with one branch stalled: N -> local + S + E; stall E for 5 cycles
         r->in_valid_i = 1 << 0; tb_set(r->in_data_i, 0, W, wv_make(0, 3, 0x0000abcd));
-        r->out_ready_i = 0x1f & ~0x02; r->eval(); tick();
+        r->out_ready_i = 0xf & ~0x02; r->loc_ready_i = 1; r->eval(); tick();
         r->in_valid_i = 0;
         unsigned seenS = 0, seenL = 0, seenE = 0;
         for (int k = 0; k < 8; k++) {
-            r->out_ready_i = (k < 5) ? (0x1f & ~0x02) : 0x1f;
+            r->out_ready_i = (k < 5) ? (0xf & ~0x02) : 0xf; r->loc_ready_i = 1;
             r->eval();
             if ((r->out_valid_o >> 2) & 1) seenS++;
             if (((r->out_valid_o >> 1) & 1) && k >= 5) seenE++;
-            if ((r->out_valid_o >> 4) & 1) seenL++;
+            if (r->loc_valid_o) seenL++;
             tick();
         }
         // local was offered in the accept cycle (unregistered), so count it separately
         v.check(cyc, "multicast S copy exactly once", 1, seenS);
         v.check(cyc, "multicast E copy exactly once after stall", 1, seenE);
         (void)seenL;
-        for (int k = 0; k < 5; k++) { r->out_ready_i = 0x1f; r->eval(); tick(); }
+        for (int k = 0; k < 5; k++) { r->out_ready_i = 0xf; r->loc_ready_i = 1; r->eval(); tick(); }
         for (int k = 0; k < 6; k++) model_cnt[k] = 0;
         r->ctr_clear_i = 1; r->eval(); tick(); r->ctr_clear_i = 0; r->eval();
     }
