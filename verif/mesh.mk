@@ -42,6 +42,8 @@ MESH_BENCHES :=
 $(eval $(call mesh_bench,tb_mesh_fifo,mesh_fifo,,))
 $(eval $(call mesh_bench,tb_mesh_arbiter,mesh_arbiter,,))
 $(eval $(call mesh_bench,tb_mesh_router,mesh_router,,))
+# mesh_top with the PE test double (verif/mesh/pe_stub.v) until rtl/pe lands
+$(eval $(call mesh_bench,tb_mesh_hostport,mesh_top,-GRows=2 -GCols=2 -Wno-DECLFILENAME,verif/mesh/pe_stub.v))
 
 # the fabric bench is built once per shape
 MESH_SHAPES := 1x1 2x2 2x4 4x4 8x8
@@ -56,6 +58,7 @@ endif
 TEST_ENTRIES += $(MESH_VDIR)/tb_mesh_fifo@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_arbiter@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_router@--seed=1,--cycles=40000 \
+	$(MESH_VDIR)/tb_mesh_hostport@--seed=1,--cycles=60000 \
 	$(foreach sh,1x1 2x2 2x4 4x4,$(MESH_VDIR)/tb_mesh_fabric_$(sh)@--seed=1,--cycles=20000)
 REGRESS_ENTRIES += $(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_fifo@--seed=$(s),--cycles=200000) \
 	$(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_arbiter@--seed=$(s),--cycles=200000) \
