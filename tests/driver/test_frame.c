@@ -277,6 +277,8 @@ struct chan {
 
 static void chan_put(struct chan *c, const uint8_t *b, size_t n)
 {
+	if (n == 0)
+		return;
 	if (c->len + n > c->cap) {
 		c->cap = (c->len + n) * 2;
 		c->buf = realloc(c->buf, c->cap);
