@@ -70,8 +70,15 @@ $(BOARD_OUT)/tb_board_link_gl: $(BOARD_OUT)/gl/board_top_gl.v $(BOARD_OUT)/gl/ce
 	cp $(BOARD_OUT)/gl/obj/tb_board_link_gl $@
 
 .PHONY: gatesim board-lint
-gatesim: $(BOARD_OUT)/tb_board_link_gl
-	$(BOARD_OUT)/tb_board_link_gl --words=4096
+# Runs the link bench on the netlist and on the RTL and compares the device's transcript
+# (every byte it sent, with its cycle).
+gatesim: $(BOARD_OUT)/tb_board_link_gl $(BOARD_OUT)/tb_board_link
+	$(BOARD_OUT)/tb_board_link_gl --words=4096 | tee $(BOARD_OUT)/gatesim-gl.log
+	$(BOARD_OUT)/tb_board_link --words=4096 >$(BOARD_OUT)/gatesim-rtl.log
+	@a=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-gl.log); \
+	b=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-rtl.log); \
+	if [ -n "$$a" ] && [ "$$a" = "$$b" ]; then echo "gatesim: netlist matches RTL ($$a)"; \
+	else echo "gatesim: MISMATCH netlist '$$a' rtl '$$b'"; exit 1; fi
 
 board-lint:
 	verilator --lint-only -Wall -DBOARD_ECHO_DOUBLE --top-module board_top $(BOARD_RTL) $(BOARD_DOUBLE)
@@ -93,7 +100,8 @@ FPGA := build/fpga
 FPGA_MHZ ?= 24
 FPGA_ROWS ?= 2
 FPGA_COLS ?= 2
-FPGA_ABC9 ?= -abc9
+# -abc9 aborts inside ABC (&mfs assertion) on this design with yosys 0.23: off by default.
+FPGA_ABC9 ?=
 FPGA_SEED ?= 1
 FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) board_top;
 

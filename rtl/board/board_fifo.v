@@ -31,28 +31,48 @@ module board_fifo #(
   localparam [AW:0] DepthW = DepthI[AW:0];
 
   reg [Width-1:0] mem [0:Depth-1];
-  reg [AW:0] wr_d, wr_q;   // next write (uncommitted words between cm_q and wr_q)
-  reg [AW:0] cm_d, cm_q;   // commit pointer: words before it are readable
-  reg [AW:0] rd_d, rd_q;   // next word to fetch into rd_data_o
-  reg        valid_d;
-  wire [AW:0] used = wr_q - rd_q;
-  wire        we = wr_valid_i && !rollback_i && (used != DepthW);
-  wire        re = (!rd_valid_o || rd_ready_i) && (rd_q != cm_q);
+  // Pointers index the memory; the counts are kept in their own registers so that ready and
+  // LEN decisions downstream start at a flop instead of two pointer subtractions.
+  reg [AW-1:0] wr_d, wr_q;     // next write
+  reg [AW-1:0] cm_d, cm_q;     // commit point: words before it are readable
+  reg [AW-1:0] rd_d, rd_q;     // next word to fetch into rd_data_o
+  reg [AW:0]   unc_d, unc_q;   // uncommitted words (between cm_q and wr_q)
+  reg [AW:0]   free_d, free_q; // Depth - words written and not yet fetched
+  reg [AW:0]   cnt_d, cnt_q;   // committed words not yet popped (incl. rd_data_o)
+  reg          valid_d;
+  wire         we = wr_valid_i && !rollback_i && (free_q != '0);
+  // committed words not yet fetched: cnt_q minus the one in rd_data_o (pointers alone cannot
+  // tell a full committed buffer from an empty one)
+  wire         unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
+  wire         re = (!rd_valid_o || rd_ready_i) && unfetched;
+  wire         pop = rd_valid_o && rd_ready_i;
+  wire [AW:0]  unc_w = unc_q + {{AW{1'b0}}, we};  // uncommitted after this cycle's write
 
-  assign free_o  = DepthW - used;
-  assign count_o = (cm_q - rd_q) + {{AW{1'b0}}, rd_valid_o};
+  assign free_o  = free_q;
+  assign count_o = cnt_q;
 
   always @* begin
     wr_d = we ? wr_q + 1'b1 : wr_q;
-    if (rollback_i) wr_d = cm_q;
-    cm_d = commit_i ? wr_d : cm_q;
+    cm_d = cm_q;
+    unc_d = unc_w;
+    free_d = free_q + {{AW{1'b0}}, re} - {{AW{1'b0}}, we};
+    cnt_d = cnt_q - {{AW{1'b0}}, pop};
+    if (rollback_i) begin
+      wr_d = cm_q;
+      unc_d = '0;
+      free_d = free_q + {{AW{1'b0}}, re} + unc_q;
+    end else if (commit_i) begin
+      cm_d = wr_d;
+      unc_d = '0;
+      cnt_d = cnt_q - {{AW{1'b0}}, pop} + unc_w;
+    end
     rd_d = re ? rd_q + 1'b1 : rd_q;
     valid_d = re ? 1'b1 : (rd_ready_i ? 1'b0 : rd_valid_o);
   end
 
   always @(posedge clk_i) begin
-    if (we) mem[wr_q[AW-1:0]] <= wr_data_i;
-    if (re) rd_data_o <= mem[rd_q[AW-1:0]];
+    if (we) mem[wr_q] <= wr_data_i;
+    if (re) rd_data_o <= mem[rd_q];
   end
 
   always @(posedge clk_i or negedge rst_ni) begin
@@ -60,11 +80,17 @@ module board_fifo #(
       wr_q       <= '0;
       cm_q       <= '0;
       rd_q       <= '0;
+      unc_q      <= '0;
+      free_q     <= DepthW;
+      cnt_q      <= '0;
       rd_valid_o <= 1'b0;
     end else begin
       wr_q       <= wr_d;
       cm_q       <= cm_d;
       rd_q       <= rd_d;
+      unc_q      <= unc_d;
+      free_q     <= free_d;
+      cnt_q      <= cnt_d;
       rd_valid_o <= valid_d;
     end
   end
@@ -72,8 +98,9 @@ module board_fifo #(
 `ifdef FORMAL
   always @(posedge clk_i) begin
     if (rst_ni) begin
-      assert (cm_q - rd_q <= wr_q - rd_q);
-      assert (wr_q - rd_q <= DepthW);
+      assert (free_q <= DepthW);
+      assert (unc_q == {1'b0, wr_q - cm_q} || (unc_q == DepthW && wr_q == cm_q));
+      assert (cnt_q <= DepthW);
     end
   end
 `endif

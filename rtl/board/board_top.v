@@ -21,8 +21,7 @@ module board_top #(
   parameter [3:0] PllDivr = 4'd0,          // PLL settings for ClkHz (icepll -i 12 -o MHz)
   parameter [6:0] PllDivf = 7'd63,
   parameter [2:0] PllDivq = 3'd5,
-  parameter [2:0] PllFilterRange = 3'd1,
-  parameter integer LedClks = ClkHz / 10   // LED on-time per event: 0.1 s
+  parameter [2:0] PllFilterRange = 3'd1
 ) (
   input  wire clk_12m_i,     // board oscillator
   input  wire btn_ni,        // user button: reset while pressed
@@ -96,12 +95,26 @@ module board_top #(
   );
 `endif
 
-  board_led #(.StretchClks(LedClks)) u_led_act (
-    .clk_i(clk), .rst_ni(rst_n), .event_i(rx_valid | (tx_valid & tx_ready)),
-    .led_no(led_green_no)
+  // LED time base: a strobe every 2^20 cycles (44 ms at 24 MHz)
+  reg [19:0] led_div_q;
+  reg        led_tick_q;
+  always @(posedge clk or negedge rst_n) begin
+    if (!rst_n) begin
+      led_div_q  <= 20'd0;
+      led_tick_q <= 1'b0;
+    end else begin
+      led_div_q  <= led_div_q + 1'b1;
+      led_tick_q <= (led_div_q == 20'hfffff);
+    end
+  end
+
+  board_led u_led_act (
+    .clk_i(clk), .rst_ni(rst_n), .tick_i(led_tick_q),
+    .event_i(rx_valid | (tx_valid & tx_ready)), .led_no(led_green_no)
   );
-  board_led #(.StretchClks(LedClks)) u_led_err (
-    .clk_i(clk), .rst_ni(rst_n), .event_i(link_err), .led_no(led_red_no)
+  board_led u_led_err (
+    .clk_i(clk), .rst_ni(rst_n), .tick_i(led_tick_q), .event_i(link_err),
+    .led_no(led_red_no)
   );
 endmodule
 

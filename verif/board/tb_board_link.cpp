@@ -172,6 +172,9 @@ struct Bench {
 	uint64_t corrupt_at = UINT64_MAX, truncate_at = UINT64_MAX;
 	int random_per_mille = 0;
 	uint64_t injected = 0;
+	// FNV-1a over (cycle, byte) of everything the device sent: equal for RTL and netlist
+	// iff they behave identically cycle for cycle on the wire
+	uint64_t transcript = 0xcbf29ce484222325ull;
 
 	Bench(VerilatedContext *c, double ppm) : ctx(c), uart(ppm)
 	{
@@ -217,6 +220,11 @@ struct Bench {
 
 	void on_byte(uint8_t b)
 	{
+		uint8_t rec[9];
+		std::memcpy(rec, &cycle, 8);
+		rec[8] = b;
+		for (uint8_t x : rec)
+			transcript = (transcript ^ x) * 0x100000001b3ull;
 		int r = frm_dec_byte(&dec, b, cycle);
 		if (r < 0) {
 			link_errors++;
@@ -550,6 +558,7 @@ int main(int argc, char **argv)
 	      b.uart.framing_errors);
 
 	std::printf("%" PRIu64 " cycles simulated\n", cycle);
+	std::printf("device transcript %016" PRIx64 "\n", b.transcript);
 	std::printf("RESULT: %d passed, %d failed\n", checks - failures, failures);
 	return failures ? 1 : 0;
 }
