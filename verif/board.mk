@@ -151,5 +151,5 @@ $(EST)/%.json: $(EST_SRCS) | deps
 	fam=$$(echo $* | cut -d- -f1); shape=$$(echo $* | cut -d- -f2); \
 	if [ "$$shape" = link ]; then par=""; else \
 		par="chparam -set Rows $${shape%x*} -set Cols $${shape#*x} $(EST_TOP);"; fi; \
-	yosys -q -l $(EST)/$*.log -p "read_verilog -sv $(FPGA_DEFS) $(EST_SRCS); \
-		$$par synth_$$fam -top $(EST_TOP) -json $@"
+	yosys -q -l $(EST)/$*.log -p "read_verilog -sv $(FPGA_DEFS) -DBOARD_NO_ICE40_PLL $(EST_SRCS); \
+		$$par synth_$$fam -top $(EST_TOP); write_json $@"

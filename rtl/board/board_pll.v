@@ -6,8 +6,15 @@
 // stand-in: the design clock is the input clock itself (the bench drives clk_i at the PLL
 // output frequency) and lock rises after LockCycles cycles. The gate-level bench keeps the
 // SB_PLL40_PAD cell of the netlist and gives it the same behaviour
-// (verif/board/board_gl_pll_model.v).
+// (verif/board/board_gl_pll_model.v). BOARD_NO_ICE40_PLL selects the behavioural model in
+// synthesis too: resource estimates for other FPGA families (make synth-estimate).
 `default_nettype none
+
+`ifdef SYNTHESIS
+`ifndef BOARD_NO_ICE40_PLL
+`define BOARD_PLL_SB_PLL40
+`endif
+`endif
 
 module board_pll #(
   parameter [3:0] Divr = 4'd0,          // reference divider
@@ -20,7 +27,7 @@ module board_pll #(
   output wire clk_o,    // design clock (global buffer)
   output wire locked_o  // asynchronous; high while the PLL is locked
 );
-`ifdef SYNTHESIS
+`ifdef BOARD_PLL_SB_PLL40
   SB_PLL40_PAD #(
     .FEEDBACK_PATH("SIMPLE"),
     .DIVR(Divr),
@@ -55,4 +62,5 @@ module board_pll #(
 `endif
 endmodule
 
+`undef BOARD_PLL_SB_PLL40
 `default_nettype wire
