@@ -109,7 +109,18 @@ FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) board_top;
 bitstream-impl: $(FPGA)/icebreaker.bin
 	@python3 rtl/board/fpga_report.py show $(FPGA)/report.json
 
-$(FPGA)/board_top.json: $(FPGA_SRCS) | deps
+# The flow's settings, rewritten only when they change, so a new FPGA_MHZ reruns nextpnr
+# and new mesh settings rerun yosys.
+$(FPGA)/config.txt: FORCE
+	@mkdir -p $(@D)
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) abc9=$(FPGA_ABC9)" >$@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+$(FPGA)/pnr-config.txt: FORCE
+	@mkdir -p $(@D)
+	@echo "mhz=$(FPGA_MHZ) seed=$(FPGA_SEED)" >$@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+
+$(FPGA)/board_top.json: $(FPGA_SRCS) $(FPGA)/config.txt | deps
 	@mkdir -p $(@D)
 	yosys -q -l $(FPGA)/yosys.log -p "read_verilog -sv $(FPGA_DEFS) $(FPGA_SRCS); \
 		$(FPGA_PARAMS) synth_ice40 -dsp $(FPGA_ABC9) -top board_top \
@@ -117,7 +128,9 @@ $(FPGA)/board_top.json: $(FPGA_SRCS) | deps
 
 # --timing-allow-fail keeps the report; fpga_report.py fails the target when the achieved
 # frequency is below FPGA_MHZ (and deletes the .bin so a failing build cannot be flashed).
-$(FPGA)/icebreaker.bin: $(FPGA)/board_top.json rtl/board/icebreaker.pcf rtl/board/fpga_report.py
+$(FPGA)/icebreaker.bin: $(FPGA)/board_top.json rtl/board/icebreaker.pcf rtl/board/fpga_report.py \
+		$(FPGA)/pnr-config.txt
+	rm -f $@
 	nextpnr-ice40 --up5k --package sg48 --pcf rtl/board/icebreaker.pcf --json $< \
 		--asc $(FPGA)/icebreaker.asc --freq $(FPGA_MHZ) --seed $(FPGA_SEED) \
 		--timing-allow-fail --report $(FPGA)/nextpnr-report.json \

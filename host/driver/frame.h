@@ -125,7 +125,11 @@ typedef struct frm_tx {
 	uint64_t frames_sent, retransmits, naks, timeouts, acks;
 } frm_tx;
 
-/* ack_timeout: time without an ACK before the window is resent; max_timeouts: consecutive
+/* Sizing the timeouts: a full frame is FRM_MAX_BYTES * 10 bit times (3.4 ms at 3 Mbaud) and
+ * an ACK can wait behind one device DATA frame (64 words); an ack_timeout of three full frame
+ * times (~10 ms at 3 Mbaud) never fires on a clean link. The byte timeout of the device is
+ * 1024 bit times; the host's decoder can use the same.
+ * ack_timeout: time without an ACK before the window is resent; max_timeouts: consecutive
  * timeouts without progress before frm_tx_next gives up with CS_ERR_TIMEOUT (0: never);
  * first_seq: SEQ of the first frame (0 after a device reset). */
 void frm_tx_init(frm_tx *t, uint64_t ack_timeout, int max_timeouts, uint8_t first_seq);

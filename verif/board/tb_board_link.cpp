@@ -475,6 +475,15 @@ int main(int argc, char **argv)
 		      st2.rx_expect, b.tx.next_seq);
 		CHECK(st2.tx_seq == b.dec.data_expect, "device tx SEQ %u, host expects %u",
 		      st2.tx_seq, b.dec.data_expect);
+
+		// a new host session on a running device (cshost restarted): start both directions
+		// from the device's STAT, as the driver does on open
+		frm_tx_init(&b.tx, 3 * FRM_MAX_BYTES * 10 * kClksPerBit, 20, st2.rx_expect);
+		frm_dec_init(&b.dec, 1024 * kClksPerBit, st2.tx_seq);
+		make_echo(b.pending, exp, 600, 50);
+		ok = b.run_until_done(exp.size(), 100 * frame_clks);
+		CHECK(ok, "new session did not complete");
+		CHECK(compare(b.responses, exp, "new session"), "new session responses");
 	} else {
 		// regress: random corruption of host -> device frames
 		b.random_per_mille = random_pm;
