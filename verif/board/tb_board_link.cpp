@@ -557,6 +557,29 @@ int main(int argc, char **argv)
 			    "each way, %" PRIu64 " retransmits (receive buffer full)\n",
 			    cmd_words, exp.size() - base, secs, 4.0 * (double)cmd_words / secs,
 			    b.tx.retransmits - retx0);
+		// (c) READ stream: few command words, many response words: device -> host rate
+		base = exp.size();
+		size_t rd_words = 0;
+		while (rd_words < words) {
+			uint32_t n = (uint32_t)std::min<uint64_t>(1024, words - rd_words);
+			uint32_t a = (uint32_t)rng_next();
+			b.pending.push_back(0x30000000u | n);
+			b.pending.push_back(a);
+			exp.push_back(0xA3000000u | n);
+			for (uint32_t i = 0; i < n; i++)
+				exp.push_back(a + i);
+			rd_words += n;
+		}
+		c0 = cycle;
+		ok = b.run_until_done(exp.size(), 100 * frame_clks + 40 * words * 40 * kClksPerBit);
+		secs = (double)(cycle - c0) / TB_CLK_HZ;
+		CHECK(ok, "READ stream did not complete");
+		CHECK(compare(b.responses, exp, "READ stream"), "READ stream responses");
+		std::printf("read: %zu response words in %.4f s simulated: %.0f payload bytes/s "
+			    "device -> host (%.1f %% of the line)\n",
+			    exp.size() - base, secs, 4.0 * (double)(exp.size() - base) / secs,
+			    100.0 * 4.0 * (double)(exp.size() - base) / secs / (TB_BAUD / 10.0));
+
 		frm_stat st3{};
 		ok = b.query_stat(&st3, 4 * frame_clks);
 		CHECK(ok && st3.err_crc == st.err_crc && st3.err_trunc == st.err_trunc,
