@@ -1,0 +1,109 @@
+// board_fifo - word FIFO in block RAM with commit/rollback on the write side.
+// The frame receiver writes a frame's payload as it arrives and commits it only when the
+// CRC is good (rollback otherwise), so the host port never sees a word of a bad frame. The
+// frame transmitter uses it as a plain FIFO (commit_i tied high).
+// Write side: wr_valid_i writes wr_data_i (no ready: the caller checks free_o first; a
+// write when full is ignored). commit_i makes everything written so far, including this
+// cycle's write, visible to the read side; rollback_i forgets the uncommitted words (it
+// wins over a write in the same cycle).
+// Read side: stream rd_valid_o / rd_ready_i / rd_data_o of committed words, one per cycle;
+// the memory has a registered read port (maps to iCE40 EBR, read enable = fetch).
+`default_nettype none
+
+module board_fifo #(
+  parameter integer Width = 32,   // word width
+  parameter integer Depth = 256   // words, power of two (256 x 32 = 2 UP5K EBRs)
+) (
+  input  wire             clk_i,
+  input  wire             rst_ni,
+  input  wire             wr_valid_i,
+  input  wire [Width-1:0] wr_data_i,
+  input  wire             commit_i,
+  input  wire             rollback_i,
+  output wire [$clog2(Depth):0] free_o,      // words that can still be written
+  output wire [$clog2(Depth):0] count_o,    // committed words not yet read out (incl. rd_data_o)
+  output reg              rd_valid_o,
+  input  wire             rd_ready_i,
+  output reg  [Width-1:0] rd_data_o
+);
+  localparam integer AW = $clog2(Depth);
+  localparam integer DepthI = Depth;
+  localparam [AW:0] DepthW = DepthI[AW:0];
+
+  reg [Width-1:0] mem [0:Depth-1];
+  // Pointers index the memory; the counts are kept in their own registers so that ready and
+  // LEN decisions downstream start at a flop instead of two pointer subtractions.
+  reg [AW-1:0] wr_d, wr_q;     // next write
+  reg [AW-1:0] cm_d, cm_q;     // commit point: words before it are readable
+  reg [AW-1:0] rd_d, rd_q;     // next word to fetch into rd_data_o
+  reg [AW:0]   unc_d, unc_q;   // uncommitted words (between cm_q and wr_q)
+  reg [AW:0]   free_d, free_q; // Depth - words written and not yet fetched
+  reg [AW:0]   cnt_d, cnt_q;   // committed words not yet popped (incl. rd_data_o)
+  reg          valid_d;
+  wire         we = wr_valid_i && !rollback_i && (free_q != '0);
+  // committed words not yet fetched: cnt_q minus the one in rd_data_o (pointers alone cannot
+  // tell a full committed buffer from an empty one)
+  wire         unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
+  wire         re = (!rd_valid_o || rd_ready_i) && unfetched;
+  wire         pop = rd_valid_o && rd_ready_i;
+  wire [AW:0]  unc_w = unc_q + {{AW{1'b0}}, we};  // uncommitted after this cycle's write
+
+  assign free_o  = free_q;
+  assign count_o = cnt_q;
+
+  always @* begin
+    wr_d = we ? wr_q + 1'b1 : wr_q;
+    cm_d = cm_q;
+    unc_d = unc_w;
+    free_d = free_q + {{AW{1'b0}}, re} - {{AW{1'b0}}, we};
+    cnt_d = cnt_q - {{AW{1'b0}}, pop};
+    if (rollback_i) begin
+      wr_d = cm_q;
+      unc_d = '0;
+      free_d = free_q + {{AW{1'b0}}, re} + unc_q;
+    end else if (commit_i) begin
+      cm_d = wr_d;
+      unc_d = '0;
+      cnt_d = cnt_q - {{AW{1'b0}}, pop} + unc_w;
+    end
+    rd_d = re ? rd_q + 1'b1 : rd_q;
+    valid_d = re ? 1'b1 : (rd_ready_i ? 1'b0 : rd_valid_o);
+  end
+
+  always @(posedge clk_i) begin
+    if (we) mem[wr_q] <= wr_data_i;
+    if (re) rd_data_o <= mem[rd_q];
+  end
+
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      wr_q       <= '0;
+      cm_q       <= '0;
+      rd_q       <= '0;
+      unc_q      <= '0;
+      free_q     <= DepthW;
+      cnt_q      <= '0;
+      rd_valid_o <= 1'b0;
+    end else begin
+      wr_q       <= wr_d;
+      cm_q       <= cm_d;
+      rd_q       <= rd_d;
+      unc_q      <= unc_d;
+      free_q     <= free_d;
+      cnt_q      <= cnt_d;
+      rd_valid_o <= valid_d;
+    end
+  end
+
+`ifdef FORMAL
+  always @(posedge clk_i) begin
+    if (rst_ni) begin
+      assert (free_q <= DepthW);
+      assert (unc_q == {1'b0, wr_q - cm_q} || (unc_q == DepthW && wr_q == cm_q));
+      assert (cnt_q <= DepthW);
+    end
+  end
+`endif
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,263 @@
+// board_frame_rx - device side of the host link framing, host -> device direction
+// (docs/architecture.md section 6, "Host link framing").
+// Bytes from the UART in, command words to the host port out. A DATA frame's payload is
+// written to a block-RAM buffer as it arrives and released to the host port only after its
+// CRC checked good and its SEQ is the expected one (go-back-N receiver): a corrupted
+// command never reaches the mesh. Answers (ACK/NAK with a SEQ) go to board_frame_tx as
+// one-cycle pulses. A gap of TimeoutClks between two bytes inside a frame drops the frame
+// (err_trunc); a bad header or CRC drops it (err_crc) and the receiver hunts for the next
+// 0x7e. A DATA frame whose SEQ is expected but whose payload does not fit in the free buffer
+// is dropped without an answer (the host resends it after its ACK timeout).
+// Streams: byte_valid_i pulses (no back-pressure, as from board_uart_rx);
+// cmd_valid_o / cmd_ready_i / cmd_data_o to the host port (a word moves when both are high).
+`default_nettype none
+
+module board_frame_rx #(
+  parameter integer BufWords = 256,        // receive buffer, words (>= 255: one full frame)
+  parameter integer TimeoutClks = 8192,    // byte timeout: 1024 bit times of the UART
+  parameter integer Window = 4             // host go-back-N window: older SEQs are duplicates
+) (
+  input  wire        clk_i,
+  input  wire        rst_ni,
+  input  wire        byte_valid_i,
+  input  wire [7:0]  byte_data_i,
+  output wire        cmd_valid_o,
+  input  wire        cmd_ready_i,
+  output wire [31:0] cmd_data_o,
+  output reg         ans_valid_o,   // pulse: send an answer frame
+  output reg  [7:0]  ans_type_o,    // 0x02 ACK, 0x03 NAK
+  output reg  [7:0]  ans_seq_o,
+  output reg         stat_req_o,    // pulse: the host asked for a STAT frame
+  output wire [7:0]  expect_o,      // SEQ of the next DATA frame accepted
+  output wire [15:0] err_crc_o,     // saturating counters, cleared by reset only
+  output wire [15:0] err_trunc_o,
+  output wire [15:0] err_seq_o,
+  output reg         err_o          // pulse: a frame was dropped (status LED)
+);
+  localparam [7:0] Sof = 8'h7e, TData = 8'h01, TAck = 8'h02, TNak = 8'h03, TStat = 8'h04;
+  localparam [2:0] SHunt = 3'd0, SType = 3'd1, SSeq = 3'd2, SLen0 = 3'd3, SLen1 = 3'd4,
+                   SPay = 3'd5, SCrc0 = 3'd6, SCrc1 = 3'd7;
+  localparam integer TmoW = $clog2(TimeoutClks + 1);
+  localparam integer WindowI = Window;
+  localparam [7:0] WindowW = WindowI[7:0];
+  localparam integer TimeoutI = TimeoutClks;
+  localparam [TmoW-1:0] TimeoutW = TimeoutI[TmoW-1:0];
+  localparam integer FreeW = $clog2(BufWords) + 1;
+
+  reg [2:0]      state_d, state_q;
+  reg [7:0]      type_d, type_q;
+  reg [7:0]      seq_d, seq_q;
+  reg [7:0]      len_d, len_q;         // words left in the payload
+  reg [1:0]      bidx_d, bidx_q;       // byte within the word
+  reg [23:0]     word_d, word_q;       // low bytes of the word being assembled
+  reg [15:0]     crc_d, crc_q;
+  reg [7:0]      crclo_d, crclo_q;
+  reg            store_d, store_q;     // this frame's payload goes to the buffer
+  reg            dropped_d, dropped_q; // a frame was dropped for lack of room
+  reg [7:0]      expect_d, expect_q;
+  reg [TmoW-1:0] tmo_d, tmo_q;
+  reg [15:0]     ecrc_d, ecrc_q, etrunc_d, etrunc_q, eseq_d, eseq_q;
+
+  reg            wr_valid, commit, rollback;
+  reg [31:0]     wr_data;
+  reg            ans_valid_d, stat_req_d, err_d;
+  reg [7:0]      ans_type_d, ans_seq_d;
+  wire [15:0]    crc_next;
+  wire [FreeW-1:0] free;
+  wire [FreeW-1:0] count_unused;
+  wire [7:0]     behind = expect_q - seq_q;
+
+  board_crc16 u_crc (.crc_i(state_q == SType ? 16'hffff : crc_q), .data_i(byte_data_i),
+                     .crc_o(crc_next));
+
+  board_fifo #(.Width(32), .Depth(BufWords)) u_buf (
+    .clk_i, .rst_ni,
+    .wr_valid_i(wr_valid), .wr_data_i(wr_data), .commit_i(commit), .rollback_i(rollback),
+    .free_o(free), .count_o(count_unused),
+    .rd_valid_o(cmd_valid_o), .rd_ready_i(cmd_ready_i), .rd_data_o(cmd_data_o)
+  );
+
+  assign expect_o    = expect_q;
+  assign err_crc_o   = ecrc_q;
+  assign err_trunc_o = etrunc_q;
+  assign err_seq_o   = eseq_q;
+
+  function automatic [15:0] sat_inc(input [15:0] v);
+    sat_inc = (v == 16'hffff) ? v : v + 16'd1;
+  endfunction
+
+  always @* begin
+    state_d    = state_q;
+    type_d     = type_q;
+    seq_d      = seq_q;
+    len_d      = len_q;
+    bidx_d     = bidx_q;
+    word_d     = word_q;
+    crc_d      = crc_q;
+    crclo_d    = crclo_q;
+    store_d    = store_q;
+    dropped_d  = dropped_q;
+    expect_d   = expect_q;
+    ecrc_d     = ecrc_q;
+    etrunc_d   = etrunc_q;
+    eseq_d     = eseq_q;
+    tmo_d      = tmo_q;
+    wr_valid   = 1'b0;
+    wr_data    = {byte_data_i, word_q};
+    commit     = 1'b0;
+    rollback   = 1'b0;
+    ans_valid_d = 1'b0;
+    ans_type_d = TAck;
+    ans_seq_d  = expect_q;
+    stat_req_d = 1'b0;
+    err_d      = 1'b0;
+
+    if (byte_valid_i) begin
+      tmo_d = '0;
+      case (state_q)
+        SHunt: if (byte_data_i == Sof) state_d = SType;
+        SType: begin
+          if (byte_data_i == TData || byte_data_i == TStat) begin
+            type_d  = byte_data_i;
+            crc_d   = crc_next;
+            state_d = SSeq;
+          end else begin
+            // a bad TYPE; a 0x7e here may start the real frame
+            ecrc_d  = sat_inc(ecrc_q);
+            err_d   = 1'b1;
+            state_d = (byte_data_i == Sof) ? SType : SHunt;
+          end
+        end
+        SSeq: begin
+          seq_d   = byte_data_i;
+          crc_d   = crc_next;
+          state_d = SLen0;
+        end
+        SLen0: begin
+          len_d   = byte_data_i;
+          crc_d   = crc_next;
+          state_d = SLen1;
+        end
+        SLen1: begin
+          crc_d  = crc_next;
+          bidx_d = 2'd0;
+          if (byte_data_i != 8'h00 || (type_q == TStat && len_q != 8'h00)) begin
+            ecrc_d  = sat_inc(ecrc_q);   // LEN > 255, or a STAT with payload
+            err_d   = 1'b1;
+            state_d = (byte_data_i == Sof) ? SType : SHunt;
+          end else begin
+            store_d = (type_q == TData) && (seq_q == expect_q) &&
+                      ({{(FreeW-8){1'b0}}, len_q} <= free);
+            state_d = (len_q == 8'h00) ? SCrc0 : SPay;
+          end
+        end
+        SPay: begin
+          crc_d  = crc_next;
+          bidx_d = bidx_q + 1'b1;
+          word_d = {byte_data_i, word_q[23:8]};
+          if (bidx_q == 2'd3) begin
+            wr_valid = store_q;
+            len_d    = len_q - 1'b1;
+            if (len_q == 8'd1) state_d = SCrc0;
+          end
+        end
+        SCrc0: begin
+          crclo_d = byte_data_i;
+          state_d = SCrc1;
+        end
+        SCrc1: begin
+          state_d = SHunt;
+          if ({byte_data_i, crclo_q} != crc_q) begin
+            rollback    = 1'b1;
+            ecrc_d      = sat_inc(ecrc_q);
+            err_d       = 1'b1;
+            ans_valid_d = 1'b1;
+            ans_type_d  = TNak;
+          end else if (type_q == TStat) begin
+            stat_req_d = 1'b1;
+          end else if (seq_q == expect_q) begin
+            if (store_q) begin
+              commit      = 1'b1;
+              expect_d    = expect_q + 1'b1;
+              dropped_d   = 1'b0;
+              ans_valid_d = 1'b1;
+              ans_seq_d   = seq_q;
+            end else begin
+              dropped_d = 1'b1;      // no room: no answer, the host times out and resends
+            end
+          end else if (behind != 8'd0 && behind <= WindowW) begin
+            ans_valid_d = 1'b1;      // duplicate of an accepted frame: ACK again, drop
+            ans_seq_d   = expect_q - 1'b1;
+          end else begin
+            // out of order: a frame before it was lost; not an error after our own drop
+            if (!dropped_q) begin
+              eseq_d = sat_inc(eseq_q);
+              err_d  = 1'b1;
+            end
+            ans_valid_d = 1'b1;
+            ans_type_d  = TNak;
+          end
+        end
+        default: state_d = SHunt;
+      endcase
+    end else if (state_q != SHunt) begin
+      if (tmo_q == TimeoutW) begin
+        rollback = 1'b1;
+        etrunc_d = sat_inc(etrunc_q);
+        err_d    = 1'b1;
+        state_d  = SHunt;
+        tmo_d    = '0;
+      end else begin
+        tmo_d = tmo_q + 1'b1;
+      end
+    end
+  end
+
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q     <= SHunt;
+      type_q      <= 8'h00;
+      seq_q       <= 8'h00;
+      len_q       <= 8'h00;
+      bidx_q      <= 2'd0;
+      word_q      <= 24'h0;
+      crc_q       <= 16'hffff;
+      crclo_q     <= 8'h00;
+      store_q     <= 1'b0;
+      dropped_q   <= 1'b0;
+      expect_q    <= 8'h00;
+      tmo_q       <= '0;
+      ecrc_q      <= 16'h0;
+      etrunc_q    <= 16'h0;
+      eseq_q      <= 16'h0;
+      ans_valid_o <= 1'b0;
+      ans_type_o  <= TAck;
+      ans_seq_o   <= 8'h00;
+      stat_req_o  <= 1'b0;
+      err_o       <= 1'b0;
+    end else begin
+      state_q     <= state_d;
+      type_q      <= type_d;
+      seq_q       <= seq_d;
+      len_q       <= len_d;
+      bidx_q      <= bidx_d;
+      word_q      <= word_d;
+      crc_q       <= crc_d;
+      crclo_q     <= crclo_d;
+      store_q     <= store_d;
+      dropped_q   <= dropped_d;
+      expect_q    <= expect_d;
+      tmo_q       <= tmo_d;
+      ecrc_q      <= ecrc_d;
+      etrunc_q    <= etrunc_d;
+      eseq_q      <= eseq_d;
+      ans_valid_o <= ans_valid_d;
+      ans_type_o  <= ans_type_d;
+      ans_seq_o   <= ans_seq_d;
+      stat_req_o  <= stat_req_d;
+      err_o       <= err_d;
+    end
+  end
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,121 @@
+// board_top - the accelerator on an iCEBreaker-class board (iCE40 UP5K, FT2232H, 12 MHz).
+//
+//   pin 35 12 MHz -> board_pll -> clk (ClkHz)        button/PLL lock -> board_rst_sync
+//   pin 6 (FTDI TXD) -> board_uart_rx -> board_frame_rx -> cmd words -> host port
+//   pin 9 (FTDI RXD) <- board_uart_tx <- board_frame_tx <- rsp words <- host port
+//   LEDs: green = link activity, red = a dropped frame (CRC, truncation, sequence)
+//
+// The host port is the mesh (mesh_top, rtl/mesh/, 32-bit command words in and response words
+// out, valid/ready). Defining BOARD_ECHO_DOUBLE puts the link test double
+// verif/board/board_echo_double.v in its place (ECHO/NOP only) so the link layer and the FPGA
+// flow can be tested without the mesh. Framing: docs/architecture.md section 6.
+`default_nettype none
+
+module board_top #(
+  parameter integer Rows = 2,              // mesh shape (mesh_top)
+  parameter integer Cols = 2,
+  parameter integer AWords = 1024,         // per-PE activation SRAM, bf16 elements
+  parameter integer BWords = 256,          // per-PE accumulator SRAM, 32-bit words
+  parameter integer ClkHz = 24000000,      // design clock: must match the PLL settings
+  parameter integer Baud = 3000000,        // UART rate: ClkHz / Baud must be an integer >= 6
+  parameter [3:0] PllDivr = 4'd0,          // PLL settings for ClkHz (icepll -i 12 -o MHz)
+  parameter [6:0] PllDivf = 7'd63,
+  parameter [2:0] PllDivq = 3'd5,
+  parameter [2:0] PllFilterRange = 3'd1
+) (
+  input  wire clk_12m_i,     // board oscillator
+  input  wire btn_ni,        // user button: reset while pressed
+  input  wire uart_rx_i,     // from the FT2232H channel B TXD
+  output wire uart_tx_o,     // to the FT2232H channel B RXD
+  output wire led_red_no,
+  output wire led_green_no
+);
+  localparam integer ClksPerBit = ClkHz / Baud;
+  localparam integer TimeoutClks = 1024 * ClksPerBit;  // 1024 bit times (architecture.md)
+
+  wire clk, locked, rst_n;
+
+  board_pll #(.Divr(PllDivr), .Divf(PllDivf), .Divq(PllDivq), .FilterRange(PllFilterRange))
+    u_pll (.clk_i(clk_12m_i), .clk_o(clk), .locked_o(locked));
+
+  board_rst_sync u_rst (.clk_i(clk), .arst_ni(locked & btn_ni), .rst_no(rst_n));
+
+  wire       rx_valid;
+  wire [7:0] rx_data;
+  wire       tx_valid, tx_ready;
+  wire [7:0] tx_data;
+
+  board_uart_rx #(.ClksPerBit(ClksPerBit)) u_uart_rx (
+    .clk_i(clk), .rst_ni(rst_n), .rx_i(uart_rx_i),
+    .byte_valid_o(rx_valid), .byte_data_o(rx_data)
+  );
+
+  board_uart_tx #(.ClksPerBit(ClksPerBit)) u_uart_tx (
+    .clk_i(clk), .rst_ni(rst_n),
+    .byte_valid_i(tx_valid), .byte_ready_o(tx_ready), .byte_data_i(tx_data),
+    .tx_o(uart_tx_o)
+  );
+
+  wire        cmd_valid, cmd_ready, rsp_valid, rsp_ready;
+  wire [31:0] cmd_data, rsp_data;
+  wire        ans_valid, stat_req, link_err;
+  wire [7:0]  ans_type, ans_seq, expect_seq;
+  wire [15:0] err_crc, err_trunc, err_seq;
+
+  board_frame_rx #(.TimeoutClks(TimeoutClks)) u_frame_rx (
+    .clk_i(clk), .rst_ni(rst_n),
+    .byte_valid_i(rx_valid), .byte_data_i(rx_data),
+    .cmd_valid_o(cmd_valid), .cmd_ready_i(cmd_ready), .cmd_data_o(cmd_data),
+    .ans_valid_o(ans_valid), .ans_type_o(ans_type), .ans_seq_o(ans_seq),
+    .stat_req_o(stat_req), .expect_o(expect_seq),
+    .err_crc_o(err_crc), .err_trunc_o(err_trunc), .err_seq_o(err_seq), .err_o(link_err)
+  );
+
+  board_frame_tx u_frame_tx (
+    .clk_i(clk), .rst_ni(rst_n),
+    .rsp_valid_i(rsp_valid), .rsp_ready_o(rsp_ready), .rsp_data_i(rsp_data),
+    .ans_valid_i(ans_valid), .ans_type_i(ans_type), .ans_seq_i(ans_seq),
+    .stat_req_i(stat_req), .stat_expect_i(expect_seq),
+    .stat_crc_i(err_crc), .stat_trunc_i(err_trunc), .stat_seq_i(err_seq),
+    .byte_valid_o(tx_valid), .byte_ready_i(tx_ready), .byte_data_o(tx_data)
+  );
+
+`ifdef BOARD_ECHO_DOUBLE
+  board_echo_double u_port (
+    .clk_i(clk), .rst_ni(rst_n),
+    .cmd_valid_i(cmd_valid), .cmd_ready_o(cmd_ready), .cmd_data_i(cmd_data),
+    .rsp_valid_o(rsp_valid), .rsp_ready_i(rsp_ready), .rsp_data_o(rsp_data)
+  );
+  wire unused_ok = &{1'b0, Rows[0], Cols[0], AWords[0], BWords[0]};
+`else
+  mesh_top #(.Rows(Rows), .Cols(Cols), .AWords(AWords), .BWords(BWords)) u_mesh (
+    .clk_i(clk), .rst_ni(rst_n),
+    .cmd_valid_i(cmd_valid), .cmd_ready_o(cmd_ready), .cmd_data_i(cmd_data),
+    .rsp_valid_o(rsp_valid), .rsp_ready_i(rsp_ready), .rsp_data_o(rsp_data)
+  );
+`endif
+
+  // LED time base: a strobe every 2^20 cycles (44 ms at 24 MHz)
+  reg [19:0] led_div_q;
+  reg        led_tick_q;
+  always @(posedge clk or negedge rst_n) begin
+    if (!rst_n) begin
+      led_div_q  <= 20'd0;
+      led_tick_q <= 1'b0;
+    end else begin
+      led_div_q  <= led_div_q + 1'b1;
+      led_tick_q <= (led_div_q == 20'hfffff);
+    end
+  end
+
+  board_led u_led_act (
+    .clk_i(clk), .rst_ni(rst_n), .tick_i(led_tick_q),
+    .event_i(rx_valid | (tx_valid & tx_ready)), .led_no(led_green_no)
+  );
+  board_led u_led_err (
+    .clk_i(clk), .rst_ni(rst_n), .tick_i(led_tick_q), .event_i(link_err),
+    .led_no(led_red_no)
+  );
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,168 @@
+# verif/board.mk - the board top (rtl/board): link benches on the RTL and on the yosys iCE40
+# netlist, and the FPGA flow (make bitstream, make synth-estimate, make gatesim).
+#
+# The bench drives board_top with the host's framing code (host/driver/frame.c) over a
+# bit-level UART model. Until the mesh (rtl/mesh/mesh_top.v) is present, the host port is the
+# echo test double verif/board/board_echo_double.v (BOARD_ECHO_DOUBLE), and the FPGA flow
+# places and routes the link layer with that double.
+
+BOARD_RTL := $(sort $(wildcard rtl/board/*.v))
+BOARD_DOUBLE := verif/board/board_echo_double.v
+BOARD_OUT := $(BUILD)/verif/board
+BOARD_CLK_HZ ?= 24000000
+BOARD_BAUD ?= 3000000
+BOARD_TB := verif/board/tb_board_link.cpp
+BOARD_TB_CFLAGS := -O2 -std=c++17 -I$(abspath host) -DTB_CLK_HZ=$(BOARD_CLK_HZ) -DTB_BAUD=$(BOARD_BAUD)
+# Verilator C++ at -O2 (toolchain notes: faster than the default -Os), no threads.
+BOARD_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --top-module board_top \
+	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
+	-GClkHz=$(BOARD_CLK_HZ) -GBaud=$(BOARD_BAUD)
+ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosys)/ice40/cells_sim.v
+
+# The mesh replaces the echo double as soon as it is in the tree.
+MESH_SRCS := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
+ifneq ($(wildcard rtl/mesh/mesh_top.v),)
+FPGA_PORT := mesh
+FPGA_SRCS := $(BOARD_RTL) $(MESH_SRCS)
+FPGA_DEFS :=
+FPGA_PES := $(shell echo $$(( $(or $(FPGA_ROWS),2) * $(or $(FPGA_COLS),2) )))
+else
+FPGA_PORT := echo
+FPGA_SRCS := $(BOARD_RTL) $(BOARD_DOUBLE)
+FPGA_DEFS := -DBOARD_ECHO_DOUBLE
+FPGA_PES := 0
+endif
+
+$(BOARD_OUT)/frame.o: host/driver/frame.c host/driver/frame.h
+	@mkdir -p $(@D)
+	gcc -std=c11 -O2 -Wall -Wextra -Werror -Ihost -c $< -o $@
+
+# RTL bench (Verilator keeps its objects in $(BOARD_OUT)/rtl; rebuilt only when inputs change)
+$(BOARD_OUT)/tb_board_link: $(BOARD_RTL) $(BOARD_DOUBLE) $(BOARD_TB) $(BOARD_OUT)/frame.o | deps
+	@mkdir -p $(BOARD_OUT)/rtl
+	verilator $(BOARD_VFLAGS) -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
+		-CFLAGS "$(BOARD_TB_CFLAGS)" -o tb_board_link \
+		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) $(BOARD_RTL) $(BOARD_DOUBLE) \
+		>$(BOARD_OUT)/rtl-build.log 2>&1 || { tail -30 $(BOARD_OUT)/rtl-build.log; exit 1; }
+	cp $(BOARD_OUT)/rtl/tb_board_link $@
+
+# Gate level: the netlist yosys synthesizes for the iCE40 (same script as the bitstream), on
+# yosys's cell models; the PLL cell gets a pass-through model (board_gl_pll_model.v).
+$(BOARD_OUT)/gl/board_top_gl.v: $(BOARD_RTL) $(BOARD_DOUBLE) | deps
+	@mkdir -p $(@D)
+	yosys -q -l $(BOARD_OUT)/gl/yosys.log -p "read_verilog -sv -DBOARD_ECHO_DOUBLE \
+		$(BOARD_RTL) $(BOARD_DOUBLE); synth_ice40 -dsp -top board_top; \
+		write_verilog -noattr $@"
+$(BOARD_OUT)/gl/cells_sim_nopll.v: $(ICE40_CELLS)
+	@mkdir -p $(@D)
+	sed '/^module SB_PLL40_PAD (/,/^endmodule/d' $< >$@
+$(BOARD_OUT)/tb_board_link_gl: $(BOARD_OUT)/gl/board_top_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
+		verif/board/board_gl_pll_model.v $(BOARD_TB) $(BOARD_OUT)/frame.o
+	@mkdir -p $(BOARD_OUT)/gl/obj
+	verilator --cc --exe --build -j 2 -Wno-fatal -Wno-lint -Wno-style --top-module board_top \
+		-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
+		-DNO_ICE40_DEFAULT_ASSIGNMENTS -DICE40_U --no-timing \
+		-Mdir $(BOARD_OUT)/gl/obj -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_GATE" -o tb_board_link_gl \
+		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) \
+		$(BOARD_OUT)/gl/board_top_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
+		verif/board/board_gl_pll_model.v \
+		>$(BOARD_OUT)/gl/build.log 2>&1 || { tail -30 $(BOARD_OUT)/gl/build.log; exit 1; }
+	cp $(BOARD_OUT)/gl/obj/tb_board_link_gl $@
+
+.PHONY: gatesim board-lint
+# Runs the link bench on the netlist and on the RTL and compares the device's transcript
+# (every byte it sent, with its cycle).
+gatesim: $(BOARD_OUT)/tb_board_link_gl $(BOARD_OUT)/tb_board_link
+	$(BOARD_OUT)/tb_board_link_gl --words=4096 | tee $(BOARD_OUT)/gatesim-gl.log
+	$(BOARD_OUT)/tb_board_link --words=4096 >$(BOARD_OUT)/gatesim-rtl.log
+	@a=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-gl.log); \
+	b=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-rtl.log); \
+	if [ -n "$$a" ] && [ "$$a" = "$$b" ]; then echo "gatesim: netlist matches RTL ($$a)"; \
+	else echo "gatesim: MISMATCH netlist '$$a' rtl '$$b'"; exit 1; fi
+
+board-lint:
+	verilator --lint-only -Wall -DBOARD_ECHO_DOUBLE --top-module board_top $(BOARD_RTL) $(BOARD_DOUBLE)
+
+TEST_DEPS += $(BOARD_OUT)/tb_board_link
+TEST_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=4096
+REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=65536 \
+	$(BOARD_OUT)/tb_board_link@--ppm=-25000,--seed=2 \
+	$(BOARD_OUT)/tb_board_link@--ppm=25000,--seed=3 \
+	$(BOARD_OUT)/tb_board_link@--random=150,--seed=4,--words=20000 \
+	$(BOARD_OUT)/tb_board_link@--random=300,--seed=5,--words=20000 \
+	$(BOARD_OUT)/tb_board_link_gl@--words=4096
+
+# `make regress` builds the gate-level bench too (yosys runs once, then it is cached).
+regress: $(BOARD_OUT)/tb_board_link_gl
+
+# --- FPGA flow: make bitstream / make synth-estimate --------------------------------------
+FPGA := build/fpga
+FPGA_MHZ ?= 24
+FPGA_ROWS ?= 2
+FPGA_COLS ?= 2
+# -abc9 aborts inside ABC (&mfs assertion) on this design with yosys 0.23: off by default.
+FPGA_ABC9 ?=
+FPGA_SEED ?= 1
+FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) board_top;
+
+.PHONY: bitstream-impl synth-estimate-impl
+bitstream-impl: $(FPGA)/icebreaker.bin
+	@python3 rtl/board/fpga_report.py show $(FPGA)/report.json
+
+# The flow's settings, rewritten only when they change, so a new FPGA_MHZ reruns nextpnr
+# and new mesh settings rerun yosys.
+$(FPGA)/config.txt: FORCE
+	@mkdir -p $(@D)
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) abc9=$(FPGA_ABC9)" >$@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+$(FPGA)/pnr-config.txt: FORCE
+	@mkdir -p $(@D)
+	@echo "mhz=$(FPGA_MHZ) seed=$(FPGA_SEED)" >$@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+
+$(FPGA)/board_top.json: $(FPGA_SRCS) $(FPGA)/config.txt | deps
+	@mkdir -p $(@D)
+	yosys -q -l $(FPGA)/yosys.log -p "read_verilog -sv $(FPGA_DEFS) $(FPGA_SRCS); \
+		$(FPGA_PARAMS) synth_ice40 -dsp $(FPGA_ABC9) -top board_top \
+		-json $@; tee -o $(FPGA)/yosys-stat.txt stat"
+
+# --timing-allow-fail keeps the report; fpga_report.py fails the target when the achieved
+# frequency is below FPGA_MHZ (and deletes the .bin so a failing build cannot be flashed).
+$(FPGA)/icebreaker.bin: $(FPGA)/board_top.json rtl/board/icebreaker.pcf rtl/board/fpga_report.py \
+		$(FPGA)/pnr-config.txt
+	rm -f $@
+	nextpnr-ice40 --up5k --package sg48 --pcf rtl/board/icebreaker.pcf --json $< \
+		--asc $(FPGA)/icebreaker.asc --freq $(FPGA_MHZ) --seed $(FPGA_SEED) \
+		--timing-allow-fail --report $(FPGA)/nextpnr-report.json \
+		-l $(FPGA)/nextpnr.log -q
+	icepack $(FPGA)/icebreaker.asc $@.tmp
+	python3 rtl/board/fpga_report.py ice40 --yosys-json $< \
+		--pnr-report $(FPGA)/nextpnr-report.json --target-mhz $(FPGA_MHZ) \
+		--pes $(FPGA_PES) --port $(FPGA_PORT) --out $(FPGA)/report.json \
+		|| { rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
+# synth-estimate: yosys resource counts for larger parts (no place and route for them here).
+EST := $(FPGA)/estimate
+ifeq ($(FPGA_PORT),mesh)
+EST_TOP := mesh_top
+EST_SHAPES := 4x4 8x8
+EST_SRCS := $(MESH_SRCS)
+else
+EST_TOP := board_top
+EST_SHAPES := link
+EST_SRCS := $(FPGA_SRCS)
+endif
+EST_JSONS := $(foreach f,ecp5 xilinx,$(foreach s,$(EST_SHAPES),$(EST)/$(f)-$(s).json))
+
+synth-estimate-impl: $(EST_JSONS)
+	python3 rtl/board/fpga_report.py estimate --out $(FPGA)/estimate.json --port $(FPGA_PORT) \
+		$(EST_JSONS)
+
+$(EST)/%.json: $(EST_SRCS) | deps
+	@mkdir -p $(@D)
+	fam=$$(echo $* | cut -d- -f1); shape=$$(echo $* | cut -d- -f2); \
+	if [ "$$shape" = link ]; then par=""; else \
+		par="chparam -set Rows $${shape%x*} -set Cols $${shape#*x} $(EST_TOP);"; fi; \
+	yosys -q -l $(EST)/$*.log -p "read_verilog -sv $(FPGA_DEFS) -DBOARD_NO_ICE40_PLL $(EST_SRCS); \
+		$$par synth_$$fam -top $(EST_TOP); write_json $@"

@@ -1,0 +1,596 @@
+// tb_board_link.cpp - the board top's host link, end to end, with the host's own framing
+// code (host/driver/frame.c) on a bit-level UART model.
+//
+// The design under test is board_top with the host port replaced by the echo test double
+// (BOARD_ECHO_DOUBLE): every ECHO command comes back as a header and its words, so the
+// response stream shows whether each command word was delivered exactly once and in order.
+// The same harness runs on the RTL and on the yosys iCE40 netlist (tb_board_link_gl).
+//
+// Phases:
+//   1. STAT: the link state after reset (no errors, SEQs 0).
+//   2. ECHO traffic with one frame corrupted on the wire (one payload bit): the device must
+//      NAK it (err_crc 1) and the host resend it; one frame truncated followed by silence: the
+//      device must drop it (err_trunc 1) and the host recover by NAK/timeout.
+//   3. More ECHO traffic: the link keeps working; STAT counters unchanged.
+//   4. Throughput: a long ECHO stream; payload bytes per second host -> device at the baud
+//      rate, printed.
+// Options: --seed=N, --words=N (phase 4 payload words), --ppm=N (host UART clock error),
+//          --random=P (regress: corrupt P per mille of host frames at random), +trace.
+// The exit status is the verdict; RESULT line for the test runner.
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "Vboard_top.h"
+#include "verilated.h"
+#ifdef TB_TRACE
+#include "verilated_fst_c.h"
+#endif
+
+#include "driver/frame.h"
+
+#ifndef TB_CLK_HZ
+#define TB_CLK_HZ 24000000
+#endif
+#ifndef TB_BAUD
+#define TB_BAUD 3000000
+#endif
+
+static const double kClkPs = 1e12 / TB_CLK_HZ;
+static const uint64_t kClksPerBit = TB_CLK_HZ / TB_BAUD;
+
+static uint64_t rng_state;
+static uint64_t rng_next()
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int failures = 0, checks = 0;
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		checks++;                                                                  \
+		if (!(cond)) {                                                             \
+			failures++;                                                        \
+			std::printf("FAIL cycle %" PRIu64 ": %s: ", cycle, #cond);          \
+			std::printf(__VA_ARGS__);                                          \
+			std::printf("\n");                                                 \
+		}                                                                          \
+	} while (0)
+
+static uint64_t cycle = 0;
+
+// One item on the host's wire: a byte, or a stretch of idle line (bit times).
+struct WireItem {
+	int byte;          // -1: idle gap
+	uint64_t gap_bits; // for a gap
+};
+
+// Host-side UART, bit level, with its own bit period (baud error in ppm).
+struct HostUart {
+	double bit_ps;
+	// transmitter
+	std::deque<WireItem> q;
+	bool tx_active = false;
+	double tx_start = 0;
+	int tx_len_bits = 0;
+	uint16_t tx_frame = 0x3ff;
+	// receiver
+	bool rx_active = false;
+	double rx_start = 0;
+	int rx_next = 0; // next sample index: 0 start, 1..8 data, 9 stop
+	uint8_t rx_byte = 0;
+	int rx_prev = 1;
+	uint64_t framing_errors = 0;
+
+	explicit HostUart(double ppm) { bit_ps = 1e12 / TB_BAUD * (1.0 + ppm * 1e-6); }
+
+	// line level driven towards the device at time t
+	int tx_level(double t)
+	{
+		for (;;) {
+			if (!tx_active) {
+				if (q.empty())
+					return 1;
+				WireItem it = q.front();
+				q.pop_front();
+				tx_active = true;
+				tx_start = std::max(tx_start, t);
+				if (it.byte < 0) {
+					tx_frame = 0xffff;
+					tx_len_bits = (int)it.gap_bits;
+				} else {
+					tx_frame = (uint16_t)(0x200 | (it.byte << 1));
+					tx_len_bits = 10;
+				}
+			}
+			int idx = (int)((t - tx_start) / bit_ps);
+			if (idx < tx_len_bits)
+				return idx < 16 ? (tx_frame >> idx) & 1 : 1;
+			tx_start += tx_len_bits * bit_ps; // back to back
+			tx_active = false;
+		}
+	}
+	bool tx_busy() const { return tx_active || !q.empty(); }
+
+	// sample the device's line at time t; returns a byte or -1
+	int rx_sample(int level, double t)
+	{
+		int out = -1;
+		if (!rx_active) {
+			if (rx_prev == 1 && level == 0) {
+				rx_active = true;
+				rx_start = t;
+				rx_next = 0;
+				rx_byte = 0;
+			}
+		} else {
+			double when = rx_start + (rx_next + 0.5) * bit_ps;
+			if (t >= when) {
+				if (rx_next == 0) {
+					if (level != 0)
+						rx_active = false; // glitch
+				} else if (rx_next <= 8) {
+					rx_byte |= (uint8_t)(level << (rx_next - 1));
+				} else {
+					if (level == 1)
+						out = rx_byte;
+					else
+						framing_errors++;
+					rx_active = false;
+				}
+				rx_next++;
+			}
+		}
+		rx_prev = level;
+		return out;
+	}
+};
+
+struct Bench {
+	VerilatedContext *ctx;
+	Vboard_top *top;
+#ifdef TB_TRACE
+	VerilatedFstC *tfp = nullptr;
+#endif
+	HostUart uart;
+	frm_tx tx;
+	frm_dec dec;
+	std::vector<uint32_t> responses; // device -> host DATA payloads, in order
+	std::deque<uint32_t> pending;    // command words not yet in a frame
+	std::vector<frm_stat> stats;
+	uint64_t link_errors = 0;
+	uint64_t frames_out = 0;       // frm_tx_next results written to the wire
+	// impairments of the next frames handed to the wire (by frames_out index)
+	uint64_t corrupt_at = UINT64_MAX, truncate_at = UINT64_MAX;
+	int random_per_mille = 0;
+	uint64_t injected = 0;
+	// FNV-1a over (cycle, byte) of everything the device sent: equal for RTL and netlist
+	// iff they behave identically cycle for cycle on the wire
+	uint64_t transcript = 0xcbf29ce484222325ull;
+
+	Bench(VerilatedContext *c, double ppm) : ctx(c), uart(ppm)
+	{
+		top = new Vboard_top{ctx};
+		frm_tx_init(&tx, 3 * FRM_MAX_BYTES * 10 * kClksPerBit, 20, 0);
+		frm_dec_init(&dec, 1024 * kClksPerBit, 0);
+	}
+	~Bench()
+	{
+#ifdef TB_TRACE
+		if (tfp)
+			tfp->close();
+#endif
+		top->final();
+		delete top;
+	}
+
+	void tick()
+	{
+		double t = cycle * kClkPs;
+		top->uart_rx_i = uart.tx_level(t);
+		top->clk_12m_i = 0;
+		top->eval();
+#ifdef TB_TRACE
+		if (tfp)
+			tfp->dump(ctx->time());
+#endif
+		ctx->timeInc(1);
+		top->clk_12m_i = 1;
+		top->eval();
+#ifdef TB_TRACE
+		if (tfp)
+			tfp->dump(ctx->time());
+#endif
+		ctx->timeInc(1);
+		int b = uart.rx_sample(top->uart_tx_o, t);
+		if (b >= 0)
+			on_byte((uint8_t)b);
+		else if (frm_dec_poll(&dec, cycle) < 0)
+			link_errors++;
+		cycle++;
+	}
+
+	void on_byte(uint8_t b)
+	{
+		uint8_t rec[9];
+		std::memcpy(rec, &cycle, 8);
+		rec[8] = b;
+		for (uint8_t x : rec)
+			transcript = (transcript ^ x) * 0x100000001b3ull;
+		int r = frm_dec_byte(&dec, b, cycle);
+		if (r < 0) {
+			link_errors++;
+			std::printf("host: device -> host frame error at cycle %" PRIu64 "\n", cycle);
+			return;
+		}
+		if (r != FRM_GOT_FRAME)
+			return;
+		const frm_frame &f = dec.frame;
+		if (f.type == FRM_ACK || f.type == FRM_NAK) {
+			frm_tx_on_frame(&tx, &f, cycle);
+		} else if (f.type == FRM_DATA) {
+			responses.insert(responses.end(), f.words, f.words + f.n);
+		} else if (f.type == FRM_STAT) {
+			frm_stat st;
+			if (frm_stat_parse(&st, &f) == CS_OK)
+				stats.push_back(st);
+			else
+				link_errors++;
+		}
+	}
+
+	void reset()
+	{
+		top->btn_ni = 0;
+		top->uart_rx_i = 1;
+		for (int i = 0; i < 40; i++)
+			tick();
+		top->btn_ni = 1;
+		for (int i = 0; i < 40; i++)
+			tick();
+	}
+
+	// Host side of the driver loop: pack pending words into frames, hand frames to the UART
+	// when its queue runs low (so the ACK timer starts near the wire time).
+	int pump()
+	{
+		while (frm_tx_space(&tx) > 0 && !pending.empty()) {
+			uint32_t w[FRM_MAX_WORDS];
+			int n = 0;
+			while (n < FRM_MAX_WORDS && !pending.empty()) {
+				w[n++] = pending.front();
+				pending.pop_front();
+			}
+			if (frm_tx_push(&tx, w, n) < 0)
+				return -1;
+		}
+		if (uart.q.size() < 16) {
+			const uint8_t *bytes;
+			int len = frm_tx_next(&tx, &bytes, cycle);
+			if (len < 0)
+				return len;
+			if (len > 0)
+				put_frame(bytes, len);
+		}
+		return 0;
+	}
+
+	void put_frame(const uint8_t *bytes, int len)
+	{
+		std::vector<uint8_t> f(bytes, bytes + len);
+		uint64_t k = frames_out++;
+		bool gap = false;
+		if (k == corrupt_at) {
+			f[FRM_OVERHEAD - 2 + 5] ^= 0x10; // a payload bit
+			injected++;
+		} else if (k == truncate_at) {
+			f.resize(f.size() / 2);
+			gap = true;
+			injected++;
+		} else if (random_per_mille && (int)(rng_next() % 1000) < random_per_mille) {
+			f[rng_next() % f.size()] ^= (uint8_t)(1u << (rng_next() % 8));
+			injected++;
+		}
+		for (uint8_t b : f)
+			uart.q.push_back({b, 0});
+		if (gap)
+			uart.q.push_back({-1, 1100}); // silence past the byte timeout
+	}
+
+	void send_stat()
+	{
+		uint8_t b[FRM_OVERHEAD];
+		int len = frm_encode(b, sizeof b, FRM_STAT, 0, nullptr, 0);
+		for (int i = 0; i < len; i++)
+			uart.q.push_back({b[i], 0});
+	}
+
+	// Run until every queued word is acknowledged and `want` response words arrived.
+	bool run_until_done(size_t want, uint64_t max_cycles)
+	{
+		uint64_t end = cycle + max_cycles;
+		while (cycle < end) {
+			if (pump() < 0) {
+				std::printf("host: frm_tx gave up (timeouts) at cycle %" PRIu64 "\n", cycle);
+				return false;
+			}
+			tick();
+			if (pending.empty() && frm_tx_pending(&tx) == 0 && !uart.tx_busy() &&
+			    responses.size() >= want)
+				return true;
+		}
+		std::printf("host: timeout: pending %zu, window %d, responses %zu of %zu\n",
+			    pending.size(), frm_tx_pending(&tx), responses.size(), want);
+		return false;
+	}
+
+	bool query_stat(frm_stat *out, uint64_t max_cycles)
+	{
+		size_t before = stats.size();
+		send_stat();
+		for (uint64_t i = 0; i < max_cycles && stats.size() == before; i++)
+			tick();
+		if (stats.size() == before)
+			return false;
+		*out = stats.back();
+		return true;
+	}
+};
+
+// ECHO commands of random lengths; appends the commands to `cmd` and the expected response
+// to `exp`.
+static void make_echo(std::deque<uint32_t> &cmd, std::vector<uint32_t> &exp, size_t words,
+		      int max_len)
+{
+	size_t done = 0;
+	while (done < words) {
+		uint32_t n = 1 + (uint32_t)(rng_next() % (uint64_t)max_len);
+		if (n > words - done)
+			n = (uint32_t)(words - done);
+		cmd.push_back(0x10000000u | n);
+		exp.push_back(0xA1000000u | n);
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t w = (uint32_t)rng_next();
+			cmd.push_back(w);
+			exp.push_back(w);
+		}
+		if (rng_next() % 4 == 0)
+			cmd.push_back(0); // a NOP: consumed, no response
+		done += n;
+	}
+}
+
+static bool compare(const std::vector<uint32_t> &got, const std::vector<uint32_t> &exp,
+		    const char *what)
+{
+	size_t n = std::min(got.size(), exp.size());
+	for (size_t i = 0; i < n; i++) {
+		if (got[i] != exp[i]) {
+			std::printf("FAIL %s: response word %zu: expected 0x%08x, got 0x%08x\n", what,
+				    i, exp[i], got[i]);
+			return false;
+		}
+	}
+	if (got.size() != exp.size()) {
+		std::printf("FAIL %s: %zu response words, expected %zu\n", what, got.size(),
+			    exp.size());
+		return false;
+	}
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = 1, words = 16384;
+	double ppm = 0;
+	int random_pm = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!std::strncmp(argv[i], "--seed=", 7))
+			seed = std::strtoull(argv[i] + 7, nullptr, 0);
+		else if (!std::strncmp(argv[i], "--words=", 8))
+			words = std::strtoull(argv[i] + 8, nullptr, 0);
+		else if (!std::strncmp(argv[i], "--ppm=", 6))
+			ppm = std::atof(argv[i] + 6);
+		else if (!std::strncmp(argv[i], "--random=", 9))
+			random_pm = std::atoi(argv[i] + 9);
+	}
+	rng_state = seed;
+#ifdef TB_GATE
+	const char *what = "gate-level netlist (yosys synth_ice40 + cells_sim.v)";
+#else
+	const char *what = "RTL";
+#endif
+	std::printf("tb_board_link: %s, clk %.1f MHz, %d baud (%" PRIu64
+		    " clocks/bit), host UART %+.0f ppm, seed %" PRIu64 "\n",
+		    what, TB_CLK_HZ / 1e6, TB_BAUD, kClksPerBit, ppm, seed);
+
+	auto ctx = std::make_unique<VerilatedContext>();
+	ctx->commandArgs(argc, argv);
+	Bench b(ctx.get(), ppm);
+#ifdef TB_TRACE
+	const char *flag = ctx->commandArgsPlusMatch("trace");
+	if (flag && !std::strcmp(flag, "+trace")) {
+		ctx->traceEverOn(true);
+		b.tfp = new VerilatedFstC;
+		b.top->trace(b.tfp, 99);
+		b.tfp->open("tb_board_link.fst");
+	}
+#endif
+	b.reset();
+	const uint64_t frame_clks = FRM_MAX_BYTES * 10 * kClksPerBit;
+
+	// 1. link state after reset
+	frm_stat st{};
+	bool ok = b.query_stat(&st, 4 * frame_clks);
+	CHECK(ok, "no STAT answer after reset");
+	if (ok) {
+		CHECK(st.err_crc == 0 && st.err_trunc == 0 && st.err_seq == 0,
+		      "errors after reset: crc %u trunc %u seq %u", st.err_crc, st.err_trunc,
+		      st.err_seq);
+		CHECK(st.rx_expect == 0 && st.tx_seq == 0, "SEQs after reset: %u %u", st.rx_expect,
+		      st.tx_seq);
+	}
+
+	std::vector<uint32_t> exp;
+	if (random_pm == 0) {
+		// 2. corrupted and truncated frames in the middle of ECHO traffic
+		make_echo(b.pending, exp, 2000, 100);
+		b.corrupt_at = b.frames_out + 2;
+		b.truncate_at = b.frames_out + 5;
+		ok = b.run_until_done(exp.size(), 400 * frame_clks);
+		CHECK(ok, "phase 2 did not complete");
+		CHECK(compare(b.responses, exp, "phase 2"), "phase 2 responses");
+		CHECK(b.injected == 2, "injected %" PRIu64, b.injected);
+		CHECK(b.tx.naks >= 1, "no NAK seen");
+		CHECK(b.tx.retransmits >= 2, "retransmits %" PRIu64, b.tx.retransmits);
+		ok = b.query_stat(&st, 4 * frame_clks);
+		CHECK(ok, "no STAT answer after phase 2");
+		CHECK(st.err_crc == 1, "err_crc %u, expected 1", st.err_crc);
+		CHECK(st.err_trunc == 1, "err_trunc %u, expected 1", st.err_trunc);
+		std::printf("phase 2: %zu words echoed exactly once; device err_crc %u err_trunc %u "
+			    "err_seq %u; host NAKs %" PRIu64 ", retransmits %" PRIu64
+			    ", timeouts %" PRIu64 "\n",
+			    exp.size(), st.err_crc, st.err_trunc, st.err_seq, b.tx.naks,
+			    b.tx.retransmits, b.tx.timeouts);
+
+		// 3. the link keeps working
+		frm_stat st2{};
+		make_echo(b.pending, exp, 3000, 300);
+		ok = b.run_until_done(exp.size(), 400 * frame_clks);
+		CHECK(ok, "phase 3 did not complete");
+		CHECK(compare(b.responses, exp, "phase 3"), "phase 3 responses");
+		ok = b.query_stat(&st2, 4 * frame_clks);
+		CHECK(ok && st2.err_crc == st.err_crc && st2.err_trunc == st.err_trunc &&
+			      st2.err_seq == st.err_seq,
+		      "errors changed on a clean link");
+		CHECK(st2.rx_expect == b.tx.next_seq, "device expects SEQ %u, host next %u",
+		      st2.rx_expect, b.tx.next_seq);
+		CHECK(st2.tx_seq == b.dec.data_expect, "device tx SEQ %u, host expects %u",
+		      st2.tx_seq, b.dec.data_expect);
+
+		// a new host session on a running device (cshost restarted): start both directions
+		// from the device's STAT, as the driver does on open
+		frm_tx_init(&b.tx, 3 * FRM_MAX_BYTES * 10 * kClksPerBit, 20, st2.rx_expect);
+		frm_dec_init(&b.dec, 1024 * kClksPerBit, st2.tx_seq);
+		make_echo(b.pending, exp, 600, 50);
+		ok = b.run_until_done(exp.size(), 100 * frame_clks);
+		CHECK(ok, "new session did not complete");
+		CHECK(compare(b.responses, exp, "new session"), "new session responses");
+	} else {
+		// regress: random corruption of host -> device frames
+		b.random_per_mille = random_pm;
+		make_echo(b.pending, exp, words, 255);
+		ok = b.run_until_done(exp.size(), 100 * frame_clks + 40 * words * 40 * kClksPerBit);
+		CHECK(ok, "random phase did not complete");
+		CHECK(compare(b.responses, exp, "random"), "random responses");
+		b.query_stat(&st, 4 * frame_clks);
+		std::printf("random: %" PRIu64 " frames corrupted; device err_crc %u err_trunc %u "
+			    "err_seq %u; host NAKs %" PRIu64 " retransmits %" PRIu64
+			    " timeouts %" PRIu64 "\n",
+			    b.injected, st.err_crc, st.err_trunc, st.err_seq, b.tx.naks,
+			    b.tx.retransmits, b.tx.timeouts);
+		CHECK(st.err_crc + st.err_trunc >= 1 || b.injected == 0, "corruption not seen");
+	}
+
+	// 4. throughput. (a) RUN stream (no responses, like weight streaming): host -> device
+	// payload rate; the double's checksum proves every word arrived exactly once.
+	if (random_pm == 0 && words > 0) {
+		std::deque<uint32_t> cmd;
+		uint32_t acc = 0;
+		size_t done = 0;
+		while (done < words) {
+			uint32_t n = (uint32_t)std::min<uint64_t>(255, words - done);
+			cmd.push_back(0x40000000u | (n << 16) | (uint32_t)(done & 0xffff));
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t w = (uint32_t)rng_next();
+				cmd.push_back(w);
+				acc = ((acc << 1) | (acc >> 31)) ^ w;
+			}
+			done += n;
+		}
+		size_t cmd_words = cmd.size();
+		b.pending.insert(b.pending.end(), cmd.begin(), cmd.end());
+		uint64_t c0 = cycle, retx0 = b.tx.retransmits;
+		ok = b.run_until_done(exp.size(), 100 * frame_clks + 40 * words * 40 * kClksPerBit);
+		double secs = (double)(cycle - c0) / TB_CLK_HZ;
+		CHECK(ok, "RUN stream did not complete");
+		CHECK(b.tx.retransmits == retx0,
+		      "retransmits on a clean link: %" PRIu64 " (NAKs %" PRIu64 ", timeouts %" PRIu64
+		      ")", b.tx.retransmits - retx0, b.tx.naks, b.tx.timeouts);
+		b.pending.push_back(0x80000000u); // COUNTERS: the double returns its checksum
+		exp.push_back(0xA8000001u);
+		exp.push_back(acc);
+		ok = b.run_until_done(exp.size(), 4 * frame_clks);
+		CHECK(ok, "no checksum answer");
+		CHECK(compare(b.responses, exp, "RUN stream"), "RUN stream checksum");
+		double payload = 4.0 * (double)cmd_words;
+		double line = TB_BAUD / 10.0;
+		std::printf("throughput: %zu command words (%.0f payload bytes) in %.4f s simulated: "
+			    "%.0f payload bytes/s host -> device at %d baud (line %.0f bytes/s, "
+			    "%.1f %%)\n",
+			    cmd_words, payload, secs, payload / secs, TB_BAUD, line,
+			    100.0 * payload / secs / line);
+
+		// (b) ECHO stream: as much comes back as goes out; the device -> host direction
+		// (smaller frames) is the bottleneck and its back-pressure makes the device drop
+		// frames it has no room for, which the host resends. Informational.
+		size_t base = exp.size();
+		cmd.clear();
+		make_echo(cmd, exp, words / 4, 255);
+		cmd_words = cmd.size();
+		b.pending.insert(b.pending.end(), cmd.begin(), cmd.end());
+		c0 = cycle;
+		retx0 = b.tx.retransmits;
+		ok = b.run_until_done(exp.size(), 100 * frame_clks + 40 * words * 40 * kClksPerBit);
+		secs = (double)(cycle - c0) / TB_CLK_HZ;
+		CHECK(ok, "ECHO stream did not complete");
+		CHECK(compare(b.responses, exp, "ECHO stream"), "ECHO stream responses");
+		std::printf("echo: %zu words out, %zu back in %.4f s simulated: %.0f payload bytes/s "
+			    "each way, %" PRIu64 " retransmits (receive buffer full)\n",
+			    cmd_words, exp.size() - base, secs, 4.0 * (double)cmd_words / secs,
+			    b.tx.retransmits - retx0);
+		// (c) READ stream: few command words, many response words: device -> host rate
+		base = exp.size();
+		size_t rd_words = 0;
+		while (rd_words < words) {
+			uint32_t n = (uint32_t)std::min<uint64_t>(1024, words - rd_words);
+			uint32_t a = (uint32_t)rng_next();
+			b.pending.push_back(0x30000000u | n);
+			b.pending.push_back(a);
+			exp.push_back(0xA3000000u | n);
+			for (uint32_t i = 0; i < n; i++)
+				exp.push_back(a + i);
+			rd_words += n;
+		}
+		c0 = cycle;
+		ok = b.run_until_done(exp.size(), 100 * frame_clks + 40 * words * 40 * kClksPerBit);
+		secs = (double)(cycle - c0) / TB_CLK_HZ;
+		CHECK(ok, "READ stream did not complete");
+		CHECK(compare(b.responses, exp, "READ stream"), "READ stream responses");
+		std::printf("read: %zu response words in %.4f s simulated: %.0f payload bytes/s "
+			    "device -> host (%.1f %% of the line)\n",
+			    exp.size() - base, secs, 4.0 * (double)(exp.size() - base) / secs,
+			    100.0 * 4.0 * (double)(exp.size() - base) / secs / (TB_BAUD / 10.0));
+
+		frm_stat st3{};
+		ok = b.query_stat(&st3, 4 * frame_clks);
+		CHECK(ok && st3.err_crc == st.err_crc && st3.err_trunc == st.err_trunc,
+		      "CRC or truncation errors on a clean link");
+	}
+	CHECK(b.link_errors == 0, "%" PRIu64 " device -> host frame errors", b.link_errors);
+	CHECK(b.uart.framing_errors == 0, "%" PRIu64 " host UART framing errors",
+	      b.uart.framing_errors);
+
+	std::printf("%" PRIu64 " cycles simulated\n", cycle);
+	std::printf("device transcript %016" PRIx64 "\n", b.transcript);
+	std::printf("RESULT: %d passed, %d failed\n", checks - failures, failures);
+	return failures ? 1 : 0;
+}
