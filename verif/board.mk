@@ -13,7 +13,8 @@ BOARD_CLK_HZ ?= 24000000
 BOARD_BAUD ?= 3000000
 BOARD_TB := verif/board/tb_board_link.cpp
 BOARD_TB_CFLAGS := -O2 -std=c++17 -I$(abspath host) -DTB_CLK_HZ=$(BOARD_CLK_HZ) -DTB_BAUD=$(BOARD_BAUD)
-# Verilator C++ at -O2 (toolchain notes: faster than the default -Os), no threads.
+# Verilator C++ at -O2 (toolchain notes: faster than the default -Os), no threads. The RTL's
+# `ifdef FORMAL assertions are checked during the bench too (--assert -DFORMAL).
 BOARD_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --top-module board_top \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 	-GClkHz=$(BOARD_CLK_HZ) -GBaud=$(BOARD_BAUD)
@@ -40,7 +41,7 @@ $(BOARD_OUT)/frame.o: host/driver/frame.c host/driver/frame.h
 # RTL bench (Verilator keeps its objects in $(BOARD_OUT)/rtl; rebuilt only when inputs change)
 $(BOARD_OUT)/tb_board_link: $(BOARD_RTL) $(BOARD_DOUBLE) $(BOARD_TB) $(BOARD_OUT)/frame.o | deps
 	@mkdir -p $(BOARD_OUT)/rtl
-	verilator $(BOARD_VFLAGS) -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
+	verilator $(BOARD_VFLAGS) --assert -DFORMAL -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
 		-CFLAGS "$(BOARD_TB_CFLAGS)" -o tb_board_link \
 		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) $(BOARD_RTL) $(BOARD_DOUBLE) \
 		>$(BOARD_OUT)/rtl-build.log 2>&1 || { tail -30 $(BOARD_OUT)/rtl-build.log; exit 1; }
