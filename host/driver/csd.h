@@ -5,6 +5,8 @@
  *   "cpu" / "cpu:RxC"   bit-exact C model of a RxC mesh (default 4x4), in process
  *   "sim" / "sim:RxC"   the Verilated RTL mesh, in process (default 4x4)
  *   "usb" / "usb:SERIAL" the FPGA board over its FT2232H link
+ * cpu and sim also take SRAM sizes after the shape: "cpu:2x2,awords=256,bwords=128"
+ * (defaults 16384 and 8192, as in the RTL; small sizes exercise the tiling).
  * Every backend gives bit-identical results for the same mesh shape and SRAM sizes
  * (docs/architecture.md, "Kernels" fixes the accumulation order that makes this true).
  *
@@ -77,7 +79,8 @@ void csd_close(csd_dev *dev);
 int csd_get_info(csd_dev *dev, csd_info *info);
 int csd_get_counters(csd_dev *dev, csd_counters *c);
 void csd_reset_counters(csd_dev *dev);
-/* Message of the last error on this device ("sim: timeout after 1000000 cycles ..."). */
+/* Message of the last error on this device ("sim: timeout after 1000000 cycles ...");
+ * csd_last_error(NULL): why the last csd_open in this thread failed. */
 const char *csd_last_error(csd_dev *dev);
 
 /* y [T, n_out] = x [T, n_in] (bf16) times W^T */

@@ -1,0 +1,413 @@
+/*
+ * backend_cpu.c - the "cpu" device: the bit-exact C model of a Rows x Cols mesh, and the
+ * fast path for training.
+ *
+ * Results follow docs/architecture.md section 5 exactly:
+ *   forward  Y[t,i]  = fmac chain over the nonzeros of row i, j ascending, from +0;
+ *   backward dX[t,j] = fmac chain over the nonzeros of column j, i ascending, from +0;
+ *   wgrad    per token tile (the plan's partition), per PE a chain over its tp_k tokens
+ *            (padding reads zeros), then the row reduction east -> west, the column
+ *            reduction south -> north, and the host's in-order sum of token tiles.
+ * Only the order of operations per output element is fixed; the loops are free. Forward
+ * and backward vectorize across tokens (transposed activations, one AXPY per nonzero);
+ * wgrad vectorizes across PEs and nonzeros (tokens laid out [u][q] so that the PE chains
+ * of one nonzero are adjacent lanes).
+ *
+ * Link bytes and cycles come from running the shared planner (plan.c) in counting mode:
+ * the words the real protocol sends, not a formula kept beside it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "common/numerics.h"
+#include "driver/csd_impl.h"
+
+struct cpu_priv {
+	int simd; /* 1: AVX2+FMA kernels */
+};
+
+static int cpu_open(csd_dev *dev, const char *arg)
+{
+	char err[256] = "";
+	int rc = csd_parse_geom(dev, arg);
+	if (rc)
+		return rc;
+	struct cpu_priv *cp = calloc(1, sizeof *cp);
+	if (!cp)
+		return csd_fail(dev, CS_ERR_NO_MEM, "cpu: out of memory");
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	cp->simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	const char *e = getenv("CSD_CPU_SIMD"); /* tests: force the scalar path */
+	if (e && *e == '0')
+		cp->simd = 0;
+#endif
+	dev->priv = cp;
+	/* The program load the device would get: counted like any other traffic. */
+	dev->have_fw = csd_fw_get(&dev->fw, "kernels", err, sizeof err) == CS_OK;
+	struct plan_link count = { 0 };
+	struct plan_stats st = { 0 };
+	rc = plan_load(&dev->geom, dev->have_fw ? &dev->fw : NULL, &count, &st, err, sizeof err);
+	if (rc) {
+		free(cp);
+		dev->priv = NULL;
+		return csd_fail(dev, rc, "cpu: %s", err);
+	}
+	csd_count(dev, &st);
+	return CS_OK;
+}
+
+static void cpu_close(csd_dev *dev)
+{
+	free(dev->priv);
+	dev->priv = NULL;
+}
+
+/* Plan the call and count what the protocol would move. */
+static int cpu_plan(csd_dev *dev, struct plan *pl, enum plan_kernel k, const csd_sparse *w,
+		    int T)
+{
+	char err[256] = "";
+	struct plan_stats st = { 0 };
+	struct plan_link count = { 0 };
+	struct plan_io io = { .w = w };
+	int rc = plan_make(pl, &dev->geom, k, T, w->n_out, w->n_in, err, sizeof err);
+	if (!rc)
+		rc = plan_exec(pl, dev->have_fw ? &dev->fw : NULL, &io, &count, &st, err,
+			       sizeof err);
+	if (rc)
+		return csd_fail(dev, rc, "cpu: %s", err);
+	csd_count(dev, &st);
+	return CS_OK;
+}
+
+/* ---- forward / backward: one AXPY per nonzero over a chunk of tokens -------------------- */
+
+/*
+ * out [T, dout] = chains over majors m ascending of fmac(val, in[t, m], .), for the nonzeros
+ * (minor, val) of major m, with in [T, din] bf16. ptr/minor/val: CSC for forward, CSR for
+ * backward.
+ */
+static int cpu_stream_kernel(float *out, const uint16_t *in, int T, int din, int dout,
+			     const int64_t *ptr, const int32_t *minor, const uint16_t *val,
+			     int64_t nnz)
+{
+	/* token chunk: keep the chunk's inputs and accumulators near 1 MB */
+	long tc = (256L * 1024) / (din + dout);
+	tc = tc < 16 ? 16 : tc > 1024 ? 1024 : tc;
+	tc &= ~15L;
+	if (tc > T)
+		tc = T;
+	float *xt = malloc((size_t)din * tc * sizeof *xt);
+	float *yt = malloc((size_t)dout * tc * sizeof *yt);
+	float *wv = malloc((size_t)(nnz ? nnz : 1) * sizeof *wv);
+	if (!xt || !yt || !wv) {
+		free(xt);
+		free(yt);
+		free(wv);
+		return CS_ERR_NO_MEM;
+	}
+	for (int64_t k = 0; k < nnz; k++)
+		wv[k] = nm_bf16_to_f32(val[k]);
+	for (int c0 = 0; c0 < T; c0 += (int)tc) {
+		int n = T - c0 < tc ? T - c0 : (int)tc;
+		/* transpose the chunk: xt[m][t] */
+		for (int t = 0; t < n; t++) {
+			const uint16_t *row = in + (size_t)(c0 + t) * din;
+			for (int m = 0; m < din; m++)
+				xt[(size_t)m * tc + t] = nm_bf16_to_f32(row[m]);
+		}
+		memset(yt, 0, (size_t)dout * tc * sizeof *yt);
+		for (int m = 0; m < din; m++) {
+			const float *xm = xt + (size_t)m * tc;
+			for (int64_t k = ptr[m]; k < ptr[m + 1]; k++)
+				nm_axpy_f32(yt + (size_t)minor[k] * tc, wv[k], xm, (size_t)n);
+		}
+		for (int t = 0; t < n; t++) {
+			float *row = out + (size_t)(c0 + t) * dout;
+			for (int o = 0; o < dout; o++)
+				row[o] = yt[(size_t)o * tc + t];
+		}
+	}
+	free(xt);
+	free(yt);
+	free(wv);
+	return CS_OK;
+}
+
+static int cpu_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_sparse *w, int T)
+{
+	struct plan pl;
+	int rc = csd_check_args(dev, "forward", y, x, w, T);
+	if (rc || (rc = cpu_plan(dev, &pl, PLAN_FWD, w, T)))
+		return rc;
+	rc = cpu_stream_kernel(y, x, T, w->n_in, w->n_out, w->col_ptr, w->row, w->cval, w->nnz);
+	return rc ? csd_fail(dev, rc, "cpu: forward: out of memory") : CS_OK;
+}
+
+static int cpu_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *w, int T)
+{
+	struct plan pl;
+	int rc = csd_check_args(dev, "backward", dx, dy, w, T);
+	if (rc || (rc = cpu_plan(dev, &pl, PLAN_BWD, w, T)))
+		return rc;
+	rc = cpu_stream_kernel(dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val, w->nnz);
+	return rc ? csd_fail(dev, rc, "cpu: backward: out of memory") : CS_OK;
+}
+
+/* ---- wgrad: PE chains across lanes --------------------------------------------------- */
+
+#define NM_TINY_F 1.1754943508222875e-38f
+
+/* One chain step redone by the reference (the FPU disagreed or might). */
+static float step_ref(float x, float d, float acc)
+{
+	return nm_bits_f32(nm_fmac_bits(nm_bf16_from_f32(x), nm_bf16_from_f32(d), nm_f32_bits(acc)));
+}
+
+/*
+ * acc[b][q] = chain over u < steps of fmac(x[u*P + q], d_b[u*P + q], .) from +0, for the nb
+ * nonzeros b (lanes q < P). The FPU's fused multiply-add equals the model whenever the
+ * result is a normal number or an exact zero (the accumulator is always a model value, so
+ * never subnormal; a nonzero exact result that the FPU rounds to zero is below 2^-150 and
+ * the model flushes it to the same signed zero); any other lane is redone by reference.
+ */
+static void chains_scalar(float *acc, const float *x, const float *const *d, int nb, int P,
+			  int steps)
+{
+	for (int b = 0; b < nb; b++)
+		for (int q = 0; q < P; q++) {
+			float a = 0.0f;
+			for (int u = 0; u < steps; u++)
+				a = nm_fmac(nm_bf16_from_f32(x[(size_t)u * P + q]),
+					    nm_bf16_from_f32(d[b][(size_t)u * P + q]), a);
+			acc[(size_t)b * P + q] = a;
+		}
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static inline __m256 step8(__m256 xv, __m256 dv, __m256 a,
+								const float *x, const float *d)
+{
+	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256 tiny = _mm256_set1_ps(NM_TINY_F), inf = _mm256_set1_ps(INFINITY);
+	const __m256 zero = _mm256_setzero_ps();
+	__m256 r = _mm256_fmadd_ps(xv, dv, a);
+	__m256 ar = _mm256_and_ps(r, absm);
+	/* bad: subnormal result, or inf/NaN (not < inf) */
+	__m256 bad = _mm256_or_ps(_mm256_and_ps(_mm256_cmp_ps(ar, tiny, _CMP_LT_OQ),
+						_mm256_cmp_ps(ar, zero, _CMP_NEQ_OQ)),
+				  _mm256_cmp_ps(ar, inf, _CMP_NLT_UQ));
+	if (__builtin_expect(_mm256_movemask_ps(bad), 0)) {
+		float rr[8], aa[8];
+		int m = _mm256_movemask_ps(bad);
+		_mm256_storeu_ps(rr, r);
+		_mm256_storeu_ps(aa, a);
+		for (int l = 0; l < 8; l++)
+			if (m >> l & 1)
+				rr[l] = step_ref(x[l], d[l], aa[l]);
+		r = _mm256_loadu_ps(rr);
+	}
+	return r;
+}
+
+/* P a multiple of 8; nb nonzeros in groups of 8 sharing the x loads (8 independent
+ * chains hide the FMA latency). */
+__attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const float *x,
+							     const float *const *d, int nb, int P,
+							     int steps)
+{
+	for (int b0 = 0; b0 < nb; b0 += 8) {
+		const float *dd[8];
+		for (int b = 0; b < 8; b++)
+			dd[b] = d[b0 + b < nb ? b0 + b : b0];
+		for (int q = 0; q < P; q += 8) {
+			__m256 a[8];
+#pragma GCC unroll 8
+			for (int b = 0; b < 8; b++)
+				a[b] = _mm256_setzero_ps();
+			for (int u = 0; u < steps; u++) {
+				size_t o = (size_t)u * P + q;
+				__m256 xv = _mm256_loadu_ps(x + o);
+#pragma GCC unroll 8
+				for (int b = 0; b < 8; b++)
+					a[b] = step8(xv, _mm256_loadu_ps(dd[b] + o), a[b], x + o,
+						     dd[b] + o);
+			}
+			for (int b = 0; b < 8 && b0 + b < nb; b++)
+				_mm256_storeu_ps(acc + (size_t)(b0 + b) * P + q, a[b]);
+		}
+	}
+}
+#endif
+
+
+/* Lay tokens of a tile out as [u][q] (token t0 + q*tp + u), zero padded, for features
+ * [0, nf) of src [T, nf]: dst[f][u*P + q]. */
+static void layout_tile(float *dst, const uint16_t *src, int T, int nf, int t0, int tp, int P)
+{
+	size_t L = (size_t)tp * P;
+	memset(dst, 0, (size_t)nf * L * sizeof *dst);
+	for (int q = 0; q < P; q++)
+		for (int u = 0; u < tp; u++) {
+			int t = t0 + q * tp + u;
+			if (t >= T)
+				continue;
+			const uint16_t *row = src + (size_t)t * nf;
+			float *o = dst + (size_t)u * P + q;
+			for (int f = 0; f < nf; f++)
+				o[(size_t)f * L] = nm_bf16_to_f32(row[f]);
+		}
+}
+
+#define WG_GROUP 64
+
+/*
+ * The mesh reduction for a group of nb nonzeros at once: accT [P][WG_GROUP] holds the
+ * partials lane-major (nonzero b in lane b), so every add of the fixed order is a vector
+ * add across nonzeros. An add of two model values equals the FPU's unless the result is
+ * subnormal, infinite or NaN (an exact zero gets the same sign under RNE); such lanes are
+ * redone with the reference.
+ */
+static void reduce_group_scalar(float *d, const float *accT, int nb, int rows, int cols)
+{
+	for (int b = 0; b < nb; b++) {
+		float s = 0.0f;
+		for (int r = rows - 1; r >= 0; r--) {
+			const float *pr = accT + (size_t)r * cols * WG_GROUP + b;
+			float v = pr[(size_t)(cols - 1) * WG_GROUP];
+			for (int c = cols - 2; c >= 0; c--)
+				v = nm_add(v, pr[(size_t)c * WG_GROUP]);
+			s = r == rows - 1 ? v : nm_add(s, v);
+		}
+		d[b] = s;
+	}
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static inline __m256 add8(__m256 a, __m256 b)
+{
+	const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256 tiny = _mm256_set1_ps(NM_TINY_F), inf = _mm256_set1_ps(INFINITY);
+	const __m256 zero = _mm256_setzero_ps();
+	__m256 r = _mm256_add_ps(a, b);
+	__m256 ar = _mm256_and_ps(r, absm);
+	__m256 bad = _mm256_or_ps(_mm256_and_ps(_mm256_cmp_ps(ar, tiny, _CMP_LT_OQ),
+						_mm256_cmp_ps(ar, zero, _CMP_NEQ_OQ)),
+				  _mm256_cmp_ps(ar, inf, _CMP_NLT_UQ));
+	int m = _mm256_movemask_ps(bad);
+	if (__builtin_expect(m, 0)) {
+		float rr[8], aa[8], bb[8];
+		_mm256_storeu_ps(rr, r);
+		_mm256_storeu_ps(aa, a);
+		_mm256_storeu_ps(bb, b);
+		for (int l = 0; l < 8; l++)
+			if (m >> l & 1)
+				rr[l] = nm_bits_f32(nm_add_bits(nm_f32_bits(aa[l]), nm_f32_bits(bb[l])));
+		r = _mm256_loadu_ps(rr);
+	}
+	return r;
+}
+
+__attribute__((target("avx2,fma"))) static void reduce_group_avx2(float *d, const float *accT,
+								   int nb, int rows, int cols)
+{
+	for (int b = 0; b < nb; b += 8) {
+		__m256 s = _mm256_setzero_ps();
+		for (int r = rows - 1; r >= 0; r--) {
+			const float *pr = accT + (size_t)r * cols * WG_GROUP + b;
+			__m256 v = _mm256_loadu_ps(pr + (size_t)(cols - 1) * WG_GROUP);
+			for (int c = cols - 2; c >= 0; c--)
+				v = add8(v, _mm256_loadu_ps(pr + (size_t)c * WG_GROUP));
+			s = r == rows - 1 ? v : add8(s, v);
+		}
+		_mm256_storeu_ps(d + b, s);
+	}
+}
+#endif
+
+static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
+		     const csd_sparse *w, int T)
+{
+	struct plan pl;
+	struct cpu_priv *cp = dev->priv;
+	int rc = csd_check_args(dev, "wgrad", dw, x, w, T);
+	if (!rc && !dy)
+		rc = csd_fail(dev, CS_ERR_INVALID, "wgrad: NULL argument");
+	if (rc || (rc = cpu_plan(dev, &pl, PLAN_WGRAD, w, T)))
+		return rc;
+	int P = pl.P, K = w->n_in, N = w->n_out;
+	size_t L = (size_t)pl.tp * P;
+	float *xr = malloc((size_t)K * L * sizeof *xr);
+	float *dr = malloc((size_t)N * L * sizeof *dr);
+	float *acc = malloc((size_t)WG_GROUP * P * sizeof *acc);
+	float *accT = calloc((size_t)WG_GROUP * P, sizeof *accT);
+	float d[WG_GROUP];
+	if (!xr || !dr || !acc || !accT) {
+		rc = csd_fail(dev, CS_ERR_NO_MEM, "cpu: wgrad: out of memory");
+		goto out_free;
+	}
+	int vec = 0;
+#if defined(__x86_64__)
+	vec = cp->simd && P % 8 == 0;
+#else
+	(void)cp;
+#endif
+	for (int k = 0; k < pl.n_ttiles; k++) {
+		int t0, tp, ntok;
+		plan_ttile(&pl, k, &t0, &tp, &ntok);
+		layout_tile(xr, x, T, K, t0, tp, P);
+		layout_tile(dr, dy, T, N, t0, tp, P);
+		size_t Lk = (size_t)tp * P;
+		for (int j = 0; j < K; j++) {
+			const float *xj = xr + (size_t)j * Lk;
+			for (int64_t c0 = w->col_ptr[j]; c0 < w->col_ptr[j + 1]; c0 += WG_GROUP) {
+				int nb = (int)(w->col_ptr[j + 1] - c0 < WG_GROUP ? w->col_ptr[j + 1] - c0
+										 : WG_GROUP);
+				const float *dptr[WG_GROUP];
+				for (int b = 0; b < nb; b++)
+					dptr[b] = dr + (size_t)w->row[c0 + b] * Lk;
+#if defined(__x86_64__)
+				if (vec)
+					chains_avx2(acc, xj, dptr, nb, P, tp);
+				else
+#endif
+					chains_scalar(acc, xj, dptr, nb, P, tp);
+				for (int b = 0; b < nb; b++)
+					for (int q = 0; q < P; q++)
+						accT[(size_t)q * WG_GROUP + b] = acc[(size_t)b * P + q];
+#if defined(__x86_64__)
+				if (cp->simd)
+					reduce_group_avx2(d, accT, nb, pl.g.rows, pl.g.cols);
+				else
+#endif
+					reduce_group_scalar(d, accT, nb, pl.g.rows, pl.g.cols);
+				for (int b = 0; b < nb; b++) {
+					int64_t pos = w->csr_pos[c0 + b];
+					dw[pos] = k == 0 ? d[b] : nm_add(dw[pos], d[b]);
+				}
+			}
+		}
+	}
+out_free:
+	free(xr);
+	free(dr);
+	free(acc);
+	free(accT);
+	return rc;
+}
+
+const struct csd_backend csd_backend_cpu = {
+	.name = "cpu",
+	.open = cpu_open,
+	.close = cpu_close,
+	.forward = cpu_forward,
+	.backward = cpu_backward,
+	.wgrad = cpu_wgrad,
+};

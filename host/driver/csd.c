@@ -1,0 +1,215 @@
+/*
+ * csd.c - the device front end: URI parsing, dispatch to a backend's table, counters and
+ * error messages. Everything device-specific lives in backend_*.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver/csd_impl.h"
+
+static const struct csd_backend *const backends[] = {
+	&csd_backend_cpu,
+	&csd_backend_sim,
+	&csd_backend_usb,
+};
+
+int csd_fail(csd_dev *dev, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dev->err, sizeof dev->err, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int parse_u32(const char *s, const char *end, uint32_t *v)
+{
+	char *e;
+	unsigned long x = strtoul(s, &e, 10);
+	if (e != end || e == s || x == 0 || x > 0x7fffffffUL)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+int csd_parse_geom(csd_dev *dev, const char *arg)
+{
+	const char *p = arg;
+	struct plan_geom g = dev->geom;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		uint32_t v;
+		const char *x = memchr(p, 'x', (size_t)(end - p));
+		if (!strncmp(p, "awords=", 7)) {
+			if (parse_u32(p + 7, end, &v) || v < 2 || v > 65536 || (v & 1))
+				goto bad;
+			g.a_words = v;
+		} else if (!strncmp(p, "bwords=", 7)) {
+			if (parse_u32(p + 7, end, &v) || v < 4 || v > 32768 || (v & (v - 1)))
+				goto bad;
+			g.b_words = v;
+		} else if (x) {
+			uint32_t r, c;
+			if (parse_u32(p, x, &r) || parse_u32(x + 1, end, &c) || r > 16 || c > 16)
+				goto bad;
+			g.rows = (int)r;
+			g.cols = (int)c;
+		} else {
+			goto bad;
+		}
+		p = *end ? end + 1 : end;
+	}
+	dev->geom = g;
+	return CS_OK;
+bad:
+	return csd_fail(dev, CS_ERR_INVALID,
+			"%s: bad device options '%s' (want RxC with 1..16 each, awords=EVEN<=65536, "
+			"bwords=POWER_OF_2<=32768)",
+			dev->be->name, arg);
+}
+
+/* A device whose open failed keeps its message here for csd_last_error(NULL). */
+static _Thread_local char open_err[512];
+
+int csd_open(csd_dev **devp, const char *uri)
+{
+	if (!devp)
+		return CS_ERR_INVALID;
+	*devp = NULL;
+	if (!uri) {
+		snprintf(open_err, sizeof open_err, "csd_open: no device URI");
+		return CS_ERR_INVALID;
+	}
+	const char *colon = strchr(uri, ':');
+	size_t nlen = colon ? (size_t)(colon - uri) : strlen(uri);
+	const struct csd_backend *be = NULL;
+	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+		if (strlen(backends[i]->name) == nlen && !strncmp(backends[i]->name, uri, nlen))
+			be = backends[i];
+	if (!be) {
+		snprintf(open_err, sizeof open_err,
+			 "csd_open: unknown device '%s' (want cpu[:RxC], sim[:RxC] or usb[:SERIAL])",
+			 uri);
+		return CS_ERR_NOT_FOUND;
+	}
+	csd_dev *dev = calloc(1, sizeof *dev);
+	if (!dev) {
+		snprintf(open_err, sizeof open_err, "csd_open: out of memory");
+		return CS_ERR_NO_MEM;
+	}
+	dev->be = be;
+	dev->geom = (struct plan_geom){ .rows = 4, .cols = 4, .a_words = 16384, .b_words = 8192,
+					.hazard_cycles = 4, .ctl_cycles = 4 };
+	dev->clock_hz = 100e6;
+	int rc = be->open(dev, colon ? colon + 1 : "");
+	if (rc) {
+		snprintf(open_err, sizeof open_err, "%s", dev->err[0] ? dev->err : cs_strerror(rc));
+		free(dev);
+		return rc;
+	}
+	*devp = dev;
+	return CS_OK;
+}
+
+void csd_close(csd_dev *dev)
+{
+	if (!dev)
+		return;
+	if (dev->be->close)
+		dev->be->close(dev);
+	free(dev);
+}
+
+int csd_get_info(csd_dev *dev, csd_info *info)
+{
+	if (!dev || !info)
+		return CS_ERR_INVALID;
+	memset(info, 0, sizeof *info);
+	snprintf(info->kind, sizeof info->kind, "%s", dev->be->name);
+	info->rows = dev->geom.rows;
+	info->cols = dev->geom.cols;
+	info->pes = dev->geom.rows * dev->geom.cols;
+	info->a_words = dev->geom.a_words;
+	info->b_words = dev->geom.b_words;
+	info->max_index = 65536;
+	info->clock_hz = dev->clock_hz;
+	return CS_OK;
+}
+
+int csd_get_counters(csd_dev *dev, csd_counters *c)
+{
+	if (!dev || !c)
+		return CS_ERR_INVALID;
+	*c = dev->ctr;
+	return CS_OK;
+}
+
+void csd_reset_counters(csd_dev *dev)
+{
+	if (dev)
+		memset(&dev->ctr, 0, sizeof dev->ctr);
+}
+
+const char *csd_last_error(csd_dev *dev)
+{
+	if (!dev)
+		return open_err;
+	return dev->err;
+}
+
+void csd_count(csd_dev *dev, const struct plan_stats *st)
+{
+	int P = dev->geom.rows * dev->geom.cols;
+	dev->ctr.cycles += st->cycles;
+	dev->ctr.stream_cycles += st->stream_cycles;
+	dev->ctr.pe_cycles += st->stream_cycles * (uint64_t)P;
+	dev->ctr.mac_busy += st->mac_busy;
+	dev->ctr.link_bytes_out += 4 * st->words_out;
+	dev->ctr.link_bytes_in += 4 * st->words_in;
+	dev->ctr.weight_bytes += 4 * st->weight_words;
+	dev->ctr.nnz_streamed += st->nnz;
+}
+
+int csd_check_args(csd_dev *dev, const char *what, const void *out, const void *in,
+		   const csd_sparse *w, int T)
+{
+	if (!out || !in || !w)
+		return csd_fail(dev, CS_ERR_INVALID, "%s: NULL argument", what);
+	if (T <= 0)
+		return csd_fail(dev, CS_ERR_INVALID, "%s: T=%d tokens", what, T);
+	if (w->n_out <= 0 || w->n_in <= 0 || w->nnz < 0 || !w->row_ptr || !w->col_ptr ||
+	    (w->nnz && (!w->col || !w->val || !w->row || !w->cval || !w->csr_pos)))
+		return csd_fail(dev, CS_ERR_INVALID, "%s: malformed sparse matrix", what);
+	return CS_OK;
+}
+
+#define DISPATCH(fn, ...)                                                                    \
+	do {                                                                                 \
+		if (!dev)                                                                    \
+			return CS_ERR_INVALID;                                               \
+		dev->err[0] = 0;                                                             \
+		if (!dev->be->fn)                                                            \
+			return csd_fail(dev, CS_ERR_NOT_SUPPORTED, "%s: " #fn                \
+								   " not supported",         \
+					dev->be->name);                                      \
+		return dev->be->fn(dev, __VA_ARGS__);                                        \
+	} while (0)
+
+int csd_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_sparse *w, int T)
+{
+	DISPATCH(forward, y, x, w, T);
+}
+
+int csd_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *w, int T)
+{
+	DISPATCH(backward, dx, dy, w, T);
+}
+
+int csd_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
+	      const csd_sparse *w, int T)
+{
+	DISPATCH(wgrad, dw, dy, x, w, T);
+}

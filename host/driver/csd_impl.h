@@ -1,0 +1,54 @@
+/*
+ * csd_impl.h - what the device front end (csd.c) and the backends share; not public.
+ * A backend is a const table of operations (one file each: backend_cpu.c, backend_sim.c,
+ * backend_usb.c); an entry it does not implement returns CS_ERR_NOT_SUPPORTED.
+ */
+#ifndef CS_CSD_IMPL_H
+#define CS_CSD_IMPL_H
+
+#include <stdarg.h>
+
+#include "driver/csd.h"
+#include "driver/fw.h"
+#include "driver/plan.h"
+
+struct csd_backend {
+	const char *name;
+	/* arg: the URI after "name:" ("" when absent); dev->geom holds the defaults */
+	int (*open)(csd_dev *dev, const char *arg);
+	void (*close)(csd_dev *dev);
+	int (*forward)(csd_dev *dev, float *y, const uint16_t *x, const csd_sparse *w, int T);
+	int (*backward)(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *w, int T);
+	int (*wgrad)(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
+		     const csd_sparse *w, int T);
+};
+
+struct csd_dev {
+	const struct csd_backend *be;
+	struct plan_geom geom;
+	double clock_hz;
+	struct csd_fw fw; /* the kernels image */
+	int have_fw;
+	csd_counters ctr;
+	char err[512];
+	void *priv; /* the backend's state */
+};
+
+extern const struct csd_backend csd_backend_cpu;
+extern const struct csd_backend csd_backend_sim;
+extern const struct csd_backend csd_backend_usb;
+
+/* Record the last error message ("what: on what"); returns rc. */
+int csd_fail(csd_dev *dev, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Parse "RxC[,awords=N][,bwords=N]" into geom; "" keeps the defaults. */
+int csd_parse_geom(csd_dev *dev, const char *arg);
+
+/* Check a kernel call's arguments against the sparse matrix. */
+int csd_check_args(csd_dev *dev, const char *what, const void *out, const void *in,
+		   const csd_sparse *w, int T);
+
+/* Add a plan's statistics to the device counters (bytes = 4 per word). */
+void csd_count(csd_dev *dev, const struct plan_stats *st);
+
+#endif /* CS_CSD_IMPL_H */

@@ -1,0 +1,627 @@
+/*
+ * plan.c - tiling, memory map and host-port command stream of the three kernels
+ * (docs/architecture.md 4.5, 5, 6). See plan.h for who uses it how.
+ *
+ * Stream of one kernel call (every backend sends exactly this):
+ *   CLEAR
+ *   task tables (fwd/bwd: one broadcast WRITE; wgrad: one WRITE per PE, roles differ)
+ *   for each token tile:
+ *     WRITE A to each PE (its tp_k tokens, zero padded)
+ *     for each output tile:
+ *       wgrad: WRITE B (dY tile, packed bf16) to each PE
+ *       WRITE r0..r7 (broadcast)
+ *       fwd/bwd: INJECT START, RUNs, SYNC, READ B from each PE holding real tokens
+ *       wgrad:   per batch of <= batch_cap positions: RUNs, INJECT END(count),
+ *                COLLECT count
+ */
+#include "driver/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/numerics.h"
+#include "driver/proto.h"
+
+static int ceil_div(long a, long b)
+{
+	return (int)((a + b - 1) / b);
+}
+
+int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel, int T,
+	      int n_out, int n_in, char *err, size_t errlen)
+{
+	static const char *const kname[] = { "forward", "backward", "wgrad" };
+	memset(pl, 0, sizeof *pl);
+	if (T <= 0 || n_out <= 0 || n_in <= 0 || n_out > 65536 || n_in > 65536) {
+		snprintf(err, errlen, "%s: bad shape T=%d n_out=%d n_in=%d (1..65536 features)",
+			 kname[kernel], T, n_out, n_in);
+		return CS_ERR_INVALID;
+	}
+	pl->kernel = kernel;
+	pl->T = T;
+	pl->n_out = n_out;
+	pl->n_in = n_in;
+	pl->g = *g;
+	pl->P = g->rows * g->cols;
+	pl->din = kernel == PLAN_BWD ? n_out : n_in;
+	pl->dout = kernel == PLAN_BWD ? n_in : n_out;
+	if ((uint32_t)pl->din > g->a_words) {
+		snprintf(err, errlen,
+			 "%s: %d stationary features do not fit one token in SRAM A (%u elements)",
+			 kname[kernel], pl->din, g->a_words);
+		return CS_ERR_RANGE;
+	}
+	/* B capacity for one token's outputs: fwd/bwd one bank of fp32 words, wgrad the
+	 * dY elements (packed bf16) of bank 0; partial sums live in bank 1. */
+	long bcap = kernel == PLAN_WGRAD ? (long)g->b_words : (long)g->b_words / 2;
+	long tp = ceil_div(T, pl->P);
+	if (tp > (long)(g->a_words / (uint32_t)pl->din))
+		tp = g->a_words / (uint32_t)pl->din;
+	if (tp > bcap)
+		tp = bcap;
+	if (tp > 65535)
+		tp = 65535;
+	pl->tp = (int)tp;
+	long dt = bcap / tp;
+	pl->dt = dt < pl->dout ? (int)dt : pl->dout;
+	pl->n_ttiles = ceil_div(T, (long)pl->P * pl->tp);
+	pl->n_otiles = ceil_div(pl->dout, pl->dt);
+	if (kernel == PLAN_WGRAD) {
+		pl->pb = g->b_words / 2;
+		pl->batch_cap = g->b_words / 2;
+	}
+	return CS_OK;
+}
+
+void plan_ttile(const struct plan *pl, int k, int *t0, int *tp_k, int *ntok)
+{
+	int s = k * pl->P * pl->tp;
+	int n = pl->T - s < pl->P * pl->tp ? pl->T - s : pl->P * pl->tp;
+	*t0 = s;
+	*ntok = n;
+	*tp_k = ceil_div(n, pl->P);
+}
+
+/* ---- routes and task tables ----------------------------------------------------------- */
+
+enum { M_N = 1, M_E = 2, M_S = 4, M_W = 8, M_L = 16 };
+
+void plan_routes(const struct plan_geom *g, int r, int c, uint32_t mask[16])
+{
+	memset(mask, 0, 16 * sizeof mask[0]);
+	/* BCAST: E along row 0, S down every column, and local everywhere */
+	mask[PROTO_C_BCAST] = M_L | (r == 0 && c < g->cols - 1 ? M_E : 0) |
+			      (r < g->rows - 1 ? M_S : 0);
+	/* row reduction: a PE in column c sends on RR(c&1) to the west and hears its east
+	 * neighbour on RR((c+1)&1) */
+	if (c > 0)
+		mask[PROTO_C_RR0 + (c & 1)] |= M_W;
+	if (c < g->cols - 1)
+		mask[PROTO_C_RR0 + ((c + 1) & 1)] |= M_L;
+	/* column reduction in column 0 */
+	if (c == 0) {
+		if (r > 0)
+			mask[PROTO_C_CR0 + (r & 1)] |= M_N;
+		if (r < g->rows - 1)
+			mask[PROTO_C_CR0 + ((r + 1) & 1)] |= M_L;
+	}
+	if (r == 0 && c == 0)
+		mask[PROTO_C_OUT] = M_W; /* to the host port */
+}
+
+static uint32_t task_word(int valid, int blocked, int pc)
+{
+	return (uint32_t)(valid ? 1 : 0) << 9 | (uint32_t)(blocked ? 1 : 0) << 8 |
+	       (uint32_t)(pc & 0xff);
+}
+
+static int fw_pc(const struct csd_fw *fw, const char *name, int *pc)
+{
+	if (!fw) { /* counting without an image: the words are the same */
+		*pc = 0;
+		return CS_OK;
+	}
+	*pc = csd_fw_find(fw, name);
+	return *pc < 0 ? CS_ERR_NOT_FOUND : CS_OK;
+}
+
+#define TID_DATA(color) (color)
+#define TID_CTRL(color) (16 + (color))
+
+/*
+ * wgrad roles (docs/architecture.md 5): the column role of PE(r,0) is "out" (Rows = 1:
+ * send s_0 on OUT), "cs<p>" (bottom row: send s on CR p), or "cin<p>" (unblock the column
+ * task that hears CR p from the south). Row roles: east edge "e<p>" (send p on RR p), else
+ * "in<p>" (unblock the row task that hears RR p from the east).
+ */
+int plan_tasks(const struct plan_geom *g, const struct csd_fw *fw, enum plan_kernel kernel,
+	       int r, int c, uint32_t table[32])
+{
+	char name[CSD_FW_SYMLEN], colrole[8];
+	int pc, rc;
+	memset(table, 0, 32 * sizeof table[0]);
+	if (kernel != PLAN_WGRAD) {
+		if ((rc = fw_pc(fw, "axpy", &pc)))
+			return rc;
+		table[TID_DATA(PROTO_C_BCAST)] = task_word(1, 0, pc);
+		if ((rc = fw_pc(fw, "ctl", &pc)))
+			return rc;
+		table[TID_CTRL(PROTO_C_BCAST)] = task_word(1, 0, pc);
+		return CS_OK;
+	}
+	if ((rc = fw_pc(fw, "dot", &pc)))
+		return rc;
+	table[TID_DATA(PROTO_C_BCAST)] = task_word(1, 0, pc);
+	if (g->rows == 1)
+		snprintf(colrole, sizeof colrole, "out");
+	else if (r == g->rows - 1)
+		snprintf(colrole, sizeof colrole, "cs%d", r & 1);
+	else
+		snprintf(colrole, sizeof colrole, "cin%d", (r + 1) & 1);
+
+	if (g->cols == 1)
+		snprintf(name, sizeof name, "wg_ctl_%s", colrole);
+	else if (c == g->cols - 1)
+		snprintf(name, sizeof name, "wg_ctl_e%d", c & 1);
+	else
+		snprintf(name, sizeof name, "wg_ctl_in%d", (c + 1) & 1);
+	if ((rc = fw_pc(fw, name, &pc)))
+		return rc;
+	table[TID_CTRL(PROTO_C_BCAST)] = task_word(1, 0, pc);
+
+	if (g->cols > 1 && c < g->cols - 1) { /* row task, hears RR((c+1)&1) */
+		if (c > 0)
+			snprintf(name, sizeof name, "wg_rr_o%d", c & 1);
+		else
+			snprintf(name, sizeof name, "wg_rr_w_%s", colrole);
+		if ((rc = fw_pc(fw, name, &pc)))
+			return rc;
+		table[TID_DATA(PROTO_C_RR0 + ((c + 1) & 1))] = task_word(1, 1, pc);
+	}
+	if (c == 0 && g->rows > 1 && r < g->rows - 1) { /* column task, hears CR((r+1)&1) */
+		if (r == 0)
+			snprintf(name, sizeof name, "wg_cr_top");
+		else
+			snprintf(name, sizeof name, "wg_cr_o%d", r & 1);
+		if ((rc = fw_pc(fw, name, &pc)))
+			return rc;
+		table[TID_DATA(PROTO_C_CR0 + ((r + 1) & 1))] = task_word(1, 1, pc);
+	}
+	return CS_OK;
+}
+
+/* ---- the word stream ------------------------------------------------------------------ */
+
+#define WBUF_WORDS 16384
+
+struct wstream {
+	struct plan_link *link;
+	struct plan_stats *st;
+	uint32_t *buf; /* NULL when counting */
+	size_t n, cap;
+	int rc;
+};
+
+static int ws_flush(struct wstream *ws)
+{
+	if (ws->rc || !ws->buf || !ws->n)
+		return ws->rc;
+	ws->rc = ws->link->send(ws->link->ctx, ws->buf, ws->n);
+	ws->n = 0;
+	return ws->rc;
+}
+
+static void ws_put(struct wstream *ws, uint32_t w)
+{
+	ws->st->words_out++;
+	if (!ws->buf)
+		return;
+	if (ws->n == ws->cap && ws_flush(ws))
+		return;
+	ws->buf[ws->n++] = w;
+}
+
+/* Reserve n contiguous words (n <= WBUF_WORDS) in the buffer; counts them. */
+static uint32_t *ws_reserve(struct wstream *ws, size_t n)
+{
+	ws->st->words_out += n;
+	if (!ws->buf)
+		return NULL;
+	if (ws->n + n > ws->cap && ws_flush(ws))
+		return NULL;
+	uint32_t *p = ws->buf + ws->n;
+	ws->n += n;
+	return p;
+}
+
+static int ws_recv(struct wstream *ws, uint32_t *w, size_t n, unsigned op, unsigned want_n,
+		   char *err, size_t errlen)
+{
+	ws->st->words_in += 1 + n;
+	if (!ws->buf)
+		return CS_OK;
+	if (ws_flush(ws))
+		return ws->rc;
+	uint32_t h;
+	int rc = ws->link->recv(ws->link->ctx, &h, 1);
+	if (rc) {
+		snprintf(err, errlen, "%s: no response header (%s)", proto_op_name(op),
+			 cs_strerror(rc));
+		return rc;
+	}
+	if (proto_resp_magic(h) != PROTO_RESP_MAGIC || proto_resp_op(h) != op) {
+		snprintf(err, errlen, "%s: unexpected response header 0x%08x", proto_op_name(op),
+			 h);
+		return CS_ERR_PROTOCOL;
+	}
+	unsigned got = proto_resp_n(h);
+	if (got > n) {
+		snprintf(err, errlen, "%s: response of %u words, expected %u", proto_op_name(op),
+			 got, want_n);
+		return CS_ERR_PROTOCOL;
+	}
+	if (got && (rc = ws->link->recv(ws->link->ctx, w, got))) {
+		snprintf(err, errlen, "%s: response truncated (%s)", proto_op_name(op),
+			 cs_strerror(rc));
+		return rc;
+	}
+	if (proto_resp_status(h) != PROTO_ST_OK || got != want_n) {
+		snprintf(err, errlen, "%s: device status %s (%u of %u words)", proto_op_name(op),
+			 proto_status_name(proto_resp_status(h)), got, want_n);
+		return proto_resp_status(h) == PROTO_ST_TIMEOUT ? CS_ERR_TIMEOUT : CS_ERR_DEVICE;
+	}
+	return CS_OK;
+}
+
+static uint64_t chain_cycles(const struct plan *pl, uint64_t n)
+{
+	return n + 2 + (uint64_t)pl->P;
+}
+
+/* WRITE of n data words to target/pe at addr, data from gen (NULL: counting). */
+static void ws_write(struct wstream *ws, const struct plan *pl, unsigned target, unsigned pe,
+		     unsigned addr, const uint32_t *data, size_t n)
+{
+	ws_put(ws, proto_hdr_write(target, pe, (unsigned)n));
+	ws_put(ws, addr);
+	if (ws->buf)
+		for (size_t k = 0; k < n; k++)
+			ws_put(ws, data[k]);
+	else
+		ws->st->words_out += n;
+	ws->st->cycles += chain_cycles(pl, n);
+}
+
+/* Pack tp_k rows of `width` bf16 elements (from rows first..first+tp_k of src [T, ld] at
+ * column off, zero beyond T) into words, low half = even element. */
+static size_t pack_bf16_rows(uint32_t *dst, const uint16_t *src, int T, int ld, int off,
+			     int width, int first, int tp_k)
+{
+	size_t ne = (size_t)tp_k * width, nw = (ne + 1) / 2;
+	memset(dst, 0, nw * sizeof *dst);
+	uint16_t *h = (uint16_t *)dst; /* little-endian host: element e at half e */
+	for (int u = 0; u < tp_k; u++) {
+		int t = first + u;
+		if (t >= T)
+			break;
+		memcpy(h + (size_t)u * width, src + (size_t)t * ld + off, (size_t)width * 2);
+	}
+	return nw;
+}
+
+struct kstate {
+	const struct plan *pl;
+	const struct plan_io *io;
+	struct wstream *ws;
+	uint32_t *tmp; /* a PE's worth of words */
+	char *err;
+	size_t errlen;
+	int tk;         /* token tile */
+	int t0, tp_k, ntok;
+	int o0, o1;     /* output tile */
+	/* wgrad batch */
+	uint32_t bcount;
+	int64_t *bpos;  /* CSR positions of the batch (real mode) */
+};
+
+static void stream_run(struct kstate *ks, int major, const int32_t *minor, const uint16_t *val,
+		       size_t m, int per_nz)
+{
+	struct wstream *ws = ks->ws;
+	const struct plan *pl = ks->pl;
+	uint64_t runs = (m + PROTO_RUN_MAX - 1) / PROTO_RUN_MAX;
+	if (ws->buf) {
+		/* pack straight into the buffer, at most a buffer's worth at a time */
+		size_t done = 0;
+		while (done < m) {
+			size_t part = m - done;
+			if (part > 64 * PROTO_RUN_MAX)
+				part = 64 * PROTO_RUN_MAX;
+			uint32_t *p = ws_reserve(ws, proto_run_words(part));
+			if (!p)
+				return;
+			proto_pack_runs(p, PROTO_C_BCAST, (unsigned)major, minor + done,
+					val + done, part, ks->o0);
+			done += part;
+		}
+	} else {
+		ws->st->words_out += m + runs;
+	}
+	ws->st->weight_words += m + runs;
+	ws->st->nnz += m;
+	ws->st->runs += runs;
+	/* each run: the control task, then per nonzero max(tp_k, hazard) (axpy) or tp_k (dot);
+	 * the link brings one word per cycle */
+	uint64_t full = m / PROTO_RUN_MAX, rest = m % PROTO_RUN_MAX;
+	uint64_t c = 0;
+	uint64_t cf = (uint64_t)pl->g.ctl_cycles + (uint64_t)PROTO_RUN_MAX * per_nz;
+	if (cf < PROTO_RUN_MAX + 1)
+		cf = PROTO_RUN_MAX + 1;
+	c += full * cf;
+	if (rest) {
+		uint64_t cr = (uint64_t)pl->g.ctl_cycles + rest * per_nz;
+		c += cr < rest + 1 ? rest + 1 : cr;
+	}
+	ws->st->cycles += c;
+	ws->st->stream_cycles += c;
+	ws->st->mac_busy += (uint64_t)m * ks->tp_k * pl->P;
+}
+
+/* Finish a wgrad batch: END, COLLECT, fold the results into dw. */
+static int wgrad_end_batch(struct kstate *ks)
+{
+	struct wstream *ws = ks->ws;
+	const struct plan *pl = ks->pl;
+	uint32_t n = ks->bcount;
+	if (!n)
+		return CS_OK;
+	ws_put(ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
+	ws_put(ws, proto_ctl(PROTO_CTL_END, n));
+	ws_put(ws, proto_hdr_collect(n));
+	ws_put(ws, ws->link->timeout_cycles);
+	ws->st->cycles += 2 * (uint64_t)n + (uint64_t)(pl->g.rows + pl->g.cols) *
+						      (uint64_t)(pl->g.hazard_cycles + 2) + 4;
+	int rc = ws_recv(ws, ks->tmp, n, PROTO_COLLECT, n, ks->err, ks->errlen);
+	if (rc)
+		return rc;
+	if (ws->buf) {
+		float *dw = ks->io->out;
+		for (uint32_t k = 0; k < n; k++) {
+			float d = nm_bits_f32(ks->tmp[k]);
+			int64_t p = ks->bpos[k];
+			dw[p] = ks->tk == 0 ? d : nm_add(dw[p], d);
+		}
+	}
+	ks->bcount = 0;
+	return ws->rc;
+}
+
+/* The weight stream of the current output tile (and, for wgrad, its batches). */
+static int stream_tile(struct kstate *ks)
+{
+	const struct plan *pl = ks->pl;
+	const csd_sparse *w = ks->io->w;
+	int csc = pl->kernel != PLAN_BWD;
+	const int64_t *ptr = csc ? w->col_ptr : w->row_ptr;
+	const int32_t *minor = csc ? w->row : w->col;
+	const uint16_t *val = csc ? w->cval : w->val;
+	int whole = ks->o0 == 0 && ks->o1 == pl->dout;
+	int per_nz = pl->kernel == PLAN_WGRAD ? ks->tp_k
+		     : ks->tp_k > pl->g.hazard_cycles ? ks->tp_k
+						       : pl->g.hazard_cycles;
+	int rc;
+	for (int m = 0; m < pl->din; m++) {
+		int64_t lo = ptr[m], hi = ptr[m + 1];
+		if (!whole) {
+			/* minors ascend within a major: bisect the tile's range */
+			int64_t a = lo, b = hi;
+			while (a < b) {
+				int64_t mid = a + (b - a) / 2;
+				if (minor[mid] < ks->o0)
+					a = mid + 1;
+				else
+					b = mid;
+			}
+			lo = a;
+			b = hi;
+			while (a < b) {
+				int64_t mid = a + (b - a) / 2;
+				if (minor[mid] < ks->o1)
+					a = mid + 1;
+				else
+					b = mid;
+			}
+			hi = a;
+		}
+		while (lo < hi) {
+			size_t m_n = (size_t)(hi - lo);
+			if (pl->kernel == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
+				m_n = pl->batch_cap - ks->bcount;
+			stream_run(ks, m, minor + lo, val + lo, m_n, per_nz);
+			if (ks->ws->rc)
+				return ks->ws->rc;
+			if (pl->kernel == PLAN_WGRAD) {
+				if (ks->bpos)
+					for (size_t k = 0; k < m_n; k++)
+						ks->bpos[ks->bcount + k] = w->csr_pos[lo + (int64_t)k];
+				ks->bcount += (uint32_t)m_n;
+				if (ks->bcount == pl->batch_cap && (rc = wgrad_end_batch(ks)))
+					return rc;
+			}
+			lo += (int64_t)m_n;
+		}
+	}
+	if (pl->kernel == PLAN_WGRAD)
+		return wgrad_end_batch(ks);
+	return CS_OK;
+}
+
+static void put_regs(struct kstate *ks, int dt_d)
+{
+	const struct plan *pl = ks->pl;
+	/* r0 = 0 (zero register; A base xa = 0), r1 set by SET_MAJOR, r2 B base (yb / db = 0),
+	 * r3 A stride, r4 B stride, r5 tokens, r6 B pointer (wgrad: pb), r7 count */
+	uint32_t regs[8] = { 0, 0, 0, (uint32_t)pl->din, (uint32_t)dt_d, (uint32_t)ks->tp_k,
+			     pl->kernel == PLAN_WGRAD ? pl->pb : 0, 0 };
+	ws_write(ks->ws, pl, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
+}
+
+int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
+	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
+{
+	int counting = link->send == NULL;
+	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
+	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen };
+	uint32_t table[32];
+	int rc = CS_OK;
+	const struct plan_geom *g = &pl->g;
+
+	if (!counting) {
+		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
+		/* a PE's A or B image, or a batch of results */
+		size_t tw = g->a_words / 2 + 1;
+		if (tw < g->b_words)
+			tw = g->b_words;
+		ks.tmp = malloc(tw * sizeof *ks.tmp);
+		if (pl->kernel == PLAN_WGRAD)
+			ks.bpos = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.bpos);
+		if (!ws.buf || !ks.tmp || (pl->kernel == PLAN_WGRAD && !ks.bpos)) {
+			snprintf(err, errlen, "plan: out of memory");
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+	}
+
+	ws_put(&ws, proto_hdr_clear());
+	if (pl->kernel != PLAN_WGRAD) {
+		if ((rc = plan_tasks(g, fw, pl->kernel, 0, 0, table)))
+			goto out_nofw;
+		ws_write(&ws, pl, PROTO_T_TASK, PROTO_PE_ALL, 0, table, 32);
+	} else {
+		for (int r = 0; r < g->rows; r++)
+			for (int c = 0; c < g->cols; c++) {
+				if ((rc = plan_tasks(g, fw, pl->kernel, r, c, table)))
+					goto out_nofw;
+				ws_write(&ws, pl, PROTO_T_TASK, (unsigned)(r * g->cols + c), 0,
+					 table, 32);
+			}
+	}
+
+	for (ks.tk = 0; ks.tk < pl->n_ttiles && !ws.rc; ks.tk++) {
+		plan_ttile(pl, ks.tk, &ks.t0, &ks.tp_k, &ks.ntok);
+		size_t aw = ((size_t)ks.tp_k * pl->din + 1) / 2;
+		for (int q = 0; q < pl->P; q++) {
+			if (!counting)
+				pack_bf16_rows(ks.tmp, io->act, pl->T, pl->din, 0, pl->din,
+					       ks.t0 + q * ks.tp_k, ks.tp_k);
+			ws_write(&ws, pl, PROTO_T_A, (unsigned)q, 0, ks.tmp, aw);
+		}
+		for (int d = 0; d < pl->n_otiles && !ws.rc; d++) {
+			ks.o0 = d * pl->dt;
+			ks.o1 = ks.o0 + pl->dt < pl->dout ? ks.o0 + pl->dt : pl->dout;
+			int dt_d = ks.o1 - ks.o0;
+			if (pl->kernel == PLAN_WGRAD) {
+				size_t bw = ((size_t)ks.tp_k * dt_d + 1) / 2;
+				for (int q = 0; q < pl->P; q++) {
+					if (!counting)
+						pack_bf16_rows(ks.tmp, io->bact, pl->T, pl->n_out,
+							       ks.o0, dt_d, ks.t0 + q * ks.tp_k,
+							       ks.tp_k);
+					ws_write(&ws, pl, PROTO_T_B, (unsigned)q, 0, ks.tmp, bw);
+				}
+				put_regs(&ks, dt_d);
+				if ((rc = stream_tile(&ks)))
+					goto out_free;
+				continue;
+			}
+			put_regs(&ks, dt_d);
+			ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
+			ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
+			st->cycles += (uint64_t)ks.tp_k * dt_d + 8; /* fill */
+			if ((rc = stream_tile(&ks)))
+				goto out_free;
+			ws_put(&ws, proto_hdr_sync());
+			ws_put(&ws, link->timeout_cycles);
+			st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
+			if ((rc = ws_recv(&ws, ks.tmp, 1, PROTO_SYNC, 1, err, errlen)))
+				goto out_free;
+			if (!counting && ks.tmp[0]) {
+				snprintf(err, errlen, "%s: device reports %u errors",
+					 pl->kernel == PLAN_FWD ? "forward" : "backward", ks.tmp[0]);
+				rc = CS_ERR_DEVICE;
+				goto out_free;
+			}
+			for (int q = 0; q < pl->P; q++) {
+				int first = ks.t0 + q * ks.tp_k;
+				int nq = pl->T - first < ks.tp_k ? pl->T - first : ks.tp_k;
+				if (nq <= 0)
+					continue;
+				unsigned n = (unsigned)nq * (unsigned)dt_d;
+				ws_put(&ws, proto_hdr_read(PROTO_T_B, (unsigned)q, n));
+				ws_put(&ws, 0);
+				st->cycles += chain_cycles(pl, n);
+				if ((rc = ws_recv(&ws, ks.tmp, n, PROTO_READ, n, err, errlen)))
+					goto out_free;
+				if (counting)
+					continue;
+				for (int u = 0; u < nq; u++) {
+					float *o = io->out + (size_t)(first + u) * pl->dout + ks.o0;
+					memcpy(o, ks.tmp + (size_t)u * dt_d, (size_t)dt_d * 4);
+				}
+			}
+		}
+	}
+	if (!rc)
+		rc = ws_flush(&ws);
+	if (rc && !err[0])
+		snprintf(err, errlen, "link: %s", cs_strerror(rc));
+	goto out_free;
+out_nofw:
+	snprintf(err, errlen, "firmware image %s lacks an entry point the %s kernel needs",
+		 fw ? fw->name : "?", pl->kernel == PLAN_WGRAD ? "wgrad" : "axpy");
+out_free:
+	free(ks.bpos);
+	free(ks.tmp);
+	free(ws.buf);
+	return rc;
+}
+
+int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,
+	      struct plan_stats *st, char *err, size_t errlen)
+{
+	struct plan pl = { .g = *g, .P = g->rows * g->cols };
+	uint32_t buf[CSD_FW_IMEM + 2 * 16 + 2 * 32 + 8];
+	struct wstream ws = { link, st, link->send ? buf : NULL, 0, sizeof buf / sizeof buf[0], 0 };
+	uint32_t w[CSD_FW_IMEM];
+	uint32_t mask[16];
+	int rc = CS_OK;
+
+	/* one buffer per command so WBUF_WORDS never matters */
+	ws_put(&ws, proto_hdr_clear());
+	if (fw) {
+		for (int i = 0; i < fw->n_instr; i++)
+			w[i] = fw->imem[i];
+		ws_write(&ws, &pl, PROTO_T_IMEM, PROTO_PE_ALL, 0, w, (size_t)fw->n_instr);
+	}
+	/* queues: BCAST 0, RR 1, CR 2, others 3 */
+	for (int col = 0; col < 16; col++)
+		w[col] = col == PROTO_C_BCAST ? 0
+			 : (col == PROTO_C_RR0 || col == PROTO_C_RR1) ? 1
+			 : (col == PROTO_C_CR0 || col == PROTO_C_CR1) ? 2
+								      : 3;
+	ws_write(&ws, &pl, PROTO_T_QMAP, PROTO_PE_ALL, 0, w, 16);
+	if ((rc = ws_flush(&ws)))
+		goto out;
+	for (int r = 0; r < g->rows; r++)
+		for (int c = 0; c < g->cols; c++) {
+			plan_routes(g, r, c, mask);
+			ws_write(&ws, &pl, PROTO_T_ROUTE, (unsigned)(r * g->cols + c), 0, mask, 16);
+			if ((rc = ws_flush(&ws)))
+				goto out;
+		}
+out:
+	if (rc)
+		snprintf(err, errlen, "load: %s", cs_strerror(rc));
+	return rc;
+}

@@ -1,0 +1,109 @@
+/*
+ * plan.h - how a kernel call maps onto a mesh: the tiling over tokens and outputs, the
+ * per-PE memory map (docs/architecture.md 4.5), and the host-port command stream that runs
+ * it (section 6). One planner for every backend:
+ *   - sim/usb run plan_exec() with a link that carries the words to the device's host port
+ *     and returns its responses;
+ *   - cpu runs plan_exec() with a counting link (send == NULL): nothing is packed, the
+ *     words and bytes the real protocol would move are counted, and the cycles are
+ *     estimated from the same schedule;
+ *   - the cpu model takes the token partition (Tp per token tile) from plan_ttile(), which
+ *     fixes the wgrad reduction order.
+ */
+#ifndef CS_PLAN_H
+#define CS_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver/csd.h"
+#include "driver/fw.h"
+
+enum plan_kernel { PLAN_FWD = 0, PLAN_BWD = 1, PLAN_WGRAD = 2 };
+
+/* Mesh shape and sizes (the RTL's parameters). */
+struct plan_geom {
+	int rows, cols;
+	uint32_t a_words;  /* bf16 elements of SRAM A per PE */
+	uint32_t b_words;  /* 32-bit words of SRAM B per PE (two banks) */
+	int hazard_cycles; /* B pipeline read-to-write depth (min cycles per AXPY) */
+	int ctl_cycles;    /* cycles of the control task for SET_MAJOR */
+};
+
+/*
+ * The tiling of one kernel call.
+ * din: features held stationary in A (fwd: n_in, bwd: n_out, wgrad: n_in).
+ * dout: features indexed by the stream's minor index (fwd: n_out, bwd: n_in, wgrad: n_out).
+ * Token tile k covers tokens [k * P * tp, min(T, (k+1) * P * tp)); within it PE q holds
+ * tokens [t0 + q*tp_k, t0 + (q+1)*tp_k) with tp_k = ceil(tokens_in_tile / P) (<= tp); tokens
+ * past T are zero padding. Output tile d covers minors [d*dt, min(dout, (d+1)*dt)).
+ */
+struct plan {
+	enum plan_kernel kernel;
+	int T, n_out, n_in;
+	int din, dout;
+	int P;
+	int tp;        /* tokens per PE of a full token tile */
+	int n_ttiles;  /* token tiles */
+	int dt;        /* output tile width */
+	int n_otiles;  /* output tiles */
+	uint32_t batch_cap; /* wgrad: nonzeros per reduction batch */
+	uint32_t pb;        /* wgrad: B word address of the partial sums */
+	struct plan_geom g;
+};
+
+int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel, int T,
+	      int n_out, int n_in, char *err, size_t errlen);
+/* Token tile k: first token, tokens per PE, real tokens in the tile. */
+void plan_ttile(const struct plan *pl, int k, int *t0, int *tp_k, int *ntok);
+
+/* What a kernel run moved and cost. */
+struct plan_stats {
+	uint64_t words_out, words_in; /* host port words each way */
+	uint64_t weight_words;        /* of words_out: RUN headers and nonzeros */
+	uint64_t nnz;                 /* nonzeros streamed (each token tile streams all) */
+	uint64_t runs;                /* RUN commands */
+	uint64_t cycles;              /* estimated device cycles */
+	uint64_t stream_cycles;       /* of cycles: the streaming phases */
+	uint64_t mac_busy;            /* PE-cycles with a MAC issued */
+};
+
+/*
+ * The device link plan_exec() drives. send == NULL: count only (no words built, no
+ * responses read, outputs untouched). recv reads exactly n response words or fails; it
+ * owns the timeout. Both return 0 or a negative cs_error.
+ */
+struct plan_link {
+	void *ctx;
+	int (*send)(void *ctx, const uint32_t *w, size_t n);
+	int (*recv)(void *ctx, uint32_t *w, size_t n);
+	uint32_t timeout_cycles; /* for SYNC / COLLECT */
+};
+
+/*
+ * The kernel's data. fwd: act = x [T, n_in], out = y [T, n_out]; bwd: act = dy [T, n_out],
+ * out = dx [T, n_in]; wgrad: act = x [T, n_in], bact = dy [T, n_out], out = dw [nnz] (CSR
+ * order). w gives the positions (and values for fwd/bwd).
+ */
+struct plan_io {
+	const csd_sparse *w;
+	const uint16_t *act;
+	const uint16_t *bact;
+	float *out;
+};
+
+/* Program setup words of a kernel (task tables), the same for every call. */
+int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
+	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen);
+
+/* The words that load a firmware image and the routes (csd_open). */
+int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,
+	      struct plan_stats *st, char *err, size_t errlen);
+
+/* Route table (16 masks {local, W, S, E, N} = bits 4..0) of router (r, c). */
+void plan_routes(const struct plan_geom *g, int r, int c, uint32_t mask[16]);
+/* Task table (32 entries {valid[9], blocked[8], pc[7:0]}) of PE (r, c) for a kernel. */
+int plan_tasks(const struct plan_geom *g, const struct csd_fw *fw, enum plan_kernel kernel,
+	       int r, int c, uint32_t table[32]);
+
+#endif /* CS_PLAN_H */

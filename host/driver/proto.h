@@ -1,0 +1,135 @@
+/*
+ * proto.h - the host port's 32-bit command and response words (docs/architecture.md
+ * section 6), and the wavelet payloads the host injects (section 1). Pure encoders and
+ * decoders: no I/O here. Every backend that talks to a mesh (sim, usb) and the cpu backend
+ * (which only counts words) build their streams from these.
+ */
+#ifndef CS_PROTO_H
+#define CS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum proto_op {
+	PROTO_NOP = 0x0,
+	PROTO_ECHO = 0x1,
+	PROTO_WRITE = 0x2,
+	PROTO_READ = 0x3,
+	PROTO_RUN = 0x4,
+	PROTO_INJECT = 0x5,
+	PROTO_COLLECT = 0x6,
+	PROTO_SYNC = 0x7,
+	PROTO_COUNTERS = 0x8,
+	PROTO_CLEAR = 0x9,
+};
+
+enum proto_target {
+	PROTO_T_A = 0,
+	PROTO_T_B = 1,
+	PROTO_T_IMEM = 3,
+	PROTO_T_TASK = 4,
+	PROTO_T_ROUTE = 5,
+	PROTO_T_QMAP = 6,
+	PROTO_T_REG = 7,
+	PROTO_T_PECTR = 8,
+	PROTO_T_RTRCTR = 9,
+};
+
+enum proto_status {
+	PROTO_ST_OK = 0,
+	PROTO_ST_BAD_OP = 1,
+	PROTO_ST_BAD_ADDR = 2,
+	PROTO_ST_BAD_PE = 3,
+	PROTO_ST_TIMEOUT = 4,
+	PROTO_ST_BAD_ARG = 5,
+};
+
+/* Colors (section 2) and control ops (section 1). */
+enum { PROTO_C_BCAST = 0, PROTO_C_RR0 = 1, PROTO_C_RR1 = 2, PROTO_C_CR0 = 3, PROTO_C_CR1 = 4,
+       PROTO_C_OUT = 5 };
+enum { PROTO_CTL_SET_MAJOR = 0, PROTO_CTL_START = 1, PROTO_CTL_END = 2, PROTO_CTL_SELFTEST = 3 };
+
+#define PROTO_PE_ALL 0xffu
+#define PROTO_RUN_MAX 255u
+#define PROTO_RESP_MAGIC 0xau
+
+static inline uint32_t proto_hdr_echo(unsigned n)
+{
+	return (uint32_t)PROTO_ECHO << 28 | (n & 0xffffu);
+}
+static inline uint32_t proto_hdr_write(unsigned target, unsigned pe, unsigned n)
+{
+	return (uint32_t)PROTO_WRITE << 28 | (target & 0xfu) << 24 | (pe & 0xffu) << 16 | (n & 0xffffu);
+}
+static inline uint32_t proto_hdr_read(unsigned target, unsigned pe, unsigned n)
+{
+	return (uint32_t)PROTO_READ << 28 | (target & 0xfu) << 24 | (pe & 0xffu) << 16 | (n & 0xffffu);
+}
+static inline uint32_t proto_hdr_run(unsigned color, unsigned n, unsigned major)
+{
+	return (uint32_t)PROTO_RUN << 28 | (color & 0xfu) << 24 | (n & 0xffu) << 16 | (major & 0xffffu);
+}
+static inline uint32_t proto_hdr_inject(unsigned color, int ctrl, unsigned n)
+{
+	return (uint32_t)PROTO_INJECT << 28 | (color & 0xfu) << 24 | (uint32_t)(ctrl ? 1 : 0) << 23 |
+	       (n & 0xffffu);
+}
+static inline uint32_t proto_hdr_collect(unsigned n)
+{
+	return (uint32_t)PROTO_COLLECT << 28 | (n & 0xffffu);
+}
+static inline uint32_t proto_hdr_sync(void)
+{
+	return (uint32_t)PROTO_SYNC << 28;
+}
+static inline uint32_t proto_hdr_counters(unsigned pe)
+{
+	return (uint32_t)PROTO_COUNTERS << 28 | (pe & 0xffu) << 16;
+}
+static inline uint32_t proto_hdr_clear(void)
+{
+	return (uint32_t)PROTO_CLEAR << 28;
+}
+
+/* Control wavelet payload {op[3:0], 12'b0, arg[15:0]}. */
+static inline uint32_t proto_ctl(unsigned op, unsigned arg)
+{
+	return (uint32_t)(op & 0xfu) << 28 | (arg & 0xffffu);
+}
+/* Data wavelet payload of a sparse stream {idx[15:0], val[15:0]}. */
+static inline uint32_t proto_nz(unsigned idx, uint16_t val)
+{
+	return (uint32_t)(idx & 0xffffu) << 16 | val;
+}
+
+/* Response header fields. */
+static inline unsigned proto_resp_magic(uint32_t h) { return h >> 28; }
+static inline unsigned proto_resp_op(uint32_t h) { return (h >> 24) & 0xfu; }
+static inline unsigned proto_resp_status(uint32_t h) { return (h >> 16) & 0xffu; }
+static inline unsigned proto_resp_n(uint32_t h) { return h & 0xffffu; }
+static inline uint32_t proto_resp_hdr(unsigned op, unsigned status, unsigned n)
+{
+	return (uint32_t)PROTO_RESP_MAGIC << 28 | (op & 0xfu) << 24 | (status & 0xffu) << 16 |
+	       (n & 0xffffu);
+}
+
+/* Words a RUN stream of n nonzeros of one major takes (headers included). */
+static inline uint64_t proto_run_words(uint64_t n)
+{
+	return n + (n + PROTO_RUN_MAX - 1) / PROTO_RUN_MAX;
+}
+
+/*
+ * Pack the nonzeros of one major index into RUN commands on color `color`: for each chunk
+ * of at most 255 nonzeros a header, then {idx[k] - base, val[k]}. out must hold
+ * proto_run_words(n) words; returns the number written. This is the host's hot loop
+ * (bench target: >= 100 M nonzeros/s/core).
+ */
+size_t proto_pack_runs(uint32_t *out, unsigned color, unsigned major, const int32_t *idx,
+		       const uint16_t *val, size_t n, int32_t base);
+
+/* Name of an op / status for messages ("WRITE", "BAD_ADDR"). */
+const char *proto_op_name(unsigned op);
+const char *proto_status_name(unsigned st);
+
+#endif /* CS_PROTO_H */

@@ -1,0 +1,157 @@
+/*
+ * train_bench.c - `make bench` part of host/train: training speed of the benchmark model
+ * (configs/bench-dense.yaml: 4 layers, 256 channels, 4 heads, context 128, batch 4) dense on
+ * the host, and with its projections on the cpu backend at 0/50/80/90% static-random
+ * sparsity. Each configuration runs in its own child process so that its peak RSS is its
+ * own. Prints a table and writes a JSON file. Measures, never asserts.
+ *
+ * usage: train_bench CONFIG OUT.json [WARMUP_STEPS TIMED_STEPS]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cs_error.h"
+#include "train/train.h"
+
+typedef struct bench_case {
+	const char *name;
+	const char *ov[8];
+	int n;
+} bench_case;
+
+static const bench_case cases[] = {
+	{ "dense, host sgemm", { "device.kind=cpu", "device.dense_on_host=true" }, 2 },
+	{ "cpu backend, dense", { "device.kind=cpu", "device.dense_on_host=false" }, 2 },
+	{ "cpu backend, 50% sparse",
+	  { "device.kind=cpu", "device.dense_on_host=false", "sparsity.algorithm=static",
+	    "sparsity.init_method=random", "sparsity.sparsity=0.5" },
+	  5 },
+	{ "cpu backend, 80% sparse",
+	  { "device.kind=cpu", "device.dense_on_host=false", "sparsity.algorithm=static",
+	    "sparsity.init_method=random", "sparsity.sparsity=0.8" },
+	  5 },
+	{ "cpu backend, 90% sparse",
+	  { "device.kind=cpu", "device.dense_on_host=false", "sparsity.algorithm=static",
+	    "sparsity.init_method=random", "sparsity.sparsity=0.9" },
+	  5 },
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+typedef struct result {
+	int ok;
+	double ms_min, ms_median, tokens_per_s;
+	long peak_rss_kb;
+	char msg[240];
+} result;
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* In the child: build, warm up, time. */
+static void run_case(const char *cfgpath, const bench_case *bc, int warm, int timed, int fd)
+{
+	result r = { 0 };
+	char err[1024];
+	train_config cfg;
+	trainer t;
+	int rc = tc_load(&cfg, cfgpath, NULL, (char *const *)bc->ov, bc->n, err, sizeof err);
+	if (!rc)
+		rc = trainer_init(&t, &cfg, 1, err, sizeof err);
+	if (rc) {
+		snprintf(r.msg, sizeof r.msg, "%.230s", err);
+		if (write(fd, &r, sizeof r) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	double *ms = calloc(timed, sizeof(double));
+	for (int i = 0; i < warm + timed && !rc; i++) {
+		train_step_stats s;
+		rc = trainer_step(&t, &s, err, sizeof err);
+		if (i >= warm)
+			ms[i - warm] = s.ms;
+	}
+	if (rc) {
+		snprintf(r.msg, sizeof r.msg, "%.230s", err);
+	} else {
+		qsort(ms, timed, sizeof *ms, cmp_d);
+		r.ok = 1;
+		r.ms_min = ms[0];
+		r.ms_median = ms[timed / 2];
+		r.tokens_per_s = (double)t.cfg.batch_size * t.cfg.model.block_size *
+				 t.cfg.grad_accum / (r.ms_median * 1e-3);
+	}
+	if (write(fd, &r, sizeof r) < 0)
+		_exit(1);
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: train_bench CONFIG OUT.json [WARMUP TIMED]\n");
+		return 2;
+	}
+	int warm = argc > 3 ? atoi(argv[3]) : 2, timed = argc > 4 ? atoi(argv[4]) : 10;
+	result res[NCASES];
+	for (int i = 0; i < NCASES; i++) {
+		int p[2];
+		if (pipe(p))
+			return 1;
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(p[0]);
+			run_case(argv[1], &cases[i], warm, timed, p[1]);
+		}
+		close(p[1]);
+		memset(&res[i], 0, sizeof res[i]);
+		if (read(p[0], &res[i], sizeof res[i]) != (ssize_t)sizeof res[i])
+			snprintf(res[i].msg, sizeof res[i].msg, "benchmark process failed");
+		close(p[0]);
+		int status;
+		struct rusage ru;
+		wait4(pid, &status, 0, &ru);
+		res[i].peak_rss_kb = ru.ru_maxrss;
+	}
+	const char *threads = getenv("OPENBLAS_NUM_THREADS");
+	printf("\ntraining speed, %s (OPENBLAS_NUM_THREADS=%s), median of %d steps after %d\n",
+	       argv[1], threads ? threads : "unset", timed, warm);
+	printf("%-26s %12s %12s %12s %12s\n", "configuration", "ms/step", "min ms", "tokens/s",
+	       "peak RSS MB");
+	for (int i = 0; i < NCASES; i++) {
+		if (res[i].ok)
+			printf("%-26s %12.1f %12.1f %12.0f %12.1f\n", cases[i].name, res[i].ms_median,
+			       res[i].ms_min, res[i].tokens_per_s, res[i].peak_rss_kb / 1024.0);
+		else
+			printf("%-26s  not measured: %s\n", cases[i].name, res[i].msg);
+	}
+	FILE *f = fopen(argv[2], "w");
+	if (!f) {
+		fprintf(stderr, "train_bench: %s: %s\n", argv[2], strerror(errno));
+		return 1;
+	}
+	fprintf(f, "{\"config\": \"%s\", \"openblas_threads\": \"%s\", \"timed_steps\": %d, "
+		   "\"cases\": [\n", argv[1], threads ? threads : "", timed);
+	for (int i = 0; i < NCASES; i++) {
+		fprintf(f, "  {\"name\": \"%s\", \"ok\": %s, \"ms_per_step\": %.3f, \"ms_min\": %.3f, "
+			   "\"tokens_per_s\": %.1f, \"peak_rss_kb\": %ld, \"note\": \"",
+			cases[i].name, res[i].ok ? "true" : "false", res[i].ms_median,
+			res[i].ms_min, res[i].tokens_per_s, res[i].peak_rss_kb);
+		for (const char *s = res[i].msg; *s; s++)
+			if (*s != '"' && *s != '\\')
+				fputc(*s, f);
+		fprintf(f, "\"}%s\n", i + 1 < NCASES ? "," : "");
+	}
+	fprintf(f, "]}\n");
+	fclose(f);
+	printf("wrote %s\n", argv[2]);
+	return 0;
+}

@@ -1,0 +1,693 @@
+/*
+ * config.c - parse and validate the run configuration (libyaml document API).
+ *
+ * The schema table below is the single list of keys, types, ranges and defaults; the
+ * parser, the resolved-config writer and the nearest-key suggestions all read it.
+ * Overrides are applied to the YAML document itself before validation, so that they go
+ * through exactly the same checks as the file (and reach the sparsity block too).
+ */
+#include "train/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+
+enum tc_type { T_STR, T_INT, T_U64, T_DOUBLE, T_ENUM, T_MESH, T_AUTOBOOL };
+
+typedef struct tc_key {
+	const char *section, *key;
+	enum tc_type type;
+	size_t off;      /* into train_config */
+	size_t size;     /* for strings */
+	double min, max; /* numbers: inclusive range */
+	const char *allowed; /* enums: "cpu|sim|usb" */
+	const char *def;     /* default, as YAML text */
+} tc_key;
+
+#define OFF(f) offsetof(train_config, f)
+#define SZ(f) sizeof(((train_config *)0)->f)
+
+static const tc_key schema[] = {
+	{ "run", "name", T_STR, OFF(name), SZ(name), 0, 0, NULL, "tiny" },
+	{ "run", "out_dir", T_STR, OFF(out_dir), SZ(out_dir), 0, 0, NULL, "runs" },
+	{ "run", "seed", T_U64, OFF(seed), 0, 0, 1.8e19, NULL, "1234" },
+	{ "device", "kind", T_ENUM, OFF(device_kind), SZ(device_kind), 0, 0, "cpu|sim|usb", "sim" },
+	{ "device", "mesh", T_MESH, OFF(mesh), SZ(mesh), 1, 64, NULL, "4x4" },
+	{ "device", "dense_on_host", T_AUTOBOOL, OFF(dense_on_host), 0, 0, 0, "auto|true|false",
+	  "auto" },
+	{ "model", "n_layer", T_INT, OFF(model.n_layer), 0, 1, 256, NULL, "2" },
+	{ "model", "n_head", T_INT, OFF(model.n_head), 0, 1, 1024, NULL, "4" },
+	{ "model", "n_embd", T_INT, OFF(model.n_embd), 0, 1, 65536, NULL, "64" },
+	{ "model", "block_size", T_INT, OFF(model.block_size), 0, 1, 65536, NULL, "64" },
+	{ "model", "vocab_size", T_INT, OFF(model.vocab_size), 0, 256, 65536, NULL, "256" },
+	{ "data", "path", T_STR, OFF(data_path), SZ(data_path), 0, 0, NULL,
+	  "/usr/share/games/fortunes" },
+	{ "data", "val_fraction", T_DOUBLE, OFF(val_fraction), 0, 0.001, 0.5, NULL, "0.05" },
+	{ "data", "cache_dir", T_STR, OFF(data_cache_dir), SZ(data_cache_dir), 0, 0, NULL, "\"\"" },
+	{ "train", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "200" },
+	{ "train", "batch_size", T_INT, OFF(batch_size), 0, 1, 65536, NULL, "8" },
+	{ "train", "grad_accum", T_INT, OFF(grad_accum), 0, 1, 65536, NULL, "1" },
+	{ "train", "lr", T_DOUBLE, OFF(lr), 0, 0, 10, NULL, "3.0e-3" },
+	{ "train", "min_lr", T_DOUBLE, OFF(min_lr), 0, 0, 10, NULL, "3.0e-4" },
+	{ "train", "warmup_steps", T_INT, OFF(warmup_steps), 0, 0, 1e9, NULL, "20" },
+	{ "train", "weight_decay", T_DOUBLE, OFF(weight_decay), 0, 0, 10, NULL, "0.1" },
+	{ "train", "beta1", T_DOUBLE, OFF(beta1), 0, 0, 0.999999, NULL, "0.9" },
+	{ "train", "beta2", T_DOUBLE, OFF(beta2), 0, 0, 0.999999, NULL, "0.95" },
+	{ "train", "eps", T_DOUBLE, OFF(eps), 0, 1e-30, 1, NULL, "1.0e-8" },
+	{ "train", "grad_clip", T_DOUBLE, OFF(grad_clip), 0, 0, 1e9, NULL, "1.0" },
+	{ "train", "eval_every", T_INT, OFF(eval_every), 0, 0, 1e9, NULL, "50" },
+	{ "train", "eval_batches", T_INT, OFF(eval_batches), 0, 1, 1e6, NULL, "8" },
+	{ "train", "ckpt_every", T_INT, OFF(ckpt_every), 0, 0, 1e9, NULL, "100" },
+	{ "train", "keep_ckpts", T_INT, OFF(keep_ckpts), 0, 1, 1e6, NULL, "2" },
+	{ "train", "log_every", T_INT, OFF(log_every), 0, 1, 1e9, NULL, "10" },
+	{ "train", "sample_tokens", T_INT, OFF(sample_tokens), 0, 0, 1e6, NULL, "200" },
+	{ "train", "sample_temperature", T_DOUBLE, OFF(sample_temperature), 0, 0, 100, NULL,
+	  "0.8" },
+};
+#define NKEYS ((int)(sizeof schema / sizeof schema[0]))
+
+static const char *const sections[] = { "run", "device", "model", "data", "train", "sparsity" };
+#define NSECTIONS ((int)(sizeof sections / sizeof sections[0]))
+
+int tc_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return 99;
+	int d[64][64];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+			int v = sub < del ? sub : del;
+			d[i][j] = v < ins ? v : ins;
+			/* transposition counts as one edit */
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < d[i][j])
+				d[i][j] = d[i - 2][j - 2] + 1;
+		}
+	return d[la][lb];
+}
+
+void tc_where(const train_config *c, int node_id, char *buf, size_t len)
+{
+	for (int i = 0; i < c->n_overrides; i++)
+		if (c->override_node[i] == node_id) {
+			snprintf(buf, len, "override '%s'", c->override_text[i]);
+			return;
+		}
+	yaml_node_t *n = yaml_document_get_node((yaml_document_t *)&c->doc, node_id);
+	if (!n) {
+		snprintf(buf, len, "%s", c->file);
+		return;
+	}
+	snprintf(buf, len, "%s:%zu:%zu", c->file, n->start_mark.line + 1,
+		 n->start_mark.column + 1);
+}
+
+#define FAIL(node, ...)                                                                   \
+	do {                                                                              \
+		char where_[TC_PATH_MAX + 200], msg_[1024];                               \
+		tc_where(c, (node), where_, sizeof where_);                               \
+		snprintf(msg_, sizeof msg_, __VA_ARGS__);                                 \
+		snprintf(err, errlen, "%s: %s", where_, msg_);                            \
+		return CS_ERR_CONFIG;                                                     \
+	} while (0)
+
+static const char *scalar(yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* The allowed keys of a section, for messages: "steps, batch_size, ..." */
+static void list_keys(const char *section, char *buf, size_t len)
+{
+	buf[0] = 0;
+	for (int i = 0; i < NKEYS; i++)
+		if (!strcmp(schema[i].section, section)) {
+			size_t l = strlen(buf);
+			snprintf(buf + l, len - l, "%s%s", l ? ", " : "", schema[i].key);
+		}
+}
+
+/* Nearest valid key for an unknown one: same section first, then the same name in
+ * another section ("lr" under model -> "train.lr"). */
+static void suggest(const char *section, const char *key, char *buf, size_t len)
+{
+	int best = 99;
+	const char *bs = NULL, *bk = NULL;
+	for (int i = 0; i < NKEYS; i++) {
+		int d = tc_edit_distance(key, schema[i].key);
+		/* "warmup" for "warmup_steps": a prefix or part counts as one edit */
+		if (strlen(key) >= 3 && (strstr(schema[i].key, key) || strstr(key, schema[i].key)) &&
+		    strlen(schema[i].key) >= 3)
+			d = d < 1 ? d : 1;
+		if (strcmp(schema[i].section, section))
+			d += d == 0 ? 1 : 3; /* prefer the section the key was written in */
+		if (d < best) {
+			best = d;
+			bs = schema[i].section;
+			bk = schema[i].key;
+		}
+	}
+	size_t kl = strlen(key);
+	int limit = kl <= 3 ? 2 : kl <= 6 ? 3 : 4;
+	if (!bk || best > limit) {
+		buf[0] = 0;
+		return;
+	}
+	if (!strcmp(bs, section))
+		snprintf(buf, len, " (did you mean '%s'?)", bk);
+	else
+		snprintf(buf, len, " (did you mean '%s.%s'?)", bs, bk);
+}
+
+static const tc_key *find_key(const char *section, const char *key)
+{
+	for (int i = 0; i < NKEYS; i++)
+		if (!strcmp(schema[i].section, section) && !strcmp(schema[i].key, key))
+			return &schema[i];
+	return NULL;
+}
+
+static int enum_ok(const char *allowed, const char *v)
+{
+	size_t n = strlen(v);
+	for (const char *p = allowed; *p;) {
+		const char *e = strchr(p, '|');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == n && !strncmp(p, v, n))
+			return 1;
+		p += l + (e ? 1 : 0);
+	}
+	return 0;
+}
+
+static int set_value(train_config *c, const tc_key *k, int node_id, char *err, size_t errlen)
+{
+	yaml_node_t *n = yaml_document_get_node(&c->doc, node_id);
+	const char *v = scalar(n);
+	char *base = (char *)c;
+	if (!v)
+		FAIL(node_id, "%s.%s: expected a single value, not a %s", k->section, k->key,
+		     n && n->type == YAML_MAPPING_NODE ? "mapping" : "list");
+	char *end;
+	switch (k->type) {
+	case T_STR:
+		if (strlen(v) >= k->size)
+			FAIL(node_id, "%s.%s: value is longer than %zu characters", k->section,
+			     k->key, k->size - 1);
+		if (!strcmp(k->key, "name") && (!*v || strchr(v, '/') || !strcmp(v, ".") ||
+						!strcmp(v, "..")))
+			FAIL(node_id, "%s.%s: '%s' is not a plain directory name", k->section,
+			     k->key, v);
+		snprintf(base + k->off, k->size, "%s", v);
+		return CS_OK;
+	case T_INT:
+	case T_U64: {
+		errno = 0;
+		if (*v == '-' && k->type == T_U64)
+			FAIL(node_id, "%s.%s: '%s' is not a non-negative integer", k->section,
+			     k->key, v);
+		long long x = k->type == T_INT ? strtoll(v, &end, 10) : 0;
+		unsigned long long u = k->type == T_U64 ? strtoull(v, &end, 0) : 0;
+		if (!*v || *end || errno)
+			FAIL(node_id, "%s.%s: '%s' is not an integer", k->section, k->key, v);
+		if (k->type == T_U64) {
+			*(uint64_t *)(base + k->off) = u;
+			return CS_OK;
+		}
+		if ((double)x < k->min || (double)x > k->max)
+			FAIL(node_id, "%s.%s: %s is not in [%.0f, %.0f]", k->section, k->key, v,
+			     k->min, k->max);
+		*(int *)(base + k->off) = (int)x;
+		return CS_OK;
+	}
+	case T_DOUBLE: {
+		errno = 0;
+		double x = strtod(v, &end);
+		if (!*v || *end || errno || !isfinite(x))
+			FAIL(node_id, "%s.%s: '%s' is not a number", k->section, k->key, v);
+		if (x < k->min || x > k->max)
+			FAIL(node_id, "%s.%s: %s is not in [%g, %g]", k->section, k->key, v,
+			     k->min, k->max);
+		*(double *)(base + k->off) = x;
+		return CS_OK;
+	}
+	case T_ENUM:
+		if (!enum_ok(k->allowed, v)) {
+			char allowed[128];
+			snprintf(allowed, sizeof allowed, "%s", k->allowed);
+			for (char *p = allowed; *p; p++)
+				if (*p == '|')
+					*p = ',';
+			FAIL(node_id, "%s.%s: '%s' is not one of %s", k->section, k->key, v,
+			     allowed);
+		}
+		snprintf(base + k->off, k->size, "%s", v);
+		return CS_OK;
+	case T_MESH: {
+		int r, co;
+		char tail;
+		if (sscanf(v, "%dx%d%c", &r, &co, &tail) != 2 || r < (int)k->min ||
+		    co < (int)k->min || r > (int)k->max || co > (int)k->max)
+			FAIL(node_id, "%s.%s: '%s' is not ROWSxCOLS with each in [1, 64] (e.g. 4x4)",
+			     k->section, k->key, v);
+		snprintf(c->mesh, sizeof c->mesh, "%dx%d", r, co);
+		c->mesh_rows = r;
+		c->mesh_cols = co;
+		return CS_OK;
+	}
+	case T_AUTOBOOL:
+		if (!strcmp(v, "auto"))
+			*(int *)(base + k->off) = -1;
+		else if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "on"))
+			*(int *)(base + k->off) = 1;
+		else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"))
+			*(int *)(base + k->off) = 0;
+		else
+			FAIL(node_id, "%s.%s: '%s' is not one of auto, true, false", k->section,
+			     k->key, v);
+		return CS_OK;
+	}
+	return CS_ERR_INVALID;
+}
+
+void tc_defaults(train_config *c)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->file, sizeof c->file, "defaults");
+	for (int i = 0; i < NKEYS; i++) {
+		const tc_key *k = &schema[i];
+		char *base = (char *)c;
+		const char *d = k->def;
+		switch (k->type) {
+		case T_STR:
+		case T_ENUM:
+			snprintf(base + k->off, k->size, "%s", strcmp(d, "\"\"") ? d : "");
+			break;
+		case T_INT:
+			*(int *)(base + k->off) = atoi(d);
+			break;
+		case T_U64:
+			*(uint64_t *)(base + k->off) = strtoull(d, NULL, 10);
+			break;
+		case T_DOUBLE:
+			*(double *)(base + k->off) = strtod(d, NULL);
+			break;
+		case T_MESH:
+			snprintf(c->mesh, sizeof c->mesh, "%s", d);
+			sscanf(d, "%dx%d", &c->mesh_rows, &c->mesh_cols);
+			break;
+		case T_AUTOBOOL:
+			*(int *)(base + k->off) = -1;
+			break;
+		}
+	}
+}
+
+void tc_free(train_config *c)
+{
+	if (c->doc_loaded)
+		yaml_document_delete(&c->doc);
+	c->doc_loaded = 0;
+	c->sparsity_node = 0;
+}
+
+/* Find the value node of `key` in mapping node `map`, or 0. */
+static int map_get(yaml_document_t *doc, int map, const char *key, yaml_node_pair_t **pair)
+{
+	yaml_node_t *m = yaml_document_get_node(doc, map);
+	if (!m || m->type != YAML_MAPPING_NODE)
+		return 0;
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+	     p++) {
+		const char *k = scalar(yaml_document_get_node(doc, p->key));
+		if (k && !strcmp(k, key)) {
+			if (pair)
+				*pair = p;
+			return p->value;
+		}
+	}
+	return 0;
+}
+
+static int new_scalar(yaml_document_t *doc, const char *v)
+{
+	return yaml_document_add_scalar(doc, NULL, (yaml_char_t *)v, (int)strlen(v),
+					YAML_ANY_SCALAR_STYLE);
+}
+
+static void record_override(train_config *c, int node, const char *ov)
+{
+	if (c->n_overrides >= (int)(sizeof c->override_node / sizeof c->override_node[0]))
+		return;
+	c->override_node[c->n_overrides] = node;
+	snprintf(c->override_text[c->n_overrides], sizeof c->override_text[0], "%s", ov);
+	c->n_overrides++;
+}
+
+/* "a.b.c=value": set (or add) a scalar at that path of the document. */
+static int apply_override(train_config *c, const char *ov, char *err, size_t errlen)
+{
+	const char *eq = strchr(ov, '=');
+	if (!eq || eq == ov) {
+		snprintf(err, errlen, "override '%s': expected section.key=value", ov);
+		return CS_ERR_CONFIG;
+	}
+	char path[160];
+	size_t pl = (size_t)(eq - ov);
+	if (pl >= sizeof path || c->n_overrides >= 30) {
+		snprintf(err, errlen, "override '%s': too long or too many overrides", ov);
+		return CS_ERR_CONFIG;
+	}
+	memcpy(path, ov, pl);
+	path[pl] = 0;
+	if (!strchr(path, '.')) {
+		snprintf(err, errlen, "override '%s': expected section.key=value", ov);
+		return CS_ERR_CONFIG;
+	}
+	yaml_document_t *doc = &c->doc;
+	int node = 1; /* root */
+	char *save = NULL;
+	for (char *part = strtok_r(path, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
+		int last = save == NULL || *save == 0;
+		yaml_node_pair_t *pair = NULL;
+		int child = map_get(doc, node, part, &pair);
+		yaml_node_t *n = yaml_document_get_node(doc, node);
+		if (!n || n->type != YAML_MAPPING_NODE) {
+			snprintf(err, errlen, "override '%s': '%s' is not a mapping", ov, part);
+			return CS_ERR_CONFIG;
+		}
+		if (last) {
+			int v = new_scalar(doc, eq + 1);
+			if (!v)
+				return CS_ERR_NO_MEM;
+			if (child) {
+				pair->value = v;
+			} else {
+				int k = new_scalar(doc, part);
+				if (!k || !yaml_document_append_mapping_pair(doc, node, k, v))
+					return CS_ERR_NO_MEM;
+				record_override(c, k, ov);
+			}
+			record_override(c, v, ov);
+			return CS_OK;
+		}
+		if (!child) {
+			child = yaml_document_add_mapping(doc, NULL, YAML_ANY_MAPPING_STYLE);
+			int k = new_scalar(doc, part);
+			if (!child || !k || !yaml_document_append_mapping_pair(doc, node, k, child))
+				return CS_ERR_NO_MEM;
+		}
+		node = child;
+	}
+	return CS_OK;
+}
+
+static int load_document(train_config *c, const char *path, const char *text, char *err,
+			 size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	if (text) {
+		len = strlen(text);
+	} else {
+		FILE *f = fopen(path, "rb");
+		if (!f) {
+			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+			return errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO;
+		}
+		fseek(f, 0, SEEK_END);
+		long sz = ftell(f);
+		fseek(f, 0, SEEK_SET);
+		buf = malloc(sz > 0 ? (size_t)sz : 1);
+		if (!buf) {
+			fclose(f);
+			return CS_ERR_NO_MEM;
+		}
+		len = fread(buf, 1, sz > 0 ? (size_t)sz : 0, f);
+		fclose(f);
+		text = buf;
+	}
+	yaml_parser_t parser;
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	int ok = yaml_parser_load(&parser, &c->doc);
+	if (!ok) {
+		snprintf(err, errlen, "%s:%zu:%zu: invalid YAML: %s", path,
+			 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+			 parser.problem ? parser.problem : "parse error");
+		yaml_parser_delete(&parser);
+		free(buf);
+		return CS_ERR_CONFIG;
+	}
+	yaml_parser_delete(&parser);
+	free(buf);
+	c->doc_loaded = 1;
+	yaml_node_t *root = yaml_document_get_root_node(&c->doc);
+	if (!root) {
+		/* empty file: a document holding an empty mapping */
+		yaml_document_delete(&c->doc);
+		yaml_document_initialize(&c->doc, NULL, NULL, NULL, 1, 1);
+		yaml_document_add_mapping(&c->doc, NULL, YAML_BLOCK_MAPPING_STYLE);
+	} else if (root->type != YAML_MAPPING_NODE) {
+		snprintf(err, errlen, "%s:%zu:%zu: expected a mapping of sections (run, device, "
+			 "model, data, train, sparsity)", path, root->start_mark.line + 1,
+			 root->start_mark.column + 1);
+		return CS_ERR_CONFIG;
+	}
+	return CS_OK;
+}
+
+static int validate(train_config *c, char *err, size_t errlen)
+{
+	yaml_document_t *doc = &c->doc;
+	yaml_node_t *root = yaml_document_get_node(doc, 1);
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+	     p < root->data.mapping.pairs.top; p++) {
+		const char *sec = scalar(yaml_document_get_node(doc, p->key));
+		int known = 0;
+		for (int i = 0; sec && i < NSECTIONS; i++)
+			known |= !strcmp(sec, sections[i]);
+		if (!known) {
+			char sug[96] = "";
+			int best = 99;
+			for (int i = 0; sec && i < NSECTIONS; i++) {
+				int d = tc_edit_distance(sec, sections[i]);
+				if (d < best && d <= 3) {
+					best = d;
+					snprintf(sug, sizeof sug, " (did you mean '%s'?)", sections[i]);
+				}
+			}
+			FAIL(p->key, "%s: unknown section%s; allowed: run, device, model, data, "
+				     "train, sparsity", sec ? sec : "?", sug);
+		}
+		if (!strcmp(sec, "sparsity")) {
+			c->sparsity_node = p->value;
+			continue;
+		}
+		yaml_node_t *m = yaml_document_get_node(doc, p->value);
+		if (m->type == YAML_SCALAR_NODE && !*scalar(m))
+			continue; /* "train:" with nothing under it */
+		if (m->type != YAML_MAPPING_NODE)
+			FAIL(p->value, "%s: expected a mapping of keys", sec);
+		for (yaml_node_pair_t *q = m->data.mapping.pairs.start;
+		     q < m->data.mapping.pairs.top; q++) {
+			const char *key = scalar(yaml_document_get_node(doc, q->key));
+			const tc_key *k = key ? find_key(sec, key) : NULL;
+			if (!k) {
+				char sug[96], keys[512];
+				suggest(sec, key ? key : "", sug, sizeof sug);
+				list_keys(sec, keys, sizeof keys);
+				FAIL(q->key, "%s.%s: unknown key%s; allowed: %s", sec,
+				     key ? key : "?", sug, keys);
+			}
+			int rc = set_value(c, k, q->value, err, errlen);
+			if (rc)
+				return rc;
+		}
+	}
+	/* cross-key checks, reported at the key that has to change */
+	int node = map_get(doc, map_get(doc, 1, "model", NULL), "n_head", NULL);
+	if (c->model.n_embd % c->model.n_head)
+		FAIL(node, "model.n_head: n_embd %d is not divisible by n_head %d",
+		     c->model.n_embd, c->model.n_head);
+	node = map_get(doc, map_get(doc, 1, "train", NULL), "min_lr", NULL);
+	if (c->min_lr > c->lr)
+		FAIL(node, "train.min_lr: %g is above train.lr %g", c->min_lr, c->lr);
+	return CS_OK;
+}
+
+int tc_load(train_config *c, const char *path, const char *text, char *const *overrides,
+	    int n_overrides, char *err, size_t errlen)
+{
+	tc_defaults(c);
+	snprintf(c->file, sizeof c->file, "%s", path);
+	int rc = load_document(c, path, text, err, errlen);
+	if (rc)
+		goto out_free;
+	for (int i = 0; i < n_overrides; i++) {
+		rc = apply_override(c, overrides[i], err, errlen);
+		if (rc)
+			goto out_free;
+	}
+	rc = validate(c, err, errlen);
+	if (rc)
+		goto out_free;
+	return CS_OK;
+out_free:
+	tc_free(c);
+	return rc;
+}
+
+int tc_dense_on_host(const train_config *c, int sparsity_on)
+{
+	if (c->dense_on_host >= 0)
+		return c->dense_on_host;
+	return !sparsity_on && !strcmp(c->device_kind, "cpu");
+}
+
+void tc_device_uri(const train_config *c, char *buf, size_t len)
+{
+	if (!strcmp(c->device_kind, "usb"))
+		snprintf(buf, len, "usb");
+	else
+		snprintf(buf, len, "%s:%s", c->device_kind, c->mesh);
+}
+
+/* ---- resolved config ---------------------------------------------------------------- */
+
+static void write_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\x%02x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* shortest text that reads back to the same double */
+static void write_double(FILE *f, double x)
+{
+	char buf[40];
+	for (int prec = 6; prec <= 17; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+	/* YAML 1.1 readers want a dot or exponent to see a float; ours does not care */
+	fputs(buf, f);
+}
+
+static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
+{
+	yaml_node_t *n = yaml_document_get_node(doc, id);
+	if (!n)
+		return;
+	if (n->type == YAML_SCALAR_NODE) {
+		const char *v = (const char *)n->data.scalar.value;
+		if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+		    n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE || !*v ||
+		    strpbrk(v, ":#{}[],&*!|>'\"%@`\n"))
+			write_string(f, v);
+		else
+			fputs(v, f);
+		fputc('\n', f);
+	} else if (n->type == YAML_SEQUENCE_NODE) {
+		fputc('\n', f);
+		for (yaml_node_item_t *it = n->data.sequence.items.start;
+		     it < n->data.sequence.items.top; it++) {
+			fprintf(f, "%*s- ", indent, "");
+			yaml_node_t *c = yaml_document_get_node(doc, *it);
+			if (c && c->type == YAML_MAPPING_NODE) {
+				/* first pair on the dash line, the rest indented under it */
+				int first = 1;
+				for (yaml_node_pair_t *p = c->data.mapping.pairs.start;
+				     p < c->data.mapping.pairs.top; p++) {
+					if (!first)
+						fprintf(f, "%*s", indent + 2, "");
+					first = 0;
+					write_string(f, scalar(yaml_document_get_node(doc, p->key))
+								? scalar(yaml_document_get_node(doc, p->key))
+								: "");
+					fputs(": ", f);
+					write_node(f, doc, p->value, indent + 4);
+				}
+				if (first)
+					fputs("{}\n", f);
+			} else {
+				write_node(f, doc, *it, indent + 2);
+			}
+		}
+	} else if (n->type == YAML_MAPPING_NODE) {
+		if (n->data.mapping.pairs.start == n->data.mapping.pairs.top) {
+			fputs("{}\n", f);
+			return;
+		}
+		fputc('\n', f);
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     p < n->data.mapping.pairs.top; p++) {
+			fprintf(f, "%*s", indent, "");
+			const char *k = scalar(yaml_document_get_node(doc, p->key));
+			write_string(f, k ? k : "");
+			fputs(": ", f);
+			write_node(f, doc, p->value, indent + 2);
+		}
+	}
+}
+
+int tc_write_resolved(const train_config *c, FILE *f)
+{
+	const char *cur = "";
+	fprintf(f, "# resolved configuration (defaults and overrides applied)\n");
+	for (int i = 0; i < NKEYS; i++) {
+		const tc_key *k = &schema[i];
+		const char *base = (const char *)c;
+		if (strcmp(cur, k->section)) {
+			fprintf(f, "%s:\n", k->section);
+			cur = k->section;
+		}
+		fprintf(f, "  %s: ", k->key);
+		switch (k->type) {
+		case T_STR:
+		case T_ENUM:
+		case T_MESH:
+			write_string(f, base + k->off);
+			break;
+		case T_INT:
+			fprintf(f, "%d", *(const int *)(base + k->off));
+			break;
+		case T_U64:
+			fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)(base + k->off));
+			break;
+		case T_DOUBLE:
+			write_double(f, *(const double *)(base + k->off));
+			break;
+		case T_AUTOBOOL: {
+			int v = *(const int *)(base + k->off);
+			fputs(v < 0 ? "auto" : v ? "true" : "false", f);
+			break;
+		}
+		}
+		fputc('\n', f);
+	}
+	if (c->sparsity_node) {
+		fputs("sparsity: ", f);
+		write_node(f, (yaml_document_t *)&c->doc, c->sparsity_node, 2);
+	}
+	return ferror(f) ? CS_ERR_IO : CS_OK;
+}

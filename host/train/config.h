@@ -1,0 +1,75 @@
+/*
+ * config.h - the YAML run configuration of `cshost train` (docs/config.md lists every key).
+ *
+ * One file (libyaml) plus dotted command-line overrides ("train.steps=50"). Every error
+ * names where the value came from, the key and what is allowed:
+ *   cfg.yaml:14:3: train.lr: -1 is not in [0, 10]
+ *   cfg.yaml:3:3: model.n_embed: unknown key (did you mean 'n_embd'?)
+ * The parsed YAML document stays alive so that host/sparsity can read the `sparsity:`
+ * block from it (train_sparsity.c). Not here: what the values do.
+ */
+#ifndef CS_TRAIN_CONFIG_H
+#define CS_TRAIN_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <yaml.h>
+
+#include "train/gpt.h"
+
+#define TC_PATH_MAX 1024
+
+typedef struct train_config {
+	char file[TC_PATH_MAX];        /* where it came from (for messages) */
+	/* run */
+	char name[128];
+	char out_dir[TC_PATH_MAX];
+	uint64_t seed;
+	/* device */
+	char device_kind[8];           /* cpu | sim | usb */
+	char mesh[16];                 /* "4x4" */
+	int mesh_rows, mesh_cols;
+	int dense_on_host;             /* -1 auto, 0 false, 1 true (see tc_dense_on_host) */
+	/* model */
+	gpt_config model;
+	/* data */
+	char data_path[TC_PATH_MAX];
+	double val_fraction;
+	char data_cache_dir[TC_PATH_MAX]; /* "" = <out_dir>/cache */
+	/* train */
+	int steps, batch_size, grad_accum;
+	double lr, min_lr;
+	int warmup_steps;
+	double weight_decay, beta1, beta2, eps, grad_clip;
+	int eval_every, eval_batches, ckpt_every, keep_ckpts, log_every, sample_tokens;
+	double sample_temperature;
+	/* the document and its sparsity: node (0 when absent) */
+	yaml_document_t doc;
+	int doc_loaded;
+	int sparsity_node;
+	/* command-line overrides: node ids they created, and their text (for messages) */
+	int n_overrides;
+	int override_node[32];
+	char override_text[32][160];
+} train_config;
+
+/* Defaults of every key (the values docs/config.md lists). */
+void tc_defaults(train_config *c);
+/* Load file `path` (or, when text != NULL, parse text and call it `path` in messages),
+ * apply overrides ("section.key=value", n of them), validate. On error, err holds one
+ * line naming file:line:col, key and what is allowed; the config is freed. */
+int tc_load(train_config *c, const char *path, const char *text, char *const *overrides,
+	    int n_overrides, char *err, size_t errlen);
+void tc_free(train_config *c);
+/* Where a node came from: "cfg.yaml:3:5" or "override 'train.steps=x'". */
+void tc_where(const train_config *c, int node_id, char *buf, size_t len);
+/* Write the resolved configuration (every key, sparsity block as given) as YAML. */
+int tc_write_resolved(const train_config *c, FILE *f);
+/* Whether projections run as dense sgemm on the host (dense_on_host resolved). */
+int tc_dense_on_host(const train_config *c, int sparsity_on);
+/* Device URI for csd_open ("cpu:4x4", "sim:4x4", "usb"). */
+void tc_device_uri(const train_config *c, char *buf, size_t len);
+/* Levenshtein distance (exposed for tests). */
+int tc_edit_distance(const char *a, const char *b);
+
+#endif /* CS_TRAIN_CONFIG_H */

@@ -1,0 +1,898 @@
+/*
+ * gpt.c - forward and backward of the GPT decoder, llm.c-style, dense products through
+ * OpenBLAS (which honours OPENBLAS_NUM_THREADS / OMP_NUM_THREADS). Each layer has a
+ * <layer>_forward / <layer>_backward pair in data-flow order; the matmul and attention
+ * kernels keep a plain-loop *_ref beside the sgemm version (tests/train/test_gpt.c compares
+ * them). The backward pass reuses one block's worth of gradient buffers, layer by layer.
+ */
+#include "train/gpt.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+
+/* ---- encoder ------------------------------------------------------------------------ */
+
+void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B,
+		     int T, int C)
+{
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++) {
+			float *o = out + ((size_t)b * T + t) * C;
+			const float *we = wte + (size_t)inp[b * T + t] * C;
+			const float *pe = wpe + (size_t)t * C;
+			for (int i = 0; i < C; i++)
+				o[i] = we[i] + pe[i];
+		}
+}
+
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B,
+		      int T, int C)
+{
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++) {
+			const float *d = dout + ((size_t)b * T + t) * C;
+			float *dwe = dwte + (size_t)inp[b * T + t] * C;
+			float *dpe = dwpe + (size_t)t * C;
+			for (int i = 0; i < C; i++) {
+				dwe[i] += d[i];
+				dpe[i] += d[i];
+			}
+		}
+}
+
+/* ---- layernorm ---------------------------------------------------------------------- */
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+		       const float *weight, const float *bias, int N, int C)
+{
+	const float eps = 1e-5f;
+	for (int n = 0; n < N; n++) {
+		const float *x = inp + (size_t)n * C;
+		float m = 0.0f;
+		for (int i = 0; i < C; i++)
+			m += x[i];
+		m /= C;
+		float v = 0.0f;
+		for (int i = 0; i < C; i++) {
+			float d = x[i] - m;
+			v += d * d;
+		}
+		v /= C;
+		float s = 1.0f / sqrtf(v + eps);
+		float *o = out + (size_t)n * C;
+		for (int i = 0; i < C; i++)
+			o[i] = (s * (x[i] - m)) * weight[i] + bias[i];
+		mean[n] = m;
+		rstd[n] = s;
+	}
+}
+
+/* dinp += ..., dweight += ..., dbias += ... */
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+			const float *inp, const float *weight, const float *mean,
+			const float *rstd, int N, int C)
+{
+	for (int n = 0; n < N; n++) {
+		const float *d = dout + (size_t)n * C;
+		const float *x = inp + (size_t)n * C;
+		float *dx = dinp + (size_t)n * C;
+		float m = mean[n], s = rstd[n];
+		float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+		for (int i = 0; i < C; i++) {
+			float norm = (x[i] - m) * s;
+			float dnorm = weight[i] * d[i];
+			dnorm_mean += dnorm;
+			dnorm_norm_mean += dnorm * norm;
+		}
+		dnorm_mean /= C;
+		dnorm_norm_mean /= C;
+		for (int i = 0; i < C; i++) {
+			float norm = (x[i] - m) * s;
+			float dnorm = weight[i] * d[i];
+			dbias[i] += d[i];
+			dweight[i] += norm * d[i];
+			dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+		}
+	}
+}
+
+/* ---- matmul ------------------------------------------------------------------------- */
+
+void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+		    int N, int C, int OC)
+{
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C,
+		    0.0f, out, OC);
+	if (bias)
+		for (int n = 0; n < N; n++) {
+			float *o = out + (size_t)n * OC;
+			for (int j = 0; j < OC; j++)
+				o[j] += bias[j];
+		}
+}
+
+/* dinp += dout weight, dweight += dout^T inp, dbias += sum_n dout (dbias may be NULL) */
+void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+		     const float *inp, const float *weight, int N, int C, int OC)
+{
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight,
+		    C, 1.0f, dinp, C);
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C,
+		    1.0f, dweight, C);
+	if (dbias)
+		for (int n = 0; n < N; n++) {
+			const float *d = dout + (size_t)n * OC;
+			for (int j = 0; j < OC; j++)
+				dbias[j] += d[j];
+		}
+}
+
+void matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
+			int N, int C, int OC)
+{
+	for (int n = 0; n < N; n++)
+		for (int o = 0; o < OC; o++) {
+			float v = bias ? bias[o] : 0.0f;
+			for (int i = 0; i < C; i++)
+				v += inp[(size_t)n * C + i] * weight[(size_t)o * C + i];
+			out[(size_t)n * OC + o] = v;
+		}
+}
+
+void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout,
+			 const float *inp, const float *weight, int N, int C, int OC)
+{
+	for (int n = 0; n < N; n++)
+		for (int o = 0; o < OC; o++) {
+			float d = dout[(size_t)n * OC + o];
+			for (int i = 0; i < C; i++) {
+				dinp[(size_t)n * C + i] += weight[(size_t)o * C + i] * d;
+				dweight[(size_t)o * C + i] += inp[(size_t)n * C + i] * d;
+			}
+			if (dbias)
+				dbias[o] += d;
+		}
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+/* Causal softmax of row t of a [T, T] score matrix, in place; zero above the diagonal. */
+static void causal_softmax_row(float *row, int t, int T)
+{
+	float maxv = -INFINITY;
+	for (int j = 0; j <= t; j++)
+		if (row[j] > maxv)
+			maxv = row[j];
+	float sum = 0.0f;
+	for (int j = 0; j <= t; j++) {
+		float e = expf(row[j] - maxv);
+		row[j] = e;
+		sum += e;
+	}
+	float inv = 1.0f / sum;
+	for (int j = 0; j <= t; j++)
+		row[j] *= inv;
+	for (int j = t + 1; j < T; j++)
+		row[j] = 0.0f;
+}
+
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+{
+	int hs = C / NH, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++) {
+			const float *q = qkv + (size_t)b * T * C3 + h * hs;
+			const float *k = q + C;
+			const float *v = q + 2 * C;
+			float *a = att + ((size_t)b * NH + h) * T * T;
+			float *o = out + (size_t)b * T * C + h * hs;
+			/* a [T, T] = scale * q k^T (the upper triangle is computed and discarded) */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
+				    k, C3, 0.0f, a, T);
+			for (int t = 0; t < T; t++)
+				causal_softmax_row(a + (size_t)t * T, t, T);
+			/* o [T, hs] = a v */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T,
+				    v, C3, 0.0f, o, C);
+		}
+}
+
+void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+			float *scratch, int B, int T, int C, int NH)
+{
+	int hs = C / NH, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	float *da = scratch; /* [T, T] */
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++) {
+			const float *q = qkv + (size_t)b * T * C3 + h * hs;
+			const float *k = q + C;
+			const float *v = q + 2 * C;
+			float *dq = dqkv + (size_t)b * T * C3 + h * hs;
+			float *dk = dq + C;
+			float *dv = dq + 2 * C;
+			const float *a = att + ((size_t)b * NH + h) * T * T;
+			const float *d = dout + (size_t)b * T * C + h * hs;
+			/* da = dout v^T, dv = a^T dout */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, C, v,
+				    C3, 0.0f, da, T);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, d,
+				    C, 0.0f, dv, C3);
+			/* softmax backward, into da (scaled), causal */
+			for (int t = 0; t < T; t++) {
+				const float *ar = a + (size_t)t * T;
+				float *dr = da + (size_t)t * T;
+				float dot = 0.0f;
+				for (int j = 0; j <= t; j++)
+					dot += ar[j] * dr[j];
+				for (int j = 0; j <= t; j++)
+					dr[j] = scale * ar[j] * (dr[j] - dot);
+				for (int j = t + 1; j < T; j++)
+					dr[j] = 0.0f;
+			}
+			/* dq = da k, dk = da^T q */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, da, T,
+				    k, C3, 0.0f, dq, C3);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, q,
+				    C3, 0.0f, dk, C3);
+		}
+}
+
+void attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C,
+			   int NH)
+{
+	int hs = C / NH, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++)
+			for (int h = 0; h < NH; h++) {
+				const float *q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+				float *a = att + (((size_t)b * NH + h) * T + t) * T;
+				for (int j = 0; j <= t; j++) {
+					const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					float s = 0.0f;
+					for (int i = 0; i < hs; i++)
+						s += q[i] * k[i];
+					a[j] = s * scale;
+				}
+				causal_softmax_row(a, t, T);
+				float *o = out + ((size_t)b * T + t) * C + h * hs;
+				for (int i = 0; i < hs; i++)
+					o[i] = 0.0f;
+				for (int j = 0; j <= t; j++) {
+					const float *v =
+						qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+					for (int i = 0; i < hs; i++)
+						o[i] += a[j] * v[i];
+				}
+			}
+}
+
+void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
+			    const float *att, int B, int T, int C, int NH)
+{
+	int hs = C / NH, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	memset(dqkv, 0, sizeof(float) * (size_t)B * T * C3);
+	for (int b = 0; b < B; b++)
+		for (int t = 0; t < T; t++)
+			for (int h = 0; h < NH; h++) {
+				const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+				const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+				const float *q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+				float *dq = dqkv + ((size_t)b * T + t) * C3 + h * hs;
+				float da[t + 1];
+				for (int j = 0; j <= t; j++) {
+					const float *v =
+						qkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+					float *dv = dqkv + ((size_t)b * T + j) * C3 + 2 * C + h * hs;
+					float s = 0.0f;
+					for (int i = 0; i < hs; i++) {
+						s += d[i] * v[i];
+						dv[i] += a[j] * d[i];
+					}
+					da[j] = s;
+				}
+				float dot = 0.0f;
+				for (int j = 0; j <= t; j++)
+					dot += a[j] * da[j];
+				for (int j = 0; j <= t; j++) {
+					float dpre = a[j] * (da[j] - dot) * scale;
+					const float *k = qkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					float *dk = dqkv + ((size_t)b * T + j) * C3 + C + h * hs;
+					for (int i = 0; i < hs; i++) {
+						dq[i] += dpre * k[i];
+						dk[i] += dpre * q[i];
+					}
+				}
+			}
+}
+
+/* ---- gelu (tanh approximation) ------------------------------------------------------ */
+
+/*
+ * glibc's tanhf is scalar and was a third of a training step, so GELU uses its own tanh:
+ * branch-free (it vectorizes; an AVX2 clone is picked at run time) and within a few ulp of
+ * tanh in absolute terms (tests/train/test_gpt.c checks it against tanh in double). Without
+ * FMA contraction (-std=c11 sets -ffp-contract=off) every clone gives identical bits.
+ */
+#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
+
+/* exp(x) for x in [-20, 0]: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor for exp(r) */
+static inline __attribute__((always_inline)) float exp_neg(float x)
+{
+	const float log2e = 1.44269504088896341f;
+	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+	const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+	float kf = (x * log2e + shifter) - shifter;
+	float r = (x - kf * ln2_hi) - kf * ln2_lo;
+	float p = 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	int32_t n = (int32_t)kf;
+	uint32_t bits = (uint32_t)(n + 127) << 23;
+	float scale;
+	memcpy(&scale, &bits, sizeof scale);
+	return p * scale;
+}
+
+static inline __attribute__((always_inline)) float tanh_fast(float y)
+{
+	float ay = fabsf(y);
+	ay = ay < 9.5f ? ay : 9.5f; /* tanh(9.5) rounds to 1 in fp32 */
+	float e = exp_neg(-2.0f * ay);
+	float t = (1.0f - e) / (1.0f + e);
+	return copysignf(t, y);
+}
+
+float gelu_tanhf(float y)
+{
+	return tanh_fast(y);
+}
+
+#define GELU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+
+GELU_CLONES void gelu_forward(float *out, const float *inp, int N)
+{
+	for (int i = 0; i < N; i++) {
+		float x = inp[i];
+		float cube = 0.044715f * x * x * x;
+		out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
+	}
+}
+
+/* dinp = gelu'(inp) * dout (overwrites) */
+GELU_CLONES void gelu_backward(float *dinp, const float *inp, const float *dout, int N)
+{
+	for (int i = 0; i < N; i++) {
+		float x = inp[i];
+		float cube = 0.044715f * x * x * x;
+		float th = tanh_fast(GELU_SCALE * (x + cube));
+		float sech2 = 1.0f - th * th;
+		float g = 0.5f * (1.0f + th) +
+			  x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+		dinp[i] = g * dout[i];
+	}
+}
+
+/* ---- residual ----------------------------------------------------------------------- */
+
+void residual_forward(float *out, const float *inp1, const float *inp2, int N)
+{
+	for (int i = 0; i < N; i++)
+		out[i] = inp1[i] + inp2[i];
+}
+
+void residual_backward(float *dinp1, float *dinp2, const float *dout, int N)
+{
+	for (int i = 0; i < N; i++) {
+		dinp1[i] += dout[i];
+		dinp2[i] += dout[i];
+	}
+}
+
+/* ---- softmax + cross-entropy -------------------------------------------------------- */
+
+void softmax_crossentropy_forward(float *probs, float *losses, const float *logits,
+				  const int *targets, int N, int V)
+{
+	for (int n = 0; n < N; n++) {
+		const float *l = logits + (size_t)n * V;
+		float *p = probs + (size_t)n * V;
+		float maxv = -INFINITY;
+		for (int i = 0; i < V; i++)
+			if (l[i] > maxv)
+				maxv = l[i];
+		float sum = 0.0f;
+		for (int i = 0; i < V; i++) {
+			p[i] = expf(l[i] - maxv);
+			sum += p[i];
+		}
+		float inv = 1.0f / sum;
+		for (int i = 0; i < V; i++)
+			p[i] *= inv;
+		if (losses && targets)
+			losses[n] = -logf(p[targets[n]]);
+	}
+}
+
+void softmax_crossentropy_backward(float *dlogits, const float *probs, const int *targets,
+				   float dloss, int N, int V)
+{
+	for (int n = 0; n < N; n++) {
+		const float *p = probs + (size_t)n * V;
+		float *d = dlogits + (size_t)n * V;
+		for (int i = 0; i < V; i++)
+			d[i] = p[i] * dloss;
+		d[targets[n]] -= dloss;
+	}
+}
+
+/* ---- the host linear hook ----------------------------------------------------------- */
+
+static int host_lin_forward(void *ctx, float *y, const float *x, const float *w, int layer,
+			    int proj, int BT, int IC, int OC)
+{
+	(void)ctx, (void)layer, (void)proj;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, OC, IC, 1.0f, x, IC, w, IC,
+		    0.0f, y, OC);
+	return CS_OK;
+}
+
+static int host_lin_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+			     const float *w, int layer, int proj, int BT, int IC, int OC,
+			     int want_dense_dw)
+{
+	(void)ctx, (void)layer, (void)proj, (void)want_dense_dw;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BT, IC, OC, 1.0f, dy, OC, w, IC,
+		    0.0f, dx, IC);
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, OC, x, IC,
+		    1.0f, dw, IC);
+	return CS_OK;
+}
+
+const gpt_linear_ops gpt_linear_host = {
+	.forward = host_lin_forward,
+	.backward = host_lin_backward,
+};
+
+/* ---- the model ---------------------------------------------------------------------- */
+
+int gpt_config_check(const gpt_config *c, char *err, size_t errlen)
+{
+	if (c->n_layer < 1 || c->n_layer > 256) {
+		snprintf(err, errlen, "model.n_layer: %d is not in [1, 256]", c->n_layer);
+		return CS_ERR_CONFIG;
+	}
+	if (c->n_head < 1 || c->n_embd < 1 || c->n_embd > 65536 || c->n_embd % c->n_head) {
+		snprintf(err, errlen, "model.n_head: n_embd %d is not divisible by n_head %d",
+			 c->n_embd, c->n_head);
+		return CS_ERR_CONFIG;
+	}
+	if (c->block_size < 1 || c->block_size > 65536) {
+		snprintf(err, errlen, "model.block_size: %d is not in [1, 65536]", c->block_size);
+		return CS_ERR_CONFIG;
+	}
+	if (c->vocab_size < 256 || c->vocab_size > 65536) {
+		snprintf(err, errlen,
+			 "model.vocab_size: %d is not in [256, 65536] (tokens are bytes)",
+			 c->vocab_size);
+		return CS_ERR_CONFIG;
+	}
+	return CS_OK;
+}
+
+static void add_tensor(gpt *m, const char *name, int ndim, int s0, int s1, size_t *off,
+		       int layer, int proj)
+{
+	gpt_tensor *t = &m->tensors[m->num_tensors++];
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->ndim = ndim;
+	t->shape[0] = s0;
+	t->shape[1] = ndim > 1 ? s1 : 1;
+	t->numel = (size_t)s0 * (ndim > 1 ? (size_t)s1 : 1);
+	t->offset = *off;
+	t->layer = layer;
+	t->proj = proj;
+	*off += t->numel;
+}
+
+/* Names each slice of the llm.c parameter arrays, in a fixed order. */
+static void build_tensors(gpt *m)
+{
+	const gpt_config *c = &m->cfg;
+	size_t L = c->n_layer, C = c->n_embd, V = c->vocab_size, maxT = c->block_size;
+	size_t kind_size[P_NKINDS] = {
+		V * C, maxT * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+		L * C, L * C, L * 4 * C * C, L * 4 * C, L * 4 * C * C, L * C, C, C,
+	};
+	size_t kind_off[P_NKINDS], off = 0;
+	for (int k = 0; k < P_NKINDS; k++) {
+		kind_off[k] = off;
+		off += kind_size[k];
+	}
+	m->num_params = off;
+	m->num_tensors = 0;
+	char name[40];
+	size_t o;
+	o = kind_off[P_WTE];
+	add_tensor(m, "wte.weight", 2, (int)V, (int)C, &o, -1, -1);
+	o = kind_off[P_WPE];
+	add_tensor(m, "wpe.weight", 2, (int)maxT, (int)C, &o, -1, -1);
+	for (int l = 0; l < (int)L; l++) {
+		struct {
+			int kind;
+			const char *fmt;
+			int ndim, s0, s1, proj;
+		} per[] = {
+			{ P_LN1W, "h.%d.ln_1.weight", 1, (int)C, 0, -1 },
+			{ P_LN1B, "h.%d.ln_1.bias", 1, (int)C, 0, -1 },
+			{ P_QKVW, "h.%d.attn.qkv.weight", 2, (int)(3 * C), (int)C, GPT_QKV },
+			{ P_QKVB, "h.%d.attn.qkv.bias", 1, (int)(3 * C), 0, -1 },
+			{ P_ATTPROJW, "h.%d.attn.proj.weight", 2, (int)C, (int)C, GPT_ATTN_PROJ },
+			{ P_ATTPROJB, "h.%d.attn.proj.bias", 1, (int)C, 0, -1 },
+			{ P_LN2W, "h.%d.ln_2.weight", 1, (int)C, 0, -1 },
+			{ P_LN2B, "h.%d.ln_2.bias", 1, (int)C, 0, -1 },
+			{ P_FCW, "h.%d.mlp.fc.weight", 2, (int)(4 * C), (int)C, GPT_FC },
+			{ P_FCB, "h.%d.mlp.fc.bias", 1, (int)(4 * C), 0, -1 },
+			{ P_FCPROJW, "h.%d.mlp.proj.weight", 2, (int)C, (int)(4 * C), GPT_FC_PROJ },
+			{ P_FCPROJB, "h.%d.mlp.proj.bias", 1, (int)C, 0, -1 },
+		};
+		for (size_t i = 0; i < sizeof per / sizeof per[0]; i++) {
+			size_t n = (size_t)per[i].s0 * (per[i].ndim > 1 ? (size_t)per[i].s1 : 1);
+			o = kind_off[per[i].kind] + (size_t)l * n;
+			snprintf(name, sizeof name, per[i].fmt, l);
+			add_tensor(m, name, per[i].ndim, per[i].s0, per[i].s1, &o, l,
+				   per[i].proj);
+		}
+	}
+	o = kind_off[P_LNFW];
+	add_tensor(m, "ln_f.weight", 1, (int)C, 0, &o, -1, -1);
+	o = kind_off[P_LNFB];
+	add_tensor(m, "ln_f.bias", 1, (int)C, 0, &o, -1, -1);
+
+	float **pp[P_NKINDS] = {
+		&m->params.wte, &m->params.wpe, &m->params.ln1w, &m->params.ln1b,
+		&m->params.qkvw, &m->params.qkvb, &m->params.attprojw, &m->params.attprojb,
+		&m->params.ln2w, &m->params.ln2b, &m->params.fcw, &m->params.fcb,
+		&m->params.fcprojw, &m->params.fcprojb, &m->params.lnfw, &m->params.lnfb,
+	};
+	float **gp[P_NKINDS] = {
+		&m->grads.wte, &m->grads.wpe, &m->grads.ln1w, &m->grads.ln1b,
+		&m->grads.qkvw, &m->grads.qkvb, &m->grads.attprojw, &m->grads.attprojb,
+		&m->grads.ln2w, &m->grads.ln2b, &m->grads.fcw, &m->grads.fcb,
+		&m->grads.fcprojw, &m->grads.fcprojb, &m->grads.lnfw, &m->grads.lnfb,
+	};
+	for (int k = 0; k < P_NKINDS; k++) {
+		*pp[k] = m->params_memory + kind_off[k];
+		*gp[k] = m->grads_memory + kind_off[k];
+	}
+}
+
+int gpt_create(gpt *m, const gpt_config *cfg, int B, int T)
+{
+	char err[128];
+	memset(m, 0, sizeof *m);
+	if (gpt_config_check(cfg, err, sizeof err) || B < 1 || T < 1 || T > cfg->block_size)
+		return CS_ERR_INVALID;
+	m->cfg = *cfg;
+	m->B = B;
+	m->T = T;
+	m->mean_loss = -1.0f;
+	m->lin = &gpt_linear_host;
+	size_t L = cfg->n_layer, C = cfg->n_embd, V = cfg->vocab_size, NH = cfg->n_head;
+	size_t BT = (size_t)B * T;
+	m->tensors = calloc(4 + 12 * L, sizeof *m->tensors);
+	if (!m->tensors)
+		return CS_ERR_NO_MEM;
+	m->params_memory = NULL;
+	/* sizes first (build_tensors needs the buffers only to set pointers) */
+	{
+		size_t maxT = cfg->block_size;
+		m->num_params = V * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C;
+	}
+	m->params_memory = calloc(m->num_params, sizeof(float));
+	m->grads_memory = calloc(m->num_params, sizeof(float));
+	size_t act_sizes[] = {
+		BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * BT * C,
+		L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT,
+		L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C, BT * C, BT, BT,
+		BT * V, BT * V, BT,
+	};
+	size_t n_acts = 0;
+	for (size_t i = 0; i < sizeof act_sizes / sizeof act_sizes[0]; i++)
+		n_acts += act_sizes[i];
+	m->acts_memory = malloc(n_acts * sizeof(float));
+	size_t n_bwd = BT * C * 3 + BT * 3 * C + BT * 4 * C * 2 + BT * V + (size_t)T * T;
+	m->bwd_memory = malloc(n_bwd * sizeof(float));
+	m->inputs = malloc(BT * sizeof(int));
+	m->targets = malloc(BT * sizeof(int));
+	if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->bwd_memory ||
+	    !m->inputs || !m->targets) {
+		gpt_free(m);
+		return CS_ERR_NO_MEM;
+	}
+	build_tensors(m);
+	float **ap[] = {
+		&m->acts.encoded, &m->acts.ln1, &m->acts.ln1_mean, &m->acts.ln1_rstd,
+		&m->acts.qkv, &m->acts.atty, &m->acts.att, &m->acts.attproj,
+		&m->acts.residual2, &m->acts.ln2, &m->acts.ln2_mean, &m->acts.ln2_rstd,
+		&m->acts.fch, &m->acts.fch_gelu, &m->acts.fcproj, &m->acts.residual3,
+		&m->acts.lnf, &m->acts.lnf_mean, &m->acts.lnf_rstd, &m->acts.logits,
+		&m->acts.probs, &m->acts.losses,
+	};
+	float *p = m->acts_memory;
+	for (size_t i = 0; i < sizeof ap / sizeof ap[0]; i++) {
+		*ap[i] = p;
+		p += act_sizes[i];
+	}
+	p = m->bwd_memory;
+	m->dresidual = p, p += BT * C;
+	m->dln = p, p += BT * C;
+	m->datty = p, p += BT * C;
+	m->dqkv = p, p += BT * 3 * C;
+	m->dfch = p, p += BT * 4 * C;
+	m->dfch_gelu = p, p += BT * 4 * C;
+	m->dlogits = p, p += BT * V;
+	m->datt = p;
+	return CS_OK;
+}
+
+void gpt_free(gpt *m)
+{
+	free(m->tensors);
+	free(m->params_memory);
+	free(m->grads_memory);
+	free(m->acts_memory);
+	free(m->bwd_memory);
+	free(m->inputs);
+	free(m->targets);
+	memset(m, 0, sizeof *m);
+}
+
+int gpt_find_tensor(const gpt *m, const char *name)
+{
+	for (int i = 0; i < m->num_tensors; i++)
+		if (!strcmp(m->tensors[i].name, name))
+			return i;
+	return -1;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Standard normal from a counter-based stream (Box-Muller, both halves used). */
+static void fill_normal(float *out, size_t n, float std, uint64_t key)
+{
+	uint64_t s = key;
+	for (size_t i = 0; i < n; i += 2) {
+		double u1 = ((splitmix64(&s) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
+		double u2 = (splitmix64(&s) >> 11) * (1.0 / 9007199254740992.0);
+		double r = sqrt(-2.0 * log(u1));
+		out[i] = (float)(std * r * cos(2.0 * M_PI * u2));
+		if (i + 1 < n)
+			out[i + 1] = (float)(std * r * sin(2.0 * M_PI * u2));
+	}
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+void gpt_init_params(gpt *m, uint64_t seed)
+{
+	float resid_std = 0.02f / sqrtf(2.0f * m->cfg.n_layer);
+	for (int i = 0; i < m->num_tensors; i++) {
+		const gpt_tensor *t = &m->tensors[i];
+		float *w = m->params_memory + t->offset;
+		size_t len = strlen(t->name);
+		int is_bias = len > 5 && !strcmp(t->name + len - 5, ".bias");
+		if (strstr(t->name, "ln_") && !is_bias) {
+			for (size_t j = 0; j < t->numel; j++)
+				w[j] = 1.0f;
+		} else if (is_bias) {
+			memset(w, 0, t->numel * sizeof(float));
+		} else {
+			float std = (t->proj == GPT_ATTN_PROJ || t->proj == GPT_FC_PROJ) ? resid_std
+											  : 0.02f;
+			fill_normal(w, t->numel, std, seed * 0x2545f4914f6cdd1dull ^ name_hash(t->name));
+		}
+	}
+}
+
+static void add_bias(float *out, const float *bias, size_t N, size_t OC)
+{
+	for (size_t n = 0; n < N; n++)
+		for (size_t j = 0; j < OC; j++)
+			out[n * OC + j] += bias[j];
+}
+
+int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, float *loss)
+{
+	const gpt_config *c = &m->cfg;
+	int L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size;
+	if (B < 1 || T < 1 || B * T > m->B * m->T || T > m->T)
+		return CS_ERR_INVALID;
+	for (int i = 0; i < B * T; i++)
+		if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V)))
+			return CS_ERR_INVALID;
+	m->cur_B = B;
+	m->cur_T = T;
+	memcpy(m->inputs, inputs, sizeof(int) * B * T);
+	if (targets)
+		memcpy(m->targets, targets, sizeof(int) * B * T);
+	size_t BT = (size_t)B * T;
+	gpt_params *p = &m->params;
+	gpt_acts *a = &m->acts;
+	int rc;
+
+	encoder_forward(a->encoded, inputs, p->wte, p->wpe, B, T, C);
+	for (int l = 0; l < L; l++) {
+		const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C;
+		float *ln1 = a->ln1 + l * BT * C;
+		float *ln1_mean = a->ln1_mean + l * BT, *ln1_rstd = a->ln1_rstd + l * BT;
+		float *qkv = a->qkv + l * BT * 3 * C;
+		float *atty = a->atty + l * BT * C;
+		float *att = a->att + (size_t)l * B * NH * T * T;
+		float *attproj = a->attproj + l * BT * C;
+		float *residual2 = a->residual2 + l * BT * C;
+		float *ln2 = a->ln2 + l * BT * C;
+		float *ln2_mean = a->ln2_mean + l * BT, *ln2_rstd = a->ln2_rstd + l * BT;
+		float *fch = a->fch + l * BT * 4 * C;
+		float *fch_gelu = a->fch_gelu + l * BT * 4 * C;
+		float *fcproj = a->fcproj + l * BT * C;
+		float *residual3 = a->residual3 + l * BT * C;
+		size_t C1 = C, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C;
+
+		layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C1,
+				  p->ln1b + l * C1, (int)BT, C);
+		rc = m->lin->forward(m->lin_ctx, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT,
+				     C, 3 * C);
+		if (rc)
+			return rc;
+		add_bias(qkv, p->qkvb + l * C3, BT, C3);
+		attention_forward(atty, att, qkv, B, T, C, NH);
+		rc = m->lin->forward(m->lin_ctx, attproj, atty, p->attprojw + l * C1 * C, l,
+				     GPT_ATTN_PROJ, (int)BT, C, C);
+		if (rc)
+			return rc;
+		add_bias(attproj, p->attprojb + l * C1, BT, C1);
+		residual_forward(residual2, residual, attproj, (int)(BT * C));
+		layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C1,
+				  p->ln2b + l * C1, (int)BT, C);
+		rc = m->lin->forward(m->lin_ctx, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT,
+				     C, 4 * C);
+		if (rc)
+			return rc;
+		add_bias(fch, p->fcb + l * C4, BT, C4);
+		gelu_forward(fch_gelu, fch, (int)(BT * C4));
+		rc = m->lin->forward(m->lin_ctx, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l,
+				     GPT_FC_PROJ, (int)BT, 4 * C, C);
+		if (rc)
+			return rc;
+		add_bias(fcproj, p->fcprojb + l * C1, BT, C1);
+		residual_forward(residual3, residual2, fcproj, (int)(BT * C));
+	}
+	const float *residual = a->residual3 + (L - 1) * BT * C;
+	layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, (int)BT,
+			  C);
+	matmul_forward(a->logits, a->lnf, p->wte, NULL, (int)BT, C, V);
+	softmax_crossentropy_forward(a->probs, targets ? a->losses : NULL, a->logits, targets,
+				     (int)BT, V);
+	if (targets) {
+		double sum = 0.0;
+		for (size_t i = 0; i < BT; i++)
+			sum += a->losses[i];
+		m->mean_loss = (float)(sum / BT);
+		if (loss)
+			*loss = m->mean_loss;
+	} else {
+		m->mean_loss = -1.0f;
+	}
+	return CS_OK;
+}
+
+void gpt_zero_grad(gpt *m)
+{
+	memset(m->grads_memory, 0, m->num_params * sizeof(float));
+}
+
+static void add_bias_grad(float *dbias, const float *dout, size_t N, size_t OC)
+{
+	for (size_t n = 0; n < N; n++)
+		for (size_t j = 0; j < OC; j++)
+			dbias[j] += dout[n * OC + j];
+}
+
+int gpt_backward(gpt *m, float loss_scale)
+{
+	const gpt_config *c = &m->cfg;
+	int L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size;
+	int B = m->cur_B, T = m->cur_T;
+	if (m->mean_loss < 0.0f)
+		return CS_ERR_INVALID; /* no forward with targets */
+	size_t BT = (size_t)B * T, C1 = C, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C;
+	gpt_params *p = &m->params, *g = &m->grads;
+	gpt_acts *a = &m->acts;
+	int rc;
+
+	softmax_crossentropy_backward(m->dlogits, a->probs, m->targets, loss_scale / (float)BT,
+				      (int)BT, V);
+	memset(m->dln, 0, BT * C * sizeof(float));
+	matmul_backward(m->dln, g->wte, NULL, m->dlogits, a->lnf, p->wte, (int)BT, C, V);
+	memset(m->dresidual, 0, BT * C * sizeof(float));
+	const float *residual = a->residual3 + (L - 1) * BT * C;
+	layernorm_backward(m->dresidual, g->lnfw, g->lnfb, m->dln, residual, p->lnfw,
+			   a->lnf_mean, a->lnf_rstd, (int)BT, C);
+
+	for (int l = L - 1; l >= 0; l--) {
+		residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C;
+		const float *ln1 = a->ln1 + l * BT * C;
+		const float *qkv = a->qkv + l * BT * C3;
+		const float *atty = a->atty + l * BT * C;
+		const float *att = a->att + (size_t)l * B * NH * T * T;
+		const float *residual2 = a->residual2 + l * BT * C;
+		const float *ln2 = a->ln2 + l * BT * C;
+		const float *fch = a->fch + l * BT * C4;
+		const float *fch_gelu = a->fch_gelu + l * BT * C4;
+
+		/* residual3 = residual2 + fcproj: dfcproj is dresidual itself */
+		const float *dfcproj = m->dresidual;
+		add_bias_grad(g->fcprojb + l * C1, dfcproj, BT, C1);
+		rc = m->lin->backward(m->lin_ctx, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj,
+				      fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT,
+				      (int)C4, C, m->want_dense_dw);
+		if (rc)
+			return rc;
+		gelu_backward(m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
+		add_bias_grad(g->fcb + l * C4, m->dfch, BT, C4);
+		rc = m->lin->backward(m->lin_ctx, m->dln, g->fcw + l * C4 * C, m->dfch, ln2,
+				      p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, (int)C4,
+				      m->want_dense_dw);
+		if (rc)
+			return rc;
+		/* dresidual now accumulates the gradient of residual2 */
+		layernorm_backward(m->dresidual, g->ln2w + l * C1, g->ln2b + l * C1, m->dln,
+				   residual2, p->ln2w + l * C1, a->ln2_mean + l * BT,
+				   a->ln2_rstd + l * BT, (int)BT, C);
+		/* residual2 = residual + attproj: dattproj is dresidual */
+		const float *dattproj = m->dresidual;
+		add_bias_grad(g->attprojb + l * C1, dattproj, BT, C1);
+		rc = m->lin->backward(m->lin_ctx, m->datty, g->attprojw + l * C1 * C, dattproj,
+				      atty, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C,
+				      C, m->want_dense_dw);
+		if (rc)
+			return rc;
+		attention_backward(m->dqkv, m->datty, qkv, att, m->datt, B, T, C, NH);
+		add_bias_grad(g->qkvb + l * C3, m->dqkv, BT, C3);
+		rc = m->lin->backward(m->lin_ctx, m->dln, g->qkvw + l * C3 * C, m->dqkv, ln1,
+				      p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, (int)C3,
+				      m->want_dense_dw);
+		if (rc)
+			return rc;
+		layernorm_backward(m->dresidual, g->ln1w + l * C1, g->ln1b + l * C1, m->dln,
+				   residual, p->ln1w + l * C1, a->ln1_mean + l * BT,
+				   a->ln1_rstd + l * BT, (int)BT, C);
+	}
+	encoder_backward(g->wte, g->wpe, m->dresidual, m->inputs, B, T, C);
+	return CS_OK;
+}

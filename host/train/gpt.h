@@ -1,0 +1,200 @@
+/*
+ * gpt.h - the GPT-2 style decoder that `cshost train` trains, llm.c-style.
+ *
+ * Token and learned position embeddings, pre-LayerNorm blocks (causal multi-head attention,
+ * GELU-tanh MLP), final LayerNorm, LM head tied to the token embedding. All state is fp32
+ * on the host. The four projections of each block (attn.qkv, attn.proj, mlp.fc, mlp.proj)
+ * call a pluggable linear-layer hook (gpt_linear_ops) so that they can run on the device
+ * (host/train/train_device.c) or as dense OpenBLAS products on the host (the default).
+ *
+ * Not here: the optimizer (optim.h), data (data.h), masks (train_sparsity.h).
+ */
+#ifndef CS_TRAIN_GPT_H
+#define CS_TRAIN_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gpt_config {
+	int n_layer;    /* L */
+	int n_head;     /* NH */
+	int n_embd;     /* C, divisible by NH */
+	int block_size; /* maximum context T */
+	int vocab_size; /* V */
+} gpt_config;
+
+/* The projections of one block, in data-flow order. */
+enum gpt_proj { GPT_QKV = 0, GPT_ATTN_PROJ = 1, GPT_FC = 2, GPT_FC_PROJ = 3, GPT_NPROJ = 4 };
+
+/* One named parameter tensor (names as the sparsity configs match them). */
+typedef struct gpt_tensor {
+	char name[64];  /* "h.0.attn.qkv.weight" */
+	int ndim;
+	int shape[2];
+	size_t numel;
+	size_t offset;  /* into gpt.params / gpt.grads */
+	int layer;      /* block index, or -1 */
+	int proj;       /* enum gpt_proj for projection weights, else -1 */
+} gpt_tensor;
+
+/*
+ * Linear-layer hook for the projections: y [BT, OC] = x [BT, IC] W^T (no bias; the model
+ * adds it). backward overwrites dx = dy W and accumulates dw += dy^T x into the dense grad
+ * buffer (a sparse implementation touches only the nonzero positions). want_dense_dw asks
+ * for the full dense dW (sparsity growth steps).
+ */
+typedef struct gpt_linear_ops {
+	int (*forward)(void *ctx, float *y, const float *x, const float *w, int layer, int proj,
+		       int BT, int IC, int OC);
+	int (*backward)(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+			const float *w, int layer, int proj, int BT, int IC, int OC,
+			int want_dense_dw);
+} gpt_linear_ops;
+
+/* llm.c layout: each parameter kind is one array over the layers. */
+enum {
+	P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB, P_LN2W, P_LN2B,
+	P_FCW, P_FCB, P_FCPROJW, P_FCPROJB, P_LNFW, P_LNFB, P_NKINDS
+};
+
+typedef struct gpt_params {
+	float *wte;       /* [V, C] */
+	float *wpe;       /* [maxT, C] */
+	float *ln1w;      /* [L, C] */
+	float *ln1b;      /* [L, C] */
+	float *qkvw;      /* [L, 3C, C] */
+	float *qkvb;      /* [L, 3C] */
+	float *attprojw;  /* [L, C, C] */
+	float *attprojb;  /* [L, C] */
+	float *ln2w;      /* [L, C] */
+	float *ln2b;      /* [L, C] */
+	float *fcw;       /* [L, 4C, C] */
+	float *fcb;       /* [L, 4C] */
+	float *fcprojw;   /* [L, C, 4C] */
+	float *fcprojb;   /* [L, C] */
+	float *lnfw;      /* [C] */
+	float *lnfb;      /* [C] */
+} gpt_params;
+
+typedef struct gpt_acts {
+	float *encoded;   /* [B, T, C] */
+	float *ln1;       /* [L, B, T, C] */
+	float *ln1_mean;  /* [L, B, T] */
+	float *ln1_rstd;  /* [L, B, T] */
+	float *qkv;       /* [L, B, T, 3C] */
+	float *atty;      /* [L, B, T, C] */
+	float *att;       /* [L, B, NH, T, T] softmax probabilities, zero above the diagonal */
+	float *attproj;   /* [L, B, T, C] */
+	float *residual2; /* [L, B, T, C] */
+	float *ln2;       /* [L, B, T, C] */
+	float *ln2_mean;  /* [L, B, T] */
+	float *ln2_rstd;  /* [L, B, T] */
+	float *fch;       /* [L, B, T, 4C] */
+	float *fch_gelu;  /* [L, B, T, 4C] */
+	float *fcproj;    /* [L, B, T, C] */
+	float *residual3; /* [L, B, T, C] */
+	float *lnf;       /* [B, T, C] */
+	float *lnf_mean;  /* [B, T] */
+	float *lnf_rstd;  /* [B, T] */
+	float *logits;    /* [B, T, V] */
+	float *probs;     /* [B, T, V] */
+	float *losses;    /* [B, T] */
+} gpt_acts;
+
+typedef struct gpt {
+	gpt_config cfg;
+	/* parameters: one contiguous fp32 buffer, and the same layout for the gradients */
+	size_t num_params;
+	float *params_memory;
+	float *grads_memory;
+	gpt_params params, grads;
+	int num_tensors;
+	gpt_tensor *tensors;
+	/* activations for batch B x T (allocated at create; forward may use smaller B, T) */
+	int B, T;
+	float *acts_memory;
+	gpt_acts acts;
+	/* backward scratch, one block's worth, reused layer by layer */
+	float *bwd_memory;
+	float *dresidual;       /* [B, T, C] gradient of the residual stream */
+	float *dln;             /* [B, T, C] */
+	float *dqkv;            /* [B, T, 3C] */
+	float *datty;           /* [B, T, C] */
+	float *dfch;            /* [B, T, 4C] */
+	float *dfch_gelu;       /* [B, T, 4C] */
+	float *dlogits;         /* [B, T, V] */
+	float *datt;            /* [T, T] attention scratch */
+	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
+	int cur_B, cur_T;
+	float mean_loss;        /* of the last forward with targets, else -1 */
+	/* projections */
+	const gpt_linear_ops *lin;
+	void *lin_ctx;
+	int want_dense_dw;      /* passed through to lin->backward for the next backward */
+} gpt;
+
+/* Allocate a model for batches up to B x T (T <= block_size). Parameters are zero. */
+int gpt_create(gpt *m, const gpt_config *cfg, int B, int T);
+void gpt_free(gpt *m);
+/* GPT-2 init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), LayerNorm 1/0, biases
+ * 0. Deterministic in seed. */
+void gpt_init_params(gpt *m, uint64_t seed);
+/* Index of a tensor by name, or -1. */
+int gpt_find_tensor(const gpt *m, const char *name);
+/* Check a config's sizes; on error write a message naming the key. */
+int gpt_config_check(const gpt_config *cfg, char *err, size_t errlen);
+
+/* Forward over inputs [B, T] (token ids < V). targets [B, T] may be NULL (logits only);
+ * with targets, the mean loss is returned in *loss. */
+int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, float *loss);
+void gpt_zero_grad(gpt *m);
+/* Backward of the last forward (with targets), accumulating into m->grads, scaled so that
+ * the gradient is that of (mean loss) * loss_scale (1/grad_accum for accumulation). */
+int gpt_backward(gpt *m, float loss_scale);
+
+/* Dense host projection (OpenBLAS sgemm), the default hook. */
+extern const gpt_linear_ops gpt_linear_host;
+
+/* ---- layers (outputs, inputs, sizes), also used by the tests ---------------------------- */
+void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B,
+		     int T, int C);
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B,
+		      int T, int C);
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+		       const float *weight, const float *bias, int N, int C);
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+			const float *inp, const float *weight, const float *mean,
+			const float *rstd, int N, int C);
+/* out [N, OC] = inp [N, C] weight^T [C, OC] + bias [OC] (bias may be NULL) */
+void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+		    int N, int C, int OC);
+void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+		     const float *inp, const float *weight, int N, int C, int OC);
+/* plain-loop reference of matmul_forward/backward (tests compare them) */
+void matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
+			int N, int C, int OC);
+void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout,
+			 const float *inp, const float *weight, int N, int C, int OC);
+/* out [B, T, C] from qkv [B, T, 3C]; att [B, NH, T, T] softmax probabilities */
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+/* dqkv [B, T, 3C] is overwritten; scratch [T, T] */
+void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+			float *scratch, int B, int T, int C, int NH);
+void attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C,
+			   int NH);
+void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
+			    const float *att, int B, int T, int C, int NH);
+/* tanh as GELU computes it (fast, vectorizable) */
+float gelu_tanhf(float y);
+void gelu_forward(float *out, const float *inp, int N);
+void gelu_backward(float *dinp, const float *inp, const float *dout, int N);
+void residual_forward(float *out, const float *inp1, const float *inp2, int N);
+void residual_backward(float *dinp1, float *dinp2, const float *dout, int N);
+/* probs [N, V] = softmax(logits); losses [N] = -log probs[target] */
+void softmax_crossentropy_forward(float *probs, float *losses, const float *logits,
+				  const int *targets, int N, int V);
+/* dlogits = (probs - onehot(target)) * dloss */
+void softmax_crossentropy_backward(float *dlogits, const float *probs, const int *targets,
+				   float dloss, int N, int V);
+
+#endif /* CS_TRAIN_GPT_H */

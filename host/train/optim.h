@@ -1,0 +1,24 @@
+/*
+ * optim.h - AdamW with decoupled weight decay, global-norm gradient clipping and the
+ * warm-up + cosine learning-rate schedule, over fp32 master weights.
+ * Not here: which tensors decay (the trainer passes wd = 0 for vectors) and masks.
+ */
+#ifndef CS_TRAIN_OPTIM_H
+#define CS_TRAIN_OPTIM_H
+
+#include <stddef.h>
+
+/* Learning rate of 0-based step s of `steps`: linear warm-up over warmup steps to lr (step
+ * s uses lr * (s+1) / warmup), then cosine decay from lr to min_lr at the last step. */
+double lr_schedule(long s, long steps, long warmup, double lr, double min_lr);
+/* sqrt(sum g^2), accumulated in double. */
+double grad_global_norm(const float *g, size_t n);
+/* g *= scale */
+void grad_scale(float *g, size_t n, float scale);
+/* One AdamW step (t >= 1 is the count of steps including this one):
+ *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
+ *   w -= lr * (m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + wd * w)           */
+void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float lr,
+		  float beta1, float beta2, float eps, float wd, long t);
+
+#endif /* CS_TRAIN_OPTIM_H */

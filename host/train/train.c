@@ -1,0 +1,875 @@
+/* train.c - the trainer and a whole training run (see train.h). */
+#include "train/train.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cs_error.h"
+#include "train/atomic_file.h"
+#include "train/ckpt.h"
+#include "train/optim.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* ---- trainer ------------------------------------------------------------------------ */
+
+int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	t->cfg = *cfg; /* takes the document */
+	memset(cfg, 0, sizeof *cfg);
+	train_config *c = &t->cfg;
+	int rc;
+	if (need_data) {
+		char cache[TC_PATH_MAX + 16];
+		if (c->data_cache_dir[0])
+			snprintf(cache, sizeof cache, "%s", c->data_cache_dir);
+		else
+			snprintf(cache, sizeof cache, "%s/cache", c->out_dir);
+		rc = td_load(&t->data, c->data_path, cache, c->val_fraction, c->model.block_size,
+			     err, errlen);
+		if (rc)
+			goto out_free;
+		t->have_data = 1;
+	}
+	rc = gpt_create(&t->model, &c->model, c->batch_size, c->model.block_size);
+	if (rc) {
+		snprintf(err, errlen, "%s: model: cannot allocate %s (n_layer %d, n_embd %d)",
+			 c->file, cs_strerror(rc), c->model.n_layer, c->model.n_embd);
+		goto out_free;
+	}
+	gpt_init_params(&t->model, c->seed);
+	size_t P = t->model.num_params;
+	t->adam_m = calloc(P, sizeof(float));
+	t->adam_v = calloc(P, sizeof(float));
+	size_t BT = (size_t)c->batch_size * c->model.block_size;
+	t->inputs = malloc(BT * sizeof(int));
+	t->targets = malloc(BT * sizeof(int));
+	if (!t->adam_m || !t->adam_v || !t->inputs || !t->targets) {
+		rc = CS_ERR_NO_MEM;
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	rc = ts_create(&t->ts, c, &t->model, t->adam_m, t->adam_v, c->steps, err, errlen);
+	if (rc)
+		goto out_free;
+	if (!tc_dense_on_host(c, ts_enabled(t->ts))) {
+		char uri[64];
+		tc_device_uri(c, uri, sizeof uri);
+		rc = td_dev_open(&t->dev, uri, &t->model, t->ts, err, errlen);
+		if (rc)
+			goto out_free;
+		t->model.lin = &train_device_linear_ops;
+		t->model.lin_ctx = t->dev;
+	}
+	t->rng = c->seed ^ 0x5851f42d4c957f2dull;
+	return CS_OK;
+out_free:
+	trainer_free(t);
+	return rc;
+}
+
+void trainer_free(trainer *t)
+{
+	td_dev_close(t->dev);
+	ts_free(t->ts);
+	gpt_free(&t->model);
+	if (t->have_data)
+		td_free(&t->data);
+	free(t->adam_m);
+	free(t->adam_v);
+	free(t->inputs);
+	free(t->targets);
+	tc_free(&t->cfg);
+	memset(t, 0, sizeof *t);
+}
+
+static int lin_error(trainer *t, int rc, const char *what, char *err, size_t errlen)
+{
+	if (t->dev)
+		snprintf(err, errlen, "device: %s failed at step %ld: %s (%s)", what, t->step + 1,
+			 cs_strerror(rc), td_dev_last_error(t->dev));
+	else
+		snprintf(err, errlen, "%s failed at step %ld: %s", what, t->step + 1,
+			 cs_strerror(rc));
+	return rc;
+}
+
+int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
+{
+	const train_config *c = &t->cfg;
+	gpt *m = &t->model;
+	int B = c->batch_size, T = c->model.block_size;
+	long step = t->step;
+	double t0 = now_s();
+	memset(s, 0, sizeof *s);
+	s->lr = lr_schedule(step, c->steps, c->warmup_steps, c->lr, c->min_lr);
+	m->want_dense_dw = ts_wants_dense_grad(t->ts, step);
+	gpt_zero_grad(m);
+	double loss_sum = 0.0;
+	for (int micro = 0; micro < c->grad_accum; micro++) {
+		float loss;
+		td_train_batch(&t->data, c->seed, step, micro, B, T, t->inputs, t->targets);
+		int rc = gpt_forward(m, t->inputs, t->targets, B, T, &loss);
+		if (rc)
+			return lin_error(t, rc, "forward", err, errlen);
+		rc = gpt_backward(m, 1.0f / (float)c->grad_accum);
+		if (rc)
+			return lin_error(t, rc, "backward", err, errlen);
+		loss_sum += loss;
+	}
+	s->loss = (float)(loss_sum / c->grad_accum);
+	if (!isfinite(s->loss)) {
+		snprintf(err, errlen, "training diverged at step %ld (loss %g): lower train.lr "
+			 "(%g)", step + 1, s->loss, c->lr);
+		return CS_ERR_RANGE;
+	}
+	int rc = ts_mask_grads(t->ts, step);
+	if (rc < 0)
+		return rc;
+	s->grad_norm = grad_global_norm(m->grads_memory, m->num_params);
+	if (c->grad_clip > 0.0 && s->grad_norm > c->grad_clip)
+		grad_scale(m->grads_memory, m->num_params, (float)(c->grad_clip / s->grad_norm));
+	ts_flops_step(t->ts, step, T, B * c->grad_accum);
+	if (!ts_skip_optimizer(t->ts, step)) {
+		for (int i = 0; i < m->num_tensors; i++) {
+			const gpt_tensor *g = &m->tensors[i];
+			float wd = g->ndim >= 2 ? (float)c->weight_decay : 0.0f;
+			adamw_update(m->params_memory + g->offset, t->adam_m + g->offset,
+				     t->adam_v + g->offset, m->grads_memory + g->offset, g->numel,
+				     (float)s->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
+				     wd, step + 1);
+		}
+	}
+	rc = ts_after_optimizer(t->ts, step);
+	if (rc < 0) {
+		snprintf(err, errlen, "sparsity: mask update failed at step %ld: %s", step + 1,
+			 cs_strerror(rc));
+		return rc;
+	}
+	s->masks_changed = rc;
+	if (t->dev) {
+		rc = td_dev_sync(t->dev, s->masks_changed, err, errlen);
+		if (rc)
+			return rc;
+		td_dev_counters(t->dev, &s->device_cycles, &s->device_utilization);
+	}
+	t->step++;
+	s->ms = (now_s() - t0) * 1e3;
+	return CS_OK;
+}
+
+int trainer_eval(trainer *t, float *val_loss, char *err, size_t errlen)
+{
+	const train_config *c = &t->cfg;
+	int B = c->batch_size, T = c->model.block_size;
+	double sum = 0.0;
+	for (int i = 0; i < c->eval_batches; i++) {
+		float loss;
+		td_val_batch(&t->data, i, c->eval_batches, B, T, t->inputs, t->targets);
+		int rc = gpt_forward(&t->model, t->inputs, t->targets, B, T, &loss);
+		if (rc)
+			return lin_error(t, rc, "eval forward", err, errlen);
+		sum += loss;
+	}
+	*val_loss = (float)(sum / c->eval_batches);
+	return CS_OK;
+}
+
+/* ---- checkpoints -------------------------------------------------------------------- */
+
+static char *resolved_text(const train_config *c, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	tc_write_resolved(c, f);
+	fclose(f);
+	return buf;
+}
+
+int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
+{
+	gpt *m = &t->model;
+	int n = 0, cap = 3 * m->num_tensors + 2, rc;
+	ck_record *r = calloc(cap, sizeof *r);
+	size_t cfg_len = 0, sp_len = 0;
+	char *cfg_text = resolved_text(&t->cfg, &cfg_len);
+	uint8_t *sp_buf = NULL;
+	if (!r || !cfg_text) {
+		rc = CS_ERR_NO_MEM;
+		goto out_free;
+	}
+	rc = ts_save(t->ts, &sp_buf, &sp_len);
+	if (rc) {
+		snprintf(err, errlen, "sparsity: cannot save state: %s", cs_strerror(rc));
+		goto out_free;
+	}
+	r[n++] = (ck_record){ .name = "config", .kind = CK_BYTES, .nbytes = cfg_len,
+			      .data = cfg_text };
+	const char *pre[3] = { "param/", "adam_m/", "adam_v/" };
+	float *base[3] = { m->params_memory, t->adam_m, t->adam_v };
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < m->num_tensors; i++) {
+			ck_record *x = &r[n++];
+			snprintf(x->name, sizeof x->name, "%s%s", pre[k], m->tensors[i].name);
+			x->kind = CK_F32;
+			x->nbytes = m->tensors[i].numel * sizeof(float);
+			x->data = base[k] + m->tensors[i].offset;
+		}
+	if (sp_len)
+		r[n++] = (ck_record){ .name = "sparsity/state", .kind = CK_BYTES, .nbytes = sp_len,
+				      .data = sp_buf };
+	ck_header h = { .version = CK_VERSION, .model = m->cfg, .step = t->step,
+			.seed = t->cfg.seed, .rng_state = t->rng };
+	rc = ck_save(path, &h, r, n, err, errlen);
+out_free:
+	free(r);
+	free(cfg_text);
+	free(sp_buf);
+	return rc;
+}
+
+static int load_tensor(const ck_file *f, const char *pre, const gpt_tensor *g, float *dst,
+		       int required, const char *path, char *err, size_t errlen)
+{
+	char name[128];
+	snprintf(name, sizeof name, "%s%s", pre, g->name);
+	const ck_record *r = ck_find(f, name);
+	if (!r) {
+		if (!required) {
+			memset(dst, 0, g->numel * sizeof(float));
+			return CS_OK;
+		}
+		snprintf(err, errlen, "%s: checkpoint has no %s", path, name);
+		return CS_ERR_FORMAT;
+	}
+	if (r->kind != CK_F32 || r->nbytes != g->numel * sizeof(float)) {
+		snprintf(err, errlen, "%s: %s has %llu bytes, the model needs %zu", path, name,
+			 (unsigned long long)r->nbytes, g->numel * sizeof(float));
+		return CS_ERR_FORMAT;
+	}
+	memcpy(dst, r->data, r->nbytes);
+	return CS_OK;
+}
+
+int trainer_load(trainer *t, const char *path, char *err, size_t errlen)
+{
+	ck_file f;
+	int rc = ck_load(path, &f, err, errlen);
+	if (rc)
+		return rc;
+	gpt *m = &t->model;
+	rc = ck_check_model(&f, &m->cfg, path, err, errlen);
+	if (rc)
+		goto out_free;
+	int nan = (f.hdr.flags & CK_FLAG_NAN_PRUNED) != 0;
+	for (int i = 0; i < m->num_tensors && !rc; i++) {
+		const gpt_tensor *g = &m->tensors[i];
+		rc = load_tensor(&f, "param/", g, m->params_memory + g->offset, 1, path, err,
+				 errlen);
+		if (!rc)
+			rc = load_tensor(&f, "adam_m/", g, t->adam_m + g->offset, !nan, path, err,
+					 errlen);
+		if (!rc)
+			rc = load_tensor(&f, "adam_v/", g, t->adam_v + g->offset, !nan, path, err,
+					 errlen);
+	}
+	if (rc)
+		goto out_free;
+	const ck_record *sp = ck_find(&f, "sparsity/state");
+	if (sp) {
+		char e2[400];
+		rc = ts_load(t->ts, sp->data, sp->nbytes, e2, sizeof e2);
+		if (rc) {
+			snprintf(err, errlen, "%s: %s", path, e2);
+			goto out_free;
+		}
+	}
+	if (nan) {
+		/* setting one tensor's mask may re-apply the others' (still the init masks) to
+		 * the model's buffers: read every mask from a pristine copy, then put the
+		 * finite weights back */
+		float *copy = malloc(m->num_params * sizeof(float));
+		if (!copy) {
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+		memcpy(copy, m->params_memory, m->num_params * sizeof(float));
+		for (int i = 0; i < m->num_tensors && !rc; i++)
+			rc = ts_nan_import(t->ts, i, copy + m->tensors[i].offset);
+		for (size_t j = 0; j < m->num_params; j++)
+			m->params_memory[j] = isfinite(copy[j]) ? copy[j] : 0.0f;
+		free(copy);
+	}
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot import NaN-pruned weights", path);
+		goto out_free;
+	}
+	ts_apply(t->ts);
+	t->step = (long)f.hdr.step;
+	t->rng = f.hdr.rng_state;
+	if (t->dev)
+		rc = td_dev_sync(t->dev, -1, err, errlen);
+out_free:
+	ck_free(&f);
+	return rc;
+}
+
+int trainer_config_from_ckpt(train_config *cfg, const char *ckpt, char *const *overrides,
+			     int n_overrides, char *err, size_t errlen)
+{
+	ck_file f;
+	int rc = ck_load(ckpt, &f, err, errlen);
+	if (rc)
+		return rc;
+	const ck_record *r = ck_find(&f, "config");
+	if (!r) {
+		snprintf(err, errlen, "%s: checkpoint has no config record", ckpt);
+		ck_free(&f);
+		return CS_ERR_FORMAT;
+	}
+	char *text = malloc(r->nbytes + 1);
+	if (!text) {
+		ck_free(&f);
+		return CS_ERR_NO_MEM;
+	}
+	memcpy(text, r->data, r->nbytes);
+	text[r->nbytes] = 0;
+	char name[TC_PATH_MAX + 16];
+	snprintf(name, sizeof name, "%s[config]", ckpt);
+	rc = tc_load(cfg, name, text, overrides, n_overrides, err, errlen);
+	free(text);
+	if (!rc)
+		rc = ck_check_model(&f, &cfg->model, ckpt, err, errlen);
+	if (rc && cfg->doc_loaded)
+		tc_free(cfg);
+	ck_free(&f);
+	return rc;
+}
+
+/* Export / import go through a trainer so that masks come from the sparsity state. */
+static int nan_convert(const char *in, const char *out, int to_nan, char *err, size_t errlen)
+{
+	train_config cfg;
+	char *const ov[] = { "device.kind=cpu", "device.dense_on_host=true" };
+	int rc = trainer_config_from_ckpt(&cfg, in, ov, 2, err, errlen);
+	if (rc)
+		return rc;
+	trainer t;
+	rc = trainer_init(&t, &cfg, 0, err, errlen);
+	if (rc)
+		return rc;
+	rc = trainer_load(&t, in, err, errlen);
+	if (rc)
+		goto out_free;
+	if (!to_nan) {
+		rc = trainer_save(&t, out, err, errlen);
+		goto out_free;
+	}
+	gpt *m = &t.model;
+	ck_record *r = calloc(m->num_tensors + 1, sizeof *r);
+	size_t cfg_len;
+	char *cfg_text = resolved_text(&t.cfg, &cfg_len);
+	float *w = malloc(m->num_params * sizeof(float));
+	if (!r || !cfg_text || !w) {
+		free(r);
+		free(cfg_text);
+		free(w);
+		rc = CS_ERR_NO_MEM;
+		goto out_free;
+	}
+	memcpy(w, m->params_memory, m->num_params * sizeof(float));
+	int n = 0;
+	r[n++] = (ck_record){ .name = "config", .kind = CK_BYTES, .nbytes = cfg_len,
+			      .data = cfg_text };
+	for (int i = 0; i < m->num_tensors; i++) {
+		ts_nan_export(t.ts, i, w + m->tensors[i].offset);
+		ck_record *x = &r[n++];
+		snprintf(x->name, sizeof x->name, "param/%s", m->tensors[i].name);
+		x->kind = CK_F32;
+		x->nbytes = m->tensors[i].numel * sizeof(float);
+		x->data = w + m->tensors[i].offset;
+	}
+	ck_header h = { .version = CK_VERSION, .flags = CK_FLAG_NAN_PRUNED, .model = m->cfg,
+			.step = t.step, .seed = t.cfg.seed, .rng_state = t.rng };
+	rc = ck_save(out, &h, r, n, err, errlen);
+	free(r);
+	free(cfg_text);
+	free(w);
+out_free:
+	trainer_free(&t);
+	return rc;
+}
+
+int train_export_nan(const char *ckpt_in, const char *out, char *err, size_t errlen)
+{
+	return nan_convert(ckpt_in, out, 1, err, errlen);
+}
+
+int train_import_nan(const char *ckpt_in, const char *out, char *err, size_t errlen)
+{
+	return nan_convert(ckpt_in, out, 0, err, errlen);
+}
+
+/* ---- sampling ----------------------------------------------------------------------- */
+
+int trainer_sample(trainer *t, const uint8_t *prompt, size_t plen, int n, float temperature,
+		   uint8_t *out, char *err, size_t errlen)
+{
+	gpt *m = &t->model;
+	int maxT = m->T, V = m->cfg.vocab_size;
+	int *ctx = malloc(sizeof(int) * ((size_t)plen + n + 1));
+	if (!ctx)
+		return CS_ERR_NO_MEM;
+	size_t len = 0;
+	for (size_t i = 0; i < plen; i++)
+		ctx[len++] = prompt[i];
+	if (len == 0)
+		ctx[len++] = '\n';
+	for (int k = 0; k < n; k++) {
+		int T = len < (size_t)maxT ? (int)len : maxT;
+		const int *win = ctx + len - T;
+		int rc = gpt_forward(m, win, NULL, 1, T, NULL);
+		if (rc) {
+			free(ctx);
+			return lin_error(t, rc, "sampling forward", err, errlen);
+		}
+		const float *logits = m->acts.logits + (size_t)(T - 1) * V;
+		int next = 0;
+		if (temperature <= 0.0f) {
+			for (int i = 1; i < 256; i++)
+				if (logits[i] > logits[next])
+					next = i;
+		} else {
+			/* softmax over the byte tokens at this temperature */
+			double maxv = -INFINITY, sum = 0.0, p[256];
+			for (int i = 0; i < 256; i++)
+				if (logits[i] > maxv)
+					maxv = logits[i];
+			for (int i = 0; i < 256; i++)
+				sum += p[i] = exp((logits[i] - maxv) / temperature);
+			double u = (double)(rng_next(&t->rng) >> 11) / 9007199254740992.0 * sum;
+			double acc = 0.0;
+			next = 255;
+			for (int i = 0; i < 256; i++) {
+				acc += p[i];
+				if (u < acc) {
+					next = i;
+					break;
+				}
+			}
+		}
+		ctx[len++] = next;
+		out[k] = (uint8_t)next;
+	}
+	free(ctx);
+	return CS_OK;
+}
+
+/* ---- a run -------------------------------------------------------------------------- */
+
+static int is_ckpt_name(const char *nm, long *step)
+{
+	char tail;
+	return sscanf(nm, "ckpt-%ld.bi%c", step, &tail) == 2 && tail == 'n' &&
+	       strlen(nm) == strlen("ckpt-00000000.bin");
+}
+
+/* Checkpoints of a run directory, newest first (the newest cap of them in steps[]). */
+static int list_ckpts(const char *dir, long *steps, int cap)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		long s;
+		if (!is_ckpt_name(e->d_name, &s))
+			continue;
+		/* insert in descending order, dropping what falls past cap */
+		int i = n < cap ? n++ : cap;
+		while (i > 0 && steps[i - 1] < s) {
+			if (i < cap)
+				steps[i] = steps[i - 1];
+			i--;
+		}
+		if (i < cap)
+			steps[i] = s;
+	}
+	closedir(d);
+	return n;
+}
+
+static void ckpt_path(char *buf, size_t len, const char *dir, long step)
+{
+	snprintf(buf, len, "%s/ckpt-%08ld.bin", dir, step);
+}
+
+static const char *const run_files[] = { "config.yaml", "metrics.jsonl", "sample.txt",
+					 "summary.json", "sparsity_flops.json" };
+
+static int run_dir_used(const char *dir)
+{
+	long s[1];
+	if (list_ckpts(dir, s, 1))
+		return 1;
+	for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++) {
+		char p[TC_PATH_MAX + 200];
+		snprintf(p, sizeof p, "%s/%s", dir, run_files[i]);
+		if (access(p, F_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* --force: remove what an earlier run wrote (only our own files). */
+static void clear_run_dir(const char *dir)
+{
+	long steps[4096];
+	int n = list_ckpts(dir, steps, 4096);
+	char p[TC_PATH_MAX + 200];
+	for (int i = 0; i < n; i++) {
+		ckpt_path(p, sizeof p, dir, steps[i]);
+		unlink(p);
+	}
+	for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, run_files[i]);
+		unlink(p);
+	}
+}
+
+/* On resume: keep only metrics lines up to the checkpoint's step (atomically). */
+static int trim_metrics(const char *path, long step)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return CS_OK;
+	af_file a;
+	if (af_open(&a, path)) {
+		fclose(f);
+		return CS_ERR_IO;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		const char *s = strstr(line, "\"step\":");
+		long v = s ? strtol(s + 7, NULL, 10) : 0;
+		if (v <= step)
+			fputs(line, a.f);
+	}
+	free(line);
+	fclose(f);
+	return af_commit(&a);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void write_metrics(FILE *f, trainer *t, const train_step_stats *s, double tok_s)
+{
+	fprintf(f, "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, "
+		   "\"sparsity\": %.6f, \"sparsity_all_params\": %.6f, \"layer_sparsity\": {",
+		t->step, s->loss, s->lr, s->grad_norm, ts_sparsity(t->ts), ts_sparsity_all(t->ts));
+	int first = 1;
+	for (int i = 0; i < t->model.num_tensors; i++) {
+		if (!ts_mask(t->ts, i))
+			continue;
+		fprintf(f, "%s\"%s\": %.6f", first ? "" : ", ", t->model.tensors[i].name,
+			ts_tensor_sparsity(t->ts, i));
+		first = 0;
+	}
+	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"device_cycles\": %llu, "
+		   "\"device_utilization\": %.4f, \"masks_changed\": %d}\n",
+		tok_s, s->ms, (unsigned long long)s->device_cycles, s->device_utilization,
+		s->masks_changed);
+	fflush(f);
+}
+
+static int save_ckpt(trainer *t, const char *dir, char *err, size_t errlen)
+{
+	char p[TC_PATH_MAX + 200];
+	ckpt_path(p, sizeof p, dir, t->step);
+	int rc = trainer_save(t, p, err, errlen);
+	if (rc)
+		return rc;
+	long steps[4096];
+	int n = list_ckpts(dir, steps, 4096);
+	for (int i = t->cfg.keep_ckpts; i < n; i++) {
+		ckpt_path(p, sizeof p, dir, steps[i]);
+		unlink(p);
+	}
+	return CS_OK;
+}
+
+static void fmt_eta(char *buf, size_t len, double s)
+{
+	long x = (long)(s + 0.5);
+	if (x >= 3600)
+		snprintf(buf, len, "%ld:%02ld:%02ld", x / 3600, x / 60 % 60, x % 60);
+	else
+		snprintf(buf, len, "%ld:%02ld", x / 60, x % 60);
+}
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
+{
+	FILE *out = o->out ? o->out : stderr;
+	memset(res, 0, sizeof *res);
+	train_config cfg;
+	int rc = tc_load(&cfg, o->config_path, NULL, o->overrides, o->n_overrides, err, errlen);
+	if (rc)
+		return rc;
+	char dir[TC_PATH_MAX + 160];
+	snprintf(dir, sizeof dir, "%s/%s", cfg.out_dir, cfg.name);
+	snprintf(res->run_dir, sizeof res->run_dir, "%s", dir);
+	if (o->resume && o->force) {
+		snprintf(err, errlen, "--resume and --force exclude each other");
+		tc_free(&cfg);
+		return CS_ERR_INVALID;
+	}
+	/* everything that can be wrong with the input is checked before a file is touched */
+	int used = run_dir_used(dir);
+	if (used && !o->resume && !o->force) {
+		snprintf(err, errlen, "%s: run directory exists; use --resume to continue it or "
+			 "--force to start over", dir);
+		tc_free(&cfg);
+		return CS_ERR_EXISTS;
+	}
+	long steps[1];
+	char ck[TC_PATH_MAX + 200] = "";
+	if (o->resume) {
+		if (!list_ckpts(dir, steps, 1)) {
+			snprintf(err, errlen, "%s: no checkpoint to resume from", dir);
+			tc_free(&cfg);
+			return CS_ERR_NOT_FOUND;
+		}
+		ckpt_path(ck, sizeof ck, dir, steps[0]);
+	}
+	trainer t;
+	rc = trainer_init(&t, &cfg, 1, err, errlen);
+	if (rc)
+		return rc;
+	const train_config *c = &t.cfg;
+	if (ck[0]) {
+		rc = trainer_load(&t, ck, err, errlen);
+		if (rc)
+			goto out_free;
+		if (t.step > c->steps) {
+			snprintf(err, errlen, "%s: checkpoint is at step %ld, past train.steps %d "
+				 "(raise it with train.steps=N)", ck, t.step, c->steps);
+			rc = CS_ERR_INVALID;
+			goto out_free;
+		}
+	}
+	if (af_mkdirs(dir)) {
+		snprintf(err, errlen, "%s: cannot create run directory: %s", dir, strerror(errno));
+		rc = CS_ERR_IO;
+		goto out_free;
+	}
+	if (o->force && used)
+		clear_run_dir(dir);
+	char p[TC_PATH_MAX + 200];
+	snprintf(p, sizeof p, "%s/config.yaml", dir);
+	af_file a;
+	if (af_open(&a, p) || tc_write_resolved(c, a.f) || af_commit(&a)) {
+		snprintf(err, errlen, "%s: cannot write", p);
+		rc = CS_ERR_IO;
+		goto out_free;
+	}
+	snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+	if (ck[0] && trim_metrics(p, t.step)) {
+		snprintf(err, errlen, "%s: cannot rewrite", p);
+		rc = CS_ERR_IO;
+		goto out_free;
+	}
+	FILE *mf = fopen(p, ck[0] ? "a" : "w");
+	if (!mf) {
+		snprintf(err, errlen, "%s: cannot write: %s", p, strerror(errno));
+		rc = CS_ERR_IO;
+		goto out_free;
+	}
+	int tty = o->progress >= 0 ? o->progress : isatty(fileno(out));
+	res->unigram_entropy = t.data.unigram_entropy;
+	char uri[64];
+	tc_device_uri(c, uri, sizeof uri);
+	fprintf(out, "train: %s: %d layers, %d heads, %d channels, context %d, %zu parameters; "
+		     "%s\n", dir, c->model.n_layer, c->model.n_head, c->model.n_embd,
+		c->model.block_size, t.model.num_params,
+		t.dev ? uri : "projections on the host (OpenBLAS)");
+	fprintf(out, "train: data %s: %d files, %zu tokens (%zu train, %zu val)%s; unigram "
+		     "entropy %.4f nats/byte\n", c->data_path, t.data.n_files, t.data.n_tokens,
+		t.data.n_train, t.data.n_val, t.data.cache_hit ? ", cached" : "",
+		t.data.unigram_entropy);
+	if (ts_enabled(t.ts))
+		fprintf(out, "train: sparsity %.1f%% over the sparsified tensors\n",
+			100.0 * ts_sparsity(t.ts));
+	if (ck[0])
+		fprintf(out, "train: resuming from %s (step %ld)\n", ck, t.step);
+
+	double run_t0 = now_s(), ms_sum = 0.0;
+	long start_step = t.step, steps_here = 0;
+	float val = NAN;
+	size_t tok_per_step = (size_t)c->batch_size * c->model.block_size * c->grad_accum;
+	while (t.step < c->steps) {
+		train_step_stats s;
+		rc = trainer_step(&t, &s, err, errlen);
+		if (rc)
+			goto out_close;
+		steps_here++;
+		ms_sum += s.ms;
+		double tok_s = tok_per_step / (s.ms * 1e-3);
+		res->last_loss = s.loss;
+		write_metrics(mf, &t, &s, tok_s);
+		if (c->eval_every > 0 && t.step % c->eval_every == 0 && t.step < c->steps) {
+			rc = trainer_eval(&t, &val, err, errlen);
+			if (rc)
+				goto out_close;
+			fprintf(mf, "{\"step\": %ld, \"val_loss\": %.6f, \"val_ppl\": %.4f}\n",
+				t.step, val, exp(val));
+			fflush(mf);	fprintf(out, "%sstep %ld/%d val_loss %.4f (unigram entropy %.4f)\n",
+				tty ? "\r\033[K" : "", t.step, c->steps, val,
+				t.data.unigram_entropy);
+		}
+		double avg_ms = (now_s() - run_t0) * 1e3 / steps_here;
+		char eta[32];
+		fmt_eta(eta, sizeof eta, avg_ms * 1e-3 * (c->steps - t.step));
+		if (tty) {
+			fprintf(out, "\rstep %ld/%d loss %.4f lr %.2e sparsity %.1f%% %.0f tok/s "
+				     "ETA %s\033[K", t.step, c->steps, s.loss, s.lr,
+				100.0 * ts_sparsity(t.ts), tok_s, eta);
+			fflush(out);
+		} else if (t.step % c->log_every == 0 || t.step == c->steps || t.step == 1) {
+			fprintf(out, "step %ld/%d loss %.4f lr %.2e grad_norm %.3f sparsity %.1f%% "
+				     "%.0f tok/s %.1f ms/step ETA %s\n",
+				t.step, c->steps, s.loss, s.lr, s.grad_norm,
+				100.0 * ts_sparsity(t.ts), tok_s, s.ms, eta);
+		}
+		int stopping = (o->stop && *o->stop) ||
+			       (o->stop_after > 0 && steps_here >= o->stop_after);
+		if ((c->ckpt_every > 0 && t.step % c->ckpt_every == 0) || stopping ||
+		    t.step == c->steps) {
+			rc = save_ckpt(&t, dir, err, errlen);
+			if (rc)
+				goto out_close;
+		}
+		if (stopping && t.step < c->steps) {
+			if (tty)
+				fputc('\n', out);
+			fprintf(out, "train: stopped at step %ld; checkpoint saved, continue with "
+				     "--resume\n", t.step);
+			res->interrupted = 1;
+			res->steps = t.step;
+			res->ms_per_step = ms_sum / steps_here;
+			rc = CS_ERR_INTERRUPTED;
+			goto out_close;
+		}
+	}
+	if (tty && steps_here)
+		fputc('\n', out);
+	res->steps = t.step;
+	res->ms_per_step = steps_here ? ms_sum / steps_here : 0.0;
+	res->tokens_per_s = steps_here ? tok_per_step / (res->ms_per_step * 1e-3) : 0.0;
+	rc = trainer_eval(&t, &val, err, errlen);
+	if (rc)
+		goto out_close;
+	res->val_loss = val;
+	fprintf(mf, "{\"step\": %ld, \"val_loss\": %.6f, \"val_ppl\": %.4f}\n", t.step, val,
+		exp(val));
+	fclose(mf);
+	mf = NULL;
+
+	/* the final sample, on the host (masked weights are exact zeros there too) */
+	if (c->sample_tokens > 0) {
+		const gpt_linear_ops *lin = t.model.lin;
+		t.model.lin = &gpt_linear_host;
+		uint8_t *buf = malloc(c->sample_tokens);
+		const char *prompt = "\n";
+		if (buf && trainer_sample(&t, (const uint8_t *)prompt, strlen(prompt),
+					  c->sample_tokens, (float)c->sample_temperature, buf, err,
+					  errlen) == CS_OK) {
+			snprintf(p, sizeof p, "%s/sample.txt", dir);
+			if (af_open(&a, p) == CS_OK) {
+				fwrite(buf, 1, c->sample_tokens, a.f);
+				fputc('\n', a.f);
+				af_commit(&a);
+			}
+		}
+		free(buf);
+		t.model.lin = lin;
+	}
+	if (ts_enabled(t.ts)) {
+		snprintf(p, sizeof p, "%s/sparsity_flops.json", dir);
+		if (af_open(&a, p) == CS_OK) {
+			ts_write_flops_json(t.ts, a.f);
+			af_commit(&a);
+		}
+	}
+	snprintf(p, sizeof p, "%s/summary.json", dir);
+	if (af_open(&a, p) == CS_OK) {
+		fprintf(a.f, "{\"steps\": %ld, \"loss\": %.6f, \"val_loss\": %.6f, \"val_ppl\": "
+			     "%.4f, \"unigram_entropy\": %.6f, \"below_unigram\": %s, "
+			     "\"ms_per_step\": %.3f, \"tokens_per_s\": %.1f, \"sparsity\": %.6f, "
+			     "\"wall_s\": %.2f, \"peak_rss_kb\": %ld, \"device\": ",
+			t.step, res->last_loss, val, exp(val), t.data.unigram_entropy,
+			val < t.data.unigram_entropy ? "true" : "false", res->ms_per_step,
+			res->tokens_per_s, ts_sparsity(t.ts), now_s() - run_t0, peak_rss_kb());
+		json_str(a.f, t.dev ? uri : "host");
+		fputs("}\n", a.f);
+		af_commit(&a);
+	}
+	fprintf(out, "train: done, %ld steps (%ld this run) in %.1f s, %.1f ms/step, %.0f "
+		     "tokens/s\n", t.step, t.step - start_step, now_s() - run_t0,
+		res->ms_per_step, res->tokens_per_s);
+	fprintf(out, "train: val_loss %.4f nats (ppl %.2f) %s unigram entropy %.4f nats/byte\n",
+		val, exp(val), val < t.data.unigram_entropy ? "<" : ">=",
+		t.data.unigram_entropy);
+	if (c->sample_tokens > 0)
+		fprintf(out, "train: sample in %s/sample.txt\n", dir);
+	rc = CS_OK;
+out_close:
+	if (mf)
+		fclose(mf);
+out_free:
+	trainer_free(&t);
+	return rc;
+}

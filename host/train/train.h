@@ -1,0 +1,90 @@
+/*
+ * train.h - the training loop of `cshost train`: a trainer object (model, AdamW state,
+ * sparsity, device, data) that steps, evaluates, checkpoints and resumes, and train_run,
+ * which drives a whole run in its run directory (<out_dir>/<name>: config.yaml,
+ * metrics.jsonl, ckpt-NNNNNNNN.bin, sample.txt, summary.json).
+ *
+ * Determinism: the batch of step s is a function of (seed, s); init and masks of the seed;
+ * everything else of the checkpointed state. A resumed run is bit-identical to an
+ * uninterrupted one on the same backend and thread count.
+ */
+#ifndef CS_TRAIN_TRAIN_H
+#define CS_TRAIN_TRAIN_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "train/config.h"
+#include "train/data.h"
+#include "train/gpt.h"
+#include "train/train_device.h"
+#include "train/train_sparsity.h"
+
+typedef struct trainer {
+	train_config cfg;        /* owned (tc_free at trainer_free) */
+	gpt model;
+	float *adam_m, *adam_v;  /* [num_params] */
+	train_sparsity *ts;
+	train_device *dev;       /* NULL when the projections run on the host */
+	td_data data;
+	int have_data;
+	long step;               /* optimizer steps completed */
+	uint64_t rng;            /* sampling RNG state */
+	int *inputs, *targets;   /* [B, T] */
+} trainer;
+
+typedef struct train_step_stats {
+	float loss;              /* mean over the micro-batches */
+	double lr, grad_norm;
+	double ms;               /* wall time of the step */
+	int masks_changed;
+	uint64_t device_cycles;
+	double device_utilization;
+} train_step_stats;
+
+/* Take ownership of cfg (loaded with tc_load). need_data 0 skips the corpus (sample). */
+int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t errlen);
+void trainer_free(trainer *t);
+/* One optimizer step (grad_accum micro-batches). */
+int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen);
+/* Mean validation loss over eval_batches fixed batches. */
+int trainer_eval(trainer *t, float *val_loss, char *err, size_t errlen);
+int trainer_save(trainer *t, const char *path, char *err, size_t errlen);
+/* Load weights, optimizer, sparsity state, step and RNG (the model shape must match). */
+int trainer_load(trainer *t, const char *path, char *err, size_t errlen);
+/* Generate n tokens after prompt (bytes) at temperature (0 = greedy) into out [n]. */
+int trainer_sample(trainer *t, const uint8_t *prompt, size_t plen, int n, float temperature,
+		   uint8_t *out, char *err, size_t errlen);
+/* Read the config stored in a checkpoint (for sample / eval). */
+int trainer_config_from_ckpt(train_config *cfg, const char *ckpt, char *const *overrides,
+			     int n_overrides, char *err, size_t errlen);
+/* Cerebras convention: write ckpt_in's weights with pruned entries as NaN (no optimizer
+ * or sparsity state) to out; import does the reverse (masks from the NaNs). */
+int train_export_nan(const char *ckpt_in, const char *out, char *err, size_t errlen);
+int train_import_nan(const char *ckpt_in, const char *out, char *err, size_t errlen);
+
+typedef struct train_opts {
+	const char *config_path;
+	char *const *overrides;
+	int n_overrides;
+	int resume, force;
+	int progress;                    /* 1 progress line, 0 plain lines, -1 auto (isatty) */
+	volatile sig_atomic_t *stop;     /* set asynchronously (Ctrl-C): checkpoint and stop */
+	long stop_after;                 /* tests: behave as if stopped after this many steps */
+	FILE *out;                       /* progress and summary (stderr when NULL) */
+} train_opts;
+
+typedef struct train_result {
+	long steps;                      /* completed optimizer steps */
+	float last_loss, val_loss;
+	double unigram_entropy;          /* nats per byte */
+	double ms_per_step, tokens_per_s;
+	int interrupted;
+	char run_dir[TC_PATH_MAX + 160];
+} train_result;
+
+int train_run(const train_opts *o, train_result *r, char *err, size_t errlen);
+
+#endif /* CS_TRAIN_TRAIN_H */

@@ -1,0 +1,35 @@
+# host/train/train.mk - build rules of the training loop: `make train`, its `make bench` part.
+
+# The elementwise kernels of gpt.c must vectorize (GELU's tanh was a third of a step);
+# -fno-trapping-math lets GCC if-convert the clamp in gelu_tanhf (results are unchanged).
+$(BUILD)/obj/host/train/gpt.o: CFLAGS += -O3 -fno-trapping-math
+# -fno-math-errno lets sqrtf vectorize (sqrt is correctly rounded either way).
+$(BUILD)/obj/host/train/optim.o: CFLAGS += -O3 -fno-trapping-math -fno-math-errno
+$(BUILD)/obj/host/train/gpt.o $(BUILD)/obj/host/train/optim.o: host/train/train.mk
+
+# make train: the default run (configs/tiny.yaml) in $(BUILD)/runs/<name>, started over
+# each time. TRAIN_CONFIG and TRAIN_ARGS (dotted overrides) change it.
+TRAIN_CONFIG ?= configs/tiny.yaml
+TRAIN_ARGS ?=
+.PHONY: train-impl train-bench
+train-impl: $(CSHOST)
+	$(CSHOST) train $(TRAIN_CONFIG) --force run.out_dir=$(BUILD)/runs $(TRAIN_ARGS)
+
+# make bench: ms/step, tokens/s and peak RSS of the benchmark model, one OpenBLAS thread.
+TRAIN_BENCH := $(BUILD)/bench/train_bench
+$(TRAIN_BENCH): $(BUILD)/obj/host/train/bench/train_bench.o $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+train-bench: $(TRAIN_BENCH)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(TRAIN_BENCH) configs/bench-dense.yaml \
+		$(BUILD)/bench/train.json 3 12
+
+BENCH_TARGETS += train-bench
+
+# train_device.c refers to the driver weakly (so that dense host training links while the
+# driver is absent); these make the linker pull the driver's objects from the archive when
+# they are there.
+ifneq ($(wildcard host/driver/csd.c),)
+LDFLAGS += -Wl,--undefined=csd_open -Wl,--undefined=csd_sparse_from_dense
+endif

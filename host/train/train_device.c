@@ -1,0 +1,235 @@
+/* train_device.c - GPT projections through the device API (see train_device.h). */
+#include "train/train_device.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "common/numerics.h"
+#include "driver/csd.h"
+
+/*
+ * The driver's backends land in parallel with this file; until they are linked in, these
+ * weak references let the library link (dense host training needs no device) and
+ * td_dev_open says the backend is missing.
+ */
+#pragma weak csd_open
+#pragma weak csd_close
+#pragma weak csd_get_counters
+#pragma weak csd_reset_counters
+#pragma weak csd_last_error
+#pragma weak csd_forward
+#pragma weak csd_backward
+#pragma weak csd_wgrad
+#pragma weak csd_sparse_from_dense
+#pragma weak csd_sparse_update_values
+#pragma weak csd_sparse_free
+
+struct train_device {
+	csd_dev *dev;
+	gpt *m;
+	const train_sparsity *ts;
+	int n;                 /* L * 4 projections */
+	csd_sparse *sp;        /* [L * 4] */
+	int *tensor;           /* [L * 4] model tensor index */
+	uint8_t *ones;         /* all-ones mask for dense projections */
+	uint16_t *dyb;         /* [BT, 4C] bf16 scratch */
+	/* each projection's bf16 input from its forward, reused by its weight gradient */
+	uint16_t **xb;         /* [L * 4][BT, IC] */
+	const float **xb_src;  /* the fp32 input it was rounded from */
+	int *xb_bt;            /* and its BT (0: none) */
+	float *dwnz;           /* [max nnz] */
+	size_t dwnz_cap;
+	char err[256];
+};
+
+static int build_one(train_device *d, int k)
+{
+	const gpt_tensor *t = &d->m->tensors[d->tensor[k]];
+	const uint8_t *mask = ts_mask(d->ts, d->tensor[k]);
+	csd_sparse_free(&d->sp[k]);
+	int rc = csd_sparse_from_dense(&d->sp[k], d->m->params_memory + t->offset,
+				       mask ? mask : d->ones, t->shape[0], t->shape[1]);
+	if (rc)
+		return rc;
+	if ((size_t)d->sp[k].nnz > d->dwnz_cap) {
+		float *nb = realloc(d->dwnz, sizeof(float) * (size_t)d->sp[k].nnz);
+		if (!nb)
+			return CS_ERR_NO_MEM;
+		d->dwnz = nb;
+		d->dwnz_cap = (size_t)d->sp[k].nnz;
+	}
+	return CS_OK;
+}
+
+int td_dev_open(train_device **out, const char *uri, gpt *m, const train_sparsity *ts,
+		char *err, size_t errlen)
+{
+	train_device *d = calloc(1, sizeof *d);
+	if (!d)
+		return CS_ERR_NO_MEM;
+	d->m = m;
+	d->ts = ts;
+	int L = m->cfg.n_layer, C = m->cfg.n_embd;
+	size_t BT = (size_t)m->B * m->T;
+	d->n = L * GPT_NPROJ;
+	d->sp = calloc(d->n, sizeof *d->sp);
+	d->tensor = calloc(d->n, sizeof *d->tensor);
+	d->ones = malloc((size_t)4 * C * C);
+	d->dyb = malloc(sizeof(uint16_t) * BT * 4 * C);
+	d->xb = calloc(d->n, sizeof *d->xb);
+	d->xb_src = calloc(d->n, sizeof *d->xb_src);
+	d->xb_bt = calloc(d->n, sizeof *d->xb_bt);
+	int rc = CS_ERR_NO_MEM;
+	if (!d->sp || !d->tensor || !d->ones || !d->dyb || !d->xb || !d->xb_src || !d->xb_bt)
+		goto out_free;
+	for (int k = 0; k < d->n; k++) {
+		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
+		if (!(d->xb[k] = malloc(sizeof(uint16_t) * BT * ic)))
+			goto out_free;
+	}
+	memset(d->ones, 1, (size_t)4 * C * C);
+	for (int i = 0; i < m->num_tensors; i++)
+		if (m->tensors[i].proj >= 0)
+			d->tensor[m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj] = i;
+	if (!csd_open || !csd_sparse_from_dense) {
+		snprintf(err, errlen, "device.kind: this build has no device backends (host/driver) "
+			 "yet; use device.kind: cpu with device.dense_on_host: true");
+		rc = CS_ERR_NOT_SUPPORTED;
+		goto out_free;
+	}
+	rc = csd_open(&d->dev, uri);
+	if (rc) {
+		snprintf(err, errlen, "device.kind: cannot open device '%s': %s", uri,
+			 cs_strerror(rc));
+		goto out_free;
+	}
+	for (int k = 0; k < d->n; k++) {
+		rc = build_one(d, k);
+		if (rc) {
+			snprintf(err, errlen, "device: cannot build nonzero list of %s: %s",
+				 m->tensors[d->tensor[k]].name, cs_strerror(rc));
+			goto out_free;
+		}
+	}
+	csd_reset_counters(d->dev);
+	*out = d;
+	return CS_OK;
+out_free:
+	td_dev_close(d);
+	return rc;
+}
+
+void td_dev_close(train_device *d)
+{
+	if (!d)
+		return;
+	for (int k = 0; d->sp && csd_sparse_free && k < d->n; k++)
+		csd_sparse_free(&d->sp[k]);
+	if (d->dev)
+		csd_close(d->dev);
+	free(d->sp);
+	free(d->tensor);
+	free(d->ones);
+	for (int k = 0; d->xb && k < d->n; k++)
+		free(d->xb[k]);
+	free(d->xb);
+	free(d->xb_src);
+	free(d->xb_bt);
+	free(d->dyb);
+	free(d->dwnz);
+	free(d);
+}
+
+int td_dev_sync(train_device *d, int masks_changed, char *err, size_t errlen)
+{
+	for (int k = 0; k < d->n; k++) {
+		int rc;
+		const gpt_tensor *t = &d->m->tensors[d->tensor[k]];
+		if (masks_changed < 0 || (masks_changed && ts_mask_changed(d->ts, d->tensor[k])))
+			rc = build_one(d, k);
+		else
+			rc = csd_sparse_update_values(&d->sp[k], d->m->params_memory + t->offset);
+		if (rc) {
+			snprintf(err, errlen, "device: cannot refresh %s: %s", t->name,
+				 cs_strerror(rc));
+			return rc;
+		}
+	}
+	return CS_OK;
+}
+
+void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization)
+{
+	csd_counters c;
+	*cycles = 0;
+	*utilization = 0.0;
+	if (csd_get_counters(d->dev, &c) == CS_OK) {
+		*cycles = c.cycles;
+		*utilization = c.pe_cycles ? (double)c.mac_busy / (double)c.pe_cycles : 0.0;
+	}
+	csd_reset_counters(d->dev);
+}
+
+const char *td_dev_last_error(train_device *d)
+{
+	return d->dev ? csd_last_error(d->dev) : d->err;
+}
+
+int64_t td_dev_nnz(const train_device *d, int layer, int proj)
+{
+	return d->sp[layer * GPT_NPROJ + proj].nnz;
+}
+
+static int dev_forward(void *ctx, float *y, const float *x, const float *w, int layer,
+		       int proj, int BT, int IC, int OC)
+{
+	train_device *d = ctx;
+	int k = layer * GPT_NPROJ + proj;
+	(void)w, (void)OC;
+	if (BT > d->m->B * d->m->T)
+		return CS_ERR_INVALID;
+	nm_bf16_from_f32_array(d->xb[k], x, (size_t)BT * IC);
+	d->xb_src[k] = x;
+	d->xb_bt[k] = BT;
+	return csd_forward(d->dev, y, d->xb[k], &d->sp[k], BT);
+}
+
+static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+			const float *w, int layer, int proj, int BT, int IC, int OC,
+			int want_dense_dw)
+{
+	train_device *d = ctx;
+	int k = layer * GPT_NPROJ + proj;
+	(void)w;
+	const csd_sparse *sp = &d->sp[k];
+	nm_bf16_from_f32_array(d->dyb, dy, (size_t)BT * OC);
+	int rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
+	if (rc)
+		return rc;
+	if (want_dense_dw) {
+		/* growth steps: the dense gradient on the host, fp32 */
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, OC, x,
+			    IC, 1.0f, dw, IC);
+		return CS_OK;
+	}
+	if (d->xb_src[k] != x || d->xb_bt[k] != BT) { /* not the last forward's input */
+		nm_bf16_from_f32_array(d->xb[k], x, (size_t)BT * IC);
+		d->xb_src[k] = x;
+		d->xb_bt[k] = BT;
+	}
+	rc = csd_wgrad(d->dev, d->dwnz, d->dyb, d->xb[k], sp, BT);
+	if (rc)
+		return rc;
+	for (int i = 0; i < sp->n_out; i++)
+		for (int64_t j = sp->row_ptr[i]; j < sp->row_ptr[i + 1]; j++)
+			dw[(size_t)i * IC + sp->col[j]] += d->dwnz[j];
+	return CS_OK;
+}
+
+const gpt_linear_ops train_device_linear_ops = {
+	.forward = dev_forward,
+	.backward = dev_backward,
+};

@@ -1,0 +1,36 @@
+/*
+ * train_device.h - the projections of the GPT on the accelerator (host/driver/csd.h):
+ * a gpt_linear_ops whose forward is csd_forward, backward data csd_backward and weight
+ * gradient csd_wgrad at the nonzero positions (scattered into the dense grad buffer).
+ * Inputs and output gradients are rounded to bf16 (nm_bf16_from_f32), weights go as bf16
+ * nonzeros built from the fp32 master weights and the masks; biases stay on the host.
+ * On steps where sparsity wants the dense gradient, dW is computed on the host (sgemm).
+ */
+#ifndef CS_TRAIN_TRAIN_DEVICE_H
+#define CS_TRAIN_TRAIN_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "train/gpt.h"
+#include "train/train_sparsity.h"
+
+typedef struct train_device train_device;
+
+extern const gpt_linear_ops train_device_linear_ops;
+
+/* Open the device at uri and build the nonzero lists of every projection of m. */
+int td_dev_open(train_device **out, const char *uri, gpt *m, const train_sparsity *ts,
+		char *err, size_t errlen);
+void td_dev_close(train_device *d);
+/* Refresh the bf16 values from the fp32 weights (every step, after the optimizer);
+ * rebuild the nonzero lists of tensors whose mask changed when masks_changed > 0, of
+ * every tensor when masks_changed < 0 (after loading a checkpoint). */
+int td_dev_sync(train_device *d, int masks_changed, char *err, size_t errlen);
+/* Device cycles and MAC utilization since the last call (0 when unknown). */
+void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization);
+const char *td_dev_last_error(train_device *d);
+/* Nonzeros sent for projection proj of block layer (tests, reports). */
+int64_t td_dev_nnz(const train_device *d, int layer, int proj);
+
+#endif /* CS_TRAIN_TRAIN_DEVICE_H */

@@ -1,0 +1,355 @@
+/*
+ * train_sparsity.c - the trainer's adapter to host/sparsity (see train_sparsity.h).
+ *
+ * Builds with or without host/sparsity: while that area has not landed in this tree, a
+ * run whose config has a `sparsity:` block fails with a clear message and dense runs work.
+ */
+#include "train/train_sparsity.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+
+#if __has_include("sparsity/sparsity.h")
+#include "sparsity/sparsity.h"
+#define TS_HAVE_SPARSITY 1
+#else
+#define TS_HAVE_SPARSITY 0
+#endif
+
+struct train_sparsity {
+	gpt *m;
+#if TS_HAVE_SPARSITY
+	sp_config *cfg;
+	sp_state *st;
+	sp_param *params;
+	sp_gpt_dims dims;
+#endif
+	int enabled;
+	/* sparsity figures for the metrics, recomputed only when masks change */
+	int stats_valid;
+	double *tensor_sp, sp_sparse, sp_all;
+};
+
+int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, float *adam_v,
+	      long total_steps, char *err, size_t errlen)
+{
+	train_sparsity *ts = calloc(1, sizeof *ts);
+	if (!ts)
+		return CS_ERR_NO_MEM;
+	ts->m = m;
+	*out = ts;
+	if (!cfg->sparsity_node)
+		return CS_OK;
+	yaml_node_t *node = yaml_document_get_node(&cfg->doc, cfg->sparsity_node);
+#if TS_HAVE_SPARSITY
+	int rc = sp_config_parse(&ts->cfg, cfg->file, &cfg->doc, node, err, errlen);
+	if (rc)
+		goto out_free;
+	if (sp_config_is_dense(ts->cfg))
+		return CS_OK;
+	ts->params = calloc(m->num_tensors, sizeof *ts->params);
+	ts->tensor_sp = calloc(m->num_tensors, sizeof *ts->tensor_sp);
+	if (!ts->params || !ts->tensor_sp) {
+		rc = CS_ERR_NO_MEM;
+		goto out_free;
+	}
+	for (int i = 0; i < m->num_tensors; i++) {
+		const gpt_tensor *t = &m->tensors[i];
+		sp_param *p = &ts->params[i];
+		p->name = t->name;
+		p->ndim = t->ndim;
+		p->shape[0] = t->shape[0];
+		p->shape[1] = t->ndim > 1 ? t->shape[1] : 0;
+		p->numel = t->numel;
+		p->w = m->params_memory + t->offset;
+		p->grad = m->grads_memory + t->offset;
+		p->adam_m = adam_m ? adam_m + t->offset : NULL;
+		p->adam_v = adam_v ? adam_v + t->offset : NULL;
+	}
+	rc = sp_create(&ts->st, ts->cfg, ts->params, m->num_tensors, cfg->seed, total_steps, err,
+		       errlen);
+	if (rc)
+		goto out_free;
+	ts->dims = (sp_gpt_dims){ m->cfg.n_layer, m->cfg.n_head, m->cfg.n_embd,
+				  m->cfg.block_size, m->cfg.vocab_size };
+	ts->enabled = 1;
+	return CS_OK;
+out_free:
+	ts_free(ts);
+	*out = NULL;
+	return rc;
+#else
+	(void)adam_m, (void)adam_v, (void)total_steps;
+	const char *v = node && node->type == YAML_SCALAR_NODE ? (const char *)node->data.scalar.value
+							       : NULL;
+	if (v && (!*v || !strcmp(v, "null") || !strcmp(v, "~")))
+		return CS_OK;
+	char where[TC_PATH_MAX + 64];
+	tc_where(cfg, cfg->sparsity_node, where, sizeof where);
+	snprintf(err, errlen,
+		 "%s: sparsity: this build has no host/sparsity yet; remove the block to train "
+		 "dense",
+		 where);
+	ts_free(ts);
+	*out = NULL;
+	return CS_ERR_NOT_SUPPORTED;
+#endif
+}
+
+void ts_free(train_sparsity *ts)
+{
+	if (!ts)
+		return;
+#if TS_HAVE_SPARSITY
+	sp_free(ts->st);
+	sp_config_free(ts->cfg);
+	free(ts->params);
+#endif
+	free(ts->tensor_sp);
+	free(ts);
+}
+
+int ts_enabled(const train_sparsity *ts)
+{
+	return ts && ts->enabled;
+}
+
+#if TS_HAVE_SPARSITY
+#define ON(ts) ((ts) && (ts)->enabled)
+
+int ts_wants_dense_grad(const train_sparsity *ts, long step)
+{
+	return ON(ts) ? sp_wants_dense_grad(ts->st, step) : 0;
+}
+
+int ts_mask_grads(train_sparsity *ts, long step)
+{
+	return ON(ts) ? sp_mask_grads(ts->st, step) : CS_OK;
+}
+
+int ts_skip_optimizer(const train_sparsity *ts, long step)
+{
+	return ON(ts) ? sp_skip_optimizer(ts->st, step) : 0;
+}
+
+int ts_after_optimizer(train_sparsity *ts, long step)
+{
+	if (!ON(ts))
+		return 0;
+	int rc = sp_after_optimizer(ts->st, step);
+	if (rc != 0)
+		ts->stats_valid = 0;
+	return rc;
+}
+
+static void update_stats(train_sparsity *ts)
+{
+	for (int i = 0; i < ts->m->num_tensors; i++)
+		ts->tensor_sp[i] = sp_tensor_sparsity(ts->st, i);
+	sp_stats s;
+	sp_get_stats(ts->st, &s);
+	ts->sp_sparse = s.sparsity;
+	ts->sp_all = s.overall;
+	ts->stats_valid = 1;
+}
+
+int ts_apply(train_sparsity *ts)
+{
+	return ON(ts) ? sp_apply(ts->st) : CS_OK;
+}
+
+const uint8_t *ts_mask(const train_sparsity *ts, int idx)
+{
+	return ON(ts) ? sp_mask(ts->st, idx) : NULL;
+}
+
+int ts_mask_changed(const train_sparsity *ts, int idx)
+{
+	return ON(ts) ? sp_mask_changed(ts->st, idx) : 0;
+}
+
+double ts_tensor_sparsity(const train_sparsity *ts, int idx)
+{
+	if (!ON(ts))
+		return 0.0;
+	if (!ts->stats_valid)
+		update_stats((train_sparsity *)ts);
+	return ts->tensor_sp[idx];
+}
+
+double ts_sparsity(const train_sparsity *ts)
+{
+	if (!ON(ts))
+		return 0.0;
+	if (!ts->stats_valid)
+		update_stats((train_sparsity *)ts);
+	return ts->sp_sparse;
+}
+
+double ts_sparsity_all(const train_sparsity *ts)
+{
+	if (!ON(ts))
+		return 0.0;
+	if (!ts->stats_valid)
+		update_stats((train_sparsity *)ts);
+	return ts->sp_all;
+}
+
+int ts_flops_step(train_sparsity *ts, long step, int seq_len, int n_seqs)
+{
+	return ON(ts) ? sp_flops_step(ts->st, step, &ts->dims, seq_len, n_seqs, NULL) : CS_OK;
+}
+
+int ts_write_flops_json(const train_sparsity *ts, FILE *f)
+{
+	return ON(ts) ? sp_flops_write_json(ts->st, &ts->dims, ts->dims.block_size, f) : CS_OK;
+}
+
+void ts_print(const train_sparsity *ts, FILE *f)
+{
+	if (ON(ts))
+		sp_print(ts->st, f);
+}
+
+int ts_save(const train_sparsity *ts, uint8_t **buf, size_t *len)
+{
+	*buf = NULL;
+	*len = 0;
+	return ON(ts) ? sp_state_save_buf(ts->st, buf, len) : CS_OK;
+}
+
+int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	if (!ON(ts))
+		return len ? (snprintf(err, errlen, "the checkpoint has sparsity state but the "
+						    "config has no sparsity block"),
+			      CS_ERR_INVALID)
+			   : CS_OK;
+	ts->stats_valid = 0;
+	return sp_state_load_buf(ts->st, buf, len, err, errlen);
+}
+
+size_t ts_nan_export(const train_sparsity *ts, int idx, float *w)
+{
+	const uint8_t *mask = ts_mask(ts, idx);
+	return mask ? sp_nan_export(w, mask, ts->m->tensors[idx].numel) : 0;
+}
+
+int ts_nan_import(train_sparsity *ts, int idx, float *w)
+{
+	size_t n = ts->m->tensors[idx].numel;
+	if (!ON(ts) || !sp_mask(ts->st, idx)) {
+		for (size_t i = 0; i < n; i++)
+			if (!isfinite(w[i]))
+				w[i] = 0.0f;
+		return CS_OK;
+	}
+	uint8_t *mask = malloc(n);
+	if (!mask)
+		return CS_ERR_NO_MEM;
+	sp_nan_import(w, mask, n);
+	ts->stats_valid = 0;
+	int rc = sp_set_mask(ts->st, idx, mask);
+	free(mask);
+	return rc;
+}
+#else
+/* Dense only: nothing is masked. */
+int ts_wants_dense_grad(const train_sparsity *ts, long step)
+{
+	(void)ts, (void)step;
+	return 0;
+}
+int ts_mask_grads(train_sparsity *ts, long step)
+{
+	(void)ts, (void)step;
+	return CS_OK;
+}
+int ts_skip_optimizer(const train_sparsity *ts, long step)
+{
+	(void)ts, (void)step;
+	return 0;
+}
+int ts_after_optimizer(train_sparsity *ts, long step)
+{
+	(void)ts, (void)step;
+	return 0;
+}
+int ts_apply(train_sparsity *ts)
+{
+	(void)ts;
+	return CS_OK;
+}
+const uint8_t *ts_mask(const train_sparsity *ts, int idx)
+{
+	(void)ts, (void)idx;
+	return NULL;
+}
+int ts_mask_changed(const train_sparsity *ts, int idx)
+{
+	(void)ts, (void)idx;
+	return 0;
+}
+double ts_tensor_sparsity(const train_sparsity *ts, int idx)
+{
+	(void)ts, (void)idx;
+	return 0.0;
+}
+double ts_sparsity(const train_sparsity *ts)
+{
+	(void)ts;
+	return 0.0;
+}
+double ts_sparsity_all(const train_sparsity *ts)
+{
+	(void)ts;
+	return 0.0;
+}
+int ts_flops_step(train_sparsity *ts, long step, int seq_len, int n_seqs)
+{
+	(void)ts, (void)step, (void)seq_len, (void)n_seqs;
+	return CS_OK;
+}
+int ts_write_flops_json(const train_sparsity *ts, FILE *f)
+{
+	(void)ts, (void)f;
+	return CS_OK;
+}
+void ts_print(const train_sparsity *ts, FILE *f)
+{
+	(void)ts, (void)f;
+}
+int ts_save(const train_sparsity *ts, uint8_t **buf, size_t *len)
+{
+	(void)ts;
+	*buf = NULL;
+	*len = 0;
+	return CS_OK;
+}
+int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	(void)ts, (void)buf;
+	if (len) {
+		snprintf(err, errlen, "the checkpoint has sparsity state and this build has no "
+				      "host/sparsity");
+		return CS_ERR_NOT_SUPPORTED;
+	}
+	return CS_OK;
+}
+size_t ts_nan_export(const train_sparsity *ts, int idx, float *w)
+{
+	(void)ts, (void)idx, (void)w;
+	return 0;
+}
+int ts_nan_import(train_sparsity *ts, int idx, float *w)
+{
+	size_t n = ts->m->tensors[idx].numel;
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(w[i]))
+			w[i] = 0.0f;
+	return CS_OK;
+}
+#endif

@@ -1,0 +1,53 @@
+/*
+ * train_sparsity.h - the trainer's one door to host/sparsity: builds the sp_param table
+ * from the model and the AdamW buffers, and forwards the per-step calls. Everything
+ * sparsity-specific the trainer does goes through here, so that train.c reads the same
+ * whether sparsity is on or off (ts_enabled() is 0 for a dense run).
+ */
+#ifndef CS_TRAIN_TRAIN_SPARSITY_H
+#define CS_TRAIN_TRAIN_SPARSITY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "train/config.h"
+#include "train/gpt.h"
+
+typedef struct train_sparsity train_sparsity;
+
+/* Parse cfg's sparsity block and build the t = 0 masks (applied to the model's weights
+ * and to adam_m / adam_v, which may be NULL). A config without sparsity gives a disabled
+ * state. Errors name the config location. */
+int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, float *adam_v,
+	      long total_steps, char *err, size_t errlen);
+void ts_free(train_sparsity *ts);
+int ts_enabled(const train_sparsity *ts);
+
+int ts_wants_dense_grad(const train_sparsity *ts, long step);
+int ts_mask_grads(train_sparsity *ts, long step);
+int ts_skip_optimizer(const train_sparsity *ts, long step);
+/* >= 0: number of tensors whose mask changed */
+int ts_after_optimizer(train_sparsity *ts, long step);
+/* Zero everything outside the masks (after loading weights). */
+int ts_apply(train_sparsity *ts);
+/* Byte mask of model tensor idx (1 = kept), or NULL when it is dense. */
+const uint8_t *ts_mask(const train_sparsity *ts, int idx);
+int ts_mask_changed(const train_sparsity *ts, int idx);
+double ts_tensor_sparsity(const train_sparsity *ts, int idx);
+/* Sparsity over the sparsified tensors (0 when dense). */
+double ts_sparsity(const train_sparsity *ts);
+/* Share of zeros forced by masks over all parameters (0 when dense). */
+double ts_sparsity_all(const train_sparsity *ts);
+/* FLOPs of one iteration (call before ts_after_optimizer); NULL-safe when disabled. */
+int ts_flops_step(train_sparsity *ts, long step, int seq_len, int n_seqs);
+int ts_write_flops_json(const train_sparsity *ts, FILE *f);
+void ts_print(const train_sparsity *ts, FILE *f);
+/* Algorithm state for checkpoints (*buf malloc'ed; *len 0 when disabled). */
+int ts_save(const train_sparsity *ts, uint8_t **buf, size_t *len);
+int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* Cerebras NaN convention on the model's weights. */
+size_t ts_nan_export(const train_sparsity *ts, int idx, float *w);
+int ts_nan_import(train_sparsity *ts, int idx, float *w);
+
+#endif /* CS_TRAIN_TRAIN_SPARSITY_H */

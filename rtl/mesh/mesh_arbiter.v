@@ -1,0 +1,56 @@
+// mesh_arbiter: round-robin arbiter, one per router output.
+//
+// gnt_o is combinational and one-hot (or zero): the first requester at or after the
+// priority pointer wins. The pointer moves past the winner only when advance_i says the
+// grant was used (the output accepted the beat), so a stalled output keeps its winner and
+// no requester starves: every requester is served within N uses of the output.
+`default_nettype none
+
+module mesh_arbiter #(
+  parameter int unsigned N = 5  // requesters (router inputs)
+) (
+  input  wire          clk_i,
+  input  wire          rst_ni,
+  input  wire  [N-1:0] req_i,
+  input  wire          advance_i,  // the granted beat moved this cycle
+  output logic [N-1:0] gnt_o
+);
+  localparam int unsigned IdxW = (N > 1) ? $clog2(N) : 1;
+  localparam logic [IdxW-1:0] Last = IdxW'(N - 1);
+
+  logic [IdxW-1:0] ptr_q, ptr_d;
+  logic [IdxW-1:0] idx, win;
+  logic            found;
+
+  always_comb begin
+    gnt_o = '0;
+    found = 1'b0;
+    win = ptr_q;
+    idx = ptr_q;
+    for (int unsigned k = 0; k < N; k++) begin
+      if (!found && req_i[idx]) begin
+        found = 1'b1;
+        win = idx;
+      end
+      idx = (idx == Last) ? '0 : idx + 1'b1;
+    end
+    if (found) gnt_o[win] = 1'b1;
+    ptr_d = ptr_q;
+    if (found && advance_i) ptr_d = (win == Last) ? '0 : win + 1'b1;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) ptr_q <= '0;
+    else ptr_q <= ptr_d;
+  end
+
+`ifdef FORMAL
+  always @(*) begin
+    assert ((gnt_o & (gnt_o - 1'b1)) == '0);   // at most one grant
+    assert ((gnt_o & ~req_i) == '0);           // only to requesters
+    assert ((req_i == '0) == (gnt_o == '0));   // work conserving
+  end
+`endif
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,147 @@
+// mesh_cfgchain: one tile's stage of the config chain (architecture.md section 6).
+//
+// Beats {kind[1:0] (0 write, 1 read, 2 response), pe[7:0], target[3:0], addr[15:0],
+// data[31:0]} arrive in PE order from the host port and leave through a 2-entry registered
+// FIFO (ready depends only on its fill level, so the chain has no long ready path and
+// moves one beat per cycle). A write or read whose pe is this tile's PeIndex (or 0xff for
+// writes) is performed here: targets 5 (route table) and 9 (router counters) by the
+// router, the rest by the PE's cfg slave (req/gnt, reads return rvalid in order). A
+// matching read becomes a response beat; a matching unicast write is consumed; a broadcast
+// write is performed and passed on; everything else is passed on unchanged. One PE read
+// is outstanding at a time and nothing overtakes it, so responses keep their order.
+`default_nettype none
+
+module mesh_cfgchain #(
+  parameter int unsigned PeIndex = 0  // this tile's q = r*Cols + c
+) (
+  input  wire         clk_i,
+  input  wire         rst_ni,
+  input  wire         in_valid_i,
+  input  wire  [61:0] in_data_i,
+  output logic        in_ready_o,
+  output wire         out_valid_o,
+  output wire  [61:0] out_data_o,
+  input  wire         out_ready_i,
+  // router slave
+  output logic        rt_we_o,
+  output wire  [3:0]  rt_addr_o,
+  output wire  [4:0]  rt_wdata_o,
+  input  wire  [79:0] rt_i,
+  output wire  [2:0]  ctr_addr_o,
+  input  wire  [31:0] ctr_rdata_i,
+  // PE cfg slave
+  output wire         cfg_req_o,
+  output wire         cfg_we_o,
+  output wire  [3:0]  cfg_target_o,
+  output wire  [15:0] cfg_addr_o,
+  output wire  [31:0] cfg_wdata_o,
+  input  wire         cfg_gnt_i,
+  input  wire         cfg_rvalid_i,
+  input  wire  [31:0] cfg_rdata_i,
+  output wire         idle_o
+);
+  localparam logic [1:0] KindWrite = 2'd0, KindRead = 2'd1, KindRsp = 2'd2;
+  localparam logic [7:0] Me = 8'(PeIndex);
+
+  wire [1:0]  kind = in_data_i[61:60];
+  wire [7:0]  pe = in_data_i[59:52];
+  wire [3:0]  target = in_data_i[51:48];
+  wire [15:0] addr = in_data_i[47:32];
+  wire        bcast = (pe == 8'hff) && (kind == KindWrite);
+  wire        match = (kind == KindWrite || kind == KindRead) && (pe == Me || bcast);
+  wire        to_router = (target == 4'd5) || (target == 4'd9);
+  wire [4:0]  rt_mask = rt_i[{addr[3:0], 2'b00} + {3'b000, addr[3:0]} +: 5];
+
+  logic        fifo_valid, fifo_ready, fifo_empty;
+  logic [61:0] fifo_data;
+  logic        rd_pend_q, rd_pend_d, resp_v_q, resp_v_d;
+  logic [61:0] resp_q, resp_d;   // response beat under construction (fields, then rdata)
+
+  mesh_fifo #(.Width(62), .Depth(2), .Bypass(1'b0)) u_out (
+    .clk_i, .rst_ni,
+    .in_valid_i (fifo_valid),
+    .in_data_i  (fifo_data),
+    .in_ready_o (fifo_ready),
+    .out_valid_o,
+    .out_data_o,
+    .out_ready_i,
+    .empty_o    (fifo_empty)
+  );
+
+  assign rt_addr_o = addr[3:0];
+  assign rt_wdata_o = in_data_i[4:0];
+  assign ctr_addr_o = addr[2:0];
+  assign cfg_we_o = (kind == KindWrite);
+  assign cfg_target_o = target;
+  assign cfg_addr_o = addr;
+  assign cfg_wdata_o = in_data_i[31:0];
+  assign idle_o = fifo_empty && !rd_pend_q && !resp_v_q && !in_valid_i;
+
+  // outside the big block: the PE may grant combinationally from cfg_req_o
+  assign cfg_req_o = !rd_pend_q && !resp_v_q && in_valid_i && match && !to_router
+                     && ((kind == KindRead) || !bcast || fifo_ready);
+
+  always_comb begin
+    in_ready_o = 1'b0;
+    fifo_valid = 1'b0;
+    fifo_data = in_data_i;
+    rt_we_o = 1'b0;
+    rd_pend_d = rd_pend_q;
+    resp_v_d = resp_v_q;
+    resp_d = resp_q;
+    if (rd_pend_q) begin
+      if (cfg_rvalid_i) begin
+        rd_pend_d = 1'b0;
+        resp_v_d = 1'b1;
+        resp_d[31:0] = cfg_rdata_i;
+      end
+    end else if (resp_v_q) begin
+      fifo_valid = 1'b1;
+      fifo_data = resp_q;
+      if (fifo_ready) resp_v_d = 1'b0;
+    end else if (in_valid_i) begin
+      if (!match) begin
+        fifo_valid = 1'b1;
+        in_ready_o = fifo_ready;
+      end else if (to_router) begin
+        if (kind == KindRead) begin
+          fifo_valid = 1'b1;
+          fifo_data = {KindRsp, pe, target, addr, (target == 4'd5) ? {27'b0, rt_mask} : ctr_rdata_i};
+          in_ready_o = fifo_ready;
+        end else begin
+          in_ready_o = !bcast || fifo_ready;
+          fifo_valid = bcast;
+          rt_we_o = in_ready_o && (target == 4'd5);
+        end
+      end else begin
+        if (cfg_gnt_i && cfg_req_o) begin
+          in_ready_o = 1'b1;
+          fifo_valid = bcast;
+          if (kind == KindRead) begin
+            resp_d = {KindRsp, pe, target, addr, 32'b0};
+            if (cfg_rvalid_i) begin
+              resp_v_d = 1'b1;
+              resp_d[31:0] = cfg_rdata_i;
+            end else begin
+              rd_pend_d = 1'b1;
+            end
+          end
+        end
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rd_pend_q <= 1'b0;
+      resp_v_q <= 1'b0;
+      resp_q <= '0;
+    end else begin
+      rd_pend_q <= rd_pend_d;
+      resp_v_q <= resp_v_d;
+      resp_q <= resp_d;
+    end
+  end
+endmodule
+
+`default_nettype wire

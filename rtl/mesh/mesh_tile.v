@@ -1,0 +1,121 @@
+// mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage.
+//
+// Mesh links are the router's N/E/S/W ports (index 0..3); the PE sits on the local port
+// (rx = router's local output, with per-color ready; tx = router's local input). The
+// config stage routes targets 5 (route table) and 9 (router counters) to the router and
+// everything else to the PE's cfg slave.
+`default_nettype none
+
+module mesh_tile #(
+  parameter int unsigned PeIndex = 0,      // q = r*Cols + c: config chain position
+  parameter int unsigned AWords = 16384,   // PE SRAM A elements
+  parameter int unsigned BWords = 8192,    // PE SRAM B words
+  parameter int unsigned NumQueues = 4,    // PE input queues
+  parameter int unsigned QueueDepth = 8,   // PE input queue depth
+  parameter int unsigned FifoDepth = 2     // router input FIFO depth
+) (
+  input  wire          clk_i,
+  input  wire          rst_ni,
+  input  wire  [3:0]   in_valid_i,   // N, E, S, W
+  input  wire  [147:0] in_data_i,
+  output wire  [3:0]   in_ready_o,
+  output wire  [3:0]   out_valid_o,
+  output wire  [147:0] out_data_o,
+  input  wire  [3:0]   out_ready_i,
+  input  wire          cfg_in_valid_i,
+  input  wire  [61:0]  cfg_in_data_i,
+  output wire          cfg_in_ready_o,
+  output wire          cfg_out_valid_o,
+  output wire  [61:0]  cfg_out_data_o,
+  input  wire          cfg_out_ready_i,
+  input  wire          ctr_clear_i,
+  output wire  [79:0]  rt_o,
+  output wire          idle_o,
+  output wire          mac_busy_o
+);
+  wire        rx_valid, rx_ready, tx_valid, tx_ready;
+  wire [36:0] rx_data, tx_data;
+  wire [15:0] color_ready;
+  wire        rt_we;
+  wire [3:0]  rt_addr;
+  wire [4:0]  rt_wdata;
+  wire [2:0]  ctr_addr;
+  wire [31:0] ctr_rdata;
+  wire        cfg_req, cfg_we, cfg_gnt, cfg_rvalid;
+  wire [3:0]  cfg_target;
+  wire [15:0] cfg_addr;
+  wire [31:0] cfg_wdata, cfg_rdata;
+  wire        router_idle, chain_idle, pe_idle;
+
+  mesh_router #(.FifoDepth(FifoDepth)) u_router (
+    .clk_i, .rst_ni,
+    .in_valid_i         ({tx_valid, in_valid_i}),
+    .in_data_i          ({tx_data, in_data_i}),
+    .in_ready_o         ({tx_ready, in_ready_o}),
+    .out_valid_o,
+    .out_data_o,
+    .out_ready_i,
+    .loc_valid_o        (rx_valid),
+    .loc_data_o         (rx_data),
+    .loc_ready_i        (rx_ready),
+    .local_color_ready_i(color_ready),
+    .rt_we_i            (rt_we),
+    .rt_addr_i          (rt_addr),
+    .rt_wdata_i         (rt_wdata),
+    .rt_o,
+    .ctr_addr_i         (ctr_addr),
+    .ctr_rdata_o        (ctr_rdata),
+    .ctr_clear_i,
+    .idle_o             (router_idle)
+  );
+
+  pe #(.AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)) u_pe (
+    .clk_i, .rst_ni,
+    .rx_valid_i   (rx_valid),
+    .rx_data_i    (rx_data),
+    .rx_ready_o   (rx_ready),
+    .color_ready_o(color_ready),
+    .tx_valid_o   (tx_valid),
+    .tx_data_o    (tx_data),
+    .tx_ready_i   (tx_ready),
+    .cfg_req_i    (cfg_req),
+    .cfg_we_i     (cfg_we),
+    .cfg_target_i (cfg_target),
+    .cfg_addr_i   (cfg_addr),
+    .cfg_wdata_i  (cfg_wdata),
+    .cfg_gnt_o    (cfg_gnt),
+    .cfg_rvalid_o (cfg_rvalid),
+    .cfg_rdata_o  (cfg_rdata),
+    .idle_o       (pe_idle),
+    .mac_busy_o
+  );
+
+  mesh_cfgchain #(.PeIndex(PeIndex)) u_cfg (
+    .clk_i, .rst_ni,
+    .in_valid_i  (cfg_in_valid_i),
+    .in_data_i   (cfg_in_data_i),
+    .in_ready_o  (cfg_in_ready_o),
+    .out_valid_o (cfg_out_valid_o),
+    .out_data_o  (cfg_out_data_o),
+    .out_ready_i (cfg_out_ready_i),
+    .rt_we_o     (rt_we),
+    .rt_addr_o   (rt_addr),
+    .rt_wdata_o  (rt_wdata),
+    .rt_i        (rt_o),
+    .ctr_addr_o  (ctr_addr),
+    .ctr_rdata_i (ctr_rdata),
+    .cfg_req_o   (cfg_req),
+    .cfg_we_o    (cfg_we),
+    .cfg_target_o(cfg_target),
+    .cfg_addr_o  (cfg_addr),
+    .cfg_wdata_o (cfg_wdata),
+    .cfg_gnt_i   (cfg_gnt),
+    .cfg_rvalid_i(cfg_rvalid),
+    .cfg_rdata_i (cfg_rdata),
+    .idle_o      (chain_idle)
+  );
+
+  assign idle_o = router_idle && chain_idle && pe_idle;
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,141 @@
+// mesh_top: the accelerator: Rows x Cols mesh_tiles (router + PE + config stage) and the
+// host port on the W port of tile (0, 0) and at both ends of the config chain.
+//
+// Tiles are wired exactly like mesh_fabric (N of (r, c) to S of (r-1, c), E to W of
+// (r, c+1)); edge inputs are idle and edge outputs always ready (off-mesh routes drop).
+// The host talks 32-bit command and response words (architecture.md section 6).
+`default_nettype none
+
+module mesh_top #(
+  parameter int unsigned Rows = 2,            // mesh rows (1..8 tested)
+  parameter int unsigned Cols = 2,            // mesh columns (1..8 tested)
+  parameter int unsigned AWords = 16384,      // PE SRAM A elements
+  parameter int unsigned BWords = 8192,       // PE SRAM B words
+  parameter int unsigned NumQueues = 4,       // PE input queues
+  parameter int unsigned QueueDepth = 8,      // PE input queue depth
+  parameter int unsigned CollectDepth = 256,  // host port COLLECT buffer words
+  localparam int unsigned P = Rows * Cols
+) (
+  input  wire         clk_i,
+  input  wire         rst_ni,
+  input  wire         cmd_valid_i,
+  input  wire  [31:0] cmd_data_i,
+  output wire         cmd_ready_o,
+  output wire         rsp_valid_o,
+  output wire  [31:0] rsp_data_o,
+  input  wire         rsp_ready_i,
+  output wire [P-1:0] mac_busy_o,  // per PE, for utilization measurements
+  output wire         idle_o
+);
+  localparam int unsigned W = 37;
+
+  // per tile q, port p (0 N, 1 E, 2 S, 3 W): flat index q*4 + p
+  wire [P*4-1:0]   in_valid, in_ready, out_valid, out_ready;
+  wire [P*4*W-1:0] in_data, out_data;
+  wire [P:0]       cv, cr;       // config chain: link k enters tile k; link P returns
+  wire [62*(P+1)-1:0] cd;
+  wire [P-1:0]     tile_idle;
+  wire [P*80-1:0]  rt;
+  wire             clear;
+  wire             host_in_valid, host_in_ready, host_out_valid, host_out_ready;
+  wire [W-1:0]     host_in_data, host_out_data;
+
+  for (genvar r = 0; r < Rows; r++) begin : g_row
+    for (genvar c = 0; c < Cols; c++) begin : g_col
+      localparam int unsigned Q = r * Cols + c;
+      if (r > 0) begin : g_n
+        assign in_valid[Q*4+0] = out_valid[(Q-Cols)*4+2];
+        assign in_data[(Q*4+0)*W +: W] = out_data[((Q-Cols)*4+2)*W +: W];
+        assign out_ready[(Q-Cols)*4+2] = in_ready[Q*4+0];
+      end else begin : g_n_edge
+        assign in_valid[Q*4+0] = 1'b0;
+        assign in_data[(Q*4+0)*W +: W] = '0;
+        assign out_ready[Q*4+0] = 1'b1;
+      end
+      if (r == Rows - 1) begin : g_s_edge
+        assign in_valid[Q*4+2] = 1'b0;
+        assign in_data[(Q*4+2)*W +: W] = '0;
+        assign out_ready[Q*4+2] = 1'b1;
+      end else begin : g_s
+        assign in_valid[Q*4+2] = out_valid[(Q+Cols)*4+0];
+        assign in_data[(Q*4+2)*W +: W] = out_data[((Q+Cols)*4+0)*W +: W];
+        assign out_ready[(Q+Cols)*4+0] = in_ready[Q*4+2];
+      end
+      if (c > 0) begin : g_w
+        assign in_valid[Q*4+3] = out_valid[(Q-1)*4+1];
+        assign in_data[(Q*4+3)*W +: W] = out_data[((Q-1)*4+1)*W +: W];
+        assign out_ready[(Q-1)*4+1] = in_ready[Q*4+3];
+      end else if (r == 0) begin : g_w_host
+        assign in_valid[Q*4+3] = host_in_valid;
+        assign in_data[(Q*4+3)*W +: W] = host_in_data;
+        assign host_in_ready = in_ready[Q*4+3];
+        assign host_out_valid = out_valid[Q*4+3];
+        assign host_out_data = out_data[(Q*4+3)*W +: W];
+        assign out_ready[Q*4+3] = host_out_ready;
+      end else begin : g_w_edge
+        assign in_valid[Q*4+3] = 1'b0;
+        assign in_data[(Q*4+3)*W +: W] = '0;
+        assign out_ready[Q*4+3] = 1'b1;
+      end
+      if (c == Cols - 1) begin : g_e_edge
+        assign in_valid[Q*4+1] = 1'b0;
+        assign in_data[(Q*4+1)*W +: W] = '0;
+        assign out_ready[Q*4+1] = 1'b1;
+      end else begin : g_e
+        assign in_valid[Q*4+1] = out_valid[(Q+1)*4+3];
+        assign in_data[(Q*4+1)*W +: W] = out_data[((Q+1)*4+3)*W +: W];
+        assign out_ready[(Q+1)*4+3] = in_ready[Q*4+1];
+      end
+
+      mesh_tile #(
+        .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
+        .QueueDepth(QueueDepth)
+      ) u_tile (
+        .clk_i, .rst_ni,
+        .in_valid_i     (in_valid[Q*4 +: 4]),
+        .in_data_i      (in_data[Q*4*W +: 4*W]),
+        .in_ready_o     (in_ready[Q*4 +: 4]),
+        .out_valid_o    (out_valid[Q*4 +: 4]),
+        .out_data_o     (out_data[Q*4*W +: 4*W]),
+        .out_ready_i    (out_ready[Q*4 +: 4]),
+        .cfg_in_valid_i (cv[Q]),
+        .cfg_in_data_i  (cd[Q*62 +: 62]),
+        .cfg_in_ready_o (cr[Q]),
+        .cfg_out_valid_o(cv[Q+1]),
+        .cfg_out_data_o (cd[(Q+1)*62 +: 62]),
+        .cfg_out_ready_i(cr[Q+1]),
+        .ctr_clear_i    (clear),
+        .rt_o           (rt[Q*80 +: 80]),
+        .idle_o         (tile_idle[Q]),
+        .mac_busy_o     (mac_busy_o[Q])
+      );
+    end
+  end
+
+  mesh_hostport #(
+    .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
+  ) u_host (
+    .clk_i, .rst_ni,
+    .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
+    .rsp_valid_o, .rsp_data_o, .rsp_ready_i,
+    .inj_valid_o    (host_in_valid),
+    .inj_data_o     (host_in_data),
+    .inj_ready_i    (host_in_ready),
+    .ej_valid_i     (host_out_valid),
+    .ej_data_i      (host_out_data),
+    .ej_ready_o     (host_out_ready),
+    .cfg_out_valid_o(cv[0]),
+    .cfg_out_data_o (cd[0 +: 62]),
+    .cfg_out_ready_i(cr[0]),
+    .cfg_in_valid_i (cv[P]),
+    .cfg_in_data_i  (cd[P*62 +: 62]),
+    .cfg_in_ready_o (cr[P]),
+    .route0_i       (rt[0 +: 80]),
+    .mesh_idle_i    (idle_o),
+    .clear_o        (clear)
+  );
+
+  assign idle_o = &tile_idle;
+endmodule
+
+`default_nettype wire

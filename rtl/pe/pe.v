@@ -1,0 +1,308 @@
+// pe - one processing element (docs/architecture.md section 4): input queues with the
+// color -> queue map, task table and picker, sequencer with IMEM and registers, the engine
+// (FMAC pipeline, vector instructions, transmit FIFO), SRAM A (activations, single port,
+// SPRAM-shaped), SRAM B (accumulators, two banks of one read + one write port each), the
+// config slave and the counters.
+//
+// Config slave: a request (cfg_req_i) is accepted in the cycle cfg_gnt_o is high; a read's
+// data comes exactly one cycle later on cfg_rvalid_o/cfg_rdata_o (so responses keep request
+// order). The engine has priority on A and on each port of each B bank: a config access to a
+// port the engine uses in this cycle waits; the other bank is always free for config. IMEM
+// reads and register writes wait until no task runs. Targets: 0 A (32-bit words), 1 B,
+// 3 IMEM, 4 task table, 6 queue map, 7 registers, 8 counters (a write clears the addressed
+// counter); other targets are accepted, writes ignored, reads return 0. Addresses are taken
+// modulo the target's size (the host port checks ranges).
+`default_nettype none
+
+module pe #(
+  parameter int unsigned AWords = 16384,  // bf16 elements; A is AWords/2 x 32 physically
+  parameter int unsigned BWords = 8192,   // 32-bit words, two banks
+  parameter int unsigned NumQueues = 4,   // input queues
+  parameter int unsigned QueueDepth = 8   // wavelets per input queue
+) (
+  input  wire        clk_i,
+  input  wire        rst_ni,
+  input  wire        rx_valid_i,
+  input  wire [36:0] rx_data_i,
+  output wire        rx_ready_o,
+  output wire [15:0] color_ready_o,
+  output wire        tx_valid_o,
+  output wire [36:0] tx_data_o,
+  input  wire        tx_ready_i,
+  input  wire        cfg_req_i,
+  input  wire        cfg_we_i,
+  input  wire [3:0]  cfg_target_i,
+  input  wire [15:0] cfg_addr_i,
+  input  wire [31:0] cfg_wdata_i,
+  output reg         cfg_gnt_o,
+  output wire        cfg_rvalid_o,
+  output reg  [31:0] cfg_rdata_o,
+  output wire        idle_o,
+  output wire        mac_busy_o
+);
+  localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
+  localparam int unsigned AAW = $clog2(AWords / 2);
+  localparam int unsigned BAW = $clog2(BWords);
+  localparam int unsigned FmacLatency = 4;
+
+  // ------------------------------------------------------------------ config decode
+  wire c_a = cfg_req_i && (cfg_target_i == 4'd0);
+  wire c_b = cfg_req_i && (cfg_target_i == 4'd1);
+  wire c_i = cfg_req_i && (cfg_target_i == 4'd3);
+  wire c_t = cfg_req_i && (cfg_target_i == 4'd4);
+  wire c_m = cfg_req_i && (cfg_target_i == 4'd6);
+  wire c_r = cfg_req_i && (cfg_target_i == 4'd7);
+  wire c_n = cfg_req_i && (cfg_target_i == 4'd8);
+
+  // ------------------------------------------------------------------ input queues
+  wire [NumQueues-1:0]    head_valid;
+  wire [NumQueues*37-1:0] head_data;
+  wire [QW-1:0]           map_rdata;
+  wire                    q_empty;
+  wire                    pick, drop, eng_pop;
+  wire [QW-1:0]           pick_q, eng_q;
+  wire                    map_we = c_m && cfg_we_i;
+
+  pe_queue #(.NumQueues(NumQueues), .QueueDepth(QueueDepth)) u_queue (
+    .clk_i        (clk_i),
+    .rst_ni       (rst_ni),
+    .rx_valid_i   (rx_valid_i),
+    .rx_data_i    (rx_data_i),
+    .rx_ready_o   (rx_ready_o),
+    .color_ready_o(color_ready_o),
+    .map_we_i     (map_we),
+    .map_addr_i   (cfg_addr_i[3:0]),
+    .map_wdata_i  (cfg_wdata_i[QW-1:0]),
+    .map_rdata_o  (map_rdata),
+    .head_valid_o (head_valid),
+    .head_data_o  (head_data),
+    .pop_i        (pick || drop || eng_pop),
+    .pop_q_i      (eng_pop ? eng_q : pick_q),
+    .empty_o      (q_empty)
+  );
+
+  // ------------------------------------------------------------------ task table, picker
+  reg  [NumQueues*5-1:0] head_tid;
+  integer hq;
+  always @(*) begin
+    for (hq = 0; hq < NumQueues; hq = hq + 1) head_tid[hq*5 +: 5] = head_data[hq*37 + 32 +: 5];
+  end
+  wire       pick_en, blk_we, blk_set;
+  wire [4:0] blk_tid;
+  wire [7:0] pick_pc;
+  wire [9:0] task_rdata;
+
+  pe_tasktab #(.NumQueues(NumQueues)) u_tasktab (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .cfg_we_i    (c_t && cfg_we_i),
+    .cfg_addr_i  (cfg_addr_i[4:0]),
+    .cfg_wdata_i (cfg_wdata_i[9:0]),
+    .cfg_rdata_o (task_rdata),
+    .blk_we_i    (blk_we),
+    .blk_set_i   (blk_set),
+    .blk_tid_i   (blk_tid),
+    .head_valid_i(head_valid),
+    .head_tid_i  (head_tid),
+    .pick_en_i   (pick_en),
+    .pick_o      (pick),
+    .drop_o      (drop),
+    .pick_q_o    (pick_q),
+    .pick_pc_o   (pick_pc)
+  );
+
+  // ------------------------------------------------------------------ sequencer
+  wire         imem_cgnt, reg_gnt, running;
+  wire [15:0]  imem_rdata, reg_rdata;
+  wire         eng_start, eng_done, eng_ld, eng_r6_we, eng_w_we;
+  wire [15:0]  eng_instr, eng_ld_data, eng_r6;
+  wire [127:0] eng_regs;
+  wire [31:0]  eng_w, eng_w_new;
+  wire [4:0]   eng_tid;
+  wire [QW-1:0] seq_q;
+
+  pe_seq #(.NumQueues(NumQueues)) u_seq (
+    .clk_i        (clk_i),
+    .rst_ni       (rst_ni),
+    .imem_we_i    (c_i && cfg_we_i),
+    .imem_waddr_i (cfg_addr_i[7:0]),
+    .imem_wdata_i (cfg_wdata_i[15:0]),
+    .imem_cre_i   (c_i && !cfg_we_i),
+    .imem_craddr_i(cfg_addr_i[7:0]),
+    .imem_cgnt_o  (imem_cgnt),
+    .imem_rdata_o (imem_rdata),
+    .reg_we_i     (c_r && cfg_we_i),
+    .reg_addr_i   (cfg_addr_i[2:0]),
+    .reg_wdata_i  (cfg_wdata_i[15:0]),
+    .reg_gnt_o    (reg_gnt),
+    .reg_rdata_o  (reg_rdata),
+    .pick_en_o    (pick_en),
+    .pick_i       (pick),
+    .pick_pc_i    (pick_pc),
+    .pick_q_i     (pick_q),
+    .pick_data_i  (head_data[pick_q*37 +: 37]),
+    .blk_we_o     (blk_we),
+    .blk_set_o    (blk_set),
+    .blk_tid_o    (blk_tid),
+    .eng_start_o  (eng_start),
+    .eng_instr_o  (eng_instr),
+    .eng_regs_o   (eng_regs),
+    .eng_w_o      (eng_w),
+    .eng_tid_o    (eng_tid),
+    .eng_q_o      (seq_q),
+    .eng_done_i   (eng_done),
+    .eng_ld_i     (eng_ld),
+    .eng_ld_data_i(eng_ld_data),
+    .eng_r6_we_i  (eng_r6_we),
+    .eng_r6_i     (eng_r6),
+    .eng_w_we_i   (eng_w_we),
+    .eng_w_i      (eng_w_new),
+    .running_o    (running)
+  );
+
+  // ------------------------------------------------------------------ engine
+  wire           e_a_en, e_a_we, e_b_re, e_b_we, eng_idle, mac;
+  wire [AAW-1:0] e_a_addr;
+  wire [31:0]    e_a_wdata, a_rdata, e_b_wdata;
+  wire [BAW-1:0] e_b_raddr, e_b_waddr;
+  wire [63:0]    b_rdata;
+
+  pe_vec #(
+    .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .FmacLatency(FmacLatency)
+  ) u_vec (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .start_i     (eng_start),
+    .instr_i     (eng_instr),
+    .regs_i      (eng_regs),
+    .w_i         (eng_w),
+    .tid_i       (eng_tid),
+    .q_i         (seq_q),
+    .done_o      (eng_done),
+    .ld_o        (eng_ld),
+    .ld_data_o   (eng_ld_data),
+    .r6_we_o     (eng_r6_we),
+    .r6_o        (eng_r6),
+    .w_we_o      (eng_w_we),
+    .w_o         (eng_w_new),
+    .q_o         (eng_q),
+    .head_valid_i(head_valid[eng_q]),
+    .head_data_i (head_data[eng_q*37 +: 37]),
+    .pop_o       (eng_pop),
+    .a_en_o      (e_a_en),
+    .a_we_o      (e_a_we),
+    .a_addr_o    (e_a_addr),
+    .a_wdata_o   (e_a_wdata),
+    .a_rdata_i   (a_rdata),
+    .b_re_o      (e_b_re),
+    .b_raddr_o   (e_b_raddr),
+    .b_rdata_i   (b_rdata),
+    .b_we_o      (e_b_we),
+    .b_waddr_o   (e_b_waddr),
+    .b_wdata_o   (e_b_wdata),
+    .tx_valid_o  (tx_valid_o),
+    .tx_data_o   (tx_data_o),
+    .tx_ready_i  (tx_ready_i),
+    .mac_o       (mac),
+    .idle_o      (eng_idle)
+  );
+
+  // ------------------------------------------------------------------ SRAM A
+  wire a_cfg = c_a && !e_a_en;
+  sram_sp #(.Depth(AWords / 2), .Width(32)) u_sram_a (
+    .clk_i  (clk_i),
+    .en_i   (e_a_en || a_cfg),
+    .we_i   (e_a_en ? e_a_we : cfg_we_i),
+    .addr_i (e_a_en ? e_a_addr : cfg_addr_i[AAW-1:0]),
+    .wdata_i(e_a_en ? e_a_wdata : cfg_wdata_i),
+    .rdata_o(a_rdata)
+  );
+
+  // ------------------------------------------------------------------ SRAM B, two banks
+  wire       c_bank = cfg_addr_i[BAW-1];
+  wire [1:0] e_rd_bank = {e_b_re && e_b_raddr[BAW-1], e_b_re && !e_b_raddr[BAW-1]};
+  wire [1:0] e_wr_bank = {e_b_we && e_b_waddr[BAW-1], e_b_we && !e_b_waddr[BAW-1]};
+  wire       b_cfg_ok = cfg_we_i ? !e_wr_bank[c_bank] : !e_rd_bank[c_bank];
+  wire       b_cfg = c_b && b_cfg_ok;
+  genvar bk;
+  generate
+    for (bk = 0; bk < 2; bk = bk + 1) begin : g_bank
+      wire cfg_here = b_cfg && (c_bank == bk[0]);
+      sram_1r1w #(.Depth(BWords / 2), .Width(32)) u_sram_b (
+        .clk_i  (clk_i),
+        .we_i   (e_wr_bank[bk] || (cfg_here && cfg_we_i)),
+        .waddr_i(e_wr_bank[bk] ? e_b_waddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
+        .wdata_i(e_wr_bank[bk] ? e_b_wdata : cfg_wdata_i),
+        .re_i   (e_rd_bank[bk] || (cfg_here && !cfg_we_i)),
+        .raddr_i(e_rd_bank[bk] ? e_b_raddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
+        .rdata_o(b_rdata[bk*32 +: 32])
+      );
+    end
+  endgenerate
+
+  // ------------------------------------------------------------------ counters
+  reg [31:0] cnt_q [0:4];
+  reg [31:0] cnt_d [0:4];
+  wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, rx_valid_i && rx_ready_o, drop, running, mac};
+  integer ci;
+  always @(*) begin
+    for (ci = 0; ci < 5; ci = ci + 1) begin
+      cnt_d[ci] = cnt_q[ci] + 32'(cnt_inc[ci]);
+      if (c_n && cfg_we_i && cfg_addr_i == 16'(ci)) cnt_d[ci] = '0;
+    end
+  end
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= '0;
+    end else begin
+      for (ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= cnt_d[ci];
+    end
+  end
+
+  // ------------------------------------------------------------------ config responses
+  reg [31:0] rreg_d, rreg_q;
+  reg        rvalid_q, rbank_q;
+  reg [1:0]  rsrc_q, rsrc_d;  // 0 register value, 1 A, 2 B, 3 IMEM
+  always @(*) begin
+    cfg_gnt_o = cfg_req_i;
+    rsrc_d = 2'd0;
+    rreg_d = '0;
+    case (cfg_target_i)
+      4'd0: begin cfg_gnt_o = a_cfg; rsrc_d = 2'd1; end
+      4'd1: begin cfg_gnt_o = b_cfg; rsrc_d = 2'd2; end
+      4'd3: begin cfg_gnt_o = c_i && (cfg_we_i || imem_cgnt); rsrc_d = 2'd3; end
+      4'd4: rreg_d = {22'd0, task_rdata};
+      4'd6: rreg_d = 32'(map_rdata);
+      4'd7: begin cfg_gnt_o = c_r && (!cfg_we_i || reg_gnt); rreg_d = {16'd0, reg_rdata}; end
+      4'd8: rreg_d = (cfg_addr_i < 16'd5) ? cnt_q[cfg_addr_i[2:0]] : 32'd0;
+      default: ;
+    endcase
+  end
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rvalid_q <= 1'b0;
+      rsrc_q   <= '0;
+      rbank_q  <= 1'b0;
+      rreg_q   <= '0;
+    end else begin
+      rvalid_q <= cfg_gnt_o && !cfg_we_i;
+      rsrc_q   <= rsrc_d;
+      rbank_q  <= c_bank;
+      rreg_q   <= rreg_d;
+    end
+  end
+  always @(*) begin
+    case (rsrc_q)
+      2'd1: cfg_rdata_o = a_rdata;
+      2'd2: cfg_rdata_o = rbank_q ? b_rdata[63:32] : b_rdata[31:0];
+      2'd3: cfg_rdata_o = {16'd0, imem_rdata};
+      default: cfg_rdata_o = rreg_q;
+    endcase
+  end
+  assign cfg_rvalid_o = rvalid_q;
+
+  assign idle_o = !running && q_empty && eng_idle;
+  assign mac_busy_o = mac;
+endmodule
+
+`default_nettype wire

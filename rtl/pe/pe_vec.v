@@ -1,0 +1,472 @@
+// pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
+// (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb; docs/architecture.md 4.3-4.4), the
+// FMAC pipeline and the transmit FIFO.
+//
+// Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
+// in the SRAM output registers, FMAC stage 1), FMAC stages, out (k+1+FmacLatency: result
+// written to B or pushed to the transmit FIFO). All B writes of MACs leave in issue order
+// through the "out" stage. A B read whose word has a write in flight (in R or in the FMAC)
+// waits (interlock), so any program is computed exactly as the instruction-level model does;
+// the kernels never wait because consecutive MACs touch different words.
+//  - axpy: one MAC per cycle; on the last MAC of a nonzero a data wavelet of the same task at
+//    the queue head is popped into W and the next nonzero issues the next cycle.
+//  - dot: lanes take slots round-robin (DotLanes = FmacLatency slots), each lane's running
+//    sum comes back from the FMAC (bypass) or from its accumulator register; a group's lanes
+//    are gathered from the queue head while lane 0 already issues, so a full group issues
+//    one MAC per cycle.
+//  - redv: one add per cycle, payload from W then from the queue head (waiting for it).
+// Transmit: a FIFO of TxDepth; an instruction that sends reserves space for its in-flight
+// wavelets (no stall of the pipeline is ever needed). Sources (scalar send, sendv at R,
+// redv at out) never push in the same cycle: send waits until no send is in flight, sendv
+// until no redv send is in flight.
+// Scalar B loads/stores and fill wait until no B write is in flight.
+// Handshakes: start_i is taken when the engine is not busy (the sequencer waits for done_o
+// before it starts the next instruction); done_o is a one-cycle pulse.
+`default_nettype none
+
+module pe_vec #(
+  parameter int unsigned AWords = 16384,   // bf16 elements of A (power of 2)
+  parameter int unsigned BWords = 8192,    // 32-bit words of B, two banks (power of 2)
+  parameter int unsigned NumQueues = 4,    // width of the task queue index
+  parameter int unsigned FmacLatency = 4,  // FMAC stages; also the number of dot lanes
+  parameter int unsigned TxDepth = 8,      // transmit FIFO entries (> FmacLatency + 1)
+  localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1,
+  localparam int unsigned AAW = $clog2(AWords / 2),
+  localparam int unsigned BAW = $clog2(BWords),
+  localparam int unsigned DotLanes = FmacLatency,
+  localparam int unsigned LW = (DotLanes > 1) ? $clog2(DotLanes) : 1,
+  localparam int unsigned TxCW = $clog2(TxDepth + 1)
+) (
+  input  wire            clk_i,
+  input  wire            rst_ni,
+  // from the sequencer
+  input  wire            start_i,
+  input  wire [15:0]     instr_i,
+  input  wire [127:0]    regs_i,
+  input  wire [31:0]     w_i,
+  input  wire [4:0]      tid_i,
+  input  wire [QW-1:0]   q_i,
+  output reg             done_o,
+  output reg             ld_o,
+  output reg  [15:0]     ld_data_o,
+  output reg             r6_we_o,
+  output wire [15:0]     r6_o,
+  output reg             w_we_o,
+  output wire [31:0]     w_o,
+  // head of the task's queue
+  output wire [QW-1:0]   q_o,
+  input  wire            head_valid_i,
+  input  wire [36:0]     head_data_i,
+  output reg             pop_o,
+  // SRAM A (single port, 32-bit words of two bf16)
+  output reg             a_en_o,
+  output reg             a_we_o,
+  output reg  [AAW-1:0]  a_addr_o,
+  output reg  [31:0]     a_wdata_o,
+  input  wire [31:0]     a_rdata_i,
+  // SRAM B (one read, one write per cycle; the bank is the address msb)
+  output reg             b_re_o,
+  output reg  [BAW-1:0]  b_raddr_o,
+  input  wire [63:0]     b_rdata_i,  // {bank 1, bank 0}
+  output reg             b_we_o,
+  output reg  [BAW-1:0]  b_waddr_o,
+  output reg  [31:0]     b_wdata_o,
+  // transmit
+  output wire            tx_valid_o,
+  output wire [36:0]     tx_data_o,
+  input  wire            tx_ready_i,
+  output reg             mac_o,
+  output wire            idle_o
+);
+  localparam [3:0] KNone = 4'd0, KAxpy = 4'd1, KDot = 4'd2, KRedv = 4'd3, KSendv = 4'd4,
+                   KLda = 4'd5, KSta = 4'd6, KLdb = 4'd7, KStb = 4'd8;
+  localparam int unsigned L = FmacLatency;
+
+  // ------------------------------------------------------------------ instruction state
+  reg          busy_q, busy_d;
+  reg [15:0]   ins_q, ins_d;
+  reg [15:0]   ra_q, ra_d;      // r1: A address of token 0
+  reg [15:0]   rb_q, rb_d;      // r2: B base
+  reg [15:0]   sa_q, sa_d;      // r3: A stride
+  reg [15:0]   sb_q, sb_d;      // r4: B stride
+  reg [15:0]   len_q, len_d;    // r5: tokens
+  reg [15:0]   ptr_q, ptr_d;    // r6: pointer
+  reg [15:0]   cnt_q, cnt_d;    // r7: count
+  reg [4:0]    tid_q, tid_d;
+  reg [QW-1:0] q_q, q_d;
+  reg [31:0]   w_q, w_d;
+  reg [31:0]   dat_q, dat_d;    // store data / send payload
+  reg [15:0]   adr_q, adr_d;    // scalar address
+  reg [15:0]   t_q, t_d;        // token
+  reg [15:0]   n_q, n_d;        // element of redv/sendv/fill
+  reg [15:0]   aa_q, aa_d;      // A element address of token t
+  reg [15:0]   ba_q, ba_d;      // axpy: B word address; dot: B element base of token t
+  reg          ph_q, ph_d;      // scalar memory op: read issued
+  reg [LW-1:0] slot_q, slot_d;  // dot slot
+  reg [LW:0]   lanes_q, lanes_d;
+  reg          gath_q, gath_d;  // dot: gathering lanes of a group
+  reg          first_q, first_d;// dot: first group (lane 0 is W)
+  reg [15:0]   idx_q [0:DotLanes-1];
+  reg [15:0]   idx_d [0:DotLanes-1];
+
+  // ------------------------------------------------------------------ pipeline tags
+  // R stage
+  reg          rv_q, rv_d;
+  reg [3:0]    rk_q, rk_d;
+  reg          rwen_q, rwen_d;
+  reg [BAW-1:0] rwa_q, rwa_d;
+  reg          rtx_q, rtx_d;
+  reg [3:0]    rcol_q, rcol_d;
+  reg          rah_q, rah_d;    // A half
+  reg          rbk_q, rbk_d;    // B bank read
+  reg          rbh_q, rbh_d;    // B half (dot, scalar)
+  reg [31:0]   rval_q, rval_d;
+  reg [LW-1:0] rln_q, rln_d;
+  reg          rfirst_q, rfirst_d;
+  reg          rzf_q, rzf_d;
+  // FMAC stages
+  reg          pv_q [0:L-1];
+  reg          pdot_q [0:L-1];
+  reg          pwen_q [0:L-1];
+  reg [BAW-1:0] pwa_q [0:L-1];
+  reg          ptx_q [0:L-1];
+  reg [3:0]    pcol_q [0:L-1];
+  reg [LW-1:0] pln_q [0:L-1];
+  reg [31:0]   acc_q [0:DotLanes-1];
+
+  // ------------------------------------------------------------------ FMAC
+  wire [31:0] b_word = rbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0];
+  wire [15:0] b_elem = rbh_q ? b_word[31:16] : b_word[15:0];
+  wire [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
+  wire        f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv);
+  wire [31:0] y;
+  wire        y_valid;
+  wire        byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q);
+  reg         f_add;
+  reg  [31:0] f_a, f_c;
+  reg  [15:0] f_b;
+  always @(*) begin
+    f_add = 1'b0;
+    f_a = {16'd0, rval_q[15:0]};
+    f_b = a_elem;
+    f_c = b_word;
+    case (rk_q)
+      KDot: begin
+        f_a = rzf_q ? 32'd0 : {16'd0, a_elem};
+        f_b = rzf_q ? 16'd0 : b_elem;
+        f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+      end
+      KRedv: begin
+        f_add = 1'b1;
+        f_a = rval_q;
+      end
+      default: ;
+    endcase
+  end
+
+  pe_fmac #(.FmacLatency(L)) u_fmac (
+    .clk_i  (clk_i),
+    .rst_ni (rst_ni),
+    .valid_i(f_valid),
+    .add_i  (f_add),
+    .a_i    (f_a),
+    .b_i    (f_b),
+    .c_i    (f_c),
+    .valid_o(y_valid),
+    .y_o    (y)
+  );
+
+  // ------------------------------------------------------------------ transmit FIFO
+  reg         txp_valid;
+  reg  [36:0] txp_data;
+  wire [TxCW-1:0] tx_count;
+  wire        txp_ready;
+  pe_fifo #(.Width(37), .Depth(TxDepth)) u_txq (
+    .clk_i      (clk_i),
+    .rst_ni     (rst_ni),
+    .in_valid_i (txp_valid),
+    .in_ready_o (txp_ready),
+    .in_data_i  (txp_data),
+    .out_valid_o(tx_valid_o),
+    .out_ready_i(tx_ready_i),
+    .out_data_o (tx_data_o),
+    .count_o    (tx_count)
+  );
+
+  // ------------------------------------------------------------------ in-flight summary
+  reg         infl_wb, infl_tx, infl_ftx;
+  reg [3:0]   infl_txn;
+  integer     k;
+  always @(*) begin
+    infl_wb  = rv_q && rwen_q;
+    infl_tx  = rv_q && rtx_q;
+    infl_ftx = rv_q && rtx_q && (rk_q == KRedv);
+    infl_txn = {3'd0, rv_q && rtx_q};
+    for (k = 0; k < L; k = k + 1) begin
+      infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]);
+      infl_tx  = infl_tx || (pv_q[k] && ptx_q[k]);
+      infl_ftx = infl_ftx || (pv_q[k] && ptx_q[k]);
+      infl_txn = infl_txn + {3'd0, pv_q[k] && ptx_q[k]};
+    end
+  end
+  wire credit = (32'(tx_count) + 32'(infl_txn)) < TxDepth;
+
+  function automatic hz(input [BAW-1:0] addr);
+    integer j;
+    begin
+      hz = rv_q && rwen_q && (rwa_q == addr);
+      for (j = 0; j < L; j = j + 1) hz = hz || (pv_q[j] && pwen_q[j] && (pwa_q[j] == addr));
+    end
+  endfunction
+
+  // ------------------------------------------------------------------ issue
+  wire [3:0]  op        = ins_q[15:12];
+  wire        same_task = head_valid_i && !head_data_i[36] && (head_data_i[36:32] == tid_q);
+  wire [15:0] dot_t_n   = (len_q == 16'd0) ? 16'd1 : len_q;
+  wire        t_last    = (t_q == len_q - 16'd1);
+  wire        dot_tlast = (t_q == dot_t_n - 16'd1);
+  wire [15:0] n_ptr     = ptr_q + n_q;
+  wire        n_last    = (n_q == cnt_q - 16'd1);
+
+  // dot lane of this slot
+  reg         d_act, d_end, d_gath;
+  reg [15:0]  d_idx, d_e;
+  reg [LW:0]  d_lanes;
+
+  integer m;
+  always @(*) begin
+    busy_d = busy_q; ins_d = ins_q; ra_d = ra_q; rb_d = rb_q; sa_d = sa_q; sb_d = sb_q;
+    len_d = len_q; ptr_d = ptr_q; cnt_d = cnt_q; tid_d = tid_q; q_d = q_q; w_d = w_q;
+    dat_d = dat_q; adr_d = adr_q; t_d = t_q; n_d = n_q; aa_d = aa_q; ba_d = ba_q; ph_d = ph_q;
+    slot_d = slot_q; lanes_d = lanes_q; gath_d = gath_q; first_d = first_q;
+    for (m = 0; m < DotLanes; m = m + 1) idx_d[m] = idx_q[m];
+    rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
+    rah_d = 1'b0; rbk_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
+    rzf_d = 1'b0;
+    done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
+    a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
+    b_re_o = 1'b0; b_raddr_o = '0;
+    b_we_o = pv_q[L-1] && pwen_q[L-1]; b_waddr_o = pwa_q[L-1]; b_wdata_o = y;
+    txp_valid = 1'b0; txp_data = '0;
+    mac_o = 1'b0;
+    d_act = 1'b0; d_end = 1'b0; d_gath = 1'b0; d_idx = '0; d_e = '0; d_lanes = lanes_q;
+
+    // pushes to the transmit FIFO from the pipeline (space was reserved at issue)
+    if (rv_q && rk_q == KSendv) begin
+      txp_valid = 1'b1;
+      txp_data = {1'b0, rcol_q, b_word};
+    end
+    if (pv_q[L-1] && ptx_q[L-1]) begin
+      txp_valid = 1'b1;
+      txp_data = {1'b0, pcol_q[L-1], y};
+    end
+
+    // scalar memory ops complete in their R cycle
+    if (rv_q) begin
+      case (rk_q)
+        KLda: begin ld_o = 1'b1; ld_data_o = a_elem; done_o = 1'b1; busy_d = 1'b0; end
+        KLdb: begin ld_o = 1'b1; ld_data_o = b_elem; done_o = 1'b1; busy_d = 1'b0; end
+        KSta: begin
+          a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = AAW'(adr_q[15:1]);
+          a_wdata_o = rah_q ? {dat_q[15:0], a_rdata_i[15:0]} : {a_rdata_i[31:16], dat_q[15:0]};
+          done_o = 1'b1; busy_d = 1'b0;
+        end
+        KStb: begin
+          b_we_o = 1'b1; b_waddr_o = BAW'(adr_q);
+          b_wdata_o = rbh_q ? {dat_q[15:0], b_word[15:0]} : {b_word[31:16], dat_q[15:0]};
+          done_o = 1'b1; busy_d = 1'b0;
+        end
+        default: ;
+      endcase
+    end
+
+    if (start_i && !busy_q) begin
+      busy_d = 1'b1;
+      ins_d = instr_i;
+      ra_d = regs_i[16 +: 16]; rb_d = regs_i[32 +: 16]; sa_d = regs_i[48 +: 16];
+      sb_d = regs_i[64 +: 16]; len_d = regs_i[80 +: 16]; ptr_d = regs_i[96 +: 16];
+      cnt_d = regs_i[112 +: 16];
+      tid_d = tid_i; q_d = q_i; w_d = w_i;
+      adr_d = regs_i[32'(instr_i[8:6])*16 +: 16];
+      dat_d = (instr_i[15:12] == 4'h8)
+              ? {regs_i[32'(instr_i[6:4])*16 +: 16], regs_i[32'(instr_i[3:1])*16 +: 16]}
+              : {16'd0, regs_i[32'(instr_i[11:9])*16 +: 16]};
+      t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
+      first_d = 1'b1;
+      aa_d = regs_i[16 +: 16];
+      ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] : regs_i[32 +: 16] + w_i[31:16];
+    end else if (busy_q) begin
+      case (op)
+        4'h8: begin  // send
+          if (!infl_tx && txp_ready) begin
+            txp_valid = 1'b1;
+            txp_data = {ins_q[7], ins_q[11:8], dat_q};
+            done_o = 1'b1; busy_d = 1'b0;
+          end
+        end
+        4'hA: begin  // axpy
+          if (len_q == 16'd0) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (!hz(BAW'(ba_q))) begin
+            mac_o = 1'b1;
+            a_en_o = 1'b1; a_addr_o = AAW'(aa_q[15:1]);
+            b_re_o = 1'b1; b_raddr_o = BAW'(ba_q);
+            rv_d = 1'b1; rk_d = KAxpy; rwen_d = 1'b1; rwa_d = BAW'(ba_q); rah_d = aa_q[0];
+            rbk_d = ba_q[BAW-1]; rval_d = {16'd0, w_q[15:0]};
+            if (!t_last) begin
+              t_d = t_q + 16'd1; aa_d = aa_q + sa_q; ba_d = ba_q + sb_q;
+            end else if (same_task) begin
+              pop_o = 1'b1; w_we_o = 1'b1; w_d = head_data_i[31:0];
+              t_d = '0; aa_d = ra_q; ba_d = rb_q + head_data_i[31:16];
+            end else begin
+              done_o = 1'b1; busy_d = 1'b0;
+            end
+          end
+        end
+        4'hB: begin  // dot
+          d_gath = (t_q == 16'd0) && gath_q;
+          if (d_gath && slot_q == '0) begin
+            d_act = first_q || same_task;
+            d_idx = first_q ? w_q[31:16] : head_data_i[31:16];
+          end else if (d_gath) begin
+            d_act = same_task;
+            d_idx = head_data_i[31:16];
+          end else begin
+            d_act = ({1'b0, slot_q} < lanes_q);
+            d_idx = idx_q[slot_q];
+          end
+          d_e = ba_q + d_idx;
+          d_lanes = d_gath ? (d_act ? {1'b0, slot_q} + 1'b1 : {1'b0, slot_q}) : lanes_q;
+          if (d_gath && slot_q == '0 && !d_act) begin
+            // no further group: the instruction ends
+            done_o = 1'b1; busy_d = 1'b0; r6_we_o = 1'b1;
+          end else if (!(d_act && hz(BAW'(d_e[15:1])))) begin
+            if (d_act) begin
+              mac_o = (len_q != 16'd0);
+              a_en_o = 1'b1; a_addr_o = AAW'(aa_q[15:1]);
+              b_re_o = 1'b1; b_raddr_o = BAW'(d_e[15:1]);
+              rv_d = 1'b1; rk_d = KDot; rah_d = aa_q[0]; rbk_d = d_e[BAW]; rbh_d = d_e[0];
+              rln_d = slot_q; rfirst_d = (t_q == 16'd0); rzf_d = (len_q == 16'd0);
+              rwen_d = dot_tlast; rwa_d = BAW'(ptr_q + 16'(slot_q));
+              if (d_gath) begin
+                idx_d[slot_q] = d_idx;
+                if (!(first_q && slot_q == '0)) pop_o = 1'b1;
+              end
+            end
+            if (d_gath) begin
+              lanes_d = d_lanes;
+              gath_d = d_act && (slot_q != LW'(DotLanes - 1));
+            end
+            d_end = (slot_q == LW'(DotLanes - 1)) ||
+                    (dot_tlast && !gath_d && ({1'b0, slot_q} + 1'b1 >= d_lanes));
+            if (!d_end) slot_d = slot_q + 1'b1;
+            else if (dot_tlast) begin
+              slot_d = '0; t_d = '0; gath_d = 1'b1; first_d = 1'b0; lanes_d = '0;
+              ptr_d = ptr_q + 16'(d_lanes); aa_d = ra_q; ba_d = rb_q;
+            end else begin
+              slot_d = '0; t_d = t_q + 16'd1; aa_d = aa_q + sa_q; ba_d = ba_q + sb_q;
+            end
+          end
+        end
+        4'hC: begin  // redv / redv.st
+          if (cnt_q == 16'd0) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if ((n_q == 16'd0 || same_task) && (ins_q[7] || credit) &&
+                       !hz(BAW'(n_ptr))) begin
+            mac_o = 1'b1;
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+            rv_d = 1'b1; rk_d = KRedv; rbk_d = n_ptr[BAW-1];
+            rval_d = (n_q == 16'd0) ? w_q : head_data_i[31:0];
+            rwen_d = ins_q[7]; rwa_d = BAW'(n_ptr); rtx_d = !ins_q[7];
+            if (n_q != 16'd0) pop_o = 1'b1;
+            n_d = n_q + 16'd1;
+            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end
+        4'hD: begin  // sendv
+          if (cnt_q == 16'd0) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (credit && !infl_ftx && !hz(BAW'(n_ptr))) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+            rv_d = 1'b1; rk_d = KSendv; rbk_d = n_ptr[BAW-1]; rtx_d = 1'b1;
+            n_d = n_q + 16'd1;
+            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end
+        4'hE: begin  // fill
+          if (cnt_q == 16'd0) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (!infl_wb) begin
+            b_we_o = 1'b1; b_waddr_o = BAW'(n_ptr); b_wdata_o = 32'd0;
+            n_d = n_q + 16'd1;
+            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end
+        4'hF: begin  // lda / sta / ldb / stb: read now, finish in R
+          if (!ph_q) begin
+            if (!ins_q[1]) begin
+              a_en_o = 1'b1; a_addr_o = AAW'(adr_q[15:1]);
+              rv_d = 1'b1; rk_d = ins_q[0] ? KSta : KLda; rah_d = adr_q[0];
+              ph_d = 1'b1;
+            end else if (!infl_wb) begin
+              b_re_o = 1'b1; b_raddr_o = BAW'(adr_q);
+              rv_d = 1'b1; rk_d = ins_q[0] ? KStb : KLdb; rbk_d = adr_q[BAW-1];
+              rbh_d = ins_q[2];
+              ph_d = 1'b1;
+            end
+          end
+        end
+        default: begin  // not an engine instruction: finish at once
+          done_o = 1'b1; busy_d = 1'b0;
+        end
+      endcase
+    end
+  end
+
+  assign r6_o  = ptr_q;
+  assign w_o   = w_d;
+  assign q_o   = q_q;
+  assign idle_o = !busy_q && !rv_q && !infl_wb && !infl_tx && !tx_valid_o;
+
+  // ------------------------------------------------------------------ registers
+  integer e;
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      busy_q <= 1'b0; ins_q <= '0; ra_q <= '0; rb_q <= '0; sa_q <= '0; sb_q <= '0;
+      len_q <= '0; ptr_q <= '0; cnt_q <= '0; tid_q <= '0; q_q <= '0; w_q <= '0;
+      dat_q <= '0; adr_q <= '0; t_q <= '0; n_q <= '0; aa_q <= '0; ba_q <= '0; ph_q <= 1'b0;
+      slot_q <= '0; lanes_q <= '0; gath_q <= 1'b0; first_q <= 1'b0;
+      for (e = 0; e < DotLanes; e = e + 1) idx_q[e] <= '0;
+      rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
+      rah_q <= 1'b0; rbk_q <= 1'b0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
+      rfirst_q <= 1'b0; rzf_q <= 1'b0;
+      for (e = 0; e < L; e = e + 1) begin
+        pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pwa_q[e] <= '0;
+        ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
+      end
+      for (e = 0; e < DotLanes; e = e + 1) acc_q[e] <= '0;
+    end else begin
+      busy_q <= busy_d; ins_q <= ins_d; ra_q <= ra_d; rb_q <= rb_d; sa_q <= sa_d;
+      sb_q <= sb_d; len_q <= len_d; ptr_q <= ptr_d; cnt_q <= cnt_d; tid_q <= tid_d;
+      q_q <= q_d; w_q <= w_d; dat_q <= dat_d; adr_q <= adr_d; t_q <= t_d; n_q <= n_d;
+      aa_q <= aa_d; ba_q <= ba_d; ph_q <= ph_d; slot_q <= slot_d; lanes_q <= lanes_d;
+      gath_q <= gath_d; first_q <= first_d;
+      for (e = 0; e < DotLanes; e = e + 1) idx_q[e] <= idx_d[e];
+      rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
+      rcol_q <= rcol_d; rah_q <= rah_d; rbk_q <= rbk_d; rbh_q <= rbh_d; rval_q <= rval_d;
+      rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d;
+      pv_q[0] <= f_valid; pdot_q[0] <= (rk_q == KDot); pwen_q[0] <= f_valid && rwen_q;
+      pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
+      for (e = 1; e < L; e = e + 1) begin
+        pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];
+        pwa_q[e] <= pwa_q[e-1]; ptx_q[e] <= ptx_q[e-1]; pcol_q[e] <= pcol_q[e-1];
+        pln_q[e] <= pln_q[e-1];
+      end
+      if (pv_q[L-1] && pdot_q[L-1]) acc_q[pln_q[L-1]] <= y;
+    end
+  end
+
+  wire unused = y_valid;
+endmodule
+
+`default_nettype wire

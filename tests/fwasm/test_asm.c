@@ -1,0 +1,238 @@
+/*
+ * test_asm.c - the PE assembler/disassembler (host/fwasm) and the fw/ programs:
+ *   - encodings of every instruction form against words worked out by hand from the field
+ *     layouts of docs/architecture.md 4.3;
+ *   - round trip for every fw program: assemble, disassemble, reassemble = same image;
+ *   - the kernels image has every entry point the driver's task tables name, for many
+ *     mesh shapes;
+ *   - .bin serialization: round trip, and rejection of bad magic, version, size, CRC;
+ *   - malformed source is rejected with "file:line: what".
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "driver/fw.h"
+#include "driver/plan.h"
+#include "fwasm/fwasm.h"
+
+static void asm_ok(struct csd_fw *fw, const char *src)
+{
+	char err[512] = "";
+	int rc = fwasm_assemble(fw, src, "t.s", err, sizeof err);
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, CS_OK);
+}
+
+static void test_encodings(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *src;
+		uint16_t w[2];
+		int n;
+	} cases[] = {
+		{ "ret", { 0x0000 }, 1 },
+		{ "nop", { 0x0001 }, 1 },
+		{ "li r3, 0xbeef", { 0x1600, 0xbeef }, 2 },
+		{ "li r1, -1", { 0x1200, 0xffff }, 2 },
+		{ "addi r2, r5, -3", { 0x2000 | 2 << 9 | 5 << 6 | 0x3d }, 1 },
+		{ "add r1, r2, r3", { 0x3000 | 1 << 9 | 2 << 6 | 3 << 3 | 0 }, 1 },
+		{ "sub r7, r6, r5", { 0x3000 | 7 << 9 | 6 << 6 | 5 << 3 | 1 }, 1 },
+		{ "mul r7, r5, r4", { 0x3000 | 7 << 9 | 5 << 6 | 4 << 3 | 7 }, 1 },
+		{ "shr r0, r1, r2", { 0x3000 | 0 << 9 | 1 << 6 | 2 << 3 | 6 }, 1 },
+		{ "whi r7", { 0x4000 | 7 << 9 | 0 }, 1 },
+		{ "wlo r1", { 0x4000 | 1 << 9 | 1 }, 1 },
+		{ "wcol r2", { 0x4000 | 2 << 9 | 2 }, 1 },
+		{ "x: beq r1, r2, x", { 0x5000 | 0 << 11 | 1 << 8 | 2 << 5 | 0x1f }, 1 },
+		{ "bne r7, r0, y\ny: ret", { 0x5000 | 1 << 11 | 7 << 8 | 0 << 5 | 0, 0 }, 2 },
+		{ "z: djnz r7, z", { 0x6000 | 7 << 9 | 0x1ff }, 1 },
+		{ "jmp w\nw: ret", { 0x7000, 0x0000 }, 2 },
+		{ "v: nop\njmp v", { 0x0001, 0x7ffe }, 2 },
+		{ "send 5, r1, r2", { 0x8000 | 5 << 8 | 0 << 7 | 1 << 4 | 2 << 1 }, 1 },
+		{ "send 15, r7, r6, ctrl", { 0x8000 | 15 << 8 | 1 << 7 | 7 << 4 | 6 << 1 }, 1 },
+		{ "block 2", { 0x9002 }, 1 },
+		{ "unblock 20", { 0x9800 | 20 }, 1 },
+		{ "axpy", { 0xa000 }, 1 },
+		{ "dot", { 0xb000 }, 1 },
+		{ "redv 3", { 0xc300 }, 1 },
+		{ "redv.st", { 0xc080 }, 1 },
+		{ "sendv 5", { 0xd500 }, 1 },
+		{ "fill", { 0xe000 }, 1 },
+		{ "lda r1, [r2]", { 0xf000 | 1 << 9 | 2 << 6 | 0 }, 1 },
+		{ "sta r1, [r2]", { 0xf000 | 1 << 9 | 2 << 6 | 1 }, 1 },
+		{ "ldb r3, [r4]", { 0xf000 | 3 << 9 | 4 << 6 | 2 }, 1 },
+		{ "stb.h r3, [r4]", { 0xf000 | 3 << 9 | 4 << 6 | 4 | 3 }, 1 },
+		{ ".equ C, 7\nsendv C", { 0xd700 }, 1 },
+		{ ".word 0x1234", { 0x1234 }, 1 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct csd_fw fw;
+		asm_ok(&fw, cases[i].src);
+		if (fw.n_instr != cases[i].n || memcmp(fw.imem, cases[i].w, 2 * (size_t)cases[i].n)) {
+			print_error("'%s': got %d words %04x %04x, want %04x %04x\n", cases[i].src,
+				    fw.n_instr, fw.imem[0], fw.imem[1], cases[i].w[0], cases[i].w[1]);
+			fail();
+		}
+	}
+}
+
+static void round_trip(const struct csd_fw *fw)
+{
+	char *text, err[512] = "";
+	assert_int_equal(fwasm_disassemble(fw, &text), CS_OK);
+	struct csd_fw again;
+	int rc = fwasm_assemble(&again, text, "disassembly", err, sizeof err);
+	if (rc)
+		print_error("%s\n%s\n", err, text);
+	assert_int_equal(rc, CS_OK);
+	assert_int_equal(again.n_instr, fw->n_instr);
+	assert_memory_equal(again.imem, fw->imem, (size_t)fw->n_instr * 2);
+	assert_int_equal(again.n_syms, fw->n_syms);
+	for (int i = 0; i < fw->n_syms; i++) {
+		assert_string_equal(again.syms[i].name, fw->syms[i].name);
+		assert_int_equal(again.syms[i].pc, fw->syms[i].pc);
+	}
+	free(text);
+}
+
+static void test_fw_round_trip(void **state)
+{
+	(void)state;
+	int n = 0;
+	for (const struct csd_fw_source *s = csd_fw_sources; s->name; s++, n++) {
+		struct csd_fw fw;
+		char err[512] = "";
+		int rc = csd_fw_get(&fw, s->name, err, sizeof err);
+		if (rc)
+			print_error("%s\n", err);
+		assert_int_equal(rc, CS_OK);
+		assert_true(fw.n_instr > 0);
+		round_trip(&fw);
+	}
+	assert_true(n >= 2); /* kernels and selftest */
+	/* every raw word too: a disassembly must survive words that are not instructions */
+	struct csd_fw raw = { .n_instr = 256 };
+	for (int i = 0; i < 256; i++)
+		raw.imem[i] = (uint16_t)(i * 0x9e37u + 0x1234u);
+	round_trip(&raw);
+}
+
+static void test_kernel_entries(void **state)
+{
+	(void)state;
+	struct csd_fw fw;
+	char err[256];
+	assert_int_equal(csd_fw_get(&fw, "kernels", err, sizeof err), CS_OK);
+	for (int R = 1; R <= 5; R++)
+		for (int C = 1; C <= 5; C++) {
+			struct plan_geom g = { .rows = R, .cols = C };
+			uint32_t t[32];
+			for (int r = 0; r < R; r++)
+				for (int c = 0; c < C; c++)
+					for (int k = 0; k < 3; k++)
+						assert_int_equal(
+							plan_tasks(&g, &fw, (enum plan_kernel)k, r, c, t),
+							CS_OK);
+		}
+	assert_int_equal(csd_fw_get(&fw, "selftest", err, sizeof err), CS_OK);
+	assert_true(csd_fw_find(&fw, "st_ctl") >= 0);
+	assert_int_equal(csd_fw_get(&fw, "nosuch", err, sizeof err), CS_ERR_NOT_FOUND);
+}
+
+static void test_bin_format(void **state)
+{
+	(void)state;
+	struct csd_fw fw, back;
+	char err[256];
+	assert_int_equal(csd_fw_get(&fw, "kernels", err, sizeof err), CS_OK);
+	uint8_t buf[16384];
+	long n = csd_fw_serialize(&fw, buf, sizeof buf);
+	assert_true(n > 0);
+	assert_int_equal(csd_fw_parse(&back, buf, (size_t)n, err, sizeof err), CS_OK);
+	assert_int_equal(back.n_instr, fw.n_instr);
+	assert_memory_equal(back.imem, fw.imem, (size_t)fw.n_instr * 2);
+	assert_int_equal(csd_fw_find(&back, "wg_cr_top"), csd_fw_find(&fw, "wg_cr_top"));
+	buf[20] ^= 1; /* corrupt a symbol byte */
+	assert_int_equal(csd_fw_parse(&back, buf, (size_t)n, err, sizeof err), CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "checksum"));
+	buf[20] ^= 1;
+	assert_int_equal(csd_fw_parse(&back, buf, (size_t)n - 2, err, sizeof err), CS_ERR_FORMAT);
+	buf[4] = 9;
+	assert_int_equal(csd_fw_parse(&back, buf, (size_t)n, err, sizeof err), CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "version"));
+	buf[0] = 'X';
+	assert_int_equal(csd_fw_parse(&back, buf, (size_t)n, err, sizeof err), CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "magic"));
+}
+
+static void test_malformed(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *src;
+		const char *where; /* "t.s:LINE:" */
+		const char *what;
+	} cases[] = {
+		{ "ret\nfrob r1\n", "t.s:2:", "unknown instruction 'frob'" },
+		{ "; c\n\nadd r1, r2, r8\n", "t.s:3:", "'r8' is not a register" },
+		{ "addi r1, r2, 32\n", "t.s:1:", "imm6 32 out of range" },
+		{ "li r1, 70000\n", "t.s:1:", "out of range" },
+		{ "beq r1, r2, nowhere\n", "t.s:1:", "unknown name 'nowhere'" },
+		{ "a: ret\na: ret\n", "t.s:2:", "'a' defined twice" },
+		{ "add r1, r2\n", "t.s:1:", "add takes 3 operands, not 2" },
+		{ "x: nop\n.word 0\n.word 0\n.word 0\n.word 0\n.word 0\n.word 0\n.word 0\n.word 0\n"
+		  ".word 0\n.word 0\n.word 0\n.word 0\n.word 0\n.word 0\n.word 0\n.word 0\n"
+		  "bne r1, r2, x\n",
+		  "t.s:18:", "too far" },
+		{ ".entry missing\nret\n", "t.s:1:", "no label 'missing'" },
+		{ "send 16, r1, r2\n", "t.s:1:", "color 16 out of range" },
+		{ "send 1, r1, r2, data\n", "t.s:1:", "'ctrl'" },
+		{ "block 32\n", "t.s:1:", "task id 32" },
+		{ "lda r1, r2\n", "t.s:1:", "want [rN]" },
+		{ "li r1, 0x\n", "t.s:1:", "bad number" },
+		{ "1abel: ret\n", "t.s:1:", "bad label" },
+		{ "ret r1\n", "t.s:1:", "ret takes 0 operands" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct csd_fw fw;
+		char err[512] = "";
+		int rc = fwasm_assemble(&fw, cases[i].src, "t.s", err, sizeof err);
+		if (rc != CS_ERR_FORMAT || strncmp(err, cases[i].where, strlen(cases[i].where)) ||
+		    !strstr(err, cases[i].what)) {
+			print_error("case %zu: rc %d, message '%s', want '%s ... %s'\n", i, rc, err,
+				    cases[i].where, cases[i].what);
+			fail();
+		}
+	}
+	/* a program longer than IMEM */
+	char *big = malloc(300 * 5 + 1);
+	big[0] = 0;
+	for (int i = 0; i < 300; i++)
+		strcat(big, "nop\n");
+	struct csd_fw fw;
+	char err[512];
+	assert_int_equal(fwasm_assemble(&fw, big, "big.s", err, sizeof err), CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "big.s:257:"));
+	free(big);
+	assert_int_equal(fwasm_assemble_file(&fw, "/nonexistent/x.s", err, sizeof err),
+			 CS_ERR_NOT_FOUND);
+	assert_non_null(strstr(err, "/nonexistent/x.s"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_encodings),      cmocka_unit_test(test_fw_round_trip),
+		cmocka_unit_test(test_kernel_entries), cmocka_unit_test(test_bin_format),
+		cmocka_unit_test(test_malformed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,256 @@
+/*
+ * test_config.c - host/sparsity/config.c: every documented form is accepted with the
+ * meaning docs/sparsity.md gives it, and every invalid form is rejected with the exact
+ * message (file:line:col: key path: value and reason).
+ */
+#include "sp_test.h"
+
+static sp_config *ok(const char *yaml)
+{
+	return load_cfg(yaml);
+}
+
+static void rejects(const char *yaml, const char *msg)
+{
+	char err[512] = "";
+	sp_config *cfg = NULL;
+	int rc = sp_config_load_string(&cfg, "cfg.yaml", yaml, err, sizeof err);
+	if (rc != CS_ERR_CONFIG) {
+		sp_config_free(cfg);
+		fail_msg("accepted (rc %d): %s", rc, yaml);
+	}
+	assert_null(cfg);
+	assert_string_equal(err, msg);
+}
+
+static void test_dense_forms(void **state)
+{
+	(void)state;
+	sp_config *c = ok("model: {n_layer: 1}\n");
+	assert_true(sp_config_is_dense(c));
+	sp_config_free(c);
+	c = ok("sparsity: null\n");
+	assert_true(sp_config_is_dense(c));
+	sp_config_free(c);
+	c = ok("sparsity: 0.3\n");
+	assert_false(sp_config_is_dense(c));
+	assert_int_equal(c->n_groups, 1);
+	assert_int_equal(c->groups[0].algo, SP_STATIC);
+	assert_float_equal(c->groups[0].sparsity.value, 0.3, 0);
+	assert_int_equal(c->groups[0].n_patterns, 0);
+	sp_config_free(c);
+}
+
+static void test_sideband_18(void **state)
+{
+	(void)state;
+	sp_config *c = ok("sparsity:\n  type: sideband\n  sparsity: 0.9\n  init_method: topk\n"
+			  "  seed: 1234\n  param_name_patterns:\n"
+			  "    \"proj_[qkv]_dense_layer.weight\":\n      sparsity: 0.75\n"
+			  "      init_method: random\n    \"linear_layer.weight\": {}\n"
+			  "    \"other\": null\n");
+	assert_int_equal(c->n_groups, 3);
+	assert_float_equal(c->groups[0].sparsity.value, 0.75, 0);
+	assert_int_equal(c->groups[0].init_method, SP_INIT_RANDOM);
+	assert_float_equal(c->groups[1].sparsity.value, 0.9, 0);
+	assert_int_equal(c->groups[1].init_method, SP_INIT_TOPK);
+	assert_true(c->groups[1].has_seed && c->groups[1].seed == 1234);
+	assert_string_equal(c->groups[0].patterns[0].text, "proj_[qkv]_dense_layer.weight");
+	assert_false(c->groups[0].patterns[0].is_glob);
+	sp_config_free(c);
+}
+
+static void test_rigl_20(void **state)
+{
+	(void)state;
+	sp_config *c = ok("sparsity:\n  type: rigl\n  sparsity: 0.75\n  init_method: random\n"
+			  "  drop_fraction: {type: cosine, init: 0.3, half_period: 3584}\n"
+			  "  schedule: {freq: 100, stop: 3584}\n  param_name_patterns:\n"
+			  "    - \".*proj_[qkv]_dense_layer.weight\"\n    - \".*linear_layer.weight\"\n");
+	sp_group *g = &c->groups[0];
+	assert_int_equal(g->algo, SP_RIGL);
+	assert_int_equal(g->update.freq, 100);
+	assert_int_equal(g->update.stop, 3584);
+	assert_int_equal(g->drop.type, SP_SCHED_COSINE);
+	assert_int_equal(g->n_patterns, 2);
+	sp_config_free(c);
+	/* default drop fraction: 0.3 cosine-decayed to 0 at stop */
+	c = ok("sparsity: {type: set, sparsity: 0.8, schedule: {freq: 10, stop: 500}}");
+	assert_int_equal(c->groups[0].drop.type, SP_SCHED_COSINE);
+	assert_float_equal(c->groups[0].drop.init, 0.3, 0);
+	assert_float_equal(c->groups[0].drop.half_period, 500, 0);
+	sp_config_free(c);
+	c = ok("sparsity: {type: set, sparsity: 0.8, schedule: 50}");
+	assert_int_equal(c->groups[0].drop.type, SP_SCHED_CONSTANT);
+	assert_int_equal(c->groups[0].update.freq, 50);
+	sp_config_free(c);
+}
+
+static void test_gmp_20_and_18(void **state)
+{
+	(void)state;
+	sp_config *c = ok("sparsity:\n  type: gmp\n  init_method: topk\n"
+			  "  schedule: [0, 2000, 4000, 6000]\n  sparsity: [0.3, 0.6, 0.75, 0.8]\n"
+			  "  tiebreak: {type: first, eps: 1.0e-6}\n"
+			  "  param_name_patterns: [\"fc_layers.*weight\", \"final_layer.*weight\"]\n");
+	sp_group *g = &c->groups[0];
+	assert_int_equal(g->update.n_steps, 4);
+	assert_int_equal(g->update.steps[3], 6000);
+	assert_int_equal(g->sparsity.type, SP_SCHED_CYCLING);
+	assert_int_equal(g->sparsity.n_values, 4);
+	assert_int_equal(g->tiebreak, SP_TB_FIRST);
+	assert_float_equal(g->tiebreak_eps, 1e-6, 0);
+	sp_config_free(c);
+	c = ok("sparsity: {type: gmp, sparsity_schedule: [[0, 0.3], [2000, 0.6]]}");
+	assert_int_equal(c->groups[0].update.n_steps, 2);
+	assert_float_equal(c->groups[0].sparsity.values[1], 0.6, 0);
+	sp_config_free(c);
+}
+
+static void test_groups_22(void **state)
+{
+	(void)state;
+	sp_config *c = ok("sparsity:\n  - algorithm: rigl\n    sparsity: 0.9\n    init_method: random\n"
+			  "    drop_fraction: {type: cosine, init: 0.3, half_period: 10000}\n"
+			  "    update: {freq: 100, start: 0, stop: 10000}\n    balance_out_groups: 12\n"
+			  "    param_filter: [\"*proj_[qkv]_dense_layer.weight\"]\n"
+			  "  - algorithm: gmp\n"
+			  "    sparsity: {type: exp, init: 0.0, gamma: -0.0005, final: 0.9}\n"
+			  "    update: {freq: 1000, start: 1000}\n"
+			  "    param_filter: [\"*linear_layer.weight\", \"*proj_output_dense_layer.weight\"]\n");
+	assert_int_equal(c->n_groups, 2);
+	assert_int_equal(c->groups[0].balance_out, 12);
+	assert_true(c->groups[0].patterns[0].is_glob);
+	assert_int_equal(c->groups[1].algo, SP_GMP);
+	assert_int_equal(c->groups[1].sparsity.type, SP_SCHED_EXP);
+	assert_int_equal(c->groups[1].update.start, 1000);
+	assert_int_equal(c->groups[1].update.stop, -1);
+	assert_string_equal(c->groups[1].path, "sparsity[1]");
+	sp_config_free(c);
+	/* 2.2: schedule is an alias of sparsity */
+	c = ok("sparsity: {algorithm: gmp, schedule: {type: cubic, initial: 0, final: 0.8, begin: 0,"
+	       " end: 100}, update: {freq: 10, end: 100}}");
+	assert_int_equal(c->groups[0].sparsity.type, SP_SCHED_POLY);
+	assert_int_equal(c->groups[0].update.stop, 101);
+	sp_config_free(c);
+}
+
+static void test_ours(void **state)
+{
+	(void)state;
+	sp_config *c = ok("sparsity:\n  algorithm: granet\n  init_density: 0.5\n  final_density: 0.2\n"
+			  "  prune_start: 0\n  prune_end: 3000\n  death_rate: 0.5\n"
+			  "  death_rate_min: 0.005\n  update: {freq: 100}\n  distribution: erk\n"
+			  "  erk_power_scale: 0.5\n  dense_layers: ['h.0.*']\n"
+			  "  skip_optimizer_on_update: true\n  grow_init: zeros\n  seed: 3\n");
+	sp_group *g = &c->groups[0];
+	assert_int_equal(g->algo, SP_GRANET);
+	assert_int_equal(g->scope, SP_SCOPE_GLOBAL);
+	assert_int_equal(g->sparsity.type, SP_SCHED_POLY);
+	assert_float_equal(g->sparsity.initial, 0.5, 0);
+	assert_float_equal(g->sparsity.final, 0.8, 1e-15);
+	assert_float_equal(g->sparsity.end, 3000, 0);
+	assert_int_equal(g->distribution, SP_DIST_ERK);
+	assert_float_equal(g->erk_power, 0.5, 0);
+	assert_int_equal(g->n_dense, 1);
+	assert_true(g->skip_opt);
+	sp_config_free(c);
+	c = ok("sparsity: {algorithm: gmp, scope: global, sparsity: {type: linear, init: 0.1,"
+	       " slope: 0.0001}, update: {steps: [10, 20]}}");
+	assert_int_equal(c->groups[0].scope, SP_SCOPE_GLOBAL);
+	assert_int_equal(c->groups[0].update.n_steps, 2);
+	sp_config_free(c);
+	c = ok("sparsity: {algorithm: gmp, sparsity: {type: power, init: 0.9, beta: 0.99}}");
+	assert_int_equal(c->groups[0].sparsity.type, SP_SCHED_POWER);
+	sp_config_free(c);
+}
+
+static void test_rejects(void **state)
+{
+	(void)state;
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 1.5\n",
+		"cfg.yaml:3:13: sparsity.sparsity: 1.5 is not in [0, 1)");
+	rejects("sparsity: -0.1\n", "cfg.yaml:1:11: sparsity: -0.1 is not in [0, 1)");
+	rejects("sparsity:\n  algorithm: gmp\n  sparsity: {type: exp, init: 1.2, gamma: -1}\n",
+		"cfg.yaml:3:31: sparsity.sparsity.init: 1.2 is not in [0, 1)");
+	rejects("sparsity:\n  algorithm: gmp\n  sparsity: [0.5, 1.0]\n",
+		"cfg.yaml:3:19: sparsity.sparsity[1]: 1.0 is not in [0, 1)");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n  param_filter: '*.weight'\n"
+		"  param_name_patterns: 'x'\n",
+		"cfg.yaml:4:17: sparsity: both param_name_patterns and param_filter given");
+	rejects("sparsity:\n  type: sideband\n  sparsity: 0.5\n  param_name_patterns: 'fc[('\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: 'fc[(' does not compile: "
+		"Unmatched [, [^, [:, [., or [=");
+	rejects("sparsity:\n  algorithm: gmp\n  sparsity: 0.5\n  schedule: [0.2, 0.5]\n",
+		"cfg.yaml:4:3: sparsity.schedule: both sparsity and schedule given (since 2.2 "
+		"schedule is an alias of sparsity)");
+	rejects("sparsity:\n  algorithm: magic\n  sparsity: 0.5\n",
+		"cfg.yaml:2:14: sparsity.algorithm: 'magic' is not one of static, gmp, set, rigl, "
+		"granet");
+	rejects("sparsity:\n  type: magic\n",
+		"cfg.yaml:2:9: sparsity.type: 'magic' is not one of static, gmp, set, rigl, "
+		"granet, sideband");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  drop_fracton: 0.2\n",
+		"cfg.yaml:4:3: sparsity.drop_fracton: unknown key 'drop_fracton' (did you mean "
+		"drop_fraction?)");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  update: {freq: 10, sotp: 100}\n",
+		"cfg.yaml:4:22: sparsity.update.sotp: unknown key 'sotp' (did you mean stop?)");
+	rejects("sparsity:\n  algorithm: gmp\n  sparsity: {type: cosine, init: 0.5, half_perod: 3}\n",
+		"cfg.yaml:3:39: sparsity.sparsity.half_perod: unknown key 'half_perod' (did you "
+		"mean half_period?)");
+	rejects("sparsity:\n  algorithm: gmp\n  sparsity: {type: cubic, initial: 0.1, final: 0.5}\n",
+		"cfg.yaml:3:13: sparsity.sparsity: cubic schedule needs 'begin'");
+	rejects("sparsity:\n  algorithm: gmp\n  sparsity: 0.5\n",
+		"cfg.yaml:3:3: sparsity.sparsity: 0.5 is a constant; gmp needs a schedule (use "
+		"static for a constant)");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: [0.5]\n",
+		"cfg.yaml:3:3: sparsity.sparsity: static needs a constant sparsity (use gmp for a "
+		"schedule)");
+	rejects("sparsity:\n  algorithm: rigl\n",
+		"cfg.yaml:2:3: sparsity: missing key 'sparsity'");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  balance_in_groups: 2\n"
+		"  balance_out_groups: 2\n",
+		"cfg.yaml:5:3: sparsity.balance_out_groups: balance_in_groups and "
+		"balance_out_groups are mutually exclusive");
+	rejects("sparsity:\n  algorithm: set\n  sparsity: 0.5\n  scope: global\n",
+		"cfg.yaml:2:3: sparsity: scope: global is only for gmp and granet");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n  drop_fraction: 0.2\n",
+		"cfg.yaml:2:3: sparsity: drop_fraction is only for set and rigl");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  drop_fraction: 1.5\n",
+		"cfg.yaml:4:18: sparsity.drop_fraction: 1.5 is not in [0, 1]");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  update: {freq: 0}\n",
+		"cfg.yaml:4:18: sparsity.update.freq: 0 is less than 1");
+	rejects("sparsity:\n  algorithm: granet\n  final_density: 0.2\n",
+		"cfg.yaml:2:3: sparsity: granet needs final_density and prune_end (or a sparsity "
+		"schedule)");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n  final_density: 0.2\n",
+		"cfg.yaml:2:3: sparsity: init_density, final_density, prune_start, prune_end, "
+		"death_rate are granet keys (algorithm is static)");
+	rejects("sparsity:\n  - algorithm: static\n    sparsity: 0.5\n  - 0.3\n",
+		"cfg.yaml:4:5: sparsity[1]: 0.3 is not a mapping (a group)");
+	rejects("sparsity:\n  type: sideband\n  sparsity: 0.5\n  param_name_patterns:\n"
+		"    'fc': {sparsity: 2}\n",
+		"cfg.yaml:5:22: sparsity.param_name_patterns['fc'].sparsity: 2 is not in [0, 1)");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  distribution: erdos\n",
+		"cfg.yaml:4:17: sparsity.distribution: 'erdos' is not one of uniform, er, erk");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n  update: {freq: 10}\n",
+		"cfg.yaml:2:3: sparsity: static masks are never updated; remove the update "
+		"schedule");
+	rejects("sparsity: {algorithm: rigl, sparsity: 0.5, grow_init: random}\n",
+		"cfg.yaml:1:55: sparsity.grow_init: 'random' is not supported (only zeros)");
+	rejects("sparsity: [\n", "cfg.yaml:2:1: did not find expected node content");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dense_forms),
+		cmocka_unit_test(test_sideband_18),
+		cmocka_unit_test(test_rigl_20),
+		cmocka_unit_test(test_gmp_20_and_18),
+		cmocka_unit_test(test_groups_22),
+		cmocka_unit_test(test_ours),
+		cmocka_unit_test(test_rejects),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

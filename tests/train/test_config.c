@@ -1,0 +1,190 @@
+/*
+ * test_config.c - host/train/config.c: defaults, every documented key accepted, overrides,
+ * and the errors: unknown section/key with the nearest valid key, bad values with the
+ * allowed range or values, file:line:column, cross-key checks, YAML syntax errors, and the
+ * resolved config reading back to the same values.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "train/config.h"
+
+static char err[1024];
+
+static int load(train_config *c, const char *text, char *const *ov, int nov)
+{
+	err[0] = 0;
+	int rc = tc_load(c, "cfg.yaml", text, ov, nov, err, sizeof err);
+	if (rc)
+		printf("error: %s\n", err);
+	return rc;
+}
+
+/* Expect a config error whose message contains every given fragment. */
+static void expect_error(const char *text, char *const *ov, int nov, const char *a,
+			 const char *b)
+{
+	train_config c;
+	assert_int_equal(load(&c, text, ov, nov), CS_ERR_CONFIG);
+	if (!strstr(err, a) || (b && !strstr(err, b))) {
+		fprintf(stderr, "message '%s' lacks '%s' / '%s'\n", err, a, b ? b : "");
+		fail();
+	}
+	assert_null(strchr(err, '\n'));
+}
+
+static void test_defaults_and_issue_example(void **state)
+{
+	(void)state;
+	train_config c;
+	assert_int_equal(load(&c, "", NULL, 0), CS_OK);
+	assert_string_equal(c.name, "tiny");
+	assert_string_equal(c.device_kind, "sim");
+	assert_int_equal(c.mesh_rows, 4);
+	assert_int_equal(c.model.n_embd, 64);
+	assert_int_equal(c.steps, 200);
+	assert_true(c.lr == 3.0e-3 && c.beta2 == 0.95);
+	assert_int_equal(c.sparsity_node, 0);
+	tc_free(&c);
+	const char *issue =
+		"run:      {name: tiny, out_dir: runs, seed: 1234}\n"
+		"device:   {kind: sim, mesh: 4x4}\n"
+		"model:    {n_layer: 2, n_head: 4, n_embd: 64, block_size: 64, vocab_size: 256}\n"
+		"data:     {path: /usr/share/games/fortunes, val_fraction: 0.05}\n"
+		"train:    {steps: 200, batch_size: 8, grad_accum: 1, lr: 3.0e-3, min_lr: 3.0e-4,\n"
+		"           warmup_steps: 20, weight_decay: 0.1, beta1: 0.9, beta2: 0.95, eps: "
+		"1.0e-8,\n"
+		"           grad_clip: 1.0, eval_every: 50, eval_batches: 8, ckpt_every: 100}\n"
+		"sparsity: {type: static, sparsity: 0.8}\n";
+	assert_int_equal(load(&c, issue, NULL, 0), CS_OK);
+	assert_int_equal(c.seed, 1234);
+	assert_true(c.eps == 1e-8);
+	assert_int_not_equal(c.sparsity_node, 0);
+	assert_int_equal(tc_dense_on_host(&c, 1), 0);
+	tc_free(&c);
+}
+
+static void test_overrides(void **state)
+{
+	(void)state;
+	train_config c;
+	char *ov[] = { "train.steps=50", "device.kind=cpu", "model.n_layer=3",
+		       "sparsity.sparsity=0.5", "device.dense_on_host=true" };
+	assert_int_equal(load(&c, "train: {steps: 10}\n", ov, 5), CS_OK);
+	assert_int_equal(c.steps, 50);
+	assert_string_equal(c.device_kind, "cpu");
+	assert_int_equal(c.model.n_layer, 3);
+	assert_int_not_equal(c.sparsity_node, 0); /* created by the override */
+	assert_int_equal(tc_dense_on_host(&c, 0), 1);
+	char uri[32];
+	tc_device_uri(&c, uri, sizeof uri);
+	assert_string_equal(uri, "cpu:4x4");
+	tc_free(&c);
+	char *bad[] = { "train.steps=abc" };
+	expect_error("", bad, 1, "override 'train.steps=abc': train.steps: 'abc' is not an integer",
+		     NULL);
+	char *unk[] = { "train.stepz=3" };
+	expect_error("", unk, 1, "train.stepz: unknown key (did you mean 'steps'?)", "override");
+	char *noeq[] = { "train.steps" };
+	expect_error("", noeq, 1, "expected section.key=value", NULL);
+}
+
+static void test_unknown_keys_suggest(void **state)
+{
+	(void)state;
+	expect_error("model:\n  n_layer: 2\n  n_embed: 64\n", NULL, 0,
+		     "cfg.yaml:3:3: model.n_embed: unknown key (did you mean 'n_embd'?)",
+		     "allowed: n_layer, n_head, n_embd, block_size, vocab_size");
+	expect_error("train: {learning_rate: 0.1}\n", NULL, 0, "train.learning_rate: unknown key",
+		     NULL);
+	expect_error("trian: {steps: 3}\n", NULL, 0,
+		     "cfg.yaml:1:1: trian: unknown section (did you mean 'train'?)", NULL);
+	/* a key of another section */
+	expect_error("model: {lr: 0.1}\n", NULL, 0, "model.lr: unknown key (did you mean 'train.lr'?)",
+		     NULL);
+	expect_error("train: {warmup: 3}\n", NULL, 0, "did you mean 'warmup_steps'?", NULL);
+	assert_int_equal(tc_edit_distance("n_embed", "n_embd"), 1);
+	assert_int_equal(tc_edit_distance("setps", "steps"), 1);
+	assert_int_equal(tc_edit_distance("", "abc"), 3);
+}
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	expect_error("train:\n  lr: -1\n", NULL, 0, "cfg.yaml:2:7: train.lr: -1 is not in [0, 10]",
+		     NULL);
+	expect_error("device: {kind: gpu}\n", NULL, 0,
+		     "cfg.yaml:1:16: device.kind: 'gpu' is not one of cpu,sim,usb", NULL);
+	expect_error("device: {mesh: 4by4}\n", NULL, 0, "device.mesh: '4by4' is not ROWSxCOLS",
+		     NULL);
+	expect_error("device: {dense_on_host: maybe}\n", NULL, 0,
+		     "device.dense_on_host: 'maybe' is not one of auto, true, false", NULL);
+	expect_error("model: {n_layer: 2.5}\n", NULL, 0, "model.n_layer: '2.5' is not an integer",
+		     NULL);
+	expect_error("model: {vocab_size: 100}\n", NULL, 0, "model.vocab_size: 100 is not in [256",
+		     NULL);
+	expect_error("model: {n_head: 3}\n", NULL, 0,
+		     "cfg.yaml:1:17: model.n_head: n_embd 64 is not divisible by n_head 3", NULL);
+	expect_error("train: {lr: 1.0e-3, min_lr: 1.0e-2}\n", NULL, 0,
+		     "train.min_lr: 0.01 is above train.lr 0.001", NULL);
+	expect_error("train: {steps: [1, 2]}\n", NULL, 0, "train.steps: expected a single value",
+		     NULL);
+	expect_error("data: {val_fraction: 0.9}\n", NULL, 0, "data.val_fraction: 0.9 is not in",
+		     NULL);
+	expect_error("run: {name: a/b}\n", NULL, 0, "run.name: 'a/b' is not a plain directory name",
+		     NULL);
+	expect_error("train: nope\n", NULL, 0, "cfg.yaml:1:8: train: expected a mapping", NULL);
+	expect_error("- a\n- b\n", NULL, 0, "expected a mapping of sections", NULL);
+	expect_error("train: {steps: 3\n", NULL, 0, "cfg.yaml:2:1: invalid YAML", NULL);
+	train_config c;
+	assert_int_equal(tc_load(&c, "/nonexistent/cfg.yaml", NULL, NULL, 0, err, sizeof err),
+			 CS_ERR_NOT_FOUND);
+	assert_non_null(strstr(err, "/nonexistent/cfg.yaml: cannot open"));
+}
+
+static void test_resolved_round_trip(void **state)
+{
+	(void)state;
+	train_config a, b;
+	const char *text = "run: {name: x, seed: 7}\ntrain: {lr: 0.0003, eps: 1.5e-9}\n"
+			   "data: {path: \"/tmp/with: colon\"}\n"
+			   "sparsity:\n  type: rigl\n  sparsity: 0.8\n  param_filter: ['*.weight', "
+			   "'h.*']\n  groups:\n    - {sparsity: 0.5, x: 1}\n";
+	char *ov[] = { "device.kind=cpu" };
+	assert_int_equal(load(&a, text, ov, 1), CS_OK);
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(tc_write_resolved(&a, f), CS_OK);
+	fclose(f);
+	printf("%s", buf);
+	assert_int_equal(load(&b, buf, NULL, 0), CS_OK);
+	assert_string_equal(a.name, b.name);
+	assert_string_equal(b.device_kind, "cpu");
+	assert_string_equal(a.data_path, b.data_path);
+	assert_true(a.lr == b.lr && a.eps == b.eps && a.seed == b.seed);
+	assert_int_not_equal(b.sparsity_node, 0);
+	assert_non_null(strstr(buf, "\"type\": rigl"));
+	tc_free(&a);
+	tc_free(&b);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_and_issue_example),
+		cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_unknown_keys_suggest),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_resolved_round_trip),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,509 @@
+/*
+ * test_gpt.c - host/train/gpt.c: every layer's backward against central finite differences
+ * of an independent double-precision forward (gpt64.h), the sgemm kernels against their
+ * plain-loop references, GELU's tanh against libm, and the whole model's gradient against
+ * finite differences of the float64 model. Random inputs are seeded (TEST_SEED replays).
+ *
+ * Tolerance: |analytic - fd| <= 2e-4 * max|fd| + 2e-3 * |fd| per element (fp32 sums of a few
+ * hundred terms against an FD error below 1e-9).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "gpt64.h"
+#include "train/gpt.h"
+
+static uint64_t rng_state = 1;
+
+static double urand(void) /* [-1, 1) */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)(z >> 11) / 4503599627370496.0 - 1.0;
+}
+
+static void fill(float *f, double *d, size_t n, double scale)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = (float)(urand() * scale);
+		f[i] = v;
+		if (d)
+			d[i] = v;
+	}
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	const char *s = getenv("TEST_SEED");
+	rng_state = s ? strtoull(s, NULL, 0) : 4242;
+	printf("seed %llu (set TEST_SEED to replay)\n", (unsigned long long)rng_state);
+	return 0;
+}
+
+/* Compare analytic float gradients with FD gradients; prints the first mismatch. */
+static void check_grad(const char *what, const float *an, const double *fd, size_t n)
+{
+	double maxfd = 0;
+	for (size_t i = 0; i < n; i++)
+		maxfd = fmax(maxfd, fabs(fd[i]));
+	assert_true(maxfd > 0); /* a gradient of zeros would prove nothing */
+	for (size_t i = 0; i < n; i++) {
+		double tol = 2e-4 * maxfd + 2e-3 * fabs(fd[i]);
+		if (fabs(an[i] - fd[i]) > tol) {
+			fprintf(stderr, "%s[%zu]: analytic %.9g, finite difference %.9g (tol %.3g)\n",
+				what, i, an[i], fd[i], tol);
+			fail();
+		}
+	}
+}
+
+/* Central differences of loss() over x[0..n), step h. */
+typedef double (*loss_fn)(void *ctx);
+static void fd_grad(double *g, double *x, size_t n, loss_fn f, void *ctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		double x0 = x[i], h = 1e-6 * fmax(1.0, fabs(x0));
+		x[i] = x0 + h;
+		double lp = f(ctx);
+		x[i] = x0 - h;
+		double lm = f(ctx);
+		x[i] = x0;
+		g[i] = (lp - lm) / (2 * h);
+	}
+}
+
+static double dot(const double *a, const double *r, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += a[i] * r[i];
+	return s;
+}
+
+/* ---- layernorm ---------------------------------------------------------------------- */
+
+struct ln_ctx {
+	int N, C;
+	double *x, *w, *b, *r, *out;
+};
+
+static double ln_loss(void *p)
+{
+	struct ln_ctx *c = p;
+	g64_layernorm(c->out, c->x, c->w, c->b, c->N, c->C);
+	return dot(c->out, c->r, (size_t)c->N * c->C);
+}
+
+static void test_layernorm_backward(void **state)
+{
+	(void)state;
+	int N = 6, C = 24;
+	size_t NC = (size_t)N * C;
+	float *x = malloc(NC * 4), *w = malloc(C * 4), *b = malloc(C * 4), *r = malloc(NC * 4);
+	float *out = malloc(NC * 4), *mean = malloc(N * 4), *rstd = malloc(N * 4);
+	float *dx = calloc(NC, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
+	struct ln_ctx c = { N, C, malloc(NC * 8), malloc(C * 8), malloc(C * 8), malloc(NC * 8),
+			    malloc(NC * 8) };
+	fill(x, c.x, NC, 2.0);
+	fill(w, c.w, C, 1.5);
+	fill(b, c.b, C, 0.5);
+	fill(r, c.r, NC, 1.0);
+	layernorm_forward(out, mean, rstd, x, w, b, N, C);
+	ln_loss(&c);
+	for (size_t i = 0; i < NC; i++)
+		assert_true(fabs(out[i] - c.out[i]) < 1e-5 * (1 + fabs(c.out[i])));
+	layernorm_backward(dx, dw, db, r, x, w, mean, rstd, N, C);
+	double *g = malloc(NC * 8);
+	fd_grad(g, c.x, NC, ln_loss, &c);
+	check_grad("layernorm dinp", dx, g, NC);
+	fd_grad(g, c.w, C, ln_loss, &c);
+	check_grad("layernorm dweight", dw, g, C);
+	fd_grad(g, c.b, C, ln_loss, &c);
+	check_grad("layernorm dbias", db, g, C);
+	free(g), free(x), free(w), free(b), free(r), free(out), free(mean), free(rstd);
+	free(dx), free(dw), free(db), free(c.x), free(c.w), free(c.b), free(c.r), free(c.out);
+}
+
+/* ---- matmul (sgemm and the plain reference) ----------------------------------------- */
+
+struct mm_ctx {
+	int N, C, OC;
+	double *x, *w, *b, *r, *out;
+};
+
+static double mm_loss(void *p)
+{
+	struct mm_ctx *c = p;
+	g64_linear(c->out, c->x, c->w, c->b, c->N, c->C, c->OC);
+	return dot(c->out, c->r, (size_t)c->N * c->OC);
+}
+
+static void test_matmul_backward(void **state)
+{
+	(void)state;
+	int N = 10, C = 12, OC = 20;
+	size_t NX = (size_t)N * C, NW = (size_t)OC * C, NO = (size_t)N * OC;
+	float *x = malloc(NX * 4), *w = malloc(NW * 4), *b = malloc(OC * 4), *r = malloc(NO * 4);
+	float *out = malloc(NO * 4), *out_ref = malloc(NO * 4);
+	float *dx = calloc(NX, 4), *dw = calloc(NW, 4), *db = calloc(OC, 4);
+	float *dx2 = calloc(NX, 4), *dw2 = calloc(NW, 4), *db2 = calloc(OC, 4);
+	struct mm_ctx c = { N, C, OC, malloc(NX * 8), malloc(NW * 8), malloc(OC * 8),
+			    malloc(NO * 8), malloc(NO * 8) };
+	fill(x, c.x, NX, 1.0);
+	fill(w, c.w, NW, 1.0);
+	fill(b, c.b, OC, 1.0);
+	fill(r, c.r, NO, 1.0);
+	matmul_forward(out, x, w, b, N, C, OC);
+	matmul_forward_ref(out_ref, x, w, b, N, C, OC);
+	mm_loss(&c);
+	for (size_t i = 0; i < NO; i++) {
+		assert_true(fabs(out[i] - c.out[i]) < 1e-5 * (1 + fabs(c.out[i])));
+		assert_true(fabs(out[i] - out_ref[i]) < 1e-5 * (1 + fabs(c.out[i])));
+	}
+	matmul_backward(dx, dw, db, r, x, w, N, C, OC);
+	matmul_backward_ref(dx2, dw2, db2, r, x, w, N, C, OC);
+	double *g = malloc(NW * 8);
+	fd_grad(g, c.x, NX, mm_loss, &c);
+	check_grad("matmul dinp", dx, g, NX);
+	check_grad("matmul_ref dinp", dx2, g, NX);
+	fd_grad(g, c.w, NW, mm_loss, &c);
+	check_grad("matmul dweight", dw, g, NW);
+	check_grad("matmul_ref dweight", dw2, g, NW);
+	fd_grad(g, c.b, OC, mm_loss, &c);
+	check_grad("matmul dbias", db, g, OC);
+	check_grad("matmul_ref dbias", db2, g, OC);
+	/* the host linear hook: dx is overwritten, dw accumulates */
+	float *y = malloc(NO * 4), *hdx = malloc(NX * 4), *hdw = calloc(NW, 4);
+	fill(hdx, NULL, NX, 9.0); /* garbage that must be overwritten */
+	assert_int_equal(gpt_linear_host.forward(NULL, y, x, w, 0, 0, N, C, OC), CS_OK);
+	for (size_t i = 0; i < NO; i++)
+		assert_true(fabs(y[i] + b[i % OC] - out_ref[i]) < 1e-5 * (1 + fabs(out_ref[i])));
+	assert_int_equal(gpt_linear_host.backward(NULL, hdx, hdw, r, x, w, 0, 0, N, C, OC, 0),
+			 CS_OK);
+	for (size_t i = 0; i < NX; i++)
+		assert_true(fabs(hdx[i] - dx2[i]) < 1e-5 * (1 + fabs(dx2[i])));
+	for (size_t i = 0; i < NW; i++)
+		assert_true(fabs(hdw[i] - dw2[i]) < 1e-5 * (1 + fabs(dw2[i])));
+	free(y), free(hdx), free(hdw);
+	free(g), free(x), free(w), free(b), free(r), free(out), free(out_ref);
+	free(dx), free(dw), free(db), free(dx2), free(dw2), free(db2);
+	free(c.x), free(c.w), free(c.b), free(c.r), free(c.out);
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+struct att_ctx {
+	int B, T, C, NH;
+	double *qkv, *r, *out;
+};
+
+static double att_loss(void *p)
+{
+	struct att_ctx *c = p;
+	g64_attention(c->out, c->qkv, c->B, c->T, c->C, c->NH);
+	return dot(c->out, c->r, (size_t)c->B * c->T * c->C);
+}
+
+static void test_attention_backward(void **state)
+{
+	(void)state;
+	int B = 2, T = 7, C = 12, NH = 3;
+	size_t NQ = (size_t)B * T * 3 * C, NO = (size_t)B * T * C, NA = (size_t)B * NH * T * T;
+	float *qkv = malloc(NQ * 4), *r = malloc(NO * 4), *out = malloc(NO * 4);
+	float *out2 = malloc(NO * 4), *att = malloc(NA * 4), *att2 = malloc(NA * 4);
+	float *dqkv = malloc(NQ * 4), *dqkv2 = malloc(NQ * 4), *scratch = malloc(T * T * 4);
+	struct att_ctx c = { B, T, C, NH, malloc(NQ * 8), malloc(NO * 8), malloc(NO * 8) };
+	fill(qkv, c.qkv, NQ, 1.5);
+	fill(r, c.r, NO, 1.0);
+	attention_forward(out, att, qkv, B, T, C, NH);
+	attention_forward_ref(out2, att2, qkv, B, T, C, NH);
+	att_loss(&c);
+	for (size_t i = 0; i < NO; i++) {
+		assert_true(fabs(out[i] - c.out[i]) < 1e-5 * (1 + fabs(c.out[i])));
+		assert_true(fabs(out2[i] - c.out[i]) < 1e-5 * (1 + fabs(c.out[i])));
+	}
+	for (size_t i = 0; i < NA; i++)
+		assert_true(fabs(att[i] - att2[i]) < 1e-6);
+	fill(dqkv, NULL, NQ, 5.0); /* overwritten, not accumulated */
+	attention_backward(dqkv, r, qkv, att, scratch, B, T, C, NH);
+	attention_backward_ref(dqkv2, r, qkv, att2, B, T, C, NH);
+	double *g = malloc(NQ * 8);
+	fd_grad(g, c.qkv, NQ, att_loss, &c);
+	check_grad("attention dqkv", dqkv, g, NQ);
+	check_grad("attention_ref dqkv", dqkv2, g, NQ);
+	free(g), free(qkv), free(r), free(out), free(out2), free(att), free(att2), free(dqkv);
+	free(dqkv2), free(scratch), free(c.qkv), free(c.r), free(c.out);
+}
+
+/* ---- gelu --------------------------------------------------------------------------- */
+
+struct gelu_ctx {
+	int N;
+	double *x, *r;
+};
+
+static double gelu_loss(void *p)
+{
+	struct gelu_ctx *c = p;
+	double s = 0;
+	for (int i = 0; i < c->N; i++)
+		s += g64_gelu(c->x[i]) * c->r[i];
+	return s;
+}
+
+static void test_gelu_backward(void **state)
+{
+	(void)state;
+	int N = 301;
+	float *x = malloc(N * 4), *r = malloc(N * 4), *out = malloc(N * 4), *dx = malloc(N * 4);
+	struct gelu_ctx c = { N, malloc(N * 8), malloc(N * 8) };
+	fill(x, c.x, N, 6.0);
+	fill(r, c.r, N, 1.0);
+	gelu_forward(out, x, N);
+	for (int i = 0; i < N; i++)
+		assert_true(fabs(out[i] - g64_gelu(c.x[i])) < 1e-6 * (1 + fabs(out[i])));
+	gelu_backward(dx, x, r, N);
+	double *g = malloc(N * 8);
+	fd_grad(g, c.x, N, gelu_loss, &c);
+	check_grad("gelu dinp", dx, g, N);
+	free(g), free(x), free(r), free(out), free(dx), free(c.x), free(c.r);
+}
+
+/* GELU's own tanh: within 4e-7 absolute of tanh over the whole float range we meet. */
+static void test_gelu_tanh_accuracy(void **state)
+{
+	(void)state;
+	double worst = 0;
+	for (int i = -2000000; i <= 2000000; i += 7) {
+		float y = (float)i * 1e-5f;
+		worst = fmax(worst, fabs(gelu_tanhf(y) - tanh((double)y)));
+	}
+	float big[] = { 9.4f, 9.6f, 30.0f, -30.0f, 1e30f, -1e30f, INFINITY, -INFINITY, 0.0f,
+			-0.0f, 1e-30f };
+	for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+		worst = fmax(worst, fabs(gelu_tanhf(big[i]) - tanh((double)big[i])));
+	printf("gelu_tanhf worst absolute error %.3g\n", worst);
+	assert_true(worst < 4e-7);
+	assert_true(signbit(gelu_tanhf(-0.0f)));
+}
+
+/* ---- softmax + cross-entropy, encoder, residual ------------------------------------- */
+
+struct ce_ctx {
+	int N, V;
+	double *logits;
+	const int *tgt;
+	double dloss;
+};
+
+static double ce_loss(void *p)
+{
+	struct ce_ctx *c = p;
+	double s = 0;
+	for (int n = 0; n < c->N; n++) {
+		const double *l = c->logits + (size_t)n * c->V;
+		double mx = -INFINITY, sum = 0;
+		for (int v = 0; v < c->V; v++)
+			mx = fmax(mx, l[v]);
+		for (int v = 0; v < c->V; v++)
+			sum += exp(l[v] - mx);
+		s += -(l[c->tgt[n]] - mx - log(sum));
+	}
+	return s * c->dloss;
+}
+
+static void test_softmax_crossentropy_backward(void **state)
+{
+	(void)state;
+	int N = 5, V = 37, tgt[5] = { 0, 36, 5, 5, 17 };
+	size_t NV = (size_t)N * V;
+	float *logits = malloc(NV * 4), *probs = malloc(NV * 4), *losses = malloc(N * 4);
+	float *dl = malloc(NV * 4);
+	struct ce_ctx c = { N, V, malloc(NV * 8), tgt, 1.0 / N };
+	fill(logits, c.logits, NV, 4.0);
+	softmax_crossentropy_forward(probs, losses, logits, tgt, N, V);
+	double s = 0;
+	for (int n = 0; n < N; n++)
+		s += losses[n];
+	assert_true(fabs(s / N - ce_loss(&c)) < 1e-5);
+	softmax_crossentropy_backward(dl, probs, tgt, 1.0f / N, N, V);
+	double *g = malloc(NV * 8);
+	fd_grad(g, c.logits, NV, ce_loss, &c);
+	check_grad("crossentropy dlogits", dl, g, NV);
+	free(g), free(logits), free(probs), free(losses), free(dl), free(c.logits);
+}
+
+static void test_encoder_residual_backward(void **state)
+{
+	(void)state;
+	int B = 2, T = 3, C = 4, V = 5, inp[6] = { 1, 4, 1, 0, 1, 2 };
+	float wte[20], wpe[12], out[24], r[24], dwte[20] = { 0 }, dwpe[12] = { 0 };
+	fill(wte, NULL, 20, 1);
+	fill(wpe, NULL, 12, 1);
+	fill(r, NULL, 24, 1);
+	encoder_forward(out, inp, wte, wpe, B, T, C);
+	encoder_backward(dwte, dwpe, r, inp, B, T, C);
+	/* loss = sum_bt,i r * (wte[inp] + wpe[t]) is linear: its gradient is exact sums */
+	for (int v = 0; v < V; v++)
+		for (int i = 0; i < C; i++) {
+			double e = 0;
+			for (int n = 0; n < B * T; n++)
+				if (inp[n] == v)
+					e += r[n * C + i];
+			assert_true(fabs(dwte[v * C + i] - e) < 1e-6);
+		}
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < C; i++) {
+			assert_true(fabs(out[(T + t) * C + i] - wte[inp[T + t] * C + i] -
+					 wpe[t * C + i]) < 1e-6);
+			double e = r[t * C + i] + r[(T + t) * C + i];
+			assert_true(fabs(dwpe[t * C + i] - e) < 1e-6);
+		}
+	float a[4] = { 1, 2, 3, 4 }, b2[4] = { 5, 6, 7, 8 }, o[4], da[4] = { 0 }, db[4] = { 1 };
+	residual_forward(o, a, b2, 4);
+	residual_backward(da, db, a, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_true(o[i] == a[i] + b2[i]);
+		assert_true(da[i] == a[i] && db[i] == (i == 0) + a[i]);
+	}
+}
+
+/* ---- whole model -------------------------------------------------------------------- */
+
+struct model_ctx {
+	g64 g;
+	const int *inp, *tgt;
+	int B, T;
+};
+
+static double model_loss(void *p)
+{
+	struct model_ctx *c = p;
+	return g64_loss(&c->g, c->inp, c->tgt, c->B, c->T);
+}
+
+static void test_model_gradient(void **state)
+{
+	(void)state;
+	gpt_config cfg = { .n_layer = 2, .n_head = 2, .n_embd = 16, .block_size = 8,
+			   .vocab_size = 256 };
+	int B = 2, T = 8;
+	gpt m;
+	assert_int_equal(gpt_create(&m, &cfg, B, T), CS_OK);
+	gpt_init_params(&m, 7);
+	/* non-trivial LayerNorm parameters and biases, and weights large enough to matter */
+	for (size_t i = 0; i < m.num_params; i++)
+		m.params_memory[i] += (float)(0.1 * urand());
+	int inp[16], tgt[16];
+	for (int i = 0; i < B * T; i++) {
+		inp[i] = (int)((urand() + 1) * 40) + 60;
+		tgt[i] = (int)((urand() + 1) * 40) + 60;
+	}
+	float loss;
+	assert_int_equal(gpt_forward(&m, inp, tgt, B, T, &loss), CS_OK);
+	gpt_zero_grad(&m);
+	assert_int_equal(gpt_backward(&m, 1.0f), CS_OK);
+	struct model_ctx c = { { &m, malloc(m.num_params * 8) }, inp, tgt, B, T };
+	for (size_t i = 0; i < m.num_params; i++)
+		c.g.p[i] = m.params_memory[i];
+	double l64 = model_loss(&c);
+	printf("loss fp32 %.7f fp64 %.7f\n", loss, l64);
+	assert_true(fabs(loss - l64) < 1e-5 * fabs(l64));
+	/* every tensor: all entries for small ones, a sample of the big ones */
+	size_t checked = 0;
+	for (int k = 0; k < m.num_tensors; k++) {
+		const gpt_tensor *t = &m.tensors[k];
+		size_t stride = t->numel > 300 ? t->numel / 150 + 1 : 1;
+		size_t n = 0;
+		double *fd = malloc(sizeof(double) * t->numel);
+		float *an = malloc(sizeof(float) * t->numel);
+		for (size_t i = (size_t)k % stride; i < t->numel; i += stride) {
+			fd_grad(&fd[n], &c.g.p[t->offset + i], 1, model_loss, &c);
+			an[n++] = m.grads_memory[t->offset + i];
+		}
+		check_grad(t->name, an, fd, n);
+		checked += n;
+		free(fd);
+		free(an);
+	}
+	printf("checked %zu of %zu parameter gradients\n", checked, m.num_params);
+	free(c.g.p);
+	gpt_free(&m);
+}
+
+/* Accumulation: two backward passes at scale 1/2 equal one of the mean. */
+static void test_model_grad_accumulation(void **state)
+{
+	(void)state;
+	gpt_config cfg = { 1, 2, 8, 4, 256 };
+	gpt m;
+	assert_int_equal(gpt_create(&m, &cfg, 2, 4), CS_OK);
+	gpt_init_params(&m, 3);
+	int inp[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, tgt[8] = { 2, 3, 4, 5, 6, 7, 8, 9 };
+	float l;
+	gpt_zero_grad(&m);
+	assert_int_equal(gpt_forward(&m, inp, tgt, 1, 4, &l), CS_OK);
+	assert_int_equal(gpt_backward(&m, 0.5f), CS_OK);
+	assert_int_equal(gpt_forward(&m, inp + 4, tgt + 4, 1, 4, &l), CS_OK);
+	assert_int_equal(gpt_backward(&m, 0.5f), CS_OK);
+	float *acc = malloc(m.num_params * 4);
+	memcpy(acc, m.grads_memory, m.num_params * 4);
+	gpt_zero_grad(&m);
+	assert_int_equal(gpt_forward(&m, inp, tgt, 2, 4, &l), CS_OK);
+	assert_int_equal(gpt_backward(&m, 1.0f), CS_OK);
+	double maxg = 0;
+	for (size_t i = 0; i < m.num_params; i++)
+		maxg = fmax(maxg, fabs(m.grads_memory[i]));
+	for (size_t i = 0; i < m.num_params; i++)
+		assert_true(fabs(acc[i] - m.grads_memory[i]) < 1e-5 * maxg);
+	/* bad input is refused, not read out of bounds */
+	int badtok[4] = { 1, 2, 300, 4 };
+	assert_int_equal(gpt_forward(&m, badtok, NULL, 1, 4, NULL), CS_ERR_INVALID);
+	assert_int_equal(gpt_forward(&m, inp, NULL, 1, 5, NULL), CS_ERR_INVALID);
+	free(acc);
+	gpt_free(&m);
+}
+
+static void test_config_check(void **state)
+{
+	(void)state;
+	char err[128];
+	gpt_config ok = { 2, 4, 64, 64, 256 }, bad = ok;
+	assert_int_equal(gpt_config_check(&ok, err, sizeof err), CS_OK);
+	bad.n_head = 5;
+	assert_int_equal(gpt_config_check(&bad, err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "model.n_head"));
+	bad = ok;
+	bad.vocab_size = 100;
+	assert_int_equal(gpt_config_check(&bad, err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "model.vocab_size"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layernorm_backward),
+		cmocka_unit_test(test_matmul_backward),
+		cmocka_unit_test(test_attention_backward),
+		cmocka_unit_test(test_gelu_backward),
+		cmocka_unit_test(test_gelu_tanh_accuracy),
+		cmocka_unit_test(test_softmax_crossentropy_backward),
+		cmocka_unit_test(test_encoder_residual_backward),
+		cmocka_unit_test(test_model_gradient),
+		cmocka_unit_test(test_model_grad_accumulation),
+		cmocka_unit_test(test_config_check),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}

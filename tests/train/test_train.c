@@ -1,0 +1,315 @@
+/*
+ * test_train.c - host/train/train.c: a few dense training steps against an independent
+ * float64 implementation (gpt64.h forward, finite-difference gradients, its own AdamW,
+ * clipping and schedule), resume == uninterrupted bit for bit, the run directory rules
+ * (no overwrite without --force / --resume, corrupt checkpoints refused without touching
+ * anything), Ctrl-C, sampling and the NaN export round trip.
+ *
+ * Stated tolerances (fp32 trainer vs float64 reference, 3 steps of AdamW, eps 1e-6):
+ *   loss of each step: relative 2e-6;  every parameter: |w32 - w64| <= 0.005 * lr.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/cs_error.h"
+#include "gpt64.h"
+#include "train/ckpt.h"
+#include "train/train.h"
+#include "train_test_util.h"
+
+static char cfg_text[4096];
+
+static void make_config(const char *dir, const char *extra)
+{
+	snprintf(cfg_text, sizeof cfg_text,
+		 "run: {name: t, out_dir: %s/runs, seed: 99}\n"
+		 "device: {kind: cpu, dense_on_host: true}\n"
+		 "model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 8, vocab_size: 256}\n"
+		 "data: {path: %s/corpus.txt, val_fraction: 0.1, cache_dir: %s/cache}\n"
+		 "train: {steps: 3, batch_size: 1, grad_accum: 2, lr: 1.0e-2, min_lr: 1.0e-3,\n"
+		 "        warmup_steps: 1, weight_decay: 0.1, beta1: 0.9, beta2: 0.95,\n"
+		 "        eps: 1.0e-6, grad_clip: 0.5, eval_every: 0, eval_batches: 2,\n"
+		 "        ckpt_every: 0, sample_tokens: 0%s}\n",
+		 dir, dir, dir, extra ? extra : "");
+	char p[256];
+	snprintf(p, sizeof p, "%s/cfg.yaml", dir);
+	tt_write(p, cfg_text);
+}
+
+static void test_steps_match_float64(void **state)
+{
+	(void)state;
+	char *dir = tt_mkdtemp(), p[256], err[512];
+	snprintf(p, sizeof p, "%s/corpus.txt", dir);
+	tt_corpus(p, 20000);
+	make_config(dir, NULL);
+	train_config cfg;
+	snprintf(p, sizeof p, "%s/cfg.yaml", dir);
+	assert_int_equal(tc_load(&cfg, p, NULL, NULL, 0, err, sizeof err), CS_OK);
+	trainer t;
+	int rc = trainer_init(&t, &cfg, 1, err, sizeof err);
+	if (rc)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(rc, CS_OK);
+	assert_null(t.dev);
+	size_t P = t.model.num_params;
+	g64 g = { &t.model, malloc(P * 8) };
+	double *m = calloc(P, 8), *v = calloc(P, 8);
+	for (size_t i = 0; i < P; i++)
+		g.p[i] = t.model.params_memory[i];
+	for (long s = 0; s < t.cfg.steps; s++) {
+		double norm, lr;
+		double loss64 = g64_train_step(&g, m, v, &t, s, &norm, &lr);
+		train_step_stats st;
+		assert_int_equal(trainer_step(&t, &st, err, sizeof err), CS_OK);
+		double worst = g64_max_diff(t.model.params_memory, g.p, P);
+		printf("step %ld: loss fp32 %.8f fp64 %.8f, grad norm fp32 %.6f fp64 %.6f, lr %.6g "
+		       "%.6g, worst parameter difference %.3g (%.4f lr)\n", s + 1, st.loss, loss64,
+		       st.grad_norm, norm, st.lr, lr, worst, worst / t.cfg.lr);
+		assert_true(fabs(st.loss - loss64) <= 2e-6 * loss64);
+		assert_true(fabs(st.grad_norm - norm) <= 1e-4 * norm);
+		assert_true(fabs(st.lr - lr) <= 1e-12);
+		assert_true(worst <= 0.005 * t.cfg.lr);
+	}
+	free(g.p), free(m), free(v);
+	trainer_free(&t);
+	tt_rmdir(dir);
+}
+
+/* Parameters and moments of two checkpoints, bit for bit. */
+static void assert_same_state(const char *a, const char *b)
+{
+	ck_file fa, fb;
+	char err[512];
+	assert_int_equal(ck_load(a, &fa, err, sizeof err), CS_OK);
+	assert_int_equal(ck_load(b, &fb, err, sizeof err), CS_OK);
+	assert_int_equal(fa.hdr.step, fb.hdr.step);
+	assert_true(fa.hdr.rng_state == fb.hdr.rng_state);
+	int compared = 0;
+	for (int i = 0; i < fa.n; i++) {
+		if (!strcmp(fa.rec[i].name, "config"))
+			continue;
+		const ck_record *rb = ck_find(&fb, fa.rec[i].name);
+		assert_non_null(rb);
+		assert_int_equal(fa.rec[i].nbytes, rb->nbytes);
+		if (memcmp(fa.rec[i].data, rb->data, rb->nbytes)) {
+			fprintf(stderr, "%s differs between %s and %s\n", fa.rec[i].name, a, b);
+			fail();
+		}
+		compared++;
+	}
+	assert_true(compared > 10);
+	ck_free(&fa);
+	ck_free(&fb);
+}
+
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *b = calloc(n + 1, 1);
+	if (fread(b, 1, n, f) != (size_t)n)
+		n = 0;
+	fclose(f);
+	return b;
+}
+
+/* the "loss" fields of the training lines of a metrics file, concatenated */
+static void losses_of(const char *path, char *out, size_t len)
+{
+	char *s = read_all(path);
+	assert_non_null(s);
+	out[0] = 0;
+	for (char *l = strtok(s, "\n"); l; l = strtok(NULL, "\n")) {
+		char *p = strstr(l, "\"loss\":");
+		if (!p)
+			p = strstr(l, "\"val_loss\":");
+		if (p) {
+			char *e = strchr(p, ',');
+			size_t k = strlen(out);
+			snprintf(out + k, len - k, "%.*s;", (int)(e ? e - p : 20), p);
+		}
+	}
+	free(s);
+}
+
+static int run(const char *cfg, char *const *ov, int nov, int resume, int force,
+	       long stop_after, char *err, size_t errlen)
+{
+	train_opts o = { .config_path = cfg, .overrides = ov, .n_overrides = nov,
+			 .resume = resume, .force = force, .progress = 0, .stop_after = stop_after };
+	FILE *devnull = fopen("/dev/null", "w");
+	o.out = devnull;
+	train_result r;
+	int rc = train_run(&o, &r, err, errlen);
+	fclose(devnull);
+	if (rc && rc != CS_ERR_INTERRUPTED)
+		printf("train_run: %s\n", err);
+	return rc;
+}
+
+static void test_resume_is_bit_identical(void **state)
+{
+	(void)state;
+	char *dir = tt_mkdtemp(), p[256], q[256], cfgp[256], err[1024];
+	snprintf(p, sizeof p, "%s/corpus.txt", dir);
+	tt_corpus(p, 30000);
+	make_config(dir, ", eval_every: 3, ckpt_every: 2");
+	snprintf(cfgp, sizeof cfgp, "%s/cfg.yaml", dir);
+	char *ova[] = { "train.steps=7", "run.name=a", "model.n_layer=2", "train.batch_size=2" };
+	char *ovb[] = { "train.steps=7", "run.name=b", "model.n_layer=2", "train.batch_size=2" };
+	assert_int_equal(run(cfgp, ova, 4, 0, 0, 0, err, sizeof err), CS_OK);
+	/* b: stopped after 3 steps (a Ctrl-C), resumed, stopped after 2 more, resumed */
+	assert_int_equal(run(cfgp, ovb, 4, 0, 0, 3, err, sizeof err), CS_ERR_INTERRUPTED);
+	assert_int_equal(run(cfgp, ovb, 4, 1, 0, 2, err, sizeof err), CS_ERR_INTERRUPTED);
+	assert_int_equal(run(cfgp, ovb, 4, 1, 0, 0, err, sizeof err), CS_OK);
+	snprintf(p, sizeof p, "%s/runs/a/ckpt-00000007.bin", dir);
+	snprintf(q, sizeof q, "%s/runs/b/ckpt-00000007.bin", dir);
+	assert_same_state(p, q);
+	char la[4096], lb[4096];
+	snprintf(p, sizeof p, "%s/runs/a/metrics.jsonl", dir);
+	snprintf(q, sizeof q, "%s/runs/b/metrics.jsonl", dir);
+	losses_of(p, la, sizeof la);
+	losses_of(q, lb, sizeof lb);
+	printf("losses: %s\n", la);
+	assert_string_equal(la, lb);
+	/* validation lines were written too */
+	assert_non_null(strstr(la, "val_loss"));
+
+	/* an existing run is not overwritten without --force / --resume */
+	struct stat st0, st1;
+	assert_int_equal(stat(p, &st0), 0);
+	assert_int_equal(run(cfgp, ova, 4, 0, 0, 0, err, sizeof err), CS_ERR_EXISTS);
+	assert_non_null(strstr(err, "--resume"));
+	/* extending a finished run with train.steps=N continues it */
+	char *ova9[] = { "train.steps=9", "run.name=a", "model.n_layer=2", "train.batch_size=2" };
+	assert_int_equal(run(cfgp, ova9, 4, 1, 0, 0, err, sizeof err), CS_OK);
+	snprintf(q, sizeof q, "%s/runs/a/ckpt-00000009.bin", dir);
+	assert_int_equal(stat(q, &st1), 0);
+	/* a corrupt latest checkpoint: clear error, nothing rewritten */
+	FILE *f = fopen(q, "r+b");
+	fseek(f, 5000, SEEK_SET);
+	int ch = fgetc(f);
+	fseek(f, 5000, SEEK_SET);
+	fputc(ch ^ 0x40, f);
+	fclose(f);
+	char *before = read_all(p);
+	char *ova11[] = { "train.steps=11", "run.name=a", "model.n_layer=2",
+			  "train.batch_size=2" };
+	assert_int_equal(run(cfgp, ova11, 4, 1, 0, 0, err, sizeof err), CS_ERR_FORMAT);
+	printf("corrupt: %s\n", err);
+	assert_non_null(strstr(err, "checksum"));
+	char *after = read_all(p);
+	assert_string_equal(before, after);
+	free(before), free(after);
+	/* another model shape */
+	char *ovs[] = { "train.steps=11", "run.name=a", "model.n_layer=3", "train.batch_size=2" };
+	snprintf(q, sizeof q, "%s/runs/a/ckpt-00000009.bin", dir);
+	unlink(q); /* back to the (valid) step-8 checkpoint */
+	assert_int_equal(run(cfgp, ovs, 4, 1, 0, 0, err, sizeof err), CS_ERR_INVALID);
+	printf("shape: %s\n", err);
+	assert_non_null(strstr(err, "model.n_layer is 2 in the checkpoint, 3 in the config"));
+	/* --force starts over */
+	assert_int_equal(run(cfgp, ova, 4, 0, 1, 0, err, sizeof err), CS_OK);
+	snprintf(q, sizeof q, "%s/runs/b/ckpt-00000007.bin", dir);
+	snprintf(p, sizeof p, "%s/runs/a/ckpt-00000007.bin", dir);
+	assert_same_state(p, q);
+	tt_rmdir(dir);
+}
+
+static void test_stop_flag_and_sample(void **state)
+{
+	(void)state;
+	char *dir = tt_mkdtemp(), p[256], cfgp[256], err[1024];
+	snprintf(p, sizeof p, "%s/corpus.txt", dir);
+	tt_corpus(p, 20000);
+	make_config(dir, ", sample_tokens: 50");
+	snprintf(cfgp, sizeof cfgp, "%s/cfg.yaml", dir);
+	volatile sig_atomic_t stop = 1; /* Ctrl-C already pressed: stop after one step */
+	train_opts o = { .config_path = cfgp, .progress = 0, .stop = &stop };
+	o.out = fopen("/dev/null", "w");
+	char *ov[] = { "train.steps=5" };
+	o.overrides = ov;
+	o.n_overrides = 1;
+	train_result r;
+	assert_int_equal(train_run(&o, &r, err, sizeof err), CS_ERR_INTERRUPTED);
+	assert_int_equal(r.steps, 1);
+	snprintf(p, sizeof p, "%s/runs/t/ckpt-00000001.bin", dir);
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	stop = 0;
+	o.resume = 1;
+	assert_int_equal(train_run(&o, &r, err, sizeof err), CS_OK);
+	fclose(o.out);
+	assert_int_equal(r.steps, 5);
+	assert_true(isfinite(r.val_loss) && r.val_loss > 0);
+	snprintf(p, sizeof p, "%s/runs/t/sample.txt", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 51);
+
+	/* sampling is deterministic in the RNG state; greedy needs no RNG */
+	snprintf(p, sizeof p, "%s/runs/t/ckpt-00000005.bin", dir);
+	train_config cfg;
+	char *sov[] = { "train.batch_size=1" };
+	assert_int_equal(trainer_config_from_ckpt(&cfg, p, sov, 1, err, sizeof err), CS_OK);
+	trainer t;
+	assert_int_equal(trainer_init(&t, &cfg, 0, err, sizeof err), CS_OK);
+	assert_int_equal(trainer_load(&t, p, err, sizeof err), CS_OK);
+	uint8_t a[40], b[40];
+	uint64_t rng = t.rng;
+	assert_int_equal(trainer_sample(&t, (const uint8_t *)"the ", 4, 40, 1.0f, a, err,
+					sizeof err), CS_OK);
+	t.rng = rng;
+	assert_int_equal(trainer_sample(&t, (const uint8_t *)"the ", 4, 40, 1.0f, b, err,
+					sizeof err), CS_OK);
+	assert_memory_equal(a, b, 40);
+	/* a long prompt slides the context window */
+	char longp[100];
+	memset(longp, 'a', sizeof longp);
+	assert_int_equal(trainer_sample(&t, (const uint8_t *)longp, 100, 5, 0.0f, a, err,
+					sizeof err), CS_OK);
+	trainer_free(&t);
+
+	/* Cerebras NaN export / import round trip (dense: no NaN, same weights) */
+	char q[256], q2[256];
+	snprintf(q, sizeof q, "%s/nan.bin", dir);
+	snprintf(q2, sizeof q2, "%s/back.bin", dir);
+	assert_int_equal(train_export_nan(p, q, err, sizeof err), CS_OK);
+	assert_int_equal(train_import_nan(q, q2, err, sizeof err), CS_OK);
+	ck_file fa, fb;
+	assert_int_equal(ck_load(p, &fa, err, sizeof err), CS_OK);
+	assert_int_equal(ck_load(q2, &fb, err, sizeof err), CS_OK);
+	assert_true(fb.hdr.flags == 0);
+	for (int i = 0; i < fa.n; i++)
+		if (!strncmp(fa.rec[i].name, "param/", 6)) {
+			const ck_record *x = ck_find(&fb, fa.rec[i].name);
+			assert_non_null(x);
+			assert_memory_equal(x->data, fa.rec[i].data, x->nbytes);
+		}
+	ck_free(&fa);
+	ck_free(&fb);
+	tt_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_steps_match_float64),
+		cmocka_unit_test(test_resume_is_bit_identical),
+		cmocka_unit_test(test_stop_flag_and_sample),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

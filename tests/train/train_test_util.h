@@ -1,0 +1,61 @@
+/* train_test_util.h - temporary corpora and configs for the host/train tests. */
+#ifndef TESTS_TRAIN_UTIL_H
+#define TESTS_TRAIN_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A fresh directory under /tmp (removed by tt_rmdir). */
+static inline char *tt_mkdtemp(void)
+{
+	static char buf[8][64];
+	static int k;
+	char *p = buf[k++ % 8];
+	snprintf(p, 64, "/tmp/cshost-train-test-XXXXXX");
+	if (!mkdtemp(p)) {
+		perror("mkdtemp");
+		abort();
+	}
+	return p;
+}
+
+static inline void tt_rmdir(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+static inline void tt_write(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		abort();
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A deterministic English-like corpus of about `bytes` bytes. */
+static inline void tt_corpus(const char *path, size_t bytes)
+{
+	static const char *words[] = { "the", "cat", "sat", "on", "a", "mat", "and", "dog",
+				       "ran", "to", "tree", "while", "bird", "sang", "softly",
+				       "in", "morning", "light", "every", "day" };
+	FILE *f = fopen(path, "w");
+	uint64_t s = 12345;
+	size_t n = 0;
+	while (n < bytes) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		const char *w = words[(s >> 33) % 20];
+		n += (size_t)fprintf(f, "%s%s", w, (s >> 20) % 9 == 0 ? ".\n" : " ");
+	}
+	fclose(f);
+}
+
+#endif

@@ -1,0 +1,69 @@
+# verif/mesh.mk: the mesh fabric's benches, lint and formal (rtl/mesh, verif/mesh,
+# verif/formal). Included by the top Makefile.
+#
+# Each bench is a Verilator C++ harness built into $(BUILD)/verif/mesh/<bench>; the model
+# objects live in $(BUILD)/verif/mesh/<bench>.obj and are rebuilt only when an RTL file or
+# the harness changes. Builds are serialized with flock (one Verilator build at a time on
+# these 2-core machines); the C++ is compiled at -O2, single-threaded model.
+
+MESH_RTL := $(sort $(wildcard rtl/mesh/*.v))
+MESH_PE_RTL := $(sort $(wildcard rtl/pe/*.v rtl/sram/*.v))
+MESH_VDIR := $(BUILD)/verif/mesh
+MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast \
+	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -std=c++17 \
+	-Irtl/mesh -Iverif/mesh
+MESH_LOCK := flock $(BUILD)/verif/.verilator.lock
+
+# $(call mesh_bench,bench,top,extra verilator args,extra sources)
+define mesh_bench
+$(MESH_VDIR)/$(1): verif/mesh/$(1).cpp verif/mesh/tb_common.h $(MESH_RTL) $(4) | deps
+	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
+	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module $(2) $(3) \
+		--Mdir $(MESH_VDIR)/$(1).obj -o ../$(1) \
+		$(abspath verif/mesh/$(1).cpp) $(MESH_RTL) $(4) >$(MESH_VDIR)/$(1).build.log 2>&1 \
+		|| { tail -n 40 $(MESH_VDIR)/$(1).build.log; exit 1; }
+MESH_BENCHES += $(MESH_VDIR)/$(1)
+endef
+
+# $(call mesh_bench_fabric,RxC): tb_mesh_fabric built for one shape
+define mesh_bench_fabric
+$(MESH_VDIR)/tb_mesh_fabric_$(1): verif/mesh/tb_mesh_fabric.cpp verif/mesh/tb_common.h $(MESH_RTL) | deps
+	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
+	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_fabric \
+		-GRows=$(word 1,$(subst x, ,$(1))) -GCols=$(word 2,$(subst x, ,$(1))) \
+		-CFLAGS -DROWS=$(word 1,$(subst x, ,$(1))) -CFLAGS -DCOLS=$(word 2,$(subst x, ,$(1))) \
+		--Mdir $(MESH_VDIR)/tb_mesh_fabric_$(1).obj -o ../tb_mesh_fabric_$(1) \
+		$(abspath verif/mesh/tb_mesh_fabric.cpp) $(MESH_RTL) >$(MESH_VDIR)/tb_mesh_fabric_$(1).build.log 2>&1 \
+		|| { tail -n 40 $(MESH_VDIR)/tb_mesh_fabric_$(1).build.log; exit 1; }
+MESH_BENCHES += $(MESH_VDIR)/tb_mesh_fabric_$(1)
+endef
+
+MESH_BENCHES :=
+$(eval $(call mesh_bench,tb_mesh_fifo,mesh_fifo,,))
+$(eval $(call mesh_bench,tb_mesh_arbiter,mesh_arbiter,,))
+$(eval $(call mesh_bench,tb_mesh_router,mesh_router,,))
+# mesh_top with the PE test double (verif/mesh/pe_stub.v) until rtl/pe lands
+$(eval $(call mesh_bench,tb_mesh_hostport,mesh_top,-GRows=2 -GCols=2 -Wno-DECLFILENAME,verif/mesh/pe_stub.v))
+
+# the fabric bench is built once per shape
+MESH_SHAPES := 1x1 2x2 2x4 4x4 8x8
+$(foreach sh,$(MESH_SHAPES),$(eval $(call mesh_bench_fabric,$(sh))))
+
+# make test builds the small shapes; the 8x8 build (1-3 minutes) only for make regress
+MESH_TEST_BENCHES := $(filter-out %_8x8,$(MESH_BENCHES))
+TEST_DEPS += $(MESH_TEST_BENCHES)
+ifneq ($(filter regress mesh-benches,$(MAKECMDGOALS)),)
+TEST_DEPS += $(MESH_BENCHES)
+endif
+TEST_ENTRIES += $(MESH_VDIR)/tb_mesh_fifo@--seed=1 \
+	$(MESH_VDIR)/tb_mesh_arbiter@--seed=1 \
+	$(MESH_VDIR)/tb_mesh_router@--seed=1,--cycles=40000 \
+	$(MESH_VDIR)/tb_mesh_hostport@--seed=1,--cycles=60000 \
+	$(foreach sh,1x1 2x2 2x4 4x4,$(MESH_VDIR)/tb_mesh_fabric_$(sh)@--seed=1,--cycles=20000)
+REGRESS_ENTRIES += $(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_fifo@--seed=$(s),--cycles=200000) \
+	$(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_arbiter@--seed=$(s),--cycles=200000) \
+	$(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_router@--seed=$(s),--cycles=400000) \
+	$(foreach sh,$(MESH_SHAPES),$(foreach s,2 3 4 5,$(MESH_VDIR)/tb_mesh_fabric_$(sh)@--seed=$(s),--cycles=200000))
+
+.PHONY: mesh-benches
+mesh-benches: $(MESH_BENCHES)

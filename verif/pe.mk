@@ -1,0 +1,66 @@
+# verif/pe.mk - the PE and SRAM benches (rtl/pe, rtl/sram), their lint and formal checks.
+#
+# Each bench is a Verilated model plus a C++ harness, built with `verilator --build` into its
+# own object directory under $(BUILD)/verif/pe/ (kept between runs: Verilator's make rebuilds
+# only what the RTL or the harness changed). C models (host/common/numerics.c,
+# verif/models/*.c) are compiled by the top Makefile's C rule and linked in.
+# Builds are chained order-only so that only one Verilator build runs at a time under -j2.
+
+PE_BUILD := $(BUILD)/verif/pe
+PE_RTL := $(sort $(wildcard rtl/pe/*.v))
+SRAM_RTL := $(sort $(wildcard rtl/sram/*.v))
+PE_TB_HDRS := $(wildcard verif/pe/*.h verif/models/*.h) host/common/numerics.h
+PE_COBJS := $(BUILD)/obj/host/common/numerics.o
+PE_MODEL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard verif/models/pe_*.c)))
+PE_WAIVERS := verif/lint_waivers.vlt
+
+PE_VFLAGS := --cc --exe --build -j 2 -Wall -Wno-fatal --x-assign fast --x-initial fast \
+	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
+	-CFLAGS "-O2 -std=c++17 -I$(abspath host) -I$(abspath verif/pe) -I$(abspath verif/models)"
+
+# $(1) bench name, $(2) top module, $(3) RTL files, $(4) extra objects, $(5) previous bench,
+# $(6) extra verilator flags (parameters)
+define pe_bench
+$(PE_BUILD)/$(1): verif/$(if $(filter tb_sram%,$(1)),sram,pe)/$(1).cpp $(3) $(4) $(PE_TB_HDRS) \
+		$(wildcard $(PE_WAIVERS)) | $(5)
+	@mkdir -p $(PE_BUILD)
+	verilator $(PE_VFLAGS) $(6) --top-module $(2) -Mdir $(PE_BUILD)/$(1).obj \
+		$(wildcard $(PE_WAIVERS)) $(3) $$(abspath $$<) $(abspath $(4)) -o $$(abspath $$@) \
+		> $(PE_BUILD)/$(1).build.log 2>&1 || { tail -n 40 $(PE_BUILD)/$(1).build.log; exit 1; }
+endef
+
+$(eval $(call pe_bench,tb_sram_1r1w,sram_1r1w,rtl/sram/sram_1r1w.v,,,-GDepth=256 -GWidth=32))
+$(eval $(call pe_bench,tb_sram_sp,sram_sp,rtl/sram/sram_sp.v,,$(PE_BUILD)/tb_sram_1r1w,\
+	-GDepth=8192 -GWidth=32))
+$(eval $(call pe_bench,tb_pe_fmac,pe_fmac,rtl/pe/pe_fmac.v,$(PE_COBJS),$(PE_BUILD)/tb_sram_sp))
+
+$(eval $(call pe_bench,tb_pe_queue,pe_queue,rtl/pe/pe_queue.v,,$(PE_BUILD)/tb_pe_fmac))
+$(eval $(call pe_bench,tb_pe_tasktab,pe_tasktab,rtl/pe/pe_tasktab.v,,$(PE_BUILD)/tb_pe_queue))
+$(eval $(call pe_bench,tb_pe,pe,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
+	$(PE_BUILD)/tb_pe_tasktab))
+
+PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \
+	$(PE_BUILD)/tb_pe_queue $(PE_BUILD)/tb_pe_tasktab $(PE_BUILD)/tb_pe
+TEST_DEPS += $(PE_BENCHES)
+TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
+	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
+	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600
+REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
+	$(PE_BUILD)/tb_sram_sp@--seed=2,--n=5000000 \
+	$(PE_BUILD)/tb_pe_fmac@--seed=2,--n=100000000 \
+	$(PE_BUILD)/tb_pe_fmac@--seed=3,--n=100000000 \
+	$(PE_BUILD)/tb_pe_queue@--seed=2,--n=20000000 $(PE_BUILD)/tb_pe_tasktab@--seed=2,--n=20000000 \
+	$(foreach s,11 12 13 14 15 16 17 18,$(PE_BUILD)/tb_pe@--seed=$(s),--n=2000)
+
+.PHONY: pe-benches
+pe-benches: $(PE_BENCHES)
+
+# --- lint: every module of rtl/pe and rtl/sram as its own top, -Wall, waivers from one file
+PE_LINT_MODS := $(basename $(notdir $(SRAM_RTL) $(PE_RTL)))
+.PHONY: lint-pe
+lint-pe:
+	@set -e; for m in $(PE_LINT_MODS); do \
+		verilator --lint-only -Wall -Irtl/pe -Irtl/sram $(PE_WAIVERS) --top-module $$m \
+			$$(ls rtl/pe/$$m.v rtl/sram/$$m.v 2>/dev/null); \
+	done; echo "lint-pe: $(words $(PE_LINT_MODS)) modules clean"
+lint-impl: lint-pe

@@ -1,0 +1,713 @@
+// tb_pe - rtl/pe/pe.v against the instruction-level model (verif/models/pe_model.c).
+//
+// Scenarios, each on a freshly reset PE (SRAM contents carry over, in the model too):
+//   fwd     forward-kernel axpy streams: SET_MAJOR control wavelets + nonzeros, random Tp
+//           (including Tp < the B pipeline depth, where the read/write interlock works)
+//   wgrad   dot groups over positions, then END unblocks a reduction task whose redv (send
+//           or store) consumes partial sums from another queue
+//   rand    random programs (ALU, branches, loops, W access, loads/stores, send, sendv,
+//           fill, block/unblock, axpy/dot with chaining) on random streams, including
+//           wavelets with no task (err_notask)
+//   util    a long forward stream (Tp = 16) fed without gaps: measures MAC-busy / cycles and
+//           asserts zero dead cycles between consecutive nonzeros of a run
+// Every scenario runs with random rx gaps (except util), random tx back-pressure, and
+// random config-port reads of the other B bank while the engine runs. At the end every
+// sent wavelet (in order), all of A and B, the registers, the task table and the counters
+// are compared with the model. Each scenario has a cycle timeout.
+#include "Vpe.h"
+#include "verilated.h"
+
+#include <deque>
+#include <vector>
+
+#include "tb_common.h"
+
+extern "C" {
+#include "common/numerics.h"
+#include "pe_model.h"
+}
+
+static const unsigned kAWords = 16384, kBWords = 8192, kNumQueues = 4;
+
+// ----------------------------------------------------------------------------- assembler
+namespace as {
+static uint16_t ret() { return 0x0000; }
+static uint16_t nop() { return 0x0001; }
+static uint16_t addi(unsigned rd, unsigned rs, int imm)
+{
+	return (uint16_t)(0x2000 | rd << 9 | rs << 6 | (imm & 0x3f));
+}
+static uint16_t alu(unsigned fn, unsigned rd, unsigned rs, unsigned rt)
+{
+	return (uint16_t)(0x3000 | rd << 9 | rs << 6 | rt << 3 | fn);
+}
+static uint16_t wsel(unsigned rd, unsigned sel) { return (uint16_t)(0x4000 | rd << 9 | sel); }
+static uint16_t br(bool bne, unsigned rs, unsigned rt, int off)
+{
+	return (uint16_t)(0x5000 | (bne ? 0x800 : 0) | rs << 8 | rt << 5 | (off & 0x1f));
+}
+static uint16_t djnz(unsigned rd, int off) { return (uint16_t)(0x6000 | rd << 9 | (off & 0x1ff)); }
+static uint16_t send(unsigned c, unsigned rs, unsigned rt, bool ctrl)
+{
+	return (uint16_t)(0x8000 | c << 8 | (ctrl ? 0x80 : 0) | rs << 4 | rt << 1);
+}
+static uint16_t block(unsigned tid, bool unblock)
+{
+	return (uint16_t)(0x9000 | (unblock ? 0x800 : 0) | tid);
+}
+static uint16_t axpy() { return 0xA000; }
+static uint16_t dot() { return 0xB000; }
+static uint16_t redv(unsigned c, bool st) { return (uint16_t)(0xC000 | c << 8 | (st ? 0x80 : 0)); }
+static uint16_t sendv(unsigned c) { return (uint16_t)(0xD000 | c << 8); }
+static uint16_t fill() { return 0xE000; }
+static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
+{
+	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | (hi ? 4 : 0) | sel);
+}
+} // namespace as
+
+static uint64_t wv(unsigned ctrl, unsigned color, uint32_t payload)
+{
+	return ((uint64_t)ctrl << 36) | ((uint64_t)color << 32) | payload;
+}
+
+// ----------------------------------------------------------------------------- scenario
+struct Scenario {
+	const char *kind = "";
+	std::vector<uint16_t> imem;                 // loaded at address 0
+	std::vector<std::pair<unsigned, uint16_t>> tasks; // tid, entry
+	std::vector<std::pair<unsigned, unsigned>> qmap;  // color, queue
+	uint16_t regs[8] = { 0 };
+	std::vector<std::pair<uint32_t, uint32_t>> a_words, b_words; // address, data
+	std::vector<std::deque<uint64_t>> streams;
+	unsigned rx_gap_pct = 20, tx_stall_pct = 30;
+	bool measure = false; // util: no gaps, count dead cycles (asserted when run_macs is set)
+	std::vector<uint64_t> run_macs; // util: MACs per run, in order
+};
+
+struct Bench {
+	VerilatedContext *ctx;
+	Vpe *dut;
+	TbRng rng;
+	pe_model model;
+	uint64_t cycle = 0;
+	unsigned failed = 0;
+	std::vector<uint64_t> sent;
+	// utilization measurement
+	uint64_t mac_cycles = 0, util_cycles = 0, dot_mac_cycles = 0, dot_util_cycles = 0;
+	// coverage-ish totals from the model
+	uint64_t tot_macs = 0, tot_sent = 0, tot_drop = 0, tot_rx = 0;
+
+	Bench(VerilatedContext *c, uint64_t seed) : ctx(c), rng(seed)
+	{
+		dut = new Vpe(ctx);
+		if (pe_model_init(&model, kAWords, kBWords, kNumQueues)) {
+			printf("FAIL: model init\n");
+			exit(1);
+		}
+	}
+	~Bench()
+	{
+		dut->final();
+		delete dut;
+		pe_model_free(&model);
+	}
+
+	void clear_inputs()
+	{
+		dut->rx_valid_i = 0;
+		dut->rx_data_i = 0;
+		dut->tx_ready_i = 0;
+		dut->cfg_req_i = 0;
+		dut->cfg_we_i = 0;
+		dut->cfg_target_i = 0;
+		dut->cfg_addr_i = 0;
+		dut->cfg_wdata_i = 0;
+	}
+	void tick()
+	{
+		dut->clk_i = 1;
+		dut->eval();
+		dut->clk_i = 0;
+		dut->eval();
+		cycle++;
+	}
+	void reset()
+	{
+		clear_inputs();
+		dut->rst_ni = 0;
+		dut->clk_i = 0;
+		dut->eval();
+		tick();
+		tick();
+		dut->rst_ni = 1;
+		dut->eval();
+		// the model: same reset (A, B and IMEM keep their contents, as SRAMs do)
+		for (unsigned i = 0; i < PE_MODEL_MAX_QUEUES; i++)
+			model.q[i].head = model.q[i].tail = 0;
+		memset(model.task, 0, sizeof model.task);
+		memset(model.r, 0, sizeof model.r);
+		memset(model.cnt, 0, sizeof model.cnt);
+		for (unsigned c = 0; c < 16; c++)
+			model.qmap[c] = (uint8_t)((c == 0 ? 0 : c <= 2 ? 1 : c <= 4 ? 2 : 3) % kNumQueues);
+		model.w = 0;
+		model.tid = model.tq = model.pc = 0;
+		model.running = 0;
+		model.last_q = kNumQueues - 1;
+		model.redv_n = 0;
+		model.nsent = 0;
+		sent.clear();
+	}
+	// blocking config write / read (PE idle or not)
+	void cfg_write(unsigned target, unsigned addr, uint32_t data)
+	{
+		for (unsigned n = 0;; n++) {
+			dut->cfg_req_i = 1;
+			dut->cfg_we_i = 1;
+			dut->cfg_target_i = target;
+			dut->cfg_addr_i = addr;
+			dut->cfg_wdata_i = data;
+			dut->eval();
+			bool g = dut->cfg_gnt_o;
+			tick();
+			if (g) break;
+			if (n > 100000) {
+				printf("FAIL: cfg write never granted\n");
+				failed++;
+				break;
+			}
+		}
+		dut->cfg_req_i = 0;
+		dut->eval();
+	}
+	// pipelined reads of n consecutive addresses of a target (PE idle)
+	std::vector<uint32_t> cfg_read_block(unsigned target, unsigned addr, unsigned n)
+	{
+		std::vector<uint32_t> out;
+		unsigned issued = 0;
+		uint64_t start = cycle;
+		while (out.size() < n) {
+			bool req = issued < n;
+			dut->cfg_req_i = req;
+			dut->cfg_we_i = 0;
+			dut->cfg_target_i = target;
+			dut->cfg_addr_i = addr + issued;
+			dut->eval();
+			if (dut->cfg_rvalid_o) out.push_back(dut->cfg_rdata_o);
+			if (req && dut->cfg_gnt_o) issued++;
+			tick();
+			if (cycle - start > 4ull * n + 1000) {
+				printf("FAIL: cfg read of target %u timed out\n", target);
+				failed++;
+				break;
+			}
+		}
+		dut->cfg_req_i = 0;
+		dut->eval();
+		return out;
+	}
+
+	void setup(const Scenario &s)
+	{
+		for (size_t i = 0; i < s.imem.size(); i++) {
+			cfg_write(3, (unsigned)i, s.imem[i]);
+			model.imem[i] = s.imem[i];
+		}
+		for (auto &t : s.tasks) {
+			cfg_write(4, t.first, t.second);
+			model.task[t.first] = t.second;
+		}
+		for (auto &q : s.qmap) {
+			cfg_write(6, q.first, q.second);
+			model.qmap[q.first] = (uint8_t)q.second;
+		}
+		for (unsigned r = 0; r < 8; r++) {
+			cfg_write(7, r, s.regs[r]);
+			model.r[r] = s.regs[r];
+		}
+		for (auto &a : s.a_words) {
+			cfg_write(0, a.first, a.second);
+			model.a[(a.first * 2) % kAWords] = (uint16_t)a.second;
+			model.a[(a.first * 2 + 1) % kAWords] = (uint16_t)(a.second >> 16);
+		}
+		for (auto &b : s.b_words) {
+			cfg_write(1, b.first, b.second);
+			model.b[b.first % kBWords] = b.second;
+		}
+	}
+
+	// Run the streams to completion. Returns false on timeout.
+	bool run(Scenario &s, uint64_t max_cycles)
+	{
+		uint64_t start = cycle, idle_run = 0;
+		uint64_t macs_seen = 0, first_rx = 0, last_mac = 0, dead = 0;
+		size_t run_idx = 0;
+		uint64_t run_end = s.run_macs.empty() ? 0 : s.run_macs[0];
+		bool started = false, in_gap = false;
+		unsigned bank_probe = 0;
+		for (;;) {
+			if (cycle - start > max_cycles) {
+				printf("FAIL %s: timeout after %" PRIu64 " cycles (sent %zu)\n", s.kind,
+				       max_cycles, sent.size());
+				failed++;
+				return false;
+			}
+			// rx: pick a stream whose head color is ready
+			dut->rx_valid_i = 0;
+			int chosen = -1;
+			if (!rng.chance(s.rx_gap_pct)) {
+				unsigned ns = (unsigned)s.streams.size(), k0 = rng.below(ns);
+				for (unsigned k = 0; k < ns; k++) {
+					unsigned si = (k0 + k) % ns;
+					if (s.streams[si].empty()) continue;
+					unsigned color = (unsigned)(s.streams[si].front() >> 32) & 15;
+					if ((dut->color_ready_o >> color) & 1) {
+						chosen = (int)si;
+						break;
+					}
+				}
+			}
+			if (chosen >= 0) {
+				dut->rx_valid_i = 1;
+				dut->rx_data_i = s.streams[chosen].front();
+			}
+			dut->tx_ready_i = !rng.chance(s.tx_stall_pct);
+			// config reads of B while the engine runs (they must not disturb it)
+			bool probe = !s.measure && rng.chance(10);
+			dut->cfg_req_i = probe;
+			dut->cfg_we_i = 0;
+			dut->cfg_target_i = 1;
+			dut->cfg_addr_i = (uint16_t)(4096 + (bank_probe++ % 64));
+			dut->eval();
+			if (dut->rx_valid_i && dut->rx_ready_o) {
+				pe_model_rx(&model, s.streams[chosen].front());
+				s.streams[chosen].pop_front();
+				if (!started) {
+					started = true;
+					first_rx = cycle;
+				}
+			}
+			if (dut->tx_valid_o && dut->tx_ready_i) sent.push_back(dut->tx_data_o);
+			if (s.measure && started) {
+				if (dut->mac_busy_o) {
+					if (in_gap) in_gap = false;
+					macs_seen++;
+					last_mac = cycle;
+					while (run_idx < s.run_macs.size() && macs_seen > run_end) {
+						run_idx++;
+						run_end += run_idx < s.run_macs.size() ? s.run_macs[run_idx] : 0;
+					}
+					if (macs_seen == run_end) in_gap = true; // a run boundary follows
+				} else if (macs_seen > 0 && !in_gap && macs_seen < run_end) {
+					dead++; // idle inside a run
+				}
+			}
+			bool all_in = true;
+			for (auto &q : s.streams) all_in = all_in && q.empty();
+			idle_run = (all_in && dut->idle_o) ? idle_run + 1 : 0;
+			tick();
+			if (idle_run > 8) break;
+		}
+		dut->cfg_req_i = 0;
+		dut->eval();
+		tick(); // let the response of a last probe read go by
+		if (s.measure) {
+			uint64_t span = last_mac - first_rx + 1;
+			if (!strcmp(s.kind, "util")) {
+				mac_cycles += macs_seen;
+				util_cycles += span;
+			} else {
+				dot_mac_cycles += macs_seen;
+				dot_util_cycles += span;
+			}
+			printf("util: %" PRIu64 " MACs in %" PRIu64 " cycles (first wavelet in to last MAC): "
+			       "%.2f%% MAC-busy, %" PRIu64 " dead cycles inside runs\n",
+			       macs_seen, span, 100.0 * (double)macs_seen / (double)span, dead);
+			if (dead && !s.run_macs.empty()) {
+				printf("FAIL util: %" PRIu64 " dead cycles between nonzeros of a run\n", dead);
+				failed++;
+			}
+		}
+		return true;
+	}
+
+	void compare(const char *kind)
+	{
+		int mr = pe_model_run(&model, 50000000);
+		if (mr != 0) {
+			printf("FAIL %s: model did not finish (%d)\n", kind, mr);
+			failed++;
+			return;
+		}
+		unsigned before = failed;
+		if (sent.size() != model.nsent) {
+			printf("FAIL %s: %zu wavelets sent, model sent %zu\n", kind, sent.size(),
+			       model.nsent);
+			failed++;
+		}
+		for (size_t i = 0; i < sent.size() && i < model.nsent; i++) {
+			if (sent[i] != model.sent[i]) {
+				printf("FAIL %s: sent wavelet %zu: expected %010" PRIx64 " got %010" PRIx64
+				       "\n", kind, i, model.sent[i], sent[i]);
+				failed++;
+				break;
+			}
+		}
+		std::vector<uint32_t> a = cfg_read_block(0, 0, kAWords / 2);
+		for (unsigned i = 0; i < a.size(); i++) {
+			uint32_t e = model.a[2 * i] | (uint32_t)model.a[2 * i + 1] << 16;
+			if (a[i] != e) {
+				printf("FAIL %s: A word %u: expected %08x got %08x\n", kind, i, e, a[i]);
+				failed++;
+				break;
+			}
+		}
+		std::vector<uint32_t> b = cfg_read_block(1, 0, kBWords);
+		for (unsigned i = 0; i < b.size(); i++) {
+			if (b[i] != model.b[i]) {
+				printf("FAIL %s: B word %u: expected %08x got %08x\n", kind, i, model.b[i],
+				       b[i]);
+				failed++;
+				break;
+			}
+		}
+		std::vector<uint32_t> r = cfg_read_block(7, 0, 8);
+		for (unsigned i = 0; i < r.size(); i++) {
+			if (r[i] != model.r[i]) {
+				printf("FAIL %s: r%u: expected %04x got %04x\n", kind, i, model.r[i], r[i]);
+				failed++;
+			}
+		}
+		std::vector<uint32_t> t = cfg_read_block(4, 0, 32);
+		for (unsigned i = 0; i < t.size(); i++) {
+			if (t[i] != model.task[i]) {
+				printf("FAIL %s: task %u: expected %03x got %03x\n", kind, i, model.task[i],
+				       t[i]);
+				failed++;
+			}
+		}
+		std::vector<uint32_t> c = cfg_read_block(8, 0, 5);
+		if (getenv("TB_DEBUG")) printf("counters %u %u %u %u %u model %u %u %u %u %u\n", c[0], c[1], c[2], c[3], c[4], model.cnt[0], model.cnt[1], model.cnt[2], model.cnt[3], model.cnt[4]);
+		for (unsigned i = 0; i < c.size(); i++) {
+			if (i == 1) continue; // task-busy cycles: timing, not modelled
+			if (c[i] != model.cnt[i]) {
+				printf("FAIL %s: counter %u: expected %u got %u\n", kind, i, model.cnt[i],
+				       c[i]);
+				failed++;
+			}
+		}
+		tot_macs += model.cnt[0];
+		tot_drop += model.cnt[2];
+		tot_rx += model.cnt[3];
+		tot_sent += model.cnt[4];
+		if (failed > before) printf("  (scenario %s failed at cycle %" PRIu64 ")\n", kind, cycle);
+	}
+};
+
+// ----------------------------------------------------------------------------- generators
+static uint16_t rand_bf16(TbRng &r, bool nonzero)
+{
+	for (;;) {
+		uint16_t v;
+		switch (r.below(16)) {
+		case 0: v = (uint16_t)(r.below(2) << 15 | 0x7f80); break; // inf
+		case 1: v = (uint16_t)(r.u32() & 0x807f); break;           // zero / subnormal
+		default: v = (uint16_t)(r.below(2) << 15 | (110 + r.below(36)) << 7 | r.below(128));
+		}
+		if (r.chance(2)) v = (uint16_t)(0x7f80 | (1 + r.below(127))); // NaN
+		if (!nonzero || (v & 0x7fff)) return v;
+	}
+}
+
+static uint32_t rand_f32(TbRng &r)
+{
+	if (r.chance(5)) return r.u32(); // anything, specials included
+	return (uint32_t)(r.below(2) << 31 | (100 + r.below(56)) << 23 | (r.u32() & 0x7fffff));
+}
+
+static void fill_a_random(Bench &b, Scenario &s, unsigned word0, unsigned nwords)
+{
+	for (unsigned i = 0; i < nwords; i++)
+		s.a_words.push_back({ (word0 + i) % (kAWords / 2),
+				      (uint32_t)rand_bf16(b.rng, false) | (uint32_t)rand_bf16(b.rng, false) << 16 });
+}
+
+// forward kernel: X[t][j] at xa + t*K + j, Y[t][i] at yb + t*N + i
+static Scenario gen_fwd(Bench &b, bool util)
+{
+	TbRng &r = b.rng;
+	Scenario s;
+	s.kind = util ? "util" : "fwd";
+	unsigned tp = util ? 16 : 1 + r.below(24);
+	unsigned K = util ? 64 : 1 + r.below(24), N = util ? 96 : 1 + r.below(40);
+	unsigned xa = r.below(64), yb = r.below(2) ? r.below(64) : 4096 + r.below(64);
+	using namespace as;
+	s.imem = { axpy(), ret(), wsel(1, 1), alu(0, 1, 1, 0), ret() };
+	s.tasks = { { 0, 0x200 | 0 }, { 16, 0x200 | 2 } };
+	s.regs[0] = (uint16_t)xa;
+	s.regs[2] = (uint16_t)yb;
+	s.regs[3] = (uint16_t)K;
+	s.regs[4] = (uint16_t)N;
+	s.regs[5] = (uint16_t)tp;
+	fill_a_random(b, s, xa / 2, (tp * K + 3) / 2 + 1);
+	if (r.chance(50))
+		for (unsigned i = 0; i < tp * N; i++)
+			s.b_words.push_back({ yb + i, r.chance(50) ? 0u : rand_f32(r) });
+	s.streams.resize(1);
+	unsigned density = util ? 40 : 10 + r.below(90);
+	for (unsigned j = 0; j < K; j++) {
+		std::vector<unsigned> rows;
+		for (unsigned i = 0; i < N; i++)
+			if (r.chance(density)) rows.push_back(i);
+		if (rows.empty()) continue;
+		s.streams[0].push_back(wv(1, 0, j)); // SET_MAJOR j
+		for (unsigned i : rows) s.streams[0].push_back(wv(0, 0, i << 16 | rand_bf16(r, true)));
+		s.run_macs.push_back((uint64_t)rows.size() * tp);
+	}
+	if (util) {
+		s.rx_gap_pct = 0;
+		s.tx_stall_pct = 0;
+		s.measure = true;
+	}
+	return s;
+}
+
+// wgrad: dot over positions, END unblocks the reduction task
+static Scenario gen_wgrad(Bench &b, bool util)
+{
+	TbRng &r = b.rng;
+	Scenario s;
+	s.kind = util ? "dotutil" : "wgrad";
+	unsigned tp = util ? 16 : r.below(12) == 0 ? 0 : 1 + r.below(20);
+	unsigned K = util ? 32 : 1 + r.below(16), N = util ? 64 : 1 + r.below(32);
+	unsigned xa = r.below(64), db = r.below(256); // Bh elements: words db/2 .. < 1024
+	unsigned pb = 4096 + r.below(256);
+	bool store = r.chance(40);
+	using namespace as;
+	// 0: dot; ret   2: SET_MAJOR   5: END (color 6 ctrl)   RR task
+	s.imem = { dot(), ret(), wsel(1, 1), alu(0, 1, 1, 0), ret(),
+		   wsel(7, 1), 0x1000 | 6 << 9, (uint16_t)pb, block(1, true), ret(),
+		   redv(2, store), block(1, false), ret() };
+	s.tasks = { { 0, 0x200 | 0 }, { 16, 0x200 | 2 }, { 22, 0x200 | 5 }, { 1, 0x300 | 10 } };
+	s.qmap = { { 6, 0 } };
+	s.regs[0] = (uint16_t)xa;
+	s.regs[2] = (uint16_t)db;
+	s.regs[3] = (uint16_t)K;
+	s.regs[4] = (uint16_t)N;
+	s.regs[5] = (uint16_t)tp;
+	s.regs[6] = (uint16_t)pb;
+	fill_a_random(b, s, xa / 2, (tp * K + 3) / 2 + 1);
+	for (unsigned i = 0; i < (tp * N + db + 3) / 2 + 1; i++)
+		s.b_words.push_back({ db / 2 + i, (uint32_t)rand_bf16(r, false) |
+							(uint32_t)rand_bf16(r, false) << 16 });
+	s.streams.resize(2);
+	unsigned count = 0;
+	for (unsigned j = 0; j < K; j++) {
+		std::vector<unsigned> rows;
+		for (unsigned i = 0; i < N; i++)
+			if (r.chance(30)) rows.push_back(i);
+		if (rows.empty()) continue;
+		s.streams[0].push_back(wv(1, 0, j));
+		for (unsigned i : rows) s.streams[0].push_back(wv(0, 0, i << 16 | r.below(65536)));
+		count += (unsigned)rows.size();
+	}
+	s.streams[0].push_back(wv(1, 6, 2u << 28 | count)); // END
+	for (unsigned n = 0; n < count; n++) s.streams[1].push_back(wv(0, 1, rand_f32(r)));
+	if (count == 0) s.streams[1].clear();
+	if (util) {
+		s.rx_gap_pct = 0;
+		s.tx_stall_pct = 0;
+		s.measure = true;
+	}
+	return s;
+}
+
+// random programs on one queue
+struct Prog {
+	std::vector<uint16_t> w;
+};
+
+static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loop_reg)
+{
+	using namespace as;
+	auto rdst = [&]() {
+		for (;;) {
+			unsigned d = r.below(8);
+			if (d != 6 && (int)d != loop_reg) return d;
+		}
+	};
+	for (unsigned k = 0; k < n; k++) {
+		unsigned c = r.below(allow_engine ? 16 : 9);
+		switch (c) {
+		case 0: p.w.push_back(0x1000 | rdst() << 9); p.w.push_back((uint16_t)r.u32()); break;
+		case 1: p.w.push_back(addi(rdst(), r.below(8), (int)r.below(64) - 32)); break;
+		case 2: case 3: p.w.push_back(alu(r.below(8), rdst(), r.below(8), r.below(8))); break;
+		case 4: p.w.push_back(wsel(rdst(), r.below(4))); break;
+		case 5: { // forward branch over k single-word instructions
+			unsigned skip = r.below(4);
+			p.w.push_back(br(r.below(2), r.below(8), r.below(8), (int)skip));
+			for (unsigned i = 0; i < skip; i++)
+				p.w.push_back(r.below(2) ? alu(r.below(8), rdst(), r.below(8), r.below(8))
+							 : addi(rdst(), r.below(8), (int)r.below(64) - 32));
+			break;
+		}
+		case 6: p.w.push_back(send(8 + r.below(8), r.below(8), r.below(8), r.below(2))); break;
+		case 7: p.w.push_back(nop()); break;
+		case 8: p.w.push_back(block(24 + r.below(8), r.below(2))); break;
+		case 9: case 10: // loads and stores anywhere
+			p.w.push_back(mem(r.below(4), rdst(), r.below(8), r.below(2)));
+			break;
+		case 11: case 12: { // sendv / fill in the P region
+			p.w.push_back(0x1000 | 6 << 9);
+			p.w.push_back((uint16_t)(4096 + r.below(200)));
+			if (loop_reg != 7) {
+				p.w.push_back(0x1000 | 7 << 9);
+				p.w.push_back((uint16_t)r.below(12));
+			}
+			p.w.push_back(c == 11 ? sendv(8 + r.below(8)) : fill());
+			break;
+		}
+		case 13: case 14: // redv of W alone (r7 = 1), sending or storing in the P region
+			if (loop_reg == 7) break;
+			p.w.push_back(0x1000 | 6 << 9);
+			p.w.push_back((uint16_t)(4096 + r.below(200)));
+			p.w.push_back(0x1000 | 7 << 9);
+			p.w.push_back(1);
+			p.w.push_back(redv(8 + r.below(8), r.chance(30)));
+			break;
+		default: break;
+		}
+	}
+}
+
+static void gen_vec_prefix(TbRng &r, Prog &p)
+{
+	// r1 A base (anywhere), r2 B base in X, r3 A stride, r4 B stride, r5 tokens
+	uint16_t v[6] = { 0, (uint16_t)r.u32(), (uint16_t)r.below(256), (uint16_t)r.below(40),
+			  (uint16_t)(r.chance(10) ? 0 : 1 + r.below(16)), (uint16_t)r.below(9) };
+	for (unsigned k = 1; k <= 5; k++) {
+		p.w.push_back((uint16_t)(0x1000 | k << 9));
+		p.w.push_back(v[k]);
+	}
+}
+
+static Scenario gen_rand(Bench &b)
+{
+	TbRng &r = b.rng;
+	using namespace as;
+	Scenario s;
+	s.kind = "rand";
+	Prog p;
+	// tid 0 (data color 0): prefix; axpy; ret     tid 1 (data color 1): prefix; dot; ret
+	unsigned pc_axpy = 0;
+	gen_vec_prefix(r, p);
+	p.w.push_back(axpy());
+	p.w.push_back(ret());
+	unsigned pc_dot = (unsigned)p.w.size();
+	gen_vec_prefix(r, p);
+	p.w.push_back(dot());
+	p.w.push_back(ret());
+	// tid 2 (data color 2), tid 16/17 (ctrl colors 0/1): random scalar programs with a loop
+	unsigned pcs[3];
+	for (unsigned t = 0; t < 3; t++) {
+		pcs[t] = (unsigned)p.w.size();
+		gen_scalar(r, p, 3 + r.below(10), true, -1);
+		if (t > 0 && r.chance(60)) { // an axpy or dot on the control wavelet: no chaining
+			gen_vec_prefix(r, p);
+			p.w.push_back(r.below(2) ? axpy() : dot());
+		}
+		if (r.chance(50)) { // a loop
+			unsigned lr = r.below(8);
+			if (lr == 6) lr = 0;
+			p.w.push_back((uint16_t)(0x1000 | lr << 9));
+			p.w.push_back((uint16_t)(1 + r.below(4)));
+			size_t body0 = p.w.size();
+			Prog body;
+			for (unsigned i = 0; i < 1 + r.below(4); i++) {
+				unsigned d;
+				do d = r.below(8); while (d == 6 || d == lr);
+				body.w.push_back(r.below(3) ? alu(r.below(8), d, r.below(8), r.below(8))
+							  : send(8 + r.below(8), r.below(8), r.below(8), false));
+			}
+			p.w.insert(p.w.end(), body.w.begin(), body.w.end());
+			p.w.push_back(djnz(lr, -(int)(p.w.size() - body0 + 1)));
+		}
+		gen_scalar(r, p, r.below(6), true, -1);
+		p.w.push_back(ret());
+	}
+	if (p.w.size() > 256) p.w.resize(256); // never happens with these sizes
+	s.imem = p.w;
+	s.tasks = { { 0, (uint16_t)(0x200 | pc_axpy) }, { 1, (uint16_t)(0x200 | pc_dot) },
+		    { 2, (uint16_t)(0x200 | pcs[0]) }, { 16, (uint16_t)(0x200 | pcs[1]) },
+		    { 17, (uint16_t)(0x200 | pcs[2]) } };
+	for (unsigned c = 0; c < 16; c++) s.qmap.push_back({ c, 0 });
+	for (unsigned i = 0; i < 8; i++) s.regs[i] = (uint16_t)r.u32();
+	s.regs[6] = (uint16_t)(4096 + r.below(64));
+	fill_a_random(b, s, 0, 64);
+	fill_a_random(b, s, r.below(kAWords / 2), 64);
+	for (unsigned i = 0; i < 320; i++)
+		s.b_words.push_back({ i, r.chance(50) ? rand_f32(r)
+					   : ((uint32_t)rand_bf16(r, false) | (uint32_t)rand_bf16(r, false) << 16) });
+	s.streams.resize(1);
+	unsigned n = 20 + r.below(80);
+	for (unsigned k = 0; k < n; k++) {
+		unsigned kind = r.below(10);
+		uint32_t payload = r.below(256) << 16 | rand_bf16(r, false);
+		if (kind < 4) s.streams[0].push_back(wv(0, 0, payload));
+		else if (kind < 6) s.streams[0].push_back(wv(0, 1, payload));
+		else if (kind < 7) s.streams[0].push_back(wv(0, 2, payload));
+		else if (kind < 8) s.streams[0].push_back(wv(1, r.below(2), payload));
+		else if (kind < 9) s.streams[0].push_back(wv(0, 5 + r.below(3), payload)); // no task
+		else { // bursts for chaining
+			unsigned c = r.below(2);
+			for (unsigned i = 0; i < 2 + r.below(6); i++)
+				s.streams[0].push_back(wv(0, c, r.below(256) << 16 | rand_bf16(r, false)));
+		}
+	}
+	s.tx_stall_pct = r.chance(30) ? 80 : 20;
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	TbArgs args(argc, argv, 40);
+	VerilatedContext ctx;
+	ctx.commandArgs(argc, argv);
+	Bench b(&ctx, args.seed);
+	b.reset();
+	unsigned passed = 0, scen = 0;
+	uint64_t n = args.n;
+	for (uint64_t i = 0; i < n; i++) {
+		Scenario s;
+		unsigned kind = (unsigned)(i % 4);
+		if (i == 0) s = gen_fwd(b, true);
+		else if (kind == 1) s = gen_fwd(b, false);
+		else if (kind == 2) s = i == 2 ? gen_wgrad(b, true) : gen_wgrad(b, false);
+		else if (kind == 3) s = gen_rand(b);
+		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_rand(b);
+		unsigned before = b.failed;
+		b.reset();
+		b.setup(s);
+		size_t nw = 0;
+		for (auto &q : s.streams) nw += q.size();
+		if (b.run(s, 200000 + nw * 2000)) b.compare(s.kind);
+		scen++;
+		if (b.failed == before) passed++;
+		else {
+			printf("scenario %" PRIu64 " (%s) failed; replay with --seed=%" PRIu64 "\n", i,
+			       s.kind, args.seed);
+			break;
+		}
+	}
+	if (b.util_cycles)
+		printf("axpy utilization (Tp=16): %.2f%% MAC-busy over %" PRIu64 " cycles\n",
+		       100.0 * (double)b.mac_cycles / (double)b.util_cycles, b.util_cycles);
+	if (b.dot_util_cycles)
+		printf("dot utilization (Tp=16, groups cut by runs): %.2f%% MAC-busy over %" PRIu64
+		       " cycles\n", 100.0 * (double)b.dot_mac_cycles / (double)b.dot_util_cycles,
+		       b.dot_util_cycles);
+	printf("tb_pe: %u scenarios, %u passed, %" PRIu64 " cycles; %" PRIu64 " wavelets in, %" PRIu64
+	       " sent, %" PRIu64 " MACs, %" PRIu64 " dropped (no task)\n",
+	       scen, passed, b.cycle, b.tot_rx, b.tot_sent, b.tot_macs, b.tot_drop);
+	return tb_result(passed, scen - passed);
+}
