@@ -88,6 +88,20 @@ board-lint:
 # do not override each other).
 lint-impl: board-lint
 
+# The link bench on board_top with the real mesh (2x2, small SRAMs for simulation speed).
+ifneq ($(wildcard rtl/mesh/mesh_top.v),)
+$(BOARD_OUT)/tb_board_mesh: $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(BOARD_OUT)/frame.o | deps
+	@mkdir -p $(BOARD_OUT)/mesh
+	verilator $(BOARD_VFLAGS) -GRows=2 -GCols=2 -GAWords=1024 -GBWords=256 \
+		-Mdir $(BOARD_OUT)/mesh -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT -DTB_PES=4" \
+		-o tb_board_mesh $(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) \
+		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) \
+		>$(BOARD_OUT)/mesh-build.log 2>&1 || { tail -30 $(BOARD_OUT)/mesh-build.log; exit 1; }
+	cp $(BOARD_OUT)/mesh/tb_board_mesh $@
+TEST_DEPS += $(BOARD_OUT)/tb_board_mesh
+TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh
+endif
+
 TEST_DEPS += $(BOARD_OUT)/tb_board_link
 TEST_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=4096
 REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=65536 \
