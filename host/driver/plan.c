@@ -69,7 +69,10 @@ int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kerne
 	pl->n_otiles = ceil_div(pl->dout, pl->dt);
 	if (kernel == PLAN_WGRAD) {
 		pl->pb = g->b_words / 2;
-		pl->batch_cap = g->b_words / 2;
+		/* a batch's results come back in one COLLECT: at most the host port's
+		 * COLLECT buffer (256 words) */
+		pl->batch_cap = g->b_words / 2 < PROTO_COLLECT_MAX ? g->b_words / 2
+								   : PROTO_COLLECT_MAX;
 	}
 	return CS_OK;
 }

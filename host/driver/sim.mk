@@ -34,3 +34,7 @@ SIM_SOS := $(foreach s,$(SIM_DEFAULT_SHAPES),$(SIM_DIR)/libmesh_$(s).so)
 
 .PHONY: sim-libs
 sim-libs: $(SIM_SOS) $(SIM_TEST_SOS)
+
+# tests/driver/test_sim.c: cpu vs sim (model engine, and the Verilated builds above)
+$(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_TEST_DIR='"$(abspath $(SIM_DIR))"'
+TEST_DEPS += $(SIM_TEST_SOS)
