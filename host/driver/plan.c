@@ -69,7 +69,10 @@ int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kerne
 	pl->n_otiles = ceil_div(pl->dout, pl->dt);
 	if (kernel == PLAN_WGRAD) {
 		pl->pb = g->b_words / 2;
-		pl->batch_cap = g->b_words / 2;
+		/* a batch's results come back in one COLLECT: at most the host port's
+		 * COLLECT buffer (256 words) */
+		pl->batch_cap = g->b_words / 2 < PROTO_COLLECT_MAX ? g->b_words / 2
+								   : PROTO_COLLECT_MAX;
 	}
 	return CS_OK;
 }
@@ -274,6 +277,35 @@ static int ws_recv(struct wstream *ws, uint32_t *w, size_t n, unsigned op, unsig
 	return CS_OK;
 }
 
+/* SYNC's answer is one header word whose n field is the host port's error count since
+ * CLEAR (rtl/mesh/mesh_hostport.v; no data words follow). */
+static int ws_recv_sync(struct wstream *ws, unsigned *nerr, char *err, size_t errlen)
+{
+	*nerr = 0;
+	ws->st->words_in += 1;
+	if (!ws->buf)
+		return CS_OK;
+	if (ws_flush(ws))
+		return ws->rc;
+	uint32_t h;
+	int rc = ws->link->recv(ws->link->ctx, &h, 1);
+	if (rc) {
+		snprintf(err, errlen, "SYNC: no response (%s)", cs_strerror(rc));
+		return rc;
+	}
+	if (proto_resp_magic(h) != PROTO_RESP_MAGIC || proto_resp_op(h) != PROTO_SYNC) {
+		snprintf(err, errlen, "SYNC: unexpected response header 0x%08x", h);
+		return CS_ERR_PROTOCOL;
+	}
+	if (proto_resp_status(h) != PROTO_ST_OK) {
+		snprintf(err, errlen, "SYNC: device status %s (%u errors)",
+			 proto_status_name(proto_resp_status(h)), proto_resp_n(h));
+		return proto_resp_status(h) == PROTO_ST_TIMEOUT ? CS_ERR_TIMEOUT : CS_ERR_DEVICE;
+	}
+	*nerr = proto_resp_n(h);
+	return CS_OK;
+}
+
 static uint64_t chain_cycles(const struct plan *pl, uint64_t n)
 {
 	return n + 2 + (uint64_t)pl->P;
@@ -474,6 +506,7 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen };
 	uint32_t table[32];
+	unsigned nerr;
 	int rc = CS_OK;
 	const struct plan_geom *g = &pl->g;
 
@@ -544,11 +577,11 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ws_put(&ws, proto_hdr_sync());
 			ws_put(&ws, link->timeout_cycles);
 			st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
-			if ((rc = ws_recv(&ws, ks.tmp, 1, PROTO_SYNC, 1, err, errlen)))
+			if ((rc = ws_recv_sync(&ws, &nerr, err, errlen)))
 				goto out_free;
-			if (!counting && ks.tmp[0]) {
+			if (nerr) {
 				snprintf(err, errlen, "%s: device reports %u errors",
-					 pl->kernel == PLAN_FWD ? "forward" : "backward", ks.tmp[0]);
+					 pl->kernel == PLAN_FWD ? "forward" : "backward", nerr);
 				rc = CS_ERR_DEVICE;
 				goto out_free;
 			}

@@ -51,6 +51,7 @@ enum { PROTO_CTL_SET_MAJOR = 0, PROTO_CTL_START = 1, PROTO_CTL_END = 2, PROTO_CT
 
 #define PROTO_PE_ALL 0xffu
 #define PROTO_RUN_MAX 255u
+#define PROTO_COLLECT_MAX 256u /* the host port's COLLECT buffer (mesh_top CollectDepth) */
 #define PROTO_RESP_MAGIC 0xau
 
 static inline uint32_t proto_hdr_echo(unsigned n)

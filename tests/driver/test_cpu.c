@@ -490,8 +490,9 @@ static void test_errors(void **state)
 	assert_non_null(strstr(csd_last_error(NULL), "bogus"));
 	assert_int_equal(csd_open(&dev, "cpu:0x4"), CS_ERR_INVALID);
 	assert_int_equal(csd_open(&dev, "cpu:4x4,bwords=1000"), CS_ERR_INVALID);
-	assert_int_equal(csd_open(&dev, "sim"), CS_ERR_NOT_SUPPORTED);
+	assert_int_equal(csd_open(&dev, "sim:2x2,model,bogus"), CS_ERR_INVALID);
 	assert_non_null(strstr(csd_last_error(NULL), "sim"));
+	assert_int_equal(csd_open(&dev, "sim:2x2,model,timeout=x"), CS_ERR_INVALID);
 	assert_int_equal(csd_open(&dev, "cpu:2x2,awords=64"), CS_OK);
 	csd_info info;
 	assert_int_equal(csd_get_info(dev, &info), CS_OK);

@@ -1,0 +1,40 @@
+# host/driver/sim.mk: the sim backend (backend_sim.c) and its Verilated mesh builds.
+#
+# The mesh shape and SRAM sizes are Verilog parameters, so each (shape, sizes) is its own
+# shared object $(BUILD)/sim/libmesh_RxC.so (default sizes 16384/8192) or
+# libmesh_RxC_aA_bB.so, made by host/driver/sim_build.sh (Verilator + sim_harness.cpp,
+# one build at a time under the verilator lock) and dlopened by the backend, which also
+# builds a missing or stale one on demand. Rebuilt only when the RTL or the harness changes.
+# The word-level C model of the device (verif/models/mesh_model.c, pe_model.c) is the
+# backend's "model" engine (sim:RxC,model) and goes into the library.
+
+SIM_DIR := $(BUILD)/sim
+SIM_RTL := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
+SIM_SO_DEPS := $(SIM_RTL) host/driver/sim_harness.cpp host/driver/sim_harness.h \
+	host/driver/sim_build.sh
+
+LIB_EXTRA_OBJS += $(BUILD)/obj/verif/models/pe_model.o $(BUILD)/obj/verif/models/mesh_model.o
+LIB_LDLIBS += -ldl
+
+$(BUILD)/obj/host/driver/backend_sim.o: CPPFLAGS += -DCSD_SIM_ROOT='"$(CURDIR)"' \
+	-DCSD_SIM_BUILD='"$(abspath $(SIM_DIR))"'
+
+# libmesh_<R>x<C>[_a<A>_b<B>].so
+sim_dims = $(subst _, ,$(subst x, ,$(1)))
+$(SIM_DIR)/libmesh_%.so: $(SIM_SO_DEPS) | deps
+	@mkdir -p $(@D)
+	./host/driver/sim_build.sh $@ $(word 1,$(call sim_dims,$*)) $(word 2,$(call sim_dims,$*)) \
+		$(if $(word 3,$(call sim_dims,$*)),$(patsubst a%,%,$(word 3,$(call sim_dims,$*))),16384) \
+		$(if $(word 4,$(call sim_dims,$*)),$(patsubst b%,%,$(word 4,$(call sim_dims,$*))),8192)
+
+# the default set; tests use small SRAMs (fast to simulate, and they force tiling)
+SIM_DEFAULT_SHAPES := 1x1 2x2 2x3 4x4
+SIM_TEST_SOS := $(foreach s,1x1 2x2 2x3,$(SIM_DIR)/libmesh_$(s)_a512_b256.so)
+SIM_SOS := $(foreach s,$(SIM_DEFAULT_SHAPES),$(SIM_DIR)/libmesh_$(s).so)
+
+.PHONY: sim-libs
+sim-libs: $(SIM_SOS) $(SIM_TEST_SOS)
+
+# tests/driver/test_sim.c: cpu vs sim (model engine, and the Verilated builds above)
+$(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_TEST_DIR='"$(abspath $(SIM_DIR))"'
+TEST_DEPS += $(SIM_TEST_SOS)

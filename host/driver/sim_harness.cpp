@@ -1,0 +1,171 @@
+// sim_harness.cpp - the thin C ABI around one Verilated mesh_top (see sim_harness.h).
+// Built per mesh shape into a shared object by host/driver/sim_build.sh; not part of
+// libcshost.a. C++17, single-threaded model.
+#include "sim_harness.h"
+
+#include <cstring>
+#include <deque>
+#include <new>
+#include <type_traits>
+
+#include "Vmesh_top.h"
+#include "verilated.h"
+
+#ifndef SIMH_ROWS
+#error "SIMH_ROWS/SIMH_COLS/SIMH_AWORDS/SIMH_BWORDS come from the build"
+#endif
+
+struct simh {
+	VerilatedContext ctx;
+	Vmesh_top *top;
+	std::deque<uint32_t> rsp;
+	simh_stats st;
+};
+
+namespace {
+
+template <typename T> uint64_t busy_count(const T &v)
+{
+	if constexpr (std::is_integral_v<T>) {
+		return (uint64_t)__builtin_popcountll((unsigned long long)v);
+	} else {
+		uint64_t n = 0;
+		for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+			n += (uint64_t)__builtin_popcount(v[i]);
+		return n;
+	}
+}
+
+// One clock cycle. Inputs are set by the caller; returns whether the offered command word
+// was taken. Response words are queued.
+inline bool tick(simh *h, bool offer, uint32_t word)
+{
+	Vmesh_top *t = h->top;
+	t->cmd_valid_i = offer;
+	t->cmd_data_i = word;
+	t->rsp_ready_i = 1;
+	t->clk_i = 0;
+	t->eval();
+	bool take = offer && t->cmd_ready_o;
+	if (t->rsp_valid_o) {
+		h->rsp.push_back(t->rsp_data_o);
+		h->st.rsp_words++;
+	}
+	h->st.mac_busy += busy_count(t->mac_busy_o);
+	t->clk_i = 1;
+	t->eval();
+	h->st.cycles++;
+	if (take)
+		h->st.cmd_words++;
+	return take;
+}
+
+} // namespace
+
+extern "C" {
+
+int simh_abi(void)
+{
+	return SIMH_ABI;
+}
+
+void simh_params(int *rows, int *cols, uint32_t *a_words, uint32_t *b_words)
+{
+	*rows = SIMH_ROWS;
+	*cols = SIMH_COLS;
+	*a_words = SIMH_AWORDS;
+	*b_words = SIMH_BWORDS;
+}
+
+simh *simh_new(void)
+{
+	simh *h = new (std::nothrow) simh();
+	if (!h)
+		return nullptr;
+	h->top = new (std::nothrow) Vmesh_top(&h->ctx, "mesh");
+	if (!h->top) {
+		delete h;
+		return nullptr;
+	}
+	std::memset(&h->st, 0, sizeof h->st);
+	Vmesh_top *t = h->top;
+	t->clk_i = 0;
+	t->rst_ni = 0;
+	t->cmd_valid_i = 0;
+	t->rsp_ready_i = 1;
+	t->eval();
+	for (int i = 0; i < 4; i++) {
+		t->clk_i = 1;
+		t->eval();
+		t->clk_i = 0;
+		t->eval();
+	}
+	t->rst_ni = 1;
+	t->eval();
+	return h;
+}
+
+void simh_free(simh *h)
+{
+	if (!h)
+		return;
+	h->top->final();
+	delete h->top;
+	delete h;
+}
+
+int simh_send(simh *h, const uint32_t *w, size_t n, uint64_t max_stall)
+{
+	uint64_t stall = 0;
+	size_t k = 0;
+	while (k < n) {
+		if (tick(h, true, w[k])) {
+			k++;
+			stall = 0;
+		} else if (++stall > max_stall) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int simh_recv(simh *h, uint32_t *w, size_t n, uint64_t max_cycles)
+{
+	uint64_t c = 0;
+	while (h->rsp.size() < n) {
+		if (c++ >= max_cycles)
+			return -1;
+		tick(h, false, 0);
+	}
+	for (size_t k = 0; k < n; k++) {
+		w[k] = h->rsp.front();
+		h->rsp.pop_front();
+	}
+	return 0;
+}
+
+void simh_idle(simh *h, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		tick(h, false, 0);
+}
+
+void simh_get_stats(const simh *h, simh_stats *s)
+{
+	*s = h->st;
+}
+
+void simh_raw(simh *h, uint64_t n)
+{
+	Vmesh_top *t = h->top;
+	t->cmd_valid_i = 0;
+	t->rsp_ready_i = 1;
+	for (uint64_t i = 0; i < n; i++) {
+		t->clk_i = 0;
+		t->eval();
+		t->clk_i = 1;
+		t->eval();
+	}
+}
+
+} // extern "C"

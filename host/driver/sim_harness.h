@@ -1,0 +1,49 @@
+/*
+ * sim_harness.h - the C ABI of one Verilated mesh_top build (host/driver/sim_harness.cpp).
+ * Each build is a shared object build/sim/libmesh_RxC[_aA_bB].so (host/driver/sim.mk) for
+ * one mesh shape and SRAM size (Verilog parameters are compile-time); the sim backend
+ * dlopens the one it needs and looks these symbols up by name.
+ *
+ * The harness owns the clock: it drives the host port's command words (valid/ready), keeps
+ * rsp_ready high and queues every response word, and counts cycles, MAC-busy PE-cycles
+ * (the mesh's mac_busy_o) and the words that crossed each way. Every wait is bounded.
+ */
+#ifndef CS_SIM_HARNESS_H
+#define CS_SIM_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIMH_ABI 1
+
+struct simh_stats {
+	uint64_t cycles;    /* since simh_new */
+	uint64_t mac_busy;  /* sum over PEs of cycles with mac_busy_o high */
+	uint64_t cmd_words; /* words the host port accepted */
+	uint64_t rsp_words; /* words the host port answered */
+};
+
+typedef struct simh simh;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* ABI version, and the Verilog parameters this object was built with. */
+int simh_abi(void);
+void simh_params(int *rows, int *cols, uint32_t *a_words, uint32_t *b_words);
+simh *simh_new(void); /* reset applied; NULL when out of memory */
+void simh_free(simh *h);
+/* Feed n command words. Fails (-1) when the port accepts no word for max_stall cycles. */
+int simh_send(simh *h, const uint32_t *w, size_t n, uint64_t max_stall);
+/* Take n response words, clocking the mesh until they are there; -1 after max_cycles. */
+int simh_recv(simh *h, uint32_t *w, size_t n, uint64_t max_cycles);
+/* Clock n cycles with no command input (responses are still queued). */
+void simh_idle(simh *h, uint64_t n);
+void simh_get_stats(const simh *h, struct simh_stats *s);
+/* Raw model speed: clock the bare model n cycles with idle inputs and no bookkeeping. */
+void simh_raw(simh *h, uint64_t n);
+#ifdef __cplusplus
+}
+#endif
+
+#endif
