@@ -207,6 +207,9 @@ order, optimizer (AdamW, lr 3e-3, 50 warm-up steps, cosine to 3e-4) and step cou
 (\`dense_on_host\`), since the cpu backend at density 1 is too slow for the time budget.
 Sparsity is over the 8 projection matrices (qkv, attn proj, mlp fc, mlp proj of each
 layer); embeddings, LayerNorms and biases stay dense, so "nonzeros" counts them too.
+q, k and v are one fused tensor (\`h.N.attn.qkv.weight\`), so the per-tensor budgets of SET,
+RigL and GraNet's regrowth let nonzeros move between q, k and v (Cerebras' GPT configs
+sparsify them as separate layers; \`balance_out_groups: 3\` on qkv would pin a third each).
 
 | arm | final val loss | vs dense | train loss, last 10% | sparsity | nonzeros | training FLOPs | FLOPs vs dense | ms/step | wall | CPU |
 |---|---|---|---|---|---|---|---|---|---|---|
