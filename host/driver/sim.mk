@@ -8,7 +8,9 @@
 # The word-level C model of the device (verif/models/mesh_model.c, pe_model.c) is the
 # backend's "model" engine (sim:RxC,model) and goes into the library.
 
-SIM_DIR := $(BUILD)/sim
+# Shared by the SAN build: the Verilated model is not host code and is compiled the same way
+# either way, so SAN=1 loads the same objects (no second set of Verilator builds).
+SIM_DIR ?= build/sim
 SIM_RTL := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
 SIM_SO_DEPS := $(SIM_RTL) host/driver/sim_harness.cpp host/driver/sim_harness.h \
 	host/driver/sim_build.sh
@@ -38,3 +40,10 @@ sim-libs: $(SIM_SOS) $(SIM_TEST_SOS)
 # tests/driver/test_sim.c: cpu vs sim (model engine, and the Verilated builds above)
 $(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_TEST_DIR='"$(abspath $(SIM_DIR))"'
 TEST_DEPS += $(SIM_TEST_SOS)
+
+# cshost spmm on the Verilated mesh (default SRAM sizes: run-tests.sh splits arguments at
+# commas, so these use --mesh), checked bit for bit against the cpu model
+TEST_DEPS += $(SIM_DIR)/libmesh_4x4.so
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,45,--k,70,--n,90,--sparsity,0.8,--kernel,fwd,--json
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,33,--k,50,--n,40,--sparsity,0.5,--kernel,bwd,--json
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,20,--k,30,--n,300,--sparsity,0.9,--kernel,wgrad,--json
