@@ -83,6 +83,7 @@ help:
 	@echo "                  (make test SAN=1: the same under ASan+UBSan)"
 	@echo "  make regress    long sweeps: many seeds and shapes, pass/fail table"
 	@echo "  make bench      speed, utilization and memory measurements"
+	@echo "  make experiment dense vs six sparsity algorithms on the tiny GPT -> docs/results.md"
 	@echo "  make sim        Verilated mesh (MESH=4x4) running the forward kernel on sparse layers"
 	@echo "  make lint       verilator --lint-only -Wall on every RTL module"
 	@echo "  make formal     yosys-smtbmc proofs (FIFO, router)"

@@ -64,3 +64,11 @@ lint-pe:
 			$$(ls rtl/pe/$$m.v rtl/sram/$$m.v 2>/dev/null); \
 	done; echo "lint-pe: $(words $(PE_LINT_MODS)) modules clean"
 lint-impl: lint-pe
+
+# --- synthesis estimate of one PE (iCE40 UP5K cells; A maps to SPRAM with -spram)
+.PHONY: synth-pe
+synth-pe:
+	@mkdir -p $(BUILD)/synth
+	yosys -q -l $(BUILD)/synth/pe.log -p "read_verilog -sv $(PE_RTL) $(SRAM_RTL); \
+		synth_ice40 -dsp -spram -top pe; stat" >/dev/null
+	@sed -n '/=== pe ===/,/SB_SPRAM/p' $(BUILD)/synth/pe.log | grep -E 'cells|SB_'

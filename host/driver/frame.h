@@ -128,7 +128,10 @@ typedef struct frm_tx {
 /* Sizing the timeouts: a full frame is FRM_MAX_BYTES * 10 bit times (3.4 ms at 3 Mbaud) and
  * an ACK can wait behind one device DATA frame (64 words); an ack_timeout of three full frame
  * times (~10 ms at 3 Mbaud) never fires on a clean link. The byte timeout of the device is
- * 1024 bit times; the host's decoder can use the same.
+ * 1024 bit times; the host's decoder can use the same. The device stays silent while its
+ * receive buffer is full (the host port back-pressures, e.g. during a COLLECT or SYNC wait)
+ * and sends one NAK when it has room again: size max_timeouts for the longest such wait
+ * (or 0: never give up, and bound the wait above this layer).
  * ack_timeout: time without an ACK before the window is resent; max_timeouts: consecutive
  * timeouts without progress before frm_tx_next gives up with CS_ERR_TIMEOUT (0: never);
  * first_seq: SEQ of the first frame (0 after a device reset). */

@@ -774,9 +774,10 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 		char eta[32];
 		fmt_eta(eta, sizeof eta, avg_ms * 1e-3 * (c->steps - t.step));
 		if (tty) {
+			/* tokens/s averaged over this run: a steadier number to watch */
 			fprintf(out, "\rstep %ld/%d loss %.4f lr %.2e sparsity %.1f%% %.0f tok/s "
 				     "ETA %s\033[K", t.step, c->steps, s.loss, s.lr,
-				100.0 * ts_sparsity(t.ts), tok_s, eta);
+				100.0 * ts_sparsity(t.ts), tok_per_step / (avg_ms * 1e-3), eta);
 			fflush(out);
 		} else if (t.step % c->log_every == 0 || t.step == c->steps || t.step == 1) {
 			fprintf(out, "step %ld/%d loss %.4f lr %.2e grad_norm %.3f sparsity %.1f%% "

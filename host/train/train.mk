@@ -27,9 +27,3 @@ train-bench: $(TRAIN_BENCH)
 
 BENCH_TARGETS += train-bench
 
-# train_device.c refers to the driver weakly (so that dense host training links while the
-# driver is absent); these make the linker pull the driver's objects from the archive when
-# they are there.
-ifneq ($(wildcard host/driver/csd.c),)
-LDFLAGS += -Wl,--undefined=csd_open -Wl,--undefined=csd_sparse_from_dense
-endif

@@ -10,23 +10,6 @@
 #include "common/numerics.h"
 #include "driver/csd.h"
 
-/*
- * The driver's backends land in parallel with this file; until they are linked in, these
- * weak references let the library link (dense host training needs no device) and
- * td_dev_open says the backend is missing.
- */
-#pragma weak csd_open
-#pragma weak csd_close
-#pragma weak csd_get_counters
-#pragma weak csd_reset_counters
-#pragma weak csd_last_error
-#pragma weak csd_forward
-#pragma weak csd_backward
-#pragma weak csd_wgrad
-#pragma weak csd_sparse_from_dense
-#pragma weak csd_sparse_update_values
-#pragma weak csd_sparse_free
-
 struct train_device {
 	csd_dev *dev;
 	gpt *m;
@@ -94,12 +77,6 @@ int td_dev_open(train_device **out, const char *uri, gpt *m, const train_sparsit
 	for (int i = 0; i < m->num_tensors; i++)
 		if (m->tensors[i].proj >= 0)
 			d->tensor[m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj] = i;
-	if (!csd_open || !csd_sparse_from_dense) {
-		snprintf(err, errlen, "device.kind: this build has no device backends (host/driver) "
-			 "yet; use device.kind: cpu with device.dense_on_host: true");
-		rc = CS_ERR_NOT_SUPPORTED;
-		goto out_free;
-	}
 	rc = csd_open(&d->dev, uri);
 	if (rc) {
 		snprintf(err, errlen, "device.kind: cannot open device '%s': %s", uri,
@@ -126,7 +103,7 @@ void td_dev_close(train_device *d)
 {
 	if (!d)
 		return;
-	for (int k = 0; d->sp && csd_sparse_free && k < d->n; k++)
+	for (int k = 0; d->sp && k < d->n; k++)
 		csd_sparse_free(&d->sp[k]);
 	if (d->dev)
 		csd_close(d->dev);

@@ -1,9 +1,4 @@
-/*
- * train_sparsity.c - the trainer's adapter to host/sparsity (see train_sparsity.h).
- *
- * Builds with or without host/sparsity: while that area has not landed in this tree, a
- * run whose config has a `sparsity:` block fails with a clear message and dense runs work.
- */
+/* train_sparsity.c - the trainer's adapter to host/sparsity (see train_sparsity.h). */
 #include "train/train_sparsity.h"
 
 #include <math.h>
@@ -12,21 +7,14 @@
 
 #include "common/cs_error.h"
 
-#if __has_include("sparsity/sparsity.h")
 #include "sparsity/sparsity.h"
-#define TS_HAVE_SPARSITY 1
-#else
-#define TS_HAVE_SPARSITY 0
-#endif
 
 struct train_sparsity {
 	gpt *m;
-#if TS_HAVE_SPARSITY
 	sp_config *cfg;
 	sp_state *st;
 	sp_param *params;
 	sp_gpt_dims dims;
-#endif
 	int enabled;
 	/* sparsity figures for the metrics, recomputed only when masks change */
 	int stats_valid;
@@ -44,7 +32,6 @@ int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, fl
 	if (!cfg->sparsity_node)
 		return CS_OK;
 	yaml_node_t *node = yaml_document_get_node(&cfg->doc, cfg->sparsity_node);
-#if TS_HAVE_SPARSITY
 	int rc = sp_config_parse(&ts->cfg, cfg->file, &cfg->doc, node, err, errlen);
 	if (rc)
 		goto out_free;
@@ -81,33 +68,15 @@ out_free:
 	ts_free(ts);
 	*out = NULL;
 	return rc;
-#else
-	(void)adam_m, (void)adam_v, (void)total_steps;
-	const char *v = node && node->type == YAML_SCALAR_NODE ? (const char *)node->data.scalar.value
-							       : NULL;
-	if (v && (!*v || !strcmp(v, "null") || !strcmp(v, "~")))
-		return CS_OK;
-	char where[TC_PATH_MAX + 64];
-	tc_where(cfg, cfg->sparsity_node, where, sizeof where);
-	snprintf(err, errlen,
-		 "%s: sparsity: this build has no host/sparsity yet; remove the block to train "
-		 "dense",
-		 where);
-	ts_free(ts);
-	*out = NULL;
-	return CS_ERR_NOT_SUPPORTED;
-#endif
 }
 
 void ts_free(train_sparsity *ts)
 {
 	if (!ts)
 		return;
-#if TS_HAVE_SPARSITY
 	sp_free(ts->st);
 	sp_config_free(ts->cfg);
 	free(ts->params);
-#endif
 	free(ts->tensor_sp);
 	free(ts);
 }
@@ -117,7 +86,6 @@ int ts_enabled(const train_sparsity *ts)
 	return ts && ts->enabled;
 }
 
-#if TS_HAVE_SPARSITY
 #define ON(ts) ((ts) && (ts)->enabled)
 
 int ts_wants_dense_grad(const train_sparsity *ts, long step)
@@ -256,100 +224,3 @@ int ts_nan_import(train_sparsity *ts, int idx, float *w)
 	free(mask);
 	return rc;
 }
-#else
-/* Dense only: nothing is masked. */
-int ts_wants_dense_grad(const train_sparsity *ts, long step)
-{
-	(void)ts, (void)step;
-	return 0;
-}
-int ts_mask_grads(train_sparsity *ts, long step)
-{
-	(void)ts, (void)step;
-	return CS_OK;
-}
-int ts_skip_optimizer(const train_sparsity *ts, long step)
-{
-	(void)ts, (void)step;
-	return 0;
-}
-int ts_after_optimizer(train_sparsity *ts, long step)
-{
-	(void)ts, (void)step;
-	return 0;
-}
-int ts_apply(train_sparsity *ts)
-{
-	(void)ts;
-	return CS_OK;
-}
-const uint8_t *ts_mask(const train_sparsity *ts, int idx)
-{
-	(void)ts, (void)idx;
-	return NULL;
-}
-int ts_mask_changed(const train_sparsity *ts, int idx)
-{
-	(void)ts, (void)idx;
-	return 0;
-}
-double ts_tensor_sparsity(const train_sparsity *ts, int idx)
-{
-	(void)ts, (void)idx;
-	return 0.0;
-}
-double ts_sparsity(const train_sparsity *ts)
-{
-	(void)ts;
-	return 0.0;
-}
-double ts_sparsity_all(const train_sparsity *ts)
-{
-	(void)ts;
-	return 0.0;
-}
-int ts_flops_step(train_sparsity *ts, long step, int seq_len, int n_seqs)
-{
-	(void)ts, (void)step, (void)seq_len, (void)n_seqs;
-	return CS_OK;
-}
-int ts_write_flops_json(const train_sparsity *ts, FILE *f)
-{
-	(void)ts, (void)f;
-	return CS_OK;
-}
-void ts_print(const train_sparsity *ts, FILE *f)
-{
-	(void)ts, (void)f;
-}
-int ts_save(const train_sparsity *ts, uint8_t **buf, size_t *len)
-{
-	(void)ts;
-	*buf = NULL;
-	*len = 0;
-	return CS_OK;
-}
-int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_t errlen)
-{
-	(void)ts, (void)buf;
-	if (len) {
-		snprintf(err, errlen, "the checkpoint has sparsity state and this build has no "
-				      "host/sparsity");
-		return CS_ERR_NOT_SUPPORTED;
-	}
-	return CS_OK;
-}
-size_t ts_nan_export(const train_sparsity *ts, int idx, float *w)
-{
-	(void)ts, (void)idx, (void)w;
-	return 0;
-}
-int ts_nan_import(train_sparsity *ts, int idx, float *w)
-{
-	size_t n = ts->m->tensors[idx].numel;
-	for (size_t i = 0; i < n; i++)
-		if (!isfinite(w[i]))
-			w[i] = 0.0f;
-	return CS_OK;
-}
-#endif

@@ -100,7 +100,9 @@ module board_fifo #(
     if (rst_ni) begin
       assert (free_q <= DepthW);
       assert (unc_q == {1'b0, wr_q - cm_q} || (unc_q == DepthW && wr_q == cm_q));
-      assert (cnt_q <= DepthW);
+      assert (cnt_q <= DepthW + 1'b1);  // the output register adds one word
+      // words held in memory: uncommitted plus committed and not yet fetched
+      assert (DepthW - free_q == unc_q + cnt_q - {{AW{1'b0}}, rd_valid_o});
     end
   end
 `endif

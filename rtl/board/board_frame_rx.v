@@ -7,7 +7,9 @@
 // one-cycle pulses. A gap of TimeoutClks between two bytes inside a frame drops the frame
 // (err_trunc); a bad header or CRC drops it (err_crc) and the receiver hunts for the next
 // 0x7e. A DATA frame whose SEQ is expected but whose payload does not fit in the free buffer
-// is dropped without an answer (the host resends it after its ACK timeout).
+// (the host port back-pressures) is dropped without an answer; so are the out-of-order frames
+// behind it; once the buffer has room for a full frame again the receiver sends one
+// NAK expected, and the host resends from there (flow control without a credit scheme).
 // Streams: byte_valid_i pulses (no back-pressure, as from board_uart_rx);
 // cmd_valid_o / cmd_ready_i / cmd_data_o to the host port (a word moves when both are high).
 `default_nettype none
@@ -43,6 +45,8 @@ module board_frame_rx #(
   localparam integer TimeoutI = TimeoutClks;
   localparam [TmoW-1:0] TimeoutW = TimeoutI[TmoW-1:0];
   localparam integer FreeW = $clog2(BufWords) + 1;
+  localparam integer RoomI = 255;  // words of the largest frame
+  localparam [FreeW-1:0] RoomW = RoomI[FreeW-1:0];
 
   reg [2:0]      state_d, state_q;
   reg [7:0]      type_d, type_q;
@@ -53,7 +57,8 @@ module board_frame_rx #(
   reg [15:0]     crc_d, crc_q;
   reg [7:0]      crclo_d, crclo_q;
   reg            store_d, store_q;     // this frame's payload goes to the buffer
-  reg            dropped_d, dropped_q; // a frame was dropped for lack of room
+  reg            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
+  reg            recover_d, recover_q; // since such a drop, no frame accepted yet
   reg [7:0]      expect_d, expect_q;
   reg [TmoW-1:0] tmo_d, tmo_q;
   reg [15:0]     ecrc_d, ecrc_q, etrunc_d, etrunc_q, eseq_d, eseq_q;
@@ -97,6 +102,7 @@ module board_frame_rx #(
     crclo_d    = crclo_q;
     store_d    = store_q;
     dropped_d  = dropped_q;
+    recover_d  = recover_q;
     expect_d   = expect_q;
     ecrc_d     = ecrc_q;
     etrunc_d   = etrunc_q;
@@ -180,26 +186,34 @@ module board_frame_rx #(
               commit      = 1'b1;
               expect_d    = expect_q + 1'b1;
               dropped_d   = 1'b0;
+              recover_d   = 1'b0;
               ans_valid_d = 1'b1;
               ans_seq_d   = seq_q;
             end else begin
-              dropped_d = 1'b1;      // no room: no answer, the host times out and resends
+              dropped_d = 1'b1;      // no room: no answer until there is room
+              recover_d = 1'b1;
             end
           end else if (behind != 8'd0 && behind <= WindowW) begin
             ans_valid_d = 1'b1;      // duplicate of an accepted frame: ACK again, drop
             ans_seq_d   = expect_q - 1'b1;
-          end else begin
-            // out of order: a frame before it was lost; not an error after our own drop
-            if (!dropped_q) begin
+          end else if (!dropped_q) begin
+            // out of order: a frame before it was lost (or dropped by us: not an error)
+            if (!recover_q) begin
               eseq_d = sat_inc(eseq_q);
               err_d  = 1'b1;
             end
             ans_valid_d = 1'b1;
             ans_type_d  = TNak;
           end
+          // else: behind a frame we dropped for lack of room: silence until there is room
         end
         default: state_d = SHunt;
       endcase
+    end else if (dropped_q && state_q == SHunt && free >= RoomW) begin
+      // room again after a drop: ask for a resend from the dropped frame
+      dropped_d   = 1'b0;
+      ans_valid_d = 1'b1;
+      ans_type_d  = TNak;
     end else if (state_q != SHunt) begin
       if (tmo_q == TimeoutW) begin
         rollback = 1'b1;
@@ -225,6 +239,7 @@ module board_frame_rx #(
       crclo_q     <= 8'h00;
       store_q     <= 1'b0;
       dropped_q   <= 1'b0;
+      recover_q   <= 1'b0;
       expect_q    <= 8'h00;
       tmo_q       <= '0;
       ecrc_q      <= 16'h0;
@@ -246,6 +261,7 @@ module board_frame_rx #(
       crclo_q     <= crclo_d;
       store_q     <= store_d;
       dropped_q   <= dropped_d;
+      recover_q   <= recover_d;
       expect_q    <= expect_d;
       tmo_q       <= tmo_d;
       ecrc_q      <= ecrc_d;

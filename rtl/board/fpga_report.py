@@ -43,8 +43,21 @@ def sum_re(counts, pattern):
 
 def ice40(args):
     cells = cell_counts(args.yosys_json, "board_top")
-    with open(args.pnr_report) as f:
-        pnr = json.load(f)
+    error = None
+    try:
+        with open(args.pnr_report) as f:
+            pnr = json.load(f)
+    except OSError:
+        # nextpnr stopped before writing its report: did not fit, or did not place
+        pnr = {}
+        error = "nextpnr failed"
+        try:
+            with open(args.pnr_log) as f:
+                errs = [l.strip() for l in f if l.startswith("ERROR")]
+            if errs:
+                error = errs[-1]
+        except OSError:
+            pass
     util = pnr.get("utilization", {})
 
     def used_avail(key, fallback_used, total):
@@ -69,11 +82,19 @@ def ice40(args):
         "achieved_mhz": round(achieved, 2),
         "clocks": {k: {"achieved_mhz": round(v["achieved"], 2),
                        "target_mhz": round(v.get("constraint", 0), 2)} for k, v in fmax.items()},
-        "timing_met": achieved >= args.target_mhz,
+        "timing_met": error is None and achieved >= args.target_mhz,
+        "placed": error is None,
     }
+    if error:
+        rep["error"] = error
+        rep["logic_cells"] = {"used": None, "available": UP5K["luts"]}
     with open(args.out, "w") as f:
         json.dump(rep, f, indent=2)
         f.write("\n")
+    if error:
+        show_report(rep)
+        print(f"bitstream: place and route failed: {error}", file=sys.stderr)
+        return 1
     if not rep["timing_met"]:
         show_report(rep)
         print(f"bitstream: timing NOT met: {achieved:.2f} MHz < {args.target_mhz} MHz target",
@@ -87,6 +108,8 @@ def show_report(rep):
     for k in ("luts", "ffs", "logic_cells", "brams", "sprams", "dsps"):
         v = rep[k]
         print(f"  {k:12s} {v['used']:>6} / {v['available']}")
+    if rep.get("error"):
+        print(f"  not placed   {rep['error']}")
     print(f"  clock        {rep['achieved_mhz']} MHz achieved, {rep['target_mhz']} MHz target "
           f"({'met' if rep['timing_met'] else 'NOT met'})")
 
@@ -94,6 +117,7 @@ def show_report(rep):
 def estimate(args):
     out = {"note": "yosys synthesis only (no place and route for these families here)",
            "host_port": args.port, "designs": {}}
+    parts = {}
     for path in args.jsons:
         name = path.rsplit("/", 1)[-1].removesuffix(".json")
         fam, shape = name.split("-", 1)
@@ -113,9 +137,24 @@ def estimate(args):
                    "brams": sum_re(cells, r"RAMB18E1") + 2 * sum_re(cells, r"RAMB36E1"),
                    "lutrams": sum_re(cells, r"RAM\d+[MSX]\w*"),
                    "dsps": sum_re(cells, r"DSP48E1")}
-        rep["shape"] = shape
-        rep["pes"] = 0 if shape == "link" else eval(shape.replace("x", "*"))
-        out["designs"][name] = rep
+        rep["part"] = shape
+        parts[(fam, shape)] = rep
+    keys = ("luts", "ffs", "brams", "lutrams", "dsps")
+    for (fam, part), rep in sorted(parts.items()):
+        if part == "link":
+            out["designs"][f"{fam}-link"] = dict(rep, pes=0)
+        elif part == "tile":
+            for rows, cols in ((4, 4), (8, 8)):
+                p = rows * cols
+                hp = parts.get((fam, f"hostport{p}"))
+                if not hp:
+                    continue
+                d = {k: p * rep[k] + hp[k] for k in keys}
+                d.update(family=rep["family"], pes=p, shape=f"{rows}x{cols}",
+                         method=f"{p} x mesh_tile + mesh_hostport (NumPes {p})",
+                         tile={k: rep[k] for k in keys}, hostport={k: hp[k] for k in keys})
+                out["designs"][f"{fam}-{rows}x{cols}"] = d
+    for name, rep in out["designs"].items():
         print(f"  {name:14s} PEs {rep['pes']:>3}  LUT {rep['luts']:>7}  FF {rep['ffs']:>7}  "
               f"BRAM(18k) {rep['brams']:>4}  LUTRAM {rep['lutrams']:>5}  DSP {rep['dsps']:>4}")
     with open(args.out, "w") as f:
@@ -130,6 +169,7 @@ def main():
     a = sub.add_parser("ice40")
     a.add_argument("--yosys-json", required=True)
     a.add_argument("--pnr-report", required=True)
+    a.add_argument("--pnr-log", default="")
     a.add_argument("--target-mhz", type=float, required=True)
     a.add_argument("--pes", type=int, default=0)
     a.add_argument("--port", default="mesh")

@@ -62,6 +62,8 @@ module pe_fmac #(
   // E of the product when its top bit lands at bit 22 of p_man; stage 2 adds 1 for bit 23.
   wire [9:0]  p_base = add_i ? (10'(ea32) + 10'd384) : (10'(ea16) + 10'(eb16) + 10'd258);
 
+  wire [23:0] c_man = {1'b1, c_i[22:0]};
+  wire [9:0]  c_e   = 10'(ec32) + 10'd385;
   wire s1_nan_d = p_nan || c_nan || (p_inf && c_inf && (p_sign != c_i[31]));
   wire s1_inf_d = p_inf || c_inf;
   wire s1_isgn_d = p_inf ? p_sign : c_i[31];
@@ -80,9 +82,9 @@ module pe_fmac #(
     s1_csign_q <= c_i[31];
     s1_czero_q <= c_zero;
     s1_pman_q  <= p_man;
-    s1_cman_q  <= {1'b1, c_i[22:0]};
+    s1_cman_q  <= c_man;
     s1_pbase_q <= p_base;
-    s1_ce_q    <= 10'(ec32) + 10'd385;
+    s1_ce_q    <= c_e;
   end
 
   // ---------------------------------------------------------------- stage 2: order, align
@@ -103,6 +105,9 @@ module pe_fmac #(
   wire [4:0]  sh     = (d > 10'd31) ? 5'd31 : d[4:0];
   wire [57:0] y_wide = {y_man, 34'd0} >> sh;
   wire [26:0] y_al   = y_wide[57:31] | {26'd0, (y_wide[30:0] != 31'd0)};
+  wire        sub_d   = x_sign ^ y_sign;
+  wire        zero2_d = (x_man == 24'd0);  // the larger one is zero: both are
+  wire        zsign_d = s1_psign_q & s1_csign_q;
 
   reg        s2_nan_q, s2_inf_q, s2_isgn_q;
   reg        s2_sub_q, s2_sign_q, s2_zero_q, s2_zsign_q;
@@ -114,10 +119,10 @@ module pe_fmac #(
     s2_nan_q   <= s1_nan_q;
     s2_inf_q   <= s1_inf_q;
     s2_isgn_q  <= s1_isgn_q;
-    s2_sub_q   <= x_sign ^ y_sign;
+    s2_sub_q   <= sub_d;
     s2_sign_q  <= x_sign;
-    s2_zero_q  <= (x_man == 24'd0);  // the larger one is zero: both are
-    s2_zsign_q <= s1_psign_q & s1_csign_q;
+    s2_zero_q  <= zero2_d;
+    s2_zsign_q <= zsign_d;
     s2_xman_q  <= x_man;
     s2_yal_q   <= y_al;
     s2_e_q     <= x_e;
@@ -137,6 +142,12 @@ module pe_fmac #(
     end
   end
 
+  // both terms zero: -0 only for (-0) + (-0); exact cancellation: +0
+  wire        zero3_d  = s2_zero_q || (sum == 28'd0);
+  wire        zsign3_d = s2_zero_q & s2_zsign_q;
+  wire [27:0] man3_d   = sum << lz;
+  wire [10:0] e3_d     = 11'(s2_e_q) + 11'd1 - 11'(lz);
+
   reg        s3_nan_q, s3_inf_q, s3_isgn_q, s3_sign_q, s3_zero_q, s3_zsign_q;
   reg [27:0] s3_man_q;
   reg [10:0] s3_e_q;
@@ -146,11 +157,10 @@ module pe_fmac #(
     s3_inf_q   <= s2_inf_q;
     s3_isgn_q  <= s2_isgn_q;
     s3_sign_q  <= s2_sign_q;
-    s3_zero_q  <= s2_zero_q || (sum == 28'd0);
-    // both terms zero: -0 only for (-0) + (-0); exact cancellation: +0
-    s3_zsign_q <= s2_zero_q & s2_zsign_q;
-    s3_man_q   <= sum << lz;
-    s3_e_q     <= 11'(s2_e_q) + 11'd1 - 11'(lz);
+    s3_zero_q  <= zero3_d;
+    s3_zsign_q <= zsign3_d;
+    s3_man_q   <= man3_d;
+    s3_e_q     <= e3_d;
   end
 
   // ---------------------------------------------------------------- stage 4: round, pack
@@ -178,10 +188,11 @@ module pe_fmac #(
   end
 
   // ---------------------------------------------------------------- valid, extra delay
-  reg [FmacLatency-1:0] valid_q;
+  reg  [FmacLatency-1:0] valid_q;
+  wire [FmacLatency-1:0] valid_d = {valid_q[FmacLatency-2:0], valid_i};
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) valid_q <= '0;
-    else valid_q <= {valid_q[FmacLatency-2:0], valid_i};
+    else valid_q <= valid_d;
   end
 
   generate

@@ -428,6 +428,16 @@ module pe_vec #(
   assign q_o   = q_q;
   assign idle_o = !busy_q && !rv_q && !infl_wb && !infl_tx && !tx_valid_o;
 
+  // dot lane accumulators: written by the FMAC output of a dot MAC
+  reg [31:0] acc_d [0:DotLanes-1];
+  integer ad;
+  always @(*) begin
+    for (ad = 0; ad < DotLanes; ad = ad + 1) begin
+      acc_d[ad] = acc_q[ad];
+      if (pv_q[L-1] && pdot_q[L-1] && pln_q[L-1] == LW'(ad)) acc_d[ad] = y;
+    end
+  end
+
   // ------------------------------------------------------------------ registers
   integer e;
   always @(posedge clk_i or negedge rst_ni) begin
@@ -462,7 +472,7 @@ module pe_vec #(
         pwa_q[e] <= pwa_q[e-1]; ptx_q[e] <= ptx_q[e-1]; pcol_q[e] <= pcol_q[e-1];
         pln_q[e] <= pln_q[e-1];
       end
-      if (pv_q[L-1] && pdot_q[L-1]) acc_q[pln_q[L-1]] <= y;
+      for (e = 0; e < DotLanes; e = e + 1) acc_q[e] <= acc_d[e];
     end
   end
 

@@ -294,7 +294,8 @@ static void chan_drop_front(struct chan *c, size_t n)
 	c->len -= n;
 }
 
-/* Device side (board_frame_rx.v rules): DATA SEQ == expected: deliver, ACK; SEQ within the
+/* Device side (board_frame_rx.v rules, without its buffer-full flow control, which the board
+ * bench exercises): DATA SEQ == expected: deliver, ACK; SEQ within the
  * window behind expected: duplicate, ACK expected - 1; else NAK expected. Bad CRC: NAK. */
 static void dev_byte(struct devmodel *m, uint8_t b, uint64_t now, struct chan *reply,
 		     uint32_t d2h_corrupt_per_mille)

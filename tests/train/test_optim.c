@@ -22,8 +22,8 @@ static void test_schedule(void **state)
 	/* cosine from lr (first decay step) to min_lr (last step), halfway at the middle */
 	assert_true(fabs(lr_schedule(10, 100, 10, 1e-3, 1e-4) - 1e-3) < 1e-15);
 	assert_true(fabs(lr_schedule(99, 100, 10, 1e-3, 1e-4) - 1e-4) < 1e-15);
-	double mid = lr_schedule(10 + 89 / 2.0, 100, 10, 1e-3, 1e-4);
-	(void)mid;
+	/* halfway through the decay (steps 10..100 of 101) it is halfway between the two */
+	assert_true(fabs(lr_schedule(55, 101, 10, 1e-3, 1e-4) - 5.5e-4) < 1e-15);
 	double prev = 1;
 	for (long s = 10; s < 100; s++) {
 		double lr = lr_schedule(s, 100, 10, 1e-3, 1e-4);

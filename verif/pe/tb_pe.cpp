@@ -396,6 +396,30 @@ struct Bench {
 				failed++;
 			}
 		}
+		std::vector<uint32_t> im = cfg_read_block(3, 0, 256);
+		for (unsigned i = 0; i < im.size(); i++) {
+			if (im[i] != model.imem[i]) {
+				printf("FAIL %s: IMEM %u: expected %04x got %04x\n", kind, i, model.imem[i],
+				       im[i]);
+				failed++;
+				break;
+			}
+		}
+		std::vector<uint32_t> qm = cfg_read_block(6, 0, 16);
+		for (unsigned i = 0; i < qm.size(); i++) {
+			if (qm[i] != model.qmap[i]) {
+				printf("FAIL %s: qmap %u: expected %u got %u\n", kind, i, model.qmap[i], qm[i]);
+				failed++;
+			}
+		}
+		// a write to a counter clears it
+		unsigned cc = rng.below(5);
+		cfg_write(8, cc, 0);
+		std::vector<uint32_t> c2 = cfg_read_block(8, cc, 1);
+		if (c2.size() != 1 || c2[0] != 0) {
+			printf("FAIL %s: counter %u not cleared\n", kind, cc);
+			failed++;
+		}
 		tot_macs += model.cnt[0];
 		tot_drop += model.cnt[2];
 		tot_rx += model.cnt[3];

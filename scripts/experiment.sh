@@ -1,0 +1,417 @@
+#!/bin/bash
+# experiment.sh - `make experiment`: train the same tiny GPT dense and with every sparsity
+# algorithm (configs/experiment/<arm>.yaml), then write the results table and a reading of
+# it to docs/results.md and the loss curves to docs/results-loss.svg.
+#
+# Bash and awk only (CI machines may lack python). Every number in the outputs comes from
+# the run directories: summary.json (final validation loss), metrics.jsonl (curves, final
+# sparsity), sparsity_flops.json (nonzeros, training FLOPs; written by the trainer for
+# sparse runs). The dense run has no sparsity_flops.json, so its training FLOPs are counted
+# here with the formula of host/sparsity/flops.c (Chinchilla appendix F), which is checked
+# against the dense-equivalent count that every sparse run reports.
+#
+# Usage: scripts/experiment.sh [--cshost PATH] [--out DIR] [--docs DIR] [--jobs N]
+#                              [--arms "a b ..."] [section.key=value ...]
+#   --out   run directories and logs (default build/experiment)
+#   --docs  where results.md and results-loss.svg go (default docs)
+#   --jobs  training processes at once, 1 or 2 (default 2; the budget is 2 cores)
+#   --arms  subset of arms, in the order given, separated by spaces or colons (default: all)
+#   --report-only  do not train: rewrite the docs from the runs of the last experiment
+#   overrides are passed to every arm (e.g. train.steps=5 for a smoke run)
+# Exit status: 0 iff every arm trained and the outputs were written.
+set -euo pipefail
+
+ALL_ARMS="dense static-random static-topk gmp set rigl granet"
+# Run order: the slowest arms first so that the two lanes finish together.
+RUN_ORDER="gmp granet rigl set static-random static-topk dense"
+
+cshost=build/bin/cshost
+out=build/experiment
+docs=docs
+jobs=2
+arms=""
+report_only=0
+overrides=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--cshost) cshost=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--docs) docs=$2; shift 2 ;;
+	--jobs) jobs=$2; shift 2 ;;
+	--arms) arms=${2//[:,]/ }; shift 2 ;;
+	--report-only) report_only=1; shift ;;
+	-h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+	*=*) overrides+=("$1"); shift ;;
+	*) echo "experiment.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+case $jobs in 1|2) ;; *) echo "experiment.sh: --jobs $jobs: must be 1 or 2" >&2; exit 2 ;; esac
+[ -x "$cshost" ] || { echo "experiment.sh: $cshost: not built (run make)" >&2; exit 2; }
+if [ -z "$arms" ]; then
+	arms=$RUN_ORDER
+fi
+for a in $arms; do
+	[ -f "configs/experiment/$a.yaml" ] ||
+		{ echo "experiment.sh: configs/experiment/$a.yaml: no such arm" >&2; exit 2; }
+done
+
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+runs=$out/runs
+logs=$out/logs
+data=$out/data
+mkdir -p "$runs" "$logs" "$data" "$docs"
+rm -f "$data"/*
+
+if [ $report_only = 0 ]; then
+# The token cache is written by whichever run misses it first; two runs missing it at the
+# same time would write the same .tmp file. Build it once with a one-step run.
+echo "experiment: token cache"
+"$cshost" train "configs/experiment/$(set -- $arms; echo "$1").yaml" --force \
+	run.out_dir="$runs" run.name=_cache train.steps=1 train.sample_tokens=0 \
+	train.eval_batches=1 "${overrides[@]}" >"$logs/_cache.log" 2>&1 ||
+	{ echo "experiment: warming the token cache failed:" >&2; tail -3 "$logs/_cache.log" >&2; exit 1; }
+rm -rf "$runs/_cache"
+
+# --- train the arms, at most $jobs at once --------------------------------------------
+t_start=$EPOCHREALTIME
+run_arm() {
+	local a=$1 t0=$EPOCHREALTIME rc=0 TIMEFORMAT="%R %U %S"
+	{ time "$cshost" train "configs/experiment/$a.yaml" --force run.out_dir="$runs" \
+		"${overrides[@]}" >"$logs/$a.log" 2>&1; } 2>"$logs/$a.cpu" || rc=$?
+	awk -v a="$t0" -v b="$EPOCHREALTIME" -v rc=$rc 'BEGIN { printf "%.1f %d\n", b - a, rc }' \
+		>"$logs/$a.time"
+	return $rc
+}
+declare -A pid_arm=()
+failed=()
+reap() {
+	local pid
+	wait -n -p pid "${!pid_arm[@]}" || true
+	local a=${pid_arm[$pid]}
+	unset "pid_arm[$pid]"
+	read -r secs rc <"$logs/$a.time"
+	if [ "$rc" = 0 ]; then
+		echo "experiment: $a done in ${secs}s"
+	else
+		echo "experiment: $a FAILED (exit $rc), last lines of $logs/$a.log:" >&2
+		tail -3 "$logs/$a.log" >&2
+		failed+=("$a")
+	fi
+}
+for a in $arms; do
+	while [ ${#pid_arm[@]} -ge "$jobs" ]; do reap; done
+	echo "experiment: training $a (log $logs/$a.log)"
+	run_arm "$a" &
+	pid_arm[$!]=$a
+done
+while [ ${#pid_arm[@]} -gt 0 ]; do reap; done
+total_s=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "experiment: ${#failed[@]} arm(s) failed: ${failed[*]}; docs not written" >&2
+	exit 1
+fi
+echo "experiment: all arms trained in ${total_s}s"
+echo "$total_s $jobs" >"$logs/experiment.time"
+fi
+read -r total_s jobs <"$logs/experiment.time" ||
+	{ echo "experiment: $logs/experiment.time: no finished experiment to report" >&2; exit 1; }
+
+# --- collect ------------------------------------------------------------------------
+# One line per arm in $data/table: the fields named in the header below.
+# The dense training FLOPs, per host/sparsity/flops.c: forward per sequence of S tokens
+# = 2SVC (embedding) + L(6SC^2 + 4S^2C + 3HS^2 + 2SC^2 + 16SC^2) + 2SCV (logits);
+# training = 3 x forward x sequences per step x steps.
+dense_flops() { # run dir
+	awk '
+	/^model:/ { sec = "model" } /^train:/ { sec = "train" } /^[a-z]+:/ && !/^(model|train):/ { sec = "" }
+	sec != "" && $1 ~ /:$/ { k = sec "." substr($1, 1, length($1) - 1); v[k] = $2 }
+	END {
+		S = v["model.block_size"]; C = v["model.n_embd"]; V = v["model.vocab_size"]
+		H = v["model.n_head"]; L = v["model.n_layer"]
+		f = 2*S*V*C + L*(6*S*C*C + 4*S*S*C + 3*H*S*S + 2*S*C*C + 16*S*C*C) + 2*S*C*V
+		printf "%.6e\n", 3 * f * v["train.batch_size"] * v["train.grad_accum"] * v["train.steps"]
+	}' "$1/config.yaml"
+}
+jget() { # key file: first numeric value of "key" in a JSON file (flat objects)
+	awk -v k="\"$1\"" '{ i = index($0, k ": "); if (i) { s = substr($0, i + length(k) + 2);
+		sub(/[,}].*/, "", s); gsub(/[" ]/, "", s); print s; exit } }' "$2"
+}
+: >"$data/table"
+for a in $ALL_ARMS; do
+	case " $arms " in *" $a "*) ;; *) continue ;; esac
+	d=$runs/$a
+	[ -f "$d/summary.json" ] || { echo "experiment: $d/summary.json missing" >&2; exit 1; }
+	# curves: validation (step val_loss) and training (step loss)
+	awk '/"val_loss"/ { match($0, /"step": [0-9]+/); s = substr($0, RSTART + 8, RLENGTH - 8)
+		match($0, /"val_loss": [-0-9.e+]+/); print s, substr($0, RSTART + 12, RLENGTH - 12) }' \
+		"$d/metrics.jsonl" >"$data/$a.val"
+	awk '/"loss"/ && !/"val_loss"/ { match($0, /"step": [0-9]+/); s = substr($0, RSTART + 8, RLENGTH - 8)
+		match($0, /"loss": [-0-9.e+]+/); print s, substr($0, RSTART + 8, RLENGTH - 8) }' \
+		"$d/metrics.jsonl" >"$data/$a.train"
+	val=$(jget val_loss "$d/summary.json")
+	steps=$(jget steps "$d/summary.json")
+	ms=$(jget ms_per_step "$d/summary.json")
+	secs=$(awk '{ print $1 }' "$logs/$a.time")
+	params=$(sed -n 's/.* \([0-9][0-9]*\) parameters;.*/\1/p' "$logs/$a.log" | head -1)
+	dflops=$(dense_flops "$d")
+	# mean training loss over the last 10% of steps (the same batches in every arm)
+	tail_loss=$(awk -v n="$steps" '$1 > n - n / 10 { s += $2; c++ } END { printf "%.4f", s / c }' \
+		"$data/$a.train")
+	if [ -f "$d/sparsity_flops.json" ]; then
+		f=$d/sparsity_flops.json
+		nnz=$(jget nonzeros "$f")
+		sp=$(jget sparsity "$f")
+		flops=$(jget train_flops_sparse "$f")
+		# the formula above must agree with the library's dense-equivalent count
+		awk -v a="$(jget train_flops_dense "$f")" -v b="$dflops" -v arm="$a" 'BEGIN {
+			if (a - b > 1e-5 * b || b - a > 1e-5 * b) {
+				printf "experiment: %s: dense FLOPs %s (library) != %s (formula)\n", arm, a, b > "/dev/stderr"
+				exit 1 } }'
+	else
+		nnz=$params sp=0 flops=$dflops
+	fi
+	cpu_s=-
+	[ -s "$logs/$a.cpu" ] && cpu_s=$(awk '{ printf "%.0f", $2 + $3 }' "$logs/$a.cpu")
+	echo "$a $val $tail_loss $sp $nnz $params $flops $dflops $steps $ms $secs $cpu_s" >>"$data/table"
+done
+
+# --- results.md ---------------------------------------------------------------------
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain -- configs host scripts 2>/dev/null | head -1)
+[ -n "$dirty" ] && commit="$commit (with uncommitted changes)"
+steps=$(awk 'NR == 1 { print $9 }' "$data/table")
+win=$((steps / 20)); [ $win -gt 100 ] && win=100; [ $win -lt 1 ] && win=1
+model=$(awk '/^model:/ { m = 1; next } /^[a-z]/ { m = 0 } m { sub(/:$/, "", $1); v[$1] = $2 }
+	END { printf "%d layers, %d heads, %d channels, context %d, vocabulary %d", v["n_layer"],
+		v["n_head"], v["n_embd"], v["block_size"], v["vocab_size"] }' \
+	"$runs/$(awk 'NR == 1 { print $1 }' "$data/table")/config.yaml")
+
+ov=""
+[ ${#overrides[@]} -gt 0 ] && ov=" Overrides: \`${overrides[*]}\`."
+md=$docs/results.md
+{
+cat <<EOF
+# Sparse training results (\`make experiment\`)
+
+Generated by \`scripts/experiment.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'): $(uname -m), ${cpu:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) cores
+(shared with other jobs), commit $commit, \`$(basename "$cshost")\` on the \`cpu\` backend,
+one OpenBLAS thread per run, $jobs runs at a time; whole experiment ${total_s} s wall
+$(awk '$12 != "-" { s += $12; n++ } END { if (n == NR) printf "(%d s of CPU time over the runs)", s }' "$data/table").$ov
+
+Every arm (\`configs/experiment/<arm>.yaml\`) trains the same byte-level GPT ($model)
+on the fortunes corpus (\`/usr/share/games/fortunes\`, 5% held out) with the same seed, data
+order, optimizer (AdamW, lr 3e-3, 50 warm-up steps, cosine to 3e-4) and step count; only the
+\`sparsity:\` block differs. The sparse arms run the projections on the \`cpu\` backend
+(bf16 activations, fp32 accumulation); the dense arm runs them as fp32 sgemm on the host
+(\`dense_on_host\`), since the cpu backend at density 1 is too slow for the time budget.
+Sparsity is over the 8 projection matrices (qkv, attn proj, mlp fc, mlp proj of each
+layer); embeddings, LayerNorms and biases stay dense, so "nonzeros" counts them too.
+
+| arm | final val loss | vs dense | train loss, last 10% | sparsity | nonzeros | training FLOPs | FLOPs vs dense | ms/step | wall | CPU |
+|---|---|---|---|---|---|---|---|---|---|---|
+EOF
+awk '
+	NR == FNR && $1 == "dense" { dv = $2 }
+	NR == FNR { next }
+	{
+		d = (dv == "") ? "-" : sprintf("%+.4f", $2 - dv)
+		printf "| %s | %.4f | %s | %.4f | %.1f%% | %d of %d | %.3e | %.2f | %.0f | %.0f s | %s |\n",
+$1, $2, d, $3, 100 * $4, $5, $6, $7, $7 / $8, $10, $11, ($12 == "-") ? "-" : $12 " s"
+	}' "$data/table" "$data/table"
+cat <<EOF
+
+Columns: final validation loss (nats/byte, \`summary.json\`, over the same 16 fixed
+validation batches for every arm); training loss averaged over the last 10% of steps (the
+same training batches in every arm, so it compares arms on ~10x more tokens than the
+validation set); sparsity over the sparsified tensors at the end; nonzero parameters of the
+whole model; training FLOPs as counted by \`host/sparsity/flops.c\` (Chinchilla appendix F,
+each matmul scaled by its mask density, dense weight gradients on RigL/GraNet update steps;
+the dense arm by the same formula at density 1) and their ratio to the dense run; time per
+step and wall time of the run (both inflated by the shared machine) and its CPU time
+(user + system seconds: what the run costs on an otherwise idle core).
+
+## Schedules
+
+- **static-random / static-topk**: 80% mask at step 0 (random scores / top-k |W| of the
+  fresh initialisation), never changed.
+- **GMP**: dense until step 50 (end of warm-up), then top-k |W| every 25 steps on the
+  Zhu-Gupta cubic ramp 0 -> 0.8 reaching 0.8 at step 500; the second half of training runs
+  at 80% (recovery, as in Zhu & Gupta).
+- **SET / RigL**: random 80% mask at step 0; drop/grow every 25 steps until step 750 (75% of
+  training, RigL's T_end), drop fraction cosine 0.3 -> 0 over that window; SET regrows at
+  random, RigL by largest dense-gradient magnitude (of that step's batch). 25 steps rather
+  than RigL's 100 because the run is short: 29 updates.
+- **GraNet**: random 50% mask at step 0; every 25 steps from 50 to 500 global magnitude
+  pruning on the cubic ramp 0.5 -> 0.8 (the same ramp end as GMP), each followed, and then
+  alone every 25 steps until step 725, by per-tensor regeneration of
+  ceil(r*nnz) weights by dense-gradient magnitude, r cosine-annealed from 0.5 to 0.005 over the run (GraNet's defaults).
+
+Regrown weights start at zero with zero Adam moments (\`docs/sparsity.md\` section 2).
+
+## Reading
+
+EOF
+awk -v noise=0.01 '
+	{ v[$1] = $2; t[$1] = $3; f[$1] = $7 / $8; n++; arm[n] = $1 }
+	END {
+		# ranking by final validation loss
+		for (i = 1; i <= n; i++) r[i] = arm[i]
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+			if (v[r[j]] < v[r[i]]) { x = r[i]; r[i] = r[j]; r[j] = x }
+		s = ""
+		for (i = 1; i <= n; i++) s = s (i > 1 ? " < " : "") sprintf("%s %.4f", r[i], v[r[i]])
+		printf "Ranking by final validation loss (lower is better): %s.\n\n", s
+		for (i = 1; i <= n; i++) rt[i] = arm[i]
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+			if (t[rt[j]] < t[rt[i]]) { x = rt[i]; rt[i] = rt[j]; rt[j] = x }
+		s = ""
+		for (i = 1; i <= n; i++) s = s (i > 1 ? " < " : "") rt[i]
+		printf "Ranking by training loss over the last 10%% of steps: %s.\n\n", s
+		if ("dense" in v) {
+			best = ""; worst = ""
+			for (i = 1; i <= n; i++) if (r[i] != "dense") { if (best == "") best = r[i]; worst = r[i] }
+			if (best != "")
+				printf "At 80%% sparsity the best sparse arm (%s) is %+.4f nats from dense and the worst (%s) %+.4f; the sparse arms span %.4f nats.\n\n", \
+					best, v[best] - v["dense"], worst, v[worst] - v["dense"], v[worst] - v[best]
+		}
+		printf "Expected from the literature (reference section 6.3): dense best, then GMP and GraNet, then RigL, then SET, static random worst. Pairwise, on the final validation loss (and on the end-of-training training loss); \"too close\" means |difference| < %.2f nats, which one seed cannot resolve (a rough allowance, not a measured seed-to-seed spread):\n\n", noise
+		np = split("dense<gmp dense<granet gmp<rigl granet<rigl rigl<set set<static-random", pr, " ")
+		for (k = 1; k <= np; k++) {
+			split(pr[k], ab, "<"); a = ab[1]; b = ab[2]
+			if (!(a in v) || !(b in v)) continue
+			d = v[b] - v[a]; dt = t[b] - t[a]
+			verdict = (d > noise) ? "holds" : (d < -noise) ? "**reversed**" : "too close"
+			printf "- %s better than %s: %s (val %+.4f, train %+.4f)\n", a, b, verdict, d, dt
+		}
+		if (("static-topk" in v) && ("static-random" in v))
+			printf "- (no expectation) static-topk vs static-random: val %+.4f, train %+.4f\n", \
+				v["static-topk"] - v["static-random"], t["static-topk"] - t["static-random"]
+		printf "\nTraining cost: "
+		s = ""
+		for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") sprintf("%s %.2f", arm[i], f[arm[i]])
+		printf "%s (training FLOPs relative to dense). GMP and GraNet spend more because they start dense or half dense and prune gradually; RigL and GraNet are also charged dense weight gradients on their update steps.\n", s
+	}' "$data/table"
+cat <<EOF
+
+One seed, one short run: the ordering of arms closer than a few hundredths of a nat is not
+established by this experiment. Curves: \`results-loss.svg\` (validation loss over the run;
+training loss, moving mean over $win steps, in the second half).
+
+![loss curves](results-loss.svg)
+EOF
+} >"$md.tmp"
+mv "$md.tmp" "$md"
+
+# --- results-loss.svg ---------------------------------------------------------------
+# Two panels: validation loss over the whole run (the first steps clipped), and the
+# training loss (moving mean over 100 steps, or steps/20 for short runs) over the second
+# half, where the arms separate.
+svg_args=()
+for a in $ALL_ARMS; do
+	[ -s "$data/$a.val" ] && svg_args+=("$a" "$data/$a.val" "$data/$a.train")
+done
+awk -v title="$model, $steps steps" -v win="$win" '
+function nice(r,   raw, m, q) {
+	raw = r / 5; m = exp(log(10) * int(log(raw) / log(10) - (raw < 1)))
+	q = raw / m
+	return (q < 1.5 ? 1 : q < 3 ? 2 : q < 7 ? 5 : 10) * m
+}
+function fmt(x, st) { return (st >= 1) ? sprintf("%d", x + 0.5 * (x > 0 ? 1 : -1)) : \
+	(st >= 0.1 ? sprintf("%.1f", x) : (st >= 0.01 ? sprintf("%.2f", x) : sprintf("%.3f", x))) }
+# panel p: frame at (X0[p], Y0) size PW x PH, data ranges xa..xb, ya..yb
+function px(p, x) { return X0[p] + (x - XA[p]) / (XB[p] - XA[p]) * PW }
+function py(p, y) { return Y0 + PH - (y - YA[p]) / (YB[p] - YA[p]) * PH }
+function axes(p, label, ylabel,   st, x, y) {
+	printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", X0[p], Y0, PW, PH
+	st = nice(XB[p] - XA[p])
+	for (x = st * int(XA[p] / st + 0.999999); x <= XB[p] + 1e-9; x += st) {
+		printf "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>", px(p, x), Y0, px(p, x), Y0 + PH
+		printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", px(p, x), Y0 + PH + 16, fmt(x, st)
+	}
+	st = nice(YB[p] - YA[p])
+	for (y = st * int(YA[p] / st + 0.999999); y <= YB[p] + 1e-9; y += st) {
+		printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>", X0[p], py(p, y), X0[p] + PW, py(p, y)
+		printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", X0[p] - 5, py(p, y) + 4, fmt(y, st)
+	}
+	printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", X0[p], Y0, PW, PH
+	printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n", X0[p] + PW / 2, Y0 - 10, label
+	printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", X0[p] + PW / 2, Y0 + PH + 34
+	printf "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">%s</text>\n", X0[p] - 45, Y0 + PH / 2, ylabel
+}
+function curve(p, a, xs, ys, m, dash,   i, s, pts) {
+	pts = ""
+	for (i = 1; i <= m; i++) pts = pts sprintf("%.1f,%.1f ", px(p, xs[i]), py(p, ys[i]))
+	printf "<polyline clip-path=\"url(#c%d)\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s points=\"%s\"/>\n", p, COL[a], dash, pts
+}
+BEGIN {
+	split("dense #000000 static-random #d62728 static-topk #ff7f0e gmp #1f77b4 set #9467bd rigl #2ca02c granet #17becf", c, " ")
+	for (i = 1; i in c; i += 2) COL[c[i]] = c[i + 1]
+	na = 0
+	for (i = 1; i < ARGC; i += 3) {
+		a = ARGV[i]; na++; A[na] = a
+		m = 0
+		while ((getline l < ARGV[i + 1]) > 0) { split(l, w, " "); m++; VX[a, m] = w[1]; VY[a, m] = w[2] }
+		NV[a] = m
+		m = 0
+		while ((getline l < ARGV[i + 2]) > 0) { split(l, w, " "); m++; TX[a, m] = w[1]; TY[a, m] = w[2] }
+		NT[a] = m
+		if (TX[a, m] > steps) steps = TX[a, m]
+	}
+	ARGC = 1
+	PW = 420; PH = 300; Y0 = 50; X0[1] = 70; X0[2] = 600; W = 1050; H = 400 + 22 * int((na + 3) / 4)
+
+	# panel 1: validation loss, y from the lowest value to the highest at >= 15% of the run
+	XA[1] = 0; XB[1] = steps; YA[1] = 1e9; YB[1] = -1e9
+	for (k = 1; k <= na; k++) { a = A[k]
+		for (i = 1; i <= NV[a]; i++) {
+			if (VY[a, i] < YA[1]) YA[1] = VY[a, i]
+			if (VX[a, i] >= 0.15 * steps && VY[a, i] > YB[1]) YB[1] = VY[a, i]
+		}
+		if (YB[1] < VY[a, NV[a]]) YB[1] = VY[a, NV[a]]
+	}
+	d = (YB[1] - YA[1]) * 0.05 + 1e-3; YA[1] -= d; YB[1] += d
+	# panel 2: moving mean of the training loss over the second half
+	XA[2] = int(steps / 2); XB[2] = steps; YA[2] = 1e9; YB[2] = -1e9
+	for (k = 1; k <= na; k++) { a = A[k]; s = 0; m = 0
+		for (i = 1; i <= NT[a]; i++) {
+			s += TY[a, i]; if (i > win) s -= TY[a, i - win]
+			if (i >= win && TX[a, i] >= XA[2]) {
+				m++; SX[a, m] = TX[a, i]; SY[a, m] = s / win
+				if (SY[a, m] < YA[2]) YA[2] = SY[a, m]
+				if (SY[a, m] > YB[2]) YB[2] = SY[a, m]
+			}
+		}
+		NS[a] = m
+	}
+	d = (YB[2] - YA[2]) * 0.05 + 1e-3; YA[2] -= d; YB[2] += d
+	printf "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H
+	printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+	printf "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">Tiny GPT, dense vs 80%% sparse (%s)</text>\n", W / 2, title
+	for (p = 1; p <= 2; p++)
+		printf "<defs><clipPath id=\"c%d\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath></defs>\n", p, X0[p], Y0, PW, PH
+	axes(1, "validation loss", "loss (nats/byte)")
+	axes(2, sprintf("training loss, moving mean of %d steps", win), "loss (nats/byte)")
+	for (k = 1; k <= na; k++) { a = A[k]
+		delete xs; delete ys
+		for (i = 1; i <= NV[a]; i++) { xs[i] = VX[a, i]; ys[i] = VY[a, i] }
+		curve(1, a, xs, ys, NV[a], "")
+		for (i = 1; i <= NV[a]; i++)
+			if (VY[a, i] <= YB[1])
+				printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"%s\"/>", px(1, VX[a, i]), py(1, VY[a, i]), COL[a]
+		printf "\n"
+		delete xs; delete ys
+		for (i = 1; i <= NS[a]; i++) { xs[i] = SX[a, i]; ys[i] = SY[a, i] }
+		curve(2, a, xs, ys, NS[a], "")
+	}
+	# legend below the panels
+	for (k = 1; k <= na; k++) {
+		lx = 110 + ((k - 1) % 4) * 230; ly = Y0 + PH + 62 + 22 * int((k - 1) / 4)
+		printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>", lx, ly - 4, lx + 30, ly - 4, COL[A[k]]
+		printf "<text x=\"%d\" y=\"%d\">%s</text>\n", lx + 38, ly, A[k]
+	}
+	printf "</svg>\n"
+}' "${svg_args[@]}" >"$docs/results-loss.svg.tmp"
+mv "$docs/results-loss.svg.tmp" "$docs/results-loss.svg"
+echo "experiment: wrote $md and $docs/results-loss.svg"
