@@ -47,3 +47,16 @@ TEST_DEPS += $(SIM_DIR)/libmesh_4x4.so
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,45,--k,70,--n,90,--sparsity,0.8,--kernel,fwd,--json
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,33,--k,50,--n,40,--sparsity,0.5,--kernel,bwd,--json
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,20,--k,30,--n,300,--sparsity,0.9,--kernel,wgrad,--json
+
+# make bench: backend overhead over the raw Verilated model, simulated PE-cycles per second
+SIM_BENCH := $(BUILD)/bench/bench_sim
+$(BUILD)/obj/host/driver/bench/bench_sim.o: CPPFLAGS += -DBENCH_SIM_DIR='"$(abspath $(SIM_DIR))"'
+$(SIM_BENCH): $(BUILD)/obj/host/driver/bench/bench_sim.o $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+.PHONY: bench-sim
+bench-sim: $(SIM_BENCH) $(SIM_DIR)/libmesh_4x4.so
+	$(SIM_BENCH) $(BUILD)/bench/sim.json
+
+BENCH_TARGETS += bench-sim
