@@ -239,8 +239,8 @@ static void sim_close(csd_dev *dev)
 		return;
 	if (s->h)
 		s->api.destroy(s->h);
-	if (s->so)
-		dlclose(s->so);
+	/* the shared object stays loaded: Verilator's runtime has thread-local and static
+	 * state (Verilated::t_s) that is not safe to unmap, and a process uses few shapes */
 	if (s->use_model)
 		mesh_model_free(&s->mm);
 	free(s);

@@ -60,3 +60,7 @@ bench-sim: $(SIM_BENCH) $(SIM_DIR)/libmesh_4x4.so
 	$(SIM_BENCH) $(BUILD)/bench/sim.json
 
 BENCH_TARGETS += bench-sim
+
+# make regress: test_sim runs its long sweeps (REGRESS=1: ~8,400 cpu-vs-sim cases), plus
+# larger layers on the 4x4 default build
+REGRESS_ENTRIES += $(foreach k,fwd bwd wgrad,$(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,200,--k,160,--n,300,--sparsity,0.9,--kernel,$(k),--seed,7,--json)

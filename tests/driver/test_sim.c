@@ -406,8 +406,7 @@ static void raw_close(struct raw *r)
 	if (r->model)
 		mesh_model_free(&r->mm);
 	else {
-		r->destroy(r->h);
-		dlclose(r->so);
+		r->destroy(r->h); /* the object stays loaded (see backend_sim.c) */
 	}
 }
 
