@@ -11,7 +11,7 @@
  *     run for the missing or stale object: older than any .v file under rtl/mesh, rtl/pe, rtl/sram or the
  *     harness), loaded with dlopen. Counters come from the model: cycles, MAC-busy
  *     PE-cycles (mac_busy_o of every PE) and the words the host port actually took/gave.
- *     Every wait is bounded in cycles (timeout=, default 50M cycles without progress).
+ *     Every wait is bounded in cycles (timeout=, default 2M cycles without progress).
  *   - model: the word-level C model verif/models/mesh_model.c (one pe_model per tile):
  *     no cycles, same results; for machines without Verilator and for the SAN build.
  */
@@ -239,8 +239,8 @@ static void sim_close(csd_dev *dev)
 		return;
 	if (s->h)
 		s->api.destroy(s->h);
-	if (s->so)
-		dlclose(s->so);
+	/* the shared object stays loaded: Verilator's runtime has thread-local and static
+	 * state (Verilated::t_s) that is not safe to unmap, and a process uses few shapes */
 	if (s->use_model)
 		mesh_model_free(&s->mm);
 	free(s);
@@ -254,7 +254,7 @@ static int sim_open(csd_dev *dev, const char *arg)
 	if (!s)
 		return csd_fail(dev, CS_ERR_NO_MEM, "sim: out of memory");
 	dev->priv = s;
-	s->timeout = 50000000ull;
+	s->timeout = 2000000ull; /* ~25 s of the 4x4 model; no legitimate wait comes near it */
 	/* our options out, the geometry to csd_parse_geom */
 	const char *p = arg;
 	while (*p) {

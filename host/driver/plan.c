@@ -9,7 +9,7 @@
  *     WRITE A to each PE (its tp_k tokens, zero padded)
  *     for each output tile:
  *       wgrad: WRITE B (dY tile, packed bf16) to each PE
- *       WRITE r0..r7 (broadcast)
+ *       WRITE r0..r7 (broadcast), SYNC (the writes land before any wavelet)
  *       fwd/bwd: INJECT START, RUNs, SYNC, READ B from each PE holding real tokens
  *       wgrad:   per batch of <= batch_cap positions: RUNs, INJECT END(count),
  *                COLLECT count
@@ -489,6 +489,28 @@ static int stream_tile(struct kstate *ks)
 	return CS_OK;
 }
 
+/* SYNC with an error check; every kernel's fwd/bwd tile ends with one, and one follows the
+ * configuration writes of each output tile: the config chain and the wavelet fabric are not
+ * ordered with each other (a broadcast register write reaches PE q after about q chain
+ * stages, a wavelet after r + c hops), so the first wavelet must wait until every write has
+ * landed (SYNC waits for the chain to drain). */
+static int sync_point(struct kstate *ks, const char *what)
+{
+	struct wstream *ws = ks->ws;
+	unsigned nerr;
+	ws_put(ws, proto_hdr_sync());
+	ws_put(ws, ws->link->timeout_cycles);
+	ws->st->cycles += (uint64_t)ks->pl->P + 4;
+	int rc = ws_recv_sync(ws, &nerr, ks->err, ks->errlen);
+	if (rc)
+		return rc;
+	if (nerr) {
+		snprintf(ks->err, ks->errlen, "%s: device reports %u errors", what, nerr);
+		return CS_ERR_DEVICE;
+	}
+	return CS_OK;
+}
+
 static void put_regs(struct kstate *ks, int dt_d)
 {
 	const struct plan *pl = ks->pl;
@@ -564,11 +586,15 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 					ws_write(&ws, pl, PROTO_T_B, (unsigned)q, 0, ks.tmp, bw);
 				}
 				put_regs(&ks, dt_d);
+				if ((rc = sync_point(&ks, "wgrad")))
+					goto out_free;
 				if ((rc = stream_tile(&ks)))
 					goto out_free;
 				continue;
 			}
 			put_regs(&ks, dt_d);
+			if ((rc = sync_point(&ks, pl->kernel == PLAN_FWD ? "forward" : "backward")))
+				goto out_free;
 			ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
 			ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
 			st->cycles += (uint64_t)ks.tp_k * dt_d + 8; /* fill */

@@ -8,7 +8,9 @@
 # The word-level C model of the device (verif/models/mesh_model.c, pe_model.c) is the
 # backend's "model" engine (sim:RxC,model) and goes into the library.
 
-SIM_DIR := $(BUILD)/sim
+# Shared by the SAN build: the Verilated model is not host code and is compiled the same way
+# either way, so SAN=1 loads the same objects (no second set of Verilator builds).
+SIM_DIR ?= build/sim
 SIM_RTL := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
 SIM_SO_DEPS := $(SIM_RTL) host/driver/sim_harness.cpp host/driver/sim_harness.h \
 	host/driver/sim_build.sh
@@ -29,12 +31,40 @@ $(SIM_DIR)/libmesh_%.so: $(SIM_SO_DEPS) | deps
 
 # the default set; tests use small SRAMs (fast to simulate, and they force tiling)
 SIM_DEFAULT_SHAPES := 1x1 2x2 2x3 4x4
-SIM_TEST_SOS := $(foreach s,1x1 2x2 2x3,$(SIM_DIR)/libmesh_$(s)_a512_b256.so)
+SIM_TEST_SOS := $(foreach s,1x1 2x3,$(SIM_DIR)/libmesh_$(s)_a512_b256.so)
+SIM_REGRESS_SOS := $(SIM_DIR)/libmesh_2x2_a512_b256.so
 SIM_SOS := $(foreach s,$(SIM_DEFAULT_SHAPES),$(SIM_DIR)/libmesh_$(s).so)
 
 .PHONY: sim-libs
-sim-libs: $(SIM_SOS) $(SIM_TEST_SOS)
+sim-libs: $(SIM_SOS) $(SIM_TEST_SOS) $(SIM_REGRESS_SOS)
 
 # tests/driver/test_sim.c: cpu vs sim (model engine, and the Verilated builds above)
 $(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_TEST_DIR='"$(abspath $(SIM_DIR))"'
 TEST_DEPS += $(SIM_TEST_SOS)
+ifneq ($(filter regress,$(MAKECMDGOALS)),)
+TEST_DEPS += $(SIM_REGRESS_SOS)
+endif
+
+# cshost spmm on the Verilated mesh (default SRAM sizes: run-tests.sh splits arguments at
+# commas, so these use --mesh), checked bit for bit against the cpu model
+TEST_DEPS += $(SIM_DIR)/libmesh_4x4.so
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,45,--k,70,--n,90,--sparsity,0.8,--kernel,fwd,--json
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,33,--k,50,--n,40,--sparsity,0.5,--kernel,bwd,--json
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,20,--k,30,--n,300,--sparsity,0.9,--kernel,wgrad,--json
+
+# make bench: backend overhead over the raw Verilated model, simulated PE-cycles per second
+SIM_BENCH := $(BUILD)/bench/bench_sim
+$(BUILD)/obj/host/driver/bench/bench_sim.o: CPPFLAGS += -DBENCH_SIM_DIR='"$(abspath $(SIM_DIR))"'
+$(SIM_BENCH): $(BUILD)/obj/host/driver/bench/bench_sim.o $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+.PHONY: bench-sim
+bench-sim: $(SIM_BENCH) $(SIM_DIR)/libmesh_4x4.so
+	$(SIM_BENCH) $(BUILD)/bench/sim.json
+
+BENCH_TARGETS += bench-sim
+
+# make regress: test_sim runs its long sweeps (REGRESS=1: ~8,400 cpu-vs-sim cases), plus
+# larger layers on the 4x4 default build
+REGRESS_ENTRIES += $(foreach k,fwd bwd wgrad,$(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,200,--k,160,--n,300,--sparsity,0.9,--kernel,$(k),--seed,7,--json)

@@ -3,10 +3,13 @@
 // libcshost.a. C++17, single-threaded model.
 #include "sim_harness.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 #include "Vmesh_top.h"
 #include "verilated.h"
@@ -20,7 +23,13 @@ struct simh {
 	Vmesh_top *top;
 	std::deque<uint32_t> rsp;
 	simh_stats st;
+	bool tracing;
+	std::vector<uint64_t> trace; // per cycle: bit 32 = command word offered, 31:0 the word
 };
+
+namespace {
+simh *g_last; // the most recent instance, for simh_replay_last (benchmarks only)
+}
 
 namespace {
 
@@ -41,6 +50,8 @@ template <typename T> uint64_t busy_count(const T &v)
 inline bool tick(simh *h, bool offer, uint32_t word)
 {
 	Vmesh_top *t = h->top;
+	if (h->tracing)
+		h->trace.push_back((uint64_t)offer << 32 | word);
 	t->cmd_valid_i = offer;
 	t->cmd_data_i = word;
 	t->rsp_ready_i = 1;
@@ -88,6 +99,9 @@ simh *simh_new(void)
 		return nullptr;
 	}
 	std::memset(&h->st, 0, sizeof h->st);
+	const char *tr = std::getenv("CSD_SIM_TRACE");
+	h->tracing = tr && *tr && std::strcmp(tr, "0") != 0;
+	g_last = h;
 	Vmesh_top *t = h->top;
 	t->clk_i = 0;
 	t->rst_ni = 0;
@@ -109,6 +123,8 @@ void simh_free(simh *h)
 {
 	if (!h)
 		return;
+	if (g_last == h)
+		g_last = nullptr;
 	h->top->final();
 	delete h->top;
 	delete h;
@@ -166,6 +182,54 @@ void simh_raw(simh *h, uint64_t n)
 		t->clk_i = 1;
 		t->eval();
 	}
+}
+
+int simh_replay_last(uint64_t from_cycle, double *secs, uint64_t *cycles, uint64_t *rsp_words)
+{
+	simh *h = g_last;
+	if (!h || !h->tracing || from_cycle > h->trace.size())
+		return -1;
+	VerilatedContext ctx;
+	Vmesh_top *t = new (std::nothrow) Vmesh_top(&ctx, "replay");
+	if (!t)
+		return -1;
+	t->clk_i = 0;
+	t->rst_ni = 0;
+	t->cmd_valid_i = 0;
+	t->rsp_ready_i = 1;
+	t->eval();
+	for (int i = 0; i < 4; i++) {
+		t->clk_i = 1;
+		t->eval();
+		t->clk_i = 0;
+		t->eval();
+	}
+	t->rst_ni = 1;
+	t->eval();
+	uint64_t n = h->trace.size(), rsp = 0;
+	const uint64_t *tr = h->trace.data();
+	auto clock = [&](uint64_t i) {
+		t->cmd_valid_i = (tr[i] >> 32) & 1;
+		t->cmd_data_i = (uint32_t)tr[i];
+		t->clk_i = 0;
+		t->eval();
+		rsp += t->rsp_valid_o;
+		t->clk_i = 1;
+		t->eval();
+	};
+	for (uint64_t i = 0; i < from_cycle; i++)
+		clock(i);
+	uint64_t rsp0 = rsp;
+	auto t0 = std::chrono::steady_clock::now();
+	for (uint64_t i = from_cycle; i < n; i++)
+		clock(i);
+	auto t1 = std::chrono::steady_clock::now();
+	*secs = std::chrono::duration<double>(t1 - t0).count();
+	*cycles = n - from_cycle;
+	*rsp_words = rsp - rsp0;
+	t->final();
+	delete t;
+	return 0;
 }
 
 } // extern "C"

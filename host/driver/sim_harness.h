@@ -42,6 +42,10 @@ void simh_idle(simh *h, uint64_t n);
 void simh_get_stats(const simh *h, struct simh_stats *s);
 /* Raw model speed: clock the bare model n cycles with idle inputs and no bookkeeping. */
 void simh_raw(simh *h, uint64_t n);
+/* Benchmarks only (CSD_SIM_TRACE=1 set before simh_new records every cycle's inputs):
+ * replay the most recent instance's inputs on a fresh model with no bookkeeping, and time
+ * the cycles from from_cycle on (the raw Verilated model's cost of the same work). */
+int simh_replay_last(uint64_t from_cycle, double *secs, uint64_t *cycles, uint64_t *rsp_words);
 #ifdef __cplusplus
 }
 #endif

@@ -333,7 +333,7 @@ static uint64_t words_out_expected(int kernel, const struct layer *L, int R, int
 			int o1 = o0 + dt < dout ? o0 + dt : dout;
 			if (kernel == 2)
 				w += (uint64_t)P * (2 + ((size_t)tpk * (o1 - o0) + 1) / 2);
-			w += 10; /* registers */
+			w += 10 + 2; /* registers, SYNC */
 			uint64_t tile_nnz = 0, tile_runs = 0, inbatch = 0, batches = 0;
 			for (int m = 0; m < din; m++) {
 				uint64_t cnt = 0;
@@ -341,14 +341,17 @@ static uint64_t words_out_expected(int kernel, const struct layer *L, int R, int
 					int i = kernel == 1 ? m : o, j = kernel == 1 ? o : m;
 					cnt += L->mask[(size_t)i * L->K + j] != 0;
 				}
-				while (cnt) { /* wgrad batches cut runs at bw/2 positions */
+				/* wgrad batches cut runs at min(bw/2, 256) positions (a batch's
+				 * results must fit the host port's 256-word COLLECT buffer) */
+				uint64_t cap = (uint64_t)bw / 2 < 256 ? (uint64_t)bw / 2 : 256;
+				while (cnt) {
 					uint64_t part = cnt;
-					if (kernel == 2 && part > (uint64_t)bw / 2 - inbatch)
-						part = (uint64_t)bw / 2 - inbatch;
+					if (kernel == 2 && part > cap - inbatch)
+						part = cap - inbatch;
 					tile_runs += (part + 254) / 255;
 					tile_nnz += part;
 					cnt -= part;
-					if (kernel == 2 && (inbatch += part) == (uint64_t)bw / 2) {
+					if (kernel == 2 && (inbatch += part) == cap) {
 						batches++;
 						inbatch = 0;
 					}
