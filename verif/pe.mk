@@ -17,6 +17,11 @@ PE_WAIVERS := verif/lint_waivers.vlt
 PE_VFLAGS := --cc --exe --build -j 2 -Wall -Wno-fatal --x-assign fast --x-initial fast \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 	-CFLAGS "-O2 -std=c++17 -I$(abspath host) -I$(abspath verif/pe) -I$(abspath verif/models)"
+# SAN=1: the C models linked in are sanitized, so the bench links the sanitizer runtimes
+# (Verilator's generated C++ itself is not instrumented: UBSan flags its idioms).
+ifneq ($(SAN_FLAGS),)
+PE_VFLAGS += -LDFLAGS "$(SAN_FLAGS)"
+endif
 
 # $(1) bench name, $(2) top module, $(3) RTL files, $(4) extra objects, $(5) previous bench,
 # $(6) extra verilator flags (parameters)
