@@ -49,6 +49,7 @@ module mesh_fabric #(
   wire [P*5-1:0]   out_valid, out_ready;
   wire [P*5*W-1:0] out_data;
   wire [P-1:0]     idle;
+  wire [P*80-1:0]  unused_rt;  // route tables are written through rt_we_i, not read here
 
   for (genvar r = 0; r < Rows; r++) begin : g_row
     for (genvar c = 0; c < Cols; c++) begin : g_col
@@ -124,7 +125,7 @@ module mesh_fabric #(
         .rt_we_i            (rt_we_i[Q]),
         .rt_addr_i,
         .rt_wdata_i,
-        .rt_o               (),
+        .rt_o               (unused_rt[Q*80 +: 80]),
         .ctr_addr_i,
         .ctr_rdata_o        (ctr_rdata_o[Q*32 +: 32]),
         .ctr_clear_i,

@@ -71,54 +71,58 @@ module mesh_fifo #(
   end
 
 `ifdef FORMAL
-  // No loss, duplication or reordering: pick any input beat number f_n (anyconst); when
-  // it enters remember its data; the f_n-th beat to leave must carry the same data.
-  // Beat numbers are counted mod 2^8; the FIFO holds far fewer, so no aliasing.
+  // No loss, duplication, corruption or reordering. The environment tags one accepted beat
+  // of its choice (f_pick, a free input); the proof tracks the tag's distance from the head
+  // (f_pos) and requires: it sits in the slot f_pos after rd_q while stored, it leaves
+  // exactly once, unchanged, and only after every beat accepted before it (f_pos == 0).
   reg f_past_valid = 1'b0;
   always @(posedge clk_i) f_past_valid <= 1'b1;
   always @(*) if (!f_past_valid) assume (!rst_ni);
 
-  (* anyconst *) reg [7:0] f_n;
-  reg [7:0] f_in_cnt, f_out_cnt;
+  wire f_pick;                       // unconstrained: which beat to tag
+  reg f_in, f_out;                   // tag accepted / tag delivered
+  reg [CntW-1:0] f_pos;              // beats ahead of the tag while it is stored
   reg [Width-1:0] f_data;
-  reg f_in, f_out;
   wire f_acc = in_valid_i && in_ready_o;
   wire f_ret = out_valid_o && out_ready_i;
-  always @(posedge clk_i or negedge rst_ni) begin
+  wire f_tag_now = f_acc && f_pick && !f_in;
+  wire [PtrW:0] f_slot_w = (PtrW+1)'(32'(rd_q) + 32'(f_pos));
+  wire [PtrW-1:0] f_slot = (f_slot_w >= (PtrW+1)'(Depth)) ? PtrW'(f_slot_w - Depth) : f_slot_w[PtrW-1:0];
+  always @(posedge clk_i) begin
     if (!rst_ni) begin
-      f_in_cnt <= 0; f_out_cnt <= 0; f_in <= 0; f_out <= 0; f_data <= 0;
+      f_in <= 1'b0; f_out <= 1'b0; f_pos <= '0; f_data <= '0;
     end else begin
-      if (f_acc) f_in_cnt <= f_in_cnt + 1;
-      if (f_ret) f_out_cnt <= f_out_cnt + 1;
-      if (f_acc && f_in_cnt == f_n && !f_in) begin f_in <= 1; f_data <= in_data_i; end
-      if (f_ret && f_out_cnt == f_n && !f_out) f_out <= 1;
+      if (f_tag_now) begin
+        f_in <= 1'b1;
+        f_data <= in_data_i;
+        // position among stored beats after this cycle's pop; bypassed and taken: gone
+        f_pos <= cnt_q - (pop ? 1'b1 : 1'b0);
+        if (bypass && out_ready_i) f_out <= 1'b1;
+      end else if (f_in && !f_out && f_ret) begin
+        if (f_pos == '0) f_out <= 1'b1;
+        else f_pos <= f_pos - 1'b1;
+      end
     end
   end
-  // bound the run so the 8-bit beat counters never wrap (2^8 beats is far past any depth)
-  always @(*) if (rst_ni) assume (f_in_cnt != 8'hff);
-  wire [7:0] f_occ = f_in_cnt - f_out_cnt;
-  wire [7:0] f_pos = f_n - f_out_cnt;             // tag's distance from the head
-  wire [PtrW:0] f_slot_w = {1'b0, rd_q} + f_pos[PtrW:0];
-  wire [PtrW-1:0] f_slot = (f_slot_w >= Depth) ? PtrW'(f_slot_w - Depth) : f_slot_w[PtrW-1:0];
   always @(*) if (rst_ni && f_past_valid) begin
-    // structural invariants
     assert (cnt_q <= Full);
-    assert (f_occ == {{(8-CntW){1'b0}}, cnt_q});
-    assert (wr_q == ((rd_q + cnt_q >= Depth) ? PtrW'(rd_q + cnt_q - Depth) : PtrW'(rd_q + cnt_q)));
-    assert (f_out_cnt <= f_in_cnt);
-    // the tag: it enters once, leaves once, in order, unchanged
-    assert (f_in == (f_in_cnt > f_n));
-    assert (f_out == (f_out_cnt > f_n));
-    if (f_in && !f_out) assert (mem_q[f_slot] == f_data);
-    if (f_ret && f_out_cnt == f_n) begin
-      if (f_in) assert (out_data_o == f_data);
-      else assert (f_acc && in_data_i == out_data_o);  // bypassing in this very cycle
-    end
+    assert (rd_q <= LastPtr);
+    assert (wr_q == ((32'(rd_q) + 32'(cnt_q) >= Depth) ? PtrW'(32'(rd_q) + 32'(cnt_q) - Depth)
+                                                         : PtrW'(32'(rd_q) + 32'(cnt_q))));
     if (!f_in) assert (!f_out);
+    if (f_in && !f_out) begin
+      assert (f_pos < cnt_q);                 // still stored: not lost
+      assert (mem_q[f_slot] == f_data);       // and unchanged
+    end
+    // it leaves only from the head, with its own data; a bypassed tag leaves at once
+    if (f_in && !f_out && f_ret && f_pos == '0) assert (out_data_o == f_data);
+    if (f_tag_now && bypass && out_ready_i) assert (out_data_o == in_data_i);
   end
+  // after delivery no later output can be the tag again: guaranteed by f_out being final
+  // and f_pos counting only beats ahead of it (a duplicate would need f_pos to go below 0).
 `ifdef FORMAL_BROKEN
   // Deliberately false: claims the FIFO can never be full. Must fail.
-  always @(*) if (rst_ni) assert (cnt_q != Full);
+  always @(*) if (rst_ni && f_past_valid) assert (cnt_q != Full);
 `endif
 `endif
 endmodule

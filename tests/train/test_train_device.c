@@ -10,7 +10,8 @@
  *     norm within 1e-2, at most 1% of the parameters beyond 0.05 lr of float64 and none
  *     beyond 2 lr per step taken (AdamW's first steps are nearly sign(g) lr, so a tiny
  *     gradient whose bf16 rounding flips its sign moves a weight by up to 2 lr);
- *   - cpu and sim backends give identical losses for several steps (when sim is built).
+ *   - cpu and sim backends give identical losses for two steps of a tiny model (REGRESS=1
+ *     only: the Verilated mesh is too slow for make test).
  * Skips (not fails) when the driver's backends are not in this build.
  */
 #include <stdarg.h>
@@ -226,21 +227,28 @@ static void test_cpu_backend_steps_match_float64(void **state)
 static void test_cpu_and_sim_identical(void **state)
 {
 	(void)state;
-	float cpu[3], sim[3];
+	float cpu[2], sim[2];
 	int rc;
-	char *ov[] = { "device.kind=sim", "model.n_embd=8", "model.n_head=2",
-		       "train.batch_size=1" };
-	run_losses(ov, 4, sim, 3, &rc);
+	/* the Verilated mesh runs a few thousand cycles per second under load: a minute or
+	 * more per step even for this model, so only `make regress` (REGRESS=1) runs it */
+	const char *r = getenv("REGRESS");
+	if (!r || !*r || !strcmp(r, "0")) {
+		printf("cpu vs sim: run with REGRESS=1 (make regress)\n");
+		skip();
+	}
+	char *ov[] = { "device.kind=sim", "device.mesh=2x2", "model.n_embd=8", "model.n_head=2",
+		       "model.block_size=4", "train.batch_size=1" };
+	run_losses(ov, 6, sim, 2, &rc);
 	if (rc && (rc == CS_ERR_NOT_SUPPORTED || strstr(err, "device"))) {
 		printf("sim backend not available (%s): skipped\n", err);
 		skip();
 	}
 	assert_int_equal(rc, CS_OK);
-	char *ov2[] = { "device.kind=cpu", "model.n_embd=8", "model.n_head=2",
-			"train.batch_size=1" };
-	run_losses(ov2, 4, cpu, 3, &rc);
+	char *ov2[] = { "device.kind=cpu", "device.mesh=2x2", "model.n_embd=8", "model.n_head=2",
+			"model.block_size=4", "train.batch_size=1" };
+	run_losses(ov2, 6, cpu, 2, &rc);
 	assert_int_equal(rc, CS_OK);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 2; i++) {
 		printf("step %d: loss cpu %.9g sim %.9g\n", i + 1, cpu[i], sim[i]);
 		assert_true(cpu[i] == sim[i]);
 	}
