@@ -542,6 +542,112 @@ static void test_rtl_counters(void **state)
 	csd_close(dev);
 }
 
+
+/* The device model against the RTL, word for word: random host-port commands, good and
+ * bad (bad opcode, target, PE, address, RUN n = 0, unrouted color, COLLECT too large),
+ * each followed by a SYNC (config writes and wavelets are not ordered with each other). */
+static void test_hostport_diff(void **state)
+{
+	(void)state;
+	if (!env_on("SIM_RTL", 1)) {
+		skip();
+		return;
+	}
+	struct raw rm, rr;
+	raw_open(&rm, 1, 2, 3);
+	raw_open(&rr, 0, 2, 3);
+	rng_state = 99;
+	static const unsigned tsz[10] = { 256, 256, 0, 256, 32, 16, 16, 8, 5, 6 };
+	int ncmd = env_on("REGRESS", 0) ? 3000 : 400;
+	long words = 0;
+	for (int i = 0; i < ncmd; i++) {
+		uint32_t c[80];
+		size_t n = 0;
+		unsigned kind = (unsigned)rng_int(0, 11);
+		unsigned pe = rng_int(0, 7) == 0 ? (unsigned)rng_int(6, 255) : (unsigned)rng_int(0, 5);
+		unsigned t = (unsigned)rng_int(0, 9);
+		if (rng_int(0, 9) == 0)
+			t = (unsigned)rng_int(10, 15);
+		unsigned len = (unsigned)rng_int(0, 6);
+		unsigned addr = tsz[t < 10 ? t : 0] ? (unsigned)rng_int(0, (int)tsz[t < 10 ? t : 0]) : 0;
+		switch (kind) {
+		case 0: /* ECHO */
+			c[n++] = proto_hdr_echo(len);
+			for (unsigned k = 0; k < len; k++)
+				c[n++] = (uint32_t)rng_next();
+			break;
+		case 1: case 2: /* WRITE (not routes of BCAST: keep the BCAST route for INJECT) */
+			if (t == 5 && addr == 0)
+				addr = 1;
+			c[n++] = proto_hdr_write(t, rng_int(0, 3) == 0 ? 0xff : pe, len);
+			c[n++] = addr;
+			for (unsigned k = 0; k < len; k++)
+				c[n++] = t == 4 ? (uint32_t)rng_int(0, 0xff) /* valid = 0: no task */
+					      : (uint32_t)rng_next();
+			break;
+		case 3: case 4: /* READ (not the counters: task-busy cycles are timing) */
+			if (t == 8 || t == 9)
+				t = 7;
+			c[n++] = proto_hdr_read(t, pe, len);
+			c[n++] = addr;
+			break;
+		case 5: /* RUN, sometimes n = 0, colors routed or not */
+			c[n++] = proto_hdr_run((unsigned)rng_int(0, 7), rng_int(0, 4) ? len : 0, 7);
+			for (unsigned k = 0; k < (rng_int(0, 4) ? len : 0); k++)
+				c[n++] = (uint32_t)rng_next();
+			if (proto_resp_n(c[0]) == 0 && ((c[0] >> 16) & 0xff) == 0)
+				n = 1;
+			else
+				n = 1 + ((c[0] >> 16) & 0xff);
+			for (size_t k = 1; k < n; k++)
+				c[k] = (uint32_t)rng_next();
+			break;
+		case 6: /* INJECT */
+			c[n++] = proto_hdr_inject((unsigned)rng_int(0, 7), rng_int(0, 1), len);
+			for (unsigned k = 0; k < len; k++)
+				c[n++] = (uint32_t)rng_next();
+			break;
+		case 7: /* COLLECT: too large, or nothing to collect (timeout) */
+			c[n++] = proto_hdr_collect(rng_int(0, 1) ? 300 : (unsigned)rng_int(0, 2));
+			c[n++] = 50;
+			break;
+		case 8: /* unknown opcode */
+			c[n++] = (uint32_t)rng_int(0xa, 0xf) << 28;
+			break;
+		case 9:
+			c[n++] = proto_hdr_clear();
+			break;
+		case 10: /* COUNTERS with a bad PE only (the good ones carry cycles) */
+			c[n++] = proto_hdr_counters((unsigned)rng_int(6, 255));
+			break;
+		default:
+			c[n++] = 0; /* NOP */
+			break;
+		}
+		c[n++] = proto_hdr_sync();
+		c[n++] = 100000;
+		raw_send(&rm, c, n);
+		raw_send(&rr, c, n);
+		size_t have = mesh_model_avail(&rm.mm);
+		uint32_t a[80], b[80];
+		assert_true(have <= 80);
+		raw_recv(&rm, a, have);
+		raw_recv(&rr, b, have);
+		for (size_t k = 0; k < have; k++)
+			if (a[k] != b[k]) {
+				print_error("command %d (0x%08x): response word %zu model 0x%08x rtl 0x%08x\n",
+					    i, c[0], k, a[k], b[k]);
+				assert_int_equal(a[k], b[k]);
+			}
+		uint32_t extra;
+		assert_int_equal(rr.recv(rr.h, &extra, 1, 200), -1); /* the RTL said no more */
+		words += (long)have;
+	}
+	print_message("%d commands, %ld response words identical\n", ncmd, words);
+	raw_close(&rm);
+	raw_close(&rr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_zero_skip_rtl),
 		cmocka_unit_test(test_rtl_random),
 		cmocka_unit_test(test_rtl_random_4x4),
+		cmocka_unit_test(test_hostport_diff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
