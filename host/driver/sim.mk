@@ -71,3 +71,16 @@ BENCH_TARGETS += bench-sim
 # make regress: test_sim runs its long sweeps (REGRESS=1: ~8,400 cpu-vs-sim cases), plus
 # larger layers on the 4x4 default build
 REGRESS_ENTRIES += $(foreach k,fwd bwd wgrad,$(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,200,--k,160,--n,300,--sparsity,0.9,--kernel,$(k),--seed,7,--json)
+
+# make sim: the Verilated mesh (MESH=RxC, default 4x4) runs the forward kernel on random
+# sparse layers (SIM_TOKENS x SIM_K -> SIM_N) at several sparsities, every output checked
+# bit-exactly against the C model; table + $(BUILD)/sim/report.json.
+MESH ?= 4x4
+SIM_TOKENS ?= 512
+SIM_K ?= 256
+SIM_N ?= 1024
+SIM_SPARSITIES ?= 0 0.5 0.8 0.9 0.95
+.PHONY: sim-impl
+sim-impl: $(CSHOST)
+	./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(MESH) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
+		"$(SIM_SPARSITIES)"
