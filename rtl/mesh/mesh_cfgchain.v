@@ -3,12 +3,16 @@
 // Beats {kind[1:0] (0 write, 1 read, 2 response), pe[7:0], target[3:0], addr[15:0],
 // data[31:0]} arrive in PE order from the host port and leave through a 2-entry registered
 // FIFO (ready depends only on its fill level, so the chain has no long ready path and
-// moves one beat per cycle). A write or read whose pe is this tile's PeIndex (or 0xff for
+// moves one beat per cycle; 3 entries). A write or read whose pe is this tile's PeIndex (or 0xff for
 // writes) is performed here: targets 5 (route table) and 9 (router counters) by the
 // router, the rest by the PE's cfg slave (req/gnt, reads return rvalid in order). A
 // matching read becomes a response beat; a matching unicast write is consumed; a broadcast
-// write is performed and passed on; everything else is passed on unchanged. One PE read
-// is outstanding at a time and nothing overtakes it, so responses keep their order.
+// write is performed and passed on; everything else is passed on unchanged. PE reads are
+// pipelined: one may be granted every cycle (the PE returns its data exactly one cycle
+// later, which is pushed as the response beat that cycle); a read is only requested when
+// the buffer is sure to have room for its response, and in the cycle a response arrives
+// only accesses that push nothing may issue, so nothing overtakes a read and responses
+// keep their order.
 `default_nettype none
 
 module mesh_cfgchain #(
@@ -52,12 +56,16 @@ module mesh_cfgchain #(
   wire        to_router = (target == 4'd5) || (target == 4'd9);
   wire [4:0]  rt_mask = rt_i[{addr[3:0], 2'b00} + {3'b000, addr[3:0]} +: 5];
 
+  localparam int unsigned OutDepth = 3;  // 3 lets a read issue every cycle (see below)
+
   logic        fifo_valid, fifo_ready, fifo_empty;
   logic [61:0] fifo_data;
-  logic        rd_pend_q, rd_pend_d, resp_v_q, resp_v_d;
-  logic [61:0] resp_q, resp_d;   // response beat under construction (fields, then rdata)
+  logic        rd_inflight_q;          // a PE read was granted last cycle: its data is here now
+  logic [29:0] rsp_hdr_q, rsp_hdr_d;   // {kind, pe, target, addr} of that read
+  logic [1:0]  cnt_q, cnt_d;           // beats stored in u_out (mirror of its fill level)
+  logic        read_room;
 
-  mesh_fifo #(.Width(62), .Depth(2), .Bypass(1'b0)) u_out (
+  mesh_fifo #(.Width(62), .Depth(OutDepth), .Bypass(1'b0)) u_out (
     .clk_i, .rst_ni,
     .in_valid_i (fifo_valid),
     .in_data_i  (fifo_data),
@@ -75,71 +83,72 @@ module mesh_cfgchain #(
   assign cfg_target_o = target;
   assign cfg_addr_o = addr;
   assign cfg_wdata_o = in_data_i[31:0];
-  assign idle_o = fifo_empty && !rd_pend_q && !resp_v_q && !in_valid_i;
+  assign idle_o = fifo_empty && !rd_inflight_q && !in_valid_i;
 
-  // outside the big block: the PE may grant combinationally from cfg_req_o
-  assign cfg_req_o = !rd_pend_q && !resp_v_q && in_valid_i && match && !to_router
-                     && ((kind == KindRead) || !bcast || fifo_ready);
+  // A read granted now pushes its response next cycle, without back-pressure. Next cycle
+  // u_out holds at most cnt_q + rd_inflight_q beats (the only push this cycle is the
+  // arriving response, pops only help), so there is room iff that is below OutDepth.
+  // Registered state only: no combinational path from out_ready_i to cfg_req_o/in_ready_o.
+  assign read_room = ({1'b0, cnt_q} + {2'b00, rd_inflight_q}) < 3'(OutDepth);
+
+  // outside the big block: the PE may grant combinationally from cfg_req_o. While a read's
+  // data arrives (rd_inflight_q) only accesses that push nothing this cycle may issue: a
+  // read (its response follows the arriving one) or a unicast write.
+  assign cfg_req_o = in_valid_i && match && !to_router
+                     && ((kind == KindRead) ? read_room
+                                            : (!bcast || (fifo_ready && !rd_inflight_q)));
 
   always_comb begin
     in_ready_o = 1'b0;
     fifo_valid = 1'b0;
     fifo_data = in_data_i;
     rt_we_o = 1'b0;
-    rd_pend_d = rd_pend_q;
-    resp_v_d = resp_v_q;
-    resp_d = resp_q;
-    if (rd_pend_q) begin
-      if (cfg_rvalid_i) begin
-        rd_pend_d = 1'b0;
-        resp_v_d = 1'b1;
-        resp_d[31:0] = cfg_rdata_i;
-      end
-    end else if (resp_v_q) begin
+    rsp_hdr_d = rsp_hdr_q;
+    if (rd_inflight_q) begin
+      // the response of last cycle's read goes out first; nothing overtakes it
+      fifo_valid = cfg_rvalid_i;
+      fifo_data = {rsp_hdr_q, cfg_rdata_i};
+    end else if (in_valid_i && !match) begin
       fifo_valid = 1'b1;
-      fifo_data = resp_q;
-      if (fifo_ready) resp_v_d = 1'b0;
-    end else if (in_valid_i) begin
-      if (!match) begin
+      in_ready_o = fifo_ready;
+    end else if (in_valid_i && to_router) begin
+      if (kind == KindRead) begin
         fifo_valid = 1'b1;
+        fifo_data = {KindRsp, pe, target, addr, (target == 4'd5) ? {27'b0, rt_mask} : ctr_rdata_i};
         in_ready_o = fifo_ready;
-      end else if (to_router) begin
-        if (kind == KindRead) begin
-          fifo_valid = 1'b1;
-          fifo_data = {KindRsp, pe, target, addr, (target == 4'd5) ? {27'b0, rt_mask} : ctr_rdata_i};
-          in_ready_o = fifo_ready;
-        end else begin
-          in_ready_o = !bcast || fifo_ready;
-          fifo_valid = bcast;
-          rt_we_o = in_ready_o && (target == 4'd5);
-        end
       end else begin
-        if (cfg_gnt_i && cfg_req_o) begin
-          in_ready_o = 1'b1;
-          fifo_valid = bcast;
-          if (kind == KindRead) begin
-            resp_d = {KindRsp, pe, target, addr, 32'b0};
-            if (cfg_rvalid_i) begin
-              resp_v_d = 1'b1;
-              resp_d[31:0] = cfg_rdata_i;
-            end else begin
-              rd_pend_d = 1'b1;
-            end
-          end
-        end
+        in_ready_o = !bcast || fifo_ready;
+        fifo_valid = bcast;
+        rt_we_o = in_ready_o && (target == 4'd5);
       end
     end
+    // PE accesses (also while a response arrives: cfg_req_o only allows non-pushing ones then)
+    if (in_valid_i && match && !to_router && cfg_req_o && cfg_gnt_i) begin
+      in_ready_o = 1'b1;
+      if (bcast) fifo_valid = 1'b1;  // bcast only when !rd_inflight_q, fifo_data = in_data_i
+      if (kind == KindRead) rsp_hdr_d = {KindRsp, pe, target, addr};
+    end
+  end
+
+  wire rd_grant = cfg_req_o && cfg_gnt_i && (kind == KindRead);
+  wire push = fifo_valid && fifo_ready;
+  wire pop = out_valid_o && out_ready_i;
+
+  always_comb begin
+    cnt_d = cnt_q;
+    if (push && !pop) cnt_d = cnt_q + 2'd1;
+    else if (pop && !push) cnt_d = cnt_q - 2'd1;
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      rd_pend_q <= 1'b0;
-      resp_v_q <= 1'b0;
-      resp_q <= '0;
+      rd_inflight_q <= 1'b0;
+      rsp_hdr_q <= '0;
+      cnt_q <= '0;
     end else begin
-      rd_pend_q <= rd_pend_d;
-      resp_v_q <= resp_v_d;
-      resp_q <= resp_d;
+      rd_inflight_q <= rd_grant;
+      rsp_hdr_q <= rsp_hdr_d;
+      cnt_q <= cnt_d;
     end
   end
 endmodule
