@@ -42,7 +42,9 @@ MESH_BENCHES :=
 $(eval $(call mesh_bench,tb_mesh_fifo,mesh_fifo,,))
 $(eval $(call mesh_bench,tb_mesh_arbiter,mesh_arbiter,,))
 $(eval $(call mesh_bench,tb_mesh_router,mesh_router,,))
-# mesh_top with the PE test double (verif/mesh/pe_stub.v) until rtl/pe lands
+# mesh_top with the PE test double (verif/mesh/pe_stub.v): the host-port bench checks
+# command decoding and error paths with a PE whose replies it controls; the real PE behind
+# the host port is covered by tests/driver/test_sim.c and verif/board (tb_board_mesh)
 $(eval $(call mesh_bench,tb_mesh_hostport,mesh_top,-GRows=2 -GCols=2 -Wno-DECLFILENAME,verif/mesh/pe_stub.v))
 
 # the fabric bench is built once per shape
