@@ -63,6 +63,17 @@ TEST_ENTRIES :=
 REGRESS_ENTRIES :=
 BENCH_TARGETS :=
 TEST_DEPS :=
+# Missing Debian packages are installed while the Makefile is read, before any rule runs:
+# a `deps` prerequisite alone does not order it before every rule of the fragments under -j
+# (a Verilator build once started before verilator was installed). deps.sh is idempotent
+# and takes one dpkg-query when everything is present.
+ifneq ($(filter-out help clean deps,$(or $(MAKECMDGOALS),all)),)
+$(shell ./scripts/deps.sh >&2)
+ifneq ($(.SHELLSTATUS),0)
+$(error make deps failed (scripts/deps.sh, see above))
+endif
+endif
+
 FRAGMENTS := $(sort $(wildcard rtl/*.mk verif/*.mk host/*/*.mk fw/*.mk configs/*.mk))
 include $(FRAGMENTS)
 
