@@ -35,7 +35,7 @@ $(SIM_DIR)/libmesh_%.so: $(SIM_SO_DEPS) | deps
 # the default set; tests use small SRAMs (fast to simulate, and they force tiling)
 SIM_DEFAULT_SHAPES := 1x1 2x2 2x3 4x4
 SIM_TEST_SOS := $(foreach s,1x1 2x3,$(SIM_DIR)/libmesh_$(s)_a512_b256.so)
-SIM_REGRESS_SOS := $(SIM_DIR)/libmesh_2x2_a512_b256.so $(SIM_DIR)/libmesh_2x2.so
+SIM_REGRESS_SOS := $(SIM_DIR)/libmesh_2x2_a512_b256.so
 SIM_SOS := $(foreach s,$(SIM_DEFAULT_SHAPES),$(SIM_DIR)/libmesh_$(s).so)
 
 .PHONY: sim-libs
@@ -44,6 +44,8 @@ sim-libs: $(SIM_SOS) $(SIM_TEST_SOS) $(SIM_REGRESS_SOS)
 # tests/driver/test_sim.c: cpu vs sim (model engine, and the Verilated builds above)
 $(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_TEST_DIR='"$(abspath $(SIM_DIR))"'
 TEST_DEPS += $(SIM_TEST_SOS)
+# the 2x2 default build: make train's mesh, and test_train_device's cpu-vs-sim training steps
+TEST_DEPS += $(SIM_DIR)/libmesh_2x2.so
 ifneq ($(filter regress,$(MAKECMDGOALS)),)
 TEST_DEPS += $(SIM_REGRESS_SOS)
 endif

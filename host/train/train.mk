@@ -12,7 +12,9 @@ $(BUILD)/obj/host/train/gpt.o $(BUILD)/obj/host/train/optim.o: host/train/train.
 TRAIN_CONFIG ?= configs/tiny.yaml
 TRAIN_ARGS ?=
 .PHONY: train-impl train-bench
-train-impl: $(CSHOST)
+# The default config runs on the Verilated 2x2 mesh: build it here (the sim backend would
+# build it on demand too, with less to show for the wait).
+train-impl: $(CSHOST) $(SIM_DIR)/libmesh_2x2.so
 	$(CSHOST) train $(TRAIN_CONFIG) --force run.out_dir=$(BUILD)/runs $(TRAIN_ARGS)
 
 # make bench: ms/step, tokens/s and peak RSS of the benchmark model, one OpenBLAS thread.
