@@ -35,6 +35,13 @@ module mesh_arbiter #(
       idx = (idx == Last) ? '0 : idx + 1'b1;
     end
     if (found) gnt_o[win] = 1'b1;
+  end
+
+  // A block of its own: advance_i depends on gnt_o through the output's ready (the local
+  // port's ready follows the color of the granted wavelet), so computing ptr_d in the
+  // grant's block would make a combinational loop at block level (Verilator UNOPTFLAT,
+  // which it resolves by re-evaluating the router every cycle until it settles).
+  always_comb begin
     ptr_d = ptr_q;
     if (found && advance_i) ptr_d = (win == Last) ? '0 : win + 1'b1;
   end
