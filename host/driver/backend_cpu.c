@@ -245,8 +245,72 @@ __attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const fl
 		}
 	}
 }
+
+/* chains_avx2 for nonzeros whose chains provably stay normal or zero and finite (see
+ * wg_safe): the FPU's fused multiply-add is then the model's fmac, lane for lane. */
+__attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *acc, const float *x,
+								  const float *const *d, int nb,
+								  int P, int steps)
+{
+	for (int b0 = 0; b0 < nb; b0 += 8) {
+		const float *dd[8];
+		for (int b = 0; b < 8; b++)
+			dd[b] = d[b0 + b < nb ? b0 + b : b0];
+		for (int q = 0; q < P; q += 8) {
+			__m256 a[8];
+#pragma GCC unroll 8
+			for (int b = 0; b < 8; b++)
+				a[b] = _mm256_setzero_ps();
+			for (int u = 0; u < steps; u++) {
+				size_t o = (size_t)u * P + q;
+				__m256 xv = _mm256_loadu_ps(x + o);
+#pragma GCC unroll 8
+				for (int b = 0; b < 8; b++)
+					a[b] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(dd[b] + o), a[b]);
+			}
+			for (int b = 0; b < 8 && b0 + b < nb; b++)
+				_mm256_storeu_ps(acc + (size_t)(b0 + b) * P + q, a[b]);
+		}
+	}
+}
 #endif
 
+/*
+ * When the checks can go: the biased exponent range of each feature's values in a token
+ * tile (lo over nonzero values, 255 when all are zero; hi = 255 when one is infinite or
+ * NaN). Every product of a bf16 x with exponent >= ex and a bf16 d with exponent >= ed is a
+ * multiple of 2^(ex + ed - 14) (8 significant bits each); sums of multiples of a power of
+ * two stay multiples of it, and rounding to 24 bits keeps that, so every partial sum of a
+ * chain, and of the mesh reduction of a tile, is zero or at least 2^(ex + ed - 14) in
+ * magnitude: never subnormal when ex + ed - 14 >= -126. With n products below
+ * 2^(hx + hd + 2) each, no partial exceeds 2 * n * 2^(hx + hd + 2) (rounding grows a sum by
+ * at most a factor (1 + 2^-24)^n < 2): never infinite when that is <= 2^127. Then the FPU's
+ * fma and add give the model's bits without a per-step check (numerics.h).
+ */
+static void feat_range(uint8_t *lo, uint8_t *hi, const float *v, int nf, size_t L)
+{
+	for (int f = 0; f < nf; f++) {
+		const float *p = v + (size_t)f * L;
+		unsigned l = 255, h = 0;
+		for (size_t i = 0; i < L; i++) {
+			unsigned e = (nm_f32_bits(p[i]) >> 23) & 0xffu;
+			unsigned ez = e ? e : 255u;
+			l = ez < l ? ez : l;
+			h = e > h ? e : h;
+		}
+		lo[f] = (uint8_t)l;
+		hi[f] = (uint8_t)h;
+	}
+}
+
+/* lg: ceil(log2(products per partial sum of the tile, P * tp)) */
+static int wg_safe(unsigned xlo, unsigned xhi, unsigned dlo, unsigned dhi, int lg)
+{
+	if (xhi == 255 || dhi == 255)
+		return 0;
+	/* biased: (xlo - 127) + (dlo - 127) - 14 >= -126; (xhi - 127) + (dhi - 127) + 3 + lg <= 127 */
+	return xlo + dlo >= 142 && (int)(xhi + dhi) + 3 + lg <= 381;
+}
 
 /* Lay tokens of a tile out as [u][q] (token t0 + q*tp + u), zero padded, for features
  * [0, nf) of src [T, nf]: dst[f][u*P + q]. */
@@ -330,6 +394,24 @@ __attribute__((target("avx2,fma"))) static void reduce_group_avx2(float *d, cons
 		_mm256_storeu_ps(d + b, s);
 	}
 }
+
+/* reduce_group_avx2 for a group that wg_safe proved normal or zero and finite */
+__attribute__((target("avx2,fma"))) static void reduce_group_avx2_safe(float *d,
+									const float *accT, int nb,
+									int rows, int cols)
+{
+	for (int b = 0; b < nb; b += 8) {
+		__m256 s = _mm256_setzero_ps();
+		for (int r = rows - 1; r >= 0; r--) {
+			const float *pr = accT + (size_t)r * cols * WG_GROUP + b;
+			__m256 v = _mm256_loadu_ps(pr + (size_t)(cols - 1) * WG_GROUP);
+			for (int c = cols - 2; c >= 0; c--)
+				v = _mm256_add_ps(v, _mm256_loadu_ps(pr + (size_t)c * WG_GROUP));
+			s = r == rows - 1 ? v : _mm256_add_ps(s, v);
+		}
+		_mm256_storeu_ps(d + b, s);
+	}
+}
 #endif
 
 static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
@@ -348,8 +430,10 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 	float *dr = malloc((size_t)N * L * sizeof *dr);
 	float *acc = malloc((size_t)WG_GROUP * P * sizeof *acc);
 	float *accT = calloc((size_t)WG_GROUP * P, sizeof *accT);
+	uint8_t *xlo = malloc((size_t)K * 2), *dlo = malloc((size_t)N * 2);
+	uint8_t *xhi = xlo ? xlo + K : NULL, *dhi = dlo ? dlo + N : NULL;
 	float d[WG_GROUP];
-	if (!xr || !dr || !acc || !accT) {
+	if (!xr || !dr || !acc || !accT || !xlo || !dlo) {
 		rc = csd_fail(dev, CS_ERR_NO_MEM, "cpu: wgrad: out of memory");
 		goto out_free;
 	}
@@ -365,16 +449,29 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		layout_tile(xr, x, T, K, t0, tp, P);
 		layout_tile(dr, dy, T, N, t0, tp, P);
 		size_t Lk = (size_t)tp * P;
+		int lg = 0;
+		while (((size_t)1 << lg) < Lk)
+			lg++;
+		if (vec) {
+			feat_range(xlo, xhi, xr, K, Lk);
+			feat_range(dlo, dhi, dr, N, Lk);
+		}
 		for (int j = 0; j < K; j++) {
 			const float *xj = xr + (size_t)j * Lk;
 			for (int64_t c0 = w->col_ptr[j]; c0 < w->col_ptr[j + 1]; c0 += WG_GROUP) {
 				int nb = (int)(w->col_ptr[j + 1] - c0 < WG_GROUP ? w->col_ptr[j + 1] - c0
 										 : WG_GROUP);
 				const float *dptr[WG_GROUP];
-				for (int b = 0; b < nb; b++)
-					dptr[b] = dr + (size_t)w->row[c0 + b] * Lk;
+				int safe = vec;
+				for (int b = 0; b < nb; b++) {
+					int i = w->row[c0 + b];
+					dptr[b] = dr + (size_t)i * Lk;
+					safe = safe && wg_safe(xlo[j], xhi[j], dlo[i], dhi[i], lg);
+				}
 #if defined(__x86_64__)
-				if (vec)
+				if (safe)
+					chains_avx2_safe(acc, xj, dptr, nb, P, tp);
+				else if (vec)
 					chains_avx2(acc, xj, dptr, nb, P, tp);
 				else
 #endif
@@ -383,7 +480,9 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 					for (int q = 0; q < P; q++)
 						accT[(size_t)q * WG_GROUP + b] = acc[(size_t)b * P + q];
 #if defined(__x86_64__)
-				if (cp->simd)
+				if (safe)
+					reduce_group_avx2_safe(d, accT, nb, pl.g.rows, pl.g.cols);
+				else if (cp->simd)
 					reduce_group_avx2(d, accT, nb, pl.g.rows, pl.g.cols);
 				else
 #endif
@@ -396,6 +495,8 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		}
 	}
 out_free:
+	free(xlo);
+	free(dlo);
 	free(xr);
 	free(dr);
 	free(acc);

@@ -357,6 +357,56 @@ static void test_errors(void **state)
 	csd_close(dev);
 }
 
+/* a bf16 of random sign and mantissa with exponent in [e, e + 3] (unbiased) */
+static uint16_t bf16_exp(int e)
+{
+	uint64_t r = kref_rng_next();
+	unsigned be = (unsigned)(e + (int)(r & 3) + 127);
+	return (uint16_t)((r >> 8 & 0x8000) | be << 7 | (r >> 16 & 0x7f));
+}
+
+/*
+ * wgrad's unchecked path (backend_cpu.c wg_safe: chains of products whose exponents keep
+ * every partial sum normal and finite) at the edges of its conditions: x and dy with
+ * exponents whose sums straddle the underflow bound (-112: products down to 2^-126) and
+ * the overflow bound, so that the chains just inside take the fast path and those just
+ * outside reach subnormal or infinite partial sums the checked path must handle.
+ */
+static void test_wgrad_range_edges(void **state)
+{
+	(void)state;
+	static const struct dev_cfg dc = { 4, 4, 4096, 2048 };
+	char uri[96];
+	snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%d,bwords=%d", dc.R, dc.C, dc.awords, dc.bwords);
+	csd_dev *dev;
+	assert_int_equal(csd_open(&dev, uri), CS_OK);
+	static const int sums[] = { -122, -116, -114, -113, -112, -111, -110, -104,
+				    112,  116,  118,  119,  120,  121,  124 };
+	for (size_t si = 0; si < sizeof sums / sizeof sums[0]; si++)
+		for (int split = 0; split < 2; split++) {
+			struct kref_layer L;
+			layer_make(&L, 48, 24, 20, 0.5, 0, 0);
+			int ex = split ? sums[si] / 2 : sums[si] < 0 ? sums[si] + 60 : sums[si] - 60;
+			int ed = sums[si] - ex;
+			for (size_t e = 0; e < (size_t)L.T * L.K; e++)
+				L.x[e] = (kref_rng_next() & 7) ? bf16_exp(ex) : 0;
+			for (size_t e = 0; e < (size_t)L.T * L.N; e++)
+				L.dy[e] = (kref_rng_next() & 7) ? bf16_exp(ed) : 0x8000;
+			size_t nz = (size_t)L.sp.nnz;
+			float *dw = malloc(nz * 4 + 4);
+			uint32_t *rdw = malloc(nz * 4 + 4);
+			assert_int_equal(csd_wgrad(dev, dw, L.dy, L.x, &L.sp, L.T), CS_OK);
+			assert_int_equal(kref_wgrad(rdw, &L, dc.R, dc.C, dc.awords, dc.bwords), 0);
+			char what[64];
+			snprintf(what, sizeof what, "wgrad exponents %d + %d", ex, ed);
+			assert_int_equal(cmp_bits(what, dw, rdw, nz, uri, &L, 0.5), 0);
+			free(dw);
+			free(rdw);
+			kref_layer_free(&L);
+		}
+	csd_close(dev);
+}
+
 /* the scalar fallback (no AVX2) gives the same bits */
 static void test_scalar_path(void **state)
 {
@@ -379,7 +429,7 @@ int main(void)
 		cmocka_unit_test(test_sparse_build),  cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_default_sram),  cmocka_unit_test(test_tiled),
 		cmocka_unit_test(test_sparsity_sweep), cmocka_unit_test(test_link_bytes),
-		cmocka_unit_test(test_scalar_path),
+		cmocka_unit_test(test_scalar_path),   cmocka_unit_test(test_wgrad_range_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
