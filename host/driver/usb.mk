@@ -12,7 +12,8 @@ $(BUILD)/obj/tests/usb/umock_usb.o: tests/usb/umock_usb.c | deps
 	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(UMOCK_CFLAGS) $(CFLAGS) -c $< -o $@
 
 $(UMOCK_USB): $(BUILD)/obj/tests/usb/umock_usb.o $(BUILD)/obj/host/cli/cmd_board.o \
-		$(BUILD)/obj/host/cli/cmd_spmm.o $(TEST_SUPPORT_OBJS) $(LIB)
+		$(BUILD)/obj/host/cli/cmd_spmm.o $(BUILD)/obj/host/cli/cmd_train.o \
+		$(TEST_SUPPORT_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(UMOCK_LIBS) $(LDLIBS)
 

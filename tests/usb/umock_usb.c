@@ -24,7 +24,10 @@
  * bit against the cpu backend with the link bytes checked against the board's count and
  * the protocol's words plus framing; cshost spmm --device usb; a corrupted and a dropped
  * host frame during each kernel (still bit-exact: retransmission); a corrupted response
- * (CS_ERR_PROTOCOL at once, the next call resynchronizes); unplug during each kernel and
+ * (CS_ERR_PROTOCOL at once, the next call resynchronizes); cshost train with
+ * device.kind=usb unplugged in the middle of a step (stops at once, names the last
+ * checkpoint, which loads; --resume finishes the run once the board is back); unplug during
+ * each kernel and
  * in the middle of a transfer -> CS_ERR_NO_DEVICE without a hang; a board that does not
  * answer -> timeout; no board -> "no board found" and exit 2.
  * TEST_SEED replays the random layers; REGRESS=1 runs more. Exit 77 (skip) when not run
@@ -49,11 +52,13 @@
 #include "driver/fw.h"
 #include "driver/proto.h"
 #include "driver/usb.h"
+#include "train/ckpt.h"
 #include "../../verif/models/mesh_model.h"
 #include "../support/kernel_ref.h"
 
 int cmd_board(int argc, char **argv);
 int cmd_spmm(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 static int n_pass, n_fail;
 #define CHECK(cond, ...)                                                                     \
@@ -800,6 +805,116 @@ static void kernel_tests(void)
 	CHECK(!b->model_fault, "the device model faulted");
 }
 
+/* ---- training on the emulated board ------------------------------------------------- */
+
+/* cshost train with its stderr captured into buf; returns its exit code */
+static int run_train(char *const *args, int n, char *buf, size_t cap)
+{
+	char path[] = "/tmp/umock_train_err.XXXXXX";
+	int fd = mkstemp(path);
+	buf[0] = 0;
+	if (fd < 0)
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(fd, 2);
+	char *argv[24];
+	for (int i = 0; i < n && i < 23; i++)
+		argv[i] = args[i];
+	argv[n < 23 ? n : 23] = NULL;
+	int rc = cmd_train(n, argv);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t got = pread(fd, buf, cap - 1, 0);
+	buf[got > 0 ? got : 0] = 0;
+	close(fd);
+	unlink(path);
+	printf("%s", buf);
+	return rc;
+}
+
+/*
+ * `cshost train` with device.kind=usb on the emulated board: two steps and a checkpoint;
+ * then --resume, unplugged in the middle of step 5 (after the step-4 checkpoint): the run
+ * must stop at once with a message naming the error and the last checkpoint, and that
+ * checkpoint must load; then, plugged in again, --resume finishes the run.
+ */
+static void train_test(void)
+{
+	struct board *b = &boards[0];
+	char dir[] = "/tmp/umock_train.XXXXXX";
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	char cfg[96], outd[128], log[16384];
+	snprintf(cfg, sizeof cfg, "%s/usb.yaml", dir);
+	FILE *f = fopen(cfg, "w");
+	if (!f) {
+		CHECK(0, "%s: %s", cfg, strerror(errno));
+		return;
+	}
+	fprintf(f, "run:      {name: usb, seed: 1234}\n"
+		   "device:   {kind: usb, dense_on_host: auto}\n"
+		   "model:    {n_layer: 2, n_head: 4, n_embd: 32, block_size: 32, vocab_size: 256}\n"
+		   "data:     {path: /usr/share/games/fortunes, val_fraction: 0.05}\n"
+		   "train:    {steps: 6, batch_size: 4, lr: 3.0e-3, warmup_steps: 2, ckpt_every: 2,\n"
+		   "           keep_ckpts: 3, eval_every: 0, eval_batches: 1, log_every: 1,\n"
+		   "           sample_tokens: 0}\n"
+		   "sparsity: {algorithm: static, init_method: random, sparsity: 0.8}\n");
+	fclose(f);
+	snprintf(outd, sizeof outd, "run.out_dir=%s", dir);
+	CHECK(board_flash(b, 2, 2, 1024, 256) == 0, "flash");
+
+	printf("-- cshost train (device.kind=usb): 2 steps\n");
+	uint64_t rx0 = b->ctr.rx_bytes;
+	double t0 = now_s();
+	char *a1[] = { "train", cfg, outd, "train.steps=2", "--no-progress" };
+	int rc = run_train(a1, 5, log, sizeof log);
+	double t_two = now_s() - t0;
+	uint64_t two = b->ctr.rx_bytes - rx0;
+	CHECK(rc == 0, "train 2 steps on usb: exit %d", rc);
+	printf("2 steps over the emulated board: %.2f s, %llu bytes to the board\n", t_two,
+	       (unsigned long long)two);
+
+	/* about 2.3 steps of traffic went into that run (2 steps, the final evaluation):
+	 * 2.5 steps after the resume is the middle of step 5 */
+	printf("-- cshost train --resume, unplugged during step 5\n");
+	atomic_store(&b->unplug_after, (long)(b->ctr.rx_bytes + two * 107 / 100));
+	t0 = now_s();
+	char *a2[] = { "train", cfg, outd, "--resume", "--no-progress" };
+	rc = run_train(a2, 5, log, sizeof log);
+	double dt = now_s() - t0;
+	CHECK(atomic_load(&b->unplugged), "the board was not unplugged (run too short?)");
+	CHECK(rc == 1, "train with the board unplugged: exit %d", rc);
+	CHECK(dt < 2.0 * t_two + 5.0, "train took %.1f s to stop", dt);
+	char ck[160];
+	snprintf(ck, sizeof ck, "%s/usb/ckpt-00000004.bin", dir);
+	CHECK(strstr(log, "went away") && strstr(log, "stopped by an error in step 5") &&
+		      strstr(log, ck) && strstr(log, "--resume"),
+	      "the message must name the unplug, the step and the last checkpoint %s", ck);
+	ck_file cf;
+	char err[256];
+	rc = ck_load(ck, &cf, err, sizeof err);
+	CHECK(rc == 0, "the last checkpoint does not load: %s", err);
+	if (!rc) {
+		CHECK(cf.hdr.step == 4, "checkpoint step %lld", (long long)cf.hdr.step);
+		ck_free(&cf);
+	}
+
+	printf("-- plugged in again: cshost train --resume\n");
+	board_replug(b);
+	rc = run_train(a2, 5, log, sizeof log);
+	CHECK(rc == 0 && strstr(log, "resuming from") && strstr(log, "done, 6 steps"),
+	      "resume after replug: exit %d", rc);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		printf("could not remove %s\n", dir);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -918,6 +1033,20 @@ int main(void)
 	      cs_error_name(rc), now_s() - t0);
 	printf("open usb:NOSUCH: %s\n", csd_last_error(NULL));
 
+	/* 9. a board without a bitstream (the UART never answers): timeout, clear message */
+	atomic_store(&boards[1].silent, 1);
+	t0 = now_s();
+	rc = csd_open(&dev, "usb:CSB00002,noload");
+	CHECK(rc == CS_ERR_TIMEOUT && now_s() - t0 < 2.0, "silent board -> %s in %.2f s",
+	      cs_error_name(rc), now_s() - t0);
+	printf("silent board: %s\n", csd_last_error(NULL));
+	if (!rc)
+		csd_close(dev);
+	remove_board(&boards[1]);
+
+	/* training on the one board left (cshost train opens "usb": the first board) */
+	train_test();
+
 	/* 8. unplug in the middle of a long transfer: CS_ERR_NO_DEVICE, no hang */
 	rc = csd_open(&dev, "usb:CSB00001,noload");
 	CHECK(rc == 0, "reopen: %s", csd_last_error(NULL));
@@ -938,17 +1067,6 @@ int main(void)
 		dev = NULL;
 		remove_board(&boards[0]);
 	}
-
-	/* 9. a board without a bitstream (the UART never answers): timeout, clear message */
-	atomic_store(&boards[1].silent, 1);
-	t0 = now_s();
-	rc = csd_open(&dev, "usb:CSB00002,noload");
-	CHECK(rc == CS_ERR_TIMEOUT && now_s() - t0 < 2.0, "silent board -> %s in %.2f s",
-	      cs_error_name(rc), now_s() - t0);
-	printf("silent board: %s\n", csd_last_error(NULL));
-	if (!rc)
-		csd_close(dev);
-	remove_board(&boards[1]);
 
 	/* 10. no board at all */
 	n = csd_usb_list(list, 4, NULL, err, sizeof err);
