@@ -11,7 +11,8 @@
  * Only the order of operations per output element is fixed; the loops are free. Forward
  * and backward vectorize across tokens (transposed activations, one AXPY per nonzero);
  * wgrad vectorizes across PEs and nonzeros (tokens laid out [u][q] so that the PE chains
- * of one nonzero are adjacent lanes).
+ * of one nonzero are adjacent lanes), and drops the per-step range checks for chains whose
+ * input exponents prove them unnecessary (wg_safe).
  *
  * Link bytes and cycles come from running the shared planner (plan.c) in counting mode:
  * the words the real protocol sends, not a formula kept beside it.
@@ -30,7 +31,25 @@
 
 struct cpu_priv {
 	int simd; /* 1: AVX2+FMA kernels */
+	/* wgrad workspace, kept between calls (a training step calls it per layer) */
+	float *xr, *dr;
+	size_t xr_cap, dr_cap; /* floats */
+	uint16_t *rng;
+	size_t rng_cap; /* uint16_t */
 };
+
+/* Grow a workspace buffer to at least n elements of size sz (contents not kept). */
+static int ws_grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+	if (n <= *cap)
+		return 0;
+	void *q = realloc(*p, n * sz);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
 
 static int cpu_open(csd_dev *dev, const char *arg)
 {
@@ -65,7 +84,13 @@ static int cpu_open(csd_dev *dev, const char *arg)
 
 static void cpu_close(csd_dev *dev)
 {
-	free(dev->priv);
+	struct cpu_priv *cp = dev->priv;
+	if (cp) {
+		free(cp->xr);
+		free(cp->dr);
+		free(cp->rng);
+	}
+	free(cp);
 	dev->priv = NULL;
 }
 
@@ -164,6 +189,7 @@ static int cpu_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_s
 /* ---- wgrad: PE chains across lanes --------------------------------------------------- */
 
 #define NM_TINY_F 1.1754943508222875e-38f
+#define WG_GROUP 64 /* nonzeros reduced together (lanes of accT) */
 
 /* One chain step redone by the reference (the FPU disagreed or might). */
 static float step_ref(float x, float d, float acc)
@@ -246,9 +272,32 @@ __attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const fl
 	}
 }
 
+/* 8x8 transpose: r[i] lane j -> r[j] lane i */
+__attribute__((target("avx2"))) static inline void tr8(__m256 r[8])
+{
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+	r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+	r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+	r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+	r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+	r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+	r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+	r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+	r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
 /* chains_avx2 for nonzeros whose chains provably stay normal or zero and finite (see
- * wg_safe): the FPU's fused multiply-add is then the model's fmac, lane for lane. */
-__attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *acc, const float *x,
+ * wg_safe): the FPU's fused multiply-add is then the model's fmac, lane for lane. The
+ * partials go straight to accT [P][WG_GROUP] (lanes past nb hold copies of lane 0's
+ * chain: finite, never read back as results). */
+__attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *accT, const float *x,
 								  const float *const *d, int nb,
 								  int P, int steps)
 {
@@ -268,8 +317,77 @@ __attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *acc, con
 				for (int b = 0; b < 8; b++)
 					a[b] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(dd[b] + o), a[b]);
 			}
-			for (int b = 0; b < 8 && b0 + b < nb; b++)
-				_mm256_storeu_ps(acc + (size_t)(b0 + b) * P + q, a[b]);
+			tr8(a);
+			for (int j = 0; j < 8; j++)
+				_mm256_storeu_ps(accT + (size_t)(q + j) * WG_GROUP + b0, a[j]);
+		}
+	}
+}
+
+/* eight bf16 to fp32, a subnormal bf16 reading as a signed zero (nm_bf16_to_f32) */
+__attribute__((target("avx2"))) static inline __m256 bf16x8_to_f32(const uint16_t *p)
+{
+	__m256i u = _mm256_slli_epi32(
+		_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16);
+	__m256i z = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)),
+				       _mm256_setzero_si256());
+	u = _mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), z);
+	return _mm256_castsi256_ps(u);
+}
+
+/* layout_tile for P a multiple of 8: 8 PEs x 8 features at a time, transposed in registers */
+__attribute__((target("avx2"))) static void layout_tile_avx2(float *dst, const uint16_t *src,
+							      int T, int nf, int t0, int tp, int P)
+{
+	size_t L = (size_t)tp * P;
+	int nf8 = nf & ~7;
+	for (int u = 0; u < tp; u++)
+		for (int q0 = 0; q0 < P; q0 += 8) {
+			const uint16_t *rows[8];
+			for (int i = 0; i < 8; i++) {
+				int t = t0 + (q0 + i) * tp + u;
+				rows[i] = t < T ? src + (size_t)t * nf : NULL;
+			}
+			float *o = dst + (size_t)u * P + q0;
+			for (int f0 = 0; f0 < nf8; f0 += 8) {
+				__m256 v[8];
+				for (int i = 0; i < 8; i++)
+					v[i] = rows[i] ? bf16x8_to_f32(rows[i] + f0) : _mm256_setzero_ps();
+				tr8(v);
+				for (int j = 0; j < 8; j++)
+					_mm256_storeu_ps(o + (size_t)(f0 + j) * L, v[j]);
+			}
+			for (int f = nf8; f < nf; f++)
+				for (int i = 0; i < 8; i++)
+					o[(size_t)f * L + i] = rows[i] ? nm_bf16_to_f32(rows[i][f]) : 0.0f;
+		}
+}
+
+/* feat_range (below) over the bf16 source rows [t0, t1): 16 features at a time */
+__attribute__((target("avx2"))) static void feat_range_avx2(uint16_t *lo, uint16_t *hi,
+							     const uint16_t *src, int nf, int t0,
+							     int t1)
+{
+	int nf16 = nf & ~15;
+	const __m256i ff = _mm256_set1_epi16(0xff), zero = _mm256_setzero_si256();
+	for (int f = 0; f < nf; f++) {
+		lo[f] = 255;
+		hi[f] = 0;
+	}
+	for (int t = t0; t < t1; t++) {
+		const uint16_t *row = src + (size_t)t * nf;
+		for (int f = 0; f < nf16; f += 16) {
+			__m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(row + f));
+			__m256i e = _mm256_and_si256(_mm256_srli_epi16(w, 7), ff);
+			__m256i ez = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi16(e, zero), ff));
+			__m256i *pl = (__m256i *)(void *)(lo + f), *ph = (__m256i *)(void *)(hi + f);
+			_mm256_storeu_si256(pl, _mm256_min_epu16(_mm256_loadu_si256(pl), ez));
+			_mm256_storeu_si256(ph, _mm256_max_epu16(_mm256_loadu_si256(ph), e));
+		}
+		for (int f = nf16; f < nf; f++) {
+			unsigned e = (row[f] >> 7) & 0xffu, ez = e ? e : 255u;
+			lo[f] = (uint16_t)(ez < lo[f] ? ez : lo[f]);
+			hi[f] = (uint16_t)(e > hi[f] ? e : hi[f]);
 		}
 	}
 }
@@ -285,24 +403,10 @@ __attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *acc, con
  * magnitude: never subnormal when ex + ed - 14 >= -126. With n products below
  * 2^(hx + hd + 2) each, no partial exceeds 2 * n * 2^(hx + hd + 2) (rounding grows a sum by
  * at most a factor (1 + 2^-24)^n < 2): never infinite when that is <= 2^127. Then the FPU's
- * fma and add give the model's bits without a per-step check (numerics.h).
+ * fma and add give the model's bits without a per-step check (numerics.h). The range is
+ * taken per feature over the token tile's rows (padding tokens are zeros: they change
+ * nothing), by feat_range_avx2 above; a subnormal bf16 reads as zero and counts as one.
  */
-static void feat_range(uint8_t *lo, uint8_t *hi, const float *v, int nf, size_t L)
-{
-	for (int f = 0; f < nf; f++) {
-		const float *p = v + (size_t)f * L;
-		unsigned l = 255, h = 0;
-		for (size_t i = 0; i < L; i++) {
-			unsigned e = (nm_f32_bits(p[i]) >> 23) & 0xffu;
-			unsigned ez = e ? e : 255u;
-			l = ez < l ? ez : l;
-			h = e > h ? e : h;
-		}
-		lo[f] = (uint8_t)l;
-		hi[f] = (uint8_t)h;
-	}
-}
-
 /* lg: ceil(log2(products per partial sum of the tile, P * tp)) */
 static int wg_safe(unsigned xlo, unsigned xhi, unsigned dlo, unsigned dhi, int lg)
 {
@@ -330,7 +434,6 @@ static void layout_tile(float *dst, const uint16_t *src, int T, int nf, int t0, 
 		}
 }
 
-#define WG_GROUP 64
 
 /*
  * The mesh reduction for a group of nb nonzeros at once: accT [P][WG_GROUP] holds the
@@ -426,35 +529,41 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		return rc;
 	int P = pl.P, K = w->n_in, N = w->n_out;
 	size_t L = (size_t)pl.tp * P;
-	float *xr = malloc((size_t)K * L * sizeof *xr);
-	float *dr = malloc((size_t)N * L * sizeof *dr);
 	float *acc = malloc((size_t)WG_GROUP * P * sizeof *acc);
 	float *accT = calloc((size_t)WG_GROUP * P, sizeof *accT);
-	uint8_t *xlo = malloc((size_t)K * 2), *dlo = malloc((size_t)N * 2);
-	uint8_t *xhi = xlo ? xlo + K : NULL, *dhi = dlo ? dlo + N : NULL;
 	float d[WG_GROUP];
-	if (!xr || !dr || !acc || !accT || !xlo || !dlo) {
+	if (ws_grow((void **)&cp->xr, &cp->xr_cap, (size_t)K * L, sizeof *cp->xr) ||
+	    ws_grow((void **)&cp->dr, &cp->dr_cap, (size_t)N * L, sizeof *cp->dr) ||
+	    ws_grow((void **)&cp->rng, &cp->rng_cap, 2 * ((size_t)K + N), sizeof *cp->rng) ||
+	    !acc || !accT) {
 		rc = csd_fail(dev, CS_ERR_NO_MEM, "cpu: wgrad: out of memory");
 		goto out_free;
 	}
+	float *xr = cp->xr, *dr = cp->dr;
+	uint16_t *xlo = cp->rng, *xhi = xlo + K, *dlo = xhi + K, *dhi = dlo + N;
 	int vec = 0;
 #if defined(__x86_64__)
 	vec = cp->simd && P % 8 == 0;
-#else
-	(void)cp;
 #endif
 	for (int k = 0; k < pl.n_ttiles; k++) {
 		int t0, tp, ntok;
 		plan_ttile(&pl, k, &t0, &tp, &ntok);
-		layout_tile(xr, x, T, K, t0, tp, P);
-		layout_tile(dr, dy, T, N, t0, tp, P);
 		size_t Lk = (size_t)tp * P;
 		int lg = 0;
 		while (((size_t)1 << lg) < Lk)
 			lg++;
+#if defined(__x86_64__)
 		if (vec) {
-			feat_range(xlo, xhi, xr, K, Lk);
-			feat_range(dlo, dhi, dr, N, Lk);
+			int t1 = t0 + ntok < T ? t0 + ntok : T;
+			layout_tile_avx2(xr, x, T, K, t0, tp, P);
+			layout_tile_avx2(dr, dy, T, N, t0, tp, P);
+			feat_range_avx2(xlo, xhi, x, K, t0, t1);
+			feat_range_avx2(dlo, dhi, dy, N, t0, t1);
+		} else
+#endif
+		{
+			layout_tile(xr, x, T, K, t0, tp, P);
+			layout_tile(dr, dy, T, N, t0, tp, P);
 		}
 		for (int j = 0; j < K; j++) {
 			const float *xj = xr + (size_t)j * Lk;
@@ -469,16 +578,22 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 					safe = safe && wg_safe(xlo[j], xhi[j], dlo[i], dhi[i], lg);
 				}
 #if defined(__x86_64__)
-				if (safe)
-					chains_avx2_safe(acc, xj, dptr, nb, P, tp);
-				else if (vec)
-					chains_avx2(acc, xj, dptr, nb, P, tp);
-				else
+				if (safe) {
+					chains_avx2_safe(accT, xj, dptr, nb, P, tp);
+				} else
 #endif
-					chains_scalar(acc, xj, dptr, nb, P, tp);
-				for (int b = 0; b < nb; b++)
-					for (int q = 0; q < P; q++)
-						accT[(size_t)q * WG_GROUP + b] = acc[(size_t)b * P + q];
+				{
+#if defined(__x86_64__)
+					if (vec)
+						chains_avx2(acc, xj, dptr, nb, P, tp);
+					else
+#endif
+						chains_scalar(acc, xj, dptr, nb, P, tp);
+					for (int b = 0; b < nb; b++)
+						for (int q = 0; q < P; q++)
+							accT[(size_t)q * WG_GROUP + b] =
+								acc[(size_t)b * P + q];
+				}
 #if defined(__x86_64__)
 				if (safe)
 					reduce_group_avx2_safe(d, accT, nb, pl.g.rows, pl.g.cols);
@@ -495,10 +610,6 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		}
 	}
 out_free:
-	free(xlo);
-	free(dlo);
-	free(xr);
-	free(dr);
 	free(acc);
 	free(accT);
 	return rc;
