@@ -12,7 +12,7 @@
  * and backward vectorize across tokens (transposed activations, one AXPY per nonzero);
  * wgrad vectorizes across PEs and nonzeros (tokens laid out [u][q] so that the PE chains
  * of one nonzero are adjacent lanes), and drops the per-step range checks for chains whose
- * input exponents prove them unnecessary (wg_safe).
+ * input exponents prove them unnecessary (chain_safe).
  *
  * Link bytes and cycles come from running the shared planner (plan.c) in counting mode:
  * the words the real protocol sends, not a formula kept beside it.
@@ -30,7 +30,8 @@
 #include "driver/csd_impl.h"
 
 struct cpu_priv {
-	int simd; /* 1: AVX2+FMA kernels */
+	int simd;   /* 1: AVX2+FMA kernels */
+	int avx512; /* and AVX-512F for the unchecked AXPY */
 	/* wgrad workspace, kept between calls (a training step calls it per layer) */
 	float *xr, *dr;
 	size_t xr_cap, dr_cap; /* floats */
@@ -63,6 +64,7 @@ static int cpu_open(csd_dev *dev, const char *arg)
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	cp->simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	cp->avx512 = cp->simd && __builtin_cpu_supports("avx512f");
 	const char *e = getenv("CSD_CPU_SIMD"); /* tests: force the scalar path */
 	if (e && *e == '0')
 		cp->simd = 0;
@@ -112,16 +114,188 @@ static int cpu_plan(csd_dev *dev, struct plan *pl, enum plan_kernel k, const csd
 	return CS_OK;
 }
 
+/* ---- shared: range proofs, AVX2 conversion and transposes ------------------------------ */
+
+/*
+ * When the per-step range checks can go. Take the biased exponents of the two operand sets
+ * of a chain (lo: smallest over the nonzero values, 255 when all are zero; hi: largest, 255
+ * when one is infinite or NaN). Every product of a bf16 with exponent >= ex and a bf16 with
+ * exponent >= ed is a multiple of 2^(ex + ed - 14) (8 significant bits each); sums of
+ * multiples of a power of two stay multiples of it, and rounding to 24 bits keeps that, so
+ * every partial sum is zero or at least 2^(ex + ed - 14) in magnitude: never subnormal when
+ * ex + ed - 14 >= -126. With n products below 2^(hx + hd + 2) each, no partial sum exceeds
+ * 2 * n * 2^(hx + hd + 2) (rounding grows a sum by at most a factor (1 + 2^-24)^n < 2):
+ * never infinite when that is <= 2^127. Then the FPU's fma and add give the model's bits
+ * without a check (numerics.h). A subnormal bf16 reads as zero and counts as one.
+ * wgrad takes the ranges per feature over a token tile (padding tokens are zeros: they
+ * change nothing), n = P * tp (a chain and the mesh reduction of a tile); forward and
+ * backward over a token chunk and over all weights, n = din (the longest chain).
+ * lg = ceil(log2(n)).
+ */
+static int chain_safe(unsigned xlo, unsigned xhi, unsigned dlo, unsigned dhi, int lg)
+{
+	if (xhi == 255 || dhi == 255)
+		return 0;
+	/* biased: (xlo - 127) + (dlo - 127) - 14 >= -126; (xhi - 127) + (dhi - 127) + 3 + lg <= 127 */
+	return xlo + dlo >= 142 && (int)(xhi + dhi) + 3 + lg <= 381;
+}
+
+static int ceil_log2(size_t n)
+{
+	int lg = 0;
+	while (((size_t)1 << lg) < n)
+		lg++;
+	return lg;
+}
+
+#if defined(__x86_64__)
+/* 8x8 transpose: r[i] lane j -> r[j] lane i */
+__attribute__((target("avx2"))) static inline void tr8(__m256 r[8])
+{
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+	r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+	r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+	r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+	r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+	r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+	r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+	r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+	r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* eight bf16 to fp32, a subnormal bf16 reading as a signed zero (nm_bf16_to_f32) */
+__attribute__((target("avx2"))) static inline __m256 bf16x8_to_f32(const uint16_t *p)
+{
+	__m256i u = _mm256_slli_epi32(
+		_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16);
+	__m256i z = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)),
+				       _mm256_setzero_si256());
+	u = _mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), z);
+	return _mm256_castsi256_ps(u);
+}
+
+
+/* chain_safe's range (lo, hi) of n contiguous bf16 values */
+__attribute__((target("avx2"))) static void range_bf16_avx2(const uint16_t *v, size_t n,
+							     unsigned *lo, unsigned *hi)
+{
+	const __m256i ff = _mm256_set1_epi16(0xff), zero = _mm256_setzero_si256();
+	__m256i l = ff, h = zero;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(v + i));
+		__m256i e = _mm256_and_si256(_mm256_srli_epi16(w, 7), ff);
+		__m256i ez = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi16(e, zero), ff));
+		l = _mm256_min_epu16(l, ez);
+		h = _mm256_max_epu16(h, e);
+	}
+	uint16_t ll[16], hh[16];
+	_mm256_storeu_si256((__m256i *)(void *)ll, l);
+	_mm256_storeu_si256((__m256i *)(void *)hh, h);
+	unsigned a = 255, b = 0;
+	for (int k = 0; k < 16; k++) {
+		a = ll[k] < a ? ll[k] : a;
+		b = hh[k] > b ? hh[k] : b;
+	}
+	for (; i < n; i++) {
+		unsigned e = (v[i] >> 7) & 0xffu, ez = e ? e : 255u;
+		a = ez < a ? ez : a;
+		b = e > b ? e : b;
+	}
+	*lo = a;
+	*hi = b;
+}
+
+/* y += w * x with no check, for chunks chain_safe proved (fmaf = the model there) */
+__attribute__((target("avx512f"))) static void axpy_fma_avx512(float *y, float w,
+								const float *x, size_t n)
+{
+	const __m512 vw = _mm512_set1_ps(w);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, _mm512_loadu_ps(x + i),
+							_mm512_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] = fmaf(w, x[i], y[i]);
+}
+
+__attribute__((target("avx2,fma"))) static void axpy_fma_avx2(float *y, float w, const float *x,
+							       size_t n)
+{
+	const __m256 vw = _mm256_set1_ps(w);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(x + i),
+							_mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] = fmaf(w, x[i], y[i]);
+}
+
+/* xt [din][tc] = in rows [0, n) (bf16 [n][din]) transposed, 8 tokens x 8 features at once */
+__attribute__((target("avx2"))) static void transpose_in_avx2(float *xt, size_t tc,
+							       const uint16_t *in, int n, int din)
+{
+	int n8 = n & ~7, d8 = din & ~7;
+	for (int t0 = 0; t0 < n8; t0 += 8) {
+		for (int m0 = 0; m0 < d8; m0 += 8) {
+			__m256 v[8];
+			for (int i = 0; i < 8; i++)
+				v[i] = bf16x8_to_f32(in + (size_t)(t0 + i) * din + m0);
+			tr8(v);
+			for (int j = 0; j < 8; j++)
+				_mm256_storeu_ps(xt + (size_t)(m0 + j) * tc + t0, v[j]);
+		}
+		for (int t = t0; t < t0 + 8; t++)
+			for (int m = d8; m < din; m++)
+				xt[(size_t)m * tc + t] = nm_bf16_to_f32(in[(size_t)t * din + m]);
+	}
+	for (int t = n8; t < n; t++)
+		for (int m = 0; m < din; m++)
+			xt[(size_t)m * tc + t] = nm_bf16_to_f32(in[(size_t)t * din + m]);
+}
+
+/* out rows [0, n) ([n][dout]) = yt [dout][tc] transposed */
+__attribute__((target("avx2"))) static void transpose_out_avx2(float *out, const float *yt,
+								size_t tc, int n, int dout)
+{
+	int n8 = n & ~7, d8 = dout & ~7;
+	for (int t0 = 0; t0 < n8; t0 += 8) {
+		for (int o0 = 0; o0 < d8; o0 += 8) {
+			__m256 v[8];
+			for (int j = 0; j < 8; j++)
+				v[j] = _mm256_loadu_ps(yt + (size_t)(o0 + j) * tc + t0);
+			tr8(v);
+			for (int i = 0; i < 8; i++)
+				_mm256_storeu_ps(out + (size_t)(t0 + i) * dout + o0, v[i]);
+		}
+		for (int t = t0; t < t0 + 8; t++)
+			for (int o = d8; o < dout; o++)
+				out[(size_t)t * dout + o] = yt[(size_t)o * tc + t];
+	}
+	for (int t = n8; t < n; t++)
+		for (int o = 0; o < dout; o++)
+			out[(size_t)t * dout + o] = yt[(size_t)o * tc + t];
+}
+#endif
+
 /* ---- forward / backward: one AXPY per nonzero over a chunk of tokens -------------------- */
 
 /*
  * out [T, dout] = chains over majors m ascending of fmac(val, in[t, m], .), for the nonzeros
  * (minor, val) of major m, with in [T, din] bf16. ptr/minor/val: CSC for forward, CSR for
- * backward.
+ * backward. A chunk whose inputs and the weights pass chain_safe runs plain fused
+ * multiply-adds; any other goes through nm_axpy_f32 (checked per vector).
  */
-static int cpu_stream_kernel(float *out, const uint16_t *in, int T, int din, int dout,
-			     const int64_t *ptr, const int32_t *minor, const uint16_t *val,
-			     int64_t nnz)
+static int cpu_stream_kernel(const struct cpu_priv *cp, float *out, const uint16_t *in, int T,
+			     int din, int dout, const int64_t *ptr, const int32_t *minor,
+			     const uint16_t *val, int64_t nnz)
 {
 	/* token chunk: keep the chunk's inputs and accumulators near 1 MB */
 	long tc = (256L * 1024) / (din + dout);
@@ -140,20 +314,52 @@ static int cpu_stream_kernel(float *out, const uint16_t *in, int T, int din, int
 	}
 	for (int64_t k = 0; k < nnz; k++)
 		wv[k] = nm_bf16_to_f32(val[k]);
+	int simd = 0, lg = ceil_log2((size_t)din);
+	unsigned wlo = 255, whi = 255;
+	void (*axpy)(float *, float, const float *, size_t) = NULL;
+#if defined(__x86_64__)
+	simd = cp->simd;
+	if (simd) {
+		range_bf16_avx2(val, (size_t)nnz, &wlo, &whi);
+		axpy = cp->avx512 ? axpy_fma_avx512 : axpy_fma_avx2;
+	}
+#else
+	(void)cp;
+#endif
 	for (int c0 = 0; c0 < T; c0 += (int)tc) {
 		int n = T - c0 < tc ? T - c0 : (int)tc;
+		const uint16_t *ic = in + (size_t)c0 * din;
+		int safe = 0;
 		/* transpose the chunk: xt[m][t] */
-		for (int t = 0; t < n; t++) {
-			const uint16_t *row = in + (size_t)(c0 + t) * din;
-			for (int m = 0; m < din; m++)
-				xt[(size_t)m * tc + t] = nm_bf16_to_f32(row[m]);
+#if defined(__x86_64__)
+		if (simd) {
+			unsigned xlo, xhi;
+			range_bf16_avx2(ic, (size_t)n * din, &xlo, &xhi);
+			safe = chain_safe(xlo, xhi, wlo, whi, lg);
+			transpose_in_avx2(xt, (size_t)tc, ic, n, din);
+		} else
+#endif
+		{
+			for (int t = 0; t < n; t++)
+				for (int m = 0; m < din; m++)
+					xt[(size_t)m * tc + t] = nm_bf16_to_f32(ic[(size_t)t * din + m]);
 		}
 		memset(yt, 0, (size_t)dout * tc * sizeof *yt);
 		for (int m = 0; m < din; m++) {
 			const float *xm = xt + (size_t)m * tc;
-			for (int64_t k = ptr[m]; k < ptr[m + 1]; k++)
-				nm_axpy_f32(yt + (size_t)minor[k] * tc, wv[k], xm, (size_t)n);
+			if (safe)
+				for (int64_t k = ptr[m]; k < ptr[m + 1]; k++)
+					axpy(yt + (size_t)minor[k] * tc, wv[k], xm, (size_t)n);
+			else
+				for (int64_t k = ptr[m]; k < ptr[m + 1]; k++)
+					nm_axpy_f32(yt + (size_t)minor[k] * tc, wv[k], xm, (size_t)n);
 		}
+#if defined(__x86_64__)
+		if (simd) {
+			transpose_out_avx2(out + (size_t)c0 * dout, yt, (size_t)tc, n, dout);
+			continue;
+		}
+#endif
 		for (int t = 0; t < n; t++) {
 			float *row = out + (size_t)(c0 + t) * dout;
 			for (int o = 0; o < dout; o++)
@@ -172,7 +378,8 @@ static int cpu_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_spar
 	int rc = csd_check_args(dev, "forward", y, x, w, T);
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_FWD, w, T)))
 		return rc;
-	rc = cpu_stream_kernel(y, x, T, w->n_in, w->n_out, w->col_ptr, w->row, w->cval, w->nnz);
+	rc = cpu_stream_kernel(dev->priv, y, x, T, w->n_in, w->n_out, w->col_ptr, w->row, w->cval,
+			       w->nnz);
 	return rc ? csd_fail(dev, rc, "cpu: forward: out of memory") : CS_OK;
 }
 
@@ -182,7 +389,8 @@ static int cpu_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_s
 	int rc = csd_check_args(dev, "backward", dx, dy, w, T);
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_BWD, w, T)))
 		return rc;
-	rc = cpu_stream_kernel(dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val, w->nnz);
+	rc = cpu_stream_kernel(dev->priv, dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val,
+			       w->nnz);
 	return rc ? csd_fail(dev, rc, "cpu: backward: out of memory") : CS_OK;
 }
 
@@ -272,29 +480,8 @@ __attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const fl
 	}
 }
 
-/* 8x8 transpose: r[i] lane j -> r[j] lane i */
-__attribute__((target("avx2"))) static inline void tr8(__m256 r[8])
-{
-	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-	__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
-	__m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
-	__m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
-	__m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
-	r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-	r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-	r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-	r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-	r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-	r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-	r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-	r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
 /* chains_avx2 for nonzeros whose chains provably stay normal or zero and finite (see
- * wg_safe): the FPU's fused multiply-add is then the model's fmac, lane for lane. The
+ * chain_safe): the FPU's fused multiply-add is then the model's fmac, lane for lane. The
  * partials go straight to accT [P][WG_GROUP] (lanes past nb hold copies of lane 0's
  * chain: finite, never read back as results). */
 __attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *accT, const float *x,
@@ -322,17 +509,6 @@ __attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *accT, co
 				_mm256_storeu_ps(accT + (size_t)(q + j) * WG_GROUP + b0, a[j]);
 		}
 	}
-}
-
-/* eight bf16 to fp32, a subnormal bf16 reading as a signed zero (nm_bf16_to_f32) */
-__attribute__((target("avx2"))) static inline __m256 bf16x8_to_f32(const uint16_t *p)
-{
-	__m256i u = _mm256_slli_epi32(
-		_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16);
-	__m256i z = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)),
-				       _mm256_setzero_si256());
-	u = _mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), z);
-	return _mm256_castsi256_ps(u);
 }
 
 /* layout_tile for P a multiple of 8: 8 PEs x 8 features at a time, transposed in registers */
@@ -392,29 +568,6 @@ __attribute__((target("avx2"))) static void feat_range_avx2(uint16_t *lo, uint16
 	}
 }
 #endif
-
-/*
- * When the checks can go: the biased exponent range of each feature's values in a token
- * tile (lo over nonzero values, 255 when all are zero; hi = 255 when one is infinite or
- * NaN). Every product of a bf16 x with exponent >= ex and a bf16 d with exponent >= ed is a
- * multiple of 2^(ex + ed - 14) (8 significant bits each); sums of multiples of a power of
- * two stay multiples of it, and rounding to 24 bits keeps that, so every partial sum of a
- * chain, and of the mesh reduction of a tile, is zero or at least 2^(ex + ed - 14) in
- * magnitude: never subnormal when ex + ed - 14 >= -126. With n products below
- * 2^(hx + hd + 2) each, no partial exceeds 2 * n * 2^(hx + hd + 2) (rounding grows a sum by
- * at most a factor (1 + 2^-24)^n < 2): never infinite when that is <= 2^127. Then the FPU's
- * fma and add give the model's bits without a per-step check (numerics.h). The range is
- * taken per feature over the token tile's rows (padding tokens are zeros: they change
- * nothing), by feat_range_avx2 above; a subnormal bf16 reads as zero and counts as one.
- */
-/* lg: ceil(log2(products per partial sum of the tile, P * tp)) */
-static int wg_safe(unsigned xlo, unsigned xhi, unsigned dlo, unsigned dhi, int lg)
-{
-	if (xhi == 255 || dhi == 255)
-		return 0;
-	/* biased: (xlo - 127) + (dlo - 127) - 14 >= -126; (xhi - 127) + (dhi - 127) + 3 + lg <= 127 */
-	return xlo + dlo >= 142 && (int)(xhi + dhi) + 3 + lg <= 381;
-}
 
 /* Lay tokens of a tile out as [u][q] (token t0 + q*tp + u), zero padded, for features
  * [0, nf) of src [T, nf]: dst[f][u*P + q]. */
@@ -498,7 +651,7 @@ __attribute__((target("avx2,fma"))) static void reduce_group_avx2(float *d, cons
 	}
 }
 
-/* reduce_group_avx2 for a group that wg_safe proved normal or zero and finite */
+/* reduce_group_avx2 for a group that chain_safe proved normal or zero and finite */
 __attribute__((target("avx2,fma"))) static void reduce_group_avx2_safe(float *d,
 									const float *accT, int nb,
 									int rows, int cols)
@@ -549,9 +702,7 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		int t0, tp, ntok;
 		plan_ttile(&pl, k, &t0, &tp, &ntok);
 		size_t Lk = (size_t)tp * P;
-		int lg = 0;
-		while (((size_t)1 << lg) < Lk)
-			lg++;
+		int lg = ceil_log2(Lk);
 #if defined(__x86_64__)
 		if (vec) {
 			int t1 = t0 + ntok < T ? t0 + ntok : T;
@@ -575,7 +726,7 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 				for (int b = 0; b < nb; b++) {
 					int i = w->row[c0 + b];
 					dptr[b] = dr + (size_t)i * Lk;
-					safe = safe && wg_safe(xlo[j], xhi[j], dlo[i], dhi[i], lg);
+					safe = safe && chain_safe(xlo[j], xhi[j], dlo[i], dhi[i], lg);
 				}
 #if defined(__x86_64__)
 				if (safe) {

@@ -366,13 +366,14 @@ static uint16_t bf16_exp(int e)
 }
 
 /*
- * wgrad's unchecked path (backend_cpu.c wg_safe: chains of products whose exponents keep
- * every partial sum normal and finite) at the edges of its conditions: x and dy with
- * exponents whose sums straddle the underflow bound (-112: products down to 2^-126) and
- * the overflow bound, so that the chains just inside take the fast path and those just
- * outside reach subnormal or infinite partial sums the checked path must handle.
+ * The unchecked paths of the cpu backend (backend_cpu.c chain_safe: chains whose operand
+ * exponents keep every partial sum normal and finite) at the edges of their conditions:
+ * x, dy and the weights with exponents whose sums straddle the underflow bound (-112:
+ * products down to 2^-126) and the overflow bound, so that chains just inside take the
+ * fast paths and those just outside reach subnormal or infinite partial sums that the
+ * checked paths must handle. All three kernels against the references.
  */
-static void test_wgrad_range_edges(void **state)
+static void test_range_edges(void **state)
 {
 	(void)state;
 	static const struct dev_cfg dc = { 4, 4, 4096, 2048 };
@@ -386,22 +387,32 @@ static void test_wgrad_range_edges(void **state)
 		for (int split = 0; split < 2; split++) {
 			struct kref_layer L;
 			layer_make(&L, 48, 24, 20, 0.5, 0, 0);
+			/* wgrad sums ex + ed, forward ex + ed (weights take ed), backward 2 ed */
 			int ex = split ? sums[si] / 2 : sums[si] < 0 ? sums[si] + 60 : sums[si] - 60;
 			int ed = sums[si] - ex;
 			for (size_t e = 0; e < (size_t)L.T * L.K; e++)
 				L.x[e] = (kref_rng_next() & 7) ? bf16_exp(ex) : 0;
 			for (size_t e = 0; e < (size_t)L.T * L.N; e++)
 				L.dy[e] = (kref_rng_next() & 7) ? bf16_exp(ed) : 0x8000;
-			size_t nz = (size_t)L.sp.nnz;
-			float *dw = malloc(nz * 4 + 4);
-			uint32_t *rdw = malloc(nz * 4 + 4);
-			assert_int_equal(csd_wgrad(dev, dw, L.dy, L.x, &L.sp, L.T), CS_OK);
-			assert_int_equal(kref_wgrad(rdw, &L, dc.R, dc.C, dc.awords, dc.bwords), 0);
+			for (size_t e = 0; e < (size_t)L.N * L.K; e++)
+				L.wf[e] = nm_bf16_to_f32(bf16_exp(ed));
+			assert_int_equal(csd_sparse_update_values(&L.sp, L.wf), CS_OK);
+			size_t nz = (size_t)L.sp.nnz, ny = (size_t)L.T * L.N, nx = (size_t)L.T * L.K;
+			float *out = malloc((nz + ny + nx) * 4 + 4);
+			uint32_t *ref = malloc((nz + ny + nx) * 4 + 4);
 			char what[64];
-			snprintf(what, sizeof what, "wgrad exponents %d + %d", ex, ed);
-			assert_int_equal(cmp_bits(what, dw, rdw, nz, uri, &L, 0.5), 0);
-			free(dw);
-			free(rdw);
+			snprintf(what, sizeof what, "exponents %d + %d", ex, ed);
+			assert_int_equal(csd_wgrad(dev, out, L.dy, L.x, &L.sp, L.T), CS_OK);
+			assert_int_equal(kref_wgrad(ref, &L, dc.R, dc.C, dc.awords, dc.bwords), 0);
+			assert_int_equal(cmp_bits("wgrad", out, ref, nz, what, &L, 0.5), 0);
+			assert_int_equal(csd_forward(dev, out, L.x, &L.sp, L.T), CS_OK);
+			kref_forward(ref, &L);
+			assert_int_equal(cmp_bits("forward", out, ref, ny, what, &L, 0.5), 0);
+			assert_int_equal(csd_backward(dev, out, L.dy, &L.sp, L.T), CS_OK);
+			kref_backward(ref, &L);
+			assert_int_equal(cmp_bits("backward", out, ref, nx, what, &L, 0.5), 0);
+			free(out);
+			free(ref);
 			kref_layer_free(&L);
 		}
 	csd_close(dev);
@@ -429,7 +440,7 @@ int main(void)
 		cmocka_unit_test(test_sparse_build),  cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_default_sram),  cmocka_unit_test(test_tiled),
 		cmocka_unit_test(test_sparsity_sweep), cmocka_unit_test(test_link_bytes),
-		cmocka_unit_test(test_scalar_path),   cmocka_unit_test(test_wgrad_range_edges),
+		cmocka_unit_test(test_scalar_path),   cmocka_unit_test(test_range_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
