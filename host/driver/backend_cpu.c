@@ -32,9 +32,10 @@
 struct cpu_priv {
 	int simd;   /* 1: AVX2+FMA kernels */
 	int avx512; /* and AVX-512F for the unchecked AXPY */
-	/* wgrad workspace, kept between calls (a training step calls it per layer) */
-	float *xr, *dr;
-	size_t xr_cap, dr_cap; /* floats */
+	/* workspace, kept between calls (a training step calls every kernel per layer) */
+	float *xr, *dr;        /* wgrad tiles */
+	float *xt, *yt, *wv;   /* forward/backward chunks and weights */
+	size_t xr_cap, dr_cap, xt_cap, yt_cap, wv_cap; /* floats */
 	uint16_t *rng;
 	size_t rng_cap; /* uint16_t */
 };
@@ -90,6 +91,9 @@ static void cpu_close(csd_dev *dev)
 	if (cp) {
 		free(cp->xr);
 		free(cp->dr);
+		free(cp->xt);
+		free(cp->yt);
+		free(cp->wv);
 		free(cp->rng);
 	}
 	free(cp);
@@ -293,7 +297,7 @@ __attribute__((target("avx2"))) static void transpose_out_avx2(float *out, const
  * backward. A chunk whose inputs and the weights pass chain_safe runs plain fused
  * multiply-adds; any other goes through nm_axpy_f32 (checked per vector).
  */
-static int cpu_stream_kernel(const struct cpu_priv *cp, float *out, const uint16_t *in, int T,
+static int cpu_stream_kernel(struct cpu_priv *cp, float *out, const uint16_t *in, int T,
 			     int din, int dout, const int64_t *ptr, const int32_t *minor,
 			     const uint16_t *val, int64_t nnz)
 {
@@ -303,15 +307,11 @@ static int cpu_stream_kernel(const struct cpu_priv *cp, float *out, const uint16
 	tc &= ~15L;
 	if (tc > T)
 		tc = T;
-	float *xt = malloc((size_t)din * tc * sizeof *xt);
-	float *yt = malloc((size_t)dout * tc * sizeof *yt);
-	float *wv = malloc((size_t)(nnz ? nnz : 1) * sizeof *wv);
-	if (!xt || !yt || !wv) {
-		free(xt);
-		free(yt);
-		free(wv);
+	if (ws_grow((void **)&cp->xt, &cp->xt_cap, (size_t)din * tc, sizeof *cp->xt) ||
+	    ws_grow((void **)&cp->yt, &cp->yt_cap, (size_t)dout * tc, sizeof *cp->yt) ||
+	    ws_grow((void **)&cp->wv, &cp->wv_cap, (size_t)(nnz ? nnz : 1), sizeof *cp->wv))
 		return CS_ERR_NO_MEM;
-	}
+	float *xt = cp->xt, *yt = cp->yt, *wv = cp->wv;
 	for (int64_t k = 0; k < nnz; k++)
 		wv[k] = nm_bf16_to_f32(val[k]);
 	int simd = 0, lg = ceil_log2((size_t)din);
@@ -366,9 +366,6 @@ static int cpu_stream_kernel(const struct cpu_priv *cp, float *out, const uint16
 				row[o] = yt[(size_t)o * tc + t];
 		}
 	}
-	free(xt);
-	free(yt);
-	free(wv);
 	return CS_OK;
 }
 
