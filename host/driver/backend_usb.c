@@ -357,6 +357,11 @@ static int pump(csd_dev *dev, int wait_ms, int *progress)
 	while ((len = frm_tx_next(&p->tx, &bytes, now_ns())) > 0)
 		if ((rc = write_bytes(dev, bytes, (size_t)len)))
 			return rc;
+	if (len < 0 && p->tx.acks)
+		return csd_fail(dev, len,
+				"usb: the board stopped acknowledging frames (%d ACK timeouts in a "
+				"row): it may have hung or lost power; reset it (re-plug) and reopen",
+				USB_MAX_ACK_TIMEOUTS);
 	if (len < 0)
 		return csd_fail(dev, len,
 				"usb: the board acknowledges nothing (%d ACK timeouts in a row): is "

@@ -27,9 +27,9 @@
  * (CS_ERR_PROTOCOL at once, the next call resynchronizes); cshost train with
  * device.kind=usb unplugged in the middle of a step (stops at once, names the last
  * checkpoint, which loads; --resume finishes the run once the board is back); unplug during
- * each kernel and
- * in the middle of a transfer -> CS_ERR_NO_DEVICE without a hang; a board that does not
- * answer -> timeout; no board -> "no board found" and exit 2.
+ * each kernel and in the middle of a transfer -> CS_ERR_NO_DEVICE without a hang; a board
+ * that does not answer (at open, or from the middle of a kernel on) -> timeout; no board ->
+ * "no board found" and exit 2.
  * TEST_SEED replays the random layers; REGRESS=1 runs more. Exit 77 (skip) when not run
  * under umockdev-wrapper.
  */
@@ -110,6 +110,7 @@ struct board {
 	atomic_long unplug_after;   /* unplug once this many bytes arrived (0: never) */
 	atomic_int unplugged;
 	atomic_int silent;          /* no bitstream: the UART never answers */
+	atomic_long silent_at;      /* go silent once this many bytes arrived (0: never) */
 	int dead_pe;                /* PE whose task table loses every write (-1: none) */
 	int model_fault;            /* the device model faulted (a bug: the test fails) */
 	/* FTDI state */
@@ -419,6 +420,11 @@ static gboolean on_ioctl(UMockdevIoctlBase *handler, UMockdevIoctlClient *client
 				} else if (data && da && rx >= da) {
 					atomic_store(&b->drop_at, 0);
 					drop = 1;
+				}
+				long sa = atomic_load(&b->silent_at);
+				if (sa && rx >= sa) {
+					atomic_store(&b->silent_at, 0);
+					atomic_store(&b->silent, 1);
 				}
 				if (!atomic_load(&b->silent) && !drop)
 					for (int i = 0; i < urb->buffer_length; i++)
@@ -798,6 +804,28 @@ static void kernel_tests(void)
 		csd_close(dev); /* must not hang */
 		dev = NULL;
 	}
+	board_replug(b);
+
+	/* F. the board stops answering in the middle of a kernel (the FPGA hangs): the call
+	 * fails with CS_ERR_TIMEOUT within the link timeout, no hang */
+	char turi[200];
+	snprintf(turi, sizeof turi, "%s,timeout=300", uri);
+	rc = csd_open(&dev, turi);
+	CHECK(rc == 0, "open %s: %s", turi, csd_last_error(NULL));
+	if (!rc) {
+		atomic_store(&b->silent_at, (long)b->ctr.rx_bytes + 3000);
+		t0 = now_s();
+		rc = kref_run(dev, 0, out, &L);
+		dt = now_s() - t0;
+		CHECK(rc == CS_ERR_TIMEOUT && dt < 3.0, "silent board during a kernel -> %s after %.2f s",
+		      cs_error_name(rc), dt);
+		CHECK(strstr(csd_last_error(dev), "stopped"), "message: %s", csd_last_error(dev));
+		printf("board silent during a kernel: %s after %.3f s: %s\n", cs_error_name(rc), dt,
+		       csd_last_error(dev));
+		csd_close(dev);
+		dev = NULL;
+	}
+	atomic_store(&b->silent, 0);
 	board_replug(b);
 	free(out);
 	kref_layer_free(&L);
