@@ -11,7 +11,8 @@
  * Only the order of operations per output element is fixed; the loops are free. Forward
  * and backward vectorize across tokens (transposed activations, one AXPY per nonzero);
  * wgrad vectorizes across PEs and nonzeros (tokens laid out [u][q] so that the PE chains
- * of one nonzero are adjacent lanes).
+ * of one nonzero are adjacent lanes), and drops the per-step range checks for chains whose
+ * input exponents prove them unnecessary (chain_safe).
  *
  * Link bytes and cycles come from running the shared planner (plan.c) in counting mode:
  * the words the real protocol sends, not a formula kept beside it.
@@ -29,8 +30,28 @@
 #include "driver/csd_impl.h"
 
 struct cpu_priv {
-	int simd; /* 1: AVX2+FMA kernels */
+	int simd;   /* 1: AVX2+FMA kernels */
+	int avx512; /* and AVX-512F for the unchecked AXPY */
+	/* workspace, kept between calls (a training step calls every kernel per layer) */
+	float *xr, *dr;        /* wgrad tiles */
+	float *xt, *yt, *wv;   /* forward/backward chunks and weights */
+	size_t xr_cap, dr_cap, xt_cap, yt_cap, wv_cap; /* floats */
+	uint16_t *rng;
+	size_t rng_cap; /* uint16_t */
 };
+
+/* Grow a workspace buffer to at least n elements of size sz (contents not kept). */
+static int ws_grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+	if (n <= *cap)
+		return 0;
+	void *q = realloc(*p, n * sz);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
 
 static int cpu_open(csd_dev *dev, const char *arg)
 {
@@ -44,6 +65,7 @@ static int cpu_open(csd_dev *dev, const char *arg)
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	cp->simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	cp->avx512 = cp->simd && __builtin_cpu_supports("avx512f");
 	const char *e = getenv("CSD_CPU_SIMD"); /* tests: force the scalar path */
 	if (e && *e == '0')
 		cp->simd = 0;
@@ -65,7 +87,16 @@ static int cpu_open(csd_dev *dev, const char *arg)
 
 static void cpu_close(csd_dev *dev)
 {
-	free(dev->priv);
+	struct cpu_priv *cp = dev->priv;
+	if (cp) {
+		free(cp->xr);
+		free(cp->dr);
+		free(cp->xt);
+		free(cp->yt);
+		free(cp->wv);
+		free(cp->rng);
+	}
+	free(cp);
 	dev->priv = NULL;
 }
 
@@ -87,16 +118,188 @@ static int cpu_plan(csd_dev *dev, struct plan *pl, enum plan_kernel k, const csd
 	return CS_OK;
 }
 
+/* ---- shared: range proofs, AVX2 conversion and transposes ------------------------------ */
+
+/*
+ * When the per-step range checks can go. Take the biased exponents of the two operand sets
+ * of a chain (lo: smallest over the nonzero values, 255 when all are zero; hi: largest, 255
+ * when one is infinite or NaN). Every product of a bf16 with exponent >= ex and a bf16 with
+ * exponent >= ed is a multiple of 2^(ex + ed - 14) (8 significant bits each); sums of
+ * multiples of a power of two stay multiples of it, and rounding to 24 bits keeps that, so
+ * every partial sum is zero or at least 2^(ex + ed - 14) in magnitude: never subnormal when
+ * ex + ed - 14 >= -126. With n products below 2^(hx + hd + 2) each, no partial sum exceeds
+ * 2 * n * 2^(hx + hd + 2) (rounding grows a sum by at most a factor (1 + 2^-24)^n < 2):
+ * never infinite when that is <= 2^127. Then the FPU's fma and add give the model's bits
+ * without a check (numerics.h). A subnormal bf16 reads as zero and counts as one.
+ * wgrad takes the ranges per feature over a token tile (padding tokens are zeros: they
+ * change nothing), n = P * tp (a chain and the mesh reduction of a tile); forward and
+ * backward over a token chunk and over all weights, n = din (the longest chain).
+ * lg = ceil(log2(n)).
+ */
+static int chain_safe(unsigned xlo, unsigned xhi, unsigned dlo, unsigned dhi, int lg)
+{
+	if (xhi == 255 || dhi == 255)
+		return 0;
+	/* biased: (xlo - 127) + (dlo - 127) - 14 >= -126; (xhi - 127) + (dhi - 127) + 3 + lg <= 127 */
+	return xlo + dlo >= 142 && (int)(xhi + dhi) + 3 + lg <= 381;
+}
+
+static int ceil_log2(size_t n)
+{
+	int lg = 0;
+	while (((size_t)1 << lg) < n)
+		lg++;
+	return lg;
+}
+
+#if defined(__x86_64__)
+/* 8x8 transpose: r[i] lane j -> r[j] lane i */
+__attribute__((target("avx2"))) static inline void tr8(__m256 r[8])
+{
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+	r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+	r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+	r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+	r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+	r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+	r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+	r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+	r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* eight bf16 to fp32, a subnormal bf16 reading as a signed zero (nm_bf16_to_f32) */
+__attribute__((target("avx2"))) static inline __m256 bf16x8_to_f32(const uint16_t *p)
+{
+	__m256i u = _mm256_slli_epi32(
+		_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16);
+	__m256i z = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)),
+				       _mm256_setzero_si256());
+	u = _mm256_blendv_epi8(u, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), z);
+	return _mm256_castsi256_ps(u);
+}
+
+
+/* chain_safe's range (lo, hi) of n contiguous bf16 values */
+__attribute__((target("avx2"))) static void range_bf16_avx2(const uint16_t *v, size_t n,
+							     unsigned *lo, unsigned *hi)
+{
+	const __m256i ff = _mm256_set1_epi16(0xff), zero = _mm256_setzero_si256();
+	__m256i l = ff, h = zero;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(v + i));
+		__m256i e = _mm256_and_si256(_mm256_srli_epi16(w, 7), ff);
+		__m256i ez = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi16(e, zero), ff));
+		l = _mm256_min_epu16(l, ez);
+		h = _mm256_max_epu16(h, e);
+	}
+	uint16_t ll[16], hh[16];
+	_mm256_storeu_si256((__m256i *)(void *)ll, l);
+	_mm256_storeu_si256((__m256i *)(void *)hh, h);
+	unsigned a = 255, b = 0;
+	for (int k = 0; k < 16; k++) {
+		a = ll[k] < a ? ll[k] : a;
+		b = hh[k] > b ? hh[k] : b;
+	}
+	for (; i < n; i++) {
+		unsigned e = (v[i] >> 7) & 0xffu, ez = e ? e : 255u;
+		a = ez < a ? ez : a;
+		b = e > b ? e : b;
+	}
+	*lo = a;
+	*hi = b;
+}
+
+/* y += w * x with no check, for chunks chain_safe proved (fmaf = the model there) */
+__attribute__((target("avx512f"))) static void axpy_fma_avx512(float *y, float w,
+								const float *x, size_t n)
+{
+	const __m512 vw = _mm512_set1_ps(w);
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_fmadd_ps(vw, _mm512_loadu_ps(x + i),
+							_mm512_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] = fmaf(w, x[i], y[i]);
+}
+
+__attribute__((target("avx2,fma"))) static void axpy_fma_avx2(float *y, float w, const float *x,
+							       size_t n)
+{
+	const __m256 vw = _mm256_set1_ps(w);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(x + i),
+							_mm256_loadu_ps(y + i)));
+	for (; i < n; i++)
+		y[i] = fmaf(w, x[i], y[i]);
+}
+
+/* xt [din][tc] = in rows [0, n) (bf16 [n][din]) transposed, 8 tokens x 8 features at once */
+__attribute__((target("avx2"))) static void transpose_in_avx2(float *xt, size_t tc,
+							       const uint16_t *in, int n, int din)
+{
+	int n8 = n & ~7, d8 = din & ~7;
+	for (int t0 = 0; t0 < n8; t0 += 8) {
+		for (int m0 = 0; m0 < d8; m0 += 8) {
+			__m256 v[8];
+			for (int i = 0; i < 8; i++)
+				v[i] = bf16x8_to_f32(in + (size_t)(t0 + i) * din + m0);
+			tr8(v);
+			for (int j = 0; j < 8; j++)
+				_mm256_storeu_ps(xt + (size_t)(m0 + j) * tc + t0, v[j]);
+		}
+		for (int t = t0; t < t0 + 8; t++)
+			for (int m = d8; m < din; m++)
+				xt[(size_t)m * tc + t] = nm_bf16_to_f32(in[(size_t)t * din + m]);
+	}
+	for (int t = n8; t < n; t++)
+		for (int m = 0; m < din; m++)
+			xt[(size_t)m * tc + t] = nm_bf16_to_f32(in[(size_t)t * din + m]);
+}
+
+/* out rows [0, n) ([n][dout]) = yt [dout][tc] transposed */
+__attribute__((target("avx2"))) static void transpose_out_avx2(float *out, const float *yt,
+								size_t tc, int n, int dout)
+{
+	int n8 = n & ~7, d8 = dout & ~7;
+	for (int t0 = 0; t0 < n8; t0 += 8) {
+		for (int o0 = 0; o0 < d8; o0 += 8) {
+			__m256 v[8];
+			for (int j = 0; j < 8; j++)
+				v[j] = _mm256_loadu_ps(yt + (size_t)(o0 + j) * tc + t0);
+			tr8(v);
+			for (int i = 0; i < 8; i++)
+				_mm256_storeu_ps(out + (size_t)(t0 + i) * dout + o0, v[i]);
+		}
+		for (int t = t0; t < t0 + 8; t++)
+			for (int o = d8; o < dout; o++)
+				out[(size_t)t * dout + o] = yt[(size_t)o * tc + t];
+	}
+	for (int t = n8; t < n; t++)
+		for (int o = 0; o < dout; o++)
+			out[(size_t)t * dout + o] = yt[(size_t)o * tc + t];
+}
+#endif
+
 /* ---- forward / backward: one AXPY per nonzero over a chunk of tokens -------------------- */
 
 /*
  * out [T, dout] = chains over majors m ascending of fmac(val, in[t, m], .), for the nonzeros
  * (minor, val) of major m, with in [T, din] bf16. ptr/minor/val: CSC for forward, CSR for
- * backward.
+ * backward. A chunk whose inputs and the weights pass chain_safe runs plain fused
+ * multiply-adds; any other goes through nm_axpy_f32 (checked per vector).
  */
-static int cpu_stream_kernel(float *out, const uint16_t *in, int T, int din, int dout,
-			     const int64_t *ptr, const int32_t *minor, const uint16_t *val,
-			     int64_t nnz)
+static int cpu_stream_kernel(struct cpu_priv *cp, float *out, const uint16_t *in, int T,
+			     int din, int dout, const int64_t *ptr, const int32_t *minor,
+			     const uint16_t *val, int64_t nnz)
 {
 	/* token chunk: keep the chunk's inputs and accumulators near 1 MB */
 	long tc = (256L * 1024) / (din + dout);
@@ -104,40 +307,65 @@ static int cpu_stream_kernel(float *out, const uint16_t *in, int T, int din, int
 	tc &= ~15L;
 	if (tc > T)
 		tc = T;
-	float *xt = malloc((size_t)din * tc * sizeof *xt);
-	float *yt = malloc((size_t)dout * tc * sizeof *yt);
-	float *wv = malloc((size_t)(nnz ? nnz : 1) * sizeof *wv);
-	if (!xt || !yt || !wv) {
-		free(xt);
-		free(yt);
-		free(wv);
+	if (ws_grow((void **)&cp->xt, &cp->xt_cap, (size_t)din * tc, sizeof *cp->xt) ||
+	    ws_grow((void **)&cp->yt, &cp->yt_cap, (size_t)dout * tc, sizeof *cp->yt) ||
+	    ws_grow((void **)&cp->wv, &cp->wv_cap, (size_t)(nnz ? nnz : 1), sizeof *cp->wv))
 		return CS_ERR_NO_MEM;
-	}
+	float *xt = cp->xt, *yt = cp->yt, *wv = cp->wv;
 	for (int64_t k = 0; k < nnz; k++)
 		wv[k] = nm_bf16_to_f32(val[k]);
+	int simd = 0, lg = ceil_log2((size_t)din);
+	unsigned wlo = 255, whi = 255;
+	void (*axpy)(float *, float, const float *, size_t) = NULL;
+#if defined(__x86_64__)
+	simd = cp->simd;
+	if (simd) {
+		range_bf16_avx2(val, (size_t)nnz, &wlo, &whi);
+		axpy = cp->avx512 ? axpy_fma_avx512 : axpy_fma_avx2;
+	}
+#else
+	(void)cp;
+#endif
 	for (int c0 = 0; c0 < T; c0 += (int)tc) {
 		int n = T - c0 < tc ? T - c0 : (int)tc;
+		const uint16_t *ic = in + (size_t)c0 * din;
+		int safe = 0;
 		/* transpose the chunk: xt[m][t] */
-		for (int t = 0; t < n; t++) {
-			const uint16_t *row = in + (size_t)(c0 + t) * din;
-			for (int m = 0; m < din; m++)
-				xt[(size_t)m * tc + t] = nm_bf16_to_f32(row[m]);
+#if defined(__x86_64__)
+		if (simd) {
+			unsigned xlo, xhi;
+			range_bf16_avx2(ic, (size_t)n * din, &xlo, &xhi);
+			safe = chain_safe(xlo, xhi, wlo, whi, lg);
+			transpose_in_avx2(xt, (size_t)tc, ic, n, din);
+		} else
+#endif
+		{
+			for (int t = 0; t < n; t++)
+				for (int m = 0; m < din; m++)
+					xt[(size_t)m * tc + t] = nm_bf16_to_f32(ic[(size_t)t * din + m]);
 		}
 		memset(yt, 0, (size_t)dout * tc * sizeof *yt);
 		for (int m = 0; m < din; m++) {
 			const float *xm = xt + (size_t)m * tc;
-			for (int64_t k = ptr[m]; k < ptr[m + 1]; k++)
-				nm_axpy_f32(yt + (size_t)minor[k] * tc, wv[k], xm, (size_t)n);
+			if (safe)
+				for (int64_t k = ptr[m]; k < ptr[m + 1]; k++)
+					axpy(yt + (size_t)minor[k] * tc, wv[k], xm, (size_t)n);
+			else
+				for (int64_t k = ptr[m]; k < ptr[m + 1]; k++)
+					nm_axpy_f32(yt + (size_t)minor[k] * tc, wv[k], xm, (size_t)n);
 		}
+#if defined(__x86_64__)
+		if (simd) {
+			transpose_out_avx2(out + (size_t)c0 * dout, yt, (size_t)tc, n, dout);
+			continue;
+		}
+#endif
 		for (int t = 0; t < n; t++) {
 			float *row = out + (size_t)(c0 + t) * dout;
 			for (int o = 0; o < dout; o++)
 				row[o] = yt[(size_t)o * tc + t];
 		}
 	}
-	free(xt);
-	free(yt);
-	free(wv);
 	return CS_OK;
 }
 
@@ -147,7 +375,8 @@ static int cpu_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_spar
 	int rc = csd_check_args(dev, "forward", y, x, w, T);
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_FWD, w, T)))
 		return rc;
-	rc = cpu_stream_kernel(y, x, T, w->n_in, w->n_out, w->col_ptr, w->row, w->cval, w->nnz);
+	rc = cpu_stream_kernel(dev->priv, y, x, T, w->n_in, w->n_out, w->col_ptr, w->row, w->cval,
+			       w->nnz);
 	return rc ? csd_fail(dev, rc, "cpu: forward: out of memory") : CS_OK;
 }
 
@@ -157,13 +386,15 @@ static int cpu_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_s
 	int rc = csd_check_args(dev, "backward", dx, dy, w, T);
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_BWD, w, T)))
 		return rc;
-	rc = cpu_stream_kernel(dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val, w->nnz);
+	rc = cpu_stream_kernel(dev->priv, dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val,
+			       w->nnz);
 	return rc ? csd_fail(dev, rc, "cpu: backward: out of memory") : CS_OK;
 }
 
 /* ---- wgrad: PE chains across lanes --------------------------------------------------- */
 
 #define NM_TINY_F 1.1754943508222875e-38f
+#define WG_GROUP 64 /* nonzeros reduced together (lanes of accT) */
 
 /* One chain step redone by the reference (the FPU disagreed or might). */
 static float step_ref(float x, float d, float acc)
@@ -245,8 +476,95 @@ __attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const fl
 		}
 	}
 }
-#endif
 
+/* chains_avx2 for nonzeros whose chains provably stay normal or zero and finite (see
+ * chain_safe): the FPU's fused multiply-add is then the model's fmac, lane for lane. The
+ * partials go straight to accT [P][WG_GROUP] (lanes past nb hold copies of lane 0's
+ * chain: finite, never read back as results). */
+__attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *accT, const float *x,
+								  const float *const *d, int nb,
+								  int P, int steps)
+{
+	for (int b0 = 0; b0 < nb; b0 += 8) {
+		const float *dd[8];
+		for (int b = 0; b < 8; b++)
+			dd[b] = d[b0 + b < nb ? b0 + b : b0];
+		for (int q = 0; q < P; q += 8) {
+			__m256 a[8];
+#pragma GCC unroll 8
+			for (int b = 0; b < 8; b++)
+				a[b] = _mm256_setzero_ps();
+			for (int u = 0; u < steps; u++) {
+				size_t o = (size_t)u * P + q;
+				__m256 xv = _mm256_loadu_ps(x + o);
+#pragma GCC unroll 8
+				for (int b = 0; b < 8; b++)
+					a[b] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(dd[b] + o), a[b]);
+			}
+			tr8(a);
+			for (int j = 0; j < 8; j++)
+				_mm256_storeu_ps(accT + (size_t)(q + j) * WG_GROUP + b0, a[j]);
+		}
+	}
+}
+
+/* layout_tile for P a multiple of 8: 8 PEs x 8 features at a time, transposed in registers */
+__attribute__((target("avx2"))) static void layout_tile_avx2(float *dst, const uint16_t *src,
+							      int T, int nf, int t0, int tp, int P)
+{
+	size_t L = (size_t)tp * P;
+	int nf8 = nf & ~7;
+	for (int u = 0; u < tp; u++)
+		for (int q0 = 0; q0 < P; q0 += 8) {
+			const uint16_t *rows[8];
+			for (int i = 0; i < 8; i++) {
+				int t = t0 + (q0 + i) * tp + u;
+				rows[i] = t < T ? src + (size_t)t * nf : NULL;
+			}
+			float *o = dst + (size_t)u * P + q0;
+			for (int f0 = 0; f0 < nf8; f0 += 8) {
+				__m256 v[8];
+				for (int i = 0; i < 8; i++)
+					v[i] = rows[i] ? bf16x8_to_f32(rows[i] + f0) : _mm256_setzero_ps();
+				tr8(v);
+				for (int j = 0; j < 8; j++)
+					_mm256_storeu_ps(o + (size_t)(f0 + j) * L, v[j]);
+			}
+			for (int f = nf8; f < nf; f++)
+				for (int i = 0; i < 8; i++)
+					o[(size_t)f * L + i] = rows[i] ? nm_bf16_to_f32(rows[i][f]) : 0.0f;
+		}
+}
+
+/* feat_range (below) over the bf16 source rows [t0, t1): 16 features at a time */
+__attribute__((target("avx2"))) static void feat_range_avx2(uint16_t *lo, uint16_t *hi,
+							     const uint16_t *src, int nf, int t0,
+							     int t1)
+{
+	int nf16 = nf & ~15;
+	const __m256i ff = _mm256_set1_epi16(0xff), zero = _mm256_setzero_si256();
+	for (int f = 0; f < nf; f++) {
+		lo[f] = 255;
+		hi[f] = 0;
+	}
+	for (int t = t0; t < t1; t++) {
+		const uint16_t *row = src + (size_t)t * nf;
+		for (int f = 0; f < nf16; f += 16) {
+			__m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(row + f));
+			__m256i e = _mm256_and_si256(_mm256_srli_epi16(w, 7), ff);
+			__m256i ez = _mm256_or_si256(e, _mm256_and_si256(_mm256_cmpeq_epi16(e, zero), ff));
+			__m256i *pl = (__m256i *)(void *)(lo + f), *ph = (__m256i *)(void *)(hi + f);
+			_mm256_storeu_si256(pl, _mm256_min_epu16(_mm256_loadu_si256(pl), ez));
+			_mm256_storeu_si256(ph, _mm256_max_epu16(_mm256_loadu_si256(ph), e));
+		}
+		for (int f = nf16; f < nf; f++) {
+			unsigned e = (row[f] >> 7) & 0xffu, ez = e ? e : 255u;
+			lo[f] = (uint16_t)(ez < lo[f] ? ez : lo[f]);
+			hi[f] = (uint16_t)(e > hi[f] ? e : hi[f]);
+		}
+	}
+}
+#endif
 
 /* Lay tokens of a tile out as [u][q] (token t0 + q*tp + u), zero padded, for features
  * [0, nf) of src [T, nf]: dst[f][u*P + q]. */
@@ -266,7 +584,6 @@ static void layout_tile(float *dst, const uint16_t *src, int T, int nf, int t0, 
 		}
 }
 
-#define WG_GROUP 64
 
 /*
  * The mesh reduction for a group of nb nonzeros at once: accT [P][WG_GROUP] holds the
@@ -330,6 +647,24 @@ __attribute__((target("avx2,fma"))) static void reduce_group_avx2(float *d, cons
 		_mm256_storeu_ps(d + b, s);
 	}
 }
+
+/* reduce_group_avx2 for a group that chain_safe proved normal or zero and finite */
+__attribute__((target("avx2,fma"))) static void reduce_group_avx2_safe(float *d,
+									const float *accT, int nb,
+									int rows, int cols)
+{
+	for (int b = 0; b < nb; b += 8) {
+		__m256 s = _mm256_setzero_ps();
+		for (int r = rows - 1; r >= 0; r--) {
+			const float *pr = accT + (size_t)r * cols * WG_GROUP + b;
+			__m256 v = _mm256_loadu_ps(pr + (size_t)(cols - 1) * WG_GROUP);
+			for (int c = cols - 2; c >= 0; c--)
+				v = _mm256_add_ps(v, _mm256_loadu_ps(pr + (size_t)c * WG_GROUP));
+			s = r == rows - 1 ? v : _mm256_add_ps(s, v);
+		}
+		_mm256_storeu_ps(d + b, s);
+	}
+}
 #endif
 
 static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
@@ -344,46 +679,73 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		return rc;
 	int P = pl.P, K = w->n_in, N = w->n_out;
 	size_t L = (size_t)pl.tp * P;
-	float *xr = malloc((size_t)K * L * sizeof *xr);
-	float *dr = malloc((size_t)N * L * sizeof *dr);
 	float *acc = malloc((size_t)WG_GROUP * P * sizeof *acc);
 	float *accT = calloc((size_t)WG_GROUP * P, sizeof *accT);
 	float d[WG_GROUP];
-	if (!xr || !dr || !acc || !accT) {
+	if (ws_grow((void **)&cp->xr, &cp->xr_cap, (size_t)K * L, sizeof *cp->xr) ||
+	    ws_grow((void **)&cp->dr, &cp->dr_cap, (size_t)N * L, sizeof *cp->dr) ||
+	    ws_grow((void **)&cp->rng, &cp->rng_cap, 2 * ((size_t)K + N), sizeof *cp->rng) ||
+	    !acc || !accT) {
 		rc = csd_fail(dev, CS_ERR_NO_MEM, "cpu: wgrad: out of memory");
 		goto out_free;
 	}
+	float *xr = cp->xr, *dr = cp->dr;
+	uint16_t *xlo = cp->rng, *xhi = xlo + K, *dlo = xhi + K, *dhi = dlo + N;
 	int vec = 0;
 #if defined(__x86_64__)
 	vec = cp->simd && P % 8 == 0;
-#else
-	(void)cp;
 #endif
 	for (int k = 0; k < pl.n_ttiles; k++) {
 		int t0, tp, ntok;
 		plan_ttile(&pl, k, &t0, &tp, &ntok);
-		layout_tile(xr, x, T, K, t0, tp, P);
-		layout_tile(dr, dy, T, N, t0, tp, P);
 		size_t Lk = (size_t)tp * P;
+		int lg = ceil_log2(Lk);
+#if defined(__x86_64__)
+		if (vec) {
+			int t1 = t0 + ntok < T ? t0 + ntok : T;
+			layout_tile_avx2(xr, x, T, K, t0, tp, P);
+			layout_tile_avx2(dr, dy, T, N, t0, tp, P);
+			feat_range_avx2(xlo, xhi, x, K, t0, t1);
+			feat_range_avx2(dlo, dhi, dy, N, t0, t1);
+		} else
+#endif
+		{
+			layout_tile(xr, x, T, K, t0, tp, P);
+			layout_tile(dr, dy, T, N, t0, tp, P);
+		}
 		for (int j = 0; j < K; j++) {
 			const float *xj = xr + (size_t)j * Lk;
 			for (int64_t c0 = w->col_ptr[j]; c0 < w->col_ptr[j + 1]; c0 += WG_GROUP) {
 				int nb = (int)(w->col_ptr[j + 1] - c0 < WG_GROUP ? w->col_ptr[j + 1] - c0
 										 : WG_GROUP);
 				const float *dptr[WG_GROUP];
-				for (int b = 0; b < nb; b++)
-					dptr[b] = dr + (size_t)w->row[c0 + b] * Lk;
+				int safe = vec;
+				for (int b = 0; b < nb; b++) {
+					int i = w->row[c0 + b];
+					dptr[b] = dr + (size_t)i * Lk;
+					safe = safe && chain_safe(xlo[j], xhi[j], dlo[i], dhi[i], lg);
+				}
 #if defined(__x86_64__)
-				if (vec)
-					chains_avx2(acc, xj, dptr, nb, P, tp);
-				else
+				if (safe) {
+					chains_avx2_safe(accT, xj, dptr, nb, P, tp);
+				} else
 #endif
-					chains_scalar(acc, xj, dptr, nb, P, tp);
-				for (int b = 0; b < nb; b++)
-					for (int q = 0; q < P; q++)
-						accT[(size_t)q * WG_GROUP + b] = acc[(size_t)b * P + q];
+				{
 #if defined(__x86_64__)
-				if (cp->simd)
+					if (vec)
+						chains_avx2(acc, xj, dptr, nb, P, tp);
+					else
+#endif
+						chains_scalar(acc, xj, dptr, nb, P, tp);
+					for (int b = 0; b < nb; b++)
+						for (int q = 0; q < P; q++)
+							accT[(size_t)q * WG_GROUP + b] =
+								acc[(size_t)b * P + q];
+				}
+#if defined(__x86_64__)
+				if (safe)
+					reduce_group_avx2_safe(d, accT, nb, pl.g.rows, pl.g.cols);
+				else if (cp->simd)
 					reduce_group_avx2(d, accT, nb, pl.g.rows, pl.g.cols);
 				else
 #endif
@@ -396,8 +758,6 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		}
 	}
 out_free:
-	free(xr);
-	free(dr);
 	free(acc);
 	free(accT);
 	return rc;

@@ -58,6 +58,7 @@ struct usb_priv {
 	frm_tx tx;
 	frm_dec dec;
 	int rx_bad;          /* a device -> host frame was corrupted or lost */
+	int resync;          /* an exchange failed: resynchronize before the next one */
 	int have_stat;
 	frm_frame stat;
 	uint32_t *rq;        /* response words received, not yet read */
@@ -356,6 +357,11 @@ static int pump(csd_dev *dev, int wait_ms, int *progress)
 	while ((len = frm_tx_next(&p->tx, &bytes, now_ns())) > 0)
 		if ((rc = write_bytes(dev, bytes, (size_t)len)))
 			return rc;
+	if (len < 0 && p->tx.acks)
+		return csd_fail(dev, len,
+				"usb: the board stopped acknowledging frames (%d ACK timeouts in a "
+				"row): it may have hung or lost power; reset it (re-plug) and reopen",
+				USB_MAX_ACK_TIMEOUTS);
 	if (len < 0)
 		return csd_fail(dev, len,
 				"usb: the board acknowledges nothing (%d ACK timeouts in a row): is "
@@ -488,6 +494,67 @@ static int link_stat(csd_dev *dev, int tries)
 			"usb: board %s does not answer on its UART (interface %d, %d baud): is the "
 			"bitstream loaded (cshost board flash), and is this the right interface?",
 			p->o.serial, p->o.iface, p->o.baud);
+}
+
+/*
+ * Counters of one planned run on the byte link: the link bytes are what went over the
+ * UART, measured here (framing, ACK/NAK, STAT and resent frames included: docs/architecture.md
+ * section 6), not 4 per word as on the word-level devices; the rest is the plan's.
+ */
+static void usb_count(csd_dev *dev, const struct plan_stats *st, uint64_t out0, uint64_t in0)
+{
+	struct usb_priv *p = dev->priv;
+	struct plan_stats s = *st;
+	s.words_out = s.words_in = 0;
+	csd_count(dev, &s);
+	dev->ctr.link_bytes_out += p->bytes_out - out0;
+	dev->ctr.link_bytes_in += p->bytes_in - in0;
+}
+
+/*
+ * After a failed exchange the host and the board disagree on what is in flight (a response
+ * lost, unread words queued). The board answers in order, so everything it sent before its
+ * answer to a STAT query is stale: drain up to that answer, drop the unread responses and
+ * restart both sequence numbers from the board's state. The link's statistics carry over.
+ * What this cannot undo: a command the host port has only partly received (a send that timed
+ * out in the middle of a command); only a board reset clears that.
+ */
+static int link_resync(csd_dev *dev)
+{
+	struct usb_priv *p = dev->priv;
+	int rc = link_stat(dev, 3);
+	if (rc)
+		return rc;
+	frm_stat st;
+	if (frm_stat_parse(&st, &p->stat))
+		return csd_fail(dev, CS_ERR_PROTOCOL, "usb: malformed STAT answer from the board");
+	frm_tx tx = p->tx;
+	frm_dec dec = p->dec;
+	frm_tx_init(&p->tx, USB_ACK_TIMEOUT_NS, USB_MAX_ACK_TIMEOUTS, st.rx_expect);
+	frm_dec_init(&p->dec, USB_BYTE_TIMEOUT_NS, st.tx_seq);
+	p->tx.frames_sent = tx.frames_sent;
+	p->tx.retransmits = tx.retransmits;
+	p->tx.naks = tx.naks;
+	p->tx.timeouts = tx.timeouts;
+	p->tx.acks = tx.acks;
+	p->dec.frames = dec.frames;
+	p->dec.err_crc = dec.err_crc;
+	p->dec.err_hdr = dec.err_hdr;
+	p->dec.err_trunc = dec.err_trunc;
+	p->dec.err_seq = dec.err_seq;
+	p->rx_bad = 0;
+	p->rq_head = p->rq_len = 0;
+	p->resync = 0;
+	return CS_OK;
+}
+
+/* Before an exchange: resynchronize if the last one failed (not after an unplug). */
+static int link_ready(csd_dev *dev)
+{
+	struct usb_priv *p = dev->priv;
+	if (p->gone)
+		return csd_fail(dev, CS_ERR_NO_DEVICE, "usb: the board was unplugged");
+	return p->resync ? link_resync(dev) : CS_OK;
 }
 
 /* ---- open / close ------------------------------------------------------------------- */
@@ -687,9 +754,11 @@ static int usb_open(csd_dev *dev, const char *arg)
 	frm_tx_init(&p->tx, USB_ACK_TIMEOUT_NS, USB_MAX_ACK_TIMEOUTS, st.rx_expect);
 	frm_dec_init(&p->dec, USB_BYTE_TIMEOUT_NS, st.tx_seq);
 	p->rx_bad = 0;
+	p->rq_head = p->rq_len = 0; /* words of an earlier session that arrived before the STAT */
 	if (!p->o.noload) {
 		struct plan_link link = { .ctx = dev, .send = link_send, .recv = link_recv };
 		struct plan_stats pst = { 0 };
+		uint64_t out0 = p->bytes_out, in0 = p->bytes_in;
 		dev->have_fw = csd_fw_get(&dev->fw, "kernels", err, sizeof err) == CS_OK;
 		if ((rc = plan_load(&dev->geom, dev->have_fw ? &dev->fw : NULL, &link, &pst, err,
 				    sizeof err))) {
@@ -697,7 +766,7 @@ static int usb_open(csd_dev *dev, const char *arg)
 				csd_fail(dev, rc, "usb: %s", err);
 			goto out_close;
 		}
-		csd_count(dev, &pst);
+		usb_count(dev, &pst, out0, in0);
 	}
 	return CS_OK;
 out_close:
@@ -724,13 +793,17 @@ static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, const uint16_t 
 				  .timeout_cycles = (uint32_t)(dev->clock_hz / 1000.0 *
 							       p->o.timeout_ms) };
 	struct plan_io io = { .w = w, .act = act, .bact = bact, .out = out };
+	if ((rc = link_ready(dev)))
+		return rc;
+	uint64_t out0 = p->bytes_out, in0 = p->bytes_in;
 	rc = plan_exec(&pl, &dev->fw, &io, &link, &st, err, sizeof err);
 	if (rc) {
+		p->resync = rc != CS_ERR_NO_DEVICE;
 		if (!dev->err[0])
 			csd_fail(dev, rc, "usb: %s", err);
 		return rc;
 	}
-	csd_count(dev, &st);
+	usb_count(dev, &st, out0, in0);
 	return CS_OK;
 }
 
@@ -774,13 +847,18 @@ int csd_usb_xfer(csd_dev *dev, const uint32_t *cmd, size_t ncmd, uint32_t *rsp, 
 	if (dev->be != &csd_backend_usb)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED, "%s: not a usb device", dev->be->name);
 	dev->err[0] = 0;
-	int rc = ncmd ? link_send(dev, cmd, ncmd) : CS_OK;
+	struct usb_priv *p = dev->priv;
+	int rc = link_ready(dev);
+	if (rc)
+		return rc;
+	uint64_t out0 = p->bytes_out, in0 = p->bytes_in;
+	rc = ncmd ? link_send(dev, cmd, ncmd) : CS_OK;
 	if (!rc && nrsp)
 		rc = link_recv(dev, rsp, nrsp);
-	if (!rc) {
-		dev->ctr.link_bytes_out += 4 * (uint64_t)ncmd;
-		dev->ctr.link_bytes_in += 4 * (uint64_t)nrsp;
-	}
+	if (rc)
+		p->resync = rc != CS_ERR_NO_DEVICE;
+	dev->ctr.link_bytes_out += p->bytes_out - out0; /* on the wire, framing included */
+	dev->ctr.link_bytes_in += p->bytes_in - in0;
 	return rc;
 }
 

@@ -753,8 +753,27 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	while (t.step < c->steps) {
 		train_step_stats s;
 		rc = trainer_step(&t, &s, err, errlen);
-		if (rc)
+		if (rc) {
+			/* a device error (unplugged board, link failure) ends the run here: say
+			 * where it can continue from (checkpoints are written atomically, so the
+			 * last one is whole) */
+			long last[1];
+			if (tty)
+				fputc('\n', out);
+			if (list_ckpts(dir, last, 1)) {
+				char p[TC_PATH_MAX + 200];
+				ckpt_path(p, sizeof p, dir, last[0]);
+				fprintf(out, "train: stopped by an error in step %ld; the last checkpoint "
+					     "is %s (step %ld): fix the cause, then continue with "
+					     "--resume\n",
+					t.step + 1, p, last[0]);
+			} else {
+				fprintf(out, "train: stopped by an error in step %ld, before the first "
+					     "checkpoint (train.ckpt_every %d)\n",
+					t.step + 1, c->ckpt_every);
+			}
 			goto out_close;
+		}
 		steps_here++;
 		ms_sum += s.ms;
 		double tok_s = tok_per_step / (s.ms * 1e-3);

@@ -1,8 +1,8 @@
 /*
- * test_cpu.c - the cpu backend against a naive reference written here from
- * docs/architecture.md section 5 alone: per-element nm_fmac_bits / nm_add_bits loops over a
- * dense weight and mask, in the documented order, with the token partition re-derived from
- * section 4.5. Random shapes (tiled and not, not dividing the mesh), sparsities 0..0.99 and
+ * test_cpu.c - the cpu backend against the naive references of tests/support/kernel_ref.c
+ * (written from docs/architecture.md section 5 alone: per-element nm_fmac_bits / nm_add_bits
+ * loops over a dense weight and mask, in the documented order, with the token partition
+ * re-derived from section 4.5). Random shapes (tiled and not, not dividing the mesh), sparsities 0..0.99 and
  * 1 (all zero), empty rows and columns, special values. Also: link bytes against the
  * protocol's word counts (section 6), re-derived here.
  * TEST_SEED replays; REGRESS=1 runs many more cases.
@@ -19,18 +19,17 @@
 
 #include "common/numerics.h"
 #include "driver/csd.h"
+#include "../support/kernel_ref.h"
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
+/* a layer from the shared generator, asserting on failure; specials include values near
+ * underflow and overflow */
+static void layer_make(struct kref_layer *L, int T, int N, int K, double sparsity, int specials,
+		       int empty_lines)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	assert_int_equal(kref_layer_make(L, T, N, K, sparsity,
+					 specials ? KREF_EXTREMES : KREF_PLAIN, empty_lines),
+			 0);
 }
-static double rng_unif(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
-static int rng_int(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1)); }
 
 static int regress_mode(void)
 {
@@ -38,166 +37,8 @@ static int regress_mode(void)
 	return r && *r && strcmp(r, "0") != 0;
 }
 
-/* a random bf16: mostly moderate normals, sometimes wide exponents or specials */
-static uint16_t rand_bf16(int specials)
-{
-	uint64_t r = rng_next();
-	if (specials && (r & 63) == 0) {
-		static const uint16_t sp[] = { 0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x0001,
-					       0x8040, 0x0080, 0x7f7f, 0x00ff };
-		return sp[(r >> 8) % (sizeof sp / sizeof sp[0])];
-	}
-	if (specials && (r & 63) == 1) /* near underflow or overflow */
-		return (uint16_t)((r >> 8 & 0x8000) | (((r >> 16) & 1) ? 0x0080 + (r >> 20 & 0x3ff)
-								       : 0x7e00 + (r >> 20 & 0x17f)));
-	float f = (float)((rng_unif() * 2 - 1) * ldexp(1.0, (int)(r >> 40 & 7) - 3));
-	return nm_bf16_from_f32(f);
-}
-
-struct layer {
-	int T, N, K; /* W [N, K] */
-	uint8_t *mask;
-	float *wf;     /* dense fp32 weights given to csd_sparse_from_dense */
-	uint16_t *wb;  /* their bf16 */
-	uint16_t *x;   /* [T, K] */
-	uint16_t *dy;  /* [T, N] */
-	csd_sparse sp;
-};
-
-static void layer_make(struct layer *L, int T, int N, int K, double sparsity, int specials,
-		       int empty_lines)
-{
-	L->T = T;
-	L->N = N;
-	L->K = K;
-	L->mask = malloc((size_t)N * K);
-	L->wf = malloc((size_t)N * K * sizeof *L->wf);
-	L->wb = malloc((size_t)N * K * sizeof *L->wb);
-	L->x = malloc((size_t)T * K * 2);
-	L->dy = malloc((size_t)T * N * 2);
-	assert_non_null(L->mask);
-	for (size_t e = 0; e < (size_t)N * K; e++) {
-		L->mask[e] = rng_unif() >= sparsity;
-		uint16_t b = rand_bf16(specials);
-		if ((rng_next() & 31) == 0)
-			b = (rng_next() & 1) ? 0x8000 : 0; /* kept zeros still stream */
-		L->wb[e] = b;
-		L->wf[e] = nm_bf16_to_f32(b);
-		if ((b & 0x7f80) == 0 && (b & 0x7f)) /* a bf16 subnormal: give its exact fp32 */
-			L->wf[e] = ldexpf((float)(b & 0x7f), -133) * ((b & 0x8000) ? -1.0f : 1.0f);
-		if ((b & 0x7f80) == 0x7f80 && (b & 0x7f))
-			L->wf[e] = NAN;
-	}
-	if (empty_lines) {
-		for (int i = 0; i < N; i += 3)
-			memset(L->mask + (size_t)i * K, 0, (size_t)K);
-		for (int j = 1; j < K; j += 4)
-			for (int i = 0; i < N; i++)
-				L->mask[(size_t)i * K + j] = 0;
-	}
-	for (size_t e = 0; e < (size_t)T * K; e++)
-		L->x[e] = rand_bf16(specials);
-	for (size_t e = 0; e < (size_t)T * N; e++)
-		L->dy[e] = rand_bf16(specials);
-	assert_int_equal(csd_sparse_from_dense(&L->sp, L->wf, L->mask, N, K), CS_OK);
-}
-
-static void layer_free(struct layer *L)
-{
-	csd_sparse_free(&L->sp);
-	free(L->mask);
-	free(L->wf);
-	free(L->wb);
-	free(L->x);
-	free(L->dy);
-}
-
-/* the weight the device sees: bf16 rounding of wf (subnormals flushed by the numerics) */
-static uint16_t wval(const struct layer *L, size_t e)
-{
-	return nm_bf16_from_f32(L->wf[e]);
-}
-
-static void ref_forward(uint32_t *y, const struct layer *L)
-{
-	for (int t = 0; t < L->T; t++)
-		for (int i = 0; i < L->N; i++) {
-			uint32_t acc = 0;
-			for (int j = 0; j < L->K; j++)
-				if (L->mask[(size_t)i * L->K + j])
-					acc = nm_fmac_bits(wval(L, (size_t)i * L->K + j),
-							   L->x[(size_t)t * L->K + j], acc);
-			y[(size_t)t * L->N + i] = acc;
-		}
-}
-
-static void ref_backward(uint32_t *dx, const struct layer *L)
-{
-	for (int t = 0; t < L->T; t++)
-		for (int j = 0; j < L->K; j++) {
-			uint32_t acc = 0;
-			for (int i = 0; i < L->N; i++)
-				if (L->mask[(size_t)i * L->K + j])
-					acc = nm_fmac_bits(wval(L, (size_t)i * L->K + j),
-							   L->dy[(size_t)t * L->N + i], acc);
-			dx[(size_t)t * L->K + j] = acc;
-		}
-}
-
-/* section 4.5: tokens per PE of a full tile, from the SRAM sizes */
-static int ref_tp(int T, int P, int din, int awords, int bcap)
-{
-	int tp = (T + P - 1) / P;
-	if (tp > awords / din)
-		tp = awords / din;
-	if (tp > bcap)
-		tp = bcap;
-	return tp;
-}
-
-/* dw in CSR order (row-major over the mask) */
-static void ref_wgrad(uint32_t *dw, const struct layer *L, int R, int C, int awords, int bwords)
-{
-	int P = R * C, tp = ref_tp(L->T, P, L->K, awords, bwords);
-	uint32_t *p = malloc((size_t)P * sizeof *p), *s = malloc((size_t)R * sizeof *s);
-	size_t k = 0;
-	for (int i = 0; i < L->N; i++)
-		for (int j = 0; j < L->K; j++) {
-			if (!L->mask[(size_t)i * L->K + j])
-				continue;
-			uint32_t total = 0;
-			for (int t0 = 0, tile = 0; t0 < L->T; t0 += P * tp, tile++) {
-				int n = L->T - t0 < P * tp ? L->T - t0 : P * tp;
-				int tpk = (n + P - 1) / P;
-				for (int q = 0; q < P; q++) {
-					uint32_t acc = 0;
-					for (int u = 0; u < tpk; u++) {
-						int t = t0 + q * tpk + u;
-						uint16_t a = t < L->T ? L->x[(size_t)t * L->K + j] : 0;
-						uint16_t b = t < L->T ? L->dy[(size_t)t * L->N + i] : 0;
-						acc = nm_fmac_bits(a, b, acc);
-					}
-					p[q] = acc;
-				}
-				for (int r = 0; r < R; r++) {
-					uint32_t v = p[r * C + C - 1];
-					for (int c = C - 2; c >= 0; c--)
-						v = nm_add_bits(v, p[r * C + c]);
-					s[r] = v;
-				}
-				uint32_t v = s[R - 1];
-				for (int r = R - 2; r >= 0; r--)
-					v = nm_add_bits(v, s[r]);
-				total = tile == 0 ? v : nm_add_bits(total, v);
-			}
-			dw[k++] = total;
-		}
-	free(p);
-	free(s);
-}
-
 static int cmp_bits(const char *what, const float *got, const uint32_t *want, size_t n,
-		    const char *uri, const struct layer *L, double sp)
+		    const char *uri, const struct kref_layer *L, double sp)
 {
 	for (size_t e = 0; e < n; e++) {
 		uint32_t g = nm_f32_bits(got[e]);
@@ -226,7 +67,7 @@ static void run_case(const struct dev_cfg *dc, int T, int N, int K, double sp, i
 	if (rc)
 		print_error("%s: %s\n", uri, csd_last_error(NULL));
 	assert_int_equal(rc, CS_OK);
-	struct layer L;
+	struct kref_layer L;
 	layer_make(&L, T, N, K, sp, specials, empty);
 	size_t ny = (size_t)T * N, nx = (size_t)T * K, nz = (size_t)L.sp.nnz;
 	float *y = malloc(ny * 4 + 4), *dx = malloc(nx * 4 + 4), *dw = malloc(nz * 4 + 4);
@@ -237,21 +78,21 @@ static void run_case(const struct dev_cfg *dc, int T, int N, int K, double sp, i
 	if (rc)
 		print_error("%s\n", csd_last_error(dev));
 	assert_int_equal(rc, CS_OK);
-	ref_forward(ry, &L);
+	kref_forward(ry, &L);
 	bad |= cmp_bits("forward", y, ry, ny, uri, &L, sp);
 
 	rc = csd_backward(dev, dx, L.dy, &L.sp, T);
 	if (rc)
 		print_error("%s\n", csd_last_error(dev));
 	assert_int_equal(rc, CS_OK);
-	ref_backward(rdx, &L);
+	kref_backward(rdx, &L);
 	bad |= cmp_bits("backward", dx, rdx, nx, uri, &L, sp);
 
 	rc = csd_wgrad(dev, dw, L.dy, L.x, &L.sp, T);
 	if (rc)
 		print_error("%s\n", csd_last_error(dev));
 	assert_int_equal(rc, CS_OK);
-	ref_wgrad(rdw, &L, dc->R, dc->C, dc->awords, dc->bwords);
+	assert_int_equal(kref_wgrad(rdw, &L, dc->R, dc->C, dc->awords, dc->bwords), 0);
 	bad |= cmp_bits("wgrad", dw, rdw, nz, uri, &L, sp);
 
 	free(y);
@@ -260,7 +101,7 @@ static void run_case(const struct dev_cfg *dc, int T, int N, int K, double sp, i
 	free(ry);
 	free(rdx);
 	free(rdw);
-	layer_free(&L);
+	kref_layer_free(&L);
 	csd_close(dev);
 	assert_int_equal(bad, 0);
 }
@@ -277,8 +118,8 @@ static void test_default_sram(void **state)
 	int reps = regress_mode() ? 200 : 10;
 	for (size_t m = 0; m < sizeof meshes / sizeof meshes[0]; m++)
 		for (int r = 0; r < reps; r++) {
-			double sp = sparsities[rng_next() % 8];
-			run_case(&meshes[m], rng_int(1, 70), rng_int(1, 40), rng_int(1, 40), sp,
+			double sp = sparsities[kref_rng_next() % 8];
+			run_case(&meshes[m], kref_rng_int(1, 70), kref_rng_int(1, 40), kref_rng_int(1, 40), sp,
 				 r & 1, r % 3 == 2);
 		}
 }
@@ -293,10 +134,10 @@ static void test_tiled(void **state)
 	int reps = regress_mode() ? 200 : 10;
 	for (size_t m = 0; m < sizeof meshes / sizeof meshes[0]; m++)
 		for (int r = 0; r < reps; r++) {
-			int K = rng_int(1, meshes[m].awords < 60 ? meshes[m].awords : 60);
-			double sp = sparsities[rng_next() % 8];
-			int N = rng_int(1, meshes[m].awords < 70 ? meshes[m].awords : 70);
-			run_case(&meshes[m], rng_int(1, 90), N, K, sp, r & 1, r % 3 == 1);
+			int K = kref_rng_int(1, meshes[m].awords < 60 ? meshes[m].awords : 60);
+			double sp = sparsities[kref_rng_next() % 8];
+			int N = kref_rng_int(1, meshes[m].awords < 70 ? meshes[m].awords : 70);
+			run_case(&meshes[m], kref_rng_int(1, 90), N, K, sp, r & 1, r % 3 == 1);
 		}
 }
 
@@ -314,13 +155,13 @@ static void test_sparsity_sweep(void **state)
 /* ---- link bytes: the words of section 6, counted here from the doc -------------------- */
 
 /* host -> device words of one kernel call on a RxC mesh (see plan.c's stream comment) */
-static uint64_t words_out_expected(int kernel, const struct layer *L, int R, int C, int aw,
+static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R, int C, int aw,
 				   int bw, uint64_t *runs_out, uint64_t *nnz_out, uint64_t *batches_out)
 {
 	int P = R * C;
 	int din = kernel == 1 ? L->N : L->K, dout = kernel == 1 ? L->K : L->N;
 	int bcap = kernel == 2 ? bw : bw / 2;
-	int tp = ref_tp(L->T, P, din, aw, bcap);
+	int tp = kref_tp(L->T, P, din, aw, bcap);
 	int dt = bcap / tp < dout ? bcap / tp : dout;
 	uint64_t w = 1; /* CLEAR */
 	w += kernel == 2 ? (uint64_t)P * 34 : 34; /* task tables */
@@ -393,7 +234,7 @@ static void test_link_bytes(void **state)
 		assert_int_equal(csd_open(&dev, uri), CS_OK);
 		int64_t overhead[3] = { -1, -1, -1 };
 		for (size_t s = 0; s < 8; s++) {
-			struct layer L;
+			struct kref_layer L;
 			/* a shape where the 255-nonzero run cut happens at the default size */
 			int big = c == 0;
 			layer_make(&L, big ? 50 : 37, big ? 600 : 41, big ? 20 : 29, sparsities[s], 0,
@@ -431,7 +272,7 @@ static void test_link_bytes(void **state)
 				assert_true(ct.mac_busy <= ct.pe_cycles);
 			}
 			free(out);
-			layer_free(&L);
+			kref_layer_free(&L);
 		}
 		csd_close(dev);
 	}
@@ -440,7 +281,7 @@ static void test_link_bytes(void **state)
 static void test_sparse_build(void **state)
 {
 	(void)state;
-	struct layer L;
+	struct kref_layer L;
 	layer_make(&L, 3, 17, 23, 0.6, 1, 1);
 	csd_sparse *sp = &L.sp;
 	int64_t k = 0;
@@ -449,7 +290,7 @@ static void test_sparse_build(void **state)
 		for (int j = 0; j < L.K; j++)
 			if (L.mask[(size_t)i * L.K + j]) {
 				assert_int_equal(sp->col[k], j);
-				assert_int_equal(sp->val[k], wval(&L, (size_t)i * L.K + j));
+				assert_int_equal(sp->val[k], kref_wval(&L, (size_t)i * L.K + j));
 				k++;
 			}
 	}
@@ -471,7 +312,7 @@ static void test_sparse_build(void **state)
 	for (int i = 0; i < L.N; i++)
 		for (int j = 0; j < L.K; j++)
 			if (L.mask[(size_t)i * L.K + j])
-				assert_int_equal(sp->val[k++], wval(&L, (size_t)i * L.K + j));
+				assert_int_equal(sp->val[k++], kref_wval(&L, (size_t)i * L.K + j));
 	/* without a mask: keep the nonzero bf16 values */
 	csd_sparse s2;
 	float w2[6] = { 0.0f, -0.0f, 1e-45f, 3.0f, 0.0f, -1.0f };
@@ -481,7 +322,7 @@ static void test_sparse_build(void **state)
 	assert_int_equal(s2.row_ptr[1], 0);
 	assert_int_equal(s2.col[1], 2);
 	csd_sparse_free(&s2);
-	layer_free(&L);
+	kref_layer_free(&L);
 }
 
 static void test_errors(void **state)
@@ -505,14 +346,75 @@ static void test_errors(void **state)
 	assert_int_equal(info.a_words, 64);
 	assert_int_equal(info.b_words, 8192);
 	/* a layer whose one token does not fit SRAM A */
-	struct layer L;
+	struct kref_layer L;
 	layer_make(&L, 4, 3, 65, 0.5, 0, 0);
 	float y[12];
 	assert_int_equal(csd_forward(dev, y, L.x, &L.sp, 4), CS_ERR_RANGE);
 	assert_non_null(strstr(csd_last_error(dev), "SRAM A"));
 	assert_int_equal(csd_forward(dev, y, L.x, &L.sp, 0), CS_ERR_INVALID);
 	assert_int_equal(csd_forward(dev, NULL, L.x, &L.sp, 4), CS_ERR_INVALID);
-	layer_free(&L);
+	kref_layer_free(&L);
+	csd_close(dev);
+}
+
+/* a bf16 of random sign and mantissa with exponent in [e, e + 3] (unbiased) */
+static uint16_t bf16_exp(int e)
+{
+	uint64_t r = kref_rng_next();
+	unsigned be = (unsigned)(e + (int)(r & 3) + 127);
+	return (uint16_t)((r >> 8 & 0x8000) | be << 7 | (r >> 16 & 0x7f));
+}
+
+/*
+ * The unchecked paths of the cpu backend (backend_cpu.c chain_safe: chains whose operand
+ * exponents keep every partial sum normal and finite) at the edges of their conditions:
+ * x, dy and the weights with exponents whose sums straddle the underflow bound (-112:
+ * products down to 2^-126) and the overflow bound, so that chains just inside take the
+ * fast paths and those just outside reach subnormal or infinite partial sums that the
+ * checked paths must handle. All three kernels against the references.
+ */
+static void test_range_edges(void **state)
+{
+	(void)state;
+	static const struct dev_cfg dc = { 4, 4, 4096, 2048 };
+	char uri[96];
+	snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%d,bwords=%d", dc.R, dc.C, dc.awords, dc.bwords);
+	csd_dev *dev;
+	assert_int_equal(csd_open(&dev, uri), CS_OK);
+	static const int sums[] = { -122, -116, -114, -113, -112, -111, -110, -104,
+				    112,  116,  118,  119,  120,  121,  124 };
+	for (size_t si = 0; si < sizeof sums / sizeof sums[0]; si++)
+		for (int split = 0; split < 2; split++) {
+			struct kref_layer L;
+			layer_make(&L, 48, 24, 20, 0.5, 0, 0);
+			/* wgrad sums ex + ed, forward ex + ed (weights take ed), backward 2 ed */
+			int ex = split ? sums[si] / 2 : sums[si] < 0 ? sums[si] + 60 : sums[si] - 60;
+			int ed = sums[si] - ex;
+			for (size_t e = 0; e < (size_t)L.T * L.K; e++)
+				L.x[e] = (kref_rng_next() & 7) ? bf16_exp(ex) : 0;
+			for (size_t e = 0; e < (size_t)L.T * L.N; e++)
+				L.dy[e] = (kref_rng_next() & 7) ? bf16_exp(ed) : 0x8000;
+			for (size_t e = 0; e < (size_t)L.N * L.K; e++)
+				L.wf[e] = nm_bf16_to_f32(bf16_exp(ed));
+			assert_int_equal(csd_sparse_update_values(&L.sp, L.wf), CS_OK);
+			size_t nz = (size_t)L.sp.nnz, ny = (size_t)L.T * L.N, nx = (size_t)L.T * L.K;
+			float *out = malloc((nz + ny + nx) * 4 + 4);
+			uint32_t *ref = malloc((nz + ny + nx) * 4 + 4);
+			char what[64];
+			snprintf(what, sizeof what, "exponents %d + %d", ex, ed);
+			assert_int_equal(csd_wgrad(dev, out, L.dy, L.x, &L.sp, L.T), CS_OK);
+			assert_int_equal(kref_wgrad(ref, &L, dc.R, dc.C, dc.awords, dc.bwords), 0);
+			assert_int_equal(cmp_bits("wgrad", out, ref, nz, what, &L, 0.5), 0);
+			assert_int_equal(csd_forward(dev, out, L.x, &L.sp, L.T), CS_OK);
+			kref_forward(ref, &L);
+			assert_int_equal(cmp_bits("forward", out, ref, ny, what, &L, 0.5), 0);
+			assert_int_equal(csd_backward(dev, out, L.dy, &L.sp, L.T), CS_OK);
+			kref_backward(ref, &L);
+			assert_int_equal(cmp_bits("backward", out, ref, nx, what, &L, 0.5), 0);
+			free(out);
+			free(ref);
+			kref_layer_free(&L);
+		}
 	csd_close(dev);
 }
 
@@ -532,13 +434,13 @@ int main(void)
 {
 	const char *s = getenv("TEST_SEED");
 	uint64_t seed = s ? strtoull(s, NULL, 0) : 4242;
-	rng_state = seed * 0x9e3779b97f4a7c15ull + 7;
+	kref_rng_state = seed * 0x9e3779b97f4a7c15ull + 7;
 	printf("seed %llu (set TEST_SEED to replay)\n", (unsigned long long)seed);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sparse_build),  cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_default_sram),  cmocka_unit_test(test_tiled),
 		cmocka_unit_test(test_sparsity_sweep), cmocka_unit_test(test_link_bytes),
-		cmocka_unit_test(test_scalar_path),
+		cmocka_unit_test(test_scalar_path),   cmocka_unit_test(test_range_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

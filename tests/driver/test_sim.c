@@ -28,19 +28,8 @@
 #include "driver/fw.h"
 #include "driver/proto.h"
 #include "driver/sim_harness.h"
+#include "../support/kernel_ref.h"
 #include "../../verif/models/mesh_model.h"
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-static double rng_unif(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
-static int rng_int(int lo, int hi) { return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1)); }
 
 static int env_on(const char *name, int dflt)
 {
@@ -50,112 +39,21 @@ static int env_on(const char *name, int dflt)
 	return strcmp(r, "0") != 0;
 }
 
-static uint16_t rand_bf16(int specials)
-{
-	uint64_t r = rng_next();
-	if (specials && (r & 63) == 0) {
-		static const uint16_t sp[] = { 0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x0001,
-					       0x8040, 0x0080, 0x7f7f, 0x00ff };
-		return sp[(r >> 8) % (sizeof sp / sizeof sp[0])];
-	}
-	float f = (float)((rng_unif() * 2 - 1) * ldexp(1.0, (int)(r >> 40 & 7) - 3));
-	return nm_bf16_from_f32(f);
-}
-
-struct layer {
-	int T, N, K;
-	uint8_t *mask;
-	float *wf;
-	uint16_t *x, *dy;
-	csd_sparse sp;
-};
-
-static void layer_make(struct layer *L, int T, int N, int K, double sparsity, int specials,
+/* a layer from the shared generator (tests/support/kernel_ref.c), asserting on failure */
+static void layer_make(struct kref_layer *L, int T, int N, int K, double sparsity, int specials,
 		       int empty_lines)
 {
-	L->T = T;
-	L->N = N;
-	L->K = K;
-	L->mask = malloc((size_t)N * K);
-	L->wf = malloc((size_t)N * K * sizeof *L->wf);
-	L->x = malloc((size_t)T * K * 2);
-	L->dy = malloc((size_t)T * N * 2);
-	assert_non_null(L->mask);
-	assert_non_null(L->wf);
-	assert_non_null(L->x);
-	assert_non_null(L->dy);
-	for (size_t e = 0; e < (size_t)N * K; e++) {
-		L->mask[e] = rng_unif() >= sparsity;
-		uint16_t b = rand_bf16(specials);
-		if ((rng_next() & 31) == 0)
-			b = (rng_next() & 1) ? 0x8000 : 0;
-		L->wf[e] = nm_bf16_to_f32(b);
-		if ((b & 0x7f80) == 0 && (b & 0x7f))
-			L->wf[e] = ldexpf((float)(b & 0x7f), -133) * ((b & 0x8000) ? -1.0f : 1.0f);
-		if ((b & 0x7f80) == 0x7f80 && (b & 0x7f))
-			L->wf[e] = NAN;
-	}
-	if (empty_lines) {
-		for (int i = 0; i < N; i += 3)
-			memset(L->mask + (size_t)i * K, 0, (size_t)K);
-		for (int j = 1; j < K; j += 4)
-			for (int i = 0; i < N; i++)
-				L->mask[(size_t)i * K + j] = 0;
-	}
-	for (size_t e = 0; e < (size_t)T * K; e++)
-		L->x[e] = rand_bf16(specials);
-	for (size_t e = 0; e < (size_t)T * N; e++)
-		L->dy[e] = rand_bf16(specials);
-	assert_int_equal(csd_sparse_from_dense(&L->sp, L->wf, L->mask, N, K), CS_OK);
-}
-
-static void layer_free(struct layer *L)
-{
-	csd_sparse_free(&L->sp);
-	free(L->mask);
-	free(L->wf);
-	free(L->x);
-	free(L->dy);
+	assert_int_equal(kref_layer_make(L, T, N, K, sparsity,
+					 specials ? KREF_SPECIALS : KREF_PLAIN, empty_lines),
+			 0);
 }
 
 /* Run kernel k on dev and ref; compare bit for bit. Returns the number of mismatches. */
-static long run_cmp(csd_dev *dev, csd_dev *ref, int k, const struct layer *L, const char *what)
+static long run_cmp(csd_dev *dev, csd_dev *ref, int k, const struct kref_layer *L,
+		    const char *what)
 {
-	size_t n = k == 0 ? (size_t)L->T * L->N : k == 1 ? (size_t)L->T * L->K : (size_t)L->sp.nnz;
-	float *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
-	assert_non_null(a);
-	assert_non_null(b);
-	memset(a, 0xa5, (n ? n : 1) * sizeof *a); /* garbage: every output must be written */
-	memset(b, 0x5a, (n ? n : 1) * sizeof *b);
-	int ra, rb;
-	if (k == 0) {
-		ra = csd_forward(dev, a, L->x, &L->sp, L->T);
-		rb = csd_forward(ref, b, L->x, &L->sp, L->T);
-	} else if (k == 1) {
-		ra = csd_backward(dev, a, L->dy, &L->sp, L->T);
-		rb = csd_backward(ref, b, L->dy, &L->sp, L->T);
-	} else {
-		ra = csd_wgrad(dev, a, L->dy, L->x, &L->sp, L->T);
-		rb = csd_wgrad(ref, b, L->dy, L->x, &L->sp, L->T);
-	}
-	if (ra || rb)
-		print_error("%s: rc %d (%s) / ref %d (%s)\n", what, ra, csd_last_error(dev), rb,
-			    csd_last_error(ref));
-	assert_int_equal(ra, CS_OK);
-	assert_int_equal(rb, CS_OK);
-	long bad = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t ua, ub;
-		memcpy(&ua, &a[i], 4);
-		memcpy(&ub, &b[i], 4);
-		if (ua != ub) {
-			if (bad < 5)
-				print_error("%s: out[%zu] sim 0x%08x cpu 0x%08x\n", what, i, ua, ub);
-			bad++;
-		}
-	}
-	free(a);
-	free(b);
+	long bad = kref_compare(dev, ref, k, L, what);
+	assert_true(bad >= 0); /* both calls succeeded */
 	return bad;
 }
 
@@ -192,15 +90,15 @@ static void random_sweep(const struct sweep *sw)
 			assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
 			int per = sw->cases / (sw->nshapes * sw->nsizes);
 			for (int c = 0; c < per; c++) {
-				rng_state = seed * 1000003u + (uint64_t)(sh * 131 + sz * 17) * 7919u +
+				kref_rng_state = seed * 1000003u + (uint64_t)(sh * 131 + sz * 17) * 7919u +
 					    (uint64_t)c;
-				int T = rng_int(1, 3 * R * C + 40);
+				int T = kref_rng_int(1, 3 * R * C + 40);
 				int maxf = (int)aw < 80 ? (int)aw : 80;
-				int K = rng_int(1, maxf), N = rng_int(1, maxf);
-				double sp = sparsities[rng_int(0, 7)];
+				int K = kref_rng_int(1, maxf), N = kref_rng_int(1, maxf);
+				double sp = sparsities[kref_rng_int(0, 7)];
 				int specials = (c % 5) == 4, empty = (c % 3) == 2;
 				int k = c % 3;
-				struct layer L;
+				struct kref_layer L;
 				layer_make(&L, T, N, K, sp, specials, empty);
 				char what[256];
 				snprintf(what, sizeof what,
@@ -211,7 +109,7 @@ static void random_sweep(const struct sweep *sw)
 					print_error("%s: %ld mismatches\n", what, bad);
 				total_bad += bad;
 				ran++;
-				layer_free(&L);
+				kref_layer_free(&L);
 			}
 			csd_close(dev);
 			csd_close(ref);
@@ -274,8 +172,8 @@ static void zero_skip(const char *engine)
 		/* the all-zero layer first: its bytes are the overhead */
 		uint64_t overhead[3] = { 0 };
 		for (int si = 0; si < 8; si++) {
-			rng_state = 77 + (uint64_t)s;
-			struct layer L;
+			kref_rng_state = 77 + (uint64_t)s;
+			struct kref_layer L;
 			layer_make(&L, T, N, K, sparsities[7 - si], 0, si == 3);
 			csd_dev *dev;
 			assert_int_equal(csd_open(&dev, uri), CS_OK);
@@ -345,7 +243,7 @@ static void zero_skip(const char *engine)
 				free(o);
 			}
 			csd_close(dev);
-			layer_free(&L);
+			kref_layer_free(&L);
 		}
 	}
 }
@@ -525,8 +423,8 @@ static void test_rtl_counters(void **state)
 	}
 	csd_dev *dev;
 	assert_int_equal(csd_open(&dev, "sim:2x3,awords=512,bwords=256"), CS_OK);
-	rng_state = 5;
-	struct layer L;
+	kref_rng_state = 5;
+	struct kref_layer L;
 	layer_make(&L, 16, 20, 24, 0.7, 0, 0);
 	float *y = malloc((size_t)16 * 20 * sizeof *y);
 	assert_int_equal(csd_forward(dev, y, L.x, &L.sp, 16), CS_OK);
@@ -538,7 +436,7 @@ static void test_rtl_counters(void **state)
 	assert_int_equal(c.mac_busy, (uint64_t)L.sp.nnz * 18);
 	assert_true(c.link_bytes_in > 0);
 	free(y);
-	layer_free(&L);
+	kref_layer_free(&L);
 	csd_close(dev);
 }
 
@@ -556,34 +454,34 @@ static void test_hostport_diff(void **state)
 	struct raw rm, rr;
 	raw_open(&rm, 1, 2, 3);
 	raw_open(&rr, 0, 2, 3);
-	rng_state = 99;
+	kref_rng_state = 99;
 	static const unsigned tsz[10] = { 256, 256, 0, 256, 32, 16, 16, 8, 5, 6 };
 	int ncmd = env_on("REGRESS", 0) ? 3000 : 400;
 	long words = 0;
 	for (int i = 0; i < ncmd; i++) {
 		uint32_t c[80];
 		size_t n = 0;
-		unsigned kind = (unsigned)rng_int(0, 11);
-		unsigned pe = rng_int(0, 7) == 0 ? (unsigned)rng_int(6, 255) : (unsigned)rng_int(0, 5);
-		unsigned t = (unsigned)rng_int(0, 9);
-		if (rng_int(0, 9) == 0)
-			t = (unsigned)rng_int(10, 15);
-		unsigned len = (unsigned)rng_int(0, 6);
-		unsigned addr = tsz[t < 10 ? t : 0] ? (unsigned)rng_int(0, (int)tsz[t < 10 ? t : 0]) : 0;
+		unsigned kind = (unsigned)kref_rng_int(0, 11);
+		unsigned pe = kref_rng_int(0, 7) == 0 ? (unsigned)kref_rng_int(6, 255) : (unsigned)kref_rng_int(0, 5);
+		unsigned t = (unsigned)kref_rng_int(0, 9);
+		if (kref_rng_int(0, 9) == 0)
+			t = (unsigned)kref_rng_int(10, 15);
+		unsigned len = (unsigned)kref_rng_int(0, 6);
+		unsigned addr = tsz[t < 10 ? t : 0] ? (unsigned)kref_rng_int(0, (int)tsz[t < 10 ? t : 0]) : 0;
 		switch (kind) {
 		case 0: /* ECHO */
 			c[n++] = proto_hdr_echo(len);
 			for (unsigned k = 0; k < len; k++)
-				c[n++] = (uint32_t)rng_next();
+				c[n++] = (uint32_t)kref_rng_next();
 			break;
 		case 1: case 2: /* WRITE (not routes of BCAST: keep the BCAST route for INJECT) */
 			if (t == 5 && addr == 0)
 				addr = 1;
-			c[n++] = proto_hdr_write(t, rng_int(0, 3) == 0 ? 0xff : pe, len);
+			c[n++] = proto_hdr_write(t, kref_rng_int(0, 3) == 0 ? 0xff : pe, len);
 			c[n++] = addr;
 			for (unsigned k = 0; k < len; k++)
-				c[n++] = t == 4 ? (uint32_t)rng_int(0, 0xff) /* valid = 0: no task */
-					      : (uint32_t)rng_next();
+				c[n++] = t == 4 ? (uint32_t)kref_rng_int(0, 0xff) /* valid = 0: no task */
+					      : (uint32_t)kref_rng_next();
 			break;
 		case 3: case 4: /* READ (not the counters: task-busy cycles are timing) */
 			if (t == 8 || t == 9)
@@ -592,33 +490,33 @@ static void test_hostport_diff(void **state)
 			c[n++] = addr;
 			break;
 		case 5: /* RUN, sometimes n = 0, colors routed or not */
-			c[n++] = proto_hdr_run((unsigned)rng_int(0, 7), rng_int(0, 4) ? len : 0, 7);
-			for (unsigned k = 0; k < (rng_int(0, 4) ? len : 0); k++)
-				c[n++] = (uint32_t)rng_next();
+			c[n++] = proto_hdr_run((unsigned)kref_rng_int(0, 7), kref_rng_int(0, 4) ? len : 0, 7);
+			for (unsigned k = 0; k < (kref_rng_int(0, 4) ? len : 0); k++)
+				c[n++] = (uint32_t)kref_rng_next();
 			if (proto_resp_n(c[0]) == 0 && ((c[0] >> 16) & 0xff) == 0)
 				n = 1;
 			else
 				n = 1 + ((c[0] >> 16) & 0xff);
 			for (size_t k = 1; k < n; k++)
-				c[k] = (uint32_t)rng_next();
+				c[k] = (uint32_t)kref_rng_next();
 			break;
 		case 6: /* INJECT */
-			c[n++] = proto_hdr_inject((unsigned)rng_int(0, 7), rng_int(0, 1), len);
+			c[n++] = proto_hdr_inject((unsigned)kref_rng_int(0, 7), kref_rng_int(0, 1), len);
 			for (unsigned k = 0; k < len; k++)
-				c[n++] = (uint32_t)rng_next();
+				c[n++] = (uint32_t)kref_rng_next();
 			break;
 		case 7: /* COLLECT: too large, or nothing to collect (timeout) */
-			c[n++] = proto_hdr_collect(rng_int(0, 1) ? 300 : (unsigned)rng_int(0, 2));
+			c[n++] = proto_hdr_collect(kref_rng_int(0, 1) ? 300 : (unsigned)kref_rng_int(0, 2));
 			c[n++] = 50;
 			break;
 		case 8: /* unknown opcode */
-			c[n++] = (uint32_t)rng_int(0xa, 0xf) << 28;
+			c[n++] = (uint32_t)kref_rng_int(0xa, 0xf) << 28;
 			break;
 		case 9:
 			c[n++] = proto_hdr_clear();
 			break;
 		case 10: /* COUNTERS with a bad PE only (the good ones carry cycles) */
-			c[n++] = proto_hdr_counters((unsigned)rng_int(6, 255));
+			c[n++] = proto_hdr_counters((unsigned)kref_rng_int(6, 255));
 			break;
 		default:
 			c[n++] = 0; /* NOP */

@@ -2,24 +2,36 @@
  * umock_usb.c - the usb backend end to end against an emulated FT2232H board, with no
  * hardware: umockdev (run under umockdev-wrapper) provides the sysfs entries and device
  * nodes libusb enumerates, and an ioctl handler in this process answers the usbfs requests
- * (USBDEVFS_SUBMITURB / REAPURB / ...) an unmodified libusb sends. Behind the handler sits a
- * C model of the board: the FTDI chip (vendor requests recorded, 2 modem status bytes at
- * the start of every 512-byte IN packet) and the board's link layer and host port (the
- * framing rules of docs/architecture.md section 6: go-back-N receiver with ACK/NAK and
- * STAT, device DATA frames of at most 64 words; ECHO, WRITE, READ, SYNC, CLEAR, INJECT).
+ * (USBDEVFS_SUBMITURB / REAPURB / ...) an unmodified libusb sends. Behind the handler sits
+ * the board: the FTDI chip (vendor requests recorded, 2 modem status bytes at the start of
+ * every 512-byte IN packet, purge), the board's link layer (the framing rules of
+ * docs/architecture.md section 6: go-back-N receiver with ACK/NAK and STAT, device DATA
+ * frames of at most 64 words), and behind it the word-level device model
+ * verif/models/mesh_model.c (host port decoding, routes, one pe_model per tile running the
+ * real fw/kernels.s and fw/selftest.s). So the kernels, the self-test and cshost spmm run
+ * their real command streams through libusb, the framing and the host port.
  *
- * What the model is not: the RTL. The host port's memories are plain arrays and the
- * per-PE self-test program is not executed; the model applies the effect fw/selftest.s
- * documents (B[0] = 0x5e1f << 16 | mismatches after writing and reading back B[0..15]),
- * with an optional stuck bit in one PE's B so that the selftest's failure path is tested.
- * The Verilated board top is tested against frame.c in verif/board.
+ * What the emulation is not: USB or UART timing (bytes move as fast as the ioctls), the
+ * FT2232H's own behaviour beyond what is listed above, the RTL (the Verilated board top is
+ * tested against frame.c in verif/board, the device model against the RTL in test_sim), or a
+ * real board.
  *
  * Cases: enumeration of two boards with serials, open by serial and FTDI setup (baud
- * divisor, 8N1, latency, flow control), echo round trips, the kernels image load,
- * a corrupted host frame NAKed and resent, `board` CLI (list, info, selftest pass and
- * fail), unplug in the middle of a transfer -> CS_ERR_NO_DEVICE without a hang, a board
- * that does not answer -> timeout, no board -> "no board found" and exit 2.
- * Exit 77 (skip) when not run under umockdev-wrapper.
+ * divisor, 8N1, latency, flow control), echo round trips, the kernels image load, a
+ * corrupted host frame NAKed and resent, `board` CLI (list, info, selftest pass, and fail on
+ * a PE whose task table loses its writes); forward, backward and wgrad on random layers
+ * (four mesh shapes / SRAM sizes, tiling, empty rows and columns, special values) bit for
+ * bit against the cpu backend with the link bytes checked against the board's count and
+ * the protocol's words plus framing; cshost spmm --device usb; a corrupted and a dropped
+ * host frame during each kernel (still bit-exact: retransmission); a corrupted response
+ * (CS_ERR_PROTOCOL at once, the next call resynchronizes); cshost train with
+ * device.kind=usb unplugged in the middle of a step (stops at once, names the last
+ * checkpoint, which loads; --resume finishes the run once the board is back); unplug during
+ * each kernel and in the middle of a transfer -> CS_ERR_NO_DEVICE without a hang; a board
+ * that does not answer (at open, or from the middle of a kernel on) -> timeout; no board ->
+ * "no board found" and exit 2.
+ * TEST_SEED replays the random layers; REGRESS=1 runs more. Exit 77 (skip) when not run
+ * under umockdev-wrapper.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -40,8 +52,13 @@
 #include "driver/fw.h"
 #include "driver/proto.h"
 #include "driver/usb.h"
+#include "train/ckpt.h"
+#include "../../verif/models/mesh_model.h"
+#include "../support/kernel_ref.h"
 
 int cmd_board(int argc, char **argv);
+int cmd_spmm(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 static int n_pass, n_fail;
 #define CHECK(cond, ...)                                                                     \
@@ -65,47 +82,79 @@ static double now_s(void)
 
 /* ---- the board model ---------------------------------------------------------------- */
 
-#define NPE 4
-#define MEMW 1024
 #define OUTQ (1u << 22)
+
+/* What the board saw and sent, counted on its side of the UART. */
+struct board_ctr {
+	uint64_t rx_bytes;       /* bytes that reached the board (dropped frames included) */
+	uint64_t tx_bytes;       /* bytes the board sent */
+	uint64_t data_new;       /* host DATA frames accepted in order */
+	uint64_t data_other;     /* host DATA frames dropped (duplicate, out of order, bad) */
+	uint64_t words_in;       /* command words delivered to the host port */
+	uint64_t rsp_words;      /* response words sent */
+	uint64_t rsp_frames;     /* device DATA frames */
+	uint64_t ctl_frames;     /* ACK, NAK and STAT frames sent */
+};
 
 struct board {
 	const char *serial;
 	const char *devnode, *syspath;
 	/* test controls (main thread writes, handler thread reads) */
 	atomic_int corrupt_next;    /* flip a bit in the next host DATA frame */
+	atomic_long corrupt_at;     /* ... in the first host DATA frame at or after this many
+				       received bytes (0: never) */
+	atomic_long drop_at;        /* drop the first host DATA frame at or after this many
+				       received bytes, as if lost on the wire (0: never) */
+	atomic_long corrupt_rsp_at; /* flip a bit of the device -> host byte with this index
+				       in the board's output (0: never) */
 	atomic_long unplug_after;   /* unplug once this many bytes arrived (0: never) */
 	atomic_int unplugged;
 	atomic_int silent;          /* no bitstream: the UART never answers */
-	int faulty_pe;              /* PE whose B has bit 3 stuck at 0 (-1: none) */
+	atomic_long silent_at;      /* go silent once this many bytes arrived (0: never) */
+	int dead_pe;                /* PE whose task table loses every write (-1: none) */
+	int model_fault;            /* the device model faulted (a bug: the test fails) */
 	/* FTDI state */
 	uint16_t baud_value, baud_index, data_cfg, latency, flow_index, bitmode;
 	int resets, purges;
-	atomic_long rx_bytes;
-	/* link layer */
+	struct board_ctr ctr;
+	/* link layer (rtl/board's rules, docs/architecture.md section 6) */
 	frm_dec dec;
 	uint8_t expect, tx_seq;
 	uint16_t err_crc, err_trunc, err_seq;
 	uint8_t *out;               /* device -> host bytes */
 	size_t out_head, out_len;
-	uint32_t rsp[4096];         /* responses of the frame being handled */
-	int nrsp;
-	/* host port */
-	uint32_t cmd[2];            /* header, address */
-	int need, have, op;
-	uint32_t addr;
-	uint32_t errors;
-	uint32_t mem[NPE][16][MEMW];
+	/* the mesh behind the host port: the word-level device model */
+	int rows, cols;
+	unsigned awords, bwords;
+	struct mesh_model mm;
 	/* URBs in flight, in submission order */
 	GList *flying;
 };
 
 static struct board boards[2] = {
 	{ .serial = "CSB00001", .devnode = "/dev/bus/usb/001/002",
-	  .syspath = "/devices/usb1/1-1", .faulty_pe = -1 },
+	  .syspath = "/devices/usb1/1-1", .dead_pe = -1 },
 	{ .serial = "CSB00002", .devnode = "/dev/bus/usb/001/003",
-	  .syspath = "/devices/usb1/1-2", .faulty_pe = -1 },
+	  .syspath = "/devices/usb1/1-2", .dead_pe = -1 },
 };
+
+/* Load a "bitstream": a fresh mesh of this shape and these SRAM sizes, link state from
+ * reset (what a power cycle or reflash does to the FPGA). Only while no device is open. */
+static int board_flash(struct board *b, int rows, int cols, unsigned awords, unsigned bwords)
+{
+	mesh_model_free(&b->mm);
+	if (mesh_model_init(&b->mm, rows, cols, awords, bwords))
+		return -1;
+	b->rows = rows;
+	b->cols = cols;
+	b->awords = awords;
+	b->bwords = bwords;
+	frm_dec_init(&b->dec, 0, 0);
+	b->expect = b->tx_seq = 0;
+	b->err_crc = b->err_trunc = b->err_seq = 0;
+	b->out_head = b->out_len = 0;
+	return 0;
+}
 
 static void out_bytes(struct board *b, const uint8_t *p, size_t n)
 {
@@ -117,6 +166,7 @@ static void out_bytes(struct board *b, const uint8_t *p, size_t n)
 		abort(); /* the test reads what it asks for: never happens */
 	memcpy(b->out + b->out_head + b->out_len, p, n);
 	b->out_len += n;
+	b->ctr.tx_bytes += n;
 }
 
 static void send_frame(struct board *b, uint8_t type, uint8_t seq, const uint32_t *w, int n)
@@ -124,112 +174,40 @@ static void send_frame(struct board *b, uint8_t type, uint8_t seq, const uint32_
 	uint8_t fr[FRM_MAX_BYTES];
 	int len = frm_encode(fr, sizeof fr, type, seq, w, n);
 	out_bytes(b, fr, (size_t)len);
-}
-
-static uint32_t target_size(unsigned t)
-{
-	static const uint32_t sz[16] = { 512, 256, 0, 256, 32, 16, 16, 8, 5, 6 };
-	return t < 16 ? sz[t] : 0;
-}
-
-static void rsp(struct board *b, uint32_t w)
-{
-	if (b->nrsp < (int)(sizeof b->rsp / sizeof b->rsp[0]))
-		b->rsp[b->nrsp++] = w;
-}
-
-static void selftest(struct board *b, unsigned seed)
-{
-	for (int pe = 0; pe < NPE; pe++) {
-		if (!(b->mem[pe][PROTO_T_TASK][16 | PROTO_C_BCAST] & 0x200))
-			continue; /* no control task for BCAST: the wavelet is dropped */
-		uint32_t *B = b->mem[pe][PROTO_T_B];
-		unsigned mism = 0;
-		for (unsigned a = 0; a < 16; a++) {
-			uint32_t v = (seed + a) & 0xffff;
-			if (pe == b->faulty_pe)
-				v &= ~8u;
-			B[a] = (B[a] & 0xffff0000u) | v;
-		}
-		for (unsigned a = 0; a < 16; a++)
-			mism += (B[a] & 0xffff) != ((seed + a) & 0xffff);
-		B[0] = 0x5e1fu << 16 | mism;
+	if (type == FRM_DATA) {
+		b->ctr.rsp_frames++;
+		b->ctr.rsp_words += (uint64_t)n;
+	} else {
+		b->ctr.ctl_frames++;
 	}
 }
 
-/* One host port word. */
-static void port_word(struct board *b, uint32_t w)
+/* The payload of an accepted frame to the host port. A dead PE's task table is wiped at
+ * every command boundary, so no task is ever valid there: its programs never run. */
+static void port_words(struct board *b, const uint32_t *w, int n)
 {
-	if (b->need == 0) { /* a header */
-		b->cmd[0] = w;
-		b->op = (int)(w >> 28);
-		b->have = 0;
-		unsigned n = w & 0xffff;
-		switch (b->op) {
-		case PROTO_NOP: case PROTO_CLEAR: case PROTO_COUNTERS:
-			if (b->op == PROTO_CLEAR)
-				b->errors = 0;
-			if (b->op == PROTO_COUNTERS)
-				rsp(b, proto_resp_hdr(PROTO_COUNTERS, PROTO_ST_OK, 0));
-			return;
-		case PROTO_ECHO:
-			rsp(b, proto_resp_hdr(PROTO_ECHO, PROTO_ST_OK, n));
-			b->need = (int)n;
-			return;
-		case PROTO_WRITE: b->need = (int)n + 1; return;
-		case PROTO_READ: case PROTO_COLLECT: case PROTO_SYNC: b->need = 1; return;
-		case PROTO_RUN: b->need = (int)((w >> 16) & 0xff); return;
-		case PROTO_INJECT: b->need = (int)n; return;
-		default:
-			b->errors++;
-			rsp(b, proto_resp_hdr((unsigned)b->op, PROTO_ST_BAD_OP, 0));
-			return;
+	struct mesh_model *m = &b->mm;
+	b->ctr.words_in += (uint64_t)n;
+	for (int i = 0; i < n; i++) {
+		int r = b->dead_pe >= 0 ? mesh_model_send(m, w + i, 1)
+					: mesh_model_send(m, w + i, (size_t)(n - i));
+		if (r && !b->model_fault) {
+			b->model_fault = 1;
+			fprintf(stderr, "umock: board %s: the device model faulted\n", b->serial);
 		}
-	}
-	unsigned t = (b->cmd[0] >> 24) & 0xf, pe = (b->cmd[0] >> 16) & 0xff;
-	b->need--;
-	switch (b->op) {
-	case PROTO_ECHO:
-		rsp(b, w);
-		break;
-	case PROTO_WRITE:
-		if (b->have == 0) {
-			b->addr = w;
-		} else {
-			uint32_t a = b->addr + (uint32_t)b->have - 1;
-			if (a < target_size(t) && (pe == 0xff || pe < NPE))
-				for (int q = 0; q < NPE; q++)
-					if (pe == 0xff || (unsigned)q == pe)
-						b->mem[q][t][a] = w;
-		}
-		break;
-	case PROTO_READ: {
-		unsigned n = b->cmd[0] & 0xffff;
-		if (pe >= NPE || w + n > target_size(t)) {
-			b->errors++;
-			rsp(b, proto_resp_hdr(PROTO_READ, pe >= NPE ? PROTO_ST_BAD_PE : PROTO_ST_BAD_ADDR, 0));
+		if (b->dead_pe < 0)
 			break;
-		}
-		rsp(b, proto_resp_hdr(PROTO_READ, PROTO_ST_OK, n));
-		for (unsigned k = 0; k < n; k++)
-			rsp(b, b->mem[pe][t][w + k]);
-		break;
+		if (m->ncmd == 0)
+			memset(m->pe[b->dead_pe].task, 0, sizeof m->pe[b->dead_pe].task);
 	}
-	case PROTO_SYNC:
-		rsp(b, proto_resp_hdr(PROTO_SYNC, PROTO_ST_OK, 1));
-		rsp(b, b->errors);
-		break;
-	case PROTO_COLLECT:
-		rsp(b, proto_resp_hdr(PROTO_COLLECT, PROTO_ST_TIMEOUT, 0));
-		break;
-	case PROTO_INJECT:
-		if ((b->cmd[0] >> 23 & 1) && t == PROTO_C_BCAST && w >> 28 == PROTO_CTL_SELFTEST)
-			selftest(b, w & 0xffff);
-		break;
-	default:
-		break;
+	/* responses go out in DATA frames of at most 64 words, after the ACK */
+	uint32_t rsp[64];
+	size_t have;
+	while ((have = mesh_model_avail(m)) > 0) {
+		int k = have < 64 ? (int)have : 64;
+		mesh_model_recv(m, rsp, (size_t)k);
+		send_frame(b, FRM_DATA, b->tx_seq++, rsp, k);
 	}
-	b->have++;
 }
 
 static void link_byte(struct board *b, uint8_t c)
@@ -241,6 +219,7 @@ static void link_byte(struct board *b, uint8_t c)
 	if (r < 0 && b->dec.err_seq == seq_errors) { /* bad header or CRC: dropped */
 		if (b->err_crc < 0xffff)
 			b->err_crc++;
+		b->ctr.data_other++;
 		send_frame(b, FRM_NAK, b->expect, NULL, 0);
 		return;
 	}
@@ -256,19 +235,16 @@ static void link_byte(struct board *b, uint8_t c)
 	uint8_t behind = (uint8_t)(b->expect - f->seq);
 	if (f->seq == b->expect) {
 		b->expect++;
+		b->ctr.data_new++;
 		send_frame(b, FRM_ACK, f->seq, NULL, 0);
-		b->nrsp = 0;
-		for (int i = 0; i < f->n; i++)
-			port_word(b, f->words[i]);
-		for (int i = 0; i < b->nrsp; i += 64) {
-			int m = b->nrsp - i < 64 ? b->nrsp - i : 64;
-			send_frame(b, FRM_DATA, b->tx_seq++, b->rsp + i, m);
-		}
+		port_words(b, f->words, f->n);
 	} else if (behind >= 1 && behind <= 4) {
+		b->ctr.data_other++;
 		send_frame(b, FRM_ACK, (uint8_t)(b->expect - 1), NULL, 0);
 	} else {
 		if (b->err_seq < 0xffff)
 			b->err_seq++;
+		b->ctr.data_other++;
 		send_frame(b, FRM_NAK, b->expect, NULL, 0);
 	}
 }
@@ -333,10 +309,13 @@ static int control(struct board *b, uint8_t *buf, int buflen)
 	if (rt == FTDI_REQTYPE_OUT) {
 		switch (req) {
 		case FTDI_SIO_RESET:
-			if (value == FTDI_RESET_SIO)
+			if (value == FTDI_RESET_SIO) {
 				b->resets++;
-			else
+			} else {
 				b->purges++;
+				if (value == FTDI_PURGE_RX) /* the chip's buffer towards the host */
+					b->out_head = b->out_len = 0;
+			}
 			break;
 		case FTDI_SIO_SET_BAUDRATE: b->baud_value = value, b->baud_index = index; break;
 		case FTDI_SIO_SET_DATA: b->data_cfg = value; break;
@@ -362,6 +341,12 @@ static int bulk_in(struct board *b, uint8_t *buf, int buflen)
 		if ((size_t)m > b->out_len)
 			m = (int)b->out_len;
 		memcpy(buf + n + 2, b->out + b->out_head, (size_t)m);
+		/* a bit error on the device -> host wire */
+		long cr = atomic_load(&b->corrupt_rsp_at), base = (long)(b->ctr.tx_bytes - b->out_len);
+		if (cr && cr >= base && cr < base + m) {
+			buf[n + 2 + (cr - base)] ^= 0x04;
+			atomic_store(&b->corrupt_rsp_at, 0);
+		}
 		b->out_head += (size_t)m;
 		b->out_len -= (size_t)m;
 		n += 2 + m;
@@ -422,17 +407,31 @@ static gboolean on_ioctl(UMockdevIoctlBase *handler, UMockdevIoctlClient *client
 			if (urb->endpoint == 0x04) {
 				/* the buffer is written back to the client on completion: corrupt
 				 * what the board sees, not the host's copy */
-				int flip = -1;
-				if (atomic_load(&b->corrupt_next) && urb->buffer_length > 10 && buf[1] == FRM_DATA) {
+				int flip = -1, drop = 0;
+				int data = urb->buffer_length > 10 && buf[0] == FRM_SOF && buf[1] == FRM_DATA;
+				long ca = atomic_load(&b->corrupt_at), da = atomic_load(&b->drop_at);
+				long rx = (long)b->ctr.rx_bytes;
+				if (data && atomic_load(&b->corrupt_next)) {
 					atomic_store(&b->corrupt_next, 0);
 					flip = 10; /* one payload bit on the wire */
+				} else if (data && ca && rx >= ca) {
+					atomic_store(&b->corrupt_at, 0);
+					flip = 5 + (int)((unsigned long)rx % (unsigned long)(urb->buffer_length - 5));
+				} else if (data && da && rx >= da) {
+					atomic_store(&b->drop_at, 0);
+					drop = 1;
 				}
-				if (!atomic_load(&b->silent))
+				long sa = atomic_load(&b->silent_at);
+				if (sa && rx >= sa) {
+					atomic_store(&b->silent_at, 0);
+					atomic_store(&b->silent, 1);
+				}
+				if (!atomic_load(&b->silent) && !drop)
 					for (int i = 0; i < urb->buffer_length; i++)
 						link_byte(b, (uint8_t)(buf[i] ^ (i == flip ? 0x10 : 0)));
-				b->rx_bytes += urb->buffer_length;
+				b->ctr.rx_bytes += (uint64_t)urb->buffer_length;
 				long ua = atomic_load(&b->unplug_after);
-				if (ua && b->rx_bytes >= ua)
+				if (ua && (long)b->ctr.rx_bytes >= ua)
 					atomic_store(&b->unplugged, 1);
 			}
 			urb->actual_length = urb->buffer_length;
@@ -497,9 +496,11 @@ static void add_board(struct board *b, UMockdevIoctlBase *h)
 		 "A: busnum=1\\n\nA: devnum=%d\\n\nA: bConfigurationValue=1\\n\nA: speed=480\\n\n"
 		 "A: serial=%s\\n\nA: idVendor=0403\\n\nA: idProduct=6010\\n\nH: descriptors=%s\n",
 		 b->syspath, num, num, b->devnode, b->serial, atoi(num), b->serial, hex);
-	b->dec.byte_timeout = 0;
-	frm_dec_init(&b->dec, 0, 0);
 	b->out = malloc(OUTQ);
+	if (!b->out || board_flash(b, 2, 2, 1024, 256)) { /* the board's default bitstream */
+		fprintf(stderr, "umock: out of memory\n");
+		exit(1);
+	}
 	GError *ge = NULL;
 	if (!umockdev_testbed_attach_ioctl(tb, b->devnode, h, &ge) ||
 	    !umockdev_testbed_add_from_string(tb, desc, &ge)) {
@@ -549,6 +550,397 @@ static int run_cli(const char *a0, const char *a1, const char *a2)
 	int rc = cmd_board(argc, argv);
 	fflush(stdout);
 	return rc;
+}
+
+/* ---- kernels on the emulated board -------------------------------------------------- */
+
+struct geo {
+	int R, C;
+	unsigned aw, bw;
+};
+
+static void geo_uris(const struct geo *g, const char *serial, char *uri, char *ref, size_t cap)
+{
+	snprintf(uri, cap, "usb:%s,%dx%d,awords=%u,bwords=%u", serial, g->R, g->C, g->aw, g->bw);
+	snprintf(ref, cap, "cpu:%dx%d,awords=%u,bwords=%u", g->R, g->C, g->aw, g->bw);
+}
+
+static uint64_t kernel_frames_resent;
+
+/*
+ * One kernel call on the board and on the cpu model of the same mesh: the outputs bit for
+ * bit, and the link bytes. The driver's byte counters must equal what the board counted on
+ * its side of the UART; the command words the board's host port took and the response words
+ * it sent must equal the protocol words the cpu model counts (tests/driver/test_cpu.c checks
+ * those against section 6); and with nothing resent, the bytes must be 4 per word plus 7 per
+ * frame (DATA both ways, one ACK per host frame). Returns mismatches or a cs_error.
+ */
+static long kernel_case(csd_dev *dev, csd_dev *ref, struct board *b, int k,
+			const struct kref_layer *L, const char *what)
+{
+	csd_reset_counters(dev);
+	csd_reset_counters(ref);
+	struct board_ctr c0 = b->ctr;
+	long bad = kref_compare(dev, ref, k, L, what);
+	if (bad)
+		return bad;
+	struct board_ctr c1 = b->ctr;
+	csd_counters cu, cc;
+	csd_get_counters(dev, &cu);
+	csd_get_counters(ref, &cc);
+	uint64_t rx = c1.rx_bytes - c0.rx_bytes, tx = c1.tx_bytes - c0.tx_bytes;
+	uint64_t frames = c1.data_new - c0.data_new, other = c1.data_other - c0.data_other;
+	uint64_t rframes = c1.rsp_frames - c0.rsp_frames, ctl = c1.ctl_frames - c0.ctl_frames;
+	CHECK(cu.link_bytes_out == rx && cu.link_bytes_in == tx,
+	      "%s: driver counted %llu/%llu bytes out/in, the board %llu/%llu", what,
+	      (unsigned long long)cu.link_bytes_out, (unsigned long long)cu.link_bytes_in,
+	      (unsigned long long)rx, (unsigned long long)tx);
+	CHECK(4 * (c1.words_in - c0.words_in) == cc.link_bytes_out &&
+		      4 * (c1.rsp_words - c0.rsp_words) == cc.link_bytes_in,
+	      "%s: board took %llu words and sent %llu, the protocol needs %llu and %llu", what,
+	      (unsigned long long)(c1.words_in - c0.words_in),
+	      (unsigned long long)(c1.rsp_words - c0.rsp_words),
+	      (unsigned long long)cc.link_bytes_out / 4, (unsigned long long)cc.link_bytes_in / 4);
+	CHECK(cu.weight_bytes == cc.weight_bytes && cu.nnz_streamed == cc.nnz_streamed,
+	      "%s: weight bytes %llu vs %llu", what, (unsigned long long)cu.weight_bytes,
+	      (unsigned long long)cc.weight_bytes);
+	if (other == 0) {
+		CHECK(cu.link_bytes_out == cc.link_bytes_out + FRM_OVERHEAD * frames,
+		      "%s: %llu bytes out for %llu protocol bytes in %llu frames", what,
+		      (unsigned long long)cu.link_bytes_out, (unsigned long long)cc.link_bytes_out,
+		      (unsigned long long)frames);
+		CHECK(ctl == frames && cu.link_bytes_in == cc.link_bytes_in +
+							      FRM_OVERHEAD * (rframes + ctl),
+		      "%s: %llu bytes in for %llu protocol bytes in %llu DATA + %llu ACK frames "
+		      "(%llu host frames)",
+		      what, (unsigned long long)cu.link_bytes_in, (unsigned long long)cc.link_bytes_in,
+		      (unsigned long long)rframes, (unsigned long long)ctl,
+		      (unsigned long long)frames);
+	} else {
+		/* an ACK timeout fired on a loaded machine and frames went twice: the bytes
+		 * are still the board's (checked above), not the clean-link formula */
+		kernel_frames_resent += other;
+	}
+	return 0;
+}
+
+/* Drop everything in flight and put the board back to its state after power-up. */
+static void board_replug(struct board *b)
+{
+	g_list_free_full(b->flying, (GDestroyNotify)umockdev_ioctl_data_unref);
+	b->flying = NULL;
+	atomic_store(&b->unplug_after, 0);
+	atomic_store(&b->unplugged, 0);
+	if (board_flash(b, b->rows, b->cols, b->awords, b->bwords)) {
+		fprintf(stderr, "umock: out of memory\n");
+		exit(1);
+	}
+}
+
+static void kernel_tests(void)
+{
+	struct board *b = &boards[0];
+	char uri[160], ref_uri[160];
+	csd_dev *dev = NULL, *ref = NULL;
+	int rc;
+
+	/* A. random layers on four bitstreams: the board's default mesh and small SRAMs that
+	 * force token and output tiling */
+	static const struct geo geos[] = {
+		{ 2, 2, 1024, 256 }, { 2, 2, 128, 64 }, { 1, 3, 256, 32 }, { 3, 2, 512, 128 },
+	};
+	static const double sps[] = { 0, 0.3, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0 };
+	const char *s = getenv("TEST_SEED");
+	uint64_t seed = s ? strtoull(s, NULL, 0) : 1;
+	printf("kernels on the emulated board: seed %llu (TEST_SEED replays)\n",
+	       (unsigned long long)seed);
+	int per = getenv("REGRESS") && strcmp(getenv("REGRESS"), "0") ? 150 : 18;
+	long mism = 0;
+	int cases = 0;
+	uint64_t nnz_total = 0, bytes_total = 0;
+	double t_total = 0;
+	for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
+		const struct geo *g = &geos[gi];
+		CHECK(board_flash(b, g->R, g->C, g->aw, g->bw) == 0, "flash");
+		geo_uris(g, b->serial, uri, ref_uri, sizeof uri);
+		rc = csd_open(&dev, uri);
+		CHECK(rc == 0, "open %s: %s", uri, csd_last_error(NULL));
+		if (rc)
+			continue;
+		CHECK(csd_open(&ref, ref_uri) == 0, "open %s", ref_uri);
+		int P = g->R * g->C, maxf = g->aw < 80 ? (int)g->aw : 80;
+		for (int c = 0; c < per; c++) {
+			kref_rng_state = seed * 1000003u + gi * 7919u + (uint64_t)c;
+			int T = kref_rng_int(1, 3 * P + 40), K = kref_rng_int(1, maxf);
+			int N = kref_rng_int(1, maxf), k = c % 3, empty = (c / 3) % 2;
+			double sp = sps[kref_rng_int(0, 7)];
+			struct kref_layer L;
+			if (kref_layer_make(&L, T, N, K, sp, c % 5 == 4 ? KREF_SPECIALS : KREF_PLAIN,
+					    empty)) {
+				CHECK(0, "out of memory");
+				break;
+			}
+			char what[256];
+			snprintf(what, sizeof what, "%s kernel %d T=%d N=%d K=%d sparsity %.2f nnz %lld",
+				 uri, k, T, N, K, sp, (long long)L.sp.nnz);
+			double t0 = now_s();
+			long bad = kernel_case(dev, ref, b, k, &L, what);
+			t_total += now_s() - t0;
+			CHECK(bad == 0, "%s: %ld", what, bad);
+			mism += bad > 0 ? bad : 0;
+			cases++;
+			csd_counters cu;
+			csd_get_counters(dev, &cu);
+			nnz_total += cu.nnz_streamed;
+			bytes_total += cu.link_bytes_out + cu.link_bytes_in;
+			kref_layer_free(&L);
+		}
+		csd_close(ref);
+		csd_close(dev);
+		dev = ref = NULL;
+	}
+	CHECK(!b->model_fault, "the device model faulted");
+	printf("%d random kernel calls, usb (emulated board) vs cpu: %ld mismatching outputs; "
+	       "%.2f s, %.0f nonzeros/s, %.0f link bytes/s through the emulation (no UART timing); "
+	       "%llu frames resent after spurious ACK timeouts\n",
+	       cases, mism, t_total, t_total > 0 ? (double)nnz_total / t_total : 0.0,
+	       t_total > 0 ? (double)bytes_total / t_total : 0.0,
+	       (unsigned long long)kernel_frames_resent);
+
+	/* B. the CLI against the board: spmm checks every kernel bit for bit itself */
+	CHECK(board_flash(b, 2, 2, 1024, 256) == 0, "flash");
+	static const char *const kn[] = { "fwd", "bwd", "wgrad" };
+	for (int k = 0; k < 3; k++) {
+		char *argv[] = { "spmm", "--device", "usb:CSB00001", "--tokens", "70", "--k", "90",
+				 "--n", "50", "--sparsity", "0.8", "--kernel", (char *)kn[k], "--json",
+				 NULL };
+		printf("-- cshost spmm --device usb:CSB00001 --kernel %s\n", kn[k]);
+		fflush(stdout);
+		rc = cmd_spmm(14, argv);
+		fflush(stdout);
+		CHECK(rc == 0, "cshost spmm --device usb --kernel %s exit %d", kn[k], rc);
+	}
+	printf("-- cshost board selftest (real fw/selftest.s on the device model)\n");
+	CHECK(run_cli("board", "selftest", NULL) == 0, "board selftest on the kernel board");
+
+	/* C. faults on the wire during kernels: a flipped bit in a host frame (NAK, resend)
+	 * and a host frame lost (NAK of the next one, or the ACK timeout): still bit-exact */
+	geo_uris(&geos[0], b->serial, uri, ref_uri, sizeof uri);
+	rc = csd_open(&dev, uri);
+	CHECK(rc == 0, "open %s: %s", uri, csd_last_error(NULL));
+	if (rc)
+		return;
+	CHECK(csd_open(&ref, ref_uri) == 0, "open %s", ref_uri);
+	kref_rng_state = seed + 99;
+	struct kref_layer L;
+	if (kref_layer_make(&L, 64, 80, 60, 0.8, KREF_PLAIN, 0)) {
+		CHECK(0, "out of memory");
+		return;
+	}
+	for (int fault = 0; fault < 2; fault++)
+		for (int k = 0; k < 3; k++) {
+			struct csd_usb_link l0, l1;
+			CHECK(csd_usb_link_info(dev, &l0) == 0, "link info: %s", csd_last_error(dev));
+			long at = (long)b->ctr.rx_bytes + 1500 + 1000 * k;
+			atomic_store(fault ? &b->drop_at : &b->corrupt_at, at);
+			char what[128];
+			snprintf(what, sizeof what, "%s during kernel %d",
+				 fault ? "a dropped host frame" : "a corrupted host frame", k);
+			long bad = kref_compare(dev, ref, k, &L, what);
+			CHECK(bad == 0, "%s: %ld (%s)", what, bad, csd_last_error(dev));
+			CHECK(atomic_load(fault ? &b->drop_at : &b->corrupt_at) == 0,
+			      "%s: the fault was not injected (kernel too short)", what);
+			CHECK(csd_usb_link_info(dev, &l1) == 0, "link info: %s", csd_last_error(dev));
+			CHECK(l1.retransmits > l0.retransmits, "%s: nothing was resent", what);
+			if (!fault)
+				CHECK(l1.dev.err_crc == l0.dev.err_crc + 1 && l1.naks > l0.naks,
+				      "%s: device err_crc %u -> %u, host NAKs %llu -> %llu", what,
+				      l0.dev.err_crc, l1.dev.err_crc, (unsigned long long)l0.naks,
+				      (unsigned long long)l1.naks);
+			printf("%s: bit-exact; %llu frames resent, %llu NAKs, %llu ACK timeouts\n", what,
+			       (unsigned long long)(l1.retransmits - l0.retransmits),
+			       (unsigned long long)(l1.naks - l0.naks),
+			       (unsigned long long)(l1.ack_timeouts - l0.ack_timeouts));
+		}
+
+	/* D. a response corrupted on its way to the host: no retransmission that way, so the
+	 * call fails with CS_ERR_PROTOCOL at once; the next call resynchronizes the link and is
+	 * bit-exact again */
+	atomic_store(&b->corrupt_rsp_at, (long)b->ctr.tx_bytes + 2000);
+	float *out = malloc(kref_out_len(&L, 0) * sizeof *out);
+	double t0 = now_s();
+	rc = kref_run(dev, 0, out, &L);
+	double dt = now_s() - t0;
+	CHECK(rc == CS_ERR_PROTOCOL && dt < 2.0, "corrupted response -> %s after %.2f s",
+	      cs_error_name(rc), dt);
+	printf("corrupted response: %s\n", csd_last_error(dev));
+	for (int k = 0; k < 3; k++)
+		CHECK(kref_compare(dev, ref, k, &L, "after a protocol error") == 0,
+		      "kernel %d after a protocol error", k);
+
+	/* E. unplug in the middle of each kernel: CS_ERR_NO_DEVICE promptly, never a hang */
+	for (int k = 0; k < 3; k++) {
+		if (!dev) {
+			board_replug(b);
+			rc = csd_open(&dev, uri);
+			CHECK(rc == 0, "reopen after replug: %s", csd_last_error(NULL));
+			if (rc)
+				break;
+		}
+		atomic_store(&b->unplug_after, (long)b->ctr.rx_bytes + 3000);
+		float *o = malloc((kref_out_len(&L, k) + 1) * sizeof *o);
+		t0 = now_s();
+		rc = kref_run(dev, k, o, &L);
+		dt = now_s() - t0;
+		CHECK(rc == CS_ERR_NO_DEVICE && dt < 2.0, "unplug during kernel %d -> %s after %.2f s",
+		      k, cs_error_name(rc), dt);
+		printf("unplug during kernel %d: %s after %.3f s: %s\n", k, cs_error_name(rc), dt,
+		       csd_last_error(dev));
+		t0 = now_s();
+		rc = kref_run(dev, k, o, &L);
+		CHECK(rc == CS_ERR_NO_DEVICE && now_s() - t0 < 0.1, "the next call -> %s",
+		      cs_error_name(rc));
+		free(o);
+		csd_close(dev); /* must not hang */
+		dev = NULL;
+	}
+	board_replug(b);
+
+	/* F. the board stops answering in the middle of a kernel (the FPGA hangs): the call
+	 * fails with CS_ERR_TIMEOUT within the link timeout, no hang */
+	char turi[200];
+	snprintf(turi, sizeof turi, "%s,timeout=300", uri);
+	rc = csd_open(&dev, turi);
+	CHECK(rc == 0, "open %s: %s", turi, csd_last_error(NULL));
+	if (!rc) {
+		atomic_store(&b->silent_at, (long)b->ctr.rx_bytes + 3000);
+		t0 = now_s();
+		rc = kref_run(dev, 0, out, &L);
+		dt = now_s() - t0;
+		CHECK(rc == CS_ERR_TIMEOUT && dt < 3.0, "silent board during a kernel -> %s after %.2f s",
+		      cs_error_name(rc), dt);
+		CHECK(strstr(csd_last_error(dev), "stopped"), "message: %s", csd_last_error(dev));
+		printf("board silent during a kernel: %s after %.3f s: %s\n", cs_error_name(rc), dt,
+		       csd_last_error(dev));
+		csd_close(dev);
+		dev = NULL;
+	}
+	atomic_store(&b->silent, 0);
+	board_replug(b);
+	free(out);
+	kref_layer_free(&L);
+	csd_close(ref);
+	CHECK(!b->model_fault, "the device model faulted");
+}
+
+/* ---- training on the emulated board ------------------------------------------------- */
+
+/* cshost train with its stderr captured into buf; returns its exit code */
+static int run_train(char *const *args, int n, char *buf, size_t cap)
+{
+	char path[] = "/tmp/umock_train_err.XXXXXX";
+	int fd = mkstemp(path);
+	buf[0] = 0;
+	if (fd < 0)
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(fd, 2);
+	char *argv[24];
+	for (int i = 0; i < n && i < 23; i++)
+		argv[i] = args[i];
+	argv[n < 23 ? n : 23] = NULL;
+	int rc = cmd_train(n, argv);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t got = pread(fd, buf, cap - 1, 0);
+	buf[got > 0 ? got : 0] = 0;
+	close(fd);
+	unlink(path);
+	printf("%s", buf);
+	return rc;
+}
+
+/*
+ * `cshost train` with device.kind=usb on the emulated board: two steps and a checkpoint;
+ * then --resume, unplugged in the middle of step 5 (after the step-4 checkpoint): the run
+ * must stop at once with a message naming the error and the last checkpoint, and that
+ * checkpoint must load; then, plugged in again, --resume finishes the run.
+ */
+static void train_test(void)
+{
+	struct board *b = &boards[0];
+	char dir[] = "/tmp/umock_train.XXXXXX";
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	char cfg[96], outd[128], log[16384];
+	snprintf(cfg, sizeof cfg, "%s/usb.yaml", dir);
+	FILE *f = fopen(cfg, "w");
+	if (!f) {
+		CHECK(0, "%s: %s", cfg, strerror(errno));
+		return;
+	}
+	fprintf(f, "run:      {name: usb, seed: 1234}\n"
+		   "device:   {kind: usb, dense_on_host: auto}\n"
+		   "model:    {n_layer: 2, n_head: 4, n_embd: 32, block_size: 32, vocab_size: 256}\n"
+		   "data:     {path: /usr/share/games/fortunes, val_fraction: 0.05}\n"
+		   "train:    {steps: 6, batch_size: 4, lr: 3.0e-3, warmup_steps: 2, ckpt_every: 2,\n"
+		   "           keep_ckpts: 3, eval_every: 0, eval_batches: 1, log_every: 1,\n"
+		   "           sample_tokens: 0}\n"
+		   "sparsity: {algorithm: static, init_method: random, sparsity: 0.8}\n");
+	fclose(f);
+	snprintf(outd, sizeof outd, "run.out_dir=%s", dir);
+	CHECK(board_flash(b, 2, 2, 1024, 256) == 0, "flash");
+
+	printf("-- cshost train (device.kind=usb): 2 steps\n");
+	uint64_t rx0 = b->ctr.rx_bytes;
+	double t0 = now_s();
+	char *a1[] = { "train", cfg, outd, "train.steps=2", "--no-progress" };
+	int rc = run_train(a1, 5, log, sizeof log);
+	double t_two = now_s() - t0;
+	uint64_t two = b->ctr.rx_bytes - rx0;
+	CHECK(rc == 0, "train 2 steps on usb: exit %d", rc);
+	printf("2 steps over the emulated board: %.2f s, %llu bytes to the board\n", t_two,
+	       (unsigned long long)two);
+
+	/* about 2.3 steps of traffic went into that run (2 steps, the final evaluation):
+	 * 2.5 steps after the resume is the middle of step 5 */
+	printf("-- cshost train --resume, unplugged during step 5\n");
+	atomic_store(&b->unplug_after, (long)(b->ctr.rx_bytes + two * 107 / 100));
+	t0 = now_s();
+	char *a2[] = { "train", cfg, outd, "--resume", "--no-progress" };
+	rc = run_train(a2, 5, log, sizeof log);
+	double dt = now_s() - t0;
+	CHECK(atomic_load(&b->unplugged), "the board was not unplugged (run too short?)");
+	CHECK(rc == 1, "train with the board unplugged: exit %d", rc);
+	CHECK(dt < 2.0 * t_two + 5.0, "train took %.1f s to stop", dt);
+	char ck[160];
+	snprintf(ck, sizeof ck, "%s/usb/ckpt-00000004.bin", dir);
+	CHECK(strstr(log, "went away") && strstr(log, "stopped by an error in step 5") &&
+		      strstr(log, ck) && strstr(log, "--resume"),
+	      "the message must name the unplug, the step and the last checkpoint %s", ck);
+	ck_file cf;
+	char err[256];
+	rc = ck_load(ck, &cf, err, sizeof err);
+	CHECK(rc == 0, "the last checkpoint does not load: %s", err);
+	if (!rc) {
+		CHECK(cf.hdr.step == 4, "checkpoint step %lld", (long long)cf.hdr.step);
+		ck_free(&cf);
+	}
+
+	printf("-- plugged in again: cshost train --resume\n");
+	board_replug(b);
+	rc = run_train(a2, 5, log, sizeof log);
+	CHECK(rc == 0 && strstr(log, "resuming from") && strstr(log, "done, 6 steps"),
+	      "resume after replug: exit %d", rc);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		printf("could not remove %s\n", dir);
 }
 
 int main(void)
@@ -635,9 +1027,9 @@ int main(void)
 		struct csd_fw fw;
 		CHECK(csd_fw_get(&fw, "kernels", err, sizeof err) == 0, "%s", err);
 		int same = 1;
-		for (int pe = 0; pe < NPE; pe++)
+		for (int pe = 0; pe < boards[0].mm.P; pe++)
 			for (int i = 0; i < fw.n_instr; i++)
-				same &= boards[0].mem[pe][PROTO_T_IMEM][i] == fw.imem[i];
+				same &= boards[0].mm.pe[pe].imem[i] == fw.imem[i];
 		CHECK(same && fw.n_instr > 0, "IMEM differs from the kernels image");
 		csd_counters c;
 		csd_get_counters(dev, &c);
@@ -653,11 +1045,14 @@ int main(void)
 	CHECK(run_cli("board", "info", NULL) == 0, "board info");
 	printf("-- cshost board selftest (good board)\n");
 	CHECK(run_cli("board", "selftest", NULL) == 0, "board selftest on a good board");
-	boards[0].faulty_pe = 2;
-	boards[1].faulty_pe = 2;
-	printf("-- cshost board selftest (PE 2 has a stuck bit in B)\n");
+	boards[0].dead_pe = 2;
+	boards[1].dead_pe = 2;
+	printf("-- cshost board selftest (PE 2's task table loses its writes)\n");
 	CHECK(run_cli("board", "selftest", NULL) == 1, "board selftest must fail on a bad PE");
-	boards[0].faulty_pe = boards[1].faulty_pe = -1;
+	boards[0].dead_pe = boards[1].dead_pe = -1;
+
+	/* kernels end to end on the device model behind the emulated link */
+	kernel_tests();
 
 	/* 7. unknown serial: fails at once with a clear message */
 	t0 = now_s();
@@ -665,26 +1060,6 @@ int main(void)
 	CHECK(rc == CS_ERR_NOT_FOUND && now_s() - t0 < 1.0, "open unknown serial -> %s in %.2f s",
 	      cs_error_name(rc), now_s() - t0);
 	printf("open usb:NOSUCH: %s\n", csd_last_error(NULL));
-
-	/* 8. unplug in the middle of a long transfer: CS_ERR_NO_DEVICE, no hang */
-	rc = csd_open(&dev, "usb:CSB00001,noload");
-	CHECK(rc == 0, "reopen: %s", csd_last_error(NULL));
-	if (!rc) {
-		atomic_store(&boards[0].unplug_after, boards[0].rx_bytes + 20000);
-		t0 = now_s();
-		rc = echo(dev, 60000);
-		double dt = now_s() - t0;
-		CHECK(rc == CS_ERR_NO_DEVICE && dt < 2.0, "unplug mid-transfer -> %s after %.2f s",
-		      cs_error_name(rc), dt);
-		printf("unplugged after %ld bytes: %s\n", boards[0].rx_bytes, csd_last_error(dev));
-		t0 = now_s();
-		rc = echo(dev, 1);
-		CHECK(rc == CS_ERR_NO_DEVICE && now_s() - t0 < 0.1, "after unplug -> %s",
-		      cs_error_name(rc));
-		csd_close(dev); /* must not hang */
-		dev = NULL;
-		remove_board(&boards[0]);
-	}
 
 	/* 9. a board without a bitstream (the UART never answers): timeout, clear message */
 	atomic_store(&boards[1].silent, 1);
@@ -696,6 +1071,30 @@ int main(void)
 	if (!rc)
 		csd_close(dev);
 	remove_board(&boards[1]);
+
+	/* training on the one board left (cshost train opens "usb": the first board) */
+	train_test();
+
+	/* 8. unplug in the middle of a long transfer: CS_ERR_NO_DEVICE, no hang */
+	rc = csd_open(&dev, "usb:CSB00001,noload");
+	CHECK(rc == 0, "reopen: %s", csd_last_error(NULL));
+	if (!rc) {
+		atomic_store(&boards[0].unplug_after, (long)boards[0].ctr.rx_bytes + 20000);
+		t0 = now_s();
+		rc = echo(dev, 60000);
+		double dt = now_s() - t0;
+		CHECK(rc == CS_ERR_NO_DEVICE && dt < 2.0, "unplug mid-transfer -> %s after %.2f s",
+		      cs_error_name(rc), dt);
+		printf("unplugged after %llu bytes: %s\n", (unsigned long long)boards[0].ctr.rx_bytes,
+		       csd_last_error(dev));
+		t0 = now_s();
+		rc = echo(dev, 1);
+		CHECK(rc == CS_ERR_NO_DEVICE && now_s() - t0 < 0.1, "after unplug -> %s",
+		      cs_error_name(rc));
+		csd_close(dev); /* must not hang */
+		dev = NULL;
+		remove_board(&boards[0]);
+	}
 
 	/* 10. no board at all */
 	n = csd_usb_list(list, 4, NULL, err, sizeof err);
