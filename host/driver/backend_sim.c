@@ -92,13 +92,14 @@ static int link_recv(void *ctx, uint32_t *w, size_t n)
 }
 
 struct sim_snap {
-	uint64_t cycles, mac, wout, win;
+	uint64_t cycles, mac, wout, win, scycles;
 };
 
 static void snap(struct sim *s, struct sim_snap *p)
 {
 	if (s->use_model) {
 		p->cycles = 0;
+		p->scycles = 0;
 		p->mac = 0;
 		for (int q = 0; q < s->mm.P; q++)
 			p->mac += s->mm.pe[q].cnt[0];
@@ -108,6 +109,7 @@ static void snap(struct sim *s, struct sim_snap *p)
 		struct simh_stats st;
 		s->api.stats(s->h, &st);
 		p->cycles = st.cycles;
+		p->scycles = st.stream_cycles;
 		p->mac = st.mac_busy;
 		p->wout = st.cmd_words;
 		p->win = st.rsp_words;
@@ -115,14 +117,17 @@ static void snap(struct sim *s, struct sim_snap *p)
 }
 
 /* Counters of one call: measured by the device, not estimated (weight words and nonzeros
- * are what the host streamed). */
+ * are what the host streamed). cycles are end to end; stream_cycles and pe_cycles cover
+ * the streaming phases only (the host port's stream_o: from the first wavelet injected
+ * until the SYNC/COLLECT that closes the stream sees the mesh idle), mac_busy counts every
+ * MAC (all of them fall in those phases). */
 static void count(csd_dev *dev, const struct sim_snap *a, const struct sim_snap *b,
 		  const struct plan_stats *st)
 {
-	uint64_t cyc = b->cycles - a->cycles;
+	uint64_t cyc = b->cycles - a->cycles, scyc = b->scycles - a->scycles;
 	dev->ctr.cycles += cyc;
-	dev->ctr.stream_cycles += cyc;
-	dev->ctr.pe_cycles += cyc * (uint64_t)(dev->geom.rows * dev->geom.cols);
+	dev->ctr.stream_cycles += scyc;
+	dev->ctr.pe_cycles += scyc * (uint64_t)(dev->geom.rows * dev->geom.cols);
 	dev->ctr.mac_busy += b->mac - a->mac;
 	dev->ctr.link_bytes_out += 4 * (b->wout - a->wout);
 	dev->ctr.link_bytes_in += 4 * (b->win - a->win);

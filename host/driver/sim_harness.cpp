@@ -62,7 +62,12 @@ inline bool tick(simh *h, bool offer, uint32_t word)
 		h->rsp.push_back(t->rsp_data_o);
 		h->st.rsp_words++;
 	}
-	h->st.mac_busy += busy_count(t->mac_busy_o);
+	uint64_t busy = busy_count(t->mac_busy_o);
+	h->st.mac_busy += busy;
+	if (t->stream_o) {
+		h->st.stream_cycles++;
+		h->st.stream_mac += busy;
+	}
 	t->clk_i = 1;
 	t->eval();
 	h->st.cycles++;

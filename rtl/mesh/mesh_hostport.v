@@ -37,7 +37,8 @@ module mesh_hostport #(
   output logic        cfg_in_ready_o,
   input  wire  [79:0] route0_i,        // route table of router (0, 0): unrouted colors
   input  wire         mesh_idle_i,     // routers, PEs and config chain idle
-  output logic        clear_o          // CLEAR: clear router counters
+  output logic        clear_o,         // CLEAR: clear router and PE counters
+  output wire         stream_o         // a wavelet stream is in progress (measurement probe)
 );
   // opcodes and status codes (architecture.md section 6)
   localparam logic [3:0] OpNop = 4'h0, OpEcho = 4'h1, OpWrite = 4'h2, OpRead = 4'h3,
@@ -67,6 +68,11 @@ module mesh_hostport #(
   logic [36:0] inj_q, inj_d;
   logic [61:0] cfg_q, cfg_d;
   logic        rsp_free, inj_free, cfg_free;
+  // Streaming phase (for utilization measurements, section 6): set when a RUN or INJECT
+  // starts injecting, cleared when a SYNC or COLLECT sees the mesh idle with nothing left
+  // to inject. A SYNC's further wait (for the config chain) is not part of it; a host that
+  // starves the mesh between its RUNs is (the phase stays open until the SYNC).
+  logic        stream_q, stream_d;
 
   // collect buffer
   logic        cb_in_valid, cb_in_ready, cb_out_valid, cb_out_ready, cb_empty;
@@ -91,6 +97,7 @@ module mesh_hostport #(
   assign inj_data_o = inj_q;
   assign cfg_out_valid_o = cfg_v_q;
   assign cfg_out_data_o = cfg_q;
+  assign stream_o = stream_q;
 
   // target sizes in words; 0 = no such target
   function automatic logic [31:0] tsize(input logic [3:0] t);
@@ -130,6 +137,7 @@ module mesh_hostport #(
     status_d = status_q; ctrl_d = ctrl_q; major_d = major_q; n_d = n_q; k_d = k_q;
     iss_d = iss_q; addr_d = addr_q; tmo_d = tmo_q; timer_d = timer_q; err_d = err_q;
     cycles_d = cycles_q + 64'd1;
+    stream_d = stream_q;
     rsp_v_d = rsp_v_q && !rsp_ready_i; rsp_d = rsp_q;
     inj_v_d = inj_v_q && !inj_ready_i; inj_d = inj_q;
     cfg_v_d = cfg_v_q && !cfg_out_ready_i; cfg_d = cfg_q;
@@ -166,11 +174,11 @@ module mesh_hostport #(
               n_d = {9'b0, c_pe};
               if (c_pe == 8'd0) begin status_d = StBadArg; st_d = SErr; end
               else if (c_unrouted) begin status_d = StBadArg; st_d = SDrop; end
-              else st_d = SRun;
+              else begin st_d = SRun; stream_d = 1'b1; end
             end
             OpInject: begin
               if (c_unrouted) begin status_d = StBadArg; st_d = SDrop; end
-              else if (c_n != 16'd0) st_d = SInj;
+              else if (c_n != 16'd0) begin st_d = SInj; stream_d = 1'b1; end
             end
             OpCollect: begin
               st_d = SCTmo;
@@ -294,6 +302,7 @@ module mesh_hostport #(
       end
 
       SCollect: begin
+        if (mesh_idle_i && !inj_v_q) stream_d = 1'b0;
         ej_ready_o = (k_q != n_q) && cb_in_ready;
         cb_in_valid = ej_valid_i && ej_ready_o;
         timer_d = timer_q + 32'd1;
@@ -326,6 +335,7 @@ module mesh_hostport #(
 
       SSync: begin
         timer_d = timer_q + 32'd1;
+        if (mesh_idle_i && !inj_v_q) stream_d = 1'b0;
         if (rsp_free) begin
           if (mesh_idle_i && !inj_v_q && !cfg_v_q) begin
             rsp_v_d = 1'b1; rsp_d = hdr(OpSync, StOk, err_q[15:0]);
@@ -367,14 +377,14 @@ module mesh_hostport #(
       st_q <= SCmd;
       op_q <= '0; target_q <= '0; color_q <= '0; pe_q <= '0; status_q <= '0; ctrl_q <= '0;
       major_q <= '0; n_q <= '0; k_q <= '0; iss_q <= '0; addr_q <= '0; tmo_q <= '0;
-      timer_q <= '0; err_q <= '0; cycles_q <= '0;
+      timer_q <= '0; err_q <= '0; cycles_q <= '0; stream_q <= 1'b0;
       rsp_v_q <= 1'b0; rsp_q <= '0; inj_v_q <= 1'b0; inj_q <= '0; cfg_v_q <= 1'b0; cfg_q <= '0;
     end else begin
       st_q <= st_d;
       op_q <= op_d; target_q <= target_d; color_q <= color_d; pe_q <= pe_d;
       status_q <= status_d; ctrl_q <= ctrl_d; major_q <= major_d; n_q <= n_d; k_q <= k_d;
       iss_q <= iss_d; addr_q <= addr_d; tmo_q <= tmo_d; timer_q <= timer_d; err_q <= err_d;
-      cycles_q <= cycles_d;
+      cycles_q <= cycles_d; stream_q <= stream_d;
       rsp_v_q <= rsp_v_d; rsp_q <= rsp_d; inj_v_q <= inj_v_d; inj_q <= inj_d;
       cfg_v_q <= cfg_v_d; cfg_q <= cfg_d;
     end

@@ -25,6 +25,7 @@ module mesh_top #(
   output wire  [31:0] rsp_data_o,
   input  wire         rsp_ready_i,
   output wire [P-1:0] mac_busy_o,  // per PE, for utilization measurements
+  output wire         stream_o,    // streaming phase in progress (host port), likewise
   output wire         idle_o
 );
   localparam int unsigned W = 37;
@@ -132,7 +133,8 @@ module mesh_top #(
     .cfg_in_ready_o (cr[P]),
     .route0_i       (rt[0 +: 80]),
     .mesh_idle_i    (idle_o),
-    .clear_o        (clear)
+    .clear_o        (clear),
+    .stream_o       (stream_o)
   );
 
   assign idle_o = &tile_idle;
