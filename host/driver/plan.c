@@ -342,6 +342,15 @@ static size_t pack_bf16_rows(uint32_t *dst, const uint16_t *src, int T, int ld, 
 	return nw;
 }
 
+struct runbuf {
+	unsigned major;  /* the header's major */
+	int last;        /* major of the last nonzero in the RUN */
+	uint32_t n;      /* nonzeros in it (0: no RUN open) */
+	uint32_t segs;   /* SET_MAJORs it makes: the header's and one per step */
+	uint32_t per_nz; /* cycle estimate per nonzero */
+	uint32_t w[PROTO_RUN_MAX];
+};
+
 struct kstate {
 	const struct plan *pl;
 	const struct plan_io *io;
@@ -355,49 +364,72 @@ struct kstate {
 	/* wgrad batch */
 	uint32_t bcount;
 	int64_t *bpos;  /* CSR positions of the batch (real mode) */
+	struct runbuf rb; /* the open RUN */
 };
 
-static void stream_run(struct kstate *ks, int major, const int32_t *minor, const uint16_t *val,
-		       size_t m, int per_nz)
+/*
+ * Runs (docs/architecture.md 1, 6): a RUN header carries the major of its first nonzero;
+ * a nonzero word with PROTO_RUN_STEP set belongs to the next major (the host port emits
+ * SET_MAJOR major+1 before it). So one RUN spans consecutive nonempty majors, and a new
+ * RUN starts only at the first nonzero of a tile (and of a wgrad batch), after 255
+ * nonzeros, and where the major skips one or more empty majors. The open RUN's words wait
+ * in ks->rb until it is closed (its header carries the count).
+ */
+static void run_close(struct kstate *ks)
 {
 	struct wstream *ws = ks->ws;
 	const struct plan *pl = ks->pl;
-	uint64_t runs = (m + PROTO_RUN_MAX - 1) / PROTO_RUN_MAX;
-	if (ws->buf) {
-		/* pack straight into the buffer, at most a buffer's worth at a time */
-		size_t done = 0;
-		while (done < m) {
-			size_t part = m - done;
-			if (part > 64 * PROTO_RUN_MAX)
-				part = 64 * PROTO_RUN_MAX;
-			uint32_t *p = ws_reserve(ws, proto_run_words(part));
-			if (!p)
-				return;
-			proto_pack_runs(p, PROTO_C_BCAST, (unsigned)major, minor + done,
-					val + done, part, ks->o0);
-			done += part;
-		}
-	} else {
-		ws->st->words_out += m + runs;
+	struct runbuf *rb = &ks->rb;
+	if (!rb->n)
+		return;
+	uint32_t *p = ws_reserve(ws, (size_t)rb->n + 1);
+	if (p) {
+		p[0] = proto_hdr_run(PROTO_C_BCAST, rb->n, rb->major);
+		memcpy(p + 1, rb->w, (size_t)rb->n * sizeof *p);
 	}
-	ws->st->weight_words += m + runs;
-	ws->st->nnz += m;
-	ws->st->runs += runs;
-	/* each run: the control task, then per nonzero max(tp_k, hazard) (axpy) or tp_k (dot);
-	 * the link brings one word per cycle */
-	uint64_t full = m / PROTO_RUN_MAX, rest = m % PROTO_RUN_MAX;
-	uint64_t c = 0;
-	uint64_t cf = (uint64_t)pl->g.ctl_cycles + (uint64_t)PROTO_RUN_MAX * per_nz;
-	if (cf < PROTO_RUN_MAX + 1)
-		cf = PROTO_RUN_MAX + 1;
-	c += full * cf;
-	if (rest) {
-		uint64_t cr = (uint64_t)pl->g.ctl_cycles + rest * per_nz;
-		c += cr < rest + 1 ? rest + 1 : cr;
-	}
+	ws->st->weight_words += (uint64_t)rb->n + 1;
+	ws->st->nnz += rb->n;
+	ws->st->runs++;
+	/* per SET_MAJOR (the header's and each step's) the control task, then per nonzero
+	 * max(tp_k, hazard) (axpy) or tp_k (dot); the link brings at most one word per cycle */
+	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + (uint64_t)rb->n * rb->per_nz;
+	if (c < (uint64_t)rb->n + 1)
+		c = (uint64_t)rb->n + 1;
 	ws->st->cycles += c;
 	ws->st->stream_cycles += c;
-	ws->st->mac_busy += (uint64_t)m * ks->tp_k * pl->P;
+	ws->st->mac_busy += (uint64_t)rb->n * ks->tp_k * pl->P;
+	rb->n = 0;
+}
+
+/* Append nonzeros [lo, lo + m) of major `major` (m <= room in the RUN) to the open RUN,
+ * opening one or closing the current one as the run rule says. Returns how many it took. */
+static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const uint16_t *val,
+		      size_t m, int per_nz)
+{
+	struct runbuf *rb = &ks->rb;
+	if (rb->n && (rb->n == PROTO_RUN_MAX || (major != rb->last && major != rb->last + 1)))
+		run_close(ks);
+	int step = 0;
+	if (!rb->n) {
+		rb->major = (unsigned)major;
+		rb->segs = 1;
+		rb->per_nz = (uint32_t)per_nz;
+	} else if (major == rb->last + 1) {
+		step = 1;
+		rb->segs++;
+	}
+	rb->last = major;
+	if (m > PROTO_RUN_MAX - rb->n)
+		m = PROTO_RUN_MAX - rb->n;
+	if (ks->ws->buf) {
+		uint32_t *w = rb->w + rb->n;
+		for (size_t k = 0; k < m; k++)
+			w[k] = proto_nz((unsigned)(minor[k] - ks->o0), val[k]);
+		if (step)
+			w[0] |= PROTO_RUN_STEP;
+	}
+	rb->n += (uint32_t)m;
+	return m;
 }
 
 /* Finish a wgrad batch: END, COLLECT, fold the results into dw. */
@@ -470,7 +502,7 @@ static int stream_tile(struct kstate *ks)
 			size_t m_n = (size_t)(hi - lo);
 			if (pl->kernel == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
 				m_n = pl->batch_cap - ks->bcount;
-			stream_run(ks, m, minor + lo, val + lo, m_n, per_nz);
+			m_n = run_add(ks, m, minor + lo, val + lo, m_n, per_nz);
 			if (ks->ws->rc)
 				return ks->ws->rc;
 			if (pl->kernel == PLAN_WGRAD) {
@@ -478,12 +510,18 @@ static int stream_tile(struct kstate *ks)
 					for (size_t k = 0; k < m_n; k++)
 						ks->bpos[ks->bcount + k] = w->csr_pos[lo + (int64_t)k];
 				ks->bcount += (uint32_t)m_n;
-				if (ks->bcount == pl->batch_cap && (rc = wgrad_end_batch(ks)))
-					return rc;
+				if (ks->bcount == pl->batch_cap) {
+					run_close(ks); /* a batch ends with a complete RUN */
+					if ((rc = wgrad_end_batch(ks)))
+						return rc;
+				}
 			}
 			lo += (int64_t)m_n;
 		}
 	}
+	run_close(ks);
+	if (ks->ws->rc)
+		return ks->ws->rc;
 	if (pl->kernel == PLAN_WGRAD)
 		return wgrad_end_batch(ks);
 	return CS_OK;

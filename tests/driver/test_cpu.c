@@ -348,12 +348,22 @@ static uint64_t words_out_expected(int kernel, const struct layer *L, int R, int
 					uint64_t part = cnt;
 					if (kernel == 2 && part > cap - inbatch)
 						part = cap - inbatch;
-					tile_runs += (part + 254) / 255;
+					for (uint64_t left = part; left;) {
+						if (rn && (rn == 255 || (m != last && m != last + 1)))
+							rn = 0;
+						if (!rn)
+							tile_runs++;
+						uint64_t take = left < 255 - rn ? left : 255 - rn;
+						rn += take;
+						left -= take;
+						last = m;
+					}
 					tile_nnz += part;
 					cnt -= part;
 					if (kernel == 2 && (inbatch += part) == cap) {
 						batches++;
 						inbatch = 0;
+						rn = 0;
 					}
 				}
 			}

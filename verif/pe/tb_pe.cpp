@@ -123,6 +123,7 @@ struct Bench {
 		dut->cfg_target_i = 0;
 		dut->cfg_addr_i = 0;
 		dut->cfg_wdata_i = 0;
+		dut->ctr_clear_i = 0;
 	}
 	void tick()
 	{
