@@ -7,12 +7,19 @@
  *   task tables (fwd/bwd: one broadcast WRITE; wgrad: one WRITE per PE, roles differ)
  *   for each token tile:
  *     WRITE A to each PE (its tp_k tokens, zero padded)
- *     for each output tile:
- *       wgrad: WRITE B (dY tile, packed bf16) to each PE
- *       WRITE r0..r7 (broadcast), SYNC (the writes land before any wavelet)
- *       fwd/bwd: INJECT START, RUNs, SYNC, READ B from each PE holding real tokens
- *       wgrad:   per batch of <= batch_cap positions: RUNs, INJECT END(count),
- *                COLLECT count
+ *     fwd/bwd: WRITE r0..r7 (broadcast), SYNC (the writes land before any wavelet)
+ *       for each output tile d (B bank d&1):
+ *         INJECT [SET_BBASE bank (d > 0)] [SET_BSTRIDE width (when it changes)]
+ *                [START (d < 2: the bank's first use in this token tile)]
+ *         RUNs
+ *         SYNC (answers when tile d is computed and tile d-1's READ, which streamed
+ *               meanwhile, is done; d > 0: that READ's answer comes first)
+ *         READ-and-clear B of every PE (pe 0xff, target 2): streams while tile d+1
+ *         computes in the other bank, and leaves the bank zeroed for tile d+2
+ *       take the last READ's answer
+ *     wgrad: for each output tile:
+ *       WRITE B (dY tile, packed bf16) to each PE, WRITE r0..r7, SYNC
+ *       per batch of <= batch_cap positions: RUNs, INJECT END(count), COLLECT count
  */
 #include "driver/plan.h"
 
@@ -559,6 +566,30 @@ static void put_regs(struct kstate *ks, int dt_d)
 	ws_write(ks->ws, pl, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
 }
 
+/* The answer of output tile d's READ (pe 0xff: one READ answer per PE, tp_k * width words
+ * each, padding rows included): copy each PE's real rows out. */
+static int read_tile(struct kstate *ks, int d)
+{
+	const struct plan *pl = ks->pl;
+	struct wstream *ws = ks->ws;
+	int o0 = d * pl->dt, o1 = o0 + pl->dt < pl->dout ? o0 + pl->dt : pl->dout, dt_d = o1 - o0;
+	unsigned n = (unsigned)ks->tp_k * (unsigned)dt_d;
+	int rc;
+	for (int q = 0; q < pl->P; q++) {
+		if ((rc = ws_recv(ws, ks->tmp, n, PROTO_READ, n, ks->err, ks->errlen)))
+			return rc;
+		if (!ws->buf)
+			continue;
+		int first = ks->t0 + q * ks->tp_k;
+		int nq = pl->T - first < ks->tp_k ? pl->T - first : ks->tp_k;
+		for (int u = 0; u < nq; u++) {
+			float *o = ks->io->out + (size_t)(first + u) * pl->dout + o0;
+			memcpy(o, ks->tmp + (size_t)u * dt_d, (size_t)dt_d * 4);
+		}
+	}
+	return CS_OK;
+}
+
 int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
 	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
 {
@@ -569,6 +600,9 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 	unsigned nerr;
 	int rc = CS_OK;
 	const struct plan_geom *g = &pl->g;
+	const char *what = pl->kernel == PLAN_FWD ? "forward" : "backward";
+	uint64_t rd_cycles = 0; /* estimate: the outstanding READ's chain cycles */
+	int dt_prev = 0;
 
 	if (!counting) {
 		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
@@ -630,43 +664,61 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 					goto out_free;
 				continue;
 			}
-			put_regs(&ks, dt_d);
-			if ((rc = sync_point(&ks, pl->kernel == PLAN_FWD ? "forward" : "backward")))
-				goto out_free;
-			ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
-			ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
-			st->cycles += (uint64_t)ks.tp_k * dt_d + 8; /* fill */
+			/* forward / backward: output tiles alternate between the B banks */
+			uint32_t half = g->b_words / 2, bank = (d & 1) ? half : 0;
+			if (d == 0) {
+				put_regs(&ks, dt_d);
+				if ((rc = sync_point(&ks, what)))
+					goto out_free;
+			}
+			uint32_t ctl[3];
+			unsigned nctl = 0;
+			if (d > 0)
+				ctl[nctl++] = proto_ctl(PROTO_CTL_SET_BBASE, bank);
+			if (d > 0 && dt_d != dt_prev)
+				ctl[nctl++] = proto_ctl(PROTO_CTL_SET_BSTRIDE, (unsigned)dt_d);
+			if (d < 2) {
+				ctl[nctl++] = proto_ctl(PROTO_CTL_START, 0);
+				st->cycles += (uint64_t)ks.tp_k * dt_d + 8; /* fill */
+			}
+			if (nctl) {
+				ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, nctl));
+				for (unsigned i = 0; i < nctl; i++)
+					ws_put(&ws, ctl[i]);
+			}
+			uint64_t sc = st->stream_cycles;
 			if ((rc = stream_tile(&ks)))
 				goto out_free;
+			/* SYNC: answers once this tile is computed and the previous tile's READ,
+			 * which streamed meanwhile, is done; the READ's answer comes first */
 			ws_put(&ws, proto_hdr_sync());
 			ws_put(&ws, link->timeout_cycles);
+			sc = st->stream_cycles - sc;
+			if (d > 0) {
+				if (rd_cycles > sc)
+					st->cycles += rd_cycles - sc;
+				if ((rc = read_tile(&ks, d - 1)))
+					goto out_free;
+			}
 			st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
 			if ((rc = ws_recv_sync(&ws, &nerr, err, errlen)))
 				goto out_free;
 			if (nerr) {
-				snprintf(err, errlen, "%s: device reports %u errors",
-					 pl->kernel == PLAN_FWD ? "forward" : "backward", nerr);
+				snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
 				rc = CS_ERR_DEVICE;
 				goto out_free;
 			}
-			for (int q = 0; q < pl->P; q++) {
-				int first = ks.t0 + q * ks.tp_k;
-				int nq = pl->T - first < ks.tp_k ? pl->T - first : ks.tp_k;
-				if (nq <= 0)
-					continue;
-				unsigned n = (unsigned)nq * (unsigned)dt_d;
-				ws_put(&ws, proto_hdr_read(PROTO_T_B, (unsigned)q, n));
-				ws_put(&ws, 0);
-				st->cycles += chain_cycles(pl, n);
-				if ((rc = ws_recv(&ws, ks.tmp, n, PROTO_READ, n, err, errlen)))
-					goto out_free;
-				if (counting)
-					continue;
-				for (int u = 0; u < nq; u++) {
-					float *o = io->out + (size_t)(first + u) * pl->dout + ks.o0;
-					memcpy(o, ks.tmp + (size_t)u * dt_d, (size_t)dt_d * 4);
-				}
-			}
+			ws_put(&ws, proto_hdr_read(PROTO_T_BCLR, PROTO_PE_ALL,
+						   (unsigned)ks.tp_k * (unsigned)dt_d));
+			ws_put(&ws, bank);
+			rd_cycles = (uint64_t)pl->P * chain_cycles(pl, (uint64_t)ks.tp_k * dt_d);
+			dt_prev = dt_d;
+		}
+		/* the token tile's last READ (before anything that waits for it) */
+		if (pl->kernel != PLAN_WGRAD) {
+			st->cycles += rd_cycles;
+			if ((rc = read_tile(&ks, pl->n_otiles - 1)))
+				goto out_free;
 		}
 	}
 	if (!rc)

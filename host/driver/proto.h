@@ -26,6 +26,7 @@ enum proto_op {
 enum proto_target {
 	PROTO_T_A = 0,
 	PROTO_T_B = 1,
+	PROTO_T_BCLR = 2, /* B read-and-clear (READ only) */
 	PROTO_T_IMEM = 3,
 	PROTO_T_TASK = 4,
 	PROTO_T_ROUTE = 5,
