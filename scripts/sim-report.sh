@@ -15,6 +15,9 @@
 #                    every cycle
 #   weight bytes     the RUN words (headers + nonzeros); overhead = weight bytes / (4 nnz) - 1
 #
+# TRACE=1 (env): run on the --trace-fst build and write OUTDIR/wave_s<S>.fst per sparsity
+# (the first TRACE_CYCLES cycles, 0: all).
+#
 # Usage: sim-report.sh CSHOST OUTDIR MESH TOKENS K N "SPARSITIES"
 set -euo pipefail
 cshost=$1 outdir=$2 mesh=$3 tokens=$4 k=$5 n=$6
@@ -30,6 +33,9 @@ fail=0
 printf '%-8s %7s %10s %10s %7s %7s %8s %10s %10s %7s %6s %10s\n' sparsity nnz cycles \
 	stream_cyc util e2e_util speedup link_bytes weight_B w_ovh exact "PE-cyc/s"
 for s in $sparsities; do
+	if [ "${TRACE:-0}" = 1 ]; then
+		export CSD_SIM_FST="$outdir/wave_s$s.fst" CSD_SIM_FST_CYCLES="${TRACE_CYCLES:-0}"
+	fi
 	out=$("$cshost" spmm --device "sim:$mesh" --kernel fwd --tokens "$tokens" --k "$k" --n "$n" \
 		--sparsity "$s" --seed 1 --json) || { echo "sim: spmm at sparsity $s failed" >&2; fail=1; continue; }
 	nnz=$(field "$out" nnz)
@@ -62,6 +68,7 @@ done
 } >"$outdir/report.json.tmp"
 mv "$outdir/report.json.tmp" "$outdir/report.json"
 echo "sim: wrote $outdir/report.json"
+[ "${TRACE:-0}" = 1 ] && echo "sim: waveforms: $outdir/wave_s*.fst (first ${TRACE_CYCLES:-0} cycles; 0 = all)"
 echo "sim: util is over the streaming phases (host port stream_o), e2e_util over every cycle;"
 echo "     w_ovh = weight-stream bytes / (4 * nonzeros streamed) - 1"
 exit $fail

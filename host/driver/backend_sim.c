@@ -3,6 +3,9 @@
  * host port's 32-bit word interface, exactly as the usb backend feeds the board.
  *
  * URI: "sim[:RxC][,awords=N][,bwords=N][,model][,timeout=CYCLES]".
+ * CSD_SIM_FST=FILE (rtl engine): load the --trace-fst build instead (libmesh_..._fst.so,
+ * built on demand) and write an FST waveform of the run to FILE (the first
+ * CSD_SIM_FST_CYCLES cycles when that is set and nonzero).
  * Two engines behind the same word interface:
  *   - rtl (default): the Verilated rtl/mesh/mesh_top with the real PE. The Verilog mesh
  *     shape and SRAM sizes are compile-time parameters, so each (shape, sizes) is its own
@@ -184,12 +187,16 @@ static int sim_load(csd_dev *dev, struct sim *s)
 {
 	const struct plan_geom *g = &dev->geom;
 	const char *dir = getenv("CSD_SIM_DIR") ? getenv("CSD_SIM_DIR") : CSD_SIM_BUILD;
+	/* a waveform is asked for: the separate --trace-fst build (..._fst.so) */
+	const char *fst = getenv("CSD_SIM_FST");
+	int trace = fst && *fst;
 	char name[96];
 	if (g->a_words == 16384 && g->b_words == 8192)
-		snprintf(name, sizeof name, "libmesh_%dx%d.so", g->rows, g->cols);
+		snprintf(name, sizeof name, "libmesh_%dx%d%s.so", g->rows, g->cols,
+			 trace ? "_fst" : "");
 	else
-		snprintf(name, sizeof name, "libmesh_%dx%d_a%u_b%u.so", g->rows, g->cols,
-			 g->a_words, g->b_words);
+		snprintf(name, sizeof name, "libmesh_%dx%d_a%u_b%u%s.so", g->rows, g->cols,
+			 g->a_words, g->b_words, trace ? "_fst" : "");
 	snprintf(s->path, sizeof s->path, "%s/%s", dir, name);
 	if (so_stale(s->path)) {
 		if (getenv("CSD_SIM_NOBUILD"))
@@ -198,8 +205,9 @@ static int sim_load(csd_dev *dev, struct sim *s)
 		char cmd[2600];
 		/* build on demand (one Verilator build at a time: sim_build.sh takes a lock) */
 		snprintf(cmd, sizeof cmd,
-			 "cd '%s' && ./host/driver/sim_build.sh '%s' %d %d %u %u >&2", CSD_SIM_ROOT,
-			 s->path, g->rows, g->cols, g->a_words, g->b_words);
+			 "cd '%s' && ./host/driver/sim_build.sh '%s' %d %d %u %u %s >&2",
+			 CSD_SIM_ROOT, s->path, g->rows, g->cols, g->a_words, g->b_words,
+			 trace ? "fst" : "");
 		fprintf(stderr, "sim: building %s (Verilator, about a minute)\n", s->path);
 		if (system(cmd) != 0)
 			return csd_fail(dev, CS_ERR_IO, "sim: building %s failed (see %.*s.build.log)",
