@@ -679,7 +679,9 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 				ctl[nctl++] = proto_ctl(PROTO_CTL_SET_BSTRIDE, (unsigned)dt_d);
 			if (d < 2) {
 				ctl[nctl++] = proto_ctl(PROTO_CTL_START, 0);
-				st->cycles += (uint64_t)ks.tp_k * dt_d + 8; /* fill */
+				/* the fill is part of the streaming phase (it follows the INJECT) */
+				st->cycles += (uint64_t)ks.tp_k * dt_d + 8;
+				st->stream_cycles += (uint64_t)ks.tp_k * dt_d + 8;
 			}
 			if (nctl) {
 				ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, nctl));
