@@ -590,15 +590,30 @@ static void test_hostport_diff(void **state)
 			for (unsigned k = 0; k < len; k++)
 				c[n++] = (uint32_t)rng_next();
 			break;
-		case 1: case 2: /* WRITE (not routes of BCAST: keep the BCAST route for INJECT) */
+		case 1: case 2: { /* WRITE (not routes of BCAST: keep the BCAST route for INJECT) */
 			if (t == 5 && addr == 0)
 				addr = 1;
-			c[n++] = proto_hdr_write(t, rng_int(0, 3) == 0 ? 0xff : pe, len);
+			unsigned wpe = rng_int(0, 3) == 0 ? 0xff : pe;
+			c[n++] = proto_hdr_write(t, wpe, len);
 			c[n++] = addr;
-			for (unsigned k = 0; k < len; k++)
-				c[n++] = t == 4 ? (uint32_t)rng_int(0, 0xff) /* valid = 0: no task */
+			for (unsigned k = 0; k < len; k++) {
+				c[n] = t == 4 ? (uint32_t)rng_int(0, 0xff) /* valid = 0: no task */
 					      : (uint32_t)rng_next();
+				/* routes the model can follow: loop-free (even colors only E/S,
+				 * odd colors only W/N, as the firmware's colors are; a loop
+				 * circulates forever in the RTL, the model drops it), and none
+				 * from router (0,0) west into the host port (it takes wavelets only
+				 * during a COLLECT and the model's host queue has no back-pressure,
+				 * so an INJECT behind them would hang the RTL only) */
+				if (t == 5) {
+					c[n] &= ((addr + k) & 1) ? 0x19u : 0x16u;
+					if (wpe == 0 || wpe == 0xff)
+						c[n] &= ~8u;
+				}
+				n++;
+			}
 			break;
+		}
 		case 3: case 4: /* READ (not the counters: task-busy cycles are timing) */
 			if (t == 8 || t == 9)
 				t = 7;
