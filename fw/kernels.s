@@ -20,24 +20,38 @@
 .equ T_RR1, 2
 .equ T_CR0, 3
 .equ T_CR1, 4
-; control op START in W[31:16]
+; control ops in W[31:16]: START, SET_BBASE, SET_BSTRIDE
 .equ OP_START, 0x1000
+.equ OP_SETB, 0x4000
+.equ OP_SETW, 0x5000
 
 ; ---- forward / backward --------------------------------------------------------------
 .entry axpy
 axpy:	axpy			; B[r2 + idx + t*r4] += val * A[r1 + t*r3], t < r5
 	ret
 
+; SET_MAJOR first (the frequent one). SET_BBASE / SET_BSTRIDE switch the output tile in
+; band (r2 = the B bank of the tile, r4 = its width) behind the previous tile's
+; nonzeros, so the host needs no register WRITE (and no SYNC) between output tiles.
+; r6 is scratch here (axpy does not use it).
 .entry ctl
 ctl:	whi r7			; {op, 0}
 	bne r7, r0, ctl_op
 	wlo r1			; SET_MAJOR j: r1 = xa + j (xa = 0)
 	ret
 ctl_op:	li r6, OP_START
-	bne r7, r6, ctl_ret	; only START is meaningful here
-	mul r7, r5, r4		; clear Tp_k * Dt accumulators from r2
+	bne r7, r6, ctl_b
+	mul r7, r5, r4		; START: clear Tp_k * Dt accumulators from r2
 	add r6, r2, r0
 	fill
+	ret
+ctl_b:	li r6, OP_SETB
+	bne r7, r6, ctl_w
+	wlo r2			; SET_BBASE b: r2 = b
+	ret
+ctl_w:	li r6, OP_SETW
+	bne r7, r6, ctl_ret
+	wlo r4			; SET_BSTRIDE w: r4 = w
 ctl_ret:
 	ret
 

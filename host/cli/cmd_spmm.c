@@ -162,23 +162,33 @@ int cmd_spmm(int argc, char **argv)
 	int exact = memcmp(out, want, no * 4) == 0;
 	csd_counters c;
 	csd_get_counters(dev, &c);
+	/* utilization over the streaming phases (pe_cycles = stream_cycles * PEs) and end to
+	 * end (every cycle of the call, uploads and read-back included) */
 	double util = c.pe_cycles ? (double)c.mac_busy / (double)c.pe_cycles : 0.0;
+	double util_e2e = c.cycles ? (double)c.mac_busy / ((double)c.cycles * info.pes) : 0.0;
 	if (json)
 		printf("{\"device\": \"%s\", \"kernel\": \"%s\", \"tokens\": %d, \"k\": %d, \"n\": %d, "
 		       "\"sparsity\": %.4f, \"mesh\": \"%dx%d\", \"seed\": %llu, \"nnz\": %lld, "
-		       "\"cycles\": %llu, \"compute_utilization\": %.4f, \"link_bytes\": %llu, "
-		       "\"link_bytes_out\": %llu, \"link_bytes_in\": %llu, \"bit_exact\": %s, "
+		       "\"cycles\": %llu, \"stream_cycles\": %llu, \"mac_busy\": %llu, "
+		       "\"compute_utilization\": %.4f, \"end_to_end_utilization\": %.4f, "
+		       "\"link_bytes\": %llu, \"link_bytes_out\": %llu, \"link_bytes_in\": %llu, "
+		       "\"weight_bytes\": %llu, \"nnz_streamed\": %llu, \"bit_exact\": %s, "
 		       "\"seconds\": %.6f}\n",
 		       uri, kn[kernel], T, K, N, sparsity, info.rows, info.cols, seed,
-		       (long long)sp.nnz, (unsigned long long)c.cycles, util,
-		       (unsigned long long)(c.link_bytes_out + c.link_bytes_in),
+		       (long long)sp.nnz, (unsigned long long)c.cycles,
+		       (unsigned long long)c.stream_cycles, (unsigned long long)c.mac_busy, util,
+		       util_e2e, (unsigned long long)(c.link_bytes_out + c.link_bytes_in),
 		       (unsigned long long)c.link_bytes_out, (unsigned long long)c.link_bytes_in,
+		       (unsigned long long)c.weight_bytes, (unsigned long long)c.nnz_streamed,
 		       exact ? "true" : "false", t);
 	else
-		printf("%s %s T=%d K=%d N=%d nnz=%lld: %llu cycles, utilization %.1f%%, %llu link "
-		       "bytes, %s, %.3f s\n",
+		printf("%s %s T=%d K=%d N=%d nnz=%lld: %llu cycles (%llu streaming), utilization "
+		       "%.1f%% streaming / %.1f%% end to end, %llu link bytes (%llu of weights), "
+		       "%s, %.3f s\n",
 		       uri, kn[kernel], T, K, N, (long long)sp.nnz, (unsigned long long)c.cycles,
-		       100 * util, (unsigned long long)(c.link_bytes_out + c.link_bytes_in),
+		       (unsigned long long)c.stream_cycles, 100 * util, 100 * util_e2e,
+		       (unsigned long long)(c.link_bytes_out + c.link_bytes_in),
+		       (unsigned long long)c.weight_bytes,
 		       exact ? "bit-exact" : "MISMATCH against the C model", t);
 	rc = exact ? 0 : 1;
 out:

@@ -3,6 +3,9 @@
  * host port's 32-bit word interface, exactly as the usb backend feeds the board.
  *
  * URI: "sim[:RxC][,awords=N][,bwords=N][,model][,timeout=CYCLES]".
+ * CSD_SIM_FST=FILE (rtl engine): load the --trace-fst build instead (libmesh_..._fst.so,
+ * built on demand) and write an FST waveform of the run to FILE (the first
+ * CSD_SIM_FST_CYCLES cycles when that is set and nonzero).
  * Two engines behind the same word interface:
  *   - rtl (default): the Verilated rtl/mesh/mesh_top with the real PE. The Verilog mesh
  *     shape and SRAM sizes are compile-time parameters, so each (shape, sizes) is its own
@@ -92,13 +95,14 @@ static int link_recv(void *ctx, uint32_t *w, size_t n)
 }
 
 struct sim_snap {
-	uint64_t cycles, mac, wout, win;
+	uint64_t cycles, mac, wout, win, scycles;
 };
 
 static void snap(struct sim *s, struct sim_snap *p)
 {
 	if (s->use_model) {
 		p->cycles = 0;
+		p->scycles = 0;
 		p->mac = 0;
 		for (int q = 0; q < s->mm.P; q++)
 			p->mac += s->mm.pe[q].cnt[0];
@@ -108,6 +112,7 @@ static void snap(struct sim *s, struct sim_snap *p)
 		struct simh_stats st;
 		s->api.stats(s->h, &st);
 		p->cycles = st.cycles;
+		p->scycles = st.stream_cycles;
 		p->mac = st.mac_busy;
 		p->wout = st.cmd_words;
 		p->win = st.rsp_words;
@@ -115,14 +120,17 @@ static void snap(struct sim *s, struct sim_snap *p)
 }
 
 /* Counters of one call: measured by the device, not estimated (weight words and nonzeros
- * are what the host streamed). */
+ * are what the host streamed). cycles are end to end; stream_cycles and pe_cycles cover
+ * the streaming phases only (the host port's stream_o: from the first wavelet injected
+ * until the SYNC/COLLECT that closes the stream sees the mesh idle), mac_busy counts every
+ * MAC (all of them fall in those phases). */
 static void count(csd_dev *dev, const struct sim_snap *a, const struct sim_snap *b,
 		  const struct plan_stats *st)
 {
-	uint64_t cyc = b->cycles - a->cycles;
+	uint64_t cyc = b->cycles - a->cycles, scyc = b->scycles - a->scycles;
 	dev->ctr.cycles += cyc;
-	dev->ctr.stream_cycles += cyc;
-	dev->ctr.pe_cycles += cyc * (uint64_t)(dev->geom.rows * dev->geom.cols);
+	dev->ctr.stream_cycles += scyc;
+	dev->ctr.pe_cycles += scyc * (uint64_t)(dev->geom.rows * dev->geom.cols);
 	dev->ctr.mac_busy += b->mac - a->mac;
 	dev->ctr.link_bytes_out += 4 * (b->wout - a->wout);
 	dev->ctr.link_bytes_in += 4 * (b->win - a->win);
@@ -179,12 +187,16 @@ static int sim_load(csd_dev *dev, struct sim *s)
 {
 	const struct plan_geom *g = &dev->geom;
 	const char *dir = getenv("CSD_SIM_DIR") ? getenv("CSD_SIM_DIR") : CSD_SIM_BUILD;
+	/* a waveform is asked for: the separate --trace-fst build (..._fst.so) */
+	const char *fst = getenv("CSD_SIM_FST");
+	int trace = fst && *fst;
 	char name[96];
 	if (g->a_words == 16384 && g->b_words == 8192)
-		snprintf(name, sizeof name, "libmesh_%dx%d.so", g->rows, g->cols);
+		snprintf(name, sizeof name, "libmesh_%dx%d%s.so", g->rows, g->cols,
+			 trace ? "_fst" : "");
 	else
-		snprintf(name, sizeof name, "libmesh_%dx%d_a%u_b%u.so", g->rows, g->cols,
-			 g->a_words, g->b_words);
+		snprintf(name, sizeof name, "libmesh_%dx%d_a%u_b%u%s.so", g->rows, g->cols,
+			 g->a_words, g->b_words, trace ? "_fst" : "");
 	snprintf(s->path, sizeof s->path, "%s/%s", dir, name);
 	if (so_stale(s->path)) {
 		if (getenv("CSD_SIM_NOBUILD"))
@@ -193,8 +205,9 @@ static int sim_load(csd_dev *dev, struct sim *s)
 		char cmd[2600];
 		/* build on demand (one Verilator build at a time: sim_build.sh takes a lock) */
 		snprintf(cmd, sizeof cmd,
-			 "cd '%s' && ./host/driver/sim_build.sh '%s' %d %d %u %u >&2", CSD_SIM_ROOT,
-			 s->path, g->rows, g->cols, g->a_words, g->b_words);
+			 "cd '%s' && ./host/driver/sim_build.sh '%s' %d %d %u %u %s >&2",
+			 CSD_SIM_ROOT, s->path, g->rows, g->cols, g->a_words, g->b_words,
+			 trace ? "fst" : "");
 		fprintf(stderr, "sim: building %s (Verilator, about a minute)\n", s->path);
 		if (system(cmd) != 0)
 			return csd_fail(dev, CS_ERR_IO, "sim: building %s failed (see %.*s.build.log)",

@@ -7,12 +7,19 @@
  *   task tables (fwd/bwd: one broadcast WRITE; wgrad: one WRITE per PE, roles differ)
  *   for each token tile:
  *     WRITE A to each PE (its tp_k tokens, zero padded)
- *     for each output tile:
- *       wgrad: WRITE B (dY tile, packed bf16) to each PE
- *       WRITE r0..r7 (broadcast), SYNC (the writes land before any wavelet)
- *       fwd/bwd: INJECT START, RUNs, SYNC, READ B from each PE holding real tokens
- *       wgrad:   per batch of <= batch_cap positions: RUNs, INJECT END(count),
- *                COLLECT count
+ *     fwd/bwd: WRITE r0..r7 (broadcast), SYNC (the writes land before any wavelet)
+ *       for each output tile d (B bank d&1):
+ *         INJECT [SET_BBASE bank (d > 0)] [SET_BSTRIDE width (when it changes)]
+ *                [START (d < 2: the bank's first use in this token tile)]
+ *         RUNs
+ *         SYNC (answers when tile d is computed and tile d-1's READ, which streamed
+ *               meanwhile, is done; d > 0: that READ's answer comes first)
+ *         READ-and-clear B of every PE (pe 0xff, target 2): streams while tile d+1
+ *         computes in the other bank, and leaves the bank zeroed for tile d+2
+ *       take the last READ's answer
+ *     wgrad: for each output tile:
+ *       WRITE B (dY tile, packed bf16) to each PE, WRITE r0..r7, SYNC
+ *       per batch of <= batch_cap positions: RUNs, INJECT END(count), COLLECT count
  */
 #include "driver/plan.h"
 
@@ -342,6 +349,15 @@ static size_t pack_bf16_rows(uint32_t *dst, const uint16_t *src, int T, int ld, 
 	return nw;
 }
 
+struct runbuf {
+	unsigned major;  /* the header's major */
+	int last;        /* major of the last nonzero in the RUN */
+	uint32_t n;      /* nonzeros in it (0: no RUN open) */
+	uint32_t segs;   /* SET_MAJORs it makes: the header's and one per step */
+	uint32_t per_nz; /* cycle estimate per nonzero */
+	uint32_t w[PROTO_RUN_MAX];
+};
+
 struct kstate {
 	const struct plan *pl;
 	const struct plan_io *io;
@@ -355,49 +371,72 @@ struct kstate {
 	/* wgrad batch */
 	uint32_t bcount;
 	int64_t *bpos;  /* CSR positions of the batch (real mode) */
+	struct runbuf rb; /* the open RUN */
 };
 
-static void stream_run(struct kstate *ks, int major, const int32_t *minor, const uint16_t *val,
-		       size_t m, int per_nz)
+/*
+ * Runs (docs/architecture.md 1, 6): a RUN header carries the major of its first nonzero;
+ * a nonzero word with PROTO_RUN_STEP set belongs to the next major (the host port emits
+ * SET_MAJOR major+1 before it). So one RUN spans consecutive nonempty majors, and a new
+ * RUN starts only at the first nonzero of a tile (and of a wgrad batch), after 255
+ * nonzeros, and where the major skips one or more empty majors. The open RUN's words wait
+ * in ks->rb until it is closed (its header carries the count).
+ */
+static void run_close(struct kstate *ks)
 {
 	struct wstream *ws = ks->ws;
 	const struct plan *pl = ks->pl;
-	uint64_t runs = (m + PROTO_RUN_MAX - 1) / PROTO_RUN_MAX;
-	if (ws->buf) {
-		/* pack straight into the buffer, at most a buffer's worth at a time */
-		size_t done = 0;
-		while (done < m) {
-			size_t part = m - done;
-			if (part > 64 * PROTO_RUN_MAX)
-				part = 64 * PROTO_RUN_MAX;
-			uint32_t *p = ws_reserve(ws, proto_run_words(part));
-			if (!p)
-				return;
-			proto_pack_runs(p, PROTO_C_BCAST, (unsigned)major, minor + done,
-					val + done, part, ks->o0);
-			done += part;
-		}
-	} else {
-		ws->st->words_out += m + runs;
+	struct runbuf *rb = &ks->rb;
+	if (!rb->n)
+		return;
+	uint32_t *p = ws_reserve(ws, (size_t)rb->n + 1);
+	if (p) {
+		p[0] = proto_hdr_run(PROTO_C_BCAST, rb->n, rb->major);
+		memcpy(p + 1, rb->w, (size_t)rb->n * sizeof *p);
 	}
-	ws->st->weight_words += m + runs;
-	ws->st->nnz += m;
-	ws->st->runs += runs;
-	/* each run: the control task, then per nonzero max(tp_k, hazard) (axpy) or tp_k (dot);
-	 * the link brings one word per cycle */
-	uint64_t full = m / PROTO_RUN_MAX, rest = m % PROTO_RUN_MAX;
-	uint64_t c = 0;
-	uint64_t cf = (uint64_t)pl->g.ctl_cycles + (uint64_t)PROTO_RUN_MAX * per_nz;
-	if (cf < PROTO_RUN_MAX + 1)
-		cf = PROTO_RUN_MAX + 1;
-	c += full * cf;
-	if (rest) {
-		uint64_t cr = (uint64_t)pl->g.ctl_cycles + rest * per_nz;
-		c += cr < rest + 1 ? rest + 1 : cr;
-	}
+	ws->st->weight_words += (uint64_t)rb->n + 1;
+	ws->st->nnz += rb->n;
+	ws->st->runs++;
+	/* per SET_MAJOR (the header's and each step's) the control task, then per nonzero
+	 * max(tp_k, hazard) (axpy) or tp_k (dot); the link brings at most one word per cycle */
+	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + (uint64_t)rb->n * rb->per_nz;
+	if (c < (uint64_t)rb->n + 1)
+		c = (uint64_t)rb->n + 1;
 	ws->st->cycles += c;
 	ws->st->stream_cycles += c;
-	ws->st->mac_busy += (uint64_t)m * ks->tp_k * pl->P;
+	ws->st->mac_busy += (uint64_t)rb->n * ks->tp_k * pl->P;
+	rb->n = 0;
+}
+
+/* Append nonzeros [lo, lo + m) of major `major` (m <= room in the RUN) to the open RUN,
+ * opening one or closing the current one as the run rule says. Returns how many it took. */
+static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const uint16_t *val,
+		      size_t m, int per_nz)
+{
+	struct runbuf *rb = &ks->rb;
+	if (rb->n && (rb->n == PROTO_RUN_MAX || (major != rb->last && major != rb->last + 1)))
+		run_close(ks);
+	int step = 0;
+	if (!rb->n) {
+		rb->major = (unsigned)major;
+		rb->segs = 1;
+		rb->per_nz = (uint32_t)per_nz;
+	} else if (major == rb->last + 1) {
+		step = 1;
+		rb->segs++;
+	}
+	rb->last = major;
+	if (m > PROTO_RUN_MAX - rb->n)
+		m = PROTO_RUN_MAX - rb->n;
+	if (ks->ws->buf) {
+		uint32_t *w = rb->w + rb->n;
+		for (size_t k = 0; k < m; k++)
+			w[k] = proto_nz((unsigned)(minor[k] - ks->o0), val[k]);
+		if (step)
+			w[0] |= PROTO_RUN_STEP;
+	}
+	rb->n += (uint32_t)m;
+	return m;
 }
 
 /* Finish a wgrad batch: END, COLLECT, fold the results into dw. */
@@ -470,7 +509,7 @@ static int stream_tile(struct kstate *ks)
 			size_t m_n = (size_t)(hi - lo);
 			if (pl->kernel == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
 				m_n = pl->batch_cap - ks->bcount;
-			stream_run(ks, m, minor + lo, val + lo, m_n, per_nz);
+			m_n = run_add(ks, m, minor + lo, val + lo, m_n, per_nz);
 			if (ks->ws->rc)
 				return ks->ws->rc;
 			if (pl->kernel == PLAN_WGRAD) {
@@ -478,12 +517,18 @@ static int stream_tile(struct kstate *ks)
 					for (size_t k = 0; k < m_n; k++)
 						ks->bpos[ks->bcount + k] = w->csr_pos[lo + (int64_t)k];
 				ks->bcount += (uint32_t)m_n;
-				if (ks->bcount == pl->batch_cap && (rc = wgrad_end_batch(ks)))
-					return rc;
+				if (ks->bcount == pl->batch_cap) {
+					run_close(ks); /* a batch ends with a complete RUN */
+					if ((rc = wgrad_end_batch(ks)))
+						return rc;
+				}
 			}
 			lo += (int64_t)m_n;
 		}
 	}
+	run_close(ks);
+	if (ks->ws->rc)
+		return ks->ws->rc;
 	if (pl->kernel == PLAN_WGRAD)
 		return wgrad_end_batch(ks);
 	return CS_OK;
@@ -521,6 +566,30 @@ static void put_regs(struct kstate *ks, int dt_d)
 	ws_write(ks->ws, pl, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
 }
 
+/* The answer of output tile d's READ (pe 0xff: one READ answer per PE, tp_k * width words
+ * each, padding rows included): copy each PE's real rows out. */
+static int read_tile(struct kstate *ks, int d)
+{
+	const struct plan *pl = ks->pl;
+	struct wstream *ws = ks->ws;
+	int o0 = d * pl->dt, o1 = o0 + pl->dt < pl->dout ? o0 + pl->dt : pl->dout, dt_d = o1 - o0;
+	unsigned n = (unsigned)ks->tp_k * (unsigned)dt_d;
+	int rc;
+	for (int q = 0; q < pl->P; q++) {
+		if ((rc = ws_recv(ws, ks->tmp, n, PROTO_READ, n, ks->err, ks->errlen)))
+			return rc;
+		if (!ws->buf)
+			continue;
+		int first = ks->t0 + q * ks->tp_k;
+		int nq = pl->T - first < ks->tp_k ? pl->T - first : ks->tp_k;
+		for (int u = 0; u < nq; u++) {
+			float *o = ks->io->out + (size_t)(first + u) * pl->dout + o0;
+			memcpy(o, ks->tmp + (size_t)u * dt_d, (size_t)dt_d * 4);
+		}
+	}
+	return CS_OK;
+}
+
 int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
 	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
 {
@@ -531,6 +600,9 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 	unsigned nerr;
 	int rc = CS_OK;
 	const struct plan_geom *g = &pl->g;
+	const char *what = pl->kernel == PLAN_FWD ? "forward" : "backward";
+	uint64_t rd_cycles = 0; /* estimate: the outstanding READ's chain cycles */
+	int dt_prev = 0;
 
 	if (!counting) {
 		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
@@ -592,43 +664,63 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 					goto out_free;
 				continue;
 			}
-			put_regs(&ks, dt_d);
-			if ((rc = sync_point(&ks, pl->kernel == PLAN_FWD ? "forward" : "backward")))
-				goto out_free;
-			ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
-			ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
-			st->cycles += (uint64_t)ks.tp_k * dt_d + 8; /* fill */
+			/* forward / backward: output tiles alternate between the B banks */
+			uint32_t half = g->b_words / 2, bank = (d & 1) ? half : 0;
+			if (d == 0) {
+				put_regs(&ks, dt_d);
+				if ((rc = sync_point(&ks, what)))
+					goto out_free;
+			}
+			uint32_t ctl[3];
+			unsigned nctl = 0;
+			if (d > 0)
+				ctl[nctl++] = proto_ctl(PROTO_CTL_SET_BBASE, bank);
+			if (d > 0 && dt_d != dt_prev)
+				ctl[nctl++] = proto_ctl(PROTO_CTL_SET_BSTRIDE, (unsigned)dt_d);
+			if (d < 2) {
+				ctl[nctl++] = proto_ctl(PROTO_CTL_START, 0);
+				/* the fill is part of the streaming phase (it follows the INJECT) */
+				st->cycles += (uint64_t)ks.tp_k * dt_d + 8;
+				st->stream_cycles += (uint64_t)ks.tp_k * dt_d + 8;
+			}
+			if (nctl) {
+				ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, nctl));
+				for (unsigned i = 0; i < nctl; i++)
+					ws_put(&ws, ctl[i]);
+			}
+			uint64_t sc = st->stream_cycles;
 			if ((rc = stream_tile(&ks)))
 				goto out_free;
+			/* SYNC: answers once this tile is computed and the previous tile's READ,
+			 * which streamed meanwhile, is done; the READ's answer comes first */
 			ws_put(&ws, proto_hdr_sync());
 			ws_put(&ws, link->timeout_cycles);
+			sc = st->stream_cycles - sc;
+			if (d > 0) {
+				if (rd_cycles > sc)
+					st->cycles += rd_cycles - sc;
+				if ((rc = read_tile(&ks, d - 1)))
+					goto out_free;
+			}
 			st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
 			if ((rc = ws_recv_sync(&ws, &nerr, err, errlen)))
 				goto out_free;
 			if (nerr) {
-				snprintf(err, errlen, "%s: device reports %u errors",
-					 pl->kernel == PLAN_FWD ? "forward" : "backward", nerr);
+				snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
 				rc = CS_ERR_DEVICE;
 				goto out_free;
 			}
-			for (int q = 0; q < pl->P; q++) {
-				int first = ks.t0 + q * ks.tp_k;
-				int nq = pl->T - first < ks.tp_k ? pl->T - first : ks.tp_k;
-				if (nq <= 0)
-					continue;
-				unsigned n = (unsigned)nq * (unsigned)dt_d;
-				ws_put(&ws, proto_hdr_read(PROTO_T_B, (unsigned)q, n));
-				ws_put(&ws, 0);
-				st->cycles += chain_cycles(pl, n);
-				if ((rc = ws_recv(&ws, ks.tmp, n, PROTO_READ, n, err, errlen)))
-					goto out_free;
-				if (counting)
-					continue;
-				for (int u = 0; u < nq; u++) {
-					float *o = io->out + (size_t)(first + u) * pl->dout + ks.o0;
-					memcpy(o, ks.tmp + (size_t)u * dt_d, (size_t)dt_d * 4);
-				}
-			}
+			ws_put(&ws, proto_hdr_read(PROTO_T_BCLR, PROTO_PE_ALL,
+						   (unsigned)ks.tp_k * (unsigned)dt_d));
+			ws_put(&ws, bank);
+			rd_cycles = (uint64_t)pl->P * chain_cycles(pl, (uint64_t)ks.tp_k * dt_d);
+			dt_prev = dt_d;
+		}
+		/* the token tile's last READ (before anything that waits for it) */
+		if (pl->kernel != PLAN_WGRAD) {
+			st->cycles += rd_cycles;
+			if ((rc = read_tile(&ks, pl->n_otiles - 1)))
+				goto out_free;
 		}
 	}
 	if (!rc)

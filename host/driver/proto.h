@@ -26,6 +26,7 @@ enum proto_op {
 enum proto_target {
 	PROTO_T_A = 0,
 	PROTO_T_B = 1,
+	PROTO_T_BCLR = 2, /* B read-and-clear (READ only) */
 	PROTO_T_IMEM = 3,
 	PROTO_T_TASK = 4,
 	PROTO_T_ROUTE = 5,
@@ -47,10 +48,14 @@ enum proto_status {
 /* Colors (section 2) and control ops (section 1). */
 enum { PROTO_C_BCAST = 0, PROTO_C_RR0 = 1, PROTO_C_RR1 = 2, PROTO_C_CR0 = 3, PROTO_C_CR1 = 4,
        PROTO_C_OUT = 5 };
-enum { PROTO_CTL_SET_MAJOR = 0, PROTO_CTL_START = 1, PROTO_CTL_END = 2, PROTO_CTL_SELFTEST = 3 };
+enum { PROTO_CTL_SET_MAJOR = 0, PROTO_CTL_START = 1, PROTO_CTL_END = 2, PROTO_CTL_SELFTEST = 3,
+       PROTO_CTL_SET_BBASE = 4, PROTO_CTL_SET_BSTRIDE = 5 };
 
 #define PROTO_PE_ALL 0xffu
 #define PROTO_RUN_MAX 255u
+/* In a RUN's nonzero word: this nonzero belongs to the next major (the host port emits
+ * SET_MAJOR major+1 before it and clears the bit); minor indices stay below 2^15. */
+#define PROTO_RUN_STEP 0x80000000u
 #define PROTO_COLLECT_MAX 256u /* the host port's COLLECT buffer (mesh_top CollectDepth) */
 #define PROTO_RESP_MAGIC 0xau
 
@@ -121,7 +126,8 @@ static inline uint64_t proto_run_words(uint64_t n)
 }
 
 /*
- * Pack the nonzeros of one major index into RUN commands on color `color`: for each chunk
+ * Pack the nonzeros of one major index into RUN commands (no steps: each RUN one major;
+ * plan.c builds major-spanning RUNs itself) on color `color`: for each chunk
  * of at most 255 nonzeros a header, then {idx[k] - base, val[k]}. out must hold
  * proto_run_words(n) words; returns the number written. This is the host's hot loop
  * (bench target: >= 100 M nonzeros/s/core).

@@ -24,8 +24,15 @@ LIB_LDLIBS += -ldl
 $(BUILD)/obj/host/driver/backend_sim.o: CPPFLAGS += -DCSD_SIM_ROOT='"$(CURDIR)"' \
 	-DCSD_SIM_BUILD='"$(abspath $(SIM_DIR))"'
 
-# libmesh_<R>x<C>[_a<A>_b<B>].so
+# libmesh_<R>x<C>[_a<A>_b<B>].so, and libmesh_<...>_fst.so: the same with --trace-fst (a
+# separate cached build, made only when a waveform is asked for: TRACE=1 make sim)
 sim_dims = $(subst _, ,$(subst x, ,$(1)))
+$(SIM_DIR)/libmesh_%_fst.so: $(SIM_SO_DEPS) | deps
+	@mkdir -p $(@D)
+	./host/driver/sim_build.sh $@ $(word 1,$(call sim_dims,$*)) $(word 2,$(call sim_dims,$*)) \
+		$(if $(word 3,$(call sim_dims,$*)),$(patsubst a%,%,$(word 3,$(call sim_dims,$*))),16384) \
+		$(if $(word 4,$(call sim_dims,$*)),$(patsubst b%,%,$(word 4,$(call sim_dims,$*))),8192) fst
+
 $(SIM_DIR)/libmesh_%.so: $(SIM_SO_DEPS) | deps
 	@mkdir -p $(@D)
 	./host/driver/sim_build.sh $@ $(word 1,$(call sim_dims,$*)) $(word 2,$(call sim_dims,$*)) \
@@ -77,12 +84,17 @@ REGRESS_ENTRIES += $(foreach k,fwd bwd wgrad,$(CSHOST)@spmm,--device,sim,--mesh,
 # make sim: the Verilated mesh (MESH=RxC, default 4x4) runs the forward kernel on random
 # sparse layers (SIM_TOKENS x SIM_K -> SIM_N) at several sparsities, every output checked
 # bit-exactly against the C model; table + $(BUILD)/sim/report.json.
+# TRACE=1 make sim: the same on the --trace-fst build, writing $(BUILD)/sim/wave_s<S>.fst
+# per sparsity: the first TRACE_CYCLES cycles of each run (0: all of it; a full dense run
+# is about 8.5M cycles and several GB of FST).
 MESH ?= 4x4
 SIM_TOKENS ?= 512
 SIM_K ?= 256
 SIM_N ?= 1024
 SIM_SPARSITIES ?= 0 0.5 0.8 0.9 0.95
 .PHONY: sim-impl
-sim-impl: $(CSHOST)
-	./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(MESH) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
+TRACE ?= 0
+TRACE_CYCLES ?= 200000
+sim-impl: $(CSHOST) $(if $(filter 1,$(TRACE)),$(SIM_DIR)/libmesh_$(MESH)_fst.so)
+	TRACE=$(TRACE) TRACE_CYCLES=$(TRACE_CYCLES) ./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(MESH) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
 		"$(SIM_SPARSITIES)"

@@ -1,11 +1,18 @@
 #!/bin/bash
-# sim_build.sh OUT.so ROWS COLS AWORDS BWORDS - Verilate rtl/mesh/mesh_top (with the real PE)
-# for one mesh shape and SRAM size and link it with host/driver/sim_harness.cpp into a
-# shared object the sim backend dlopens. Run from the repository root (sim.mk and the
+# sim_build.sh OUT.so ROWS COLS AWORDS BWORDS [fst] - Verilate rtl/mesh/mesh_top (with the
+# real PE) for one mesh shape and SRAM size and link it with host/driver/sim_harness.cpp
+# into a shared object the sim backend dlopens. Run from the repository root (sim.mk and the
 # backend's on-demand build do). One Verilator build at a time (flock shared with
 # verif/mesh.mk); C++ at -O2, no --threads (docs: shared/reference/toolchain-notes.md).
+# `fst`: a separate build with --trace-fst whose harness writes a waveform when
+# CSD_SIM_FST names a file (TRACE=1 make sim); the plain build carries no tracing code.
 set -euo pipefail
-out=$1 rows=$2 cols=$3 aw=$4 bw=$5
+out=$1 rows=$2 cols=$3 aw=$4 bw=$5 trace=${6:-}
+vtrace=() htrace=() tobjs=() tlibs=()
+if [ "$trace" = fst ]; then
+	vtrace=(--trace-fst)
+	htrace=(-DSIMH_FST)
+fi
 obj=${out%.so}.obj
 lockdir=$(dirname "$out")/../verif
 mkdir -p "$(dirname "$out")" "$lockdir"
@@ -16,17 +23,24 @@ build() {
 	rm -rf "$obj"
 	verilator --cc --build -j 2 -Wno-fatal --x-assign fast --x-initial fast \
 		-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -fPIC \
-		-CFLAGS -std=c++17 --top-module mesh_top \
+		-CFLAGS -std=c++17 "${vtrace[@]}" --top-module mesh_top \
 		-GRows="$rows" -GCols="$cols" -GAWords="$aw" -GBWords="$bw" \
 		-Irtl/mesh -Irtl/pe -Irtl/sram --Mdir "$obj" "${rtl[@]}" || return 1
 	make -s -C "$obj" -f Vmesh_top.mk OPT_FAST=-O2 OPT_GLOBAL=-O2 VM_USER_CFLAGS=-fPIC \
 		CXXFLAGS="-O2 -fPIC -std=c++17" verilated.o verilated_threads.o || return 1
+	if [ "$trace" = fst ]; then
+		make -s -C "$obj" -f Vmesh_top.mk OPT_FAST=-O2 OPT_GLOBAL=-O2 VM_USER_CFLAGS=-fPIC \
+			CXXFLAGS="-O2 -fPIC -std=c++17" verilated_fst_c.o || return 1
+		tobjs=("$obj/verilated_fst_c.o")
+		tlibs=(-lz)
+	fi
 	g++ -std=c++17 -O2 -fPIC -shared -Wall -Wextra -Werror \
 		-I"$obj" -isystem /usr/share/verilator/include \
 		-isystem /usr/share/verilator/include/vltstd \
 		-Ihost/driver -DSIMH_ROWS="$rows" -DSIMH_COLS="$cols" -DSIMH_AWORDS="$aw" \
-		-DSIMH_BWORDS="$bw" -o "$out.tmp" host/driver/sim_harness.cpp \
-		"$obj/Vmesh_top__ALL.a" "$obj/verilated.o" "$obj/verilated_threads.o" -lpthread || return 1
+		-DSIMH_BWORDS="$bw" "${htrace[@]}" -o "$out.tmp" host/driver/sim_harness.cpp \
+		"$obj/Vmesh_top__ALL.a" "$obj/verilated.o" "$obj/verilated_threads.o" \
+		"${tobjs[@]}" -lpthread "${tlibs[@]}" || return 1
 	mv -f "$out.tmp" "$out"
 }
 build 9>"$lockdir/.verilator.lock" >"$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }

@@ -13,6 +13,9 @@
 
 #include "Vmesh_top.h"
 #include "verilated.h"
+#ifdef SIMH_FST
+#include "verilated_fst_c.h"
+#endif
 
 #ifndef SIMH_ROWS
 #error "SIMH_ROWS/SIMH_COLS/SIMH_AWORDS/SIMH_BWORDS come from the build"
@@ -25,6 +28,12 @@ struct simh {
 	simh_stats st;
 	bool tracing;
 	std::vector<uint64_t> trace; // per cycle: bit 32 = command word offered, 31:0 the word
+#ifdef SIMH_FST
+	// waveform (a build with --trace-fst, used when CSD_SIM_FST names a file): the first
+	// fst_cycles cycles (CSD_SIM_FST_CYCLES; unset or 0: all)
+	VerilatedFstC *fst = nullptr;
+	uint64_t fst_cycles = 0;
+#endif
 };
 
 namespace {
@@ -57,14 +66,28 @@ inline bool tick(simh *h, bool offer, uint32_t word)
 	t->rsp_ready_i = 1;
 	t->clk_i = 0;
 	t->eval();
+#ifdef SIMH_FST
+	bool dump = h->fst && (!h->fst_cycles || h->st.cycles < h->fst_cycles);
+	if (dump)
+		h->fst->dump(2 * h->st.cycles);
+#endif
 	bool take = offer && t->cmd_ready_o;
 	if (t->rsp_valid_o) {
 		h->rsp.push_back(t->rsp_data_o);
 		h->st.rsp_words++;
 	}
-	h->st.mac_busy += busy_count(t->mac_busy_o);
+	uint64_t busy = busy_count(t->mac_busy_o);
+	h->st.mac_busy += busy;
+	if (t->stream_o) {
+		h->st.stream_cycles++;
+		h->st.stream_mac += busy;
+	}
 	t->clk_i = 1;
 	t->eval();
+#ifdef SIMH_FST
+	if (dump)
+		h->fst->dump(2 * h->st.cycles + 1);
+#endif
 	h->st.cycles++;
 	if (take)
 		h->st.cmd_words++;
@@ -93,6 +116,11 @@ simh *simh_new(void)
 	simh *h = new (std::nothrow) simh();
 	if (!h)
 		return nullptr;
+#ifdef SIMH_FST
+	const char *fst = std::getenv("CSD_SIM_FST");
+	if (fst && *fst)
+		h->ctx.traceEverOn(true); // before the model is built
+#endif
 	h->top = new (std::nothrow) Vmesh_top(&h->ctx, "mesh");
 	if (!h->top) {
 		delete h;
@@ -102,6 +130,17 @@ simh *simh_new(void)
 	const char *tr = std::getenv("CSD_SIM_TRACE");
 	h->tracing = tr && *tr && std::strcmp(tr, "0") != 0;
 	g_last = h;
+#ifdef SIMH_FST
+	if (fst && *fst) {
+		h->fst = new (std::nothrow) VerilatedFstC;
+		if (h->fst) {
+			h->top->trace(h->fst, 99);
+			h->fst->open(fst);
+			const char *n = std::getenv("CSD_SIM_FST_CYCLES");
+			h->fst_cycles = n ? std::strtoull(n, nullptr, 10) : 0;
+		}
+	}
+#endif
 	Vmesh_top *t = h->top;
 	t->clk_i = 0;
 	t->rst_ni = 0;
@@ -126,6 +165,12 @@ void simh_free(simh *h)
 	if (g_last == h)
 		g_last = nullptr;
 	h->top->final();
+#ifdef SIMH_FST
+	if (h->fst) {
+		h->fst->close();
+		delete h->fst;
+	}
+#endif
 	delete h->top;
 	delete h;
 }

@@ -6,7 +6,8 @@
  *
  * The harness owns the clock: it drives the host port's command words (valid/ready), keeps
  * rsp_ready high and queues every response word, and counts cycles, MAC-busy PE-cycles
- * (the mesh's mac_busy_o) and the words that crossed each way. Every wait is bounded.
+ * (the mesh's mac_busy_o), the cycles of the streaming phases (stream_o) and the words that
+ * crossed each way. Every wait is bounded.
  */
 #ifndef CS_SIM_HARNESS_H
 #define CS_SIM_HARNESS_H
@@ -14,13 +15,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIMH_ABI 1
+#define SIMH_ABI 2
 
 struct simh_stats {
 	uint64_t cycles;    /* since simh_new */
 	uint64_t mac_busy;  /* sum over PEs of cycles with mac_busy_o high */
 	uint64_t cmd_words; /* words the host port accepted */
 	uint64_t rsp_words; /* words the host port answered */
+	/* the streaming phases (mesh_top stream_o, set by the host port from the first
+	 * wavelet a RUN/INJECT injects until a SYNC or COLLECT sees the mesh idle) */
+	uint64_t stream_cycles; /* cycles with stream_o high */
+	uint64_t stream_mac;    /* of mac_busy: PE-cycles with a MAC issued during them */
 };
 
 typedef struct simh simh;

@@ -89,14 +89,14 @@ module board_top #(
   wire unused_ok = &{1'b0, Rows[0], Cols[0], AWords[0], BWords[0]};
 `else
   wire [Rows*Cols-1:0] mac_busy;  // utilization probes: for the simulator, not the board
-  wire                 mesh_idle;
+  wire                 mesh_idle, mesh_stream;
   mesh_top #(.Rows(Rows), .Cols(Cols), .AWords(AWords), .BWords(BWords)) u_mesh (
     .clk_i(clk), .rst_ni(rst_n),
     .cmd_valid_i(cmd_valid), .cmd_ready_o(cmd_ready), .cmd_data_i(cmd_data),
     .rsp_valid_o(rsp_valid), .rsp_ready_i(rsp_ready), .rsp_data_o(rsp_data),
-    .mac_busy_o(mac_busy), .idle_o(mesh_idle)
+    .mac_busy_o(mac_busy), .stream_o(mesh_stream), .idle_o(mesh_idle)
   );
-  wire unused_ok = &{1'b0, mac_busy, mesh_idle};
+  wire unused_ok = &{1'b0, mac_busy, mesh_stream, mesh_idle};
 `endif
 
   // LED time base: a strobe every 2^20 cycles (44 ms at 24 MHz)

@@ -6,7 +6,12 @@
 // All links are valid/ready; inj_*, cfg_out_* and rsp_* are registered.
 // Errors never hang the port: each bad command answers a header with its status (data words
 // of a bad WRITE/RUN/INJECT are consumed and dropped) and increments the error counter;
-// COLLECT and SYNC end at their timeout. One command at a time.
+// COLLECT and SYNC end at their timeout.
+// One command at a time, except READ: a READ is handed to the read engine (below), which
+// streams its words from the config chain to rsp_* while the decoder goes on with RUN,
+// INJECT, NOP and SYNC commands (none of them answers before the READ is done: a SYNC
+// answers only then, errors wait). Any other command waits until the READ is done. So the
+// host can read one output tile from a B bank while the next one computes in the other.
 `default_nettype none
 
 module mesh_hostport #(
@@ -37,7 +42,9 @@ module mesh_hostport #(
   output logic        cfg_in_ready_o,
   input  wire  [79:0] route0_i,        // route table of router (0, 0): unrouted colors
   input  wire         mesh_idle_i,     // routers, PEs and config chain idle
-  output logic        clear_o          // CLEAR: clear router counters
+  input  wire         fabric_idle_i,   // routers and PEs idle (the chain may be busy)
+  output logic        clear_o,         // CLEAR: clear router and PE counters
+  output wire         stream_o         // a wavelet stream is in progress (measurement probe)
 );
   // opcodes and status codes (architecture.md section 6)
   localparam logic [3:0] OpNop = 4'h0, OpEcho = 4'h1, OpWrite = 4'h2, OpRead = 4'h3,
@@ -48,7 +55,7 @@ module mesh_hostport #(
   localparam logic [1:0] KindWrite = 2'd0, KindRead = 2'd1, KindRsp = 2'd2;
 
   typedef enum logic [4:0] {
-    SCmd, SEcho, SWAddr, SWData, SRAddr, SRead, SRun, SInj, SDrop, SErr,
+    SCmd, SHold, SEcho, SWAddr, SWData, SRAddr, SRun, SInj, SStep, SDrop, SErr,
     SCTmo, SCollect, SCHdr, SCDrain, SSTmo, SSync, SCntPre, SCntRd, SCntPost
   } state_e;
 
@@ -62,11 +69,28 @@ module mesh_hostport #(
   logic [16:0] iss_q, iss_d;      // read beats issued
   logic [31:0] addr_q, addr_d, tmo_q, tmo_d, timer_q, timer_d, err_q, err_d;
   logic [63:0] cycles_q, cycles_d;
+  logic [31:0] hold_q, hold_d;    // a header taken while the read engine is busy (SHold)
+  logic [30:0] stepw_q, stepw_d;  // a RUN nonzero waiting behind its SET_MAJOR (SStep)
+
+  // Read engine: one READ (pe 0xff: every PE in turn, each answering as a READ of its own):
+  // per PE a header, then n words, issued one beat per cycle into the config chain and
+  // forwarded in order as they return. Owns cfg_out_* and the responses on cfg_in_* while
+  // busy (nothing else that uses them is decoded then).
+  logic        re_busy_q, re_busy_d, re_all_q, re_all_d, re_hdr_q, re_hdr_d;
+  logic [7:0]  re_pe_q, re_pe_d;
+  logic [3:0]  re_tgt_q, re_tgt_d;
+  logic [15:0] re_addr_q, re_addr_d;
+  logic [16:0] re_n_q, re_n_d, re_iss_q, re_iss_d, re_k_q, re_k_d;
   logic        rsp_v_q, rsp_v_d, inj_v_q, inj_v_d, cfg_v_q, cfg_v_d;
   logic [31:0] rsp_q, rsp_d;
   logic [36:0] inj_q, inj_d;
   logic [61:0] cfg_q, cfg_d;
   logic        rsp_free, inj_free, cfg_free;
+  // Streaming phase (for utilization measurements, section 6): set when a RUN or INJECT
+  // starts injecting, cleared when a SYNC or COLLECT sees the mesh idle with nothing left
+  // to inject. A SYNC's further wait (for the config chain) is not part of it; a host that
+  // starves the mesh between its RUNs is (the phase stays open until the SYNC).
+  logic        stream_q, stream_d;
 
   // collect buffer
   logic        cb_in_valid, cb_in_ready, cb_out_valid, cb_out_ready, cb_empty;
@@ -91,12 +115,14 @@ module mesh_hostport #(
   assign inj_data_o = inj_q;
   assign cfg_out_valid_o = cfg_v_q;
   assign cfg_out_data_o = cfg_q;
+  assign stream_o = stream_q;
 
   // target sizes in words; 0 = no such target
   function automatic logic [31:0] tsize(input logic [3:0] t);
     case (t)
       4'd0: tsize = 32'(AWords / 2);
       4'd1: tsize = 32'(BWords);
+      4'd2: tsize = 32'(BWords);  // B read-and-clear (READ only)
       4'd3: tsize = 32'd256;
       4'd4: tsize = 32'd32;
       4'd5: tsize = 32'd16;
@@ -113,10 +139,16 @@ module mesh_hostport #(
     hdr = {4'hA, op, st, n};
   endfunction
 
-  wire [3:0]  c_op = cmd_data_i[31:28];
-  wire [3:0]  c_tgt = cmd_data_i[27:24];
-  wire [7:0]  c_pe = cmd_data_i[23:16];
-  wire [15:0] c_n = cmd_data_i[15:0];
+  // the header being decoded: the command word (SCmd) or the one held (SHold)
+  wire [31:0] c_hdr = (st_q == SHold) ? hold_q : cmd_data_i;
+  wire [3:0]  c_op = c_hdr[31:28];
+  wire [3:0]  c_tgt = c_hdr[27:24];
+  wire [7:0]  c_pe = c_hdr[23:16];
+  wire [15:0] c_n = c_hdr[15:0];
+  // while the read engine is busy only commands that neither answer (on success) nor use
+  // the config chain are decoded: RUN, INJECT, NOP, SYNC (whose answer waits)
+  wire        c_nowait = (c_op == OpRun) || (c_op == OpInject) || (c_op == OpNop) ||
+                         (c_op == OpSync);
   wire        c_pe_ok = (32'(c_pe) < NumPes);
   wire        c_unrouted = (route0_i[{c_tgt, 2'b00} + {3'b000, c_tgt} +: 5] == 5'b0);
   wire        cfg_rsp = cfg_in_valid_i && (cfg_in_data_i[61:60] == KindRsp);
@@ -130,6 +162,11 @@ module mesh_hostport #(
     status_d = status_q; ctrl_d = ctrl_q; major_d = major_q; n_d = n_q; k_d = k_q;
     iss_d = iss_q; addr_d = addr_q; tmo_d = tmo_q; timer_d = timer_q; err_d = err_q;
     cycles_d = cycles_q + 64'd1;
+    stream_d = stream_q;
+    hold_d = hold_q; stepw_d = stepw_q;
+    re_busy_d = re_busy_q; re_all_d = re_all_q; re_hdr_d = re_hdr_q; re_pe_d = re_pe_q;
+    re_tgt_d = re_tgt_q; re_addr_d = re_addr_q; re_n_d = re_n_q; re_iss_d = re_iss_q;
+    re_k_d = re_k_q;
     rsp_v_d = rsp_v_q && !rsp_ready_i; rsp_d = rsp_q;
     inj_v_d = inj_v_q && !inj_ready_i; inj_d = inj_q;
     cfg_v_d = cfg_v_q && !cfg_out_ready_i; cfg_d = cfg_q;
@@ -141,10 +178,16 @@ module mesh_hostport #(
     clear_o = 1'b0;
 
     case (st_q)
-      SCmd: begin
-        cmd_ready_o = rsp_free;
-        if (cmd_valid_i && rsp_free) begin
-          op_d = c_op; target_d = c_tgt; color_d = c_tgt; pe_d = c_pe; ctrl_d = cmd_data_i[23];
+      SCmd, SHold: begin
+        // SCmd takes a header when it can be decoded now, or (read engine busy) any header,
+        // holding one that must wait for the engine in SHold
+        cmd_ready_o = (st_q == SCmd) && (re_busy_q || rsp_free);
+        if (cmd_valid_i && cmd_ready_o && re_busy_q && !c_nowait) begin
+          hold_d = cmd_data_i;
+          st_d = SHold;
+        end else if ((st_q == SHold || cmd_valid_i) && (re_busy_q ? c_nowait : rsp_free)) begin
+          st_d = SCmd;
+          op_d = c_op; target_d = c_tgt; color_d = c_tgt; pe_d = c_pe; ctrl_d = c_hdr[23];
           major_d = c_n; n_d = {1'b0, c_n}; k_d = '0; iss_d = '0; status_d = StOk;
           case (c_op)
             OpNop: ;
@@ -154,23 +197,24 @@ module mesh_hostport #(
             end
             OpWrite: begin
               st_d = SWAddr;
-              if (tsize(c_tgt) == 32'd0 || c_tgt == 4'd8 || c_tgt == 4'd9) status_d = StBadArg;
+              if (tsize(c_tgt) == 32'd0 || c_tgt == 4'd2 || c_tgt == 4'd8 || c_tgt == 4'd9)
+                status_d = StBadArg;
               else if (!c_pe_ok && c_pe != 8'hff) status_d = StBadPe;
             end
             OpRead: begin
               st_d = SRAddr;
               if (tsize(c_tgt) == 32'd0) status_d = StBadArg;
-              else if (!c_pe_ok) status_d = StBadPe;
+              else if (!c_pe_ok && c_pe != 8'hff) status_d = StBadPe;
             end
             OpRun: begin
               n_d = {9'b0, c_pe};
               if (c_pe == 8'd0) begin status_d = StBadArg; st_d = SErr; end
               else if (c_unrouted) begin status_d = StBadArg; st_d = SDrop; end
-              else st_d = SRun;
+              else begin st_d = SRun; stream_d = 1'b1; end
             end
             OpInject: begin
               if (c_unrouted) begin status_d = StBadArg; st_d = SDrop; end
-              else if (c_n != 16'd0) st_d = SInj;
+              else if (c_n != 16'd0) begin st_d = SInj; stream_d = 1'b1; end
             end
             OpCollect: begin
               st_d = SCTmo;
@@ -219,25 +263,26 @@ module mesh_hostport #(
         end
       end
 
-      SRAddr: begin
-        cmd_ready_o = rsp_free;
-        if (cmd_valid_i && rsp_free) begin
+      SRAddr: begin  // the READ goes to the read engine (idle: READ waits for it)
+        cmd_ready_o = 1'b1;
+        if (cmd_valid_i) begin
           addr_d = cmd_data_i;
           if (status_q == StOk && range_end > tsize(target_q)) status_d = StBadAddr;
           if (status_d != StOk) st_d = SErr;
           else begin
-            rsp_v_d = 1'b1; rsp_d = hdr(OpRead, StOk, n_q[15:0]);
-            st_d = (n_q == '0) ? SCmd : SRead;
+            re_busy_d = 1'b1; re_all_d = (pe_q == 8'hff); re_pe_d = (pe_q == 8'hff) ? 8'd0 : pe_q;
+            re_tgt_d = target_q; re_addr_d = cmd_data_i[15:0]; re_n_d = n_q;
+            re_iss_d = '0; re_k_d = '0; re_hdr_d = 1'b1;
+            st_d = SCmd;
           end
         end
       end
 
-      SRead, SCntRd: begin
-        // issue read beats, forward responses in order
+      SCntRd: begin
+        // issue the counter reads, forward responses in order
         if (iss_q != n_q && cfg_free) begin
           cfg_v_d = 1'b1;
-          if (st_q == SRead) cfg_d = {KindRead, pe_q, target_q, addr_q[15:0] + iss_q[15:0], 32'b0};
-          else if (iss_q < 17'd5) cfg_d = {KindRead, pe_q, 4'd8, iss_q[15:0], 32'b0};
+          if (iss_q < 17'd5) cfg_d = {KindRead, pe_q, 4'd8, iss_q[15:0], 32'b0};
           else cfg_d = {KindRead, pe_q, 4'd9, iss_q[15:0] - 16'd5, 32'b0};
           iss_d = iss_q + 1'b1;
         end
@@ -248,7 +293,7 @@ module mesh_hostport #(
             k_d = k_q + 1'b1;
             if (k_d == n_q) begin
               k_d = '0;
-              st_d = (st_q == SRead) ? SCmd : SCntPost;
+              st_d = SCntPost;
             end
           end
         end
@@ -265,9 +310,25 @@ module mesh_hostport #(
       SInj: begin
         cmd_ready_o = inj_free;
         if (cmd_valid_i && inj_free) begin
-          inj_v_d = 1'b1; inj_d = {ctrl_q, color_q, cmd_data_i};
           k_d = k_q + 1'b1;
-          if (k_d == n_q) st_d = SCmd;
+          inj_v_d = 1'b1;
+          if (op_q == OpRun && cmd_data_i[31]) begin
+            // a step: SET_MAJOR major+1 now, the nonzero (bit 31 cleared) next
+            inj_d = {1'b1, color_q, 4'h0, 12'h000, major_q + 16'd1};
+            major_d = major_q + 16'd1;
+            stepw_d = cmd_data_i[30:0];
+            st_d = SStep;
+          end else begin
+            inj_d = {ctrl_q, color_q, cmd_data_i};
+            if (k_d == n_q) st_d = SCmd;
+          end
+        end
+      end
+
+      SStep: begin
+        if (inj_free) begin
+          inj_v_d = 1'b1; inj_d = {1'b0, color_q, 1'b0, stepw_q};
+          st_d = (k_q == n_q) ? SCmd : SInj;
         end
       end
 
@@ -278,7 +339,7 @@ module mesh_hostport #(
       end
 
       SErr: begin
-        if (rsp_free) begin
+        if (rsp_free && !re_busy_q) begin
           rsp_v_d = 1'b1; rsp_d = hdr(op_q, status_q, 16'd0);
           err_d = err_q + 32'd1;
           st_d = SCmd;
@@ -294,6 +355,7 @@ module mesh_hostport #(
       end
 
       SCollect: begin
+        if (fabric_idle_i && !inj_v_q) stream_d = 1'b0;
         ej_ready_o = (k_q != n_q) && cb_in_ready;
         cb_in_valid = ej_valid_i && ej_ready_o;
         timer_d = timer_q + 32'd1;
@@ -326,7 +388,8 @@ module mesh_hostport #(
 
       SSync: begin
         timer_d = timer_q + 32'd1;
-        if (rsp_free) begin
+        if (fabric_idle_i && !inj_v_q) stream_d = 1'b0;
+        if (rsp_free && !re_busy_q) begin
           if (mesh_idle_i && !inj_v_q && !cfg_v_q) begin
             rsp_v_d = 1'b1; rsp_d = hdr(OpSync, StOk, err_q[15:0]);
             st_d = SCmd;
@@ -360,6 +423,37 @@ module mesh_hostport #(
 
       default: st_d = SCmd;
     endcase
+
+    // read engine (owns rsp_* only while busy; the decoder answers nothing then)
+    if (re_busy_q) begin
+      if (re_iss_q != re_n_q && cfg_free) begin
+        cfg_v_d = 1'b1;
+        cfg_d = {KindRead, re_pe_q, re_tgt_q, re_addr_q + re_iss_q[15:0], 32'b0};
+        re_iss_d = re_iss_q + 1'b1;
+      end
+      if (re_hdr_q) begin
+        if (rsp_free) begin
+          rsp_v_d = 1'b1; rsp_d = hdr(OpRead, StOk, re_n_q[15:0]);
+          re_hdr_d = 1'b0;
+          if (re_n_q == '0) begin
+            if (re_all_q && 32'(re_pe_q) != NumPes - 1) begin
+              re_pe_d = re_pe_q + 8'd1; re_hdr_d = 1'b1;
+            end else re_busy_d = 1'b0;
+          end
+        end
+      end else if (cfg_rsp) begin
+        cfg_in_ready_o = rsp_free;
+        if (rsp_free) begin
+          rsp_v_d = 1'b1; rsp_d = cfg_in_data_i[31:0];
+          re_k_d = re_k_q + 1'b1;
+          if (re_k_d == re_n_q) begin  // this PE done: the next one, or the end
+            if (re_all_q && 32'(re_pe_q) != NumPes - 1) begin
+              re_pe_d = re_pe_q + 8'd1; re_hdr_d = 1'b1; re_iss_d = '0; re_k_d = '0;
+            end else re_busy_d = 1'b0;
+          end
+        end
+      end
+    end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -367,14 +461,21 @@ module mesh_hostport #(
       st_q <= SCmd;
       op_q <= '0; target_q <= '0; color_q <= '0; pe_q <= '0; status_q <= '0; ctrl_q <= '0;
       major_q <= '0; n_q <= '0; k_q <= '0; iss_q <= '0; addr_q <= '0; tmo_q <= '0;
-      timer_q <= '0; err_q <= '0; cycles_q <= '0;
+      timer_q <= '0; err_q <= '0; cycles_q <= '0; stream_q <= 1'b0;
+      hold_q <= '0; stepw_q <= '0;
+      re_busy_q <= 1'b0; re_all_q <= 1'b0; re_hdr_q <= 1'b0; re_pe_q <= '0; re_tgt_q <= '0;
+      re_addr_q <= '0; re_n_q <= '0; re_iss_q <= '0; re_k_q <= '0;
       rsp_v_q <= 1'b0; rsp_q <= '0; inj_v_q <= 1'b0; inj_q <= '0; cfg_v_q <= 1'b0; cfg_q <= '0;
     end else begin
       st_q <= st_d;
       op_q <= op_d; target_q <= target_d; color_q <= color_d; pe_q <= pe_d;
       status_q <= status_d; ctrl_q <= ctrl_d; major_q <= major_d; n_q <= n_d; k_q <= k_d;
       iss_q <= iss_d; addr_q <= addr_d; tmo_q <= tmo_d; timer_q <= timer_d; err_q <= err_d;
-      cycles_q <= cycles_d;
+      cycles_q <= cycles_d; stream_q <= stream_d;
+      hold_q <= hold_d; stepw_q <= stepw_d;
+      re_busy_q <= re_busy_d; re_all_q <= re_all_d; re_hdr_q <= re_hdr_d; re_pe_q <= re_pe_d;
+      re_tgt_q <= re_tgt_d; re_addr_q <= re_addr_d; re_n_q <= re_n_d; re_iss_q <= re_iss_d;
+      re_k_q <= re_k_d;
       rsp_v_q <= rsp_v_d; rsp_q <= rsp_d; inj_v_q <= inj_v_d; inj_q <= inj_d;
       cfg_v_q <= cfg_v_d; cfg_q <= cfg_d;
     end

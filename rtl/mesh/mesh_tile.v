@@ -31,6 +31,7 @@ module mesh_tile #(
   input  wire          ctr_clear_i,
   output wire  [79:0]  rt_o,
   output wire          idle_o,
+  output wire          fabric_idle_o,  // router and PE idle (the config stage may be busy)
   output wire          mac_busy_o
 );
   wire        rx_valid, rx_ready, tx_valid, tx_ready;
@@ -87,7 +88,8 @@ module mesh_tile #(
     .cfg_rvalid_o (cfg_rvalid),
     .cfg_rdata_o  (cfg_rdata),
     .idle_o       (pe_idle),
-    .mac_busy_o
+    .mac_busy_o,
+    .ctr_clear_i
   );
 
   mesh_cfgchain #(.PeIndex(PeIndex)) u_cfg (
@@ -116,6 +118,7 @@ module mesh_tile #(
   );
 
   assign idle_o = router_idle && chain_idle && pe_idle;
+  assign fabric_idle_o = router_idle && pe_idle;
 endmodule
 
 `default_nettype wire

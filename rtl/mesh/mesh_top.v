@@ -25,6 +25,7 @@ module mesh_top #(
   output wire  [31:0] rsp_data_o,
   input  wire         rsp_ready_i,
   output wire [P-1:0] mac_busy_o,  // per PE, for utilization measurements
+  output wire         stream_o,    // streaming phase in progress (host port), likewise
   output wire         idle_o
 );
   localparam int unsigned W = 37;
@@ -34,7 +35,7 @@ module mesh_top #(
   wire [P*4*W-1:0] in_data, out_data;
   wire [P:0]       cv, cr;       // config chain: link k enters tile k; link P returns
   wire [62*(P+1)-1:0] cd;
-  wire [P-1:0]     tile_idle;
+  wire [P-1:0]     tile_idle, tile_fabric_idle;
   wire [P*80-1:0]  rt;
   wire             clear;
   wire             host_in_valid, host_in_ready, host_out_valid, host_out_ready;
@@ -107,6 +108,7 @@ module mesh_top #(
         .ctr_clear_i    (clear),
         .rt_o           (rt[Q*80 +: 80]),
         .idle_o         (tile_idle[Q]),
+        .fabric_idle_o  (tile_fabric_idle[Q]),
         .mac_busy_o     (mac_busy_o[Q])
       );
     end
@@ -132,7 +134,9 @@ module mesh_top #(
     .cfg_in_ready_o (cr[P]),
     .route0_i       (rt[0 +: 80]),
     .mesh_idle_i    (idle_o),
-    .clear_o        (clear)
+    .fabric_idle_i  (&tile_fabric_idle),
+    .clear_o        (clear),
+    .stream_o       (stream_o)
   );
 
   assign idle_o = &tile_idle;

@@ -9,9 +9,12 @@
 // order). The engine has priority on A and on each port of each B bank: a config access to a
 // port the engine uses in this cycle waits; the other bank is always free for config. IMEM
 // reads and register writes wait until no task runs. Targets: 0 A (32-bit words), 1 B,
-// 3 IMEM, 4 task table, 6 queue map, 7 registers, 8 counters (a write clears the addressed
-// counter); other targets are accepted, writes ignored, reads return 0. Addresses are taken
-// modulo the target's size (the host port checks ranges).
+// 2 B read-and-clear (a read returns the word and zeroes it in the same cycle, using both
+// ports of its bank: it waits while the engine uses either; writes are ignored), 3 IMEM,
+// 4 task table, 6 queue map, 7 registers, 8 counters (a write clears the addressed counter;
+// ctr_clear_i, the host port's CLEAR, clears all five); other targets are accepted, writes
+// ignored, reads return 0. Addresses are taken modulo the target's size (the host port
+// checks ranges).
 `default_nettype none
 
 module pe #(
@@ -38,7 +41,8 @@ module pe #(
   output wire        cfg_rvalid_o,
   output reg  [31:0] cfg_rdata_o,
   output wire        idle_o,
-  output wire        mac_busy_o
+  output wire        mac_busy_o,
+  input  wire        ctr_clear_i   // zero the counters (CLEAR)
 );
   localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
   localparam int unsigned AAW = $clog2(AWords / 2);
@@ -48,6 +52,7 @@ module pe #(
   // ------------------------------------------------------------------ config decode
   wire c_a = cfg_req_i && (cfg_target_i == 4'd0);
   wire c_b = cfg_req_i && (cfg_target_i == 4'd1);
+  wire c_bc = cfg_req_i && (cfg_target_i == 4'd2) && !cfg_we_i;  // B read-and-clear
   wire c_i = cfg_req_i && (cfg_target_i == 4'd3);
   wire c_t = cfg_req_i && (cfg_target_i == 4'd4);
   wire c_m = cfg_req_i && (cfg_target_i == 4'd6);
@@ -222,17 +227,18 @@ module pe #(
   wire       c_bank = cfg_addr_i[BAW-1];
   wire [1:0] e_rd_bank = {e_b_re && e_b_raddr[BAW-1], e_b_re && !e_b_raddr[BAW-1]};
   wire [1:0] e_wr_bank = {e_b_we && e_b_waddr[BAW-1], e_b_we && !e_b_waddr[BAW-1]};
-  wire       b_cfg_ok = cfg_we_i ? !e_wr_bank[c_bank] : !e_rd_bank[c_bank];
-  wire       b_cfg = c_b && b_cfg_ok;
+  wire       b_cfg_ok = c_bc ? (!e_wr_bank[c_bank] && !e_rd_bank[c_bank])
+                      : cfg_we_i ? !e_wr_bank[c_bank] : !e_rd_bank[c_bank];
+  wire       b_cfg = (c_b || c_bc) && b_cfg_ok;
   genvar bk;
   generate
     for (bk = 0; bk < 2; bk = bk + 1) begin : g_bank
       wire cfg_here = b_cfg && (c_bank == bk[0]);
       sram_1r1w #(.Depth(BWords / 2), .Width(32)) u_sram_b (
         .clk_i  (clk_i),
-        .we_i   (e_wr_bank[bk] || (cfg_here && cfg_we_i)),
+        .we_i   (e_wr_bank[bk] || (cfg_here && (cfg_we_i || c_bc))),
         .waddr_i(e_wr_bank[bk] ? e_b_waddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
-        .wdata_i(e_wr_bank[bk] ? e_b_wdata : cfg_wdata_i),
+        .wdata_i(e_wr_bank[bk] ? e_b_wdata : (c_bc ? 32'd0 : cfg_wdata_i)),
         .re_i   (e_rd_bank[bk] || (cfg_here && !cfg_we_i)),
         .raddr_i(e_rd_bank[bk] ? e_b_raddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
         .rdata_o(b_rdata[bk*32 +: 32])
@@ -248,7 +254,7 @@ module pe #(
   always @(*) begin
     for (ci = 0; ci < 5; ci = ci + 1) begin
       cnt_d[ci] = cnt_q[ci] + 32'(cnt_inc[ci]);
-      if (c_n && cfg_we_i && cfg_addr_i == 16'(ci)) cnt_d[ci] = '0;
+      if ((c_n && cfg_we_i && cfg_addr_i == 16'(ci)) || ctr_clear_i) cnt_d[ci] = '0;
     end
   end
   always @(posedge clk_i or negedge rst_ni) begin
@@ -270,6 +276,7 @@ module pe #(
     case (cfg_target_i)
       4'd0: begin cfg_gnt_o = a_cfg; rsrc_d = 2'd1; end
       4'd1: begin cfg_gnt_o = b_cfg; rsrc_d = 2'd2; end
+      4'd2: begin cfg_gnt_o = cfg_we_i ? cfg_req_i : b_cfg; rsrc_d = 2'd2; end
       4'd3: begin cfg_gnt_o = c_i && (cfg_we_i || imem_cgnt); rsrc_d = 2'd3; end
       4'd4: rreg_d = {22'd0, task_rdata};
       4'd6: rreg_d = 32'(map_rdata);

@@ -170,12 +170,27 @@ static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R
 		int n = L->T - t0 < P * tp ? L->T - t0 : P * tp;
 		int tpk = (n + P - 1) / P;
 		w += (uint64_t)P * (2 + ((size_t)tpk * din + 1) / 2);
-		for (int o0 = 0; o0 < dout; o0 += dt) {
+		if (kernel != 2)
+			w += 10 + 2; /* registers, SYNC: once per token tile */
+		for (int o0 = 0, dprev = dt; o0 < dout; o0 += dt) {
 			int o1 = o0 + dt < dout ? o0 + dt : dout;
 			if (kernel == 2)
-				w += (uint64_t)P * (2 + ((size_t)tpk * (o1 - o0) + 1) / 2);
-			w += 10 + 2; /* registers, SYNC */
+				w += (uint64_t)P * (2 + ((size_t)tpk * (o1 - o0) + 1) / 2) + 10 + 2;
+			else {
+				/* INJECT of SET_BBASE (d > 0), SET_BSTRIDE (width changes), START
+				 * (d < 2: the bank's first use) */
+				int d = o0 / dt;
+				int nctl = (d > 0) + (d > 0 && o1 - o0 != dprev) + (d < 2);
+				w += nctl ? 1 + (uint64_t)nctl : 0;
+				dprev = o1 - o0;
+			}
 			uint64_t tile_nnz = 0, tile_runs = 0, inbatch = 0, batches = 0;
+			/* RUNs (section 6): one spans consecutive nonempty majors (a step bit on
+			 * the first nonzero of the next major); a new one at the tile's (and a
+			 * wgrad batch's) first nonzero, after 255 nonzeros, and where a major
+			 * is skipped. rn: nonzeros in the open RUN (0: none) */
+			uint64_t rn = 0;
+			int last = -2;
 			for (int m = 0; m < din; m++) {
 				uint64_t cnt = 0;
 				for (int o = o0; o < o1; o++) {
@@ -189,12 +204,22 @@ static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R
 					uint64_t part = cnt;
 					if (kernel == 2 && part > cap - inbatch)
 						part = cap - inbatch;
-					tile_runs += (part + 254) / 255;
+					for (uint64_t left = part; left;) {
+						if (rn && (rn == 255 || (m != last && m != last + 1)))
+							rn = 0;
+						if (!rn)
+							tile_runs++;
+						uint64_t take = left < 255 - rn ? left : 255 - rn;
+						rn += take;
+						left -= take;
+						last = m;
+					}
 					tile_nnz += part;
 					cnt -= part;
 					if (kernel == 2 && (inbatch += part) == cap) {
 						batches++;
 						inbatch = 0;
+						rn = 0;
 					}
 				}
 			}
@@ -207,10 +232,7 @@ static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R
 				w += batches * 4; /* INJECT END + COLLECT */
 				nbatches += batches;
 			} else {
-				w += 2 + 2; /* INJECT START, SYNC */
-				for (int q = 0; q < P; q++)
-					if (t0 + q * tpk < L->T)
-						w += 2; /* READ */
+				w += 2 + 2; /* SYNC, READ-and-clear of every PE (pe 0xff) */
 			}
 		}
 	}

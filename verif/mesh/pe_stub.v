@@ -3,7 +3,8 @@
 // Behaviour: accepts every wavelet; a data wavelet on color 6 is echoed with the same
 // payload on color 5 (OUT), every other wavelet is sunk; config accesses are granted at
 // once and hit a 64-word scratch memory per target (reads return one cycle later);
-// target 8 reads return counters: 3 wavelets received, 4 wavelets sent, others 0.
+// target 8 reads return counters: 3 wavelets received, 4 wavelets sent, others 0; CLEAR
+// (ctr_clear_i) zeroes them.
 `default_nettype none
 
 module pe #(
@@ -30,7 +31,8 @@ module pe #(
   output wire         cfg_rvalid_o,
   output wire  [31:0] cfg_rdata_o,
   output wire         idle_o,
-  output wire         mac_busy_o
+  output wire         mac_busy_o,
+  input  wire         ctr_clear_i   // CLEAR: zero the counters
 );
   logic        echo_v_q;
   logic [36:0] echo_q;
@@ -58,8 +60,11 @@ module pe #(
       if (rx_hs && rx_data_i[36:32] == 5'h06) begin
         echo_v_q <= 1'b1; echo_q <= {1'b0, 4'd5, rx_data_i[31:0]};
       end else if (tx_hs) echo_v_q <= 1'b0;
-      if (rx_hs) rx_cnt_q <= rx_cnt_q + 1;
-      if (tx_hs) tx_cnt_q <= tx_cnt_q + 1;
+      if (ctr_clear_i) begin rx_cnt_q <= '0; tx_cnt_q <= '0; end
+      else begin
+        if (rx_hs) rx_cnt_q <= rx_cnt_q + 1;
+        if (tx_hs) tx_cnt_q <= tx_cnt_q + 1;
+      end
       rv_q <= cfg_req_i && !cfg_we_i;
       if (cfg_req_i && !cfg_we_i) begin
         if (cfg_target_i == 4'd8) rd_q <= (cfg_addr_i == 16'd3) ? rx_cnt_q : (cfg_addr_i == 16'd4) ? tx_cnt_q : 32'd0;

@@ -128,8 +128,10 @@ int main(int argc, char **argv) {
         }
         // RUN: control wavelet (not echoed by the stub) then n data wavelets
         {
+            // a word with bit 31 set steps the major: SET_MAJOR major+1, then the word
+            // with the bit cleared
             std::vector<uint32_t> c{cmd(4, 6, 3, 0x1234)}, e{H(6, 0, 3)};
-            for (int k = 0; k < 3; k++) { uint32_t w = uint32_t(t.rng()); c.push_back(w); e.push_back(w); }
+            for (int k = 0; k < 3; k++) { uint32_t w = uint32_t(t.rng()); c.push_back(w); e.push_back(w & 0x7fffffffu); }
             t.xact(c, 0, "run");
             t.expect(t.xact({cmd(6, 0, 0, 3), 1000}, 4, "collect after run"), e, "collect after run");
         }
@@ -145,9 +147,22 @@ int main(int argc, char **argv) {
         t.error_cmd({cmd(2, 3, 0, 10), 250, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 2, 2, "write bad address");
         t.error_cmd({cmd(3, 0, 0, 2), 8191}, 3, 2, "read bad address");
         t.error_cmd({cmd(3, 0, 9, 1), 0}, 3, 3, "read bad pe");
-        t.error_cmd({cmd(3, 0, 0xff, 1), 0}, 3, 3, "read broadcast pe");
+        // READ pe 0xff: one READ answer per PE, in PE order (B was written to every PE)
+        {
+            std::vector<uint32_t> c{cmd(2, 1, 0xff, 2), 40}, one{H(3, 0, 2)}, e;
+            for (int k = 0; k < 2; k++) { uint32_t w = uint32_t(t.rng()); c.push_back(w); one.push_back(w); }
+            t.xact(c, 0, "write B bcast 2");
+            for (int q = 0; q < P; q++) e.insert(e.end(), one.begin(), one.end());
+            t.expect(t.xact({cmd(3, 1, 0xff, 2), 40}, 3 * P, "read all pes"), e, "read all pes");
+            // the read engine streams while RUN/INJECT go on; COLLECT answers after the
+            // READ; the RUN's step word reaches the PEs with bit 31 cleared (stub echo)
+            std::vector<uint32_t> c2{cmd(3, 1, 0xff, 2), 40, cmd(5, 6, 0, 1), 0x600dcafeu,
+                                     cmd(4, 6, 1, 3), 0x80000001u, cmd(6, 0, 0, 2), 1000};
+            for (uint32_t w : {H(6, 0, 2), 0x600dcafeu, 0x00000001u}) e.push_back(w);
+            t.expect(t.xact(c2, 3 * P + 3, "read under run"), e, "read under run");
+        }
         t.error_cmd({cmd(2, 1, 7, 2), 0, 1, 2}, 2, 3, "write bad pe");
-        t.error_cmd({cmd(2, 2, 0, 1), 0, 5}, 2, 5, "write reserved target");
+        t.error_cmd({cmd(2, 2, 0, 1), 0, 5}, 2, 5, "write read-and-clear target");
         t.error_cmd({cmd(2, 9, 0, 1), 0, 5}, 2, 5, "write read-only target");
         t.error_cmd({cmd(5, 9, 0, 3), 1, 2, 3}, 5, 5, "inject unrouted color");
         t.error_cmd({cmd(4, 9, 2, 7), 1, 2}, 4, 5, "run unrouted color");
@@ -163,8 +178,8 @@ int main(int argc, char **argv) {
             t.v.check(t.cyc, "counters header", H(8, 0, 14), r.size() > 0 ? r[0] : 0);
             if (r.size() == 15) {
                 t.v.check(t.cyc, "cycles plausible", 1, r[1] > 100 && r[1] <= t.cyc && r[2] == 0);
-                t.v.check(t.cyc, "PE 0 wavelets sent (echoes; PE counters are not cleared)", 9u + 10u * round, r[7]);
-                t.v.check(t.cyc, "router 0 W-out wavelets (echoes to host)", 9u, r[11]);
+                t.v.check(t.cyc, "PE 0 wavelets sent (echoes since the last CLEAR)", 11u, r[7]);
+                t.v.check(t.cyc, "router 0 W-out wavelets (echoes to host)", 11u, r[11]);
                 t.v.check(t.cyc, "router 0 err_unrouted", 0u, r[13]);
                 t.v.check(t.cyc, "host port error counter", t.errors_model, r[14]);
             }
@@ -176,6 +191,7 @@ int main(int argc, char **argv) {
             auto r = t.xact({cmd(8, 0, 0, 0)}, 15, "counters after clear");
             if (r.size() == 15) {
                 t.v.check(t.cyc, "router counter cleared", 0u, r[11]);
+                t.v.check(t.cyc, "PE counter cleared", 0u, r[7]);
                 t.v.check(t.cyc, "error counter cleared", 0u, r[14]);
             }
         }

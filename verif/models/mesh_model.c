@@ -188,6 +188,7 @@ static uint32_t tsize(const struct mesh_model *m, unsigned t)
 	switch (t) {
 	case 0: return m->awords / 2;
 	case 1: return m->bwords;
+	case 2: return m->bwords;
 	case 3: return 256;
 	case 4: return 32;
 	case 5: return 16;
@@ -225,6 +226,11 @@ static uint32_t cfg_read(struct mesh_model *m, int q, unsigned t, uint32_t a)
 		return (uint32_t)p->a[(2 * a) & (m->awords - 1)] |
 		       (uint32_t)p->a[(2 * a + 1) & (m->awords - 1)] << 16;
 	case 1: return p->b[a & (m->bwords - 1)];
+	case 2: { /* B read-and-clear */
+		uint32_t v = p->b[a & (m->bwords - 1)];
+		p->b[a & (m->bwords - 1)] = 0;
+		return v;
+	}
 	case 3: return p->imem[a & 255];
 	case 4: return p->task[a & 31];
 	case 5: return m->route[q][a & 15];
@@ -272,7 +278,7 @@ static void exec(struct mesh_model *m, const uint32_t *c)
 		break;
 	case OP_WRITE: {
 		uint32_t a = c[1];
-		if (!tsize(m, t) || t == 8 || t == 9)
+		if (!tsize(m, t) || t == 2 || t == 8 || t == 9)
 			{ error(m, op, ST_BAD_ARG); return; }
 		if (pe != 0xff && (int)pe >= m->P)
 			{ error(m, op, ST_BAD_PE); return; }
@@ -289,14 +295,17 @@ static void exec(struct mesh_model *m, const uint32_t *c)
 		uint32_t a = c[1];
 		if (!tsize(m, t))
 			{ error(m, op, ST_BAD_ARG); return; }
-		if ((int)pe >= m->P)
+		if ((int)pe >= m->P && pe != 0xff)
 			{ error(m, op, ST_BAD_PE); return; }
 		if ((uint64_t)a + n > tsize(m, t))
 			{ error(m, op, ST_BAD_ADDR); return; }
 		mesh_model_settle(m);
-		rsp_put(m, hdr(OP_READ, ST_OK, n));
-		for (unsigned k = 0; k < n; k++)
-			rsp_put(m, cfg_read(m, (int)pe, t, (a + k) & 0xffff));
+		/* pe 0xff: every PE in order, each answering as a READ of its own */
+		for (int q = pe == 0xff ? 0 : (int)pe; q < (pe == 0xff ? m->P : (int)pe + 1); q++) {
+			rsp_put(m, hdr(OP_READ, ST_OK, n));
+			for (unsigned k = 0; k < n; k++)
+				rsp_put(m, cfg_read(m, q, t, (a + k) & 0xffff));
+		}
 		break;
 	}
 	case OP_RUN:
@@ -307,10 +316,20 @@ static void exec(struct mesh_model *m, const uint32_t *c)
 			{ error(m, op, ST_BAD_ARG); return; }
 		if (!m->route[0][t])
 			{ error(m, op, ST_BAD_ARG); return; }
+		/* RUN: SET_MAJOR major, then the nonzeros; a nonzero with bit 31 set (the step)
+		 * is preceded by SET_MAJOR major+1 and goes out with the bit cleared */
+		unsigned major = n & 0xffff;
 		if (op == OP_RUN)
-			route(m, 0, D_W, (uint64_t)1 << 36 | (uint64_t)t << 32 | (n & 0xffff), 0);
-		for (unsigned k = 0; k < cnt; k++)
-			route(m, 0, D_W, (uint64_t)ctrl << 36 | (uint64_t)t << 32 | c[1 + k], 0);
+			route(m, 0, D_W, (uint64_t)1 << 36 | (uint64_t)t << 32 | major, 0);
+		for (unsigned k = 0; k < cnt; k++) {
+			uint32_t w = c[1 + k];
+			if (op == OP_RUN && (w >> 31)) {
+				major = (major + 1) & 0xffff;
+				route(m, 0, D_W, (uint64_t)1 << 36 | (uint64_t)t << 32 | major, 0);
+				w &= 0x7fffffffu;
+			}
+			route(m, 0, D_W, (uint64_t)ctrl << 36 | (uint64_t)t << 32 | w, 0);
+		}
 		mesh_model_settle(m);
 		break;
 	}
@@ -352,6 +371,8 @@ static void exec(struct mesh_model *m, const uint32_t *c)
 	case OP_CLEAR:
 		m->err = 0;
 		memset(m->rctr, 0, (size_t)m->P * sizeof *m->rctr);
+		for (int q = 0; q < m->P; q++)
+			memset(m->pe[q].cnt, 0, sizeof m->pe[q].cnt);
 		break;
 	default:
 		error(m, op, ST_BAD_OP);

@@ -10,11 +10,15 @@
  * the driver's streams allow (it SYNCs or COLLECTs before touching state); queues are
  * unbounded, so there is no back-pressure.
  *
- * The host port follows rtl/mesh/mesh_hostport.v where it and the document differ (the
- * model is the RTL's reference): SYNC answers one header word whose n field is the host
- * port error count; WRITE of targets 8/9 is BAD_ARG; CLEAR clears the cycle count, the
- * error count and the router counters (not the PE counters); COLLECT takes at most 256
- * words. "Cycles" are not modelled (COUNTERS reports 0).
+ * The host port follows docs/architecture.md section 6 (the model is the RTL's reference):
+ * SYNC answers one header word whose n field is the host port error count; WRITE of
+ * targets 2/8/9 is BAD_ARG; READ of target 2 returns B words and zeroes them; READ with
+ * pe 0xff answers as one READ per PE in PE order; RUN nonzero words with bit 31 set step
+ * the major; CLEAR clears the cycle count, the error count, the router counters and the
+ * PE counters; COLLECT takes at most 256 words. "Cycles" are not modelled (COUNTERS
+ * reports 0), so the READ that the RTL streams while later RUNs compute is performed here
+ * when it is decoded, after the mesh settled: the same words as long as the host does not
+ * write what is being read (the driver never does).
  *
  * Used by the sim backend as its "model" engine (host/driver/backend_sim.c) and by the
  * tests that run plan_exec() in real mode against the cpu backend.

@@ -123,6 +123,7 @@ struct Bench {
 		dut->cfg_target_i = 0;
 		dut->cfg_addr_i = 0;
 		dut->cfg_wdata_i = 0;
+		dut->ctr_clear_i = 0;
 	}
 	void tick()
 	{
@@ -420,6 +421,34 @@ struct Bench {
 			printf("FAIL %s: counter %u not cleared\n", kind, cc);
 			failed++;
 		}
+		// CLEAR (ctr_clear_i) zeroes all five counters
+		dut->ctr_clear_i = 1;
+		tick();
+		dut->ctr_clear_i = 0;
+		dut->eval();
+		std::vector<uint32_t> c3 = cfg_read_block(8, 0, 5);
+		for (unsigned i = 0; i < c3.size(); i++)
+			if (c3[i] != 0) {
+				printf("FAIL %s: counter %u is %u after ctr_clear_i\n", kind, i, c3[i]);
+				failed++;
+			}
+		// target 2, B read-and-clear: returns the words, then they read as zeros
+		unsigned rc0 = rng.below(kBWords);
+		unsigned rcn = 1 + rng.below(kBWords - rc0 < 64 ? kBWords - rc0 : 64);
+		std::vector<uint32_t> rc = cfg_read_block(2, rc0, rcn);
+		std::vector<uint32_t> rz = cfg_read_block(1, rc0, rcn);
+		for (unsigned i = 0; i < rcn; i++) {
+			uint32_t e = i < rc.size() ? model.b[rc0 + i] : 0;
+			if (rc.size() != rcn || rc[i] != e || rz.size() != rcn || rz[i] != 0) {
+				printf("FAIL %s: read-and-clear of B word %u: expected %08x then 0, got "
+				       "%08x then %08x\n", kind, rc0 + i, e, i < rc.size() ? rc[i] : 0,
+				       i < rz.size() ? rz[i] : 0);
+				failed++;
+				break;
+			}
+		}
+		for (unsigned i = 0; i < rcn; i++)
+			model.b[rc0 + i] = 0; // B persists into the next scenario
 		tot_macs += model.cnt[0];
 		tot_drop += model.cnt[2];
 		tot_rx += model.cnt[3];
