@@ -23,10 +23,17 @@ ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosy
 # The mesh replaces the echo double as soon as it is in the tree (FPGA_PORT=echo still builds
 # the link-loopback bitstream, useful to bring up a board).
 MESH_SRCS := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
-FPGA_ROWS ?= 2
-FPGA_COLS ?= 2
+# The board configuration (docs/architecture.md, "Board"): what fits the UP5K. The PE and
+# router parameters below are the lean ones; the ISA, the numerics and the host protocol are
+# those of every other configuration.
+FPGA_ROWS ?= 1
+FPGA_COLS ?= 1
 FPGA_AWORDS ?= 1024
 FPGA_BWORDS ?= 256
+FPGA_QUEUES ?= 4
+FPGA_QDEPTH ?= 2
+FPGA_TRIM ?= 1
+FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM)
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 FPGA_PORT ?= mesh
 else
@@ -96,18 +103,28 @@ board-lint:
 # do not override each other).
 lint-impl: board-lint
 
-# The link bench on board_top with the real mesh (2x2, small SRAMs for simulation speed).
+# The link bench on board_top with the real mesh: the link phases, SRAM A written and read
+# back on every PE, then the forward kernel on a small sparse layer, planned by the host
+# driver (host/driver/plan.c, linked from the host library) and checked bit for bit against
+# the cpu backend. tb_board_mesh: 2x2 in the default (simulation) PE configuration;
+# tb_board_lean: the board configuration that `make bitstream` builds (FPGA_* below).
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
-$(BOARD_OUT)/tb_board_mesh: $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(BOARD_OUT)/frame.o | deps
-	@mkdir -p $(BOARD_OUT)/mesh
-	verilator $(BOARD_VFLAGS) -GRows=2 -GCols=2 -GAWords=1024 -GBWords=256 \
-		-Mdir $(BOARD_OUT)/mesh -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT -DTB_PES=4" \
-		-o tb_board_mesh $(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) \
-		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) \
-		>$(BOARD_OUT)/mesh-build.log 2>&1 || { tail -30 $(BOARD_OUT)/mesh-build.log; exit 1; }
-	cp $(BOARD_OUT)/mesh/tb_board_mesh $@
-TEST_DEPS += $(BOARD_OUT)/tb_board_mesh
-TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh
+# $(call board_mesh_bench,name,rows,cols,awords,bwords,extra -G parameters)
+define board_mesh_bench
+$(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) | deps
+	@mkdir -p $(BOARD_OUT)/$(1).obj
+	verilator $(BOARD_VFLAGS) -GRows=$(2) -GCols=$(3) -GAWords=$(4) -GBWords=$(5) $(6) \
+		-Mdir $(BOARD_OUT)/$(1).obj -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT \
+		-DTB_PES=$(2)*$(3) -DTB_ROWS=$(2) -DTB_COLS=$(3) -DTB_AWORDS=$(4) \
+		-DTB_BWORDS=$(5)" -LDFLAGS "$(abspath $(LIB)) $$(LDLIBS)" \
+		-o $(1) $(abspath $(BOARD_TB)) verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) \
+		>$(BOARD_OUT)/$(1).build.log 2>&1 || { tail -30 $(BOARD_OUT)/$(1).build.log; exit 1; }
+	cp $(BOARD_OUT)/$(1).obj/$(1) $$@
+endef
+$(eval $(call board_mesh_bench,tb_board_mesh,2,2,1024,256,))
+$(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AWORDS),$(FPGA_BWORDS),$(FPGA_GPARAMS)))
+TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
+TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
 endif
 
 TEST_DEPS += $(BOARD_OUT)/tb_board_link
@@ -129,7 +146,8 @@ FPGA_MHZ ?= 24
 FPGA_ABC9 ?=
 FPGA_SEED ?= 1
 FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) -set AWords $(FPGA_AWORDS) \
-	-set BWords $(FPGA_BWORDS) board_top;
+	-set BWords $(FPGA_BWORDS) -set NumQueues $(FPGA_QUEUES) -set QueueDepth $(FPGA_QDEPTH) \
+	-set TrimEdges $(FPGA_TRIM) board_top;
 
 .PHONY: bitstream-impl synth-estimate-impl
 bitstream-impl: $(FPGA)/icebreaker.bin
@@ -139,7 +157,7 @@ bitstream-impl: $(FPGA)/icebreaker.bin
 # and new mesh settings rerun yosys.
 $(FPGA)/config.txt: FORCE
 	@mkdir -p $(@D)
-	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) abc9=$(FPGA_ABC9)" >$@.new
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) abc9=$(FPGA_ABC9)" >$@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(FPGA)/pnr-config.txt: FORCE
 	@mkdir -p $(@D)
