@@ -26,6 +26,7 @@ MESH_SRCS := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
 # The board configuration (docs/architecture.md, "Board"): what fits the UP5K. The PE and
 # router parameters below are the lean ones; the ISA, the numerics and the host protocol are
 # those of every other configuration.
+FPGA := build/fpga
 FPGA_ROWS ?= 1
 FPGA_COLS ?= 1
 FPGA_AWORDS ?= 1024
@@ -103,6 +104,17 @@ board-lint:
 # do not override each other).
 lint-impl: board-lint
 
+# The board top with the mesh in the board configuration (trimmed routers), 1x1 and 2x2.
+ifneq ($(wildcard rtl/mesh/mesh_top.v),)
+.PHONY: board-lint-mesh
+board-lint-mesh:
+	for shape in "1 1" "2 2"; do set -- $$shape; \
+	verilator --lint-only -Wall --top-module board_top -GRows=$$1 -GCols=$$2 \
+		-GAWords=$(FPGA_AWORDS) -GBWords=$(FPGA_BWORDS) $(FPGA_GPARAMS) \
+		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
+lint-impl: board-lint-mesh
+endif
+
 # The link bench on board_top with the real mesh: the link phases, SRAM A written and read
 # back on every PE, then the forward kernel on a small sparse layer, planned by the host
 # driver (host/driver/plan.c, linked from the host library) and checked bit for bit against
@@ -125,6 +137,42 @@ $(eval $(call board_mesh_bench,tb_board_mesh,2,2,1024,256,))
 $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AWORDS),$(FPGA_BWORDS),$(FPGA_GPARAMS)))
 TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
 TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
+
+# Gate level of what `make bitstream` builds: the very netlist nextpnr places
+# ($(FPGA)/board_top.json, yosys synth_ice40 -dsp of the board configuration) written back
+# as Verilog and simulated on yosys's iCE40 cell models (SB_LUT4, SB_CARRY, SB_DFF*,
+# SB_RAM40_4K, SB_MAC16), running the same forward kernel as tb_board_lean (--kernel-only:
+# STAT, then plan_load + plan_exec through the link, compared with the cpu backend).
+# Verilating the netlist takes minutes: make regress and make gatesim-mesh, not make test.
+$(BOARD_OUT)/gl/board_lean_gl.v: $(FPGA)/board_top.json
+	@mkdir -p $(@D)
+	yosys -q -p "read_json $<; write_verilog -noattr $@"
+$(BOARD_OUT)/tb_board_lean_gl: $(BOARD_OUT)/gl/board_lean_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
+		verif/board/board_gl_pll_model.v $(BOARD_TB) $(LIB)
+	@mkdir -p $(BOARD_OUT)/gl/lean
+	nice verilator --cc --exe --build -j 2 -Wno-fatal -Wno-lint -Wno-style --top-module board_top \
+		-MAKEFLAGS OPT_FAST=-O1 -MAKEFLAGS OPT_GLOBAL=-O1 \
+		-DNO_ICE40_DEFAULT_ASSIGNMENTS -DICE40_U --no-timing \
+		-Mdir $(BOARD_OUT)/gl/lean -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_GATE -DTB_REAL_PORT \
+		-DTB_PES=$(FPGA_ROWS)*$(FPGA_COLS) -DTB_ROWS=$(FPGA_ROWS) -DTB_COLS=$(FPGA_COLS) \
+		-DTB_AWORDS=$(FPGA_AWORDS) -DTB_BWORDS=$(FPGA_BWORDS)" \
+		-LDFLAGS "$(abspath $(LIB)) $(LDLIBS)" -o tb_board_lean_gl $(abspath $(BOARD_TB)) \
+		$(BOARD_OUT)/gl/board_lean_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
+		verif/board/board_gl_pll_model.v \
+		>$(BOARD_OUT)/gl/lean-build.log 2>&1 || { tail -30 $(BOARD_OUT)/gl/lean-build.log; exit 1; }
+	cp $(BOARD_OUT)/gl/lean/tb_board_lean_gl $@
+.PHONY: gatesim-mesh
+# Both check the kernel against the C model; the device's transcript (every byte it sent,
+# with its cycle) must also be the same on the netlist and on the RTL.
+gatesim-mesh: $(BOARD_OUT)/tb_board_lean_gl $(BOARD_OUT)/tb_board_lean
+	$(BOARD_OUT)/tb_board_lean_gl --kernel-only | tee $(BOARD_OUT)/gatesim-mesh-gl.log
+	$(BOARD_OUT)/tb_board_lean --kernel-only >$(BOARD_OUT)/gatesim-mesh-rtl.log
+	@a=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-mesh-gl.log); \
+	b=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-mesh-rtl.log); \
+	if [ -n "$$a" ] && [ "$$a" = "$$b" ]; then echo "gatesim-mesh: netlist matches RTL ($$a)"; \
+	else echo "gatesim-mesh: MISMATCH netlist '$$a' rtl '$$b'"; exit 1; fi
+regress: $(BOARD_OUT)/tb_board_lean_gl
+REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_lean_gl@--kernel-only
 endif
 
 TEST_DEPS += $(BOARD_OUT)/tb_board_link
@@ -140,7 +188,6 @@ REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=65536 \
 regress: $(BOARD_OUT)/tb_board_link_gl
 
 # --- FPGA flow: make bitstream / make synth-estimate --------------------------------------
-FPGA := build/fpga
 FPGA_MHZ ?= 24
 # -abc9 aborts inside ABC (&mfs assertion) on this design with yosys 0.23: off by default.
 FPGA_ABC9 ?=
@@ -188,12 +235,15 @@ $(FPGA)/icebreaker.bin: $(FPGA)/board_top.json rtl/board/icebreaker.pcf rtl/boar
 	mv $@.tmp $@
 
 # synth-estimate: yosys resource counts for larger parts (no place and route for them here).
-# With the mesh: one tile (PE + router, default SRAM sizes) and the host port are synthesized
-# per family; an R x C mesh is R*C tiles plus the host port (mesh_top adds only wiring).
+# With the mesh: one tile (PE + router, default SRAM sizes; synth_* flattens it) and the
+# host port are synthesized per family; an R x C mesh (4x4, 8x8) is R*C tiles plus the host
+# port: mesh_top adds only wiring in the default configuration (no TrimEdges), so nothing
+# is optimized across tiles. A whole 2x2 mesh_top is synthesized flattened too, and the
+# report compares it with 4 tiles + the host port, which checks that composition.
 # Synthesizing whole 8x8 meshes would take hours on these machines.
 EST := $(FPGA)/estimate
 ifeq ($(FPGA_PORT),mesh)
-EST_PARTS := tile hostport16 hostport64
+EST_PARTS := tile hostport4 hostport16 hostport64 mesh2x2
 EST_SRCS := $(MESH_SRCS)
 else
 EST_PARTS := link
@@ -211,6 +261,7 @@ $(EST)/%.json: $(EST_SRCS) | deps
 	case $$part in \
 	link) top=board_top; par="";; \
 	tile) top=mesh_tile; par="";; \
+	mesh2x2) top=mesh_top; par="chparam -set Rows 2 -set Cols 2 mesh_top;";; \
 	hostport*) top=mesh_hostport; par="chparam -set NumPes $${part#hostport} mesh_hostport;";; \
 	esac; \
 	yosys -q -l $(EST)/$*.log -p "read_verilog -sv $(FPGA_DEFS) -DBOARD_NO_ICE40_PLL $(EST_SRCS); \
