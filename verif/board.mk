@@ -29,8 +29,8 @@ MESH_SRCS := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
 FPGA := build/fpga
 FPGA_ROWS ?= 1
 FPGA_COLS ?= 1
-FPGA_AWORDS ?= 1024
-FPGA_BWORDS ?= 256
+FPGA_AWORDS ?= 32768
+FPGA_BWORDS ?= 512
 FPGA_QUEUES ?= 4
 FPGA_QDEPTH ?= 2
 FPGA_TRIM ?= 1
@@ -135,6 +135,8 @@ $(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) | deps
 endef
 $(eval $(call board_mesh_bench,tb_board_mesh,2,2,1024,256,))
 $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AWORDS),$(FPGA_BWORDS),$(FPGA_GPARAMS)))
+# rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
+$(BOARD_OUT)/tb_board_lean: $(FPGA)/config.txt
 TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
 TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
 
@@ -192,6 +194,8 @@ FPGA_MHZ ?= 24
 # -abc9 aborts inside ABC (&mfs assertion) on this design with yosys 0.23: off by default.
 FPGA_ABC9 ?=
 FPGA_SEED ?= 1
+# -spram: yosys 0.23 maps sram_sp's 16K x 16 slices to SB_SPRAM256KA only when asked
+FPGA_SYNTH := synth_ice40 -dsp -spram
 FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) -set AWords $(FPGA_AWORDS) \
 	-set BWords $(FPGA_BWORDS) -set NumQueues $(FPGA_QUEUES) -set QueueDepth $(FPGA_QDEPTH) \
 	-set TrimEdges $(FPGA_TRIM) board_top;
@@ -204,7 +208,7 @@ bitstream-impl: $(FPGA)/icebreaker.bin
 # and new mesh settings rerun yosys.
 $(FPGA)/config.txt: FORCE
 	@mkdir -p $(@D)
-	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) abc9=$(FPGA_ABC9)" >$@.new
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(FPGA)/pnr-config.txt: FORCE
 	@mkdir -p $(@D)
@@ -214,7 +218,7 @@ $(FPGA)/pnr-config.txt: FORCE
 $(FPGA)/board_top.json: $(FPGA_SRCS) $(FPGA)/config.txt | deps
 	@mkdir -p $(@D)
 	yosys -q -l $(FPGA)/yosys.log -p "read_verilog -sv $(FPGA_DEFS) $(FPGA_SRCS); \
-		$(FPGA_PARAMS) synth_ice40 -dsp $(FPGA_ABC9) -top board_top \
+		$(FPGA_PARAMS) $(FPGA_SYNTH) $(FPGA_ABC9) -top board_top \
 		-json $@; tee -o $(FPGA)/yosys-stat.txt stat"
 
 # --timing-allow-fail keeps the report; fpga_report.py fails the target when the achieved

@@ -152,7 +152,9 @@ module mesh_router #(
   // ---- route table
   always_comb begin
     rt_d = rt_q;
-    if (rt_we_i) rt_d[{rt_addr_i, 2'b00} + {3'b000, rt_addr_i} +: 5] = rt_wdata_i;
+    for (int unsigned k = 0; k < 16; k++) begin  // a decoded write, not a shifter
+      if (rt_we_i && rt_addr_i == 4'(k)) rt_d[k*5 +: 5] = rt_wdata_i;
+    end
   end
   assign rt_o = rt_q;
 
