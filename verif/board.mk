@@ -1,10 +1,13 @@
-# verif/board.mk - the board top (rtl/board): link benches on the RTL and on the yosys iCE40
-# netlist, and the FPGA flow (make bitstream, make synth-estimate, make gatesim).
+# verif/board.mk - the board top (rtl/board): link and kernel benches on the RTL and on the
+# yosys iCE40 netlist, and the FPGA flow (make bitstream, make synth-estimate, make gatesim,
+# make gatesim-mesh).
 #
 # The bench drives board_top with the host's framing code (host/driver/frame.c) over a
-# bit-level UART model. Until the mesh (rtl/mesh/mesh_top.v) is present, the host port is the
-# echo test double verif/board/board_echo_double.v (BOARD_ECHO_DOUBLE), and the FPGA flow
-# places and routes the link layer with that double.
+# bit-level UART model: with the echo test double verif/board/board_echo_double.v
+# (BOARD_ECHO_DOUBLE: tb_board_link, and the link-loopback bitstream FPGA_PORT=echo), or with
+# the mesh (tb_board_mesh, tb_board_lean, tb_board_lean_gl: the driver's planner runs the
+# forward kernel through the link). make bitstream builds the mesh in the board
+# configuration (FPGA_* below).
 
 BOARD_RTL := $(sort $(wildcard rtl/board/*.v))
 BOARD_DOUBLE := verif/board/board_echo_double.v
