@@ -1,10 +1,13 @@
-# verif/board.mk - the board top (rtl/board): link benches on the RTL and on the yosys iCE40
-# netlist, and the FPGA flow (make bitstream, make synth-estimate, make gatesim).
+# verif/board.mk - the board top (rtl/board): link and kernel benches on the RTL and on the
+# yosys iCE40 netlist, and the FPGA flow (make bitstream, make synth-estimate, make gatesim,
+# make gatesim-mesh).
 #
 # The bench drives board_top with the host's framing code (host/driver/frame.c) over a
-# bit-level UART model. Until the mesh (rtl/mesh/mesh_top.v) is present, the host port is the
-# echo test double verif/board/board_echo_double.v (BOARD_ECHO_DOUBLE), and the FPGA flow
-# places and routes the link layer with that double.
+# bit-level UART model: with the echo test double verif/board/board_echo_double.v
+# (BOARD_ECHO_DOUBLE: tb_board_link, and the link-loopback bitstream FPGA_PORT=echo), or with
+# the mesh (tb_board_mesh, tb_board_lean, tb_board_lean_gl: the driver's planner runs the
+# forward kernel through the link). make bitstream builds the mesh in the board
+# configuration (FPGA_* below).
 
 BOARD_RTL := $(sort $(wildcard rtl/board/*.v))
 BOARD_DOUBLE := verif/board/board_echo_double.v
@@ -23,10 +26,18 @@ ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosy
 # The mesh replaces the echo double as soon as it is in the tree (FPGA_PORT=echo still builds
 # the link-loopback bitstream, useful to bring up a board).
 MESH_SRCS := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
-FPGA_ROWS ?= 2
-FPGA_COLS ?= 2
-FPGA_AWORDS ?= 1024
-FPGA_BWORDS ?= 256
+# The board configuration (docs/architecture.md, "Board"): what fits the UP5K. The PE and
+# router parameters below are the lean ones; the ISA, the numerics and the host protocol are
+# those of every other configuration.
+FPGA := build/fpga
+FPGA_ROWS ?= 1
+FPGA_COLS ?= 1
+FPGA_AWORDS ?= 32768
+FPGA_BWORDS ?= 512
+FPGA_QUEUES ?= 4
+FPGA_QDEPTH ?= 2
+FPGA_TRIM ?= 1
+FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM)
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 FPGA_PORT ?= mesh
 else
@@ -96,18 +107,77 @@ board-lint:
 # do not override each other).
 lint-impl: board-lint
 
-# The link bench on board_top with the real mesh (2x2, small SRAMs for simulation speed).
+# The board top with the mesh in the board configuration (trimmed routers), 1x1 and 2x2.
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
-$(BOARD_OUT)/tb_board_mesh: $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(BOARD_OUT)/frame.o | deps
-	@mkdir -p $(BOARD_OUT)/mesh
-	verilator $(BOARD_VFLAGS) -GRows=2 -GCols=2 -GAWords=1024 -GBWords=256 \
-		-Mdir $(BOARD_OUT)/mesh -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT -DTB_PES=4" \
-		-o tb_board_mesh $(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) \
-		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) \
-		>$(BOARD_OUT)/mesh-build.log 2>&1 || { tail -30 $(BOARD_OUT)/mesh-build.log; exit 1; }
-	cp $(BOARD_OUT)/mesh/tb_board_mesh $@
-TEST_DEPS += $(BOARD_OUT)/tb_board_mesh
-TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh
+.PHONY: board-lint-mesh
+board-lint-mesh:
+	for shape in "1 1" "2 2"; do set -- $$shape; \
+	verilator --lint-only -Wall --top-module board_top -GRows=$$1 -GCols=$$2 \
+		-GAWords=$(FPGA_AWORDS) -GBWords=$(FPGA_BWORDS) $(FPGA_GPARAMS) \
+		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
+lint-impl: board-lint-mesh
+endif
+
+# The link bench on board_top with the real mesh: the link phases, SRAM A written and read
+# back on every PE, then the forward kernel on a small sparse layer, planned by the host
+# driver (host/driver/plan.c, linked from the host library) and checked bit for bit against
+# the cpu backend. tb_board_mesh: 2x2 in the default (simulation) PE configuration;
+# tb_board_lean: the board configuration that `make bitstream` builds (FPGA_* below).
+ifneq ($(wildcard rtl/mesh/mesh_top.v),)
+# $(call board_mesh_bench,name,rows,cols,awords,bwords,extra -G parameters)
+define board_mesh_bench
+$(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) | deps
+	@mkdir -p $(BOARD_OUT)/$(1).obj
+	verilator $(BOARD_VFLAGS) -GRows=$(2) -GCols=$(3) -GAWords=$(4) -GBWords=$(5) $(6) \
+		-Mdir $(BOARD_OUT)/$(1).obj -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT \
+		-DTB_PES=$(2)*$(3) -DTB_ROWS=$(2) -DTB_COLS=$(3) -DTB_AWORDS=$(4) \
+		-DTB_BWORDS=$(5)" -LDFLAGS "$(abspath $(LIB)) $$(LDLIBS)" \
+		-o $(1) $(abspath $(BOARD_TB)) verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) \
+		>$(BOARD_OUT)/$(1).build.log 2>&1 || { tail -30 $(BOARD_OUT)/$(1).build.log; exit 1; }
+	cp $(BOARD_OUT)/$(1).obj/$(1) $$@
+endef
+$(eval $(call board_mesh_bench,tb_board_mesh,2,2,1024,256,))
+$(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AWORDS),$(FPGA_BWORDS),$(FPGA_GPARAMS)))
+# rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
+$(BOARD_OUT)/tb_board_lean: $(FPGA)/config.txt
+TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
+TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
+
+# Gate level of what `make bitstream` builds: the very netlist nextpnr places
+# ($(FPGA)/board_top.json, yosys synth_ice40 -dsp of the board configuration) written back
+# as Verilog and simulated on yosys's iCE40 cell models (SB_LUT4, SB_CARRY, SB_DFF*,
+# SB_RAM40_4K, SB_MAC16), running the same forward kernel as tb_board_lean (--kernel-only:
+# STAT, then plan_load + plan_exec through the link, compared with the cpu backend).
+# Verilating the netlist takes minutes: make regress and make gatesim-mesh, not make test.
+$(BOARD_OUT)/gl/board_lean_gl.v: $(FPGA)/board_top.json
+	@mkdir -p $(@D)
+	yosys -q -p "read_json $<; write_verilog -noattr $@"
+$(BOARD_OUT)/tb_board_lean_gl: $(BOARD_OUT)/gl/board_lean_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
+		verif/board/board_gl_pll_model.v $(BOARD_TB) $(LIB)
+	@mkdir -p $(BOARD_OUT)/gl/lean
+	nice verilator --cc --exe --build -j 2 -Wno-fatal -Wno-lint -Wno-style --top-module board_top \
+		-MAKEFLAGS OPT_FAST=-O1 -MAKEFLAGS OPT_GLOBAL=-O1 \
+		-DNO_ICE40_DEFAULT_ASSIGNMENTS -DICE40_U --no-timing \
+		-Mdir $(BOARD_OUT)/gl/lean -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_GATE -DTB_REAL_PORT \
+		-DTB_PES=$(FPGA_ROWS)*$(FPGA_COLS) -DTB_ROWS=$(FPGA_ROWS) -DTB_COLS=$(FPGA_COLS) \
+		-DTB_AWORDS=$(FPGA_AWORDS) -DTB_BWORDS=$(FPGA_BWORDS)" \
+		-LDFLAGS "$(abspath $(LIB)) $(LDLIBS)" -o tb_board_lean_gl $(abspath $(BOARD_TB)) \
+		$(BOARD_OUT)/gl/board_lean_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
+		verif/board/board_gl_pll_model.v \
+		>$(BOARD_OUT)/gl/lean-build.log 2>&1 || { tail -30 $(BOARD_OUT)/gl/lean-build.log; exit 1; }
+	cp $(BOARD_OUT)/gl/lean/tb_board_lean_gl $@
+.PHONY: gatesim-mesh
+# Both check the kernel against the C model; the device's transcript (every byte it sent,
+# with its cycle) must also be the same on the netlist and on the RTL.
+gatesim-mesh: $(BOARD_OUT)/tb_board_lean_gl $(BOARD_OUT)/tb_board_lean
+	$(BOARD_OUT)/tb_board_lean_gl --kernel-only | tee $(BOARD_OUT)/gatesim-mesh-gl.log
+	$(BOARD_OUT)/tb_board_lean --kernel-only >$(BOARD_OUT)/gatesim-mesh-rtl.log
+	@a=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-mesh-gl.log); \
+	b=$$(grep '^device transcript' $(BOARD_OUT)/gatesim-mesh-rtl.log); \
+	if [ -n "$$a" ] && [ "$$a" = "$$b" ]; then echo "gatesim-mesh: netlist matches RTL ($$a)"; \
+	else echo "gatesim-mesh: MISMATCH netlist '$$a' rtl '$$b'"; exit 1; fi
+regress: $(BOARD_OUT)/tb_board_lean_gl
+REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_lean_gl@--kernel-only
 endif
 
 TEST_DEPS += $(BOARD_OUT)/tb_board_link
@@ -123,13 +193,15 @@ REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=65536 \
 regress: $(BOARD_OUT)/tb_board_link_gl
 
 # --- FPGA flow: make bitstream / make synth-estimate --------------------------------------
-FPGA := build/fpga
 FPGA_MHZ ?= 24
 # -abc9 aborts inside ABC (&mfs assertion) on this design with yosys 0.23: off by default.
 FPGA_ABC9 ?=
 FPGA_SEED ?= 1
+# -spram: yosys 0.23 maps sram_sp's 16K x 16 slices to SB_SPRAM256KA only when asked
+FPGA_SYNTH := synth_ice40 -dsp -spram
 FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) -set AWords $(FPGA_AWORDS) \
-	-set BWords $(FPGA_BWORDS) board_top;
+	-set BWords $(FPGA_BWORDS) -set NumQueues $(FPGA_QUEUES) -set QueueDepth $(FPGA_QDEPTH) \
+	-set TrimEdges $(FPGA_TRIM) board_top;
 
 .PHONY: bitstream-impl synth-estimate-impl
 bitstream-impl: $(FPGA)/icebreaker.bin
@@ -139,7 +211,7 @@ bitstream-impl: $(FPGA)/icebreaker.bin
 # and new mesh settings rerun yosys.
 $(FPGA)/config.txt: FORCE
 	@mkdir -p $(@D)
-	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) abc9=$(FPGA_ABC9)" >$@.new
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(FPGA)/pnr-config.txt: FORCE
 	@mkdir -p $(@D)
@@ -149,7 +221,7 @@ $(FPGA)/pnr-config.txt: FORCE
 $(FPGA)/board_top.json: $(FPGA_SRCS) $(FPGA)/config.txt | deps
 	@mkdir -p $(@D)
 	yosys -q -l $(FPGA)/yosys.log -p "read_verilog -sv $(FPGA_DEFS) $(FPGA_SRCS); \
-		$(FPGA_PARAMS) synth_ice40 -dsp $(FPGA_ABC9) -top board_top \
+		$(FPGA_PARAMS) $(FPGA_SYNTH) $(FPGA_ABC9) -top board_top \
 		-json $@; tee -o $(FPGA)/yosys-stat.txt stat"
 
 # --timing-allow-fail keeps the report; fpga_report.py fails the target when the achieved
@@ -170,12 +242,15 @@ $(FPGA)/icebreaker.bin: $(FPGA)/board_top.json rtl/board/icebreaker.pcf rtl/boar
 	mv $@.tmp $@
 
 # synth-estimate: yosys resource counts for larger parts (no place and route for them here).
-# With the mesh: one tile (PE + router, default SRAM sizes) and the host port are synthesized
-# per family; an R x C mesh is R*C tiles plus the host port (mesh_top adds only wiring).
+# With the mesh: one tile (PE + router, default SRAM sizes; synth_* flattens it) and the
+# host port are synthesized per family; an R x C mesh (4x4, 8x8) is R*C tiles plus the host
+# port: mesh_top adds only wiring in the default configuration (no TrimEdges), so nothing
+# is optimized across tiles. A whole 2x2 mesh_top is synthesized flattened too, and the
+# report compares it with 4 tiles + the host port, which checks that composition.
 # Synthesizing whole 8x8 meshes would take hours on these machines.
 EST := $(FPGA)/estimate
 ifeq ($(FPGA_PORT),mesh)
-EST_PARTS := tile hostport16 hostport64
+EST_PARTS := tile hostport4 hostport16 hostport64 mesh2x2
 EST_SRCS := $(MESH_SRCS)
 else
 EST_PARTS := link
@@ -193,6 +268,7 @@ $(EST)/%.json: $(EST_SRCS) | deps
 	case $$part in \
 	link) top=board_top; par="";; \
 	tile) top=mesh_tile; par="";; \
+	mesh2x2) top=mesh_top; par="chparam -set Rows 2 -set Cols 2 mesh_top;";; \
 	hostport*) top=mesh_hostport; par="chparam -set NumPes $${part#hostport} mesh_hostport;";; \
 	esac; \
 	yosys -q -l $(EST)/$*.log -p "read_verilog -sv $(FPGA_DEFS) -DBOARD_NO_ICE40_PLL $(EST_SRCS); \

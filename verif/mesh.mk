@@ -38,8 +38,23 @@ $(MESH_VDIR)/tb_mesh_fabric_$(1): verif/mesh/tb_mesh_fabric.cpp verif/mesh/tb_co
 MESH_BENCHES += $(MESH_VDIR)/tb_mesh_fabric_$(1)
 endef
 
+# $(call mesh_bench_fifo,name,depth,bypass): tb_mesh_fifo built for another configuration
+# (depths >= 16 use the block-RAM storage of mesh_fifo, UseRam)
+define mesh_bench_fifo
+$(MESH_VDIR)/$(1): verif/mesh/tb_mesh_fifo.cpp verif/mesh/tb_common.h $(MESH_RTL) | deps
+	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
+	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_fifo -GDepth=$(2) -GBypass=$(3) \
+		-CFLAGS -DFIFO_DEPTH=$(2) -CFLAGS -DFIFO_BYPASS=$(3) \
+		--Mdir $(MESH_VDIR)/$(1).obj -o ../$(1) \
+		$(abspath verif/mesh/tb_mesh_fifo.cpp) $(MESH_RTL) >$(MESH_VDIR)/$(1).build.log 2>&1 \
+		|| { tail -n 40 $(MESH_VDIR)/$(1).build.log; exit 1; }
+MESH_BENCHES += $(MESH_VDIR)/$(1)
+endef
+
 MESH_BENCHES :=
 $(eval $(call mesh_bench,tb_mesh_fifo,mesh_fifo,,))
+$(eval $(call mesh_bench_fifo,tb_mesh_fifo_ram,16,0))
+$(eval $(call mesh_bench_fifo,tb_mesh_fifo_ram_bypass,32,1))
 $(eval $(call mesh_bench,tb_mesh_arbiter,mesh_arbiter,,))
 $(eval $(call mesh_bench,tb_mesh_router,mesh_router,,))
 # mesh_top with the PE test double (verif/mesh/pe_stub.v): the host-port bench checks
@@ -58,6 +73,8 @@ ifneq ($(filter regress mesh-benches,$(MAKECMDGOALS)),)
 TEST_DEPS += $(MESH_BENCHES)
 endif
 TEST_ENTRIES += $(MESH_VDIR)/tb_mesh_fifo@--seed=1 \
+	$(MESH_VDIR)/tb_mesh_fifo_ram@--seed=1 \
+	$(MESH_VDIR)/tb_mesh_fifo_ram_bypass@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_arbiter@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_router@--seed=1,--cycles=40000 \
 	$(MESH_VDIR)/tb_mesh_hostport@--seed=1,--cycles=60000 \

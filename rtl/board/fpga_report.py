@@ -53,9 +53,23 @@ def ice40(args):
         error = "nextpnr failed"
         try:
             with open(args.pnr_log) as f:
-                errs = [l.strip() for l in f if l.startswith("ERROR")]
+                lines = f.readlines()
+            errs = [l.strip() for l in lines if l.startswith("ERROR")]
             if errs:
                 error = errs[-1]
+            # "Info:  ICESTORM_LC: 12193/ 5280  230%": what the packed design needs, printed
+            # before placement (so also when it does not fit)
+            util = {}
+            for l in lines:
+                m = re.match(r"Info:\s+(ICESTORM_\w+):\s+(\d+)/\s*(\d+)", l)
+                if m:
+                    util[m.group(1)] = {"used": int(m.group(2)), "available": int(m.group(3))}
+            if util:
+                pnr["utilization"] = util
+                lc = util.get("ICESTORM_LC")
+                if lc and lc["used"] > lc["available"]:
+                    error = (f"does not fit: {lc['used']} logic cells needed, "
+                             f"{lc['available']} on the device ({error})")
         except OSError:
             pass
     util = pnr.get("utilization", {})
@@ -87,7 +101,6 @@ def ice40(args):
     }
     if error:
         rep["error"] = error
-        rep["logic_cells"] = {"used": None, "available": UP5K["luts"]}
     with open(args.out, "w") as f:
         json.dump(rep, f, indent=2)
         f.write("\n")
@@ -107,7 +120,10 @@ def show_report(rep):
     print(f"FPGA report: {rep['board']}, host port: {rep['host_port']}, PEs: {rep['pes']}")
     for k in ("luts", "ffs", "logic_cells", "brams", "sprams", "dsps"):
         v = rep[k]
-        print(f"  {k:12s} {v['used']:>6} / {v['available']}")
+        used = "?" if v["used"] is None else v["used"]
+        pct = "" if v["used"] is None or not v["available"] else \
+            f"  ({100.0 * v['used'] / v['available']:.0f} %)"
+        print(f"  {k:12s} {used:>6} / {v['available']}{pct}")
     if rep.get("error"):
         print(f"  not placed   {rep['error']}")
     print(f"  clock        {rep['achieved_mhz']} MHz achieved, {rep['target_mhz']} MHz target "
@@ -154,6 +170,16 @@ def estimate(args):
                          method=f"{p} x mesh_tile + mesh_hostport (NumPes {p})",
                          tile={k: rep[k] for k in keys}, hostport={k: hp[k] for k in keys})
                 out["designs"][f"{fam}-{rows}x{cols}"] = d
+        elif part == "mesh2x2":
+            # whole-mesh synthesis, to check the tile composition above
+            tile, hp = parts.get((fam, "tile")), parts.get((fam, "hostport4"))
+            d = dict(rep, pes=4, shape="2x2", method="whole mesh_top, flattened")
+            if tile and hp:
+                comp = {k: 4 * tile[k] + hp[k] for k in keys}
+                d["composed"] = comp
+                d["composed_vs_whole_luts_pct"] = round(
+                    100.0 * (comp["luts"] - rep["luts"]) / max(rep["luts"], 1), 1)
+            out["designs"][f"{fam}-2x2"] = d
     for name, rep in out["designs"].items():
         print(f"  {name:14s} PEs {rep['pes']:>3}  LUT {rep['luts']:>7}  FF {rep['ffs']:>7}  "
               f"BRAM(18k) {rep['brams']:>4}  LUTRAM {rep['lutrams']:>5}  DSP {rep['dsps']:>4}")

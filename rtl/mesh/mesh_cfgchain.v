@@ -54,7 +54,11 @@ module mesh_cfgchain #(
   wire        bcast = (pe == 8'hff) && (kind == KindWrite);
   wire        match = (kind == KindWrite || kind == KindRead) && (pe == Me || bcast);
   wire        to_router = (target == 4'd5) || (target == 4'd9);
-  wire [4:0]  rt_mask = rt_i[{addr[3:0], 2'b00} + {3'b000, addr[3:0]} +: 5];
+  wire [4:0]  rt_entry [16];  // array read: a mux, not an 80-bit shifter (see mesh_route)
+  for (genvar c = 0; c < 16; c++) begin : g_rt
+    assign rt_entry[c] = rt_i[c*5 +: 5];
+  end
+  wire [4:0]  rt_mask = rt_entry[addr[3:0]];
 
   localparam int unsigned OutDepth = 3;  // 3 lets a read issue every cycle (see below)
 

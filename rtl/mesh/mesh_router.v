@@ -15,11 +15,18 @@
 // handshake; the PE takes a wavelet when rx_valid && rx_ready, and its rx_ready must not
 // depend on rx_valid.
 // Counters (32 bit, wrapping): wavelets out per port N, E, S, W, local, then err_unrouted.
+// Ports: a router on a mesh edge (mesh_top with TrimEdges) leaves out the links that lead
+// off the mesh: such an input has no FIFO (it is idle anyway) and such an output no
+// register (it is always ready anyway: a wavelet routed there is dropped and counted, in
+// the same cycle as with the register). The host-visible behaviour is unchanged; only the
+// edge output's valid/data (which nobody reads) and the cycle in which idle_o rises after
+// an off-mesh wavelet differ.
 `default_nettype none
 
 module mesh_router #(
   parameter int unsigned FifoDepth = 2,  // input FIFO entries (2 sustains 1 wavelet/cycle)
-  parameter int unsigned PayloadW = 32   // payload bits; only formal shrinks it
+  parameter int unsigned PayloadW = 32,  // payload bits; only formal shrinks it
+  parameter bit [3:0] Ports = 4'b1111    // N, E, S, W links that exist (bit 0 N .. 3 W)
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -51,22 +58,34 @@ module mesh_router #(
   logic [24:0]    mask;        // mask[i*5 +: 5]
   logic [79:0]    rt_q, rt_d;
 
+  localparam bit [4:0] Present = {1'b1, Ports};
+
   for (genvar i = 0; i < 5; i++) begin : g_in
-    mesh_fifo #(.Width(W), .Depth(FifoDepth), .Bypass(1'b1)) u_fifo (
-      .clk_i, .rst_ni,
-      .in_valid_i (in_valid_i[i]),
-      .in_data_i  (in_data_i[i*W +: W]),
-      .in_ready_o (in_ready_o[i]),
-      .out_valid_o(head_valid[i]),
-      .out_data_o (head_data[i*W +: W]),
-      .out_ready_i(pop[i]),
-      .empty_o    (fifo_empty[i])
-    );
-    mesh_route u_route (
-      .table_i(rt_q),
-      .color_i(head_data[i*W + PayloadW +: 4]),
-      .mask_o (mask[i*5 +: 5])
-    );
+    if (Present[i]) begin : g_port
+      mesh_fifo #(.Width(W), .Depth(FifoDepth), .Bypass(1'b1)) u_fifo (
+        .clk_i, .rst_ni,
+        .in_valid_i (in_valid_i[i]),
+        .in_data_i  (in_data_i[i*W +: W]),
+        .in_ready_o (in_ready_o[i]),
+        .out_valid_o(head_valid[i]),
+        .out_data_o (head_data[i*W +: W]),
+        .out_ready_i(pop[i]),
+        .empty_o    (fifo_empty[i])
+      );
+      mesh_route u_route (
+        .table_i(rt_q),
+        .color_i(head_data[i*W + PayloadW +: 4]),
+        .mask_o (mask[i*5 +: 5])
+      );
+    end else begin : g_tie
+      // off the mesh: nothing ever arrives (the input is idle), so nothing is stored
+      assign in_ready_o[i] = 1'b1;
+      assign head_valid[i] = 1'b0;
+      assign head_data[i*W +: W] = '0;
+      assign fifo_empty[i] = 1'b1;
+      assign mask[i*5 +: 5] = 5'b0;
+      wire unused_in = &{1'b0, in_valid_i[i], in_data_i[i*W +: W], pop[i]};
+    end
   end
 
   // ---- requests, arbitration, crossbar
@@ -118,8 +137,9 @@ module mesh_router #(
       sent_d[i*5 +: 5] = (head_valid[i] && !pop[i]) ? (sent_q[i*5 +: 5] | took) : 5'b0;
     end
     for (int unsigned o = 0; o < 4; o++) begin
-      outv_d[o] = free[o] ? (gnt[o*5 +: 5] != 5'b0) : outv_q[o];
-      outd_d[o*W +: W] = (free[o] && gnt[o*5 +: 5] != 5'b0) ? xbar_data[o*W +: W]
+      outv_d[o] = Present[o] && (free[o] ? (gnt[o*5 +: 5] != 5'b0) : outv_q[o]);
+      outd_d[o*W +: W] = !Present[o] ? '0
+                       : (free[o] && gnt[o*5 +: 5] != 5'b0) ? xbar_data[o*W +: W]
                                                             : outd_q[o*W +: W];
     end
   end
@@ -132,7 +152,9 @@ module mesh_router #(
   // ---- route table
   always_comb begin
     rt_d = rt_q;
-    if (rt_we_i) rt_d[{rt_addr_i, 2'b00} + {3'b000, rt_addr_i} +: 5] = rt_wdata_i;
+    for (int unsigned k = 0; k < 16; k++) begin  // a decoded write, not a shifter
+      if (rt_we_i && rt_addr_i == 4'(k)) rt_d[k*5 +: 5] = rt_wdata_i;
+    end
   end
   assign rt_o = rt_q;
 

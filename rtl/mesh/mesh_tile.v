@@ -12,7 +12,8 @@ module mesh_tile #(
   parameter int unsigned BWords = 8192,    // PE SRAM B words
   parameter int unsigned NumQueues = 4,    // PE input queues
   parameter int unsigned QueueDepth = 8,   // PE input queue depth
-  parameter int unsigned FifoDepth = 2     // router input FIFO depth
+  parameter int unsigned FifoDepth = 2,    // router input FIFO depth
+  parameter bit [3:0] Ports = 4'b1111      // router links that exist (N, E, S, W = bit 0..3)
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
@@ -48,7 +49,7 @@ module mesh_tile #(
   wire [31:0] cfg_wdata, cfg_rdata;
   wire        router_idle, chain_idle, pe_idle;
 
-  mesh_router #(.FifoDepth(FifoDepth)) u_router (
+  mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports)) u_router (
     .clk_i, .rst_ni,
     .in_valid_i         ({tx_valid, in_valid_i}),
     .in_data_i          ({tx_data, in_data_i}),

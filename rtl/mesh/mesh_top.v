@@ -14,6 +14,8 @@ module mesh_top #(
   parameter int unsigned NumQueues = 4,       // PE input queues
   parameter int unsigned QueueDepth = 8,      // PE input queue depth
   parameter int unsigned CollectDepth = 256,  // host port COLLECT buffer words
+  parameter int unsigned FifoDepth = 2,       // router input FIFO depth
+  parameter bit TrimEdges = 1'b0,             // leave out the routers' off-mesh links (board)
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
@@ -88,9 +90,13 @@ module mesh_top #(
         assign out_ready[(Q+1)*4+3] = in_ready[Q*4+1];
       end
 
+      // links that exist: N unless row 0, E unless the last column, S unless the last row,
+      // W unless column 0 (except tile (0, 0), whose W port is the host port)
+      localparam bit [3:0] Ports = TrimEdges
+          ? {c > 0 || r == 0, r < Rows - 1, c < Cols - 1, r > 0} : 4'b1111;
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
-        .QueueDepth(QueueDepth)
+        .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),

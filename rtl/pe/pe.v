@@ -122,6 +122,7 @@ module pe #(
   wire         eng_start, eng_done, eng_ld, eng_r6_we, eng_w_we;
   wire [15:0]  eng_instr, eng_ld_data, eng_r6;
   wire [127:0] eng_regs;
+  wire [15:0]  eng_opa, eng_opb, eng_opd;
   wire [31:0]  eng_w, eng_w_new;
   wire [4:0]   eng_tid;
   wire [QW-1:0] seq_q;
@@ -152,6 +153,9 @@ module pe #(
     .eng_start_o  (eng_start),
     .eng_instr_o  (eng_instr),
     .eng_regs_o   (eng_regs),
+    .eng_opa_o    (eng_opa),
+    .eng_opb_o    (eng_opb),
+    .eng_opd_o    (eng_opd),
     .eng_w_o      (eng_w),
     .eng_tid_o    (eng_tid),
     .eng_q_o      (seq_q),
@@ -180,6 +184,9 @@ module pe #(
     .start_i     (eng_start),
     .instr_i     (eng_instr),
     .regs_i      (eng_regs),
+    .opa_i       (eng_opa),
+    .opb_i       (eng_opb),
+    .opd_i       (eng_opd),
     .w_i         (eng_w),
     .tid_i       (eng_tid),
     .q_i         (seq_q),

@@ -45,6 +45,9 @@ module pe_seq #(
   output reg            eng_start_o,
   output wire [15:0]    eng_instr_o,
   output wire [127:0]   eng_regs_o,
+  output wire [15:0]    eng_opa_o,   // source operands of the instruction: send rs, lda/sta/
+  output wire [15:0]    eng_opb_o,   // ldb/stb rs (opa); send rt (opb); sta/stb rd (opd)
+  output wire [15:0]    eng_opd_o,
   output wire [31:0]    eng_w_o,
   output wire [4:0]     eng_tid_o,
   output wire [QW-1:0]  eng_q_o,
@@ -82,13 +85,16 @@ module pe_seq #(
 
   wire [3:0]  op  = ins[15:12];
   wire [2:0]  rd  = ins[11:9];
-  wire [2:0]  rs  = ins[8:6];
-  wire [2:0]  rt  = ins[5:3];
+  // Two source read ports shared by every format (beq/bne and send keep their operands in
+  // other fields): one 8:1 mux per port instead of one per field, and the engine takes its
+  // operands from these ports too (eng_op*_o).
+  wire        is_br   = (op == 4'h5);
+  wire        is_send = (op == 4'h8);
+  wire [2:0]  rs  = is_br ? ins[10:8] : is_send ? ins[6:4] : ins[8:6];
+  wire [2:0]  rt  = is_br ? ins[7:5] : is_send ? ins[3:1] : ins[5:3];
   wire [15:0] vrd = r_q[rd];
   wire [15:0] vrs = r_q[rs];
   wire [15:0] vrt = r_q[rt];
-  wire [15:0] bvs = r_q[ins[10:8]];
-  wire [15:0] bvt = r_q[ins[7:5]];
   wire [7:0]  pc1 = pc_q + 8'd1;
   wire [15:0] dec = vrd - 16'd1;
 
@@ -164,7 +170,7 @@ module pe_seq #(
           r_d[rd] = wsel;
           npc = pc1;
         end
-        4'h5: npc = ((bvs == bvt) != ins[11]) ? pc1 + {{3{ins[4]}}, ins[4:0]} : pc1;
+        4'h5: npc = ((vrs == vrt) != ins[11]) ? pc1 + {{3{ins[4]}}, ins[4:0]} : pc1;
         4'h6: begin
           r_d[rd] = dec;
           npc = (dec != 16'd0) ? pc1 + ins[7:0] : pc1;  // off9 modulo the 8-bit pc
@@ -229,6 +235,9 @@ module pe_seq #(
   assign blk_set_o    = !ins[11];
   assign blk_tid_o    = ins[4:0];
   assign eng_instr_o  = ins;
+  assign eng_opa_o    = vrs;
+  assign eng_opb_o    = vrt;
+  assign eng_opd_o    = vrd;
   assign eng_w_o      = w_q;
   assign eng_tid_o    = tid_q;
   assign eng_q_o      = tq_q;

@@ -43,6 +43,9 @@ module pe_vec #(
   input  wire            start_i,
   input  wire [15:0]     instr_i,
   input  wire [127:0]    regs_i,
+  input  wire [15:0]     opa_i,      // register operands of instr_i (pe_seq's read ports):
+  input  wire [15:0]     opb_i,      // send {rs, rt}, memory ops rs (address) and rd (data)
+  input  wire [15:0]     opd_i,
   input  wire [31:0]     w_i,
   input  wire [4:0]      tid_i,
   input  wire [QW-1:0]   q_i,
@@ -287,10 +290,8 @@ module pe_vec #(
       sb_d = regs_i[64 +: 16]; len_d = regs_i[80 +: 16]; ptr_d = regs_i[96 +: 16];
       cnt_d = regs_i[112 +: 16];
       tid_d = tid_i; q_d = q_i; w_d = w_i;
-      adr_d = regs_i[32'(instr_i[8:6])*16 +: 16];
-      dat_d = (instr_i[15:12] == 4'h8)
-              ? {regs_i[32'(instr_i[6:4])*16 +: 16], regs_i[32'(instr_i[3:1])*16 +: 16]}
-              : {16'd0, regs_i[32'(instr_i[11:9])*16 +: 16]};
+      adr_d = opa_i;
+      dat_d = (instr_i[15:12] == 4'h8) ? {opa_i, opb_i} : {16'd0, opd_i};
       t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
       first_d = 1'b1;
       aa_d = regs_i[16 +: 16];
@@ -476,7 +477,7 @@ module pe_vec #(
     end
   end
 
-  wire unused = y_valid;
+  wire unused = &{1'b0, y_valid, regs_i[15:0]};  // r0 is not an engine operand
 endmodule
 
 `default_nettype wire

@@ -35,13 +35,48 @@
 #include "verilated_fst_c.h"
 #endif
 
+extern "C" {
+#include "common/cs_error.h" // C linkage (frame.h includes it without)
+}
 #include "driver/frame.h"
+#ifdef TB_REAL_PORT
+extern "C" {
+#include "common/numerics.h"
+#include "driver/csd.h"
+#include "driver/fw.h"
+#include "driver/plan.h"
+}
+#endif
 
 #ifndef TB_CLK_HZ
 #define TB_CLK_HZ 24000000
 #endif
 #ifndef TB_BAUD
 #define TB_BAUD 3000000
+#endif
+#ifdef TB_REAL_PORT
+// the mesh the board top was built with (board_top parameters) and the kernel's layer
+#ifndef TB_ROWS
+#define TB_ROWS 2
+#endif
+#ifndef TB_COLS
+#define TB_COLS 2
+#endif
+#ifndef TB_AWORDS
+#define TB_AWORDS 1024
+#endif
+#ifndef TB_BWORDS
+#define TB_BWORDS 256
+#endif
+#ifndef TB_FWD_T
+#define TB_FWD_T 8
+#endif
+#ifndef TB_FWD_IN
+#define TB_FWD_IN 24
+#endif
+#ifndef TB_FWD_OUT
+#define TB_FWD_OUT 20
+#endif
 #endif
 
 static const double kClkPs = 1e12 / TB_CLK_HZ;
@@ -390,11 +425,137 @@ static bool compare(const std::vector<uint32_t> &got, const std::vector<uint32_t
 	return true;
 }
 
+#ifdef TB_REAL_PORT
+// The driver's planner (host/driver/plan.c) drives the board through this link exactly as
+// the usb backend does: command words go into frames, responses come out of frames.
+struct KernelLink {
+	Bench *b;
+	size_t rd;           // response words already handed to the planner
+	uint64_t max_cycles; // per recv
+};
+static int klink_send(void *ctx, const uint32_t *w, size_t n)
+{
+	KernelLink *k = (KernelLink *)ctx;
+	k->b->pending.insert(k->b->pending.end(), w, w + n);
+	return CS_OK;
+}
+static int klink_recv(void *ctx, uint32_t *w, size_t n)
+{
+	KernelLink *k = (KernelLink *)ctx;
+	Bench &b = *k->b;
+	uint64_t end = cycle + k->max_cycles;
+	while (b.responses.size() < k->rd + n) {
+		if (cycle >= end) {
+			std::printf("kernel link: timeout waiting for %zu response words\n", n);
+			return CS_ERR_TIMEOUT;
+		}
+		if (b.pump() < 0)
+			return CS_ERR_IO;
+		b.tick();
+	}
+	std::copy(b.responses.begin() + (long)k->rd, b.responses.begin() + (long)(k->rd + n), w);
+	k->rd += n;
+	return CS_OK;
+}
+
+// The forward kernel y[T, n_out] = x[T, n_in] W^T on a small sparse layer through the link,
+// compared bit for bit with the C model (the cpu backend, host/driver/backend_cpu.c).
+static void run_forward(Bench &b, int T, int n_in, int n_out, double density,
+			uint64_t recv_cycles)
+{
+	char err[256] = "";
+	struct plan_geom g = { TB_ROWS, TB_COLS, TB_AWORDS, TB_BWORDS, 4, 4 };
+	static struct csd_fw fw;
+	int rc = csd_fw_get(&fw, "kernels", err, sizeof err);
+	CHECK(rc == CS_OK, "firmware: %s", err);
+	if (rc)
+		return;
+	KernelLink kl{ &b, b.responses.size(), recv_cycles };
+	struct plan_link link = { &kl, klink_send, klink_recv, (uint32_t)recv_cycles };
+	struct plan_stats st = {};
+	uint64_t c0 = cycle;
+	rc = plan_load(&g, &fw, &link, &st, err, sizeof err);
+	CHECK(rc == CS_OK, "plan_load: %s (%s)", err, cs_strerror(rc));
+	if (rc)
+		return;
+
+	std::vector<float> w((size_t)n_out * n_in, 0.0f);
+	size_t nnz = 0;
+	for (auto &v : w)
+		if ((double)(rng_next() % 1000) < density * 1000.0) {
+			v = (float)((double)(int64_t)(rng_next() % 2001 - 1000) / 256.0);
+			nnz += v != 0.0f;
+		}
+	std::vector<uint16_t> x((size_t)T * n_in);
+	for (auto &v : x)
+		v = nm_bf16_from_f32((float)((double)(int64_t)(rng_next() % 2001 - 1000) / 128.0));
+	csd_sparse sp = {};
+	rc = csd_sparse_from_dense(&sp, w.data(), nullptr, n_out, n_in);
+	CHECK(rc == CS_OK, "csd_sparse_from_dense: %s", cs_strerror(rc));
+	if (rc)
+		return;
+	std::vector<float> y((size_t)T * n_out, -1.0f), yref((size_t)T * n_out, -2.0f);
+
+	struct plan pl;
+	rc = plan_make(&pl, &g, PLAN_FWD, T, n_out, n_in, err, sizeof err);
+	CHECK(rc == CS_OK, "plan_make: %s", err);
+	if (rc == CS_OK) {
+		struct plan_io io = {};
+		io.w = &sp;
+		io.act = x.data();
+		io.out = y.data();
+		rc = plan_exec(&pl, &fw, &io, &link, &st, err, sizeof err);
+		CHECK(rc == CS_OK, "plan_exec: %s (%s)", err, cs_strerror(rc));
+	}
+	uint64_t c2 = cycle;
+
+	char uri[96];
+	std::snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%d,bwords=%d", TB_ROWS, TB_COLS,
+		      TB_AWORDS, TB_BWORDS);
+	csd_dev *ref = nullptr;
+	int rr = csd_open(&ref, uri);
+	CHECK(rr == CS_OK, "csd_open(%s): %s", uri, csd_last_error(nullptr));
+	if (rr == CS_OK) {
+		rr = csd_forward(ref, yref.data(), x.data(), &sp, T);
+		CHECK(rr == CS_OK, "cpu forward: %s", csd_last_error(ref));
+		csd_close(ref);
+	}
+	if (rc == CS_OK && rr == CS_OK) {
+		size_t bad = 0;
+		for (size_t i = 0; i < y.size(); i++) {
+			uint32_t a, e;
+			std::memcpy(&a, &y[i], 4);
+			std::memcpy(&e, &yref[i], 4);
+			if (a != e && bad++ == 0)
+				std::printf("FAIL forward: y[%zu] (token %zu, output %zu): expected "
+					    "0x%08x, got 0x%08x\n",
+					    i, i / (size_t)n_out, i % (size_t)n_out, e, a);
+		}
+		CHECK(bad == 0, "forward: %zu of %zu outputs differ from the C model", bad,
+		      y.size());
+		size_t nonzero = 0;
+		for (float v : yref)
+			nonzero += v != 0.0f;
+		CHECK(nonzero > y.size() / 2, "the layer's outputs are mostly zero (%zu of %zu)",
+		      nonzero, y.size());
+		std::printf("forward: T %d, %d -> %d, %zu weights (%.0f %% dense) on %dx%d PEs: "
+			    "%zu outputs (%zu nonzero) bit-exact with the C model; firmware load, "
+			    "upload, stream and read back %" PRIu64 " cycles (%.4f s at %.0f MHz, "
+			    "link-bound)\n",
+			    T, n_in, n_out, nnz, 100.0 * density, TB_ROWS, TB_COLS,
+			    y.size() - bad, nonzero, c2 - c0, (double)(c2 - c0) / TB_CLK_HZ,
+			    TB_CLK_HZ / 1e6);
+	}
+	csd_sparse_free(&sp);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = 1, words = 16384;
 	double ppm = 0;
 	int random_pm = 0;
+	bool kernel_only = false; // TB_REAL_PORT: STAT, then only the forward kernel (gate level)
 	for (int i = 1; i < argc; i++) {
 		if (!std::strncmp(argv[i], "--seed=", 7))
 			seed = std::strtoull(argv[i] + 7, nullptr, 0);
@@ -404,6 +565,8 @@ int main(int argc, char **argv)
 			ppm = std::atof(argv[i] + 6);
 		else if (!std::strncmp(argv[i], "--random=", 9))
 			random_pm = std::atoi(argv[i] + 9);
+		else if (!std::strcmp(argv[i], "--kernel-only"))
+			kernel_only = true;
 	}
 	rng_state = seed;
 #ifdef TB_GATE
@@ -443,7 +606,9 @@ int main(int argc, char **argv)
 	}
 
 	std::vector<uint32_t> exp;
-	if (random_pm == 0) {
+	if (kernel_only) {
+		// phases 2-4 are skipped (the gate-level run keeps to the kernel)
+	} else if (random_pm == 0) {
 		// 2. corrupted and truncated frames in the middle of ECHO traffic
 		make_echo(b.pending, exp, 2000, 100);
 		b.corrupt_at = b.frames_out + 2;
@@ -505,7 +670,7 @@ int main(int argc, char **argv)
 
 #ifdef TB_REAL_PORT
 	// 4. real host port: WRITE A of all PEs (pe 0xff), READ it back from each PE
-	if (random_pm == 0) {
+	if (random_pm == 0 && !kernel_only) {
 		const uint32_t n = 256, pes = TB_PES;
 		std::vector<uint32_t> data(n);
 		for (auto &w : data)
@@ -527,6 +692,9 @@ int main(int argc, char **argv)
 		std::printf("mesh: wrote %u words to A of all %u PEs and read each back through the "
 			    "link in %.4f s simulated\n", n, pes, secs);
 	}
+	// 5. the forward kernel on a small sparse layer, driven by the host driver's planner
+	if (random_pm == 0)
+		run_forward(b, TB_FWD_T, TB_FWD_IN, TB_FWD_OUT, 0.3, 400 * frame_clks);
 #else
 	// 4. throughput. (a) RUN stream (no responses, like weight streaming): host -> device
 	// payload rate; the double's checksum proves every word arrived exactly once.

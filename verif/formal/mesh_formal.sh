@@ -2,6 +2,7 @@
 # mesh_formal.sh OUTDIR: the mesh proofs of `make formal` (yosys + yosys-smtbmc + z3).
 #   fifo_d2:  mesh_fifo Depth 2, bypass (the router's input FIFO): BMC 20 + k-induction
 #   fifo_d3:  mesh_fifo Depth 3, registered (the config chain's kind): BMC 20 + k-induction
+#   fifo_ram: mesh_fifo with block-RAM storage (UseRam), Depth 4, registered: BMC 14
 #   fifo_broken: a deliberately false FIFO property (FORMAL_BROKEN) must FAIL
 #   router:   mesh_router FifoDepth 1, 2-bit payload: no loss / duplication, BMC (bounded);
 #             router_broken must FAIL. Skipped unless FORMAL_ROUTER=1 (see the report).
@@ -46,6 +47,10 @@ run fifo_d2.ind pass -i -t 6
 gen fifo_d3 mesh_fifo "-set Width 4 -set Depth 3 -set Bypass 0" "" $R/mesh_fifo.v || fail=1
 run fifo_d3.bmc pass -t 20
 run fifo_d3.ind pass -i -t 8
+# the block-RAM storage (UseRam, forced at a small depth): bounded only (its induction
+# would need an invariant tying the read register to the head slot)
+gen fifo_ram mesh_fifo "-set Width 4 -set Depth 4 -set Bypass 0 -set UseRam 1" "" $R/mesh_fifo.v || fail=1
+run fifo_ram.bmc pass -t 14
 gen fifo_broken mesh_fifo "-set Width 4 -set Depth 2 -set Bypass 1" "-DFORMAL_BROKEN" $R/mesh_fifo.v || fail=1
 run fifo_broken.bmc fail -t 20
 
