@@ -150,7 +150,11 @@ module mesh_hostport #(
   wire        c_nowait = (c_op == OpRun) || (c_op == OpInject) || (c_op == OpNop) ||
                          (c_op == OpSync);
   wire        c_pe_ok = (32'(c_pe) < NumPes);
-  wire        c_unrouted = (route0_i[{c_tgt, 2'b00} + {3'b000, c_tgt} +: 5] == 5'b0);
+  // router (0,0)'s route of the command's color, through the router's own decoder (an
+  // array read; a bit-select at color*5 costs an 80-bit shifter in yosys)
+  wire [4:0]  c_route;
+  mesh_route u_route0 (.table_i(route0_i), .color_i(c_tgt), .mask_o(c_route));
+  wire        c_unrouted = (c_route == 5'b0);
   wire        cfg_rsp = cfg_in_valid_i && (cfg_in_data_i[61:60] == KindRsp);
   wire [31:0] range_end = cmd_data_i + {15'b0, n_q};  // address word + n
 
