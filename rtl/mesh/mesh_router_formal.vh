@@ -1,10 +1,14 @@
 // mesh_router_formal.vh: properties of mesh_router (included under `ifdef FORMAL).
 // No loss and no duplication, per output: the environment picks any wavelet value f_data
-// and sends it at most once (on any input); then for every output o of its route it leaves
-// on o exactly once, on no other output, and until it has left it is held either in an
-// input FIFO head that has not yet served o, or in output register o. Route tables change
-// only while the router is idle (as the host does). Run with FifoDepth = 1 (every stored
-// wavelet is a FIFO head) and a small PayloadW; the FIFOs' own properties are included.
+// and sends it at most once (on any input); then for every output o of the route its color
+// had when it was accepted, it leaves on o exactly once, on no other output, and until it
+// has left it is held either in an input FIFO head that has not yet served o, or in output
+// register o. Assumed: route tables are written only while the router is idle and no input
+// is valid (stronger than "no wavelet of that color in flight", which the host also meets).
+// Run with FifoDepth = 1 (every stored wavelet is a FIFO head, which the invariants below
+// rely on) and PayloadW = 1 (enough: the router never reads the payload, so any trace that
+// loses or duplicates one wavelet maps to one where that wavelet alone has payload 1).
+// verif/formal/mesh_formal.sh proves these with ABC (bmc3 + 2-induction).
   reg f_rv = 1'b0;
   always @(posedge clk_i) f_rv <= 1'b1;
   always @(*) if (!f_rv) assume (!rst_ni);
