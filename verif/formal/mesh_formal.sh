@@ -55,7 +55,9 @@ abc_run() {
 		$cmds; write_cex -n $out/$name.cex" >"$out/$name.log" 2>&1
 	local rc=$?
 	local got=unknown
-	grep -aq "No output asserted in\|Networks are equivalent" "$out/$name.log" && got=pass
+	local nf
+	nf=$(sed -n 's/.*bmc3 -F \([0-9]*\).*/\1/p' <<<"$cmds")   # bmc3 must reach every frame
+	grep -aq "No output asserted in ${nf:-[0-9]*} frames\|Networks are equivalent" "$out/$name.log" && got=pass
 	grep -aq "was asserted in frame\|Networks are NOT EQUIVALENT" "$out/$name.log" && got=fail
 	[ $rc -eq 124 ] && got=timeout
 	if [ "$got" = "$expect" ]; then
@@ -100,6 +102,7 @@ RF="$R/mesh_router.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_xb
 RP="-set FifoDepth 1 -set PayloadW 1"
 RB=${FORMAL_ROUTER_BMC:-6}   # base case depth (frames from power-up)
 RK=${FORMAL_ROUTER_K:-2}     # induction depth; RB > RK
+[ "$RB" -gt "$RK" ] || { echo "FAIL formal router: base case depth $RB must exceed induction depth $RK"; exit 1; }
 gen_aig router mesh_router "$RP" "" "*mesh_router_formal.vh*" $RF || fail=1
 abc_run router.bmc pass router "bmc3 -F $RB"
 abc_run router.ind pass router "orpos; ind -F $RK"
