@@ -10,6 +10,7 @@
 #             unbounded: ABC bmc3 from power-up (6 frames) + 2-induction (ind), which the
 #             strengthening invariants in mesh_router_formal.vh make inductive.
 #             Assumes route writes only while the router is idle with no input valid.
+#   router_arb: the three mesh_arbiter assertions, in the router after reset: ABC pdr (<1 s)
 #   router_broken: the deliberately false router property alone (FORMAL_BROKEN) must FAIL
 #             (ABC finds a 4-frame counterexample; the .cex is left in OUTDIR).
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
@@ -57,7 +58,7 @@ abc_run() {
 	local got=unknown
 	local nf
 	nf=$(sed -n 's/.*bmc3 -F \([0-9]*\).*/\1/p' <<<"$cmds")   # bmc3 must reach every frame
-	grep -aq "No output asserted in ${nf:-[0-9]*} frames\|Networks are equivalent" "$out/$name.log" && got=pass
+	grep -aq "No output asserted in ${nf:-[0-9]*} frames\|Networks are equivalent\|^Property proved" "$out/$name.log" && got=pass
 	grep -aq "was asserted in frame\|Networks are NOT EQUIVALENT" "$out/$name.log" && got=fail
 	[ $rc -eq 124 ] && got=timeout
 	if [ "$got" = "$expect" ]; then
@@ -106,6 +107,10 @@ RK=${FORMAL_ROUTER_K:-2}     # induction depth; RB > RK
 gen_aig router mesh_router "$RP" "" "*mesh_router_formal.vh*" $RF || fail=1
 abc_run router.bmc pass router "bmc3 -F $RB"
 abc_run router.ind pass router "orpos; ind -F $RK"
+# the arbiters' own properties (one grant, only to a requester, work conserving) in the
+# router, after a reset: PDR (they need the pointer range, which PDR finds itself)
+gen_aig router_arb mesh_router "$RP" "" "*mesh_arbiter.v*" $RF || fail=1
+abc_run router_arb.pdr pass router_arb "pdr"
 # the deliberately false property alone (so a broken real property cannot pass for it)
 bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_formal.vh | head -1 | cut -d: -f1)
 gen_aig router_broken mesh_router "$RP" "-DFORMAL_BROKEN" "*mesh_router_formal.vh:$((bl + 2)).*" $RF || fail=1
