@@ -1,17 +1,26 @@
 // mesh_router_formal.vh: properties of mesh_router (included under `ifdef FORMAL).
 // No loss and no duplication, per output: the environment picks any wavelet value f_data
-// and sends it at most once (on any input); then for every output o of its route it leaves
-// on o exactly once, on no other output, and until it has left it is held either in an
-// input FIFO head that has not yet served o, or in output register o. Route tables change
-// only while the router is idle (as the host does). Run with FifoDepth = 1 (every stored
-// wavelet is a FIFO head) and a small PayloadW; the FIFOs' own properties are included.
+// and sends it at most once (on any input); then for every output o of the route its color
+// had when it was accepted, it leaves on o exactly once, on no other output, and until it
+// has left it is held either in an input FIFO head that has not yet served o, or in output
+// register o. Assumed: route tables are written only while the router is idle and no input
+// is valid (stronger than "no wavelet of that color in flight", which the host also meets).
+// Run with FifoDepth = 1 (every stored wavelet is a FIFO head, which the invariants below
+// rely on) and PayloadW = 1 (enough: the router never reads the payload, so any trace that
+// loses or duplicates one wavelet maps to one where that wavelet alone has payload 1).
+// verif/formal/mesh_formal.sh proves these with ABC (bmc3 + 2-induction).
   reg f_rv = 1'b0;
   always @(posedge clk_i) f_rv <= 1'b1;
   always @(*) if (!f_rv) assume (!rst_ni);
 
-  (* anyconst *) reg [W-1:0] f_data;
+  // the tagged value: any value, fixed after the first cycle (a register loaded from a free
+  // input while f_rv is low rather than an $anyconst cell, so that write_aiger takes it)
+  (* anyseq *) wire [W-1:0] f_any;
+  reg [W-1:0] f_data;
+  always @(posedge clk_i) if (!f_rv) f_data <= f_any;
   reg f_in;
   reg [9:0] f_cnt;  // 2 bits per output
+  reg [4:0] f_route;  // f_data's route when it was accepted (the table may change later)
   logic [4:0] f_acc, f_hs;
   logic [4:0] f_mask;
   always @(*) begin
@@ -32,19 +41,25 @@
     if (!rst_ni) begin
       f_in <= 1'b0;
       f_cnt <= '0;
+      f_route <= '0;
     end else begin
-      if (f_acc != 5'b0) f_in <= 1'b1;
+      if (f_acc != 5'b0) begin
+        f_in <= 1'b1;
+        f_route <= f_mask;
+      end
       for (int unsigned o = 0; o < 5; o++) if (f_hs[o] && f_cnt[o*2 +: 2] != 2'd3) f_cnt[o*2 +: 2] <= f_cnt[o*2 +: 2] + 2'd1;
     end
   end
-  // where the tag can be: an input FIFO head (stored or bypassing) not yet sent to o,
-  // or output register o
-  logic [4:0] f_held, f_outreg;
+  // where the tag can be: a stored input FIFO head (FifoDepth 1: every stored wavelet is a
+  // head) not yet sent to o, or output register o
+  logic [4:0] f_held, f_outreg, f_stored;
   always @(*) begin
+    for (int unsigned i = 0; i < 5; i++)
+      f_stored[i] = !fifo_empty[i] && head_data[i*W +: W] == f_data;
     for (int unsigned o = 0; o < 5; o++) begin
       f_held[o] = 1'b0;
       for (int unsigned i = 0; i < 5; i++)
-        if (!fifo_empty[i] && head_data[i*W +: W] == f_data && !sent_q[i*5 + o]) f_held[o] = 1'b1;
+        if (f_stored[i] && !sent_q[i*5 + o]) f_held[o] = 1'b1;
     end
     for (int unsigned o = 0; o < 4; o++) f_outreg[o] = outv_q[o] && (outd_q[o*W +: W] == f_data);
     f_outreg[4] = 1'b0;
@@ -54,11 +69,36 @@
     for (int unsigned o = 0; o < 5; o++) begin
       assert (f_cnt[o*2 +: 2] <= 2'd1);                                // never duplicated
       if (!f_in) assert (f_cnt[o*2 +: 2] == 2'd0 && !f_held[o]);       // never invented
-      else if (f_mask[o]) assert ((f_cnt[o*2 +: 2] == 2'd1) != f_held[o]);  // never lost
-      else assert (f_cnt[o*2 +: 2] == 2'd0 && !f_outreg[o]);
+      else if (f_route[o]) assert ((f_cnt[o*2 +: 2] == 2'd1) != f_held[o]);  // never lost
+      else assert (f_cnt[o*2 +: 2] == 2'd0 && !f_outreg[o]);            // never misrouted
     end
+  end
+  // Strengthening invariants (true in every reachable state, proved with the rest): they
+  // make the property inductive, so PDR closes it in seconds instead of exploring.
+  always @(*) if (rst_ni && f_rv) begin
+    for (int unsigned i = 0; i < 5; i++) begin
+      // a head's sent mask is empty when nothing is stored, else a strict subset of its
+      // (nonzero) route: a head whose route is complete or empty has left
+      if (fifo_empty[i]) assert (sent_q[i*5 +: 5] == 5'b0);
+      else begin
+        assert (mask[i*5 +: 5] != 5'b0);
+        assert ((sent_q[i*5 +: 5] & ~mask[i*5 +: 5]) == 5'b0);
+        assert (sent_q[i*5 +: 5] != mask[i*5 +: 5]);
+      end
+      // the tag is stored at most once, only after it was accepted, with the route it was
+      // accepted with, and an output has taken it iff it sent it or holds it
+      if (f_stored[i]) begin
+        assert (f_in);
+        assert (mask[i*5 +: 5] == f_route);
+        for (int unsigned j = i + 1; j < 5; j++) assert (!f_stored[j]);
+        for (int unsigned o = 0; o < 5; o++)
+          assert (sent_q[i*5 + o] == (f_cnt[o*2 +: 2] == 2'd1 || f_outreg[o]));
+      end
+    end
+    for (int unsigned o = 0; o < 4; o++)
+      if (f_outreg[o]) assert (f_in && f_route[o] && f_cnt[o*2 +: 2] == 2'd0 && f_mask == f_route);
   end
 `ifdef FORMAL_BROKEN
   // Deliberately false: claims a routed wavelet can never reach the E output. Must fail.
-  always @(*) if (rst_ni && f_rv && f_in && f_mask[1]) assert (f_cnt[1] == 2'd0);
+  always @(*) if (rst_ni && f_rv && f_in && f_route[1]) assert (f_cnt[2 +: 2] == 2'd0);
 `endif

@@ -1,13 +1,22 @@
 #!/bin/bash
-# mesh_formal.sh OUTDIR: the mesh proofs of `make formal` (yosys + yosys-smtbmc + z3).
+# mesh_formal.sh OUTDIR: the mesh proofs of `make formal` (yosys 0.23, yosys-smtbmc + z3,
+# yosys-abc). About 2 minutes on a shared 2-core machine (router.ind ~35 s, the FIFO
+# proofs ~1 min under load).
 #   fifo_d2:  mesh_fifo Depth 2, bypass (the router's input FIFO): BMC 20 + k-induction
 #   fifo_d3:  mesh_fifo Depth 3, registered (the config chain's kind): BMC 20 + k-induction
 #   fifo_ram: mesh_fifo with block-RAM storage (UseRam), Depth 4, registered: BMC 14
 #   fifo_broken: a deliberately false FIFO property (FORMAL_BROKEN) must FAIL
-#   router:   mesh_router FifoDepth 1, 2-bit payload: no loss / duplication, BMC (bounded);
-#             router_broken must FAIL. Skipped unless FORMAL_ROUTER=1 (see the report).
+#   router:   mesh_router FifoDepth 1, PayloadW 1, the full 16-color route table:
+#             no loss / duplication / misrouting of a wavelet (mesh_router_formal.vh),
+#             unbounded: ABC bmc3 from power-up (6 frames) + 2-induction (ind), which the
+#             strengthening invariants in mesh_router_formal.vh make inductive.
+#             Assumes route writes only while the router is idle with no input valid.
+#   router_arb: the three mesh_arbiter assertions, in the router after reset: ABC pdr (<1 s)
+#   router_broken: the deliberately false router property alone (FORMAL_BROKEN) must FAIL
+#             (ABC finds a 4-frame counterexample; the .cex is left in OUTDIR).
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
-# proof passes and every broken property fails.
+# proof passes and every broken property fails; a timeout or an inconclusive induction is a
+# failure.
 set -u
 out=$1
 mkdir -p "$out"
@@ -22,6 +31,43 @@ gen() { # name top params defines files...
 		chparam $params $top; prep -top $top; flatten; \
 		async2sync; chformal -assume -early; dffunmap; write_smt2 -wires $out/$name.smt2" \
 		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
+}
+# gen_aig name top params defines assert-src-glob files...: an AIGER model for yosys-abc with
+# only the assertions whose source matches the glob (write_aiger takes no $mem or $anyconst:
+# memory_map, and the formal files load their free constants from an $anyseq in cycle 0).
+# -zinit: registers without an init value start arbitrary (extra inputs), as at power-up.
+gen_aig() {
+	local name=$1 top=$2 params=$3 defs=$4 keep=$5
+	shift 5
+	yosys -q -l "$out/$name.yosys.log" -p "read_verilog -sv -formal $defs -I$R $*; \
+		chparam $params $top; prep -top $top; flatten; memory_map; opt -fast; \
+		async2sync; chformal -assume -early; \
+		chformal -assert -remove t:\$assert a:src=$keep %i %n; \
+		setundef -undriven -anyseq; delete -output; setattr -unset keep; opt_clean; \
+		dffunmap; techmap; opt -fast -nodffe -nosdff; abc -g AND; opt_clean; \
+		select -assert-min 1 t:\$assert; write_aiger -zinit -I -B $out/$name.aig" \
+		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
+}
+# abc_run name expect(pass|fail) model abc-commands: bmc3 passes when no property fails in
+# its frames, ind when the induction step holds; a failing property leaves $out/name.cex
+abc_run() {
+	local name=$1 expect=$2 model=$3 cmds=$4
+	local t0=$SECONDS
+	timeout "$T" nice yosys-abc -c "read_aiger $out/$model.aig; fold; strash; scleanup; \
+		$cmds; write_cex -n $out/$name.cex" >"$out/$name.log" 2>&1
+	local rc=$?
+	local got=unknown
+	local nf
+	nf=$(sed -n 's/.*bmc3 -F \([0-9]*\).*/\1/p' <<<"$cmds")   # bmc3 must reach every frame
+	grep -aq "No output asserted in ${nf:-[0-9]*} frames\|Networks are equivalent\|^Property proved" "$out/$name.log" && got=pass
+	grep -aq "was asserted in frame\|Networks are NOT EQUIVALENT" "$out/$name.log" && got=fail
+	[ $rc -eq 124 ] && got=timeout
+	if [ "$got" = "$expect" ]; then
+		printf 'PASS formal %-22s (%s as expected, %ds)\n' "$name" "$got" $((SECONDS - t0))
+	else
+		printf 'FAIL formal %-22s (expected %s, got %s; %s)\n' "$name" "$expect" "$got" "$out/$name.log"
+		fail=1
+	fi
 }
 run() { # name expect(pass|fail) smtbmc-args...
 	local name=$1 expect=$2
@@ -54,13 +100,24 @@ run fifo_ram.bmc pass -t 14
 gen fifo_broken mesh_fifo "-set Width 4 -set Depth 2 -set Bypass 1" "-DFORMAL_BROKEN" $R/mesh_fifo.v || fail=1
 run fifo_broken.bmc fail -t 20
 
-if [ "${FORMAL_ROUTER:-0}" = 1 ]; then
-	RF="$R/mesh_router.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_xbar.v"
-	gen router mesh_router "-set FifoDepth 1 -set PayloadW 2" "" $RF || fail=1
-	run router.bmc pass -t "${FORMAL_ROUTER_DEPTH:-6}"
-	gen router_broken mesh_router "-set FifoDepth 1 -set PayloadW 2" "-DFORMAL_BROKEN" $RF || fail=1
-	run router_broken.bmc fail -t "${FORMAL_ROUTER_DEPTH:-6}"
-else
-	echo "SKIP formal router (z3 does not finish it in minutes here yet; FORMAL_ROUTER=1 runs it)"
-fi
+# The router: no loss / duplication (rtl/mesh/mesh_router_formal.vh), by ABC on an AIGER model
+# (z3 did not finish a depth-3 BMC of it in 5 minutes): bmc3 for the base case from reset,
+# then k-induction (ind) on the OR of the router's properties. Only the router's own
+# properties are kept (the FIFO's are proved above; its tag tracker is not 2-inductive).
+RF="$R/mesh_router.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_xbar.v"
+RP="-set FifoDepth 1 -set PayloadW 1"
+RB=${FORMAL_ROUTER_BMC:-6}   # base case depth (frames from power-up)
+RK=${FORMAL_ROUTER_K:-2}     # induction depth; RB > RK
+[ "$RB" -gt "$RK" ] || { echo "FAIL formal router: base case depth $RB must exceed induction depth $RK"; exit 1; }
+gen_aig router mesh_router "$RP" "" "*mesh_router_formal.vh*" $RF || fail=1
+abc_run router.bmc pass router "bmc3 -F $RB"
+abc_run router.ind pass router "orpos; ind -F $RK"
+# the arbiters' own properties (one grant, only to a requester, work conserving) in the
+# router, after a reset: PDR (they need the pointer range, which PDR finds itself)
+gen_aig router_arb mesh_router "$RP" "" "*mesh_arbiter.v*" $RF || fail=1
+abc_run router_arb.pdr pass router_arb "pdr"
+# the deliberately false property alone (so a broken real property cannot pass for it)
+bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_formal.vh | head -1 | cut -d: -f1)
+gen_aig router_broken mesh_router "$RP" "-DFORMAL_BROKEN" "*mesh_router_formal.vh:$((bl + 2)).*" $RF || fail=1
+abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
 exit $fail
