@@ -45,7 +45,9 @@ int main(int argc, char **argv) {
             grants++;
             for (unsigned j = 0; j < N; j++) {
                 if (j == w) { waited[j] = 0; continue; }
-                if ((held >> j) & 1) {
+                // held and still requesting: in the first cycle of a random phase the
+                // held set is last phase's and the request may be gone
+                if (((held & req) >> j) & 1) {
                     waited[j]++;
                     if (waited[j] >= N) v.fail(cyc, "starvation: uses while waiting", N - 1, waited[j]);
                 }
