@@ -449,10 +449,15 @@ __attribute__((target("avx2,fma"))) static inline __m256 step8(__m256 xv, __m256
 }
 
 /* P a multiple of 8; nb nonzeros in groups of 8 sharing the x loads (8 independent
- * chains hide the FMA latency). */
-__attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const float *x,
-							     const float *const *d, int nb, int P,
-							     int steps)
+ * chains hide the FMA latency). safe = 0: every step checked against the model (step8),
+ * partials stored to acc [nb][P]. safe = 1: for nonzeros whose chains provably stay
+ * normal or zero and finite (see chain_safe), the FPU's fused multiply-add is the model's
+ * fmac, lane for lane; the partials go straight to acc as accT [P][WG_GROUP] (lanes past
+ * nb hold copies of lane 0's chain: finite, never read back as results). Always inlined
+ * with a constant safe, so each caller gets its own loop. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+chains_avx2_body(float *acc, const float *x, const float *const *d, int nb, int P, int steps,
+		 const int safe)
 {
 	for (int b0 = 0; b0 < nb; b0 += 8) {
 		const float *dd[8];
@@ -467,45 +472,36 @@ __attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const fl
 				size_t o = (size_t)u * P + q;
 				__m256 xv = _mm256_loadu_ps(x + o);
 #pragma GCC unroll 8
-				for (int b = 0; b < 8; b++)
-					a[b] = step8(xv, _mm256_loadu_ps(dd[b] + o), a[b], x + o,
-						     dd[b] + o);
+				for (int b = 0; b < 8; b++) {
+					__m256 dv = _mm256_loadu_ps(dd[b] + o);
+					a[b] = safe ? _mm256_fmadd_ps(xv, dv, a[b])
+						    : step8(xv, dv, a[b], x + o, dd[b] + o);
+				}
 			}
-			for (int b = 0; b < 8 && b0 + b < nb; b++)
-				_mm256_storeu_ps(acc + (size_t)(b0 + b) * P + q, a[b]);
+			if (safe) {
+				tr8(a);
+				for (int j = 0; j < 8; j++)
+					_mm256_storeu_ps(acc + (size_t)(q + j) * WG_GROUP + b0, a[j]);
+			} else {
+				for (int b = 0; b < 8 && b0 + b < nb; b++)
+					_mm256_storeu_ps(acc + (size_t)(b0 + b) * P + q, a[b]);
+			}
 		}
 	}
 }
 
-/* chains_avx2 for nonzeros whose chains provably stay normal or zero and finite (see
- * chain_safe): the FPU's fused multiply-add is then the model's fmac, lane for lane. The
- * partials go straight to accT [P][WG_GROUP] (lanes past nb hold copies of lane 0's
- * chain: finite, never read back as results). */
+__attribute__((target("avx2,fma"))) static void chains_avx2(float *acc, const float *x,
+							     const float *const *d, int nb, int P,
+							     int steps)
+{
+	chains_avx2_body(acc, x, d, nb, P, steps, 0);
+}
+
 __attribute__((target("avx2,fma"))) static void chains_avx2_safe(float *accT, const float *x,
 								  const float *const *d, int nb,
 								  int P, int steps)
 {
-	for (int b0 = 0; b0 < nb; b0 += 8) {
-		const float *dd[8];
-		for (int b = 0; b < 8; b++)
-			dd[b] = d[b0 + b < nb ? b0 + b : b0];
-		for (int q = 0; q < P; q += 8) {
-			__m256 a[8];
-#pragma GCC unroll 8
-			for (int b = 0; b < 8; b++)
-				a[b] = _mm256_setzero_ps();
-			for (int u = 0; u < steps; u++) {
-				size_t o = (size_t)u * P + q;
-				__m256 xv = _mm256_loadu_ps(x + o);
-#pragma GCC unroll 8
-				for (int b = 0; b < 8; b++)
-					a[b] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(dd[b] + o), a[b]);
-			}
-			tr8(a);
-			for (int j = 0; j < 8; j++)
-				_mm256_storeu_ps(accT + (size_t)(q + j) * WG_GROUP + b0, a[j]);
-		}
-	}
+	chains_avx2_body(accT, x, d, nb, P, steps, 1);
 }
 
 /* layout_tile for P a multiple of 8: 8 PEs x 8 features at a time, transposed in registers */

@@ -48,6 +48,15 @@ gen_aig() {
 		select -assert-min 1 t:\$assert; write_aiger -zinit -I -B $out/$name.aig" \
 		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
 }
+# verdict name expect got t0: one PASS/FAIL line; a FAIL sets fail=1
+verdict() {
+	if [ "$3" = "$2" ]; then
+		printf 'PASS formal %-22s (%s as expected, %ds)\n' "$1" "$3" $((SECONDS - $4))
+	else
+		printf 'FAIL formal %-22s (expected %s, got %s; %s)\n' "$1" "$2" "$3" "$out/$1.log"
+		fail=1
+	fi
+}
 # abc_run name expect(pass|fail) model abc-commands: bmc3 passes when no property fails in
 # its frames, ind when the induction step holds; a failing property leaves $out/name.cex
 abc_run() {
@@ -62,12 +71,7 @@ abc_run() {
 	grep -aq "No output asserted in ${nf:-[0-9]*} frames\|Networks are equivalent\|^Property proved" "$out/$name.log" && got=pass
 	grep -aq "was asserted in frame\|Networks are NOT EQUIVALENT" "$out/$name.log" && got=fail
 	[ $rc -eq 124 ] && got=timeout
-	if [ "$got" = "$expect" ]; then
-		printf 'PASS formal %-22s (%s as expected, %ds)\n' "$name" "$got" $((SECONDS - t0))
-	else
-		printf 'FAIL formal %-22s (expected %s, got %s; %s)\n' "$name" "$expect" "$got" "$out/$name.log"
-		fail=1
-	fi
+	verdict "$name" "$expect" "$got" "$t0"
 }
 run() { # name expect(pass|fail) smtbmc-args...
 	local name=$1 expect=$2
@@ -79,12 +83,7 @@ run() { # name expect(pass|fail) smtbmc-args...
 	local got=fail
 	grep -aq "Status: PASSED" "$out/$name.log" && got=pass
 	[ $rc -eq 124 ] && got=timeout
-	if [ "$got" = "$expect" ]; then
-		printf 'PASS formal %-22s (%s as expected, %ds)\n' "$name" "$got" $((SECONDS - t0))
-	else
-		printf 'FAIL formal %-22s (expected %s, got %s; %s)\n' "$name" "$expect" "$got" "$out/$name.log"
-		fail=1
-	fi
+	verdict "$name" "$expect" "$got" "$t0"
 }
 
 gen fifo_d2 mesh_fifo "-set Width 4 -set Depth 2 -set Bypass 1" "" $R/mesh_fifo.v || fail=1
