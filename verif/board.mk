@@ -37,7 +37,9 @@ FPGA_BWORDS ?= 512
 FPGA_QUEUES ?= 4
 FPGA_QDEPTH ?= 2
 FPGA_TRIM ?= 1
-FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM)
+FPGA_LEAN ?= 1
+FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM) \
+	-GLean=$(FPGA_LEAN)
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 FPGA_PORT ?= mesh
 else
@@ -201,7 +203,7 @@ FPGA_SEED ?= 1
 FPGA_SYNTH := synth_ice40 -dsp -spram
 FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) -set AWords $(FPGA_AWORDS) \
 	-set BWords $(FPGA_BWORDS) -set NumQueues $(FPGA_QUEUES) -set QueueDepth $(FPGA_QDEPTH) \
-	-set TrimEdges $(FPGA_TRIM) board_top;
+	-set TrimEdges $(FPGA_TRIM) -set Lean $(FPGA_LEAN) board_top;
 
 .PHONY: bitstream-impl synth-estimate-impl
 bitstream-impl: $(FPGA)/icebreaker.bin
@@ -211,7 +213,7 @@ bitstream-impl: $(FPGA)/icebreaker.bin
 # and new mesh settings rerun yosys.
 $(FPGA)/config.txt: FORCE
 	@mkdir -p $(@D)
-	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) lean=$(FPGA_LEAN) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(FPGA)/pnr-config.txt: FORCE
 	@mkdir -p $(@D)

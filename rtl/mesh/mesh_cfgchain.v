@@ -16,7 +16,8 @@
 `default_nettype none
 
 module mesh_cfgchain #(
-  parameter int unsigned PeIndex = 0  // this tile's q = r*Cols + c
+  parameter int unsigned PeIndex = 0,  // this tile's q = r*Cols + c
+  parameter bit Lean = 1'b0            // area-lean configuration (board)
 ) (
   input  wire         clk_i,
   input  wire         rst_ni,
@@ -155,6 +156,7 @@ module mesh_cfgchain #(
       cnt_q <= cnt_d;
     end
   end
+  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire

@@ -18,7 +18,8 @@ module mesh_hostport #(
   parameter int unsigned NumPes = 4,        // PEs on the config chain (Rows * Cols)
   parameter int unsigned AWords = 16384,    // PE SRAM A elements (A holds AWords/2 words)
   parameter int unsigned BWords = 8192,     // PE SRAM B words
-  parameter int unsigned CollectDepth = 256 // COLLECT buffers up to this many words
+  parameter int unsigned CollectDepth = 256, // COLLECT buffers up to this many words
+  parameter bit Lean = 1'b0                  // area-lean configuration (board)
 ) (
   input  wire         clk_i,
   input  wire         rst_ni,
@@ -484,6 +485,7 @@ module mesh_hostport #(
       cfg_v_q <= cfg_v_d; cfg_q <= cfg_d;
     end
   end
+  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire

@@ -26,7 +26,8 @@
 module mesh_router #(
   parameter int unsigned FifoDepth = 2,  // input FIFO entries (2 sustains 1 wavelet/cycle)
   parameter int unsigned PayloadW = 32,  // payload bits; only formal shrinks it
-  parameter bit [3:0] Ports = 4'b1111    // N, E, S, W links that exist (bit 0 N .. 3 W)
+  parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
+  parameter bit Lean = 1'b0              // area-lean configuration (board)
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -194,6 +195,7 @@ module mesh_router #(
 `ifdef FORMAL
 `include "mesh_router_formal.vh"
 `endif
+  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire

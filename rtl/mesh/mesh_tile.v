@@ -13,7 +13,8 @@ module mesh_tile #(
   parameter int unsigned NumQueues = 4,    // PE input queues
   parameter int unsigned QueueDepth = 8,   // PE input queue depth
   parameter int unsigned FifoDepth = 2,    // router input FIFO depth
-  parameter bit [3:0] Ports = 4'b1111      // router links that exist (N, E, S, W = bit 0..3)
+  parameter bit [3:0] Ports = 4'b1111,     // router links that exist (N, E, S, W = bit 0..3)
+  parameter bit Lean = 1'b0               // area-lean PE, router and chain stage (board)
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
@@ -49,7 +50,7 @@ module mesh_tile #(
   wire [31:0] cfg_wdata, cfg_rdata;
   wire        router_idle, chain_idle, pe_idle;
 
-  mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports)) u_router (
+  mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports), .Lean(Lean)) u_router (
     .clk_i, .rst_ni,
     .in_valid_i         ({tx_valid, in_valid_i}),
     .in_data_i          ({tx_data, in_data_i}),
@@ -71,7 +72,9 @@ module mesh_tile #(
     .idle_o             (router_idle)
   );
 
-  pe #(.AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)) u_pe (
+  pe #(
+    .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth), .Lean(Lean)
+  ) u_pe (
     .clk_i, .rst_ni,
     .rx_valid_i   (rx_valid),
     .rx_data_i    (rx_data),
@@ -93,7 +96,7 @@ module mesh_tile #(
     .ctr_clear_i
   );
 
-  mesh_cfgchain #(.PeIndex(PeIndex)) u_cfg (
+  mesh_cfgchain #(.PeIndex(PeIndex), .Lean(Lean)) u_cfg (
     .clk_i, .rst_ni,
     .in_valid_i  (cfg_in_valid_i),
     .in_data_i   (cfg_in_data_i),

@@ -16,6 +16,7 @@ module mesh_top #(
   parameter int unsigned CollectDepth = 256,  // host port COLLECT buffer words
   parameter int unsigned FifoDepth = 2,       // router input FIFO depth
   parameter bit TrimEdges = 1'b0,             // leave out the routers' off-mesh links (board)
+  parameter bit Lean = 1'b0,                  // area-lean PE, router and host port (board)
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
@@ -96,7 +97,7 @@ module mesh_top #(
           ? {c > 0 || r == 0, r < Rows - 1, c < Cols - 1, r > 0} : 4'b1111;
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
-        .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports)
+        .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports), .Lean(Lean)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),
@@ -121,7 +122,7 @@ module mesh_top #(
   end
 
   mesh_hostport #(
-    .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
+    .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth), .Lean(Lean)
   ) u_host (
     .clk_i, .rst_ni,
     .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
