@@ -37,6 +37,8 @@ static const tc_key schema[] = {
 	{ "run", "seed", T_U64, OFF(seed), 0, 0, 1.8e19, NULL, "1234" },
 	{ "device", "kind", T_ENUM, OFF(device_kind), SZ(device_kind), 0, 0, "cpu|sim|usb", "sim" },
 	{ "device", "mesh", T_MESH, OFF(mesh), SZ(mesh), 1, 64, NULL, "4x4" },
+	{ "device", "awords", T_INT, OFF(awords), 0, 0, 65536, NULL, "0" },
+	{ "device", "bwords", T_INT, OFF(bwords), 0, 0, 32768, NULL, "0" },
 	{ "device", "dense_on_host", T_AUTOBOOL, OFF(dense_on_host), 0, 0, 0, "auto|true|false",
 	  "auto" },
 	{ "model", "n_layer", T_INT, OFF(model.n_layer), 0, 1, 256, NULL, "2" },
@@ -521,6 +523,12 @@ static int validate(train_config *c, char *err, size_t errlen)
 	if (c->model.n_embd % c->model.n_head)
 		FAIL(node, "model.n_head: n_embd %d is not divisible by n_head %d",
 		     c->model.n_embd, c->model.n_head);
+	node = map_get(doc, map_get(doc, 1, "device", NULL), "awords", NULL);
+	if (c->awords % 2)
+		FAIL(node, "device.awords: %d is odd (A holds pairs of bf16 elements)", c->awords);
+	node = map_get(doc, map_get(doc, 1, "device", NULL), "bwords", NULL);
+	if (c->bwords & (c->bwords - 1))
+		FAIL(node, "device.bwords: %d is not a power of two", c->bwords);
 	node = map_get(doc, map_get(doc, 1, "train", NULL), "min_lr", NULL);
 	if (c->min_lr > c->lr)
 		FAIL(node, "train.min_lr: %g is above train.lr %g", c->min_lr, c->lr);
@@ -558,10 +566,17 @@ int tc_dense_on_host(const train_config *c, int sparsity_on)
 
 void tc_device_uri(const train_config *c, char *buf, size_t len)
 {
-	if (!strcmp(c->device_kind, "usb"))
-		snprintf(buf, len, "usb");
-	else
-		snprintf(buf, len, "%s:%s", c->device_kind, c->mesh);
+	/* usb: the board's shape is the bitstream's (device.mesh is for cpu and sim) */
+	int usb = !strcmp(c->device_kind, "usb");
+	size_t n = usb ? (size_t)snprintf(buf, len, "usb")
+		       : (size_t)snprintf(buf, len, "%s:%s", c->device_kind, c->mesh);
+	const char *sep = usb ? ":" : ",";
+	if (c->awords && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, "%sawords=%d", sep, c->awords);
+		sep = ",";
+	}
+	if (c->bwords && n < len)
+		snprintf(buf + n, len - n, "%sbwords=%d", sep, c->bwords);
 }
 
 /* ---- resolved config ---------------------------------------------------------------- */

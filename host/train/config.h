@@ -29,6 +29,7 @@ typedef struct train_config {
 	char device_kind[8];           /* cpu | sim | usb */
 	char mesh[16];                 /* "4x4" */
 	int mesh_rows, mesh_cols;
+	int awords, bwords;            /* per-PE SRAM sizes; 0: the backend's default */
 	int dense_on_host;             /* -1 auto, 0 false, 1 true (see tc_dense_on_host) */
 	/* model */
 	gpt_config model;

@@ -74,7 +74,7 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	if (rc)
 		goto out_free;
 	if (!tc_dense_on_host(c, ts_enabled(t->ts))) {
-		char uri[64];
+		char uri[96];
 		tc_device_uri(c, uri, sizeof uri);
 		rc = td_dev_open(&t->dev, uri, &t->model, t->ts, err, errlen);
 		if (rc)
@@ -172,7 +172,8 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 		rc = td_dev_sync(t->dev, s->masks_changed, err, errlen);
 		if (rc)
 			return rc;
-		td_dev_counters(t->dev, &s->device_cycles, &s->device_utilization);
+		td_dev_counters(t->dev, &s->device_cycles, &s->device_utilization, &s->link_bytes_out,
+				&s->link_bytes_in);
 	}
 	t->step++;
 	s->ms = (now_s() - t0) * 1e3;
@@ -613,8 +614,10 @@ static void write_metrics(FILE *f, trainer *t, const train_step_stats *s, double
 		first = 0;
 	}
 	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"device_cycles\": %llu, "
-		   "\"device_utilization\": %.4f, \"masks_changed\": %d}\n",
+		   "\"device_utilization\": %.4f, \"link_bytes_out\": %llu, \"link_bytes_in\": %llu, "
+		   "\"masks_changed\": %d}\n",
 		tok_s, s->ms, (unsigned long long)s->device_cycles, s->device_utilization,
+		(unsigned long long)s->link_bytes_out, (unsigned long long)s->link_bytes_in,
 		s->masks_changed);
 	fflush(f);
 }
@@ -730,7 +733,7 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	}
 	int tty = o->progress >= 0 ? o->progress : isatty(fileno(out));
 	res->unigram_entropy = t.data.unigram_entropy;
-	char uri[64];
+	char uri[96];
 	tc_device_uri(c, uri, sizeof uri);
 	fprintf(out, "train: %s: %d layers, %d heads, %d channels, context %d, %zu parameters; "
 		     "%s\n", dir, c->model.n_layer, c->model.n_head, c->model.n_embd,

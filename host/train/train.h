@@ -42,6 +42,7 @@ typedef struct train_step_stats {
 	int masks_changed;
 	uint64_t device_cycles;
 	double device_utilization;
+	uint64_t link_bytes_out, link_bytes_in; /* host <-> device, framing included on byte links */
 } train_step_stats;
 
 /* Take ownership of cfg (loaded with tc_load). need_data 0 skips the corpus (sample). */

@@ -138,14 +138,18 @@ int td_dev_sync(train_device *d, int masks_changed, char *err, size_t errlen)
 	return CS_OK;
 }
 
-void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization)
+void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization, uint64_t *bytes_out,
+		     uint64_t *bytes_in)
 {
 	csd_counters c;
 	*cycles = 0;
 	*utilization = 0.0;
+	*bytes_out = *bytes_in = 0;
 	if (csd_get_counters(d->dev, &c) == CS_OK) {
 		*cycles = c.cycles;
 		*utilization = c.pe_cycles ? (double)c.mac_busy / (double)c.pe_cycles : 0.0;
+		*bytes_out = c.link_bytes_out;
+		*bytes_in = c.link_bytes_in;
 	}
 	csd_reset_counters(d->dev);
 }

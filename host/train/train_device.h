@@ -27,8 +27,10 @@ void td_dev_close(train_device *d);
  * rebuild the nonzero lists of tensors whose mask changed when masks_changed > 0, of
  * every tensor when masks_changed < 0 (after loading a checkpoint). */
 int td_dev_sync(train_device *d, int masks_changed, char *err, size_t errlen);
-/* Device cycles and MAC utilization since the last call (0 when unknown). */
-void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization);
+/* Device cycles, MAC utilization and link bytes (out: host -> device, in: device -> host)
+ * since the last call (0 when unknown). */
+void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization, uint64_t *bytes_out,
+		     uint64_t *bytes_in);
 const char *td_dev_last_error(train_device *d);
 /* Nonzeros sent for projection proj of block layer (tests, reports). */
 int64_t td_dev_nnz(const train_device *d, int layer, int proj);

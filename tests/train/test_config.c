@@ -87,6 +87,17 @@ static void test_overrides(void **state)
 	tc_device_uri(&c, uri, sizeof uri);
 	assert_string_equal(uri, "cpu:4x4");
 	tc_free(&c);
+	/* the board's SRAM sizes reach the device URI (usb: the shape is the bitstream's) */
+	char *geom[] = { "device.mesh=1x1", "device.awords=32768", "device.bwords=512" };
+	char uri2[96];
+	assert_int_equal(load(&c, "device: {kind: cpu}\n", geom, 3), CS_OK);
+	tc_device_uri(&c, uri2, sizeof uri2);
+	assert_string_equal(uri2, "cpu:1x1,awords=32768,bwords=512");
+	tc_free(&c);
+	assert_int_equal(load(&c, "device: {kind: usb, bwords: 512}\n", NULL, 0), CS_OK);
+	tc_device_uri(&c, uri2, sizeof uri2);
+	assert_string_equal(uri2, "usb:bwords=512");
+	tc_free(&c);
 	char *bad[] = { "train.steps=abc" };
 	expect_error("", bad, 1, "override 'train.steps=abc': train.steps: 'abc' is not an integer",
 		     NULL);
@@ -123,6 +134,12 @@ static void test_bad_values(void **state)
 	expect_error("device: {kind: gpu}\n", NULL, 0,
 		     "cfg.yaml:1:16: device.kind: 'gpu' is not one of cpu,sim,usb", NULL);
 	expect_error("device: {mesh: 4by4}\n", NULL, 0, "device.mesh: '4by4' is not ROWSxCOLS",
+		     NULL);
+	expect_error("device: {awords: 1001}\n", NULL, 0,
+		     "cfg.yaml:1:18: device.awords: 1001 is odd", NULL);
+	expect_error("device: {bwords: 384}\n", NULL, 0,
+		     "cfg.yaml:1:18: device.bwords: 384 is not a power of two", NULL);
+	expect_error("device: {bwords: 65536}\n", NULL, 0, "device.bwords: 65536 is not in [0, 32768]",
 		     NULL);
 	expect_error("device: {dense_on_host: maybe}\n", NULL, 0,
 		     "device.dense_on_host: 'maybe' is not one of auto, true, false", NULL);
