@@ -43,19 +43,31 @@ $(eval $(call pe_bench,tb_pe_queue,pe_queue,rtl/pe/pe_queue.v,,$(PE_BUILD)/tb_pe
 $(eval $(call pe_bench,tb_pe_tasktab,pe_tasktab,rtl/pe/pe_tasktab.v,,$(PE_BUILD)/tb_pe_queue))
 $(eval $(call pe_bench,tb_pe,pe,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
 	$(PE_BUILD)/tb_pe_tasktab))
+# pe_lite (the area-minimal PE): its multi-cycle FMAC, and tb_pe's harness with pe_lite as
+# the DUT (TB_PE_LITE: model class Vpe_lite, no zero-dead-cycle assertion: that is the fast
+# PE's timing; verif/pe/tb_pe_lite.cpp defines it and includes tb_pe.cpp)
+$(eval $(call pe_bench,tb_pe_lite_fmac,pe_lite_fmac,rtl/pe/pe_lite_fmac.v,$(PE_COBJS),\
+	$(PE_BUILD)/tb_pe))
+$(eval $(call pe_bench,tb_pe_lite,pe_lite,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
+	$(PE_BUILD)/tb_pe_lite_fmac))
+$(PE_BUILD)/tb_pe_lite: verif/pe/tb_pe.cpp
 
 PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \
-	$(PE_BUILD)/tb_pe_queue $(PE_BUILD)/tb_pe_tasktab $(PE_BUILD)/tb_pe
+	$(PE_BUILD)/tb_pe_queue $(PE_BUILD)/tb_pe_tasktab $(PE_BUILD)/tb_pe \
+	$(PE_BUILD)/tb_pe_lite_fmac $(PE_BUILD)/tb_pe_lite
 TEST_DEPS += $(PE_BENCHES)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
-	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600
+	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600 \
+	$(PE_BUILD)/tb_pe_lite_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_lite@--seed=1,--n=600
 REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_sram_sp@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=2,--n=100000000 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=3,--n=100000000 \
 	$(PE_BUILD)/tb_pe_queue@--seed=2,--n=20000000 $(PE_BUILD)/tb_pe_tasktab@--seed=2,--n=20000000 \
-	$(foreach s,11 12 13 14 15 16 17 18,$(PE_BUILD)/tb_pe@--seed=$(s),--n=2000)
+	$(foreach s,11 12 13 14 15 16 17 18,$(PE_BUILD)/tb_pe@--seed=$(s),--n=2000) \
+	$(PE_BUILD)/tb_pe_lite_fmac@--seed=2,--n=20000000 \
+	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_lite@--seed=$(s),--n=2000)
 
 .PHONY: pe-benches
 pe-benches: $(PE_BENCHES)

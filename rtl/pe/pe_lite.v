@@ -1,0 +1,914 @@
+// pe_lite - an area-minimal implementation of the PE (docs/architecture.md section 4): the
+// same ports, parameters, ISA, config slave, counters and results as pe (bit-exact with
+// verif/models/pe_model.c); only the timing differs. It does one thing at a time: a
+// microcoded state machine fetches an instruction, reads its operands one per cycle from
+// block RAM, and runs vector instructions one element (one multi-cycle MAC, pe_lite_fmac)
+// at a time. Not for throughput: a MAC takes about 16 cycles, a scalar instruction 3 to 5.
+//
+// Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
+// the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
+// entries, 64.. one per queue slot); flip-flops hold only the queue headers
+// ({ctrl, color} per slot, which the picker and the chaining test read), the pointers,
+// the color -> queue map and the counters. A received wavelet's payload waits in a one-entry
+// stage register until the DRAM write port is free (the core's writes come first); a queue's
+// newest entry is not visible at its head before it is written.
+// SRAM A is single port (SPRAM-shaped), SRAM B one bank with one read and one write port.
+//
+// Config slave: a request is accepted in the cycle cfg_gnt_o is high; a read's data comes
+// exactly one cycle later. The core has priority on every memory port; a config access to a
+// port the core uses in that cycle waits. IMEM reads and register writes wait until no task
+// runs; register and task-table writes also wait for the stage register to drain. Targets
+// as pe: 0 A, 1 B, 2 B read-and-clear (both B ports), 3 IMEM, 4 task table, 6 queue map,
+// 7 registers, 8 counters; others are accepted, writes ignored, reads return 0.
+// After reset the core clears the registers and the task table (64 cycles, config waits).
+`default_nettype none
+
+module pe_lite #(
+  parameter int unsigned AWords = 16384,  // bf16 elements; A is AWords/2 x 32 physically
+  parameter int unsigned BWords = 8192,   // 32-bit words (one bank here)
+  parameter int unsigned NumQueues = 4,   // input queues
+  parameter int unsigned QueueDepth = 8,  // wavelets per input queue
+  parameter bit Lean = 1'b0               // accepted for pe's interface; pe_lite is always lean
+) (
+  input  wire        clk_i,
+  input  wire        rst_ni,
+  input  wire        rx_valid_i,
+  input  wire [36:0] rx_data_i,
+  output wire        rx_ready_o,
+  output wire [15:0] color_ready_o,
+  output wire        tx_valid_o,
+  output wire [36:0] tx_data_o,
+  input  wire        tx_ready_i,
+  input  wire        cfg_req_i,
+  input  wire        cfg_we_i,
+  input  wire [3:0]  cfg_target_i,
+  input  wire [15:0] cfg_addr_i,
+  input  wire [31:0] cfg_wdata_i,
+  output reg         cfg_gnt_o,
+  output wire        cfg_rvalid_o,
+  output reg  [31:0] cfg_rdata_o,
+  output wire        idle_o,
+  output wire        mac_busy_o,
+  input  wire        ctr_clear_i   // zero the counters (CLEAR)
+);
+  localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
+  localparam int unsigned PtrW = (QueueDepth > 1) ? $clog2(QueueDepth) : 1;
+  localparam int unsigned CntW = $clog2(QueueDepth + 1);
+  localparam int unsigned Slots = NumQueues * QueueDepth;
+  localparam int unsigned DWords = 64 + Slots;
+  localparam int unsigned DAW = $clog2(DWords);
+  localparam int unsigned AAW = $clog2(AWords / 2);
+  localparam int unsigned BAW = $clog2(BWords);
+
+  // ------------------------------------------------------------------ states
+  localparam [5:0] SRst = 6'd0, SPick = 6'd1, SPick2 = 6'd2, SPick3 = 6'd3, SFetch = 6'd4,
+                   SDec = 6'd5, SLi2 = 6'd6, SAddi2 = 6'd7, SOpB = 6'd8, SAlu3 = 6'd9,
+                   SShift = 6'd10, SBr3 = 6'd11, SSend3 = 6'd12, STx = 6'd13, SDj2 = 6'd14,
+                   SBlk2 = 6'd15, SMem2 = 6'd16, SLda3 = 6'd17, SSta3 = 6'd18, SLdb3 = 6'd19,
+                   SStb3 = 6'd20, SDt0 = 6'd21, SVx1 = 6'd22, SVx2 = 6'd23, SVx3 = 6'd24,
+                   SMac = 6'd25, SMacF = 6'd26, SMacW = 6'd27, SStep1 = 6'd28,
+                   SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
+                   SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
+                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42;
+
+  reg [5:0]  st_q, st_d;
+  reg [7:0]  pc_q, pc_d;
+  reg [31:0] w_q, w_d;        // W
+  reg [4:0]  tid_q, tid_d;    // task id of the running task
+  reg [QW-1:0] qs_q, qs_d;    // picker scan position; the running task's queue
+  reg [15:0] t_q, t_d;        // scratch: first operand, address, dot output pointer
+  reg [15:0] aa_q, aa_d;      // A element address
+  reg [15:0] ba_q, ba_d;      // B word (element for dot) address
+  reg [15:0] n_q, n_d;        // elements left
+  reg [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
+  reg        first_q, first_d;  // redv: element 0 takes W
+
+  // ------------------------------------------------------------------ memories
+  wire [15:0] ird;            // IMEM read data = the current instruction
+  wire [31:0] drd;            // DRAM read data
+  wire [31:0] ard, brd;       // SRAM A, B read data
+  wire [15:0] rv = drd[15:0]; // a register value read from DRAM
+
+  // core requests (combinational from the state)
+  reg             i_re;
+  reg [7:0]       i_ra;
+  reg             d_re, d_we;
+  reg [DAW-1:0]   d_ra, d_wa;
+  reg [31:0]      d_wd;
+  reg             a_en, a_we;
+  reg [AAW-1:0]   a_ad;
+  reg [31:0]      a_wd;
+  reg             b_re, b_we;
+  reg [BAW-1:0]   b_ra, b_wa;
+  reg [31:0]      b_wd;
+
+  // ------------------------------------------------------------------ queues
+  reg [QW-1:0]   map_q [0:15];
+  reg [4:0]      hdr_q [0:Slots-1];
+  reg [PtrW-1:0] rdp_q [0:NumQueues-1];
+  reg [PtrW-1:0] wrp_q [0:NumQueues-1];
+  reg [CntW-1:0] qc_q  [0:NumQueues-1];
+  reg            stg_v_q;
+  reg [DAW-1:0]  stg_a_q;      // DRAM word of the staged payload
+  reg [QW-1:0]   stg_qn_q;     // its queue
+  reg [31:0]     stg_d_q;
+
+  wire [NumQueues-1:0] qfull, hvalid, qne;
+  genvar g;
+  generate
+    for (g = 0; g < NumQueues; g = g + 1) begin : g_q
+      assign qfull[g] = (qc_q[g] == CntW'(QueueDepth));
+      assign qne[g] = (qc_q[g] != '0);
+      // the staged entry is its queue's newest: the head only when it is alone
+      assign hvalid[g] = (qc_q[g] != '0) &&
+                         !(stg_v_q && stg_qn_q == QW'(g) && qc_q[g] == CntW'(1));
+    end
+  endgenerate
+
+  // the stage drains whenever the core does not write DRAM; it accepts a new wavelet when it
+  // is empty or draining (state only: rx_ready_o does not depend on rx_valid_i)
+  wire drain = stg_v_q && !d_we;
+  wire stg_ok = !stg_v_q || !d_we;
+  generate
+    for (g = 0; g < 16; g = g + 1) begin : g_c
+      assign color_ready_o[g] = stg_ok && !qfull[map_q[g]];
+    end
+  endgenerate
+  assign rx_ready_o = color_ready_o[rx_data_i[35:32]];
+  wire          push = rx_valid_i && rx_ready_o;
+  wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
+
+  function automatic [DAW-1:0] slot_addr(input [QW-1:0] q, input [PtrW-1:0] p);
+    slot_addr = DAW'(64 + 32'(q) * QueueDepth + 32'(p));
+  endfunction
+
+  // the head of queue qs_q (the picker's candidate, or the running task's queue)
+  wire [PtrW-1:0] h_ptr = rdp_q[qs_q];
+  wire [4:0]      h_tid = hdr_q[32'(qs_q) * QueueDepth + 32'(h_ptr)];
+  wire [DAW-1:0]  h_addr = slot_addr(qs_q, h_ptr);
+  wire            h_valid = hvalid[qs_q];
+  // the head is a data wavelet of the running task (chaining, redv)
+  wire            h_same = h_valid && (h_tid == tid_q) && !h_tid[4];
+  reg             pop;
+
+  // ------------------------------------------------------------------ FMAC
+  reg         f_start, f_add;
+  reg  [31:0] f_a, f_c;
+  reg  [15:0] f_b;
+  wire        f_done;
+  wire [31:0] f_y;
+  wire        f_ready;
+  pe_lite_fmac u_fmac (
+    .clk_i  (clk_i),
+    .rst_ni (rst_ni),
+    .start_i(f_start),
+    .add_i  (f_add),
+    .a_i    (f_a),
+    .b_i    (f_b),
+    .c_i    (f_c),
+    .ready_o(f_ready),
+    .done_o (f_done),
+    .y_o    (f_y)
+  );
+  wire unused_f = f_ready;
+
+  // ------------------------------------------------------------------ decode
+  wire [3:0]  op = ird[15:12];
+  wire [2:0]  f_rd = ird[11:9];
+  wire [2:0]  f_rs = ird[8:6];
+  wire [2:0]  f_rt = ird[5:3];
+  wire        is_axpy = (op == 4'hA);
+  wire        b_hi = ird[2];
+  wire [15:0] a_half = aa_q[0] ? ard[31:16] : ard[15:0];   // A element aa_q
+  wire [15:0] bh_half = ba_q[0] ? brd[31:16] : brd[15:0];  // Bh element ba_q
+
+  // one 16-bit adder for addresses and arithmetic, one 8-bit adder for the pc
+  reg  [15:0] ad_x, ad_y;
+  reg         ad_ci;
+  wire [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
+  reg  [7:0]  pc_off;
+  wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
+  wire [15:0] n_dec = n_q - 16'd1;
+  wire [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
+
+  function automatic [DAW-1:0] reg_addr(input [2:0] r);
+    reg_addr = DAW'(r);
+  endfunction
+  function automatic [DAW-1:0] task_addr(input [4:0] t);
+    task_addr = DAW'(32 + 32'(t));
+  endfunction
+
+  reg drop, mac;
+
+  always @(*) begin
+    st_d = st_q;
+    pc_d = pc_q;
+    w_d = w_q;
+    tid_d = tid_q;
+    qs_d = qs_q;
+    t_d = t_q;
+    aa_d = aa_q;
+    ba_d = ba_q;
+    n_d = n_q;
+    acc_d = acc_q;
+    first_d = first_q;
+    i_re = 1'b0;
+    i_ra = pc_q;
+    d_re = 1'b0;
+    d_ra = reg_addr(f_rs);
+    d_we = 1'b0;
+    d_wa = reg_addr(f_rd);
+    d_wd = 32'd0;
+    a_en = 1'b0;
+    a_we = 1'b0;
+    a_ad = aa_q[AAW:1];
+    a_wd = ard;
+    b_re = 1'b0;
+    b_ra = ba_q[BAW-1:0];
+    b_we = 1'b0;
+    b_wa = ba_q[BAW-1:0];
+    b_wd = f_y;
+    ad_x = rv;
+    ad_y = 16'd0;
+    ad_ci = 1'b0;
+    pc_off = 8'd0;
+    f_start = 1'b0;
+    f_add = 1'b0;
+    f_a = {16'd0, a_half};
+    f_b = w_q[15:0];
+    f_c = brd;
+    pop = 1'b0;
+    drop = 1'b0;
+    mac = 1'b0;
+    case (st_q)
+      // clear the registers and the task table (DRAM words 0-63)
+      SRst: begin
+        d_we = 1'b1;
+        d_wa = DAW'(n_q[5:0]);
+        n_d = n_q + 16'd1;
+        if (n_q[5:0] == 6'd63) begin
+          st_d = SPick;
+          qs_d = '0;
+        end
+      end
+      // ---------------------------------------------------------------- picker
+      SPick: begin  // look up the task of queue qs_q's head
+        if (h_valid) begin
+          d_re = 1'b1;
+          d_ra = task_addr(h_tid);
+          st_d = SPick2;
+        end else qs_d = (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+      end
+      SPick2: begin
+        if (!drd[9]) begin  // no task: drop
+          pop = 1'b1;
+          drop = 1'b1;
+          qs_d = (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+          st_d = SPick;
+        end else if (drd[8]) begin  // blocked: try the next queue
+          qs_d = (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+          st_d = SPick;
+        end else begin
+          pc_d = drd[7:0];
+          tid_d = h_tid;
+          d_re = 1'b1;
+          d_ra = h_addr;
+          st_d = SPick3;
+        end
+      end
+      SPick3: begin  // W = the head's payload
+        w_d = drd;
+        pop = 1'b1;
+        st_d = SFetch;
+      end
+      SFetch: begin
+        i_re = 1'b1;
+        st_d = SDec;
+      end
+      // ---------------------------------------------------------------- decode, first step
+      SDec: begin
+        pc_d = pc_next;
+        st_d = SFetch;
+        case (op)
+          4'h0: begin
+            if (!ird[0]) begin  // ret: the picker goes on after this queue
+              qs_d = (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+              st_d = SPick;
+            end
+          end
+          4'h1: begin  // li: the next word
+            i_re = 1'b1;
+            i_ra = pc_next;
+            t_d = 16'(f_rd);
+            pc_d = pc_q;
+            st_d = SLi2;
+          end
+          4'h2: begin
+            d_re = 1'b1;
+            pc_d = pc_q;
+            st_d = SAddi2;
+          end
+          4'h3, 4'h8: begin  // first operand rs ([8:6]; send [6:4])
+            d_re = 1'b1;
+            d_ra = reg_addr(op[3] ? ird[6:4] : f_rs);
+            pc_d = pc_q;
+            st_d = SOpB;
+          end
+          4'h4: begin
+            d_we = 1'b1;
+            case (ird[1:0])
+              2'd0: d_wd = {16'd0, w_q[31:16]};
+              2'd1: d_wd = {16'd0, w_q[15:0]};
+              2'd2: d_wd = {27'd0, tid_q};
+              default: d_wd = 32'd0;
+            endcase
+          end
+          4'h5: begin
+            d_re = 1'b1;
+            d_ra = reg_addr(ird[10:8]);
+            pc_d = pc_q;
+            st_d = SOpB;
+          end
+          4'h6: begin
+            d_re = 1'b1;
+            d_ra = reg_addr(f_rd);
+            pc_d = pc_q;
+            st_d = SDj2;
+          end
+          4'h7: pc_off = ird[7:0];
+          4'h9: begin
+            d_re = 1'b1;
+            d_ra = task_addr(ird[4:0]);
+            pc_d = pc_q;
+            st_d = SBlk2;
+          end
+          4'hA: begin  // axpy: r5, then r1, r2
+            d_re = 1'b1;
+            d_ra = reg_addr(3'd5);
+            ba_d = w_q[31:16];
+            pc_d = pc_q;
+            st_d = SVx1;
+          end
+          4'hB: begin  // dot: r6 (output pointer), then r5, r1, r2
+            d_re = 1'b1;
+            d_ra = reg_addr(3'd6);
+            ba_d = w_q[31:16];
+            pc_d = pc_q;
+            st_d = SDt0;
+          end
+          4'hC, 4'hD, 4'hE: begin  // redv, sendv, fill: r7 then r6
+            d_re = 1'b1;
+            d_ra = reg_addr(3'd7);
+            first_d = 1'b1;
+            pc_d = pc_q;
+            st_d = SVn1;
+          end
+          4'hF: begin
+            d_re = 1'b1;
+            pc_d = pc_q;
+            st_d = SMem2;
+          end
+          default: ;
+        endcase
+      end
+      SLi2: begin
+        d_we = 1'b1;
+        d_wa = reg_addr(t_q[2:0]);
+        d_wd = {16'd0, ird};
+        pc_off = 8'd1;
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      SAddi2: begin
+        d_we = 1'b1;
+        ad_y = {{10{ird[5]}}, ird[5:0]};
+        d_wd = {16'd0, ad_s};
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      SOpB: begin  // t = first operand, read the second: rt ([5:3]; beq [7:5]; send [3:1])
+        t_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(op[3] ? ird[3:1] : op[2] ? ird[7:5] : f_rt);
+        st_d = op[3] ? SSend3 : op[2] ? SBr3 : SAlu3;
+      end
+      SAlu3: begin
+        d_we = 1'b1;
+        pc_d = pc_next;
+        st_d = SFetch;
+        ad_x = t_q;
+        case (ird[2:0])
+          3'd0: begin ad_y = rv; d_wd = {16'd0, ad_s}; end
+          3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = {16'd0, ad_s}; end
+          3'd2: d_wd = {16'd0, t_q & rv};
+          3'd3: d_wd = {16'd0, t_q | rv};
+          3'd4: d_wd = {16'd0, t_q ^ rv};
+          3'd7: d_wd = {16'd0, mul_y};
+          default: begin  // shifts: one bit per cycle
+            d_we = 1'b0;
+            n_d = {12'd0, rv[3:0]};
+            pc_d = pc_q;
+            st_d = SShift;
+          end
+        endcase
+      end
+      SShift: begin
+        if (n_q == 16'd0) begin
+          d_we = 1'b1;
+          d_wd = {16'd0, t_q};
+          pc_d = pc_next;
+          st_d = SFetch;
+        end else begin
+          t_d = ird[0] ? {t_q[14:0], 1'b0} : {1'b0, t_q[15:1]};  // 5 shl, 6 shr
+          n_d = n_dec;
+        end
+      end
+      SBr3: begin
+        if ((t_q == rv) != ird[11]) pc_off = {{3{ird[4]}}, ird[4:0]};
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      SSend3: begin
+        acc_d = {t_q, rv};
+        st_d = STx;
+      end
+      STx: begin
+        if (tx_ready_i) begin
+          if (op == 4'h8) begin
+            pc_d = pc_next;
+            st_d = SFetch;
+          end else begin  // sendv, redv: next element
+            ad_x = ba_q;
+            ad_ci = 1'b1;
+            ba_d = ad_s;
+            n_d = n_dec;
+            st_d = SVL;
+          end
+        end
+      end
+      SDj2: begin
+        d_we = 1'b1;
+        ad_y = 16'hffff;
+        d_wd = {16'd0, ad_s};
+        if (ad_s != 16'd0) pc_off = ird[7:0];
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      SBlk2: begin
+        d_we = 1'b1;
+        d_wa = task_addr(ird[4:0]);
+        d_wd = {22'd0, drd[9], !ird[11], drd[7:0]};
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      // ---------------------------------------------------------------- loads, stores
+      SMem2: begin  // rv = address
+        t_d = rv;
+        aa_d = rv;
+        ba_d = rv;
+        case (ird[1:0])
+          2'd0: begin a_en = 1'b1; a_ad = rv[AAW:1]; st_d = SLda3; end
+          2'd1: begin a_en = 1'b1; a_ad = rv[AAW:1]; d_re = 1'b1; d_ra = reg_addr(f_rd);
+                      st_d = SSta3; end
+          2'd2: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; st_d = SLdb3; end
+          default: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; d_re = 1'b1; d_ra = reg_addr(f_rd);
+                         st_d = SStb3; end
+        endcase
+      end
+      SLda3: begin
+        d_we = 1'b1;
+        d_wd = {16'd0, a_half};
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      SSta3: begin
+        a_en = 1'b1;
+        a_we = 1'b1;
+        a_wd = aa_q[0] ? {rv, ard[15:0]} : {ard[31:16], rv};
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      SLdb3: begin
+        d_we = 1'b1;
+        d_wd = {16'd0, b_hi ? brd[31:16] : brd[15:0]};
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      SStb3: begin
+        b_we = 1'b1;
+        b_wd = b_hi ? {rv, brd[15:0]} : {brd[31:16], rv};
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      // ---------------------------------------------------------------- axpy, dot
+      SDt0: begin  // t = r6: the output pointer
+        t_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd5);
+        st_d = SVx1;
+      end
+      SVx1: begin  // rv = r5
+        n_d = rv;
+        if (is_axpy && rv == 16'd0) begin
+          pc_d = pc_next;
+          st_d = SFetch;
+        end else begin
+          d_re = 1'b1;
+          d_ra = reg_addr(3'd1);
+          st_d = SVx2;
+        end
+      end
+      SVx2: begin
+        aa_d = rv;
+        acc_d = 32'd0;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd2);
+        st_d = SVx3;
+      end
+      SVx3: begin  // ba = r2 + idx
+        ad_y = ba_q;
+        ba_d = ad_s;
+        st_d = (n_q == 16'd0) ? SDtE : SMac;
+      end
+      SMac: begin
+        a_en = 1'b1;
+        b_re = 1'b1;
+        if (!is_axpy) b_ra = ba_q[BAW:1];
+        st_d = SMacF;
+      end
+      SMacF: begin
+        f_start = 1'b1;
+        mac = 1'b1;
+        if (!is_axpy) begin
+          f_b = bh_half;
+          f_c = acc_q;
+        end
+        st_d = SMacW;
+      end
+      SMacW: begin
+        if (f_done) begin
+          if (is_axpy) b_we = 1'b1;
+          else acc_d = f_y;
+          n_d = n_dec;
+          d_re = 1'b1;
+          d_ra = reg_addr(3'd3);
+          st_d = SStep1;
+        end
+      end
+      SStep1: begin
+        ad_x = aa_q;
+        ad_y = rv;
+        aa_d = ad_s;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd4);
+        st_d = SStep2;
+      end
+      SStep2: begin
+        ad_x = ba_q;
+        ad_y = rv;
+        ba_d = ad_s;
+        st_d = (n_q != 16'd0) ? SMac : is_axpy ? SAxN : SDtE;
+      end
+      SAxN: begin  // chain the next data wavelet of this task
+        if (h_same) begin
+          d_re = 1'b1;
+          d_ra = h_addr;
+          st_d = SAxP;
+        end else begin
+          pc_d = pc_next;
+          st_d = SFetch;
+        end
+      end
+      SAxP: begin
+        w_d = drd;
+        ba_d = drd[31:16];
+        pop = 1'b1;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd5);
+        st_d = SVx1;
+      end
+      SDtE: begin  // B[t] = acc, t++
+        b_we = 1'b1;
+        b_wa = t_q[BAW-1:0];
+        b_wd = acc_q;
+        ad_x = t_q;
+        ad_ci = 1'b1;
+        t_d = ad_s;
+        st_d = SDtN;
+      end
+      SDtN: begin
+        if (h_same) begin
+          d_re = 1'b1;
+          d_ra = h_addr;
+          st_d = SDtP;
+        end else begin  // r6 = t
+          d_we = 1'b1;
+          d_wa = reg_addr(3'd6);
+          d_wd = {16'd0, t_q};
+          pc_d = pc_next;
+          st_d = SFetch;
+        end
+      end
+      SDtP: begin
+        ba_d = drd[31:16];
+        pop = 1'b1;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd5);
+        st_d = SVx1;
+      end
+      // ---------------------------------------------------------------- redv, sendv, fill
+      SVn1: begin  // rv = r7
+        n_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd6);
+        st_d = SVn2;
+      end
+      SVn2: begin
+        ba_d = rv;
+        st_d = SVL;
+      end
+      SVL: begin
+        if (n_q == 16'd0) begin
+          pc_d = pc_next;
+          st_d = SFetch;
+        end else begin
+          case (op)
+            4'hE: begin  // fill
+              b_we = 1'b1;
+              b_wd = 32'd0;
+              ad_x = ba_q;
+              ad_ci = 1'b1;
+              ba_d = ad_s;
+              n_d = n_dec;
+            end
+            4'hD: begin
+              b_re = 1'b1;
+              st_d = SSv2;
+            end
+            default: begin  // redv: W, then the next data wavelets of this task
+              if (first_q) begin
+                acc_d = w_q;
+                first_d = 1'b0;
+                st_d = SRv2;
+              end else if (h_same) begin
+                d_re = 1'b1;
+                d_ra = h_addr;
+                st_d = SRvP;
+              end
+            end
+          endcase
+        end
+      end
+      SSv2: begin
+        acc_d = brd;
+        st_d = STx;
+      end
+      SRvP: begin
+        acc_d = drd;
+        pop = 1'b1;
+        st_d = SRv2;
+      end
+      SRv2: begin
+        b_re = 1'b1;
+        st_d = SRv3;
+      end
+      SRv3: begin
+        f_start = 1'b1;
+        f_add = 1'b1;
+        f_a = acc_q;
+        mac = 1'b1;
+        st_d = SRv4;
+      end
+      SRv4: begin
+        if (f_done) begin
+          if (ird[7]) begin  // redv.st
+            b_we = 1'b1;
+            ad_x = ba_q;
+            ad_ci = 1'b1;
+            ba_d = ad_s;
+            n_d = n_dec;
+            st_d = SVL;
+          end else begin
+            acc_d = f_y;
+            st_d = STx;
+          end
+        end
+      end
+      default: st_d = SRst;
+    endcase
+  end
+
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      st_q <= SRst;
+      n_q <= '0;
+      qs_q <= '0;
+    end else begin
+      st_q <= st_d;
+      n_q <= n_d;
+      qs_q <= qs_d;
+    end
+  end
+  always @(posedge clk_i) begin
+    pc_q <= pc_d;
+    w_q <= w_d;
+    tid_q <= tid_d;
+    t_q <= t_d;
+    aa_q <= aa_d;
+    ba_q <= ba_d;
+    acc_q <= acc_d;
+    first_q <= first_d;
+  end
+
+  wire running = (st_q != SRst) && (st_q != SPick) && (st_q != SPick2) && (st_q != SPick3);
+  assign tx_valid_o = (st_q == STx);
+  assign tx_data_o = {(op == 4'h8) && ird[7], ird[11:8], acc_q};
+
+  // ------------------------------------------------------------------ queue state
+  integer q;
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (q = 0; q < NumQueues; q = q + 1) begin
+        rdp_q[q] <= '0;
+        wrp_q[q] <= '0;
+        qc_q[q] <= '0;
+      end
+      for (q = 0; q < 16; q = q + 1) begin
+        map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
+      end
+      stg_v_q <= 1'b0;
+    end else begin
+      for (q = 0; q < NumQueues; q = q + 1) begin
+        if (push && rx_q == QW'(q))
+          wrp_q[q] <= (32'(wrp_q[q]) == QueueDepth - 1) ? '0 : wrp_q[q] + 1'b1;
+        if (pop && qs_q == QW'(q))
+          rdp_q[q] <= (32'(rdp_q[q]) == QueueDepth - 1) ? '0 : rdp_q[q] + 1'b1;
+        qc_q[q] <= qc_q[q] + CntW'(push && rx_q == QW'(q)) - CntW'(pop && qs_q == QW'(q));
+      end
+      if (cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
+      stg_v_q <= push || (stg_v_q && !drain);
+    end
+  end
+  always @(posedge clk_i) begin
+    if (push) begin
+      hdr_q[32'(rx_q) * QueueDepth + 32'(wrp_q[rx_q])] <= rx_data_i[36:32];
+      stg_a_q <= slot_addr(rx_q, wrp_q[rx_q]);
+      stg_qn_q <= rx_q;
+      stg_d_q <= rx_data_i[31:0];
+    end
+  end
+
+  // ------------------------------------------------------------------ config decode, grants
+  wire c_a = (cfg_target_i == 4'd0);
+  wire c_b = (cfg_target_i == 4'd1);
+  wire c_bc = (cfg_target_i == 4'd2);
+  wire c_i = (cfg_target_i == 4'd3);
+  wire c_t = (cfg_target_i == 4'd4);
+  wire c_r = (cfg_target_i == 4'd7);
+  wire c_n = (cfg_target_i == 4'd8);
+  wire c_d = c_t || c_r;  // DRAM targets
+  reg  g_a, g_b, g_bc, g_i, g_d;
+  always @(*) begin
+    g_a = !a_en;
+    g_b = cfg_we_i ? !b_we : !b_re;
+    g_bc = !b_we && !b_re;
+    g_i = cfg_we_i || !running;
+    g_d = cfg_we_i ? (!d_we && !stg_v_q && (c_t || !running)) : !d_re;
+    cfg_gnt_o = cfg_req_i;
+    if (c_a) cfg_gnt_o = cfg_req_i && g_a;
+    if (c_b) cfg_gnt_o = cfg_req_i && g_b;
+    if (c_bc && !cfg_we_i) cfg_gnt_o = cfg_req_i && g_bc;
+    if (c_i) cfg_gnt_o = cfg_req_i && g_i;
+    if (c_d) cfg_gnt_o = cfg_req_i && g_d;
+  end
+  wire cg = cfg_req_i && cfg_gnt_o;
+  wire cfg_a = cg && c_a;
+  wire cfg_bw = cg && c_b && cfg_we_i;
+  wire cfg_br = cg && (c_b || c_bc) && !cfg_we_i;
+  wire cfg_bc = cg && c_bc && !cfg_we_i;
+  wire cfg_dw = cg && c_d && cfg_we_i;
+  wire cfg_dr = cg && c_d && !cfg_we_i;
+  wire cfg_iw = cg && c_i && cfg_we_i;
+  wire cfg_ir = cg && c_i && !cfg_we_i;
+  wire [DAW-1:0] cfg_da = c_t ? task_addr(cfg_addr_i[4:0]) : reg_addr(cfg_addr_i[2:0]);
+
+  // ------------------------------------------------------------------ memories
+  sram_1r1w #(.Depth(256), .Width(16)) u_imem (
+    .clk_i  (clk_i),
+    .we_i   (cfg_iw),
+    .waddr_i(cfg_addr_i[7:0]),
+    .wdata_i(cfg_wdata_i[15:0]),
+    .re_i   (i_re || cfg_ir),
+    .raddr_i(i_re ? i_ra : cfg_addr_i[7:0]),
+    .rdata_o(ird)
+  );
+
+  reg           dm_we;
+  reg [DAW-1:0] dm_wa;
+  reg [31:0]    dm_wd;
+  always @(*) begin
+    dm_we = 1'b1;
+    dm_wa = d_wa;
+    dm_wd = d_wd;
+    if (!d_we) begin
+      if (drain) begin
+        dm_wa = stg_a_q;
+        dm_wd = stg_d_q;
+      end else begin
+        dm_we = cfg_dw;
+        dm_wa = cfg_da;
+        dm_wd = c_t ? {22'd0, cfg_wdata_i[9:0]} : {16'd0, cfg_wdata_i[15:0]};
+      end
+    end
+  end
+  sram_1r1w #(.Depth(DWords), .Width(32)) u_dram (
+    .clk_i  (clk_i),
+    .we_i   (dm_we),
+    .waddr_i(dm_wa),
+    .wdata_i(dm_wd),
+    .re_i   (d_re || cfg_dr),
+    .raddr_i(d_re ? d_ra : cfg_da),
+    .rdata_o(drd)
+  );
+
+  sram_sp #(.Depth(AWords / 2), .Width(32)) u_sram_a (
+    .clk_i  (clk_i),
+    .en_i   (a_en || cfg_a),
+    .we_i   (a_en ? a_we : cfg_we_i),
+    .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
+    .wdata_i(a_en ? a_wd : cfg_wdata_i),
+    .rdata_o(ard)
+  );
+
+  sram_1r1w #(.Depth(BWords), .Width(32)) u_sram_b (
+    .clk_i  (clk_i),
+    .we_i   (b_we || cfg_bw || cfg_bc),
+    .waddr_i(b_we ? b_wa : cfg_addr_i[BAW-1:0]),
+    .wdata_i(b_we ? b_wd : (cfg_bc ? 32'd0 : cfg_wdata_i)),
+    .re_i   (b_re || cfg_br),
+    .raddr_i(b_re ? b_ra : cfg_addr_i[BAW-1:0]),
+    .rdata_o(brd)
+  );
+
+  // ------------------------------------------------------------------ counters
+  reg [31:0] cnt_q [0:4];
+  wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
+  integer ci;
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= '0;
+    end else begin
+      for (ci = 0; ci < 5; ci = ci + 1) begin
+        if ((cg && c_n && cfg_we_i && cfg_addr_i == 16'(ci)) || ctr_clear_i) cnt_q[ci] <= '0;
+        else cnt_q[ci] <= cnt_q[ci] + 32'(cnt_inc[ci]);
+      end
+    end
+  end
+
+  // ------------------------------------------------------------------ config responses
+  // rsrc: 0 zero, 1 A, 2 B, 3 IMEM, 4 DRAM, 5 queue map, 6 counter
+  reg [2:0] rsrc_q, rsrc_d;
+  reg [3:0] raddr_q;
+  reg       rvalid_q;
+  always @(*) begin
+    rsrc_d = 3'd0;
+    case (cfg_target_i)
+      4'd0: rsrc_d = 3'd1;
+      4'd1, 4'd2: rsrc_d = 3'd2;
+      4'd3: rsrc_d = 3'd3;
+      4'd4, 4'd7: rsrc_d = 3'd4;
+      4'd6: rsrc_d = 3'd5;
+      4'd8: rsrc_d = (cfg_addr_i < 16'd5) ? 3'd6 : 3'd0;
+      default: ;
+    endcase
+  end
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rvalid_q <= 1'b0;
+      rsrc_q <= '0;
+      raddr_q <= '0;
+    end else begin
+      rvalid_q <= cg && !cfg_we_i;
+      rsrc_q <= rsrc_d;
+      raddr_q <= cfg_addr_i[3:0];
+    end
+  end
+  always @(*) begin
+    case (rsrc_q)
+      3'd1: cfg_rdata_o = ard;
+      3'd2: cfg_rdata_o = brd;
+      3'd3: cfg_rdata_o = {16'd0, ird};
+      3'd4: cfg_rdata_o = drd;
+      3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
+      3'd6: cfg_rdata_o = cnt_q[raddr_q[2:0]];
+      default: cfg_rdata_o = 32'd0;
+    endcase
+  end
+  assign cfg_rvalid_o = rvalid_q;
+
+  assign idle_o = (st_q == SPick) && (qne == '0) && !stg_v_q;
+  assign mac_busy_o = mac;
+  wire unused_lean = Lean;
+endmodule
+
+`default_nettype wire
