@@ -51,12 +51,24 @@ $(MESH_VDIR)/$(1): verif/mesh/tb_mesh_fifo.cpp verif/mesh/tb_common.h $(MESH_RTL
 MESH_BENCHES += $(MESH_VDIR)/$(1)
 endef
 
+# the router bench on the board's lean router (mesh_router_lean; tb_mesh_router.cpp TB_LEAN)
+define mesh_bench_router_lean
+$(MESH_VDIR)/tb_mesh_router_lean: verif/mesh/tb_mesh_router.cpp verif/mesh/tb_common.h $(MESH_RTL) | deps
+	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
+	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_router_lean -CFLAGS -DTB_LEAN \
+		--Mdir $(MESH_VDIR)/tb_mesh_router_lean.obj -o ../tb_mesh_router_lean \
+		$(abspath verif/mesh/tb_mesh_router.cpp) $(MESH_RTL) >$(MESH_VDIR)/tb_mesh_router_lean.build.log 2>&1 \
+		|| { tail -n 40 $(MESH_VDIR)/tb_mesh_router_lean.build.log; exit 1; }
+MESH_BENCHES += $(MESH_VDIR)/tb_mesh_router_lean
+endef
+
 MESH_BENCHES :=
 $(eval $(call mesh_bench,tb_mesh_fifo,mesh_fifo,,))
 $(eval $(call mesh_bench_fifo,tb_mesh_fifo_ram,16,0))
 $(eval $(call mesh_bench_fifo,tb_mesh_fifo_ram_bypass,32,1))
 $(eval $(call mesh_bench,tb_mesh_arbiter,mesh_arbiter,,))
 $(eval $(call mesh_bench,tb_mesh_router,mesh_router,,))
+$(eval $(call mesh_bench_router_lean))
 # mesh_top with the PE test double (verif/mesh/pe_stub.v): the host-port bench checks
 # command decoding and error paths with a PE whose replies it controls; the real PE behind
 # the host port is covered by tests/driver/test_sim.c and verif/board (tb_board_mesh)
@@ -77,11 +89,13 @@ TEST_ENTRIES += $(MESH_VDIR)/tb_mesh_fifo@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_fifo_ram_bypass@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_arbiter@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_router@--seed=1,--cycles=40000 \
+	$(MESH_VDIR)/tb_mesh_router_lean@--seed=1,--cycles=40000 \
 	$(MESH_VDIR)/tb_mesh_hostport@--seed=1,--cycles=60000 \
 	$(foreach sh,1x1 2x2 2x4 4x4,$(MESH_VDIR)/tb_mesh_fabric_$(sh)@--seed=1,--cycles=20000)
 REGRESS_ENTRIES += $(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_fifo@--seed=$(s),--cycles=200000) \
 	$(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_arbiter@--seed=$(s),--cycles=200000) \
 	$(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_router@--seed=$(s),--cycles=400000) \
+	$(foreach s,2 3 4 5,$(MESH_VDIR)/tb_mesh_router_lean@--seed=$(s),--cycles=200000) \
 	$(foreach sh,$(MESH_SHAPES),$(foreach s,2 3 4 5,$(MESH_VDIR)/tb_mesh_fabric_$(sh)@--seed=$(s),--cycles=200000))
 
 .PHONY: mesh-benches

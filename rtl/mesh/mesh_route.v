@@ -5,7 +5,9 @@
 // Mask 0 means "unrouted": the router drops the wavelet and counts it.
 `default_nettype none
 
-module mesh_route (
+module mesh_route #(
+  parameter bit [4:0] Used = 5'b11111  // mask bits the caller can need (others read 0)
+) (
   input  wire [79:0] table_i,  // route table, 16 x 5-bit masks
   input  wire [3:0]  color_i,
   output wire [4:0]  mask_o
@@ -16,7 +18,7 @@ module mesh_route (
   for (genvar c = 0; c < 16; c++) begin : g_entry
     assign entry[c] = table_i[c*5 +: 5];
   end
-  assign mask_o = entry[color_i];
+  assign mask_o = entry[color_i] & Used;
 endmodule
 
 `default_nettype wire

@@ -15,6 +15,7 @@
 // handshake; the PE takes a wavelet when rx_valid && rx_ready, and its rx_ready must not
 // depend on rx_valid.
 // Counters (32 bit, wrapping): wavelets out per port N, E, S, W, local, then err_unrouted.
+// The board's area-lean variant (mesh_tile Lean) is mesh_router_lean.
 // Ports: a router on a mesh edge (mesh_top with TrimEdges) leaves out the links that lead
 // off the mesh: such an input has no FIFO (it is idle anyway) and such an output no
 // register (it is always ready anyway: a wavelet routed there is dropped and counted, in
@@ -26,8 +27,7 @@
 module mesh_router #(
   parameter int unsigned FifoDepth = 2,  // input FIFO entries (2 sustains 1 wavelet/cycle)
   parameter int unsigned PayloadW = 32,  // payload bits; only formal shrinks it
-  parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
-  parameter bit Lean = 1'b0              // area-lean configuration (board)
+  parameter bit [3:0] Ports = 4'b1111    // N, E, S, W links that exist (bit 0 N .. 3 W)
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -195,7 +195,6 @@ module mesh_router #(
 `ifdef FORMAL
 `include "mesh_router_formal.vh"
 `endif
-  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire

@@ -50,27 +50,53 @@ module mesh_tile #(
   wire [31:0] cfg_wdata, cfg_rdata;
   wire        router_idle, chain_idle, pe_idle;
 
-  mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports), .Lean(Lean)) u_router (
-    .clk_i, .rst_ni,
-    .in_valid_i         ({tx_valid, in_valid_i}),
-    .in_data_i          ({tx_data, in_data_i}),
-    .in_ready_o         ({tx_ready, in_ready_o}),
-    .out_valid_o,
-    .out_data_o,
-    .out_ready_i,
-    .loc_valid_o        (rx_valid),
-    .loc_data_o         (rx_data),
-    .loc_ready_i        (rx_ready),
-    .local_color_ready_i(color_ready),
-    .rt_we_i            (rt_we),
-    .rt_addr_i          (rt_addr),
-    .rt_wdata_i         (rt_wdata),
-    .rt_o,
-    .ctr_addr_i         (ctr_addr),
-    .ctr_rdata_o        (ctr_rdata),
-    .ctr_clear_i,
-    .idle_o             (router_idle)
-  );
+  // Lean: the shared-bus router (input FIFOs 1 deep, 16-bit counters; mesh_router_lean)
+  if (Lean) begin : g_lean
+    mesh_router_lean #(.Ports(Ports)) u_router (
+      .clk_i, .rst_ni,
+      .in_valid_i         ({tx_valid, in_valid_i}),
+      .in_data_i          ({tx_data, in_data_i}),
+      .in_ready_o         ({tx_ready, in_ready_o}),
+      .out_valid_o,
+      .out_data_o,
+      .out_ready_i,
+      .loc_valid_o        (rx_valid),
+      .loc_data_o         (rx_data),
+      .loc_ready_i        (rx_ready),
+      .local_color_ready_i(color_ready),
+      .rt_we_i            (rt_we),
+      .rt_addr_i          (rt_addr),
+      .rt_wdata_i         (rt_wdata),
+      .rt_o,
+      .ctr_addr_i         (ctr_addr),
+      .ctr_rdata_o        (ctr_rdata),
+      .ctr_clear_i,
+      .idle_o             (router_idle)
+    );
+    wire [31:0] unused_depth = FifoDepth;  // the lean router's FIFOs are 1 deep
+  end else begin : g_full
+    mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports)) u_router (
+      .clk_i, .rst_ni,
+      .in_valid_i         ({tx_valid, in_valid_i}),
+      .in_data_i          ({tx_data, in_data_i}),
+      .in_ready_o         ({tx_ready, in_ready_o}),
+      .out_valid_o,
+      .out_data_o,
+      .out_ready_i,
+      .loc_valid_o        (rx_valid),
+      .loc_data_o         (rx_data),
+      .loc_ready_i        (rx_ready),
+      .local_color_ready_i(color_ready),
+      .rt_we_i            (rt_we),
+      .rt_addr_i          (rt_addr),
+      .rt_wdata_i         (rt_wdata),
+      .rt_o,
+      .ctr_addr_i         (ctr_addr),
+      .ctr_rdata_o        (ctr_rdata),
+      .ctr_clear_i,
+      .idle_o             (router_idle)
+    );
+  end
 
   pe #(
     .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth), .Lean(Lean)

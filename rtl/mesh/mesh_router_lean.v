@@ -1,0 +1,203 @@
+// mesh_router_lean: the area-lean router of the board (mesh_tile Lean): the ports, route
+// table, multicast and counter semantics of mesh_router with one shared bus instead of a
+// crossbar, for links that are far slower than the fabric (the board's UART).
+//
+// Same ports and handshakes as mesh_router (valid/ready on every link; N/E/S/W outputs
+// registered, the local output not: it offers a wavelet only when local_color_ready_i of
+// its color is set and may drop its valid without a handshake). Differences, all in timing
+// or in counting:
+// - Input FIFOs are 1 deep and registered (mesh_fifo Bypass 0): a link moves at most one
+//   wavelet every other cycle and a hop takes two cycles.
+// - One input head per cycle goes on the bus (round robin over the inputs with a wavelet,
+//   the pointer moving on every cycle, so a head that waits for a busy output cannot hold
+//   the bus); it is offered to every output of its route it has not reached yet (per-head
+//   "sent" mask, as in mesh_router) and leaves its FIFO when all have taken it. So one
+//   decoder, one local-ready lookup and one bus multiplexer instead of one decoder per
+//   input and an N x N crossbar.
+// - Outputs that do not exist (Ports) are one always-ready sink: a wavelet with any route
+//   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
+//   such copy in the absent port's counter).
+// - Counters are 16 bits (read as zero-extended words); absent ports' counters read 0.
+// Not covered by the router proof (make formal proves mesh_router); checked by the board
+// benches (tb_board_lean) and tb_mesh_router built for it (tb_mesh_router_lean).
+`default_nettype none
+
+module mesh_router_lean #(
+  parameter int unsigned PayloadW = 32,  // payload bits
+  parameter bit [3:0] Ports = 4'b1111    // N, E, S, W links that exist (bit 0 N .. 3 W)
+) (
+  input  wire                 clk_i,
+  input  wire                 rst_ni,
+  input  wire  [4:0]          in_valid_i,
+  input  wire  [5*(PayloadW+5)-1:0] in_data_i,
+  output wire  [4:0]          in_ready_o,
+  output wire  [3:0]          out_valid_o,          // N, E, S, W (registered)
+  output wire  [4*(PayloadW+5)-1:0] out_data_o,
+  input  wire  [3:0]          out_ready_i,
+  output wire                 loc_valid_o,          // local output (to the PE, unregistered)
+  output wire  [PayloadW+4:0] loc_data_o,
+  input  wire                 loc_ready_i,
+  input  wire  [15:0]         local_color_ready_i,  // PE queue of that color has space
+  input  wire                 rt_we_i,              // route table write
+  input  wire  [3:0]          rt_addr_i,            // color
+  input  wire  [4:0]          rt_wdata_i,           // mask {local, W, S, E, N}
+  output wire  [79:0]         rt_o,                 // the table (the host port checks colors)
+  input  wire  [2:0]          ctr_addr_i,           // 0-4 wavelets out per port, 5 err_unrouted
+  output logic [31:0]         ctr_rdata_o,
+  input  wire                 ctr_clear_i,
+  output wire                 idle_o                // no wavelet stored anywhere in the router
+);
+  localparam int unsigned W = PayloadW + 5;
+  localparam int unsigned L = 4;  // local port index
+  localparam int unsigned CtrW = 16;
+  localparam bit [4:0] Present = {1'b1, Ports};
+
+  // ports that exist: how many, the j-th of them
+  function automatic int unsigned f_count(input bit [4:0] p);
+    f_count = 0;
+    for (int unsigned k = 0; k < 5; k++) f_count = f_count + (p[k] ? 1 : 0);
+  endfunction
+  function automatic int unsigned f_nth(input bit [4:0] p, input int unsigned j);
+    int unsigned n;
+    n = 0;
+    f_nth = 0;
+    for (int unsigned k = 0; k < 5; k++) begin
+      if (p[k] && n == j) f_nth = k;
+      if (p[k]) n = n + 1;
+    end
+  endfunction
+  localparam int unsigned NP = f_count(Present);
+  // the sink: the first absent output (none absent: 0, then unused as a sink)
+  localparam int unsigned Sink = f_nth(~Present, 0);
+  localparam bit HasSink = (Present != 5'b11111);
+  localparam bit [4:0] RouteUsed = Present | (5'b1 << Sink);
+
+  // ---- input FIFOs, compacted to the NP ports that exist (index j: port f_nth(Present, j))
+  logic [NP-1:0]   hv, pop, empty;
+  logic [NP*W-1:0] hd;
+  logic [NP*5-1:0] sent_q, sent_d;
+  for (genvar i = 0; i < 5; i++) begin : g_tie
+    if (!Present[i]) begin : g_absent
+      assign in_ready_o[i] = 1'b1;  // off the mesh: nothing ever arrives
+      wire unused_in = &{1'b0, in_valid_i[i], in_data_i[i*W +: W]};
+    end
+  end
+  for (genvar j = 0; j < NP; j++) begin : g_in
+    localparam int unsigned I = f_nth(Present, j);
+    mesh_fifo #(.Width(W), .Depth(1), .Bypass(1'b0)) u_fifo (
+      .clk_i, .rst_ni,
+      .in_valid_i (in_valid_i[I]),
+      .in_data_i  (in_data_i[I*W +: W]),
+      .in_ready_o (in_ready_o[I]),
+      .out_valid_o(hv[j]),
+      .out_data_o (hd[j*W +: W]),
+      .out_ready_i(pop[j]),
+      .empty_o    (empty[j])
+    );
+  end
+
+  // ---- the bus: one head per cycle
+  logic [NP-1:0] gnt;
+  logic [W-1:0]  bus;
+  mesh_arbiter #(.N(NP)) u_arb (
+    .clk_i, .rst_ni,
+    .req_i    (hv),
+    .advance_i(1'b1),  // move on every cycle: a waiting head does not hold the bus
+    .gnt_o    (gnt)
+  );
+  mesh_xbar #(.NIn(NP), .NOut(1), .Width(W)) u_bus (
+    .data_i(hd),
+    .sel_i (gnt),
+    .data_o(bus)
+  );
+
+  // route of the bus head, only the bits of existing outputs and the sink
+  logic [79:0] rt_q, rt_d, rt_eff;
+  logic [4:0]  bmask;
+  always_comb begin
+    rt_eff = rt_q;
+    if (HasSink) begin
+      for (int unsigned c = 0; c < 16; c++) begin
+        rt_eff[c*5 +: 5] = rt_q[c*5 +: 5] & Present;
+        if ((rt_q[c*5 +: 5] & ~Present) != 5'b0) rt_eff[c*5 + Sink] = 1'b1;
+      end
+    end
+  end
+  mesh_route #(.Used(RouteUsed)) u_route (
+    .table_i(rt_eff),
+    .color_i(bus[PayloadW +: 4]),
+    .mask_o (bmask)
+  );
+
+  logic        bus_valid, drop, done, loc_offer;
+  logic [4:0]  bus_sent, left, take;
+  logic [3:0]  outv_q, outv_d;
+  logic [4*W-1:0] outd_q, outd_d;
+
+  always_comb begin
+    bus_valid = (hv != '0);
+    bus_sent = '0;
+    for (int unsigned j = 0; j < NP; j++) if (gnt[j]) bus_sent = sent_q[j*5 +: 5];
+    left = bus_valid ? (bmask & ~bus_sent) : 5'b0;
+    drop = bus_valid && (bmask == 5'b0);
+    loc_offer = left[L] && local_color_ready_i[bus[PayloadW +: 4]];
+    for (int unsigned o = 0; o < 4; o++)
+      take[o] = left[o] && (Present[o] ? (!outv_q[o] || out_ready_i[o]) : 1'b1);
+    take[L] = loc_offer && loc_ready_i;
+    done = bus_valid && (drop || (left & ~take) == 5'b0);
+    for (int unsigned j = 0; j < NP; j++) begin
+      pop[j] = gnt[j] && done;
+      sent_d[j*5 +: 5] = !gnt[j] ? sent_q[j*5 +: 5] : done ? 5'b0 : (bus_sent | take);
+    end
+    for (int unsigned o = 0; o < 4; o++) begin
+      outv_d[o] = Present[o] && (take[o] || (outv_q[o] && !out_ready_i[o]));
+      outd_d[o*W +: W] = !Present[o] ? '0 : take[o] ? bus : outd_q[o*W +: W];
+    end
+  end
+
+  assign out_valid_o = outv_q;
+  assign out_data_o = outd_q;
+  assign loc_valid_o = loc_offer;
+  assign loc_data_o = bus;
+
+  // ---- route table
+  always_comb begin
+    rt_d = rt_q;
+    for (int unsigned k = 0; k < 16; k++) begin
+      if (rt_we_i && rt_addr_i == 4'(k)) rt_d[k*5 +: 5] = rt_wdata_i;
+    end
+  end
+  assign rt_o = rt_q;
+
+  // ---- counters: per existing output, and err_unrouted (+ the sink's drops)
+  logic [CtrW-1:0] cnt_q [6];
+  logic [CtrW-1:0] cnt_d [6];
+  always_comb begin
+    for (int unsigned o = 0; o < 5; o++)
+      cnt_d[o] = Present[o] ? cnt_q[o] + {{(CtrW-1){1'b0}}, take[o]} : '0;
+    cnt_d[5] = cnt_q[5] + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
+    if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
+    ctr_rdata_o = (ctr_addr_i < 3'd6) ? 32'(cnt_q[ctr_addr_i]) : 32'b0;
+  end
+
+  assign idle_o = (empty == '1) && (outv_q == 4'b0);
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      sent_q <= '0;
+      outv_q <= '0;
+      outd_q <= '0;
+      rt_q <= '0;
+      for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= '0;
+    end else begin
+      sent_q <= sent_d;
+      outv_q <= outv_d;
+      outd_q <= outd_d;
+      rt_q <= rt_d;
+      for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= cnt_d[k];
+    end
+  end
+
+endmodule
+
+`default_nettype wire
