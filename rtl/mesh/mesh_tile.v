@@ -98,29 +98,57 @@ module mesh_tile #(
     );
   end
 
-  pe #(
-    .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth), .Lean(Lean)
-  ) u_pe (
-    .clk_i, .rst_ni,
-    .rx_valid_i   (rx_valid),
-    .rx_data_i    (rx_data),
-    .rx_ready_o   (rx_ready),
-    .color_ready_o(color_ready),
-    .tx_valid_o   (tx_valid),
-    .tx_data_o    (tx_data),
-    .tx_ready_i   (tx_ready),
-    .cfg_req_i    (cfg_req),
-    .cfg_we_i     (cfg_we),
-    .cfg_target_i (cfg_target),
-    .cfg_addr_i   (cfg_addr),
-    .cfg_wdata_i  (cfg_wdata),
-    .cfg_gnt_o    (cfg_gnt),
-    .cfg_rvalid_o (cfg_rvalid),
-    .cfg_rdata_o  (cfg_rdata),
-    .idle_o       (pe_idle),
-    .mac_busy_o,
-    .ctr_clear_i
-  );
+  // Lean (board): pe_lite, the area-minimal PE (same ports, ISA and results; a MAC takes
+  // about 16 cycles instead of 1); otherwise the full-rate pe
+  if (Lean) begin : g_pe_lite
+    pe_lite #(
+      .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
+    ) u_pe (
+      .clk_i, .rst_ni,
+      .rx_valid_i   (rx_valid),
+      .rx_data_i    (rx_data),
+      .rx_ready_o   (rx_ready),
+      .color_ready_o(color_ready),
+      .tx_valid_o   (tx_valid),
+      .tx_data_o    (tx_data),
+      .tx_ready_i   (tx_ready),
+      .cfg_req_i    (cfg_req),
+      .cfg_we_i     (cfg_we),
+      .cfg_target_i (cfg_target),
+      .cfg_addr_i   (cfg_addr),
+      .cfg_wdata_i  (cfg_wdata),
+      .cfg_gnt_o    (cfg_gnt),
+      .cfg_rvalid_o (cfg_rvalid),
+      .cfg_rdata_o  (cfg_rdata),
+      .idle_o       (pe_idle),
+      .mac_busy_o,
+      .ctr_clear_i
+    );
+  end else begin : g_pe
+    pe #(
+      .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
+    ) u_pe (
+      .clk_i, .rst_ni,
+      .rx_valid_i   (rx_valid),
+      .rx_data_i    (rx_data),
+      .rx_ready_o   (rx_ready),
+      .color_ready_o(color_ready),
+      .tx_valid_o   (tx_valid),
+      .tx_data_o    (tx_data),
+      .tx_ready_i   (tx_ready),
+      .cfg_req_i    (cfg_req),
+      .cfg_we_i     (cfg_we),
+      .cfg_target_i (cfg_target),
+      .cfg_addr_i   (cfg_addr),
+      .cfg_wdata_i  (cfg_wdata),
+      .cfg_gnt_o    (cfg_gnt),
+      .cfg_rvalid_o (cfg_rvalid),
+      .cfg_rdata_o  (cfg_rdata),
+      .idle_o       (pe_idle),
+      .mac_busy_o,
+      .ctr_clear_i
+    );
+  end
 
   mesh_cfgchain #(.PeIndex(PeIndex), .Lean(Lean)) u_cfg (
     .clk_i, .rst_ni,

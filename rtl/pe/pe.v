@@ -21,8 +21,7 @@ module pe #(
   parameter int unsigned AWords = 16384,  // bf16 elements; A is AWords/2 x 32 physically
   parameter int unsigned BWords = 8192,   // 32-bit words, two banks
   parameter int unsigned NumQueues = 4,   // input queues
-  parameter int unsigned QueueDepth = 8,  // wavelets per input queue
-  parameter bit Lean = 1'b0               // area-lean configuration (board): same ISA and results
+  parameter int unsigned QueueDepth = 8   // wavelets per input queue
 ) (
   input  wire        clk_i,
   input  wire        rst_ni,
@@ -318,7 +317,6 @@ module pe #(
 
   assign idle_o = !running && q_empty && eng_idle;
   assign mac_busy_o = mac;
-  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire

@@ -27,8 +27,7 @@ module pe_lite #(
   parameter int unsigned AWords = 16384,  // bf16 elements; A is AWords/2 x 32 physically
   parameter int unsigned BWords = 8192,   // 32-bit words (one bank here)
   parameter int unsigned NumQueues = 4,   // input queues
-  parameter int unsigned QueueDepth = 8,  // wavelets per input queue
-  parameter bit Lean = 1'b0               // accepted for pe's interface; pe_lite is always lean
+  parameter int unsigned QueueDepth = 8   // wavelets per input queue
 ) (
   input  wire        clk_i,
   input  wire        rst_ni,
@@ -908,7 +907,6 @@ module pe_lite #(
 
   assign idle_o = (st_q == SPick) && (qne == '0) && !stg_v_q;
   assign mac_busy_o = mac;
-  wire unused_lean = Lean;
 endmodule
 
 `default_nettype wire

@@ -11,8 +11,7 @@ module pe #(
   parameter int unsigned AWords = 16384,  // unused by the stub
   parameter int unsigned BWords = 8192,   // unused by the stub
   parameter int unsigned NumQueues = 4,   // unused by the stub
-  parameter int unsigned QueueDepth = 8,  // unused by the stub
-  parameter bit Lean = 1'b0               // unused by the stub
+  parameter int unsigned QueueDepth = 8   // unused by the stub
 ) (
   input  wire         clk_i,
   input  wire         rst_ni,
