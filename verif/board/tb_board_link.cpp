@@ -45,6 +45,7 @@ extern "C" {
 #include "driver/csd.h"
 #include "driver/fw.h"
 #include "driver/plan.h"
+#include "driver/proto.h"
 }
 #endif
 
@@ -508,6 +509,20 @@ static void run_forward(Bench &b, int T, int n_in, int n_out, double density,
 		CHECK(rc == CS_OK, "plan_exec: %s (%s)", err, cs_strerror(rc));
 	}
 	uint64_t c2 = cycle;
+	// PE 0's counters: 0 MAC-busy cycles (one per MAC issued), 1 task-busy cycles. Their
+	// ratio is the PE's cycles per MAC on this kernel, vector-loop and task overheads
+	// included (1 for the full-rate pe's AXPY; pe_lite's multi-cycle FMAC is slower).
+	uint32_t ctr[3] = {};
+	if (rc == CS_OK) {
+		const uint32_t rd[2] = { proto_hdr_read(8, 0, 2), 0 };
+		int lr = klink_send(&kl, rd, 2);
+		if (lr == CS_OK)
+			lr = klink_recv(&kl, ctr, 3);
+		CHECK(lr == CS_OK && ctr[0] == proto_resp_hdr(PROTO_READ, 0, 2),
+		      "PE counters: %s, header 0x%08x", cs_strerror(lr), ctr[0]);
+		CHECK(ctr[1] > 0 && ctr[2] >= ctr[1], "PE counters: %u MAC-busy, %u task-busy",
+		      ctr[1], ctr[2]);
+	}
 
 	char uri[96];
 	std::snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%d,bwords=%d", TB_ROWS, TB_COLS,
@@ -545,6 +560,9 @@ static void run_forward(Bench &b, int T, int n_in, int n_out, double density,
 			    T, n_in, n_out, nnz, 100.0 * density, TB_ROWS, TB_COLS,
 			    y.size() - bad, nonzero, c2 - c0, (double)(c2 - c0) / TB_CLK_HZ,
 			    TB_CLK_HZ / 1e6);
+		std::printf("forward: PE 0 issued %u MACs in %u task-busy cycles (%.2f cycles per "
+			    "MAC)\n",
+			    ctr[1], ctr[2], ctr[1] ? (double)ctr[2] / ctr[1] : 0.0);
 	}
 	csd_sparse_free(&sp);
 }
