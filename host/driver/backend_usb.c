@@ -727,11 +727,11 @@ static int usb_open(csd_dev *dev, const char *arg)
 		csd_fail(dev, rc, "%s", err);
 		goto out_close;
 	}
-	/* the board's defaults (rtl/board/board_top.v): 2x2 PEs, AWords 1024, BWords 256 */
-	dev->geom.rows = 2;
-	dev->geom.cols = 2;
-	dev->geom.a_words = 1024;
-	dev->geom.b_words = 256;
+	/* the mesh `make bitstream` builds, unless the URI names another */
+	dev->geom.rows = USB_BOARD_ROWS;
+	dev->geom.cols = USB_BOARD_COLS;
+	dev->geom.a_words = USB_BOARD_AWORDS;
+	dev->geom.b_words = USB_BOARD_BWORDS;
 	dev->clock_hz = 24e6;
 	if ((rc = csd_parse_geom(dev, p->o.geom)))
 		goto out_close;

@@ -12,7 +12,8 @@
  *              the FPGA's UART on iCEBreaker-class boards; channel A is the flash SPI)
  *   baud       UART rate (env CSD_USB_BAUD; default 3000000, rtl/board/board_top.v Baud)
  *   timeout    ms without progress before a wait fails (env CSD_USB_TIMEOUT_MS; default 1000)
- *   RxC, awords, bwords   the mesh the bitstream was built with (default 2x2, 1024, 256)
+ *   RxC, awords, bwords   the mesh the bitstream was built with (default: what `make
+ *              bitstream` builds, USB_BOARD_* below)
  *   noload     do not load the kernels image on open (board bring-up: link tests only)
  */
 #ifndef CS_USB_H
@@ -23,6 +24,13 @@
 
 #include "driver/csd.h"
 #include "driver/frame.h"
+
+/* The mesh `make bitstream` builds (verif/board.mk FPGA_ROWS, FPGA_COLS, FPGA_AWORDS,
+ * FPGA_BWORDS): the usb backend assumes it unless the URI says otherwise. */
+#define USB_BOARD_ROWS 1
+#define USB_BOARD_COLS 1
+#define USB_BOARD_AWORDS 32768
+#define USB_BOARD_BWORDS 512
 
 struct csd_usb_board {
 	int bus, addr;

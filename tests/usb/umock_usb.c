@@ -156,6 +156,12 @@ static int board_flash(struct board *b, int rows, int cols, unsigned awords, uns
 	return 0;
 }
 
+/* the bitstream `make bitstream` builds (the usb backend's default mesh) */
+static int board_flash_default(struct board *b)
+{
+	return board_flash(b, USB_BOARD_ROWS, USB_BOARD_COLS, USB_BOARD_AWORDS, USB_BOARD_BWORDS);
+}
+
 static void out_bytes(struct board *b, const uint8_t *p, size_t n)
 {
 	if (b->out_head + b->out_len + n > OUTQ) {
@@ -497,7 +503,7 @@ static void add_board(struct board *b, UMockdevIoctlBase *h)
 		 "A: serial=%s\\n\nA: idVendor=0403\\n\nA: idProduct=6010\\n\nH: descriptors=%s\n",
 		 b->syspath, num, num, b->devnode, b->serial, atoi(num), b->serial, hex);
 	b->out = malloc(OUTQ);
-	if (!b->out || board_flash(b, 2, 2, 1024, 256)) { /* the board's default bitstream */
+	if (!b->out || board_flash_default(b)) {
 		fprintf(stderr, "umock: out of memory\n");
 		exit(1);
 	}
@@ -647,7 +653,8 @@ static void kernel_tests(void)
 	/* A. random layers on four bitstreams: the board's default mesh and small SRAMs that
 	 * force token and output tiling */
 	static const struct geo geos[] = {
-		{ 2, 2, 1024, 256 }, { 2, 2, 128, 64 }, { 1, 3, 256, 32 }, { 3, 2, 512, 128 },
+		{ USB_BOARD_ROWS, USB_BOARD_COLS, USB_BOARD_AWORDS, USB_BOARD_BWORDS },
+		{ 2, 2, 128, 64 }, { 1, 3, 256, 32 }, { 3, 2, 512, 128 },
 	};
 	static const double sps[] = { 0, 0.3, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0 };
 	const char *s = getenv("TEST_SEED");
@@ -708,7 +715,7 @@ static void kernel_tests(void)
 	       (unsigned long long)kernel_frames_resent);
 
 	/* B. the CLI against the board: spmm checks every kernel bit for bit itself */
-	CHECK(board_flash(b, 2, 2, 1024, 256) == 0, "flash");
+	CHECK(board_flash_default(b) == 0, "flash");
 	static const char *const kn[] = { "fwd", "bwd", "wgrad" };
 	for (int k = 0; k < 3; k++) {
 		char *argv[] = { "spmm", "--device", "usb:CSB00001", "--tokens", "70", "--k", "90",
@@ -894,7 +901,7 @@ static void train_test(void)
 		   "sparsity: {algorithm: static, init_method: random, sparsity: 0.8}\n");
 	fclose(f);
 	snprintf(outd, sizeof outd, "run.out_dir=%s", dir);
-	CHECK(board_flash(b, 2, 2, 1024, 256) == 0, "flash");
+	CHECK(board_flash_default(b) == 0, "flash");
 
 	printf("-- cshost train (device.kind=usb): 2 steps\n");
 	uint64_t rx0 = b->ctr.rx_bytes;
@@ -1045,9 +1052,9 @@ int main(void)
 	CHECK(run_cli("board", "info", NULL) == 0, "board info");
 	printf("-- cshost board selftest (good board)\n");
 	CHECK(run_cli("board", "selftest", NULL) == 0, "board selftest on a good board");
-	boards[0].dead_pe = 2;
-	boards[1].dead_pe = 2;
-	printf("-- cshost board selftest (PE 2's task table loses its writes)\n");
+	boards[0].dead_pe = USB_BOARD_ROWS * USB_BOARD_COLS - 1; /* the last PE */
+	boards[1].dead_pe = boards[0].dead_pe;
+	printf("-- cshost board selftest (PE %d's task table loses its writes)\n", boards[0].dead_pe);
 	CHECK(run_cli("board", "selftest", NULL) == 1, "board selftest must fail on a bad PE");
 	boards[0].dead_pe = boards[1].dead_pe = -1;
 
