@@ -275,3 +275,15 @@ $(EST)/%.json: $(EST_SRCS) | deps
 	esac; \
 	yosys -q -l $(EST)/$*.log -p "read_verilog -sv $(FPGA_DEFS) -DBOARD_NO_ICE40_PLL $(EST_SRCS); \
 		$$par synth_$$fam -top $$top; write_json $@"
+
+# make bench: one training step of the default tiny GPT (configs/tiny.yaml's sparse
+# projections: 2 layers, n_embd 32, 128 tokens, 80 % sparse; 24 kernel calls, each checked
+# bit for bit against the cpu backend) on the board configuration that `make bitstream`
+# builds, through the bit-level UART and the framing, with the driver's planner: the
+# step's device time a board would see, measured in simulation (about 20 s of CPU).
+.PHONY: board-bench
+board-bench: $(BOARD_OUT)/tb_board_lean
+	@mkdir -p $(BUILD)/bench
+	$(BOARD_OUT)/tb_board_lean --gpt-step --json=$(BUILD)/bench/board_step.json | grep -E "gpt step|RESULT"
+	@cat $(BUILD)/bench/board_step.json
+BENCH_TARGETS += board-bench

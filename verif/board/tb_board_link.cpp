@@ -81,6 +81,7 @@ extern "C" {
 #endif
 
 static const double kClkPs = 1e12 / TB_CLK_HZ;
+static const char *gpt_json = nullptr; // --gpt-step --json=PATH: the step's numbers
 static const uint64_t kClksPerBit = TB_CLK_HZ / TB_BAUD;
 
 static uint64_t rng_state;
@@ -214,6 +215,7 @@ struct Bench {
 	// FNV-1a over (cycle, byte) of everything the device sent: equal for RTL and netlist
 	// iff they behave identically cycle for cycle on the wire
 	uint64_t transcript = 0xcbf29ce484222325ull;
+	uint64_t uart_bytes_out = 0, uart_bytes_in = 0; // on the wire, framing included
 
 	Bench(VerilatedContext *c, double ppm) : ctx(c), uart(ppm)
 	{
@@ -264,6 +266,7 @@ struct Bench {
 		rec[8] = b;
 		for (uint8_t x : rec)
 			transcript = (transcript ^ x) * 0x100000001b3ull;
+		uart_bytes_in++;
 		int r = frm_dec_byte(&dec, b, cycle);
 		if (r < 0) {
 			link_errors++;
@@ -340,6 +343,7 @@ struct Bench {
 		}
 		for (uint8_t b : f)
 			uart.q.push_back({b, 0});
+		uart_bytes_out += f.size();
 		if (gap)
 			uart.q.push_back({-1, 1100}); // silence past the byte timeout
 	}
@@ -459,112 +463,233 @@ static int klink_recv(void *ctx, uint32_t *w, size_t n)
 	return CS_OK;
 }
 
-// The forward kernel y[T, n_out] = x[T, n_in] W^T on a small sparse layer through the link,
-// compared bit for bit with the C model (the cpu backend, host/driver/backend_cpu.c).
-static void run_forward(Bench &b, int T, int n_in, int n_out, double density,
-			uint64_t recv_cycles)
+// Kernels through the link, driven by the driver's planner, each compared bit for bit with
+// the C model (the cpu backend, host/driver/backend_cpu.c) on the same data.
+struct KernelRun {
+	plan_geom g;
+	csd_fw fw;
+	KernelLink kl;
+	plan_link link;
+	plan_stats st;
+	csd_dev *ref;
+};
+
+// plan_load (firmware, routes) and the cpu reference of the board's mesh
+static bool kernels_open(Bench &b, KernelRun &k, uint64_t recv_cycles)
 {
 	char err[256] = "";
-	struct plan_geom g = { TB_ROWS, TB_COLS, TB_AWORDS, TB_BWORDS, 4, 4 };
-	static struct csd_fw fw;
-	int rc = csd_fw_get(&fw, "kernels", err, sizeof err);
+	k.g = { TB_ROWS, TB_COLS, TB_AWORDS, TB_BWORDS, 4, 4 };
+	k.kl = { &b, b.responses.size(), recv_cycles };
+	k.link = { &k.kl, klink_send, klink_recv, (uint32_t)recv_cycles };
+	k.st = {};
+	k.ref = nullptr;
+	int rc = csd_fw_get(&k.fw, "kernels", err, sizeof err);
 	CHECK(rc == CS_OK, "firmware: %s", err);
 	if (rc)
-		return;
-	KernelLink kl{ &b, b.responses.size(), recv_cycles };
-	struct plan_link link = { &kl, klink_send, klink_recv, (uint32_t)recv_cycles };
-	struct plan_stats st = {};
-	uint64_t c0 = cycle;
-	rc = plan_load(&g, &fw, &link, &st, err, sizeof err);
+		return false;
+	rc = plan_load(&k.g, &k.fw, &k.link, &k.st, err, sizeof err);
 	CHECK(rc == CS_OK, "plan_load: %s (%s)", err, cs_strerror(rc));
 	if (rc)
-		return;
-
-	std::vector<float> w((size_t)n_out * n_in, 0.0f);
-	size_t nnz = 0;
-	for (auto &v : w)
-		if ((double)(rng_next() % 1000) < density * 1000.0) {
-			v = (float)((double)(int64_t)(rng_next() % 2001 - 1000) / 256.0);
-			nnz += v != 0.0f;
-		}
-	std::vector<uint16_t> x((size_t)T * n_in);
-	for (auto &v : x)
-		v = nm_bf16_from_f32((float)((double)(int64_t)(rng_next() % 2001 - 1000) / 128.0));
-	csd_sparse sp = {};
-	rc = csd_sparse_from_dense(&sp, w.data(), nullptr, n_out, n_in);
-	CHECK(rc == CS_OK, "csd_sparse_from_dense: %s", cs_strerror(rc));
-	if (rc)
-		return;
-	std::vector<float> y((size_t)T * n_out, -1.0f), yref((size_t)T * n_out, -2.0f);
-
-	struct plan pl;
-	rc = plan_make(&pl, &g, PLAN_FWD, T, n_out, n_in, err, sizeof err);
-	CHECK(rc == CS_OK, "plan_make: %s", err);
-	if (rc == CS_OK) {
-		struct plan_io io = {};
-		io.w = &sp;
-		io.act = x.data();
-		io.out = y.data();
-		rc = plan_exec(&pl, &fw, &io, &link, &st, err, sizeof err);
-		CHECK(rc == CS_OK, "plan_exec: %s (%s)", err, cs_strerror(rc));
-	}
-	uint64_t c2 = cycle;
-	// PE 0's counters: 0 MAC-busy cycles (one per MAC issued), 1 task-busy cycles. Their
-	// ratio is the PE's cycles per MAC on this kernel, vector-loop and task overheads
-	// included (1 for the full-rate pe's AXPY; pe_lite's multi-cycle FMAC is slower).
-	uint32_t ctr[3] = {};
-	if (rc == CS_OK) {
-		const uint32_t rd[2] = { proto_hdr_read(8, 0, 2), 0 };
-		int lr = klink_send(&kl, rd, 2);
-		if (lr == CS_OK)
-			lr = klink_recv(&kl, ctr, 3);
-		CHECK(lr == CS_OK && ctr[0] == proto_resp_hdr(PROTO_READ, 0, 2),
-		      "PE counters: %s, header 0x%08x", cs_strerror(lr), ctr[0]);
-		CHECK(ctr[1] > 0 && ctr[2] >= ctr[1], "PE counters: %u MAC-busy, %u task-busy",
-		      ctr[1], ctr[2]);
-	}
-
+		return false;
 	char uri[96];
 	std::snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%d,bwords=%d", TB_ROWS, TB_COLS,
 		      TB_AWORDS, TB_BWORDS);
-	csd_dev *ref = nullptr;
-	int rr = csd_open(&ref, uri);
-	CHECK(rr == CS_OK, "csd_open(%s): %s", uri, csd_last_error(nullptr));
-	if (rr == CS_OK) {
-		rr = csd_forward(ref, yref.data(), x.data(), &sp, T);
-		CHECK(rr == CS_OK, "cpu forward: %s", csd_last_error(ref));
-		csd_close(ref);
+	rc = csd_open(&k.ref, uri);
+	CHECK(rc == CS_OK, "csd_open(%s): %s", uri, csd_last_error(nullptr));
+	return rc == CS_OK;
+}
+
+// One kernel call on a random layer n_in -> n_out with T tokens and the given density: the
+// board's result against the cpu backend's. Returns the number of differing outputs, or -1
+// when a call failed. nnz_out: the layer's nonzeros.
+static long run_kernel(KernelRun &k, enum plan_kernel kern, int T, int n_in, int n_out,
+		       double density, size_t *nnz_out, size_t *nonzero_out)
+{
+	static const char *const name[] = { "forward", "backward", "wgrad" };
+	char err[256] = "";
+	std::vector<float> w((size_t)n_out * n_in, 0.0f);
+	for (auto &v : w)
+		if ((double)(rng_next() % 1000) < density * 1000.0)
+			v = (float)((double)(int64_t)(rng_next() % 2001 - 1000) / 256.0);
+	auto act = [](size_t n) {
+		std::vector<uint16_t> a(n);
+		for (auto &v : a)
+			v = nm_bf16_from_f32((float)((double)(int64_t)(rng_next() % 2001 - 1000) / 128.0));
+		return a;
+	};
+	std::vector<uint16_t> x = act((size_t)T * n_in), dy = act((size_t)T * n_out);
+	csd_sparse sp = {};
+	int rc = csd_sparse_from_dense(&sp, w.data(), nullptr, n_out, n_in);
+	CHECK(rc == CS_OK, "csd_sparse_from_dense: %s", cs_strerror(rc));
+	if (rc)
+		return -1;
+	size_t n_res = kern == PLAN_FWD ? (size_t)T * n_out
+		       : kern == PLAN_BWD ? (size_t)T * n_in : (size_t)sp.nnz;
+	std::vector<float> y(n_res, -1.0f), yref(n_res, -2.0f);
+
+	struct plan pl;
+	rc = plan_make(&pl, &k.g, kern, T, n_out, n_in, err, sizeof err);
+	CHECK(rc == CS_OK, "plan_make %s: %s", name[kern], err);
+	if (rc == CS_OK) {
+		struct plan_io io = {};
+		io.w = &sp;
+		io.act = kern == PLAN_BWD ? dy.data() : x.data();
+		io.bact = kern == PLAN_WGRAD ? dy.data() : nullptr;
+		io.out = y.data();
+		rc = plan_exec(&pl, &k.fw, &io, &k.link, &k.st, err, sizeof err);
+		CHECK(rc == CS_OK, "plan_exec %s: %s (%s)", name[kern], err, cs_strerror(rc));
 	}
+	int rr = kern == PLAN_FWD ? csd_forward(k.ref, yref.data(), x.data(), &sp, T)
+		 : kern == PLAN_BWD ? csd_backward(k.ref, yref.data(), dy.data(), &sp, T)
+				    : csd_wgrad(k.ref, yref.data(), dy.data(), x.data(), &sp, T);
+	CHECK(rr == CS_OK, "cpu %s: %s", name[kern], csd_last_error(k.ref));
+	long bad = -1;
 	if (rc == CS_OK && rr == CS_OK) {
-		size_t bad = 0;
+		bad = 0;
+		size_t nonzero = 0;
 		for (size_t i = 0; i < y.size(); i++) {
 			uint32_t a, e;
 			std::memcpy(&a, &y[i], 4);
 			std::memcpy(&e, &yref[i], 4);
+			nonzero += yref[i] != 0.0f;
 			if (a != e && bad++ == 0)
-				std::printf("FAIL forward: y[%zu] (token %zu, output %zu): expected "
-					    "0x%08x, got 0x%08x\n",
-					    i, i / (size_t)n_out, i % (size_t)n_out, e, a);
+				std::printf("FAIL %s: out[%zu]: expected 0x%08x, got 0x%08x\n",
+					    name[kern], i, e, a);
 		}
-		CHECK(bad == 0, "forward: %zu of %zu outputs differ from the C model", bad,
+		CHECK(bad == 0, "%s: %ld of %zu outputs differ from the C model", name[kern], bad,
 		      y.size());
-		size_t nonzero = 0;
-		for (float v : yref)
-			nonzero += v != 0.0f;
-		CHECK(nonzero > y.size() / 2, "the layer's outputs are mostly zero (%zu of %zu)",
-		      nonzero, y.size());
+		if (nonzero_out)
+			*nonzero_out = nonzero;
+	}
+	if (nnz_out)
+		*nnz_out = (size_t)sp.nnz;
+	csd_sparse_free(&sp);
+	return bad;
+}
+
+// PE 0's counters: 0 MAC-busy cycles (one per MAC issued), 1 task-busy cycles. Their ratio
+// is the PE's cycles per MAC, vector-loop and task overheads included (about 1 for the
+// full-rate pe's AXPY; pe_lite's multi-cycle FMAC is slower).
+static bool read_pe_counters(KernelRun &k, uint32_t *mac, uint32_t *busy)
+{
+	uint32_t ctr[3] = {};
+	const uint32_t rd[2] = { proto_hdr_read(8, 0, 2), 0 };
+	int lr = klink_send(&k.kl, rd, 2);
+	if (lr == CS_OK)
+		lr = klink_recv(&k.kl, ctr, 3);
+	CHECK(lr == CS_OK && ctr[0] == proto_resp_hdr(PROTO_READ, 0, 2),
+	      "PE counters: %s, header 0x%08x", cs_strerror(lr), ctr[0]);
+	*mac = ctr[1];
+	*busy = ctr[2];
+	return lr == CS_OK;
+}
+
+// The forward kernel y[T, n_out] = x[T, n_in] W^T on a small sparse layer.
+static void run_forward(Bench &b, int T, int n_in, int n_out, double density,
+			uint64_t recv_cycles)
+{
+	KernelRun k;
+	uint64_t c0 = cycle;
+	if (!kernels_open(b, k, recv_cycles)) {
+		if (k.ref)
+			csd_close(k.ref);
+		return;
+	}
+	size_t nnz = 0, nonzero = 0;
+	long bad = run_kernel(k, PLAN_FWD, T, n_in, n_out, density, &nnz, &nonzero);
+	uint64_t c2 = cycle;
+	uint32_t mac = 0, busy = 0;
+	if (bad >= 0 && read_pe_counters(k, &mac, &busy))
+		CHECK(mac > 0 && busy >= mac, "PE counters: %u MAC-busy, %u task-busy", mac, busy);
+	if (bad >= 0) {
+		size_t outs = (size_t)T * n_out;
+		CHECK(nonzero > outs / 2, "the layer's outputs are mostly zero (%zu of %zu)",
+		      nonzero, outs);
 		std::printf("forward: T %d, %d -> %d, %zu weights (%.0f %% dense) on %dx%d PEs: "
 			    "%zu outputs (%zu nonzero) bit-exact with the C model; firmware load, "
 			    "upload, stream and read back %" PRIu64 " cycles (%.4f s at %.0f MHz, "
 			    "link-bound)\n",
-			    T, n_in, n_out, nnz, 100.0 * density, TB_ROWS, TB_COLS,
-			    y.size() - bad, nonzero, c2 - c0, (double)(c2 - c0) / TB_CLK_HZ,
-			    TB_CLK_HZ / 1e6);
+			    T, n_in, n_out, nnz, 100.0 * density, TB_ROWS, TB_COLS, outs - bad,
+			    nonzero, c2 - c0, (double)(c2 - c0) / TB_CLK_HZ, TB_CLK_HZ / 1e6);
 		std::printf("forward: PE 0 issued %u MACs in %u task-busy cycles (%.2f cycles per "
 			    "MAC)\n",
-			    ctr[1], ctr[2], ctr[1] ? (double)ctr[2] / ctr[1] : 0.0);
+			    mac, busy, mac ? (double)busy / mac : 0.0);
 	}
-	csd_sparse_free(&sp);
+	csd_close(k.ref);
+}
+
+// --gpt-step: the device part of one training step of a GPT with the given shape (the
+// sparse projections of configs/tiny.yaml by default: 2 layers, n_embd 32, 128 tokens, 80 %
+// sparse): per layer qkv (E -> 3E), attn.proj (E -> E), mlp.fc (E -> 4E), mlp.proj
+// (4E -> E), each forward, backward and wgrad, as the training loop calls them. Every call
+// is checked bit for bit against the cpu backend; the simulated time is what the board
+// (UART, framing, PEs) takes for the step's device work.
+static void run_gpt_step(Bench &b, int layers, int E, int T, double density,
+			 uint64_t recv_cycles)
+{
+	KernelRun k;
+	if (!kernels_open(b, k, recv_cycles)) {
+		if (k.ref)
+			csd_close(k.ref);
+		return;
+	}
+	const int shape[4][2] = { { E, 3 * E }, { E, E }, { E, 4 * E }, { 4 * E, E } };
+	uint64_t c0 = cycle, bytes_out0 = b.uart_bytes_out, bytes_in0 = b.uart_bytes_in;
+	plan_stats st0 = k.st;
+	size_t nnz_total = 0;
+	int calls = 0;
+	long bad = 0;
+	uint64_t mac = 0, busy = 0; // PE 0's, summed over the calls (each call CLEARs them)
+	for (int l = 0; l < layers && bad == 0; l++)
+		for (int p = 0; p < 4 && bad == 0; p++)
+			for (int kern = 0; kern < 3 && bad == 0; kern++) {
+				size_t nnz = 0;
+				long r = run_kernel(k, (enum plan_kernel)kern, T, shape[p][0],
+						    shape[p][1], density, &nnz, nullptr);
+				bad = r < 0 ? 1 : r;
+				nnz_total += kern == 0 ? nnz : 0;
+				calls++;
+				uint32_t m = 0, t = 0;
+				if (bad == 0 && read_pe_counters(k, &m, &t)) {
+					mac += m;
+					busy += t;
+				}
+			}
+	uint64_t cycles = cycle - c0;
+	CHECK(bad == 0 && calls == 12 * layers, "gpt step: %d kernel calls", calls);
+	if (bad == 0)
+		std::printf("gpt step: %d layers, n_embd %d, %d tokens, %.0f %% dense: %d kernel calls "
+			    "(%zu nonzeros) bit-exact with the C model in %" PRIu64 " cycles = %.3f s "
+			    "at %.0f MHz; UART %" PRIu64 " bytes out, %" PRIu64 " in (payload %" PRIu64
+			    " / %" PRIu64 "); PE 0: %" PRIu64 " MACs, %" PRIu64 " task-busy cycles "
+			    "(%.1f %% of the step)\n",
+			    layers, E, T, 100.0 * density, calls, nnz_total, cycles,
+			    (double)cycles / TB_CLK_HZ, TB_CLK_HZ / 1e6,
+			    b.uart_bytes_out - bytes_out0, b.uart_bytes_in - bytes_in0,
+			    4 * (k.st.words_out - st0.words_out), 4 * (k.st.words_in - st0.words_in),
+			    mac, busy, 100.0 * busy / (double)cycles);
+	if (bad == 0 && gpt_json) {
+		std::string tmp = std::string(gpt_json) + ".tmp";
+		FILE *f = std::fopen(tmp.c_str(), "w");
+		CHECK(f != nullptr, "cannot write %s", tmp.c_str());
+		if (f) {
+			std::fprintf(f,
+				     "{\"mesh\": \"%dx%d\", \"awords\": %d, \"bwords\": %d, "
+				     "\"clk_hz\": %d, \"baud\": %d, \"layers\": %d, \"n_embd\": %d, "
+				     "\"tokens\": %d, \"density\": %.3f, \"kernel_calls\": %d, "
+				     "\"nnz\": %zu, \"cycles\": %" PRIu64 ", \"step_s\": %.4f, "
+				     "\"uart_bytes_out\": %" PRIu64 ", \"uart_bytes_in\": %" PRIu64
+				     ", \"pe0_macs\": %" PRIu64 ", \"pe0_busy_cycles\": %" PRIu64
+				     ", \"pe0_cycles_per_mac\": %.2f}\n",
+				     TB_ROWS, TB_COLS, TB_AWORDS, TB_BWORDS, TB_CLK_HZ, TB_BAUD, layers, E,
+				     T, density, calls, nnz_total, cycles, (double)cycles / TB_CLK_HZ,
+				     b.uart_bytes_out - bytes_out0, b.uart_bytes_in - bytes_in0, mac, busy,
+				     mac ? (double)busy / (double)mac : 0.0);
+			bool okw = std::fclose(f) == 0 && std::rename(tmp.c_str(), gpt_json) == 0;
+			CHECK(okw, "cannot write %s", gpt_json);
+		}
+	}
+	csd_close(k.ref);
 }
 #endif
 
@@ -574,6 +699,10 @@ int main(int argc, char **argv)
 	double ppm = 0;
 	int random_pm = 0;
 	bool kernel_only = false; // TB_REAL_PORT: STAT, then only the forward kernel (gate level)
+	// TB_REAL_PORT --gpt-step: STAT, then one training step's kernels (configs/tiny.yaml)
+	bool gpt_step = false;
+	int gpt_layers = 2, gpt_embd = 32, gpt_tokens = 128;
+	double gpt_density = 0.2;
 	for (int i = 1; i < argc; i++) {
 		if (!std::strncmp(argv[i], "--seed=", 7))
 			seed = std::strtoull(argv[i] + 7, nullptr, 0);
@@ -585,6 +714,22 @@ int main(int argc, char **argv)
 			random_pm = std::atoi(argv[i] + 9);
 		else if (!std::strcmp(argv[i], "--kernel-only"))
 			kernel_only = true;
+		else if (!std::strcmp(argv[i], "--gpt-step"))
+			gpt_step = true;
+		else if (!std::strncmp(argv[i], "--layers=", 9))
+			gpt_layers = std::atoi(argv[i] + 9);
+		else if (!std::strncmp(argv[i], "--embd=", 7))
+			gpt_embd = std::atoi(argv[i] + 7);
+		else if (!std::strncmp(argv[i], "--tokens=", 9))
+			gpt_tokens = std::atoi(argv[i] + 9);
+		else if (!std::strncmp(argv[i], "--json=", 7))
+			gpt_json = argv[i] + 7;
+		else if (!std::strncmp(argv[i], "--density=", 10))
+			gpt_density = std::atof(argv[i] + 10);
+		else if (argv[i][0] != '+') { // +plusargs are Verilator's (+trace)
+			std::fprintf(stderr, "tb_board_link: unknown option '%s'\n", argv[i]);
+			return 2;
+		}
 	}
 	rng_state = seed;
 #ifdef TB_GATE
@@ -624,7 +769,7 @@ int main(int argc, char **argv)
 	}
 
 	std::vector<uint32_t> exp;
-	if (kernel_only) {
+	if (kernel_only || gpt_step) {
 		// phases 2-4 are skipped (the gate-level run keeps to the kernel)
 	} else if (random_pm == 0) {
 		// 2. corrupted and truncated frames in the middle of ECHO traffic
@@ -711,7 +856,9 @@ int main(int argc, char **argv)
 			    "link in %.4f s simulated\n", n, pes, secs);
 	}
 	// 5. the forward kernel on a small sparse layer, driven by the host driver's planner
-	if (random_pm == 0)
+	if (gpt_step)
+		run_gpt_step(b, gpt_layers, gpt_embd, gpt_tokens, gpt_density, 4000 * frame_clks);
+	else if (random_pm == 0)
 		run_forward(b, TB_FWD_T, TB_FWD_IN, TB_FWD_OUT, 0.3, 400 * frame_clks);
 #else
 	// 4. throughput. (a) RUN stream (no responses, like weight streaming): host -> device
