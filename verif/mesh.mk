@@ -73,6 +73,21 @@ $(eval $(call mesh_bench_router_lean))
 # command decoding and error paths with a PE whose replies it controls; the real PE behind
 # the host port is covered by tests/driver/test_sim.c and verif/board (tb_board_mesh)
 $(eval $(call mesh_bench,tb_mesh_hostport,mesh_top,-GRows=2 -GCols=2 -Wno-DECLFILENAME,verif/mesh/pe_stub.v))
+# the same bench on mesh_top Lean (the board's host port mesh_hostport_lean and router
+# mesh_router_lean), the PE test double under pe_lite's name (verif/mesh/pe_lite_stub.v)
+define mesh_bench_hostport_lean
+$(MESH_VDIR)/tb_mesh_hostport_lean: verif/mesh/tb_mesh_hostport.cpp verif/mesh/tb_common.h $(MESH_RTL) \
+		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v | deps
+	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
+	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_top -GRows=2 -GCols=2 -GLean=1 \
+		-Wno-DECLFILENAME -CFLAGS -DTB_LEAN --Mdir $(MESH_VDIR)/tb_mesh_hostport_lean.obj \
+		-o ../tb_mesh_hostport_lean $(abspath verif/mesh/tb_mesh_hostport.cpp) $(MESH_RTL) \
+		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v \
+		>$(MESH_VDIR)/tb_mesh_hostport_lean.build.log 2>&1 \
+		|| { tail -n 40 $(MESH_VDIR)/tb_mesh_hostport_lean.build.log; exit 1; }
+MESH_BENCHES += $(MESH_VDIR)/tb_mesh_hostport_lean
+endef
+$(eval $(call mesh_bench_hostport_lean))
 
 # the fabric bench is built once per shape
 MESH_SHAPES := 1x1 2x2 2x4 4x4 8x8
@@ -91,6 +106,7 @@ TEST_ENTRIES += $(MESH_VDIR)/tb_mesh_fifo@--seed=1 \
 	$(MESH_VDIR)/tb_mesh_router@--seed=1,--cycles=40000 \
 	$(MESH_VDIR)/tb_mesh_router_lean@--seed=1,--cycles=40000 \
 	$(MESH_VDIR)/tb_mesh_hostport@--seed=1,--cycles=60000 \
+	$(MESH_VDIR)/tb_mesh_hostport_lean@--seed=1,--cycles=60000 \
 	$(foreach sh,1x1 2x2 2x4 4x4,$(MESH_VDIR)/tb_mesh_fabric_$(sh)@--seed=1,--cycles=20000)
 REGRESS_ENTRIES += $(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_fifo@--seed=$(s),--cycles=200000) \
 	$(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_arbiter@--seed=$(s),--cycles=200000) \

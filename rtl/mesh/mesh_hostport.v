@@ -12,14 +12,14 @@
 // INJECT, NOP and SYNC commands (none of them answers before the READ is done: a SYNC
 // answers only then, errors wait). Any other command waits until the READ is done. So the
 // host can read one output tile from a B bank while the next one computes in the other.
+// The board (mesh_top Lean) uses mesh_hostport_lean instead: same protocol, less logic.
 `default_nettype none
 
 module mesh_hostport #(
   parameter int unsigned NumPes = 4,        // PEs on the config chain (Rows * Cols)
   parameter int unsigned AWords = 16384,    // PE SRAM A elements (A holds AWords/2 words)
   parameter int unsigned BWords = 8192,     // PE SRAM B words
-  parameter int unsigned CollectDepth = 256, // COLLECT buffers up to this many words
-  parameter bit Lean = 1'b0                  // area-lean configuration (board)
+  parameter int unsigned CollectDepth = 256  // COLLECT buffers up to this many words
 ) (
   input  wire         clk_i,
   input  wire         rst_ni,
@@ -485,7 +485,6 @@ module mesh_hostport #(
       cfg_v_q <= cfg_v_d; cfg_q <= cfg_d;
     end
   end
-  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire

@@ -121,30 +121,59 @@ module mesh_top #(
     end
   end
 
-  mesh_hostport #(
-    .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth), .Lean(Lean)
-  ) u_host (
-    .clk_i, .rst_ni,
-    .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
-    .rsp_valid_o, .rsp_data_o, .rsp_ready_i,
-    .inj_valid_o    (host_in_valid),
-    .inj_data_o     (host_in_data),
-    .inj_ready_i    (host_in_ready),
-    .ej_valid_i     (host_out_valid),
-    .ej_data_i      (host_out_data),
-    .ej_ready_o     (host_out_ready),
-    .cfg_out_valid_o(cv[0]),
-    .cfg_out_data_o (cd[0 +: 62]),
-    .cfg_out_ready_i(cr[0]),
-    .cfg_in_valid_i (cv[P]),
-    .cfg_in_data_i  (cd[P*62 +: 62]),
-    .cfg_in_ready_o (cr[P]),
-    .route0_i       (rt[0 +: 80]),
-    .mesh_idle_i    (idle_o),
-    .fabric_idle_i  (&tile_fabric_idle),
-    .clear_o        (clear),
-    .stream_o       (stream_o)
-  );
+  // the host port; Lean (board): mesh_hostport_lean (same protocol, narrower counters,
+  // one config read in flight)
+  if (Lean) begin : g_host_lean
+    mesh_hostport_lean #(
+      .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
+    ) u_host (
+      .clk_i, .rst_ni,
+      .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
+      .rsp_valid_o, .rsp_data_o, .rsp_ready_i,
+      .inj_valid_o    (host_in_valid),
+      .inj_data_o     (host_in_data),
+      .inj_ready_i    (host_in_ready),
+      .ej_valid_i     (host_out_valid),
+      .ej_data_i      (host_out_data),
+      .ej_ready_o     (host_out_ready),
+      .cfg_out_valid_o(cv[0]),
+      .cfg_out_data_o (cd[0 +: 62]),
+      .cfg_out_ready_i(cr[0]),
+      .cfg_in_valid_i (cv[P]),
+      .cfg_in_data_i  (cd[P*62 +: 62]),
+      .cfg_in_ready_o (cr[P]),
+      .route0_i       (rt[0 +: 80]),
+      .mesh_idle_i    (idle_o),
+      .fabric_idle_i  (&tile_fabric_idle),
+      .clear_o        (clear),
+      .stream_o       (stream_o)
+    );
+  end else begin : g_host
+    mesh_hostport #(
+      .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
+    ) u_host (
+      .clk_i, .rst_ni,
+      .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
+      .rsp_valid_o, .rsp_data_o, .rsp_ready_i,
+      .inj_valid_o    (host_in_valid),
+      .inj_data_o     (host_in_data),
+      .inj_ready_i    (host_in_ready),
+      .ej_valid_i     (host_out_valid),
+      .ej_data_i      (host_out_data),
+      .ej_ready_o     (host_out_ready),
+      .cfg_out_valid_o(cv[0]),
+      .cfg_out_data_o (cd[0 +: 62]),
+      .cfg_out_ready_i(cr[0]),
+      .cfg_in_valid_i (cv[P]),
+      .cfg_in_data_i  (cd[P*62 +: 62]),
+      .cfg_in_ready_o (cr[P]),
+      .route0_i       (rt[0 +: 80]),
+      .mesh_idle_i    (idle_o),
+      .fabric_idle_i  (&tile_fabric_idle),
+      .clear_o        (clear),
+      .stream_o       (stream_o)
+    );
+  end
 
   assign idle_o = &tile_idle;
 endmodule

@@ -7,6 +7,9 @@
 // target, unrouted color, RUN n = 0, COLLECT too large, COLLECT and SYNC timeouts; after
 // each error the port must keep working (an ECHO follows every error). Random gaps on the
 // command stream and random back-pressure on responses; every command has a cycle timeout.
+// Built twice: tb_mesh_hostport (mesh_hostport) and, with TB_LEAN, tb_mesh_hostport_lean
+// (mesh_top Lean: mesh_hostport_lean and mesh_router_lean; same expected words, since the
+// lean port's differences are timing and the width of counters this bench keeps small).
 #include "Vmesh_top.h"
 #include "tb_common.h"
 #include <deque>
@@ -204,5 +207,9 @@ int main(int argc, char **argv) {
     }
     printf("%u rounds, %llu cycles\n", rounds, (unsigned long long)t.cyc);
     m->final();
+#ifdef TB_LEAN
+    return t.v.finish("tb_mesh_hostport_lean");
+#else
     return t.v.finish("tb_mesh_hostport");
+#endif
 }
