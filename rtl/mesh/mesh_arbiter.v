@@ -56,6 +56,7 @@ module mesh_arbiter #(
     assert ((gnt_o & (gnt_o - 1'b1)) == '0);   // at most one grant
     assert ((gnt_o & ~req_i) == '0);           // only to requesters
     assert ((req_i == '0) == (gnt_o == '0));   // work conserving
+    if (rst_ni) assert (ptr_q <= Last);        // in range (an induction invariant)
   end
 `endif
 endmodule

@@ -18,8 +18,10 @@
 //   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
 //   such copy in the absent port's counter).
 // - Counters are 16 bits (read as zero-extended words); absent ports' counters read 0.
-// Not covered by the router proof (make formal proves mesh_router); checked by the board
-// benches (tb_board_lean) and tb_mesh_router built for it (tb_mesh_router_lean).
+// make formal proves it (mesh_router_lean_formal.vh: mesh_router's no loss / duplication /
+// misrouting, plus one err_unrouted count per wavelet routed to 0 or off the mesh) for all
+// links and the board's 1x1 Ports; the board benches (tb_board_lean) and tb_mesh_router built
+// for it (tb_mesh_router_lean) check its timing and counters.
 `default_nettype none
 
 module mesh_router_lean #(
@@ -198,6 +200,9 @@ module mesh_router_lean #(
     end
   end
 
+`ifdef FORMAL
+`include "mesh_router_lean_formal.vh"
+`endif
 endmodule
 
 `default_nettype wire

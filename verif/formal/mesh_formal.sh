@@ -1,7 +1,7 @@
 #!/bin/bash
 # mesh_formal.sh OUTDIR: the mesh proofs of `make formal` (yosys 0.23, yosys-smtbmc + z3,
-# yosys-abc). About 2 minutes on a shared 2-core machine (router.ind ~35 s, the FIFO
-# proofs ~1 min under load).
+# yosys-abc). About 3 minutes on a shared 2-core machine (router.ind ~35 s, the FIFO
+# proofs ~1-2 min under load, the lean router ~10 s).
 #   fifo_d2:  mesh_fifo Depth 2, bypass (the router's input FIFO): BMC 20 + k-induction
 #   fifo_d3:  mesh_fifo Depth 3, registered (the config chain's kind): BMC 20 + k-induction
 #   fifo_ram: mesh_fifo with block-RAM storage (UseRam), Depth 4, registered: BMC 14
@@ -14,6 +14,15 @@
 #   router_arb: the three mesh_arbiter assertions, in the router after reset: ABC pdr (<1 s)
 #   router_broken: the deliberately false router property alone (FORMAL_BROKEN) must FAIL
 #             (ABC finds a 4-frame counterexample; the .cex is left in OUTDIR).
+#   router_lean, router_lean_1x1: mesh_router_lean (the board's shared-bus router), PayloadW 1,
+#             all links (Ports 4'b1111) and the board's 1x1 (4'b1000, only W: the absent
+#             outputs are the sink): the same no loss / duplication / misrouting, with
+#             err_unrouted as a virtual output (mesh_router_lean_formal.vh), bmc3 (6 frames)
+#             + 2-induction, a few seconds each. Same route-write assumption; nothing arrives
+#             on an absent input. The arbiter's pointer range (mesh_arbiter.v) is kept as an
+#             invariant: a pointer out of range would put a stale word on the bus.
+#             FORMAL_LEAN_ALL=1 adds the other 14 Ports (mesh edges; ~1 minute).
+#   router_lean_broken: the lean router's deliberately false property must FAIL.
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
 # proof passes and every broken property fails; a timeout or an inconclusive induction is a
 # failure.
@@ -32,17 +41,20 @@ gen() { # name top params defines files...
 		async2sync; chformal -assume -early; dffunmap; write_smt2 -wires $out/$name.smt2" \
 		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
 }
-# gen_aig name top params defines assert-src-glob files...: an AIGER model for yosys-abc with
-# only the assertions whose source matches the glob (write_aiger takes no $mem or $anyconst:
-# memory_map, and the formal files load their free constants from an $anyseq in cycle 0).
+# gen_aig name top params defines assert-src-globs files...: an AIGER model for yosys-abc with
+# only the assertions whose source matches one of the globs (space-separated; write_aiger
+# takes no $mem or $anyconst: memory_map, and the formal files load their free constants
+# from an $anyseq in cycle 0).
 # -zinit: registers without an init value start arbitrary (extra inputs), as at power-up.
 gen_aig() {
-	local name=$1 top=$2 params=$3 defs=$4 keep=$5
+	local name=$1 top=$2 params=$3 defs=$4 keep=$5 g globs sel=""
 	shift 5
+	read -r -a globs <<<"$keep"   # split on spaces, no file globbing
+	for g in "${globs[@]}"; do sel="$sel a:src=$g${sel:+ %u}"; done
 	yosys -q -l "$out/$name.yosys.log" -p "read_verilog -sv -formal $defs -I$R $*; \
 		chparam $params $top; prep -top $top; flatten; memory_map; opt -fast; \
 		async2sync; chformal -assume -early; \
-		chformal -assert -remove t:\$assert a:src=$keep %i %n; \
+		chformal -assert -remove t:\$assert $sel %i %n; \
 		setundef -undriven -anyseq; delete -output; setattr -unset keep; opt_clean; \
 		dffunmap; techmap; opt -fast -nodffe -nosdff; abc -g AND; opt_clean; \
 		select -assert-min 1 t:\$assert; write_aiger -zinit -I -B $out/$name.aig" \
@@ -119,4 +131,28 @@ abc_run router_arb.pdr pass router_arb "pdr"
 bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_formal.vh | head -1 | cut -d: -f1)
 gen_aig router_broken mesh_router "$RP" "-DFORMAL_BROKEN" "*mesh_router_formal.vh:$((bl + 2)).*" $RF || fail=1
 abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
+
+# The board's lean router (mesh_router_lean_formal.vh): all links and the 1x1 board's (only
+# W; N, E, S are the sink). Its own properties plus the arbiter's (whose pointer range the
+# induction needs), by bmc3 from power-up and 2-induction.
+LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_xbar.v"
+LK="*mesh_router_lean_formal.vh* *mesh_arbiter.v*"
+gen_aig router_lean mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "" "$LK" $LF || fail=1
+abc_run router_lean.bmc pass router_lean "bmc3 -F $RB"
+abc_run router_lean.ind pass router_lean "orpos; ind -F $RK"
+gen_aig router_lean_1x1 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1000" "" "$LK" $LF || fail=1
+abc_run router_lean_1x1.bmc pass router_lean_1x1 "bmc3 -F $RB"
+abc_run router_lean_1x1.ind pass router_lean_1x1 "orpos; ind -F $RK"
+# FORMAL_LEAN_ALL=1: also every other Ports (the routers on a mesh's edges), ~5 s each
+if [ "${FORMAL_LEAN_ALL:-0}" = 1 ]; then
+	for P in 0000 0001 0010 0011 0100 0101 0110 0111 1001 1010 1011 1100 1101 1110; do
+		gen_aig router_lean_$P mesh_router_lean "-set PayloadW 1 -set Ports 4'b$P" "" "$LK" $LF || fail=1
+		abc_run router_lean_$P.bmc pass router_lean_$P "bmc3 -F $RB"
+		abc_run router_lean_$P.ind pass router_lean_$P "orpos; ind -F $RK"
+	done
+fi
+bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_lean_formal.vh | head -1 | cut -d: -f1)
+gen_aig router_lean_broken mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "-DFORMAL_BROKEN" \
+	"*mesh_router_lean_formal.vh:$((bl + 3)).*" $LF || fail=1
+abc_run router_lean_broken.bmc fail router_lean_broken "bmc3 -F $RB"
 exit $fail
