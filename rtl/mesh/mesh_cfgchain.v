@@ -1,13 +1,14 @@
 // mesh_cfgchain: one tile's stage of the config chain (architecture.md section 6).
 //
 // Beats {kind[1:0] (0 write, 1 read, 2 response), pe[7:0], target[3:0], addr[15:0],
-// data[31:0]} arrive in PE order from the host port and leave through a 2-entry registered
-// FIFO (ready depends only on its fill level, so the chain has no long ready path and
-// moves one beat per cycle; 3 entries). A write or read whose pe is this tile's PeIndex (or 0xff for
-// writes) is performed here: targets 5 (route table) and 9 (router counters) by the
-// router, the rest by the PE's cfg slave (req/gnt, reads return rvalid in order). A
-// matching read becomes a response beat; a matching unicast write is consumed; a broadcast
-// write is performed and passed on; everything else is passed on unchanged. PE reads are
+// data[31:0]} arrive in PE order from the host port and leave through a registered FIFO
+// of 3 entries (ready depends only on its fill level, so the chain has no long ready path
+// and moves one beat per cycle; Lean: 1 entry, one beat every other cycle). A write or read
+// whose pe is this tile's PeIndex (or 0xff for writes) is performed here: targets 5 (route
+// table) and 9 (router counters) by the router, the rest by the PE's cfg slave (req/gnt,
+// reads return rvalid in order). A matching read becomes a response beat; a matching
+// unicast write is consumed; a broadcast write is performed and passed on; everything else
+// is passed on unchanged. PE reads are
 // pipelined: one may be granted every cycle (the PE returns its data exactly one cycle
 // later, which is pushed as the response beat that cycle); a read is only requested when
 // the buffer is sure to have room for its response, and in the cycle a response arrives
@@ -61,7 +62,10 @@ module mesh_cfgchain #(
   end
   wire [4:0]  rt_mask = rt_entry[addr[3:0]];
 
-  localparam int unsigned OutDepth = 3;  // 3 lets a read issue every cycle (see below)
+  // 3 lets a read issue every cycle (see below). Lean (board): 1, a beat every other cycle
+  // (the board's host port has one read in flight and its link is far slower); saves two
+  // 62-bit entries and their read multiplexer per stage.
+  localparam int unsigned OutDepth = Lean ? 1 : 3;
 
   logic        fifo_valid, fifo_ready, fifo_empty;
   logic [61:0] fifo_data;
@@ -156,7 +160,6 @@ module mesh_cfgchain #(
       cnt_q <= cnt_d;
     end
   end
-  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire
