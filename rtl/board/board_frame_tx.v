@@ -62,7 +62,7 @@ module board_frame_tx #(
 
   assign rsp_ready_o = (free != '0);
 
-  board_fifo #(.Width(32), .Depth(BufWords)) u_q (
+  board_fifo #(.Width(32), .Depth(BufWords), .Plain(1'b1)) u_q (
     .clk_i, .rst_ni,
     .wr_valid_i(rsp_valid_i), .wr_data_i(rsp_data_i), .commit_i(1'b1), .rollback_i(1'b0),
     .free_o(free), .count_o(count),
