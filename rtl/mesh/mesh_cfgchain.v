@@ -13,7 +13,8 @@
 // later, which is pushed as the response beat that cycle); a read is only requested when
 // the buffer is sure to have room for its response, and in the cycle a response arrives
 // only accesses that push nothing may issue, so nothing overtakes a read and responses
-// keep their order.
+// keep their order. Lean: a PE read's beat is consumed with its response (one read every
+// other cycle), which makes the beat its own response header.
 `default_nettype none
 
 module mesh_cfgchain #(
@@ -103,7 +104,10 @@ module mesh_cfgchain #(
   // outside the big block: the PE may grant combinationally from cfg_req_o. While a read's
   // data arrives (rd_inflight_q) only accesses that push nothing this cycle may issue: a
   // read (its response follows the arriving one) or a unicast write.
-  assign cfg_req_o = in_valid_i && match && !to_router
+  // Lean: a PE read's beat stays on in_* until its response is pushed (the next cycle), so
+  // the response header is the beat itself (no header register, one source fewer for the
+  // buffer's input) and nothing issues while a read's data arrives.
+  assign cfg_req_o = in_valid_i && match && !to_router && !(Lean && rd_inflight_q)
                      && ((kind == KindRead) ? read_room
                                             : (!bcast || (fifo_ready && !rd_inflight_q)));
 
@@ -116,7 +120,8 @@ module mesh_cfgchain #(
     if (rd_inflight_q) begin
       // the response of last cycle's read goes out first; nothing overtakes it
       fifo_valid = cfg_rvalid_i;
-      fifo_data = {rsp_hdr_q, cfg_rdata_i};
+      fifo_data = Lean ? {KindRsp, in_data_i[59:32], cfg_rdata_i} : {rsp_hdr_q, cfg_rdata_i};
+      if (Lean) in_ready_o = fifo_ready;  // the read's beat leaves with its response
     end else if (in_valid_i && !match) begin
       fifo_valid = 1'b1;
       in_ready_o = fifo_ready;
@@ -133,7 +138,7 @@ module mesh_cfgchain #(
     end
     // PE accesses (also while a response arrives: cfg_req_o only allows non-pushing ones then)
     if (in_valid_i && match && !to_router && cfg_req_o && cfg_gnt_i) begin
-      in_ready_o = 1'b1;
+      in_ready_o = !(Lean && kind == KindRead);
       if (bcast) fifo_valid = 1'b1;  // bcast only when !rd_inflight_q, fifo_data = in_data_i
       if (kind == KindRead) rsp_hdr_d = {KindRsp, pe, target, addr};
     end
