@@ -451,7 +451,10 @@ module mesh_hostport_lean #(
     else if (major_inc) major_d = major_q + 16'd1;
     cycles_d = clear_o ? 32'd0 : cycles_q + 32'd1;
     dl_d = dl_q; hit_d = tmo_hit;
-    if (timer_ld) begin dl_d = cycles_d + cmd_data_i; hit_d = 1'b0; end
+    // deadline: cycles + timeout + 1, written as a subtraction (one carry chain) so that
+    // yosys does not share cycles_d's adder (a second load keeps those flip-flops out of the
+    // adder's logic cells)
+    if (timer_ld) begin dl_d = cycles_q - ~cmd_data_i; hit_d = 1'b0; end
     err_d = err_q;
     if (err_clr) err_d = '0;
     else if (err_up) err_d = err_inc;
