@@ -1,7 +1,8 @@
 // board_fifo - word FIFO in block RAM with commit/rollback on the write side.
 // The frame receiver writes a frame's payload as it arrives and commits it only when the
 // CRC is good (rollback otherwise), so the host port never sees a word of a bad frame. The
-// frame transmitter uses it as a plain FIFO (commit_i tied high).
+// frame transmitter uses it as a plain FIFO (Plain: every write committed at once, the
+// same cycle behaviour as commit_i tied high, without the commit/rollback logic).
 // Write side: wr_valid_i writes wr_data_i (no ready: the caller checks free_o first; a
 // write when full is ignored). commit_i makes everything written so far, including this
 // cycle's write, visible to the read side; rollback_i forgets the uncommitted words (it
@@ -12,7 +13,9 @@
 
 module board_fifo #(
   parameter integer Width = 32,   // word width
-  parameter integer Depth = 256   // words, power of two (256 x 32 = 2 UP5K EBRs)
+  parameter integer Depth = 256,  // words, power of two (256 x 32 = 2 UP5K EBRs)
+  parameter bit Plain = 1'b0      // no commit/rollback (commit_i, rollback_i unused): the
+                                  // transmitter's queue, without their logic
 ) (
   input  wire             clk_i,
   input  wire             rst_ni,
@@ -30,6 +33,11 @@ module board_fifo #(
   localparam integer DepthI = Depth;
   localparam [AW:0] DepthW = DepthI[AW:0];
 
+  // The FIFO never reads and writes one address in the same cycle (rd_q == wr_q means empty,
+  // then nothing is fetched, or full, then nothing is written), so yosys need not build its
+  // read-during-write bypass around the EBR (a registered copy of the write data and
+  // address, a comparator and a 32-bit multiplexer: 39 LUT4 and 74 flip-flops per FIFO).
+  (* no_rw_check *)
   reg [Width-1:0] mem [0:Depth-1];
   // Pointers index the memory; the counts are kept in their own registers so that ready and
   // LEN decisions downstream start at a flop instead of two pointer subtractions.
@@ -40,7 +48,9 @@ module board_fifo #(
   reg [AW:0]   free_d, free_q; // Depth - words written and not yet fetched
   reg [AW:0]   cnt_d, cnt_q;   // committed words not yet popped (incl. rd_data_o)
   reg          valid_d;
-  wire         we = wr_valid_i && !rollback_i && (free_q != '0);
+  wire         commit = Plain || commit_i;
+  wire         rollback = !Plain && rollback_i;
+  wire         we = wr_valid_i && !rollback && (free_q != '0);
   // committed words not yet fetched: cnt_q minus the one in rd_data_o (pointers alone cannot
   // tell a full committed buffer from an empty one)
   wire         unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
@@ -57,14 +67,18 @@ module board_fifo #(
     unc_d = unc_w;
     free_d = free_q + {{AW{1'b0}}, re} - {{AW{1'b0}}, we};
     cnt_d = cnt_q - {{AW{1'b0}}, pop};
-    if (rollback_i) begin
+    if (Plain) begin  // +1, -1 or 0 as one addend: one carry chain each
+      free_d = free_q + {{AW{we && !re}}, we != re};
+      cnt_d = cnt_q + {{AW{pop && !we}}, pop != we};
+    end
+    if (rollback) begin
       wr_d = cm_q;
       unc_d = '0;
       free_d = free_q + {{AW{1'b0}}, re} + unc_q;
-    end else if (commit_i) begin
+    end else if (commit) begin
       cm_d = wr_d;
       unc_d = '0;
-      cnt_d = cnt_q - {{AW{1'b0}}, pop} + unc_w;
+      if (!Plain) cnt_d = cnt_q - {{AW{1'b0}}, pop} + unc_w;
     end
     rd_d = re ? rd_q + 1'b1 : rd_q;
     valid_d = re ? 1'b1 : (rd_ready_i ? 1'b0 : rd_valid_o);

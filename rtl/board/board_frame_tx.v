@@ -50,7 +50,8 @@ module board_frame_tx #(
   reg         ans_d, ans_q;       // an answer is pending
   reg [7:0]   anst_d, anst_q, anss_d, anss_q;
   reg         stat_d, stat_q;     // a STAT frame is pending
-  reg [63:0]  statw_d, statw_q;   // STAT payload, snapshot at frame start
+  reg [55:0]  statw_d, statw_q;   // STAT payload below txseq, snapshot at frame start
+                                  // (txseq_q itself holds still until the next DATA frame)
   reg         pop;
 
   wire [FreeW-1:0] free, count;
@@ -58,11 +59,11 @@ module board_frame_tx #(
   wire [31:0]      q_data;
   wire [15:0]      crc_next;
   wire [31:0]      pay_word = (kind_q == KData) ? q_data :
-                              (left_q == 8'd2 ? statw_q[31:0] : statw_q[63:32]);
+                              (left_q == 8'd2 ? statw_q[31:0] : {txseq_q, statw_q[55:32]});
 
   assign rsp_ready_o = (free != '0);
 
-  board_fifo #(.Width(32), .Depth(BufWords)) u_q (
+  board_fifo #(.Width(32), .Depth(BufWords), .Plain(1'b1)) u_q (
     .clk_i, .rst_ni,
     .wr_valid_i(rsp_valid_i), .wr_data_i(rsp_data_i), .commit_i(1'b1), .rollback_i(1'b0),
     .free_o(free), .count_o(count),
@@ -105,7 +106,7 @@ module board_frame_tx #(
           seq_d   = stat_expect_i;
           len_d   = 8'd2;
           stat_d  = stat_req_i;
-          statw_d = {txseq_q, stat_expect_i, stat_seq_i, stat_trunc_i, stat_crc_i};
+          statw_d = {stat_expect_i, stat_seq_i, stat_trunc_i, stat_crc_i};
           state_d = SSof;
         end else if (count != '0) begin
           kind_d  = KData;
@@ -177,7 +178,7 @@ module board_frame_tx #(
       anst_q  <= 8'h00;
       anss_q  <= 8'h00;
       stat_q  <= 1'b0;
-      statw_q <= 64'h0;
+      statw_q <= 56'h0;
     end else begin
       state_q <= state_d;
       kind_q  <= kind_d;

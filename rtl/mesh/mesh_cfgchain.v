@@ -1,18 +1,20 @@
 // mesh_cfgchain: one tile's stage of the config chain (architecture.md section 6).
 //
 // Beats {kind[1:0] (0 write, 1 read, 2 response), pe[7:0], target[3:0], addr[15:0],
-// data[31:0]} arrive in PE order from the host port and leave through a 2-entry registered
-// FIFO (ready depends only on its fill level, so the chain has no long ready path and
-// moves one beat per cycle; 3 entries). A write or read whose pe is this tile's PeIndex (or 0xff for
-// writes) is performed here: targets 5 (route table) and 9 (router counters) by the
-// router, the rest by the PE's cfg slave (req/gnt, reads return rvalid in order). A
-// matching read becomes a response beat; a matching unicast write is consumed; a broadcast
-// write is performed and passed on; everything else is passed on unchanged. PE reads are
+// data[31:0]} arrive in PE order from the host port and leave through a registered FIFO
+// of 3 entries (ready depends only on its fill level, so the chain has no long ready path
+// and moves one beat per cycle; Lean: 1 entry, one beat every other cycle). A write or read
+// whose pe is this tile's PeIndex (or 0xff for writes) is performed here: targets 5 (route
+// table) and 9 (router counters) by the router, the rest by the PE's cfg slave (req/gnt,
+// reads return rvalid in order). A matching read becomes a response beat; a matching
+// unicast write is consumed; a broadcast write is performed and passed on; everything else
+// is passed on unchanged. PE reads are
 // pipelined: one may be granted every cycle (the PE returns its data exactly one cycle
 // later, which is pushed as the response beat that cycle); a read is only requested when
 // the buffer is sure to have room for its response, and in the cycle a response arrives
 // only accesses that push nothing may issue, so nothing overtakes a read and responses
-// keep their order.
+// keep their order. Lean: a PE read's beat is consumed with its response (one read every
+// other cycle), which makes the beat its own response header.
 `default_nettype none
 
 module mesh_cfgchain #(
@@ -61,7 +63,10 @@ module mesh_cfgchain #(
   end
   wire [4:0]  rt_mask = rt_entry[addr[3:0]];
 
-  localparam int unsigned OutDepth = 3;  // 3 lets a read issue every cycle (see below)
+  // 3 lets a read issue every cycle (see below). Lean (board): 1, a beat every other cycle
+  // (the board's host port has one read in flight and its link is far slower); saves two
+  // 62-bit entries and their read multiplexer per stage.
+  localparam int unsigned OutDepth = Lean ? 1 : 3;
 
   logic        fifo_valid, fifo_ready, fifo_empty;
   logic [61:0] fifo_data;
@@ -99,7 +104,10 @@ module mesh_cfgchain #(
   // outside the big block: the PE may grant combinationally from cfg_req_o. While a read's
   // data arrives (rd_inflight_q) only accesses that push nothing this cycle may issue: a
   // read (its response follows the arriving one) or a unicast write.
-  assign cfg_req_o = in_valid_i && match && !to_router
+  // Lean: a PE read's beat stays on in_* until its response is pushed (the next cycle), so
+  // the response header is the beat itself (no header register, one source fewer for the
+  // buffer's input) and nothing issues while a read's data arrives.
+  assign cfg_req_o = in_valid_i && match && !to_router && !(Lean && rd_inflight_q)
                      && ((kind == KindRead) ? read_room
                                             : (!bcast || (fifo_ready && !rd_inflight_q)));
 
@@ -112,7 +120,8 @@ module mesh_cfgchain #(
     if (rd_inflight_q) begin
       // the response of last cycle's read goes out first; nothing overtakes it
       fifo_valid = cfg_rvalid_i;
-      fifo_data = {rsp_hdr_q, cfg_rdata_i};
+      fifo_data = Lean ? {KindRsp, in_data_i[59:32], cfg_rdata_i} : {rsp_hdr_q, cfg_rdata_i};
+      if (Lean) in_ready_o = fifo_ready;  // the read's beat leaves with its response
     end else if (in_valid_i && !match) begin
       fifo_valid = 1'b1;
       in_ready_o = fifo_ready;
@@ -129,7 +138,7 @@ module mesh_cfgchain #(
     end
     // PE accesses (also while a response arrives: cfg_req_o only allows non-pushing ones then)
     if (in_valid_i && match && !to_router && cfg_req_o && cfg_gnt_i) begin
-      in_ready_o = 1'b1;
+      in_ready_o = !(Lean && kind == KindRead);
       if (bcast) fifo_valid = 1'b1;  // bcast only when !rd_inflight_q, fifo_data = in_data_i
       if (kind == KindRead) rsp_hdr_d = {KindRsp, pe, target, addr};
     end
@@ -156,7 +165,6 @@ module mesh_cfgchain #(
       cnt_q <= cnt_d;
     end
   end
-  wire unused_lean = Lean;  // the lean configuration is not specialised here yet
 endmodule
 
 `default_nettype wire
