@@ -124,11 +124,40 @@ module mesh_top #(
   // the host port; Lean (board): mesh_hostport_lean (same protocol, narrower counters,
   // one config read in flight)
   if (Lean) begin : g_host_lean
+    // a registered 1-entry slice between the host port and the config chain (timing: no
+    // combinational path from the chain and the PEs' grants back into the host port and
+    // the link; it passes a beat every other cycle, far above the link's rate)
+    wire        cs_valid, cs_ready, cs_empty;
+    // and one on the command words from the link (no path from the host port's decoder
+    // into the link's receive buffer)
+    wire        ms_valid, ms_ready;
+    wire [31:0] ms_data;
+    mesh_fifo #(.Width(32), .Depth(1), .Bypass(1'b0)) u_cmd_slice (
+      .clk_i, .rst_ni,
+      .in_valid_i (cmd_valid_i),
+      .in_data_i  (cmd_data_i),
+      .in_ready_o (cmd_ready_o),
+      .out_valid_o(ms_valid),
+      .out_data_o (ms_data),
+      .out_ready_i(ms_ready),
+      .empty_o    ()
+    );
+    wire [61:0] cs_data;
+    mesh_fifo #(.Width(62), .Depth(1), .Bypass(1'b0)) u_cfg_slice (
+      .clk_i, .rst_ni,
+      .in_valid_i (cs_valid),
+      .in_data_i  (cs_data),
+      .in_ready_o (cs_ready),
+      .out_valid_o(cv[0]),
+      .out_data_o (cd[0 +: 62]),
+      .out_ready_i(cr[0]),
+      .empty_o    (cs_empty)
+    );
     mesh_hostport_lean #(
       .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
     ) u_host (
       .clk_i, .rst_ni,
-      .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
+      .cmd_valid_i(ms_valid), .cmd_data_i(ms_data), .cmd_ready_o(ms_ready),
       .rsp_valid_o, .rsp_data_o, .rsp_ready_i,
       .inj_valid_o    (host_in_valid),
       .inj_data_o     (host_in_data),
@@ -136,14 +165,14 @@ module mesh_top #(
       .ej_valid_i     (host_out_valid),
       .ej_data_i      (host_out_data),
       .ej_ready_o     (host_out_ready),
-      .cfg_out_valid_o(cv[0]),
-      .cfg_out_data_o (cd[0 +: 62]),
-      .cfg_out_ready_i(cr[0]),
+      .cfg_out_valid_o(cs_valid),
+      .cfg_out_data_o (cs_data),
+      .cfg_out_ready_i(cs_ready),
       .cfg_in_valid_i (cv[P]),
       .cfg_in_data_i  (cd[P*62 +: 62]),
       .cfg_in_ready_o (cr[P]),
       .route0_i       (rt[0 +: 80]),
-      .mesh_idle_i    (idle_o),
+      .mesh_idle_i    (idle_o && cs_empty),
       .fabric_idle_i  (&tile_fabric_idle),
       .clear_o        (clear),
       .stream_o       (stream_o)
