@@ -766,19 +766,22 @@ module pe_lite #(
   wire c_r = (cfg_target_i == 4'd7);
   wire c_n = (cfg_target_i == 4'd8);
   wire c_d = c_t || c_r;  // DRAM targets
+  reg  [2:0] cid_q;       // the counter at the head of the counter ring
   reg  g_a, g_b, g_bc, g_i, g_d;
   always @(*) begin
     g_a = !a_en;
     g_b = cfg_we_i ? !b_we : !b_re;
     g_bc = !b_we && !b_re;
-    g_i = cfg_we_i || !running;
-    g_d = cfg_we_i ? (!d_we && !stg_v_q && (c_t || !running)) : !d_re;
+    // IMEM and DRAM never see a read and a write of one word in a cycle (no bypass)
+    g_i = cfg_we_i ? !i_re : !running;
+    g_d = cfg_we_i ? (!d_we && !d_re && !stg_v_q && (c_t || !running)) : (!d_re && !d_we);
     cfg_gnt_o = cfg_req_i;
     if (c_a) cfg_gnt_o = cfg_req_i && g_a;
     if (c_b) cfg_gnt_o = cfg_req_i && g_b;
     if (c_bc && !cfg_we_i) cfg_gnt_o = cfg_req_i && g_bc;
     if (c_i) cfg_gnt_o = cfg_req_i && g_i;
     if (c_d) cfg_gnt_o = cfg_req_i && g_d;
+    if (c_n && cfg_addr_i < 16'd5) cfg_gnt_o = cfg_req_i && (cfg_addr_i[2:0] == cid_q);
   end
   wire cg = cfg_req_i && cfg_gnt_o;
   wire cfg_a = cg && c_a;
@@ -792,7 +795,7 @@ module pe_lite #(
   wire [DAW-1:0] cfg_da = c_t ? task_addr(cfg_addr_i[4:0]) : reg_addr(cfg_addr_i[2:0]);
 
   // ------------------------------------------------------------------ memories
-  sram_1r1w #(.Depth(256), .Width(16)) u_imem (
+  sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
     .clk_i  (clk_i),
     .we_i   (cfg_iw),
     .waddr_i(cfg_addr_i[7:0]),
@@ -820,7 +823,7 @@ module pe_lite #(
       end
     end
   end
-  sram_1r1w #(.Depth(DWords), .Width(32)) u_dram (
+  sram_1r1w #(.Depth(DWords), .Width(32), .OldOnCollide(1'b0)) u_dram (
     .clk_i  (clk_i),
     .we_i   (dm_we),
     .waddr_i(dm_wa),
@@ -850,17 +853,42 @@ module pe_lite #(
   );
 
   // ------------------------------------------------------------------ counters
-  reg [31:0] cnt_q [0:4];
+  // The five 32-bit counters rotate through a ring of registers, one place per cycle, past
+  // one shared adder at the head: counter cid_q is at the head and gets the increments it
+  // gathered in a 3-bit pending count since its last visit (at most 5, plus one push while
+  // SRst runs). No per-counter adder and no read mux: a config access to counter i waits
+  // until i is at the head (at most 4 cycles); a read returns the ring's tail next cycle,
+  // which is then counter i including the grant cycle's increment, as a plain register
+  // would. The ring has no asynchronous reset (it would cost a LUT a bit for the clears):
+  // SRst and ctr_clear_i zero it synchronously.
   wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
+  reg  [31:0] ring_q [0:4];   // ring_q[0]: counter cid_q, ring_q[k]: counter cid_q + k mod 5
+  reg  [2:0]  pend_q [0:4];   // increments of counter i not yet in the ring
+  wire        srst = (st_q == SRst);
+  wire        ring_clr = ctr_clear_i || srst;
+  wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid_q
+  wire [2:0]  pend_n [0:4];
+  generate
+    for (g = 0; g < 5; g = g + 1) begin : g_pend
+      assign pend_n[g] = pend_q[g] + 3'(cnt_inc[g]);
+    end
+  endgenerate
+  wire [31:0] ring_sum = ring_q[0] + 32'(pend_n[cid_q]);
   integer ci;
+  always @(posedge clk_i) begin
+    for (ci = 0; ci < 4; ci = ci + 1) ring_q[ci] <= ring_clr ? 32'd0 : ring_q[ci + 1];
+    ring_q[4] <= (ring_clr || cnt_clr1) ? 32'd0 : ring_sum;
+  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= '0;
+      cid_q <= '0;
+      for (ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
     end else begin
-      for (ci = 0; ci < 5; ci = ci + 1) begin
-        if ((cg && c_n && cfg_we_i && cfg_addr_i == 16'(ci)) || ctr_clear_i) cnt_q[ci] <= '0;
-        else cnt_q[ci] <= cnt_q[ci] + 32'(cnt_inc[ci]);
-      end
+      cid_q <= (cid_q == 3'd4) ? 3'd0 : cid_q + 3'd1;
+      // while SRst clears the ring, the head keeps its pending count
+      for (ci = 0; ci < 5; ci = ci + 1)
+        pend_q[ci] <= (ctr_clear_i || (cid_q == 3'(ci) && (!srst || cnt_clr1))) ? 3'd0
+                    : pend_n[ci];
     end
   end
 
@@ -899,7 +927,7 @@ module pe_lite #(
       3'd3: cfg_rdata_o = {16'd0, ird};
       3'd4: cfg_rdata_o = drd;
       3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
-      3'd6: cfg_rdata_o = cnt_q[raddr_q[2:0]];
+      3'd6: cfg_rdata_o = ring_q[4];
       default: cfg_rdata_o = 32'd0;
     endcase
   end
