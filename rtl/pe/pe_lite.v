@@ -240,12 +240,12 @@ module pe_lite #(
     drop = 1'b0;
     mac = 1'b0;
     case (st_q)
-      // clear the registers and the task table (DRAM words 0-63)
+      // clear the registers and the task table (DRAM words 0, 63, 62, .. 1: n counts down)
       SRst: begin
         d_we = 1'b1;
         d_wa = DAW'(n_q[5:0]);
-        n_d = n_q + 16'd1;
-        if (n_q[5:0] == 6'd63) begin
+        n_d = n_dec;
+        if (n_q[5:0] == 6'd1) begin
           st_d = SPick;
           qs_d = '0;
         end
@@ -405,14 +405,14 @@ module pe_lite #(
           3'd7: d_wd = {16'd0, mul_y};
           default: begin  // shifts: one bit per cycle
             d_we = 1'b0;
-            n_d = {12'd0, rv[3:0]};
+            n_d = rv;  // SShift looks at n[3:0] only
             pc_d = pc_q;
             st_d = SShift;
           end
         endcase
       end
       SShift: begin
-        if (n_q == 16'd0) begin
+        if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
           d_wd = {16'd0, t_q};
           pc_d = pc_next;
