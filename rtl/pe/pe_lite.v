@@ -68,7 +68,7 @@ module pe_lite #(
                    SMac = 6'd25, SMacF = 6'd26, SMacW = 6'd27, SStep1 = 6'd28,
                    SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
                    SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
-                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42;
+                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43;
 
   reg [5:0]  st_q, st_d;
   reg [7:0]  pc_q, pc_d;
@@ -179,7 +179,9 @@ module pe_lite #(
   wire        is_axpy = (op == 4'hA);
   wire        b_hi = ird[2];
   wire [15:0] a_half = aa_q[0] ? ard[31:16] : ard[15:0];   // A element aa_q
-  wire [15:0] bh_half = ba_q[0] ? brd[31:16] : brd[15:0];  // Bh element ba_q
+  // Bh element ba_q (dot), or the half ird[2] of a B word (ldb)
+  wire        bh_sel = (st_q == SLdb3) ? b_hi : ba_q[0];
+  wire [15:0] bh_half = bh_sel ? brd[31:16] : brd[15:0];
 
   // one 16-bit adder for addresses and arithmetic, one 8-bit adder for the pc
   reg  [15:0] ad_x, ad_y;
@@ -226,16 +228,16 @@ module pe_lite #(
     b_ra = ba_q[BAW-1:0];
     b_we = 1'b0;
     b_wa = ba_q[BAW-1:0];
-    b_wd = f_y;
+    b_wd = acc_q;  // FMAC results and fill's zeros go through acc
     ad_x = rv;
     ad_y = 16'd0;
     ad_ci = 1'b0;
     pc_off = 8'd0;
     f_start = 1'b0;
     f_add = 1'b0;
-    f_a = {16'd0, a_half};
+    f_a = {brd[31:16], a_half};  // [31:16] only read by an add (redv: brd + acc)
     f_b = w_q[15:0];
-    f_c = brd;
+    f_c = is_axpy ? brd : acc_q;
     pop = 1'b0;
     drop = 1'b0;
     mac = 1'b0;
@@ -414,7 +416,8 @@ module pe_lite #(
       SShift: begin
         if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
-          d_wd = {16'd0, t_q};
+          ad_x = t_q;
+          d_wd = {16'd0, ad_s};
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
@@ -489,7 +492,7 @@ module pe_lite #(
       end
       SLdb3: begin
         d_we = 1'b1;
-        d_wd = {16'd0, b_hi ? brd[31:16] : brd[15:0]};
+        d_wd = {16'd0, bh_half};
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -538,23 +541,20 @@ module pe_lite #(
       SMacF: begin
         f_start = 1'b1;
         mac = 1'b1;
-        if (!is_axpy) begin
-          f_b = bh_half;
-          f_c = acc_q;
-        end
+        if (!is_axpy) f_b = bh_half;
         st_d = SMacW;
       end
       SMacW: begin
         if (f_done) begin
-          if (is_axpy) b_we = 1'b1;
-          else acc_d = f_y;
+          acc_d = f_y;
           n_d = n_dec;
           d_re = 1'b1;
           d_ra = reg_addr(3'd3);
           st_d = SStep1;
         end
       end
-      SStep1: begin
+      SStep1: begin  // axpy: B[ba] = the result
+        if (is_axpy) b_we = 1'b1;
         ad_x = aa_q;
         ad_y = rv;
         aa_d = ad_s;
@@ -589,7 +589,6 @@ module pe_lite #(
       SDtE: begin  // B[t] = acc, t++
         b_we = 1'b1;
         b_wa = t_q[BAW-1:0];
-        b_wd = acc_q;
         ad_x = t_q;
         ad_ci = 1'b1;
         t_d = ad_s;
@@ -603,7 +602,8 @@ module pe_lite #(
         end else begin  // r6 = t
           d_we = 1'b1;
           d_wa = reg_addr(3'd6);
-          d_wd = {16'd0, t_q};
+          ad_x = t_q;
+          d_wd = {16'd0, ad_s};
           pc_d = pc_next;
           st_d = SFetch;
         end
@@ -624,6 +624,7 @@ module pe_lite #(
       end
       SVn2: begin
         ba_d = rv;
+        acc_d = 32'd0;  // fill writes acc; sendv and redv load it before use
         st_d = SVL;
       end
       SVL: begin
@@ -634,7 +635,6 @@ module pe_lite #(
           case (op)
             4'hE: begin  // fill
               b_we = 1'b1;
-              b_wd = 32'd0;
               ad_x = ba_q;
               ad_ci = 1'b1;
               ba_d = ad_s;
@@ -673,25 +673,24 @@ module pe_lite #(
       end
       SRv3: begin
         f_start = 1'b1;
-        f_add = 1'b1;
-        f_a = acc_q;
+        f_add = 1'b1;  // brd + acc
+        f_a = brd;
         mac = 1'b1;
         st_d = SRv4;
       end
       SRv4: begin
         if (f_done) begin
-          if (ird[7]) begin  // redv.st
-            b_we = 1'b1;
-            ad_x = ba_q;
-            ad_ci = 1'b1;
-            ba_d = ad_s;
-            n_d = n_dec;
-            st_d = SVL;
-          end else begin
-            acc_d = f_y;
-            st_d = STx;
-          end
+          acc_d = f_y;
+          st_d = ird[7] ? SRv5 : STx;
         end
+      end
+      SRv5: begin  // redv.st: B[ba] = acc, next element
+        b_we = 1'b1;
+        ad_x = ba_q;
+        ad_ci = 1'b1;
+        ba_d = ad_s;
+        n_d = n_dec;
+        st_d = SVL;
       end
       default: st_d = SRst;
     endcase
