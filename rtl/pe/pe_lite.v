@@ -70,7 +70,11 @@ module pe_lite #(
                    SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
                    SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43;
 
-  reg [5:0]  st_q, st_d;
+  // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
+  // single bits); Yosys would not re-encode it by itself because of the default -> SRst
+  // recovery branch, which one-hot codes lose
+  (* fsm_encoding = "one-hot" *) reg [5:0] st_q;
+  reg [5:0]  st_d;
   reg [7:0]  pc_q, pc_d;
   reg [31:0] w_q, w_d;        // W
   reg [4:0]  tid_q, tid_d;    // task id of the running task
