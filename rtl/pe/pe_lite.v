@@ -84,6 +84,7 @@ module pe_lite #(
   reg [15:0] ba_q, ba_d;      // B word (element for dot) address
   reg [15:0] n_q, n_d;        // elements left
   reg [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
+  reg        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
   reg        first_q, first_d;  // redv: element 0 takes W
 
   // ------------------------------------------------------------------ memories
@@ -195,6 +196,8 @@ module pe_lite #(
   wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
   wire [15:0] n_dec = n_q - 16'd1;
   wire [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
+  // and (2), or (3), xor (4) as one function of (t, rv, ird[2], ird[0]): one LUT4 a bit
+  wire [15:0] logic_y = ird[2] ? (t_q ^ rv) : ird[0] ? (t_q | rv) : (t_q & rv);
 
   function automatic [DAW-1:0] reg_addr(input [2:0] r);
     reg_addr = DAW'(r);
@@ -216,6 +219,7 @@ module pe_lite #(
     ba_d = ba_q;
     n_d = n_q;
     acc_d = acc_q;
+    acc_clr = 1'b0;
     first_d = first_q;
     i_re = 1'b0;
     i_ra = pc_q;
@@ -405,9 +409,7 @@ module pe_lite #(
         case (ird[2:0])
           3'd0: begin ad_y = rv; d_wd = {16'd0, ad_s}; end
           3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = {16'd0, ad_s}; end
-          3'd2: d_wd = {16'd0, t_q & rv};
-          3'd3: d_wd = {16'd0, t_q | rv};
-          3'd4: d_wd = {16'd0, t_q ^ rv};
+          3'd2, 3'd3, 3'd4: d_wd = {16'd0, logic_y};
           3'd7: d_wd = {16'd0, mul_y};
           default: begin  // shifts: one bit per cycle
             d_we = 1'b0;
@@ -526,7 +528,7 @@ module pe_lite #(
       end
       SVx2: begin
         aa_d = rv;
-        acc_d = 32'd0;
+        acc_clr = 1'b1;
         d_re = 1'b1;
         d_ra = reg_addr(3'd2);
         st_d = SVx3;
@@ -628,7 +630,7 @@ module pe_lite #(
       end
       SVn2: begin
         ba_d = rv;
-        acc_d = 32'd0;  // fill writes acc; sendv and redv load it before use
+        acc_clr = 1'b1;  // fill writes acc; sendv and redv load it before use
         st_d = SVL;
       end
       SVL: begin
@@ -718,7 +720,7 @@ module pe_lite #(
     t_q <= t_d;
     aa_q <= aa_d;
     ba_q <= ba_d;
-    acc_q <= acc_d;
+    acc_q <= acc_clr ? 32'd0 : acc_d;
     first_q <= first_d;
   end
 
