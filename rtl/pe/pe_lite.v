@@ -101,7 +101,7 @@ module pe_lite #(
   reg [31:0]      d_wd;
   reg             a_en, a_we;
   reg [AAW-1:0]   a_ad;
-  reg [31:0]      a_wd;
+  reg [1:0]       a_wm, b_wm;   // halves written (sta, stb write one: no read-modify-write)
   reg             b_re, b_we;
   reg [BAW-1:0]   b_ra, b_wa;
   reg [31:0]      b_wd;
@@ -231,7 +231,8 @@ module pe_lite #(
     a_en = 1'b0;
     a_we = 1'b0;
     a_ad = aa_q[AAW:1];
-    a_wd = ard;
+    a_wm = 2'b11;
+    b_wm = 2'b11;
     b_re = 1'b0;
     b_ra = ba_q[BAW-1:0];
     b_we = 1'b0;
@@ -476,11 +477,9 @@ module pe_lite #(
         ba_d = rv;
         case (ird[1:0])
           2'd0: begin a_en = 1'b1; a_ad = rv[AAW:1]; st_d = SLda3; end
-          2'd1: begin a_en = 1'b1; a_ad = rv[AAW:1]; d_re = 1'b1; d_ra = reg_addr(f_rd);
-                      st_d = SSta3; end
+          2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
           2'd2: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; st_d = SLdb3; end
-          default: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; d_re = 1'b1; d_ra = reg_addr(f_rd);
-                         st_d = SStb3; end
+          default: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStb3; end
         endcase
       end
       SLda3: begin
@@ -492,7 +491,7 @@ module pe_lite #(
       SSta3: begin
         a_en = 1'b1;
         a_we = 1'b1;
-        a_wd = aa_q[0] ? {rv, ard[15:0]} : {ard[31:16], rv};
+        a_wm = aa_q[0] ? 2'b10 : 2'b01;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -504,7 +503,8 @@ module pe_lite #(
       end
       SStb3: begin
         b_we = 1'b1;
-        b_wd = b_hi ? {rv, brd[15:0]} : {brd[31:16], rv};
+        b_wd = {rv, rv};
+        b_wm = b_hi ? 2'b10 : 2'b01;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -838,24 +838,30 @@ module pe_lite #(
     .rdata_o(drd)
   );
 
-  sram_sp #(.Depth(AWords / 2), .Width(32)) u_sram_a (
-    .clk_i  (clk_i),
-    .en_i   (a_en || cfg_a),
-    .we_i   (a_en ? a_we : cfg_we_i),
-    .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
-    .wdata_i(a_en ? a_wd : cfg_wdata_i),
-    .rdata_o(ard)
-  );
+  // A and B as two 16-bit halves each (the same SPRAMs and EBRs a 32-bit instance uses), so
+  // sta and stb write one half instead of merging it into the word read back
+  generate
+    for (g = 0; g < 2; g = g + 1) begin : g_half
+      sram_sp #(.Depth(AWords / 2), .Width(16)) u_sram_a (
+        .clk_i  (clk_i),
+        .en_i   ((a_en && (!a_we || a_wm[g])) || cfg_a),
+        .we_i   (a_en ? a_we : cfg_we_i),
+        .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
+        .wdata_i(a_en ? rv : cfg_wdata_i[g*16 +: 16]),
+        .rdata_o(ard[g*16 +: 16])
+      );
 
-  sram_1r1w #(.Depth(BWords), .Width(32)) u_sram_b (
-    .clk_i  (clk_i),
-    .we_i   (b_we || cfg_bw || cfg_bc),
-    .waddr_i(b_we ? b_wa : cfg_addr_i[BAW-1:0]),
-    .wdata_i(b_we ? b_wd : (cfg_bc ? 32'd0 : cfg_wdata_i)),
-    .re_i   (b_re || cfg_br),
-    .raddr_i(b_re ? b_ra : cfg_addr_i[BAW-1:0]),
-    .rdata_o(brd)
-  );
+      sram_1r1w #(.Depth(BWords), .Width(16)) u_sram_b (
+        .clk_i  (clk_i),
+        .we_i   ((b_we && b_wm[g]) || cfg_bw || cfg_bc),
+        .waddr_i(b_we ? b_wa : cfg_addr_i[BAW-1:0]),
+        .wdata_i(b_we ? b_wd[g*16 +: 16] : (cfg_bc ? 16'd0 : cfg_wdata_i[g*16 +: 16])),
+        .re_i   (b_re || cfg_br),
+        .raddr_i(b_re ? b_ra : cfg_addr_i[BAW-1:0]),
+        .rdata_o(brd[g*16 +: 16])
+      );
+    end
+  endgenerate
 
   // ------------------------------------------------------------------ counters
   // The five 32-bit counters rotate through a ring of registers, one place per cycle, past
