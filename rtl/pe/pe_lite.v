@@ -438,7 +438,9 @@ module pe_lite #(
         st_d = SFetch;
       end
       SSend3: begin
-        acc_d = {t_q, rv};
+        // halves assigned apart: the low half's source (drd) is then the same as SRvP's
+        acc_d[31:16] = t_q;
+        acc_d[15:0] = drd[15:0];
         st_d = STx;
       end
       STx: begin
