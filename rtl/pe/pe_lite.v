@@ -132,7 +132,9 @@ module pe_lite #(
   // the stage drains whenever the core does not write DRAM; it accepts a new wavelet when it
   // is empty or draining (state only: rx_ready_o does not depend on rx_valid_i)
   wire drain = stg_v_q && !d_we;
-  wire stg_ok = !stg_v_q || !d_we;
+  // accept only into an empty stage: color_ready_o/rx_ready_o then depend on registers only,
+  // not on the core's write enable (timing; at most one wavelet every other cycle)
+  wire stg_ok = !stg_v_q;
   generate
     for (g = 0; g < 16; g = g + 1) begin : g_c
       assign color_ready_o[g] = stg_ok && !qfull[map_q[g]];
@@ -194,6 +196,7 @@ module pe_lite #(
   wire [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
   reg  [7:0]  pc_off;
   wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
+  wire [7:0]  pc_inc = pc_q + 8'd1;  // the IMEM address of li's word (no pc_off in its path)
   wire [15:0] n_dec = n_q - 16'd1;
   wire [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
   // and (2), or (3), xor (4) as one function of (t, rv, ird[2], ird[0]): one LUT4 a bit
@@ -263,13 +266,17 @@ module pe_lite #(
       end
       // ---------------------------------------------------------------- picker
       SPick: begin  // look up the task of queue qs_q's head
+        // memory addresses and adder operands follow the state only (timing); read enables
+        // stay conditional where a state can wait (a config read of DRAM waits on them)
+        d_re = h_valid;
+        d_ra = task_addr(h_tid);
         if (h_valid) begin
-          d_re = 1'b1;
-          d_ra = task_addr(h_tid);
           st_d = SPick2;
         end else qs_d = (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
       end
       SPick2: begin
+        d_re = 1'b1;
+        d_ra = h_addr;
         if (!drd[9]) begin  // no task: drop
           pop = 1'b1;
           drop = 1'b1;
@@ -281,8 +288,6 @@ module pe_lite #(
         end else begin
           pc_d = drd[7:0];
           tid_d = h_tid;
-          d_re = 1'b1;
-          d_ra = h_addr;
           st_d = SPick3;
         end
       end
@@ -308,7 +313,7 @@ module pe_lite #(
           end
           4'h1: begin  // li: the next word
             i_re = 1'b1;
-            i_ra = pc_next;
+            i_ra = pc_inc;
             t_d = 16'(f_rd);
             pc_d = pc_q;
             st_d = SLi2;
@@ -421,9 +426,9 @@ module pe_lite #(
         endcase
       end
       SShift: begin
+        ad_x = t_q;
         if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
-          ad_x = t_q;
           d_wd = {16'd0, ad_s};
           pc_d = pc_next;
           st_d = SFetch;
@@ -444,13 +449,13 @@ module pe_lite #(
         st_d = STx;
       end
       STx: begin
+        ad_x = ba_q;
+        ad_ci = 1'b1;
         if (tx_ready_i) begin
           if (op == 4'h8) begin
             pc_d = pc_next;
             st_d = SFetch;
           end else begin  // sendv, redv: next element
-            ad_x = ba_q;
-            ad_ci = 1'b1;
             ba_d = ad_s;
             n_d = n_dec;
             st_d = SVL;
@@ -461,7 +466,7 @@ module pe_lite #(
         d_we = 1'b1;
         ad_y = 16'hffff;
         d_wd = {16'd0, ad_s};
-        if (ad_s != 16'd0) pc_off = ird[7:0];
+        if (rv != 16'd1) pc_off = ird[7:0];  // rv - 1 != 0, without the adder
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -519,12 +524,12 @@ module pe_lite #(
       end
       SVx1: begin  // rv = r5
         n_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd1);
         if (is_axpy && rv == 16'd0) begin
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
-          d_re = 1'b1;
-          d_ra = reg_addr(3'd1);
           st_d = SVx2;
         end
       end
@@ -553,11 +558,11 @@ module pe_lite #(
         st_d = SMacW;
       end
       SMacW: begin
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd3);
         if (f_done) begin
           acc_d = f_y;
           n_d = n_dec;
-          d_re = 1'b1;
-          d_ra = reg_addr(3'd3);
           st_d = SStep1;
         end
       end
@@ -577,9 +582,9 @@ module pe_lite #(
         st_d = (n_q != 16'd0) ? SMac : is_axpy ? SAxN : SDtE;
       end
       SAxN: begin  // chain the next data wavelet of this task
+        d_re = h_same;
+        d_ra = h_addr;
         if (h_same) begin
-          d_re = 1'b1;
-          d_ra = h_addr;
           st_d = SAxP;
         end else begin
           pc_d = pc_next;
@@ -603,14 +608,14 @@ module pe_lite #(
         st_d = SDtN;
       end
       SDtN: begin
+        d_re = h_same;
+        d_ra = h_addr;
+        ad_x = t_q;
         if (h_same) begin
-          d_re = 1'b1;
-          d_ra = h_addr;
           st_d = SDtP;
         end else begin  // r6 = t
           d_we = 1'b1;
           d_wa = reg_addr(3'd6);
-          ad_x = t_q;
           d_wd = {16'd0, ad_s};
           pc_d = pc_next;
           st_d = SFetch;
@@ -636,6 +641,9 @@ module pe_lite #(
         st_d = SVL;
       end
       SVL: begin
+        ad_x = ba_q;
+        ad_ci = 1'b1;
+        d_ra = h_addr;
         if (n_q == 16'd0) begin
           pc_d = pc_next;
           st_d = SFetch;
@@ -643,8 +651,6 @@ module pe_lite #(
           case (op)
             4'hE: begin  // fill
               b_we = 1'b1;
-              ad_x = ba_q;
-              ad_ci = 1'b1;
               ba_d = ad_s;
               n_d = n_dec;
             end
@@ -659,7 +665,6 @@ module pe_lite #(
                 st_d = SRv2;
               end else if (h_same) begin
                 d_re = 1'b1;
-                d_ra = h_addr;
                 st_d = SRvP;
               end
             end
@@ -871,8 +876,8 @@ module pe_lite #(
   // gathered in a 3-bit pending count since its last visit (at most 5, plus one push while
   // SRst runs). No per-counter adder and no read mux: a config access to counter i waits
   // until i is at the head (at most 4 cycles); a read returns the ring's tail next cycle,
-  // which is then counter i including the grant cycle's increment, as a plain register
-  // would. The ring has no asynchronous reset (it would cost a LUT a bit for the clears):
+  // which is then counter i up to the increments of the last 5 cycles (they are pending:
+  // the host reads counters of an idle mesh, where nothing is pending). The ring has no asynchronous reset (it would cost a LUT a bit for the clears):
   // SRst and ctr_clear_i zero it synchronously.
   wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
   reg  [31:0] ring_q [0:4];   // ring_q[0]: counter cid_q, ring_q[k]: counter cid_q + k mod 5
@@ -886,7 +891,9 @@ module pe_lite #(
       assign pend_n[g] = pend_q[g] + 3'(cnt_inc[g]);
     end
   endgenerate
-  wire [31:0] ring_sum = ring_q[0] + 32'(pend_n[cid_q]);
+  // the head adds its registered pending count (no path from the events through the adder:
+  // timing); the head's increment of this cycle starts its next pending count
+  wire [31:0] ring_sum = ring_q[0] + 32'(pend_q[cid_q]);
   integer ci;
   always @(posedge clk_i) begin
     for (ci = 0; ci < 4; ci = ci + 1) ring_q[ci] <= ring_clr ? 32'd0 : ring_q[ci + 1];
@@ -900,8 +907,8 @@ module pe_lite #(
       cid_q <= (cid_q == 3'd4) ? 3'd0 : cid_q + 3'd1;
       // while SRst clears the ring, the head keeps its pending count
       for (ci = 0; ci < 5; ci = ci + 1)
-        pend_q[ci] <= (ctr_clear_i || (cid_q == 3'(ci) && (!srst || cnt_clr1))) ? 3'd0
-                    : pend_n[ci];
+        pend_q[ci] <= (ctr_clear_i || (cid_q == 3'(ci) && cnt_clr1)) ? 3'd0
+                    : (cid_q == 3'(ci) && !srst) ? 3'(cnt_inc[ci]) : pend_n[ci];
     end
   end
 
