@@ -780,13 +780,29 @@ module pe_lite #(
   wire c_d = c_t || c_r;  // DRAM targets
   reg  [2:0] cid_q;       // the counter at the head of the counter ring
   reg  g_a, g_b, g_bc, g_i, g_d;
+  // The grants follow the state only (timing: no path from the core's data-dependent
+  // decisions through cfg_gnt_o into the config chain and the host port): a port is busy
+  // in every state in which the core may use it (a superset of the cycles it does; SPick
+  // uses DRAM only when a head waits, so an idle PE still takes config accesses).
+  wire st_fetch = (st_q == SFetch) || (st_q == SDec);
+  wire d_busy = (st_q == SPick) ? h_valid
+              : (st_q == SRst) || (st_q == SPick2) || (st_q == SDec) || (st_q == SLi2)
+                || (st_q == SAddi2) || (st_q == SOpB) || (st_q == SAlu3) || (st_q == SShift)
+                || (st_q == SDj2) || (st_q == SBlk2) || (st_q == SMem2) || (st_q == SLda3)
+                || (st_q == SLdb3) || (st_q == SDt0) || (st_q == SVx1) || (st_q == SVx2)
+                || (st_q == SMacW) || (st_q == SStep1) || (st_q == SAxN) || (st_q == SAxP)
+                || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL);
+  wire a_busy = (st_q == SMem2) || (st_q == SSta3) || (st_q == SMac);
+  wire br_busy = (st_q == SMem2) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
+  wire bw_busy = (st_q == SStb3) || (st_q == SStep1) || (st_q == SDtE) || (st_q == SVL)
+                 || (st_q == SRv5);
   always @(*) begin
-    g_a = !a_en;
-    g_b = cfg_we_i ? !b_we : !b_re;
-    g_bc = !b_we && !b_re;
+    g_a = !a_busy;
+    g_b = cfg_we_i ? !bw_busy : !br_busy;
+    g_bc = !bw_busy && !br_busy;
     // IMEM and DRAM never see a read and a write of one word in a cycle (no bypass)
-    g_i = cfg_we_i ? !i_re : !running;
-    g_d = cfg_we_i ? (!d_we && !d_re && !stg_v_q && (c_t || !running)) : (!d_re && !d_we);
+    g_i = cfg_we_i ? !st_fetch : !running;
+    g_d = !d_busy && (!cfg_we_i || (!stg_v_q && (c_t || !running)));
     cfg_gnt_o = cfg_req_i;
     if (c_a) cfg_gnt_o = cfg_req_i && g_a;
     if (c_b) cfg_gnt_o = cfg_req_i && g_b;
