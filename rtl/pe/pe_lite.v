@@ -210,6 +210,9 @@ module pe_lite #(
   endfunction
 
   reg drop, mac;
+  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2), aa (SStep1), else rv;
+  // carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
+  reg xs_t_q, xs_b_q, xs_a_q, ci_q;
 
   always @(*) begin
     st_d = st_q;
@@ -241,9 +244,11 @@ module pe_lite #(
     b_we = 1'b0;
     b_wa = ba_q[BAW-1:0];
     b_wd = acc_q;  // FMAC results and fill's zeros go through acc
-    ad_x = rv;
+    // the adder's first operand and carry from select registers set with the state
+    // (timing: no state decode in front of the adder)
+    ad_x = xs_t_q ? t_q : xs_b_q ? ba_q : xs_a_q ? aa_q : rv;
     ad_y = 16'd0;
-    ad_ci = 1'b0;
+    ad_ci = ci_q;
     pc_off = 8'd0;
     f_start = 1'b0;
     f_add = 1'b0;
@@ -411,7 +416,6 @@ module pe_lite #(
         d_we = 1'b1;
         pc_d = pc_next;
         st_d = SFetch;
-        ad_x = t_q;
         case (ird[2:0])
           3'd0: begin ad_y = rv; d_wd = {16'd0, ad_s}; end
           3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = {16'd0, ad_s}; end
@@ -426,7 +430,6 @@ module pe_lite #(
         endcase
       end
       SShift: begin
-        ad_x = t_q;
         if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
           d_wd = {16'd0, ad_s};
@@ -449,8 +452,6 @@ module pe_lite #(
         st_d = STx;
       end
       STx: begin
-        ad_x = ba_q;
-        ad_ci = 1'b1;
         if (tx_ready_i) begin
           if (op == 4'h8) begin
             pc_d = pc_next;
@@ -568,7 +569,6 @@ module pe_lite #(
       end
       SStep1: begin  // axpy: B[ba] = the result
         if (is_axpy) b_we = 1'b1;
-        ad_x = aa_q;
         ad_y = rv;
         aa_d = ad_s;
         d_re = 1'b1;
@@ -576,7 +576,6 @@ module pe_lite #(
         st_d = SStep2;
       end
       SStep2: begin
-        ad_x = ba_q;
         ad_y = rv;
         ba_d = ad_s;
         st_d = (n_q != 16'd0) ? SMac : is_axpy ? SAxN : SDtE;
@@ -602,15 +601,12 @@ module pe_lite #(
       SDtE: begin  // B[t] = acc, t++
         b_we = 1'b1;
         b_wa = t_q[BAW-1:0];
-        ad_x = t_q;
-        ad_ci = 1'b1;
         t_d = ad_s;
         st_d = SDtN;
       end
       SDtN: begin
         d_re = h_same;
         d_ra = h_addr;
-        ad_x = t_q;
         if (h_same) begin
           st_d = SDtP;
         end else begin  // r6 = t
@@ -641,8 +637,6 @@ module pe_lite #(
         st_d = SVL;
       end
       SVL: begin
-        ad_x = ba_q;
-        ad_ci = 1'b1;
         d_ra = h_addr;
         if (n_q == 16'd0) begin
           pc_d = pc_next;
@@ -699,8 +693,6 @@ module pe_lite #(
       end
       SRv5: begin  // redv.st: B[ba] = acc, next element
         b_we = 1'b1;
-        ad_x = ba_q;
-        ad_ci = 1'b1;
         ba_d = ad_s;
         n_d = n_dec;
         st_d = SVL;
@@ -709,6 +701,12 @@ module pe_lite #(
     endcase
   end
 
+  always @(posedge clk_i) begin
+    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
+    xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2);
+    xs_a_q <= (st_d == SStep1);
+    ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE);
+  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       st_q <= SRst;
