@@ -68,9 +68,13 @@ module pe_lite #(
                    SMac = 6'd25, SMacF = 6'd26, SMacW = 6'd27, SStep1 = 6'd28,
                    SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
                    SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
-                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42;
+                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43;
 
-  reg [5:0]  st_q, st_d;
+  // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
+  // single bits); Yosys would not re-encode it by itself because of the default -> SRst
+  // recovery branch, which one-hot codes lose
+  (* fsm_encoding = "one-hot" *) reg [5:0] st_q;
+  reg [5:0]  st_d;
   reg [7:0]  pc_q, pc_d;
   reg [31:0] w_q, w_d;        // W
   reg [4:0]  tid_q, tid_d;    // task id of the running task
@@ -80,6 +84,7 @@ module pe_lite #(
   reg [15:0] ba_q, ba_d;      // B word (element for dot) address
   reg [15:0] n_q, n_d;        // elements left
   reg [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
+  reg        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
   reg        first_q, first_d;  // redv: element 0 takes W
 
   // ------------------------------------------------------------------ memories
@@ -96,7 +101,7 @@ module pe_lite #(
   reg [31:0]      d_wd;
   reg             a_en, a_we;
   reg [AAW-1:0]   a_ad;
-  reg [31:0]      a_wd;
+  reg [1:0]       a_wm, b_wm;   // halves written (sta, stb write one: no read-modify-write)
   reg             b_re, b_we;
   reg [BAW-1:0]   b_ra, b_wa;
   reg [31:0]      b_wd;
@@ -127,7 +132,9 @@ module pe_lite #(
   // the stage drains whenever the core does not write DRAM; it accepts a new wavelet when it
   // is empty or draining (state only: rx_ready_o does not depend on rx_valid_i)
   wire drain = stg_v_q && !d_we;
-  wire stg_ok = !stg_v_q || !d_we;
+  // accept only into an empty stage: color_ready_o/rx_ready_o then depend on registers only,
+  // not on the core's write enable (timing; at most one wavelet every other cycle)
+  wire stg_ok = !stg_v_q;
   generate
     for (g = 0; g < 16; g = g + 1) begin : g_c
       assign color_ready_o[g] = stg_ok && !qfull[map_q[g]];
@@ -179,7 +186,9 @@ module pe_lite #(
   wire        is_axpy = (op == 4'hA);
   wire        b_hi = ird[2];
   wire [15:0] a_half = aa_q[0] ? ard[31:16] : ard[15:0];   // A element aa_q
-  wire [15:0] bh_half = ba_q[0] ? brd[31:16] : brd[15:0];  // Bh element ba_q
+  // Bh element ba_q (dot), or the half ird[2] of a B word (ldb)
+  wire        bh_sel = (st_q == SLdb3) ? b_hi : ba_q[0];
+  wire [15:0] bh_half = bh_sel ? brd[31:16] : brd[15:0];
 
   // one 16-bit adder for addresses and arithmetic, one 8-bit adder for the pc
   reg  [15:0] ad_x, ad_y;
@@ -187,8 +196,11 @@ module pe_lite #(
   wire [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
   reg  [7:0]  pc_off;
   wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
+  wire [7:0]  pc_inc = pc_q + 8'd1;  // the IMEM address of li's word (no pc_off in its path)
   wire [15:0] n_dec = n_q - 16'd1;
   wire [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
+  // and (2), or (3), xor (4) as one function of (t, rv, ird[2], ird[0]): one LUT4 a bit
+  wire [15:0] logic_y = ird[2] ? (t_q ^ rv) : ird[0] ? (t_q | rv) : (t_q & rv);
 
   function automatic [DAW-1:0] reg_addr(input [2:0] r);
     reg_addr = DAW'(r);
@@ -198,6 +210,9 @@ module pe_lite #(
   endfunction
 
   reg drop, mac;
+  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2), aa (SStep1), else rv;
+  // carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
+  reg xs_t_q, xs_b_q, xs_a_q, ci_q;
 
   always @(*) begin
     st_d = st_q;
@@ -210,6 +225,7 @@ module pe_lite #(
     ba_d = ba_q;
     n_d = n_q;
     acc_d = acc_q;
+    acc_clr = 1'b0;
     first_d = first_q;
     i_re = 1'b0;
     i_ra = pc_q;
@@ -221,44 +237,51 @@ module pe_lite #(
     a_en = 1'b0;
     a_we = 1'b0;
     a_ad = aa_q[AAW:1];
-    a_wd = ard;
+    a_wm = 2'b11;
+    b_wm = 2'b11;
     b_re = 1'b0;
     b_ra = ba_q[BAW-1:0];
     b_we = 1'b0;
     b_wa = ba_q[BAW-1:0];
-    b_wd = f_y;
-    ad_x = rv;
+    b_wd = acc_q;  // FMAC results and fill's zeros go through acc
+    // the adder's first operand and carry from select registers set with the state
+    // (timing: no state decode in front of the adder)
+    ad_x = xs_t_q ? t_q : xs_b_q ? ba_q : xs_a_q ? aa_q : rv;
     ad_y = 16'd0;
-    ad_ci = 1'b0;
+    ad_ci = ci_q;
     pc_off = 8'd0;
     f_start = 1'b0;
     f_add = 1'b0;
-    f_a = {16'd0, a_half};
+    f_a = {brd[31:16], a_half};  // [31:16] only read by an add (redv: brd + acc)
     f_b = w_q[15:0];
-    f_c = brd;
+    f_c = is_axpy ? brd : acc_q;
     pop = 1'b0;
     drop = 1'b0;
     mac = 1'b0;
     case (st_q)
-      // clear the registers and the task table (DRAM words 0-63)
+      // clear the registers and the task table (DRAM words 0, 63, 62, .. 1: n counts down)
       SRst: begin
         d_we = 1'b1;
         d_wa = DAW'(n_q[5:0]);
-        n_d = n_q + 16'd1;
-        if (n_q[5:0] == 6'd63) begin
+        n_d = n_dec;
+        if (n_q[5:0] == 6'd1) begin
           st_d = SPick;
           qs_d = '0;
         end
       end
       // ---------------------------------------------------------------- picker
       SPick: begin  // look up the task of queue qs_q's head
+        // memory addresses and adder operands follow the state only (timing); read enables
+        // stay conditional where a state can wait (a config read of DRAM waits on them)
+        d_re = h_valid;
+        d_ra = task_addr(h_tid);
         if (h_valid) begin
-          d_re = 1'b1;
-          d_ra = task_addr(h_tid);
           st_d = SPick2;
         end else qs_d = (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
       end
       SPick2: begin
+        d_re = 1'b1;
+        d_ra = h_addr;
         if (!drd[9]) begin  // no task: drop
           pop = 1'b1;
           drop = 1'b1;
@@ -270,8 +293,6 @@ module pe_lite #(
         end else begin
           pc_d = drd[7:0];
           tid_d = h_tid;
-          d_re = 1'b1;
-          d_ra = h_addr;
           st_d = SPick3;
         end
       end
@@ -297,7 +318,7 @@ module pe_lite #(
           end
           4'h1: begin  // li: the next word
             i_re = 1'b1;
-            i_ra = pc_next;
+            i_ra = pc_inc;
             t_d = 16'(f_rd);
             pc_d = pc_q;
             st_d = SLi2;
@@ -395,26 +416,23 @@ module pe_lite #(
         d_we = 1'b1;
         pc_d = pc_next;
         st_d = SFetch;
-        ad_x = t_q;
         case (ird[2:0])
           3'd0: begin ad_y = rv; d_wd = {16'd0, ad_s}; end
           3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = {16'd0, ad_s}; end
-          3'd2: d_wd = {16'd0, t_q & rv};
-          3'd3: d_wd = {16'd0, t_q | rv};
-          3'd4: d_wd = {16'd0, t_q ^ rv};
+          3'd2, 3'd3, 3'd4: d_wd = {16'd0, logic_y};
           3'd7: d_wd = {16'd0, mul_y};
           default: begin  // shifts: one bit per cycle
             d_we = 1'b0;
-            n_d = {12'd0, rv[3:0]};
+            n_d = rv;  // SShift looks at n[3:0] only
             pc_d = pc_q;
             st_d = SShift;
           end
         endcase
       end
       SShift: begin
-        if (n_q == 16'd0) begin
+        if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
-          d_wd = {16'd0, t_q};
+          d_wd = {16'd0, ad_s};
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
@@ -428,7 +446,9 @@ module pe_lite #(
         st_d = SFetch;
       end
       SSend3: begin
-        acc_d = {t_q, rv};
+        // halves assigned apart: the low half's source (drd) is then the same as SRvP's
+        acc_d[31:16] = t_q;
+        acc_d[15:0] = drd[15:0];
         st_d = STx;
       end
       STx: begin
@@ -437,8 +457,6 @@ module pe_lite #(
             pc_d = pc_next;
             st_d = SFetch;
           end else begin  // sendv, redv: next element
-            ad_x = ba_q;
-            ad_ci = 1'b1;
             ba_d = ad_s;
             n_d = n_dec;
             st_d = SVL;
@@ -449,7 +467,7 @@ module pe_lite #(
         d_we = 1'b1;
         ad_y = 16'hffff;
         d_wd = {16'd0, ad_s};
-        if (ad_s != 16'd0) pc_off = ird[7:0];
+        if (rv != 16'd1) pc_off = ird[7:0];  // rv - 1 != 0, without the adder
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -467,11 +485,9 @@ module pe_lite #(
         ba_d = rv;
         case (ird[1:0])
           2'd0: begin a_en = 1'b1; a_ad = rv[AAW:1]; st_d = SLda3; end
-          2'd1: begin a_en = 1'b1; a_ad = rv[AAW:1]; d_re = 1'b1; d_ra = reg_addr(f_rd);
-                      st_d = SSta3; end
+          2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
           2'd2: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; st_d = SLdb3; end
-          default: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; d_re = 1'b1; d_ra = reg_addr(f_rd);
-                         st_d = SStb3; end
+          default: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStb3; end
         endcase
       end
       SLda3: begin
@@ -483,19 +499,20 @@ module pe_lite #(
       SSta3: begin
         a_en = 1'b1;
         a_we = 1'b1;
-        a_wd = aa_q[0] ? {rv, ard[15:0]} : {ard[31:16], rv};
+        a_wm = aa_q[0] ? 2'b10 : 2'b01;
         pc_d = pc_next;
         st_d = SFetch;
       end
       SLdb3: begin
         d_we = 1'b1;
-        d_wd = {16'd0, b_hi ? brd[31:16] : brd[15:0]};
+        d_wd = {16'd0, bh_half};
         pc_d = pc_next;
         st_d = SFetch;
       end
       SStb3: begin
         b_we = 1'b1;
-        b_wd = b_hi ? {rv, brd[15:0]} : {brd[31:16], rv};
+        b_wd = {rv, rv};
+        b_wm = b_hi ? 2'b10 : 2'b01;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -508,18 +525,18 @@ module pe_lite #(
       end
       SVx1: begin  // rv = r5
         n_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd1);
         if (is_axpy && rv == 16'd0) begin
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
-          d_re = 1'b1;
-          d_ra = reg_addr(3'd1);
           st_d = SVx2;
         end
       end
       SVx2: begin
         aa_d = rv;
-        acc_d = 32'd0;
+        acc_clr = 1'b1;
         d_re = 1'b1;
         d_ra = reg_addr(3'd2);
         st_d = SVx3;
@@ -538,24 +555,20 @@ module pe_lite #(
       SMacF: begin
         f_start = 1'b1;
         mac = 1'b1;
-        if (!is_axpy) begin
-          f_b = bh_half;
-          f_c = acc_q;
-        end
+        if (!is_axpy) f_b = bh_half;
         st_d = SMacW;
       end
       SMacW: begin
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd3);
         if (f_done) begin
-          if (is_axpy) b_we = 1'b1;
-          else acc_d = f_y;
+          acc_d = f_y;
           n_d = n_dec;
-          d_re = 1'b1;
-          d_ra = reg_addr(3'd3);
           st_d = SStep1;
         end
       end
-      SStep1: begin
-        ad_x = aa_q;
+      SStep1: begin  // axpy: B[ba] = the result
+        if (is_axpy) b_we = 1'b1;
         ad_y = rv;
         aa_d = ad_s;
         d_re = 1'b1;
@@ -563,15 +576,14 @@ module pe_lite #(
         st_d = SStep2;
       end
       SStep2: begin
-        ad_x = ba_q;
         ad_y = rv;
         ba_d = ad_s;
         st_d = (n_q != 16'd0) ? SMac : is_axpy ? SAxN : SDtE;
       end
       SAxN: begin  // chain the next data wavelet of this task
+        d_re = h_same;
+        d_ra = h_addr;
         if (h_same) begin
-          d_re = 1'b1;
-          d_ra = h_addr;
           st_d = SAxP;
         end else begin
           pc_d = pc_next;
@@ -589,21 +601,18 @@ module pe_lite #(
       SDtE: begin  // B[t] = acc, t++
         b_we = 1'b1;
         b_wa = t_q[BAW-1:0];
-        b_wd = acc_q;
-        ad_x = t_q;
-        ad_ci = 1'b1;
         t_d = ad_s;
         st_d = SDtN;
       end
       SDtN: begin
+        d_re = h_same;
+        d_ra = h_addr;
         if (h_same) begin
-          d_re = 1'b1;
-          d_ra = h_addr;
           st_d = SDtP;
         end else begin  // r6 = t
           d_we = 1'b1;
           d_wa = reg_addr(3'd6);
-          d_wd = {16'd0, t_q};
+          d_wd = {16'd0, ad_s};
           pc_d = pc_next;
           st_d = SFetch;
         end
@@ -624,9 +633,11 @@ module pe_lite #(
       end
       SVn2: begin
         ba_d = rv;
+        acc_clr = 1'b1;  // fill writes acc; sendv and redv load it before use
         st_d = SVL;
       end
       SVL: begin
+        d_ra = h_addr;
         if (n_q == 16'd0) begin
           pc_d = pc_next;
           st_d = SFetch;
@@ -634,9 +645,6 @@ module pe_lite #(
           case (op)
             4'hE: begin  // fill
               b_we = 1'b1;
-              b_wd = 32'd0;
-              ad_x = ba_q;
-              ad_ci = 1'b1;
               ba_d = ad_s;
               n_d = n_dec;
             end
@@ -651,7 +659,6 @@ module pe_lite #(
                 st_d = SRv2;
               end else if (h_same) begin
                 d_re = 1'b1;
-                d_ra = h_addr;
                 st_d = SRvP;
               end
             end
@@ -673,30 +680,33 @@ module pe_lite #(
       end
       SRv3: begin
         f_start = 1'b1;
-        f_add = 1'b1;
-        f_a = acc_q;
+        f_add = 1'b1;  // brd + acc
+        f_a = brd;
         mac = 1'b1;
         st_d = SRv4;
       end
       SRv4: begin
         if (f_done) begin
-          if (ird[7]) begin  // redv.st
-            b_we = 1'b1;
-            ad_x = ba_q;
-            ad_ci = 1'b1;
-            ba_d = ad_s;
-            n_d = n_dec;
-            st_d = SVL;
-          end else begin
-            acc_d = f_y;
-            st_d = STx;
-          end
+          acc_d = f_y;
+          st_d = ird[7] ? SRv5 : STx;
         end
+      end
+      SRv5: begin  // redv.st: B[ba] = acc, next element
+        b_we = 1'b1;
+        ba_d = ad_s;
+        n_d = n_dec;
+        st_d = SVL;
       end
       default: st_d = SRst;
     endcase
   end
 
+  always @(posedge clk_i) begin
+    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
+    xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2);
+    xs_a_q <= (st_d == SStep1);
+    ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE);
+  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       st_q <= SRst;
@@ -715,7 +725,7 @@ module pe_lite #(
     t_q <= t_d;
     aa_q <= aa_d;
     ba_q <= ba_d;
-    acc_q <= acc_d;
+    acc_q <= acc_clr ? 32'd0 : acc_d;
     first_q <= first_d;
   end
 
@@ -766,19 +776,38 @@ module pe_lite #(
   wire c_r = (cfg_target_i == 4'd7);
   wire c_n = (cfg_target_i == 4'd8);
   wire c_d = c_t || c_r;  // DRAM targets
+  reg  [2:0] cid_q;       // the counter at the head of the counter ring
   reg  g_a, g_b, g_bc, g_i, g_d;
+  // The grants follow the state only (timing: no path from the core's data-dependent
+  // decisions through cfg_gnt_o into the config chain and the host port): a port is busy
+  // in every state in which the core may use it (a superset of the cycles it does; SPick
+  // uses DRAM only when a head waits, so an idle PE still takes config accesses).
+  wire st_fetch = (st_q == SFetch) || (st_q == SDec);
+  wire d_busy = (st_q == SPick) ? h_valid
+              : (st_q == SRst) || (st_q == SPick2) || (st_q == SDec) || (st_q == SLi2)
+                || (st_q == SAddi2) || (st_q == SOpB) || (st_q == SAlu3) || (st_q == SShift)
+                || (st_q == SDj2) || (st_q == SBlk2) || (st_q == SMem2) || (st_q == SLda3)
+                || (st_q == SLdb3) || (st_q == SDt0) || (st_q == SVx1) || (st_q == SVx2)
+                || (st_q == SMacW) || (st_q == SStep1) || (st_q == SAxN) || (st_q == SAxP)
+                || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL);
+  wire a_busy = (st_q == SMem2) || (st_q == SSta3) || (st_q == SMac);
+  wire br_busy = (st_q == SMem2) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
+  wire bw_busy = (st_q == SStb3) || (st_q == SStep1) || (st_q == SDtE) || (st_q == SVL)
+                 || (st_q == SRv5);
   always @(*) begin
-    g_a = !a_en;
-    g_b = cfg_we_i ? !b_we : !b_re;
-    g_bc = !b_we && !b_re;
-    g_i = cfg_we_i || !running;
-    g_d = cfg_we_i ? (!d_we && !stg_v_q && (c_t || !running)) : !d_re;
+    g_a = !a_busy;
+    g_b = cfg_we_i ? !bw_busy : !br_busy;
+    g_bc = !bw_busy && !br_busy;
+    // IMEM and DRAM never see a read and a write of one word in a cycle (no bypass)
+    g_i = cfg_we_i ? !st_fetch : !running;
+    g_d = !d_busy && (!cfg_we_i || (!stg_v_q && (c_t || !running)));
     cfg_gnt_o = cfg_req_i;
     if (c_a) cfg_gnt_o = cfg_req_i && g_a;
     if (c_b) cfg_gnt_o = cfg_req_i && g_b;
     if (c_bc && !cfg_we_i) cfg_gnt_o = cfg_req_i && g_bc;
     if (c_i) cfg_gnt_o = cfg_req_i && g_i;
     if (c_d) cfg_gnt_o = cfg_req_i && g_d;
+    if (c_n && cfg_addr_i < 16'd5) cfg_gnt_o = cfg_req_i && (cfg_addr_i[2:0] == cid_q);
   end
   wire cg = cfg_req_i && cfg_gnt_o;
   wire cfg_a = cg && c_a;
@@ -792,7 +821,7 @@ module pe_lite #(
   wire [DAW-1:0] cfg_da = c_t ? task_addr(cfg_addr_i[4:0]) : reg_addr(cfg_addr_i[2:0]);
 
   // ------------------------------------------------------------------ memories
-  sram_1r1w #(.Depth(256), .Width(16)) u_imem (
+  sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
     .clk_i  (clk_i),
     .we_i   (cfg_iw),
     .waddr_i(cfg_addr_i[7:0]),
@@ -820,7 +849,7 @@ module pe_lite #(
       end
     end
   end
-  sram_1r1w #(.Depth(DWords), .Width(32)) u_dram (
+  sram_1r1w #(.Depth(DWords), .Width(32), .OldOnCollide(1'b0)) u_dram (
     .clk_i  (clk_i),
     .we_i   (dm_we),
     .waddr_i(dm_wa),
@@ -830,37 +859,70 @@ module pe_lite #(
     .rdata_o(drd)
   );
 
-  sram_sp #(.Depth(AWords / 2), .Width(32)) u_sram_a (
-    .clk_i  (clk_i),
-    .en_i   (a_en || cfg_a),
-    .we_i   (a_en ? a_we : cfg_we_i),
-    .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
-    .wdata_i(a_en ? a_wd : cfg_wdata_i),
-    .rdata_o(ard)
-  );
+  // A and B as two 16-bit halves each (the same SPRAMs and EBRs a 32-bit instance uses), so
+  // sta and stb write one half instead of merging it into the word read back
+  generate
+    for (g = 0; g < 2; g = g + 1) begin : g_half
+      sram_sp #(.Depth(AWords / 2), .Width(16)) u_sram_a (
+        .clk_i  (clk_i),
+        .en_i   ((a_en && (!a_we || a_wm[g])) || cfg_a),
+        .we_i   (a_en ? a_we : cfg_we_i),
+        .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
+        .wdata_i(a_en ? rv : cfg_wdata_i[g*16 +: 16]),
+        .rdata_o(ard[g*16 +: 16])
+      );
 
-  sram_1r1w #(.Depth(BWords), .Width(32)) u_sram_b (
-    .clk_i  (clk_i),
-    .we_i   (b_we || cfg_bw || cfg_bc),
-    .waddr_i(b_we ? b_wa : cfg_addr_i[BAW-1:0]),
-    .wdata_i(b_we ? b_wd : (cfg_bc ? 32'd0 : cfg_wdata_i)),
-    .re_i   (b_re || cfg_br),
-    .raddr_i(b_re ? b_ra : cfg_addr_i[BAW-1:0]),
-    .rdata_o(brd)
-  );
+      sram_1r1w #(.Depth(BWords), .Width(16)) u_sram_b (
+        .clk_i  (clk_i),
+        .we_i   ((b_we && b_wm[g]) || cfg_bw || cfg_bc),
+        .waddr_i(b_we ? b_wa : cfg_addr_i[BAW-1:0]),
+        .wdata_i(b_we ? b_wd[g*16 +: 16] : (cfg_bc ? 16'd0 : cfg_wdata_i[g*16 +: 16])),
+        .re_i   (b_re || cfg_br),
+        .raddr_i(b_re ? b_ra : cfg_addr_i[BAW-1:0]),
+        .rdata_o(brd[g*16 +: 16])
+      );
+    end
+  endgenerate
 
   // ------------------------------------------------------------------ counters
-  reg [31:0] cnt_q [0:4];
+  // The five 32-bit counters rotate through a ring of registers, one place per cycle, past
+  // one shared adder at the head: counter cid_q is at the head and gets the increments it
+  // gathered in a 3-bit pending count since its last visit (at most 5, plus one push while
+  // SRst runs). No per-counter adder and no read mux: a config access to counter i waits
+  // until i is at the head (at most 4 cycles); a read returns the ring's tail next cycle,
+  // which is then counter i up to the increments of the last 5 cycles (they are pending:
+  // the host reads counters of an idle mesh, where nothing is pending). The ring has no asynchronous reset (it would cost a LUT a bit for the clears):
+  // SRst and ctr_clear_i zero it synchronously.
   wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
+  reg  [31:0] ring_q [0:4];   // ring_q[0]: counter cid_q, ring_q[k]: counter cid_q + k mod 5
+  reg  [2:0]  pend_q [0:4];   // increments of counter i not yet in the ring
+  wire        srst = (st_q == SRst);
+  wire        ring_clr = ctr_clear_i || srst;
+  wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid_q
+  wire [2:0]  pend_n [0:4];
+  generate
+    for (g = 0; g < 5; g = g + 1) begin : g_pend
+      assign pend_n[g] = pend_q[g] + 3'(cnt_inc[g]);
+    end
+  endgenerate
+  // the head adds its registered pending count (no path from the events through the adder:
+  // timing); the head's increment of this cycle starts its next pending count
+  wire [31:0] ring_sum = ring_q[0] + 32'(pend_q[cid_q]);
   integer ci;
+  always @(posedge clk_i) begin
+    for (ci = 0; ci < 4; ci = ci + 1) ring_q[ci] <= ring_clr ? 32'd0 : ring_q[ci + 1];
+    ring_q[4] <= (ring_clr || cnt_clr1) ? 32'd0 : ring_sum;
+  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= '0;
+      cid_q <= '0;
+      for (ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
     end else begin
-      for (ci = 0; ci < 5; ci = ci + 1) begin
-        if ((cg && c_n && cfg_we_i && cfg_addr_i == 16'(ci)) || ctr_clear_i) cnt_q[ci] <= '0;
-        else cnt_q[ci] <= cnt_q[ci] + 32'(cnt_inc[ci]);
-      end
+      cid_q <= (cid_q == 3'd4) ? 3'd0 : cid_q + 3'd1;
+      // while SRst clears the ring, the head keeps its pending count
+      for (ci = 0; ci < 5; ci = ci + 1)
+        pend_q[ci] <= (ctr_clear_i || (cid_q == 3'(ci) && cnt_clr1)) ? 3'd0
+                    : (cid_q == 3'(ci) && !srst) ? 3'(cnt_inc[ci]) : pend_n[ci];
     end
   end
 
@@ -899,7 +961,7 @@ module pe_lite #(
       3'd3: cfg_rdata_o = {16'd0, ird};
       3'd4: cfg_rdata_o = drd;
       3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
-      3'd6: cfg_rdata_o = cnt_q[raddr_q[2:0]];
+      3'd6: cfg_rdata_o = ring_q[4];
       default: cfg_rdata_o = 32'd0;
     endcase
   end

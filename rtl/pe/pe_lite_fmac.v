@@ -11,11 +11,13 @@
 // signed zero, >= 2^128 to infinity, subnormal inputs read as zero, NaN is 0x7fc00000, an
 // exact zero sum is +0 unless both terms are -0.
 //
-// Steps: unpack, order by magnitude and load (1 cycle), align the smaller operand one bit
-// per cycle with a sticky bit (min(exponent difference, 26) cycles, fewer when it is all
-// sticky), add/subtract (1), normalize one bit per cycle (1 + leading zeros), round (1),
-// done (1). Specials and zero + zero go straight to done. The same single shift register
-// serves alignment and normalization; one 28-bit adder, one 24-bit incrementer.
+// Steps: unpack and load (1 cycle: the product into x, c into m, no ordering by magnitude),
+// align the operand with the smaller exponent one bit per cycle with a sticky bit (|exponent
+// difference| cycles, fewer when it is all sticky), add/subtract (1; a negative difference,
+// possible only with equal exponents, is negated in one more), normalize one bit per cycle
+// (1 + leading zeros), round (1: the rounding increment goes through the same adder),
+// done (1). Specials and zero + zero go straight to done. One 28-bit adder, one up/down
+// counter for the exponent difference, one for the exponent.
 // Exponents inside are E = unbiased exponent of the msb + 383, so the packed fp32 exponent is
 // E[7:0] when 257 <= E <= 510; 0 means a zero operand.
 `default_nettype none
@@ -32,8 +34,8 @@ module pe_lite_fmac (
   output wire        done_o,
   output reg  [31:0] y_o
 );
-  localparam [2:0] SIdle = 3'd0, SAlign = 3'd1, SAdd = 3'd2, SNorm = 3'd3, SRound = 3'd4,
-                   SDone = 3'd5;
+  localparam [2:0] SIdle = 3'd0, SAlign = 3'd1, SAdd = 3'd2, SNeg = 3'd3, SNorm = 3'd4,
+                   SRound = 3'd5, SDone = 3'd6;
 
   // ---------------------------------------------------------------- unpack (start cycle)
   wire [7:0] ea16 = a_i[14:7];
@@ -73,26 +75,28 @@ module pe_lite_fmac (
   wire        nan_d  = p_nan || c_nan || (p_inf && c_inf && (p_sign != c_i[31]));
   wire        inf_d  = p_inf || c_inf;
   wire        isgn_d = p_inf ? p_sign : c_i[31];
-
-  wire        p_big  = {p_e, p_man} >= {c_e, c_man};
-  wire [23:0] x_man  = p_big ? p_man : c_man;
-  wire [9:0]  x_e    = p_big ? p_e : c_e;
-  wire [23:0] y_man  = p_big ? c_man : p_man;
-  wire [9:0]  dexp   = x_e - (p_big ? c_e : p_e);
+  wire        zz_d   = p_zero && c_zero;          // zero + zero: signed zero
+  wire [10:0] dexp   = 11'(p_e) - 11'(c_e);       // > 0: c is aligned, < 0: the product
 
   // ---------------------------------------------------------------- state
   reg [2:0]  st_q, st_d;
-  reg [23:0] x_q, x_d;      // larger mantissa
-  reg [27:0] m_q, m_d;      // aligned smaller operand, then the sum, then the rounded sum
-  reg [9:0]  e_q, e_d;      // exponent of the result's msb (E)
-  reg [4:0]  sh_q, sh_d;    // alignment shifts left
-  reg        nan_q, nan_d2, inf_q, inf_d2, isgn_q, isgn_d2;
-  reg        sign_q, sign_d, sub_q, sub_d, zero_q, zero_d, zsign_q, zsign_d;
-  reg        carry_q, carry_d;
+  reg [27:0] x_q, x_d;      // {0, product, 000}, aligned if its exponent is the smaller
+  reg [27:0] m_q, m_d;      // {0, c, 000}, aligned if its exponent is the smaller; then the
+                            // sum, the normalized sum, the rounded sum
+  reg [9:0]  e_q, e_d;      // E of bit 26 after the load, of bit 27 from the add on
+  reg [10:0] sh_q, sh_d;    // exponent difference left to align (signed)
+  reg        nan_q, nan_d2, inf_q, inf_d2;
+  reg        sign_q, sign_d, psign_q, psign_d, csign_q, csign_d, zero_q, zero_d;
 
-  wire [27:0] sum    = sub_q ? ({1'b0, x_q, 3'd0} - m_q) : ({1'b0, x_q, 3'd0} + m_q);
+  wire        sub    = psign_q ^ csign_q;
+  wire [27:0] sum    = sub ? (x_q - m_q) : (x_q + m_q);
+  wire        sh_neg = sh_q[10];
+  // the operand being aligned has only its sticky bit left: more shifts change nothing
+  wire        al_done = (sh_q == 11'd0) || (sh_neg ? (x_q[26:1] == 26'd0) : (m_q[26:1] == 26'd0));
   wire        rnd_up = m_q[3] && ((m_q[2:0] != 3'd0) || m_q[4]);
-  wire [24:0] m_rnd  = {1'b0, m_q[27:4]} + 25'(rnd_up);
+  // one +-1 adder for the exponent: up when the add moves it to bit 27 and on a rounding carry
+  reg         e_up;
+  wire [9:0]  e_step = e_q + (e_up ? 10'd1 : 10'h3ff);
 
   always @(*) begin
     st_d = st_q;
@@ -102,56 +106,72 @@ module pe_lite_fmac (
     sh_d = sh_q;
     nan_d2 = nan_q;
     inf_d2 = inf_q;
-    isgn_d2 = isgn_q;
     sign_d = sign_q;
-    sub_d = sub_q;
+    psign_d = psign_q;
+    csign_d = csign_q;
     zero_d = zero_q;
-    zsign_d = zsign_q;
-    carry_d = carry_q;
+    e_up = 1'b0;
     case (st_q)
       SIdle: begin
         if (start_i) begin
-          x_d = x_man;
-          m_d = {1'b0, y_man, 3'd0};
-          e_d = x_e + 10'd1;
-          sh_d = (dexp > 10'd26) ? 5'd26 : dexp[4:0];
+          x_d = {1'b0, p_man, 3'd0};
+          m_d = {1'b0, c_man, 3'd0};
+          e_d = dexp[10] ? c_e : p_e;
+          sh_d = dexp;
           nan_d2 = nan_d;
           inf_d2 = inf_d;
-          isgn_d2 = isgn_d;
-          sign_d = p_big ? p_sign : c_i[31];
-          sub_d = p_sign ^ c_i[31];
-          zero_d = (x_man == 24'd0);
-          zsign_d = p_sign & c_i[31];
-          carry_d = 1'b0;
-          st_d = (nan_d || inf_d || (x_man == 24'd0)) ? SDone : SAlign;
+          psign_d = p_sign;
+          csign_d = c_i[31];
+          zero_d = zz_d;
+          // the sign of a special result; otherwise set by the add
+          sign_d = nan_d ? 1'b0 : inf_d ? isgn_d : (p_sign & c_i[31]);
+          st_d = (nan_d || inf_d || zz_d) ? SDone : SAlign;
         end
       end
       SAlign: begin
-        // {0, y, 000} >> 1 with the shifted-out bit jammed into the sticky lsb
-        if (sh_q == 5'd0 || m_q[26:1] == 26'd0) st_d = SAdd;
-        else begin
+        // {0, v, 000} >> 1 with the shifted-out bit jammed into the sticky lsb
+        if (al_done) st_d = SAdd;
+        else if (sh_neg) begin
+          x_d = {2'b00, x_q[26:2], x_q[1] | x_q[0]};
+          sh_d = sh_q + 11'd1;
+        end else begin
           m_d = {2'b00, m_q[26:2], m_q[1] | m_q[0]};
-          sh_d = sh_q - 5'd1;
+          sh_d = sh_q - 11'd1;
         end
       end
       SAdd: begin
+        m_d = sum;
+        e_up = 1'b1;
+        e_d = e_step;
+        // x - m < 0 (only with equal exponents): negate, the result takes c's sign
+        sign_d = (sub && sum[27]) ? csign_q : psign_q;
+        x_d = 28'd0;
+        st_d = (sub && sum[27]) ? SNeg : SNorm;
+      end
+      SNeg: begin  // m = 0 - m (sub still set)
         m_d = sum;
         st_d = SNorm;
       end
       SNorm: begin
         if (m_q == 28'd0) begin  // exact cancellation: +0
           zero_d = 1'b1;
-          zsign_d = 1'b0;
+          sign_d = 1'b0;
           st_d = SDone;
-        end else if (m_q[27]) st_d = SRound;
-        else begin
+        end else if (m_q[27]) begin
+          x_d = {23'd0, rnd_up, 4'd0};  // the rounding increment, added next
+          psign_d = 1'b0;
+          csign_d = 1'b0;
+          st_d = SRound;
+        end else begin
           m_d = {m_q[26:0], 1'b0};
-          e_d = e_q - 10'd1;
+          e_d = e_step;
         end
       end
       SRound: begin
-        m_d = {m_rnd[23:0], 4'd0};
-        carry_d = m_rnd[24];
+        // a carry out of bit 27 leaves the mantissa 1.0 (fraction bits zero) one exponent up
+        m_d = sum;
+        e_up = 1'b1;
+        if (!sum[27]) e_d = e_step;
         st_d = SDone;
       end
       SDone: st_d = SIdle;
@@ -170,24 +190,19 @@ module pe_lite_fmac (
     sh_q <= sh_d;
     nan_q <= nan_d2;
     inf_q <= inf_d2;
-    isgn_q <= isgn_d2;
     sign_q <= sign_d;
-    sub_q <= sub_d;
+    psign_q <= psign_d;
+    csign_q <= csign_d;
     zero_q <= zero_d;
-    zsign_q <= zsign_d;
-    carry_q <= carry_d;
   end
 
   // ---------------------------------------------------------------- pack
-  // a rounding carry makes the mantissa 1.0 (fraction bits already zero) one exponent up
-  wire [9:0] e_fin = e_q + 10'(carry_q);
   always @(*) begin
     if (nan_q) y_o = 32'h7fc00000;
-    else if (inf_q) y_o = {isgn_q, 31'h7f800000};
-    else if (zero_q) y_o = {zsign_q, 31'd0};
-    else if (e_fin >= 10'd511) y_o = {sign_q, 31'h7f800000};
-    else if (e_fin <= 10'd256) y_o = {sign_q, 31'd0};
-    else y_o = {sign_q, e_fin[7:0], m_q[26:4]};
+    else if (inf_q) y_o = {sign_q, 31'h7f800000};
+    else if (zero_q || e_q <= 10'd256) y_o = {sign_q, 31'd0};
+    else if (e_q >= 10'd511) y_o = {sign_q, 31'h7f800000};
+    else y_o = {sign_q, e_q[7:0], m_q[26:4]};
   end
 
   assign ready_o = (st_q == SIdle);
