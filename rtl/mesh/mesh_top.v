@@ -130,7 +130,7 @@ module mesh_top #(
     wire        cs_valid, cs_ready, cs_empty;
     // and one on the command words from the link (no path from the host port's decoder
     // into the link's receive buffer)
-    wire        ms_valid, ms_ready;
+    wire        ms_valid, ms_ready, ms_empty;
     wire [31:0] ms_data;
     mesh_fifo #(.Width(32), .Depth(1), .Bypass(1'b0)) u_cmd_slice (
       .clk_i, .rst_ni,
@@ -140,9 +140,10 @@ module mesh_top #(
       .out_valid_o(ms_valid),
       .out_data_o (ms_data),
       .out_ready_i(ms_ready),
-      .empty_o    ()
+      .empty_o    (ms_empty)
     );
     wire [61:0] cs_data;
+    wire        unused_ms = ms_empty;
     mesh_fifo #(.Width(62), .Depth(1), .Bypass(1'b0)) u_cfg_slice (
       .clk_i, .rst_ni,
       .in_valid_i (cs_valid),
