@@ -12,7 +12,7 @@
 BOARD_RTL := $(sort $(wildcard rtl/board/*.v))
 BOARD_DOUBLE := verif/board/board_echo_double.v
 BOARD_OUT := $(BUILD)/verif/board
-BOARD_CLK_HZ ?= 24000000
+BOARD_CLK_HZ ?= 21000000
 BOARD_BAUD ?= 3000000
 BOARD_TB := verif/board/tb_board_link.cpp
 BOARD_TB_CFLAGS := -O2 -std=c++17 -I$(abspath host) -DTB_CLK_HZ=$(BOARD_CLK_HZ) -DTB_BAUD=$(BOARD_BAUD)
@@ -195,7 +195,7 @@ REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=65536 \
 regress: $(BOARD_OUT)/tb_board_link_gl
 
 # --- FPGA flow: make bitstream / make synth-estimate --------------------------------------
-FPGA_MHZ ?= 24
+FPGA_MHZ ?= 21
 # -abc9 aborts inside ABC (&mfs assertion) on this design with yosys 0.23: off by default.
 FPGA_ABC9 ?=
 FPGA_SEED ?= 1

@@ -732,7 +732,7 @@ static int usb_open(csd_dev *dev, const char *arg)
 	dev->geom.cols = USB_BOARD_COLS;
 	dev->geom.a_words = USB_BOARD_AWORDS;
 	dev->geom.b_words = USB_BOARD_BWORDS;
-	dev->clock_hz = 24e6;
+	dev->clock_hz = 21e6; /* rtl/board/board_top.v ClkHz */
 	if ((rc = csd_parse_geom(dev, p->o.geom)))
 		goto out_close;
 	if ((rc = libusb_init(&p->ctx)) < 0) {

@@ -1,5 +1,5 @@
 // board_led - pulse stretcher for a status LED: an event_i pulse lights the LED for
-// StretchTicks to StretchTicks+1 periods of tick_i (a single byte or error at 24 MHz would be
+// StretchTicks to StretchTicks+1 periods of tick_i (a single byte or error at 21 MHz would be
 // invisible otherwise). The slow tick is shared, so each LED costs a few LUTs only.
 `default_nettype none
 
@@ -8,7 +8,7 @@ module board_led #(
 ) (
   input  wire clk_i,
   input  wire rst_ni,
-  input  wire tick_i,   // slow strobe (board_top: every 2^20 cycles, ~44 ms at 24 MHz)
+  input  wire tick_i,   // slow strobe (board_top: every 2^20 cycles, ~50 ms at 21 MHz)
   input  wire event_i,
   output wire led_no    // active low, as on the iCEBreaker; driven from a flop
 );

@@ -1,6 +1,7 @@
 // board_pll - the design clock from the board's 12 MHz oscillator through the UP5K PLL.
 // f_out = 12 MHz * (DIVF + 1) / ((DIVR + 1) * 2^DIVQ), VCO 533..1066 MHz; values from
-// `icepll -i 12 -o <MHz>` (24 MHz: DIVR 0, DIVF 63, DIVQ 5, FILTER_RANGE 1).
+// `icepll -i 12 -o <MHz>` (21 MHz, the board's clock: DIVR 0, DIVF 55, DIVQ 5, FILTER_RANGE 1;
+// 24 MHz: DIVF 63).
 // Synthesis instantiates SB_PLL40_PAD (the iCEBreaker's oscillator drives pin 35, a PLL
 // input pad). Simulation (Verilator, iverilog; SYNTHESIS undefined) uses a behavioural
 // stand-in: the design clock is the input clock itself (the bench drives clk_i at the PLL
@@ -18,7 +19,7 @@
 
 module board_pll #(
   parameter [3:0] Divr = 4'd0,          // reference divider
-  parameter [6:0] Divf = 7'd63,         // feedback divider
+  parameter [6:0] Divf = 7'd55,         // feedback divider
   parameter [2:0] Divq = 3'd5,          // VCO output divider (power of two)
   parameter [2:0] FilterRange = 3'd1,   // loop filter for the PFD frequency (icepll)
   parameter integer LockCycles = 16     // behavioural model only: cycles until lock

@@ -21,10 +21,10 @@ module board_top #(
   parameter integer FifoDepth = 2,         // router input FIFO depth
   parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
   parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
-  parameter integer ClkHz = 24000000,      // design clock: must match the PLL settings
+  parameter integer ClkHz = 21000000,      // design clock: must match the PLL settings
   parameter integer Baud = 3000000,        // UART rate: ClkHz / Baud must be an integer >= 6
   parameter [3:0] PllDivr = 4'd0,          // PLL settings for ClkHz (icepll -i 12 -o MHz)
-  parameter [6:0] PllDivf = 7'd63,
+  parameter [6:0] PllDivf = 7'd55,
   parameter [2:0] PllDivq = 3'd5,
   parameter [2:0] PllFilterRange = 3'd1
 ) (
@@ -109,7 +109,7 @@ module board_top #(
   wire unused_ok = &{1'b0, mac_busy, mesh_stream, mesh_idle};
 `endif
 
-  // LED time base: a strobe every 2^20 cycles (44 ms at 24 MHz)
+  // LED time base: a strobe every 2^20 cycles (50 ms at 21 MHz)
   reg [19:0] led_div_q;
   reg        led_tick_q;
   always @(posedge clk or negedge rst_n) begin

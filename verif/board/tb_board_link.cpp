@@ -50,7 +50,7 @@ extern "C" {
 #endif
 
 #ifndef TB_CLK_HZ
-#define TB_CLK_HZ 24000000
+#define TB_CLK_HZ 21000000
 #endif
 #ifndef TB_BAUD
 #define TB_BAUD 3000000
