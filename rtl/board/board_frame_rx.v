@@ -15,7 +15,10 @@
 `default_nettype none
 
 module board_frame_rx #(
-  parameter integer BufWords = 256,        // receive buffer, words (>= 255: one full frame)
+  // receive buffer, words (>= 255: one full frame). 1024 (8 EBR) holds the host's window of
+  // 4 frames: with 256, a stream that the PE consumed slower than the link overran it and
+  // each dropped frame cost a NAK and a resend (a tiny-GPT step moved 2.1x the bytes)
+  parameter integer BufWords = 1024,
   parameter integer TimeoutClks = 8192,    // byte timeout: 1024 bit times of the UART
   parameter integer Window = 4             // host go-back-N window: older SEQs are duplicates
 ) (

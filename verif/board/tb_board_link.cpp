@@ -647,6 +647,11 @@ static void run_gpt_step(Bench &b, int layers, int E, int T, double density,
 				long r = run_kernel(k, (enum plan_kernel)kern, T, shape[p][0],
 						    shape[p][1], density, &nnz, nullptr);
 				bad = r < 0 ? 1 : r;
+				if (getenv("TB_PERCALL")) // bytes and cycles after each call
+					std::printf("call l%d p%d k%d: out %llu in %llu cycles %llu\n", l, p, kern,
+						    (unsigned long long)(b.uart_bytes_out - bytes_out0),
+						    (unsigned long long)(b.uart_bytes_in - bytes_in0),
+						    (unsigned long long)(cycle - c0));
 				nnz_total += kern == 0 ? nnz : 0;
 				calls++;
 				uint32_t m = 0, t = 0;
@@ -668,6 +673,9 @@ static void run_gpt_step(Bench &b, int layers, int E, int T, double density,
 			    b.uart_bytes_out - bytes_out0, b.uart_bytes_in - bytes_in0,
 			    4 * (k.st.words_out - st0.words_out), 4 * (k.st.words_in - st0.words_in),
 			    mac, busy, 100.0 * busy / (double)cycles);
+	std::printf("gpt step: link: %" PRIu64 " host frames resent (%" PRIu64 " NAKs, %" PRIu64
+		    " ACK timeouts)\n",
+		    b.tx.retransmits, b.tx.naks, b.tx.timeouts);
 	if (bad == 0 && gpt_json) {
 		std::string tmp = std::string(gpt_json) + ".tmp";
 		FILE *f = std::fopen(tmp.c_str(), "w");
