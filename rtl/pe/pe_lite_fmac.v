@@ -197,12 +197,18 @@ module pe_lite_fmac (
   end
 
   // ---------------------------------------------------------------- pack
+  // as flags, so each output bit is one LUT4: NaN 0x7fc00000, infinity (also >= 2^128),
+  // zero (also < 2^-126), else the rounded sum
+  wire e_big = e_q[9] || (e_q[8:0] == 9'h1ff);               // E >= 511
+  wire e_small = !e_q[9] && (!e_q[8] || e_q[7:0] == 8'd0);   // E <= 256
+  wire y_zero = !nan_q && !inf_q && (zero_q || e_small);
+  wire y_ones = nan_q || inf_q || (e_big && !zero_q);       // exponent field all ones
+  wire y_frac = !(nan_q || inf_q || zero_q || e_small || e_big);
   always @(*) begin
-    if (nan_q) y_o = 32'h7fc00000;
-    else if (inf_q) y_o = {sign_q, 31'h7f800000};
-    else if (zero_q || e_q <= 10'd256) y_o = {sign_q, 31'd0};
-    else if (e_q >= 10'd511) y_o = {sign_q, 31'h7f800000};
-    else y_o = {sign_q, e_q[7:0], m_q[26:4]};
+    y_o[31] = sign_q;
+    y_o[30:23] = y_ones ? 8'hff : y_zero ? 8'h00 : e_q[7:0];
+    y_o[22] = (m_q[26] && y_frac) || nan_q;
+    y_o[21:0] = m_q[25:4] & {22{y_frac}};
   end
 
   assign ready_o = (st_q == SIdle);
