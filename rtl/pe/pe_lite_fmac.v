@@ -13,7 +13,7 @@
 //
 // Steps: unpack and load (1 cycle: the product into x, c into m, no ordering by magnitude),
 // align the operand with the smaller exponent one bit per cycle with a sticky bit (|exponent
-// difference| cycles, at most 26: then only the sticky bit is left; none for a zero operand),
+// difference| cycles, at most 32, then only the sticky bit is left; none for a zero operand),
 // add/subtract (1; a negative difference, possible only with equal exponents, is negated in
 // one more), normalize one bit per cycle (1 + leading zeros), round (1: the rounding
 // increment goes through the same adder), done (1). Specials and zero + zero go straight to done. One 28-bit adder, one up/down
@@ -78,10 +78,12 @@ module pe_lite_fmac (
   wire        zz_d   = p_zero && c_zero;          // zero + zero: signed zero
   wire [10:0] dexp   = 11'(p_e) - 11'(c_e);       // > 0: c is aligned, < 0: the product
   // Both operands are normalized (msb at bit 26), so 26 shifts leave only the sticky bit and
-  // more change nothing: the count is clamped to +-26; a zero operand needs none.
-  wire        d_hi   = !dexp[10] && (dexp[9:0] > 10'd26);
-  wire        d_lo   = dexp[10] && (dexp[9:0] < 10'h3e6);  // < -26
-  wire [5:0]  sh_ld  = (p_zero || c_zero) ? 6'd0 : d_hi ? 6'd26 : d_lo ? 6'h26 : dexp[5:0];
+  // more change nothing: a difference beyond 6 bits signed loads +-26 (27..31 and -27..-32
+  // load as they are, a few idle shifts: cheaper than an exact clamp); a zero operand needs
+  // none.
+  wire        d_sat  = (dexp[10:5] != {6{dexp[10]}});
+  wire [5:0]  sh_ld  = (p_zero || c_zero) ? 6'd0 : d_sat ? (dexp[10] ? 6'h26 : 6'd26)  // -26, 26
+                                                           : dexp[5:0];
 
   // ---------------------------------------------------------------- state
   reg [2:0]  st_q, st_d;
