@@ -12,12 +12,17 @@
 // the color -> queue map and the counters. A received wavelet's payload waits in a one-entry
 // stage register until the DRAM write port is free (the core's writes come first); a queue's
 // newest entry is not visible at its head before it is written.
-// SRAM A is single port (SPRAM-shaped), SRAM B one bank with one read and one write port.
+// SRAM A is single port (SPRAM-shaped), SRAM B one bank with one read and one write port;
+// both are built as two 16-bit halves so a 16-bit store writes one half.
 //
 // Config slave: a request is accepted in the cycle cfg_gnt_o is high; a read's data comes
 // exactly one cycle later. The core has priority on every memory port; a config access to a
-// port the core uses in that cycle waits. IMEM reads and register writes wait until no task
-// runs; register and task-table writes also wait for the stage register to drain. Targets
+// port the core uses in that cycle waits, and IMEM and DRAM are never read and written in
+// one cycle (an IMEM write waits for the core's fetch, a DRAM access for any core access to
+// DRAM), so they need no read-during-write bypass. IMEM reads and register writes wait until
+// no task runs; register and task-table writes also wait for the stage register to drain.
+// A counter access waits until that counter passes the counters' shared adder (at most 4
+// cycles). Targets
 // as pe: 0 A, 1 B, 2 B read-and-clear (both B ports), 3 IMEM, 4 task table, 6 queue map,
 // 7 registers, 8 counters; others are accepted, writes ignored, reads return 0.
 // After reset the core clears the registers and the task table (64 cycles, config waits).

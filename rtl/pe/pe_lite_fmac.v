@@ -13,10 +13,10 @@
 //
 // Steps: unpack and load (1 cycle: the product into x, c into m, no ordering by magnitude),
 // align the operand with the smaller exponent one bit per cycle with a sticky bit (|exponent
-// difference| cycles, fewer when it is all sticky), add/subtract (1; a negative difference,
-// possible only with equal exponents, is negated in one more), normalize one bit per cycle
-// (1 + leading zeros), round (1: the rounding increment goes through the same adder),
-// done (1). Specials and zero + zero go straight to done. One 28-bit adder, one up/down
+// difference| cycles, at most 32, then only the sticky bit is left; none for a zero operand),
+// add/subtract (1; a negative difference, possible only with equal exponents, is negated in
+// one more), normalize one bit per cycle (1 + leading zeros), round (1: the rounding
+// increment goes through the same adder), done (1). Specials and zero + zero go straight to done. One 28-bit adder, one up/down
 // counter for the exponent difference, one for the exponent.
 // Exponents inside are E = unbiased exponent of the msb + 383, so the packed fp32 exponent is
 // E[7:0] when 257 <= E <= 510; 0 means a zero operand.
@@ -77,6 +77,13 @@ module pe_lite_fmac (
   wire        isgn_d = p_inf ? p_sign : c_i[31];
   wire        zz_d   = p_zero && c_zero;          // zero + zero: signed zero
   wire [10:0] dexp   = 11'(p_e) - 11'(c_e);       // > 0: c is aligned, < 0: the product
+  // Both operands are normalized (msb at bit 26), so 26 shifts leave only the sticky bit and
+  // more change nothing: a difference beyond 6 bits signed loads +-26 (27..31 and -27..-32
+  // load as they are, a few idle shifts: cheaper than an exact clamp); a zero operand needs
+  // none.
+  wire        d_sat  = (dexp[10:5] != {6{dexp[10]}});
+  wire [5:0]  sh_ld  = (p_zero || c_zero) ? 6'd0 : d_sat ? (dexp[10] ? 6'h26 : 6'd26)  // -26, 26
+                                                           : dexp[5:0];
 
   // ---------------------------------------------------------------- state
   reg [2:0]  st_q, st_d;
@@ -84,15 +91,15 @@ module pe_lite_fmac (
   reg [27:0] m_q, m_d;      // {0, c, 000}, aligned if its exponent is the smaller; then the
                             // sum, the normalized sum, the rounded sum
   reg [9:0]  e_q, e_d;      // E of bit 26 after the load, of bit 27 from the add on
-  reg [10:0] sh_q, sh_d;    // exponent difference left to align (signed)
+  reg [5:0]  sh_q, sh_d;    // exponent difference left to align (signed, clamped)
   reg        nan_q, nan_d2, inf_q, inf_d2;
   reg        sign_q, sign_d, psign_q, psign_d, csign_q, csign_d, zero_q, zero_d;
 
   wire        sub    = psign_q ^ csign_q;
   wire [27:0] sum    = sub ? (x_q - m_q) : (x_q + m_q);
-  wire        sh_neg = sh_q[10];
+  wire        sh_neg = sh_q[5];
   // the operand being aligned has only its sticky bit left: more shifts change nothing
-  wire        al_done = (sh_q == 11'd0) || (sh_neg ? (x_q[26:1] == 26'd0) : (m_q[26:1] == 26'd0));
+  wire        al_done = (sh_q == 6'd0);
   wire        rnd_up = m_q[3] && ((m_q[2:0] != 3'd0) || m_q[4]);
   // one +-1 adder for the exponent: up when the add moves it to bit 27 and on a rounding carry
   reg         e_up;
@@ -117,7 +124,7 @@ module pe_lite_fmac (
           x_d = {1'b0, p_man, 3'd0};
           m_d = {1'b0, c_man, 3'd0};
           e_d = dexp[10] ? c_e : p_e;
-          sh_d = dexp;
+          sh_d = sh_ld;
           nan_d2 = nan_d;
           inf_d2 = inf_d;
           psign_d = p_sign;
@@ -133,10 +140,10 @@ module pe_lite_fmac (
         if (al_done) st_d = SAdd;
         else if (sh_neg) begin
           x_d = {2'b00, x_q[26:2], x_q[1] | x_q[0]};
-          sh_d = sh_q + 11'd1;
+          sh_d = sh_q + 6'd1;
         end else begin
           m_d = {2'b00, m_q[26:2], m_q[1] | m_q[0]};
-          sh_d = sh_q - 11'd1;
+          sh_d = sh_q - 6'd1;
         end
       end
       SAdd: begin
@@ -197,12 +204,18 @@ module pe_lite_fmac (
   end
 
   // ---------------------------------------------------------------- pack
+  // as flags, so each output bit is one LUT4: NaN 0x7fc00000, infinity (also >= 2^128),
+  // zero (also < 2^-126), else the rounded sum
+  wire e_big = e_q[9] || (e_q[8:0] == 9'h1ff);               // E >= 511
+  wire e_small = !e_q[9] && (!e_q[8] || e_q[7:0] == 8'd0);   // E <= 256
+  wire y_zero = !nan_q && !inf_q && (zero_q || e_small);
+  wire y_ones = nan_q || inf_q || (e_big && !zero_q);       // exponent field all ones
+  wire y_frac = !(nan_q || inf_q || zero_q || e_small || e_big);
   always @(*) begin
-    if (nan_q) y_o = 32'h7fc00000;
-    else if (inf_q) y_o = {sign_q, 31'h7f800000};
-    else if (zero_q || e_q <= 10'd256) y_o = {sign_q, 31'd0};
-    else if (e_q >= 10'd511) y_o = {sign_q, 31'h7f800000};
-    else y_o = {sign_q, e_q[7:0], m_q[26:4]};
+    y_o[31] = sign_q;
+    y_o[30:23] = y_ones ? 8'hff : y_zero ? 8'h00 : e_q[7:0];
+    y_o[22] = (m_q[26] && y_frac) || nan_q;
+    y_o[21:0] = m_q[25:4] & {22{y_frac}};
   end
 
   assign ready_o = (st_q == SIdle);
