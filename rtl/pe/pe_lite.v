@@ -3,7 +3,8 @@
 // verif/models/pe_model.c); only the timing differs. It does one thing at a time: a
 // microcoded state machine fetches an instruction, reads its operands one per cycle from
 // block RAM, and runs vector instructions one element (one multi-cycle MAC, pe_lite_fmac)
-// at a time. Not for throughput: a MAC takes about 16 cycles, a scalar instruction 3 to 5.
+// at a time. Not for throughput: an axpy element takes about 13 cycles (measured on the
+// board's forward kernel), a scalar instruction 3 to 5.
 //
 // Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
@@ -16,13 +17,13 @@
 // both are built as two 16-bit halves so a 16-bit store writes one half.
 //
 // Config slave: a request is accepted in the cycle cfg_gnt_o is high; a read's data comes
-// exactly one cycle later. The core has priority on every memory port; a config access to a
-// port the core uses in that cycle waits, and IMEM and DRAM are never read and written in
-// one cycle (an IMEM write waits for the core's fetch, a DRAM access for any core access to
-// DRAM), so they need no read-during-write bypass. IMEM reads and register writes wait until
+// exactly one cycle later. The core has priority on every memory port: a config access
+// waits while the core is in a state that may use that port (the grants depend on the state
+// only, for timing), so IMEM and DRAM are never read and written in one cycle and need no
+// read-during-write bypass. IMEM reads and register writes wait until
 // no task runs; register and task-table writes also wait for the stage register to drain.
 // A counter access waits until that counter passes the counters' shared adder (at most 4
-// cycles). Targets
+// cycles); the value read lags the events of the last 5 cycles. Targets
 // as pe: 0 A, 1 B, 2 B read-and-clear (both B ports), 3 IMEM, 4 task table, 6 queue map,
 // 7 registers, 8 counters; others are accepted, writes ignored, reads return 0.
 // After reset the core clears the registers and the task table (64 cycles, config waits).
