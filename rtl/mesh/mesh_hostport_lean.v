@@ -20,7 +20,8 @@
 // The COLLECT/SYNC timeout counts exactly as in mesh_hostport, against a deadline on the
 // cycle counter (no separate 32-bit down counter). The COLLECT buffer is a plain RAM written
 // at the running count and read out after the header (2 EBR, no FIFO pointers). Every
-// target must be below 2^17 words (18-bit range check).
+// target must be below 2^16 words; WRITE and READ check the address in the cycle after the
+// address word (SWChk, SRChk).
 // Checked by tb_mesh_hostport_lean (the host-port bench on mesh_top Lean with the PE test
 // double) and by the board benches (tb_board_lean runs the driver through the link).
 `default_nettype none
@@ -67,8 +68,8 @@ module mesh_hostport_lean #(
   localparam int unsigned CbAw = (CollectDepth > 1) ? $clog2(CollectDepth) : 1;
 
   typedef enum logic [4:0] {
-    SCmd, SEcho, SWAddr, SWData, SRAddr, SRun, SInj, SDrop, SErr, SCTmo, SCollect, SCHdr,
-    SCDrain, SSTmo, SSync, SCntPre, SCntPost
+    SCmd, SEcho, SWAddr, SWChk, SWData, SRAddr, SRChk, SRun, SInj, SDrop, SErr, SCTmo,
+    SCollect, SCHdr, SCDrain, SSTmo, SSync, SCntPre, SCntPost
   } state_e;
 
   // decoder: the command being executed
@@ -150,8 +151,11 @@ module mesh_hostport_lean #(
   wire [15:0] cfg_addr = re_addr_q + re_k_q;
   wire        cfg_rsp = cfg_in_valid_i && (cfg_in_data_i[61:60] == KindRsp);
   // address word + n beyond the walker's target (every target is below 2^17 words)
-  wire [17:0] range_end = {1'b0, cmd_data_i[16:0]} + {2'b0, re_n_q};
-  wire        range_bad = (cmd_data_i[31:17] != 15'b0) || (range_end > tsize(re_tgt_q));
+  // checked in the cycle after the address word was taken (SWChk, SRChk), from registers
+  // (timing): every target is below 2^16 words, so an address >= 2^16 is out of range
+  logic       addr_hi_q;
+  wire [17:0] range_end = {2'b0, re_addr_q} + {2'b0, re_n_q};
+  wire        range_bad = addr_hi_q || (range_end > tsize(re_tgt_q));
   wire        k_done = (k_q == n_q);
   wire        re_done = (re_k_q == re_n_q);
   wire        tmo_hit = hit_q || (cycles_q == dl_q);
@@ -259,9 +263,13 @@ module mesh_hostport_lean #(
         cmd_ready_o = 1'b1;
         if (cmd_valid_i) begin
           re_ld_addr = 1'b1;
-          if (status_q == StOk && range_bad) status_d = StBadAddr;
-          st_d = (status_d != StOk) ? SDrop : SWData;
+          st_d = SWChk;
         end
+      end
+
+      SWChk: begin
+        if (status_q == StOk && range_bad) status_d = StBadAddr;
+        st_d = (status_d != StOk) ? SDrop : SWData;
       end
 
       SWData: begin
@@ -277,12 +285,16 @@ module mesh_hostport_lean #(
         cmd_ready_o = 1'b1;
         if (cmd_valid_i) begin
           re_ld_addr = 1'b1;
-          if (status_q == StOk && range_bad) status_d = StBadAddr;
-          if (status_d != StOk) st_d = SErr;
-          else begin
-            re_busy_d = 1'b1; re_hdr_d = 1'b1; re_next = re_all_q;
-            st_d = SCmd;
-          end
+          st_d = SRChk;
+        end
+      end
+
+      SRChk: begin
+        if (status_q == StOk && range_bad) status_d = StBadAddr;
+        if (status_d != StOk) st_d = SErr;
+        else begin
+          re_busy_d = 1'b1; re_hdr_d = 1'b1; re_next = re_all_q;
+          st_d = SCmd;
         end
       end
 
@@ -516,10 +528,13 @@ module mesh_hostport_lean #(
     end
   end
 
+  always_ff @(posedge clk_i) if (re_ld_addr) addr_hi_q <= (cmd_data_i[31:16] != 16'b0);
+
 `ifdef FORMAL
   // The walker has one user at a time, and a response word is only written when free.
   always @(*) if (rst_ni) begin
-    if (re_busy_q) assert (st_q != SWData && st_q != SWAddr && st_q != SRAddr);
+    if (re_busy_q) assert (st_q != SWData && st_q != SWAddr && st_q != SRAddr
+                           && st_q != SWChk && st_q != SRChk);
     if (rd_out_q) assert (re_busy_q);
     if (cfg_want && cfg_write) assert (!re_busy_q);
     if (rsp_new) assert (rsp_free);

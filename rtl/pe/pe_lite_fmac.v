@@ -5,13 +5,14 @@
 //   add_i = 1: y = a + c with a = a_i, c = c_i (fp32)                           (nm_add_bits)
 //
 // Handshake: start_i is taken while ready_o is high (operands are sampled in that cycle
-// only); done_o is high for one cycle with the result on y_o (combinational from the state
+// only, into registers: the unpack runs in the next cycle); done_o is high for one cycle with the result on y_o (combinational from the state
 // registers, valid only while done_o). Rules (docs/architecture.md section 8): exact
 // product, one RNE rounding to 24 bits with an unbounded exponent, flush below 2^-126 to a
 // signed zero, >= 2^128 to infinity, subnormal inputs read as zero, NaN is 0x7fc00000, an
 // exact zero sum is +0 unless both terms are -0.
 //
-// Steps: unpack and load (1 cycle: the product into x, c into m, no ordering by magnitude),
+// Steps: latch the operands (1 cycle), unpack and load (1 cycle: the product into x, c into
+// m, no ordering by magnitude),
 // align the operand with the smaller exponent one bit per cycle with a sticky bit (|exponent
 // difference| cycles, at most 32, then only the sticky bit is left; none for a zero operand),
 // add/subtract (1; a negative difference, possible only with equal exponents, is negated in
@@ -35,46 +36,53 @@ module pe_lite_fmac (
   output reg  [31:0] y_o
 );
   localparam [2:0] SIdle = 3'd0, SAlign = 3'd1, SAdd = 3'd2, SNeg = 3'd3, SNorm = 3'd4,
-                   SRound = 3'd5, SDone = 3'd6;
+                   SRound = 3'd5, SDone = 3'd6, SLoad = 3'd7;
 
-  // ---------------------------------------------------------------- unpack (start cycle)
-  wire [7:0] ea16 = a_i[14:7];
-  wire [7:0] eb16 = b_i[14:7];
-  wire [7:0] ea32 = a_i[30:23];
-  wire [7:0] ec32 = c_i[30:23];
+  // ---------------------------------------------------------------- operand registers
+  // start_i latches the operands; the unpack below works from the registers in the next
+  // cycle (SLoad): no path from the PE's RAM outputs through the unpack (timing)
+  reg        add_r;
+  reg [31:0] a_r, c_r;
+  reg [15:0] b_r;
 
-  wire a16_nan = (ea16 == 8'hff) && (a_i[6:0] != 7'd0);
-  wire b16_nan = (eb16 == 8'hff) && (b_i[6:0] != 7'd0);
-  wire a16_inf = (ea16 == 8'hff) && (a_i[6:0] == 7'd0);
-  wire b16_inf = (eb16 == 8'hff) && (b_i[6:0] == 7'd0);
-  wire a32_nan = (ea32 == 8'hff) && (a_i[22:0] != 23'd0);
-  wire a32_inf = (ea32 == 8'hff) && (a_i[22:0] == 23'd0);
-  wire c_nan   = (ec32 == 8'hff) && (c_i[22:0] != 23'd0);
-  wire c_inf   = (ec32 == 8'hff) && (c_i[22:0] == 23'd0);
+  // ---------------------------------------------------------------- unpack (SLoad, from the operand registers)
+  wire [7:0] ea16 = a_r[14:7];
+  wire [7:0] eb16 = b_r[14:7];
+  wire [7:0] ea32 = a_r[30:23];
+  wire [7:0] ec32 = c_r[30:23];
+
+  wire a16_nan = (ea16 == 8'hff) && (a_r[6:0] != 7'd0);
+  wire b16_nan = (eb16 == 8'hff) && (b_r[6:0] != 7'd0);
+  wire a16_inf = (ea16 == 8'hff) && (a_r[6:0] == 7'd0);
+  wire b16_inf = (eb16 == 8'hff) && (b_r[6:0] == 7'd0);
+  wire a32_nan = (ea32 == 8'hff) && (a_r[22:0] != 23'd0);
+  wire a32_inf = (ea32 == 8'hff) && (a_r[22:0] == 23'd0);
+  wire c_nan   = (ec32 == 8'hff) && (c_r[22:0] != 23'd0);
+  wire c_inf   = (ec32 == 8'hff) && (c_r[22:0] == 23'd0);
   wire c_zero  = (ec32 == 8'd0);
 
   wire        p16_zero = (ea16 == 8'd0) || (eb16 == 8'd0);
   wire        p16_inf  = a16_inf || b16_inf;
   wire        p16_nan  = a16_nan || b16_nan || (p16_inf && p16_zero);
   // 8x8 mantissa product: one SB_MAC16 with synth_ice40 -dsp
-  wire [15:0] prod     = {8'd0, 1'b1, a_i[6:0]} * {8'd0, 1'b1, b_i[6:0]};
+  wire [15:0] prod     = {8'd0, 1'b1, a_r[6:0]} * {8'd0, 1'b1, b_r[6:0]};
 
-  wire        p_sign = add_i ? a_i[31] : (a_i[15] ^ b_i[15]);
-  wire        p_zero = add_i ? (ea32 == 8'd0) : p16_zero;
-  wire        p_inf  = add_i ? a32_inf : p16_inf;
-  wire        p_nan  = add_i ? a32_nan : p16_nan;
+  wire        p_sign = add_r ? a_r[31] : (a_r[15] ^ b_r[15]);
+  wire        p_zero = add_r ? (ea32 == 8'd0) : p16_zero;
+  wire        p_inf  = add_r ? a32_inf : p16_inf;
+  wire        p_nan  = add_r ? a32_nan : p16_nan;
   // normalized product mantissa (msb at 23) and its exponent
-  wire        p_top  = add_i || prod[15];
-  wire [23:0] p_man  = p_zero ? 24'd0 : add_i ? {1'b1, a_i[22:0]}
+  wire        p_top  = add_r || prod[15];
+  wire [23:0] p_man  = p_zero ? 24'd0 : add_r ? {1'b1, a_r[22:0]}
                      : prod[15] ? {prod, 8'd0} : {prod[14:0], 9'd0};
-  wire [9:0]  p_e    = p_zero ? 10'd0 : add_i ? (10'(ea32) + 10'd256)
+  wire [9:0]  p_e    = p_zero ? 10'd0 : add_r ? (10'(ea32) + 10'd256)
                      : (10'(ea16) + 10'(eb16) + 10'(p_top) + 10'd129);
-  wire [23:0] c_man  = c_zero ? 24'd0 : {1'b1, c_i[22:0]};
+  wire [23:0] c_man  = c_zero ? 24'd0 : {1'b1, c_r[22:0]};
   wire [9:0]  c_e    = c_zero ? 10'd0 : (10'(ec32) + 10'd256);
 
-  wire        nan_d  = p_nan || c_nan || (p_inf && c_inf && (p_sign != c_i[31]));
+  wire        nan_d  = p_nan || c_nan || (p_inf && c_inf && (p_sign != c_r[31]));
   wire        inf_d  = p_inf || c_inf;
-  wire        isgn_d = p_inf ? p_sign : c_i[31];
+  wire        isgn_d = p_inf ? p_sign : c_r[31];
   wire        zz_d   = p_zero && c_zero;          // zero + zero: signed zero
   wire [10:0] dexp   = 11'(p_e) - 11'(c_e);       // > 0: c is aligned, < 0: the product
   // Both operands are normalized (msb at bit 26), so 26 shifts leave only the sticky bit and
@@ -119,8 +127,9 @@ module pe_lite_fmac (
     zero_d = zero_q;
     e_up = 1'b0;
     case (st_q)
-      SIdle: begin
-        if (start_i) begin
+      SIdle: if (start_i) st_d = SLoad;
+      SLoad: begin
+        begin
           x_d = {1'b0, p_man, 3'd0};
           m_d = {1'b0, c_man, 3'd0};
           e_d = dexp[10] ? c_e : p_e;
@@ -128,10 +137,10 @@ module pe_lite_fmac (
           nan_d2 = nan_d;
           inf_d2 = inf_d;
           psign_d = p_sign;
-          csign_d = c_i[31];
+          csign_d = c_r[31];
           zero_d = zz_d;
           // the sign of a special result; otherwise set by the add
-          sign_d = nan_d ? 1'b0 : inf_d ? isgn_d : (p_sign & c_i[31]);
+          sign_d = nan_d ? 1'b0 : inf_d ? isgn_d : (p_sign & c_r[31]);
           st_d = (nan_d || inf_d || zz_d) ? SDone : SAlign;
         end
       end
@@ -191,6 +200,12 @@ module pe_lite_fmac (
     else st_q <= st_d;
   end
   always @(posedge clk_i) begin
+    if (start_i && st_q == SIdle) begin
+      add_r <= add_i;
+      a_r <= a_i;
+      b_r <= b_i;
+      c_r <= c_i;
+    end
     x_q <= x_d;
     m_q <= m_d;
     e_q <= e_d;
