@@ -760,7 +760,8 @@ module pe_lite #(
           rdp_q[q] <= (32'(rdp_q[q]) == QueueDepth - 1) ? '0 : rdp_q[q] + 1'b1;
         qc_q[q] <= qc_q[q] + CntW'(push && rx_q == QW'(q)) - CntW'(pop && qs_q == QW'(q));
       end
-      if (cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
+      if (cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6)
+        map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
       stg_v_q <= push || (stg_v_q && !drain);
     end
   end
@@ -891,14 +892,14 @@ module pe_lite #(
   endgenerate
 
   // ------------------------------------------------------------------ counters
-  // The five 32-bit counters rotate through a ring of registers, one place per cycle, past
-  // one shared adder at the head: counter cid_q is at the head and gets the increments it
-  // gathered in a 3-bit pending count since its last visit (at most 5, plus one push while
-  // SRst runs). No per-counter adder and no read mux: a config access to counter i waits
-  // until i is at the head (at most 4 cycles); a read returns the ring's tail next cycle,
-  // which is then counter i up to the increments of the last 5 cycles (they are pending:
-  // the host reads counters of an idle mesh, where nothing is pending). The ring has no asynchronous reset (it would cost a LUT a bit for the clears):
-  // SRst and ctr_clear_i zero it synchronously.
+  // The five 32-bit counters rotate through a ring of registers, one place per cycle, past one
+  // shared adder at the head: counter cid_q is at the head and gets the increments it gathered in a
+  // 3-bit pending count since its last visit (at most 5, plus one push while SRst runs). No
+  // per-counter adder and no read mux: a config access to counter i waits until i is at the head
+  // (at most 4 cycles); a read returns the ring's tail next cycle, which is then counter i up to
+  // the increments of the last 5 cycles (they are pending: the host reads counters of an idle mesh,
+  // where nothing is pending). The ring has no asynchronous reset (it would cost a LUT a bit for
+  // the clears): SRst and ctr_clear_i zero it synchronously.
   wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
   reg  [31:0] ring_q [0:4];   // ring_q[0]: counter cid_q, ring_q[k]: counter cid_q + k mod 5
   reg  [2:0]  pend_q [0:4];   // increments of counter i not yet in the ring

@@ -4,21 +4,20 @@
 //   add_i = 0: y = c + a*b with a = a_i[15:0], b = b_i (bf16), c = c_i (fp32)  (nm_fmac_bits)
 //   add_i = 1: y = a + c with a = a_i, c = c_i (fp32)                           (nm_add_bits)
 //
-// Handshake: start_i is taken while ready_o is high (operands are sampled in that cycle
-// only, into registers: the unpack runs in the next cycle); done_o is high for one cycle with the result on y_o (combinational from the state
-// registers, valid only while done_o). Rules (docs/architecture.md section 8): exact
-// product, one RNE rounding to 24 bits with an unbounded exponent, flush below 2^-126 to a
-// signed zero, >= 2^128 to infinity, subnormal inputs read as zero, NaN is 0x7fc00000, an
-// exact zero sum is +0 unless both terms are -0.
+// Handshake: start_i is taken while ready_o is high (operands are sampled in that cycle only, into
+// registers: the unpack runs in the next cycle); done_o is high for one cycle with the result on
+// y_o (combinational from the state registers, valid only while done_o). Rules
+// (docs/architecture.md section 8): exact product, one RNE rounding to 24 bits with an unbounded
+// exponent, flush below 2^-126 to a signed zero, >= 2^128 to infinity, subnormal inputs read as
+// zero, NaN is 0x7fc00000, an exact zero sum is +0 unless both terms are -0.
 //
-// Steps: latch the operands (1 cycle), unpack and load (1 cycle: the product into x, c into
-// m, no ordering by magnitude),
-// align the operand with the smaller exponent one bit per cycle with a sticky bit (|exponent
-// difference| cycles, at most 32, then only the sticky bit is left; none for a zero operand),
-// add/subtract (1; a negative difference, possible only with equal exponents, is negated in
-// one more), normalize one bit per cycle (1 + leading zeros), round (1: the rounding
-// increment goes through the same adder), done (1). Specials and zero + zero go straight to done. One 28-bit adder, one up/down
-// counter for the exponent difference, one for the exponent.
+// Steps: latch the operands (1 cycle), unpack and load (1 cycle: the product into x, c into m, no
+// ordering by magnitude), align the operand with the smaller exponent one bit per cycle with a
+// sticky bit (|exponent difference| cycles, at most 32, then only the sticky bit is left; none for
+// a zero operand), add/subtract (1; a negative difference, possible only with equal exponents, is
+// negated in one more), normalize one bit per cycle (1 + leading zeros), round (1: the rounding
+// increment goes through the same adder), done (1). Specials and zero + zero go straight to done.
+// One 28-bit adder, one up/down counter for the exponent difference, one for the exponent.
 // Exponents inside are E = unbiased exponent of the msb + 383, so the packed fp32 exponent is
 // E[7:0] when 257 <= E <= 510; 0 means a zero operand.
 `default_nettype none
@@ -45,7 +44,7 @@ module pe_lite_fmac (
   reg [31:0] a_r, c_r;
   reg [15:0] b_r;
 
-  // ---------------------------------------------------------------- unpack (SLoad, from the operand registers)
+  // ------------------------------------------------ unpack (SLoad, from the operand registers)
   wire [7:0] ea16 = a_r[14:7];
   wire [7:0] eb16 = b_r[14:7];
   wire [7:0] ea32 = a_r[30:23];

@@ -396,7 +396,10 @@ struct Bench {
 			}
 		}
 		std::vector<uint32_t> c = cfg_read_block(8, 0, 5);
-		if (getenv("TB_DEBUG")) printf("counters %u %u %u %u %u model %u %u %u %u %u\n", c[0], c[1], c[2], c[3], c[4], model.cnt[0], model.cnt[1], model.cnt[2], model.cnt[3], model.cnt[4]);
+		if (getenv("TB_DEBUG"))
+			printf("counters %u %u %u %u %u model %u %u %u %u %u\n", c[0], c[1], c[2], c[3],
+			       c[4], model.cnt[0], model.cnt[1], model.cnt[2], model.cnt[3],
+			       model.cnt[4]);
 		for (unsigned i = 0; i < c.size(); i++) {
 			if (i == 1) continue; // task-busy cycles: timing, not modelled
 			if (c[i] != model.cnt[i]) {
