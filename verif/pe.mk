@@ -49,7 +49,7 @@ $(eval $(call pe_bench,tb_pe,pe,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJ
 $(eval $(call pe_bench,tb_pe_lite_fmac,pe_lite_fmac,rtl/pe/pe_lite_fmac.v,$(PE_COBJS),\
 	$(PE_BUILD)/tb_pe))
 $(eval $(call pe_bench,tb_pe_lite,pe_lite,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
-	$(PE_BUILD)/tb_pe_lite_fmac))
+	$(PE_BUILD)/tb_pe_lite_fmac,--assert -DFORMAL))
 $(PE_BUILD)/tb_pe_lite: verif/pe/tb_pe.cpp
 
 PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \

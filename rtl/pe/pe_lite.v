@@ -801,6 +801,17 @@ module pe_lite #(
   wire br_busy = (st_q == SMem2) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
   wire bw_busy = (st_q == SStb3) || (st_q == SStep1) || (st_q == SDtE) || (st_q == SVL)
                  || (st_q == SRv5);
+`ifdef FORMAL
+  // the grants' busy flags cover every cycle in which the core uses a port (checked in the
+  // benches: tb_pe_lite builds with --assert -DFORMAL)
+  always @(*) if (rst_ni) begin
+    assert (!(d_re || d_we) || d_busy);
+    assert (!a_en || a_busy);
+    assert (!b_re || br_busy);
+    assert (!b_we || bw_busy);
+    assert (!i_re || st_fetch);
+  end
+`endif
   always @(*) begin
     g_a = !a_busy;
     g_b = cfg_we_i ? !bw_busy : !br_busy;
