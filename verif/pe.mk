@@ -50,16 +50,20 @@ $(eval $(call pe_bench,tb_pe_lite_fmac,pe_lite_fmac,rtl/pe/pe_lite_fmac.v,$(PE_C
 	$(PE_BUILD)/tb_pe))
 $(eval $(call pe_bench,tb_pe_lite,pe_lite,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
 	$(PE_BUILD)/tb_pe_lite_fmac,--assert -DFORMAL))
+# the bit-serial FMAC (a smaller drop-in for pe_lite_fmac), tb_pe_lite_fmac's harness
+$(eval $(call pe_bench,tb_pe_tiny_fmac,pe_tiny_fmac,rtl/pe/pe_tiny_fmac.v,$(PE_COBJS),\
+	$(PE_BUILD)/tb_pe_lite))
 $(PE_BUILD)/tb_pe_lite: verif/pe/tb_pe.cpp
 
 PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \
 	$(PE_BUILD)/tb_pe_queue $(PE_BUILD)/tb_pe_tasktab $(PE_BUILD)/tb_pe \
-	$(PE_BUILD)/tb_pe_lite_fmac $(PE_BUILD)/tb_pe_lite
+	$(PE_BUILD)/tb_pe_lite_fmac $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_tiny_fmac
 TEST_DEPS += $(PE_BENCHES)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
 	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600 \
-	$(PE_BUILD)/tb_pe_lite_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_lite@--seed=1,--n=600
+	$(PE_BUILD)/tb_pe_lite_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_lite@--seed=1,--n=600 \
+	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=1,--n=1000000
 REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_sram_sp@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=2,--n=100000000 \
@@ -67,7 +71,8 @@ REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_pe_queue@--seed=2,--n=20000000 $(PE_BUILD)/tb_pe_tasktab@--seed=2,--n=20000000 \
 	$(foreach s,11 12 13 14 15 16 17 18,$(PE_BUILD)/tb_pe@--seed=$(s),--n=2000) \
 	$(PE_BUILD)/tb_pe_lite_fmac@--seed=2,--n=20000000 \
-	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_lite@--seed=$(s),--n=2000)
+	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_lite@--seed=$(s),--n=2000) \
+	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=2,--n=20000000
 
 .PHONY: pe-benches
 pe-benches: $(PE_BENCHES)
