@@ -40,76 +40,69 @@ module pe_tiny_fmac (
   output wire        done_o,
   output reg  [31:0] y_o
 );
-  localparam [3:0] SIdle = 4'd0, SLoad = 4'd1, SAlign = 4'd2, SAdd = 4'd3, SNeg = 4'd4,
-                   SRound = 4'd5, SPack = 4'd6, SDone = 4'd7;
+  localparam [2:0] SIdle = 3'd0, SLoad = 3'd1, SAlign = 3'd2, SAdd = 3'd3, SNeg = 3'd4,
+                   SRound = 3'd5, SPack = 3'd6, SDone = 3'd7;
 
-  reg  [3:0]  st_q, st_d;
+  reg  [2:0]  st_q, st_d;
   reg  [27:0] x_q, x_d;     // a_i[24:0] at 27:3 after start; then the product (or a)
   reg  [28:0] w_q, w_d;     // c_i[22:0] at 25:3 after start; then c, the sum, the result
-  reg  [8:0]  ah_q;         // a_i[31:23] (fp32 a: sign, exponent)
-  reg  [8:0]  ch_q;         // c_i[31:23]
-  reg  [15:0] b_q;
+  // a's sign and exponent (fp32 or bf16), b's (127 for an add: a + c = a * 1.0 + c), c's
+  reg  [8:0]  ah_q, bh_q, ch_q;
+  reg  [6:0]  mb_q;         // b's mantissa
   reg         add_q;
-  reg  [9:0]  e_q, e_d;     // exponent (see above)
-  reg  [5:0]  sh_q, sh_d;   // exponent difference left to align (signed, clamped)
-  reg  [4:0]  t_q, t_d;     // bit of the add and negate passes
+  reg  [5:0]  sh_q, sh_d;   // exponent difference left to align (signed)
+  reg  [5:0]  t_q, t_d;     // bit of the add and negate passes; then leading one - 26
   reg  [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
+  reg  [7:0]  pe_q;         // the packed exponent
   reg         cy_q, cy_d;   // the serial adder's carry
   reg         sub_q, sub_d; // x - w (the signs differ)
   reg         rb_q, rb_d;   // round bit
   reg         sb_q, sb_d;   // sticky bit
   reg         nz_q, nz_d;   // a one was seen
+  reg         ec_q, ec_d;   // the result's exponent is c's (else the product's)
   reg         sign_q, sign_d, nan_q, nan_d, inf_q, inf_d, zero_q, zero_d;
 
   // ------------------------------------------------ load (SLoad, from the latched operands)
-  wire [7:0] ea16 = x_q[17:10];
-  wire [7:0] eb16 = b_q[14:7];
-  wire [7:0] ea32 = ah_q[7:0];
-  wire [7:0] ec32 = ch_q[7:0];
-  wire       a16_f = (x_q[9:3] != 7'd0);
-  wire       b16_f = (b_q[6:0] != 7'd0);
-  wire       a32_f = (x_q[25:3] != 23'd0);
-  wire       c_f   = (w_q[25:3] != 23'd0);
-  wire       a16_x = (ea16 == 8'hff);
-  wire       b16_x = (eb16 == 8'hff);
-  wire       a32_x = (ea32 == 8'hff);
-  wire       c_x   = (ec32 == 8'hff);
-  wire       c_zero = (ec32 == 8'd0);
-  wire       a32_zero = (ea32 == 8'd0);
+  wire [7:0] ea = ah_q[7:0];
+  wire [7:0] eb = bh_q[7:0];
+  wire [7:0] ec = ch_q[7:0];
+  wire       a_f = (x_q[9:3] != 7'd0) || (add_q && x_q[25:10] != 16'd0);
+  wire       b_f = (mb_q != 7'd0);
+  wire       c_f = (w_q[25:3] != 23'd0);
+  wire       a_x = (ea == 8'hff);
+  wire       b_x = (eb == 8'hff);
+  wire       c_x = (ec == 8'hff);
+  wire       c_zero = (ec == 8'd0);
 
-  wire       p16_zero = (ea16 == 8'd0) || (eb16 == 8'd0);
-  wire       p16_inf  = (a16_x && !a16_f) || (b16_x && !b16_f);
-  wire       p16_nan  = (a16_x && a16_f) || (b16_x && b16_f) || (p16_inf && p16_zero);
-  wire       p_sign = add_q ? ah_q[8] : (x_q[18] ^ b_q[15]);
-  wire       p_zero = add_q ? a32_zero : p16_zero;
-  wire       p_inf  = add_q ? (a32_x && !a32_f) : p16_inf;
-  wire       p_nan  = add_q ? (a32_x && a32_f) : p16_nan;
+  wire       p_sign = ah_q[8] ^ bh_q[8];
+  wire       p_zero = (ea == 8'd0) || (eb == 8'd0);
+  wire       p_inf  = (a_x && !a_f) || (b_x && !b_f);
+  wire       p_nan  = (a_x && a_f) || (b_x && b_f) || (p_inf && p_zero);
   wire       c_inf  = c_x && !c_f;
-  wire       c_nan  = c_x && c_f;
-  wire       nan    = p_nan || c_nan || (p_inf && c_inf && (p_sign != ch_q[8]));
+  wire       nan    = p_nan || (c_x && c_f) || (p_inf && c_inf && (p_sign != ch_q[8]));
   wire       inf    = p_inf || c_inf;
   wire       zz     = p_zero && c_zero;
   // 8x8 mantissa product: one SB_MAC16 with synth_ice40 -dsp
-  wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, b_q[6:0]};
-  // exponents of bit 26 minus 26
-  wire [9:0]  p_e   = add_q ? (10'(ea32) + 10'd230) : (10'(ea16) + 10'(eb16) + 10'd103);
-  wire [9:0]  c_e   = 10'(ec32) + 10'd230;
-  wire [10:0] dexp  = 11'(p_e) - 11'(c_e);      // > 0: w is aligned, < 0: x
-  wire        d_sat = (dexp[10:5] != {6{dexp[10]}});
-  wire [5:0]  sh_ld = (p_zero || c_zero) ? 6'd0
-                    : d_sat ? {dexp[10], {5{!dexp[10]}}} : dexp[5:0];
+  wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, mb_q};
+  // packed exponents of bit 26 (signed: the product's is unbounded)
+  wire [9:0]  p_e   = 10'(ea) + 10'(eb) - 10'd127;
+  wire [10:0] dexp  = 11'($signed(p_e)) - 11'(ec);   // > 0: w is aligned, < 0: x
+  // beyond 32 shifts only the sticky bit is left: load it at once (a zero needs no shifts)
+  wire        far   = (dexp[10:5] != {6{dexp[10]}}) && !p_zero && !c_zero;
+  wire        far_x = far && dexp[10];
+  wire        far_w = far && !dexp[10];
 
-  // ---------------------------------------------------------------- range (pack)
-  wire e_big = e_q[9] || (e_q[8:0] == 9'h1ff);               // E >= 511
-  wire e_small = !e_q[9] && (!e_q[8] || e_q[7:0] == 8'd0);   // E <= 256
-  wire y_zero = !nan_q && !inf_q && (zero_q || e_small);
-  wire y_ones = nan_q || inf_q || (e_big && !zero_q);       // exponent field all ones
-  wire y_frac = !(nan_q || inf_q || zero_q || e_small || e_big);
+  // ------------------------------------------------ range (SPack)
+  // packed exponent of the rounded leading one: bit 26's, + (its position - 26), + carry
+  wire [9:0]  e_l   = ec_q ? 10'(ec) : p_e;
+  wire [9:0]  e_r   = e_l + 10'($signed(t_q)) + 10'(cy_q);
+  wire        e_big = !e_r[9] && (e_r[8] || e_r[7:0] == 8'hff);      // >= 255
+  wire        e_small = e_r[9] || (e_r == 10'd0);                    // <= 0
 
   // ------------------------------------------------ the serial datapath
-  wire        x_al  = (st_q == SAlign) && sh_q[5] && (sh_q != 6'd0);
+  wire        x_al  = (st_q == SAlign) && sh_q[5];
   wire        w_al  = (st_q == SAlign) && !sh_q[5] && (sh_q != 6'd0);
-  wire        last  = (t_q == 5'd28);
+  wire        last  = (t_q == 6'd28);
   // the rounding increment enters at the kept lsb (k = 23): round bit and (sticky or lsb)
   wire        inc   = (st_q == SRound) && (k_q == 5'd23) && rb_q && (sb_q || w_q[0]);
   wire        xb    = x_q[0] | inc;             // x is zero by then
@@ -122,7 +115,6 @@ module pe_tiny_fmac (
     st_d = st_q;
     x_d = x_q;
     w_d = w_q;
-    e_d = e_q;
     sh_d = sh_q;
     t_d = t_q;
     k_d = k_q;
@@ -131,6 +123,7 @@ module pe_tiny_fmac (
     rb_d = rb_q;
     sb_d = sb_q;
     nz_d = nz_q;
+    ec_d = ec_q;
     sign_d = sign_q;
     nan_d = nan_q;
     inf_d = inf_q;
@@ -142,14 +135,13 @@ module pe_tiny_fmac (
         st_d = SLoad;
       end
       SLoad: begin
-        if (add_q) x_d = a32_zero ? 28'd0 : {1'b0, 1'b1, x_q[25:0]};
-        else x_d = p16_zero ? 28'd0 : {prod, 12'd0};
-        w_d = c_zero ? 29'd0 : {2'b00, 1'b1, w_q[25:0]};
-        e_d = (c_zero || (!p_zero && !dexp[10])) ? p_e : c_e;
-        sh_d = sh_ld;
+        x_d = p_zero ? 28'd0 : far_x ? 28'd1 : add_q ? {2'b01, x_q[25:0]} : {prod, 12'd0};
+        w_d = c_zero ? 29'd0 : far_w ? 29'd1 : {3'b001, w_q[25:0]};
+        sh_d = (p_zero || c_zero || far) ? 6'd0 : dexp[5:0];
+        ec_d = !c_zero && (p_zero || dexp[10]);
         sub_d = p_sign ^ ch_q[8];
         cy_d = p_sign ^ ch_q[8];
-        t_d = 5'd0;
+        t_d = 6'd0;
         nz_d = 1'b0;
         nan_d = nan;
         inf_d = inf;
@@ -172,15 +164,15 @@ module pe_tiny_fmac (
         x_d = {1'b0, x_q[27:1]};
         w_d = {s, w_q[28:1]};
         cy_d = co;
-        t_d = t_q + 5'd1;
+        t_d = t_q + 6'd1;
         if (s) begin
-          k_d = t_q;
+          k_d = t_q[4:0];
           nz_d = 1'b1;
         end
         rb_d = 1'b0;
         sb_d = 1'b0;
         if (last) begin
-          t_d = 5'd0;
+          t_d = 6'd0;
           if (st_q == SAdd && neg) begin  // negate: w = 0 - w, the sign flips
             cy_d = 1'b1;
             sign_d = !sign_q;
@@ -188,7 +180,8 @@ module pe_tiny_fmac (
           end else begin
             cy_d = 1'b0;
             sub_d = 1'b0;
-            if (!(nz_q || s)) begin  // exact cancellation: +0
+            t_d = 6'h26;                  // -26
+            if (!(nz_q || s)) begin       // exact cancellation: +0
               zero_d = 1'b1;
               sign_d = 1'b0;
               st_d = SPack;
@@ -203,16 +196,23 @@ module pe_tiny_fmac (
         k_d = k_q - 5'd1;
         if (k_q == 5'd24) rb_d = w_q[0];
         if (k_q > 5'd24) sb_d = sb_q | w_q[0];
-        // one exponent step per bit but the leading one; then the rounding carry out of it
-        if (k_q != 5'd0 || co) e_d = e_q + 10'd1;
-        if (k_q == 5'd0) st_d = SPack;
+        // one step per bit but the leading one: t ends on its position - 26
+        if (k_q != 5'd0) t_d = t_q + 6'd1;
+        else st_d = SPack;
       end
-      SPack: st_d = SDone;
+      SPack: begin
+        // out of range: infinity or a signed zero
+        if (!(nan_q || inf_q || zero_q)) begin
+          if (e_big) inf_d = 1'b1;
+          if (e_small) zero_d = 1'b1;
+        end
+        st_d = SDone;
+      end
       SDone: st_d = SIdle;
       default: st_d = SIdle;
     endcase
     // pack: a result other than a finite normal number has a zero fraction
-    if (st_q == SPack && !y_frac) w_d = 29'd0;
+    if (st_q == SPack && (nan_q || inf_q || zero_q || e_big || e_small)) w_d = 29'd0;
   end
 
   always @(posedge clk_i or negedge rst_ni) begin
@@ -222,13 +222,14 @@ module pe_tiny_fmac (
   always @(posedge clk_i) begin
     if (start_i && st_q == SIdle) begin
       add_q <= add_i;
-      ah_q <= a_i[31:23];
+      ah_q <= add_i ? a_i[31:23] : a_i[15:7];
+      bh_q <= add_i ? 9'h07f : b_i[15:7];
       ch_q <= c_i[31:23];
-      b_q <= b_i;
+      mb_q <= b_i[6:0];
     end
+    if (st_q == SPack) pe_q <= e_r[7:0];
     x_q <= x_d;
     w_q <= w_d;
-    e_q <= e_d;
     sh_q <= sh_d;
     t_q <= t_d;
     k_q <= k_d;
@@ -237,6 +238,7 @@ module pe_tiny_fmac (
     rb_q <= rb_d;
     sb_q <= sb_d;
     nz_q <= nz_d;
+    ec_q <= ec_d;
     sign_q <= sign_d;
     nan_q <= nan_d;
     inf_q <= inf_d;
@@ -246,7 +248,7 @@ module pe_tiny_fmac (
   // ---------------------------------------------------------------- pack
   always @(*) begin
     y_o[31] = sign_q;
-    y_o[30:23] = y_ones ? 8'hff : y_zero ? 8'h00 : e_q[7:0];
+    y_o[30:23] = (nan_q || inf_q) ? 8'hff : zero_q ? 8'h00 : pe_q;
     y_o[22] = w_q[27] || nan_q;
     y_o[21:0] = w_q[26:5];
   end
