@@ -50,8 +50,10 @@ module pe_tiny_fmac (
   reg  [8:0]  ah_q, bh_q, ch_q;
   reg  [6:0]  mb_q;         // b's mantissa
   reg         add_q;
-  reg  [5:0]  sh_q, sh_d;   // exponent difference left to align (signed)
-  reg  [5:0]  t_q, t_d;     // bit of the add and negate passes; then leading one - 26
+  // alignment steps (counting up to 0 for x, to -1 for w: the difference or its complement),
+  // then the bit of the add and negate passes, then the leading one's position - 26
+  reg  [5:0]  t_q, t_d;
+  reg         xal_q, xal_d; // x is aligned (else w)
   reg  [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
   reg  [7:0]  pe_q;         // the packed exponent
   reg         cy_q, cy_d;   // the serial adder's carry
@@ -100,8 +102,7 @@ module pe_tiny_fmac (
   wire        e_small = e_r[9] || (e_r == 10'd0);                    // <= 0
 
   // ------------------------------------------------ the serial datapath
-  wire        x_al  = (st_q == SAlign) && sh_q[5];
-  wire        w_al  = (st_q == SAlign) && !sh_q[5] && (sh_q != 6'd0);
+  wire        al_done = (t_q == {6{!xal_q}});
   wire        last  = (t_q == 6'd28);
   // the rounding increment enters at the kept lsb (k = 23): round bit and (sticky or lsb)
   wire        inc   = (st_q == SRound) && (k_q == 5'd23) && rb_q && (sb_q || w_q[0]);
@@ -115,7 +116,7 @@ module pe_tiny_fmac (
     st_d = st_q;
     x_d = x_q;
     w_d = w_q;
-    sh_d = sh_q;
+    xal_d = xal_q;
     t_d = t_q;
     k_d = k_q;
     cy_d = cy_q;
@@ -137,11 +138,11 @@ module pe_tiny_fmac (
       SLoad: begin
         x_d = p_zero ? 28'd0 : far_x ? 28'd1 : add_q ? {2'b01, x_q[25:0]} : {prod, 12'd0};
         w_d = c_zero ? 29'd0 : far_w ? 29'd1 : {3'b001, w_q[25:0]};
-        sh_d = (p_zero || c_zero || far) ? 6'd0 : dexp[5:0];
+        xal_d = dexp[10] && !(p_zero || c_zero || far);
+        t_d = (p_zero || c_zero || far) ? 6'h3f : (dexp[5:0] ^ {6{!dexp[10]}});
         ec_d = !c_zero && (p_zero || dexp[10]);
         sub_d = p_sign ^ ch_q[8];
         cy_d = p_sign ^ ch_q[8];
-        t_d = 6'd0;
         nz_d = 1'b0;
         nan_d = nan;
         inf_d = inf;
@@ -152,13 +153,12 @@ module pe_tiny_fmac (
       end
       SAlign: begin
         // {0, v} >> 1 with the shifted-out bit jammed into the sticky lsb
-        if (x_al) begin
-          x_d = {1'b0, x_q[27:2], x_q[1] | x_q[0]};
-          sh_d = sh_q + 6'd1;
-        end else if (w_al) begin
-          w_d = {1'b0, w_q[28:2], w_q[1] | w_q[0]};
-          sh_d = sh_q - 6'd1;
-        end else st_d = SAdd;
+        t_d = t_q + 6'd1;
+        if (al_done) begin
+          t_d = 6'd0;
+          st_d = SAdd;
+        end else if (xal_q) x_d = {1'b0, x_q[27:2], x_q[1] | x_q[0]};
+        else w_d = {1'b0, w_q[28:2], w_q[1] | w_q[0]};
       end
       SAdd, SNeg: begin
         x_d = {1'b0, x_q[27:1]};
@@ -230,7 +230,7 @@ module pe_tiny_fmac (
     if (st_q == SPack) pe_q <= e_r[7:0];
     x_q <= x_d;
     w_q <= w_d;
-    sh_q <= sh_d;
+    xal_q <= xal_d;
     t_q <= t_d;
     k_q <= k_d;
     cy_q <= cy_d;
