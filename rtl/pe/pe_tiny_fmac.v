@@ -87,7 +87,9 @@ module pe_tiny_fmac (
   // 8x8 mantissa product: one SB_MAC16 with synth_ice40 -dsp
   wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, mb_q};
   // packed exponents of bit 26 (signed: the product's is unbounded)
-  wire [9:0]  p_e   = 10'(ea) + 10'(eb) - 10'd127;
+  // ea + eb - 127 as (ea + eb + 1) - 128: the -128 touches only the top three bits
+  wire [9:0]  p_e1  = 10'(ea) + 10'(eb) + 10'd1;
+  wire [9:0]  p_e   = {p_e1[9:7] - 3'd1, p_e1[6:0]};
   wire [10:0] dexp  = 11'($signed(p_e)) - 11'(ec);   // > 0: w is aligned, < 0: x
   // beyond 32 shifts only the sticky bit is left: load it at once (a zero needs no shifts)
   wire        far   = (dexp[10:5] != {6{dexp[10]}}) && !p_zero && !c_zero;
@@ -194,8 +196,11 @@ module pe_tiny_fmac (
         w_d = {s, w_q[28:1]};
         cy_d = co;
         k_d = k_q - 5'd1;
-        if (k_q == 5'd24) rb_d = w_q[0];
-        if (k_q > 5'd24) sb_d = sb_q | w_q[0];
+        // below the kept bits (k >= 24): the bit becomes the round bit, the last one sticky
+        if (k_q[4:3] == 2'b11) begin
+          rb_d = w_q[0];
+          sb_d = sb_q | rb_q;
+        end
         // one step per bit but the leading one: t ends on its position - 26
         if (k_q != 5'd0) t_d = t_q + 6'd1;
         else st_d = SPack;
