@@ -78,11 +78,12 @@ module pe_tiny_fmac (
 
   wire       p_sign = ah_q[8] ^ bh_q[8];
   wire       p_zero = (ea == 8'd0) || (eb == 8'd0);
-  wire       p_inf  = (a_x && !a_f) || (b_x && !b_f);
-  wire       p_nan  = (a_x && a_f) || (b_x && b_f) || (p_inf && p_zero);
-  wire       c_inf  = c_x && !c_f;
-  wire       nan    = p_nan || (c_x && c_f) || (p_inf && c_inf && (p_sign != ch_q[8]));
-  wire       inf    = p_inf || c_inf;
+  // an infinite or NaN operand: the result is NaN if any is NaN, for inf * 0, or for inf - inf;
+  // else an infinity of the product's sign if it is infinite, else of c's
+  wire       p_x    = a_x || b_x;
+  wire       nan    = (a_x && a_f) || (b_x && b_f) || (c_x && c_f) || (p_x && p_zero)
+                   || (p_x && c_x && (p_sign != ch_q[8]));
+  wire       inf    = p_x || c_x;
   wire       zz     = p_zero && c_zero;
   // 8x8 mantissa product: one SB_MAC16 with synth_ice40 -dsp
   wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, mb_q};
@@ -149,7 +150,7 @@ module pe_tiny_fmac (
         nan_d = nan;
         inf_d = inf;
         zero_d = zz;
-        sign_d = nan ? 1'b0 : inf ? (p_inf ? p_sign : ch_q[8]) : zz ? (p_sign & ch_q[8])
+        sign_d = nan ? 1'b0 : inf ? (p_x ? p_sign : ch_q[8]) : zz ? (p_sign & ch_q[8])
                : p_sign;
         st_d = (nan || inf || zz) ? SPack : SAlign;
       end
