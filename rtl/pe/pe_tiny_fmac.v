@@ -55,7 +55,7 @@ module pe_tiny_fmac (
   reg  [5:0]  t_q, t_d;
   reg         xal_q, xal_d; // x is aligned (else w)
   reg  [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
-  reg  [7:0]  pe_q;         // the packed exponent
+  reg  [7:0]  pe_q;         // the result's exponent field
   reg         cy_q, cy_d;   // the serial adder's carry
   reg         sub_q, sub_d; // x - w (the signs differ)
   reg         rb_q, rb_d;   // round bit
@@ -103,6 +103,8 @@ module pe_tiny_fmac (
   wire [9:0]  e_r   = e_l + 10'($signed(t_q)) + 10'(cy_q);
   wire        e_big = !e_r[9] && (e_r[8] || e_r[7:0] == 8'hff);      // >= 255
   wire        e_small = e_r[9] || (e_r == 10'd0);                    // <= 0
+  wire        y_ones = nan_q || inf_q || (e_big && !zero_q);
+  wire        y_zero = !y_ones && (zero_q || e_small);
 
   // ------------------------------------------------ the serial datapath
   wire        al_done = (t_q == {6{!xal_q}});
@@ -206,19 +208,12 @@ module pe_tiny_fmac (
         if (k_q != 5'd0) t_d = t_q + 6'd1;
         else st_d = SPack;
       end
-      SPack: begin
-        // out of range: infinity or a signed zero
-        if (!(nan_q || inf_q || zero_q)) begin
-          if (e_big) inf_d = 1'b1;
-          if (e_small) zero_d = 1'b1;
-        end
-        st_d = SDone;
-      end
+      SPack: st_d = SDone;
       SDone: st_d = SIdle;
       default: st_d = SIdle;
     endcase
     // pack: a result other than a finite normal number has a zero fraction
-    if (st_q == SPack && (nan_q || inf_q || zero_q || e_big || e_small)) w_d = 29'd0;
+    if (st_q == SPack && (y_ones || y_zero)) w_d = 29'd0;
   end
 
   always @(posedge clk_i or negedge rst_ni) begin
@@ -233,7 +228,8 @@ module pe_tiny_fmac (
       ch_q <= c_i[31:23];
       mb_q <= b_i[6:0];
     end
-    if (st_q == SPack) pe_q <= e_r[7:0];
+    // the exponent field: all ones for NaN, infinity and overflow, zero for zero and underflow
+    if (st_q == SPack) pe_q <= y_ones ? 8'hff : y_zero ? 8'h00 : e_r[7:0];
     x_q <= x_d;
     w_q <= w_d;
     xal_q <= xal_d;
@@ -254,7 +250,7 @@ module pe_tiny_fmac (
   // ---------------------------------------------------------------- pack
   always @(*) begin
     y_o[31] = sign_q;
-    y_o[30:23] = (nan_q || inf_q) ? 8'hff : zero_q ? 8'h00 : pe_q;
+    y_o[30:23] = pe_q;
     y_o[22] = w_q[27] || nan_q;
     y_o[21:0] = w_q[26:5];
   end
