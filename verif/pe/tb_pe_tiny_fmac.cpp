@@ -4,10 +4,10 @@
 //
 // One operation at a time: issued while ready_o (after a random idle gap now and then), its
 // result checked on done_o; the operand generators are fmac_ops.h's (shared with
-// tb_pe_fmac and tb_pe_lite_fmac). Operands mix uniform random bits with the cases that break floating-point
-// datapaths: signed zeros, subnormals, infinities, NaNs, extreme exponents (overflow and
-// flush), accumulators aligned close to the product (ties, sticky bits, cancellation), exact
-// negation (zero sums).
+// tb_pe_fmac and tb_pe_lite_fmac). Operands mix uniform random bits with the cases that break
+// floating-point datapaths: signed zeros, subnormals, infinities, NaNs, extreme exponents
+// (overflow and flush), accumulators aligned close to the product (ties, sticky bits,
+// cancellation), exact negation (zero sums).
 #include "Vpe_tiny_fmac.h"
 #include "verilated.h"
 
