@@ -11,18 +11,19 @@
 // >= 2^128 to infinity, subnormal inputs read as zero, NaN is 0x7fc00000, an exact zero sum is
 // +0 unless both terms are -0.
 //
-// Area goes into muxes, so the mantissas live in two shift registers that only load or shift
-// right (lsb first into one serial full adder); exponents and special operands stay parallel
-// (one adder for ea + eb - 127, one subtractor for the difference, one adder at the end).
-// Steps: latch (start: a_i into x, c_i's fraction into w, the exponent fields into registers),
-// load (1 cycle: the 8x8 mantissa product of an SB_MAC16 into x, the hidden bits, specials;
-// an operand more than 31 places below the other becomes its sticky bit at once), align (the
-// operand with the smaller exponent shifts right with a sticky bit, |difference| cycles),
-// add (29 cycles: w = x +- w, remembering where the last one was), negate (29 more, only
-// when x - w < 0), round (position of the leading one + 1 cycles: w rotates until the
-// leading one reaches bit 28, the rounding increment rippling in at the kept lsb), pack (1),
-// done (1). Specials and zero + zero go from load to pack. 3 to 121 cycles an operation
-// (random operands: fmac mean 46, add mean 58; tb_pe_tiny_fmac reports them).
+// Area goes into muxes, so the mantissas live in two shift registers that only load or shift right
+// (lsb first into one serial full adder); exponents and special operands stay parallel (one adder
+// for ea + eb - 127, one subtractor for the difference, one adder at the end). Steps: latch (start:
+// a_i into x, c_i's fraction into w, the exponent fields into registers), load (1 cycle: specials,
+// the exponent difference into a register: two carry chains are enough for one cycle at 24 MHz),
+// set (1: the 8x8 mantissa product of an SB_MAC16 into x, the hidden bits; an operand more than 31
+// places below the other becomes its sticky bit at once), align (the operand with the smaller
+// exponent shifts right with a sticky bit, |difference| cycles), add (29 cycles: w = x +- w,
+// remembering where the last one was), negate (29 more, only when x - w < 0), round (position of
+// the leading one + 1 cycles: w rotates until the leading one reaches bit 28, the rounding
+// increment rippling in at the kept lsb), pack (1), done (1). Specials and zero + zero go from load
+// to pack. 3 to 122 cycles an operation (random operands: fmac mean 47, add mean 59;
+// tb_pe_tiny_fmac reports them).
 //
 // Fields: x and w hold {carry, mantissa with its msb at bit 26, 3 guard bits}; the product's
 // msb sits at 27 or 26 (prod[15] or not: no normalizing mux, the 29-bit sum has room). The
@@ -42,12 +43,12 @@ module pe_tiny_fmac (
   output wire        done_o,
   output reg  [31:0] y_o
 );
-  localparam [2:0] SIdle = 3'd0, SLoad = 3'd1, SAlign = 3'd2, SAdd = 3'd3, SNeg = 3'd4,
-                   SRound = 3'd5, SPack = 3'd6, SDone = 3'd7;
+  localparam [3:0] SIdle = 4'd0, SLoad = 4'd1, SSet = 4'd2, SAlign = 4'd3, SAdd = 4'd4,
+                   SNeg = 4'd5, SRound = 4'd6, SPack = 4'd7, SDone = 4'd8;
 
   // one-hot in synthesis: the state decodes feed most enables (9 LUT4 fewer than binary)
-  (* fsm_encoding = "one-hot" *) reg [2:0] st_q;
-  reg  [2:0]  st_d;
+  (* fsm_encoding = "one-hot" *) reg [3:0] st_q;
+  reg  [3:0]  st_d;
   reg  [27:0] x_q, x_d;     // a_i[24:0] at 27:3 after start; then the product (or a)
   reg  [28:0] w_q, w_d;     // c_i[22:0] at 25:3 after start; then c, the sum, the result
   // a's sign and exponent (fp32 or bf16), b's (127 for an add: a + c = a * 1.0 + c), c's
@@ -60,12 +61,13 @@ module pe_tiny_fmac (
   reg         xal_q, xal_d; // x is aligned (else w)
   reg  [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
   reg  [7:0]  pe_q;         // the result's exponent field
+  reg  [10:0] d_q;          // exponent difference (product - c), registered for timing
+  reg  [9:0]  el_q;         // exponent of bit 26 after the alignment (packed, unbounded)
   reg         cy_q, cy_d;   // the serial adder's carry
   reg         sub_q, sub_d; // x - w (the signs differ)
   reg         rb_q, rb_d;   // round bit
   reg         sb_q, sb_d;   // sticky bit
   reg         nz_q, nz_d;   // a one was seen
-  reg         ec_q, ec_d;   // the result's exponent is c's (else the product's)
   reg         sign_q, sign_d, nan_q, nan_d, inf_q, inf_d, zero_q, zero_d;
 
   // ------------------------------------------------ load (SLoad, from the latched operands)
@@ -96,15 +98,15 @@ module pe_tiny_fmac (
   wire [9:0]  p_e1  = 10'(ea) + 10'(eb) + 10'd1;
   wire [9:0]  p_e   = {p_e1[9:7] - 3'd1, p_e1[6:0]};
   wire [10:0] dexp  = 11'($signed(p_e)) - 11'(ec);   // > 0: w is aligned, < 0: x
-  // beyond 32 shifts only the sticky bit is left: load it at once (a zero needs no shifts)
-  wire        far   = (dexp[10:5] != {6{dexp[10]}}) && !p_zero && !c_zero;
-  wire        far_x = far && dexp[10];
-  wire        far_w = far && !dexp[10];
+  // (SSet, from d_q) beyond 32 shifts only the sticky bit is left: load it at once (a zero
+  // needs no shifts)
+  wire        far   = (d_q[10:5] != {6{d_q[10]}}) && !p_zero && !c_zero;
+  wire        far_x = far && d_q[10];
+  wire        far_w = far && !d_q[10];
 
   // ------------------------------------------------ range (SPack)
   // packed exponent of the rounded leading one: bit 26's, + (its position - 26), + carry
-  wire [9:0]  e_l   = ec_q ? 10'(ec) : p_e;
-  wire [9:0]  e_r   = e_l + 10'($signed(t_q)) + 10'(cy_q);
+  wire [9:0]  e_r   = el_q + 10'($signed(t_q)) + 10'(cy_q);
   wire        e_big = !e_r[9] && (e_r[8] || e_r[7:0] == 8'hff);      // >= 255
   wire        e_small = e_r[9] || (e_r == 10'd0);                    // <= 0
   wire        y_ones = nan_q || inf_q || (e_big && !zero_q);
@@ -133,7 +135,6 @@ module pe_tiny_fmac (
     rb_d = rb_q;
     sb_d = sb_q;
     nz_d = nz_q;
-    ec_d = ec_q;
     sign_d = sign_q;
     nan_d = nan_q;
     inf_d = inf_q;
@@ -145,11 +146,6 @@ module pe_tiny_fmac (
         st_d = SLoad;
       end
       SLoad: begin
-        x_d = p_zero ? 28'd0 : far_x ? 28'd1 : add_q ? {2'b01, x_q[25:0]} : {prod, 12'd0};
-        w_d = c_zero ? 29'd0 : far_w ? 29'd1 : {3'b001, w_q[25:0]};
-        xal_d = dexp[10] && !(p_zero || c_zero || far);
-        t_d = (p_zero || c_zero || far) ? 6'h3f : (dexp[5:0] ^ {6{!dexp[10]}});
-        ec_d = !c_zero && (p_zero || dexp[10]);
         sub_d = p_sign ^ ch_q[8];
         cy_d = p_sign ^ ch_q[8];
         nz_d = 1'b0;
@@ -158,7 +154,14 @@ module pe_tiny_fmac (
         zero_d = zz;
         sign_d = nan ? 1'b0 : inf ? (p_x ? p_sign : ch_q[8]) : zz ? (p_sign & ch_q[8])
                : p_sign;
-        st_d = (nan || inf || zz) ? SPack : SAlign;
+        st_d = (nan || inf || zz) ? SPack : SSet;
+      end
+      SSet: begin
+        x_d = p_zero ? 28'd0 : far_x ? 28'd1 : add_q ? {2'b01, x_q[25:0]} : {prod, 12'd0};
+        w_d = c_zero ? 29'd0 : far_w ? 29'd1 : {3'b001, w_q[25:0]};
+        xal_d = d_q[10] && !(p_zero || c_zero || far);
+        t_d = (p_zero || c_zero || far) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[10]}});
+        st_d = SAlign;
       end
       SAlign: begin
         // {0, v} >> 1 with the shifted-out bit jammed into the sticky lsb
@@ -233,6 +236,9 @@ module pe_tiny_fmac (
       mb_q <= b_i[6:0];
     end
     // the exponent field: all ones for NaN, infinity and overflow, zero for zero and underflow
+    if (st_q == SLoad) d_q <= dexp;
+    // the larger exponent: c's if the product is zero or smaller
+    if (st_q == SSet) el_q <= (!c_zero && (p_zero || d_q[10])) ? 10'(ec) : p_e;
     if (st_q == SPack) pe_q <= y_ones ? 8'hff : y_zero ? 8'h00 : e_r[7:0];
     x_q <= x_d;
     w_q <= w_d;
@@ -244,7 +250,6 @@ module pe_tiny_fmac (
     rb_q <= rb_d;
     sb_q <= sb_d;
     nz_q <= nz_d;
-    ec_q <= ec_d;
     sign_q <= sign_d;
     nan_q <= nan_d;
     inf_q <= inf_d;
