@@ -18,6 +18,11 @@
 //   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
 //   such copy in the absent port's counter).
 // - Counters are 16 bits (read as zero-extended words); absent ports' counters read 0.
+// - Config reads are registered: rt_re_i asks for a route table entry (rt_route_i) or a
+//   counter (rt_addr_i is the color or the counter number); the word is on rt_rdata_o the
+//   next cycle (0 in a cycle after no read). A route entry is read through the bus's route
+//   decoder, so that cycle no head goes on the bus (the config chain's reads are rare and
+//   one cycle each). The stage needs no 16:1 table multiplexer of its own.
 // make formal proves it (mesh_router_lean_formal.vh: mesh_router's no loss / duplication /
 // misrouting, plus one err_unrouted count per wavelet routed to 0 or off the mesh) for all
 // links and the board's 1x1 Ports; the board benches (tb_board_lean) and tb_mesh_router built
@@ -41,11 +46,12 @@ module mesh_router_lean #(
   input  wire                 loc_ready_i,
   input  wire  [15:0]         local_color_ready_i,  // PE queue of that color has space
   input  wire                 rt_we_i,              // route table write
-  input  wire  [3:0]          rt_addr_i,            // color
+  input  wire                 rt_re_i,              // read: route entry or counter, data next cycle
+  input  wire                 rt_route_i,           // the read is of the route table (else counters)
+  input  wire  [3:0]          rt_addr_i,            // color; counter: 0-4 out per port, 5 err_unrouted
   input  wire  [4:0]          rt_wdata_i,           // mask {local, W, S, E, N}
   output wire  [79:0]         rt_o,                 // the table (the host port checks colors)
-  input  wire  [2:0]          ctr_addr_i,           // 0-4 wavelets out per port, 5 err_unrouted
-  output logic [31:0]         ctr_rdata_o,
+  output logic [15:0]         rt_rdata_o,           // last cycle's read (0 after no read)
   input  wire                 ctr_clear_i,
   output wire                 idle_o                // no wavelet stored anywhere in the router
 );
@@ -72,7 +78,6 @@ module mesh_router_lean #(
   // the sink: the first absent output (none absent: 0, then unused as a sink)
   localparam int unsigned Sink = f_nth(~Present, 0);
   localparam bit HasSink = (Present != 5'b11111);
-  localparam bit [4:0] RouteUsed = Present | (5'b1 << Sink);
 
   // ---- input FIFOs, compacted to the NP ports that exist (index j: port f_nth(Present, j))
   logic [NP-1:0]   hv, pop, empty;
@@ -113,23 +118,24 @@ module mesh_router_lean #(
     .data_o(bus)
   );
 
-  // route of the bus head, only the bits of existing outputs and the sink
-  logic [79:0] rt_q, rt_d, rt_eff;
-  logic [4:0]  bmask;
+  // route of the bus head: the raw entry (a config read of the table borrows the decoder
+  // for a cycle, see rd_route_q), then only the bits of existing outputs and the sink
+  logic [79:0] rt_q, rt_d;
+  logic [4:0]  rmask, bmask;
+  logic        rd_q, rd_route_q;
+  logic [3:0]  rd_addr_q;
+  mesh_route #(.Used(5'b11111)) u_route (
+    .table_i(rt_q),
+    .color_i(rd_route_q ? rd_addr_q : bus[PayloadW +: 4]),
+    .mask_o (rmask)
+  );
   always_comb begin
-    rt_eff = rt_q;
+    bmask = rmask;
     if (HasSink) begin
-      for (int unsigned c = 0; c < 16; c++) begin
-        rt_eff[c*5 +: 5] = rt_q[c*5 +: 5] & Present;
-        if ((rt_q[c*5 +: 5] & ~Present) != 5'b0) rt_eff[c*5 + Sink] = 1'b1;
-      end
+      bmask = rmask & Present;
+      if ((rmask & ~Present) != 5'b0) bmask[Sink] = 1'b1;
     end
   end
-  mesh_route #(.Used(RouteUsed)) u_route (
-    .table_i(rt_eff),
-    .color_i(bus[PayloadW +: 4]),
-    .mask_o (bmask)
-  );
 
   logic        bus_valid, drop, done, loc_offer;
   logic [4:0]  bus_sent, left, take;
@@ -137,7 +143,7 @@ module mesh_router_lean #(
   logic [4*W-1:0] outd_q, outd_d;
 
   always_comb begin
-    bus_valid = (hv != '0);
+    bus_valid = (hv != '0) && !rd_route_q;  // a route read has the decoder this cycle
     bus_sent = '0;
     for (int unsigned j = 0; j < NP; j++) if (gnt[j]) bus_sent = sent_q[j*5 +: 5];
     left = bus_valid ? (bmask & ~bus_sent) : 5'b0;
@@ -179,7 +185,9 @@ module mesh_router_lean #(
       cnt_d[o] = Present[o] ? cnt_q[o] + {{(CtrW-1){1'b0}}, take[o]} : '0;
     cnt_d[5] = cnt_q[5] + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
     if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
-    ctr_rdata_o = (ctr_addr_i < 3'd6) ? 32'(cnt_q[ctr_addr_i]) : 32'b0;
+    rt_rdata_o = '0;
+    if (rd_route_q) rt_rdata_o = {11'b0, rmask};
+    else if (rd_q && rd_addr_q[2:0] < 3'd6) rt_rdata_o = cnt_q[rd_addr_q[2:0]];
   end
 
   assign idle_o = (empty == '1) && (outv_q == 4'b0);
@@ -190,12 +198,18 @@ module mesh_router_lean #(
       outv_q <= '0;
       outd_q <= '0;
       rt_q <= '0;
+      rd_q <= 1'b0;
+      rd_route_q <= 1'b0;
+      rd_addr_q <= '0;
       for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= '0;
     end else begin
       sent_q <= sent_d;
       outv_q <= outv_d;
       outd_q <= outd_d;
       rt_q <= rt_d;
+      rd_q <= rt_re_i;
+      rd_route_q <= rt_re_i && rt_route_i;
+      rd_addr_q <= rt_addr_i;
       for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= cnt_d[k];
     end
   end

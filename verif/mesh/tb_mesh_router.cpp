@@ -61,9 +61,16 @@ int main(int argc, char **argv) {
     bool prev_v[4] = {false};
     uint64_t prev_d[4] = {0};
     uint64_t wavelets_in = 0, beats_out = 0;
+#ifdef TB_LEAN
+    bool rd_pend = false;       // a route table read was requested last cycle
+    unsigned rd_color = 0;
+#endif
 
     auto rnd = [&](unsigned n) { return unsigned(rng() % n); };
     auto write_routes = [&](bool random_tab) {
+#ifdef TB_LEAN
+        rd_pend = false; r->rt_re_i = 0;
+#endif
         for (unsigned c = 0; c < 16; c++) {
             unsigned m = random_tab ? rnd(32) : 0;
             if (random_tab && rnd(8) == 0) m = 0;  // unrouted colors
@@ -74,6 +81,14 @@ int main(int argc, char **argv) {
         r->rt_we_i = 0; r->eval();
         for (unsigned c = 0; c < 16; c++) v.check(cyc, "route table readback", route[c],
                                                   tb_get(r->rt_o, 5 * c, 5));
+#ifdef TB_LEAN
+        // the config read port: registered, through the bus's route decoder
+        for (unsigned c = 0; c < 16; c++) {
+            r->rt_re_i = 1; r->rt_route_i = 1; r->rt_addr_i = c; r->eval(); tick();
+            r->rt_re_i = 0; r->eval();
+            v.check(cyc, "route table read (rt_rdata_o)", route[c], r->rt_rdata_o);
+        }
+#endif
     };
 
     // One simulated cycle with the given stimulus knobs; returns number of output beats.
@@ -96,6 +111,15 @@ int main(int argc, char **argv) {
         unsigned cr = 0;
         for (int c = 0; c < 16; c++) cr |= (rnd(100) < p_cready) << c;
         r->local_color_ready_i = cr;
+#ifdef TB_LEAN
+        // a config read of the route table now and then under traffic: it borrows the route
+        // decoder for a cycle (the bus stalls); check the word the cycle after
+        if (rd_pend) v.check(cyc, "route table read under traffic", route[rd_color],
+                             r->rt_rdata_o);
+        rd_pend = rnd(16) == 0;
+        rd_color = rnd(16);
+        r->rt_re_i = rd_pend; r->rt_route_i = 1; r->rt_addr_i = rd_color;
+#endif
         r->eval();
         // inputs accepted this cycle (first: a bypassed wavelet can leave on the local port now)
         for (int i = 0; i < 5; i++) {
@@ -235,10 +259,17 @@ int main(int argc, char **argv) {
     }
     // counters against the model
     for (unsigned k = 0; k < 6; k++) {
-        r->ctr_addr_i = k; r->eval();
         char what[48];
         snprintf(what, sizeof what, "counter %u", k);
+#ifdef TB_LEAN
+        r->rt_re_i = 1; r->rt_route_i = 0; r->rt_addr_i = k; r->eval(); tick();
+        r->rt_re_i = 0; r->eval();
+        v.check(cyc, what, model_cnt[k] & CTR_MASK, r->rt_rdata_o);
+        v.check(cyc, "no read, rt_rdata_o 0", 0, (tick(), r->rt_rdata_o));
+#else
+        r->ctr_addr_i = k; r->eval();
         v.check(cyc, what, model_cnt[k] & CTR_MASK, r->ctr_rdata_o);
+#endif
     }
     printf("%u epochs, %llu wavelets in, %llu beats out, %llu dropped, %llu cycles\n", epochs,
            (unsigned long long)wavelets_in, (unsigned long long)beats_out,
