@@ -17,7 +17,9 @@
 // - Outputs that do not exist (Ports) are one always-ready sink: a wavelet with any route
 //   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
 //   such copy in the absent port's counter).
-// - Counters are 16 bits (read as zero-extended words); absent ports' counters read 0.
+// - Counters are narrower, read as zero-extended words: err_unrouted 16 bits, the per-port
+//   counts 8 bits (wrapping; a debugging aid, 4 x 8 LUT4 fewer per tile); absent ports'
+//   counters read 0.
 // - Config reads are registered: rt_re_i asks for a route table entry (rt_route_i) or a
 //   counter (rt_addr_i is the color or the counter number); the word is on rt_rdata_o the
 //   next cycle (0 in a cycle after no read). A route entry is read through the bus's route
@@ -57,7 +59,8 @@ module mesh_router_lean #(
 );
   localparam int unsigned W = PayloadW + 5;
   localparam int unsigned L = 4;  // local port index
-  localparam int unsigned CtrW = 16;
+  localparam int unsigned CtrW = 16;     // err_unrouted (what a host checks for errors)
+  localparam int unsigned PortCtrW = 8;  // wavelets out per port: a debugging aid (area)
   localparam bit [4:0] Present = {1'b1, Ports};
 
   // ports that exist: how many, the j-th of them
@@ -180,9 +183,12 @@ module mesh_router_lean #(
   // ---- counters: per existing output, and err_unrouted (+ the sink's drops)
   logic [CtrW-1:0] cnt_q [6];
   logic [CtrW-1:0] cnt_d [6];
+  logic [PortCtrW-1:0] cnt_port [5];
   always_comb begin
-    for (int unsigned o = 0; o < 5; o++)
-      cnt_d[o] = Present[o] ? cnt_q[o] + {{(CtrW-1){1'b0}}, take[o]} : '0;
+    for (int unsigned o = 0; o < 5; o++) begin
+      cnt_port[o] = cnt_q[o][PortCtrW-1:0] + PortCtrW'(take[o]);
+      cnt_d[o] = Present[o] ? CtrW'(cnt_port[o]) : '0;
+    end
     cnt_d[5] = cnt_q[5] + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
     if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
     rt_rdata_o = '0;
