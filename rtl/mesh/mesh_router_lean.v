@@ -77,6 +77,16 @@ module mesh_router_lean #(
       if (p[k]) n = n + 1;
     end
   endfunction
+  // a 4:1 mux in the form that fits two 4-input LUTs (see mesh_route), and a 16:1 of five
+  function automatic logic mux4(input logic [3:0] d, input logic [1:0] s);
+    logic l;
+    l = s[1] ? s[0] : (s[0] ? d[1] : d[0]);
+    mux4 = s[1] ? (l ? d[3] : d[2]) : l;
+  endfunction
+  function automatic logic mux16(input logic [15:0] d, input logic [3:0] s);
+    mux16 = mux4({mux4(d[15:12], s[1:0]), mux4(d[11:8], s[1:0]), mux4(d[7:4], s[1:0]),
+                  mux4(d[3:0], s[1:0])}, s[3:2]);
+  endfunction
   localparam int unsigned NP = f_count(Present);
   // the sink: the first absent output (none absent: 0, then unused as a sink)
   localparam int unsigned Sink = f_nth(~Present, 0);
@@ -151,7 +161,7 @@ module mesh_router_lean #(
     for (int unsigned j = 0; j < NP; j++) if (gnt[j]) bus_sent = sent_q[j*5 +: 5];
     left = bus_valid ? (bmask & ~bus_sent) : 5'b0;
     drop = bus_valid && (bmask == 5'b0);
-    loc_offer = left[L] && local_color_ready_i[bus[PayloadW +: 4]];
+    loc_offer = left[L] && mux16(local_color_ready_i, bus[PayloadW +: 4]);
     for (int unsigned o = 0; o < 4; o++)
       take[o] = left[o] && (Present[o] ? (!outv_q[o] || out_ready_i[o]) : 1'b1);
     take[L] = loc_offer && loc_ready_i;
@@ -193,7 +203,11 @@ module mesh_router_lean #(
     if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
     rt_rdata_o = '0;
     if (rd_route_q) rt_rdata_o = {11'b0, rmask};
-    else if (rd_q && rd_addr_q[2:0] < 3'd6) rt_rdata_o = cnt_q[rd_addr_q[2:0]];
+    else if (rd_q)  // counters 0-3, or 4, 5 and two zeros
+      for (int unsigned b = 0; b < CtrW; b++)
+        rt_rdata_o[b] = rd_addr_q[2]
+            ? mux4({2'b00, cnt_q[5][b], cnt_q[4][b]}, rd_addr_q[1:0])
+            : mux4({cnt_q[3][b], cnt_q[2][b], cnt_q[1][b], cnt_q[0][b]}, rd_addr_q[1:0]);
   end
 
   assign idle_o = (empty == '1) && (outv_q == 4'b0);
