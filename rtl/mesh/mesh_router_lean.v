@@ -2,12 +2,20 @@
 // table, multicast and counter semantics of mesh_router with one shared bus instead of a
 // crossbar, for links that are far slower than the fabric (the board's UART).
 //
-// Same ports and handshakes as mesh_router (valid/ready on every link; N/E/S/W outputs
-// registered, the local output not: it offers a wavelet only when local_color_ready_i of
-// its color is set and may drop its valid without a handshake). Differences, all in timing
-// or in counting:
+// Same ports and handshakes as mesh_router (valid/ready on every link; the local output
+// offers a wavelet only when local_color_ready_i of its color is set). Differences, all in
+// timing or in counting:
 // - Input FIFOs are 1 deep and registered (mesh_fifo Bypass 0): a link moves at most one
-//   wavelet every other cycle and a hop takes two cycles.
+//   wavelet every other cycle. The outputs are not registered: every output, N/E/S/W as
+//   the local one, offers the bus head (and may drop its valid without a handshake when
+//   the bus moves on); the next router's input FIFO is the register, and its ready depends
+//   only on its fill level, so no combinational path runs from one router's inputs to
+//   another's (no loop in a mesh). A hop takes one cycle; no output register per link
+//   (37 flip-flops each). A link's consumer must take a beat when valid and ready are high
+//   in the same cycle and must not make its ready depend on valid (mesh_fifo). RegOut
+//   links do have a registered output (held while stalled): mesh_top sets it on the host
+//   port's link, where an INJECT whose echoes wait for the COLLECT behind it needs the
+//   output register's slot (tb_mesh_hostport_lean's INJECT of 5 words).
 // - One input head per cycle goes on the bus (round robin over the inputs with a wavelet,
 //   the pointer moving on every cycle, so a head that waits for a busy output cannot hold
 //   the bus); it is offered to every output of its route it has not reached yet (per-head
@@ -33,14 +41,15 @@
 
 module mesh_router_lean #(
   parameter int unsigned PayloadW = 32,  // payload bits
-  parameter bit [3:0] Ports = 4'b1111    // N, E, S, W links that exist (bit 0 N .. 3 W)
+  parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
+  parameter bit [3:0] RegOut = 4'b0000   // links with an output register: the host port's
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
   input  wire  [4:0]          in_valid_i,
   input  wire  [5*(PayloadW+5)-1:0] in_data_i,
   output wire  [4:0]          in_ready_o,
-  output wire  [3:0]          out_valid_o,          // N, E, S, W (registered)
+  output wire  [3:0]          out_valid_o,          // N, E, S, W (from the bus, see above)
   output wire  [4*(PayloadW+5)-1:0] out_data_o,
   input  wire  [3:0]          out_ready_i,
   output wire                 loc_valid_o,          // local output (to the PE, unregistered)
@@ -150,10 +159,11 @@ module mesh_router_lean #(
     end
   end
 
+  localparam bit [3:0] Reg = RegOut & Ports;
+  logic [3:0]     outv_q, outv_d;
+  logic [4*W-1:0] outd_q, outd_d;
   logic        bus_valid, drop, done, loc_offer;
   logic [4:0]  bus_sent, left, take;
-  logic [3:0]  outv_q, outv_d;
-  logic [4*W-1:0] outd_q, outd_d;
 
   always_comb begin
     bus_valid = (hv != '0) && !rd_route_q;  // a route read has the decoder this cycle
@@ -163,21 +173,28 @@ module mesh_router_lean #(
     drop = bus_valid && (bmask == 5'b0);
     loc_offer = left[L] && mux16(local_color_ready_i, bus[PayloadW +: 4]);
     for (int unsigned o = 0; o < 4; o++)
-      take[o] = left[o] && (Present[o] ? (!outv_q[o] || out_ready_i[o]) : 1'b1);
+      take[o] = left[o] && (!Present[o] || (Reg[o] ? (!outv_q[o] || out_ready_i[o])
+                                                     : out_ready_i[o]));
     take[L] = loc_offer && loc_ready_i;
     done = bus_valid && (drop || (left & ~take) == 5'b0);
+    for (int unsigned o = 0; o < 4; o++) begin
+      outv_d[o] = Reg[o] && (take[o] || (outv_q[o] && !out_ready_i[o]));
+      outd_d[o*W +: W] = !Reg[o] ? '0 : take[o] ? bus : outd_q[o*W +: W];
+    end
     for (int unsigned j = 0; j < NP; j++) begin
       pop[j] = gnt[j] && done;
       sent_d[j*5 +: 5] = !gnt[j] ? sent_q[j*5 +: 5] : done ? 5'b0 : (bus_sent | take);
     end
-    for (int unsigned o = 0; o < 4; o++) begin
-      outv_d[o] = Present[o] && (take[o] || (outv_q[o] && !out_ready_i[o]));
-      outd_d[o*W +: W] = !Present[o] ? '0 : take[o] ? bus : outd_q[o*W +: W];
-    end
   end
 
-  assign out_valid_o = outv_q;
-  assign out_data_o = outd_q;
+  // A link is offered the bus head directly: the next router's input FIFO is the register
+  // (its ready depends only on its fill level, so no path runs back). RegOut links keep an
+  // output register (the host port's link: the host port's COLLECT input and its INJECT
+  // stream wait on each other through the mesh, see the header).
+  for (genvar o = 0; o < 4; o++) begin : g_out
+    assign out_valid_o[o] = Reg[o] ? outv_q[o] : (Present[o] && left[o]);
+    assign out_data_o[o*W +: W] = Reg[o] ? outd_q[o*W +: W] : Present[o] ? bus : '0;
+  end
   assign loc_valid_o = loc_offer;
   assign loc_data_o = bus;
 
@@ -215,18 +232,18 @@ module mesh_router_lean #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       sent_q <= '0;
+      rt_q <= '0;
       outv_q <= '0;
       outd_q <= '0;
-      rt_q <= '0;
       rd_q <= 1'b0;
       rd_route_q <= 1'b0;
       rd_addr_q <= '0;
       for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= '0;
     end else begin
       sent_q <= sent_d;
+      rt_q <= rt_d;
       outv_q <= outv_d;
       outd_q <= outd_d;
-      rt_q <= rt_d;
       rd_q <= rt_re_i;
       rd_route_q <= rt_re_i && rt_route_i;
       rd_addr_q <= rt_addr_i;

@@ -15,6 +15,7 @@ module mesh_tile #(
   parameter int unsigned QueueDepth = 8,   // PE input queue depth
   parameter int unsigned FifoDepth = 2,    // router input FIFO depth
   parameter bit [3:0] Ports = 4'b1111,     // router links that exist (N, E, S, W = bit 0..3)
+  parameter bit [3:0] RegOut = 4'b0000,    // Lean: router links with an output register (host)
   parameter bit Lean = 1'b0               // area-lean PE, router and chain stage (board)
 ) (
   input  wire          clk_i,
@@ -54,7 +55,7 @@ module mesh_tile #(
 
   // Lean: the shared-bus router (input FIFOs 1 deep, 16-bit counters; mesh_router_lean)
   if (Lean) begin : g_lean
-    mesh_router_lean #(.Ports(Ports)) u_router (
+    mesh_router_lean #(.Ports(Ports), .RegOut(RegOut)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),
       .in_data_i          ({tx_data, in_data_i}),
@@ -103,6 +104,7 @@ module mesh_tile #(
       .idle_o      (chain_idle)
     );
   end else begin : g_full
+    wire [3:0] unused_regout = RegOut;  // mesh_router registers every output
     mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),
