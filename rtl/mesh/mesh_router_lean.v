@@ -24,7 +24,8 @@
 //   input and an N x N crossbar.
 // - Outputs that do not exist (Ports) are one always-ready sink: a wavelet with any route
 //   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
-//   such copy in the absent port's counter).
+//   such copy in the absent port's counter). The route table stores each route so folded
+//   (absent outputs as the sink's bit), and a route read returns it so.
 // - Counters are narrower, read as zero-extended words: err_unrouted 16 bits, the per-port
 //   counts 8 bits (wrapping; a debugging aid, 4 x 8 LUT4 fewer per tile); absent ports'
 //   counters read 0.
@@ -140,22 +141,25 @@ module mesh_router_lean #(
     .data_o(bus)
   );
 
-  // route of the bus head: the raw entry (a config read of the table borrows the decoder
-  // for a cycle, see rd_route_q), then only the bits of existing outputs and the sink
+  // route of the bus head. The table holds each route as the router uses it: the bits of
+  // existing outputs, and every absent output folded into the sink's bit when it is written
+  // (fewer flip-flops and a narrower decoder; a route read returns it so). A config read of
+  // the table borrows the decoder for a cycle (see rd_route_q).
+  localparam bit [4:0] RouteUsed = HasSink ? (Present | (5'b1 << Sink)) : 5'b11111;
   logic [79:0] rt_q, rt_d;
-  logic [4:0]  rmask, bmask;
+  logic [4:0]  bmask, wmask;
   logic        rd_q, rd_route_q;
   logic [3:0]  rd_addr_q;
-  mesh_route #(.Used(5'b11111)) u_route (
+  mesh_route #(.Used(RouteUsed)) u_route (
     .table_i(rt_q),
     .color_i(rd_route_q ? rd_addr_q : bus[PayloadW +: 4]),
-    .mask_o (rmask)
+    .mask_o (bmask)
   );
   always_comb begin
-    bmask = rmask;
+    wmask = rt_wdata_i;
     if (HasSink) begin
-      bmask = rmask & Present;
-      if ((rmask & ~Present) != 5'b0) bmask[Sink] = 1'b1;
+      wmask = rt_wdata_i & Present;
+      if ((rt_wdata_i & ~Present) != 5'b0) wmask[Sink] = 1'b1;
     end
   end
 
@@ -202,7 +206,7 @@ module mesh_router_lean #(
   always_comb begin
     rt_d = rt_q;
     for (int unsigned k = 0; k < 16; k++) begin
-      if (rt_we_i && rt_addr_i == 4'(k)) rt_d[k*5 +: 5] = rt_wdata_i;
+      if (rt_we_i && rt_addr_i == 4'(k)) rt_d[k*5 +: 5] = wmask;
     end
   end
   assign rt_o = rt_q;
@@ -219,7 +223,7 @@ module mesh_router_lean #(
     cnt_d[5] = cnt_q[5] + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
     if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
     rt_rdata_o = '0;
-    if (rd_route_q) rt_rdata_o = {11'b0, rmask};
+    if (rd_route_q) rt_rdata_o = {11'b0, bmask};
     else if (rd_q)  // counters 0-3, or 4, 5 and two zeros
       for (int unsigned b = 0; b < CtrW; b++)
         rt_rdata_o[b] = rd_addr_q[2]
