@@ -12,10 +12,12 @@
 // Reads, from the PE or the router alike: the request is taken in one cycle (the router
 // always takes it), its word arrives the next cycle (PE: cfg_rvalid_i; router: rt_rdata_i,
 // which is zero in any other cycle) and is pushed with the read's own beat, which stays on
-// in_* until then, turned into the response. So the beat is its own response header, the
-// buffer has one data source besides the passing beat (no route-table or counter
-// multiplexer here: the router reads those through its own decoder) and a read is only
-// requested when the buffer is empty, so its response is sure to fit.
+// in_* until then, turned into the response. So the beat is its own response header, and
+// the word is ORed into its data field, which is 0 in a read beat (mesh_hostport_lean sends
+// it so): one LUT4 per data bit and no multiplexer (the router's word is 0 unless it was
+// read, the PE's is masked unless the PE was; no route-table or counter multiplexer here:
+// the router reads those through its own decoder). A read is only requested when the
+// buffer is empty, so its response is sure to fit.
 `default_nettype none
 
 module mesh_cfgchain_lean #(
@@ -61,7 +63,7 @@ module mesh_cfgchain_lean #(
   logic        fifo_valid, fifo_ready, fifo_empty;
   logic [61:0] fifo_data;
   logic        rd_inflight_q, rd_inflight_d;  // a read was taken last cycle: its word is here
-  logic        rd_rt_q;                       // ... from the router
+  logic        rd_rt_q, rd_pe_q;              // ... from the router, from the PE
 
   mesh_fifo #(.Width(62), .Depth(1), .Bypass(1'b0)) u_out (
     .clk_i, .rst_ni,
@@ -95,13 +97,14 @@ module mesh_cfgchain_lean #(
   always_comb begin
     in_ready_o = 1'b0;
     fifo_valid = 1'b0;
-    fifo_data = in_data_i;
+    // a read beat's data is 0: the word read is ORed in (rt_rdata_i is 0 unless read)
+    fifo_data = {in_data_i[61:32],
+                 in_data_i[31:0] | ({32{rd_pe_q}} & cfg_rdata_i) | {16'b0, rt_rdata_i}};
     rd_inflight_d = 1'b0;
     if (rd_inflight_q) begin
       // the read's word: its beat leaves as the response (the buffer is empty, see read_room)
       fifo_valid = rd_rt_q || cfg_rvalid_i;
-      fifo_data = {KindRsp, in_data_i[59:32],
-                   (rd_rt_q ? 32'b0 : cfg_rdata_i) | {16'b0, rt_rdata_i}};
+      fifo_data[61:60] = KindRsp;
       in_ready_o = fifo_ready;
     end else if (in_valid_i && !match) begin
       fifo_valid = 1'b1;
@@ -125,9 +128,11 @@ module mesh_cfgchain_lean #(
     if (!rst_ni) begin
       rd_inflight_q <= 1'b0;
       rd_rt_q <= 1'b0;
+      rd_pe_q <= 1'b0;
     end else begin
       rd_inflight_q <= rd_inflight_d;
       rd_rt_q <= rt_re_o;
+      rd_pe_q <= rd_inflight_d && !rt_re_o;
     end
   end
 endmodule
