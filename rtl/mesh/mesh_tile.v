@@ -41,12 +41,9 @@ module mesh_tile #(
   wire        rx_valid, rx_ready, tx_valid, tx_ready;
   wire [36:0] rx_data, tx_data;
   wire [15:0] color_ready;
-  wire        rt_we, rt_re, rt_route;  // rt_re, rt_route, rt_rdata: Lean only
+  wire        rt_we;
   wire [3:0]  rt_addr;
   wire [4:0]  rt_wdata;
-  wire [15:0] rt_rdata;
-  wire [2:0]  ctr_addr;                // ctr_*: the full router only
-  wire [31:0] ctr_rdata;
   wire        cfg_req, cfg_we, cfg_gnt, cfg_rvalid;
   wire [3:0]  cfg_target;
   wire [15:0] cfg_addr;
@@ -55,6 +52,8 @@ module mesh_tile #(
 
   // Lean: the shared-bus router (input FIFOs 1 deep, 16-bit counters; mesh_router_lean)
   if (Lean) begin : g_lean
+    wire        rt_re, rt_route;  // registered router reads (mesh_cfgchain_lean)
+    wire [15:0] rt_rdata;
     mesh_router_lean #(.Ports(Ports), .RegOut(RegOut)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),
@@ -104,6 +103,8 @@ module mesh_tile #(
       .idle_o      (chain_idle)
     );
   end else begin : g_full
+    wire [2:0]  ctr_addr;  // combinational counter reads (mesh_cfgchain)
+    wire [31:0] ctr_rdata;
     wire [3:0] unused_regout = RegOut;  // mesh_router registers every output
     mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports)) u_router (
       .clk_i, .rst_ni,
