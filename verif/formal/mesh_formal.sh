@@ -24,6 +24,7 @@
 #             on an absent input. The arbiter's pointer range (mesh_arbiter.v) is kept as an
 #             invariant: a pointer out of range would put a stale word on the bus.
 #             FORMAL_LEAN_ALL=1 adds the other 14 Ports (mesh edges; ~1 minute).
+#   route_miter_*: mesh_route's LUT4-shaped muxes equal the array read (SAT miter, <1 s).
 #   router_lean_broken: the lean router's deliberately false property must FAIL.
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
 # proof passes and every broken property fails; a timeout or an inconclusive induction is a
@@ -157,6 +158,17 @@ if [ "${FORMAL_LEAN_ALL:-0}" = 1 ]; then
 		abc_run router_lean_$P.ind pass router_lean_$P "orpos; ind -F $RK"
 	done
 fi
+# mesh_route's lookup (4:1 muxes in the form of two LUT4) equals the plain array read
+# (verif/formal/mesh_route_ref.v), for every table and color: a SAT miter, for the full Used
+# and a folded one (an edge router's)
+for U in 11111 11001; do
+	t0=$SECONDS
+	if yosys -q -l "$out/route_miter_$U.log" -p "read_verilog -sv $R/mesh_route.v \
+		verif/formal/mesh_route_ref.v; chparam -set Used 5'b$U mesh_route mesh_route_ref; prep; \
+		miter -equiv -flatten -make_assert mesh_route_ref mesh_route miter; \
+		sat -verify -prove-asserts miter" >/dev/null 2>&1; then got=pass; else got=fail; fi
+	verdict route_miter_$U pass $got $t0
+done
 bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_lean_formal.vh | head -1 | cut -d: -f1)
 gen_aig router_lean_broken mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "-DFORMAL_BROKEN" \
 	"*mesh_router_lean_formal.vh:$((bl + 3)).*" $LF || fail=1
