@@ -140,10 +140,13 @@ $(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) | deps
 endef
 $(eval $(call board_mesh_bench,tb_board_mesh,2,2,1024,256,))
 $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AWORDS),$(FPGA_BWORDS),$(FPGA_GPARAMS)))
+# the board configuration at 2x2 (A 16K elements: the target of a 2x2 UP5K): the lean
+# routers' unregistered links, edge routes and a 4-stage lean config chain with real PEs
+$(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,$(FPGA_BWORDS),$(FPGA_GPARAMS)))
 # rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
-$(BOARD_OUT)/tb_board_lean: $(FPGA)/config.txt
-TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
-TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean
+$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2: $(FPGA)/config.txt
+TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2
+TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2
 
 # Gate level of what `make bitstream` builds: the very netlist nextpnr places
 # ($(FPGA)/board_top.json, yosys synth_ice40 -dsp of the board configuration) written back

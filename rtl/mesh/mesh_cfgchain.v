@@ -3,7 +3,7 @@
 // Beats {kind[1:0] (0 write, 1 read, 2 response), pe[7:0], target[3:0], addr[15:0],
 // data[31:0]} arrive in PE order from the host port and leave through a registered FIFO
 // of 3 entries (ready depends only on its fill level, so the chain has no long ready path
-// and moves one beat per cycle; Lean: 1 entry, one beat every other cycle). A write or read
+// and moves one beat per cycle). A write or read
 // whose pe is this tile's PeIndex (or 0xff for writes) is performed here: targets 5 (route
 // table) and 9 (router counters) by the router, the rest by the PE's cfg slave (req/gnt,
 // reads return rvalid in order). A matching read becomes a response beat; a matching
@@ -13,13 +13,11 @@
 // later, which is pushed as the response beat that cycle); a read is only requested when
 // the buffer is sure to have room for its response, and in the cycle a response arrives
 // only accesses that push nothing may issue, so nothing overtakes a read and responses
-// keep their order. Lean: a PE read's beat is consumed with its response (one read every
-// other cycle), which makes the beat its own response header.
+// keep their order. The board's stage (mesh_tile Lean) is mesh_cfgchain_lean.
 `default_nettype none
 
 module mesh_cfgchain #(
-  parameter int unsigned PeIndex = 0,  // this tile's q = r*Cols + c
-  parameter bit Lean = 1'b0            // area-lean configuration (board)
+  parameter int unsigned PeIndex = 0  // this tile's q = r*Cols + c
 ) (
   input  wire         clk_i,
   input  wire         rst_ni,
@@ -63,10 +61,8 @@ module mesh_cfgchain #(
   end
   wire [4:0]  rt_mask = rt_entry[addr[3:0]];
 
-  // 3 lets a read issue every cycle (see below). Lean (board): 1, a beat every other cycle
-  // (the board's host port has one read in flight and its link is far slower); saves two
-  // 62-bit entries and their read multiplexer per stage.
-  localparam int unsigned OutDepth = Lean ? 1 : 3;
+  // 3 lets a read issue every cycle (see below)
+  localparam int unsigned OutDepth = 3;
 
   logic        fifo_valid, fifo_ready, fifo_empty;
   logic [61:0] fifo_data;
@@ -104,10 +100,7 @@ module mesh_cfgchain #(
   // outside the big block: the PE may grant combinationally from cfg_req_o. While a read's
   // data arrives (rd_inflight_q) only accesses that push nothing this cycle may issue: a
   // read (its response follows the arriving one) or a unicast write.
-  // Lean: a PE read's beat stays on in_* until its response is pushed (the next cycle), so
-  // the response header is the beat itself (no header register, one source fewer for the
-  // buffer's input) and nothing issues while a read's data arrives.
-  assign cfg_req_o = in_valid_i && match && !to_router && !(Lean && rd_inflight_q)
+  assign cfg_req_o = in_valid_i && match && !to_router
                      && ((kind == KindRead) ? read_room
                                             : (!bcast || (fifo_ready && !rd_inflight_q)));
 
@@ -120,8 +113,7 @@ module mesh_cfgchain #(
     if (rd_inflight_q) begin
       // the response of last cycle's read goes out first; nothing overtakes it
       fifo_valid = cfg_rvalid_i;
-      fifo_data = Lean ? {KindRsp, in_data_i[59:32], cfg_rdata_i} : {rsp_hdr_q, cfg_rdata_i};
-      if (Lean) in_ready_o = fifo_ready;  // the read's beat leaves with its response
+      fifo_data = {rsp_hdr_q, cfg_rdata_i};
     end else if (in_valid_i && !match) begin
       fifo_valid = 1'b1;
       in_ready_o = fifo_ready;
@@ -138,7 +130,7 @@ module mesh_cfgchain #(
     end
     // PE accesses (also while a response arrives: cfg_req_o only allows non-pushing ones then)
     if (in_valid_i && match && !to_router && cfg_req_o && cfg_gnt_i) begin
-      in_ready_o = !(Lean && kind == KindRead);
+      in_ready_o = 1'b1;
       if (bcast) fifo_valid = 1'b1;  // bcast only when !rd_inflight_q, fifo_data = in_data_i
       if (kind == KindRead) rsp_hdr_d = {KindRsp, pe, target, addr};
     end

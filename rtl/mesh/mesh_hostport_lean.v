@@ -446,8 +446,9 @@ module mesh_hostport_lean #(
   // cfg_out_* is not registered here: it is built from registers and the command word
   // (stable while valid) and the chain stage registers it (saves 62 flip-flops)
   assign cfg_out_valid_o = cfg_want;
+  // a read beat carries data 0: the chain stage ORs the word read into it (mesh_cfgchain_lean)
   assign cfg_out_data_o = {cfg_write ? KindWrite : KindRead, re_pe_q, re_tgt_q, cfg_addr,
-                           cmd_data_i};
+                           cfg_write ? cmd_data_i : 32'b0};
 
   // datapath
   always_comb begin

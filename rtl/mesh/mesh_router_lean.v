@@ -2,12 +2,20 @@
 // table, multicast and counter semantics of mesh_router with one shared bus instead of a
 // crossbar, for links that are far slower than the fabric (the board's UART).
 //
-// Same ports and handshakes as mesh_router (valid/ready on every link; N/E/S/W outputs
-// registered, the local output not: it offers a wavelet only when local_color_ready_i of
-// its color is set and may drop its valid without a handshake). Differences, all in timing
-// or in counting:
+// Same ports and handshakes as mesh_router (valid/ready on every link; the local output
+// offers a wavelet only when local_color_ready_i of its color is set). Differences, all in
+// timing or in counting:
 // - Input FIFOs are 1 deep and registered (mesh_fifo Bypass 0): a link moves at most one
-//   wavelet every other cycle and a hop takes two cycles.
+//   wavelet every other cycle. The outputs are not registered: every output, N/E/S/W as
+//   the local one, offers the bus head (and may drop its valid without a handshake when
+//   the bus moves on); the next router's input FIFO is the register, and its ready depends
+//   only on its fill level, so no combinational path runs from one router's inputs to
+//   another's (no loop in a mesh). A hop takes one cycle; no output register per link
+//   (37 flip-flops each). A link's consumer must take a beat when valid and ready are high
+//   in the same cycle and must not make its ready depend on valid (mesh_fifo). RegOut
+//   links do have a registered output (held while stalled): mesh_top sets it on the host
+//   port's link, where an INJECT whose echoes wait for the COLLECT behind it needs the
+//   output register's slot (tb_mesh_hostport_lean's INJECT of 5 words).
 // - One input head per cycle goes on the bus (round robin over the inputs with a wavelet,
 //   the pointer moving on every cycle, so a head that waits for a busy output cannot hold
 //   the bus); it is offered to every output of its route it has not reached yet (per-head
@@ -16,8 +24,16 @@
 //   input and an N x N crossbar.
 // - Outputs that do not exist (Ports) are one always-ready sink: a wavelet with any route
 //   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
-//   such copy in the absent port's counter).
-// - Counters are 16 bits (read as zero-extended words); absent ports' counters read 0.
+//   such copy in the absent port's counter). The route table stores each route so folded
+//   (absent outputs as the sink's bit), and a route read returns it so.
+// - Counters are narrower, read as zero-extended words: err_unrouted 16 bits, the per-port
+//   counts 8 bits (wrapping; a debugging aid, 4 x 8 LUT4 fewer per tile); absent ports'
+//   counters read 0.
+// - Config reads are registered: rt_re_i asks for a route table entry (rt_route_i) or a
+//   counter (rt_addr_i is the color or the counter number); the word is on rt_rdata_o the
+//   next cycle (0 in a cycle after no read). A route entry is read through the bus's route
+//   decoder, so that cycle no head goes on the bus (the config chain's reads are rare and
+//   one cycle each). The stage needs no 16:1 table multiplexer of its own.
 // make formal proves it (mesh_router_lean_formal.vh: mesh_router's no loss / duplication /
 // misrouting, plus one err_unrouted count per wavelet routed to 0 or off the mesh) for all
 // links and the board's 1x1 Ports; the board benches (tb_board_lean) and tb_mesh_router built
@@ -26,14 +42,15 @@
 
 module mesh_router_lean #(
   parameter int unsigned PayloadW = 32,  // payload bits
-  parameter bit [3:0] Ports = 4'b1111    // N, E, S, W links that exist (bit 0 N .. 3 W)
+  parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
+  parameter bit [3:0] RegOut = 4'b0000   // links with an output register: the host port's
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
   input  wire  [4:0]          in_valid_i,
   input  wire  [5*(PayloadW+5)-1:0] in_data_i,
   output wire  [4:0]          in_ready_o,
-  output wire  [3:0]          out_valid_o,          // N, E, S, W (registered)
+  output wire  [3:0]          out_valid_o,          // N, E, S, W (from the bus, see above)
   output wire  [4*(PayloadW+5)-1:0] out_data_o,
   input  wire  [3:0]          out_ready_i,
   output wire                 loc_valid_o,          // local output (to the PE, unregistered)
@@ -41,17 +58,19 @@ module mesh_router_lean #(
   input  wire                 loc_ready_i,
   input  wire  [15:0]         local_color_ready_i,  // PE queue of that color has space
   input  wire                 rt_we_i,              // route table write
-  input  wire  [3:0]          rt_addr_i,            // color
+  input  wire                 rt_re_i,              // read: route entry or counter, data next cycle
+  input  wire                 rt_route_i,           // the read is of the route table (else counters)
+  input  wire  [3:0]          rt_addr_i,            // color; counter: 0-4 out per port, 5 err_unrouted
   input  wire  [4:0]          rt_wdata_i,           // mask {local, W, S, E, N}
   output wire  [79:0]         rt_o,                 // the table (the host port checks colors)
-  input  wire  [2:0]          ctr_addr_i,           // 0-4 wavelets out per port, 5 err_unrouted
-  output logic [31:0]         ctr_rdata_o,
+  output logic [15:0]         rt_rdata_o,           // last cycle's read (0 after no read)
   input  wire                 ctr_clear_i,
   output wire                 idle_o                // no wavelet stored anywhere in the router
 );
   localparam int unsigned W = PayloadW + 5;
   localparam int unsigned L = 4;  // local port index
-  localparam int unsigned CtrW = 16;
+  localparam int unsigned CtrW = 16;     // err_unrouted (what a host checks for errors)
+  localparam int unsigned PortCtrW = 8;  // wavelets out per port: a debugging aid (area)
   localparam bit [4:0] Present = {1'b1, Ports};
 
   // ports that exist: how many, the j-th of them
@@ -68,11 +87,20 @@ module mesh_router_lean #(
       if (p[k]) n = n + 1;
     end
   endfunction
+  // a 4:1 mux in the form that fits two 4-input LUTs (see mesh_route), and a 16:1 of five
+  function automatic logic mux4(input logic [3:0] d, input logic [1:0] s);
+    logic l;
+    l = s[1] ? s[0] : (s[0] ? d[1] : d[0]);
+    mux4 = s[1] ? (l ? d[3] : d[2]) : l;
+  endfunction
+  function automatic logic mux16(input logic [15:0] d, input logic [3:0] s);
+    mux16 = mux4({mux4(d[15:12], s[1:0]), mux4(d[11:8], s[1:0]), mux4(d[7:4], s[1:0]),
+                  mux4(d[3:0], s[1:0])}, s[3:2]);
+  endfunction
   localparam int unsigned NP = f_count(Present);
   // the sink: the first absent output (none absent: 0, then unused as a sink)
   localparam int unsigned Sink = f_nth(~Present, 0);
   localparam bit HasSink = (Present != 5'b11111);
-  localparam bit [4:0] RouteUsed = Present | (5'b1 << Sink);
 
   // ---- input FIFOs, compacted to the NP ports that exist (index j: port f_nth(Present, j))
   logic [NP-1:0]   hv, pop, empty;
@@ -113,52 +141,64 @@ module mesh_router_lean #(
     .data_o(bus)
   );
 
-  // route of the bus head, only the bits of existing outputs and the sink
-  logic [79:0] rt_q, rt_d, rt_eff;
-  logic [4:0]  bmask;
-  always_comb begin
-    rt_eff = rt_q;
-    if (HasSink) begin
-      for (int unsigned c = 0; c < 16; c++) begin
-        rt_eff[c*5 +: 5] = rt_q[c*5 +: 5] & Present;
-        if ((rt_q[c*5 +: 5] & ~Present) != 5'b0) rt_eff[c*5 + Sink] = 1'b1;
-      end
-    end
-  end
+  // route of the bus head. The table holds each route as the router uses it: the bits of
+  // existing outputs, and every absent output folded into the sink's bit when it is written
+  // (fewer flip-flops and a narrower decoder; a route read returns it so). A config read of
+  // the table borrows the decoder for a cycle (see rd_route_q).
+  localparam bit [4:0] RouteUsed = HasSink ? (Present | (5'b1 << Sink)) : 5'b11111;
+  logic [79:0] rt_q, rt_d;
+  logic [4:0]  bmask, wmask;
+  logic        rd_q, rd_route_q;
+  logic [3:0]  rd_addr_q;
   mesh_route #(.Used(RouteUsed)) u_route (
-    .table_i(rt_eff),
-    .color_i(bus[PayloadW +: 4]),
+    .table_i(rt_q),
+    .color_i(rd_route_q ? rd_addr_q : bus[PayloadW +: 4]),
     .mask_o (bmask)
   );
+  always_comb begin
+    wmask = rt_wdata_i;
+    if (HasSink) begin
+      wmask = rt_wdata_i & Present;
+      if ((rt_wdata_i & ~Present) != 5'b0) wmask[Sink] = 1'b1;
+    end
+  end
 
+  localparam bit [3:0] Reg = RegOut & Ports;
+  logic [3:0]     outv_q, outv_d;
+  logic [4*W-1:0] outd_q, outd_d;
   logic        bus_valid, drop, done, loc_offer;
   logic [4:0]  bus_sent, left, take;
-  logic [3:0]  outv_q, outv_d;
-  logic [4*W-1:0] outd_q, outd_d;
 
   always_comb begin
-    bus_valid = (hv != '0);
+    bus_valid = (hv != '0) && !rd_route_q;  // a route read has the decoder this cycle
     bus_sent = '0;
     for (int unsigned j = 0; j < NP; j++) if (gnt[j]) bus_sent = sent_q[j*5 +: 5];
     left = bus_valid ? (bmask & ~bus_sent) : 5'b0;
     drop = bus_valid && (bmask == 5'b0);
-    loc_offer = left[L] && local_color_ready_i[bus[PayloadW +: 4]];
+    loc_offer = left[L] && mux16(local_color_ready_i, bus[PayloadW +: 4]);
     for (int unsigned o = 0; o < 4; o++)
-      take[o] = left[o] && (Present[o] ? (!outv_q[o] || out_ready_i[o]) : 1'b1);
+      take[o] = left[o] && (!Present[o] || (Reg[o] ? (!outv_q[o] || out_ready_i[o])
+                                                     : out_ready_i[o]));
     take[L] = loc_offer && loc_ready_i;
     done = bus_valid && (drop || (left & ~take) == 5'b0);
+    for (int unsigned o = 0; o < 4; o++) begin
+      outv_d[o] = Reg[o] && (take[o] || (outv_q[o] && !out_ready_i[o]));
+      outd_d[o*W +: W] = !Reg[o] ? '0 : take[o] ? bus : outd_q[o*W +: W];
+    end
     for (int unsigned j = 0; j < NP; j++) begin
       pop[j] = gnt[j] && done;
       sent_d[j*5 +: 5] = !gnt[j] ? sent_q[j*5 +: 5] : done ? 5'b0 : (bus_sent | take);
     end
-    for (int unsigned o = 0; o < 4; o++) begin
-      outv_d[o] = Present[o] && (take[o] || (outv_q[o] && !out_ready_i[o]));
-      outd_d[o*W +: W] = !Present[o] ? '0 : take[o] ? bus : outd_q[o*W +: W];
-    end
   end
 
-  assign out_valid_o = outv_q;
-  assign out_data_o = outd_q;
+  // A link is offered the bus head directly: the next router's input FIFO is the register
+  // (its ready depends only on its fill level, so no path runs back). RegOut links keep an
+  // output register (the host port's link: the host port's COLLECT input and its INJECT
+  // stream wait on each other through the mesh, see the header).
+  for (genvar o = 0; o < 4; o++) begin : g_out
+    assign out_valid_o[o] = Reg[o] ? outv_q[o] : (Present[o] && left[o]);
+    assign out_data_o[o*W +: W] = Reg[o] ? outd_q[o*W +: W] : Present[o] ? bus : '0;
+  end
   assign loc_valid_o = loc_offer;
   assign loc_data_o = bus;
 
@@ -166,7 +206,7 @@ module mesh_router_lean #(
   always_comb begin
     rt_d = rt_q;
     for (int unsigned k = 0; k < 16; k++) begin
-      if (rt_we_i && rt_addr_i == 4'(k)) rt_d[k*5 +: 5] = rt_wdata_i;
+      if (rt_we_i && rt_addr_i == 4'(k)) rt_d[k*5 +: 5] = wmask;
     end
   end
   assign rt_o = rt_q;
@@ -174,12 +214,21 @@ module mesh_router_lean #(
   // ---- counters: per existing output, and err_unrouted (+ the sink's drops)
   logic [CtrW-1:0] cnt_q [6];
   logic [CtrW-1:0] cnt_d [6];
+  logic [PortCtrW-1:0] cnt_port [5];
   always_comb begin
-    for (int unsigned o = 0; o < 5; o++)
-      cnt_d[o] = Present[o] ? cnt_q[o] + {{(CtrW-1){1'b0}}, take[o]} : '0;
+    for (int unsigned o = 0; o < 5; o++) begin
+      cnt_port[o] = cnt_q[o][PortCtrW-1:0] + PortCtrW'(take[o]);
+      cnt_d[o] = Present[o] ? CtrW'(cnt_port[o]) : '0;
+    end
     cnt_d[5] = cnt_q[5] + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
     if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
-    ctr_rdata_o = (ctr_addr_i < 3'd6) ? 32'(cnt_q[ctr_addr_i]) : 32'b0;
+    rt_rdata_o = '0;
+    if (rd_route_q) rt_rdata_o = {11'b0, bmask};
+    else if (rd_q)  // counters 0-3, or 4, 5 and two zeros
+      for (int unsigned b = 0; b < CtrW; b++)
+        rt_rdata_o[b] = rd_addr_q[2]
+            ? mux4({2'b00, cnt_q[5][b], cnt_q[4][b]}, rd_addr_q[1:0])
+            : mux4({cnt_q[3][b], cnt_q[2][b], cnt_q[1][b], cnt_q[0][b]}, rd_addr_q[1:0]);
   end
 
   assign idle_o = (empty == '1) && (outv_q == 4'b0);
@@ -187,15 +236,21 @@ module mesh_router_lean #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       sent_q <= '0;
+      rt_q <= '0;
       outv_q <= '0;
       outd_q <= '0;
-      rt_q <= '0;
+      rd_q <= 1'b0;
+      rd_route_q <= 1'b0;
+      rd_addr_q <= '0;
       for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= '0;
     end else begin
       sent_q <= sent_d;
+      rt_q <= rt_d;
       outv_q <= outv_d;
       outd_q <= outd_d;
-      rt_q <= rt_d;
+      rd_q <= rt_re_i;
+      rd_route_q <= rt_re_i && rt_route_i;
+      rd_addr_q <= rt_addr_i;
       for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= cnt_d[k];
     end
   end

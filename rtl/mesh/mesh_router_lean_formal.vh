@@ -111,6 +111,8 @@
   // Strengthening invariants (true in every reachable state, proved with the rest): they
   // make the property inductive.
   always @(*) if (rst_ni && f_rv) begin
+    // the table holds folded routes: no bit of an absent output but the sink's
+    for (int unsigned c = 0; c < 16; c++) assert ((rt_q[c*5 +: 5] & ~RouteUsed) == 5'b0);
     for (int unsigned j = 0; j < NP; j++) begin
       // a head's sent mask is empty when nothing is stored, else a subset of its effective
       // route, strict unless the route is empty: a head whose route is complete has left

@@ -1,4 +1,5 @@
-// mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage.
+// mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage (Lean, the board:
+// mesh_router_lean + pe_lite + mesh_cfgchain_lean).
 //
 // Mesh links are the router's N/E/S/W ports (index 0..3); the PE sits on the local port
 // (rx = router's local output, with per-color ready; tx = router's local input). The
@@ -14,6 +15,7 @@ module mesh_tile #(
   parameter int unsigned QueueDepth = 8,   // PE input queue depth
   parameter int unsigned FifoDepth = 2,    // router input FIFO depth
   parameter bit [3:0] Ports = 4'b1111,     // router links that exist (N, E, S, W = bit 0..3)
+  parameter bit [3:0] RegOut = 4'b0000,    // Lean: router links with an output register (host)
   parameter bit Lean = 1'b0               // area-lean PE, router and chain stage (board)
 ) (
   input  wire          clk_i,
@@ -42,8 +44,6 @@ module mesh_tile #(
   wire        rt_we;
   wire [3:0]  rt_addr;
   wire [4:0]  rt_wdata;
-  wire [2:0]  ctr_addr;
-  wire [31:0] ctr_rdata;
   wire        cfg_req, cfg_we, cfg_gnt, cfg_rvalid;
   wire [3:0]  cfg_target;
   wire [15:0] cfg_addr;
@@ -52,7 +52,9 @@ module mesh_tile #(
 
   // Lean: the shared-bus router (input FIFOs 1 deep, 16-bit counters; mesh_router_lean)
   if (Lean) begin : g_lean
-    mesh_router_lean #(.Ports(Ports)) u_router (
+    wire        rt_re, rt_route;  // registered router reads (mesh_cfgchain_lean)
+    wire [15:0] rt_rdata;
+    mesh_router_lean #(.Ports(Ports), .RegOut(RegOut)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),
       .in_data_i          ({tx_data, in_data_i}),
@@ -65,16 +67,45 @@ module mesh_tile #(
       .loc_ready_i        (rx_ready),
       .local_color_ready_i(color_ready),
       .rt_we_i            (rt_we),
+      .rt_re_i            (rt_re),
+      .rt_route_i         (rt_route),
       .rt_addr_i          (rt_addr),
       .rt_wdata_i         (rt_wdata),
       .rt_o,
-      .ctr_addr_i         (ctr_addr),
-      .ctr_rdata_o        (ctr_rdata),
+      .rt_rdata_o         (rt_rdata),
       .ctr_clear_i,
       .idle_o             (router_idle)
     );
     wire [31:0] unused_depth = FifoDepth;  // the lean router's FIFOs are 1 deep
+    // the board's chain stage: 1 entry, one read at a time, router reads registered
+    mesh_cfgchain_lean #(.PeIndex(PeIndex)) u_cfg (
+      .clk_i, .rst_ni,
+      .in_valid_i  (cfg_in_valid_i),
+      .in_data_i   (cfg_in_data_i),
+      .in_ready_o  (cfg_in_ready_o),
+      .out_valid_o (cfg_out_valid_o),
+      .out_data_o  (cfg_out_data_o),
+      .out_ready_i (cfg_out_ready_i),
+      .rt_we_o     (rt_we),
+      .rt_re_o     (rt_re),
+      .rt_route_o  (rt_route),
+      .rt_addr_o   (rt_addr),
+      .rt_wdata_o  (rt_wdata),
+      .rt_rdata_i  (rt_rdata),
+      .cfg_req_o   (cfg_req),
+      .cfg_we_o    (cfg_we),
+      .cfg_target_o(cfg_target),
+      .cfg_addr_o  (cfg_addr),
+      .cfg_wdata_o (cfg_wdata),
+      .cfg_gnt_i   (cfg_gnt),
+      .cfg_rvalid_i(cfg_rvalid),
+      .cfg_rdata_i (cfg_rdata),
+      .idle_o      (chain_idle)
+    );
   end else begin : g_full
+    wire [2:0]  ctr_addr;  // combinational counter reads (mesh_cfgchain)
+    wire [31:0] ctr_rdata;
+    wire [3:0] unused_regout = RegOut;  // mesh_router registers every output
     mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),
@@ -95,6 +126,30 @@ module mesh_tile #(
       .ctr_rdata_o        (ctr_rdata),
       .ctr_clear_i,
       .idle_o             (router_idle)
+    );
+    mesh_cfgchain #(.PeIndex(PeIndex)) u_cfg (
+      .clk_i, .rst_ni,
+      .in_valid_i  (cfg_in_valid_i),
+      .in_data_i   (cfg_in_data_i),
+      .in_ready_o  (cfg_in_ready_o),
+      .out_valid_o (cfg_out_valid_o),
+      .out_data_o  (cfg_out_data_o),
+      .out_ready_i (cfg_out_ready_i),
+      .rt_we_o     (rt_we),
+      .rt_addr_o   (rt_addr),
+      .rt_wdata_o  (rt_wdata),
+      .rt_i        (rt_o),
+      .ctr_addr_o  (ctr_addr),
+      .ctr_rdata_i (ctr_rdata),
+      .cfg_req_o   (cfg_req),
+      .cfg_we_o    (cfg_we),
+      .cfg_target_o(cfg_target),
+      .cfg_addr_o  (cfg_addr),
+      .cfg_wdata_o (cfg_wdata),
+      .cfg_gnt_i   (cfg_gnt),
+      .cfg_rvalid_i(cfg_rvalid),
+      .cfg_rdata_i (cfg_rdata),
+      .idle_o      (chain_idle)
     );
   end
 
@@ -149,31 +204,6 @@ module mesh_tile #(
       .ctr_clear_i
     );
   end
-
-  mesh_cfgchain #(.PeIndex(PeIndex), .Lean(Lean)) u_cfg (
-    .clk_i, .rst_ni,
-    .in_valid_i  (cfg_in_valid_i),
-    .in_data_i   (cfg_in_data_i),
-    .in_ready_o  (cfg_in_ready_o),
-    .out_valid_o (cfg_out_valid_o),
-    .out_data_o  (cfg_out_data_o),
-    .out_ready_i (cfg_out_ready_i),
-    .rt_we_o     (rt_we),
-    .rt_addr_o   (rt_addr),
-    .rt_wdata_o  (rt_wdata),
-    .rt_i        (rt_o),
-    .ctr_addr_o  (ctr_addr),
-    .ctr_rdata_i (ctr_rdata),
-    .cfg_req_o   (cfg_req),
-    .cfg_we_o    (cfg_we),
-    .cfg_target_o(cfg_target),
-    .cfg_addr_o  (cfg_addr),
-    .cfg_wdata_o (cfg_wdata),
-    .cfg_gnt_i   (cfg_gnt),
-    .cfg_rvalid_i(cfg_rvalid),
-    .cfg_rdata_i (cfg_rdata),
-    .idle_o      (chain_idle)
-  );
 
   assign idle_o = router_idle && chain_idle && pe_idle;
   assign fabric_idle_o = router_idle && pe_idle;

@@ -14,14 +14,17 @@
 #   router_arb: the three mesh_arbiter assertions, in the router after reset: ABC pdr (<1 s)
 #   router_broken: the deliberately false router property alone (FORMAL_BROKEN) must FAIL
 #             (ABC finds a 4-frame counterexample; the .cex is left in OUTDIR).
-#   router_lean, router_lean_1x1: mesh_router_lean (the board's shared-bus router), PayloadW 1,
-#             all links (Ports 4'b1111) and the board's 1x1 (4'b1000, only W: the absent
-#             outputs are the sink): the same no loss / duplication / misrouting, with
+#   router_lean, router_lean_1x1, router_lean_2x2: mesh_router_lean (the board's
+#             shared-bus router), PayloadW 1, all links unregistered (Ports 4'b1111), the
+#             board's 1x1 (4'b1000, only W, registered: the absent outputs are the sink) and
+#             the 2x2 board's tile (0, 0) (4'b1110, W registered, E and S not): the same no
+#             loss / duplication / misrouting, with
 #             err_unrouted as a virtual output (mesh_router_lean_formal.vh), bmc3 (6 frames)
 #             + 2-induction, a few seconds each. Same route-write assumption; nothing arrives
 #             on an absent input. The arbiter's pointer range (mesh_arbiter.v) is kept as an
 #             invariant: a pointer out of range would put a stale word on the bus.
 #             FORMAL_LEAN_ALL=1 adds the other 14 Ports (mesh edges; ~1 minute).
+#   route_miter_*: mesh_route's LUT4-shaped muxes equal the array read (SAT miter, <1 s).
 #   router_lean_broken: the lean router's deliberately false property must FAIL.
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
 # proof passes and every broken property fails; a timeout or an inconclusive induction is a
@@ -140,9 +143,13 @@ LK="*mesh_router_lean_formal.vh* *mesh_arbiter.v*"
 gen_aig router_lean mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "" "$LK" $LF || fail=1
 abc_run router_lean.bmc pass router_lean "bmc3 -F $RB"
 abc_run router_lean.ind pass router_lean "orpos; ind -F $RK"
-gen_aig router_lean_1x1 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1000" "" "$LK" $LF || fail=1
+gen_aig router_lean_1x1 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1000 -set RegOut 4'b1000" "" "$LK" $LF || fail=1
 abc_run router_lean_1x1.bmc pass router_lean_1x1 "bmc3 -F $RB"
 abc_run router_lean_1x1.ind pass router_lean_1x1 "orpos; ind -F $RK"
+# the 2x2 board's tile (0, 0): W (the host port's link) registered, E and S not
+gen_aig router_lean_2x2 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1110 -set RegOut 4'b1000" "" "$LK" $LF || fail=1
+abc_run router_lean_2x2.bmc pass router_lean_2x2 "bmc3 -F $RB"
+abc_run router_lean_2x2.ind pass router_lean_2x2 "orpos; ind -F $RK"
 # FORMAL_LEAN_ALL=1: also every other Ports (the routers on a mesh's edges), ~5 s each
 if [ "${FORMAL_LEAN_ALL:-0}" = 1 ]; then
 	for P in 0000 0001 0010 0011 0100 0101 0110 0111 1001 1010 1011 1100 1101 1110; do
@@ -151,6 +158,17 @@ if [ "${FORMAL_LEAN_ALL:-0}" = 1 ]; then
 		abc_run router_lean_$P.ind pass router_lean_$P "orpos; ind -F $RK"
 	done
 fi
+# mesh_route's lookup (4:1 muxes in the form of two LUT4) equals the plain array read
+# (verif/formal/mesh_route_ref.v), for every table and color: a SAT miter, for the full Used
+# and a folded one (an edge router's)
+for U in 11111 11001; do
+	t0=$SECONDS
+	if yosys -q -l "$out/route_miter_$U.log" -p "read_verilog -sv $R/mesh_route.v \
+		verif/formal/mesh_route_ref.v; chparam -set Used 5'b$U mesh_route mesh_route_ref; prep; \
+		miter -equiv -flatten -make_assert mesh_route_ref mesh_route miter; \
+		sat -verify -prove-asserts miter" >/dev/null 2>&1; then got=pass; else got=fail; fi
+	verdict route_miter_$U pass $got $t0
+done
 bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_lean_formal.vh | head -1 | cut -d: -f1)
 gen_aig router_lean_broken mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "-DFORMAL_BROKEN" \
 	"*mesh_router_lean_formal.vh:$((bl + 3)).*" $LF || fail=1

@@ -11,20 +11,26 @@
 // Stimulus: random route tables (multicast, unrouted colors) per epoch, random valid
 // patterns, random back-pressure on every output and random per-color local ready.
 // TB_LEAN: the same bench on mesh_router_lean (the board's shared-bus router: registered
-// 1-deep input FIFOs, so 2 cycles per hop and at most one wavelet every other cycle per
-// link; 16-bit counters). All five ports exist here, so there is no sink.
+// 1-deep input FIFOs and no output registers, so 1 cycle per hop, at most one wavelet every
+// other cycle per link, and an output may drop its valid while stalled (the bus moves on);
+// 16-bit err_unrouted, 8-bit port counters). All five ports exist here, so there is no
+// sink.
 #ifdef TB_LEAN
 #include "Vmesh_router_lean.h"
 typedef Vmesh_router_lean Vrouter;
-static const unsigned HOP = 2;          // cycles from input accepted to registered output
+static const unsigned HOP = 1;          // cycles from input accepted to output
+static const bool HOLD = false;         // outputs hold valid/data while stalled
 static const double MIN_RATE = 0.49;    // sustained wavelets per cycle on one link
-static const uint64_t CTR_MASK = 0xffff;
+static const uint64_t CTR_MASK = 0xffff;       // err_unrouted
+static const uint64_t PORT_CTR_MASK = 0xff;     // wavelets out per port
 #else
 #include "Vmesh_router.h"
 typedef Vmesh_router Vrouter;
 static const unsigned HOP = 1;
+static const bool HOLD = true;
 static const double MIN_RATE = 0.99;
 static const uint64_t CTR_MASK = 0xffffffff;
+static const uint64_t PORT_CTR_MASK = 0xffffffff;
 #endif
 #include "tb_common.h"
 #include <deque>
@@ -61,9 +67,16 @@ int main(int argc, char **argv) {
     bool prev_v[4] = {false};
     uint64_t prev_d[4] = {0};
     uint64_t wavelets_in = 0, beats_out = 0;
+#ifdef TB_LEAN
+    bool rd_pend = false;       // a route table read was requested last cycle
+    unsigned rd_color = 0;
+#endif
 
     auto rnd = [&](unsigned n) { return unsigned(rng() % n); };
     auto write_routes = [&](bool random_tab) {
+#ifdef TB_LEAN
+        rd_pend = false; r->rt_re_i = 0;
+#endif
         for (unsigned c = 0; c < 16; c++) {
             unsigned m = random_tab ? rnd(32) : 0;
             if (random_tab && rnd(8) == 0) m = 0;  // unrouted colors
@@ -74,6 +87,14 @@ int main(int argc, char **argv) {
         r->rt_we_i = 0; r->eval();
         for (unsigned c = 0; c < 16; c++) v.check(cyc, "route table readback", route[c],
                                                   tb_get(r->rt_o, 5 * c, 5));
+#ifdef TB_LEAN
+        // the config read port: registered, through the bus's route decoder
+        for (unsigned c = 0; c < 16; c++) {
+            r->rt_re_i = 1; r->rt_route_i = 1; r->rt_addr_i = c; r->eval(); tick();
+            r->rt_re_i = 0; r->eval();
+            v.check(cyc, "route table read (rt_rdata_o)", route[c], r->rt_rdata_o);
+        }
+#endif
     };
 
     // One simulated cycle with the given stimulus knobs; returns number of output beats.
@@ -96,6 +117,15 @@ int main(int argc, char **argv) {
         unsigned cr = 0;
         for (int c = 0; c < 16; c++) cr |= (rnd(100) < p_cready) << c;
         r->local_color_ready_i = cr;
+#ifdef TB_LEAN
+        // a config read of the route table now and then under traffic: it borrows the route
+        // decoder for a cycle (the bus stalls); check the word the cycle after
+        if (rd_pend) v.check(cyc, "route table read under traffic", route[rd_color],
+                             r->rt_rdata_o);
+        rd_pend = rnd(16) == 0;
+        rd_color = rnd(16);
+        r->rt_re_i = rd_pend; r->rt_route_i = 1; r->rt_addr_i = rd_color;
+#endif
         r->eval();
         // inputs accepted this cycle (first: a bypassed wavelet can leave on the local port now)
         for (int i = 0; i < 5; i++) {
@@ -112,7 +142,7 @@ int main(int argc, char **argv) {
         for (int o = 0; o < 5; o++) {
             bool ov = o < 4 ? (r->out_valid_o >> o) & 1 : r->loc_valid_o;
             uint64_t od = o < 4 ? tb_get(r->out_data_o, o * W, W) : r->loc_data_o;
-            if (o < 4 && check_hold && prev_v[o]) {
+            if (o < 4 && HOLD && check_hold && prev_v[o]) {
                 v.check(cyc, "registered output holds valid while stalled", 1, ov);
                 v.check(cyc, "registered output holds data while stalled", prev_d[o], od);
             }
@@ -235,10 +265,17 @@ int main(int argc, char **argv) {
     }
     // counters against the model
     for (unsigned k = 0; k < 6; k++) {
-        r->ctr_addr_i = k; r->eval();
         char what[48];
         snprintf(what, sizeof what, "counter %u", k);
+#ifdef TB_LEAN
+        r->rt_re_i = 1; r->rt_route_i = 0; r->rt_addr_i = k; r->eval(); tick();
+        r->rt_re_i = 0; r->eval();
+        v.check(cyc, what, model_cnt[k] & (k == 5 ? CTR_MASK : PORT_CTR_MASK), r->rt_rdata_o);
+        v.check(cyc, "no read, rt_rdata_o 0", 0, (tick(), r->rt_rdata_o));
+#else
+        r->ctr_addr_i = k; r->eval();
         v.check(cyc, what, model_cnt[k] & CTR_MASK, r->ctr_rdata_o);
+#endif
     }
     printf("%u epochs, %llu wavelets in, %llu beats out, %llu dropped, %llu cycles\n", epochs,
            (unsigned long long)wavelets_in, (unsigned long long)beats_out,
