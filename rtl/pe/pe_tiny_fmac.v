@@ -21,9 +21,10 @@
 // exponent shifts right with a sticky bit, |difference| cycles), add (29 cycles: w = x +- w,
 // remembering where the last one was), negate (29 more, only when x - w < 0), round (position of
 // the leading one + 1 cycles: w rotates until the leading one reaches bit 28, the rounding
-// increment rippling in at the kept lsb), pack (1), done (1). Specials and zero + zero go from load
-// to pack. 3 to 122 cycles an operation (random operands: fmac mean 47, add mean 59;
-// tb_pe_tiny_fmac reports them).
+// increment rippling in at the kept lsb), pack (1), done (1). Zero + zero and the NaNs known at
+// load go from load to pack; with an all-ones exponent on c (or on an fp32 a) the fractions of
+// those operands alone take the add pass (a nonzero sum: NaN), then pack. 3 to 122 cycles an
+// operation (random operands: fmac mean 48, add mean 62; tb_pe_tiny_fmac reports them).
 //
 // Fields: x and w hold {carry, mantissa with its msb at bit 26, 3 guard bits}; the product's
 // msb sits at 27 or 26 (prod[15] or not: no normalizing mux, the 29-bit sum has room). The
@@ -74,9 +75,10 @@ module pe_tiny_fmac (
   wire [7:0] ea = ah_q[7:0];
   wire [7:0] eb = bh_q[7:0];
   wire [7:0] ec = ch_q[7:0];
-  wire       a_f = (x_q[9:3] != 7'd0) || (add_q && x_q[25:10] != 16'd0);
+  // the fraction of a bf16 a (and the low 7 bits of an fp32 a's) is tested here; the rest of a
+  // NaN's fraction in the add pass (a wide OR in parallel costs more than the pass)
+  wire       a_f = (x_q[9:3] != 7'd0);
   wire       b_f = (mb_q != 7'd0);
-  wire       c_f = (w_q[25:3] != 23'd0);
   wire       a_x = (ea == 8'hff);
   wire       b_x = (eb == 8'hff);
   wire       c_x = (ec == 8'hff);
@@ -85,9 +87,11 @@ module pe_tiny_fmac (
   wire       p_sign = ah_q[8] ^ bh_q[8];
   wire       p_zero = (ea == 8'd0) || (eb == 8'd0);
   // an infinite or NaN operand: the result is NaN if any is NaN, for inf * 0, or for inf - inf;
-  // else an infinity of the product's sign if it is infinite, else of c's
+  // else an infinity of the product's sign if it is infinite, else of c's. NaN known here: a
+  // bf16 NaN, inf * 0, inf - inf; the fractions of c and of an fp32 a with an all-ones
+  // exponent are summed in the add pass (a nonzero sum: NaN)
   wire       p_x    = a_x || b_x;
-  wire       nan    = (a_x && a_f) || (b_x && b_f) || (c_x && c_f) || (p_x && p_zero)
+  wire       nan    = (a_x && a_f) || (b_x && b_f) || (p_x && p_zero)
                    || (p_x && c_x && (p_sign != ch_q[8]));
   wire       inf    = p_x || c_x;
   wire       zz     = p_zero && c_zero;
@@ -100,7 +104,7 @@ module pe_tiny_fmac (
   wire [10:0] dexp  = 11'($signed(p_e)) - 11'(ec);   // > 0: w is aligned, < 0: x
   // (SSet, from d_q) beyond 32 shifts only the sticky bit is left: load it at once (a zero
   // needs no shifts)
-  wire        far   = (d_q[10:5] != {6{d_q[10]}}) && !p_zero && !c_zero;
+  wire        far   = (d_q[10:5] != {6{d_q[10]}}) && !p_zero && !c_zero && !inf_q;
   wire        far_x = far && d_q[10];
   wire        far_w = far && !d_q[10];
 
@@ -146,21 +150,24 @@ module pe_tiny_fmac (
         st_d = SLoad;
       end
       SLoad: begin
-        sub_d = p_sign ^ ch_q[8];
-        cy_d = p_sign ^ ch_q[8];
+        sub_d = (p_sign ^ ch_q[8]) && !inf;
+        cy_d = (p_sign ^ ch_q[8]) && !inf;
         nz_d = 1'b0;
         nan_d = nan;
         inf_d = inf;
         zero_d = zz;
         sign_d = nan ? 1'b0 : inf ? (p_x ? p_sign : ch_q[8]) : zz ? (p_sign & ch_q[8])
                : p_sign;
-        st_d = (nan || inf || zz) ? SPack : SSet;
+        st_d = (nan || zz || (inf && !c_x && !add_q)) ? SPack : SSet;
       end
       SSet: begin
-        x_d = p_zero ? 28'd0 : far_x ? 28'd1 : add_q ? {2'b01, x_q[25:0]} : {prod, 12'd0};
-        w_d = c_zero ? 29'd0 : far_w ? 29'd1 : {3'b001, w_q[25:0]};
-        xal_d = d_q[10] && !(p_zero || c_zero || far);
-        t_d = (p_zero || c_zero || far) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[10]}});
+        // an infinite or NaN operand: the fractions with an all-ones exponent, no hidden bits,
+        // no alignment
+        x_d = (p_zero || (inf_q && !(add_q && a_x))) ? 28'd0 : far_x ? 28'd1
+            : add_q ? {1'b0, !inf_q, x_q[25:0]} : {prod, 12'd0};
+        w_d = (c_zero || (inf_q && !c_x)) ? 29'd0 : far_w ? 29'd1 : {2'b00, !inf_q, w_q[25:0]};
+        xal_d = d_q[10] && !(p_zero || c_zero || far || inf_q);
+        t_d = (p_zero || c_zero || far || inf_q) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[10]}});
         st_d = SAlign;
       end
       SAlign: begin
@@ -193,7 +200,13 @@ module pe_tiny_fmac (
             cy_d = 1'b0;
             sub_d = 1'b0;
             t_d = 6'h26;                  // -26
-            if (!(nz_q || s)) begin       // exact cancellation: +0
+            if (inf_q) begin              // a NaN's fraction: NaN, else infinity
+              if (nz_q || s) begin
+                nan_d = 1'b1;
+                sign_d = 1'b0;
+              end
+              st_d = SPack;
+            end else if (!(nz_q || s)) begin  // exact cancellation: +0
               zero_d = 1'b1;
               sign_d = 1'b0;
               st_d = SPack;
