@@ -62,7 +62,8 @@ module pe_tiny_fmac (
   reg         xal_q, xal_d; // x is aligned (else w)
   reg  [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
   reg  [7:0]  pe_q;         // the result's exponent field
-  reg  [10:0] d_q;          // exponent difference (product - c), registered for timing
+  reg  [6:0]  d_q;          // exponent difference (product - c): sign, low 6 bits
+  reg         dfar_q;       // |difference| >= 32
   reg  [9:0]  el_q;         // exponent of bit 26 after the alignment (packed, unbounded)
   reg         cy_q, cy_d;   // the serial adder's carry
   reg         sub_q, sub_d; // x - w (the signs differ)
@@ -104,9 +105,9 @@ module pe_tiny_fmac (
   wire [10:0] dexp  = 11'($signed(p_e)) - 11'(ec);   // > 0: w is aligned, < 0: x
   // (SSet, from d_q) beyond 32 shifts only the sticky bit is left: load it at once (a zero
   // needs no shifts)
-  wire        far   = (d_q[10:5] != {6{d_q[10]}}) && !p_zero && !c_zero && !inf_q;
-  wire        far_x = far && d_q[10];
-  wire        far_w = far && !d_q[10];
+  wire        far   = dfar_q && !p_zero && !c_zero && !inf_q;
+  wire        far_x = far && d_q[6];
+  wire        far_w = far && !d_q[6];
 
   // ------------------------------------------------ range (SPack)
   // packed exponent of the rounded leading one: bit 26's, + (its position - 26), + carry
@@ -166,8 +167,8 @@ module pe_tiny_fmac (
         x_d = (p_zero || (inf_q && !(add_q && a_x))) ? 28'd0 : far_x ? 28'd1
             : add_q ? {1'b0, !inf_q, x_q[25:0]} : {prod, 12'd0};
         w_d = (c_zero || (inf_q && !c_x)) ? 29'd0 : far_w ? 29'd1 : {2'b00, !inf_q, w_q[25:0]};
-        xal_d = d_q[10] && !(p_zero || c_zero || far || inf_q);
-        t_d = (p_zero || c_zero || far || inf_q) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[10]}});
+        xal_d = d_q[6] && !(p_zero || c_zero || far || inf_q);
+        t_d = (p_zero || c_zero || far || inf_q) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[6]}});
         st_d = SAlign;
       end
       SAlign: begin
@@ -249,9 +250,10 @@ module pe_tiny_fmac (
       mb_q <= b_i[6:0];
     end
     // the exponent field: all ones for NaN, infinity and overflow, zero for zero and underflow
-    if (st_q == SLoad) d_q <= dexp;
+    if (st_q == SLoad) d_q <= {dexp[10], dexp[5:0]};
+    if (st_q == SLoad) dfar_q <= (dexp[10:5] != {6{dexp[10]}});
     // the larger exponent: c's if the product is zero or smaller
-    if (st_q == SSet) el_q <= (!c_zero && (p_zero || d_q[10])) ? 10'(ec) : p_e;
+    if (st_q == SSet) el_q <= (!c_zero && (p_zero || d_q[6])) ? 10'(ec) : p_e;
     if (st_q == SPack) pe_q <= y_ones ? 8'hff : y_zero ? 8'h00 : e_r[7:0];
     x_q <= x_d;
     w_q <= w_d;
