@@ -14,8 +14,9 @@
 // Area goes into muxes, so the mantissas live in two shift registers that only load or shift right
 // (lsb first into one serial full adder); exponents and special operands stay parallel (one adder
 // for ea + eb - 127, one subtractor for the difference, one adder at the end). Steps: latch (start:
-// a_i into x, c_i's fraction into w, the exponent fields into registers), load (1 cycle: specials,
-// the exponent difference into a register: two carry chains are enough for one cycle at 24 MHz),
+// a_i into x, c_i's fraction into w, b's mantissa into the free bits of both, the exponent fields
+// into registers), load (1 cycle: specials; the exponent difference's sign, low 6 bits and
+// whether it is beyond 31 into registers: two carry chains are enough for one cycle at 24 MHz),
 // set (1: the 8x8 mantissa product of an SB_MAC16 into x, the hidden bits; an operand more than 31
 // places below the other becomes its sticky bit at once), align (the operand with the smaller
 // exponent shifts right with a sticky bit, |difference| cycles), add (29 cycles: w = x +- w,
@@ -50,11 +51,11 @@ module pe_tiny_fmac (
   // one-hot in synthesis: the state decodes feed most enables (9 LUT4 fewer than binary)
   (* fsm_encoding = "one-hot" *) reg [3:0] st_q;
   reg  [3:0]  st_d;
+  // until set, b_i[6:0] (b's mantissa) rides in their free bits: x[0], w[2:0], w[28:26]
   reg  [27:0] x_q, x_d;     // a_i[24:0] at 27:3 after start; then the product (or a)
   reg  [28:0] w_q, w_d;     // c_i[22:0] at 25:3 after start; then c, the sum, the result
   // a's sign and exponent (fp32 or bf16), b's (127 for an add: a + c = a * 1.0 + c), c's
   reg  [8:0]  ah_q, bh_q, ch_q;
-  reg  [6:0]  mb_q;         // b's mantissa
   reg         add_q;
   // alignment steps (counting up to 0 for x, to -1 for w: the difference or its complement),
   // then the bit of the add and negate passes, then the leading one's position - 26
@@ -79,7 +80,9 @@ module pe_tiny_fmac (
   // the fraction of a bf16 a (and the low 7 bits of an fp32 a's) is tested here; the rest of a
   // NaN's fraction in the add pass (a wide OR in parallel costs more than the pass)
   wire       a_f = (x_q[9:3] != 7'd0);
-  wire       b_f = (mb_q != 7'd0);
+  // b's mantissa rides in the bits of w and x that are free until set (no register of its own)
+  wire [6:0] mb = {w_q[28:26], w_q[2:0], x_q[0]};
+  wire       b_f = (mb != 7'd0);
   wire       a_x = (ea == 8'hff);
   wire       b_x = (eb == 8'hff);
   wire       c_x = (ec == 8'hff);
@@ -97,7 +100,7 @@ module pe_tiny_fmac (
   wire       inf    = p_x || c_x;
   wire       zz     = p_zero && c_zero;
   // 8x8 mantissa product: one SB_MAC16 with synth_ice40 -dsp
-  wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, mb_q};
+  wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, mb};
   // packed exponents of bit 26 (signed: the product's is unbounded)
   // ea + eb - 127 as (ea + eb + 1) - 128: the -128 touches only the top three bits
   wire [9:0]  p_e1  = 10'(ea) + 10'(eb) + 10'd1;
@@ -146,8 +149,8 @@ module pe_tiny_fmac (
     zero_d = zero_q;
     case (st_q)
       SIdle: if (start_i) begin
-        x_d = {a_i[24:0], 3'd0};
-        w_d = {3'd0, c_i[22:0], 3'd0};
+        x_d = {a_i[24:0], 2'd0, b_i[0]};
+        w_d = {b_i[6:4], c_i[22:0], b_i[3:1]};
         st_d = SLoad;
       end
       SLoad: begin
@@ -165,8 +168,9 @@ module pe_tiny_fmac (
         // an infinite or NaN operand: the fractions with an all-ones exponent, no hidden bits,
         // no alignment
         x_d = (p_zero || (inf_q && !(add_q && a_x))) ? 28'd0 : far_x ? 28'd1
-            : add_q ? {1'b0, !inf_q, x_q[25:0]} : {prod, 12'd0};
-        w_d = (c_zero || (inf_q && !c_x)) ? 29'd0 : far_w ? 29'd1 : {2'b00, !inf_q, w_q[25:0]};
+            : add_q ? {1'b0, !inf_q, x_q[25:3], 3'd0} : {prod, 12'd0};
+        w_d = (c_zero || (inf_q && !c_x)) ? 29'd0 : far_w ? 29'd1
+            : {2'b00, !inf_q, w_q[25:3], 3'd0};
         xal_d = d_q[6] && !(p_zero || c_zero || far || inf_q);
         t_d = (p_zero || c_zero || far || inf_q) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[6]}});
         st_d = SAlign;
@@ -247,7 +251,6 @@ module pe_tiny_fmac (
       ah_q <= add_i ? a_i[31:23] : a_i[15:7];
       bh_q <= add_i ? 9'h07f : b_i[15:7];
       ch_q <= c_i[31:23];
-      mb_q <= b_i[6:0];
     end
     // the exponent field: all ones for NaN, infinity and overflow, zero for zero and underflow
     if (st_q == SLoad) d_q <= {dexp[10], dexp[5:0]};
