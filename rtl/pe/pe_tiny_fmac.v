@@ -13,19 +13,22 @@
 //
 // Area goes into muxes, so the mantissas live in two shift registers that only load or shift right
 // (lsb first into one serial full adder); exponents and special operands stay parallel (one adder
-// for ea + eb - 127, one subtractor for the difference, one adder at the end). Steps: latch (start:
-// a_i into x, c_i's fraction into w, b's mantissa into the free bits of both, the exponent fields
-// into registers), load (1 cycle: specials; the exponent difference's sign, low 6 bits and
-// whether it is beyond 31 into registers: two carry chains are enough for one cycle at 24 MHz),
-// set (1: the 8x8 mantissa product of an SB_MAC16 into x, the hidden bits; an operand more than 31
-// places below the other becomes its sticky bit at once), align (the operand with the smaller
-// exponent shifts right with a sticky bit, |difference| cycles), add (29 cycles: w = x +- w,
-// remembering where the last one was), negate (29 more, only when x - w < 0), round (position of
-// the leading one + 1 cycles: w rotates until the leading one reaches bit 28, the rounding
-// increment rippling in at the kept lsb), pack (1), done (1). Zero + zero and the NaNs known at
-// load go from load to pack; with an all-ones exponent on c (or on an fp32 a) the fractions of
-// those operands alone take the add pass (a nonzero sum: NaN), then pack. 3 to 122 cycles an
-// operation (random operands: fmac mean 48, add mean 62; tb_pe_tiny_fmac reports them).
+// for ea + eb - 127, one subtractor for the difference, one adder at the end: about 32 LUT4s in
+// all, as an iCE40 ripple adder costs one LUT4 a bit, no more than the load mux of a serial
+// exponent register would; the exponent tests for zero, infinity and NaN and what follows from them
+// cost about 50). Steps: latch (start: a_i into x, c_i's fraction into w, b's mantissa into the
+// free bits of both, the exponent fields into registers), load (1 cycle: specials; the exponent
+// difference's sign, low 6 bits and whether it is beyond 31 into registers: two carry chains are
+// enough for one cycle at 24 MHz), set (1: the 8x8 mantissa product of an SB_MAC16 into x, the
+// hidden bits; an operand more than 31 places below the other becomes its sticky bit at once),
+// align (the operand with the smaller exponent shifts right with a sticky bit, |difference|
+// cycles), add (29 cycles: w = x +- w, remembering where the last one was), negate (29 more, only
+// when x - w < 0), round (position of the leading one + 1 cycles: w rotates until the leading one
+// reaches bit 28, the rounding increment rippling in at the kept lsb), pack (1), done (1). Zero +
+// zero and the NaNs known at load go from load to pack; with an all-ones exponent on c (or on an
+// fp32 a) the fractions of those operands alone take the add pass (a nonzero sum: NaN), then pack.
+// 3 to 122 cycles an operation (random operands: fmac mean 48, add mean 62; tb_pe_tiny_fmac reports
+// them).
 //
 // Fields: x and w hold {carry, mantissa with its msb at bit 26, 3 guard bits}; the product's
 // msb sits at 27 or 26 (prod[15] or not: no normalizing mux, the 29-bit sum has room). The
