@@ -13,17 +13,22 @@
 //
 // Area goes into muxes, so the mantissas live in two shift registers that only load or shift right
 // (lsb first into one serial full adder); exponents and special operands stay parallel (one adder
-// for ea + eb - 127, one subtractor for the difference, one adder at the end). Steps: latch (start:
-// a_i into x, c_i's fraction into w, the exponent fields into registers), load (1 cycle: specials,
-// the exponent difference into a register: two carry chains are enough for one cycle at 24 MHz),
-// set (1: the 8x8 mantissa product of an SB_MAC16 into x, the hidden bits; an operand more than 31
-// places below the other becomes its sticky bit at once), align (the operand with the smaller
-// exponent shifts right with a sticky bit, |difference| cycles), add (29 cycles: w = x +- w,
-// remembering where the last one was), negate (29 more, only when x - w < 0), round (position of
-// the leading one + 1 cycles: w rotates until the leading one reaches bit 28, the rounding
-// increment rippling in at the kept lsb), pack (1), done (1). Specials and zero + zero go from load
-// to pack. 3 to 122 cycles an operation (random operands: fmac mean 47, add mean 59;
-// tb_pe_tiny_fmac reports them).
+// for ea + eb - 127, one subtractor for the difference, one adder at the end: about 32 LUT4s in
+// all, as an iCE40 ripple adder costs one LUT4 a bit, no more than the load mux of a serial
+// exponent register would; the exponent tests for zero, infinity and NaN and what follows from them
+// cost about 50). Steps: latch (start: a_i into x, c_i's fraction into w, b's mantissa into the
+// free bits of both, the exponent fields into registers), load (1 cycle: specials; the exponent
+// difference's sign, low 6 bits and whether it is beyond 31 into registers: two carry chains are
+// enough for one cycle at 24 MHz), set (1: the 8x8 mantissa product of an SB_MAC16 into x, the
+// hidden bits; an operand more than 31 places below the other becomes its sticky bit at once),
+// align (the operand with the smaller exponent shifts right with a sticky bit, |difference|
+// cycles), add (29 cycles: w = x +- w, remembering where the last one was), negate (29 more, only
+// when x - w < 0), round (position of the leading one + 1 cycles: w rotates until the leading one
+// reaches bit 28, the rounding increment rippling in at the kept lsb), pack (1), done (1). Zero +
+// zero and the NaNs known at load go from load to pack; with an all-ones exponent on c (or on an
+// fp32 a) the fractions of those operands alone take the add pass (a nonzero sum: NaN), then pack.
+// 3 to 122 cycles an operation (random operands: fmac mean 48, add mean 62; tb_pe_tiny_fmac reports
+// them).
 //
 // Fields: x and w hold {carry, mantissa with its msb at bit 26, 3 guard bits}; the product's
 // msb sits at 27 or 26 (prod[15] or not: no normalizing mux, the 29-bit sum has room). The
@@ -49,11 +54,11 @@ module pe_tiny_fmac (
   // one-hot in synthesis: the state decodes feed most enables (9 LUT4 fewer than binary)
   (* fsm_encoding = "one-hot" *) reg [3:0] st_q;
   reg  [3:0]  st_d;
+  // until set, b_i[6:0] (b's mantissa) rides in their free bits: x[0], w[2:0], w[28:26]
   reg  [27:0] x_q, x_d;     // a_i[24:0] at 27:3 after start; then the product (or a)
   reg  [28:0] w_q, w_d;     // c_i[22:0] at 25:3 after start; then c, the sum, the result
   // a's sign and exponent (fp32 or bf16), b's (127 for an add: a + c = a * 1.0 + c), c's
   reg  [8:0]  ah_q, bh_q, ch_q;
-  reg  [6:0]  mb_q;         // b's mantissa
   reg         add_q;
   // alignment steps (counting up to 0 for x, to -1 for w: the difference or its complement),
   // then the bit of the add and negate passes, then the leading one's position - 26
@@ -61,7 +66,8 @@ module pe_tiny_fmac (
   reg         xal_q, xal_d; // x is aligned (else w)
   reg  [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
   reg  [7:0]  pe_q;         // the result's exponent field
-  reg  [10:0] d_q;          // exponent difference (product - c), registered for timing
+  reg  [6:0]  d_q;          // exponent difference (product - c): sign, low 6 bits
+  reg         dfar_q;       // |difference| >= 32
   reg  [9:0]  el_q;         // exponent of bit 26 after the alignment (packed, unbounded)
   reg         cy_q, cy_d;   // the serial adder's carry
   reg         sub_q, sub_d; // x - w (the signs differ)
@@ -74,9 +80,12 @@ module pe_tiny_fmac (
   wire [7:0] ea = ah_q[7:0];
   wire [7:0] eb = bh_q[7:0];
   wire [7:0] ec = ch_q[7:0];
-  wire       a_f = (x_q[9:3] != 7'd0) || (add_q && x_q[25:10] != 16'd0);
-  wire       b_f = (mb_q != 7'd0);
-  wire       c_f = (w_q[25:3] != 23'd0);
+  // the fraction of a bf16 a (and the low 7 bits of an fp32 a's) is tested here; the rest of a
+  // NaN's fraction in the add pass (a wide OR in parallel costs more than the pass)
+  wire       a_f = (x_q[9:3] != 7'd0);
+  // b's mantissa rides in the bits of w and x that are free until set (no register of its own)
+  wire [6:0] mb = {w_q[28:26], w_q[2:0], x_q[0]};
+  wire       b_f = (mb != 7'd0);
   wire       a_x = (ea == 8'hff);
   wire       b_x = (eb == 8'hff);
   wire       c_x = (ec == 8'hff);
@@ -85,14 +94,16 @@ module pe_tiny_fmac (
   wire       p_sign = ah_q[8] ^ bh_q[8];
   wire       p_zero = (ea == 8'd0) || (eb == 8'd0);
   // an infinite or NaN operand: the result is NaN if any is NaN, for inf * 0, or for inf - inf;
-  // else an infinity of the product's sign if it is infinite, else of c's
+  // else an infinity of the product's sign if it is infinite, else of c's. NaN known here: a
+  // bf16 NaN, inf * 0, inf - inf; the fractions of c and of an fp32 a with an all-ones
+  // exponent are summed in the add pass (a nonzero sum: NaN)
   wire       p_x    = a_x || b_x;
-  wire       nan    = (a_x && a_f) || (b_x && b_f) || (c_x && c_f) || (p_x && p_zero)
+  wire       nan    = (a_x && a_f) || (b_x && b_f) || (p_x && p_zero)
                    || (p_x && c_x && (p_sign != ch_q[8]));
   wire       inf    = p_x || c_x;
   wire       zz     = p_zero && c_zero;
   // 8x8 mantissa product: one SB_MAC16 with synth_ice40 -dsp
-  wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, mb_q};
+  wire [15:0] prod  = {8'd0, 1'b1, x_q[9:3]} * {8'd0, 1'b1, mb};
   // packed exponents of bit 26 (signed: the product's is unbounded)
   // ea + eb - 127 as (ea + eb + 1) - 128: the -128 touches only the top three bits
   wire [9:0]  p_e1  = 10'(ea) + 10'(eb) + 10'd1;
@@ -100,9 +111,9 @@ module pe_tiny_fmac (
   wire [10:0] dexp  = 11'($signed(p_e)) - 11'(ec);   // > 0: w is aligned, < 0: x
   // (SSet, from d_q) beyond 32 shifts only the sticky bit is left: load it at once (a zero
   // needs no shifts)
-  wire        far   = (d_q[10:5] != {6{d_q[10]}}) && !p_zero && !c_zero;
-  wire        far_x = far && d_q[10];
-  wire        far_w = far && !d_q[10];
+  wire        far   = dfar_q && !p_zero && !c_zero && !inf_q;
+  wire        far_x = far && d_q[6];
+  wire        far_w = far && !d_q[6];
 
   // ------------------------------------------------ range (SPack)
   // packed exponent of the rounded leading one: bit 26's, + (its position - 26), + carry
@@ -141,26 +152,30 @@ module pe_tiny_fmac (
     zero_d = zero_q;
     case (st_q)
       SIdle: if (start_i) begin
-        x_d = {a_i[24:0], 3'd0};
-        w_d = {3'd0, c_i[22:0], 3'd0};
+        x_d = {a_i[24:0], 2'd0, b_i[0]};
+        w_d = {b_i[6:4], c_i[22:0], b_i[3:1]};
         st_d = SLoad;
       end
       SLoad: begin
-        sub_d = p_sign ^ ch_q[8];
-        cy_d = p_sign ^ ch_q[8];
+        sub_d = (p_sign ^ ch_q[8]) && !inf;
+        cy_d = (p_sign ^ ch_q[8]) && !inf;
         nz_d = 1'b0;
         nan_d = nan;
         inf_d = inf;
         zero_d = zz;
         sign_d = nan ? 1'b0 : inf ? (p_x ? p_sign : ch_q[8]) : zz ? (p_sign & ch_q[8])
                : p_sign;
-        st_d = (nan || inf || zz) ? SPack : SSet;
+        st_d = (nan || zz || (inf && !c_x && !add_q)) ? SPack : SSet;
       end
       SSet: begin
-        x_d = p_zero ? 28'd0 : far_x ? 28'd1 : add_q ? {2'b01, x_q[25:0]} : {prod, 12'd0};
-        w_d = c_zero ? 29'd0 : far_w ? 29'd1 : {3'b001, w_q[25:0]};
-        xal_d = d_q[10] && !(p_zero || c_zero || far);
-        t_d = (p_zero || c_zero || far) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[10]}});
+        // an infinite or NaN operand: the fractions with an all-ones exponent, no hidden bits,
+        // no alignment
+        x_d = (p_zero || (inf_q && !(add_q && a_x))) ? 28'd0 : far_x ? 28'd1
+            : add_q ? {1'b0, !inf_q, x_q[25:3], 3'd0} : {prod, 12'd0};
+        w_d = (c_zero || (inf_q && !c_x)) ? 29'd0 : far_w ? 29'd1
+            : {2'b00, !inf_q, w_q[25:3], 3'd0};
+        xal_d = d_q[6] && !(p_zero || c_zero || far || inf_q);
+        t_d = (p_zero || c_zero || far || inf_q) ? 6'h3f : (d_q[5:0] ^ {6{!d_q[6]}});
         st_d = SAlign;
       end
       SAlign: begin
@@ -193,7 +208,13 @@ module pe_tiny_fmac (
             cy_d = 1'b0;
             sub_d = 1'b0;
             t_d = 6'h26;                  // -26
-            if (!(nz_q || s)) begin       // exact cancellation: +0
+            if (inf_q) begin              // a NaN's fraction: NaN, else infinity
+              if (nz_q || s) begin
+                nan_d = 1'b1;
+                sign_d = 1'b0;
+              end
+              st_d = SPack;
+            end else if (!(nz_q || s)) begin  // exact cancellation: +0
               zero_d = 1'b1;
               sign_d = 1'b0;
               st_d = SPack;
@@ -233,12 +254,12 @@ module pe_tiny_fmac (
       ah_q <= add_i ? a_i[31:23] : a_i[15:7];
       bh_q <= add_i ? 9'h07f : b_i[15:7];
       ch_q <= c_i[31:23];
-      mb_q <= b_i[6:0];
     end
     // the exponent field: all ones for NaN, infinity and overflow, zero for zero and underflow
-    if (st_q == SLoad) d_q <= dexp;
+    if (st_q == SLoad) d_q <= {dexp[10], dexp[5:0]};
+    if (st_q == SLoad) dfar_q <= (dexp[10:5] != {6{dexp[10]}});
     // the larger exponent: c's if the product is zero or smaller
-    if (st_q == SSet) el_q <= (!c_zero && (p_zero || d_q[10])) ? 10'(ec) : p_e;
+    if (st_q == SSet) el_q <= (!c_zero && (p_zero || d_q[6])) ? 10'(ec) : p_e;
     if (st_q == SPack) pe_q <= y_ones ? 8'hff : y_zero ? 8'h00 : e_r[7:0];
     x_q <= x_d;
     w_q <= w_d;
