@@ -60,7 +60,7 @@ module mesh_router_lean #(
   input  wire                 rt_we_i,              // route table write
   input  wire                 rt_re_i,              // read: route entry or counter, data next cycle
   input  wire                 rt_route_i,           // a route table read (else counters)
-  input  wire  [3:0]          rt_addr_i,            // color; counter: 0-4 out per port, 5 err_unrouted
+  input  wire  [3:0]          rt_addr_i,            // color; counter 0-4 out per port, 5 unrouted
   input  wire  [4:0]          rt_wdata_i,           // mask {local, W, S, E, N}
   output wire  [79:0]         rt_o,                 // the table (the host port checks colors)
   output logic [15:0]         rt_rdata_o,           // last cycle's read (0 after no read)
