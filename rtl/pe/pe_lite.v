@@ -74,7 +74,8 @@ module pe_lite #(
                    SMac = 6'd25, SMacF = 6'd26, SMacW = 6'd27, SStep1 = 6'd28,
                    SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
                    SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
-                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43;
+                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43,
+                   SLi1 = 6'd44, SLd3 = 6'd45;
 
   // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
   // single bits); Yosys would not re-encode it by itself because of the default -> SRst
@@ -202,7 +203,6 @@ module pe_lite #(
   wire [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
   reg  [7:0]  pc_off;
   wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
-  wire [7:0]  pc_inc = pc_q + 8'd1;  // the IMEM address of li's word (no pc_off in its path)
   wire [15:0] n_dec = n_q - 16'd1;
   wire [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
   // and (2), or (3), xor (4) as one function of (t, rv, ird[2], ird[0]): one LUT4 a bit
@@ -322,12 +322,9 @@ module pe_lite #(
               st_d = SPick;
             end
           end
-          4'h1: begin  // li: the next word
-            i_re = 1'b1;
-            i_ra = pc_inc;
+          4'h1: begin  // li: the next word (pc + 1) is fetched next
             t_d = 16'(f_rd);
-            pc_d = pc_q;
-            st_d = SLi2;
+            st_d = SLi1;
           end
           4'h2: begin
             d_re = 1'b1;
@@ -397,11 +394,14 @@ module pe_lite #(
           default: ;
         endcase
       end
+      SLi1: begin
+        i_re = 1'b1;
+        st_d = SLi2;
+      end
       SLi2: begin
         d_we = 1'b1;
         d_wa = reg_addr(t_q[2:0]);
         d_wd = {16'd0, ird};
-        pc_off = 8'd1;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -490,11 +490,15 @@ module pe_lite #(
         aa_d = rv;
         ba_d = rv;
         case (ird[1:0])
-          2'd0: begin a_en = 1'b1; a_ad = rv[AAW:1]; st_d = SLda3; end
           2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
-          2'd2: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; st_d = SLdb3; end
-          default: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStb3; end
+          2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStb3; end
+          default: st_d = SLd3;  // loads: the memory address comes from aa, ba next cycle
         endcase
+      end
+      SLd3: begin
+        if (ird[1]) b_re = 1'b1;
+        else a_en = 1'b1;
+        st_d = ird[1] ? SLdb3 : SLda3;
       end
       SLda3: begin
         d_we = 1'b1;
@@ -789,7 +793,7 @@ module pe_lite #(
   // decisions through cfg_gnt_o into the config chain and the host port): a port is busy
   // in every state in which the core may use it (a superset of the cycles it does; SPick
   // uses DRAM only when a head waits, so an idle PE still takes config accesses).
-  wire st_fetch = (st_q == SFetch) || (st_q == SDec);
+  wire st_fetch = (st_q == SFetch) || (st_q == SDec) || (st_q == SLi1);
   wire d_busy = (st_q == SPick) ? h_valid
               : (st_q == SRst) || (st_q == SPick2) || (st_q == SDec) || (st_q == SLi2)
                 || (st_q == SAddi2) || (st_q == SOpB) || (st_q == SAlu3) || (st_q == SShift)
@@ -797,8 +801,8 @@ module pe_lite #(
                 || (st_q == SLdb3) || (st_q == SDt0) || (st_q == SVx1) || (st_q == SVx2)
                 || (st_q == SMacW) || (st_q == SStep1) || (st_q == SAxN) || (st_q == SAxP)
                 || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL);
-  wire a_busy = (st_q == SMem2) || (st_q == SSta3) || (st_q == SMac);
-  wire br_busy = (st_q == SMem2) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
+  wire a_busy = (st_q == SLd3) || (st_q == SSta3) || (st_q == SMac);
+  wire br_busy = (st_q == SLd3) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
   wire bw_busy = (st_q == SStb3) || (st_q == SStep1) || (st_q == SDtE) || (st_q == SVL)
                  || (st_q == SRv5);
 `ifdef FORMAL
