@@ -10,7 +10,8 @@
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
 // entries, 64.. one per queue slot); flip-flops hold only the queue headers
 // ({ctrl, color} per slot, which the picker and the chaining test read), the pointers,
-// the color -> queue map and the counters. A received wavelet's payload waits in a one-entry
+// and the color -> queue map. The five counters are ten halfwords in a small RAM of their own
+// that rotate past one 16-bit adder. A received wavelet's payload waits in a one-entry
 // stage register until the DRAM write port is free (the core's writes come first); a queue's
 // newest entry is not visible at its head before it is written.
 // SRAM A is single port (SPRAM-shaped), SRAM B one bank with one read and one write port;
@@ -22,8 +23,8 @@
 // only, for timing), so IMEM and DRAM are never read and written in one cycle and need no
 // read-during-write bypass. IMEM reads and register writes wait until
 // no task runs; register and task-table writes also wait for the stage register to drain.
-// A counter access waits until that counter passes the counters' shared adder (at most 4
-// cycles); the value read lags the events of the last 5 cycles. Targets
+// A counter access waits until that counter's low half passes the counters' shared adder (at
+// most 9 cycles); the value read counts every event up to the cycle before the grant. Targets
 // as pe: 0 A, 1 B, 2 B read-and-clear (both B ports), 3 IMEM, 4 task table, 6 queue map,
 // 7 registers, 8 counters; others are accepted, writes ignored, reads return 0.
 // After reset the core clears the registers and the task table (64 cycles, config waits).
@@ -787,8 +788,10 @@ module pe_lite #(
   wire c_r = (cfg_target_i == 4'd7);
   wire c_n = (cfg_target_i == 4'd8);
   wire c_d = c_t || c_r;  // DRAM targets
-  reg  [2:0] cid_q;       // the counter at the head of the counter ring
   reg  g_a, g_b, g_bc, g_i, g_d;
+  reg  [3:0] cpos_q;      // the counter halfword at the counters' adder (see counters)
+  wire [2:0] cid = cpos_q[3:1];
+  wire       chi = cpos_q[0];
   // The grants follow the state only (timing: no path from the core's data-dependent
   // decisions through cfg_gnt_o into the config chain and the host port): a port is busy
   // in every state in which the core may use it (a superset of the cycles it does; SPick
@@ -829,7 +832,7 @@ module pe_lite #(
     if (c_bc && !cfg_we_i) cfg_gnt_o = cfg_req_i && g_bc;
     if (c_i) cfg_gnt_o = cfg_req_i && g_i;
     if (c_d) cfg_gnt_o = cfg_req_i && g_d;
-    if (c_n && cfg_addr_i < 16'd5) cfg_gnt_o = cfg_req_i && (cfg_addr_i[2:0] == cid_q);
+    if (c_n && cfg_addr_i < 16'd5) cfg_gnt_o = cfg_req_i && (cfg_addr_i[2:0] == cid) && !chi;
   end
   wire cg = cfg_req_i && cfg_gnt_o;
   wire cfg_a = cg && c_a;
@@ -907,45 +910,61 @@ module pe_lite #(
   endgenerate
 
   // ------------------------------------------------------------------ counters
-  // The five 32-bit counters rotate through a ring of registers, one place per cycle, past one
-  // shared adder at the head: counter cid_q is at the head and gets the increments it gathered in a
-  // 3-bit pending count since its last visit (at most 5, plus one push while SRst runs). No
-  // per-counter adder and no read mux: a config access to counter i waits until i is at the head
-  // (at most 4 cycles); a read returns the ring's tail next cycle, which is then counter i up to
-  // the increments of the last 5 cycles (they are pending: the host reads counters of an idle mesh,
-  // where nothing is pending). The ring has no asynchronous reset (it would cost a LUT a bit for
-  // the clears): SRst and ctr_clear_i zero it synchronously.
+  // The five 32-bit counters live in a RAM as ten halfwords (counter i: low half at 2i, high
+  // at 2i + 1) that rotate past one 16-bit adder, one halfword per cycle: the low half of
+  // counter i adds the increments gathered in a 4-bit pending count since its last visit (at
+  // most 10), the high half the carry. The sum is written back one cycle later (registered
+  // write data; the ring reads one ahead, so a read and a write never meet). A config access
+  // to counter i is granted while its low half is at the adder (it waits at most 9 cycles);
+  // a read returns {the high half's sum, the low half's} in the next cycle: exact up to the
+  // cycle before the grant. A clear (ctr_clear_i, and reset) marks every halfword zero: its
+  // next visit adds to 0 instead of the RAM word; a config write clears one counter.
   wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
-  reg  [31:0] ring_q [0:4];   // ring_q[0]: counter cid_q, ring_q[k]: counter cid_q + k mod 5
-  reg  [2:0]  pend_q [0:4];   // increments of counter i not yet in the ring
-  wire        srst = (st_q == SRst);
-  wire        ring_clr = ctr_clear_i || srst;
-  wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid_q
-  wire [2:0]  pend_n [0:4];
-  generate
-    for (g = 0; g < 5; g = g + 1) begin : g_pend
-      assign pend_n[g] = pend_q[g] + 3'(cnt_inc[g]);
-    end
-  endgenerate
-  // the head adds its registered pending count (no path from the events through the adder:
-  // timing); the head's increment of this cycle starts its next pending count
-  wire [31:0] ring_sum = ring_q[0] + 32'(pend_q[cid_q]);
+  reg  [3:0]  cwa_q;          // the halfword written this cycle (cpos one cycle ago)
+  reg         cwe_q;          // cwa_q/cs_q hold a sum (not right after reset)
+  reg  [15:0] cs_q;           // that sum
+  reg         cc_q;           // its carry (into the high half)
+  reg  [3:0]  czn_q;          // the next czn_q visits read 0 (a clear of all counters)
+  reg         cz1_q;          // the next visit reads 0 (the high half of a cleared counter)
+  reg  [3:0]  pend_q [0:4];   // increments of counter i not yet in the RAM
+  wire [15:0] crd;            // RAM read data: halfword cpos_q
+  wire [3:0]  cnext = (cpos_q == 4'd9) ? 4'd0 : cpos_q + 4'd1;
+  wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid, low
+  wire [3:0]  cadd = chi ? {3'd0, cc_q} : pend_q[cid];
+  wire [16:0] csum = {1'b0, (czn_q != 4'd0 || cz1_q) ? 16'd0 : crd} + {13'd0, cadd};
+  sram_1r1w #(.Depth(10), .Width(16), .OldOnCollide(1'b0)) u_cnt (
+    .clk_i  (clk_i),
+    .we_i   (cwe_q),
+    .waddr_i(cwa_q),
+    .wdata_i(cs_q),
+    .re_i   (1'b1),
+    .raddr_i(cnext),
+    .rdata_o(crd)
+  );
   integer ci;
-  always @(posedge clk_i) begin
-    for (ci = 0; ci < 4; ci = ci + 1) ring_q[ci] <= ring_clr ? 32'd0 : ring_q[ci + 1];
-    ring_q[4] <= (ring_clr || cnt_clr1) ? 32'd0 : ring_sum;
-  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      cid_q <= '0;
+      cpos_q <= 4'd0;
+      cwe_q <= 1'b0;
+      czn_q <= 4'd10;
+      cz1_q <= 1'b0;
+      cc_q <= 1'b0;
       for (ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
     end else begin
-      cid_q <= (cid_q == 3'd4) ? 3'd0 : cid_q + 3'd1;
-      // while SRst clears the ring, the head keeps its pending count
+      cpos_q <= cnext;
+      cwe_q <= 1'b1;
+      czn_q <= ctr_clear_i ? 4'd10 : (czn_q != 4'd0) ? czn_q - 4'd1 : 4'd0;
+      cz1_q <= cnt_clr1;
+      cc_q <= csum[16] && !cnt_clr1 && !ctr_clear_i;
+      // the low half's visit takes the pending count; this cycle's increment starts the next
       for (ci = 0; ci < 5; ci = ci + 1)
-        pend_q[ci] <= (ctr_clear_i || (cid_q == 3'(ci) && cnt_clr1)) ? 3'd0
-                    : (cid_q == 3'(ci) && !srst) ? 3'(cnt_inc[ci]) : pend_n[ci];
+        pend_q[ci] <= ((cid == 3'(ci) && !chi) || ctr_clear_i ? 4'd0 : pend_q[ci])
+                    + 4'(cnt_inc[ci] && !ctr_clear_i && !(cid == 3'(ci) && !chi && cnt_clr1));
     end
+  end
+  always @(posedge clk_i) begin
+    cwa_q <= cpos_q;
+    cs_q <= cnt_clr1 ? 16'd0 : csum[15:0];
   end
 
   // ------------------------------------------------------------------ config responses
@@ -983,7 +1002,7 @@ module pe_lite #(
       3'd3: cfg_rdata_o = {16'd0, ird};
       3'd4: cfg_rdata_o = drd;
       3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
-      3'd6: cfg_rdata_o = ring_q[4];
+      3'd6: cfg_rdata_o = {csum[15:0], cs_q};
       default: cfg_rdata_o = 32'd0;
     endcase
   end
