@@ -88,8 +88,11 @@ module pe_lite #(
   reg [4:0]  tid_q, tid_d;    // task id of the running task
   reg [QW-1:0] qs_q, qs_d;    // picker scan position; the running task's queue
   reg [15:0] t_q, t_d;        // scratch: first operand, address, dot output pointer
-  reg [15:0] aa_q, aa_d;      // A element address
-  reg [15:0] ba_q, ba_d;      // B word (element for dot) address
+  // addresses are 16-bit sums taken modulo the memory size: only their low bits are kept
+  reg [15:0] aa_d, ba_d;
+  reg [AAW:0] aa_q;           // A element address
+  reg [BAW:0] ba_q;           // B word (element for dot) address
+  wire        unused_ad = ^{aa_d, ba_d};  // the bits above the kept ones
   reg [15:0] n_q, n_d;        // elements left
   reg [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
   reg        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
@@ -228,8 +231,8 @@ module pe_lite #(
     tid_d = tid_q;
     qs_d = qs_q;
     t_d = t_q;
-    aa_d = aa_q;
-    ba_d = ba_q;
+    aa_d = 16'(aa_q);
+    ba_d = 16'(ba_q);
     n_d = n_q;
     acc_d = acc_q;
     acc_clr = 1'b0;
@@ -253,7 +256,7 @@ module pe_lite #(
     b_wd = acc_q;  // FMAC results and fill's zeros go through acc
     // the adder's first operand and carry from select registers set with the state
     // (timing: no state decode in front of the adder)
-    ad_x = xs_t_q ? t_q : xs_b_q ? ba_q : xs_a_q ? aa_q : rv;
+    ad_x = xs_t_q ? t_q : xs_b_q ? 16'(ba_q) : xs_a_q ? 16'(aa_q) : rv;
     ad_y = 16'd0;
     ad_ci = ci_q;
     pc_off = 8'd0;
@@ -553,7 +556,7 @@ module pe_lite #(
         st_d = SVx3;
       end
       SVx3: begin  // ba = r2 + idx
-        ad_y = ba_q;
+        ad_y = 16'(ba_q);
         ba_d = ad_s;
         st_d = (n_q == 16'd0) ? SDtE : SMac;
       end
@@ -734,8 +737,8 @@ module pe_lite #(
     w_q <= w_d;
     tid_q <= tid_d;
     t_q <= t_d;
-    aa_q <= aa_d;
-    ba_q <= ba_d;
+    aa_q <= aa_d[AAW:0];
+    ba_q <= ba_d[BAW:0];
     acc_q <= acc_clr ? 32'd0 : acc_d;
     first_q <= first_d;
   end
