@@ -76,7 +76,7 @@ module pe_lite #(
                    SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
                    SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
                    SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43,
-                   SLi1 = 6'd44, SLd3 = 6'd45;
+                   SLi1 = 6'd44, SLd3 = 6'd45, SStbA = 6'd46;
 
   // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
   // single bits); Yosys would not re-encode it by itself because of the default -> SRst
@@ -455,11 +455,11 @@ module pe_lite #(
         pc_d = pc_next;
         st_d = SFetch;
       end
-      SSend3: begin
+      SSend3: begin  // send: acc = {rs, rt}; stb: acc = {rd, rd}, B's write data
         // halves assigned apart: the low half's source (drd) is then the same as SRvP's
         acc_d[31:16] = t_q;
         acc_d[15:0] = drd[15:0];
-        st_d = STx;
+        st_d = op[2] ? SStb3 : STx;
       end
       STx: begin
         if (tx_ready_i) begin
@@ -495,7 +495,7 @@ module pe_lite #(
         ba_d = rv;
         case (ird[1:0])
           2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
-          2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStb3; end
+          2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStbA; end
           default: st_d = SLd3;  // loads: the memory address comes from aa, ba next cycle
         endcase
       end
@@ -523,9 +523,14 @@ module pe_lite #(
         pc_d = pc_next;
         st_d = SFetch;
       end
-      SStb3: begin
+      SStbA: begin  // t = rd, read rd again: SSend3 makes acc = {rd, rd}
+        t_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(f_rd);
+        st_d = SSend3;
+      end
+      SStb3: begin  // B's write data is acc (its half b_hi written)
         b_we = 1'b1;
-        b_wd = {rv, rv};
         b_wm = b_hi ? 2'b10 : 2'b01;
         pc_d = pc_next;
         st_d = SFetch;
@@ -804,7 +809,8 @@ module pe_lite #(
               : (st_q == SRst) || (st_q == SPick2) || (st_q == SDec) || (st_q == SLi2)
                 || (st_q == SAddi2) || (st_q == SOpB) || (st_q == SAlu3) || (st_q == SShift)
                 || (st_q == SDj2) || (st_q == SBlk2) || (st_q == SMem2) || (st_q == SLda3)
-                || (st_q == SLdb3) || (st_q == SDt0) || (st_q == SVx1) || (st_q == SVx2)
+                || (st_q == SLdb3) || (st_q == SStbA) || (st_q == SDt0) || (st_q == SVx1)
+                || (st_q == SVx2)
                 || (st_q == SMacW) || (st_q == SStep1) || (st_q == SAxN) || (st_q == SAxP)
                 || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL);
   wire a_busy = (st_q == SLd3) || (st_q == SSta3) || (st_q == SMac);
