@@ -938,8 +938,19 @@ module pe_lite #(
   reg  [3:0]  pend_q [0:4];   // increments of counter i not yet in the RAM
   wire [15:0] crd;            // RAM read data: halfword cpos_q
   wire [3:0]  cnext = (cpos_q == 4'd9) ? 4'd0 : cpos_q + 4'd1;
+  wire [4:0]  cvis;           // counter i's low half is at the adder
+  genvar gc;
+  generate
+    for (gc = 0; gc < 5; gc = gc + 1) begin : g_cvis
+      assign cvis[gc] = (cpos_q == 4'(2 * gc));
+    end
+  endgenerate
   wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid, low
-  wire [3:0]  cadd = chi ? {3'd0, cc_q} : pend_q[cid];
+  // the addend: the visited low half's pending count (AND-OR over the one-hot visit), or the
+  // carry into a high half
+  wire [3:0]  cadd = ({4{cvis[0]}} & pend_q[0]) | ({4{cvis[1]}} & pend_q[1])
+                   | ({4{cvis[2]}} & pend_q[2]) | ({4{cvis[3]}} & pend_q[3])
+                   | ({4{cvis[4]}} & pend_q[4]) | {3'd0, chi && cc_q};
   wire [16:0] csum = {1'b0, (czn_q != 4'd0 || cz1_q) ? 16'd0 : crd} + {13'd0, cadd};
   sram_1r1w #(.Depth(10), .Width(16), .OldOnCollide(1'b0)) u_cnt (
     .clk_i  (clk_i),
@@ -966,9 +977,11 @@ module pe_lite #(
       cz1_q <= cnt_clr1;
       cc_q <= csum[16] && !cnt_clr1 && !ctr_clear_i;
       // the low half's visit takes the pending count; this cycle's increment starts the next
-      for (ci = 0; ci < 5; ci = ci + 1)
-        pend_q[ci] <= ((cid == 3'(ci) && !chi) || ctr_clear_i ? 4'd0 : pend_q[ci])
-                    + 4'(cnt_inc[ci] && !ctr_clear_i && !(cid == 3'(ci) && !chi && cnt_clr1));
+      for (ci = 0; ci < 5; ci = ci + 1) begin
+        if (ctr_clear_i || (cvis[ci] && (cnt_clr1 || !cnt_inc[ci]))) pend_q[ci] <= 4'd0;
+        else if (cvis[ci]) pend_q[ci] <= 4'd1;
+        else if (cnt_inc[ci]) pend_q[ci] <= pend_q[ci] + 4'd1;
+      end
     end
   end
   always @(posedge clk_i) begin
