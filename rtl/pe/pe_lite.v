@@ -220,8 +220,8 @@ module pe_lite #(
   endfunction
 
   reg drop, mac;
-  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2), aa (SStep1), else rv;
-  // carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
+  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1),
+  // else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
   reg xs_t_q, xs_b_q, xs_a_q, ci_q;
 
   always @(*) begin
@@ -560,8 +560,8 @@ module pe_lite #(
         d_ra = reg_addr(3'd2);
         st_d = SVx3;
       end
-      SVx3: begin  // ba = r2 + idx
-        ad_y = 16'(ba_q);
+      SVx3: begin  // ba = idx + r2 (ad_x = ba)
+        ad_y = rv;
         ba_d = ad_s;
         st_d = (n_q == 16'd0) ? SDtE : SMac;
       end
@@ -722,7 +722,8 @@ module pe_lite #(
 
   always @(posedge clk_i) begin
     xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
-    xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2);
+    xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2)
+              || (st_d == SVx3);
     xs_a_q <= (st_d == SStep1);
     ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE);
   end
