@@ -3,8 +3,8 @@
 // verif/models/pe_model.c); only the timing differs. It does one thing at a time: a
 // microcoded state machine fetches an instruction, reads its operands one per cycle from
 // block RAM, and runs vector instructions one element (one multi-cycle MAC, pe_lite_fmac)
-// at a time. Not for throughput: an axpy element takes about 13 cycles (measured on the
-// board's forward kernel), a scalar instruction 3 to 5.
+// at a time. Not for throughput: an axpy element takes about 14 cycles (measured on the
+// board's forward kernel), a scalar instruction 3 to 6.
 //
 // Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
@@ -128,11 +128,10 @@ module pe_lite #(
   reg [QW-1:0]   stg_qn_q;     // its queue
   reg [31:0]     stg_d_q;
 
-  wire [NumQueues-1:0] qfull, hvalid, qne;
+  wire [NumQueues-1:0] hvalid, qne;
   genvar g;
   generate
     for (g = 0; g < NumQueues; g = g + 1) begin : g_q
-      assign qfull[g] = (qc_q[g] == CntW'(QueueDepth));
       assign qne[g] = (qc_q[g] != '0);
       // the staged entry is its queue's newest: the head only when it is alone
       assign hvalid[g] = (qc_q[g] != '0) &&
@@ -144,14 +143,14 @@ module pe_lite #(
   // is empty or draining (state only: rx_ready_o does not depend on rx_valid_i)
   wire drain = stg_v_q && !d_we;
   // accept only into an empty stage: color_ready_o/rx_ready_o then depend on registers only,
-  // not on the core's write enable (timing; at most one wavelet every other cycle)
-  wire stg_ok = !stg_v_q;
-  generate
-    for (g = 0; g < 16; g = g + 1) begin : g_c
-      assign color_ready_o[g] = stg_ok && !qfull[map_q[g]];
-    end
-  endgenerate
-  assign rx_ready_o = color_ready_o[rx_data_i[35:32]];
+  // not on the core's write enable (timing; at most one wavelet every other cycle).
+  // color_ready_o[c] = stage empty and queue map[c] not full, registered: cr_q is computed
+  // from the next stage and counts (timing: the router's ready path sees one 16:1 select of
+  // flip-flops, not the map and the queue counts behind it); all colors wait one cycle after
+  // a queue-map write
+  reg  [15:0] cr_q;
+  assign color_ready_o = cr_q;
+  assign rx_ready_o = cr_q[rx_data_i[35:32]];
   wire          push = rx_valid_i && rx_ready_o;
   wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
 
@@ -754,7 +753,22 @@ module pe_lite #(
   assign tx_data_o = {(op == 4'h8) && ird[7], ird[11:8], acc_q};
 
   // ------------------------------------------------------------------ queue state
+  wire [CntW-1:0] qc_d [0:NumQueues-1];
+  wire [NumQueues-1:0] qfull_d;
+  wire            stg_v_d = push || (stg_v_q && !drain);
+  wire            map_we = cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6;
+  reg  [15:0]     cr_d;
+  generate
+    for (g = 0; g < NumQueues; g = g + 1) begin : g_qd
+      assign qc_d[g] = qc_q[g] + CntW'(push && rx_q == QW'(g)) - CntW'(pop && qs_q == QW'(g));
+      assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
+    end
+  endgenerate
   integer q;
+  always @(*) begin
+    for (q = 0; q < 16; q = q + 1)
+      cr_d[q] = !stg_v_d && !map_we && !qfull_d[map_q[q]];
+  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       for (q = 0; q < NumQueues; q = q + 1) begin
@@ -766,17 +780,18 @@ module pe_lite #(
         map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
       end
       stg_v_q <= 1'b0;
+      cr_q <= '1;
     end else begin
       for (q = 0; q < NumQueues; q = q + 1) begin
         if (push && rx_q == QW'(q))
           wrp_q[q] <= (32'(wrp_q[q]) == QueueDepth - 1) ? '0 : wrp_q[q] + 1'b1;
         if (pop && qs_q == QW'(q))
           rdp_q[q] <= (32'(rdp_q[q]) == QueueDepth - 1) ? '0 : rdp_q[q] + 1'b1;
-        qc_q[q] <= qc_q[q] + CntW'(push && rx_q == QW'(q)) - CntW'(pop && qs_q == QW'(q));
+        qc_q[q] <= qc_d[q];
       end
-      if (cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6)
-        map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
-      stg_v_q <= push || (stg_v_q && !drain);
+      if (map_we) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
+      stg_v_q <= stg_v_d;
+      cr_q <= cr_d;
     end
   end
   always @(posedge clk_i) begin
