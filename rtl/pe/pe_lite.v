@@ -761,7 +761,10 @@ module pe_lite #(
   generate
     for (g = 0; g < NumQueues; g = g + 1) begin : g_qd
       assign qc_d[g] = qc_q[g] + CntW'(push && rx_q == QW'(g)) - CntW'(pop && qs_q == QW'(g));
-      assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
+      // full next cycle: full and not popped, or one short and pushed and not popped
+      assign qfull_d[g] = !(pop && qs_q == QW'(g))
+                          && (qc_q[g] == CntW'(QueueDepth)
+                              || (qc_q[g] == CntW'(QueueDepth - 1) && push && rx_q == QW'(g)));
     end
   endgenerate
   integer q;
