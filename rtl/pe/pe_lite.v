@@ -109,7 +109,7 @@ module pe_lite #(
   reg [7:0]       i_ra;
   reg             d_re, d_we;
   reg [DAW-1:0]   d_ra, d_wa;
-  reg [31:0]      d_wd;
+  reg [15:0]      d_wd;         // registers and task entries are 16 bits wide
   reg             a_en, a_we;
   reg [AAW-1:0]   a_ad;
   reg [1:0]       a_wm, b_wm;   // halves written (sta, stb write one: no read-modify-write)
@@ -244,7 +244,7 @@ module pe_lite #(
     d_ra = reg_addr(f_rs);
     d_we = 1'b0;
     d_wa = reg_addr(f_rd);
-    d_wd = 32'd0;
+    d_wd = 16'd0;
     a_en = 1'b0;
     a_we = 1'b0;
     a_ad = aa_q[AAW:1];
@@ -345,10 +345,10 @@ module pe_lite #(
           4'h4: begin
             d_we = 1'b1;
             case (ird[1:0])
-              2'd0: d_wd = {16'd0, w_q[31:16]};
-              2'd1: d_wd = {16'd0, w_q[15:0]};
-              2'd2: d_wd = {27'd0, tid_q};
-              default: d_wd = 32'd0;
+              2'd0: d_wd = w_q[31:16];
+              2'd1: d_wd = w_q[15:0];
+              2'd2: d_wd = {11'd0, tid_q};
+              default: d_wd = 16'd0;
             endcase
           end
           4'h5: begin
@@ -406,14 +406,14 @@ module pe_lite #(
       SLi2: begin
         d_we = 1'b1;
         d_wa = reg_addr(t_q[2:0]);
-        d_wd = {16'd0, ird};
+        d_wd = ird;
         pc_d = pc_next;
         st_d = SFetch;
       end
       SAddi2: begin
         d_we = 1'b1;
         ad_y = {{10{ird[5]}}, ird[5:0]};
-        d_wd = {16'd0, ad_s};
+        d_wd = ad_s;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -428,10 +428,10 @@ module pe_lite #(
         pc_d = pc_next;
         st_d = SFetch;
         case (ird[2:0])
-          3'd0: begin ad_y = rv; d_wd = {16'd0, ad_s}; end
-          3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = {16'd0, ad_s}; end
-          3'd2, 3'd3, 3'd4: d_wd = {16'd0, logic_y};
-          3'd7: d_wd = {16'd0, mul_y};
+          3'd0: begin ad_y = rv; d_wd = ad_s; end
+          3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = ad_s; end
+          3'd2, 3'd3, 3'd4: d_wd = logic_y;
+          3'd7: d_wd = mul_y;
           default: begin  // shifts: one bit per cycle
             d_we = 1'b0;
             n_d = rv;  // SShift looks at n[3:0] only
@@ -443,7 +443,7 @@ module pe_lite #(
       SShift: begin
         if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
-          d_wd = {16'd0, ad_s};
+          d_wd = ad_s;
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
@@ -479,7 +479,7 @@ module pe_lite #(
       SDj2: begin
         d_we = 1'b1;
         ad_y = 16'hffff;
-        d_wd = {16'd0, ad_s};
+        d_wd = ad_s;
         if (!ad_z) pc_off = ird[7:0];  // rd - 1 != 0
         pc_d = pc_next;
         st_d = SFetch;
@@ -487,7 +487,7 @@ module pe_lite #(
       SBlk2: begin
         d_we = 1'b1;
         d_wa = task_addr(ird[4:0]);
-        d_wd = {22'd0, drd[9], !ird[11], drd[7:0]};
+        d_wd = {6'd0, drd[9], !ird[11], drd[7:0]};
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -509,7 +509,7 @@ module pe_lite #(
       end
       SLda3: begin
         d_we = 1'b1;
-        d_wd = {16'd0, a_half};
+        d_wd = a_half;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -522,7 +522,7 @@ module pe_lite #(
       end
       SLdb3: begin
         d_we = 1'b1;
-        d_wd = {16'd0, bh_half};
+        d_wd = bh_half;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -634,7 +634,7 @@ module pe_lite #(
         end else begin  // r6 = t
           d_we = 1'b1;
           d_wa = reg_addr(3'd6);
-          d_wd = {16'd0, ad_s};
+          d_wd = ad_s;
           pc_d = pc_next;
           st_d = SFetch;
         end
@@ -893,9 +893,11 @@ module pe_lite #(
   reg [DAW-1:0] dm_wa;
   reg [31:0]    dm_wd;
   always @(*) begin
+    // DRAM's high half matters only in payload slots (the core and the config port read
+    // registers and task entries from the low half): it always takes the staged payload's
     dm_we = 1'b1;
     dm_wa = d_wa;
-    dm_wd = d_wd;
+    dm_wd = {stg_d_q[31:16], d_wd};
     if (!d_we) begin
       if (drain) begin
         dm_wa = stg_a_q;
@@ -903,7 +905,7 @@ module pe_lite #(
       end else begin
         dm_we = cfg_dw;
         dm_wa = cfg_da;
-        dm_wd = c_t ? {22'd0, cfg_wdata_i[9:0]} : {16'd0, cfg_wdata_i[15:0]};
+        dm_wd = {stg_d_q[31:16], c_t ? {6'd0, cfg_wdata_i[9:0]} : cfg_wdata_i[15:0]};
       end
     end
   end
@@ -1046,7 +1048,7 @@ module pe_lite #(
       3'd1: cfg_rdata_o = ard;
       3'd2: cfg_rdata_o = brd;
       3'd3: cfg_rdata_o = {16'd0, ird};
-      3'd4: cfg_rdata_o = drd;
+      3'd4: cfg_rdata_o = {16'd0, drd[15:0]};
       3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
       3'd6: cfg_rdata_o = {csum[15:0], cs_q};
       default: cfg_rdata_o = 32'd0;
