@@ -204,8 +204,6 @@ module pe_lite #(
   reg  [15:0] ad_x, ad_y;
   reg         ad_ci;
   wire [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
-  // the one zero test: beq/bne (t - rs), djnz (rd - 1), axpy's r5 == 0 (r5 + 0)
-  wire        ad_z = (ad_s == 16'd0);
   reg  [7:0]  pc_off;
   wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
   wire [15:0] n_dec = n_q - 16'd1;
@@ -221,7 +219,7 @@ module pe_lite #(
   endfunction
 
   reg drop, mac;
-  // ad_x = t (SAlu3, SShift, SDtE, SDtN, SBr3), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1),
+  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1),
   // else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
   reg xs_t_q, xs_b_q, xs_a_q, ci_q;
 
@@ -452,9 +450,7 @@ module pe_lite #(
         end
       end
       SBr3: begin
-        ad_y = ~rv;  // t - rs: zero when equal
-        ad_ci = 1'b1;
-        if (ad_z != ird[11]) pc_off = {{3{ird[4]}}, ird[4:0]};
+        if ((t_q == rv) != ird[11]) pc_off = {{3{ird[4]}}, ird[4:0]};
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -480,7 +476,7 @@ module pe_lite #(
         d_we = 1'b1;
         ad_y = 16'hffff;
         d_wd = ad_s;
-        if (!ad_z) pc_off = ird[7:0];  // rd - 1 != 0
+        if (rv != 16'd1) pc_off = ird[7:0];  // rv - 1 != 0, without the adder (timing)
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -549,7 +545,7 @@ module pe_lite #(
         n_d = rv;
         d_re = 1'b1;
         d_ra = reg_addr(3'd1);
-        if (is_axpy && ad_z) begin  // r5 == 0 (ad = rv + 0)
+        if (is_axpy && rv == 16'd0) begin
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
@@ -724,8 +720,7 @@ module pe_lite #(
   end
 
   always @(posedge clk_i) begin
-    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN)
-              || (st_d == SBr3);
+    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
     xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2)
               || (st_d == SVx3);
     xs_a_q <= (st_d == SStep1);
