@@ -3,14 +3,15 @@
 // verif/models/pe_model.c); only the timing differs. It does one thing at a time: a
 // microcoded state machine fetches an instruction, reads its operands one per cycle from
 // block RAM, and runs vector instructions one element (one multi-cycle MAC, pe_lite_fmac)
-// at a time. Not for throughput: an axpy element takes about 13 cycles (measured on the
-// board's forward kernel), a scalar instruction 3 to 5.
+// at a time. Not for throughput: an axpy element takes about 14 cycles (measured on the
+// board's forward kernel), a scalar instruction 3 to 6.
 //
 // Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
 // entries, 64.. one per queue slot); flip-flops hold only the queue headers
 // ({ctrl, color} per slot, which the picker and the chaining test read), the pointers,
-// the color -> queue map and the counters. A received wavelet's payload waits in a one-entry
+// and the color -> queue map. The five counters are ten halfwords in a small RAM of their own
+// that rotate past one 16-bit adder. A received wavelet's payload waits in a one-entry
 // stage register until the DRAM write port is free (the core's writes come first); a queue's
 // newest entry is not visible at its head before it is written.
 // SRAM A is single port (SPRAM-shaped), SRAM B one bank with one read and one write port;
@@ -22,8 +23,8 @@
 // only, for timing), so IMEM and DRAM are never read and written in one cycle and need no
 // read-during-write bypass. IMEM reads and register writes wait until
 // no task runs; register and task-table writes also wait for the stage register to drain.
-// A counter access waits until that counter passes the counters' shared adder (at most 4
-// cycles); the value read lags the events of the last 5 cycles. Targets
+// A counter access waits until that counter's low half passes the counters' shared adder (at
+// most 9 cycles); the value read counts every event up to the cycle before the grant. Targets
 // as pe: 0 A, 1 B, 2 B read-and-clear (both B ports), 3 IMEM, 4 task table, 6 queue map,
 // 7 registers, 8 counters; others are accepted, writes ignored, reads return 0.
 // After reset the core clears the registers and the task table (64 cycles, config waits).
@@ -74,7 +75,8 @@ module pe_lite #(
                    SMac = 6'd25, SMacF = 6'd26, SMacW = 6'd27, SStep1 = 6'd28,
                    SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
                    SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
-                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43;
+                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43,
+                   SLi1 = 6'd44, SLd3 = 6'd45, SStbA = 6'd46;
 
   // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
   // single bits); Yosys would not re-encode it by itself because of the default -> SRst
@@ -86,8 +88,11 @@ module pe_lite #(
   reg [4:0]  tid_q, tid_d;    // task id of the running task
   reg [QW-1:0] qs_q, qs_d;    // picker scan position; the running task's queue
   reg [15:0] t_q, t_d;        // scratch: first operand, address, dot output pointer
-  reg [15:0] aa_q, aa_d;      // A element address
-  reg [15:0] ba_q, ba_d;      // B word (element for dot) address
+  // addresses are 16-bit sums taken modulo the memory size: only their low bits are kept
+  reg [15:0] aa_d, ba_d;
+  reg [AAW:0] aa_q;           // A element address
+  reg [BAW:0] ba_q;           // B word (element for dot) address
+  wire        unused_ad = ^{aa_d, ba_d};  // the bits above the kept ones
   reg [15:0] n_q, n_d;        // elements left
   reg [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
   reg        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
@@ -104,7 +109,7 @@ module pe_lite #(
   reg [7:0]       i_ra;
   reg             d_re, d_we;
   reg [DAW-1:0]   d_ra, d_wa;
-  reg [31:0]      d_wd;
+  reg [15:0]      d_wd;         // registers and task entries are 16 bits wide
   reg             a_en, a_we;
   reg [AAW-1:0]   a_ad;
   reg [1:0]       a_wm, b_wm;   // halves written (sta, stb write one: no read-modify-write)
@@ -123,11 +128,10 @@ module pe_lite #(
   reg [QW-1:0]   stg_qn_q;     // its queue
   reg [31:0]     stg_d_q;
 
-  wire [NumQueues-1:0] qfull, hvalid, qne;
+  wire [NumQueues-1:0] hvalid, qne;
   genvar g;
   generate
     for (g = 0; g < NumQueues; g = g + 1) begin : g_q
-      assign qfull[g] = (qc_q[g] == CntW'(QueueDepth));
       assign qne[g] = (qc_q[g] != '0);
       // the staged entry is its queue's newest: the head only when it is alone
       assign hvalid[g] = (qc_q[g] != '0) &&
@@ -139,14 +143,14 @@ module pe_lite #(
   // is empty or draining (state only: rx_ready_o does not depend on rx_valid_i)
   wire drain = stg_v_q && !d_we;
   // accept only into an empty stage: color_ready_o/rx_ready_o then depend on registers only,
-  // not on the core's write enable (timing; at most one wavelet every other cycle)
-  wire stg_ok = !stg_v_q;
-  generate
-    for (g = 0; g < 16; g = g + 1) begin : g_c
-      assign color_ready_o[g] = stg_ok && !qfull[map_q[g]];
-    end
-  endgenerate
-  assign rx_ready_o = color_ready_o[rx_data_i[35:32]];
+  // not on the core's write enable (timing; at most one wavelet every other cycle).
+  // color_ready_o[c] = stage empty and queue map[c] not full, registered: cr_q is computed
+  // from the next stage and counts (timing: the router's ready path sees one 16:1 select of
+  // flip-flops, not the map and the queue counts behind it); all colors wait one cycle after
+  // a queue-map write
+  reg  [15:0] cr_q;
+  assign color_ready_o = cr_q;
+  assign rx_ready_o = cr_q[rx_data_i[35:32]];
   wire          push = rx_valid_i && rx_ready_o;
   wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
 
@@ -202,7 +206,6 @@ module pe_lite #(
   wire [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
   reg  [7:0]  pc_off;
   wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
-  wire [7:0]  pc_inc = pc_q + 8'd1;  // the IMEM address of li's word (no pc_off in its path)
   wire [15:0] n_dec = n_q - 16'd1;
   wire [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
   // and (2), or (3), xor (4) as one function of (t, rv, ird[2], ird[0]): one LUT4 a bit
@@ -216,8 +219,8 @@ module pe_lite #(
   endfunction
 
   reg drop, mac;
-  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2), aa (SStep1), else rv;
-  // carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
+  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1),
+  // else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
   reg xs_t_q, xs_b_q, xs_a_q, ci_q;
 
   always @(*) begin
@@ -227,8 +230,8 @@ module pe_lite #(
     tid_d = tid_q;
     qs_d = qs_q;
     t_d = t_q;
-    aa_d = aa_q;
-    ba_d = ba_q;
+    aa_d = 16'(aa_q);
+    ba_d = 16'(ba_q);
     n_d = n_q;
     acc_d = acc_q;
     acc_clr = 1'b0;
@@ -239,7 +242,7 @@ module pe_lite #(
     d_ra = reg_addr(f_rs);
     d_we = 1'b0;
     d_wa = reg_addr(f_rd);
-    d_wd = 32'd0;
+    d_wd = 16'd0;
     a_en = 1'b0;
     a_we = 1'b0;
     a_ad = aa_q[AAW:1];
@@ -252,7 +255,7 @@ module pe_lite #(
     b_wd = acc_q;  // FMAC results and fill's zeros go through acc
     // the adder's first operand and carry from select registers set with the state
     // (timing: no state decode in front of the adder)
-    ad_x = xs_t_q ? t_q : xs_b_q ? ba_q : xs_a_q ? aa_q : rv;
+    ad_x = xs_t_q ? t_q : xs_b_q ? 16'(ba_q) : xs_a_q ? 16'(aa_q) : rv;
     ad_y = 16'd0;
     ad_ci = ci_q;
     pc_off = 8'd0;
@@ -322,12 +325,9 @@ module pe_lite #(
               st_d = SPick;
             end
           end
-          4'h1: begin  // li: the next word
-            i_re = 1'b1;
-            i_ra = pc_inc;
+          4'h1: begin  // li: the next word (pc + 1) is fetched next
             t_d = 16'(f_rd);
-            pc_d = pc_q;
-            st_d = SLi2;
+            st_d = SLi1;
           end
           4'h2: begin
             d_re = 1'b1;
@@ -343,10 +343,10 @@ module pe_lite #(
           4'h4: begin
             d_we = 1'b1;
             case (ird[1:0])
-              2'd0: d_wd = {16'd0, w_q[31:16]};
-              2'd1: d_wd = {16'd0, w_q[15:0]};
-              2'd2: d_wd = {27'd0, tid_q};
-              default: d_wd = 32'd0;
+              2'd0: d_wd = w_q[31:16];
+              2'd1: d_wd = w_q[15:0];
+              2'd2: d_wd = {11'd0, tid_q};
+              default: d_wd = 16'd0;
             endcase
           end
           4'h5: begin
@@ -397,18 +397,21 @@ module pe_lite #(
           default: ;
         endcase
       end
+      SLi1: begin
+        i_re = 1'b1;
+        st_d = SLi2;
+      end
       SLi2: begin
         d_we = 1'b1;
         d_wa = reg_addr(t_q[2:0]);
-        d_wd = {16'd0, ird};
-        pc_off = 8'd1;
+        d_wd = ird;
         pc_d = pc_next;
         st_d = SFetch;
       end
       SAddi2: begin
         d_we = 1'b1;
         ad_y = {{10{ird[5]}}, ird[5:0]};
-        d_wd = {16'd0, ad_s};
+        d_wd = ad_s;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -423,10 +426,10 @@ module pe_lite #(
         pc_d = pc_next;
         st_d = SFetch;
         case (ird[2:0])
-          3'd0: begin ad_y = rv; d_wd = {16'd0, ad_s}; end
-          3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = {16'd0, ad_s}; end
-          3'd2, 3'd3, 3'd4: d_wd = {16'd0, logic_y};
-          3'd7: d_wd = {16'd0, mul_y};
+          3'd0: begin ad_y = rv; d_wd = ad_s; end
+          3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = ad_s; end
+          3'd2, 3'd3, 3'd4: d_wd = logic_y;
+          3'd7: d_wd = mul_y;
           default: begin  // shifts: one bit per cycle
             d_we = 1'b0;
             n_d = rv;  // SShift looks at n[3:0] only
@@ -438,7 +441,7 @@ module pe_lite #(
       SShift: begin
         if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
-          d_wd = {16'd0, ad_s};
+          d_wd = ad_s;
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
@@ -451,11 +454,11 @@ module pe_lite #(
         pc_d = pc_next;
         st_d = SFetch;
       end
-      SSend3: begin
+      SSend3: begin  // send: acc = {rs, rt}; stb: acc = {rd, rd}, B's write data
         // halves assigned apart: the low half's source (drd) is then the same as SRvP's
         acc_d[31:16] = t_q;
         acc_d[15:0] = drd[15:0];
-        st_d = STx;
+        st_d = op[2] ? SStb3 : STx;
       end
       STx: begin
         if (tx_ready_i) begin
@@ -472,15 +475,15 @@ module pe_lite #(
       SDj2: begin
         d_we = 1'b1;
         ad_y = 16'hffff;
-        d_wd = {16'd0, ad_s};
-        if (rv != 16'd1) pc_off = ird[7:0];  // rv - 1 != 0, without the adder
+        d_wd = ad_s;
+        if (rv != 16'd1) pc_off = ird[7:0];  // rv - 1 != 0, without the adder (timing)
         pc_d = pc_next;
         st_d = SFetch;
       end
       SBlk2: begin
         d_we = 1'b1;
         d_wa = task_addr(ird[4:0]);
-        d_wd = {22'd0, drd[9], !ird[11], drd[7:0]};
+        d_wd = {6'd0, drd[9], !ird[11], drd[7:0]};
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -490,15 +493,19 @@ module pe_lite #(
         aa_d = rv;
         ba_d = rv;
         case (ird[1:0])
-          2'd0: begin a_en = 1'b1; a_ad = rv[AAW:1]; st_d = SLda3; end
           2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
-          2'd2: begin b_re = 1'b1; b_ra = rv[BAW-1:0]; st_d = SLdb3; end
-          default: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStb3; end
+          2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStbA; end
+          default: st_d = SLd3;  // loads: the memory address comes from aa, ba next cycle
         endcase
+      end
+      SLd3: begin
+        if (ird[1]) b_re = 1'b1;
+        else a_en = 1'b1;
+        st_d = ird[1] ? SLdb3 : SLda3;
       end
       SLda3: begin
         d_we = 1'b1;
-        d_wd = {16'd0, a_half};
+        d_wd = a_half;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -511,13 +518,18 @@ module pe_lite #(
       end
       SLdb3: begin
         d_we = 1'b1;
-        d_wd = {16'd0, bh_half};
+        d_wd = bh_half;
         pc_d = pc_next;
         st_d = SFetch;
       end
-      SStb3: begin
+      SStbA: begin  // t = rd, read rd again: SSend3 makes acc = {rd, rd}
+        t_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(f_rd);
+        st_d = SSend3;
+      end
+      SStb3: begin  // B's write data is acc (its half b_hi written)
         b_we = 1'b1;
-        b_wd = {rv, rv};
         b_wm = b_hi ? 2'b10 : 2'b01;
         pc_d = pc_next;
         st_d = SFetch;
@@ -547,8 +559,8 @@ module pe_lite #(
         d_ra = reg_addr(3'd2);
         st_d = SVx3;
       end
-      SVx3: begin  // ba = r2 + idx
-        ad_y = ba_q;
+      SVx3: begin  // ba = idx + r2 (ad_x = ba)
+        ad_y = rv;
         ba_d = ad_s;
         st_d = (n_q == 16'd0) ? SDtE : SMac;
       end
@@ -618,7 +630,7 @@ module pe_lite #(
         end else begin  // r6 = t
           d_we = 1'b1;
           d_wa = reg_addr(3'd6);
-          d_wd = {16'd0, ad_s};
+          d_wd = ad_s;
           pc_d = pc_next;
           st_d = SFetch;
         end
@@ -709,7 +721,8 @@ module pe_lite #(
 
   always @(posedge clk_i) begin
     xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
-    xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2);
+    xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2)
+              || (st_d == SVx3);
     xs_a_q <= (st_d == SStep1);
     ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE);
   end
@@ -729,8 +742,8 @@ module pe_lite #(
     w_q <= w_d;
     tid_q <= tid_d;
     t_q <= t_d;
-    aa_q <= aa_d;
-    ba_q <= ba_d;
+    aa_q <= aa_d[AAW:0];
+    ba_q <= ba_d[BAW:0];
     acc_q <= acc_clr ? 32'd0 : acc_d;
     first_q <= first_d;
   end
@@ -740,7 +753,25 @@ module pe_lite #(
   assign tx_data_o = {(op == 4'h8) && ird[7], ird[11:8], acc_q};
 
   // ------------------------------------------------------------------ queue state
+  wire [CntW-1:0] qc_d [0:NumQueues-1];
+  wire [NumQueues-1:0] qfull_d;
+  wire            stg_v_d = push || (stg_v_q && !drain);
+  wire            map_we = cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6;
+  reg  [15:0]     cr_d;
+  generate
+    for (g = 0; g < NumQueues; g = g + 1) begin : g_qd
+      assign qc_d[g] = qc_q[g] + CntW'(push && rx_q == QW'(g)) - CntW'(pop && qs_q == QW'(g));
+      // full next cycle: full and not popped, or one short and pushed and not popped
+      assign qfull_d[g] = !(pop && qs_q == QW'(g))
+                          && (qc_q[g] == CntW'(QueueDepth)
+                              || (qc_q[g] == CntW'(QueueDepth - 1) && push && rx_q == QW'(g)));
+    end
+  endgenerate
   integer q;
+  always @(*) begin
+    for (q = 0; q < 16; q = q + 1)
+      cr_d[q] = !stg_v_d && !map_we && !qfull_d[map_q[q]];
+  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       for (q = 0; q < NumQueues; q = q + 1) begin
@@ -752,17 +783,18 @@ module pe_lite #(
         map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
       end
       stg_v_q <= 1'b0;
+      cr_q <= '1;
     end else begin
       for (q = 0; q < NumQueues; q = q + 1) begin
         if (push && rx_q == QW'(q))
           wrp_q[q] <= (32'(wrp_q[q]) == QueueDepth - 1) ? '0 : wrp_q[q] + 1'b1;
         if (pop && qs_q == QW'(q))
           rdp_q[q] <= (32'(rdp_q[q]) == QueueDepth - 1) ? '0 : rdp_q[q] + 1'b1;
-        qc_q[q] <= qc_q[q] + CntW'(push && rx_q == QW'(q)) - CntW'(pop && qs_q == QW'(q));
+        qc_q[q] <= qc_d[q];
       end
-      if (cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6)
-        map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
-      stg_v_q <= push || (stg_v_q && !drain);
+      if (map_we) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
+      stg_v_q <= stg_v_d;
+      cr_q <= cr_d;
     end
   end
   always @(posedge clk_i) begin
@@ -783,22 +815,25 @@ module pe_lite #(
   wire c_r = (cfg_target_i == 4'd7);
   wire c_n = (cfg_target_i == 4'd8);
   wire c_d = c_t || c_r;  // DRAM targets
-  reg  [2:0] cid_q;       // the counter at the head of the counter ring
   reg  g_a, g_b, g_bc, g_i, g_d;
+  reg  [3:0] cpos_q;      // the counter halfword at the counters' adder (see counters)
+  wire [2:0] cid = cpos_q[3:1];
+  wire       chi = cpos_q[0];
   // The grants follow the state only (timing: no path from the core's data-dependent
   // decisions through cfg_gnt_o into the config chain and the host port): a port is busy
   // in every state in which the core may use it (a superset of the cycles it does; SPick
   // uses DRAM only when a head waits, so an idle PE still takes config accesses).
-  wire st_fetch = (st_q == SFetch) || (st_q == SDec);
+  wire st_fetch = (st_q == SFetch) || (st_q == SDec) || (st_q == SLi1);
   wire d_busy = (st_q == SPick) ? h_valid
               : (st_q == SRst) || (st_q == SPick2) || (st_q == SDec) || (st_q == SLi2)
                 || (st_q == SAddi2) || (st_q == SOpB) || (st_q == SAlu3) || (st_q == SShift)
                 || (st_q == SDj2) || (st_q == SBlk2) || (st_q == SMem2) || (st_q == SLda3)
-                || (st_q == SLdb3) || (st_q == SDt0) || (st_q == SVx1) || (st_q == SVx2)
+                || (st_q == SLdb3) || (st_q == SStbA) || (st_q == SDt0) || (st_q == SVx1)
+                || (st_q == SVx2)
                 || (st_q == SMacW) || (st_q == SStep1) || (st_q == SAxN) || (st_q == SAxP)
                 || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL);
-  wire a_busy = (st_q == SMem2) || (st_q == SSta3) || (st_q == SMac);
-  wire br_busy = (st_q == SMem2) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
+  wire a_busy = (st_q == SLd3) || (st_q == SSta3) || (st_q == SMac);
+  wire br_busy = (st_q == SLd3) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
   wire bw_busy = (st_q == SStb3) || (st_q == SStep1) || (st_q == SDtE) || (st_q == SVL)
                  || (st_q == SRv5);
 `ifdef FORMAL
@@ -825,7 +860,7 @@ module pe_lite #(
     if (c_bc && !cfg_we_i) cfg_gnt_o = cfg_req_i && g_bc;
     if (c_i) cfg_gnt_o = cfg_req_i && g_i;
     if (c_d) cfg_gnt_o = cfg_req_i && g_d;
-    if (c_n && cfg_addr_i < 16'd5) cfg_gnt_o = cfg_req_i && (cfg_addr_i[2:0] == cid_q);
+    if (c_n && cfg_addr_i < 16'd5) cfg_gnt_o = cfg_req_i && (cfg_addr_i[2:0] == cid) && !chi;
   end
   wire cg = cfg_req_i && cfg_gnt_o;
   wire cfg_a = cg && c_a;
@@ -853,9 +888,11 @@ module pe_lite #(
   reg [DAW-1:0] dm_wa;
   reg [31:0]    dm_wd;
   always @(*) begin
+    // DRAM's high half matters only in payload slots (the core and the config port read
+    // registers and task entries from the low half): it always takes the staged payload's
     dm_we = 1'b1;
     dm_wa = d_wa;
-    dm_wd = d_wd;
+    dm_wd = {stg_d_q[31:16], d_wd};
     if (!d_we) begin
       if (drain) begin
         dm_wa = stg_a_q;
@@ -863,7 +900,7 @@ module pe_lite #(
       end else begin
         dm_we = cfg_dw;
         dm_wa = cfg_da;
-        dm_wd = c_t ? {22'd0, cfg_wdata_i[9:0]} : {16'd0, cfg_wdata_i[15:0]};
+        dm_wd = {stg_d_q[31:16], c_t ? {6'd0, cfg_wdata_i[9:0]} : cfg_wdata_i[15:0]};
       end
     end
   end
@@ -903,45 +940,74 @@ module pe_lite #(
   endgenerate
 
   // ------------------------------------------------------------------ counters
-  // The five 32-bit counters rotate through a ring of registers, one place per cycle, past one
-  // shared adder at the head: counter cid_q is at the head and gets the increments it gathered in a
-  // 3-bit pending count since its last visit (at most 5, plus one push while SRst runs). No
-  // per-counter adder and no read mux: a config access to counter i waits until i is at the head
-  // (at most 4 cycles); a read returns the ring's tail next cycle, which is then counter i up to
-  // the increments of the last 5 cycles (they are pending: the host reads counters of an idle mesh,
-  // where nothing is pending). The ring has no asynchronous reset (it would cost a LUT a bit for
-  // the clears): SRst and ctr_clear_i zero it synchronously.
+  // The five 32-bit counters live in a RAM as ten halfwords (counter i: low half at 2i, high
+  // at 2i + 1) that rotate past one 16-bit adder, one halfword per cycle: the low half of
+  // counter i adds the increments gathered in a 4-bit pending count since its last visit (at
+  // most 10), the high half the carry. The sum is written back one cycle later (registered
+  // write data; the ring reads one ahead, so a read and a write never meet). A config access
+  // to counter i is granted while its low half is at the adder (it waits at most 9 cycles);
+  // a read returns {the high half's sum, the low half's} in the next cycle: exact up to the
+  // cycle before the grant. A clear (ctr_clear_i, and reset) marks every halfword zero: its
+  // next visit adds to 0 instead of the RAM word; a config write clears one counter.
   wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
-  reg  [31:0] ring_q [0:4];   // ring_q[0]: counter cid_q, ring_q[k]: counter cid_q + k mod 5
-  reg  [2:0]  pend_q [0:4];   // increments of counter i not yet in the ring
-  wire        srst = (st_q == SRst);
-  wire        ring_clr = ctr_clear_i || srst;
-  wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid_q
-  wire [2:0]  pend_n [0:4];
+  reg  [3:0]  cwa_q;          // the halfword written this cycle (cpos one cycle ago)
+  reg         cwe_q;          // cwa_q/cs_q hold a sum (not right after reset)
+  reg  [15:0] cs_q;           // that sum
+  reg         cc_q;           // its carry (into the high half)
+  reg  [3:0]  czn_q;          // the next czn_q visits read 0 (a clear of all counters)
+  reg         cz1_q;          // the next visit reads 0 (the high half of a cleared counter)
+  reg  [3:0]  pend_q [0:4];   // increments of counter i not yet in the RAM
+  wire [15:0] crd;            // RAM read data: halfword cpos_q
+  wire [3:0]  cnext = (cpos_q == 4'd9) ? 4'd0 : cpos_q + 4'd1;
+  wire [4:0]  cvis;           // counter i's low half is at the adder
+  genvar gc;
   generate
-    for (g = 0; g < 5; g = g + 1) begin : g_pend
-      assign pend_n[g] = pend_q[g] + 3'(cnt_inc[g]);
+    for (gc = 0; gc < 5; gc = gc + 1) begin : g_cvis
+      assign cvis[gc] = (cpos_q == 4'(2 * gc));
     end
   endgenerate
-  // the head adds its registered pending count (no path from the events through the adder:
-  // timing); the head's increment of this cycle starts its next pending count
-  wire [31:0] ring_sum = ring_q[0] + 32'(pend_q[cid_q]);
+  wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid, low
+  // the addend: the visited low half's pending count (AND-OR over the one-hot visit), or the
+  // carry into a high half
+  wire [3:0]  cadd = ({4{cvis[0]}} & pend_q[0]) | ({4{cvis[1]}} & pend_q[1])
+                   | ({4{cvis[2]}} & pend_q[2]) | ({4{cvis[3]}} & pend_q[3])
+                   | ({4{cvis[4]}} & pend_q[4]) | {3'd0, chi && cc_q};
+  wire [16:0] csum = {1'b0, (czn_q != 4'd0 || cz1_q) ? 16'd0 : crd} + {13'd0, cadd};
+  sram_1r1w #(.Depth(10), .Width(16), .OldOnCollide(1'b0)) u_cnt (
+    .clk_i  (clk_i),
+    .we_i   (cwe_q),
+    .waddr_i(cwa_q),
+    .wdata_i(cs_q),
+    .re_i   (1'b1),
+    .raddr_i(cnext),
+    .rdata_o(crd)
+  );
   integer ci;
-  always @(posedge clk_i) begin
-    for (ci = 0; ci < 4; ci = ci + 1) ring_q[ci] <= ring_clr ? 32'd0 : ring_q[ci + 1];
-    ring_q[4] <= (ring_clr || cnt_clr1) ? 32'd0 : ring_sum;
-  end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      cid_q <= '0;
+      cpos_q <= 4'd0;
+      cwe_q <= 1'b0;
+      czn_q <= 4'd10;
+      cz1_q <= 1'b0;
+      cc_q <= 1'b0;
       for (ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
     end else begin
-      cid_q <= (cid_q == 3'd4) ? 3'd0 : cid_q + 3'd1;
-      // while SRst clears the ring, the head keeps its pending count
-      for (ci = 0; ci < 5; ci = ci + 1)
-        pend_q[ci] <= (ctr_clear_i || (cid_q == 3'(ci) && cnt_clr1)) ? 3'd0
-                    : (cid_q == 3'(ci) && !srst) ? 3'(cnt_inc[ci]) : pend_n[ci];
+      cpos_q <= cnext;
+      cwe_q <= 1'b1;
+      czn_q <= ctr_clear_i ? 4'd10 : (czn_q != 4'd0) ? czn_q - 4'd1 : 4'd0;
+      cz1_q <= cnt_clr1;
+      cc_q <= csum[16] && !cnt_clr1 && !ctr_clear_i;
+      // the low half's visit takes the pending count; this cycle's increment starts the next
+      for (ci = 0; ci < 5; ci = ci + 1) begin
+        if (ctr_clear_i || (cvis[ci] && (cnt_clr1 || !cnt_inc[ci]))) pend_q[ci] <= 4'd0;
+        else if (cvis[ci]) pend_q[ci] <= 4'd1;
+        else if (cnt_inc[ci]) pend_q[ci] <= pend_q[ci] + 4'd1;
+      end
     end
+  end
+  always @(posedge clk_i) begin
+    cwa_q <= cpos_q;
+    cs_q <= cnt_clr1 ? 16'd0 : csum[15:0];
   end
 
   // ------------------------------------------------------------------ config responses
@@ -977,9 +1043,9 @@ module pe_lite #(
       3'd1: cfg_rdata_o = ard;
       3'd2: cfg_rdata_o = brd;
       3'd3: cfg_rdata_o = {16'd0, ird};
-      3'd4: cfg_rdata_o = drd;
+      3'd4: cfg_rdata_o = {16'd0, drd[15:0]};
       3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
-      3'd6: cfg_rdata_o = ring_q[4];
+      3'd6: cfg_rdata_o = {csum[15:0], cs_q};
       default: cfg_rdata_o = 32'd0;
     endcase
   end
