@@ -7,8 +7,8 @@
 // write when full is ignored). commit_i makes everything written so far, including this
 // cycle's write, visible to the read side; rollback_i forgets the uncommitted words (it
 // wins over a write in the same cycle).
-// Read side: stream rd_valid_o / rd_ready_i / rd_data_o of committed words, one per cycle;
-// the memory has a registered read port (maps to iCE40 EBR, read enable = fetch).
+// Read side: stream rd_valid_o / rd_ready_i / rd_data_o of committed words (Plain: one per cycle,
+// else one every other cycle); a registered read port (iCE40 EBR, read enable = fetch).
 `default_nettype none
 
 module board_fifo #(
@@ -46,7 +46,11 @@ module board_fifo #(
   reg         valid_d;
   wire [AW:0] cm;           // commit point: words before it are readable
   wire        we, unfetched;
-  wire        re = (!rd_valid_o || rd_ready_i) && unfetched;
+  // Plain: a word is fetched as one leaves (one per cycle). The receiver's buffer fetches
+  // only into an empty output register (one word every other cycle, far above the link's
+  // rate), so rd_ready_i (the host port's decoder: mesh_top has no slice in front of it)
+  // reaches only rd_valid_o, not the pointers or the block RAM's read enable.
+  wire        re = (!rd_valid_o || (Plain && rd_ready_i)) && unfetched;
 
   if (Plain) begin : g_plain
     // The transmitter's queue: its counts live in their own registers so that its ready and

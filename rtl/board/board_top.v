@@ -109,16 +109,20 @@ module board_top #(
   wire unused_ok = &{1'b0, mac_busy, mesh_stream, mesh_idle};
 `endif
 
-  // LED time base: a strobe every 2^20 cycles (50 ms at 21 MHz)
-  reg [19:0] led_div_q;
-  reg        led_tick_q;
+  // LED time base: a strobe every 2^20 cycles (50 ms at 21 MHz), the counter's carry out
+  // (no 20-bit compare)
+  reg  [19:0] led_div_q;
+  reg         led_tick_q;
+  wire [19:0] led_div_d;
+  wire        led_wrap;
+  assign {led_wrap, led_div_d} = {1'b0, led_div_q} + 21'd1;
   always @(posedge clk or negedge rst_n) begin
     if (!rst_n) begin
       led_div_q  <= 20'd0;
       led_tick_q <= 1'b0;
     end else begin
-      led_div_q  <= led_div_q + 1'b1;
-      led_tick_q <= (led_div_q == 20'hfffff);
+      led_div_q  <= led_div_d;
+      led_tick_q <= led_wrap;
     end
   end
 
