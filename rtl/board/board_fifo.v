@@ -7,8 +7,8 @@
 // write when full is ignored). commit_i makes everything written so far, including this
 // cycle's write, visible to the read side; rollback_i forgets the uncommitted words (it
 // wins over a write in the same cycle).
-// Read side: stream rd_valid_o / rd_ready_i / rd_data_o of committed words, one per cycle;
-// the memory has a registered read port (maps to iCE40 EBR, read enable = fetch).
+// Read side: stream rd_valid_o / rd_ready_i / rd_data_o of committed words (Plain: one per cycle,
+// else one every other cycle); a registered read port (iCE40 EBR, read enable = fetch).
 `default_nettype none
 
 module board_fifo #(
@@ -24,7 +24,7 @@ module board_fifo #(
   input  wire             commit_i,
   input  wire             rollback_i,
   output wire [$clog2(Depth):0] free_o,      // words that can still be written
-  output wire [$clog2(Depth):0] count_o,    // committed words not yet read out (incl. rd_data_o)
+  output wire [$clog2(Depth):0] count_o,    // committed words not yet read out (Plain only)
   output reg              rd_valid_o,
   input  wire             rd_ready_i,
   output reg  [Width-1:0] rd_data_o
@@ -39,87 +39,100 @@ module board_fifo #(
   // address, a comparator and a 32-bit multiplexer: 39 LUT4 and 74 flip-flops per FIFO).
   (* no_rw_check *)
   reg [Width-1:0] mem [0:Depth-1];
-  // Pointers index the memory; the counts are kept in their own registers so that ready and
-  // LEN decisions downstream start at a flop instead of two pointer subtractions.
-  reg [AW-1:0] wr_d, wr_q;     // next write
-  reg [AW-1:0] cm_d, cm_q;     // commit point: words before it are readable
-  reg [AW-1:0] rd_d, rd_q;     // next word to fetch into rd_data_o
-  reg [AW:0]   unc_d, unc_q;   // uncommitted words (between cm_q and wr_q)
-  reg [AW:0]   free_d, free_q; // Depth - words written and not yet fetched
-  reg [AW:0]   cnt_d, cnt_q;   // committed words not yet popped (incl. rd_data_o)
-  reg          valid_d;
-  wire         commit = Plain || commit_i;
-  wire         rollback = !Plain && rollback_i;
-  wire         we = wr_valid_i && !rollback && (free_q != '0);
-  // committed words not yet fetched: cnt_q minus the one in rd_data_o (pointers alone cannot
-  // tell a full committed buffer from an empty one)
-  wire         unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
-  wire         re = (!rd_valid_o || rd_ready_i) && unfetched;
-  wire         pop = rd_valid_o && rd_ready_i;
-  wire [AW:0]  unc_w = unc_q + {{AW{1'b0}}, we};  // uncommitted after this cycle's write
+  // Pointers carry a wrap bit (AW+1 bits): equal pointers are empty, pointers Depth apart
+  // full, so the receiver's buffer needs no counts at all.
+  reg  [AW:0] wr_d, wr_q;   // next write
+  reg  [AW:0] rd_d, rd_q;   // next word to fetch into rd_data_o
+  reg         valid_d;
+  wire [AW:0] cm;           // commit point: words before it are readable
+  wire        we, unfetched;
+  // Plain: a word is fetched as one leaves (one per cycle). The receiver's buffer fetches
+  // only into an empty output register (one word every other cycle, far above the link's
+  // rate), so rd_ready_i (the host port's decoder: mesh_top has no slice in front of it)
+  // reaches only rd_valid_o, not the pointers or the block RAM's read enable.
+  wire        re = (!rd_valid_o || (Plain && rd_ready_i)) && unfetched;
 
-  assign free_o  = free_q;
-  assign count_o = cnt_q;
-
-  always @* begin
-    wr_d = we ? wr_q + 1'b1 : wr_q;
-    cm_d = cm_q;
-    unc_d = unc_w;
-    free_d = free_q + {{AW{1'b0}}, re} - {{AW{1'b0}}, we};
-    cnt_d = cnt_q - {{AW{1'b0}}, pop};
-    if (Plain) begin  // +1, -1 or 0 as one addend: one carry chain each
+  if (Plain) begin : g_plain
+    // The transmitter's queue: its counts live in their own registers so that its ready and
+    // LEN decisions start at a flop instead of a pointer subtraction.
+    reg [AW:0] free_d, free_q;  // Depth - words written and not yet fetched
+    reg [AW:0] cnt_d, cnt_q;    // words not yet popped (incl. rd_data_o)
+    wire       pop = rd_valid_o && rd_ready_i;
+    wire       unused_commit = commit_i;  // every write is committed
+    assign cm = wr_q;
+    assign we = wr_valid_i && (free_q != '0);
+    // words not yet fetched: cnt_q minus the one in rd_data_o
+    assign unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
+    assign free_o  = free_q;
+    assign count_o = cnt_q;
+    always @* begin  // +1, -1 or 0 as one addend: one carry chain each
       free_d = free_q + {{AW{we && !re}}, we != re};
       cnt_d = cnt_q + {{AW{pop && !we}}, pop != we};
     end
-    if (rollback) begin
-      wr_d = cm_q;
-      unc_d = '0;
-      free_d = free_q + {{AW{1'b0}}, re} + unc_q;
-    end else if (commit) begin
-      cm_d = wr_d;
-      unc_d = '0;
-      if (!Plain) cnt_d = cnt_q - {{AW{1'b0}}, pop} + unc_w;
+    always @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) begin
+        free_q <= DepthW;
+        cnt_q  <= '0;
+      end else begin
+        free_q <= free_d;
+        cnt_q  <= cnt_d;
+      end
     end
+`ifdef FORMAL
+    always @(posedge clk_i) if (rst_ni) begin
+      assert (DepthW - free_q == wr_q - rd_q);
+      assert (cnt_q == wr_q - rd_q + {{AW{1'b0}}, rd_valid_o});
+    end
+`endif
+  end else begin : g_commit
+    // The receiver's buffer: pointers only (free_o is a subtraction, Depth - (wr - rd) =
+    // (rd - wr) with its Depth bit flipped). count_o is not built: the receiver leaves it
+    // open, and it reads 0.
+    reg [AW:0] cm_d, cm_q;
+    assign cm = cm_q;
+    assign we = wr_valid_i && !rollback_i && ((wr_q ^ rd_q) != DepthW);
+    assign unfetched = (cm_q != rd_q);
+    assign free_o  = (rd_q - wr_q) ^ DepthW;
+    assign count_o = '0;
+    always @* begin
+      cm_d = cm_q;
+      if (commit_i && !rollback_i) cm_d = wr_d;
+    end
+    always @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) cm_q <= '0;
+      else cm_q <= cm_d;
+    end
+`ifdef FORMAL
+    always @(posedge clk_i) if (rst_ni) begin
+      assert (wr_q - rd_q <= DepthW);
+      assert (cm_q - rd_q <= wr_q - rd_q);
+    end
+`endif
+  end
+
+  always @* begin
+    wr_d = we ? wr_q + 1'b1 : wr_q;
+    if (!Plain && rollback_i) wr_d = cm;
     rd_d = re ? rd_q + 1'b1 : rd_q;
     valid_d = re ? 1'b1 : (rd_ready_i ? 1'b0 : rd_valid_o);
   end
 
   always @(posedge clk_i) begin
-    if (we) mem[wr_q] <= wr_data_i;
-    if (re) rd_data_o <= mem[rd_q];
+    if (we) mem[wr_q[AW-1:0]] <= wr_data_i;
+    if (re) rd_data_o <= mem[rd_q[AW-1:0]];
   end
 
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       wr_q       <= '0;
-      cm_q       <= '0;
       rd_q       <= '0;
-      unc_q      <= '0;
-      free_q     <= DepthW;
-      cnt_q      <= '0;
       rd_valid_o <= 1'b0;
     end else begin
       wr_q       <= wr_d;
-      cm_q       <= cm_d;
       rd_q       <= rd_d;
-      unc_q      <= unc_d;
-      free_q     <= free_d;
-      cnt_q      <= cnt_d;
       rd_valid_o <= valid_d;
     end
   end
-
-`ifdef FORMAL
-  always @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (free_q <= DepthW);
-      assert (unc_q == {1'b0, wr_q - cm_q} || (unc_q == DepthW && wr_q == cm_q));
-      assert (cnt_q <= DepthW + 1'b1);  // the output register adds one word
-      // words held in memory: uncommitted plus committed and not yet fetched
-      assert (DepthW - free_q == unc_q + cnt_q - {{AW{1'b0}}, rd_valid_o});
-    end
-  end
-`endif
 endmodule
 
 `default_nettype wire

@@ -30,7 +30,7 @@ module board_frame_rx #(
   input  wire        cmd_ready_i,
   output wire [31:0] cmd_data_o,
   output reg         ans_valid_o,   // pulse: send an answer frame
-  output reg  [7:0]  ans_type_o,    // 0x02 ACK, 0x03 NAK
+  output reg         ans_nak_o,     // the answer is a NAK (else an ACK)
   output reg  [7:0]  ans_seq_o,
   output reg         stat_req_o,    // pulse: the host asked for a STAT frame
   output wire [7:0]  expect_o,      // SEQ of the next DATA frame accepted
@@ -39,7 +39,7 @@ module board_frame_rx #(
   output wire [15:0] err_seq_o,
   output reg         err_o          // pulse: a frame was dropped (status LED)
 );
-  localparam [7:0] Sof = 8'h7e, TData = 8'h01, TAck = 8'h02, TNak = 8'h03, TStat = 8'h04;
+  localparam [7:0] Sof = 8'h7e, TData = 8'h01, TStat = 8'h04;
   localparam [2:0] SHunt = 3'd0, SType = 3'd1, SSeq = 3'd2, SLen0 = 3'd3, SLen1 = 3'd4,
                    SPay = 3'd5, SCrc0 = 3'd6, SCrc1 = 3'd7;
   localparam integer TmoW = $clog2(TimeoutClks + 1);
@@ -52,13 +52,14 @@ module board_frame_rx #(
   localparam [FreeW-1:0] RoomW = RoomI[FreeW-1:0];
 
   reg [2:0]      state_d, state_q;
-  reg [7:0]      type_d, type_q;
-  reg [7:0]      seq_d, seq_q;
+  reg            stat_d, stat_q;       // TYPE is STAT (else DATA: the only two accepted)
+  reg            seq_ok_d, seq_ok_q;   // SEQ is the expected one
+  reg            seq_dup_d, seq_dup_q; // SEQ is 1..Window behind it (a duplicate)
   reg [7:0]      len_d, len_q;         // words left in the payload
   reg [1:0]      bidx_d, bidx_q;       // byte within the word
   reg [23:0]     word_d, word_q;       // low bytes of the word being assembled
   reg [15:0]     crc_d, crc_q;
-  reg [7:0]      crclo_d, crclo_q;
+  reg            crclo_d, crclo_q;     // the CRC's low byte matched
   reg            store_d, store_q;     // this frame's payload goes to the buffer
   reg            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
   reg            recover_d, recover_q; // since such a drop, no frame accepted yet
@@ -69,11 +70,12 @@ module board_frame_rx #(
   reg            wr_valid, commit, rollback;
   reg [31:0]     wr_data;
   reg            ans_valid_d, stat_req_d, err_d;
-  reg [7:0]      ans_type_d, ans_seq_d;
+  reg            ans_nak_d;
+  reg [7:0]      ans_seq_d;
   wire [15:0]    crc_next;
   wire [FreeW-1:0] free;
   wire [FreeW-1:0] count_unused;
-  wire [7:0]     behind = expect_q - seq_q;
+  wire [7:0]     behind = expect_q - byte_data_i;  // in SSeq: how far SEQ is behind
 
   board_crc16 u_crc (.crc_i(state_q == SType ? 16'hffff : crc_q), .data_i(byte_data_i),
                      .crc_o(crc_next));
@@ -96,8 +98,9 @@ module board_frame_rx #(
 
   always @* begin
     state_d    = state_q;
-    type_d     = type_q;
-    seq_d      = seq_q;
+    stat_d     = stat_q;
+    seq_ok_d   = seq_ok_q;
+    seq_dup_d  = seq_dup_q;
     len_d      = len_q;
     bidx_d     = bidx_q;
     word_d     = word_q;
@@ -116,7 +119,7 @@ module board_frame_rx #(
     commit     = 1'b0;
     rollback   = 1'b0;
     ans_valid_d = 1'b0;
-    ans_type_d = TAck;
+    ans_nak_d  = 1'b0;
     ans_seq_d  = expect_q;
     stat_req_d = 1'b0;
     err_d      = 1'b0;
@@ -127,7 +130,7 @@ module board_frame_rx #(
         SHunt: if (byte_data_i == Sof) state_d = SType;
         SType: begin
           if (byte_data_i == TData || byte_data_i == TStat) begin
-            type_d  = byte_data_i;
+            stat_d  = (byte_data_i == TStat);
             crc_d   = crc_next;
             state_d = SSeq;
           end else begin
@@ -138,7 +141,8 @@ module board_frame_rx #(
           end
         end
         SSeq: begin
-          seq_d   = byte_data_i;
+          seq_ok_d  = (behind == 8'd0);  // expect_q holds still until SCrc1
+          seq_dup_d = (behind != 8'd0) && (behind <= WindowW);
           crc_d   = crc_next;
           state_d = SLen0;
         end
@@ -150,12 +154,12 @@ module board_frame_rx #(
         SLen1: begin
           crc_d  = crc_next;
           bidx_d = 2'd0;
-          if (byte_data_i != 8'h00 || (type_q == TStat && len_q != 8'h00)) begin
+          if (byte_data_i != 8'h00 || (stat_q && len_q != 8'h00)) begin
             ecrc_d  = sat_inc(ecrc_q);   // LEN > 255, or a STAT with payload
             err_d   = 1'b1;
             state_d = (byte_data_i == Sof) ? SType : SHunt;
           end else begin
-            store_d = (type_q == TData) && (seq_q == expect_q) &&
+            store_d = !stat_q && seq_ok_q &&
                       ({{(FreeW-8){1'b0}}, len_q} <= free);
             state_d = (len_q == 8'h00) ? SCrc0 : SPay;
           end
@@ -171,32 +175,31 @@ module board_frame_rx #(
           end
         end
         SCrc0: begin
-          crclo_d = byte_data_i;
+          crclo_d = (byte_data_i == crc_q[7:0]);
           state_d = SCrc1;
         end
         SCrc1: begin
           state_d = SHunt;
-          if ({byte_data_i, crclo_q} != crc_q) begin
+          if (!crclo_q || byte_data_i != crc_q[15:8]) begin
             rollback    = 1'b1;
             ecrc_d      = sat_inc(ecrc_q);
             err_d       = 1'b1;
             ans_valid_d = 1'b1;
-            ans_type_d  = TNak;
-          end else if (type_q == TStat) begin
+            ans_nak_d   = 1'b1;
+          end else if (stat_q) begin
             stat_req_d = 1'b1;
-          end else if (seq_q == expect_q) begin
+          end else if (seq_ok_q) begin
             if (store_q) begin
               commit      = 1'b1;
               expect_d    = expect_q + 1'b1;
               dropped_d   = 1'b0;
               recover_d   = 1'b0;
-              ans_valid_d = 1'b1;
-              ans_seq_d   = seq_q;
+              ans_valid_d = 1'b1;        // ACK SEQ (= expect_q)
             end else begin
               dropped_d = 1'b1;      // no room: no answer until there is room
               recover_d = 1'b1;
             end
-          end else if (behind != 8'd0 && behind <= WindowW) begin
+          end else if (seq_dup_q) begin
             ans_valid_d = 1'b1;      // duplicate of an accepted frame: ACK again, drop
             ans_seq_d   = expect_q - 1'b1;
           end else if (!dropped_q) begin
@@ -206,7 +209,7 @@ module board_frame_rx #(
               err_d  = 1'b1;
             end
             ans_valid_d = 1'b1;
-            ans_type_d  = TNak;
+            ans_nak_d   = 1'b1;
           end
           // else: behind a frame we dropped for lack of room: silence until there is room
         end
@@ -216,7 +219,7 @@ module board_frame_rx #(
       // room again after a drop: ask for a resend from the dropped frame
       dropped_d   = 1'b0;
       ans_valid_d = 1'b1;
-      ans_type_d  = TNak;
+      ans_nak_d   = 1'b1;
     end else if (state_q != SHunt) begin
       if (tmo_q == TimeoutW) begin
         rollback = 1'b1;
@@ -233,13 +236,14 @@ module board_frame_rx #(
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q     <= SHunt;
-      type_q      <= 8'h00;
-      seq_q       <= 8'h00;
+      stat_q      <= 1'b0;
+      seq_ok_q    <= 1'b0;
+      seq_dup_q   <= 1'b0;
       len_q       <= 8'h00;
       bidx_q      <= 2'd0;
       word_q      <= 24'h0;
       crc_q       <= 16'hffff;
-      crclo_q     <= 8'h00;
+      crclo_q     <= 1'b0;
       store_q     <= 1'b0;
       dropped_q   <= 1'b0;
       recover_q   <= 1'b0;
@@ -249,14 +253,15 @@ module board_frame_rx #(
       etrunc_q    <= 16'h0;
       eseq_q      <= 16'h0;
       ans_valid_o <= 1'b0;
-      ans_type_o  <= TAck;
+      ans_nak_o   <= 1'b0;
       ans_seq_o   <= 8'h00;
       stat_req_o  <= 1'b0;
       err_o       <= 1'b0;
     end else begin
       state_q     <= state_d;
-      type_q      <= type_d;
-      seq_q       <= seq_d;
+      stat_q      <= stat_d;
+      seq_ok_q    <= seq_ok_d;
+      seq_dup_q   <= seq_dup_d;
       len_q       <= len_d;
       bidx_q      <= bidx_d;
       word_q      <= word_d;
@@ -271,7 +276,7 @@ module board_frame_rx #(
       etrunc_q    <= etrunc_d;
       eseq_q      <= eseq_d;
       ans_valid_o <= ans_valid_d;
-      ans_type_o  <= ans_type_d;
+      ans_nak_o   <= ans_nak_d;
       ans_seq_o   <= ans_seq_d;
       stat_req_o  <= stat_req_d;
       err_o       <= err_d;

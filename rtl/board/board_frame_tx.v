@@ -19,7 +19,7 @@ module board_frame_tx #(
   output wire        rsp_ready_o,
   input  wire [31:0] rsp_data_i,
   input  wire        ans_valid_i,   // from board_frame_rx
-  input  wire [7:0]  ans_type_i,
+  input  wire        ans_nak_i,     // the answer is a NAK (else an ACK)
   input  wire [7:0]  ans_seq_i,
   input  wire        stat_req_i,
   input  wire [7:0]  stat_expect_i, // link state reported in STAT frames
@@ -30,7 +30,7 @@ module board_frame_tx #(
   input  wire        byte_ready_i,
   output reg  [7:0]  byte_data_o
 );
-  localparam [7:0] Sof = 8'h7e, TData = 8'h01, TStat = 8'h04;
+  localparam [7:0] Sof = 8'h7e;
   localparam [3:0] SIdle = 4'd0, SSof = 4'd1, SType = 4'd2, SSeq = 4'd3, SLen0 = 4'd4,
                    SLen1 = 4'd5, SPay = 4'd6, SCrc0 = 4'd7, SCrc1 = 4'd8;
   localparam [1:0] KAns = 2'd0, KStat = 2'd1, KData = 2'd2;
@@ -40,26 +40,33 @@ module board_frame_tx #(
 
   reg [3:0]   state_d, state_q;
   reg [1:0]   kind_d, kind_q;
-  reg [7:0]   type_d, type_q;
-  reg [7:0]   seq_d, seq_q;
-  reg [7:0]   len_d, len_q;       // LEN of the frame being sent
-  reg [7:0]   left_d, left_q;     // payload words still to send
+  reg         nak_d, nak_q;       // an answer frame: NAK (TYPE 0x03, else ACK 0x02)
+  reg [7:0]   left_d, left_q;     // payload words still to send (LEN until the payload)
   reg [1:0]   bidx_d, bidx_q;
   reg [15:0]  crc_d, crc_q;
   reg [7:0]   txseq_d, txseq_q;   // SEQ of the next DATA frame
   reg         ans_d, ans_q;       // an answer is pending
-  reg [7:0]   anst_d, anst_q, anss_d, anss_q;
+  reg         ansn_d, ansn_q;
+  reg [7:0]   anss_d, anss_q;
   reg         stat_d, stat_q;     // a STAT frame is pending
-  reg [55:0]  statw_d, statw_q;   // STAT payload below txseq, snapshot at frame start
-                                  // (txseq_q itself holds still until the next DATA frame)
+  reg [7:0]   sseq_d, sseq_q;     // SEQ of an ACK/NAK or STAT frame (STAT: expected, also
+                                  // its word 1 byte 2)
+  reg [7:0]   shi_d, shi_q;       // STAT: high byte of the counter whose low byte just went
+                                  // out (each 16-bit counter is sampled whole, no snapshot)
   reg         pop;
 
   wire [FreeW-1:0] free, count;
   wire             q_valid;
   wire [31:0]      q_data;
   wire [15:0]      crc_next;
-  wire [31:0]      pay_word = (kind_q == KData) ? q_data :
-                              (left_q == 8'd2 ? statw_q[31:0] : {txseq_q, statw_q[55:32]});
+  // STAT payload, byte by byte: {trunc, crc}, then {txseq, expected, err_seq}
+  wire             stat_w1 = (left_q != 8'd2);
+  wire [7:0]       stat_lo = stat_w1 ? stat_seq_i[7:0] :
+                             (bidx_q[1] ? stat_trunc_i[7:0] : stat_crc_i[7:0]);
+  wire [7:0]       stat_byte = (stat_w1 && bidx_q[1]) ? (bidx_q[0] ? txseq_q : sseq_q) :
+                               (bidx_q[0] ? shi_q : stat_lo);
+  wire [7:0]       stat_hi = stat_w1 ? stat_seq_i[15:8] :
+                             (bidx_q[1] ? stat_trunc_i[15:8] : stat_crc_i[15:8]);
 
   assign rsp_ready_o = (free != '0);
 
@@ -75,18 +82,17 @@ module board_frame_tx #(
   always @* begin
     state_d = state_q;
     kind_d  = kind_q;
-    type_d  = type_q;
-    seq_d   = seq_q;
-    len_d   = len_q;
+    nak_d   = nak_q;
     left_d  = left_q;
     bidx_d  = bidx_q;
     crc_d   = crc_q;
     txseq_d = txseq_q;
     ans_d   = ans_q;
-    anst_d  = anst_q;
+    ansn_d  = ansn_q;
     anss_d  = anss_q;
     stat_d  = stat_q || stat_req_i;
-    statw_d = statw_q;
+    sseq_d  = sseq_q;
+    shi_d   = shi_q;
     pop     = 1'b0;
     byte_valid_o = 1'b0;
     byte_data_o  = 8'h00;
@@ -95,38 +101,39 @@ module board_frame_tx #(
       SIdle: begin
         if (ans_q) begin
           kind_d  = KAns;
-          type_d  = anst_q;
-          seq_d   = anss_q;
-          len_d   = 8'd0;
+          nak_d   = ansn_q;
+          sseq_d  = anss_q;
+          left_d  = 8'd0;
           ans_d   = 1'b0;
           state_d = SSof;
         end else if (stat_q) begin
           kind_d  = KStat;
-          type_d  = TStat;
-          seq_d   = stat_expect_i;
-          len_d   = 8'd2;
+          left_d  = 8'd2;
           stat_d  = stat_req_i;
-          statw_d = {stat_expect_i, stat_seq_i, stat_trunc_i, stat_crc_i};
+          sseq_d  = stat_expect_i;
           state_d = SSof;
         end else if (count != '0) begin
           kind_d  = KData;
-          type_d  = TData;
-          seq_d   = txseq_q;
-          txseq_d = txseq_q + 1'b1;
-          len_d   = (count > MaxW) ? MaxW[7:0] : count[7:0];
+          left_d  = (count > MaxW) ? MaxW[7:0] : count[7:0];
           state_d = SSof;
         end
-        left_d = len_d;
         bidx_d = 2'd0;
       end
       SSof:  begin byte_valid_o = 1'b1; byte_data_o = Sof; end
-      SType: begin byte_valid_o = 1'b1; byte_data_o = type_q; end
-      SSeq:  begin byte_valid_o = 1'b1; byte_data_o = seq_q; end
-      SLen0: begin byte_valid_o = 1'b1; byte_data_o = len_q; end
+      SType: begin  // 0x01 DATA, 0x02 ACK, 0x03 NAK, 0x04 STAT
+        byte_valid_o = 1'b1;
+        byte_data_o  = {5'b0, kind_q == KStat, kind_q == KAns, 
+                        kind_q == KData || (kind_q == KAns && nak_q)};
+      end
+      SSeq: begin
+        byte_valid_o = 1'b1;
+        byte_data_o  = (kind_q == KData) ? txseq_q : sseq_q;
+      end
+      SLen0: begin byte_valid_o = 1'b1; byte_data_o = left_q; end
       SLen1: begin byte_valid_o = 1'b1; byte_data_o = 8'h00; end
       SPay: begin
         byte_valid_o = (kind_q != KData) || q_valid;
-        byte_data_o  = pay_word[8*bidx_q +: 8];
+        byte_data_o  = (kind_q == KData) ? q_data[8*bidx_q +: 8] : stat_byte;
       end
       SCrc0: begin byte_valid_o = 1'b1; byte_data_o = crc_q[7:0]; end
       SCrc1: begin byte_valid_o = 1'b1; byte_data_o = crc_q[15:8]; end
@@ -140,9 +147,10 @@ module board_frame_tx #(
         SType: state_d = SSeq;
         SSeq:  state_d = SLen0;
         SLen0: state_d = SLen1;
-        SLen1: state_d = (len_q == 8'd0) ? SCrc0 : SPay;
+        SLen1: state_d = (left_q == 8'd0) ? SCrc0 : SPay;
         SPay: begin
           bidx_d = bidx_q + 1'b1;
+          shi_d  = stat_hi;
           if (bidx_q == 2'd3) begin
             pop    = (kind_q == KData);
             left_d = left_q - 1'b1;
@@ -150,7 +158,11 @@ module board_frame_tx #(
           end
         end
         SCrc0: begin crc_d = crc_q; state_d = SCrc1; end
-        SCrc1: begin crc_d = crc_q; state_d = SIdle; end
+        SCrc1: begin  // a DATA frame's SEQ counts on once it is sent
+          crc_d = crc_q;
+          state_d = SIdle;
+          if (kind_q == KData) txseq_d = txseq_q + 1'b1;
+        end
         default: state_d = SIdle;
       endcase
     end
@@ -158,7 +170,7 @@ module board_frame_tx #(
     // a new answer replaces a pending one (ACK/NAK are cumulative)
     if (ans_valid_i) begin
       ans_d  = 1'b1;
-      anst_d = ans_type_i;
+      ansn_d = ans_nak_i;
       anss_d = ans_seq_i;
     end
   end
@@ -167,33 +179,31 @@ module board_frame_tx #(
     if (!rst_ni) begin
       state_q <= SIdle;
       kind_q  <= KAns;
-      type_q  <= 8'h00;
-      seq_q   <= 8'h00;
-      len_q   <= 8'h00;
+      nak_q   <= 1'b0;
       left_q  <= 8'h00;
       bidx_q  <= 2'd0;
       crc_q   <= 16'hffff;
       txseq_q <= 8'h00;
       ans_q   <= 1'b0;
-      anst_q  <= 8'h00;
+      ansn_q  <= 1'b0;
       anss_q  <= 8'h00;
       stat_q  <= 1'b0;
-      statw_q <= 56'h0;
+      sseq_q  <= 8'h00;
+      shi_q   <= 8'h00;
     end else begin
       state_q <= state_d;
       kind_q  <= kind_d;
-      type_q  <= type_d;
-      seq_q   <= seq_d;
-      len_q   <= len_d;
+      nak_q   <= nak_d;
       left_q  <= left_d;
       bidx_q  <= bidx_d;
       crc_q   <= crc_d;
       txseq_q <= txseq_d;
       ans_q   <= ans_d;
-      anst_q  <= anst_d;
+      ansn_q  <= ansn_d;
       anss_q  <= anss_d;
       stat_q  <= stat_d;
-      statw_q <= statw_d;
+      sseq_q  <= sseq_d;
+      shi_q   <= shi_d;
     end
   end
 endmodule

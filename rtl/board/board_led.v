@@ -13,21 +13,22 @@ module board_led #(
   output wire led_no    // active low, as on the iCEBreaker; driven from a flop
 );
   localparam integer StretchI = StretchTicks;
-  localparam [3:0] StretchW = StretchI[3:0];
-  reg [3:0] cnt_d, cnt_q;
+  localparam integer CntW = $clog2(StretchTicks + 1);  // just wide enough
+  localparam [CntW-1:0] StretchW = StretchI[CntW-1:0];
+  reg [CntW-1:0] cnt_d, cnt_q;
   reg       led_q;
   always @* begin
     cnt_d = cnt_q;
     if (event_i) cnt_d = StretchW;
-    else if (tick_i && cnt_q != 4'd0) cnt_d = cnt_q - 1'b1;
+    else if (tick_i && cnt_q != '0) cnt_d = cnt_q - 1'b1;
   end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      cnt_q <= 4'd0;
+      cnt_q <= '0;
       led_q <= 1'b1;
     end else begin
       cnt_q <= cnt_d;
-      led_q <= (cnt_d == 4'd0);
+      led_q <= (cnt_d == '0);
     end
   end
   assign led_no = led_q;

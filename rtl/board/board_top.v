@@ -63,15 +63,15 @@ module board_top #(
 
   wire        cmd_valid, cmd_ready, rsp_valid, rsp_ready;
   wire [31:0] cmd_data, rsp_data;
-  wire        ans_valid, stat_req, link_err;
-  wire [7:0]  ans_type, ans_seq, expect_seq;
+  wire        ans_valid, ans_nak, stat_req, link_err;
+  wire [7:0]  ans_seq, expect_seq;
   wire [15:0] err_crc, err_trunc, err_seq;
 
   board_frame_rx #(.TimeoutClks(TimeoutClks)) u_frame_rx (
     .clk_i(clk), .rst_ni(rst_n),
     .byte_valid_i(rx_valid), .byte_data_i(rx_data),
     .cmd_valid_o(cmd_valid), .cmd_ready_i(cmd_ready), .cmd_data_o(cmd_data),
-    .ans_valid_o(ans_valid), .ans_type_o(ans_type), .ans_seq_o(ans_seq),
+    .ans_valid_o(ans_valid), .ans_nak_o(ans_nak), .ans_seq_o(ans_seq),
     .stat_req_o(stat_req), .expect_o(expect_seq),
     .err_crc_o(err_crc), .err_trunc_o(err_trunc), .err_seq_o(err_seq), .err_o(link_err)
   );
@@ -79,7 +79,7 @@ module board_top #(
   board_frame_tx u_frame_tx (
     .clk_i(clk), .rst_ni(rst_n),
     .rsp_valid_i(rsp_valid), .rsp_ready_o(rsp_ready), .rsp_data_i(rsp_data),
-    .ans_valid_i(ans_valid), .ans_type_i(ans_type), .ans_seq_i(ans_seq),
+    .ans_valid_i(ans_valid), .ans_nak_i(ans_nak), .ans_seq_i(ans_seq),
     .stat_req_i(stat_req), .stat_expect_i(expect_seq),
     .stat_crc_i(err_crc), .stat_trunc_i(err_trunc), .stat_seq_i(err_seq),
     .byte_valid_o(tx_valid), .byte_ready_i(tx_ready), .byte_data_o(tx_data)
@@ -109,16 +109,20 @@ module board_top #(
   wire unused_ok = &{1'b0, mac_busy, mesh_stream, mesh_idle};
 `endif
 
-  // LED time base: a strobe every 2^20 cycles (50 ms at 21 MHz)
-  reg [19:0] led_div_q;
-  reg        led_tick_q;
+  // LED time base: a strobe every 2^20 cycles (50 ms at 21 MHz), the counter's carry out
+  // (no 20-bit compare)
+  reg  [19:0] led_div_q;
+  reg         led_tick_q;
+  wire [19:0] led_div_d;
+  wire        led_wrap;
+  assign {led_wrap, led_div_d} = {1'b0, led_div_q} + 21'd1;
   always @(posedge clk or negedge rst_n) begin
     if (!rst_n) begin
       led_div_q  <= 20'd0;
       led_tick_q <= 1'b0;
     end else begin
-      led_div_q  <= led_div_q + 1'b1;
-      led_tick_q <= (led_div_q == 20'hfffff);
+      led_div_q  <= led_div_d;
+      led_tick_q <= led_wrap;
     end
   end
 

@@ -131,22 +131,10 @@ module mesh_top #(
     // combinational path from the chain and the PEs' grants back into the host port and
     // the link; it passes a beat every other cycle, far above the link's rate)
     wire        cs_valid, cs_ready, cs_empty;
-    // and one on the command words from the link (no path from the host port's decoder
-    // into the link's receive buffer)
-    wire        ms_valid, ms_ready, ms_empty;
-    wire [31:0] ms_data;
-    mesh_fifo #(.Width(32), .Depth(1), .Bypass(1'b0)) u_cmd_slice (
-      .clk_i, .rst_ni,
-      .in_valid_i (cmd_valid_i),
-      .in_data_i  (cmd_data_i),
-      .in_ready_o (cmd_ready_o),
-      .out_valid_o(ms_valid),
-      .out_data_o (ms_data),
-      .out_ready_i(ms_ready),
-      .empty_o    (ms_empty)
-    );
+    // The command words go to the host port as they come: on the board they come from the
+    // link's receive buffer (board_fifo), whose output register refills only when empty, so
+    // the decoder's cmd_ready_o reaches no pointer or block RAM enable there.
     wire [61:0] cs_data;
-    wire        unused_ms = ms_empty;
     mesh_fifo #(.Width(62), .Depth(1), .Bypass(1'b0)) u_cfg_slice (
       .clk_i, .rst_ni,
       .in_valid_i (cs_valid),
@@ -161,7 +149,7 @@ module mesh_top #(
       .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
     ) u_host (
       .clk_i, .rst_ni,
-      .cmd_valid_i(ms_valid), .cmd_data_i(ms_data), .cmd_ready_o(ms_ready),
+      .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
       .rsp_valid_o, .rsp_data_o, .rsp_ready_i,
       .inj_valid_o    (host_in_valid),
       .inj_data_o     (host_in_data),
