@@ -54,6 +54,7 @@ $(eval $(call pe_bench,tb_pe_lite,pe_lite,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE
 $(eval $(call pe_bench,tb_pe_tiny_fmac,pe_tiny_fmac,rtl/pe/pe_tiny_fmac.v,$(PE_COBJS),\
 	$(PE_BUILD)/tb_pe_lite))
 $(PE_BUILD)/tb_pe_lite: verif/pe/tb_pe.cpp
+$(PE_BUILD)/tb_pe_tiny_fmac: verif/pe/tb_pe_lite_fmac.cpp
 
 PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \
 	$(PE_BUILD)/tb_pe_queue $(PE_BUILD)/tb_pe_tasktab $(PE_BUILD)/tb_pe \

@@ -1,5 +1,6 @@
 // tb_pe_lite_fmac - rtl/pe/pe_lite_fmac.v (multi-cycle) against nm_fmac_bits / nm_add_bits,
-// every result compared.
+// every result compared, with a latency report per kind of operation (min/mean/max, random
+// operands only). tb_pe_tiny_fmac.cpp includes this harness with its own DUT and bound.
 //
 // One operation at a time: issued while ready_o (after a random idle gap now and then), its
 // result checked on done_o; the operand generators are fmac_ops.h's (shared with
@@ -7,7 +8,12 @@
 // datapaths: signed zeros, subnormals, infinities, NaNs, extreme exponents (overflow and
 // flush), accumulators aligned close to the product (ties, sticky bits, cancellation), exact
 // negation (zero sums).
+#ifndef TB_FMAC_DUT
 #include "Vpe_lite_fmac.h"
+#define TB_FMAC_DUT Vpe_lite_fmac
+#define TB_FMAC_NAME "pe_lite_fmac"
+#define TB_FMAC_MAX_CYCLES 80 // per operation (align + normalize <= 26 + 28)
+#endif
 #include "verilated.h"
 
 #include <deque>
@@ -19,7 +25,7 @@ extern "C" {
 #include "common/numerics.h"
 }
 
-static const unsigned kMaxCycles = 80; // per operation (align + normalize <= 26 + 28)
+static const unsigned kMaxCycles = TB_FMAC_MAX_CYCLES;
 
 #include "fmac_ops.h"
 
@@ -29,7 +35,10 @@ int main(int argc, char **argv)
 	TbRng rng(args.seed);
 	VerilatedContext ctx;
 	ctx.commandArgs(argc, argv);
-	Vpe_lite_fmac dut(&ctx);
+	TB_FMAC_DUT dut(&ctx);
+	// latency of the random operations: [0] fmac, [1] add
+	uint64_t k_n[2] = { 0, 0 }, k_sum[2] = { 0, 0 }, k_min[2] = { ~0ull, ~0ull };
+	uint64_t k_max[2] = { 0, 0 };
 	uint64_t checked = 0, failed = 0, cycle = 0, max_lat = 0, sum_lat = 0;
 
 	auto tick = [&]() {
@@ -104,12 +113,24 @@ int main(int argc, char **argv)
 		}
 		max_lat = lat > max_lat ? lat : max_lat;
 		sum_lat += lat;
+		if (checked >= directed.size()) {
+			int k = op.add ? 1 : 0;
+			k_n[k]++;
+			k_sum[k] += lat;
+			k_min[k] = lat < k_min[k] ? lat : k_min[k];
+			k_max[k] = lat > k_max[k] ? lat : k_max[k];
+		}
 		checked++;
 		tick();
 	}
 	dut.final();
-	printf("pe_lite_fmac: %" PRIu64 " operations checked, %" PRIu64 " mismatches, %" PRIu64
+	printf(TB_FMAC_NAME ": %" PRIu64 " operations checked, %" PRIu64 " mismatches, %" PRIu64
 	       " cycles, latency mean %.1f max %" PRIu64 "\n", checked, failed, cycle,
 	       checked ? (double)sum_lat / (double)checked : 0.0, max_lat);
+	for (int k = 0; k < 2; k++)
+		if (k_n[k])
+			printf(TB_FMAC_NAME ": %s latency (start to done, random operands) min %" PRIu64
+			       " mean %.1f max %" PRIu64 " over %" PRIu64 "\n", k ? "add" : "fmac",
+			       k_min[k], (double)k_sum[k] / (double)k_n[k], k_max[k], k_n[k]);
 	return tb_result(failed ? 0 : 1, failed ? 1 : 0);
 }
