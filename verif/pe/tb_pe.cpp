@@ -14,7 +14,10 @@
 // random config-port reads of the other B bank while the engine runs. At the end every
 // sent wavelet (in order), all of A and B, the registers, the task table and the counters
 // are compared with the model. Each scenario has a cycle timeout.
-#ifdef TB_PE_LITE
+#if defined(TB_PE_MICRO)
+#include "Vpe_micro_solo.h"
+typedef Vpe_micro_solo Vdut;
+#elif defined(TB_PE_LITE)
 #include "Vpe_lite.h"
 typedef Vpe_lite Vdut;
 #else
@@ -34,6 +37,11 @@ extern "C" {
 }
 
 static const unsigned kAWords = 16384, kBWords = 8192, kNumQueues = 4;
+// liveness bounds (cycle timeouts) scale with the DUT's speed: pe_micro serves config and
+// runs every instruction in micro-code
+#ifndef TB_SLOW
+#define TB_SLOW 1
+#endif
 
 // ----------------------------------------------------------------------------- assembler
 namespace as {
@@ -203,7 +211,7 @@ struct Bench {
 			if (dut->cfg_rvalid_o) out.push_back(dut->cfg_rdata_o);
 			if (req && dut->cfg_gnt_o) issued++;
 			tick();
-			if (cycle - start > 4ull * n + 1000) {
+			if (cycle - start > (4ull * n + 1000) * TB_SLOW) {
 				printf("FAIL: cfg read of target %u timed out\n", target);
 				failed++;
 				break;
@@ -754,7 +762,7 @@ int main(int argc, char **argv)
 		b.setup(s);
 		size_t nw = 0;
 		for (auto &q : s.streams) nw += q.size();
-		if (b.run(s, 200000 + nw * 2000)) b.compare(s.kind);
+		if (b.run(s, (200000 + nw * 2000) * TB_SLOW)) b.compare(s.kind);
 		scen++;
 		if (b.failed == before) passed++;
 		else {

@@ -1,0 +1,113 @@
+// pe_fpu_share - one floating-point unit (pe_tiny_fmac) shared by N pe_micro PEs, as a
+// cluster shares an FPU: a PE acquires it (fpu_req, held), writes the operand parts over a
+// 16-bit port, starts an fmac or an add, waits for done, reads the two result halves and
+// releases it. Requests are granted round-robin from the last owner, one owner at a time
+// (a PE holds it for one operation: about 48 to 62 cycles of the FMAC plus ~10 of its own).
+//
+// Operand parts (sel): 0 a[15:0], 1 a[31:16] (add only), 2 b (bf16), 3 c[15:0], 4 c[31:16].
+// The FMAC samples the staged operands at start; its result stays on y_o from done until the
+// next start (its registers do not change while idle), so no result register is needed.
+`default_nettype none
+
+module pe_fpu_share #(
+  parameter int unsigned N = 4
+) (
+  input  wire          clk_i,
+  input  wire          rst_ni,
+  input  wire [N-1:0]  req_i,
+  output wire [N-1:0]  gnt_o,
+  input  wire [N-1:0]  we_i,
+  input  wire [3*N-1:0]  sel_i,
+  input  wire [16*N-1:0] d_i,
+  input  wire [N-1:0]  start_i,
+  input  wire [N-1:0]  add_i,
+  output wire          done_o,   // to every PE: only the owner looks at it
+  input  wire [N-1:0]  hsel_i,
+  output wire [15:0]   y_o
+);
+  localparam int unsigned IW = (N > 1) ? $clog2(N) : 1;
+
+  reg  [IW-1:0] own_q;
+  reg           busy_q;
+  reg           done_q;
+  reg  [31:0]   a_q, c_q;
+  reg  [15:0]   b_q;
+
+  // round-robin: the first requester after the last owner
+  reg  [IW-1:0] nxt;
+  reg           any;
+  integer k;
+  always @(*) begin
+    nxt = own_q;
+    any = 1'b0;
+    for (k = N; k >= 1; k = k - 1) begin
+      if (req_i[(32'(own_q) + k) % N]) begin
+        nxt = IW'((32'(own_q) + k) % N);
+        any = 1'b1;
+      end
+    end
+  end
+
+  wire        o_we = we_i[own_q];
+  wire [2:0]  o_sel = sel_i[3 * own_q +: 3];
+  wire [15:0] o_d = d_i[16 * own_q +: 16];
+  wire        o_start = busy_q && start_i[own_q];
+  wire        f_done;
+  wire        f_ready;
+  wire [31:0] f_y;
+
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      own_q <= '0;
+      busy_q <= 1'b0;
+      done_q <= 1'b0;
+    end else begin
+      if (!busy_q) begin
+        if (any) begin
+          own_q <= nxt;
+          busy_q <= 1'b1;
+        end
+      end else if (!req_i[own_q]) begin
+        busy_q <= 1'b0;
+      end
+      if (o_start || !busy_q) done_q <= 1'b0;
+      else if (f_done) done_q <= 1'b1;
+    end
+  end
+  always @(posedge clk_i) begin
+    if (busy_q && o_we) begin
+      case (o_sel)
+        3'd0: a_q[15:0] <= o_d;
+        3'd1: a_q[31:16] <= o_d;
+        3'd2: b_q <= o_d;
+        3'd3: c_q[15:0] <= o_d;
+        default: c_q[31:16] <= o_d;
+      endcase
+    end
+  end
+
+  pe_tiny_fmac u_fmac (
+    .clk_i  (clk_i),
+    .rst_ni (rst_ni),
+    .start_i(o_start),
+    .add_i  (add_i[own_q]),
+    .a_i    (a_q),
+    .b_i    (b_q),
+    .c_i    (c_q),
+    .ready_o(f_ready),
+    .done_o (f_done),
+    .y_o    (f_y)
+  );
+  wire unused = f_ready;
+
+  genvar g;
+  generate
+    for (g = 0; g < N; g = g + 1) begin : g_gnt
+      assign gnt_o[g] = busy_q && own_q == IW'(g);
+    end
+  endgenerate
+  assign done_o = done_q;
+  assign y_o = hsel_i[own_q] ? f_y[31:16] : f_y[15:0];
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,504 @@
+// pe_micro - the smallest PE: pe_lite's ports, ISA, config targets and results (bit-exact with
+// verif/models/pe_model.c), run by a 16-bit accumulator micro-machine from a micro-program
+// ROM of up to 1024 words (rtl/pe/pe_micro.us, assembled into pe_micro_rom.v), with the floating
+// point in a unit shared with other PEs (pe_fpu_share: one pe_tiny_fmac for a cluster).
+// docs/architecture.md 4.7 describes it; verif/ucode/uasm.c's header is the reference for the
+// micro-machine (formats, operations, sources, side effects, hazards).
+//
+// Two stages: stage 1 (the cycle an instruction is the ROM's output, uir) forms the S-RAM read
+// address and the next micro-pc; stage 2 (the next cycle, uir2) runs the ALU on Y and does the
+// side effects. Everything the PE holds is in RAM: IMEM (256 x 16), S (256 x 16: registers,
+// task table, queued wavelets, micro-program variables and constants), the counters (16 x 16,
+// as pe_lite), and A and B in one single-port memory M of 16-bit halfwords (A element e at e,
+// B word w at AWords + 2w and + 2w + 1; AWords = 2 * BWords, so on the board A and B fill one
+// 16K x 16 SPRAM). Flip-flops: X, H, AR, MA, the product P (SB_MAC16), the queue pointers and
+// counts, the color -> queue map, and a one-wavelet receive stage that hardware drains into S
+// (payload low, high, header: three writes in cycles the micro-program does not store).
+// A queued wavelet is visible at its queue's head only once all three words are written.
+//
+// Config: targets 5, 6 (queue map), 8 (counters) and 9-15 are served by hardware as in
+// pe_lite; 0-4 and 7 by the micro-program, which polls for them where it may (A and B at any
+// time, between elements of a vector instruction too; IMEM, task table and registers when no
+// task runs) and answers {H, X} one cycle after its grant.
+`default_nettype none
+
+module pe_micro #(
+  parameter int unsigned AWords = 16384,  // bf16 elements; must be 2 * BWords
+  parameter int unsigned BWords = 8192,   // 32-bit words
+  parameter int unsigned NumQueues = 4,   // input queues
+  parameter int unsigned QueueDepth = 8   // wavelets per input queue (a power of two)
+) (
+  input  wire        clk_i,
+  input  wire        rst_ni,
+  input  wire        rx_valid_i,
+  input  wire [36:0] rx_data_i,
+  output wire        rx_ready_o,
+  output wire [15:0] color_ready_o,
+  output wire        tx_valid_o,
+  output wire [36:0] tx_data_o,
+  input  wire        tx_ready_i,
+  input  wire        cfg_req_i,
+  input  wire        cfg_we_i,
+  input  wire [3:0]  cfg_target_i,
+  input  wire [15:0] cfg_addr_i,
+  input  wire [31:0] cfg_wdata_i,
+  output wire        cfg_gnt_o,
+  output wire        cfg_rvalid_o,
+  output wire [31:0] cfg_rdata_o,
+  output wire        idle_o,
+  output wire        mac_busy_o,
+  input  wire        ctr_clear_i,   // zero the counters (CLEAR)
+  // the shared floating-point unit (pe_fpu_share)
+  output reg         fpu_req_o,     // held from acquiring the unit until releasing it
+  input  wire        fpu_gnt_i,     // the unit is this PE's
+  output wire        fpu_we_o,      // write operand part fpu_sel_o (0 a low, 1 a high, 2 b,
+  output wire [2:0]  fpu_sel_o,     //   3 c low, 4 c high) with fpu_d_o
+  output wire [15:0] fpu_d_o,
+  output wire        fpu_start_o,   // start: fmac (c + a * b), or add (a + c) with fpu_add_o
+  output wire        fpu_add_o,
+  input  wire        fpu_done_i,    // the result is ready (until the next start)
+  output wire        fpu_hsel_o,    // result half on fpu_y_i
+  input  wire [15:0] fpu_y_i
+);
+  localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
+  localparam int unsigned PtrW = (QueueDepth > 1) ? $clog2(QueueDepth) : 1;
+  localparam int unsigned CntW = $clog2(QueueDepth + 1);
+  localparam int unsigned SlotW = QW + PtrW;       // slot = queue * QueueDepth + pointer
+  localparam int unsigned AW = $clog2(AWords);     // A element address bits
+  localparam int unsigned BW = $clog2(BWords);     // B word address bits (AW = BW + 1)
+  localparam int unsigned MW = AW + 1;             // M halfword address bits
+
+  // ------------------------------------------------------------------ encodings (uasm.c)
+  localparam [3:0] OpLd = 4'd0, OpAdd = 4'd1, OpAdc = 4'd2, OpSub = 4'd3, OpSbc = 4'd4,
+                   OpAnd = 4'd5, OpOr = 4'd6, OpXor = 4'd7, OpCmp = 4'd8, OpTst = 4'd9,
+                   OpSt = 4'd10, OpMul = 4'd11;  // 12 (X format): no ALU operation
+  localparam [3:0] CAl = 4'd0, CZ = 4'd1, CNz = 4'd2, CC = 4'd3, CNc = 4'd4, CHv = 4'd5,
+                   CNhv = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
+                   CFwd = 4'd11, CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
+  localparam [6:0] FxSetar = 7'd1, FxSeth = 7'd2, FxMaa = 7'd3, FxMab = 7'd4, FxMabh = 7'd5,
+                   FxMrd = 7'd6, FxMrdh = 7'd7, FxMwr = 7'd8, FxMwrh = 7'd9, FxMcrd = 7'd10,
+                   FxMcrdh = 7'd11, FxMcwr = 7'd12, FxMcwrh = 7'd13, FxFetch = 7'd14,
+                   FxIcrd = 7'd15, FxIwr = 7'd16, FxGnt = 7'd17, FxPop = 7'd18,
+                   FxNextq = 7'd19, FxRun1 = 7'd20, FxRun0 = 7'd21, FxMacev = 7'd22,
+                   FxDropev = 7'd23, FxFreq = 7'd24, FxFrel = 7'd25, FxFwa = 7'd26,
+                   FxFwch = 7'd30, FxFgo = 7'd31, FxFgoa = 7'd32, FxLink = 7'd33;
+
+  // ------------------------------------------------------------------ state
+  reg  [9:0]  upc_q, ra_q;
+  reg         boot_q;         // the first cycle after reset: the ROM is reading word 0
+  wire [15:0] uir;            // stage 1: ROM output, the instruction at upc_q
+  reg  [15:0] uir2_q;         // stage 2
+  reg         v2_q;           // uir2_q is an S- or X-format instruction
+  reg  [7:0]  ea2_q;          // its S address
+  reg  [15:0] x_q, h_q;
+  reg         z_q, c_q;
+  reg  [7:0]  ar_q;
+  reg  [MW-1:0] ma_q;
+  reg  [31:0] p_q;
+  reg         run_q;
+
+  wire [15:0] ird;            // IMEM read data: the PE instruction
+  wire [15:0] srd;            // S read data
+  wire [15:0] mrd;            // M read data
+
+  // ------------------------------------------------------------------ queues
+  reg  [QW-1:0]   map_q [0:15];
+  reg  [PtrW-1:0] rdp_q [0:NumQueues-1];
+  reg  [PtrW-1:0] wrp_q [0:NumQueues-1];
+  reg  [CntW-1:0] qc_q  [0:NumQueues-1];
+  reg  [QW-1:0]   qs_q;       // the picker's queue, the running task's queue
+  wire [SlotW-1:0] hs = {qs_q, rdp_q[qs_q]};
+  wire            hv = (qc_q[qs_q] != '0);
+
+  // ------------------------------------------------------------------ stage 1
+  wire        s_fmt = !uir[15];
+  wire        j_fmt = (uir[15:14] == 2'b10);
+  wire [2:0]  am = uir[10:8];
+  wire [7:0]  ua = uir[7:0];
+  reg  [2:0]  fld;
+  always @(*) begin
+    case (ua[2:0])
+      3'd0: fld = ird[11:9];
+      3'd1: fld = ird[8:6];
+      3'd2: fld = ird[5:3];
+      3'd3: fld = ird[10:8];
+      3'd4: fld = ird[7:5];
+      3'd5: fld = ird[6:4];
+      default: fld = ird[3:1];
+    endcase
+  end
+  reg [7:0] ea;
+  always @(*) begin
+    case (am)
+      3'd0: ea = ua;
+      3'd1: ea = ua | ar_q;
+      3'd2: ea = {5'd0, fld};
+      3'd3: ea = {5'd0, cfg_addr_i[2:0]};
+      3'd4: ea = {3'b001, cfg_addr_i[4:0]};
+      3'd5: ea = ua | 8'({hs, 1'b0});
+      default: ea = ua | 8'(hs);
+    endcase
+  end
+
+  // config targets the micro-program serves: 0 A, 1 B, 2 B read-and-clear, 3 IMEM, 4 task
+  // table, 7 registers
+  wire c_ucode = (cfg_target_i <= 4'd4) || (cfg_target_i == 4'd7);
+  wire c_ab = (cfg_target_i <= 4'd2);
+
+  wire [3:0] cond = uir[13:10];
+  reg        taken;
+  always @(*) begin
+    case (cond)
+      CAl: taken = 1'b1;
+      CZ: taken = z_q;
+      CNz: taken = !z_q;
+      CC: taken = c_q;
+      CNc: taken = !c_q;
+      CHv: taken = hv;
+      CNhv: taken = !hv;
+      CTxnr: taken = !tx_ready_i;
+      CCfg: taken = cfg_req_i && c_ucode;
+      CCfga: taken = cfg_req_i && c_ab;
+      CFwg: taken = !fpu_gnt_i;
+      CFwd: taken = !fpu_done_i;
+      default: taken = 1'b1;  // dispatches, ret
+    endcase
+  end
+  reg [9:0] upc_d;
+  always @(*) begin
+    upc_d = upc_q + 10'd1;
+    if (j_fmt && taken) begin
+      case (cond)
+        CDop: upc_d = {uir[9:4], ird[15:12]};
+        CDfn: upc_d = {uir[9:3], ird[2:0]};
+        CDcfg: upc_d = {uir[9:4], cfg_we_i, cfg_target_i[2:0]};
+        CRet: upc_d = ra_q;
+        default: upc_d = uir[9:0];
+      endcase
+    end
+    if (boot_q) upc_d = 10'd0;
+  end
+
+
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      boot_q <= 1'b1;
+      upc_q <= 10'd0;
+      v2_q <= 1'b0;
+    end else begin
+      boot_q <= 1'b0;
+      upc_q <= upc_d;
+      v2_q <= !boot_q && !j_fmt;
+    end
+  end
+  always @(posedge clk_i) begin
+    uir2_q <= uir;
+    ea2_q <= ea;
+    // link (stage 1): the return address is past the jump that follows
+    if (!boot_q && uir[15:14] == 2'b11 && uir[6:0] == FxLink) ra_q <= upc_q + 10'd2;
+  end
+
+  // ------------------------------------------------------------------ stage 2
+  wire        s2 = v2_q && !uir2_q[15];
+  wire        x2 = v2_q && uir2_q[15];
+  wire [3:0]  op2 = s2 ? uir2_q[14:11] : uir2_q[13:10];
+  wire [2:0]  src2 = uir2_q[9:7];
+  wire [6:0]  fx = x2 ? uir2_q[6:0] : 7'd0;
+  reg  [15:0] y;
+  always @(*) begin
+    if (s2) y = srd;
+    else begin
+      case (src2)
+        3'd0: y = mrd;
+        3'd1: y = ird;
+        3'd2: y = p_q[15:0];
+        3'd3: y = p_q[31:16];
+        3'd4: y = cfg_wdata_i[15:0];
+        3'd5: y = cfg_wdata_i[31:16];
+        default: y = fpu_y_i;
+      endcase
+    end
+  end
+  wire        alu_v = v2_q && (op2 < OpSt);  // X format: OpNone is no ALU operation
+  wire        sub = (op2 == OpSub) || (op2 == OpSbc) || (op2 == OpCmp);
+  wire        cin = (op2 == OpAdc || op2 == OpSbc) ? c_q : (op2 == OpSub || op2 == OpCmp);
+  wire [16:0] sum = {1'b0, x_q} + {1'b0, sub ? ~y : y} + 17'(cin);
+  reg  [15:0] res;
+  always @(*) begin
+    case (op2)
+      OpLd: res = y;
+      OpAnd, OpTst: res = x_q & y;
+      OpOr: res = x_q | y;
+      OpXor: res = x_q ^ y;
+      default: res = sum[15:0];
+    endcase
+  end
+  wire arith = (op2 >= OpAdd && op2 <= OpSbc) || op2 == OpCmp;
+  always @(posedge clk_i) begin
+    if (alu_v) begin
+      if (op2 != OpCmp && op2 != OpTst) x_q <= res;
+      z_q <= (res == 16'd0);
+      if (arith) c_q <= sum[16];
+    end
+    if (s2 && op2 == OpMul) p_q <= x_q * srd;
+    if (fx == FxSetar) ar_q <= x_q[7:0];
+    if (fx == FxSeth) h_q <= x_q;
+    if (fx == FxMaa) ma_q <= {1'b0, x_q[AW-1:0]};
+    if (fx == FxMab) ma_q <= {1'b1, x_q[BW-1:0], 1'b0};
+    if (fx == FxMabh) ma_q <= {1'b1, x_q[BW:0]};
+  end
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      run_q <= 1'b0;
+      fpu_req_o <= 1'b0;
+    end else begin
+      if (fx == FxRun1) run_q <= 1'b1;
+      if (fx == FxRun0) run_q <= 1'b0;
+      if (fx == FxFreq) fpu_req_o <= 1'b1;
+      if (fx == FxFrel) fpu_req_o <= 1'b0;
+    end
+  end
+
+  // ------------------------------------------------------------------ FPU port
+  assign fpu_we_o = (fx >= FxFwa) && (fx <= FxFwch);
+  assign fpu_sel_o = 3'(fx - FxFwa);
+  assign fpu_d_o = x_q;
+  assign fpu_start_o = (fx == FxFgo) || (fx == FxFgoa);
+  assign fpu_add_o = (fx == FxFgoa);
+  assign fpu_hsel_o = src2[0];
+
+  // ------------------------------------------------------------------ IMEM
+  sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
+    .clk_i  (clk_i),
+    .we_i   (fx == FxIwr),
+    .waddr_i(cfg_addr_i[7:0]),
+    .wdata_i(cfg_wdata_i[15:0]),
+    .re_i   ((fx == FxFetch) || (fx == FxIcrd)),
+    .raddr_i((fx == FxFetch) ? x_q[7:0] : cfg_addr_i[7:0]),
+    .rdata_o(ird)
+  );
+
+  // ------------------------------------------------------------------ M (A and B)
+  wire m_cfg = (fx >= FxMcrd) && (fx <= FxMcwrh);
+  wire m_en = (fx >= FxMrd) && (fx <= FxMcwrh);
+  wire m_we = (fx == FxMwr) || (fx == FxMwrh) || (fx == FxMcwr) || (fx == FxMcwrh);
+  wire m_hi = (fx == FxMrdh) || (fx == FxMwrh) || (fx == FxMcrdh) || (fx == FxMcwrh);
+  wire [MW-1:0] m_cfga = (cfg_target_i == 4'd0) ? {1'b0, cfg_addr_i[AW-2:0], 1'b0}
+                                                 : {1'b1, cfg_addr_i[BW-1:0], 1'b0};
+  wire [MW-1:0] m_addr = (m_cfg ? m_cfga : ma_q) | MW'(m_hi);
+  sram_sp #(.Depth(2 * AWords), .Width(16)) u_m (
+    .clk_i  (clk_i),
+    .en_i   (m_en),
+    .we_i   (m_we),
+    .addr_i (m_addr),
+    .wdata_i(x_q),
+    .rdata_o(mrd)
+  );
+
+  // ------------------------------------------------------------------ S and the rx stage
+  // the stage holds one wavelet {header, payload}; it drains low half, high half, header
+  // (shifting right by 16 after each write) into its slot in cycles without a store
+  reg             stg_v_q;
+  reg  [1:0]      stg_k_q;    // words written
+  reg  [36:0]     stg_q;
+  reg  [QW-1:0]   stg_qn_q;
+  reg  [PtrW-1:0] stg_p_q;
+  wire            st2 = s2 && op2 == OpSt;
+  wire            drain = stg_v_q && !st2;
+  wire            drained = drain && stg_k_q == 2'd2;  // the header's write: entry complete
+  wire [SlotW-1:0] stg_slot = {stg_qn_q, stg_p_q};
+  wire [7:0]      d_addr = (stg_k_q == 2'd2) ? (8'd128 | 8'(stg_slot))
+                                             : (8'd64 | 8'({stg_slot, stg_k_q[0]}));
+  // the micro-program ROM and the S RAM (the generated module holds their contents)
+  pe_micro_rom u_mem (
+    .clk_i   (clk_i),
+    .uaddr_i (upc_d),
+    .udata_o (uir),
+    .swe_i   (st2 || drain),
+    .swaddr_i(st2 ? ea2_q : d_addr),
+    .swdata_i(st2 ? x_q : stg_q[15:0]),
+    .sraddr_i(ea),
+    .srdata_o(srd)
+  );
+
+  reg  [15:0] cr_q;
+  assign color_ready_o = cr_q;
+  assign rx_ready_o = cr_q[rx_data_i[35:32]];
+  wire          push = rx_valid_i && rx_ready_o;
+  wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
+  wire          pop = (fx == FxPop);
+  wire          stg_v_d = push || (stg_v_q && !drained);
+
+  // hardware config targets: 6 queue map, 8 counters, 5 and 9-15 (nothing)
+  wire c_hw = !c_ucode;
+  wire c_n = (cfg_target_i == 4'd8) && (cfg_addr_i < 16'd5);
+  reg  [3:0] cpos_q;          // the counter halfword at the counters' adder
+  wire [2:0] cid = cpos_q[3:1];
+  wire       chi = cpos_q[0];
+  wire hw_gnt = cfg_req_i && c_hw && (!c_n || (cfg_addr_i[2:0] == cid && !chi));
+  wire u_gnt = (fx == FxGnt) && cfg_req_i;
+  assign cfg_gnt_o = hw_gnt || u_gnt;
+  wire map_we = hw_gnt && cfg_we_i && cfg_target_i == 4'd6;
+
+  wire [CntW-1:0] qc_d [0:NumQueues-1];
+  wire [NumQueues-1:0] qfull_d;
+  genvar g;
+  generate
+    for (g = 0; g < NumQueues; g = g + 1) begin : g_q
+      assign qc_d[g] = qc_q[g] + CntW'(drained && stg_qn_q == QW'(g))
+                       - CntW'(pop && qs_q == QW'(g));
+      assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
+    end
+  endgenerate
+  reg  [15:0] cr_d;
+  integer q;
+  always @(*) begin
+    for (q = 0; q < 16; q = q + 1) cr_d[q] = !stg_v_d && !map_we && !qfull_d[map_q[q]];
+  end
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (q = 0; q < NumQueues; q = q + 1) begin
+        rdp_q[q] <= '0;
+        wrp_q[q] <= '0;
+        qc_q[q] <= '0;
+      end
+      for (q = 0; q < 16; q = q + 1)
+        map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
+      qs_q <= '0;
+      stg_v_q <= 1'b0;
+      stg_k_q <= 2'd0;
+      cr_q <= '1;
+    end else begin
+      for (q = 0; q < NumQueues; q = q + 1) begin
+        if (drained && stg_qn_q == QW'(q)) wrp_q[q] <= wrp_q[q] + 1'b1;
+        if (pop && qs_q == QW'(q)) rdp_q[q] <= rdp_q[q] + 1'b1;
+        qc_q[q] <= qc_d[q];
+      end
+      if (fx == FxNextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+      if (map_we) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
+      stg_v_q <= stg_v_d;
+      if (push) stg_k_q <= 2'd0;
+      else if (drain) stg_k_q <= stg_k_q + 2'd1;
+      cr_q <= cr_d;
+    end
+  end
+  always @(posedge clk_i) begin
+    if (push) begin
+      stg_q <= rx_data_i;
+      stg_qn_q <= rx_q;
+      stg_p_q <= wrp_q[rx_q];
+    end else if (drain) begin
+      stg_q <= {16'd0, stg_q[36:16]};
+    end
+  end
+
+  // ------------------------------------------------------------------ transmit
+  wire [3:0] uop = ird[15:12];
+  assign tx_valid_o = !boot_q && j_fmt && (cond == CTxnr);
+  assign tx_data_o = {(uop == 4'h8) && ird[7], ird[11:8], h_q, x_q};
+
+  // ------------------------------------------------------------------ counters (as pe_lite)
+  // Five 32-bit counters as ten halfwords in a RAM rotating past one 16-bit adder; see
+  // pe_lite for the scheme. Events: MACs issued, task-busy cycles, drops, received, sent.
+  wire mac = (fx == FxMacev);
+  wire drop = (fx == FxDropev);
+  wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, run_q, mac};
+  reg  [3:0]  cwa_q;
+  reg         cwe_q;
+  reg  [15:0] cs_q;
+  reg         cc_q;
+  reg  [3:0]  czn_q;
+  reg         cz1_q;
+  reg  [3:0]  pend_q [0:4];
+  wire [15:0] crd;
+  wire [3:0]  cnext = (cpos_q == 4'd9) ? 4'd0 : cpos_q + 4'd1;
+  wire [4:0]  cvis;
+  genvar gc;
+  generate
+    for (gc = 0; gc < 5; gc = gc + 1) begin : g_cvis
+      assign cvis[gc] = (cpos_q == 4'(2 * gc));
+    end
+  endgenerate
+  wire        cnt_clr1 = hw_gnt && c_n && cfg_we_i;
+  wire [3:0]  cadd = ({4{cvis[0]}} & pend_q[0]) | ({4{cvis[1]}} & pend_q[1])
+                   | ({4{cvis[2]}} & pend_q[2]) | ({4{cvis[3]}} & pend_q[3])
+                   | ({4{cvis[4]}} & pend_q[4]) | {3'd0, chi && cc_q};
+  wire [16:0] csum = {1'b0, (czn_q != 4'd0 || cz1_q) ? 16'd0 : crd} + {13'd0, cadd};
+  sram_1r1w #(.Depth(10), .Width(16), .OldOnCollide(1'b0)) u_cnt (
+    .clk_i  (clk_i),
+    .we_i   (cwe_q),
+    .waddr_i(cwa_q),
+    .wdata_i(cs_q),
+    .re_i   (1'b1),
+    .raddr_i(cnext),
+    .rdata_o(crd)
+  );
+  integer ci;
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      cpos_q <= 4'd0;
+      cwe_q <= 1'b0;
+      czn_q <= 4'd10;
+      cz1_q <= 1'b0;
+      cc_q <= 1'b0;
+      for (ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
+    end else begin
+      cpos_q <= cnext;
+      cwe_q <= 1'b1;
+      czn_q <= ctr_clear_i ? 4'd10 : (czn_q != 4'd0) ? czn_q - 4'd1 : 4'd0;
+      cz1_q <= cnt_clr1;
+      cc_q <= csum[16] && !cnt_clr1 && !ctr_clear_i;
+      for (ci = 0; ci < 5; ci = ci + 1) begin
+        if (ctr_clear_i || (cvis[ci] && (cnt_clr1 || !cnt_inc[ci]))) pend_q[ci] <= 4'd0;
+        else if (cvis[ci]) pend_q[ci] <= 4'd1;
+        else if (cnt_inc[ci]) pend_q[ci] <= pend_q[ci] + 4'd1;
+      end
+    end
+  end
+  always @(posedge clk_i) begin
+    cwa_q <= cpos_q;
+    cs_q <= cnt_clr1 ? 16'd0 : csum[15:0];
+  end
+
+  // ------------------------------------------------------------------ config responses
+  // hardware reads: 1 queue map, 2 counter, 0 nothing; the micro-program's: {H, X}
+  reg        rvalid_q, hwr_q;
+  reg [1:0]  rsrc_q;
+  reg [QW-1:0] mapr_q;
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rvalid_q <= 1'b0;
+      hwr_q <= 1'b0;
+      rsrc_q <= 2'd0;
+    end else begin
+      rvalid_q <= cfg_gnt_o && !cfg_we_i;
+      hwr_q <= hw_gnt;
+      rsrc_q <= (cfg_target_i == 4'd6) ? 2'd1 : c_n ? 2'd2 : 2'd0;
+    end
+  end
+  always @(posedge clk_i) mapr_q <= map_q[cfg_addr_i[3:0]];
+  assign cfg_rvalid_o = rvalid_q;
+  assign cfg_rdata_o = !hwr_q ? {h_q, x_q}
+                     : (rsrc_q == 2'd1) ? 32'(mapr_q)
+                     : (rsrc_q == 2'd2) ? {csum[15:0], cs_q} : 32'd0;
+
+  reg qall0;
+  always @(*) begin
+    qall0 = 1'b1;
+    for (q = 0; q < NumQueues; q = q + 1) if (qc_q[q] != '0) qall0 = 1'b0;
+  end
+  assign idle_o = !run_q && !stg_v_q && qall0;
+  assign mac_busy_o = mac;
+
+`ifdef PE_MICRO_TRACE
+  always @(posedge clk_i) begin
+    if (m_en && m_we) $display("%0t M[%0h] <= %04h", $time, m_addr, x_q);
+    if (fx == FxFetch) $display("%0t fetch pc %0d", $time, x_q[7:0]);
+    if (j_fmt && cond == CDop && !boot_q) $display("  ins %04h", ird);
+    if (st2 && ea2_q < 8) $display("%0t r%0d <= %04h", $time, ea2_q, x_q);
+  end
+`endif
+  wire unused = ^{uir2_q[14:0], s_fmt};
+endmodule
+
+`default_nettype wire
