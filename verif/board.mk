@@ -143,10 +143,16 @@ $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AW
 # the board configuration at 2x2 (A 16K elements: the target of a 2x2 UP5K): the lean
 # routers' unregistered links, edge routes and a 4-stage lean config chain with real PEs
 $(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,$(FPGA_BWORDS),$(FPGA_GPARAMS)))
+# the 2x2 with pe_micro PEs (micro-coded, one shared FPU) and A + B in one 16K x 16 memory
+# per PE (AWords 8192, BWords 4096: one UP5K SPRAM each): the candidate 2x2 board
+$(eval $(call board_mesh_bench,tb_board_micro_2x2,2,2,8192,4096,$(FPGA_GPARAMS) -GMicro=1))
 # rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
-$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2: $(FPGA)/config.txt
-TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2
-TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2
+$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_micro_2x2: \
+	$(FPGA)/config.txt
+TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
+	$(BOARD_OUT)/tb_board_micro_2x2
+TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
+	$(BOARD_OUT)/tb_board_micro_2x2
 
 # Gate level of what `make bitstream` builds: the very netlist nextpnr places
 # ($(FPGA)/board_top.json, yosys synth_ice40 -dsp of the board configuration) written back

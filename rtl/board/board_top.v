@@ -21,6 +21,7 @@ module board_top #(
   parameter integer FifoDepth = 2,         // router input FIFO depth
   parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
   parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
+  parameter integer Micro = 0,             // 1 (with Lean): pe_micro PEs sharing one FPU
   parameter integer ClkHz = 21000000,      // design clock: must match the PLL settings
   parameter integer Baud = 3000000,        // UART rate: ClkHz / Baud must be an integer >= 6
   parameter [3:0] PllDivr = 4'd0,          // PLL settings for ClkHz (icepll -i 12 -o MHz)
@@ -92,14 +93,14 @@ module board_top #(
     .rsp_valid_o(rsp_valid), .rsp_ready_i(rsp_ready), .rsp_data_o(rsp_data)
   );
   wire unused_ok = &{1'b0, Rows[0], Cols[0], AWords[0], BWords[0], NumQueues[0],
-                     QueueDepth[0], FifoDepth[0], TrimEdges[0], Lean[0]};
+                     QueueDepth[0], FifoDepth[0], TrimEdges[0], Lean[0], Micro[0]};
 `else
   wire [Rows*Cols-1:0] mac_busy;  // utilization probes: for the simulator, not the board
   wire                 mesh_idle, mesh_stream;
   mesh_top #(
     .Rows(Rows), .Cols(Cols), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
     .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .TrimEdges(TrimEdges != 0),
-    .Lean(Lean != 0)
+    .Lean(Lean != 0), .Micro(Micro != 0)
   ) u_mesh (
     .clk_i(clk), .rst_ni(rst_n),
     .cmd_valid_i(cmd_valid), .cmd_ready_o(cmd_ready), .cmd_data_i(cmd_data),

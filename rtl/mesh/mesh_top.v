@@ -17,6 +17,7 @@ module mesh_top #(
   parameter int unsigned FifoDepth = 2,       // router input FIFO depth
   parameter bit TrimEdges = 1'b0,             // leave out the routers' off-mesh links (board)
   parameter bit Lean = 1'b0,                  // area-lean PE, router and host port (board)
+  parameter bit Micro = 1'b0,                 // Lean: pe_micro PEs sharing one FPU
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
@@ -43,6 +44,12 @@ module mesh_top #(
   wire             clear;
   wire             host_in_valid, host_in_ready, host_out_valid, host_out_ready;
   wire [W-1:0]     host_in_data, host_out_data;
+  // the PEs' ports to the shared FPU (Micro)
+  wire [P-1:0]     f_req, f_gnt, f_we, f_start, f_add, f_hsel;
+  wire [3*P-1:0]   f_sel;
+  wire [16*P-1:0]  f_d;
+  wire             f_done;
+  wire [15:0]      f_y;
 
   for (genvar r = 0; r < Rows; r++) begin : g_row
     for (genvar c = 0; c < Cols; c++) begin : g_col
@@ -100,7 +107,7 @@ module mesh_top #(
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
         .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports),
-        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .Lean(Lean)
+        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .Lean(Lean), .Micro(Micro)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),
@@ -119,9 +126,41 @@ module mesh_top #(
         .rt_o           (rt[Q*80 +: 80]),
         .idle_o         (tile_idle[Q]),
         .fabric_idle_o  (tile_fabric_idle[Q]),
-        .mac_busy_o     (mac_busy_o[Q])
+        .mac_busy_o     (mac_busy_o[Q]),
+        .fpu_req_o      (f_req[Q]),
+        .fpu_gnt_i      (f_gnt[Q]),
+        .fpu_we_o       (f_we[Q]),
+        .fpu_sel_o      (f_sel[3*Q +: 3]),
+        .fpu_d_o        (f_d[16*Q +: 16]),
+        .fpu_start_o    (f_start[Q]),
+        .fpu_add_o      (f_add[Q]),
+        .fpu_done_i     (f_done),
+        .fpu_hsel_o     (f_hsel[Q]),
+        .fpu_y_i        (f_y)
       );
     end
+  end
+
+  // Micro: one FPU for all PEs (pe_fpu_share), granted round-robin, one operation at a time
+  if (Lean && Micro) begin : g_fpu
+    pe_fpu_share #(.N(P)) u_fpu (
+      .clk_i, .rst_ni,
+      .req_i  (f_req),
+      .gnt_o  (f_gnt),
+      .we_i   (f_we),
+      .sel_i  (f_sel),
+      .d_i    (f_d),
+      .start_i(f_start),
+      .add_i  (f_add),
+      .done_o (f_done),
+      .hsel_i (f_hsel),
+      .y_o    (f_y)
+    );
+  end else begin : g_no_fpu
+    assign f_gnt = '0;
+    assign f_done = 1'b0;
+    assign f_y = 16'd0;
+    wire unused_fpu = ^{f_req, f_we, f_sel, f_d, f_start, f_add, f_hsel};
   end
 
   // the host port; Lean (board): mesh_hostport_lean (same protocol, narrower counters,

@@ -75,13 +75,13 @@ module pe_micro #(
   localparam [3:0] CAl = 4'd0, CZ = 4'd1, CNz = 4'd2, CC = 4'd3, CNc = 4'd4, CHv = 4'd5,
                    CNhv = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
                    CFwd = 4'd11, CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
-  localparam [6:0] FxSetar = 7'd1, FxSeth = 7'd2, FxMaa = 7'd3, FxMab = 7'd4, FxMabh = 7'd5,
-                   FxMrd = 7'd6, FxMrdh = 7'd7, FxMwr = 7'd8, FxMwrh = 7'd9, FxMcrd = 7'd10,
-                   FxMcrdh = 7'd11, FxMcwr = 7'd12, FxMcwrh = 7'd13, FxFetch = 7'd14,
-                   FxIcrd = 7'd15, FxIwr = 7'd16, FxGnt = 7'd17, FxPop = 7'd18,
-                   FxNextq = 7'd19, FxRun1 = 7'd20, FxRun0 = 7'd21, FxMacev = 7'd22,
-                   FxDropev = 7'd23, FxFreq = 7'd24, FxFrel = 7'd25, FxFwa = 7'd26,
-                   FxFwch = 7'd30, FxFgo = 7'd31, FxFgoa = 7'd32, FxLink = 7'd33;
+  // side effects (uasm.c fx_code): 1_0 cfg we hi: M access; 0100 sel: FPU operand part;
+  // 0110 0 add: FPU start; 001 xxxx, 0111 xxx: the rest
+  localparam [6:0] FxSetar = 7'h10, FxSeth = 7'h11, FxMaa = 7'h12, FxMab = 7'h13,
+                   FxMabh = 7'h14, FxFetch = 7'h15, FxIcrd = 7'h16, FxIwr = 7'h17,
+                   FxGnt = 7'h18, FxPop = 7'h19, FxNextq = 7'h1a, FxRun1 = 7'h1b,
+                   FxRun0 = 7'h1c, FxMacev = 7'h1d, FxDropev = 7'h1e, FxLink = 7'h1f,
+                   FxFreq = 7'h38, FxFrel = 7'h39;
 
   // ------------------------------------------------------------------ state
   reg  [9:0]  upc_q, ra_q;
@@ -127,18 +127,20 @@ module pe_micro #(
       default: fld = ird[3:1];
     endcase
   end
-  reg [7:0] ea;
+  // ea = a | the mode's offset (fld: the field alone, a selects it)
+  reg [7:0] eo;
   always @(*) begin
     case (am)
-      3'd0: ea = ua;
-      3'd1: ea = ua | ar_q;
-      3'd2: ea = {5'd0, fld};
-      3'd3: ea = {5'd0, cfg_addr_i[2:0]};
-      3'd4: ea = {3'b001, cfg_addr_i[4:0]};
-      3'd5: ea = ua | 8'({hs, 1'b0});
-      default: ea = ua | 8'(hs);
+      3'd1: eo = ar_q;
+      3'd2: eo = 8'(fld);
+      3'd3: eo = 8'(cfg_addr_i[2:0]);
+      3'd4: eo = 8'(cfg_addr_i[4:0]);
+      3'd5: eo = 8'({hs, 1'b0});
+      3'd6: eo = 8'(hs);
+      default: eo = 8'd0;
     endcase
   end
+  wire [7:0] ea = ((am == 3'd2) ? 8'd0 : ua) | eo;
 
   // config targets the micro-program serves: 0 A, 1 B, 2 B read-and-clear, 3 IMEM, 4 task
   // table, 7 registers
@@ -260,11 +262,11 @@ module pe_micro #(
   end
 
   // ------------------------------------------------------------------ FPU port
-  assign fpu_we_o = (fx >= FxFwa) && (fx <= FxFwch);
-  assign fpu_sel_o = 3'(fx - FxFwa);
+  assign fpu_we_o = (fx[6:3] == 4'b0100);
+  assign fpu_sel_o = fx[2:0];
   assign fpu_d_o = x_q;
-  assign fpu_start_o = (fx == FxFgo) || (fx == FxFgoa);
-  assign fpu_add_o = (fx == FxFgoa);
+  assign fpu_start_o = (fx[6:1] == 6'b011000);
+  assign fpu_add_o = fx[0];
   assign fpu_hsel_o = src2[0];
 
   // ------------------------------------------------------------------ IMEM
@@ -279,10 +281,10 @@ module pe_micro #(
   );
 
   // ------------------------------------------------------------------ M (A and B)
-  wire m_cfg = (fx >= FxMcrd) && (fx <= FxMcwrh);
-  wire m_en = (fx >= FxMrd) && (fx <= FxMcwrh);
-  wire m_we = (fx == FxMwr) || (fx == FxMwrh) || (fx == FxMcwr) || (fx == FxMcwrh);
-  wire m_hi = (fx == FxMrdh) || (fx == FxMwrh) || (fx == FxMcrdh) || (fx == FxMcwrh);
+  wire m_en = fx[6];
+  wire m_cfg = fx[2];
+  wire m_we = fx[1];
+  wire m_hi = fx[0];
   wire [MW-1:0] m_cfga = (cfg_target_i == 4'd0) ? {1'b0, cfg_addr_i[AW-2:0], 1'b0}
                                                  : {1'b1, cfg_addr_i[BW-1:0], 1'b0};
   wire [MW-1:0] m_addr = (m_cfg ? m_cfga : ma_q) | MW'(m_hi);

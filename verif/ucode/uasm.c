@@ -26,10 +26,10 @@
  *   ld: X = Y; add/adc/sub/sbc/cmp set C (carry out; subtraction: C = no borrow); all ALU ops
  *   set Z from their result; cmp/tst only set flags (X - Y, X & Y); st: S[ea] = X;
  *   mul: P = X * S[ea] (unsigned 16 x 16, S format only)
- * am: 0 imm ea = a; 1 ar ea = a | AR; 2 fld ea = field a[2:0] of ird (rd [11:9], rs [8:6],
- *   rt [5:3], beq rs [10:8], beq rt [7:5], send rs [6:4], send rt [3:1]); 3 cfgr ea =
- *   cfg_addr[2:0]; 4 cfgt ea = 32 + cfg_addr[4:0]; 5 hp ea = a | 2*hs; 6 hh ea = a | hs, hs =
- *   the head slot of queue qs (qs * QueueDepth + its read pointer)
+ * am (ea = a | the mode's offset): 0 imm: none; 1 ar: AR; 2 fld: field a[2:0] of ird (rd
+ *   [11:9], rs [8:6], rt [5:3], beq rs [10:8], beq rt [7:5], send rs [6:4], send rt [3:1]),
+ *   a = 0 in the address; 3 cfgr: cfg_addr[2:0]; 4 cfgt: cfg_addr[4:0] (a = 32); 5 hp:
+ *   2*hs; 6 hh: hs, with hs the head slot of queue qs (qs * QueueDepth + its read pointer)
  * src: 0 m (M read data) 1 i (ird) 2 pl (P[15:0]) 3 ph (P[31:16]) 4 cwl 5 cwh (cfg_wdata
  *   halves) 6 fl 7 fh (the shared FPU's result halves)
  * cond: 0 j always 1 jz 2 jnz 3 jc 4 jnc 5 jhv (head of queue qs valid) 6 jnhv 7 jtx (drives
@@ -37,7 +37,8 @@
  *   9 jcfga (one for A or B) 10 jfg (taken while the FPU is not granted) 11 jfd (while it is
  *   not done) 12 dop (t | ird[15:12]) 13 dfn (t | ird[2:0]) 14 dcfg (t | {cfg_we,
  *   cfg_target[2:0]}) 15 ret. Syntax: j/jz/.. LABEL, call LABEL, call.z .. call.cfga LABEL
- * fx (stage 2; they see X before this instruction's own ALU result):
+ * fx (stage 2; they see X before this instruction's own ALU result; names here, codes in
+ * fx_code[]):
  *   1 setar AR = X   2 seth H = X   3 maa MA = A element X   4 mab MA = B word X (low half)
  *   5 mabh MA = packed-bf16 B element X   6 mrd / 7 mrdh read M[MA] / M[MA | 1]
  *   8 mwr / 9 mwrh write X to M[MA] / M[MA | 1]   10 mcrd / 11 mcrdh / 12 mcwr / 13 mcwrh the
@@ -78,6 +79,7 @@ static const char *cond_names[] = { "j", "jz", "jnz", "jc", "jnc", "jhv", "jnhv"
 				    "jcfg", "jcfga", "jfg", "jfd", "dop", "dfn", "dcfg", "ret" };
 enum { C_AL, C_Z, C_NZ, C_C, C_NC, C_HV, C_NHV, C_TXNR, C_CFG, C_CFGA, C_FWG, C_FWD, C_DOP,
        C_DFN, C_DCFG, C_RET };
+/* side effects: codes grouped so the RTL decodes them from a few bits (fx_code[]) */
 static const char *fx_names[] = { "", "setar", "seth", "maa", "mab", "mabh", "mrd", "mrdh",
 				  "mwr", "mwrh", "mcrd", "mcrdh", "mcwr", "mcwrh", "fetch",
 				  "icrd", "iwr", "gnt", "pop", "nextq", "run1", "run0", "macev",
@@ -88,6 +90,12 @@ enum { FX_NONE, FX_SETAR, FX_SETH, FX_MAA, FX_MAB, FX_MABH, FX_MRD, FX_MRDH, FX_
        FX_MCRD, FX_MCRDH, FX_MCWR, FX_MCWRH, FX_FETCH, FX_ICRD, FX_IWR, FX_GNT, FX_POP,
        FX_NEXTQ, FX_RUN1, FX_RUN0, FX_MACEV, FX_DROPEV, FX_FREQ, FX_FREL, FX_FWA, FX_FWAH,
        FX_FWB, FX_FWCL, FX_FWCH, FX_FGO, FX_FGOA, FX_LINK };
+/* the 7-bit field: 1_00 cfg we hi: M access; 0100 sel: FPU operand part; 0110 0 add: FPU
+ * start; 001 xxxx and 0111 xxx: the rest (pe_micro.v decodes exactly these) */
+static const int fx_code[] = { 0, 0x10, 0x11, 0x12, 0x13, 0x14, 0x40, 0x41, 0x42, 0x43, 0x44,
+			       0x45, 0x46, 0x47, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c,
+			       0x1d, 0x1e, 0x38, 0x39, 0x20, 0x21, 0x22, 0x23, 0x24, 0x30, 0x31,
+			       0x1f };
 static const char *fld_names[] = { "rd", "rs", "rt", "brs", "brt", "srs", "srt" };
 
 struct uins {
@@ -206,6 +214,7 @@ static void s_operand(struct uins *u, const char *s)
 		u->am = AM_CFGR;
 	} else if (!strcmp(s, "cfgt")) {
 		u->am = AM_CFGT;
+		u->a = 32;
 	} else if (!strncmp(s, "hp+", 3)) {
 		u->am = AM_HP;
 		u->a = value(s + 3);
@@ -480,7 +489,7 @@ static void assemble(void)
 			}
 			w = (uint16_t)(0x8000 | u->cond << 10 | t);
 		} else {
-			w = (uint16_t)(0xc000 | u->op << 10 | u->src << 7 | u->fx);
+			w = (uint16_t)(0xc000 | u->op << 10 | u->src << 7 | fx_code[u->fx]);
 		}
 		rom[i] = w;
 	}
