@@ -71,17 +71,18 @@ module pe_micro #(
   // ------------------------------------------------------------------ encodings (uasm.c)
   localparam [3:0] OpLd = 4'd0, OpAdd = 4'd1, OpAdc = 4'd2, OpSub = 4'd3, OpSbc = 4'd4,
                    OpAnd = 4'd5, OpOr = 4'd6, OpXor = 4'd7, OpCmp = 4'd8, OpTst = 4'd9,
-                   OpSt = 4'd10, OpMul = 4'd11;  // 12 (X format): no ALU operation
+                   OpSt = 4'd10;  // 12 (X format): no ALU operation
   localparam [3:0] CAl = 4'd0, CZ = 4'd1, CNz = 4'd2, CC = 4'd3, CNc = 4'd4, CHv = 4'd5,
-                   CNhv = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
+                   CClr = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
                    CFwd = 4'd11, CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
   // side effects (uasm.c fx_code): 1_0 cfg we hi: M access; 0100 sel: FPU operand part;
   // 0110 0 add: FPU start; 001 xxxx, 0111 xxx: the rest
   localparam [6:0] FxSetar = 7'h10, FxSeth = 7'h11, FxMaa = 7'h12, FxMab = 7'h13,
                    FxMabh = 7'h14, FxFetch = 7'h15, FxIcrd = 7'h16, FxIwr = 7'h17,
                    FxGnt = 7'h18, FxPop = 7'h19, FxNextq = 7'h1a, FxRun1 = 7'h1b,
-                   FxRun0 = 7'h1c, FxMacev = 7'h1d, FxDropev = 7'h1e, FxLink = 7'h1f,
-                   FxFreq = 7'h38, FxFrel = 7'h39;
+                   FxRun0 = 7'h1c, FxMacev = 7'h1d, FxLink = 7'h1f,
+                   FxFreq = 7'h38, FxFrel = 7'h39, FxBclr = 7'h3a, FxCclr = 7'h3b,
+                   FxMapw = 7'h3c;
 
   // ------------------------------------------------------------------ state
   reg  [9:0]  upc_q, ra_q;
@@ -94,7 +95,8 @@ module pe_micro #(
   reg         z_q, c_q;
   reg  [7:0]  ar_q;
   reg  [MW-1:0] ma_q;
-  reg  [31:0] p_q;
+  reg  [15:0] busy_q;        // task-busy cycles not yet added to counter 1
+  reg         clr_q;         // CLEAR seen, counters not yet zeroed
   reg         run_q;
 
   wire [15:0] ird;            // IMEM read data: the PE instruction
@@ -137,14 +139,13 @@ module pe_micro #(
       3'd4: eo = 8'(cfg_addr_i[4:0]);
       3'd5: eo = 8'({hs, 1'b0});
       3'd6: eo = 8'(hs);
+      3'd7: eo = 8'({cfg_addr_i[2:0], 1'b0});
       default: eo = 8'd0;
     endcase
   end
   wire [7:0] ea = ((am == 3'd2) ? 8'd0 : ua) | eo;
 
-  // config targets the micro-program serves: 0 A, 1 B, 2 B read-and-clear, 3 IMEM, 4 task
-  // table, 7 registers
-  wire c_ucode = (cfg_target_i <= 4'd4) || (cfg_target_i == 4'd7);
+  // the micro-program serves every config target; A and B (0, 1, 2) also between elements
   wire c_ab = (cfg_target_i <= 4'd2);
 
   wire [3:0] cond = uir[13:10];
@@ -157,9 +158,9 @@ module pe_micro #(
       CC: taken = c_q;
       CNc: taken = !c_q;
       CHv: taken = hv;
-      CNhv: taken = !hv;
+      CClr: taken = clr_q;
       CTxnr: taken = !tx_ready_i;
-      CCfg: taken = cfg_req_i && c_ucode;
+      CCfg: taken = cfg_req_i;
       CCfga: taken = cfg_req_i && c_ab;
       CFwg: taken = !fpu_gnt_i;
       CFwd: taken = !fpu_done_i;
@@ -173,7 +174,7 @@ module pe_micro #(
       case (cond)
         CDop: upc_d = {uir[9:4], ird[15:12]};
         CDfn: upc_d = {uir[9:3], ird[2:0]};
-        CDcfg: upc_d = {uir[9:4], cfg_we_i, cfg_target_i[2:0]};
+        CDcfg: upc_d = {uir[9:5], cfg_we_i, cfg_target_i};
         CRet: upc_d = ra_q;
         default: upc_d = uir[9:0];
       endcase
@@ -213,8 +214,8 @@ module pe_micro #(
       case (src2)
         3'd0: y = mrd;
         3'd1: y = ird;
-        3'd2: y = p_q[15:0];
-        3'd3: y = p_q[31:16];
+        3'd2: y = busy_q;
+        3'd3: y = 16'(map_q[cfg_addr_i[3:0]]);
         3'd4: y = cfg_wdata_i[15:0];
         3'd5: y = cfg_wdata_i[31:16];
         default: y = fpu_y_i;
@@ -242,7 +243,6 @@ module pe_micro #(
       z_q <= (res == 16'd0);
       if (arith) c_q <= sum[16];
     end
-    if (s2 && op2 == OpMul) p_q <= x_q * srd;
     if (fx == FxSetar) ar_q <= x_q[7:0];
     if (fx == FxSeth) h_q <= x_q;
     if (fx == FxMaa) ma_q <= {1'b0, x_q[AW-1:0]};
@@ -253,7 +253,13 @@ module pe_micro #(
     if (!rst_ni) begin
       run_q <= 1'b0;
       fpu_req_o <= 1'b0;
+      busy_q <= 16'd0;
+      clr_q <= 1'b0;
     end else begin
+      if (fx == FxBclr) busy_q <= 16'(run_q);
+      else if (run_q) busy_q <= busy_q + 16'd1;
+      if (ctr_clear_i) clr_q <= 1'b1;
+      else if (fx == FxCclr) clr_q <= 1'b0;
       if (fx == FxRun1) run_q <= 1'b1;
       if (fx == FxRun0) run_q <= 1'b0;
       if (fx == FxFreq) fpu_req_o <= 1'b1;
@@ -331,16 +337,9 @@ module pe_micro #(
   wire          pop = (fx == FxPop);
   wire          stg_v_d = push || (stg_v_q && !drained);
 
-  // hardware config targets: 6 queue map, 8 counters, 5 and 9-15 (nothing)
-  wire c_hw = !c_ucode;
-  wire c_n = (cfg_target_i == 4'd8) && (cfg_addr_i < 16'd5);
-  reg  [3:0] cpos_q;          // the counter halfword at the counters' adder
-  wire [2:0] cid = cpos_q[3:1];
-  wire       chi = cpos_q[0];
-  wire hw_gnt = cfg_req_i && c_hw && (!c_n || (cfg_addr_i[2:0] == cid && !chi));
   wire u_gnt = (fx == FxGnt) && cfg_req_i;
-  assign cfg_gnt_o = hw_gnt || u_gnt;
-  wire map_we = hw_gnt && cfg_we_i && cfg_target_i == 4'd6;
+  assign cfg_gnt_o = u_gnt;
+  wire map_we = (fx == FxMapw);
 
   wire [CntW-1:0] qc_d [0:NumQueues-1];
   wire [NumQueues-1:0] qfull_d;
@@ -399,90 +398,16 @@ module pe_micro #(
   assign tx_valid_o = !boot_q && j_fmt && (cond == CTxnr);
   assign tx_data_o = {(uop == 4'h8) && ird[7], ird[11:8], h_q, x_q};
 
-  // ------------------------------------------------------------------ counters (as pe_lite)
-  // Five 32-bit counters as ten halfwords in a RAM rotating past one 16-bit adder; see
-  // pe_lite for the scheme. Events: MACs issued, task-busy cycles, drops, received, sent.
-  wire mac = (fx == FxMacev);
-  wire drop = (fx == FxDropev);
-  wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, run_q, mac};
-  reg  [3:0]  cwa_q;
-  reg         cwe_q;
-  reg  [15:0] cs_q;
-  reg         cc_q;
-  reg  [3:0]  czn_q;
-  reg         cz1_q;
-  reg  [3:0]  pend_q [0:4];
-  wire [15:0] crd;
-  wire [3:0]  cnext = (cpos_q == 4'd9) ? 4'd0 : cpos_q + 4'd1;
-  wire [4:0]  cvis;
-  genvar gc;
-  generate
-    for (gc = 0; gc < 5; gc = gc + 1) begin : g_cvis
-      assign cvis[gc] = (cpos_q == 4'(2 * gc));
-    end
-  endgenerate
-  wire        cnt_clr1 = hw_gnt && c_n && cfg_we_i;
-  wire [3:0]  cadd = ({4{cvis[0]}} & pend_q[0]) | ({4{cvis[1]}} & pend_q[1])
-                   | ({4{cvis[2]}} & pend_q[2]) | ({4{cvis[3]}} & pend_q[3])
-                   | ({4{cvis[4]}} & pend_q[4]) | {3'd0, chi && cc_q};
-  wire [16:0] csum = {1'b0, (czn_q != 4'd0 || cz1_q) ? 16'd0 : crd} + {13'd0, cadd};
-  sram_1r1w #(.Depth(10), .Width(16), .OldOnCollide(1'b0)) u_cnt (
-    .clk_i  (clk_i),
-    .we_i   (cwe_q),
-    .waddr_i(cwa_q),
-    .wdata_i(cs_q),
-    .re_i   (1'b1),
-    .raddr_i(cnext),
-    .rdata_o(crd)
-  );
-  integer ci;
-  always @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      cpos_q <= 4'd0;
-      cwe_q <= 1'b0;
-      czn_q <= 4'd10;
-      cz1_q <= 1'b0;
-      cc_q <= 1'b0;
-      for (ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
-    end else begin
-      cpos_q <= cnext;
-      cwe_q <= 1'b1;
-      czn_q <= ctr_clear_i ? 4'd10 : (czn_q != 4'd0) ? czn_q - 4'd1 : 4'd0;
-      cz1_q <= cnt_clr1;
-      cc_q <= csum[16] && !cnt_clr1 && !ctr_clear_i;
-      for (ci = 0; ci < 5; ci = ci + 1) begin
-        if (ctr_clear_i || (cvis[ci] && (cnt_clr1 || !cnt_inc[ci]))) pend_q[ci] <= 4'd0;
-        else if (cvis[ci]) pend_q[ci] <= 4'd1;
-        else if (cnt_inc[ci]) pend_q[ci] <= pend_q[ci] + 4'd1;
-      end
-    end
-  end
-  always @(posedge clk_i) begin
-    cwa_q <= cpos_q;
-    cs_q <= cnt_clr1 ? 16'd0 : csum[15:0];
-  end
-
   // ------------------------------------------------------------------ config responses
-  // hardware reads: 1 queue map, 2 counter, 0 nothing; the micro-program's: {H, X}
-  reg        rvalid_q, hwr_q;
-  reg [1:0]  rsrc_q;
-  reg [QW-1:0] mapr_q;
+  // the counters live in S (the micro-program counts MACs, drops, sends, wavelets taken from
+  // the queues, and adds busy_q); every read answers {H, X} one cycle after its grant
+  reg rvalid_q;
   always @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      rvalid_q <= 1'b0;
-      hwr_q <= 1'b0;
-      rsrc_q <= 2'd0;
-    end else begin
-      rvalid_q <= cfg_gnt_o && !cfg_we_i;
-      hwr_q <= hw_gnt;
-      rsrc_q <= (cfg_target_i == 4'd6) ? 2'd1 : c_n ? 2'd2 : 2'd0;
-    end
+    if (!rst_ni) rvalid_q <= 1'b0;
+    else rvalid_q <= u_gnt && !cfg_we_i;
   end
-  always @(posedge clk_i) mapr_q <= map_q[cfg_addr_i[3:0]];
   assign cfg_rvalid_o = rvalid_q;
-  assign cfg_rdata_o = !hwr_q ? {h_q, x_q}
-                     : (rsrc_q == 2'd1) ? 32'(mapr_q)
-                     : (rsrc_q == 2'd2) ? {csum[15:0], cs_q} : 32'd0;
+  assign cfg_rdata_o = {h_q, x_q};
 
   reg qall0;
   always @(*) begin
@@ -490,7 +415,7 @@ module pe_micro #(
     for (q = 0; q < NumQueues; q = q + 1) if (qc_q[q] != '0) qall0 = 1'b0;
   end
   assign idle_o = !run_q && !stg_v_q && qall0;
-  assign mac_busy_o = mac;
+  assign mac_busy_o = (fx == FxMacev);
 
 `ifdef PE_MICRO_TRACE
   always @(posedge clk_i) begin
@@ -500,7 +425,7 @@ module pe_micro #(
     if (st2 && ea2_q < 8) $display("%0t r%0d <= %04h", $time, ea2_q, x_q);
   end
 `endif
-  wire unused = ^{uir2_q[14:0], s_fmt};
+  wire unused = ^{uir2_q[14:0], s_fmt, cfg_addr_i[15:13]};
 endmodule
 
 `default_nettype wire

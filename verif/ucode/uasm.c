@@ -15,28 +15,29 @@
  * what k writes (hazard() below). A J-format instruction does nothing in stage 2.
  *
  * State: X (accumulator), flags Z and C, H (high half of the tx payload and of config read
- * data), AR (8-bit S address register), MA (M halfword address), P (32-bit product), the PE's
- * current instruction ird (IMEM output register), RA (return address, one level), upc.
+ * data), AR (8-bit S address register), MA (M halfword address), the PE's current instruction
+ * ird (IMEM output register), RA (return address, one level), upc; busy (cycles a task ran,
+ * not yet counted), clr (CLEAR seen).
  *
  * Formats (16 bits):
  *   S  0 op[14:11] am[10:8] a[7:0]     ALU op with Y = S[ea] (ea read in stage 1)
  *   J  10 cond[13:10] t[9:0]           if cond: upc = t
  *   X  11 op[13:10] src[9:7] fx[6:0]   ALU op (12: none) with Y = src, and side effect fx
- * ops: 0 ld 1 add 2 adc 3 sub 4 sbc 5 and 6 or 7 xor 8 cmp 9 tst 10 st 11 mul
+ * ops: 0 ld 1 add 2 adc 3 sub 4 sbc 5 and 6 or 7 xor 8 cmp 9 tst 10 st
  *   ld: X = Y; add/adc/sub/sbc/cmp set C (carry out; subtraction: C = no borrow); all ALU ops
- *   set Z from their result; cmp/tst only set flags (X - Y, X & Y); st: S[ea] = X;
- *   mul: P = X * S[ea] (unsigned 16 x 16, S format only)
+ *   set Z from their result; cmp/tst only set flags (X - Y, X & Y); st: S[ea] = X
  * am (ea = a | the mode's offset): 0 imm: none; 1 ar: AR; 2 fld: field a[2:0] of ird (rd
  *   [11:9], rs [8:6], rt [5:3], beq rs [10:8], beq rt [7:5], send rs [6:4], send rt [3:1]),
  *   a = 0 in the address; 3 cfgr: cfg_addr[2:0]; 4 cfgt: cfg_addr[4:0] (a = 32); 5 hp:
- *   2*hs; 6 hh: hs, with hs the head slot of queue qs (qs * QueueDepth + its read pointer)
- * src: 0 m (M read data) 1 i (ird) 2 pl (P[15:0]) 3 ph (P[31:16]) 4 cwl 5 cwh (cfg_wdata
- *   halves) 6 fl 7 fh (the shared FPU's result halves)
- * cond: 0 j always 1 jz 2 jnz 3 jc 4 jnc 5 jhv (head of queue qs valid) 6 jnhv 7 jtx (drives
+ *   2*hs; 6 hh: hs, with hs the head slot of queue qs (qs * QueueDepth + its read pointer);
+ *   7 cfgc: 2 * cfg_addr[2:0] (the counters)
+ * src: 0 m (M read data) 1 i (ird) 2 busy 3 map (the queue of color cfg_addr[3:0]) 4 cwl
+ *   5 cwh (cfg_wdata halves) 6 fl 7 fh (the shared FPU's result halves)
+ * cond: 0 j always 1 jz 2 jnz 3 jc 4 jnc 5 jhv (head of queue qs valid) 6 jclr 7 jtx (drives
  *   tx_valid; taken while !tx_ready) 8 jcfg (a config request the micro-program serves)
  *   9 jcfga (one for A or B) 10 jfg (taken while the FPU is not granted) 11 jfd (while it is
  *   not done) 12 dop (t | ird[15:12]) 13 dfn (t | ird[2:0]) 14 dcfg (t | {cfg_we,
- *   cfg_target[2:0]}) 15 ret. Syntax: j/jz/.. LABEL, call LABEL, call.z .. call.cfga LABEL
+ *   cfg_target}) 15 ret. Syntax: j/jz/.. LABEL, call LABEL, call.z .. call.cfga LABEL
  * fx (stage 2; they see X before this instruction's own ALU result; names here, codes in
  * fx_code[]):
  *   1 setar AR = X   2 seth H = X   3 maa MA = A element X   4 mab MA = B word X (low half)
@@ -48,8 +49,9 @@
  *   (counter events)   24 freq / 25 frel (acquire, release the FPU)   26 fwa 27 fwah 28 fwb
  *   29 fwcl 30 fwch (write X to an FPU operand part)   31 fgo (start c + a * b)   32 fgoa
  *   (start a + c)   33 link (RA = this instruction's address + 2, in stage 1: `call` is
- *   link + a jump)
- * Data read in stage 2 of k (m after mrd, i after fetch, pl/ph after mul) is the source of
+ *   link + a jump)   34 bclr (busy = 0)   35 cclr (clr = 0)   36 mapw (queue map[cfg_addr]
+ *   = cfg_wdata)
+ * Data read in stage 2 of k (m after mrd, i after fetch) is the source of
  * k + 1's stage 2. S: a word written by st is readable by the instruction two later.
  */
 #include <ctype.h>
@@ -68,34 +70,34 @@
 #define MAXSYM 1024
 #define MAXSRC 4096
 
-enum { OP_LD, OP_ADD, OP_ADC, OP_SUB, OP_SBC, OP_AND, OP_OR, OP_XOR, OP_CMP, OP_TST, OP_ST,
-       OP_MUL };
+enum { OP_LD, OP_ADD, OP_ADC, OP_SUB, OP_SBC, OP_AND, OP_OR, OP_XOR, OP_CMP, OP_TST, OP_ST };
+#define NOPS 11
 static const char *op_names[] = { "ld", "add", "adc", "sub", "sbc", "and", "or", "xor", "cmp",
-				  "tst", "st", "mul" };
-enum { AM_IMM, AM_AR, AM_FLD, AM_CFGR, AM_CFGT, AM_HP, AM_HH };
+				  "tst", "st" };
+enum { AM_IMM, AM_AR, AM_FLD, AM_CFGR, AM_CFGT, AM_HP, AM_HH, AM_CFGC };
 #define OP_NONE 12
-static const char *src_names[] = { "m", "i", "pl", "ph", "cwl", "cwh", "fl", "fh" };
-static const char *cond_names[] = { "j", "jz", "jnz", "jc", "jnc", "jhv", "jnhv", "jtx",
+static const char *src_names[] = { "m", "i", "busy", "map", "cwl", "cwh", "fl", "fh" };
+static const char *cond_names[] = { "j", "jz", "jnz", "jc", "jnc", "jhv", "jclr", "jtx",
 				    "jcfg", "jcfga", "jfg", "jfd", "dop", "dfn", "dcfg", "ret" };
-enum { C_AL, C_Z, C_NZ, C_C, C_NC, C_HV, C_NHV, C_TXNR, C_CFG, C_CFGA, C_FWG, C_FWD, C_DOP,
+enum { C_AL, C_Z, C_NZ, C_C, C_NC, C_HV, C_CLR, C_TXNR, C_CFG, C_CFGA, C_FWG, C_FWD, C_DOP,
        C_DFN, C_DCFG, C_RET };
 /* side effects: codes grouped so the RTL decodes them from a few bits (fx_code[]) */
 static const char *fx_names[] = { "", "setar", "seth", "maa", "mab", "mabh", "mrd", "mrdh",
 				  "mwr", "mwrh", "mcrd", "mcrdh", "mcwr", "mcwrh", "fetch",
 				  "icrd", "iwr", "gnt", "pop", "nextq", "run1", "run0", "macev",
 				  "dropev", "freq", "frel", "fwa", "fwah", "fwb", "fwcl", "fwch",
-				  "fgo", "fgoa", "link" };
+				  "fgo", "fgoa", "link", "bclr", "cclr", "mapw" };
 #define NFX ((int)(sizeof fx_names / sizeof fx_names[0]))
 enum { FX_NONE, FX_SETAR, FX_SETH, FX_MAA, FX_MAB, FX_MABH, FX_MRD, FX_MRDH, FX_MWR, FX_MWRH,
        FX_MCRD, FX_MCRDH, FX_MCWR, FX_MCWRH, FX_FETCH, FX_ICRD, FX_IWR, FX_GNT, FX_POP,
        FX_NEXTQ, FX_RUN1, FX_RUN0, FX_MACEV, FX_DROPEV, FX_FREQ, FX_FREL, FX_FWA, FX_FWAH,
-       FX_FWB, FX_FWCL, FX_FWCH, FX_FGO, FX_FGOA, FX_LINK };
+       FX_FWB, FX_FWCL, FX_FWCH, FX_FGO, FX_FGOA, FX_LINK, FX_BCLR, FX_CCLR, FX_MAPW };
 /* the 7-bit field: 1_00 cfg we hi: M access; 0100 sel: FPU operand part; 0110 0 add: FPU
  * start; 001 xxxx and 0111 xxx: the rest (pe_micro.v decodes exactly these) */
 static const int fx_code[] = { 0, 0x10, 0x11, 0x12, 0x13, 0x14, 0x40, 0x41, 0x42, 0x43, 0x44,
 			       0x45, 0x46, 0x47, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c,
 			       0x1d, 0x1e, 0x38, 0x39, 0x20, 0x21, 0x22, 0x23, 0x24, 0x30, 0x31,
-			       0x1f };
+			       0x1f, 0x3a, 0x3b, 0x3c };
 static const char *fld_names[] = { "rd", "rs", "rt", "brs", "brt", "srs", "srt" };
 
 struct uins {
@@ -218,6 +220,9 @@ static void s_operand(struct uins *u, const char *s)
 	} else if (!strncmp(s, "hp+", 3)) {
 		u->am = AM_HP;
 		u->a = value(s + 3);
+	} else if (!strncmp(s, "cfgc+", 5)) {
+		u->am = AM_CFGC;
+		u->a = value(s + 5);
 	} else if (!strncmp(s, "hh+", 3)) {
 		u->am = AM_HH;
 		u->a = value(s + 3);
@@ -350,7 +355,7 @@ static void parse_line(char *ln)
 	if (dot) {
 		*dot = 0;
 		u.fmt = 2;
-		u.op = lookup(mn, op_names, 12);
+		u.op = lookup(mn, op_names, NOPS);
 		u.src = lookup(dot + 1, src_names, 8);
 		if (u.op < 0 || u.op >= OP_ST || u.src < 0) die("bad X-format op '%s'", m);
 		if (na > 1) die("%s [FX]", m);
@@ -362,7 +367,7 @@ static void parse_line(char *ln)
 		return;
 	}
 	u.fmt = 0;
-	u.op = lookup(mn, op_names, 12);
+	u.op = lookup(mn, op_names, NOPS);
 	if (u.op < 0) die("unknown mnemonic '%s'", m);
 	if (na != 1) die("%s OPERAND", m);
 	s_operand(&u, arg[0]);
@@ -378,7 +383,7 @@ static unsigned s2_writes(const struct uins *u)
 	unsigned w = 0;
 	if (u->fmt == 0) {
 		if (u->op == OP_ST) w |= R_S;
-		else if (u->op != OP_MUL) w |= R_FL | ((u->op == OP_CMP || u->op == OP_TST) ? 0 : R_X);
+		else w |= R_FL | ((u->op == OP_CMP || u->op == OP_TST) ? 0 : R_X);
 	} else if (u->fmt == 2) {
 		if (u->op != OP_NONE) w |= R_FL | ((u->op == OP_CMP || u->op == OP_TST) ? 0 : R_X);
 		if (u->fx == FX_SETAR) w |= R_AR;
@@ -399,7 +404,7 @@ static unsigned s1_reads(const struct uins *u)
 		r |= R_S;
 	} else if (u->fmt == 1) {
 		if (u->cond >= C_Z && u->cond <= C_NC) r |= R_FL;
-		if (u->cond == C_HV || u->cond == C_NHV) r |= R_HS;
+		if (u->cond == C_HV) r |= R_HS;
 		if (u->cond == C_TXNR) r |= R_X | R_H;
 		if (u->cond == C_DOP || u->cond == C_DFN) r |= R_IRD;
 	}
@@ -415,6 +420,7 @@ static void s_range(const struct uins *u, int *lo, int *hi)
 	case AM_FLD: case AM_CFGR: *lo = 0; *hi = 7; break;
 	case AM_CFGT: *lo = 32; *hi = 63; break;
 	case AM_HP: *lo = u->a; *hi = u->a | 63; break;  /* 2 * slot < 64 */
+	case AM_CFGC: *lo = u->a; *hi = u->a | 15; break;
 	default: *lo = u->a; *hi = u->a | 31; break;     /* hh: slot < 32 */
 	}
 }
@@ -484,7 +490,7 @@ static void assemble(void)
 				struct sym *y = find(u->target);
 				if (!y || y->kind != 1) die("unknown label '%s'", u->target);
 				t = y->val;
-				int al = u->cond == C_DFN ? 8 : (u->cond == C_DOP || u->cond == C_DCFG) ? 16 : 1;
+				int al = u->cond == C_DFN ? 8 : u->cond == C_DOP ? 16 : u->cond == C_DCFG ? 32 : 1;
 				if (t % al) die("dispatch table '%s' not aligned to %d", u->target, al);
 			}
 			w = (uint16_t)(0x8000 | u->cond << 10 | t);
