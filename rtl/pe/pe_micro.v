@@ -329,9 +329,16 @@ module pe_micro #(
     .srdata_o(srd)
   );
 
-  reg  [15:0] cr_q;
-  assign color_ready_o = cr_q;
-  assign rx_ready_o = cr_q[rx_data_i[35:32]];
+  // per queue: the stage is empty and the queue not full (registered); per color through the
+  // map (a 4:1 select of flip-flops)
+  reg  [NumQueues-1:0] qr_q;
+  genvar gcr;
+  generate
+    for (gcr = 0; gcr < 16; gcr = gcr + 1) begin : g_cr
+      assign color_ready_o[gcr] = qr_q[map_q[gcr]];
+    end
+  endgenerate
+  assign rx_ready_o = color_ready_o[rx_data_i[35:32]];
   wire          push = rx_valid_i && rx_ready_o;
   wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
   wire          pop = (fx == FxPop);
@@ -351,10 +358,10 @@ module pe_micro #(
       assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
     end
   endgenerate
-  reg  [15:0] cr_d;
+  reg  [NumQueues-1:0] qr_d;
   integer q;
   always @(*) begin
-    for (q = 0; q < 16; q = q + 1) cr_d[q] = !stg_v_d && !map_we && !qfull_d[map_q[q]];
+    for (q = 0; q < NumQueues; q = q + 1) qr_d[q] = !stg_v_d && !map_we && !qfull_d[q];
   end
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -368,7 +375,7 @@ module pe_micro #(
       qs_q <= '0;
       stg_v_q <= 1'b0;
       stg_k_q <= 2'd0;
-      cr_q <= '1;
+      qr_q <= '1;
     end else begin
       for (q = 0; q < NumQueues; q = q + 1) begin
         if (drained && stg_qn_q == QW'(q)) wrp_q[q] <= wrp_q[q] + 1'b1;
@@ -380,7 +387,7 @@ module pe_micro #(
       stg_v_q <= stg_v_d;
       if (push) stg_k_q <= 2'd0;
       else if (drain) stg_k_q <= stg_k_q + 2'd1;
-      cr_q <= cr_d;
+      qr_q <= qr_d;
     end
   end
   always @(posedge clk_i) begin
