@@ -38,8 +38,10 @@ FPGA_QUEUES ?= 4
 FPGA_QDEPTH ?= 2
 FPGA_TRIM ?= 1
 FPGA_LEAN ?= 1
+# 1: pe_micro PEs (micro-coded, one shared FPU; AWords must be 2 * BWords)
+FPGA_MICRO ?= 0
 FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM) \
-	-GLean=$(FPGA_LEAN)
+	-GLean=$(FPGA_LEAN) -GMicro=$(FPGA_MICRO)
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 FPGA_PORT ?= mesh
 else
@@ -145,7 +147,7 @@ $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AW
 $(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,$(FPGA_BWORDS),$(FPGA_GPARAMS)))
 # the 2x2 with pe_micro PEs (micro-coded, one shared FPU) and A + B in one 16K x 16 memory
 # per PE (AWords 8192, BWords 4096: one UP5K SPRAM each): the candidate 2x2 board
-$(eval $(call board_mesh_bench,tb_board_micro_2x2,2,2,8192,4096,$(FPGA_GPARAMS) -GMicro=1))
+$(eval $(call board_mesh_bench,tb_board_micro_2x2,2,2,8192,4096,$(subst -GMicro=$(FPGA_MICRO),-GMicro=1,$(FPGA_GPARAMS))))
 # rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
 $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_micro_2x2: \
 	$(FPGA)/config.txt
@@ -212,7 +214,7 @@ FPGA_SEED ?= 1
 FPGA_SYNTH := synth_ice40 -dsp -spram
 FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) -set AWords $(FPGA_AWORDS) \
 	-set BWords $(FPGA_BWORDS) -set NumQueues $(FPGA_QUEUES) -set QueueDepth $(FPGA_QDEPTH) \
-	-set TrimEdges $(FPGA_TRIM) -set Lean $(FPGA_LEAN) board_top;
+	-set TrimEdges $(FPGA_TRIM) -set Lean $(FPGA_LEAN) -set Micro $(FPGA_MICRO) board_top;
 
 .PHONY: bitstream-impl synth-estimate-impl
 bitstream-impl: $(FPGA)/icebreaker.bin
@@ -222,7 +224,7 @@ bitstream-impl: $(FPGA)/icebreaker.bin
 # and new mesh settings rerun yosys.
 $(FPGA)/config.txt: FORCE
 	@mkdir -p $(@D)
-	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) lean=$(FPGA_LEAN) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) lean=$(FPGA_LEAN) micro=$(FPGA_MICRO) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(FPGA)/pnr-config.txt: FORCE
 	@mkdir -p $(@D)
