@@ -10,7 +10,8 @@
 `default_nettype none
 
 module pe_fpu_share #(
-  parameter int unsigned N = 4
+  parameter int unsigned N = 4,
+  parameter bit Tiny = 1'b1  // pe_tiny_fmac (~290 LUT4, ~48 cycles an fmac); 0: pe_lite_fmac (~490, ~12)
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
@@ -86,18 +87,33 @@ module pe_fpu_share #(
     end
   end
 
-  pe_tiny_fmac u_fmac (
-    .clk_i  (clk_i),
-    .rst_ni (rst_ni),
-    .start_i(o_start),
-    .add_i  (add_i[own_q]),
-    .a_i    (a_q),
-    .b_i    (b_q),
-    .c_i    (c_q),
-    .ready_o(f_ready),
-    .done_o (f_done),
-    .y_o    (f_y)
-  );
+  if (Tiny) begin : g_tiny
+    pe_tiny_fmac u_fmac (
+      .clk_i  (clk_i),
+      .rst_ni (rst_ni),
+      .start_i(o_start),
+      .add_i  (add_i[own_q]),
+      .a_i    (a_q),
+      .b_i    (b_q),
+      .c_i    (c_q),
+      .ready_o(f_ready),
+      .done_o (f_done),
+      .y_o    (f_y)
+    );
+  end else begin : g_lite
+    pe_lite_fmac u_fmac (
+      .clk_i  (clk_i),
+      .rst_ni (rst_ni),
+      .start_i(o_start),
+      .add_i  (add_i[own_q]),
+      .a_i    (a_q),
+      .b_i    (b_q),
+      .c_i    (c_q),
+      .ready_o(f_ready),
+      .done_o (f_done),
+      .y_o    (f_y)
+    );
+  end
   wire unused = f_ready;
 
   genvar g;
