@@ -298,3 +298,12 @@ board-bench: $(BOARD_OUT)/tb_board_lean
 	$(BOARD_OUT)/tb_board_lean --gpt-step --json=$(BUILD)/bench/board_step.json | grep -E "gpt step|RESULT"
 	@cat $(BUILD)/bench/board_step.json
 BENCH_TARGETS += board-bench
+# the same step on the 2x2 pe_micro board (four micro-coded PEs sharing one FPU; not yet
+# placeable on the UP5K, see architecture.md section 6): about 10 minutes of CPU
+.PHONY: board-bench-micro
+board-bench-micro: $(BOARD_OUT)/tb_board_micro_2x2
+	@mkdir -p $(BUILD)/bench
+	$(BOARD_OUT)/tb_board_micro_2x2 --gpt-step --json=$(BUILD)/bench/board_step_micro_2x2.json \
+		| grep -E "gpt step|RESULT"
+	@cat $(BUILD)/bench/board_step_micro_2x2.json
+BENCH_TARGETS += board-bench-micro
