@@ -135,9 +135,16 @@ module mesh_router_lean #(
     .advance_i(1'b1),  // move on every cycle: a waiting head does not hold the bus
     .gnt_o    (gnt)
   );
-  mesh_xbar #(.NIn(NP), .NOut(1), .Width(W)) u_bus (
+  // the bus multiplexer selects by the grant's index (mesh_bus: cheaper than mesh_xbar's
+  // one-hot AND-OR for 4 inputs)
+  logic [2:0] gidx;
+  always_comb begin
+    gidx = '0;
+    for (int unsigned j = 0; j < NP; j++) if (gnt[j]) gidx = gidx | 3'(j);
+  end
+  mesh_bus #(.NIn(NP), .Width(W)) u_bus (
     .data_i(hd),
-    .sel_i (gnt),
+    .sel_i (gidx),
     .data_o(bus)
   );
 

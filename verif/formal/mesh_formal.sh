@@ -25,6 +25,7 @@
 #             invariant: a pointer out of range would put a stale word on the bus.
 #             FORMAL_LEAN_ALL=1 adds the other 14 Ports (mesh edges; ~1 minute).
 #   route_miter_*: mesh_route's LUT4-shaped muxes equal the array read (SAT miter, <1 s).
+#   bus_check_*: mesh_bus (the lean router's bus) equals the array read (SAT, <1 s).
 #   router_lean_broken: the lean router's deliberately false property must FAIL.
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
 # proof passes and every broken property fails; a timeout or an inconclusive induction is a
@@ -138,7 +139,7 @@ abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
 # The board's lean router (mesh_router_lean_formal.vh): all links and the 1x1 board's (only
 # W; N, E, S are the sink). Its own properties plus the arbiter's (whose pointer range the
 # induction needs), by bmc3 from power-up and 2-induction.
-LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_xbar.v"
+LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_bus.v"
 LK="*mesh_router_lean_formal.vh* *mesh_arbiter.v*"
 gen_aig router_lean mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "" "$LK" $LF || fail=1
 abc_run router_lean.bmc pass router_lean "bmc3 -F $RB"
@@ -168,6 +169,16 @@ for U in 11111 11001; do
 		miter -equiv -flatten -make_assert mesh_route_ref mesh_route miter; \
 		sat -verify -prove-asserts miter" >/dev/null 2>&1; then got=pass; else got=fail; fi
 	verdict route_miter_$U pass $got $t0
+done
+# mesh_bus (the lean router's bus, 4:1 muxes in the form of two LUT4) equals the plain array
+# read (verif/formal/mesh_bus_check.v) for every input and select: SAT, 3 to 5 inputs
+for N in 3 4 5; do
+	t0=$SECONDS
+	if yosys -q -l "$out/bus_check_$N.log" -p "read_verilog -sv -formal $R/mesh_bus.v \
+		verif/formal/mesh_bus_check.v; chparam -set NIn $N mesh_bus_check; \
+		prep -top mesh_bus_check; flatten; sat -verify -prove-asserts" >/dev/null 2>&1
+	then got=pass; else got=fail; fi
+	verdict bus_check_$N pass $got $t0
 done
 bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_lean_formal.vh | head -1 | cut -d: -f1)
 gen_aig router_lean_broken mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "-DFORMAL_BROKEN" \
