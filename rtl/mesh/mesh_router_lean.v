@@ -26,9 +26,9 @@
 //   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
 //   such copy in the absent port's counter). The route table stores each route so folded
 //   (absent outputs as the sink's bit), and a route read returns it so.
-// - Counters are narrower, read as zero-extended words: err_unrouted 16 bits, the per-port
-//   counts 8 bits (wrapping; a debugging aid, 4 x 8 LUT4 fewer per tile); absent ports'
-//   counters read 0.
+// - One counter: err_unrouted, 16 bits, read zero-extended. The wavelets-out-per-port
+//   counters of mesh_router (counters 0-4) are not kept and read 0: a debugging aid that the
+//   driver never reads, and 8-bit counters of them cost 41 LUT4 and 24 FF per 3-port tile.
 // - Config reads are registered: rt_re_i asks for a route table entry (rt_route_i) or a
 //   counter (rt_addr_i is the color or the counter number); the word is on rt_rdata_o the
 //   next cycle (0 in a cycle after no read). A route entry is read through the bus's route
@@ -60,7 +60,7 @@ module mesh_router_lean #(
   input  wire                 rt_we_i,              // route table write
   input  wire                 rt_re_i,              // read: route entry or counter, data next cycle
   input  wire                 rt_route_i,           // a route table read (else counters)
-  input  wire  [3:0]          rt_addr_i,            // color; counter 0-4 out per port, 5 unrouted
+  input  wire  [3:0]          rt_addr_i,            // color; counter 5 err_unrouted (others read 0)
   input  wire  [4:0]          rt_wdata_i,           // mask {local, W, S, E, N}
   output wire  [79:0]         rt_o,                 // the table (the host port checks colors)
   output logic [15:0]         rt_rdata_o,           // last cycle's read (0 after no read)
@@ -70,7 +70,6 @@ module mesh_router_lean #(
   localparam int unsigned W = PayloadW + 5;
   localparam int unsigned L = 4;  // local port index
   localparam int unsigned CtrW = 16;     // err_unrouted (what a host checks for errors)
-  localparam int unsigned PortCtrW = 8;  // wavelets out per port: a debugging aid (area)
   localparam bit [4:0] Present = {1'b1, Ports};
 
   // ports that exist: how many, the j-th of them
@@ -155,7 +154,7 @@ module mesh_router_lean #(
   localparam bit [4:0] RouteUsed = HasSink ? (Present | (5'b1 << Sink)) : 5'b11111;
   logic [79:0] rt_q, rt_d;
   logic [4:0]  bmask, wmask;
-  logic        rd_q, rd_route_q;
+  logic        rd_err_q, rd_route_q;
   logic [3:0]  rd_addr_q;
   mesh_route #(.Used(RouteUsed)) u_route (
     .table_i(rt_q),
@@ -218,24 +217,14 @@ module mesh_router_lean #(
   end
   assign rt_o = rt_q;
 
-  // ---- counters: per existing output, and err_unrouted (+ the sink's drops)
-  logic [CtrW-1:0] cnt_q [6];
-  logic [CtrW-1:0] cnt_d [6];
-  logic [PortCtrW-1:0] cnt_port [5];
+  // ---- err_unrouted (+ the sink's drops); no per-port counters (they read 0)
+  logic [CtrW-1:0] err_q, err_d;
   always_comb begin
-    for (int unsigned o = 0; o < 5; o++) begin
-      cnt_port[o] = cnt_q[o][PortCtrW-1:0] + PortCtrW'(take[o]);
-      cnt_d[o] = Present[o] ? CtrW'(cnt_port[o]) : '0;
-    end
-    cnt_d[5] = cnt_q[5] + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
-    if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
+    err_d = err_q + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
+    if (ctr_clear_i) err_d = '0;
     rt_rdata_o = '0;
     if (rd_route_q) rt_rdata_o = {11'b0, bmask};
-    else if (rd_q)  // counters 0-3, or 4, 5 and two zeros
-      for (int unsigned b = 0; b < CtrW; b++)
-        rt_rdata_o[b] = rd_addr_q[2]
-            ? mux4({2'b00, cnt_q[5][b], cnt_q[4][b]}, rd_addr_q[1:0])
-            : mux4({cnt_q[3][b], cnt_q[2][b], cnt_q[1][b], cnt_q[0][b]}, rd_addr_q[1:0]);
+    else if (rd_err_q) rt_rdata_o = err_q;
   end
 
   assign idle_o = (empty == '1) && (outv_q == 4'b0);
@@ -246,19 +235,19 @@ module mesh_router_lean #(
       rt_q <= '0;
       outv_q <= '0;
       outd_q <= '0;
-      rd_q <= 1'b0;
+      rd_err_q <= 1'b0;
       rd_route_q <= 1'b0;
       rd_addr_q <= '0;
-      for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= '0;
+      err_q <= '0;
     end else begin
       sent_q <= sent_d;
       rt_q <= rt_d;
       outv_q <= outv_d;
       outd_q <= outd_d;
-      rd_q <= rt_re_i;
+      rd_err_q <= rt_re_i && !rt_route_i && rt_addr_i == 4'd5;
       rd_route_q <= rt_re_i && rt_route_i;
       rd_addr_q <= rt_addr_i;
-      for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= cnt_d[k];
+      err_q <= err_d;
     end
   end
 

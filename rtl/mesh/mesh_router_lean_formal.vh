@@ -7,7 +7,7 @@
 // output (dropped at the sink, once however many absent outputs R names), else never. Until
 // it has left on an output it is held in an input FIFO head that has not yet served that
 // output (for err_unrouted: the sink), or in that output's register. "Counts" is the
-// counter's own increment (cnt_d[5] != cnt_q[5]); in a cycle that clears the counters, the
+// counter's own increment (err_d != err_q); in a cycle that clears the counters, the
 // increment term the clear discards. And the local output offers only colors whose
 // local_color_ready_i is set.
 // Assumed: route tables are written only while the router is idle and no input is valid (as
@@ -51,7 +51,7 @@
       f_hs[o] = out_valid_o[o] && out_ready_i[o] && (out_data_o[o*W +: W] == f_data);
     f_hs[4] = loc_valid_o && loc_ready_i && (loc_data_o == f_data);
     // err_unrouted counts the bus head (one head per cycle)
-    f_errinc = ctr_clear_i ? (drop || (HasSink && take[Sink])) : (cnt_d[5] != cnt_q[5]);
+    f_errinc = ctr_clear_i ? (drop || (HasSink && take[Sink])) : (err_d != err_q);
     f_hs[5] = bus_valid && (bus == f_data) && f_errinc;
     f_mask = f_rt(rt_q, f_data[PayloadW +: 4]);
     for (int unsigned o = 0; o < 5; o++) f_exp[o] = Present[o] && f_route[o];
