@@ -16,6 +16,13 @@
 //   links do have a registered output (held while stalled): mesh_top sets it on the host
 //   port's link, where an INJECT whose echoes wait for the COLLECT behind it needs the
 //   output register's slot (tb_mesh_hostport_lean's INJECT of 5 words).
+// - The local input (the PE's tx) has no FIFO unless LocalFifo: its source must hold valid
+//   and data from the cycle it raises valid until the cycle ready is high (pe_lite's tx is
+//   its STx state over registers; 38 flip-flops less per tile). The head goes on the bus in
+//   the cycle it is offered, and in_ready_o[4] is the cycle it has reached every output of
+//   its route (combinational from in_valid_i[4]; the PE's tx_valid does not depend on its
+//   tx_ready). mesh_top keeps the FIFO (LocalFifo) on the host port's tile: an INJECT whose
+//   echoes to the host wait for the COLLECT behind it needs that slot too (as RegOut).
 // - One input head per cycle goes on the bus (round robin over the inputs with a wavelet,
 //   the pointer moving on every cycle, so a head that waits for a busy output cannot hold
 //   the bus); it is offered to every output of its route it has not reached yet (per-head
@@ -43,7 +50,8 @@
 module mesh_router_lean #(
   parameter int unsigned PayloadW = 32,  // payload bits
   parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
-  parameter bit [3:0] RegOut = 4'b0000   // links with an output register: the host port's
+  parameter bit [3:0] RegOut = 4'b0000,  // links with an output register: the host port's
+  parameter bit LocalFifo = 1'b0         // a FIFO on the local input: the host port's tile
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -113,16 +121,25 @@ module mesh_router_lean #(
   end
   for (genvar j = 0; j < NP; j++) begin : g_in
     localparam int unsigned I = f_nth(Present, j);
-    mesh_fifo #(.Width(W), .Depth(1), .Bypass(1'b0)) u_fifo (
-      .clk_i, .rst_ni,
-      .in_valid_i (in_valid_i[I]),
-      .in_data_i  (in_data_i[I*W +: W]),
-      .in_ready_o (in_ready_o[I]),
-      .out_valid_o(hv[j]),
-      .out_data_o (hd[j*W +: W]),
-      .out_ready_i(pop[j]),
-      .empty_o    (empty[j])
-    );
+    if (I == L && !LocalFifo) begin : g_direct
+      // the local input has no FIFO: the PE holds its wavelet until it is taken (see the
+      // header), so its head is the PE's own register; ready is the pop
+      assign hv[j] = in_valid_i[I];
+      assign hd[j*W +: W] = in_data_i[I*W +: W];
+      assign in_ready_o[I] = pop[j];
+      assign empty[j] = 1'b1;  // nothing stored here
+    end else begin : g_fifo
+      mesh_fifo #(.Width(W), .Depth(1), .Bypass(1'b0)) u_fifo (
+        .clk_i, .rst_ni,
+        .in_valid_i (in_valid_i[I]),
+        .in_data_i  (in_data_i[I*W +: W]),
+        .in_ready_o (in_ready_o[I]),
+        .out_valid_o(hv[j]),
+        .out_data_o (hd[j*W +: W]),
+        .out_ready_i(pop[j]),
+        .empty_o    (empty[j])
+      );
+    end
   end
 
   // ---- the bus: one head per cycle

@@ -11,9 +11,12 @@
 // increment term the clear discards. And the local output offers only colors whose
 // local_color_ready_i is set.
 // Assumed: route tables are written only while the router is idle and no input is valid (as
-// for mesh_router); nothing arrives on an input that does not exist (Ports). Run with
-// PayloadW = 1 (the router never reads the payload). The input FIFOs are 1 deep, so every
-// stored wavelet is a FIFO head, which the invariants below rely on.
+// for mesh_router); nothing arrives on an input that does not exist (Ports); without
+// LocalFifo, the local input's source holds valid and data until ready (the router's
+// contract with the PE). Run with PayloadW = 1 (the router never reads the payload). The
+// input FIFOs are 1 deep, so every stored wavelet is a FIFO head, which the invariants below
+// rely on; without LocalFifo a wavelet offered on the local input counts as accepted in the
+// first cycle it is offered, and as held there (a head) from the next cycle until ready.
 // verif/formal/mesh_formal.sh proves these with ABC (bmc3 + 2-induction).
   reg f_rv = 1'b0;
   always @(posedge clk_i) f_rv <= 1'b1;
@@ -37,6 +40,14 @@
     f_rt = t[{c, 2'b00} + {3'b000, c} +: 5];
   endfunction
 
+  // the local input's source: offered last cycle and not taken (so still offered, unchanged)
+  reg f_lhold;
+  reg [W-1:0] f_ldata;
+  always @(posedge clk_i) begin
+    f_lhold <= rst_ni && in_valid_i[L] && !in_ready_o[L];
+    f_ldata <= in_data_i[L*W +: W];
+  end
+
   reg f_in;
   reg [11:0] f_cnt;   // 2 bits per output: N, E, S, W, local, err_unrouted
   reg [4:0] f_route;  // f_data's raw route when it was accepted (the table may change later)
@@ -46,7 +57,8 @@
   logic f_errinc;
   always @(*) begin
     for (int unsigned i = 0; i < 5; i++)
-      f_acc[i] = in_valid_i[i] && in_ready_o[i] && (in_data_i[i*W +: W] == f_data);
+      f_acc[i] = in_valid_i[i] && ((i == L && !LocalFifo) ? !f_lhold : in_ready_o[i])
+                 && (in_data_i[i*W +: W] == f_data);
     for (int unsigned o = 0; o < 4; o++)
       f_hs[o] = out_valid_o[o] && out_ready_i[o] && (out_data_o[o*W +: W] == f_data);
     f_hs[4] = loc_valid_o && loc_ready_i && (loc_data_o == f_data);
@@ -64,6 +76,7 @@
     if (f_in) assume (f_acc == 5'b0);
     if (rt_we_i) assume (idle_o && in_valid_i == 5'b0);
     assume ((in_valid_i & ~Present) == 5'b0);
+    if (!LocalFifo && f_lhold) assume (in_valid_i[L] && in_data_i[L*W +: W] == f_ldata);
   end
   always @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -80,12 +93,15 @@
   end
   // where the tag can be: a stored input FIFO head (every stored wavelet is a head) not yet
   // sent to o (for err_unrouted: not yet taken by the sink), or output register o
+  logic [NP-1:0] f_full;    // a head is held: a FIFO's stored wavelet, the local input's
   logic [NP-1:0] f_stored;
   logic [NP*5-1:0] f_hmask;  // each stored head's effective route
   logic [5:0] f_held, f_outreg;
   always @(*) begin
     for (int unsigned j = 0; j < NP; j++) begin
-      f_stored[j] = !empty[j] && hd[j*W +: W] == f_data;
+      // the local input is the last
+      f_full[j] = (j == NP - 1 && !LocalFifo) ? f_lhold : !empty[j];
+      f_stored[j] = f_full[j] && hd[j*W +: W] == f_data;
       f_hmask[j*5 +: 5] = f_eff(f_rt(rt_q, hd[j*W + PayloadW +: 4]));
     end
     f_held = '0;
@@ -116,7 +132,7 @@
     for (int unsigned j = 0; j < NP; j++) begin
       // a head's sent mask is empty when nothing is stored, else a subset of its effective
       // route, strict unless the route is empty: a head whose route is complete has left
-      if (empty[j]) assert (sent_q[j*5 +: 5] == 5'b0);
+      if (!f_full[j]) assert (sent_q[j*5 +: 5] == 5'b0);
       else begin
         assert ((sent_q[j*5 +: 5] & ~f_hmask[j*5 +: 5]) == 5'b0);
         if (f_hmask[j*5 +: 5] != 5'b0) assert (sent_q[j*5 +: 5] != f_hmask[j*5 +: 5]);
