@@ -30,8 +30,8 @@
 //   decoder, one local-ready lookup and one bus multiplexer instead of one decoder per
 //   input and an N x N crossbar.
 // - Outputs that do not exist (Ports) are one always-ready sink: a wavelet with any route
-//   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
-//   such copy in the absent port's counter). The route table stores each route so folded
+//   off the mesh is dropped there once and counted in err_unrouted when it leaves its input
+//   (mesh_router counts each such copy in the absent port's counter). The route table stores each route so folded
 //   (absent outputs as the sink's bit), and a route read returns it so.
 // - One counter: err_unrouted, 16 bits, read zero-extended. The wavelets-out-per-port
 //   counters of mesh_router (counters 0-4) are not kept and read 0: a debugging aid that the
@@ -189,7 +189,7 @@ module mesh_router_lean #(
   localparam bit [3:0] Reg = RegOut & Ports;
   logic [3:0]     outv_q, outv_d;
   logic [4*W-1:0] outd_q, outd_d;
-  logic        bus_valid, drop, done, loc_offer;
+  logic        bus_valid, drop, done, loc_offer, err_inc;
   logic [4:0]  bus_sent, left, take;
 
   always_comb begin
@@ -204,13 +204,16 @@ module mesh_router_lean #(
                                                      : out_ready_i[o]));
     take[L] = loc_offer && loc_ready_i;
     done = bus_valid && (drop || (left & ~take) == 5'b0);
+    // err_unrouted: a wavelet dropped unrouted, or routed off the mesh, counted once when it
+    // leaves its input (the sink always takes it, so its bit needs no place in the sent mask)
+    err_inc = done && (drop || (HasSink && bmask[Sink]));
     for (int unsigned o = 0; o < 4; o++) begin
       outv_d[o] = Reg[o] && (take[o] || (outv_q[o] && !out_ready_i[o]));
       outd_d[o*W +: W] = !Reg[o] ? '0 : take[o] ? bus : outd_q[o*W +: W];
     end
     for (int unsigned j = 0; j < NP; j++) begin
       pop[j] = gnt[j] && done;
-      sent_d[j*5 +: 5] = !gnt[j] ? sent_q[j*5 +: 5] : done ? 5'b0 : (bus_sent | take);
+      sent_d[j*5 +: 5] = !gnt[j] ? sent_q[j*5 +: 5] : done ? 5'b0 : (bus_sent | (take & Present));
     end
   end
 
@@ -237,7 +240,7 @@ module mesh_router_lean #(
   // ---- err_unrouted (+ the sink's drops); no per-port counters (they read 0)
   logic [CtrW-1:0] err_q, err_d;
   always_comb begin
-    err_d = err_q + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
+    err_d = err_q + {{(CtrW-1){1'b0}}, err_inc};
     if (ctr_clear_i) err_d = '0;
     rt_rdata_o = '0;
     if (rd_route_q) rt_rdata_o = {11'b0, bmask};

@@ -6,7 +6,8 @@
 // err_unrouted counts it exactly once iff R is 0 (dropped unrouted) or R names an absent
 // output (dropped at the sink, once however many absent outputs R names), else never. Until
 // it has left on an output it is held in an input FIFO head that has not yet served that
-// output (for err_unrouted: the sink), or in that output's register. "Counts" is the
+// output (for err_unrouted: any head; it is counted when it leaves), or in that output's
+// register. "Counts" is the
 // counter's own increment (err_d != err_q); in a cycle that clears the counters, the
 // increment term the clear discards. And the local output offers only colors whose
 // local_color_ready_i is set.
@@ -63,7 +64,7 @@
       f_hs[o] = out_valid_o[o] && out_ready_i[o] && (out_data_o[o*W +: W] == f_data);
     f_hs[4] = loc_valid_o && loc_ready_i && (loc_data_o == f_data);
     // err_unrouted counts the bus head (one head per cycle)
-    f_errinc = ctr_clear_i ? (drop || (HasSink && take[Sink])) : (err_d != err_q);
+    f_errinc = ctr_clear_i ? err_inc : (err_d != err_q);
     f_hs[5] = bus_valid && (bus == f_data) && f_errinc;
     f_mask = f_rt(rt_q, f_data[PayloadW +: 4]);
     for (int unsigned o = 0; o < 5; o++) f_exp[o] = Present[o] && f_route[o];
@@ -92,7 +93,7 @@
     end
   end
   // where the tag can be: a stored input FIFO head (every stored wavelet is a head) not yet
-  // sent to o (for err_unrouted: not yet taken by the sink), or output register o
+  // sent to o (for err_unrouted: any, it counts when the head leaves), or output register o
   logic [NP-1:0] f_full;    // a head is held: a FIFO's stored wavelet, the local input's
   logic [NP-1:0] f_stored;
   logic [NP*5-1:0] f_hmask;  // each stored head's effective route
@@ -108,7 +109,7 @@
     for (int unsigned j = 0; j < NP; j++) if (f_stored[j]) begin
       for (int unsigned o = 0; o < 5; o++)
         if (Present[o] && !sent_q[j*5 + o]) f_held[o] = 1'b1;
-      if (!(HasSink && sent_q[j*5 + Sink])) f_held[5] = 1'b1;
+      f_held[5] = 1'b1;  // err_unrouted counts a wavelet when it leaves its input
     end
     f_outreg = '0;
     for (int unsigned o = 0; o < 4; o++) f_outreg[o] = outv_q[o] && (outd_q[o*W +: W] == f_data);
@@ -131,11 +132,14 @@
     for (int unsigned c = 0; c < 16; c++) assert ((rt_q[c*5 +: 5] & ~RouteUsed) == 5'b0);
     for (int unsigned j = 0; j < NP; j++) begin
       // a head's sent mask is empty when nothing is stored, else a subset of its effective
-      // route, strict unless the route is empty: a head whose route is complete has left
+      // route's existing outputs, and a strict one unless that is empty: a head whose route
+      // is complete has left (the sink takes a head last, with the rest: no bit for it)
       if (!f_full[j]) assert (sent_q[j*5 +: 5] == 5'b0);
       else begin
         assert ((sent_q[j*5 +: 5] & ~f_hmask[j*5 +: 5]) == 5'b0);
-        if (f_hmask[j*5 +: 5] != 5'b0) assert (sent_q[j*5 +: 5] != f_hmask[j*5 +: 5]);
+        if ((f_hmask[j*5 +: 5] & Present) != 5'b0)
+          assert (sent_q[j*5 +: 5] != (f_hmask[j*5 +: 5] & Present));
+        if (HasSink) assert (!sent_q[j*5 + Sink]);  // the sink's bit is never in it
       end
       // the tag is stored at most once, only after it was accepted, with the route it was
       // accepted with, and an output has taken it iff it sent it or holds it
@@ -145,7 +149,7 @@
         for (int unsigned k = j + 1; k < NP; k++) assert (!f_stored[k]);
         for (int unsigned o = 0; o < 5; o++)
           if (Present[o]) assert (sent_q[j*5 + o] == (f_cnt[o*2 +: 2] == 2'd1 || f_outreg[o]));
-        if (HasSink) assert (sent_q[j*5 + Sink] == (f_cnt[10 +: 2] == 2'd1));
+        assert (f_cnt[10 +: 2] == 2'd0);  // not counted before it leaves
       end
     end
     for (int unsigned o = 0; o < 4; o++)
