@@ -16,6 +16,13 @@
 //   links do have a registered output (held while stalled): mesh_top sets it on the host
 //   port's link, where an INJECT whose echoes wait for the COLLECT behind it needs the
 //   output register's slot (tb_mesh_hostport_lean's INJECT of 5 words).
+// - The local input (the PE's tx) has no FIFO unless LocalFifo: its source must hold valid
+//   and data from the cycle it raises valid until the cycle ready is high (pe_lite's tx is
+//   its STx state over registers; 38 flip-flops less per tile). The head goes on the bus in
+//   the cycle it is offered, and in_ready_o[4] is the cycle it has reached every output of
+//   its route (combinational from in_valid_i[4]; the PE's tx_valid does not depend on its
+//   tx_ready). mesh_top keeps the FIFO (LocalFifo) on the host port's tile: an INJECT whose
+//   echoes to the host wait for the COLLECT behind it needs that slot too (as RegOut).
 // - One input head per cycle goes on the bus (round robin over the inputs with a wavelet,
 //   the pointer moving on every cycle, so a head that waits for a busy output cannot hold
 //   the bus); it is offered to every output of its route it has not reached yet (per-head
@@ -23,12 +30,12 @@
 //   decoder, one local-ready lookup and one bus multiplexer instead of one decoder per
 //   input and an N x N crossbar.
 // - Outputs that do not exist (Ports) are one always-ready sink: a wavelet with any route
-//   off the mesh is dropped there once and counted in err_unrouted (mesh_router counts each
-//   such copy in the absent port's counter). The route table stores each route so folded
+//   off the mesh is dropped there once and counted in err_unrouted when it leaves its input
+//   (mesh_router counts each such copy in the absent port's counter). The route table stores each route so folded
 //   (absent outputs as the sink's bit), and a route read returns it so.
-// - Counters are narrower, read as zero-extended words: err_unrouted 16 bits, the per-port
-//   counts 8 bits (wrapping; a debugging aid, 4 x 8 LUT4 fewer per tile); absent ports'
-//   counters read 0.
+// - One counter: err_unrouted, 16 bits, read zero-extended. The wavelets-out-per-port
+//   counters of mesh_router (counters 0-4) are not kept and read 0: a debugging aid that the
+//   driver never reads, and 8-bit counters of them cost 41 LUT4 and 24 FF per 3-port tile.
 // - Config reads are registered: rt_re_i asks for a route table entry (rt_route_i) or a
 //   counter (rt_addr_i is the color or the counter number); the word is on rt_rdata_o the
 //   next cycle (0 in a cycle after no read). A route entry is read through the bus's route
@@ -43,7 +50,8 @@
 module mesh_router_lean #(
   parameter int unsigned PayloadW = 32,  // payload bits
   parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
-  parameter bit [3:0] RegOut = 4'b0000   // links with an output register: the host port's
+  parameter bit [3:0] RegOut = 4'b0000,  // links with an output register: the host port's
+  parameter bit LocalFifo = 1'b0         // a FIFO on the local input: the host port's tile
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -60,7 +68,7 @@ module mesh_router_lean #(
   input  wire                 rt_we_i,              // route table write
   input  wire                 rt_re_i,              // read: route entry or counter, data next cycle
   input  wire                 rt_route_i,           // a route table read (else counters)
-  input  wire  [3:0]          rt_addr_i,            // color; counter 0-4 out per port, 5 unrouted
+  input  wire  [3:0]          rt_addr_i,            // color; counter 5 err_unrouted (others read 0)
   input  wire  [4:0]          rt_wdata_i,           // mask {local, W, S, E, N}
   output wire  [79:0]         rt_o,                 // the table (the host port checks colors)
   output logic [15:0]         rt_rdata_o,           // last cycle's read (0 after no read)
@@ -70,7 +78,6 @@ module mesh_router_lean #(
   localparam int unsigned W = PayloadW + 5;
   localparam int unsigned L = 4;  // local port index
   localparam int unsigned CtrW = 16;     // err_unrouted (what a host checks for errors)
-  localparam int unsigned PortCtrW = 8;  // wavelets out per port: a debugging aid (area)
   localparam bit [4:0] Present = {1'b1, Ports};
 
   // ports that exist: how many, the j-th of them
@@ -114,16 +121,25 @@ module mesh_router_lean #(
   end
   for (genvar j = 0; j < NP; j++) begin : g_in
     localparam int unsigned I = f_nth(Present, j);
-    mesh_fifo #(.Width(W), .Depth(1), .Bypass(1'b0)) u_fifo (
-      .clk_i, .rst_ni,
-      .in_valid_i (in_valid_i[I]),
-      .in_data_i  (in_data_i[I*W +: W]),
-      .in_ready_o (in_ready_o[I]),
-      .out_valid_o(hv[j]),
-      .out_data_o (hd[j*W +: W]),
-      .out_ready_i(pop[j]),
-      .empty_o    (empty[j])
-    );
+    if (I == L && !LocalFifo) begin : g_direct
+      // the local input has no FIFO: the PE holds its wavelet until it is taken (see the
+      // header), so its head is the PE's own register; ready is the pop
+      assign hv[j] = in_valid_i[I];
+      assign hd[j*W +: W] = in_data_i[I*W +: W];
+      assign in_ready_o[I] = pop[j];
+      assign empty[j] = 1'b1;  // nothing stored here
+    end else begin : g_fifo
+      mesh_fifo #(.Width(W), .Depth(1), .Bypass(1'b0)) u_fifo (
+        .clk_i, .rst_ni,
+        .in_valid_i (in_valid_i[I]),
+        .in_data_i  (in_data_i[I*W +: W]),
+        .in_ready_o (in_ready_o[I]),
+        .out_valid_o(hv[j]),
+        .out_data_o (hd[j*W +: W]),
+        .out_ready_i(pop[j]),
+        .empty_o    (empty[j])
+      );
+    end
   end
 
   // ---- the bus: one head per cycle
@@ -135,9 +151,16 @@ module mesh_router_lean #(
     .advance_i(1'b1),  // move on every cycle: a waiting head does not hold the bus
     .gnt_o    (gnt)
   );
-  mesh_xbar #(.NIn(NP), .NOut(1), .Width(W)) u_bus (
+  // the bus multiplexer selects by the grant's index (mesh_bus: cheaper than mesh_xbar's
+  // one-hot AND-OR for 4 inputs)
+  logic [2:0] gidx;
+  always_comb begin
+    gidx = '0;
+    for (int unsigned j = 0; j < NP; j++) if (gnt[j]) gidx = gidx | 3'(j);
+  end
+  mesh_bus #(.NIn(NP), .Width(W)) u_bus (
     .data_i(hd),
-    .sel_i (gnt),
+    .sel_i (gidx),
     .data_o(bus)
   );
 
@@ -148,7 +171,7 @@ module mesh_router_lean #(
   localparam bit [4:0] RouteUsed = HasSink ? (Present | (5'b1 << Sink)) : 5'b11111;
   logic [79:0] rt_q, rt_d;
   logic [4:0]  bmask, wmask;
-  logic        rd_q, rd_route_q;
+  logic        rd_err_q, rd_route_q;
   logic [3:0]  rd_addr_q;
   mesh_route #(.Used(RouteUsed)) u_route (
     .table_i(rt_q),
@@ -166,7 +189,7 @@ module mesh_router_lean #(
   localparam bit [3:0] Reg = RegOut & Ports;
   logic [3:0]     outv_q, outv_d;
   logic [4*W-1:0] outd_q, outd_d;
-  logic        bus_valid, drop, done, loc_offer;
+  logic        bus_valid, drop, done, loc_offer, err_inc;
   logic [4:0]  bus_sent, left, take;
 
   always_comb begin
@@ -181,13 +204,16 @@ module mesh_router_lean #(
                                                      : out_ready_i[o]));
     take[L] = loc_offer && loc_ready_i;
     done = bus_valid && (drop || (left & ~take) == 5'b0);
+    // err_unrouted: a wavelet dropped unrouted, or routed off the mesh, counted once when it
+    // leaves its input (the sink always takes it, so its bit needs no place in the sent mask)
+    err_inc = done && (drop || (HasSink && bmask[Sink]));
     for (int unsigned o = 0; o < 4; o++) begin
       outv_d[o] = Reg[o] && (take[o] || (outv_q[o] && !out_ready_i[o]));
       outd_d[o*W +: W] = !Reg[o] ? '0 : take[o] ? bus : outd_q[o*W +: W];
     end
     for (int unsigned j = 0; j < NP; j++) begin
       pop[j] = gnt[j] && done;
-      sent_d[j*5 +: 5] = !gnt[j] ? sent_q[j*5 +: 5] : done ? 5'b0 : (bus_sent | take);
+      sent_d[j*5 +: 5] = !gnt[j] ? sent_q[j*5 +: 5] : done ? 5'b0 : (bus_sent | (take & Present));
     end
   end
 
@@ -211,24 +237,14 @@ module mesh_router_lean #(
   end
   assign rt_o = rt_q;
 
-  // ---- counters: per existing output, and err_unrouted (+ the sink's drops)
-  logic [CtrW-1:0] cnt_q [6];
-  logic [CtrW-1:0] cnt_d [6];
-  logic [PortCtrW-1:0] cnt_port [5];
+  // ---- err_unrouted (+ the sink's drops); no per-port counters (they read 0)
+  logic [CtrW-1:0] err_q, err_d;
   always_comb begin
-    for (int unsigned o = 0; o < 5; o++) begin
-      cnt_port[o] = cnt_q[o][PortCtrW-1:0] + PortCtrW'(take[o]);
-      cnt_d[o] = Present[o] ? CtrW'(cnt_port[o]) : '0;
-    end
-    cnt_d[5] = cnt_q[5] + {{(CtrW-1){1'b0}}, drop || (HasSink && take[Sink])};
-    if (ctr_clear_i) for (int unsigned k = 0; k < 6; k++) cnt_d[k] = '0;
+    err_d = err_q + {{(CtrW-1){1'b0}}, err_inc};
+    if (ctr_clear_i) err_d = '0;
     rt_rdata_o = '0;
     if (rd_route_q) rt_rdata_o = {11'b0, bmask};
-    else if (rd_q)  // counters 0-3, or 4, 5 and two zeros
-      for (int unsigned b = 0; b < CtrW; b++)
-        rt_rdata_o[b] = rd_addr_q[2]
-            ? mux4({2'b00, cnt_q[5][b], cnt_q[4][b]}, rd_addr_q[1:0])
-            : mux4({cnt_q[3][b], cnt_q[2][b], cnt_q[1][b], cnt_q[0][b]}, rd_addr_q[1:0]);
+    else if (rd_err_q) rt_rdata_o = err_q;
   end
 
   assign idle_o = (empty == '1) && (outv_q == 4'b0);
@@ -239,19 +255,19 @@ module mesh_router_lean #(
       rt_q <= '0;
       outv_q <= '0;
       outd_q <= '0;
-      rd_q <= 1'b0;
+      rd_err_q <= 1'b0;
       rd_route_q <= 1'b0;
       rd_addr_q <= '0;
-      for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= '0;
+      err_q <= '0;
     end else begin
       sent_q <= sent_d;
       rt_q <= rt_d;
       outv_q <= outv_d;
       outd_q <= outd_d;
-      rd_q <= rt_re_i;
+      rd_err_q <= rt_re_i && !rt_route_i && rt_addr_i == 4'd5;
       rd_route_q <= rt_re_i && rt_route_i;
       rd_addr_q <= rt_addr_i;
-      for (int unsigned k = 0; k < 6; k++) cnt_q[k] <= cnt_d[k];
+      err_q <= err_d;
     end
   end
 

@@ -6,14 +6,18 @@
 // err_unrouted counts it exactly once iff R is 0 (dropped unrouted) or R names an absent
 // output (dropped at the sink, once however many absent outputs R names), else never. Until
 // it has left on an output it is held in an input FIFO head that has not yet served that
-// output (for err_unrouted: the sink), or in that output's register. "Counts" is the
-// counter's own increment (cnt_d[5] != cnt_q[5]); in a cycle that clears the counters, the
+// output (for err_unrouted: any head; it is counted when it leaves), or in that output's
+// register. "Counts" is the
+// counter's own increment (err_d != err_q); in a cycle that clears the counters, the
 // increment term the clear discards. And the local output offers only colors whose
 // local_color_ready_i is set.
 // Assumed: route tables are written only while the router is idle and no input is valid (as
-// for mesh_router); nothing arrives on an input that does not exist (Ports). Run with
-// PayloadW = 1 (the router never reads the payload). The input FIFOs are 1 deep, so every
-// stored wavelet is a FIFO head, which the invariants below rely on.
+// for mesh_router); nothing arrives on an input that does not exist (Ports); without
+// LocalFifo, the local input's source holds valid and data until ready (the router's
+// contract with the PE). Run with PayloadW = 1 (the router never reads the payload). The
+// input FIFOs are 1 deep, so every stored wavelet is a FIFO head, which the invariants below
+// rely on; without LocalFifo a wavelet offered on the local input counts as accepted in the
+// first cycle it is offered, and as held there (a head) from the next cycle until ready.
 // verif/formal/mesh_formal.sh proves these with ABC (bmc3 + 2-induction).
   reg f_rv = 1'b0;
   always @(posedge clk_i) f_rv <= 1'b1;
@@ -37,6 +41,14 @@
     f_rt = t[{c, 2'b00} + {3'b000, c} +: 5];
   endfunction
 
+  // the local input's source: offered last cycle and not taken (so still offered, unchanged)
+  reg f_lhold;
+  reg [W-1:0] f_ldata;
+  always @(posedge clk_i) begin
+    f_lhold <= rst_ni && in_valid_i[L] && !in_ready_o[L];
+    f_ldata <= in_data_i[L*W +: W];
+  end
+
   reg f_in;
   reg [11:0] f_cnt;   // 2 bits per output: N, E, S, W, local, err_unrouted
   reg [4:0] f_route;  // f_data's raw route when it was accepted (the table may change later)
@@ -46,12 +58,13 @@
   logic f_errinc;
   always @(*) begin
     for (int unsigned i = 0; i < 5; i++)
-      f_acc[i] = in_valid_i[i] && in_ready_o[i] && (in_data_i[i*W +: W] == f_data);
+      f_acc[i] = in_valid_i[i] && ((i == L && !LocalFifo) ? !f_lhold : in_ready_o[i])
+                 && (in_data_i[i*W +: W] == f_data);
     for (int unsigned o = 0; o < 4; o++)
       f_hs[o] = out_valid_o[o] && out_ready_i[o] && (out_data_o[o*W +: W] == f_data);
     f_hs[4] = loc_valid_o && loc_ready_i && (loc_data_o == f_data);
     // err_unrouted counts the bus head (one head per cycle)
-    f_errinc = ctr_clear_i ? (drop || (HasSink && take[Sink])) : (cnt_d[5] != cnt_q[5]);
+    f_errinc = ctr_clear_i ? err_inc : (err_d != err_q);
     f_hs[5] = bus_valid && (bus == f_data) && f_errinc;
     f_mask = f_rt(rt_q, f_data[PayloadW +: 4]);
     for (int unsigned o = 0; o < 5; o++) f_exp[o] = Present[o] && f_route[o];
@@ -64,6 +77,7 @@
     if (f_in) assume (f_acc == 5'b0);
     if (rt_we_i) assume (idle_o && in_valid_i == 5'b0);
     assume ((in_valid_i & ~Present) == 5'b0);
+    if (!LocalFifo && f_lhold) assume (in_valid_i[L] && in_data_i[L*W +: W] == f_ldata);
   end
   always @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -79,20 +93,23 @@
     end
   end
   // where the tag can be: a stored input FIFO head (every stored wavelet is a head) not yet
-  // sent to o (for err_unrouted: not yet taken by the sink), or output register o
+  // sent to o (for err_unrouted: any, it counts when the head leaves), or output register o
+  logic [NP-1:0] f_full;    // a head is held: a FIFO's stored wavelet, the local input's
   logic [NP-1:0] f_stored;
   logic [NP*5-1:0] f_hmask;  // each stored head's effective route
   logic [5:0] f_held, f_outreg;
   always @(*) begin
     for (int unsigned j = 0; j < NP; j++) begin
-      f_stored[j] = !empty[j] && hd[j*W +: W] == f_data;
+      // the local input is the last
+      f_full[j] = (j == NP - 1 && !LocalFifo) ? f_lhold : !empty[j];
+      f_stored[j] = f_full[j] && hd[j*W +: W] == f_data;
       f_hmask[j*5 +: 5] = f_eff(f_rt(rt_q, hd[j*W + PayloadW +: 4]));
     end
     f_held = '0;
     for (int unsigned j = 0; j < NP; j++) if (f_stored[j]) begin
       for (int unsigned o = 0; o < 5; o++)
         if (Present[o] && !sent_q[j*5 + o]) f_held[o] = 1'b1;
-      if (!(HasSink && sent_q[j*5 + Sink])) f_held[5] = 1'b1;
+      f_held[5] = 1'b1;  // err_unrouted counts a wavelet when it leaves its input
     end
     f_outreg = '0;
     for (int unsigned o = 0; o < 4; o++) f_outreg[o] = outv_q[o] && (outd_q[o*W +: W] == f_data);
@@ -115,11 +132,14 @@
     for (int unsigned c = 0; c < 16; c++) assert ((rt_q[c*5 +: 5] & ~RouteUsed) == 5'b0);
     for (int unsigned j = 0; j < NP; j++) begin
       // a head's sent mask is empty when nothing is stored, else a subset of its effective
-      // route, strict unless the route is empty: a head whose route is complete has left
-      if (empty[j]) assert (sent_q[j*5 +: 5] == 5'b0);
+      // route's existing outputs, and a strict one unless that is empty: a head whose route
+      // is complete has left (the sink takes a head last, with the rest: no bit for it)
+      if (!f_full[j]) assert (sent_q[j*5 +: 5] == 5'b0);
       else begin
         assert ((sent_q[j*5 +: 5] & ~f_hmask[j*5 +: 5]) == 5'b0);
-        if (f_hmask[j*5 +: 5] != 5'b0) assert (sent_q[j*5 +: 5] != f_hmask[j*5 +: 5]);
+        if ((f_hmask[j*5 +: 5] & Present) != 5'b0)
+          assert (sent_q[j*5 +: 5] != (f_hmask[j*5 +: 5] & Present));
+        if (HasSink) assert (!sent_q[j*5 + Sink]);  // the sink's bit is never in it
       end
       // the tag is stored at most once, only after it was accepted, with the route it was
       // accepted with, and an output has taken it iff it sent it or holds it
@@ -129,7 +149,7 @@
         for (int unsigned k = j + 1; k < NP; k++) assert (!f_stored[k]);
         for (int unsigned o = 0; o < 5; o++)
           if (Present[o]) assert (sent_q[j*5 + o] == (f_cnt[o*2 +: 2] == 2'd1 || f_outreg[o]));
-        if (HasSink) assert (sent_q[j*5 + Sink] == (f_cnt[10 +: 2] == 2'd1));
+        assert (f_cnt[10 +: 2] == 2'd0);  // not counted before it leaves
       end
     end
     for (int unsigned o = 0; o < 4; o++)

@@ -16,8 +16,9 @@ module mesh_tile #(
   parameter int unsigned FifoDepth = 2,    // router input FIFO depth
   parameter bit [3:0] Ports = 4'b1111,     // router links that exist (N, E, S, W = bit 0..3)
   parameter bit [3:0] RegOut = 4'b0000,    // Lean: router links with an output register (host)
-  parameter bit Lean = 1'b0,              // area-lean PE, router and chain stage (board)
-  parameter bit Micro = 1'b0              // Lean: pe_micro (FPU shared in mesh_top) for pe_lite
+  parameter bit LocalFifo = 1'b0,          // Lean: a FIFO on the router's local input (host)
+  parameter bit Lean = 1'b0,               // area-lean PE, router and chain stage (board)
+  parameter bit Micro = 1'b0               // Lean: pe_micro (FPU shared in mesh_top) for pe_lite
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
@@ -62,11 +63,12 @@ module mesh_tile #(
   wire [31:0] cfg_wdata, cfg_rdata;
   wire        router_idle, chain_idle, pe_idle;
 
-  // Lean: the shared-bus router (input FIFOs 1 deep, 16-bit counters; mesh_router_lean)
+  // Lean: the shared-bus router (input FIFOs 1 deep, none on the local input unless
+  // LocalFifo: pe_lite holds its tx until taken; mesh_router_lean)
   if (Lean) begin : g_lean
     wire        rt_re, rt_route;  // registered router reads (mesh_cfgchain_lean)
     wire [15:0] rt_rdata;
-    mesh_router_lean #(.Ports(Ports), .RegOut(RegOut)) u_router (
+    mesh_router_lean #(.Ports(Ports), .RegOut(RegOut), .LocalFifo(LocalFifo)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),
       .in_data_i          ({tx_data, in_data_i}),
@@ -117,7 +119,7 @@ module mesh_tile #(
   end else begin : g_full
     wire [2:0]  ctr_addr;  // combinational counter reads (mesh_cfgchain)
     wire [31:0] ctr_rdata;
-    wire [3:0] unused_regout = RegOut;  // mesh_router registers every output
+    wire [4:0] unused_regout = {RegOut, LocalFifo};  // mesh_router: every output registered
     mesh_router #(.FifoDepth(FifoDepth), .Ports(Ports)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),

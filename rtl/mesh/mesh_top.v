@@ -101,13 +101,14 @@ module mesh_top #(
       // links that exist: N unless row 0, E unless the last column, S unless the last row,
       // W unless column 0 (except tile (0, 0), whose W port is the host port)
       // Lean: the router's links are not registered (the next router's input FIFO is),
-      // except the host port's (W of tile (0, 0)), see mesh_router_lean
+      // except the host port's (W of tile (0, 0)), and only tile (0, 0)'s router has a FIFO
+      // on its local input (the PE holds its tx), see mesh_router_lean
       localparam bit [3:0] Ports = TrimEdges
           ? {c > 0 || r == 0, r < Rows - 1, c < Cols - 1, r > 0} : 4'b1111;
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
         .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports),
-        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .Lean(Lean), .Micro(Micro)
+        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Lean(Lean), .Micro(Micro)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),

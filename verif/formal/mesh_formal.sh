@@ -14,17 +14,21 @@
 #   router_arb: the three mesh_arbiter assertions, in the router after reset: ABC pdr (<1 s)
 #   router_broken: the deliberately false router property alone (FORMAL_BROKEN) must FAIL
 #             (ABC finds a 4-frame counterexample; the .cex is left in OUTDIR).
-#   router_lean, router_lean_1x1, router_lean_2x2: mesh_router_lean (the board's
-#             shared-bus router), PayloadW 1, all links unregistered (Ports 4'b1111), the
-#             board's 1x1 (4'b1000, only W, registered: the absent outputs are the sink) and
-#             the 2x2 board's tile (0, 0) (4'b1110, W registered, E and S not): the same no
+#   router_lean, router_lean_1x1, router_lean_2x2, router_lean_2x2_10: mesh_router_lean
+#             (the board's shared-bus router), PayloadW 1, all links unregistered (Ports
+#             4'b1111) and no FIFO on the local input, the board's 1x1 (4'b1000, only W,
+#             registered: the absent outputs are the sink; LocalFifo), the 2x2 board's tile
+#             (0, 0) (4'b1110, W registered, E and S not; LocalFifo) and its tile (1, 0)
+#             (4'b0011, no local FIFO, as tiles (0, 1) and (1, 1)): the same no
 #             loss / duplication / misrouting, with
 #             err_unrouted as a virtual output (mesh_router_lean_formal.vh), bmc3 (6 frames)
 #             + 2-induction, a few seconds each. Same route-write assumption; nothing arrives
-#             on an absent input. The arbiter's pointer range (mesh_arbiter.v) is kept as an
+#             on an absent input; without LocalFifo the local source holds a wavelet until ready.
+#             The arbiter's pointer range (mesh_arbiter.v) is kept as an
 #             invariant: a pointer out of range would put a stale word on the bus.
 #             FORMAL_LEAN_ALL=1 adds the other 14 Ports (mesh edges; ~1 minute).
 #   route_miter_*: mesh_route's LUT4-shaped muxes equal the array read (SAT miter, <1 s).
+#   bus_check_*: mesh_bus (the lean router's bus) equals the array read (SAT, <1 s).
 #   router_lean_broken: the lean router's deliberately false property must FAIL.
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
 # proof passes and every broken property fails; a timeout or an inconclusive induction is a
@@ -138,18 +142,22 @@ abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
 # The board's lean router (mesh_router_lean_formal.vh): all links and the 1x1 board's (only
 # W; N, E, S are the sink). Its own properties plus the arbiter's (whose pointer range the
 # induction needs), by bmc3 from power-up and 2-induction.
-LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_xbar.v"
+LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_bus.v"
 LK="*mesh_router_lean_formal.vh* *mesh_arbiter.v*"
 gen_aig router_lean mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "" "$LK" $LF || fail=1
 abc_run router_lean.bmc pass router_lean "bmc3 -F $RB"
 abc_run router_lean.ind pass router_lean "orpos; ind -F $RK"
-gen_aig router_lean_1x1 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1000 -set RegOut 4'b1000" "" "$LK" $LF || fail=1
+gen_aig router_lean_1x1 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1000 -set RegOut 4'b1000 -set LocalFifo 1" "" "$LK" $LF || fail=1
 abc_run router_lean_1x1.bmc pass router_lean_1x1 "bmc3 -F $RB"
 abc_run router_lean_1x1.ind pass router_lean_1x1 "orpos; ind -F $RK"
-# the 2x2 board's tile (0, 0): W (the host port's link) registered, E and S not
-gen_aig router_lean_2x2 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1110 -set RegOut 4'b1000" "" "$LK" $LF || fail=1
+# the 2x2 board's tile (0, 0): W (the host port's link) registered, E and S not, a FIFO on
+# the local input; and its tile (1, 0): N and E, no FIFO on the local input
+gen_aig router_lean_2x2 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1" "" "$LK" $LF || fail=1
 abc_run router_lean_2x2.bmc pass router_lean_2x2 "bmc3 -F $RB"
 abc_run router_lean_2x2.ind pass router_lean_2x2 "orpos; ind -F $RK"
+gen_aig router_lean_2x2_10 mesh_router_lean "-set PayloadW 1 -set Ports 4'b0011" "" "$LK" $LF || fail=1
+abc_run router_lean_2x2_10.bmc pass router_lean_2x2_10 "bmc3 -F $RB"
+abc_run router_lean_2x2_10.ind pass router_lean_2x2_10 "orpos; ind -F $RK"
 # FORMAL_LEAN_ALL=1: also every other Ports (the routers on a mesh's edges), ~5 s each
 if [ "${FORMAL_LEAN_ALL:-0}" = 1 ]; then
 	for P in 0000 0001 0010 0011 0100 0101 0110 0111 1001 1010 1011 1100 1101 1110; do
@@ -168,6 +176,16 @@ for U in 11111 11001; do
 		miter -equiv -flatten -make_assert mesh_route_ref mesh_route miter; \
 		sat -verify -prove-asserts miter" >/dev/null 2>&1; then got=pass; else got=fail; fi
 	verdict route_miter_$U pass $got $t0
+done
+# mesh_bus (the lean router's bus, 4:1 muxes in the form of two LUT4) equals the plain array
+# read (verif/formal/mesh_bus_check.v) for every input and select: SAT, 3 to 5 inputs
+for N in 3 4 5; do
+	t0=$SECONDS
+	if yosys -q -l "$out/bus_check_$N.log" -p "read_verilog -sv -formal $R/mesh_bus.v \
+		verif/formal/mesh_bus_check.v; chparam -set NIn $N mesh_bus_check; \
+		prep -top mesh_bus_check; flatten; sat -verify -prove-asserts" >/dev/null 2>&1
+	then got=pass; else got=fail; fi
+	verdict bus_check_$N pass $got $t0
 done
 bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_lean_formal.vh | head -1 | cut -d: -f1)
 gen_aig router_lean_broken mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "-DFORMAL_BROKEN" \

@@ -13,8 +13,10 @@
 // TB_LEAN: the same bench on mesh_router_lean (the board's shared-bus router: registered
 // 1-deep input FIFOs and no output registers, so 1 cycle per hop, at most one wavelet every
 // other cycle per link, and an output may drop its valid while stalled (the bus moves on);
-// 16-bit err_unrouted, 8-bit port counters). All five ports exist here, so there is no
-// sink.
+// the local input has no FIFO: the source holds a wavelet until ready, so the model expects
+// its copies from the first cycle it is offered (a multicast copy may leave before ready);
+// 16-bit err_unrouted; no per-port counters: counters 0-4 read 0). All five ports exist
+// here, so there is no sink.
 #ifdef TB_LEAN
 #include "Vmesh_router_lean.h"
 typedef Vmesh_router_lean Vrouter;
@@ -22,7 +24,8 @@ static const unsigned HOP = 1;          // cycles from input accepted to output
 static const bool HOLD = false;         // outputs hold valid/data while stalled
 static const double MIN_RATE = 0.49;    // sustained wavelets per cycle on one link
 static const uint64_t CTR_MASK = 0xffff;       // err_unrouted
-static const uint64_t PORT_CTR_MASK = 0xff;     // wavelets out per port
+static const uint64_t PORT_CTR_MASK = 0;        // wavelets out per port: not kept, read 0
+static const int DIRECT = 4;            // the input without a FIFO (the local one)
 #else
 #include "Vmesh_router.h"
 typedef Vmesh_router Vrouter;
@@ -31,6 +34,7 @@ static const bool HOLD = true;
 static const double MIN_RATE = 0.99;
 static const uint64_t CTR_MASK = 0xffffffff;
 static const uint64_t PORT_CTR_MASK = 0xffffffff;
+static const int DIRECT = -1;           // every input has a FIFO
 #endif
 #include "tb_common.h"
 #include <deque>
@@ -63,6 +67,7 @@ int main(int argc, char **argv) {
     uint64_t model_cnt[6] = {0};               // per output + unrouted
     uint32_t seq[5] = {0};
     bool pend_v[5] = {false};
+    bool pend_seen[5] = {false};               // DIRECT: its copies are expected already
     uint64_t pend_d[5] = {0};
     bool prev_v[4] = {false};
     uint64_t prev_d[4] = {0};
@@ -128,15 +133,18 @@ int main(int argc, char **argv) {
 #endif
         r->eval();
         // inputs accepted this cycle (first: a bypassed wavelet can leave on the local port now)
+        // (DIRECT: offered this cycle for the first time; it leaves the source at ready)
         for (int i = 0; i < 5; i++) {
-            if (pend_v[i] && ((r->in_ready_o >> i) & 1)) {
+            bool ready = (r->in_ready_o >> i) & 1;
+            if (pend_v[i] && !pend_seen[i] && (ready || i == DIRECT)) {
                 unsigned m = route[wv_color(pend_d[i])];
                 if (getenv("TBDBG")) printf("%llu in %d %llx mask %x\n", (unsigned long long)cyc, i, (unsigned long long)pend_d[i], m);
                 if (!m) model_cnt[5]++;
                 for (int o = 0; o < 5; o++) if ((m >> o) & 1) exp[i][o].push_back(pend_d[i]);
-                pend_v[i] = false;
+                pend_seen[i] = true;
                 wavelets_in++;
             }
+            if (pend_v[i] && ready) pend_v[i] = pend_seen[i] = false;
         }
         // outputs
         for (int o = 0; o < 5; o++) {
