@@ -15,9 +15,10 @@
 `default_nettype none
 
 module board_frame_rx #(
-  // receive buffer, words (>= 255: one full frame). 1024 (8 EBR) holds the host's window of
-  // 4 frames: with 256, a stream that the PE consumed slower than the link overran it and
-  // each dropped frame cost a NAK and a resend (a tiny-GPT step moved 2.1x the bytes)
+  // receive buffer, words (a power of two >= 256: one full frame; board_top sets it). 1024
+  // (8 EBR) holds the host's window of 4 frames: with 256, a 1x1 pe_lite stream fell behind
+  // the link, overran it and each dropped frame cost a NAK and a resend (a tiny-GPT step
+  // moved 2.1x the bytes); 512 (4 EBR) is what the 2x2 board affords
   parameter integer BufWords = 1024,
   parameter integer TimeoutClks = 8192,    // byte timeout: 1024 bit times of the UART
   parameter integer Window = 4             // host go-back-N window: older SEQs are duplicates
@@ -65,7 +66,9 @@ module board_frame_rx #(
   reg            recover_d, recover_q; // since such a drop, no frame accepted yet
   reg [7:0]      expect_d, expect_q;
   reg [TmoW-1:0] tmo_d, tmo_q;
-  reg [15:0]     ecrc_d, ecrc_q, etrunc_d, etrunc_q, eseq_d, eseq_q;
+  wire [15:0]    ecrc_d, etrunc_d, eseq_d;
+  reg [15:0]     ecrc_q, etrunc_q, eseq_q;
+  reg            ecrc_inc, etrunc_inc, eseq_inc;  // count one error of that kind
 
   reg            wr_valid, commit, rollback;
   reg [31:0]     wr_data;
@@ -77,7 +80,7 @@ module board_frame_rx #(
   wire [FreeW-1:0] count_unused;
   wire [7:0]     behind = expect_q - byte_data_i;  // in SSeq: how far SEQ is behind
 
-  board_crc16 u_crc (.crc_i(state_q == SType ? 16'hffff : crc_q), .data_i(byte_data_i),
+  board_crc16 u_crc (.crc_i(crc_q), .data_i(byte_data_i),
                      .crc_o(crc_next));
 
   board_fifo #(.Width(32), .Depth(BufWords)) u_buf (
@@ -92,9 +95,16 @@ module board_frame_rx #(
   assign err_trunc_o = etrunc_q;
   assign err_seq_o   = eseq_q;
 
-  function automatic [15:0] sat_inc(input [15:0] v);
-    sat_inc = (v == 16'hffff) ? v : v + 16'd1;
-  endfunction
+  // The error counters saturate: the carry out of v + 1 (v all ones) holds them, so the
+  // saturation costs no comparator
+  wire [15:0] ecrc_p1, etrunc_p1, eseq_p1;
+  wire        ecrc_co, etrunc_co, eseq_co;
+  assign {ecrc_co, ecrc_p1}     = {1'b0, ecrc_q} + 17'd1;
+  assign {etrunc_co, etrunc_p1} = {1'b0, etrunc_q} + 17'd1;
+  assign {eseq_co, eseq_p1}     = {1'b0, eseq_q} + 17'd1;
+  assign ecrc_d   = (ecrc_inc && !ecrc_co) ? ecrc_p1 : ecrc_q;
+  assign etrunc_d = (etrunc_inc && !etrunc_co) ? etrunc_p1 : etrunc_q;
+  assign eseq_d   = (eseq_inc && !eseq_co) ? eseq_p1 : eseq_q;
 
   always @* begin
     state_d    = state_q;
@@ -110,9 +120,9 @@ module board_frame_rx #(
     dropped_d  = dropped_q;
     recover_d  = recover_q;
     expect_d   = expect_q;
-    ecrc_d     = ecrc_q;
-    etrunc_d   = etrunc_q;
-    eseq_d     = eseq_q;
+    ecrc_inc   = 1'b0;
+    etrunc_inc = 1'b0;
+    eseq_inc   = 1'b0;
     tmo_d      = tmo_q;
     wr_valid   = 1'b0;
     wr_data    = {byte_data_i, word_q};
@@ -135,7 +145,7 @@ module board_frame_rx #(
             state_d = SSeq;
           end else begin
             // a bad TYPE; a 0x7e here may start the real frame
-            ecrc_d  = sat_inc(ecrc_q);
+            ecrc_inc = 1'b1;
             err_d   = 1'b1;
             state_d = (byte_data_i == Sof) ? SType : SHunt;
           end
@@ -155,7 +165,7 @@ module board_frame_rx #(
           crc_d  = crc_next;
           bidx_d = 2'd0;
           if (byte_data_i != 8'h00 || (stat_q && len_q != 8'h00)) begin
-            ecrc_d  = sat_inc(ecrc_q);   // LEN > 255, or a STAT with payload
+            ecrc_inc = 1'b1;   // LEN > 255, or a STAT with payload
             err_d   = 1'b1;
             state_d = (byte_data_i == Sof) ? SType : SHunt;
           end else begin
@@ -182,7 +192,7 @@ module board_frame_rx #(
           state_d = SHunt;
           if (!crclo_q || byte_data_i != crc_q[15:8]) begin
             rollback    = 1'b1;
-            ecrc_d      = sat_inc(ecrc_q);
+            ecrc_inc    = 1'b1;
             err_d       = 1'b1;
             ans_valid_d = 1'b1;
             ans_nak_d   = 1'b1;
@@ -205,7 +215,7 @@ module board_frame_rx #(
           end else if (!dropped_q) begin
             // out of order: a frame before it was lost (or dropped by us: not an error)
             if (!recover_q) begin
-              eseq_d = sat_inc(eseq_q);
+              eseq_inc = 1'b1;
               err_d  = 1'b1;
             end
             ans_valid_d = 1'b1;
@@ -223,7 +233,7 @@ module board_frame_rx #(
     end else if (state_q != SHunt) begin
       if (tmo_q == TimeoutW) begin
         rollback = 1'b1;
-        etrunc_d = sat_inc(etrunc_q);
+        etrunc_inc = 1'b1;
         err_d    = 1'b1;
         state_d  = SHunt;
         tmo_d    = '0;
@@ -231,6 +241,8 @@ module board_frame_rx #(
         tmo_d = tmo_q + 1'b1;
       end
     end
+    // the CRC starts at 0xffff with TYPE (no reset: a synchronous set)
+    if (state_d == SType) crc_d = 16'hffff;
   end
 
   always @(posedge clk_i or negedge rst_ni) begin
@@ -242,16 +254,12 @@ module board_frame_rx #(
       len_q       <= 8'h00;
       bidx_q      <= 2'd0;
       word_q      <= 24'h0;
-      crc_q       <= 16'hffff;
       crclo_q     <= 1'b0;
       store_q     <= 1'b0;
       dropped_q   <= 1'b0;
       recover_q   <= 1'b0;
       expect_q    <= 8'h00;
       tmo_q       <= '0;
-      ecrc_q      <= 16'h0;
-      etrunc_q    <= 16'h0;
-      eseq_q      <= 16'h0;
       ans_valid_o <= 1'b0;
       ans_nak_o   <= 1'b0;
       ans_seq_o   <= 8'h00;
@@ -265,21 +273,32 @@ module board_frame_rx #(
       len_q       <= len_d;
       bidx_q      <= bidx_d;
       word_q      <= word_d;
-      crc_q       <= crc_d;
       crclo_q     <= crclo_d;
       store_q     <= store_d;
       dropped_q   <= dropped_d;
       recover_q   <= recover_d;
       expect_q    <= expect_d;
       tmo_q       <= tmo_d;
-      ecrc_q      <= ecrc_d;
-      etrunc_q    <= etrunc_d;
-      eseq_q      <= eseq_d;
       ans_valid_o <= ans_valid_d;
       ans_nak_o   <= ans_nak_d;
       ans_seq_o   <= ans_seq_d;
       stat_req_o  <= stat_req_d;
       err_o       <= err_d;
+    end
+  end
+  always @(posedge clk_i) crc_q <= crc_d;
+
+  // the error counters: a separate block, so that each is a flip-flop with an enable
+  // (saturated: no enable) and its +1 (yosys keeps the muxes when they share the block above)
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      ecrc_q   <= 16'h0;
+      etrunc_q <= 16'h0;
+      eseq_q   <= 16'h0;
+    end else begin
+      ecrc_q   <= ecrc_d;
+      etrunc_q <= etrunc_d;
+      eseq_q   <= eseq_d;
     end
   end
 endmodule

@@ -11,7 +11,8 @@
 
 module board_frame_tx #(
   parameter integer BufWords = 256,  // response queue, words (256 x 32 = 2 UP5K EBRs)
-  parameter integer MaxWords = 64    // DATA frame payload limit: bounds the ACK latency
+  parameter integer MaxWords = 64    // DATA frame payload limit: bounds the ACK latency (a
+                                     // power of two, 2..128)
 ) (
   input  wire        clk_i,
   input  wire        rst_ni,
@@ -37,6 +38,7 @@ module board_frame_tx #(
   localparam integer FreeW = $clog2(BufWords) + 1;
   localparam integer MaxWordsI = MaxWords;
   localparam [FreeW-1:0] MaxW = MaxWordsI[FreeW-1:0];
+  localparam integer MaxLog = $clog2(MaxWords);
 
   reg [3:0]   state_d, state_q;
   reg [1:0]   kind_d, kind_q;
@@ -59,6 +61,8 @@ module board_frame_tx #(
   wire             q_valid;
   wire [31:0]      q_data;
   wire [15:0]      crc_next;
+  wire             count_big = |count[FreeW-1:MaxLog];   // count >= MaxWords
+  wire [7:0]       count_lo = {{(8-MaxLog){1'b0}}, count[MaxLog-1:0]};
   // STAT payload, byte by byte: {trunc, crc}, then {txseq, expected, err_seq}
   wire             stat_w1 = (left_q != 8'd2);
   wire [7:0]       stat_lo = stat_w1 ? stat_seq_i[7:0] :
@@ -114,7 +118,9 @@ module board_frame_tx #(
           state_d = SSof;
         end else if (count != '0) begin
           kind_d  = KData;
-          left_d  = (count > MaxW) ? MaxW[7:0] : count[7:0];
+          // min(count, MaxWords): MaxWords is a power of two, so count >= MaxWords is an
+          // OR of count's bits from log2(MaxWords) up (no comparator)
+          left_d  = count_big ? MaxW[7:0] : count_lo;
           state_d = SSof;
         end
         bidx_d = 2'd0;

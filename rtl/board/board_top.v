@@ -21,6 +21,10 @@ module board_top #(
   parameter integer FifoDepth = 2,         // router input FIFO depth
   parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
   parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
+  // link receive buffer, words (board_frame_rx BufWords, a power of two >= 256): 1024 (8 EBR)
+  // for one PE, whose pe_lite streams fell behind the link with less; 512 (4 EBR) from 2 PEs
+  // on, where the EBR are needed in the tiles (no resends in the 2x2 training-step bench)
+  parameter integer RxWords = (Rows * Cols > 1) ? 512 : 1024,
   parameter integer ClkHz = 21000000,      // design clock: must match the PLL settings
   parameter integer Baud = 3000000,        // UART rate: ClkHz / Baud must be an integer >= 6
   parameter [3:0] PllDivr = 4'd0,          // PLL settings for ClkHz (icepll -i 12 -o MHz)
@@ -67,7 +71,7 @@ module board_top #(
   wire [7:0]  ans_seq, expect_seq;
   wire [15:0] err_crc, err_trunc, err_seq;
 
-  board_frame_rx #(.TimeoutClks(TimeoutClks)) u_frame_rx (
+  board_frame_rx #(.BufWords(RxWords), .TimeoutClks(TimeoutClks)) u_frame_rx (
     .clk_i(clk), .rst_ni(rst_n),
     .byte_valid_i(rx_valid), .byte_data_i(rx_data),
     .cmd_valid_o(cmd_valid), .cmd_ready_i(cmd_ready), .cmd_data_o(cmd_data),

@@ -3,8 +3,9 @@
 // than half its logic, for a link (the board's UART) far slower than the port.
 //
 // Same ports and handshakes as mesh_hostport (valid/ready on every link; inj_* and rsp_*
-// registered; cfg_out_* is not: it is built from registers and cmd_data_i, and the chain
-// stage registers it). A host gets the same words for every command, except:
+// registered; cfg_out_* is not: it is built from registers and cmd_data_i, and the slice in
+// mesh_top registers it; a read beat's data field is the command word, not 0: the slice
+// zeroes it). A host gets the same words for every command, except:
 // - The cycle counter is 32 bits: COUNTERS' "cycles high" word reads 0. The error counter
 //   is 16 bits (COUNTERS' last word zero-extended; SYNC reports 16 bits in both ports).
 // - One config read in flight: the read engine (READ, and COUNTERS' counter reads) issues a
@@ -444,11 +445,12 @@ module mesh_hostport_lean #(
   end
 
   // cfg_out_* is not registered here: it is built from registers and the command word
-  // (stable while valid) and the chain stage registers it (saves 62 flip-flops)
+  // (stable while valid) and the slice in mesh_top registers it (saves 62 flip-flops).
+  // A read beat carries the command word as its data: the slice zeroes it (its flip-flops'
+  // synchronous reset), and the chain stage ORs the word read into it (mesh_cfgchain_lean).
   assign cfg_out_valid_o = cfg_want;
-  // a read beat carries data 0: the chain stage ORs the word read into it (mesh_cfgchain_lean)
   assign cfg_out_data_o = {cfg_write ? KindWrite : KindRead, re_pe_q, re_tgt_q, cfg_addr,
-                           cfg_write ? cmd_data_i : 32'b0};
+                           cmd_data_i};
 
   // datapath
   always_comb begin
@@ -516,7 +518,7 @@ module mesh_hostport_lean #(
       re_busy_q <= 1'b0; re_all_q <= 1'b0; re_hdr_q <= 1'b0; rd_out_q <= 1'b0;
       re_cnt_q <= 1'b0; re_pe_q <= '0; re_tgt_q <= '0; re_addr_q <= '0; re_n_q <= '0;
       re_k_q <= '0;
-      rsp_v_q <= 1'b0; rsp_q <= '0; inj_v_q <= 1'b0; inj_q <= '0;
+      rsp_v_q <= 1'b0; inj_v_q <= 1'b0;
     end else begin
       st_q <= st_d;
       op_q <= op_d; color_q <= color_d; status_q <= status_d; ctrl_q <= ctrl_d;
@@ -525,8 +527,15 @@ module mesh_hostport_lean #(
       re_busy_q <= re_busy_d; re_all_q <= re_all_d; re_hdr_q <= re_hdr_d; rd_out_q <= rd_out_d;
       re_cnt_q <= re_cnt_d; re_pe_q <= re_pe_d; re_tgt_q <= re_tgt_d; re_addr_q <= re_addr_d;
       re_n_q <= re_n_d; re_k_q <= re_k_d;
-      rsp_v_q <= rsp_v_d; rsp_q <= rsp_d; inj_v_q <= inj_v_d; inj_q <= inj_d;
+      rsp_v_q <= rsp_v_d; inj_v_q <= inj_v_d;
     end
+  end
+
+  // data registers without reset (their valid bits have one): yosys may then use the
+  // flip-flops' synchronous reset and enable
+  always_ff @(posedge clk_i) begin
+    rsp_q <= rsp_d;
+    inj_q <= inj_d;
   end
 
   always_ff @(posedge clk_i) if (re_ld_addr) addr_hi_q <= (cmd_data_i[31:16] != 16'b0);
