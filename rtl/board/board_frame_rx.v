@@ -21,7 +21,9 @@ module board_frame_rx #(
   // moved 2.1x the bytes); 512 (4 EBR) is what the 2x2 board affords
   parameter integer BufWords = 1024,
   parameter integer TimeoutClks = 8192,    // byte timeout: 1024 bit times of the UART
-  parameter integer Window = 4             // host go-back-N window: older SEQs are duplicates
+  parameter integer Window = 4,            // host go-back-N window: older SEQs are duplicates
+  parameter integer ErrW = 16              // error counters' width (<= 16, saturating; the
+                                           // outputs and STAT zero-extend them): area
 ) (
   input  wire        clk_i,
   input  wire        rst_ni,
@@ -35,7 +37,7 @@ module board_frame_rx #(
   output reg  [7:0]  ans_seq_o,
   output reg         stat_req_o,    // pulse: the host asked for a STAT frame
   output wire [7:0]  expect_o,      // SEQ of the next DATA frame accepted
-  output wire [15:0] err_crc_o,     // saturating counters, cleared by reset only
+  output wire [15:0] err_crc_o,     // saturating ErrW-bit counters, cleared by reset only
   output wire [15:0] err_trunc_o,
   output wire [15:0] err_seq_o,
   output reg         err_o          // pulse: a frame was dropped (status LED)
@@ -66,8 +68,8 @@ module board_frame_rx #(
   reg            recover_d, recover_q; // since such a drop, no frame accepted yet
   reg [7:0]      expect_d, expect_q;
   reg [TmoW-1:0] tmo_d, tmo_q;
-  wire [15:0]    ecrc_d, etrunc_d, eseq_d;
-  reg [15:0]     ecrc_q, etrunc_q, eseq_q;
+  wire [ErrW-1:0] ecrc_d, etrunc_d, eseq_d;
+  reg [ErrW-1:0] ecrc_q, etrunc_q, eseq_q;
   reg            ecrc_inc, etrunc_inc, eseq_inc;  // count one error of that kind
 
   reg            wr_valid, commit, rollback;
@@ -91,17 +93,17 @@ module board_frame_rx #(
   );
 
   assign expect_o    = expect_q;
-  assign err_crc_o   = ecrc_q;
-  assign err_trunc_o = etrunc_q;
-  assign err_seq_o   = eseq_q;
+  assign err_crc_o   = 16'(ecrc_q);
+  assign err_trunc_o = 16'(etrunc_q);
+  assign err_seq_o   = 16'(eseq_q);
 
   // The error counters saturate: the carry out of v + 1 (v all ones) holds them, so the
   // saturation costs no comparator
-  wire [15:0] ecrc_p1, etrunc_p1, eseq_p1;
+  wire [ErrW-1:0] ecrc_p1, etrunc_p1, eseq_p1;
   wire        ecrc_co, etrunc_co, eseq_co;
-  assign {ecrc_co, ecrc_p1}     = {1'b0, ecrc_q} + 17'd1;
-  assign {etrunc_co, etrunc_p1} = {1'b0, etrunc_q} + 17'd1;
-  assign {eseq_co, eseq_p1}     = {1'b0, eseq_q} + 17'd1;
+  assign {ecrc_co, ecrc_p1}     = {1'b0, ecrc_q} + 1'b1;
+  assign {etrunc_co, etrunc_p1} = {1'b0, etrunc_q} + 1'b1;
+  assign {eseq_co, eseq_p1}     = {1'b0, eseq_q} + 1'b1;
   assign ecrc_d   = (ecrc_inc && !ecrc_co) ? ecrc_p1 : ecrc_q;
   assign etrunc_d = (etrunc_inc && !etrunc_co) ? etrunc_p1 : etrunc_q;
   assign eseq_d   = (eseq_inc && !eseq_co) ? eseq_p1 : eseq_q;
@@ -292,9 +294,9 @@ module board_frame_rx #(
   // (saturated: no enable) and its +1 (yosys keeps the muxes when they share the block above)
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      ecrc_q   <= 16'h0;
-      etrunc_q <= 16'h0;
-      eseq_q   <= 16'h0;
+      ecrc_q   <= '0;
+      etrunc_q <= '0;
+      eseq_q   <= '0;
     end else begin
       ecrc_q   <= ecrc_d;
       etrunc_q <= etrunc_d;

@@ -11,8 +11,10 @@
 
 module board_frame_tx #(
   parameter integer BufWords = 256,  // response queue, words (256 x 32 = 2 UP5K EBRs)
-  parameter integer MaxWords = 64    // DATA frame payload limit: bounds the ACK latency (a
+  parameter integer MaxWords = 64,   // DATA frame payload limit: bounds the ACK latency (a
                                      // power of two, 2..128)
+  parameter integer ErrW = 16        // bits of the stat_* error counters that can be nonzero
+                                     // (board_frame_rx ErrW): the rest is not multiplexed
 ) (
   input  wire        clk_i,
   input  wire        rst_ni,
@@ -64,13 +66,14 @@ module board_frame_tx #(
   wire             count_big = |count[FreeW-1:MaxLog];   // count >= MaxWords
   wire [7:0]       count_lo = {{(8-MaxLog){1'b0}}, count[MaxLog-1:0]};
   // STAT payload, byte by byte: {trunc, crc}, then {txseq, expected, err_seq}
+  localparam [15:0] ErrMask = 16'((32'd1 << ErrW) - 1);
+  wire [15:0]      s_crc = stat_crc_i & ErrMask, s_trunc = stat_trunc_i & ErrMask,
+                   s_seq = stat_seq_i & ErrMask;
   wire             stat_w1 = (left_q != 8'd2);
-  wire [7:0]       stat_lo = stat_w1 ? stat_seq_i[7:0] :
-                             (bidx_q[1] ? stat_trunc_i[7:0] : stat_crc_i[7:0]);
+  wire [7:0]       stat_lo = stat_w1 ? s_seq[7:0] : (bidx_q[1] ? s_trunc[7:0] : s_crc[7:0]);
   wire [7:0]       stat_byte = (stat_w1 && bidx_q[1]) ? (bidx_q[0] ? txseq_q : sseq_q) :
                                (bidx_q[0] ? shi_q : stat_lo);
-  wire [7:0]       stat_hi = stat_w1 ? stat_seq_i[15:8] :
-                             (bidx_q[1] ? stat_trunc_i[15:8] : stat_crc_i[15:8]);
+  wire [7:0]       stat_hi = stat_w1 ? s_seq[15:8] : (bidx_q[1] ? s_trunc[15:8] : s_crc[15:8]);
 
   assign rsp_ready_o = (free != '0);
 

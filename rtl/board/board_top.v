@@ -25,6 +25,9 @@ module board_top #(
   // for one PE, whose pe_lite streams fell behind the link with less; 512 (4 EBR) from 2 PEs
   // on, where the EBR are needed in the tiles (no resends in the 2x2 training-step bench)
   parameter integer RxWords = (Rows * Cols > 1) ? 512 : 1024,
+  // link error counters (STAT err_crc, err_trunc, err_seq), bits: saturating at 255, read
+  // zero-extended (informational only: the driver prints them)
+  parameter integer LinkErrW = 8,
   parameter integer ClkHz = 21000000,      // design clock: must match the PLL settings
   parameter integer Baud = 3000000,        // UART rate: ClkHz / Baud must be an integer >= 6
   parameter [3:0] PllDivr = 4'd0,          // PLL settings for ClkHz (icepll -i 12 -o MHz)
@@ -71,7 +74,7 @@ module board_top #(
   wire [7:0]  ans_seq, expect_seq;
   wire [15:0] err_crc, err_trunc, err_seq;
 
-  board_frame_rx #(.BufWords(RxWords), .TimeoutClks(TimeoutClks)) u_frame_rx (
+  board_frame_rx #(.BufWords(RxWords), .TimeoutClks(TimeoutClks), .ErrW(LinkErrW)) u_frame_rx (
     .clk_i(clk), .rst_ni(rst_n),
     .byte_valid_i(rx_valid), .byte_data_i(rx_data),
     .cmd_valid_o(cmd_valid), .cmd_ready_i(cmd_ready), .cmd_data_o(cmd_data),
@@ -80,7 +83,7 @@ module board_top #(
     .err_crc_o(err_crc), .err_trunc_o(err_trunc), .err_seq_o(err_seq), .err_o(link_err)
   );
 
-  board_frame_tx u_frame_tx (
+  board_frame_tx #(.ErrW(LinkErrW)) u_frame_tx (
     .clk_i(clk), .rst_ni(rst_n),
     .rsp_valid_i(rsp_valid), .rsp_ready_o(rsp_ready), .rsp_data_i(rsp_data),
     .ans_valid_i(ans_valid), .ans_nak_i(ans_nak), .ans_seq_i(ans_seq),
