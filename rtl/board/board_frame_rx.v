@@ -34,7 +34,7 @@ module board_frame_rx #(
   output wire [31:0] cmd_data_o,
   output reg         ans_valid_o,   // pulse: send an answer frame
   output reg         ans_nak_o,     // the answer is a NAK (else an ACK)
-  output reg  [7:0]  ans_seq_o,
+  output wire [7:0]  ans_seq_o,     // with ans_valid_o: NAK expected, ACK expected - 1
   output reg         stat_req_o,    // pulse: the host asked for a STAT frame
   output wire [7:0]  expect_o,      // SEQ of the next DATA frame accepted
   output wire [15:0] err_crc_o,     // saturating ErrW-bit counters, cleared by reset only
@@ -67,6 +67,7 @@ module board_frame_rx #(
   reg            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
   reg            recover_d, recover_q; // since such a drop, no frame accepted yet
   reg [7:0]      expect_d, expect_q;
+  reg [7:0]      last_d, last_q;       // expect_q - 1: the last frame accepted (ACK SEQ)
   reg [TmoW-1:0] tmo_d, tmo_q;
   wire [ErrW-1:0] ecrc_d, etrunc_d, eseq_d;
   reg [ErrW-1:0] ecrc_q, etrunc_q, eseq_q;
@@ -76,7 +77,6 @@ module board_frame_rx #(
   reg [31:0]     wr_data;
   reg            ans_valid_d, stat_req_d, err_d;
   reg            ans_nak_d;
-  reg [7:0]      ans_seq_d;
   wire [15:0]    crc_next;
   wire [FreeW-1:0] free;
   wire [FreeW-1:0] count_unused;
@@ -93,6 +93,10 @@ module board_frame_rx #(
   );
 
   assign expect_o    = expect_q;
+  // An answer's SEQ is read in its pulse's cycle, when expect_q already counts the frame it
+  // ACKs: an ACK (of a new frame or of a duplicate) names expect_q - 1, a NAK expect_q. Kept
+  // as a second register (last_q) instead of a decrement and a registered copy.
+  assign ans_seq_o   = ans_nak_o ? expect_q : last_q;
   assign err_crc_o   = 16'(ecrc_q);
   assign err_trunc_o = 16'(etrunc_q);
   assign err_seq_o   = 16'(eseq_q);
@@ -122,6 +126,7 @@ module board_frame_rx #(
     dropped_d  = dropped_q;
     recover_d  = recover_q;
     expect_d   = expect_q;
+    last_d     = last_q;
     ecrc_inc   = 1'b0;
     etrunc_inc = 1'b0;
     eseq_inc   = 1'b0;
@@ -132,7 +137,6 @@ module board_frame_rx #(
     rollback   = 1'b0;
     ans_valid_d = 1'b0;
     ans_nak_d  = 1'b0;
-    ans_seq_d  = expect_q;
     stat_req_d = 1'b0;
     err_d      = 1'b0;
 
@@ -204,6 +208,7 @@ module board_frame_rx #(
             if (store_q) begin
               commit      = 1'b1;
               expect_d    = expect_q + 1'b1;
+              last_d      = expect_q;
               dropped_d   = 1'b0;
               recover_d   = 1'b0;
               ans_valid_d = 1'b1;        // ACK SEQ (= expect_q)
@@ -213,7 +218,6 @@ module board_frame_rx #(
             end
           end else if (seq_dup_q) begin
             ans_valid_d = 1'b1;      // duplicate of an accepted frame: ACK again, drop
-            ans_seq_d   = expect_q - 1'b1;
           end else if (!dropped_q) begin
             // out of order: a frame before it was lost (or dropped by us: not an error)
             if (!recover_q) begin
@@ -261,10 +265,10 @@ module board_frame_rx #(
       dropped_q   <= 1'b0;
       recover_q   <= 1'b0;
       expect_q    <= 8'h00;
+      last_q      <= 8'hff;
       tmo_q       <= '0;
       ans_valid_o <= 1'b0;
       ans_nak_o   <= 1'b0;
-      ans_seq_o   <= 8'h00;
       stat_req_o  <= 1'b0;
       err_o       <= 1'b0;
     end else begin
@@ -280,10 +284,10 @@ module board_frame_rx #(
       dropped_q   <= dropped_d;
       recover_q   <= recover_d;
       expect_q    <= expect_d;
+      last_q      <= last_d;
       tmo_q       <= tmo_d;
       ans_valid_o <= ans_valid_d;
       ans_nak_o   <= ans_nak_d;
-      ans_seq_o   <= ans_seq_d;
       stat_req_o  <= stat_req_d;
       err_o       <= err_d;
     end
