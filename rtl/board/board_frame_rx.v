@@ -60,7 +60,6 @@ module board_frame_rx #(
   reg            seq_dup_d, seq_dup_q; // SEQ is 1..Window behind it (a duplicate)
   reg [7:0]      len_d, len_q;         // words left in the payload
   reg [1:0]      bidx_d, bidx_q;       // byte within the word
-  reg [23:0]     word_d, word_q;       // low bytes of the word being assembled
   reg [15:0]     crc_d, crc_q;
   reg            crclo_d, crclo_q;     // the CRC's low byte matched
   reg            store_d, store_q;     // this frame's payload goes to the buffer
@@ -74,7 +73,6 @@ module board_frame_rx #(
   reg            ecrc_inc, etrunc_inc, eseq_inc;  // count one error of that kind
 
   reg            wr_valid, commit, rollback;
-  reg [31:0]     wr_data;
   reg            ans_valid_d, stat_req_d, err_d;
   reg            ans_nak_d;
   wire [15:0]    crc_next;
@@ -85,9 +83,10 @@ module board_frame_rx #(
   board_crc16 u_crc (.crc_i(crc_q), .data_i(byte_data_i),
                      .crc_o(crc_next));
 
-  board_fifo #(.Width(32), .Depth(BufWords)) u_buf (
+  board_fifo #(.Width(32), .Depth(BufWords), .Bytes(1'b1)) u_buf (
     .clk_i, .rst_ni,
-    .wr_valid_i(wr_valid), .wr_data_i(wr_data), .commit_i(commit), .rollback_i(rollback),
+    .wr_valid_i(wr_valid), .wr_data_i({24'h0, byte_data_i}), .wr_lane_i(bidx_q),
+    .commit_i(commit), .rollback_i(rollback),
     .free_o(free), .count_o(count_unused),
     .rd_valid_o(cmd_valid_o), .rd_ready_i(cmd_ready_i), .rd_data_o(cmd_data_o)
   );
@@ -119,7 +118,6 @@ module board_frame_rx #(
     seq_dup_d  = seq_dup_q;
     len_d      = len_q;
     bidx_d     = bidx_q;
-    word_d     = word_q;
     crc_d      = crc_q;
     crclo_d    = crclo_q;
     store_d    = store_q;
@@ -132,7 +130,6 @@ module board_frame_rx #(
     eseq_inc   = 1'b0;
     tmo_d      = tmo_q;
     wr_valid   = 1'b0;
-    wr_data    = {byte_data_i, word_q};
     commit     = 1'b0;
     rollback   = 1'b0;
     ans_valid_d = 1'b0;
@@ -183,9 +180,8 @@ module board_frame_rx #(
         SPay: begin
           crc_d  = crc_next;
           bidx_d = bidx_q + 1'b1;
-          word_d = {byte_data_i, word_q[23:8]};
+          wr_valid = store_q;  // the byte goes to lane bidx_q of the word
           if (bidx_q == 2'd3) begin
-            wr_valid = store_q;
             len_d    = len_q - 1'b1;
             if (len_q == 8'd1) state_d = SCrc0;
           end
@@ -259,7 +255,6 @@ module board_frame_rx #(
       seq_dup_q   <= 1'b0;
       len_q       <= 8'h00;
       bidx_q      <= 2'd0;
-      word_q      <= 24'h0;
       crclo_q     <= 1'b0;
       store_q     <= 1'b0;
       dropped_q   <= 1'b0;
@@ -278,7 +273,6 @@ module board_frame_rx #(
       seq_dup_q   <= seq_dup_d;
       len_q       <= len_d;
       bidx_q      <= bidx_d;
-      word_q      <= word_d;
       crclo_q     <= crclo_d;
       store_q     <= store_d;
       dropped_q   <= dropped_d;

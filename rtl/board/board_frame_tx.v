@@ -82,7 +82,8 @@ module board_frame_tx #(
 
   board_fifo #(.Width(32), .Depth(BufWords), .Plain(1'b1)) u_q (
     .clk_i, .rst_ni,
-    .wr_valid_i(rsp_valid_i), .wr_data_i(rsp_data_i), .commit_i(1'b1), .rollback_i(1'b0),
+    .wr_valid_i(rsp_valid_i), .wr_data_i(rsp_data_i), .wr_lane_i(2'd0), .commit_i(1'b1),
+    .rollback_i(1'b0),
     .free_o(free), .count_o(count),
     .rd_valid_o(q_valid), .rd_ready_i(pop), .rd_data_o(q_data)
   );
