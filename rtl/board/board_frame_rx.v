@@ -288,8 +288,7 @@ module board_frame_rx #(
   end
   always @(posedge clk_i) crc_q <= crc_d;
 
-  // the error counters: a separate block, so that each is a flip-flop with an enable
-  // (saturated: no enable) and its +1 (yosys keeps the muxes when they share the block above)
+  // the error counters (next values above: each is its +1 into a flip-flop with an enable)
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       ecrc_q   <= '0;

@@ -21,9 +21,10 @@ module board_top #(
   parameter integer FifoDepth = 2,         // router input FIFO depth
   parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
   parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
-  // link receive buffer, words (board_frame_rx BufWords, a power of two >= 256): 1024 (8 EBR)
-  // for one PE, whose pe_lite streams fell behind the link with less; 512 (4 EBR) from 2 PEs
-  // on, where the EBR are needed in the tiles (no resends in the 2x2 training-step bench)
+  // link receive buffer, words (board_frame_rx BufWords, a power of two >= 256): 1024 (8 EBR,
+  // the host's whole window of 4 frames) for one PE, whose EBR are not short; 512 (4 EBR) from
+  // 2 PEs on, where the tiles need them (256 made the 1x1 pe_lite streams overrun it; with
+  // 512 the 1x1 and 2x2 training-step benches resend no frame)
   parameter integer RxWords = (Rows * Cols > 1) ? 512 : 1024,
   // link error counters (STAT err_crc, err_trunc, err_seq), bits: saturating at 255, read
   // zero-extended (informational only: the driver prints them)

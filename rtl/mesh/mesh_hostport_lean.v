@@ -72,8 +72,8 @@ module mesh_hostport_lean #(
   // The walker's address and counts are TW bits: enough for the largest target's size
   // (addr + n <= size once the range is checked; a larger address or n is flagged when it is
   // taken and answered BAD_ADDR), so its adders and compares are not 16 bits wide
-  localparam int unsigned MaxSize = ((AWords / 2) > BWords) ? ((AWords / 2 > 256) ? AWords / 2 : 256)
-                                                           : ((BWords > 256) ? BWords : 256);
+  localparam int unsigned MaxAB = (AWords / 2 > BWords) ? AWords / 2 : BWords;
+  localparam int unsigned MaxSize = (MaxAB > 256) ? MaxAB : 256;  // IMEM: 256
   localparam int unsigned TW = ($clog2(MaxSize) + 1 > 16) ? 16 : $clog2(MaxSize) + 1;
 
   typedef enum logic [4:0] {
