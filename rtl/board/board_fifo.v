@@ -9,18 +9,23 @@
 // wins over a write in the same cycle).
 // Read side: stream rd_valid_o / rd_ready_i / rd_data_o of committed words (Plain: one per cycle,
 // else one every other cycle); a registered read port (iCE40 EBR, read enable = fetch).
+// Bytes (the receiver's buffer): the memory is four byte lanes, and a write puts the byte
+// wr_data_i[7:0] into lane wr_lane_i of the next word; writing lane 3 completes the word
+// (the write pointer moves on). So the receiver needs no register to assemble a word.
 `default_nettype none
 
 module board_fifo #(
   parameter integer Width = 32,   // word width
   parameter integer Depth = 256,  // words, power of two (256 x 32 = 2 UP5K EBRs)
-  parameter bit Plain = 1'b0      // no commit/rollback (commit_i, rollback_i unused): the
+  parameter bit Plain = 1'b0,     // no commit/rollback (commit_i, rollback_i unused): the
                                   // transmitter's queue, without their logic
+  parameter bit Bytes = 1'b0      // byte-lane writes (Width 32): see above
 ) (
   input  wire             clk_i,
   input  wire             rst_ni,
   input  wire             wr_valid_i,
   input  wire [Width-1:0] wr_data_i,
+  input  wire [1:0]       wr_lane_i,   // Bytes: the lane wr_data_i[7:0] goes to
   input  wire             commit_i,
   input  wire             rollback_i,
   output wire [$clog2(Depth):0] free_o,      // words that can still be written
@@ -37,8 +42,6 @@ module board_fifo #(
   // then nothing is fetched, or full, then nothing is written), so yosys need not build its
   // read-during-write bypass around the EBR (a registered copy of the write data and
   // address, a comparator and a 32-bit multiplexer: 39 LUT4 and 74 flip-flops per FIFO).
-  (* no_rw_check *)
-  reg [Width-1:0] mem [0:Depth-1];
   // Pointers carry a wrap bit (AW+1 bits): equal pointers are empty, pointers Depth apart
   // full, so the receiver's buffer needs no counts at all.
   reg  [AW:0] wr_d, wr_q;   // next write
@@ -110,16 +113,35 @@ module board_fifo #(
 `endif
   end
 
+  // a write moves the pointer on: a word, or (Bytes) the last lane of one
+  wire wr_next = we && (!Bytes || wr_lane_i == 2'd3);
+
   always @* begin
-    wr_d = we ? wr_q + 1'b1 : wr_q;
+    wr_d = wr_next ? wr_q + 1'b1 : wr_q;
     if (!Plain && rollback_i) wr_d = cm;
     rd_d = re ? rd_q + 1'b1 : rd_q;
     valid_d = re ? 1'b1 : (rd_ready_i ? 1'b0 : rd_valid_o);
   end
 
-  always @(posedge clk_i) begin
-    if (we) mem[wr_q[AW-1:0]] <= wr_data_i;
-    if (re) rd_data_o <= mem[rd_q[AW-1:0]];
+  if (Bytes) begin : g_bytes
+    // four memories of bytes (yosys maps each to its own block RAMs with its own write enable)
+    for (genvar l = 0; l < 4; l++) begin : g_lane
+      (* no_rw_check *)
+      reg [7:0] mem [0:Depth-1];
+      always @(posedge clk_i) begin
+        if (we && wr_lane_i == 2'(l)) mem[wr_q[AW-1:0]] <= wr_data_i[7:0];
+        if (re) rd_data_o[8*l +: 8] <= mem[rd_q[AW-1:0]];
+      end
+    end
+    wire unused_data = ^{wr_data_i[Width-1:8]};
+  end else begin : g_words
+    (* no_rw_check *)
+    reg [Width-1:0] mem [0:Depth-1];
+    wire unused_lane = ^wr_lane_i;
+    always @(posedge clk_i) begin
+      if (we) mem[wr_q[AW-1:0]] <= wr_data_i;
+      if (re) rd_data_o <= mem[rd_q[AW-1:0]];
+    end
   end
 
   always @(posedge clk_i or negedge rst_ni) begin

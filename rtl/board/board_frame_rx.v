@@ -15,12 +15,15 @@
 `default_nettype none
 
 module board_frame_rx #(
-  // receive buffer, words (>= 255: one full frame). 1024 (8 EBR) holds the host's window of
-  // 4 frames: with 256, a stream that the PE consumed slower than the link overran it and
-  // each dropped frame cost a NAK and a resend (a tiny-GPT step moved 2.1x the bytes)
+  // receive buffer, words (a power of two >= 256: one full frame; board_top sets it). 1024
+  // (8 EBR) holds the host's window of 4 frames: with 256, a 1x1 pe_lite stream fell behind
+  // the link, overran it and each dropped frame cost a NAK and a resend (a tiny-GPT step
+  // moved 2.1x the bytes); 512 (4 EBR) is what the 2x2 board affords
   parameter integer BufWords = 1024,
   parameter integer TimeoutClks = 8192,    // byte timeout: 1024 bit times of the UART
-  parameter integer Window = 4             // host go-back-N window: older SEQs are duplicates
+  parameter integer Window = 4,            // host go-back-N window: older SEQs are duplicates
+  parameter integer ErrW = 16              // error counters' width (<= 16, saturating; the
+                                           // outputs and STAT zero-extend them): area
 ) (
   input  wire        clk_i,
   input  wire        rst_ni,
@@ -31,10 +34,10 @@ module board_frame_rx #(
   output wire [31:0] cmd_data_o,
   output reg         ans_valid_o,   // pulse: send an answer frame
   output reg         ans_nak_o,     // the answer is a NAK (else an ACK)
-  output reg  [7:0]  ans_seq_o,
+  output wire [7:0]  ans_seq_o,     // with ans_valid_o: NAK expected, ACK expected - 1
   output reg         stat_req_o,    // pulse: the host asked for a STAT frame
   output wire [7:0]  expect_o,      // SEQ of the next DATA frame accepted
-  output wire [15:0] err_crc_o,     // saturating counters, cleared by reset only
+  output wire [15:0] err_crc_o,     // saturating ErrW-bit counters, cleared by reset only
   output wire [15:0] err_trunc_o,
   output wire [15:0] err_seq_o,
   output reg         err_o          // pulse: a frame was dropped (status LED)
@@ -57,44 +60,56 @@ module board_frame_rx #(
   reg            seq_dup_d, seq_dup_q; // SEQ is 1..Window behind it (a duplicate)
   reg [7:0]      len_d, len_q;         // words left in the payload
   reg [1:0]      bidx_d, bidx_q;       // byte within the word
-  reg [23:0]     word_d, word_q;       // low bytes of the word being assembled
   reg [15:0]     crc_d, crc_q;
   reg            crclo_d, crclo_q;     // the CRC's low byte matched
   reg            store_d, store_q;     // this frame's payload goes to the buffer
   reg            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
   reg            recover_d, recover_q; // since such a drop, no frame accepted yet
   reg [7:0]      expect_d, expect_q;
+  reg [7:0]      last_d, last_q;       // expect_q - 1: the last frame accepted (ACK SEQ)
   reg [TmoW-1:0] tmo_d, tmo_q;
-  reg [15:0]     ecrc_d, ecrc_q, etrunc_d, etrunc_q, eseq_d, eseq_q;
+  wire [ErrW-1:0] ecrc_d, etrunc_d, eseq_d;
+  reg [ErrW-1:0] ecrc_q, etrunc_q, eseq_q;
+  reg            ecrc_inc, etrunc_inc, eseq_inc;  // count one error of that kind
 
   reg            wr_valid, commit, rollback;
-  reg [31:0]     wr_data;
   reg            ans_valid_d, stat_req_d, err_d;
   reg            ans_nak_d;
-  reg [7:0]      ans_seq_d;
   wire [15:0]    crc_next;
   wire [FreeW-1:0] free;
   wire [FreeW-1:0] count_unused;
   wire [7:0]     behind = expect_q - byte_data_i;  // in SSeq: how far SEQ is behind
 
-  board_crc16 u_crc (.crc_i(state_q == SType ? 16'hffff : crc_q), .data_i(byte_data_i),
+  board_crc16 u_crc (.crc_i(crc_q), .data_i(byte_data_i),
                      .crc_o(crc_next));
 
-  board_fifo #(.Width(32), .Depth(BufWords)) u_buf (
+  board_fifo #(.Width(32), .Depth(BufWords), .Bytes(1'b1)) u_buf (
     .clk_i, .rst_ni,
-    .wr_valid_i(wr_valid), .wr_data_i(wr_data), .commit_i(commit), .rollback_i(rollback),
+    .wr_valid_i(wr_valid), .wr_data_i({24'h0, byte_data_i}), .wr_lane_i(bidx_q),
+    .commit_i(commit), .rollback_i(rollback),
     .free_o(free), .count_o(count_unused),
     .rd_valid_o(cmd_valid_o), .rd_ready_i(cmd_ready_i), .rd_data_o(cmd_data_o)
   );
 
   assign expect_o    = expect_q;
-  assign err_crc_o   = ecrc_q;
-  assign err_trunc_o = etrunc_q;
-  assign err_seq_o   = eseq_q;
+  // An answer's SEQ is read in its pulse's cycle, when expect_q already counts the frame it
+  // ACKs: an ACK (of a new frame or of a duplicate) names expect_q - 1, a NAK expect_q. Kept
+  // as a second register (last_q) instead of a decrement and a registered copy.
+  assign ans_seq_o   = ans_nak_o ? expect_q : last_q;
+  assign err_crc_o   = 16'(ecrc_q);
+  assign err_trunc_o = 16'(etrunc_q);
+  assign err_seq_o   = 16'(eseq_q);
 
-  function automatic [15:0] sat_inc(input [15:0] v);
-    sat_inc = (v == 16'hffff) ? v : v + 16'd1;
-  endfunction
+  // The error counters saturate: the carry out of v + 1 (v all ones) holds them, so the
+  // saturation costs no comparator
+  wire [ErrW-1:0] ecrc_p1, etrunc_p1, eseq_p1;
+  wire        ecrc_co, etrunc_co, eseq_co;
+  assign {ecrc_co, ecrc_p1}     = {1'b0, ecrc_q} + 1'b1;
+  assign {etrunc_co, etrunc_p1} = {1'b0, etrunc_q} + 1'b1;
+  assign {eseq_co, eseq_p1}     = {1'b0, eseq_q} + 1'b1;
+  assign ecrc_d   = (ecrc_inc && !ecrc_co) ? ecrc_p1 : ecrc_q;
+  assign etrunc_d = (etrunc_inc && !etrunc_co) ? etrunc_p1 : etrunc_q;
+  assign eseq_d   = (eseq_inc && !eseq_co) ? eseq_p1 : eseq_q;
 
   always @* begin
     state_d    = state_q;
@@ -103,24 +118,22 @@ module board_frame_rx #(
     seq_dup_d  = seq_dup_q;
     len_d      = len_q;
     bidx_d     = bidx_q;
-    word_d     = word_q;
     crc_d      = crc_q;
     crclo_d    = crclo_q;
     store_d    = store_q;
     dropped_d  = dropped_q;
     recover_d  = recover_q;
     expect_d   = expect_q;
-    ecrc_d     = ecrc_q;
-    etrunc_d   = etrunc_q;
-    eseq_d     = eseq_q;
+    last_d     = last_q;
+    ecrc_inc   = 1'b0;
+    etrunc_inc = 1'b0;
+    eseq_inc   = 1'b0;
     tmo_d      = tmo_q;
     wr_valid   = 1'b0;
-    wr_data    = {byte_data_i, word_q};
     commit     = 1'b0;
     rollback   = 1'b0;
     ans_valid_d = 1'b0;
     ans_nak_d  = 1'b0;
-    ans_seq_d  = expect_q;
     stat_req_d = 1'b0;
     err_d      = 1'b0;
 
@@ -135,7 +148,7 @@ module board_frame_rx #(
             state_d = SSeq;
           end else begin
             // a bad TYPE; a 0x7e here may start the real frame
-            ecrc_d  = sat_inc(ecrc_q);
+            ecrc_inc = 1'b1;
             err_d   = 1'b1;
             state_d = (byte_data_i == Sof) ? SType : SHunt;
           end
@@ -155,7 +168,7 @@ module board_frame_rx #(
           crc_d  = crc_next;
           bidx_d = 2'd0;
           if (byte_data_i != 8'h00 || (stat_q && len_q != 8'h00)) begin
-            ecrc_d  = sat_inc(ecrc_q);   // LEN > 255, or a STAT with payload
+            ecrc_inc = 1'b1;   // LEN > 255, or a STAT with payload
             err_d   = 1'b1;
             state_d = (byte_data_i == Sof) ? SType : SHunt;
           end else begin
@@ -167,9 +180,8 @@ module board_frame_rx #(
         SPay: begin
           crc_d  = crc_next;
           bidx_d = bidx_q + 1'b1;
-          word_d = {byte_data_i, word_q[23:8]};
+          wr_valid = store_q;  // the byte goes to lane bidx_q of the word
           if (bidx_q == 2'd3) begin
-            wr_valid = store_q;
             len_d    = len_q - 1'b1;
             if (len_q == 8'd1) state_d = SCrc0;
           end
@@ -182,7 +194,7 @@ module board_frame_rx #(
           state_d = SHunt;
           if (!crclo_q || byte_data_i != crc_q[15:8]) begin
             rollback    = 1'b1;
-            ecrc_d      = sat_inc(ecrc_q);
+            ecrc_inc    = 1'b1;
             err_d       = 1'b1;
             ans_valid_d = 1'b1;
             ans_nak_d   = 1'b1;
@@ -192,6 +204,7 @@ module board_frame_rx #(
             if (store_q) begin
               commit      = 1'b1;
               expect_d    = expect_q + 1'b1;
+              last_d      = expect_q;
               dropped_d   = 1'b0;
               recover_d   = 1'b0;
               ans_valid_d = 1'b1;        // ACK SEQ (= expect_q)
@@ -201,11 +214,10 @@ module board_frame_rx #(
             end
           end else if (seq_dup_q) begin
             ans_valid_d = 1'b1;      // duplicate of an accepted frame: ACK again, drop
-            ans_seq_d   = expect_q - 1'b1;
           end else if (!dropped_q) begin
             // out of order: a frame before it was lost (or dropped by us: not an error)
             if (!recover_q) begin
-              eseq_d = sat_inc(eseq_q);
+              eseq_inc = 1'b1;
               err_d  = 1'b1;
             end
             ans_valid_d = 1'b1;
@@ -223,7 +235,7 @@ module board_frame_rx #(
     end else if (state_q != SHunt) begin
       if (tmo_q == TimeoutW) begin
         rollback = 1'b1;
-        etrunc_d = sat_inc(etrunc_q);
+        etrunc_inc = 1'b1;
         err_d    = 1'b1;
         state_d  = SHunt;
         tmo_d    = '0;
@@ -231,6 +243,8 @@ module board_frame_rx #(
         tmo_d = tmo_q + 1'b1;
       end
     end
+    // the CRC starts at 0xffff with TYPE (no reset: a synchronous set)
+    if (state_d == SType) crc_d = 16'hffff;
   end
 
   always @(posedge clk_i or negedge rst_ni) begin
@@ -241,20 +255,15 @@ module board_frame_rx #(
       seq_dup_q   <= 1'b0;
       len_q       <= 8'h00;
       bidx_q      <= 2'd0;
-      word_q      <= 24'h0;
-      crc_q       <= 16'hffff;
       crclo_q     <= 1'b0;
       store_q     <= 1'b0;
       dropped_q   <= 1'b0;
       recover_q   <= 1'b0;
       expect_q    <= 8'h00;
+      last_q      <= 8'hff;
       tmo_q       <= '0;
-      ecrc_q      <= 16'h0;
-      etrunc_q    <= 16'h0;
-      eseq_q      <= 16'h0;
       ans_valid_o <= 1'b0;
       ans_nak_o   <= 1'b0;
-      ans_seq_o   <= 8'h00;
       stat_req_o  <= 1'b0;
       err_o       <= 1'b0;
     end else begin
@@ -264,22 +273,31 @@ module board_frame_rx #(
       seq_dup_q   <= seq_dup_d;
       len_q       <= len_d;
       bidx_q      <= bidx_d;
-      word_q      <= word_d;
-      crc_q       <= crc_d;
       crclo_q     <= crclo_d;
       store_q     <= store_d;
       dropped_q   <= dropped_d;
       recover_q   <= recover_d;
       expect_q    <= expect_d;
+      last_q      <= last_d;
       tmo_q       <= tmo_d;
-      ecrc_q      <= ecrc_d;
-      etrunc_q    <= etrunc_d;
-      eseq_q      <= eseq_d;
       ans_valid_o <= ans_valid_d;
       ans_nak_o   <= ans_nak_d;
-      ans_seq_o   <= ans_seq_d;
       stat_req_o  <= stat_req_d;
       err_o       <= err_d;
+    end
+  end
+  always @(posedge clk_i) crc_q <= crc_d;
+
+  // the error counters (next values above: each is its +1 into a flip-flop with an enable)
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      ecrc_q   <= '0;
+      etrunc_q <= '0;
+      eseq_q   <= '0;
+    end else begin
+      ecrc_q   <= ecrc_d;
+      etrunc_q <= etrunc_d;
+      eseq_q   <= eseq_d;
     end
   end
 endmodule

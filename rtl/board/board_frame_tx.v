@@ -11,7 +11,10 @@
 
 module board_frame_tx #(
   parameter integer BufWords = 256,  // response queue, words (256 x 32 = 2 UP5K EBRs)
-  parameter integer MaxWords = 64    // DATA frame payload limit: bounds the ACK latency
+  parameter integer MaxWords = 64,   // DATA frame payload limit: bounds the ACK latency (a
+                                     // power of two, 2..128)
+  parameter integer ErrW = 16        // bits of the stat_* error counters that can be nonzero
+                                     // (board_frame_rx ErrW): the rest is not multiplexed
 ) (
   input  wire        clk_i,
   input  wire        rst_ni,
@@ -37,6 +40,7 @@ module board_frame_tx #(
   localparam integer FreeW = $clog2(BufWords) + 1;
   localparam integer MaxWordsI = MaxWords;
   localparam [FreeW-1:0] MaxW = MaxWordsI[FreeW-1:0];
+  localparam integer MaxLog = $clog2(MaxWords);
 
   reg [3:0]   state_d, state_q;
   reg [1:0]   kind_d, kind_q;
@@ -59,20 +63,27 @@ module board_frame_tx #(
   wire             q_valid;
   wire [31:0]      q_data;
   wire [15:0]      crc_next;
+  wire             count_big = |count[FreeW-1:MaxLog];   // count >= MaxWords
+  wire [7:0]       count_lo = {{(8-MaxLog){1'b0}}, count[MaxLog-1:0]};
   // STAT payload, byte by byte: {trunc, crc}, then {txseq, expected, err_seq}
+  localparam [15:0] ErrMask = 16'((32'd1 << ErrW) - 1);
+  wire [15:0]      s_crc = stat_crc_i & ErrMask, s_trunc = stat_trunc_i & ErrMask,
+                   s_seq = stat_seq_i & ErrMask;
   wire             stat_w1 = (left_q != 8'd2);
-  wire [7:0]       stat_lo = stat_w1 ? stat_seq_i[7:0] :
-                             (bidx_q[1] ? stat_trunc_i[7:0] : stat_crc_i[7:0]);
-  wire [7:0]       stat_byte = (stat_w1 && bidx_q[1]) ? (bidx_q[0] ? txseq_q : sseq_q) :
-                               (bidx_q[0] ? shi_q : stat_lo);
-  wire [7:0]       stat_hi = stat_w1 ? stat_seq_i[15:8] :
-                             (bidx_q[1] ? stat_trunc_i[15:8] : stat_crc_i[15:8]);
+  wire [7:0]       stat_lo = stat_w1 ? s_seq[7:0] : (bidx_q[1] ? s_trunc[7:0] : s_crc[7:0]);
+  // a SEQ byte: the DATA frame's own, or (answers, STAT) sseq_q; STAT's word 1 ends with
+  // expected (sseq_q) and the next DATA SEQ: one multiplexer serves SSeq and those bytes
+  wire             stat_seqb = (kind_q == KStat) && stat_w1 && bidx_q[1];
+  wire [7:0]       seq_byte = ((kind_q == KData) || (stat_seqb && bidx_q[0])) ? txseq_q : sseq_q;
+  wire [7:0]       stat_byte = bidx_q[0] ? shi_q : stat_lo;
+  wire [7:0]       stat_hi = stat_w1 ? s_seq[15:8] : (bidx_q[1] ? s_trunc[15:8] : s_crc[15:8]);
 
   assign rsp_ready_o = (free != '0);
 
   board_fifo #(.Width(32), .Depth(BufWords), .Plain(1'b1)) u_q (
     .clk_i, .rst_ni,
-    .wr_valid_i(rsp_valid_i), .wr_data_i(rsp_data_i), .commit_i(1'b1), .rollback_i(1'b0),
+    .wr_valid_i(rsp_valid_i), .wr_data_i(rsp_data_i), .wr_lane_i(2'd0), .commit_i(1'b1),
+    .rollback_i(1'b0),
     .free_o(free), .count_o(count),
     .rd_valid_o(q_valid), .rd_ready_i(pop), .rd_data_o(q_data)
   );
@@ -114,7 +125,9 @@ module board_frame_tx #(
           state_d = SSof;
         end else if (count != '0) begin
           kind_d  = KData;
-          left_d  = (count > MaxW) ? MaxW[7:0] : count[7:0];
+          // min(count, MaxWords): MaxWords is a power of two, so count >= MaxWords is an
+          // OR of count's bits from log2(MaxWords) up (no comparator)
+          left_d  = count_big ? MaxW[7:0] : count_lo;
           state_d = SSof;
         end
         bidx_d = 2'd0;
@@ -127,13 +140,14 @@ module board_frame_tx #(
       end
       SSeq: begin
         byte_valid_o = 1'b1;
-        byte_data_o  = (kind_q == KData) ? txseq_q : sseq_q;
+        byte_data_o  = seq_byte;
       end
       SLen0: begin byte_valid_o = 1'b1; byte_data_o = left_q; end
       SLen1: begin byte_valid_o = 1'b1; byte_data_o = 8'h00; end
       SPay: begin
         byte_valid_o = (kind_q != KData) || q_valid;
-        byte_data_o  = (kind_q == KData) ? q_data[8*bidx_q +: 8] : stat_byte;
+        byte_data_o  = (kind_q == KData) ? q_data[8*bidx_q +: 8] :
+                       (stat_seqb ? seq_byte : stat_byte);
       end
       SCrc0: begin byte_valid_o = 1'b1; byte_data_o = crc_q[7:0]; end
       SCrc1: begin byte_valid_o = 1'b1; byte_data_o = crc_q[15:8]; end
@@ -141,9 +155,9 @@ module board_frame_tx #(
     endcase
 
     if (byte_valid_o && byte_ready_i) begin
-      crc_d = (state_q == SSof) ? 16'hffff : crc_next;
+      crc_d = crc_next;
       case (state_q)
-        SSof:  state_d = SType;
+        SSof:  begin crc_d = crc_q; state_d = SType; end
         SType: state_d = SSeq;
         SSeq:  state_d = SLen0;
         SLen0: state_d = SLen1;
@@ -167,6 +181,9 @@ module board_frame_tx #(
       endcase
     end
 
+    // the CRC starts at 0xffff with TYPE (no reset: a synchronous set while idle)
+    if (state_q == SIdle) crc_d = 16'hffff;
+
     // a new answer replaces a pending one (ACK/NAK are cumulative)
     if (ans_valid_i) begin
       ans_d  = 1'b1;
@@ -178,33 +195,26 @@ module board_frame_tx #(
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q <= SIdle;
-      kind_q  <= KAns;
-      nak_q   <= 1'b0;
-      left_q  <= 8'h00;
-      bidx_q  <= 2'd0;
-      crc_q   <= 16'hffff;
       txseq_q <= 8'h00;
       ans_q   <= 1'b0;
-      ansn_q  <= 1'b0;
-      anss_q  <= 8'h00;
       stat_q  <= 1'b0;
-      sseq_q  <= 8'h00;
-      shi_q   <= 8'h00;
     end else begin
       state_q <= state_d;
-      kind_q  <= kind_d;
-      nak_q   <= nak_d;
-      left_q  <= left_d;
-      bidx_q  <= bidx_d;
-      crc_q   <= crc_d;
       txseq_q <= txseq_d;
       ans_q   <= ans_d;
-      ansn_q  <= ansn_d;
-      anss_q  <= anss_d;
       stat_q  <= stat_d;
-      sseq_q  <= sseq_d;
-      shi_q   <= shi_d;
     end
+  end
+  always @(posedge clk_i) begin
+    crc_q <= crc_d;
+    kind_q <= kind_d;
+    nak_q <= nak_d;
+    left_q <= left_d;
+    bidx_q <= bidx_d;
+    sseq_q <= sseq_d;
+    shi_q <= shi_d;
+    anss_q <= anss_d;
+    ansn_q <= ansn_d;
   end
 endmodule
 

@@ -22,6 +22,14 @@ module board_top #(
   parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
   parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
   parameter integer Micro = 0,             // 1 (with Lean): pe_micro PEs sharing one FPU
+  // link receive buffer, words (board_frame_rx BufWords, a power of two >= 256): 1024 (8 EBR,
+  // the host's whole window of 4 frames) for one PE, whose EBR are not short; 512 (4 EBR) from
+  // 2 PEs on, where the tiles need them (256 made the 1x1 pe_lite streams overrun it; with
+  // 512 the 1x1 and 2x2 training-step benches resend no frame)
+  parameter integer RxWords = (Rows * Cols > 1) ? 512 : 1024,
+  // link error counters (STAT err_crc, err_trunc, err_seq), bits: saturating at 255, read
+  // zero-extended (informational only: the driver prints them)
+  parameter integer LinkErrW = 8,
   parameter integer ClkHz = 21000000,      // design clock: must match the PLL settings
   parameter integer Baud = 3000000,        // UART rate: ClkHz / Baud must be an integer >= 6
   parameter [3:0] PllDivr = 4'd0,          // PLL settings for ClkHz (icepll -i 12 -o MHz)
@@ -68,7 +76,7 @@ module board_top #(
   wire [7:0]  ans_seq, expect_seq;
   wire [15:0] err_crc, err_trunc, err_seq;
 
-  board_frame_rx #(.TimeoutClks(TimeoutClks)) u_frame_rx (
+  board_frame_rx #(.BufWords(RxWords), .TimeoutClks(TimeoutClks), .ErrW(LinkErrW)) u_frame_rx (
     .clk_i(clk), .rst_ni(rst_n),
     .byte_valid_i(rx_valid), .byte_data_i(rx_data),
     .cmd_valid_o(cmd_valid), .cmd_ready_i(cmd_ready), .cmd_data_o(cmd_data),
@@ -77,7 +85,7 @@ module board_top #(
     .err_crc_o(err_crc), .err_trunc_o(err_trunc), .err_seq_o(err_seq), .err_o(link_err)
   );
 
-  board_frame_tx u_frame_tx (
+  board_frame_tx #(.ErrW(LinkErrW)) u_frame_tx (
     .clk_i(clk), .rst_ni(rst_n),
     .rsp_valid_i(rsp_valid), .rsp_ready_o(rsp_ready), .rsp_data_i(rsp_data),
     .ans_valid_i(ans_valid), .ans_nak_i(ans_nak), .ans_seq_i(ans_seq),

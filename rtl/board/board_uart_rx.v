@@ -2,7 +2,8 @@
 // Samples the middle of each bit after a 2-flop synchronizer: with ClksPerBit >= 6 it
 // tolerates a few percent of baud mismatch (the FT2232H divides 12 MHz exactly for 3 Mbaud).
 // Output: byte_valid_o is a one-cycle pulse with byte_data_o; there is no back-pressure (a
-// UART cannot be stopped), the consumer takes every byte. A byte whose stop bit reads 0
+// UART cannot be stopped), the consumer takes every byte. byte_data_o is the shift register
+// itself, valid in the pulse's cycle only (it next shifts a bit time and a half later). A byte whose stop bit reads 0
 // (framing error, break) is not delivered: the frame layer's CRC or byte timeout notices.
 `default_nettype none
 
@@ -13,7 +14,7 @@ module board_uart_rx #(
   input  wire       rst_ni,
   input  wire       rx_i,          // line from the FT2232H TXD, idle high, asynchronous
   output reg        byte_valid_o,  // one-cycle pulse: byte_data_o holds a received byte
-  output reg  [7:0] byte_data_o
+  output wire [7:0] byte_data_o
 );
   localparam integer CntW = $clog2(ClksPerBit);
   localparam integer BitLastI = ClksPerBit - 1;
@@ -29,6 +30,8 @@ module board_uart_rx #(
   reg [2:0]      bit_d, bit_q;
   reg [7:0]      shift_d, shift_q;
   reg            valid_d;
+
+  assign byte_data_o = shift_q;
 
   always @* begin
     state_d = state_q;
@@ -85,7 +88,6 @@ module board_uart_rx #(
       bit_q        <= 3'd0;
       shift_q      <= 8'h00;
       byte_valid_o <= 1'b0;
-      byte_data_o  <= 8'h00;
     end else begin
       meta_q       <= rx_i;
       sync_q       <= meta_q;
@@ -94,7 +96,6 @@ module board_uart_rx #(
       bit_q        <= bit_d;
       shift_q      <= shift_d;
       byte_valid_o <= valid_d;
-      if (valid_d) byte_data_o <= shift_q;
     end
   end
 endmodule

@@ -3,10 +3,12 @@
 // than half its logic, for a link (the board's UART) far slower than the port.
 //
 // Same ports and handshakes as mesh_hostport (valid/ready on every link; inj_* and rsp_*
-// registered; cfg_out_* is not: it is built from registers and cmd_data_i, and the chain
-// stage registers it). A host gets the same words for every command, except:
+// registered; cfg_out_* is not: it is built from registers and cmd_data_i, and the slice in
+// mesh_top registers it; a read beat's data field is the command word, not 0: the slice
+// zeroes it). A host gets the same words for every command, except:
 // - The cycle counter is 32 bits: COUNTERS' "cycles high" word reads 0. The error counter
-//   is 16 bits (COUNTERS' last word zero-extended; SYNC reports 16 bits in both ports).
+//   is 8 bits and saturates at 255 (COUNTERS' last word and SYNC's n zero-extended; the
+//   driver only tests it for 0, which a wrapping counter could miss).
 // - One config read in flight: the read engine (READ, and COUNTERS' counter reads) issues a
 //   read beat only when the previous word has come back, so a READ streams one word per
 //   config-chain round trip instead of one per cycle. It still overlaps RUN, INJECT, NOP and
@@ -21,7 +23,8 @@
 // cycle counter (no separate 32-bit down counter). The COLLECT buffer is a plain RAM written
 // at the running count and read out after the header (2 EBR, no FIFO pointers). Every
 // target must be below 2^16 words; WRITE and READ check the address in the cycle after the
-// address word (SWChk, SRChk).
+// address word (SWChk, SRChk), and the walker's address and counts are only as wide as the
+// largest target needs (TW bits).
 // Checked by tb_mesh_hostport_lean (the host-port bench on mesh_top Lean with the PE test
 // double) and by the board benches (tb_board_lean runs the driver through the link).
 `default_nettype none
@@ -66,6 +69,12 @@ module mesh_hostport_lean #(
                          StTimeout = 3'd4, StBadArg = 3'd5;
   localparam logic [1:0] KindWrite = 2'd0, KindRead = 2'd1, KindRsp = 2'd2;
   localparam int unsigned CbAw = (CollectDepth > 1) ? $clog2(CollectDepth) : 1;
+  // The walker's address and counts are TW bits: enough for the largest target's size
+  // (addr + n <= size once the range is checked; a larger address or n is flagged when it is
+  // taken and answered BAD_ADDR), so its adders and compares are not 16 bits wide
+  localparam int unsigned MaxAB = (AWords / 2 > BWords) ? AWords / 2 : BWords;
+  localparam int unsigned MaxSize = (MaxAB > 256) ? MaxAB : 256;  // IMEM: 256
+  localparam int unsigned TW = ($clog2(MaxSize) + 1 > 16) ? 16 : $clog2(MaxSize) + 1;
 
   typedef enum logic [4:0] {
     SCmd, SEcho, SWAddr, SWChk, SWData, SRAddr, SRChk, SRun, SInj, SDrop, SErr, SCTmo,
@@ -82,7 +91,7 @@ module mesh_hostport_lean #(
   logic [31:0] dl_q, dl_d;          // COLLECT/SYNC: the cycle count at the timeout
   logic        hit_q, hit_d;        // the timeout has passed
   logic [31:0] cycles_q, cycles_d;
-  logic [15:0] err_q, err_d;
+  logic [7:0]  err_q, err_d;       // host port errors since CLEAR, saturating at 255
   // Config access walker: the read engine (READ, COUNTERS) and WRITE (run only while the
   // engine is idle) share its fields, so every config beat is {re_pe, re_tgt,
   // re_addr + re_k, data}. re_hdr: the READ header is next; rd_out: a read is in flight;
@@ -91,7 +100,7 @@ module mesh_hostport_lean #(
   logic        rd_out_q, rd_out_d, re_cnt_q, re_cnt_d;
   logic [7:0]  re_pe_q, re_pe_d;
   logic [3:0]  re_tgt_q, re_tgt_d;
-  logic [15:0] re_addr_q, re_addr_d, re_n_q, re_n_d, re_k_q, re_k_d;
+  logic [TW-1:0] re_addr_q, re_addr_d, re_n_q, re_n_d, re_k_q, re_k_d;
   // output registers
   logic        rsp_v_q, rsp_v_d, inj_v_q, inj_v_d;
   logic [31:0] rsp_q, rsp_d;
@@ -117,19 +126,19 @@ module mesh_hostport_lean #(
   always_ff @(posedge clk_i) cb_rdata_q <= cb_mem[k_d[CbAw-1:0]];
 
   // target sizes in words; 0 = no such target
-  function automatic logic [17:0] tsize(input logic [3:0] t);
+  function automatic logic [TW:0] tsize(input logic [3:0] t);
     case (t)
-      4'd0: tsize = 18'(AWords / 2);
-      4'd1: tsize = 18'(BWords);
-      4'd2: tsize = 18'(BWords);  // B read-and-clear (READ only)
-      4'd3: tsize = 18'd256;
-      4'd4: tsize = 18'd32;
-      4'd5: tsize = 18'd16;
-      4'd6: tsize = 18'd16;
-      4'd7: tsize = 18'd8;
-      4'd8: tsize = 18'd5;
-      4'd9: tsize = 18'd6;
-      default: tsize = 18'd0;
+      4'd0: tsize = (TW+1)'(AWords / 2);
+      4'd1: tsize = (TW+1)'(BWords);
+      4'd2: tsize = (TW+1)'(BWords);  // B read-and-clear (READ only)
+      4'd3: tsize = (TW+1)'(256);
+      4'd4: tsize = (TW+1)'(32);
+      4'd5: tsize = (TW+1)'(16);
+      4'd6: tsize = (TW+1)'(16);
+      4'd7: tsize = (TW+1)'(8);
+      4'd8: tsize = (TW+1)'(5);
+      4'd9: tsize = (TW+1)'(6);
+      default: tsize = '0;
     endcase
   endfunction
 
@@ -148,18 +157,20 @@ module mesh_hostport_lean #(
     assign routed[c] = (route0_i[c*5 +: 5] != 5'b0);
   end
   wire        c_unrouted = !routed[c_tgt];
-  wire [15:0] cfg_addr = re_addr_q + re_k_q;
+  wire [TW-1:0] cfg_addr = re_addr_q + re_k_q;
   wire        cfg_rsp = cfg_in_valid_i && (cfg_in_data_i[61:60] == KindRsp);
-  // address word + n beyond the walker's target (every target is below 2^17 words)
-  // checked in the cycle after the address word was taken (SWChk, SRChk), from registers
-  // (timing): every target is below 2^16 words, so an address >= 2^16 is out of range
-  logic       addr_hi_q;
-  wire [17:0] range_end = {2'b0, re_addr_q} + {2'b0, re_n_q};
-  wire        range_bad = addr_hi_q || (range_end > tsize(re_tgt_q));
+  // address word + n beyond the walker's target, checked in the cycle after the address
+  // word was taken (SWChk, SRChk), from registers (timing): every target is at most 2^(TW-1)
+  // words, so an address or n >= 2^TW is out of range, and the rest adds in TW + 1 bits
+  logic       addr_hi_q, n_hi_q;  // the address, n at least 2^TW
+  wire [TW:0] range_end = {1'b0, re_addr_q} + {1'b0, re_n_q};
+  wire        range_bad = addr_hi_q || n_hi_q || (range_end > tsize(re_tgt_q));
   wire        k_done = (k_q == n_q);
   wire        re_done = (re_k_q == re_n_q);
   wire        tmo_hit = hit_q || (cycles_q == dl_q);
-  wire [15:0] err_inc = err_q + 16'd1;
+  logic [7:0] err_inc;
+  logic       err_sat;  // the carry out of err_q + 1: err_q is 255 and stays there
+  assign {err_sat, err_inc} = {1'b0, err_q} + 9'd1;
   // a RUN word with bit 31 set: its SET_MAJOR major+1 goes first (the word stays)
   wire        c_step = (op_q == OpRun) && cmd_data_i[31] && !stepped_q;
 
@@ -444,11 +455,12 @@ module mesh_hostport_lean #(
   end
 
   // cfg_out_* is not registered here: it is built from registers and the command word
-  // (stable while valid) and the chain stage registers it (saves 62 flip-flops)
+  // (stable while valid) and the slice in mesh_top registers it (saves 62 flip-flops).
+  // A read beat carries the command word as its data: the slice zeroes it (its flip-flops'
+  // synchronous reset), and the chain stage ORs the word read into it (mesh_cfgchain_lean).
   assign cfg_out_valid_o = cfg_want;
-  // a read beat carries data 0: the chain stage ORs the word read into it (mesh_cfgchain_lean)
-  assign cfg_out_data_o = {cfg_write ? KindWrite : KindRead, re_pe_q, re_tgt_q, cfg_addr,
-                           cfg_write ? cmd_data_i : 32'b0};
+  assign cfg_out_data_o = {cfg_write ? KindWrite : KindRead, re_pe_q, re_tgt_q, 16'(cfg_addr),
+                           cmd_data_i};
 
   // datapath
   always_comb begin
@@ -470,7 +482,7 @@ module mesh_hostport_lean #(
     if (timer_ld) begin dl_d = cycles_q - ~cmd_data_i; hit_d = 1'b0; end
     err_d = err_q;
     if (err_clr) err_d = '0;
-    else if (err_up) err_d = err_inc;
+    else if (err_up && !err_sat) err_d = err_inc;
     // the walker (a READ of pe 0xff starts at PE 0: 0xff + 1)
     re_pe_d = re_pe_q;
     if (re_ld) re_pe_d = c_pe;
@@ -480,15 +492,15 @@ module mesh_hostport_lean #(
     else if (re_ld_cnt) re_tgt_d = 4'd8;
     else if (re_switch) re_tgt_d = 4'd9;
     re_n_d = re_n_q;
-    if (re_ld) re_n_d = c_n;
-    else if (re_ld_cnt) re_n_d = 16'd11;
+    if (re_ld) re_n_d = c_n[TW-1:0];
+    else if (re_ld_cnt) re_n_d = TW'(11);
     re_addr_d = re_addr_q;
-    if (re_ld_addr) re_addr_d = cmd_data_i[15:0];
+    if (re_ld_addr) re_addr_d = cmd_data_i[TW-1:0];
     else if (re_ld_cnt) re_addr_d = '0;
-    else if (re_switch) re_addr_d = 16'hfffb;  // target 9 word k - 5
+    else if (re_switch) re_addr_d = -TW'(5);  // target 9 word k - 5 (modulo 2^TW)
     re_k_d = re_k_q;
     if (re_ld_addr || re_ld_cnt || re_next) re_k_d = '0;
-    else if (re_inc) re_k_d = re_k_q + 16'd1;
+    else if (re_inc) re_k_d = re_k_q + 1'b1;
 
     rsp_v_d = rsp_new || (rsp_v_q && !rsp_ready_i);
     rsp_d = rsp_q;
@@ -498,7 +510,7 @@ module mesh_hostport_lean #(
             | ({32{r_cb}} & cb_rdata_q)
             | ({32{r_cyc}} & cycles_q)
             | {r_hdr ? {4'hA, h_op, 5'b0, h_st} : 16'b0,
-               ({16{r_k}} & k_q) | ({16{r_err}} & err_q) | ({16{r_ren}} & re_n_q)
+               ({16{r_k}} & k_q) | ({16{r_err}} & 16'(err_q)) | ({16{r_ren}} & 16'(re_n_q))
                | (r_14 ? 16'd14 : 16'd0)};
     inj_v_d = inj_new || (inj_v_q && !inj_ready_i);
     inj_d = inj_q;
@@ -516,7 +528,7 @@ module mesh_hostport_lean #(
       re_busy_q <= 1'b0; re_all_q <= 1'b0; re_hdr_q <= 1'b0; rd_out_q <= 1'b0;
       re_cnt_q <= 1'b0; re_pe_q <= '0; re_tgt_q <= '0; re_addr_q <= '0; re_n_q <= '0;
       re_k_q <= '0;
-      rsp_v_q <= 1'b0; rsp_q <= '0; inj_v_q <= 1'b0; inj_q <= '0;
+      rsp_v_q <= 1'b0; inj_v_q <= 1'b0;
     end else begin
       st_q <= st_d;
       op_q <= op_d; color_q <= color_d; status_q <= status_d; ctrl_q <= ctrl_d;
@@ -525,11 +537,21 @@ module mesh_hostport_lean #(
       re_busy_q <= re_busy_d; re_all_q <= re_all_d; re_hdr_q <= re_hdr_d; rd_out_q <= rd_out_d;
       re_cnt_q <= re_cnt_d; re_pe_q <= re_pe_d; re_tgt_q <= re_tgt_d; re_addr_q <= re_addr_d;
       re_n_q <= re_n_d; re_k_q <= re_k_d;
-      rsp_v_q <= rsp_v_d; rsp_q <= rsp_d; inj_v_q <= inj_v_d; inj_q <= inj_d;
+      rsp_v_q <= rsp_v_d; inj_v_q <= inj_v_d;
     end
   end
 
-  always_ff @(posedge clk_i) if (re_ld_addr) addr_hi_q <= (cmd_data_i[31:16] != 16'b0);
+  // data registers without reset (their valid bits have one): yosys may then use the
+  // flip-flops' synchronous reset and enable
+  always_ff @(posedge clk_i) begin
+    rsp_q <= rsp_d;
+    inj_q <= inj_d;
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (re_ld_addr) addr_hi_q <= ((cmd_data_i >> TW) != 32'b0);
+    if (re_ld) n_hi_q <= ((c_n >> TW) != 16'b0);
+  end
 
 `ifdef FORMAL
   // The walker has one user at a time, and a response word is only written when free.

@@ -169,22 +169,35 @@ module mesh_top #(
   if (Lean) begin : g_host_lean
     // a registered 1-entry slice between the host port and the config chain (timing: no
     // combinational path from the chain and the PEs' grants back into the host port and
-    // the link; it passes a beat every other cycle, far above the link's rate)
+    // the link; it passes a beat every other cycle, far above the link's rate). It is a
+    // 1-entry mesh_fifo without bypass written out, because it also zeroes a read beat's
+    // data field (the host port leaves its command word there; the chain stage ORs the word
+    // read into it): the flip-flops' synchronous reset does that for free, where the
+    // host port spent 32 LUT4 on it.
     wire        cs_valid, cs_ready, cs_empty;
     // The command words go to the host port as they come: on the board they come from the
     // link's receive buffer (board_fifo), whose output register refills only when empty, so
     // the decoder's cmd_ready_o reaches no pointer or block RAM enable there.
     wire [61:0] cs_data;
-    mesh_fifo #(.Width(62), .Depth(1), .Bypass(1'b0)) u_cfg_slice (
-      .clk_i, .rst_ni,
-      .in_valid_i (cs_valid),
-      .in_data_i  (cs_data),
-      .in_ready_o (cs_ready),
-      .out_valid_o(cv[0]),
-      .out_data_o (cd[0 +: 62]),
-      .out_ready_i(cr[0]),
-      .empty_o    (cs_empty)
-    );
+    localparam logic [1:0] KindRead = 2'd1;  // config beat kinds (architecture.md section 6)
+    logic       cs_full_q;
+    logic [61:0] cs_q;  // no reset: qualified by cs_full_q
+    wire        cs_push = cs_valid && !cs_full_q;
+    assign cs_ready = !cs_full_q;
+    assign cs_empty = !cs_full_q;
+    assign cv[0] = cs_full_q;
+    assign cd[0 +: 62] = cs_q;
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) cs_full_q <= 1'b0;
+      else cs_full_q <= cs_full_q ? !cr[0] : cs_valid;
+    end
+    always_ff @(posedge clk_i) begin
+      if (cs_push) begin
+        cs_q[61:32] <= cs_data[61:32];
+        if (cs_data[61:60] == KindRead) cs_q[31:0] <= 32'b0;  // a read beat: data 0
+        else cs_q[31:0] <= cs_data[31:0];
+      end
+    end
     mesh_hostport_lean #(
       .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
     ) u_host (
