@@ -207,6 +207,18 @@ module pe_micro #(
   wire [3:0]  op2 = s2 ? uir2_q[14:11] : uir2_q[13:10];
   wire [2:0]  src2 = uir2_q[9:7];
   wire [6:0]  fx = x2 ? uir2_q[6:0] : 7'd0;
+  // the operands from outside the PE (the queue map at the config address, the config write
+  // data, the FPU result) are stable a cycle ahead: selected in stage 1 into e_q (timing: no
+  // path from the config chain or the FPU through the ALU)
+  reg  [15:0] e_q;
+  always @(posedge clk_i) begin
+    case (uir[9:7])
+      3'd3: e_q <= 16'(map_q[cfg_addr_i[3:0]]);
+      3'd4: e_q <= cfg_wdata_i[15:0];
+      3'd5: e_q <= cfg_wdata_i[31:16];
+      default: e_q <= fpu_y_i;
+    endcase
+  end
   reg  [15:0] y;
   always @(*) begin
     if (s2) y = srd;
@@ -215,10 +227,7 @@ module pe_micro #(
         3'd0: y = mrd;
         3'd1: y = ird;
         3'd2: y = busy_q;
-        3'd3: y = 16'(map_q[cfg_addr_i[3:0]]);
-        3'd4: y = cfg_wdata_i[15:0];
-        3'd5: y = cfg_wdata_i[31:16];
-        default: y = fpu_y_i;
+        default: y = e_q;
       endcase
     end
   end
@@ -273,7 +282,7 @@ module pe_micro #(
   assign fpu_d_o = x_q;
   assign fpu_start_o = (fx[6:1] == 6'b011000);
   assign fpu_add_o = fx[0];
-  assign fpu_hsel_o = src2[0];
+  assign fpu_hsel_o = uir[7];  // stage 1: e_q takes the half
 
   // ------------------------------------------------------------------ IMEM
   sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
@@ -344,7 +353,15 @@ module pe_micro #(
   wire          pop = (fx == FxPop);
   wire          stg_v_d = push || (stg_v_q && !drained);
 
-  wire u_gnt = (fx == FxGnt) && cfg_req_i;
+  // a grant needs the request that was dispatched (dcfg) to have stayed up since: a request
+  // withdrawn meanwhile (and another presented) is not granted data read for the first one
+  reg  cfg_live_q;
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) cfg_live_q <= 1'b0;
+    else if (!cfg_req_i) cfg_live_q <= 1'b0;
+    else if (!boot_q && j_fmt && cond == CDcfg) cfg_live_q <= 1'b1;
+  end
+  wire u_gnt = (fx == FxGnt) && cfg_req_i && cfg_live_q;
   assign cfg_gnt_o = u_gnt;
   wire map_we = (fx == FxMapw);
 
