@@ -1,25 +1,25 @@
 // pe_micro - the smallest PE: pe_lite's ports, ISA, config targets and results (bit-exact with
 // verif/models/pe_model.c), run by a 16-bit accumulator micro-machine from a micro-program
-// ROM of up to 1024 words (rtl/pe/pe_micro.us, assembled into pe_micro_rom.v), with the floating
-// point in a unit shared with other PEs (pe_fpu_share: one pe_tiny_fmac for a cluster).
+// ROM of up to 768 words (rtl/pe/pe_micro.us, assembled into pe_micro_rom.v), with the floating
+// point in a unit shared with other PEs (pe_fpu_share: one FMAC for the mesh).
 // docs/architecture.md 4.7 describes it; verif/ucode/uasm.c's header is the reference for the
 // micro-machine (formats, operations, sources, side effects, hazards).
 //
 // Two stages: stage 1 (the cycle an instruction is the ROM's output, uir) forms the S-RAM read
 // address and the next micro-pc; stage 2 (the next cycle, uir2) runs the ALU on Y and does the
 // side effects. Everything the PE holds is in RAM: IMEM (256 x 16), S (256 x 16: registers,
-// task table, queued wavelets, micro-program variables and constants), the counters (16 x 16,
-// as pe_lite), and A and B in one single-port memory M of 16-bit halfwords (A element e at e,
+// task table, queued wavelets, the micro-program's variables and constants, the five
+// counters), and A and B in one single-port memory M of 16-bit halfwords (A element e at e,
 // B word w at AWords + 2w and + 2w + 1; AWords = 2 * BWords, so on the board A and B fill one
-// 16K x 16 SPRAM). Flip-flops: X, H, AR, MA, the product P (SB_MAC16), the queue pointers and
-// counts, the color -> queue map, and a one-wavelet receive stage that hardware drains into S
-// (payload low, high, header: three writes in cycles the micro-program does not store).
-// A queued wavelet is visible at its queue's head only once all three words are written.
+// 16K x 16 SPRAM). Flip-flops: X, H, AR, MA, upc, RA, the outside operand e_q, a 16-bit
+// count of task-busy cycles, the queue pointers and counts, the color -> queue map, a ready
+// bit per queue, and a one-wavelet receive stage that hardware drains into S (payload low,
+// high, header: three writes in cycles the micro-program does not store). A queued wavelet
+// is visible at its queue's head only once all three words are written.
 //
-// Config: targets 5, 6 (queue map), 8 (counters) and 9-15 are served by hardware as in
-// pe_lite; 0-4 and 7 by the micro-program, which polls for them where it may (A and B at any
-// time, between elements of a vector instruction too; IMEM, task table and registers when no
-// task runs) and answers {H, X} one cycle after its grant.
+// Config: every target is served by the micro-program, which polls where it may (A and B at
+// any time, between elements of a vector instruction too; the rest when no task runs) and
+// answers {H, X} one cycle after its grant. A request must stay presented until granted.
 `default_nettype none
 
 module pe_micro #(
@@ -441,6 +441,7 @@ module pe_micro #(
   assign idle_o = !run_q && !stg_v_q && qall0;
   assign mac_busy_o = (fx == FxMacev);
 
+// debug: a bench built with -DPE_MICRO_TRACE prints M writes, fetches, register writes
 `ifdef PE_MICRO_TRACE
   always @(posedge clk_i) begin
     if (m_en && m_we) $display("%0t M[%0h] <= %04h", $time, m_addr, x_q);
