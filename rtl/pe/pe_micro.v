@@ -76,7 +76,7 @@ module pe_micro #(
                    CClr = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
                    CFwd = 4'd11, CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
   // side effects (uasm.c fx_code): 1_0 cfg we hi: M access; 0100 sel: FPU operand part;
-  // 0110 0 add: FPU start; 001 xxxx, 0111 xxx: the rest
+  // 0110 0 add: FPU start; 0x10-0x1f and 0x38-0x3f: the rest
   localparam [6:0] FxSetar = 7'h10, FxSeth = 7'h11, FxMaa = 7'h12, FxMab = 7'h13,
                    FxMabh = 7'h14, FxFetch = 7'h15, FxIcrd = 7'h16, FxIwr = 7'h17,
                    FxGnt = 7'h18, FxPop = 7'h19, FxNextq = 7'h1a, FxRun1 = 7'h1b,

@@ -93,7 +93,7 @@ enum { FX_NONE, FX_SETAR, FX_SETH, FX_MAA, FX_MAB, FX_MABH, FX_MRD, FX_MRDH, FX_
        FX_NEXTQ, FX_RUN1, FX_RUN0, FX_MACEV, FX_DROPEV, FX_FREQ, FX_FREL, FX_FWA, FX_FWAH,
        FX_FWB, FX_FWCL, FX_FWCH, FX_FGO, FX_FGOA, FX_LINK, FX_BCLR, FX_CCLR, FX_MAPW };
 /* the 7-bit field: 1_00 cfg we hi: M access; 0100 sel: FPU operand part; 0110 0 add: FPU
- * start; 001 xxxx and 0111 xxx: the rest (pe_micro.v decodes exactly these) */
+ * start; 0x10-0x1f and 0x38-0x3f: the rest (pe_micro.v decodes exactly these) */
 static const int fx_code[] = { 0, 0x10, 0x11, 0x12, 0x13, 0x14, 0x40, 0x41, 0x42, 0x43, 0x44,
 			       0x45, 0x46, 0x47, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c,
 			       0x1d, 0x1e, 0x38, 0x39, 0x20, 0x21, 0x22, 0x23, 0x24, 0x30, 0x31,
