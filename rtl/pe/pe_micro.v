@@ -113,7 +113,6 @@ module pe_micro #(
   wire            hv = (qc_q[qs_q] != '0);
 
   // ------------------------------------------------------------------ stage 1
-  wire        s_fmt = !uir[15];
   wire        j_fmt = (uir[15:14] == 2'b10);
   wire [2:0]  am = uir[10:8];
   wire [7:0]  ua = uir[7:0];
@@ -450,7 +449,7 @@ module pe_micro #(
     if (st2 && ea2_q < 8) $display("%0t r%0d <= %04h", $time, ea2_q, x_q);
   end
 `endif
-  wire unused = ^{uir2_q[14:0], s_fmt, cfg_addr_i[15:13]};
+  wire unused = ^{cfg_addr_i[15:13]};
 endmodule
 
 `default_nettype wire
