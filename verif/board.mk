@@ -38,7 +38,8 @@ FPGA_QUEUES ?= 4
 FPGA_QDEPTH ?= 2
 FPGA_TRIM ?= 1
 FPGA_LEAN ?= 1
-# 1: pe_micro PEs (micro-coded, one shared FPU; AWords must be 2 * BWords)
+# 1: pe_micro PEs (micro-coded, one shared FPU; AWords must be 2 * BWords); 2: the PEs of one
+# pe_micro_mt (one micro-machine runs them all; AWords likewise)
 FPGA_MICRO ?= 0
 FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM) \
 	-GLean=$(FPGA_LEAN) -GMicro=$(FPGA_MICRO)
@@ -148,13 +149,15 @@ $(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,$(FPGA_BWORDS),$(FPGA
 # the 2x2 with pe_micro PEs (micro-coded, one shared FPU) and A + B in one 16K x 16 memory
 # per PE (AWords 8192, BWords 4096: one UP5K SPRAM each): the candidate 2x2 board
 $(eval $(call board_mesh_bench,tb_board_micro_2x2,2,2,8192,4096,$(subst -GMicro=$(FPGA_MICRO),-GMicro=1,$(FPGA_GPARAMS))))
+# the 2x2 with one pe_micro_mt: the four PEs run by one micro-machine (Micro 2)
+$(eval $(call board_mesh_bench,tb_board_mt_2x2,2,2,8192,4096,$(subst -GMicro=$(FPGA_MICRO),-GMicro=2,$(FPGA_GPARAMS))))
 # rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
-$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_micro_2x2: \
-	$(FPGA)/config.txt
+$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_micro_2x2 \
+	$(BOARD_OUT)/tb_board_mt_2x2: $(FPGA)/config.txt
 TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
-	$(BOARD_OUT)/tb_board_micro_2x2
+	$(BOARD_OUT)/tb_board_micro_2x2 $(BOARD_OUT)/tb_board_mt_2x2
 TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
-	$(BOARD_OUT)/tb_board_micro_2x2
+	$(BOARD_OUT)/tb_board_micro_2x2 $(BOARD_OUT)/tb_board_mt_2x2
 
 # Gate level of what `make bitstream` builds: the very netlist nextpnr places
 # ($(FPGA)/board_top.json, yosys synth_ice40 -dsp of the board configuration) written back

@@ -21,7 +21,8 @@ module board_top #(
   parameter integer FifoDepth = 2,         // router input FIFO depth
   parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
   parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
-  parameter integer Micro = 0,             // 1 (with Lean): pe_micro PEs sharing one FPU
+  parameter integer Micro = 0,             // with Lean: 1 pe_micro PEs sharing one FPU; 2 one
+                                           // pe_micro_mt (a micro-machine for all PEs)
   // link receive buffer, words (board_frame_rx BufWords, a power of two >= 256): 1024 (8 EBR,
   // the host's whole window of 4 frames) up to 2 PEs, whose EBR are not short; 512 (4 EBR)
   // from 3 PEs on, where the tiles need them (256 made the 1x1 pe_lite streams overrun it;
@@ -109,7 +110,7 @@ module board_top #(
   mesh_top #(
     .Rows(Rows), .Cols(Cols), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
     .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .TrimEdges(TrimEdges != 0),
-    .Lean(Lean != 0), .Micro(Micro != 0)
+    .Lean(Lean != 0), .Micro(32'(Micro))
   ) u_mesh (
     .clk_i(clk), .rst_ni(rst_n),
     .cmd_valid_i(cmd_valid), .cmd_ready_o(cmd_ready), .cmd_data_i(cmd_data),

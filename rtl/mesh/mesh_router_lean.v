@@ -18,7 +18,9 @@
 //   output register's slot (tb_mesh_hostport_lean's INJECT of 5 words).
 // - The local input (the PE's tx) has no FIFO unless LocalFifo: its source must hold valid
 //   and data from the cycle it raises valid until the cycle ready is high (pe_lite's tx is
-//   its STx state over registers; 38 flip-flops less per tile). The head goes on the bus in
+//   its STx state over registers; 38 flip-flops less per tile), or, with LocalFirst, raise
+//   valid with the same wavelet again in later cycles until ready is high (pe_micro_mt's
+//   PEs, valid in their turn only; a multicast's sent mask waits for them meanwhile). The head goes on the bus in
 //   the cycle it is offered, and in_ready_o[4] is the cycle it has reached every output of
 //   its route (combinational from in_valid_i[4]; the PE's tx_valid does not depend on its
 //   tx_ready). mesh_top keeps the FIFO (LocalFifo) on the host port's tile: an INJECT whose
@@ -51,7 +53,8 @@ module mesh_router_lean #(
   parameter int unsigned PayloadW = 32,  // payload bits
   parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
   parameter bit [3:0] RegOut = 4'b0000,  // links with an output register: the host port's
-  parameter bit LocalFifo = 1'b0         // a FIFO on the local input: the host port's tile
+  parameter bit LocalFifo = 1'b0,        // a FIFO on the local input: the host port's tile
+  parameter bit LocalFirst = 1'b0        // the local input wins the bus whenever it is valid
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -145,9 +148,15 @@ module mesh_router_lean #(
   // ---- the bus: one head per cycle
   logic [NP-1:0] gnt;
   logic [W-1:0]  bus;
+  // LocalFirst: a PE of pe_micro_mt raises tx_valid only in its turn (one cycle in N), which
+  // a round robin moving every cycle could miss for ever while other heads wait; so its
+  // valid takes the bus (the local input is the last present one). It cannot starve the
+  // others: its valid is down in the other N - 1 cycles.
+  logic [NP-1:0] req;
+  assign req = (LocalFirst && hv[NP-1]) ? (NP'(1) << (NP - 1)) : hv;
   mesh_arbiter #(.N(NP)) u_arb (
     .clk_i, .rst_ni,
-    .req_i    (hv),
+    .req_i    (req),
     .advance_i(1'b1),  // move on every cycle: a waiting head does not hold the bus
     .gnt_o    (gnt)
   );

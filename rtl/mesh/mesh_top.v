@@ -17,7 +17,8 @@ module mesh_top #(
   parameter int unsigned FifoDepth = 2,       // router input FIFO depth
   parameter bit TrimEdges = 1'b0,             // leave out the routers' off-mesh links (board)
   parameter bit Lean = 1'b0,                  // area-lean PE, router and host port (board)
-  parameter bit Micro = 1'b0,                 // Lean: pe_micro PEs sharing one FPU
+  parameter int unsigned Micro = 0,           // Lean: 1 pe_micro PEs sharing one FPU; 2 the PEs
+                                              // of one pe_micro_mt (one micro-machine and FPU)
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
@@ -50,6 +51,26 @@ module mesh_top #(
   wire [16*P-1:0]  f_d;
   wire             f_done;
   wire [15:0]      f_y;
+  // Micro 2: the routers' local ports to pe_micro_mt, their config ports to the bus
+  wire [P-1:0]     mt_rx_valid, mt_rx_ready, mt_tx_valid, mt_tx_ready;
+  wire [P*W-1:0]   mt_rx_data;
+  wire [W-1:0]     mt_tx_data;
+  wire [P*16-1:0]  mt_color_ready;
+  wire [P-1:0]     mt_rt_we, mt_rt_re, mt_router_idle, mt_pe_idle;
+  wire             mt_rt_route;
+  wire [3:0]       mt_rt_addr;
+  wire [4:0]       mt_rt_wdata;
+  wire [P*16-1:0]  mt_rt_rdata;
+  wire [P-1:0]     mt_cfg_req, mt_cfg_gnt, mt_cfg_rvalid;
+  wire             mt_cfg_we, mt_cfg_idle, mt_cfg_out_valid;
+  wire [3:0]       mt_cfg_target;
+  wire [15:0]      mt_cfg_addr;
+  wire [31:0]      mt_cfg_wdata, mt_cfg_rdata;
+  wire [61:0]      mt_cfg_out_data;
+  wire [P-1:0]     mt_f_req, mt_f_gnt;
+  wire             mt_f_we, mt_f_start, mt_f_add, mt_f_hsel;
+  wire [2:0]       mt_f_sel;
+  wire [15:0]      mt_f_d;
 
   for (genvar r = 0; r < Rows; r++) begin : g_row
     for (genvar c = 0; c < Cols; c++) begin : g_col
@@ -105,10 +126,53 @@ module mesh_top #(
       // on its local input (the PE holds its tx), see mesh_router_lean
       localparam bit [3:0] Ports = TrimEdges
           ? {c > 0 || r == 0, r < Rows - 1, c < Cols - 1, r > 0} : 4'b1111;
+      if (Lean && Micro == 2) begin : g_mt
+        // the tile is its router; the PE is pe_micro_mt's PE Q, the config stage the bus
+        wire unused_fifo = ^{FifoDepth, AWords, BWords, NumQueues, QueueDepth};
+        mesh_router_lean #(
+          .Ports(Ports), .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0),
+          .LocalFirst(Q != 0)
+        ) u_router (
+          .clk_i, .rst_ni,
+          .in_valid_i         ({mt_tx_valid[Q], in_valid[Q*4 +: 4]}),
+          .in_data_i          ({mt_tx_data, in_data[Q*4*W +: 4*W]}),
+          .in_ready_o         ({mt_tx_ready[Q], in_ready[Q*4 +: 4]}),
+          .out_valid_o        (out_valid[Q*4 +: 4]),
+          .out_data_o         (out_data[Q*4*W +: 4*W]),
+          .out_ready_i        (out_ready[Q*4 +: 4]),
+          .loc_valid_o        (mt_rx_valid[Q]),
+          .loc_data_o         (mt_rx_data[Q*W +: W]),
+          .loc_ready_i        (mt_rx_ready[Q]),
+          .local_color_ready_i(mt_color_ready[Q*16 +: 16]),
+          .rt_we_i            (mt_rt_we[Q]),
+          .rt_re_i            (mt_rt_re[Q]),
+          .rt_route_i         (mt_rt_route),
+          .rt_addr_i          (mt_rt_addr),
+          .rt_wdata_i         (mt_rt_wdata),
+          .rt_o               (rt[Q*80 +: 80]),
+          .rt_rdata_o         (mt_rt_rdata[Q*16 +: 16]),
+          .ctr_clear_i        (clear),
+          .idle_o             (mt_router_idle[Q])
+        );
+        assign tile_idle[Q] = mt_router_idle[Q] && mt_pe_idle[Q] && (Q != 0 || mt_cfg_idle);
+        assign tile_fabric_idle[Q] = mt_router_idle[Q] && mt_pe_idle[Q];
+        if (Q + 1 < P) begin : g_nolink  // the chain's inner links are unused
+          assign cv[Q+1] = 1'b0;
+          assign cd[(Q+1)*62 +: 62] = '0;
+          assign cr[Q+1] = 1'b0;
+        end
+        assign f_req[Q] = 1'b0;
+        assign f_we[Q] = 1'b0;
+        assign f_sel[3*Q +: 3] = '0;
+        assign f_d[16*Q +: 16] = '0;
+        assign f_start[Q] = 1'b0;
+        assign f_add[Q] = 1'b0;
+        assign f_hsel[Q] = 1'b0;
+      end else begin : g_tile
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
         .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports),
-        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Lean(Lean), .Micro(Micro)
+        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Lean(Lean), .Micro(Micro == 1)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),
@@ -139,11 +203,90 @@ module mesh_top #(
         .fpu_hsel_o     (f_hsel[Q]),
         .fpu_y_i        (f_y)
       );
+      end
     end
   end
 
   // Micro: one FPU for all PEs (pe_fpu_share), granted round-robin, one operation at a time
-  if (Lean && Micro) begin : g_fpu
+  if (Lean && Micro == 2) begin : g_mt
+    // one micro-machine runs the P PEs (pe_micro_mt); one FPU with common operand ports; the
+    // config bus (mesh_cfgbus_lean) is the chain's one stage, between its links 0 and P
+    pe_micro_mt #(
+      .N(P), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
+    ) u_pes (
+      .clk_i, .rst_ni,
+      .rx_valid_i   (mt_rx_valid),
+      .rx_data_i    (mt_rx_data),
+      .rx_ready_o   (mt_rx_ready),
+      .color_ready_o(mt_color_ready),
+      .tx_valid_o   (mt_tx_valid),
+      .tx_data_o    (mt_tx_data),
+      .tx_ready_i   (mt_tx_ready),
+      .cfg_req_i    (mt_cfg_req),
+      .cfg_we_i     (mt_cfg_we),
+      .cfg_target_i (mt_cfg_target),
+      .cfg_addr_i   (mt_cfg_addr),
+      .cfg_wdata_i  (mt_cfg_wdata),
+      .cfg_gnt_o    (mt_cfg_gnt),
+      .cfg_rvalid_o (mt_cfg_rvalid),
+      .cfg_rdata_o  (mt_cfg_rdata),
+      .idle_o       (mt_pe_idle),
+      .mac_busy_o,
+      .ctr_clear_i  (clear),
+      .fpu_req_o    (mt_f_req),
+      .fpu_gnt_i    (mt_f_gnt),
+      .fpu_we_o     (mt_f_we),
+      .fpu_sel_o    (mt_f_sel),
+      .fpu_d_o      (mt_f_d),
+      .fpu_start_o  (mt_f_start),
+      .fpu_add_o    (mt_f_add),
+      .fpu_done_i   (f_done),
+      .fpu_hsel_o   (mt_f_hsel),
+      .fpu_y_i      (f_y)
+    );
+    pe_fpu_share #(.N(P), .Common(1'b1)) u_fpu (
+      .clk_i, .rst_ni,
+      .req_i  (mt_f_req),
+      .gnt_o  (mt_f_gnt),
+      .we_i   ({{(P-1){1'b0}}, mt_f_we}),
+      .sel_i  ({{(3*P-3){1'b0}}, mt_f_sel}),
+      .d_i    ({{(16*P-16){1'b0}}, mt_f_d}),
+      .start_i({{(P-1){1'b0}}, mt_f_start}),
+      .add_i  ({{(P-1){1'b0}}, mt_f_add}),
+      .done_o (f_done),
+      .hsel_i ({{(P-1){1'b0}}, mt_f_hsel}),
+      .y_o    (f_y)
+    );
+    mesh_cfgbus_lean #(.P(P)) u_cfgbus (
+      .clk_i, .rst_ni,
+      .in_valid_i  (cv[0]),
+      .in_data_i   (cd[0 +: 62]),
+      .in_ready_o  (cr[0]),
+      .out_valid_o (mt_cfg_out_valid),
+      .out_data_o  (mt_cfg_out_data),
+      .out_ready_i (cr[P]),
+      .rt_we_o     (mt_rt_we),
+      .rt_re_o     (mt_rt_re),
+      .rt_route_o  (mt_rt_route),
+      .rt_addr_o   (mt_rt_addr),
+      .rt_wdata_o  (mt_rt_wdata),
+      .rt_rdata_i  (mt_rt_rdata),
+      .cfg_req_o   (mt_cfg_req),
+      .cfg_we_o    (mt_cfg_we),
+      .cfg_target_o(mt_cfg_target),
+      .cfg_addr_o  (mt_cfg_addr),
+      .cfg_wdata_o (mt_cfg_wdata),
+      .cfg_gnt_i   (mt_cfg_gnt),
+      .cfg_rvalid_i(mt_cfg_rvalid),
+      .cfg_rdata_i (mt_cfg_rdata),
+      .idle_o      (mt_cfg_idle)
+    );
+    assign cv[P] = mt_cfg_out_valid;
+    assign cd[P*62 +: 62] = mt_cfg_out_data;
+    wire unused_mt = ^{f_gnt, f_req, f_we, f_sel, f_d, f_start, f_add, f_hsel, cv[P-1:1],
+                       cd[62*P-1:62], cr[P-1:1]};
+    assign f_gnt = '0;
+  end else if (Lean && Micro) begin : g_fpu
     pe_fpu_share #(.N(P)) u_fpu (
       .clk_i, .rst_ni,
       .req_i  (f_req),

@@ -11,7 +11,9 @@
 
 module pe_fpu_share #(
   parameter int unsigned N = 4,
-  parameter bit Tiny = 1'b1  // pe_tiny_fmac (~290 LUT4, ~48 cycles an fmac); 0: pe_lite_fmac (~490, ~12)
+  parameter bit Tiny = 1'b1,  // pe_tiny_fmac (~290 LUT4, ~48 cycles an fmac); 0: pe_lite_fmac (~490, ~12)
+  parameter bit Common = 1'b0  // we, sel, d, start, add, hsel: port 0's serve every PE (pe_micro_mt,
+                               // whose PEs drive them in turn; only the owner writes or starts)
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
@@ -49,10 +51,11 @@ module pe_fpu_share #(
     end
   end
 
-  wire        o_we = we_i[own_q];
-  wire [2:0]  o_sel = sel_i[3 * own_q +: 3];
-  wire [15:0] o_d = d_i[16 * own_q +: 16];
-  wire        o_start = busy_q && start_i[own_q];
+  wire [IW-1:0] op = Common ? '0 : own_q;
+  wire        o_we = we_i[op];
+  wire [2:0]  o_sel = sel_i[3 * op +: 3];
+  wire [15:0] o_d = d_i[16 * op +: 16];
+  wire        o_start = busy_q && start_i[op];
   wire        f_done;
   wire        f_ready;
   wire [31:0] f_y;
@@ -92,7 +95,7 @@ module pe_fpu_share #(
       .clk_i  (clk_i),
       .rst_ni (rst_ni),
       .start_i(o_start),
-      .add_i  (add_i[own_q]),
+      .add_i  (add_i[op]),
       .a_i    (a_q),
       .b_i    (b_q),
       .c_i    (c_q),
@@ -105,7 +108,7 @@ module pe_fpu_share #(
       .clk_i  (clk_i),
       .rst_ni (rst_ni),
       .start_i(o_start),
-      .add_i  (add_i[own_q]),
+      .add_i  (add_i[op]),
       .a_i    (a_q),
       .b_i    (b_q),
       .c_i    (c_q),
@@ -123,7 +126,11 @@ module pe_fpu_share #(
     end
   endgenerate
   assign done_o = done_q;
-  assign y_o = hsel_i[own_q] ? f_y[31:16] : f_y[15:0];
+  assign y_o = hsel_i[op] ? f_y[31:16] : f_y[15:0];
+  if (Common && N > 1) begin : g_common
+    wire unused_ports = ^{we_i[N-1:1], sel_i[3*N-1:3], d_i[16*N-1:16], start_i[N-1:1],
+                          add_i[N-1:1], hsel_i[N-1:1]};
+  end
 endmodule
 
 `default_nettype wire

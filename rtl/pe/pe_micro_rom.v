@@ -3,10 +3,17 @@
 // pe_micro's two initialized memories: the micro-program ROM (753 words: words 0-511 in one part, 512-767 in another)
 // and the S RAM (256 x 16, one read and one write port, read data registered, old
 // data when a word is read and written in one cycle), whose initial contents are
-// the micro-program's constants (the rest is 0).
+// the micro-program's constants (the rest is 0). Rom = 0 leaves the ROM unread (udata_o
+// 0; synthesis removes it): pe_micro_mt's PEs have an S RAM each and share one ROM.
+// OldOnCollide = 0: an S read of the word written in the same cycle returns X, and
+// synthesis needs no bypass for the old word (pe_micro_mt, whose PE p never reads its
+// S in a cycle it is used and written: see there).
 `default_nettype none
 
-module pe_micro_rom (
+module pe_micro_rom #(
+  parameter bit Rom = 1'b1,
+  parameter bit OldOnCollide = 1'b1
+) (
   input  wire        clk_i,
   input  wire [9:0]  uaddr_i,   // ROM: read every cycle
   output wire [15:0] udata_o,
@@ -805,9 +812,10 @@ module pe_micro_rom (
     d1 <= rom1[uaddr_i[7:0]];
     sel <= uaddr_i[9];
     if (swe_i) sm[swaddr_i] <= swdata_i;
-    srdata_o <= sm[sraddr_i];
+    srdata_o <= (!OldOnCollide && swe_i && swaddr_i == sraddr_i) ? {16{1'bx}}
+                                                                  : sm[sraddr_i];
   end
-  assign udata_o = sel ? d1 : d0;
+  assign udata_o = Rom ? (sel ? d1 : d0) : 16'h0000;
 endmodule
 
 `default_nettype wire

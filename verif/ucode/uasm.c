@@ -515,10 +515,17 @@ static void write_rom(FILE *f)
 		   "// pe_micro's two initialized memories: the micro-program ROM (%d words: %s)\n"
 		   "// and the S RAM (256 x 16, one read and one write port, read data registered, old\n"
 		   "// data when a word is read and written in one cycle), whose initial contents are\n"
-		   "// the micro-program's constants (the rest is 0).\n`default_nettype none\n\n",
+		   "// the micro-program's constants (the rest is 0). Rom = 0 leaves the ROM unread (udata_o\n"
+		   "// 0; synthesis removes it): pe_micro_mt's PEs have an S RAM each and share one ROM.\n"
+		   "// OldOnCollide = 0: an S read of the word written in the same cycle returns X, and\n"
+		   "// synthesis needs no bypass for the old word (pe_micro_mt, whose PE p never reads its\n"
+		   "// S in a cycle it is used and written: see there).\n"
+		   "`default_nettype none\n\n",
 		romlen, hi ? "words 0-511 in one part, 512-767 in another" : "one 512-word part");
 	if (romlen > 768) die("ROM longer than 768 words (%d)", romlen);
-	fprintf(f, "module pe_micro_rom (\n  input  wire        clk_i,\n"
+	fprintf(f, "module pe_micro_rom #(\n  parameter bit Rom = 1'b1,\n"
+		   "  parameter bit OldOnCollide = 1'b1\n) (\n"
+		   "  input  wire        clk_i,\n"
 		   "  input  wire [9:0]  uaddr_i,   // ROM: read every cycle\n"
 		   "  output wire [15:0] udata_o,\n"
 		   "  input  wire        swe_i,     // S RAM\n  input  wire [7:0]  swaddr_i,\n"
@@ -536,9 +543,12 @@ static void write_rom(FILE *f)
 	fprintf(f, "    d0 = 16'h0000;\n    d1 = 16'h0000;\n    sel = 1'b0;\n    srdata_o = 16'h0000;\n"
 		   "  end\n  always @(posedge clk_i) begin\n    d0 <= rom0[uaddr_i[8:0]];\n"
 		   "    d1 <= rom1[uaddr_i[7:0]];\n    sel <= uaddr_i[9];\n"
-		   "    if (swe_i) sm[swaddr_i] <= swdata_i;\n    srdata_o <= sm[sraddr_i];\n  end\n"
-		   "  assign udata_o = %s;\nendmodule\n\n`default_nettype wire\n",
-		hi ? "sel ? d1 : d0" : "d0");
+		   "    if (swe_i) sm[swaddr_i] <= swdata_i;\n"
+		   "    srdata_o <= (!OldOnCollide && swe_i && swaddr_i == sraddr_i) ? {16{1'bx}}\n"
+		   "                                                                  : sm[sraddr_i];\n"
+		   "  end\n"
+		   "  assign udata_o = Rom ? %s : 16'h0000;\nendmodule\n\n`default_nettype wire\n",
+		hi ? "(sel ? d1 : d0)" : "d0");
 }
 
 static void list(void)

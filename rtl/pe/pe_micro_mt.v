@@ -1,0 +1,483 @@
+// pe_micro_mt - N pe_micro PEs run by one micro-machine, a barrel: the machine takes the PEs
+// in turn, one micro-instruction each per cycle, so PE p issues every N-th cycle (a CDC 6600
+// peripheral-processor barrel). Each PE keeps everything that makes it a PE: its own IMEM, S
+// RAM, A and B (one single-port memory M each), input queues, receive stage, colour map,
+// counters, config slave, router port and FPU request. What the PEs share is the logic that
+// only one of them uses at a time: the micro-program ROM, the sequencer, the address and
+// operand multiplexers and the ALU. The micro-program is pe_micro's (rtl/pe/pe_micro.us) and
+// every PE runs it unchanged, so each PE computes what a pe_micro computes: bit-exact with
+// verif/models/pe_model.c. docs/architecture.md 4.8.
+//
+// Each PE's machine registers (upc, RA, X, H, Z, C, AR, MA) travel round a ring of N slots;
+// slot 0 holds the PE in stage 1 (its instruction is the ROM's output: S address, next
+// micro-pc), slot 1 the PE in stage 2 (ALU, side effect), the rest wait. Stage 1 writes its
+// results (upc, RA) into slot 1 and stage 2 its (X, H, Z, C, AR, MA) into slot 2 mod N; every
+// other slot moves on unchanged, and the ROM reads at slot N-1's micro-pc. A PE's next
+// instruction starts only after its last one has finished, so the stage-1/stage-2 hazards of
+// pe_micro do not arise (the micro-program's hazard NOPs still cost a slot each).
+//
+// Per PE, a stage only ever sees its own PE's memories: the S RAMs all read at the stage-1
+// address (only the stage-1 PE's output is used, in its stage 2), and IMEM and M keep their
+// read data until their own PE's next read, as in pe_micro. No S RAM needs the old word on a
+// collision (so none has a bypass): PE p's S is written by p's stage 2, whose read in that
+// cycle is another PE's and unused, or by p's receive stage, which writes a slot that is not
+// yet at its queue's head, the only slot the micro-program reads.
+//
+// Differences from N pe_micros, all in timing: a PE runs at 1/N of the clock; its router sees
+// tx_valid in the cycles the PE is in stage 1 (the router gives its local input priority,
+// mesh_router_lean LocalFirst, so the pulses cannot be starved by other inputs), and
+// cfg_rdata_o is common to all PEs (one grant per cycle at most: {H, X} of the PE granted in
+// the cycle before). The FPU port is common too: only the PE that owns pe_fpu_share (Common)
+// writes to it.
+`default_nettype none
+
+module pe_micro_mt #(
+  parameter int unsigned N = 4,           // PEs (threads), at least 2
+  parameter int unsigned AWords = 16384,  // bf16 elements; must be 2 * BWords
+  parameter int unsigned BWords = 8192,   // 32-bit words
+  parameter int unsigned NumQueues = 4,   // input queues per PE
+  parameter int unsigned QueueDepth = 8   // wavelets per input queue (a power of two)
+) (
+  input  wire            clk_i,
+  input  wire            rst_ni,
+  // per PE: its router's local port
+  input  wire [N-1:0]    rx_valid_i,
+  input  wire [N*37-1:0] rx_data_i,
+  output wire [N-1:0]    rx_ready_o,
+  output wire [N*16-1:0] color_ready_o,
+  output wire [N-1:0]    tx_valid_o,
+  output wire [36:0]     tx_data_o,     // common: the wavelet of the PE whose valid is up
+  input  wire [N-1:0]    tx_ready_i,
+  // config: one request per PE, the rest common (mesh_cfgbus_lean)
+  input  wire [N-1:0]    cfg_req_i,
+  input  wire            cfg_we_i,
+  input  wire [3:0]      cfg_target_i,
+  input  wire [15:0]     cfg_addr_i,
+  input  wire [31:0]     cfg_wdata_i,
+  output wire [N-1:0]    cfg_gnt_o,
+  output wire [N-1:0]    cfg_rvalid_o,
+  output wire [31:0]     cfg_rdata_o,   // common: with the PE's rvalid
+  output wire [N-1:0]    idle_o,
+  output wire [N-1:0]    mac_busy_o,
+  input  wire            ctr_clear_i,
+  // the shared FPU (pe_fpu_share with Common): a request per PE, the rest common
+  output wire [N-1:0]    fpu_req_o,
+  input  wire [N-1:0]    fpu_gnt_i,
+  output wire            fpu_we_o,
+  output wire [2:0]      fpu_sel_o,
+  output wire [15:0]     fpu_d_o,
+  output wire            fpu_start_o,
+  output wire            fpu_add_o,
+  input  wire            fpu_done_i,
+  output wire            fpu_hsel_o,
+  input  wire [15:0]     fpu_y_i
+);
+  localparam int unsigned TW = $clog2(N);
+  localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
+  localparam int unsigned PtrW = (QueueDepth > 1) ? $clog2(QueueDepth) : 1;
+  localparam int unsigned CntW = $clog2(QueueDepth + 1);
+  localparam int unsigned SlotW = QW + PtrW;
+  localparam int unsigned AW = $clog2(AWords);
+  localparam int unsigned BW = $clog2(BWords);
+  localparam int unsigned MW = AW + 1;
+  localparam int unsigned S2 = 2 % N;  // the slot stage 2 writes
+
+  // encodings: pe_micro's (verif/ucode/uasm.c)
+  localparam [3:0] OpLd = 4'd0, OpAdd = 4'd1, OpAdc = 4'd2, OpSub = 4'd3, OpSbc = 4'd4,
+                   OpAnd = 4'd5, OpOr = 4'd6, OpXor = 4'd7, OpCmp = 4'd8, OpTst = 4'd9,
+                   OpSt = 4'd10;
+  localparam [3:0] CAl = 4'd0, CZ = 4'd1, CNz = 4'd2, CC = 4'd3, CNc = 4'd4, CHv = 4'd5,
+                   CClr = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
+                   CFwd = 4'd11, CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
+  localparam [6:0] FxSetar = 7'h10, FxSeth = 7'h11, FxMaa = 7'h12, FxMab = 7'h13,
+                   FxMabh = 7'h14, FxFetch = 7'h15, FxIcrd = 7'h16, FxIwr = 7'h17,
+                   FxGnt = 7'h18, FxPop = 7'h19, FxNextq = 7'h1a, FxRun1 = 7'h1b,
+                   FxRun0 = 7'h1c, FxMacev = 7'h1d, FxLink = 7'h1f,
+                   FxFreq = 7'h38, FxFrel = 7'h39, FxBclr = 7'h3a, FxCclr = 7'h3b,
+                   FxMapw = 7'h3c;
+
+  // ------------------------------------------------------------------ the ring
+  reg  [9:0]    upc_r [0:N-1];
+  reg  [9:0]    ra_r  [0:N-1];
+  reg  [15:0]   x_r   [0:N-1];
+  reg  [15:0]   h_r   [0:N-1];
+  reg           z_r   [0:N-1];
+  reg           c_r   [0:N-1];
+  reg  [7:0]    ar_r  [0:N-1];
+  reg  [MW-1:0] ma_r  [0:N-1];
+  reg  [TW-1:0] t1_q, t2_q;   // the PE in stage 1, in stage 2
+  reg           boot_q;       // the first cycle after reset: the ROM is reading word 0
+
+  wire [15:0] uir;            // stage 1: the ROM's output
+  reg  [15:0] uir2_q;
+  reg         v2_q;
+  reg  [7:0]  ea2_q;
+
+  // per PE (indexed by PE): what the stages read of it
+  wire [15:0]      ird_p  [0:N-1];  // IMEM read data
+  wire [15:0]      srd_p  [0:N-1];  // S read data
+  wire [15:0]      mrd_p  [0:N-1];  // M read data
+  wire [15:0]      busy_p [0:N-1];  // task-busy cycles
+  wire [N-1:0]     clr_p;           // CLEAR seen, counters not yet zeroed
+  wire [SlotW-1:0] hs_p   [0:N-1];  // the head slot of the picker's queue
+  wire [N-1:0]     hv_p;            // ... holds a wavelet
+  wire [QW-1:0]    mapr_p [0:N-1];  // the colour map at the config address
+
+  // ------------------------------------------------------------------ stage 1 (PE t1_q)
+  wire [15:0] ird = ird_p[t1_q];
+  wire [SlotW-1:0] hs = hs_p[t1_q];
+  wire        hv = hv_p[t1_q];
+  wire        j_fmt = (uir[15:14] == 2'b10);
+  wire [2:0]  am = uir[10:8];
+  wire [7:0]  ua = uir[7:0];
+  reg  [2:0]  fld;
+  always @(*) begin
+    case (ua[2:0])
+      3'd0: fld = ird[11:9];
+      3'd1: fld = ird[8:6];
+      3'd2: fld = ird[5:3];
+      3'd3: fld = ird[10:8];
+      3'd4: fld = ird[7:5];
+      3'd5: fld = ird[6:4];
+      default: fld = ird[3:1];
+    endcase
+  end
+  reg [7:0] eo;
+  always @(*) begin
+    case (am)
+      3'd1: eo = ar_r[0];
+      3'd2: eo = 8'(fld);
+      3'd3: eo = 8'(cfg_addr_i[2:0]);
+      3'd4: eo = 8'(cfg_addr_i[4:0]);
+      3'd5: eo = 8'({hs, 1'b0});
+      3'd6: eo = 8'(hs);
+      3'd7: eo = 8'({cfg_addr_i[2:0], 1'b0});
+      default: eo = 8'd0;
+    endcase
+  end
+  wire [7:0] ea = ((am == 3'd2) ? 8'd0 : ua) | eo;
+  wire c_ab = (cfg_target_i <= 4'd2);
+
+  wire [3:0] cond = uir[13:10];
+  reg        taken;
+  always @(*) begin
+    case (cond)
+      CAl: taken = 1'b1;
+      CZ: taken = z_r[0];
+      CNz: taken = !z_r[0];
+      CC: taken = c_r[0];
+      CNc: taken = !c_r[0];
+      CHv: taken = hv;
+      CClr: taken = clr_p[t1_q];
+      CTxnr: taken = !tx_ready_i[t1_q];
+      CCfg: taken = cfg_req_i[t1_q];
+      CCfga: taken = cfg_req_i[t1_q] && c_ab;
+      CFwg: taken = !fpu_gnt_i[t1_q];
+      CFwd: taken = !fpu_done_i;
+      default: taken = 1'b1;
+    endcase
+  end
+  reg [9:0] upc_d;
+  always @(*) begin
+    upc_d = upc_r[0] + 10'd1;
+    if (j_fmt && taken) begin
+      case (cond)
+        CDop: upc_d = {uir[9:4], ird[15:12]};
+        CDfn: upc_d = {uir[9:3], ird[2:0]};
+        CDcfg: upc_d = {uir[9:5], cfg_we_i, cfg_target_i};
+        CRet: upc_d = ra_r[0];
+        default: upc_d = uir[9:0];
+      endcase
+    end
+    if (boot_q) upc_d = upc_r[0];
+  end
+  wire link = !boot_q && uir[15:14] == 2'b11 && uir[6:0] == FxLink;
+
+  // ------------------------------------------------------------------ stage 2 (PE t2_q)
+  wire        s2 = v2_q && !uir2_q[15];
+  wire        x2 = v2_q && uir2_q[15];
+  wire [3:0]  op2 = s2 ? uir2_q[14:11] : uir2_q[13:10];
+  wire [2:0]  src2 = uir2_q[9:7];
+  wire [6:0]  fx = x2 ? uir2_q[6:0] : 7'd0;
+  wire [15:0] x2v = x_r[1];
+  reg  [15:0] e_q;
+  reg  [15:0] ird2_q;  // the stage-1 PE's instruction word, for its stage 2
+  always @(posedge clk_i) begin
+    case (uir[9:7])
+      3'd3: e_q <= 16'(mapr_p[t1_q]);
+      3'd4: e_q <= cfg_wdata_i[15:0];
+      3'd5: e_q <= cfg_wdata_i[31:16];
+      default: e_q <= fpu_y_i;
+    endcase
+    ird2_q <= ird;
+  end
+  reg  [15:0] y;
+  always @(*) begin
+    if (s2) y = srd_p[t2_q];
+    else begin
+      case (src2)
+        3'd0: y = mrd_p[t2_q];
+        3'd1: y = ird2_q;
+        3'd2: y = busy_p[t2_q];
+        default: y = e_q;
+      endcase
+    end
+  end
+  wire        alu_v = v2_q && (op2 < OpSt);
+  wire        sub = (op2 == OpSub) || (op2 == OpSbc) || (op2 == OpCmp);
+  wire        cin = (op2 == OpAdc || op2 == OpSbc) ? c_r[1] : (op2 == OpSub || op2 == OpCmp);
+  wire [16:0] sum = {1'b0, x2v} + {1'b0, sub ? ~y : y} + 17'(cin);
+  reg  [15:0] res;
+  always @(*) begin
+    case (op2)
+      OpLd: res = y;
+      OpAnd, OpTst: res = x2v & y;
+      OpOr: res = x2v | y;
+      OpXor: res = x2v ^ y;
+      default: res = sum[15:0];
+    endcase
+  end
+  wire arith = (op2 >= OpAdd && op2 <= OpSbc) || op2 == OpCmp;
+
+  // the ring moves on; stage 1 writes slot 1, stage 2 slot 2 mod N
+  integer k;
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (k = 0; k < N; k = k + 1) upc_r[k] <= 10'd0;
+      boot_q <= 1'b1;
+      t1_q <= '0;
+      t2_q <= TW'(N - 1);
+      v2_q <= 1'b0;
+    end else begin
+      for (k = 0; k < N; k = k + 1) upc_r[(k + 1) % N] <= upc_r[k];
+      upc_r[1] <= upc_d;
+      boot_q <= 1'b0;
+      t1_q <= (32'(t1_q) == N - 1) ? '0 : t1_q + 1'b1;
+      t2_q <= t1_q;
+      v2_q <= !boot_q && !j_fmt;
+    end
+  end
+  always @(posedge clk_i) begin
+    for (k = 0; k < N; k = k + 1) begin
+      ra_r[(k + 1) % N] <= ra_r[k];
+      x_r[(k + 1) % N] <= x_r[k];
+      h_r[(k + 1) % N] <= h_r[k];
+      z_r[(k + 1) % N] <= z_r[k];
+      c_r[(k + 1) % N] <= c_r[k];
+      ar_r[(k + 1) % N] <= ar_r[k];
+      ma_r[(k + 1) % N] <= ma_r[k];
+    end
+    if (link) ra_r[1] <= upc_r[0] + 10'd2;
+    if (alu_v) begin
+      if (op2 != OpCmp && op2 != OpTst) x_r[S2] <= res;
+      z_r[S2] <= (res == 16'd0);
+      if (arith) c_r[S2] <= sum[16];
+    end
+    if (fx == FxSetar) ar_r[S2] <= x2v[7:0];
+    if (fx == FxSeth) h_r[S2] <= x2v;
+    if (fx == FxMaa) ma_r[S2] <= {1'b0, x2v[AW-1:0]};
+    if (fx == FxMab) ma_r[S2] <= {1'b1, x2v[BW-1:0], 1'b0};
+    if (fx == FxMabh) ma_r[S2] <= {1'b1, x2v[BW:0]};
+    uir2_q <= uir;
+    ea2_q <= ea;
+  end
+
+  // ------------------------------------------------------------------ the ROM (PE 0's
+  // pe_micro_rom) reads at the micro-pc of the PE that is in stage 1 next cycle
+  wire          st2 = s2 && op2 == OpSt;
+  wire [9:0]    uaddr = upc_r[N-1];
+
+  // ------------------------------------------------------------------ common outputs
+  assign fpu_we_o = (fx[6:3] == 4'b0100);
+  assign fpu_sel_o = fx[2:0];
+  assign fpu_d_o = x2v;
+  assign fpu_start_o = (fx[6:1] == 6'b011000);
+  assign fpu_add_o = fx[0];
+  assign fpu_hsel_o = uir[7];
+  wire [3:0] uop = ird[15:12];
+  assign tx_data_o = {(uop == 4'h8) && ird[7], ird[11:8], h_r[0], x_r[0]};
+  assign cfg_rdata_o = {h_r[S2], x_r[S2]};  // the PE granted last cycle is in slot 2 mod N
+
+  wire          m_en = fx[6];
+  wire          m_cfg = fx[2];
+  wire          m_we = fx[1];
+  wire          m_hi = fx[0];
+  wire [MW-1:0] m_cfga = (cfg_target_i == 4'd0) ? {1'b0, cfg_addr_i[AW-2:0], 1'b0}
+                                                 : {1'b1, cfg_addr_i[BW-1:0], 1'b0};
+  wire [MW-1:0] m_addr = (m_cfg ? m_cfga : ma_r[1]) | MW'(m_hi);
+  wire          pop = (fx == FxPop);
+  wire          map_we = (fx == FxMapw);
+  wire          dcfg = !boot_q && j_fmt && cond == CDcfg;
+
+  // ------------------------------------------------------------------ per PE
+  genvar gp;
+  generate
+    for (gp = 0; gp < N; gp = gp + 1) begin : g_pe
+      reg  [15:0]     busy_q;
+      reg             clr_q, run_q, fpu_req_q;
+      reg  [QW-1:0]   map_q [0:15];
+      reg  [PtrW-1:0] rdp_q [0:NumQueues-1];
+      reg  [PtrW-1:0] wrp_q [0:NumQueues-1];
+      reg  [CntW-1:0] qc_q  [0:NumQueues-1];
+      reg  [QW-1:0]   qs_q;
+      assign busy_p[gp] = busy_q;
+      assign clr_p[gp] = clr_q;
+      assign hs_p[gp] = {qs_q, rdp_q[qs_q]};
+      assign hv_p[gp] = (qc_q[qs_q] != '0);
+      assign mapr_p[gp] = map_q[cfg_addr_i[3:0]];
+      assign fpu_req_o[gp] = fpu_req_q;
+      wire me1 = (t1_q == TW'(gp));  // in stage 1
+      wire me2 = (t2_q == TW'(gp));  // in stage 2
+      wire [6:0] pfx = me2 ? fx : 7'd0;
+
+      sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
+        .clk_i  (clk_i),
+        .we_i   (pfx == FxIwr),
+        .waddr_i(cfg_addr_i[7:0]),
+        .wdata_i(cfg_wdata_i[15:0]),
+        .re_i   ((pfx == FxFetch) || (pfx == FxIcrd)),
+        .raddr_i((fx == FxFetch) ? x2v[7:0] : cfg_addr_i[7:0]),
+        .rdata_o(ird_p[gp])
+      );
+      sram_sp #(.Depth(2 * AWords), .Width(16)) u_m (
+        .clk_i  (clk_i),
+        .en_i   (me2 && m_en),
+        .we_i   (m_we),
+        .addr_i (m_addr),
+        .wdata_i(x2v),
+        .rdata_o(mrd_p[gp])
+      );
+
+      // the receive stage, drained into S in cycles this PE does not store (pe_micro's)
+      reg             stg_v_q;
+      reg  [1:0]      stg_k_q;
+      reg  [36:0]     stg_q;
+      reg  [QW-1:0]   stg_qn_q;
+      reg  [PtrW-1:0] stg_p_q;
+      wire            pst = me2 && st2;
+      wire            drain = stg_v_q && !pst;
+      wire            drained = drain && stg_k_q == 2'd2;
+      wire [SlotW-1:0] stg_slot = {stg_qn_q, stg_p_q};
+      wire [7:0]      d_addr = (stg_k_q == 2'd2) ? (8'd128 | 8'(stg_slot))
+                                                 : (8'd64 | 8'({stg_slot, stg_k_q[0]}));
+      wire [15:0]     udata;
+      pe_micro_rom #(.Rom(gp == 0), .OldOnCollide(1'b0)) u_mem (
+        .clk_i   (clk_i),
+        .uaddr_i (uaddr),
+        .udata_o (udata),
+        .swe_i   (pst || drain),
+        .swaddr_i(pst ? ea2_q : d_addr),
+        .swdata_i(pst ? x2v : stg_q[15:0]),
+        .sraddr_i(ea),
+        .srdata_o(srd_p[gp])
+      );
+      if (gp == 0) begin : g_rom
+        assign uir = udata;
+      end else begin : g_norom
+        wire unused_udata = ^udata;
+      end
+
+      reg  [NumQueues-1:0] qr_q;
+      genvar gcr;
+      for (gcr = 0; gcr < 16; gcr = gcr + 1) begin : g_cr
+        assign color_ready_o[gp * 16 + gcr] = qr_q[map_q[gcr]];
+      end
+      wire [36:0]   rxd = rx_data_i[gp * 37 +: 37];
+      assign rx_ready_o[gp] = color_ready_o[gp * 16 + 32'(rxd[35:32])];
+      wire          push = rx_valid_i[gp] && rx_ready_o[gp];
+      wire [QW-1:0] rx_q = map_q[rxd[35:32]];
+      wire          ppop = me2 && pop;
+      wire          pmapw = me2 && map_we;
+      wire          stg_v_d = push || (stg_v_q && !drained);
+
+      reg cfg_live_q;
+      always @(posedge clk_i or negedge rst_ni) begin
+        if (!rst_ni) cfg_live_q <= 1'b0;
+        else if (!cfg_req_i[gp]) cfg_live_q <= 1'b0;
+        else if (me1 && dcfg) cfg_live_q <= 1'b1;
+      end
+      assign cfg_gnt_o[gp] = (pfx == FxGnt) && cfg_req_i[gp] && cfg_live_q;
+      reg rvalid_q;
+      always @(posedge clk_i or negedge rst_ni) begin
+        if (!rst_ni) rvalid_q <= 1'b0;
+        else rvalid_q <= cfg_gnt_o[gp] && !cfg_we_i;
+      end
+      assign cfg_rvalid_o[gp] = rvalid_q;
+
+      wire [CntW-1:0] qc_d [0:NumQueues-1];
+      wire [NumQueues-1:0] qfull_d;
+      genvar g;
+      for (g = 0; g < NumQueues; g = g + 1) begin : g_q
+        assign qc_d[g] = qc_q[g] + CntW'(drained && stg_qn_q == QW'(g))
+                         - CntW'(ppop && qs_q == QW'(g));
+        assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
+      end
+      reg  [NumQueues-1:0] qr_d;
+      reg                  qall0;
+      integer q;
+      always @(*) begin
+        for (q = 0; q < NumQueues; q = q + 1) qr_d[q] = !stg_v_d && !pmapw && !qfull_d[q];
+        qall0 = 1'b1;
+        for (q = 0; q < NumQueues; q = q + 1) if (qc_q[q] != '0) qall0 = 1'b0;
+      end
+      always @(posedge clk_i or negedge rst_ni) begin
+        if (!rst_ni) begin
+          for (q = 0; q < NumQueues; q = q + 1) begin
+            rdp_q[q] <= '0;
+            wrp_q[q] <= '0;
+            qc_q[q] <= '0;
+          end
+          for (q = 0; q < 16; q = q + 1)
+            map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
+          qs_q <= '0;
+          stg_v_q <= 1'b0;
+          stg_k_q <= 2'd0;
+          qr_q <= '1;
+          run_q <= 1'b0;
+          fpu_req_q <= 1'b0;
+          busy_q <= 16'd0;
+          clr_q <= 1'b0;
+        end else begin
+          for (q = 0; q < NumQueues; q = q + 1) begin
+            if (drained && stg_qn_q == QW'(q))
+              wrp_q[q] <= wrp_q[q] + 1'b1;
+            if (ppop && qs_q == QW'(q))
+              rdp_q[q] <= rdp_q[q] + 1'b1;
+            qc_q[q] <= qc_d[q];
+          end
+          if (pfx == FxNextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+          if (pmapw) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
+          stg_v_q <= stg_v_d;
+          if (push) stg_k_q <= 2'd0;
+          else if (drain) stg_k_q <= stg_k_q + 2'd1;
+          qr_q <= qr_d;
+          if (pfx == FxBclr) busy_q <= 16'(run_q);
+          else if (run_q) busy_q <= busy_q + 16'd1;
+          if (ctr_clear_i) clr_q <= 1'b1;
+          else if (pfx == FxCclr) clr_q <= 1'b0;
+          if (pfx == FxRun1) run_q <= 1'b1;
+          if (pfx == FxRun0) run_q <= 1'b0;
+          if (pfx == FxFreq) fpu_req_q <= 1'b1;
+          if (pfx == FxFrel) fpu_req_q <= 1'b0;
+        end
+      end
+      always @(posedge clk_i) begin
+        if (push) begin
+          stg_q <= rxd;
+          stg_qn_q <= rx_q;
+          stg_p_q <= wrp_q[rx_q];
+        end else if (drain) begin
+          stg_q <= {16'd0, stg_q[36:16]};
+        end
+      end
+
+      assign tx_valid_o[gp] = me1 && !boot_q && j_fmt && (cond == CTxnr);
+      assign idle_o[gp] = !run_q && !stg_v_q && qall0;
+      assign mac_busy_o[gp] = (pfx == FxMacev);
+    end
+  endgenerate
+
+  wire unused = ^{cfg_addr_i};  // the bits above M's address
+endmodule
+
+`default_nettype wire
