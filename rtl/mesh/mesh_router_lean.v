@@ -54,7 +54,9 @@ module mesh_router_lean #(
   parameter bit [3:0] Ports = 4'b1111,   // N, E, S, W links that exist (bit 0 N .. 3 W)
   parameter bit [3:0] RegOut = 4'b0000,  // links with an output register: the host port's
   parameter bit LocalFifo = 1'b0,        // a FIFO on the local input: the host port's tile
-  parameter bit LocalFirst = 1'b0        // the local input wins the bus whenever it is valid
+  parameter bit LocalFirst = 1'b0,       // the local input wins the bus whenever it is valid
+  parameter bit LocalReadyBus = 1'b0     // local_color_ready_i[0]: the PE's room for the bus
+                                         // head's colour (pe_micro_mt), the rest unused
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -152,6 +154,9 @@ module mesh_router_lean #(
   // a round robin moving every cycle could miss for ever while other heads wait; so its
   // valid takes the bus (the local input is the last present one). It cannot starve the
   // others: its valid is down in the other N - 1 cycles.
+  if (LocalReadyBus) begin : g_ready_bus
+    wire unused_ready = ^local_color_ready_i[15:1];
+  end
   logic [NP-1:0] req;
   assign req = (LocalFirst && hv[NP-1]) ? (NP'(1) << (NP - 1)) : hv;
   mesh_arbiter #(.N(NP)) u_arb (
@@ -207,7 +212,8 @@ module mesh_router_lean #(
     for (int unsigned j = 0; j < NP; j++) if (gnt[j]) bus_sent = sent_q[j*5 +: 5];
     left = bus_valid ? (bmask & ~bus_sent) : 5'b0;
     drop = bus_valid && (bmask == 5'b0);
-    loc_offer = left[L] && mux16(local_color_ready_i, bus[PayloadW +: 4]);
+    loc_offer = left[L] && (LocalReadyBus ? local_color_ready_i[0]
+                                          : mux16(local_color_ready_i, bus[PayloadW +: 4]));
     for (int unsigned o = 0; o < 4; o++)
       take[o] = left[o] && (!Present[o] || (Reg[o] ? (!outv_q[o] || out_ready_i[o])
                                                      : out_ready_i[o]));

@@ -55,7 +55,6 @@ module mesh_top #(
   wire [P-1:0]     mt_rx_valid, mt_rx_ready, mt_tx_valid, mt_tx_ready;
   wire [P*W-1:0]   mt_rx_data;
   wire [W-1:0]     mt_tx_data;
-  wire [P*16-1:0]  mt_color_ready;
   wire [P-1:0]     mt_rt_we, mt_rt_re, mt_router_idle, mt_pe_idle;
   wire             mt_rt_route;
   wire [3:0]       mt_rt_addr;
@@ -131,7 +130,7 @@ module mesh_top #(
         wire unused_fifo = ^{FifoDepth, AWords, BWords, NumQueues, QueueDepth};
         mesh_router_lean #(
           .Ports(Ports), .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0),
-          .LocalFirst(Q != 0)
+          .LocalFirst(Q != 0), .LocalReadyBus(1'b1)
         ) u_router (
           .clk_i, .rst_ni,
           .in_valid_i         ({mt_tx_valid[Q], in_valid[Q*4 +: 4]}),
@@ -143,7 +142,7 @@ module mesh_top #(
           .loc_valid_o        (mt_rx_valid[Q]),
           .loc_data_o         (mt_rx_data[Q*W +: W]),
           .loc_ready_i        (mt_rx_ready[Q]),
-          .local_color_ready_i(mt_color_ready[Q*16 +: 16]),
+          .local_color_ready_i({15'b0, mt_rx_ready[Q]}),
           .rt_we_i            (mt_rt_we[Q]),
           .rt_re_i            (mt_rt_re[Q]),
           .rt_route_i         (mt_rt_route),
@@ -218,7 +217,6 @@ module mesh_top #(
       .rx_valid_i   (mt_rx_valid),
       .rx_data_i    (mt_rx_data),
       .rx_ready_o   (mt_rx_ready),
-      .color_ready_o(mt_color_ready),
       .tx_valid_o   (mt_tx_valid),
       .tx_data_o    (mt_tx_data),
       .tx_ready_i   (mt_tx_ready),

@@ -43,8 +43,7 @@ module pe_micro_mt #(
   // per PE: its router's local port
   input  wire [N-1:0]    rx_valid_i,
   input  wire [N*37-1:0] rx_data_i,
-  output wire [N-1:0]    rx_ready_o,
-  output wire [N*16-1:0] color_ready_o,
+  output wire [N-1:0]    rx_ready_o,    // for the wavelet on rx_data, valid or not
   output wire [N-1:0]    tx_valid_o,
   output wire [36:0]     tx_data_o,     // common: the wavelet of the PE whose valid is up
   input  wire [N-1:0]    tx_ready_i,
@@ -305,8 +304,13 @@ module pe_micro_mt #(
   wire [MW-1:0] m_cfga = (cfg_target_i == 4'd0) ? {1'b0, cfg_addr_i[AW-2:0], 1'b0}
                                                  : {1'b1, cfg_addr_i[BW-1:0], 1'b0};
   wire [MW-1:0] m_addr = (m_cfg ? m_cfga : ma_r[1]) | MW'(m_hi);
+  // the side effects a PE takes when it is in stage 2, decoded once
   wire          pop = (fx == FxPop);
   wire          map_we = (fx == FxMapw);
+  wire          fx_iwr = (fx == FxIwr), fx_ird = (fx == FxFetch) || (fx == FxIcrd);
+  wire          fx_gnt = (fx == FxGnt), fx_nextq = (fx == FxNextq), fx_bclr = (fx == FxBclr);
+  wire          fx_cclr = (fx == FxCclr), fx_run1 = (fx == FxRun1), fx_run0 = (fx == FxRun0);
+  wire          fx_freq = (fx == FxFreq), fx_frel = (fx == FxFrel), fx_macev = (fx == FxMacev);
   wire          dcfg = !boot_q && j_fmt && cond == CDcfg;
 
   // ------------------------------------------------------------------ per PE
@@ -328,14 +332,13 @@ module pe_micro_mt #(
       assign fpu_req_o[gp] = fpu_req_q;
       wire me1 = (t1_q == TW'(gp));  // in stage 1
       wire me2 = (t2_q == TW'(gp));  // in stage 2
-      wire [6:0] pfx = me2 ? fx : 7'd0;
 
       sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
         .clk_i  (clk_i),
-        .we_i   (pfx == FxIwr),
+        .we_i   (me2 && fx_iwr),
         .waddr_i(cfg_addr_i[7:0]),
         .wdata_i(cfg_wdata_i[15:0]),
-        .re_i   ((pfx == FxFetch) || (pfx == FxIcrd)),
+        .re_i   (me2 && fx_ird),
         .raddr_i((fx == FxFetch) ? x2v[7:0] : cfg_addr_i[7:0]),
         .rdata_o(ird_p[gp])
       );
@@ -377,15 +380,13 @@ module pe_micro_mt #(
         wire unused_udata = ^udata;
       end
 
+      // ready for the wavelet on rx_data (the router's bus head, offered or not): its
+      // colour's queue has room; the router looks at no other colour (LocalReadyBus)
       reg  [NumQueues-1:0] qr_q;
-      genvar gcr;
-      for (gcr = 0; gcr < 16; gcr = gcr + 1) begin : g_cr
-        assign color_ready_o[gp * 16 + gcr] = qr_q[map_q[gcr]];
-      end
       wire [36:0]   rxd = rx_data_i[gp * 37 +: 37];
-      assign rx_ready_o[gp] = color_ready_o[gp * 16 + 32'(rxd[35:32])];
-      wire          push = rx_valid_i[gp] && rx_ready_o[gp];
       wire [QW-1:0] rx_q = map_q[rxd[35:32]];
+      assign rx_ready_o[gp] = qr_q[rx_q];
+      wire          push = rx_valid_i[gp] && rx_ready_o[gp];
       wire          ppop = me2 && pop;
       wire          pmapw = me2 && map_we;
       wire          stg_v_d = push || (stg_v_q && !drained);
@@ -396,7 +397,7 @@ module pe_micro_mt #(
         else if (!cfg_req_i[gp]) cfg_live_q <= 1'b0;
         else if (me1 && dcfg) cfg_live_q <= 1'b1;
       end
-      assign cfg_gnt_o[gp] = (pfx == FxGnt) && cfg_req_i[gp] && cfg_live_q;
+      assign cfg_gnt_o[gp] = me2 && fx_gnt && cfg_req_i[gp] && cfg_live_q;
       reg rvalid_q;
       always @(posedge clk_i or negedge rst_ni) begin
         if (!rst_ni) rvalid_q <= 1'b0;
@@ -445,20 +446,20 @@ module pe_micro_mt #(
               rdp_q[q] <= rdp_q[q] + 1'b1;
             qc_q[q] <= qc_d[q];
           end
-          if (pfx == FxNextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+          if (me2 && fx_nextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
           if (pmapw) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
           stg_v_q <= stg_v_d;
           if (push) stg_k_q <= 2'd0;
           else if (drain) stg_k_q <= stg_k_q + 2'd1;
           qr_q <= qr_d;
-          if (pfx == FxBclr) busy_q <= 16'(run_q);
+          if (me2 && fx_bclr) busy_q <= 16'(run_q);
           else if (run_q) busy_q <= busy_q + 16'd1;
           if (ctr_clear_i) clr_q <= 1'b1;
-          else if (pfx == FxCclr) clr_q <= 1'b0;
-          if (pfx == FxRun1) run_q <= 1'b1;
-          if (pfx == FxRun0) run_q <= 1'b0;
-          if (pfx == FxFreq) fpu_req_q <= 1'b1;
-          if (pfx == FxFrel) fpu_req_q <= 1'b0;
+          else if (me2 && fx_cclr) clr_q <= 1'b0;
+          if (me2 && fx_run1) run_q <= 1'b1;
+          if (me2 && fx_run0) run_q <= 1'b0;
+          if (me2 && fx_freq) fpu_req_q <= 1'b1;
+          if (me2 && fx_frel) fpu_req_q <= 1'b0;
         end
       end
       always @(posedge clk_i) begin
@@ -473,7 +474,7 @@ module pe_micro_mt #(
 
       assign tx_valid_o[gp] = me1 && !boot_q && j_fmt && (cond == CTxnr);
       assign idle_o[gp] = !run_q && !stg_v_q && qall0;
-      assign mac_busy_o[gp] = (pfx == FxMacev);
+      assign mac_busy_o[gp] = me2 && fx_macev;
     end
   endgenerate
 

@@ -805,7 +805,6 @@ module pe_micro_rom #(
     d0 = 16'h0000;
     d1 = 16'h0000;
     sel = 1'b0;
-    srdata_o = 16'h0000;
   end
   always @(posedge clk_i) begin
     d0 <= rom0[uaddr_i[8:0]];

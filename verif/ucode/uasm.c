@@ -540,7 +540,7 @@ static void write_rom(FILE *f)
 	fprintf(f, "    for (i = 0; i < 256; i = i + 1) sm[i] = 16'h0000;\n");
 	for (int i = 0; i < SSIZE; i++)
 		if (sinit[i]) fprintf(f, "    sm[%d] = 16'h%04x;\n", i, sinit[i]);
-	fprintf(f, "    d0 = 16'h0000;\n    d1 = 16'h0000;\n    sel = 1'b0;\n    srdata_o = 16'h0000;\n"
+	fprintf(f, "    d0 = 16'h0000;\n    d1 = 16'h0000;\n    sel = 1'b0;\n"
 		   "  end\n  always @(posedge clk_i) begin\n    d0 <= rom0[uaddr_i[8:0]];\n"
 		   "    d1 <= rom1[uaddr_i[7:0]];\n    sel <= uaddr_i[9];\n"
 		   "    if (swe_i) sm[swaddr_i] <= swdata_i;\n"
