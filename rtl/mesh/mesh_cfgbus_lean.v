@@ -10,9 +10,9 @@
 // config slave (req/gnt; the address, data, target and direction are common to all PEs). A
 // broadcast write is done when every PE has granted it (each PE's request drops at its own
 // grant, so a request is never withdrawn before it is granted); the routers take theirs at
-// once. A read's word arrives the cycle after it is taken (PE: cfg_rvalid_i with the common
-// cfg_rdata_i; router: rt_rdata_i, zero unless read) and leaves as a response beat {2, 0,
-// word}: the host port looks at nothing else of a response. Beats for no PE here are dropped
+// once. A PE's read word is on the common cfg_rdata_i in the cycle of its grant; a router's
+// arrives the cycle after it is taken (rt_rdata_i, zero unless read). It leaves as a response
+// beat {2, 0, word}: the host port looks at nothing else of a response. Beats for no PE here are dropped
 // (the host port checks the PE number before it sends, and drops returning writes anyway).
 `default_nettype none
 
@@ -41,8 +41,7 @@ module mesh_cfgbus_lean #(
   output wire  [15:0]    cfg_addr_o,
   output wire  [31:0]    cfg_wdata_o,
   input  wire  [P-1:0]   cfg_gnt_i,
-  input  wire  [P-1:0]   cfg_rvalid_i,
-  input  wire  [31:0]    cfg_rdata_i,
+  input  wire  [31:0]    cfg_rdata_i,   // a read's word, in the cycle of its grant
   output wire            idle_o
 );
   localparam logic [1:0] KindWrite = 2'd0, KindRead = 2'd1, KindRsp = 2'd2;
@@ -57,8 +56,7 @@ module mesh_cfgbus_lean #(
 
   logic         rsp_v_q;
   logic [31:0]  rsp_q;                        // no reset: qualified by rsp_v_q
-  logic         rd_inflight_q, rd_inflight_d;  // a read was taken last cycle: its word is here
-  logic         rd_pe_q;                       // ... from a PE (else from a router)
+  logic         rd_inflight_q, rd_inflight_d;  // a router read was taken last cycle
   logic [P-1:0] bd_q, bd_d;                    // a broadcast write's PEs that have granted it
 
   // a read is requested only with no response waiting and no read in flight
@@ -86,22 +84,22 @@ module mesh_cfgbus_lean #(
     rt_word = '0;
     for (int unsigned q = 0; q < P; q++) rt_word = rt_word | rt_rdata_i[q*16 +: 16];
   end
-  wire word_v = rd_inflight_q && (!rd_pe_q || (cfg_rvalid_i != '0));
+  wire pe_word = in_valid_i && rd && !rd_inflight_q && (cfg_req_o & cfg_gnt_i) != '0;
+  wire word_v = rd_inflight_q || pe_word;
 
   always_comb begin
     in_ready_o = 1'b0;
     rd_inflight_d = 1'b0;
     bd_d = bd_q;
     if (rd_inflight_q) begin
-      in_ready_o = word_v;           // the read's word: the beat is done
-      rd_inflight_d = !word_v;
+      in_ready_o = 1'b1;             // the router's word: the beat is done
     end else if (in_valid_i && !hit) begin
       in_ready_o = 1'b1;             // for no PE here: dropped
     end else if (in_valid_i && to_router) begin
       if (rd) rd_inflight_d = read_room;
       else in_ready_o = 1'b1;
     end else if (in_valid_i && rd) begin
-      rd_inflight_d = (cfg_req_o & cfg_gnt_i) != '0;
+      in_ready_o = pe_word;          // granted: the word is here
     end else if (in_valid_i) begin
       // a write: done when every PE it is for has granted it
       bd_d = bd_q | (cfg_req_o & cfg_gnt_i);
@@ -116,18 +114,16 @@ module mesh_cfgbus_lean #(
     if (!rst_ni) begin
       rsp_v_q <= 1'b0;
       rd_inflight_q <= 1'b0;
-      rd_pe_q <= 1'b0;
       bd_q <= '0;
     end else begin
       if (word_v) rsp_v_q <= 1'b1;
       else if (out_ready_i) rsp_v_q <= 1'b0;
       rd_inflight_q <= rd_inflight_d;
-      if (!rd_inflight_q) rd_pe_q <= !to_router;
       bd_q <= bd_d;
     end
   end
   always_ff @(posedge clk_i) begin
-    if (word_v) rsp_q <= rd_pe_q ? cfg_rdata_i : {16'b0, rt_word};
+    if (word_v) rsp_q <= rd_inflight_q ? {16'b0, rt_word} : cfg_rdata_i;
   end
   assign out_valid_o = rsp_v_q;
   assign out_data_o = {KindRsp, 28'b0, rsp_q};

@@ -60,7 +60,7 @@ module mesh_top #(
   wire [3:0]       mt_rt_addr;
   wire [4:0]       mt_rt_wdata;
   wire [P*16-1:0]  mt_rt_rdata;
-  wire [P-1:0]     mt_cfg_req, mt_cfg_gnt, mt_cfg_rvalid;
+  wire [P-1:0]     mt_cfg_req, mt_cfg_gnt;
   wire             mt_cfg_we, mt_cfg_idle, mt_cfg_out_valid;
   wire [3:0]       mt_cfg_target;
   wire [15:0]      mt_cfg_addr;
@@ -226,7 +226,6 @@ module mesh_top #(
       .cfg_addr_i   (mt_cfg_addr),
       .cfg_wdata_i  (mt_cfg_wdata),
       .cfg_gnt_o    (mt_cfg_gnt),
-      .cfg_rvalid_o (mt_cfg_rvalid),
       .cfg_rdata_o  (mt_cfg_rdata),
       .idle_o       (mt_pe_idle),
       .mac_busy_o,
@@ -275,7 +274,6 @@ module mesh_top #(
       .cfg_addr_o  (mt_cfg_addr),
       .cfg_wdata_o (mt_cfg_wdata),
       .cfg_gnt_i   (mt_cfg_gnt),
-      .cfg_rvalid_i(mt_cfg_rvalid),
       .cfg_rdata_i (mt_cfg_rdata),
       .idle_o      (mt_cfg_idle)
     );

@@ -54,8 +54,7 @@ module pe_micro_mt #(
   input  wire [15:0]     cfg_addr_i,
   input  wire [31:0]     cfg_wdata_i,
   output wire [N-1:0]    cfg_gnt_o,
-  output wire [N-1:0]    cfg_rvalid_o,
-  output wire [31:0]     cfg_rdata_o,   // common: with the PE's rvalid
+  output wire [31:0]     cfg_rdata_o,   // a read's word, in the cycle of its grant (common)
   output wire [N-1:0]    idle_o,
   output wire [N-1:0]    mac_busy_o,
   input  wire            ctr_clear_i,
@@ -79,7 +78,7 @@ module pe_micro_mt #(
   localparam int unsigned AW = $clog2(AWords);
   localparam int unsigned BW = $clog2(BWords);
   localparam int unsigned MW = AW + 1;
-  localparam int unsigned S2 = 2 % N;  // the slot stage 2 writes
+  localparam int unsigned S2 = 2 % N;  // the slot stage 2 writes (Z, C)
 
   // encodings: pe_micro's (verif/ucode/uasm.c)
   localparam [3:0] OpLd = 4'd0, OpAdd = 4'd1, OpAdc = 4'd2, OpSub = 4'd3, OpSbc = 4'd4,
@@ -97,14 +96,16 @@ module pe_micro_mt #(
 
   // ------------------------------------------------------------------ the ring
   reg  [9:0]    upc_r [0:N-1];
-  reg  [9:0]    ra_r  [0:N-1];
-  reg  [15:0]   x_r   [0:N-1];
-  reg  [15:0]   h_r   [0:N-1];
   reg           z_r   [0:N-1];
   reg           c_r   [0:N-1];
-  reg  [7:0]    ar_r  [0:N-1];
-  reg  [MW-1:0] ma_r  [0:N-1];
-  reg  [TW-1:0] t1_q, t2_q;   // the PE in stage 1, in stage 2
+  reg  [TW-1:0] t0_q, t1_q, t2_q;  // the PE in stage 1 next cycle, in stage 1, in stage 2
+  // the rest of a PE's machine registers, in block RAMs indexed by PE (ctx): X, H, AR and RA
+  // read for stage 1 (x0 ...), MA for stage 2; X and H also held a cycle for stage 2 (x1, h1)
+  wire [15:0]   x0, h0;
+  wire [7:0]    ar0;
+  wire [9:0]    ra0;
+  wire [MW-1:0] ma1;
+  reg  [15:0]   x1_q, h1_q;
   reg           boot_q;       // the first cycle after reset: the ROM is reading word 0
 
   wire [15:0] uir;            // stage 1: the ROM's output
@@ -144,7 +145,7 @@ module pe_micro_mt #(
   reg [7:0] eo;
   always @(*) begin
     case (am)
-      3'd1: eo = ar_r[0];
+      3'd1: eo = ar0;
       3'd2: eo = 8'(fld);
       3'd3: eo = 8'(cfg_addr_i[2:0]);
       3'd4: eo = 8'(cfg_addr_i[4:0]);
@@ -184,7 +185,7 @@ module pe_micro_mt #(
         CDop: upc_d = {uir[9:4], ird[15:12]};
         CDfn: upc_d = {uir[9:3], ird[2:0]};
         CDcfg: upc_d = {uir[9:5], cfg_we_i, cfg_target_i};
-        CRet: upc_d = ra_r[0];
+        CRet: upc_d = ra0;
         default: upc_d = uir[9:0];
       endcase
     end
@@ -198,7 +199,7 @@ module pe_micro_mt #(
   wire [3:0]  op2 = s2 ? uir2_q[14:11] : uir2_q[13:10];
   wire [2:0]  src2 = uir2_q[9:7];
   wire [6:0]  fx = x2 ? uir2_q[6:0] : 7'd0;
-  wire [15:0] x2v = x_r[1];
+  wire [15:0] x2v = x1_q;
   reg  [15:0] e_q;
   reg  [15:0] ird2_q;  // the stage-1 PE's instruction word, for its stage 2
   always @(posedge clk_i) begin
@@ -244,6 +245,7 @@ module pe_micro_mt #(
     if (!rst_ni) begin
       for (k = 0; k < N; k = k + 1) upc_r[k] <= 10'd0;
       boot_q <= 1'b1;
+      t0_q <= TW'(1);
       t1_q <= '0;
       t2_q <= TW'(N - 1);
       v2_q <= 1'b0;
@@ -251,35 +253,49 @@ module pe_micro_mt #(
       for (k = 0; k < N; k = k + 1) upc_r[(k + 1) % N] <= upc_r[k];
       upc_r[1] <= upc_d;
       boot_q <= 1'b0;
-      t1_q <= (32'(t1_q) == N - 1) ? '0 : t1_q + 1'b1;
+      t0_q <= (32'(t0_q) == N - 1) ? '0 : t0_q + 1'b1;
+      t1_q <= t0_q;
       t2_q <= t1_q;
       v2_q <= !boot_q && !j_fmt;
     end
   end
   always @(posedge clk_i) begin
     for (k = 0; k < N; k = k + 1) begin
-      ra_r[(k + 1) % N] <= ra_r[k];
-      x_r[(k + 1) % N] <= x_r[k];
-      h_r[(k + 1) % N] <= h_r[k];
       z_r[(k + 1) % N] <= z_r[k];
       c_r[(k + 1) % N] <= c_r[k];
-      ar_r[(k + 1) % N] <= ar_r[k];
-      ma_r[(k + 1) % N] <= ma_r[k];
     end
-    if (link) ra_r[1] <= upc_r[0] + 10'd2;
     if (alu_v) begin
-      if (op2 != OpCmp && op2 != OpTst) x_r[S2] <= res;
       z_r[S2] <= (res == 16'd0);
       if (arith) c_r[S2] <= sum[16];
     end
-    if (fx == FxSetar) ar_r[S2] <= x2v[7:0];
-    if (fx == FxSeth) h_r[S2] <= x2v;
-    if (fx == FxMaa) ma_r[S2] <= {1'b0, x2v[AW-1:0]};
-    if (fx == FxMab) ma_r[S2] <= {1'b1, x2v[BW-1:0], 1'b0};
-    if (fx == FxMabh) ma_r[S2] <= {1'b1, x2v[BW:0]};
+    x1_q <= x0;
+    h1_q <= h0;
     uir2_q <= uir;
     ea2_q <= ea;
   end
+
+  // the context RAMs: written by a PE's stage (RA by stage 1, the rest by stage 2) and read
+  // for its next instruction's, at least a cycle later when N >= 3 (no collision)
+  wire x_we = alu_v && op2 != OpCmp && op2 != OpTst;
+  reg  [MW-1:0] ma_new;
+  always @(*) begin
+    ma_new = {1'b0, x2v[AW-1:0]};                           // maa
+    if (fx == FxMab) ma_new = {1'b1, x2v[BW-1:0], 1'b0};
+    if (fx == FxMabh) ma_new = {1'b1, x2v[BW:0]};
+  end
+  pe_micro_ctx #(.N(N), .Width(16)) u_ctx_x (
+    .clk_i, .we_i(x_we), .waddr_i(t2_q), .wdata_i(res), .raddr_i(t0_q), .rdata_o(x0));
+  pe_micro_ctx #(.N(N), .Width(16)) u_ctx_h (
+    .clk_i, .we_i(fx == FxSeth), .waddr_i(t2_q), .wdata_i(x2v), .raddr_i(t0_q), .rdata_o(h0));
+  pe_micro_ctx #(.N(N), .Width(8)) u_ctx_ar (
+    .clk_i, .we_i(fx == FxSetar), .waddr_i(t2_q), .wdata_i(x2v[7:0]), .raddr_i(t0_q),
+    .rdata_o(ar0));
+  pe_micro_ctx #(.N(N), .Width(MW)) u_ctx_ma (
+    .clk_i, .we_i(fx == FxMaa || fx == FxMab || fx == FxMabh), .waddr_i(t2_q),
+    .wdata_i(ma_new), .raddr_i(t1_q), .rdata_o(ma1));
+  pe_micro_ctx #(.N(N), .Width(10)) u_ctx_ra (
+    .clk_i, .we_i(link), .waddr_i(t1_q), .wdata_i(upc_r[0] + 10'd2), .raddr_i(t0_q),
+    .rdata_o(ra0));
 
   // ------------------------------------------------------------------ the ROM (PE 0's
   // pe_micro_rom) reads at the micro-pc of the PE that is in stage 1 next cycle
@@ -294,8 +310,8 @@ module pe_micro_mt #(
   assign fpu_add_o = fx[0];
   assign fpu_hsel_o = uir[7];
   wire [3:0] uop = ird[15:12];
-  assign tx_data_o = {(uop == 4'h8) && ird[7], ird[11:8], h_r[0], x_r[0]};
-  assign cfg_rdata_o = {h_r[S2], x_r[S2]};  // the PE granted last cycle is in slot 2 mod N
+  assign tx_data_o = {(uop == 4'h8) && ird[7], ird[11:8], h0, x0};
+  assign cfg_rdata_o = {h1_q, x1_q};  // a read's grant: stage 2, whose gnt changes neither
 
   wire          m_en = fx[6];
   wire          m_cfg = fx[2];
@@ -303,7 +319,7 @@ module pe_micro_mt #(
   wire          m_hi = fx[0];
   wire [MW-1:0] m_cfga = (cfg_target_i == 4'd0) ? {1'b0, cfg_addr_i[AW-2:0], 1'b0}
                                                  : {1'b1, cfg_addr_i[BW-1:0], 1'b0};
-  wire [MW-1:0] m_addr = (m_cfg ? m_cfga : ma_r[1]) | MW'(m_hi);
+  wire [MW-1:0] m_addr = (m_cfg ? m_cfga : ma1) | MW'(m_hi);
   // the side effects a PE takes when it is in stage 2, decoded once
   wire          pop = (fx == FxPop);
   wire          map_we = (fx == FxMapw);
@@ -398,12 +414,6 @@ module pe_micro_mt #(
         else if (me1 && dcfg) cfg_live_q <= 1'b1;
       end
       assign cfg_gnt_o[gp] = me2 && fx_gnt && cfg_req_i[gp] && cfg_live_q;
-      reg rvalid_q;
-      always @(posedge clk_i or negedge rst_ni) begin
-        if (!rst_ni) rvalid_q <= 1'b0;
-        else rvalid_q <= cfg_gnt_o[gp] && !cfg_we_i;
-      end
-      assign cfg_rvalid_o[gp] = rvalid_q;
 
       wire [CntW-1:0] qc_d [0:NumQueues-1];
       wire [NumQueues-1:0] qfull_d;
