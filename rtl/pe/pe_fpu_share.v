@@ -78,20 +78,31 @@ module pe_fpu_share #(
       else if (f_done) done_q <= 1'b1;
     end
   end
-  always @(posedge clk_i) begin
-    if (busy_q && o_we) begin
-      case (o_sel)
-        3'd0: a_q[15:0] <= o_d;
-        3'd1: a_q[31:16] <= o_d;
-        3'd2: b_q <= o_d;
-        3'd3: c_q[15:0] <= o_d;
-        default: c_q[31:16] <= o_d;
-      endcase
+  // Common with pe_tiny_fmac: the parts go straight into the FMAC's registers (its Port), no
+  // staging registers here (80 flip-flops)
+  localparam bit Direct = Common && Tiny;
+  if (Direct) begin : g_direct
+    always @(*) begin
+      a_q = '0;
+      b_q = '0;
+      c_q = '0;
+    end
+  end else begin : g_stage
+    always @(posedge clk_i) begin
+      if (busy_q && o_we) begin
+        case (o_sel)
+          3'd0: a_q[15:0] <= o_d;
+          3'd1: a_q[31:16] <= o_d;
+          3'd2: b_q <= o_d;
+          3'd3: c_q[15:0] <= o_d;
+          default: c_q[31:16] <= o_d;
+        endcase
+      end
     end
   end
 
   if (Tiny) begin : g_tiny
-    pe_tiny_fmac u_fmac (
+    pe_tiny_fmac #(.Port(Direct)) u_fmac (
       .clk_i  (clk_i),
       .rst_ni (rst_ni),
       .start_i(o_start),
@@ -99,6 +110,9 @@ module pe_fpu_share #(
       .a_i    (a_q),
       .b_i    (b_q),
       .c_i    (c_q),
+      .we_i   (busy_q && o_we),
+      .sel_i  (o_sel),
+      .d_i    (o_d),
       .ready_o(f_ready),
       .done_o (f_done),
       .y_o    (f_y)

@@ -36,7 +36,15 @@
 // the leading one - 26, counted while rotating) + the rounding carry.
 `default_nettype none
 
-module pe_tiny_fmac (
+module pe_tiny_fmac #(
+  // 1: the operands come in 16-bit parts on we_i/sel_i/d_i while idle, written straight into
+  // the registers that start would latch them into (pe_fpu_share Common: no staging
+  // registers); parts 0 a[15:0], 1 a[31:16] (written after part 0: it sets a's exponent for
+  // an add), 2 b, 3 c[15:0], 4 c[31:16]; a_i, b_i and c_i are unused. A part not written
+  // keeps what the last operation left (as a staging register would keep its last part):
+  // only a[31:16] of an fmac, which the fmac does not read.
+  parameter bit Port = 1'b0
+) (
   input  wire        clk_i,
   input  wire        rst_ni,
   input  wire        start_i,
@@ -44,6 +52,9 @@ module pe_tiny_fmac (
   input  wire [31:0] a_i,
   input  wire [15:0] b_i,
   input  wire [31:0] c_i,
+  input  wire        we_i,   // Port: an operand part
+  input  wire [2:0]  sel_i,
+  input  wire [15:0] d_i,
   output wire        ready_o,
   output wire        done_o,
   output reg  [31:0] y_o
@@ -151,10 +162,26 @@ module pe_tiny_fmac (
     inf_d = inf_q;
     zero_d = zero_q;
     case (st_q)
-      SIdle: if (start_i) begin
-        x_d = {a_i[24:0], 2'd0, b_i[0]};
-        w_d = {b_i[6:4], c_i[22:0], b_i[3:1]};
-        st_d = SLoad;
+      SIdle: begin
+        if (Port) begin
+          if (we_i) begin
+            case (sel_i)
+              3'd0: x_d[18:1] = {d_i, 2'd0};
+              3'd1: x_d[27:19] = d_i[8:0];
+              3'd2: begin
+                x_d[0] = d_i[0];
+                w_d[2:0] = d_i[3:1];
+                w_d[28:26] = d_i[6:4];
+              end
+              3'd3: w_d[18:3] = d_i;
+              default: w_d[25:19] = d_i[6:0];
+            endcase
+          end
+        end else if (start_i) begin
+          x_d = {a_i[24:0], 2'd0, b_i[0]};
+          w_d = {b_i[6:4], c_i[22:0], b_i[3:1]};
+        end
+        if (start_i) st_d = SLoad;
       end
       SLoad: begin
         sub_d = (p_sign ^ ch_q[8]) && !inf;
@@ -249,7 +276,20 @@ module pe_tiny_fmac (
     else st_q <= st_d;
   end
   always @(posedge clk_i) begin
-    if (start_i && st_q == SIdle) begin
+    if (Port) begin
+      if (we_i && st_q == SIdle) begin
+        case (sel_i)
+          3'd0, 3'd1: ah_q <= d_i[15:7];  // bf16 a's sign and exponent; then fp32 a's
+          3'd2: bh_q <= d_i[15:7];
+          3'd4: ch_q <= d_i[15:7];
+          default: ;
+        endcase
+      end
+      if (start_i && st_q == SIdle) begin
+        add_q <= add_i;
+        if (add_i) bh_q <= 9'h07f;
+      end
+    end else if (start_i && st_q == SIdle) begin
       add_q <= add_i;
       ah_q <= add_i ? a_i[31:23] : a_i[15:7];
       bh_q <= add_i ? 9'h07f : b_i[15:7];
@@ -286,6 +326,11 @@ module pe_tiny_fmac (
   end
 
   assign ready_o = (st_q == SIdle);
+  if (Port) begin : g_port
+    wire unused_ops = ^{a_i, b_i, c_i};
+  end else begin : g_ops
+    wire unused_port = ^{we_i, sel_i, d_i};
+  end
   assign done_o = (st_q == SDone);
 endmodule
 
