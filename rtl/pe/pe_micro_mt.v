@@ -117,7 +117,7 @@ module pe_micro_mt #(
   wire [15:0]      ird_p  [0:N-1];  // IMEM read data
   wire [15:0]      srd_p  [0:N-1];  // S read data
   wire [15:0]      mrd_p  [0:N-1];  // M read data
-  wire [15:0]      busy_p [0:N-1];  // task-busy cycles
+  wire [N-1:0]     run_p;           // a task runs
   wire [N-1:0]     clr_p;           // CLEAR seen, counters not yet zeroed
   wire [SlotW-1:0] hs_p   [0:N-1];  // the head slot of the picker's queue
   wire [N-1:0]     hv_p;            // ... holds a wavelet
@@ -199,6 +199,13 @@ module pe_micro_mt #(
   wire [3:0]  op2 = s2 ? uir2_q[14:11] : uir2_q[13:10];
   wire [2:0]  src2 = uir2_q[9:7];
   wire [6:0]  fx = x2 ? uir2_q[6:0] : 7'd0;
+  // the side effects a PE takes when it is in stage 2, decoded once
+  wire          pop = (fx == FxPop);
+  wire          map_we = (fx == FxMapw);
+  wire          fx_iwr = (fx == FxIwr), fx_ird = (fx == FxFetch) || (fx == FxIcrd);
+  wire          fx_gnt = (fx == FxGnt), fx_nextq = (fx == FxNextq), fx_bclr = (fx == FxBclr);
+  wire          fx_cclr = (fx == FxCclr), fx_run1 = (fx == FxRun1), fx_run0 = (fx == FxRun0);
+  wire          fx_freq = (fx == FxFreq), fx_frel = (fx == FxFrel), fx_macev = (fx == FxMacev);
   wire [15:0] x2v = x1_q;
   reg  [15:0] e_q;
   reg  [15:0] ird2_q;  // the stage-1 PE's instruction word, for its stage 2
@@ -218,7 +225,7 @@ module pe_micro_mt #(
       case (src2)
         3'd0: y = mrd_p[t2_q];
         3'd1: y = ird2_q;
-        3'd2: y = busy_p[t2_q];
+        3'd2: y = busy2;
         default: y = e_q;
       endcase
     end
@@ -293,6 +300,15 @@ module pe_micro_mt #(
   pe_micro_ctx #(.N(N), .Width(MW)) u_ctx_ma (
     .clk_i, .we_i(fx == FxMaa || fx == FxMab || fx == FxMabh), .waddr_i(t2_q),
     .wdata_i(ma_new), .raddr_i(t1_q), .rdata_o(ma1));
+  // a PE's task-busy cycles (pe_micro's busy_q) are counted N at a time, in its stage 2: its
+  // run flag changes only there, so the cycles up to its next stage 2 are known. The count
+  // read there is busy_q's in that cycle; what is written is busy_q's N cycles on.
+  wire [15:0] busy2;
+  wire        run_old = run_p[t2_q];
+  wire        run_new = fx_run1 || (run_old && !fx_run0);
+  wire [15:0] busy_new = (fx_bclr ? 16'd0 : busy2) + 16'(run_old) + 16'(N - 1) * 16'(run_new);
+  pe_micro_ctx #(.N(N), .Width(16)) u_ctx_busy (
+    .clk_i, .we_i(1'b1), .waddr_i(t2_q), .wdata_i(busy_new), .raddr_i(t1_q), .rdata_o(busy2));
   pe_micro_ctx #(.N(N), .Width(10)) u_ctx_ra (
     .clk_i, .we_i(link), .waddr_i(t1_q), .wdata_i(upc_r[0] + 10'd2), .raddr_i(t0_q),
     .rdata_o(ra0));
@@ -320,27 +336,19 @@ module pe_micro_mt #(
   wire [MW-1:0] m_cfga = (cfg_target_i == 4'd0) ? {1'b0, cfg_addr_i[AW-2:0], 1'b0}
                                                  : {1'b1, cfg_addr_i[BW-1:0], 1'b0};
   wire [MW-1:0] m_addr = (m_cfg ? m_cfga : ma1) | MW'(m_hi);
-  // the side effects a PE takes when it is in stage 2, decoded once
-  wire          pop = (fx == FxPop);
-  wire          map_we = (fx == FxMapw);
-  wire          fx_iwr = (fx == FxIwr), fx_ird = (fx == FxFetch) || (fx == FxIcrd);
-  wire          fx_gnt = (fx == FxGnt), fx_nextq = (fx == FxNextq), fx_bclr = (fx == FxBclr);
-  wire          fx_cclr = (fx == FxCclr), fx_run1 = (fx == FxRun1), fx_run0 = (fx == FxRun0);
-  wire          fx_freq = (fx == FxFreq), fx_frel = (fx == FxFrel), fx_macev = (fx == FxMacev);
   wire          dcfg = !boot_q && j_fmt && cond == CDcfg;
 
   // ------------------------------------------------------------------ per PE
   genvar gp;
   generate
     for (gp = 0; gp < N; gp = gp + 1) begin : g_pe
-      reg  [15:0]     busy_q;
       reg             clr_q, run_q, fpu_req_q;
       reg  [QW-1:0]   map_q [0:15];
       reg  [PtrW-1:0] rdp_q [0:NumQueues-1];
       reg  [PtrW-1:0] wrp_q [0:NumQueues-1];
       reg  [CntW-1:0] qc_q  [0:NumQueues-1];
       reg  [QW-1:0]   qs_q;
-      assign busy_p[gp] = busy_q;
+      assign run_p[gp] = run_q;
       assign clr_p[gp] = clr_q;
       assign hs_p[gp] = {qs_q, rdp_q[qs_q]};
       assign hv_p[gp] = (qc_q[qs_q] != '0);
@@ -446,7 +454,6 @@ module pe_micro_mt #(
           qr_q <= '1;
           run_q <= 1'b0;
           fpu_req_q <= 1'b0;
-          busy_q <= 16'd0;
           clr_q <= 1'b0;
         end else begin
           for (q = 0; q < NumQueues; q = q + 1) begin
@@ -462,8 +469,6 @@ module pe_micro_mt #(
           if (push) stg_k_q <= 2'd0;
           else if (drain) stg_k_q <= stg_k_q + 2'd1;
           qr_q <= qr_d;
-          if (me2 && fx_bclr) busy_q <= 16'(run_q);
-          else if (run_q) busy_q <= busy_q + 16'd1;
           if (ctr_clear_i) clr_q <= 1'b1;
           else if (me2 && fx_cclr) clr_q <= 1'b0;
           if (me2 && fx_run1) run_q <= 1'b1;
