@@ -100,12 +100,12 @@ module pe_micro_mt #(
   reg           c_r   [0:N-1];
   reg  [TW-1:0] t0_q, t1_q, t2_q;  // the PE in stage 1 next cycle, in stage 1, in stage 2
   // the rest of a PE's machine registers, in block RAMs indexed by PE (ctx): X, H, AR and RA
-  // read for stage 1 (x0 ...), MA for stage 2; X and H also held a cycle for stage 2 (x1, h1)
-  wire [15:0]   x0, h0;
+  // read for stage 1 (x0 ...), MA for stage 2; X and H also for stage 2 (x1, h1: a second
+  // RAM each, written alike, is cheaper than 16 flip-flops that copy the first one's output)
+  wire [15:0]   x0, h0, x1, h1;
   wire [7:0]    ar0;
   wire [9:0]    ra0;
   wire [MW-1:0] ma1;
-  reg  [15:0]   x1_q, h1_q;
   reg           boot_q;       // the first cycle after reset: the ROM is reading word 0
 
   wire [15:0] uir;            // stage 1: the ROM's output
@@ -206,7 +206,7 @@ module pe_micro_mt #(
   wire          fx_gnt = (fx == FxGnt), fx_nextq = (fx == FxNextq), fx_bclr = (fx == FxBclr);
   wire          fx_cclr = (fx == FxCclr), fx_run1 = (fx == FxRun1), fx_run0 = (fx == FxRun0);
   wire          fx_freq = (fx == FxFreq), fx_frel = (fx == FxFrel), fx_macev = (fx == FxMacev);
-  wire [15:0] x2v = x1_q;
+  wire [15:0] x2v = x1;
   reg  [15:0] e_q;
   reg  [15:0] ird2_q;  // the stage-1 PE's instruction word, for its stage 2
   always @(posedge clk_i) begin
@@ -275,8 +275,6 @@ module pe_micro_mt #(
       z_r[S2] <= (res == 16'd0);
       if (arith) c_r[S2] <= sum[16];
     end
-    x1_q <= x0;
-    h1_q <= h0;
     uir2_q <= uir;
     ea2_q <= ea;
   end
@@ -292,8 +290,12 @@ module pe_micro_mt #(
   end
   pe_micro_ctx #(.N(N), .Width(16)) u_ctx_x (
     .clk_i, .we_i(x_we), .waddr_i(t2_q), .wdata_i(res), .raddr_i(t0_q), .rdata_o(x0));
+  pe_micro_ctx #(.N(N), .Width(16)) u_ctx_x1 (
+    .clk_i, .we_i(x_we), .waddr_i(t2_q), .wdata_i(res), .raddr_i(t1_q), .rdata_o(x1));
   pe_micro_ctx #(.N(N), .Width(16)) u_ctx_h (
     .clk_i, .we_i(fx == FxSeth), .waddr_i(t2_q), .wdata_i(x2v), .raddr_i(t0_q), .rdata_o(h0));
+  pe_micro_ctx #(.N(N), .Width(16)) u_ctx_h1 (
+    .clk_i, .we_i(fx == FxSeth), .waddr_i(t2_q), .wdata_i(x2v), .raddr_i(t1_q), .rdata_o(h1));
   pe_micro_ctx #(.N(N), .Width(8)) u_ctx_ar (
     .clk_i, .we_i(fx == FxSetar), .waddr_i(t2_q), .wdata_i(x2v[7:0]), .raddr_i(t0_q),
     .rdata_o(ar0));
@@ -327,7 +329,7 @@ module pe_micro_mt #(
   assign fpu_hsel_o = uir[7];
   wire [3:0] uop = ird[15:12];
   assign tx_data_o = {(uop == 4'h8) && ird[7], ird[11:8], h0, x0};
-  assign cfg_rdata_o = {h1_q, x1_q};  // a read's grant: stage 2, whose gnt changes neither
+  assign cfg_rdata_o = {h1, x1};  // a read's grant: stage 2, whose gnt changes neither
 
   wire          m_en = fx[6];
   wire          m_cfg = fx[2];
