@@ -14,7 +14,10 @@
 // random config-port reads of the other B bank while the engine runs. At the end every
 // sent wavelet (in order), all of A and B, the registers, the task table and the counters
 // are compared with the model. Each scenario has a cycle timeout.
-#if defined(TB_PE_MICRO)
+#if defined(TB_PE_MICRO_MT)
+#include "Vpe_micro_mt_solo.h"
+typedef Vpe_micro_mt_solo Vdut;
+#elif defined(TB_PE_MICRO)
 #include "Vpe_micro_solo.h"
 typedef Vpe_micro_solo Vdut;
 #elif defined(TB_PE_LITE)
