@@ -120,6 +120,10 @@ board-lint-mesh:
 	verilator --lint-only -Wall --top-module board_top -GRows=$$1 -GCols=$$2 \
 		-GAWords=$(FPGA_AWORDS) -GBWords=$(FPGA_BWORDS) $(FPGA_GPARAMS) \
 		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
+	for micro in 1 2; do \
+	verilator --lint-only -Wall --top-module board_top -GRows=2 -GCols=2 -GAWords=8192 \
+		-GBWords=4096 $(subst -GMicro=$(FPGA_MICRO),-GMicro=$$micro,$(FPGA_GPARAMS)) \
+		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
 lint-impl: board-lint-mesh
 endif
 

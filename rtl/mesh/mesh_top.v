@@ -282,7 +282,48 @@ module mesh_top #(
     wire unused_mt = ^{f_gnt, f_req, f_we, f_sel, f_d, f_start, f_add, f_hsel, cv[P-1:1],
                        cd[62*P-1:62], cr[P-1:1]};
     assign f_gnt = '0;
-  end else if (Lean && Micro) begin : g_fpu
+  end else begin : g_no_mt
+    // not a pe_micro_mt mesh: its wires are idle
+    assign mt_rx_ready = '0;
+    assign mt_tx_valid = '0;
+    assign mt_tx_data = '0;
+    assign mt_pe_idle = '0;
+    assign mt_rt_we = '0;
+    assign mt_rt_re = '0;
+    assign mt_rt_route = 1'b0;
+    assign mt_rt_addr = '0;
+    assign mt_rt_wdata = '0;
+    assign mt_cfg_req = '0;
+    assign mt_cfg_gnt = '0;
+    assign mt_cfg_we = 1'b0;
+    assign mt_cfg_idle = 1'b1;
+    assign mt_cfg_out_valid = 1'b0;
+    assign mt_cfg_target = '0;
+    assign mt_cfg_addr = '0;
+    assign mt_cfg_wdata = '0;
+    assign mt_cfg_rdata = '0;
+    assign mt_cfg_out_data = '0;
+    assign mt_f_req = '0;
+    assign mt_f_gnt = '0;
+    assign mt_f_we = 1'b0;
+    assign mt_f_start = 1'b0;
+    assign mt_f_add = 1'b0;
+    assign mt_f_hsel = 1'b0;
+    assign mt_f_sel = '0;
+    assign mt_f_d = '0;
+    assign mt_router_idle = '0;
+    assign mt_rx_valid = '0;
+    assign mt_rx_data = '0;
+    assign mt_tx_ready = '0;
+    assign mt_rt_rdata = '0;
+    wire unused_mt = ^{mt_rx_ready, mt_tx_valid, mt_tx_data, mt_pe_idle, mt_rt_we, mt_rt_re,
+                       mt_rt_route, mt_rt_addr, mt_rt_wdata, mt_cfg_req, mt_cfg_gnt, mt_cfg_we,
+                       mt_cfg_idle, mt_cfg_out_valid, mt_cfg_target, mt_cfg_addr, mt_cfg_wdata,
+                       mt_cfg_rdata, mt_cfg_out_data, mt_f_req, mt_f_gnt, mt_f_we, mt_f_start,
+                       mt_f_add, mt_f_hsel, mt_f_sel, mt_f_d, mt_router_idle, mt_rx_valid,
+                       mt_rx_data, mt_tx_ready, mt_rt_rdata};
+  end
+  if (Lean && Micro == 1) begin : g_fpu
     pe_fpu_share #(.N(P)) u_fpu (
       .clk_i, .rst_ni,
       .req_i  (f_req),
@@ -296,7 +337,7 @@ module mesh_top #(
       .hsel_i (f_hsel),
       .y_o    (f_y)
     );
-  end else begin : g_no_fpu
+  end else if (!(Lean && Micro == 2)) begin : g_no_fpu
     assign f_gnt = '0;
     assign f_done = 1'b0;
     assign f_y = 16'd0;

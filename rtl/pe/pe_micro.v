@@ -449,7 +449,7 @@ module pe_micro #(
     if (st2 && ea2_q < 8) $display("%0t r%0d <= %04h", $time, ea2_q, x_q);
   end
 `endif
-  wire unused = ^{cfg_addr_i[15:13]};
+  wire unused = ^{cfg_addr_i};  // the bits above M's address
 endmodule
 
 `default_nettype wire
