@@ -95,7 +95,6 @@ module pe_micro_mt #(
                    FxMapw = 7'h3c;
 
   // ------------------------------------------------------------------ the ring
-  reg  [9:0]    upc_r [0:N-1];
   reg           z_r   [0:N-1];
   reg           c_r   [0:N-1];
   reg  [TW-1:0] t0_q, t1_q, t2_q;  // the PE in stage 1 next cycle, in stage 1, in stage 2
@@ -106,7 +105,10 @@ module pe_micro_mt #(
   wire [7:0]    ar0;
   wire [9:0]    ra0;
   wire [MW-1:0] ma1;
-  reg           boot_q;       // the first cycle after reset: the ROM is reading word 0
+  reg  [TW:0]   bcnt_q;       // cycles since reset, up to N: each PE's first turn is boot
+  wire          boot_q = (32'(bcnt_q) != N);  // it sets the PE's micro-pc to 0
+  reg  [9:0]    upc0_q;       // the stage-1 PE's micro-pc (the ROM's address a cycle ago)
+  reg  [TW-1:0] tm_q;         // the PE in stage 1 two cycles on (the micro-pc RAM's read)
 
   wire [15:0] uir;            // stage 1: the ROM's output
   reg  [15:0] uir2_q;
@@ -179,7 +181,7 @@ module pe_micro_mt #(
   end
   reg [9:0] upc_d;
   always @(*) begin
-    upc_d = upc_r[0] + 10'd1;
+    upc_d = upc0_q + 10'd1;
     if (j_fmt && taken) begin
       case (cond)
         CDop: upc_d = {uir[9:4], ird[15:12]};
@@ -189,7 +191,7 @@ module pe_micro_mt #(
         default: upc_d = uir[9:0];
       endcase
     end
-    if (boot_q) upc_d = upc_r[0];
+    if (boot_q) upc_d = 10'd0;
   end
   wire link = !boot_q && uir[15:14] == 2'b11 && uir[6:0] == FxLink;
 
@@ -250,16 +252,15 @@ module pe_micro_mt #(
   integer k;
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (k = 0; k < N; k = k + 1) upc_r[k] <= 10'd0;
-      boot_q <= 1'b1;
+      bcnt_q <= '0;
+      tm_q <= TW'(2 % N);
       t0_q <= TW'(1);
       t1_q <= '0;
       t2_q <= TW'(N - 1);
       v2_q <= 1'b0;
     end else begin
-      for (k = 0; k < N; k = k + 1) upc_r[(k + 1) % N] <= upc_r[k];
-      upc_r[1] <= upc_d;
-      boot_q <= 1'b0;
+      if (boot_q) bcnt_q <= bcnt_q + 1'b1;
+      tm_q <= (32'(tm_q) == N - 1) ? '0 : tm_q + 1'b1;
       t0_q <= (32'(t0_q) == N - 1) ? '0 : t0_q + 1'b1;
       t1_q <= t0_q;
       t2_q <= t1_q;
@@ -312,13 +313,18 @@ module pe_micro_mt #(
   pe_micro_ctx #(.N(N), .Width(16)) u_ctx_busy (
     .clk_i, .we_i(1'b1), .waddr_i(t2_q), .wdata_i(busy_new), .raddr_i(t1_q), .rdata_o(busy2));
   pe_micro_ctx #(.N(N), .Width(10)) u_ctx_ra (
-    .clk_i, .we_i(link), .waddr_i(t1_q), .wdata_i(upc_r[0] + 10'd2), .raddr_i(t0_q),
+    .clk_i, .we_i(link), .waddr_i(t1_q), .wdata_i(upc0_q + 10'd2), .raddr_i(t0_q),
     .rdata_o(ra0));
 
   // ------------------------------------------------------------------ the ROM (PE 0's
   // pe_micro_rom) reads at the micro-pc of the PE that is in stage 1 next cycle
   wire          st2 = s2 && op2 == OpSt;
-  wire [9:0]    uaddr = upc_r[N-1];
+  // the micro-pcs: written by stage 1, read two cycles before the PE's next stage 1 (the
+  // ROM's address, then upc0_q); in its boot turn a PE writes 0
+  wire [9:0]    uaddr;
+  pe_micro_ctx #(.N(N), .Width(10)) u_ctx_upc (
+    .clk_i, .we_i(1'b1), .waddr_i(t1_q), .wdata_i(upc_d), .raddr_i(tm_q), .rdata_o(uaddr));
+  always @(posedge clk_i) upc0_q <= uaddr;
 
   // ------------------------------------------------------------------ common outputs
   assign fpu_we_o = (fx[6:3] == 4'b0100);
