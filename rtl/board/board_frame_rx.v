@@ -22,6 +22,7 @@ module board_frame_rx #(
   parameter integer BufWords = 1024,
   parameter integer TimeoutClks = 8192,    // byte timeout: 1024 bit times of the UART
   parameter integer Window = 4,            // host go-back-N window: older SEQs are duplicates
+                                           // (a power of two)
   parameter integer ErrW = 16              // error counters' width (<= 16, saturating; the
                                            // outputs and STAT zero-extend them): area
 ) (
@@ -78,7 +79,13 @@ module board_frame_rx #(
   wire [15:0]    crc_next;
   wire [FreeW-1:0] free;
   wire [FreeW-1:0] count_unused;
+  wire           full_unused;  // the room checks use free
   wire [7:0]     behind = expect_q - byte_data_i;  // in SSeq: how far SEQ is behind
+  // behind <= Window without a comparator (Window = 2^WLog): no bit above WLog set, and not
+  // bit WLog with a bit below it
+  localparam integer WLog = $clog2(Window);
+  wire           behind_in = ((behind >> (WLog + 1)) == 8'd0) &&
+                             !(behind[WLog] && ((behind & (WindowW - 8'd1)) != 8'd0));
 
   board_crc16 u_crc (.crc_i(crc_q), .data_i(byte_data_i),
                      .crc_o(crc_next));
@@ -87,7 +94,7 @@ module board_frame_rx #(
     .clk_i, .rst_ni,
     .wr_valid_i(wr_valid), .wr_data_i({24'h0, byte_data_i}), .wr_lane_i(bidx_q),
     .commit_i(commit), .rollback_i(rollback),
-    .free_o(free), .count_o(count_unused),
+    .free_o(free), .full_o(full_unused), .count_o(count_unused),
     .rd_valid_o(cmd_valid_o), .rd_ready_i(cmd_ready_i), .rd_data_o(cmd_data_o)
   );
 
@@ -155,7 +162,7 @@ module board_frame_rx #(
         end
         SSeq: begin
           seq_ok_d  = (behind == 8'd0);  // expect_q holds still until SCrc1
-          seq_dup_d = (behind != 8'd0) && (behind <= WindowW);
+          seq_dup_d = (behind != 8'd0) && behind_in;
           crc_d   = crc_next;
           state_d = SLen0;
         end
