@@ -504,13 +504,14 @@ module mesh_hostport_lean #(
 
     rsp_v_d = rsp_new || (rsp_v_q && !rsp_ready_i);
     rsp_d = rsp_q;
+    // (r_k: a COLLECT header, k <= CollectDepth, so only k's low CbAw + 1 bits can be set)
     if (rsp_new)
       rsp_d = ({{16{r_cmd_hi}}, {16{r_cmd_lo}}} & cmd_data_i)
             | ({32{r_cfg}} & cfg_in_data_i[31:0])
             | ({32{r_cb}} & cb_rdata_q)
             | ({32{r_cyc}} & cycles_q)
             | {r_hdr ? {4'hA, h_op, 5'b0, h_st} : 16'b0,
-               ({16{r_k}} & k_q) | ({16{r_err}} & 16'(err_q)) | ({16{r_ren}} & 16'(re_n_q))
+               ({16{r_k}} & 16'(k_q[CbAw:0])) | ({16{r_err}} & 16'(err_q)) | ({16{r_ren}} & 16'(re_n_q))
                | (r_14 ? 16'd14 : 16'd0)};
     inj_v_d = inj_new || (inj_v_q && !inj_ready_i);
     inj_d = inj_q;
