@@ -67,7 +67,6 @@ module board_frame_rx #(
   reg            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
   reg            recover_d, recover_q; // since such a drop, no frame accepted yet
   reg [7:0]      expect_d, expect_q;
-  reg [7:0]      last_d, last_q;       // expect_q - 1: the last frame accepted (ACK SEQ)
   reg [TmoW-1:0] tmo_d, tmo_q;
   wire [ErrW-1:0] ecrc_d, etrunc_d, eseq_d;
   reg [ErrW-1:0] ecrc_q, etrunc_q, eseq_q;
@@ -100,9 +99,10 @@ module board_frame_rx #(
 
   assign expect_o    = expect_q;
   // An answer's SEQ is read in its pulse's cycle, when expect_q already counts the frame it
-  // ACKs: an ACK (of a new frame or of a duplicate) names expect_q - 1, a NAK expect_q. Kept
-  // as a second register (last_q) instead of a decrement and a registered copy.
-  assign ans_seq_o   = ans_nak_o ? expect_q : last_q;
+  // ACKs: an ACK (of a new frame or of a duplicate) names expect_q - 1, a NAK expect_q. One
+  // carry chain subtracts the ACK bit (board_frame_tx registers the result): cheaper than a
+  // register for expect_q - 1 (8 flip-flops with no logic of their own) and a multiplexer.
+  assign ans_seq_o   = expect_q - {7'b0, !ans_nak_o};
   assign err_crc_o   = 16'(ecrc_q);
   assign err_trunc_o = 16'(etrunc_q);
   assign err_seq_o   = 16'(eseq_q);
@@ -131,7 +131,6 @@ module board_frame_rx #(
     dropped_d  = dropped_q;
     recover_d  = recover_q;
     expect_d   = expect_q;
-    last_d     = last_q;
     ecrc_inc   = 1'b0;
     etrunc_inc = 1'b0;
     eseq_inc   = 1'b0;
@@ -211,7 +210,6 @@ module board_frame_rx #(
             if (store_q) begin
               commit      = 1'b1;
               expect_d    = expect_q + 1'b1;
-              last_d      = expect_q;
               dropped_d   = 1'b0;
               recover_d   = 1'b0;
               ans_valid_d = 1'b1;        // ACK SEQ (= expect_q)
@@ -267,7 +265,6 @@ module board_frame_rx #(
       dropped_q   <= 1'b0;
       recover_q   <= 1'b0;
       expect_q    <= 8'h00;
-      last_q      <= 8'hff;
       tmo_q       <= '0;
       ans_valid_o <= 1'b0;
       ans_nak_o   <= 1'b0;
@@ -285,7 +282,6 @@ module board_frame_rx #(
       dropped_q   <= dropped_d;
       recover_q   <= recover_d;
       expect_q    <= expect_d;
-      last_q      <= last_d;
       tmo_q       <= tmo_d;
       ans_valid_o <= ans_valid_d;
       ans_nak_o   <= ans_nak_d;
