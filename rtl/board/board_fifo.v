@@ -3,8 +3,8 @@
 // CRC is good (rollback otherwise), so the host port never sees a word of a bad frame. The
 // frame transmitter uses it as a plain FIFO (Plain: every write committed at once, the
 // same cycle behaviour as commit_i tied high, without the commit/rollback logic).
-// Write side: wr_valid_i writes wr_data_i (no ready: the caller checks free_o first; a
-// write when full is ignored). commit_i makes everything written so far, including this
+// Write side: wr_valid_i writes wr_data_i (no ready: the caller checks free_o or full_o
+// first; a write when full is ignored). commit_i makes everything written so far, including this
 // cycle's write, visible to the read side; rollback_i forgets the uncommitted words (it
 // wins over a write in the same cycle).
 // Read side: stream rd_valid_o / rd_ready_i / rd_data_o of committed words (Plain: one per cycle,
@@ -29,6 +29,7 @@ module board_fifo #(
   input  wire             commit_i,
   input  wire             rollback_i,
   output wire [$clog2(Depth):0] free_o,      // words that can still be written
+  output wire             full_o,      // no word can be written (free_o is 0)
   output wire [$clog2(Depth):0] count_o,    // committed words not yet read out (Plain only)
   output reg              rd_valid_o,
   input  wire             rd_ready_i,
@@ -48,6 +49,11 @@ module board_fifo #(
   reg  [AW:0] rd_d, rd_q;   // next word to fetch into rd_data_o
   reg         valid_d;
   wire [AW:0] cm;           // commit point: words before it are readable
+  // written and not yet fetched: wr_q - rd_q, so Depth - that is (rd_q - wr_q) with its
+  // Depth bit flipped, and full is pointers Depth apart (an equality, no subtraction)
+  wire        full = ((wr_q ^ rd_q) == DepthW);
+  assign full_o = full;
+  assign free_o = (rd_q - wr_q) ^ DepthW;
   wire        we, unfetched;
   // Plain: a word is fetched as one leaves (one per cycle). The receiver's buffer fetches
   // only into an empty output register (one word every other cycle, far above the link's
@@ -56,46 +62,36 @@ module board_fifo #(
   wire        re = (!rd_valid_o || (Plain && rd_ready_i)) && unfetched;
 
   if (Plain) begin : g_plain
-    // The transmitter's queue: its counts live in their own registers so that its ready and
-    // LEN decisions start at a flop instead of a pointer subtraction.
-    reg [AW:0] free_d, free_q;  // Depth - words written and not yet fetched
+    // The transmitter's queue: its count lives in its own register so that its LEN decision
+    // starts at a flop instead of a pointer subtraction; its ready (full_o) is an equality
+    // of the pointers, as shallow as a test of a free counter for zero.
     reg [AW:0] cnt_d, cnt_q;    // words not yet popped (incl. rd_data_o)
     wire       pop = rd_valid_o && rd_ready_i;
     wire       unused_commit = commit_i;  // every write is committed
     assign cm = wr_q;
-    assign we = wr_valid_i && (free_q != '0);
+    assign we = wr_valid_i && !full;
     // words not yet fetched: cnt_q minus the one in rd_data_o
     assign unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
-    assign free_o  = free_q;
     assign count_o = cnt_q;
-    always @* begin  // +1, -1 or 0 as one addend: one carry chain each
-      free_d = free_q + {{AW{we && !re}}, we != re};
+    always @* begin  // +1, -1 or 0 as one addend: one carry chain
       cnt_d = cnt_q + {{AW{pop && !we}}, pop != we};
     end
     always @(posedge clk_i or negedge rst_ni) begin
-      if (!rst_ni) begin
-        free_q <= DepthW;
-        cnt_q  <= '0;
-      end else begin
-        free_q <= free_d;
-        cnt_q  <= cnt_d;
-      end
+      if (!rst_ni) cnt_q <= '0;
+      else cnt_q <= cnt_d;
     end
 `ifdef FORMAL
     always @(posedge clk_i) if (rst_ni) begin
-      assert (DepthW - free_q == wr_q - rd_q);
       assert (cnt_q == wr_q - rd_q + {{AW{1'b0}}, rd_valid_o});
     end
 `endif
   end else begin : g_commit
-    // The receiver's buffer: pointers only (free_o is a subtraction, Depth - (wr - rd) =
-    // (rd - wr) with its Depth bit flipped). count_o is not built: the receiver leaves it
-    // open, and it reads 0.
+    // The receiver's buffer: pointers only (free_o is their subtraction, above). count_o is
+    // not built: the receiver leaves it open, and it reads 0.
     reg [AW:0] cm_d, cm_q;
     assign cm = cm_q;
-    assign we = wr_valid_i && !rollback_i && ((wr_q ^ rd_q) != DepthW);
+    assign we = wr_valid_i && !rollback_i && !full;
     assign unfetched = (cm_q != rd_q);
-    assign free_o  = (rd_q - wr_q) ^ DepthW;
     assign count_o = '0;
     always @* begin
       cm_d = cm_q;

@@ -22,6 +22,7 @@ module board_frame_rx #(
   parameter integer BufWords = 1024,
   parameter integer TimeoutClks = 8192,    // byte timeout: 1024 bit times of the UART
   parameter integer Window = 4,            // host go-back-N window: older SEQs are duplicates
+                                           // (a power of two)
   parameter integer ErrW = 16              // error counters' width (<= 16, saturating; the
                                            // outputs and STAT zero-extend them): area
 ) (
@@ -66,7 +67,6 @@ module board_frame_rx #(
   reg            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
   reg            recover_d, recover_q; // since such a drop, no frame accepted yet
   reg [7:0]      expect_d, expect_q;
-  reg [7:0]      last_d, last_q;       // expect_q - 1: the last frame accepted (ACK SEQ)
   reg [TmoW-1:0] tmo_d, tmo_q;
   wire [ErrW-1:0] ecrc_d, etrunc_d, eseq_d;
   reg [ErrW-1:0] ecrc_q, etrunc_q, eseq_q;
@@ -78,7 +78,13 @@ module board_frame_rx #(
   wire [15:0]    crc_next;
   wire [FreeW-1:0] free;
   wire [FreeW-1:0] count_unused;
+  wire           full_unused;  // the room checks use free
   wire [7:0]     behind = expect_q - byte_data_i;  // in SSeq: how far SEQ is behind
+  // behind <= Window without a comparator (Window = 2^WLog): no bit above WLog set, and not
+  // bit WLog with a bit below it
+  localparam integer WLog = $clog2(Window);
+  wire           behind_in = ((behind >> (WLog + 1)) == 8'd0) &&
+                             !(behind[WLog] && ((behind & (WindowW - 8'd1)) != 8'd0));
 
   board_crc16 u_crc (.crc_i(crc_q), .data_i(byte_data_i),
                      .crc_o(crc_next));
@@ -87,15 +93,16 @@ module board_frame_rx #(
     .clk_i, .rst_ni,
     .wr_valid_i(wr_valid), .wr_data_i({24'h0, byte_data_i}), .wr_lane_i(bidx_q),
     .commit_i(commit), .rollback_i(rollback),
-    .free_o(free), .count_o(count_unused),
+    .free_o(free), .full_o(full_unused), .count_o(count_unused),
     .rd_valid_o(cmd_valid_o), .rd_ready_i(cmd_ready_i), .rd_data_o(cmd_data_o)
   );
 
   assign expect_o    = expect_q;
   // An answer's SEQ is read in its pulse's cycle, when expect_q already counts the frame it
-  // ACKs: an ACK (of a new frame or of a duplicate) names expect_q - 1, a NAK expect_q. Kept
-  // as a second register (last_q) instead of a decrement and a registered copy.
-  assign ans_seq_o   = ans_nak_o ? expect_q : last_q;
+  // ACKs: an ACK (of a new frame or of a duplicate) names expect_q - 1, a NAK expect_q. One
+  // carry chain subtracts the ACK bit (board_frame_tx registers the result): cheaper than a
+  // register for expect_q - 1 (8 flip-flops with no logic of their own) and a multiplexer.
+  assign ans_seq_o   = expect_q - {7'b0, !ans_nak_o};
   assign err_crc_o   = 16'(ecrc_q);
   assign err_trunc_o = 16'(etrunc_q);
   assign err_seq_o   = 16'(eseq_q);
@@ -124,7 +131,6 @@ module board_frame_rx #(
     dropped_d  = dropped_q;
     recover_d  = recover_q;
     expect_d   = expect_q;
-    last_d     = last_q;
     ecrc_inc   = 1'b0;
     etrunc_inc = 1'b0;
     eseq_inc   = 1'b0;
@@ -155,7 +161,7 @@ module board_frame_rx #(
         end
         SSeq: begin
           seq_ok_d  = (behind == 8'd0);  // expect_q holds still until SCrc1
-          seq_dup_d = (behind != 8'd0) && (behind <= WindowW);
+          seq_dup_d = (behind != 8'd0) && behind_in;
           crc_d   = crc_next;
           state_d = SLen0;
         end
@@ -204,7 +210,6 @@ module board_frame_rx #(
             if (store_q) begin
               commit      = 1'b1;
               expect_d    = expect_q + 1'b1;
-              last_d      = expect_q;
               dropped_d   = 1'b0;
               recover_d   = 1'b0;
               ans_valid_d = 1'b1;        // ACK SEQ (= expect_q)
@@ -260,7 +265,6 @@ module board_frame_rx #(
       dropped_q   <= 1'b0;
       recover_q   <= 1'b0;
       expect_q    <= 8'h00;
-      last_q      <= 8'hff;
       tmo_q       <= '0;
       ans_valid_o <= 1'b0;
       ans_nak_o   <= 1'b0;
@@ -278,7 +282,6 @@ module board_frame_rx #(
       dropped_q   <= dropped_d;
       recover_q   <= recover_d;
       expect_q    <= expect_d;
-      last_q      <= last_d;
       tmo_q       <= tmo_d;
       ans_valid_o <= ans_valid_d;
       ans_nak_o   <= ans_nak_d;

@@ -59,7 +59,8 @@ module board_frame_tx #(
                                   // out (each 16-bit counter is sampled whole, no snapshot)
   reg         pop;
 
-  wire [FreeW-1:0] free, count;
+  wire [FreeW-1:0] free_unused, count;  // the queue's ready is full_o
+  wire             full;
   wire             q_valid;
   wire [31:0]      q_data;
   wire [15:0]      crc_next;
@@ -78,13 +79,13 @@ module board_frame_tx #(
   wire [7:0]       stat_byte = bidx_q[0] ? shi_q : stat_lo;
   wire [7:0]       stat_hi = stat_w1 ? s_seq[15:8] : (bidx_q[1] ? s_trunc[15:8] : s_crc[15:8]);
 
-  assign rsp_ready_o = (free != '0);
+  assign rsp_ready_o = !full;
 
   board_fifo #(.Width(32), .Depth(BufWords), .Plain(1'b1)) u_q (
     .clk_i, .rst_ni,
     .wr_valid_i(rsp_valid_i), .wr_data_i(rsp_data_i), .wr_lane_i(2'd0), .commit_i(1'b1),
     .rollback_i(1'b0),
-    .free_o(free), .count_o(count),
+    .free_o(free_unused), .full_o(full), .count_o(count),
     .rd_valid_o(q_valid), .rd_ready_i(pop), .rd_data_o(q_data)
   );
 

@@ -149,7 +149,18 @@ module mesh_hostport_lean #(
   // while the read engine is busy only RUN, INJECT, NOP and SYNC are decoded
   wire        c_nowait = (c_op == OpRun) || (c_op == OpInject) || (c_op == OpNop) ||
                          (c_op == OpSync);
-  wire        c_pe_ok = (32'(c_pe) < NumPes);
+  // x < k for a constant k, as the bit logic it is: yosys maps a compare with a constant
+  // to a carry chain (a logic cell per bit with no LUT in it)
+  function automatic logic lt_const(input logic [31:0] x, input logic [31:0] k);
+    logic eq;
+    lt_const = 1'b0;
+    eq = 1'b1;
+    for (int i = 31; i >= 0; i--) begin
+      lt_const = lt_const || (eq && k[i] && !x[i]);
+      eq = eq && (x[i] == k[i]);
+    end
+  endfunction
+  wire        c_pe_ok = lt_const(32'(c_pe), NumPes);
   wire        c_pe_all = (c_pe == 8'hff);
   // router (0,0) routes the command's color: each table entry nonzero, then one 16:1 mux
   logic [15:0] routed;
@@ -248,7 +259,7 @@ module mesh_hostport_lean #(
             end
             OpCollect: begin
               st_d = SCTmo;
-              if (32'(c_n) > CollectDepth) status_d = StBadArg;
+              if (!lt_const(32'(c_n), CollectDepth + 1)) status_d = StBadArg;
             end
             OpSync: st_d = SSTmo;
             OpCounters: begin
@@ -504,13 +515,14 @@ module mesh_hostport_lean #(
 
     rsp_v_d = rsp_new || (rsp_v_q && !rsp_ready_i);
     rsp_d = rsp_q;
+    // (r_k: a COLLECT header, k <= CollectDepth, so only k's low CbAw + 1 bits can be set)
     if (rsp_new)
       rsp_d = ({{16{r_cmd_hi}}, {16{r_cmd_lo}}} & cmd_data_i)
             | ({32{r_cfg}} & cfg_in_data_i[31:0])
             | ({32{r_cb}} & cb_rdata_q)
             | ({32{r_cyc}} & cycles_q)
             | {r_hdr ? {4'hA, h_op, 5'b0, h_st} : 16'b0,
-               ({16{r_k}} & k_q) | ({16{r_err}} & 16'(err_q)) | ({16{r_ren}} & 16'(re_n_q))
+               ({16{r_k}} & 16'(k_q[CbAw:0])) | ({16{r_err}} & 16'(err_q)) | ({16{r_ren}} & 16'(re_n_q))
                | (r_14 ? 16'd14 : 16'd0)};
     inj_v_d = inj_new || (inj_v_q && !inj_ready_i);
     inj_d = inj_q;
