@@ -55,8 +55,13 @@ module mesh_router_lean #(
   parameter bit [3:0] RegOut = 4'b0000,  // links with an output register: the host port's
   parameter bit LocalFifo = 1'b0,        // a FIFO on the local input: the host port's tile
   parameter bit LocalFirst = 1'b0,       // the local input wins the bus whenever it is valid
-  parameter bit LocalReadyBus = 1'b0     // local_color_ready_i[0]: the PE's room for the bus
+  parameter bit LocalReadyBus = 1'b0,    // local_color_ready_i[0]: the PE's room for the bus
                                          // head's colour (pe_micro_mt), the rest unused
+  parameter bit ErrLate = 1'b0,          // err_unrouted counts a cycle after the wavelet leaves
+                                         // (timing: no path from the bus into its adder)
+  parameter bit RegOutEmpty = 1'b0       // a RegOut register takes a wavelet only when empty
+                                         // (timing: its consumer's ready is not on the bus's
+                                         // path; the link then moves one every other cycle)
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -215,8 +220,9 @@ module mesh_router_lean #(
     loc_offer = left[L] && (LocalReadyBus ? local_color_ready_i[0]
                                           : mux16(local_color_ready_i, bus[PayloadW +: 4]));
     for (int unsigned o = 0; o < 4; o++)
-      take[o] = left[o] && (!Present[o] || (Reg[o] ? (!outv_q[o] || out_ready_i[o])
-                                                     : out_ready_i[o]));
+      take[o] = left[o] && (!Present[o]
+                            || (Reg[o] ? (!outv_q[o] || (!RegOutEmpty && out_ready_i[o]))
+                                       : out_ready_i[o]));
     take[L] = loc_offer && loc_ready_i;
     done = bus_valid && (drop || (left & ~take) == 5'b0);
     // err_unrouted: a wavelet dropped unrouted, or routed off the mesh, counted once when it
@@ -254,8 +260,10 @@ module mesh_router_lean #(
 
   // ---- err_unrouted (+ the sink's drops); no per-port counters (they read 0)
   logic [CtrW-1:0] err_q, err_d;
+  logic            err_inc_q, err_add;
+  assign err_add = ErrLate ? err_inc_q : err_inc;
   always_comb begin
-    err_d = err_q + {{(CtrW-1){1'b0}}, err_inc};
+    err_d = err_q + {{(CtrW-1){1'b0}}, err_add};
     if (ctr_clear_i) err_d = '0;
     rt_rdata_o = '0;
     if (rd_route_q) rt_rdata_o = {11'b0, bmask};
@@ -274,6 +282,7 @@ module mesh_router_lean #(
       rd_route_q <= 1'b0;
       rd_addr_q <= '0;
       err_q <= '0;
+      err_inc_q <= 1'b0;
     end else begin
       sent_q <= sent_d;
       rt_q <= rt_d;
@@ -283,6 +292,7 @@ module mesh_router_lean #(
       rd_route_q <= rt_re_i && rt_route_i;
       rd_addr_q <= rt_addr_i;
       err_q <= err_d;
+      err_inc_q <= ErrLate && err_inc && !ctr_clear_i;
     end
   end
 
