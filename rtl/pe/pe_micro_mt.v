@@ -120,6 +120,7 @@ module pe_micro_mt #(
   wire [15:0]      srd_p  [0:N-1];  // S read data
   wire [15:0]      mrd_p  [0:N-1];  // M read data
   wire [N-1:0]     run_p;           // a task runs
+  wire [N-1:0]     txd_p;           // its wavelet was taken in its last turn (jtx goes on)
   wire [N-1:0]     clr_p;           // CLEAR seen, counters not yet zeroed
   wire [SlotW-1:0] hs_p   [0:N-1];  // the head slot of the picker's queue
   wire [N-1:0]     hv_p;            // ... holds a wavelet
@@ -171,7 +172,7 @@ module pe_micro_mt #(
       CNc: taken = !c_r[0];
       CHv: taken = hv;
       CClr: taken = clr_p[t1_q];
-      CTxnr: taken = !tx_ready_i[t1_q];
+      CTxnr: taken = !txd_p[t1_q];
       CCfg: taken = cfg_req_i[t1_q];
       CCfga: taken = cfg_req_i[t1_q] && c_ab;
       CFwg: taken = !fpu_gnt_i[t1_q];
@@ -495,7 +496,17 @@ module pe_micro_mt #(
         end
       end
 
-      assign tx_valid_o[gp] = me1 && !boot_q && j_fmt && (cond == CTxnr);
+      // jtx (which jumps to itself) offers the wavelet in the PE's turn; when the router takes
+      // it, txd_q is set and the next turn goes on (no path from tx_ready into the micro-pc)
+      reg txd_q;
+      wire jtx = me1 && !boot_q && j_fmt && (cond == CTxnr);
+      assign tx_valid_o[gp] = jtx && !txd_q;
+      always @(posedge clk_i or negedge rst_ni) begin
+        if (!rst_ni) txd_q <= 1'b0;
+        else if (tx_valid_o[gp] && tx_ready_i[gp]) txd_q <= 1'b1;
+        else if (jtx) txd_q <= 1'b0;
+      end
+      assign txd_p[gp] = txd_q;
       assign idle_o[gp] = !run_q && !stg_v_q && qall0;
       assign mac_busy_o[gp] = me2 && fx_macev;
     end
