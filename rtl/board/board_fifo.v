@@ -28,8 +28,8 @@ module board_fifo #(
   input  wire [1:0]       wr_lane_i,   // Bytes: the lane wr_data_i[7:0] goes to
   input  wire             commit_i,
   input  wire             rollback_i,
-  output wire [$clog2(Depth):0] free_o,      // words that can still be written
-  output wire             full_o,      // no word can be written (free_o is 0)
+  output wire [$clog2(Depth):0] free_o,      // words that can still be written (not Plain)
+  output wire             full_o,      // no word can be written
   output wire [$clog2(Depth):0] count_o,    // committed words not yet read out (Plain only)
   output reg              rd_valid_o,
   input  wire             rd_ready_i,
@@ -49,11 +49,9 @@ module board_fifo #(
   reg  [AW:0] rd_d, rd_q;   // next word to fetch into rd_data_o
   reg         valid_d;
   wire [AW:0] cm;           // commit point: words before it are readable
-  // written and not yet fetched: wr_q - rd_q, so Depth - that is (rd_q - wr_q) with its
-  // Depth bit flipped, and full is pointers Depth apart (an equality, no subtraction)
+  // full: pointers Depth apart (an equality, no subtraction)
   wire        full = ((wr_q ^ rd_q) == DepthW);
   assign full_o = full;
-  assign free_o = (rd_q - wr_q) ^ DepthW;
   wire        we, unfetched;
   // Plain: a word is fetched as one leaves (one per cycle). The receiver's buffer fetches
   // only into an empty output register (one word every other cycle, far above the link's
@@ -73,6 +71,7 @@ module board_fifo #(
     // words not yet fetched: cnt_q minus the one in rd_data_o
     assign unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
     assign count_o = cnt_q;
+    assign free_o  = '0;  // not built: the transmitter tests full_o, and it reads 0
     always @* begin  // +1, -1 or 0 as one addend: one carry chain
       cnt_d = cnt_q + {{AW{pop && !we}}, pop != we};
     end
@@ -86,13 +85,15 @@ module board_fifo #(
     end
 `endif
   end else begin : g_commit
-    // The receiver's buffer: pointers only (free_o is their subtraction, above). count_o is
-    // not built: the receiver leaves it open, and it reads 0.
+    // The receiver's buffer: pointers only. free_o is their subtraction: written and not
+    // yet fetched is wr_q - rd_q, so Depth - that is (rd_q - wr_q) with its Depth bit
+    // flipped. count_o is not built: the receiver leaves it open, and it reads 0.
     reg [AW:0] cm_d, cm_q;
     assign cm = cm_q;
     assign we = wr_valid_i && !rollback_i && !full;
     assign unfetched = (cm_q != rd_q);
     assign count_o = '0;
+    assign free_o  = (rd_q - wr_q) ^ DepthW;
     always @* begin
       cm_d = cm_q;
       if (commit_i && !rollback_i) cm_d = wr_d;

@@ -70,7 +70,7 @@ module board_frame_tx #(
   localparam [15:0] ErrMask = 16'((32'd1 << ErrW) - 1);
   wire [15:0]      s_crc = stat_crc_i & ErrMask, s_trunc = stat_trunc_i & ErrMask,
                    s_seq = stat_seq_i & ErrMask;
-  wire             stat_w1 = (left_q != 8'd2);
+  wire             stat_w1 = !left_q[1];  // a STAT frame's LEN is 2: word 0 while left is 2
   wire [7:0]       stat_lo = stat_w1 ? s_seq[7:0] : (bidx_q[1] ? s_trunc[7:0] : s_crc[7:0]);
   // a SEQ byte: the DATA frame's own, or (answers, STAT) sseq_q; STAT's word 1 ends with
   // expected (sseq_q) and the next DATA SEQ: one multiplexer serves SSeq and those bytes

@@ -5,7 +5,9 @@
 // Same ports and handshakes as mesh_hostport (valid/ready on every link; inj_* and rsp_*
 // registered; cfg_out_* is not: it is built from registers and cmd_data_i, and the slice in
 // mesh_top registers it; a read beat's data field is the command word, not 0: the slice
-// zeroes it). A host gets the same words for every command, except:
+// zeroes it; with HoldWrite, mesh_top Micro 2, a WRITE's word is taken from cmd_* only once
+// its beat has left the slice, which then keeps no data). A host gets the same words for
+// every command, except:
 // - The cycle counter is 32 bits: COUNTERS' "cycles high" word reads 0. The error counter
 //   is 8 bits and saturates at 255 (COUNTERS' last word and SYNC's n zero-extended; the
 //   driver only tests it for 0, which a wrapping counter could miss).
@@ -33,7 +35,10 @@ module mesh_hostport_lean #(
   parameter int unsigned NumPes = 4,         // PEs on the config chain (Rows * Cols)
   parameter int unsigned AWords = 16384,     // PE SRAM A elements (A holds AWords/2 words)
   parameter int unsigned BWords = 8192,      // PE SRAM B words
-  parameter int unsigned CollectDepth = 256  // COLLECT buffers up to this many words
+  parameter int unsigned CollectDepth = 256, // COLLECT buffers up to this many words
+  // 1: a WRITE's data word stays on cmd_* until its config beat has left mesh_top's slice
+  // (cfg_out_ready_i high again), so the slice needs no copy of it (mesh_top Micro 2)
+  parameter bit HoldWrite = 1'b0
 ) (
   input  wire         clk_i,
   input  wire         rst_ni,
@@ -98,6 +103,7 @@ module mesh_hostport_lean #(
   // re_cnt: COUNTERS (target 8 words 0-4, then target 9 words 0-5).
   logic        re_busy_q, re_busy_d, re_all_q, re_all_d, re_hdr_q, re_hdr_d;
   logic        rd_out_q, rd_out_d, re_cnt_q, re_cnt_d;
+  logic        wpend_q, wpend_d;  // HoldWrite: a WRITE beat is out, its word still on cmd_*
   logic [7:0]  re_pe_q, re_pe_d;
   logic [3:0]  re_tgt_q, re_tgt_d;
   logic [TW-1:0] re_addr_q, re_addr_d, re_n_q, re_n_d, re_k_q, re_k_d;
@@ -206,7 +212,7 @@ module mesh_hostport_lean #(
     st_d = st_q; op_d = op_q; color_d = color_q; status_d = status_q; ctrl_d = ctrl_q;
     stepped_d = stepped_q; stream_d = stream_q;
     re_busy_d = re_busy_q; re_all_d = re_all_q; re_hdr_d = re_hdr_q; rd_out_d = rd_out_q;
-    re_cnt_d = re_cnt_q;
+    re_cnt_d = re_cnt_q; wpend_d = wpend_q;
     dec = 1'b0; k_inc = 1'b0; n_ld_k = 1'b0; major_inc = 1'b0; timer_ld = 1'b0;
     err_clr = 1'b0; err_up = 1'b0;
     re_ld = 1'b0; re_ld_addr = 1'b0; re_ld_cnt = 1'b0; re_inc = 1'b0; re_next = 1'b0;
@@ -295,11 +301,23 @@ module mesh_hostport_lean #(
       end
 
       SWData: begin
-        cmd_ready_o = cfg_out_ready_i && !re_done;
-        if (re_done) st_d = SCmd;
-        else if (cmd_valid_i) begin  // the word goes out as it is taken
+        if (!HoldWrite) begin
+          cmd_ready_o = cfg_out_ready_i && !re_done;
+          if (re_done) st_d = SCmd;
+          else if (cmd_valid_i) begin  // the word goes out as it is taken
+            cfg_want = 1'b1; cfg_write = 1'b1;
+            re_inc = cfg_out_ready_i;
+          end
+        end else if (wpend_q) begin
+          // the word is taken once its beat has left the slice (the slice is empty again: a
+          // registered signal, so no path from the chain's ready into cmd_ready_o)
+          cmd_ready_o = cfg_out_ready_i;
+          if (cfg_out_ready_i) wpend_d = 1'b0;
+        end else if (re_done) st_d = SCmd;
+        else if (cmd_valid_i) begin  // the beat goes out, the word stays on cmd_*
           cfg_want = 1'b1; cfg_write = 1'b1;
           re_inc = cfg_out_ready_i;
+          wpend_d = cfg_out_ready_i;
         end
       end
 
@@ -522,8 +540,8 @@ module mesh_hostport_lean #(
             | ({32{r_cb}} & cb_rdata_q)
             | ({32{r_cyc}} & cycles_q)
             | {r_hdr ? {4'hA, h_op, 5'b0, h_st} : 16'b0,
-               ({16{r_k}} & 16'(k_q[CbAw:0])) | ({16{r_err}} & 16'(err_q)) | ({16{r_ren}} & 16'(re_n_q))
-               | (r_14 ? 16'd14 : 16'd0)};
+               ({16{r_k}} & 16'(k_q[CbAw:0])) | ({16{r_err}} & 16'(err_q))
+               | ({16{r_ren}} & 16'(re_n_q)) | (r_14 ? 16'd14 : 16'd0)};
     inj_v_d = inj_new || (inj_v_q && !inj_ready_i);
     inj_d = inj_q;
     if (inj_new)
@@ -538,8 +556,8 @@ module mesh_hostport_lean #(
       stream_q <= 1'b0; major_q <= '0; n_q <= '0; k_q <= '0; dl_q <= '0; hit_q <= 1'b0;
       cycles_q <= '0; err_q <= '0;
       re_busy_q <= 1'b0; re_all_q <= 1'b0; re_hdr_q <= 1'b0; rd_out_q <= 1'b0;
-      re_cnt_q <= 1'b0; re_pe_q <= '0; re_tgt_q <= '0; re_addr_q <= '0; re_n_q <= '0;
-      re_k_q <= '0;
+      re_cnt_q <= 1'b0; wpend_q <= 1'b0; re_pe_q <= '0; re_tgt_q <= '0; re_addr_q <= '0;
+      re_n_q <= '0; re_k_q <= '0;
       rsp_v_q <= 1'b0; inj_v_q <= 1'b0;
     end else begin
       st_q <= st_d;
@@ -547,8 +565,8 @@ module mesh_hostport_lean #(
       stepped_q <= stepped_d; stream_q <= stream_d; major_q <= major_d; n_q <= n_d;
       k_q <= k_d; dl_q <= dl_d; hit_q <= hit_d; cycles_q <= cycles_d; err_q <= err_d;
       re_busy_q <= re_busy_d; re_all_q <= re_all_d; re_hdr_q <= re_hdr_d; rd_out_q <= rd_out_d;
-      re_cnt_q <= re_cnt_d; re_pe_q <= re_pe_d; re_tgt_q <= re_tgt_d; re_addr_q <= re_addr_d;
-      re_n_q <= re_n_d; re_k_q <= re_k_d;
+      re_cnt_q <= re_cnt_d; wpend_q <= wpend_d; re_pe_q <= re_pe_d; re_tgt_q <= re_tgt_d;
+      re_addr_q <= re_addr_d; re_n_q <= re_n_d; re_k_q <= re_k_d;
       rsp_v_q <= rsp_v_d; inj_v_q <= inj_v_d;
     end
   end
@@ -572,6 +590,7 @@ module mesh_hostport_lean #(
                            && st_q != SWChk && st_q != SRChk);
     if (rd_out_q) assert (re_busy_q);
     if (cfg_want && cfg_write) assert (!re_busy_q);
+    if (wpend_q) assert (HoldWrite && st_q == SWData);
     if (rsp_new) assert (rsp_free);
     if (cb_we) assert (32'(k_q) < CollectDepth);
   end

@@ -361,13 +361,23 @@ module mesh_top #(
     // the decoder's cmd_ready_o reaches no pointer or block RAM enable there.
     wire [61:0] cs_data;
     localparam logic [1:0] KindRead = 2'd1;  // config beat kinds (architecture.md section 6)
+    // Micro 2: the bus (mesh_cfgbus_lean) builds a read's response from its own register and
+    // the PEs' read handlers never look at the beat's data, so the slice neither zeroes nor
+    // holds it: the host port keeps a WRITE's word on cmd_* until its beat has left the
+    // slice (HoldWrite), and the beat's data field is that word. Its pe and target fields
+    // are the host port's walker registers, which change only with no beat in the slice
+    // (a new command is decoded only after the last WRITE word was taken, or after the read
+    // engine got its last word back). The slice keeps the kind and the address (the walker
+    // counts on as a beat goes out); 44 flip-flops without logic of their own are saved.
+    localparam bit HoldWrite = (Micro == 2);
     logic       cs_full_q;
     logic [61:0] cs_q;  // no reset: qualified by cs_full_q
     wire        cs_push = cs_valid && !cs_full_q;
     assign cs_ready = !cs_full_q;
     assign cs_empty = !cs_full_q;
     assign cv[0] = cs_full_q;
-    assign cd[0 +: 62] = cs_q;
+    assign cd[0 +: 62] = HoldWrite ? {cs_q[61:60], cs_data[59:48], cs_q[47:32], cs_data[31:0]}
+                                   : cs_q;
     always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) cs_full_q <= 1'b0;
       else cs_full_q <= cs_full_q ? !cr[0] : cs_valid;
@@ -380,7 +390,8 @@ module mesh_top #(
       end
     end
     mesh_hostport_lean #(
-      .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
+      .NumPes(P), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth),
+      .HoldWrite(HoldWrite)
     ) u_host (
       .clk_i, .rst_ni,
       .cmd_valid_i, .cmd_data_i, .cmd_ready_o,
