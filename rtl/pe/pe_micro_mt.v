@@ -334,8 +334,15 @@ module pe_micro_mt #(
   assign fpu_start_o = (fx[6:1] == 6'b011000);
   assign fpu_add_o = fx[0];
   assign fpu_hsel_o = uir[7];
-  wire [3:0] uop = ird[15:12];
-  assign tx_data_o = {(uop == 4'h8) && ird[7], ird[11:8], h0, x0};
+  // a jtx offers its wavelet in the PE's stage 2 (from registers: no path from the ROM
+  // through the decode into the router), with the X, H and instruction of that stage
+  wire [3:0] uop = ird2_q[15:12];
+  assign tx_data_o = {(uop == 4'h8) && ird2_q[7], ird2_q[11:8], h1, x1};
+  reg        jtx2_q;  // stage 2 holds a jtx
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) jtx2_q <= 1'b0;
+    else jtx2_q <= !boot_q && j_fmt && (cond == CTxnr);
+  end
   assign cfg_rdata_o = {h1, x1};  // a read's grant: stage 2, whose gnt changes neither
 
   wire          m_en = fx[6];
@@ -496,10 +503,11 @@ module pe_micro_mt #(
         end
       end
 
-      // jtx (which jumps to itself) offers the wavelet in the PE's turn; when the router takes
-      // it, txd_q is set and the next turn goes on (no path from tx_ready into the micro-pc)
+      // jtx (which jumps to itself) offers the wavelet in the PE's stage 2 until the router
+      // takes it; then txd_q is set and the PE's next turn goes on (clearing it): no path
+      // from tx_ready into the micro-pc
       reg txd_q;
-      wire jtx = me1 && !boot_q && j_fmt && (cond == CTxnr);
+      wire jtx = me2 && jtx2_q;
       assign tx_valid_o[gp] = jtx && !txd_q;
       always @(posedge clk_i or negedge rst_ni) begin
         if (!rst_ni) txd_q <= 1'b0;
