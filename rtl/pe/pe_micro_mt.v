@@ -482,7 +482,7 @@ module pe_micro_mt #(
           if (me2 && fx_nextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
           if (pmapw) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
           stg_v_q <= stg_v_d;
-          if (push) stg_k_q <= 2'd0;
+          if (!stg_v_q) stg_k_q <= 2'd0;
           else if (drain) stg_k_q <= stg_k_q + 2'd1;
           qr_q <= qr_d;
           if (ctr_clear_i) clr_q <= 1'b1;
@@ -493,8 +493,11 @@ module pe_micro_mt #(
           if (me2 && fx_frel) fpu_req_q <= 1'b0;
         end
       end
+      // the empty stage loads whatever the router's bus shows (rx_ready is low while it is
+      // full, so a push finds it empty and stops the loading): its enables do not wait for
+      // the push, which is at the end of the router's bus and this PE's map lookup
       always @(posedge clk_i) begin
-        if (push) begin
+        if (!stg_v_q) begin
           stg_q <= rxd;
           stg_qn_q <= rx_q;
           stg_p_q <= wrp_q[rx_q];
