@@ -59,9 +59,13 @@ module mesh_router_lean #(
                                          // head's colour (pe_micro_mt), the rest unused
   parameter bit ErrLate = 1'b0,          // err_unrouted counts a cycle after the wavelet leaves
                                          // (timing: no path from the bus into its adder)
-  parameter bit RegOutEmpty = 1'b0       // a RegOut register takes a wavelet only when empty
+  parameter bit RegOutEmpty = 1'b0,      // a RegOut register takes a wavelet only when empty
                                          // (timing: its consumer's ready is not on the bus's
                                          // path; the link then moves one every other cycle)
+  parameter bit RegGnt = 1'b0            // the FIFO inputs' round robin grants a cycle ahead,
+                                         // from registers (timing: no arbiter on the bus's
+                                         // path); a LocalFirst local input takes the bus at
+                                         // once and the FIFO grant waits a cycle
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -162,13 +166,30 @@ module mesh_router_lean #(
   if (LocalReadyBus) begin : g_ready_bus
     wire unused_ready = ^local_color_ready_i[15:1];
   end
-  logic [NP-1:0] req;
-  assign req = (LocalFirst && hv[NP-1]) ? (NP'(1) << (NP - 1)) : hv;
+  logic [NP-1:0] req, gnt_arb;
+  wire steal = LocalFirst && hv[NP-1];
+  localparam logic [NP-1:0] LocBit = NP'(1) << (NP - 1);
+  if (RegGnt) begin : g_reg_gnt
+    // RegGnt: the arbiter picks among the FIFO heads present now for the next cycle; a head
+    // popped meanwhile leaves that cycle idle. While the local input takes the bus the FIFO
+    // grant and the pointer wait, so no FIFO input loses its turn to it.
+    logic [NP-1:0] gnt_q;
+    assign req = LocalFirst ? (hv & ~LocBit) : hv;
+    assign gnt = steal ? LocBit : (gnt_q & hv);
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) gnt_q <= '0;
+      else if (!steal) gnt_q <= gnt_arb;
+    end
+  end else begin : g_comb_gnt
+    assign req = steal ? LocBit : hv;
+    assign gnt = gnt_arb;
+  end
   mesh_arbiter #(.N(NP)) u_arb (
     .clk_i, .rst_ni,
     .req_i    (req),
-    .advance_i(1'b1),  // move on every cycle: a waiting head does not hold the bus
-    .gnt_o    (gnt)
+    // move on every cycle: a waiting head does not hold the bus (RegGnt: but for a steal)
+    .advance_i(!(RegGnt && steal)),
+    .gnt_o    (gnt_arb)
   );
   // the bus multiplexer selects by the grant's index (mesh_bus: cheaper than mesh_xbar's
   // one-hot AND-OR for 4 inputs)
@@ -212,7 +233,7 @@ module mesh_router_lean #(
   logic [4:0]  bus_sent, left, take;
 
   always_comb begin
-    bus_valid = (hv != '0) && !rd_route_q;  // a route read has the decoder this cycle
+    bus_valid = (gnt != '0) && !rd_route_q;  // a route read has the decoder this cycle
     bus_sent = '0;
     for (int unsigned j = 0; j < NP; j++) if (gnt[j]) bus_sent = sent_q[j*5 +: 5];
     left = bus_valid ? (bmask & ~bus_sent) : 5'b0;

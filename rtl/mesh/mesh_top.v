@@ -131,7 +131,7 @@ module mesh_top #(
         mesh_router_lean #(
           .Ports(Ports), .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0),
           .LocalFirst(Q != 0), .LocalReadyBus(1'b1),
-          .ErrLate(1'b1), .RegOutEmpty(1'b1)
+          .ErrLate(1'b1), .RegOutEmpty(1'b1), .RegGnt(1'b1)
         ) u_router (
           .clk_i, .rst_ni,
           .in_valid_i         ({mt_tx_valid[Q], in_valid[Q*4 +: 4]}),

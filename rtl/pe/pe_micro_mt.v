@@ -98,10 +98,10 @@ module pe_micro_mt #(
   reg           z_r   [0:N-1];
   reg           c_r   [0:N-1];
   reg  [TW-1:0] t0_q, t1_q, t2_q;  // the PE in stage 1 next cycle, in stage 1, in stage 2
-  // the rest of a PE's machine registers, in block RAMs indexed by PE (ctx): X, H, AR and RA
-  // read for stage 1 (x0 ...), MA for stage 2; X and H also for stage 2 (x1, h1: a second
-  // RAM each, written alike, is cheaper than 16 flip-flops that copy the first one's output)
-  wire [15:0]   x0, h0, x1, h1;
+  // the rest of a PE's machine registers, in block RAMs indexed by PE (ctx): AR and RA read
+  // for stage 1 (ar0, ra0), X, H and MA for stage 2 (x1, h1, ma1; stage 1 needs neither X
+  // nor H: a jtx offers its wavelet in stage 2)
+  wire [15:0]   x1, h1;
   wire [7:0]    ar0;
   wire [9:0]    ra0;
   wire [MW-1:0] ma1;
@@ -290,12 +290,8 @@ module pe_micro_mt #(
     if (fx == FxMab) ma_new = {1'b1, x2v[BW-1:0], 1'b0};
     if (fx == FxMabh) ma_new = {1'b1, x2v[BW:0]};
   end
-  pe_micro_ctx #(.N(N), .Width(16)) u_ctx_x (
-    .clk_i, .we_i(x_we), .waddr_i(t2_q), .wdata_i(res), .raddr_i(t0_q), .rdata_o(x0));
   pe_micro_ctx #(.N(N), .Width(16)) u_ctx_x1 (
     .clk_i, .we_i(x_we), .waddr_i(t2_q), .wdata_i(res), .raddr_i(t1_q), .rdata_o(x1));
-  pe_micro_ctx #(.N(N), .Width(16)) u_ctx_h (
-    .clk_i, .we_i(fx == FxSeth), .waddr_i(t2_q), .wdata_i(x2v), .raddr_i(t0_q), .rdata_o(h0));
   pe_micro_ctx #(.N(N), .Width(16)) u_ctx_h1 (
     .clk_i, .we_i(fx == FxSeth), .waddr_i(t2_q), .wdata_i(x2v), .raddr_i(t1_q), .rdata_o(h1));
   pe_micro_ctx #(.N(N), .Width(8)) u_ctx_ar (
