@@ -314,3 +314,13 @@ board-bench-micro: $(BOARD_OUT)/tb_board_micro_2x2
 		| grep -E "gpt step|RESULT"
 	@cat $(BUILD)/bench/board_step_micro_2x2.json
 BENCH_TARGETS += board-bench-micro
+# the same step on the 2x2 pe_micro_mt board (one micro-machine for the four PEs: what
+# `make bitstream FPGA_ROWS=2 FPGA_COLS=2 FPGA_AWORDS=8192 FPGA_BWORDS=4096 FPGA_MICRO=2`
+# places on the UP5K): about 10 minutes of CPU
+.PHONY: board-bench-mt
+board-bench-mt: $(BOARD_OUT)/tb_board_mt_2x2
+	@mkdir -p $(BUILD)/bench
+	$(BOARD_OUT)/tb_board_mt_2x2 --gpt-step --json=$(BUILD)/bench/board_step_mt_2x2.json \
+		| grep -E "gpt step|RESULT"
+	@cat $(BUILD)/bench/board_step_mt_2x2.json
+BENCH_TARGETS += board-bench-mt
