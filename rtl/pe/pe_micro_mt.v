@@ -8,13 +8,14 @@
 // every PE runs it unchanged, so each PE computes what a pe_micro computes: bit-exact with
 // verif/models/pe_model.c. docs/architecture.md 4.8.
 //
-// Each PE's machine registers (upc, RA, X, H, Z, C, AR, MA) travel round a ring of N slots;
-// slot 0 holds the PE in stage 1 (its instruction is the ROM's output: S address, next
-// micro-pc), slot 1 the PE in stage 2 (ALU, side effect), the rest wait. Stage 1 writes its
-// results (upc, RA) into slot 1 and stage 2 its (X, H, Z, C, AR, MA) into slot 2 mod N; every
-// other slot moves on unchanged, and the ROM reads at slot N-1's micro-pc. A PE's next
-// instruction starts only after its last one has finished, so the stage-1/stage-2 hazards of
-// pe_micro do not arise (the micro-program's hazard NOPs still cost a slot each).
+// Each PE's machine registers live in block RAMs of N words indexed by PE (pe_micro_ctx):
+// the micro-pc (written by stage 1, read two cycles before the PE's next stage 1 as the
+// ROM's address), RA and AR (read for stage 1), X, H and MA (read for stage 2) and the
+// task-busy count (counted N cycles at a time in the PE's stage 2). Z and C travel round a
+// ring of N flip-flops. N >= 3: a word is never read in the cycle it is written. A PE's
+// next instruction starts only after its last one has finished, so the stage-1/stage-2
+// hazards of pe_micro do not arise (the micro-program's hazard NOPs still cost a turn each).
+// A PE's first turn after reset writes its micro-pc 0.
 //
 // Per PE, a stage only ever sees its own PE's memories: the S RAMs all read at the stage-1
 // address (only the stage-1 PE's output is used, in its stage 2), and IMEM and M keep their
@@ -24,11 +25,11 @@
 // yet at its queue's head, the only slot the micro-program reads.
 //
 // Differences from N pe_micros, all in timing: a PE runs at 1/N of the clock; its router sees
-// tx_valid in the cycles the PE is in stage 1 (the router gives its local input priority,
-// mesh_router_lean LocalFirst, so the pulses cannot be starved by other inputs), and
-// cfg_rdata_o is common to all PEs (one grant per cycle at most: {H, X} of the PE granted in
-// the cycle before). The FPU port is common too: only the PE that owns pe_fpu_share (Common)
-// writes to it.
+// tx_valid in the cycles the PE is in stage 2 (the router gives its local input priority,
+// mesh_router_lean LocalFirst, so the pulses cannot be starved by other inputs); rx_ready_o
+// is the PE's room for the wavelet on rx_data (the router's bus head), not 16 colour-ready
+// bits; cfg_rdata_o is common to all PEs and valid in the cycle of a read's grant. The FPU
+// port is common too: only the PE that owns pe_fpu_share (Common) writes to it.
 `default_nettype none
 
 module pe_micro_mt #(
