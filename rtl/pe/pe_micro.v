@@ -72,9 +72,7 @@ module pe_micro #(
   localparam [3:0] OpLd = 4'd0, OpAdd = 4'd1, OpAdc = 4'd2, OpSub = 4'd3, OpSbc = 4'd4,
                    OpAnd = 4'd5, OpOr = 4'd6, OpXor = 4'd7, OpCmp = 4'd8, OpTst = 4'd9,
                    OpSt = 4'd10;  // 12 (X format): no ALU operation
-  localparam [3:0] CAl = 4'd0, CZ = 4'd1, CNz = 4'd2, CC = 4'd3, CNc = 4'd4, CHv = 4'd5,
-                   CClr = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
-                   CFwd = 4'd11, CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
+  localparam [3:0] CTxnr = 4'd7, CDcfg = 4'd14;  // condition codes (uasm.c)
   // side effects (uasm.c fx_code): 1_0 cfg we hi: M access; 0100 sel: FPU operand part;
   // 0110 0 add: FPU start; 0x10-0x1f and 0x38-0x3f: the rest
   localparam [6:0] FxSetar = 7'h10, FxSeth = 7'h11, FxMaa = 7'h12, FxMab = 7'h13,
@@ -113,73 +111,30 @@ module pe_micro #(
   wire            hv = (qc_q[qs_q] != '0);
 
   // ------------------------------------------------------------------ stage 1
-  wire        j_fmt = (uir[15:14] == 2'b10);
-  wire [2:0]  am = uir[10:8];
-  wire [7:0]  ua = uir[7:0];
-  reg  [2:0]  fld;
-  always @(*) begin
-    case (ua[2:0])
-      3'd0: fld = ird[11:9];
-      3'd1: fld = ird[8:6];
-      3'd2: fld = ird[5:3];
-      3'd3: fld = ird[10:8];
-      3'd4: fld = ird[7:5];
-      3'd5: fld = ird[6:4];
-      default: fld = ird[3:1];
-    endcase
-  end
-  // ea = a | the mode's offset (fld: the field alone, a selects it)
-  reg [7:0] eo;
-  always @(*) begin
-    case (am)
-      3'd1: eo = ar_q;
-      3'd2: eo = 8'(fld);
-      3'd3: eo = 8'(cfg_addr_i[2:0]);
-      3'd4: eo = 8'(cfg_addr_i[4:0]);
-      3'd5: eo = 8'({hs, 1'b0});
-      3'd6: eo = 8'(hs);
-      3'd7: eo = 8'({cfg_addr_i[2:0], 1'b0});
-      default: eo = 8'd0;
-    endcase
-  end
-  wire [7:0] ea = ((am == 3'd2) ? 8'd0 : ua) | eo;
-
   // the micro-program serves every config target; A and B (0, 1, 2) also between elements
-  wire c_ab = (cfg_target_i <= 4'd2);
-
-  wire [3:0] cond = uir[13:10];
-  reg        taken;
-  always @(*) begin
-    case (cond)
-      CAl: taken = 1'b1;
-      CZ: taken = z_q;
-      CNz: taken = !z_q;
-      CC: taken = c_q;
-      CNc: taken = !c_q;
-      CHv: taken = hv;
-      CClr: taken = clr_q;
-      CTxnr: taken = !tx_ready_i;
-      CCfg: taken = cfg_req_i;
-      CCfga: taken = cfg_req_i && c_ab;
-      CFwg: taken = !fpu_gnt_i;
-      CFwd: taken = !fpu_done_i;
-      default: taken = 1'b1;  // dispatches, ret
-    endcase
-  end
-  reg [9:0] upc_d;
-  always @(*) begin
-    upc_d = upc_q + 10'd1;
-    if (j_fmt && taken) begin
-      case (cond)
-        CDop: upc_d = {uir[9:4], ird[15:12]};
-        CDfn: upc_d = {uir[9:3], ird[2:0]};
-        CDcfg: upc_d = {uir[9:5], cfg_we_i, cfg_target_i};
-        CRet: upc_d = ra_q;
-        default: upc_d = uir[9:0];
-      endcase
-    end
-    if (boot_q) upc_d = 10'd0;
-  end
+  wire        c_ab = (cfg_target_i <= 4'd2);
+  wire        j_fmt;
+  wire [3:0]  cond;
+  wire [7:0]  ea;
+  wire [9:0]  upc_d;
+  pe_micro_seq #(.SlotW(SlotW)) u_seq (
+    .uir_i       (uir),
+    .ird_i       (ird),
+    .ar_i        (ar_q),
+    .cfg_addr_i  (cfg_addr_i[4:0]),
+    .hs_i        (hs),
+    .upc_i       (upc_q),
+    .ra_i        (ra_q),
+    .boot_i      (boot_q),
+    .cfg_we_i,
+    .cfg_target_i,
+    .cond_i      ({!fpu_done_i, !fpu_gnt_i, cfg_req_i && c_ab, cfg_req_i, !tx_ready_i, clr_q,
+                   hv, !c_q, c_q, !z_q, z_q}),
+    .j_fmt_o     (j_fmt),
+    .cond_o      (cond),
+    .ea_o        (ea),
+    .upc_d_o     (upc_d)
+  );
 
 
   always @(posedge clk_i or negedge rst_ni) begin
@@ -445,7 +400,7 @@ module pe_micro #(
   always @(posedge clk_i) begin
     if (m_en && m_we) $display("%0t M[%0h] <= %04h", $time, m_addr, x_q);
     if (fx == FxFetch) $display("%0t fetch pc %0d", $time, x_q[7:0]);
-    if (j_fmt && cond == CDop && !boot_q) $display("  ins %04h", ird);
+    if (j_fmt && cond == 4'd12 && !boot_q) $display("  ins %04h", ird);  // dop
     if (st2 && ea2_q < 8) $display("%0t r%0d <= %04h", $time, ea2_q, x_q);
   end
 `endif

@@ -85,9 +85,7 @@ module pe_micro_mt #(
   localparam [3:0] OpLd = 4'd0, OpAdd = 4'd1, OpAdc = 4'd2, OpSub = 4'd3, OpSbc = 4'd4,
                    OpAnd = 4'd5, OpOr = 4'd6, OpXor = 4'd7, OpCmp = 4'd8, OpTst = 4'd9,
                    OpSt = 4'd10;
-  localparam [3:0] CAl = 4'd0, CZ = 4'd1, CNz = 4'd2, CC = 4'd3, CNc = 4'd4, CHv = 4'd5,
-                   CClr = 4'd6, CTxnr = 4'd7, CCfg = 4'd8, CCfga = 4'd9, CFwg = 4'd10,
-                   CFwd = 4'd11, CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
+  localparam [3:0] CTxnr = 4'd7, CDcfg = 4'd14;  // condition codes (uasm.c)
   localparam [6:0] FxSetar = 7'h10, FxSeth = 7'h11, FxMaa = 7'h12, FxMab = 7'h13,
                    FxMabh = 7'h14, FxFetch = 7'h15, FxIcrd = 7'h16, FxIwr = 7'h17,
                    FxGnt = 7'h18, FxPop = 7'h19, FxNextq = 7'h1a, FxRun1 = 7'h1b,
@@ -131,70 +129,29 @@ module pe_micro_mt #(
   wire [15:0] ird = ird_p[t1_q];
   wire [SlotW-1:0] hs = hs_p[t1_q];
   wire        hv = hv_p[t1_q];
-  wire        j_fmt = (uir[15:14] == 2'b10);
-  wire [2:0]  am = uir[10:8];
-  wire [7:0]  ua = uir[7:0];
-  reg  [2:0]  fld;
-  always @(*) begin
-    case (ua[2:0])
-      3'd0: fld = ird[11:9];
-      3'd1: fld = ird[8:6];
-      3'd2: fld = ird[5:3];
-      3'd3: fld = ird[10:8];
-      3'd4: fld = ird[7:5];
-      3'd5: fld = ird[6:4];
-      default: fld = ird[3:1];
-    endcase
-  end
-  reg [7:0] eo;
-  always @(*) begin
-    case (am)
-      3'd1: eo = ar0;
-      3'd2: eo = 8'(fld);
-      3'd3: eo = 8'(cfg_addr_i[2:0]);
-      3'd4: eo = 8'(cfg_addr_i[4:0]);
-      3'd5: eo = 8'({hs, 1'b0});
-      3'd6: eo = 8'(hs);
-      3'd7: eo = 8'({cfg_addr_i[2:0], 1'b0});
-      default: eo = 8'd0;
-    endcase
-  end
-  wire [7:0] ea = ((am == 3'd2) ? 8'd0 : ua) | eo;
-  wire c_ab = (cfg_target_i <= 4'd2);
-
-  wire [3:0] cond = uir[13:10];
-  reg        taken;
-  always @(*) begin
-    case (cond)
-      CAl: taken = 1'b1;
-      CZ: taken = z_r[0];
-      CNz: taken = !z_r[0];
-      CC: taken = c_r[0];
-      CNc: taken = !c_r[0];
-      CHv: taken = hv;
-      CClr: taken = clr_p[t1_q];
-      CTxnr: taken = !txd_p[t1_q];
-      CCfg: taken = cfg_req_i[t1_q];
-      CCfga: taken = cfg_req_i[t1_q] && c_ab;
-      CFwg: taken = !fpu_gnt_i[t1_q];
-      CFwd: taken = !fpu_done_i;
-      default: taken = 1'b1;
-    endcase
-  end
-  reg [9:0] upc_d;
-  always @(*) begin
-    upc_d = upc0_q + 10'd1;
-    if (j_fmt && taken) begin
-      case (cond)
-        CDop: upc_d = {uir[9:4], ird[15:12]};
-        CDfn: upc_d = {uir[9:3], ird[2:0]};
-        CDcfg: upc_d = {uir[9:5], cfg_we_i, cfg_target_i};
-        CRet: upc_d = ra0;
-        default: upc_d = uir[9:0];
-      endcase
-    end
-    if (boot_q) upc_d = 10'd0;
-  end
+  wire        c_ab = (cfg_target_i <= 4'd2);
+  wire        j_fmt;
+  wire [3:0]  cond;
+  wire [7:0]  ea;
+  wire [9:0]  upc_d;
+  pe_micro_seq #(.SlotW(SlotW)) u_seq (
+    .uir_i       (uir),
+    .ird_i       (ird),
+    .ar_i        (ar0),
+    .cfg_addr_i  (cfg_addr_i[4:0]),
+    .hs_i        (hs),
+    .upc_i       (upc0_q),
+    .ra_i        (ra0),
+    .boot_i      (boot_q),
+    .cfg_we_i,
+    .cfg_target_i,
+    .cond_i      ({!fpu_done_i, !fpu_gnt_i[t1_q], cfg_req_i[t1_q] && c_ab, cfg_req_i[t1_q],
+                   !txd_p[t1_q], clr_p[t1_q], hv, !c_r[0], c_r[0], !z_r[0], z_r[0]}),
+    .j_fmt_o     (j_fmt),
+    .cond_o      (cond),
+    .ea_o        (ea),
+    .upc_d_o     (upc_d)
+  );
   wire link = !boot_q && uir[15:14] == 2'b11 && uir[6:0] == FxLink;
 
   // ------------------------------------------------------------------ stage 2 (PE t2_q)
