@@ -72,9 +72,14 @@ module mesh_fifo #(
     end
   end
 
-  // Storage has no reset (it is qualified by cnt_q) so it can map to RAM.
+  // Storage has no reset (it is qualified by cnt_q) so it can map to RAM. One registered
+  // entry loads its input in every cycle it is empty, whether a beat comes or not: its
+  // enable is then a register's (no path from in_valid_i into the 37 enables, the end of a
+  // router's bus path in mesh_router_lean); what it holds while empty is never shown.
+  localparam bit LoadEmpty = (Depth == 1) && !Bypass && !UseRam;
+  wire load = LoadEmpty ? empty : push;
   always_ff @(posedge clk_i) begin
-    if (push) mem_q[wr_q] <= in_data_i;
+    if (load) mem_q[wr_q] <= in_data_i;
   end
 
   if (UseRam) begin : g_ram

@@ -166,14 +166,15 @@ module mesh_router_lean #(
   if (LocalReadyBus) begin : g_ready_bus
     wire unused_ready = ^local_color_ready_i[15:1];
   end
-  logic [NP-1:0] req, gnt_arb;
+  logic [NP-1:0] req, gnt_arb, gnt_q;
+  logic          rd_err_q, rd_route_q;  // config reads (see rt_re_i)
+  logic [3:0]    rd_addr_q;
   wire steal = LocalFirst && hv[NP-1];
   localparam logic [NP-1:0] LocBit = NP'(1) << (NP - 1);
   if (RegGnt) begin : g_reg_gnt
     // RegGnt: the arbiter picks among the FIFO heads present now for the next cycle; a head
     // popped meanwhile leaves that cycle idle. While the local input takes the bus the FIFO
     // grant and the pointer wait, so no FIFO input loses its turn to it.
-    logic [NP-1:0] gnt_q;
     assign req = LocalFirst ? (hv & ~LocBit) : hv;
     assign gnt = steal ? LocBit : (gnt_q & hv);
     always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -181,6 +182,7 @@ module mesh_router_lean #(
       else if (!steal) gnt_q <= gnt_arb;
     end
   end else begin : g_comb_gnt
+    assign gnt_q = '0;
     assign req = steal ? LocBit : hv;
     assign gnt = gnt_arb;
   end
@@ -192,14 +194,36 @@ module mesh_router_lean #(
     .gnt_o    (gnt_arb)
   );
   // the bus multiplexer selects by the grant's index (mesh_bus: cheaper than mesh_xbar's
-  // one-hot AND-OR for 4 inputs)
+  // one-hot AND-OR for 4 inputs). CfgOnBus (RegGnt with at most 3 inputs): the select is
+  // the registered grant's index or the local input's (steal), never a FIFO's valid (a head
+  // that is not there is not valid on the bus either); and a route read's colour is the
+  // bus's fourth input, which a 4:1 multiplexer takes at no extra depth, so no colour
+  // multiplexer sits between the bus and the route decoder.
+  localparam bit CfgOnBus = RegGnt && (NP <= 3);
+  localparam int unsigned NBus = CfgOnBus ? 4 : NP;
   logic [2:0] gidx;
   always_comb begin
     gidx = '0;
-    for (int unsigned j = 0; j < NP; j++) if (gnt[j]) gidx = gidx | 3'(j);
+    if (CfgOnBus) begin
+      if (rd_route_q) gidx = 3'd3;
+      else if (steal) gidx = 3'(NP - 1);
+      else for (int unsigned j = 0; j < NP; j++) if (gnt_q[j]) gidx = gidx | 3'(j);
+    end else begin
+      for (int unsigned j = 0; j < NP; j++) if (gnt[j]) gidx = gidx | 3'(j);
+    end
   end
-  mesh_bus #(.NIn(NP), .Width(W)) u_bus (
-    .data_i(hd),
+  wire [NBus*W-1:0] bus_in;
+  if (CfgOnBus) begin : g_cfg_bus
+    // inputs past NP up to 3 repeat the last (never selected); the fourth is the route read
+    for (genvar j = 0; j < 3; j++) begin : g_in
+      assign bus_in[j*W +: W] = hd[((j < NP) ? j : NP - 1)*W +: W];
+    end
+    assign bus_in[3*W +: W] = W'(rd_addr_q) << PayloadW;
+  end else begin : g_plain_bus
+    assign bus_in = hd;
+  end
+  mesh_bus #(.NIn(NBus), .Width(W)) u_bus (
+    .data_i(bus_in),
     .sel_i (gidx),
     .data_o(bus)
   );
@@ -211,11 +235,9 @@ module mesh_router_lean #(
   localparam bit [4:0] RouteUsed = HasSink ? (Present | (5'b1 << Sink)) : 5'b11111;
   logic [79:0] rt_q, rt_d;
   logic [4:0]  bmask, wmask;
-  logic        rd_err_q, rd_route_q;
-  logic [3:0]  rd_addr_q;
   mesh_route #(.Used(RouteUsed)) u_route (
     .table_i(rt_q),
-    .color_i(rd_route_q ? rd_addr_q : bus[PayloadW +: 4]),
+    .color_i((rd_route_q && !CfgOnBus) ? rd_addr_q : bus[PayloadW +: 4]),
     .mask_o (bmask)
   );
   always_comb begin

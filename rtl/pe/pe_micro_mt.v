@@ -125,8 +125,18 @@ module pe_micro_mt #(
   wire [N-1:0]     hv_p;            // ... holds a wavelet
   wire [QW-1:0]    mapr_p [0:N-1];  // the colour map at the config address
 
+  // IMEM and M keep their read data until their PE's next read (in its stage 2), so the
+  // word a stage will use is taken from its PE's memory a cycle early, into one register:
+  // IMEM's for stage 1 (read by the last stage 2 at least N - 2 >= 1 cycles before) and M's
+  // for stage 2. No path then runs from the memories, spread over the part, into the ALU.
+  reg  [15:0] ird_q, mrd_q;
+  always @(posedge clk_i) begin
+    ird_q <= ird_p[t0_q];
+    mrd_q <= mrd_p[t1_q];
+  end
+
   // ------------------------------------------------------------------ stage 1 (PE t1_q)
-  wire [15:0] ird = ird_p[t1_q];
+  wire [15:0] ird = ird_q;
   wire [SlotW-1:0] hs = hs_p[t1_q];
   wire        hv = hv_p[t1_q];
   wire        c_ab = (cfg_target_i <= 4'd2);
@@ -184,7 +194,7 @@ module pe_micro_mt #(
     if (s2) y = srd_p[t2_q];
     else begin
       case (src2)
-        3'd0: y = mrd_p[t2_q];
+        3'd0: y = mrd_q;
         3'd1: y = ird2_q;
         3'd2: y = busy2;
         default: y = e_q;

@@ -4,6 +4,8 @@
 # proofs ~1-2 min under load, the lean router ~10 s).
 #   fifo_d2:  mesh_fifo Depth 2, bypass (the router's input FIFO): BMC 20 + k-induction
 #   fifo_d3:  mesh_fifo Depth 3, registered (the config chain's kind): BMC 20 + k-induction
+#   fifo_d1:  mesh_fifo Depth 1, registered, loading while empty (the lean router's input
+#             FIFO): BMC 20 + k-induction
 #   fifo_ram: mesh_fifo with block-RAM storage (UseRam), Depth 4, registered: BMC 14
 #   fifo_broken: a deliberately false FIFO property (FORMAL_BROKEN) must FAIL
 #   router:   mesh_router FifoDepth 1, PayloadW 1, the full 16-color route table:
@@ -111,6 +113,11 @@ run fifo_d2.ind pass -i -t 6
 gen fifo_d3 mesh_fifo "-set Width 4 -set Depth 3 -set Bypass 0" "" $R/mesh_fifo.v || fail=1
 run fifo_d3.bmc pass -t 20
 run fifo_d3.ind pass -i -t 8
+# one registered entry (the lean router's input FIFO and the config chain's stage): its
+# storage loads in every empty cycle (LoadEmpty)
+gen fifo_d1 mesh_fifo "-set Width 4 -set Depth 1 -set Bypass 0" "" $R/mesh_fifo.v || fail=1
+run fifo_d1.bmc pass -t 20
+run fifo_d1.ind pass -i -t 6
 # the block-RAM storage (UseRam, forced at a small depth): bounded only (its induction
 # would need an invariant tying the read register to the head slot)
 gen fifo_ram mesh_fifo "-set Width 4 -set Depth 4 -set Bypass 0 -set UseRam 1" "" $R/mesh_fifo.v || fail=1
