@@ -194,18 +194,19 @@ module mesh_router_lean #(
     .gnt_o    (gnt_arb)
   );
   // the bus multiplexer selects by the grant's index (mesh_bus: cheaper than mesh_xbar's
-  // one-hot AND-OR for 4 inputs). CfgOnBus (RegGnt with at most 3 inputs): the select is
+  // one-hot AND-OR for 4 inputs). CfgOnBus (RegGnt with at most 4 inputs): the select is
   // the registered grant's index or the local input's (steal), never a FIFO's valid (a head
-  // that is not there is not valid on the bus either); and a route read's colour is the
-  // bus's fourth input, which a 4:1 multiplexer takes at no extra depth, so no colour
-  // multiplexer sits between the bus and the route decoder.
-  localparam bit CfgOnBus = RegGnt && (NP <= 3);
-  localparam int unsigned NBus = CfgOnBus ? 4 : NP;
+  // that is not there is not valid on the bus either); and a route read's colour is one
+  // more bus input (the fourth, which a 4:1 multiplexer takes at no extra depth, or the
+  // fifth), so no colour multiplexer sits between the bus and the route decoder.
+  localparam bit CfgOnBus = RegGnt && (NP <= 4);
+  localparam int unsigned CfgIdx = (NP <= 3) ? 3 : NP;
+  localparam int unsigned NBus = CfgOnBus ? CfgIdx + 1 : NP;
   logic [2:0] gidx;
   always_comb begin
     gidx = '0;
     if (CfgOnBus) begin
-      if (rd_route_q) gidx = 3'd3;
+      if (rd_route_q) gidx = 3'(CfgIdx);
       else if (steal) gidx = 3'(NP - 1);
       else for (int unsigned j = 0; j < NP; j++) if (gnt_q[j]) gidx = gidx | 3'(j);
     end else begin
@@ -214,11 +215,11 @@ module mesh_router_lean #(
   end
   wire [NBus*W-1:0] bus_in;
   if (CfgOnBus) begin : g_cfg_bus
-    // inputs past NP up to 3 repeat the last (never selected); the fourth is the route read
-    for (genvar j = 0; j < 3; j++) begin : g_in
+    // inputs past NP up to CfgIdx repeat the last (never selected); then the route read
+    for (genvar j = 0; j < CfgIdx; j++) begin : g_in
       assign bus_in[j*W +: W] = hd[((j < NP) ? j : NP - 1)*W +: W];
     end
-    assign bus_in[3*W +: W] = W'(rd_addr_q) << PayloadW;
+    assign bus_in[CfgIdx*W +: W] = W'(rd_addr_q) << PayloadW;
   end else begin : g_plain_bus
     assign bus_in = hd;
   end

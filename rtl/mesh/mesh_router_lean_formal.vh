@@ -11,10 +11,11 @@
 // counter's own increment (err_d != err_q); in a cycle that clears the counters, the
 // increment term the clear discards. And the local output offers only colors whose
 // local_color_ready_i is set.
-// Assumed: route tables are written only while the router is idle and no input is valid (as
-// for mesh_router); nothing arrives on an input that does not exist (Ports); without
-// LocalFifo, the local input's source holds valid and data until ready (the router's
-// contract with the PE). Run with PayloadW = 1 (the router never reads the payload). The
+// Assumed: route tables are written only while the router is idle and no input is valid or
+// holds a wavelet (as for mesh_router); nothing arrives on an input that does not exist
+// (Ports); without LocalFifo, the local input's source holds valid and data until ready
+// (the router's contract with the PE), or with LocalFirst offers the same wavelet whenever
+// its valid is up until it is taken. Run with PayloadW = 1 (the router never reads the payload). The
 // input FIFOs are 1 deep, so every stored wavelet is a FIFO head, which the invariants below
 // rely on; without LocalFifo a wavelet offered on the local input counts as accepted in the
 // first cycle it is offered, and as held there (a head) from the next cycle until ready.
@@ -41,13 +42,19 @@
     f_rt = t[{c, 2'b00} + {3'b000, c} +: 5];
   endfunction
 
-  // the local input's source: offered last cycle and not taken (so still offered, unchanged)
+  // the local input's source: offered and not yet taken, so still offered, unchanged, in
+  // this cycle; with LocalFirst (valid in the source's turns only) offered again, unchanged,
+  // whenever its valid is up
   reg f_lhold;
   reg [W-1:0] f_ldata;
   always @(posedge clk_i) begin
-    f_lhold <= rst_ni && in_valid_i[L] && !in_ready_o[L];
-    f_ldata <= in_data_i[L*W +: W];
+    if (!rst_ni) f_lhold <= 1'b0;
+    else if (in_valid_i[L]) f_lhold <= !in_ready_o[L];
+    else if (!LocalFirst) f_lhold <= 1'b0;
+    if (in_valid_i[L] && !f_lhold) f_ldata <= in_data_i[L*W +: W];
   end
+  // ErrLate: the tag left in the last cycle and its err_unrouted count is due in this one
+  reg f_errdue, f_lastbus;  // (and the tag was the bus head in the last cycle)
 
   reg f_in;
   reg [11:0] f_cnt;   // 2 bits per output: N, E, S, W, local, err_unrouted
@@ -63,9 +70,15 @@
     for (int unsigned o = 0; o < 4; o++)
       f_hs[o] = out_valid_o[o] && out_ready_i[o] && (out_data_o[o*W +: W] == f_data);
     f_hs[4] = loc_valid_o && loc_ready_i && (loc_data_o == f_data);
-    // err_unrouted counts the bus head (one head per cycle)
+    // err_unrouted counts the bus head (one head per cycle); ErrLate: in the next cycle,
+    // unless a clear in its own cycle discards it
     f_errinc = ctr_clear_i ? err_inc : (err_d != err_q);
-    f_hs[5] = bus_valid && (bus == f_data) && f_errinc;
+    // (any increment in the cycle after the tag was the bus head is the tag's: it catches a
+    // late count that should not be, as well as one that is)
+    if (ErrLate)
+      f_hs[5] = (f_lastbus && (ctr_clear_i ? err_add : (err_d != err_q)))
+                || (ctr_clear_i && bus_valid && (bus == f_data) && err_inc);
+    else f_hs[5] = bus_valid && (bus == f_data) && f_errinc;
     f_mask = f_rt(rt_q, f_data[PayloadW +: 4]);
     for (int unsigned o = 0; o < 5; o++) f_exp[o] = Present[o] && f_route[o];
     f_exp[5] = (f_route == 5'b0) || ((f_route & ~Present) != 5'b0);
@@ -75,16 +88,24 @@
   always @(*) begin
     assume ((f_acc & (f_acc - 1'b1)) == 5'b0);
     if (f_in) assume (f_acc == 5'b0);
-    if (rt_we_i) assume (idle_o && in_valid_i == 5'b0);
+    // (idle: a LocalFirst PE holding a wavelet it offers only in its turns is not idle)
+    if (rt_we_i) assume (idle_o && in_valid_i == 5'b0 && !f_lhold);
     assume ((in_valid_i & ~Present) == 5'b0);
-    if (!LocalFifo && f_lhold) assume (in_valid_i[L] && in_data_i[L*W +: W] == f_ldata);
+    if (!LocalFifo && f_lhold) begin
+      if (!LocalFirst) assume (in_valid_i[L]);
+      if (in_valid_i[L]) assume (in_data_i[L*W +: W] == f_ldata);
+    end
   end
   always @(posedge clk_i) begin
     if (!rst_ni) begin
       f_in <= 1'b0;
       f_cnt <= '0;
       f_route <= '0;
+      f_errdue <= 1'b0;
+      f_lastbus <= 1'b0;
     end else begin
+      f_lastbus <= bus_valid && (bus == f_data);
+      f_errdue <= ErrLate && bus_valid && (bus == f_data) && err_inc && !ctr_clear_i;
       if (f_acc != 5'b0) begin
         f_in <= 1'b1;
         f_route <= f_mask;
@@ -97,13 +118,16 @@
   logic [NP-1:0] f_full;    // a head is held: a FIFO's stored wavelet, the local input's
   logic [NP-1:0] f_stored;
   logic [NP*5-1:0] f_hmask;  // each stored head's effective route
+  logic [NP*W-1:0] f_head;   // each stored head
   logic [5:0] f_held, f_outreg;
   always @(*) begin
     for (int unsigned j = 0; j < NP; j++) begin
       // the local input is the last
       f_full[j] = (j == NP - 1 && !LocalFifo) ? f_lhold : !empty[j];
-      f_stored[j] = f_full[j] && hd[j*W +: W] == f_data;
-      f_hmask[j*5 +: 5] = f_eff(f_rt(rt_q, hd[j*W + PayloadW +: 4]));
+      // (a LocalFirst source's valid may be down: its wavelet is the one it offered)
+      f_head[j*W +: W] = (j == NP - 1 && !LocalFifo) ? f_ldata : hd[j*W +: W];
+      f_stored[j] = f_full[j] && f_head[j*W +: W] == f_data;
+      f_hmask[j*5 +: 5] = f_eff(f_rt(rt_q, f_head[j*W + PayloadW +: 4]));
     end
     f_held = '0;
     for (int unsigned j = 0; j < NP; j++) if (f_stored[j]) begin
@@ -114,6 +138,7 @@
     f_outreg = '0;
     for (int unsigned o = 0; o < 4; o++) f_outreg[o] = outv_q[o] && (outd_q[o*W +: W] == f_data);
     f_held = f_held | f_outreg;
+    f_held[5] = f_held[5] || f_errdue;
   end
   always @(*) if (rst_ni && f_rv) begin
     for (int unsigned o = 0; o < 6; o++) begin
@@ -123,7 +148,10 @@
       else assert (f_cnt[o*2 +: 2] == 2'd0 && !f_outreg[o]);            // never misrouted
     end
     // the local output offers only a color whose PE queue has space
-    if (loc_valid_o) assert (local_color_ready_i[loc_data_o[PayloadW +: 4]]);
+    // (LocalReadyBus: the one ready bit is the PE's room for the bus head's colour)
+    if (loc_valid_o)
+      assert (LocalReadyBus ? local_color_ready_i[0]
+                            : local_color_ready_i[loc_data_o[PayloadW +: 4]]);
   end
   // Strengthening invariants (true in every reachable state, proved with the rest): they
   // make the property inductive.
@@ -149,8 +177,14 @@
         for (int unsigned k = j + 1; k < NP; k++) assert (!f_stored[k]);
         for (int unsigned o = 0; o < 5; o++)
           if (Present[o]) assert (sent_q[j*5 + o] == (f_cnt[o*2 +: 2] == 2'd1 || f_outreg[o]));
-        assert (f_cnt[10 +: 2] == 2'd0);  // not counted before it leaves
+        assert (f_cnt[10 +: 2] == 2'd0 && !f_errdue);  // not counted before it leaves
       end
+    end
+    // RegGnt: the registered grant names at most one FIFO input (LocalFirst: never the local
+    // input, which takes the bus by itself); it stays put while the local input steals
+    if (RegGnt) begin
+      assert ((gnt_q & (gnt_q - 1'b1)) == '0);
+      if (LocalFirst) assert (!gnt_q[NP-1]);
     end
     for (int unsigned o = 0; o < 4; o++)
       if (f_outreg[o]) assert (f_in && f_exp[o] && f_cnt[o*2 +: 2] == 2'd0 && f_mask == f_route);
