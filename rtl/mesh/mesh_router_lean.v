@@ -196,12 +196,15 @@ module mesh_router_lean #(
   // the bus multiplexer selects by the grant's index (mesh_bus: cheaper than mesh_xbar's
   // one-hot AND-OR for 4 inputs). CfgOnBus (RegGnt with at most 4 inputs): the select is
   // the registered grant's index or the local input's (steal), never a FIFO's valid (a head
-  // that is not there is not valid on the bus either); and a route read's colour is one
-  // more bus input (the fourth, which a 4:1 multiplexer takes at no extra depth, or the
-  // fifth), so no colour multiplexer sits between the bus and the route decoder.
+  // that is not there is not valid on the bus either), or CfgIdx in a route read's cycle.
+  // With at most 3 inputs the read's colour is the bus's fourth input, which a 4:1
+  // multiplexer takes at no extra depth, so no colour multiplexer sits between the bus and
+  // the route decoder; with 4 (select 4: the bus shows input 0, not valid) it is selected
+  // after the bus, for the decoder only (a fifth bus input would cost every bit a level).
   localparam bit CfgOnBus = RegGnt && (NP <= 4);
-  localparam int unsigned CfgIdx = (NP <= 3) ? 3 : NP;
-  localparam int unsigned NBus = CfgOnBus ? CfgIdx + 1 : NP;
+  localparam int unsigned CfgIdx = (NP <= 3) ? 3 : 4;
+  localparam bit CfgIn4 = CfgOnBus && (NP <= 3);
+  localparam int unsigned NBus = CfgIn4 ? 4 : NP;
   logic [2:0] gidx;
   always_comb begin
     gidx = '0;
@@ -214,7 +217,7 @@ module mesh_router_lean #(
     end
   end
   wire [NBus*W-1:0] bus_in;
-  if (CfgOnBus) begin : g_cfg_bus
+  if (CfgIn4) begin : g_cfg_bus
     // inputs past NP up to CfgIdx repeat the last (never selected); then the route read
     for (genvar j = 0; j < CfgIdx; j++) begin : g_in
       assign bus_in[j*W +: W] = hd[((j < NP) ? j : NP - 1)*W +: W];
@@ -238,7 +241,7 @@ module mesh_router_lean #(
   logic [4:0]  bmask, wmask;
   mesh_route #(.Used(RouteUsed)) u_route (
     .table_i(rt_q),
-    .color_i((rd_route_q && !CfgOnBus) ? rd_addr_q : bus[PayloadW +: 4]),
+    .color_i((rd_route_q && !CfgIn4) ? rd_addr_q : bus[PayloadW +: 4]),
     .mask_o (bmask)
   );
   always_comb begin
