@@ -9,6 +9,7 @@
 """
 import argparse
 import json
+import os
 import re
 import sys
 
@@ -101,9 +102,16 @@ def ice40(args):
     }
     if error:
         rep["error"] = error
-    with open(args.out, "w") as f:
+    if args.seed is not None:
+        rep["seed"] = args.seed
+        # the seeds tried before this one: "seed:outcome" items (outcome: MHz or "no-place")
+        rep["earlier_seeds"] = [{"seed": int(k), "result": v} for k, v in
+                                (item.split(":", 1) for item in args.earlier.split())]
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
         json.dump(rep, f, indent=2)
         f.write("\n")
+    os.replace(tmp, args.out)
     if error:
         show_report(rep)
         print(f"bitstream: place and route failed: {error}", file=sys.stderr)
@@ -128,6 +136,9 @@ def show_report(rep):
         print(f"  not placed   {rep['error']}")
     print(f"  clock        {rep['achieved_mhz']} MHz achieved, {rep['target_mhz']} MHz target "
           f"({'met' if rep['timing_met'] else 'NOT met'})")
+    if "seed" in rep:
+        before = ", ".join(f"seed {e['seed']} {e['result']}" for e in rep["earlier_seeds"])
+        print(f"  seed         {rep['seed']}" + (f" (before it: {before})" if before else ""))
 
 
 def estimate(args):
@@ -200,6 +211,10 @@ def main():
     a.add_argument("--pes", type=int, default=0)
     a.add_argument("--port", default="mesh")
     a.add_argument("--out", required=True)
+    a.add_argument("--seed", type=int, default=None)
+    a.add_argument("--earlier", default="")
+    o = sub.add_parser("outcome", help="one report's result: achieved MHz or no-place")
+    o.add_argument("report")
     e = sub.add_parser("estimate")
     e.add_argument("--out", required=True)
     e.add_argument("--port", default="mesh")
@@ -211,6 +226,11 @@ def main():
         return ice40(args)
     if args.cmd == "estimate":
         return estimate(args)
+    if args.cmd == "outcome":
+        with open(args.report) as f:
+            rep = json.load(f)
+        print(f"{rep['achieved_mhz']}MHz" if rep.get("placed") else "no-place")
+        return 0
     with open(args.report) as f:
         show_report(json.load(f))
     return 0
