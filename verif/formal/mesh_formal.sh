@@ -154,37 +154,29 @@ abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
 # induction needs), by bmc3 from power-up and 2-induction.
 LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_bus.v"
 LK="*mesh_router_lean_formal.vh* *mesh_arbiter.v*"
-gen_aig router_lean mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "" "$LK" $LF || fail=1
-abc_run router_lean.bmc pass router_lean "bmc3 -F $RB"
-abc_run router_lean.ind pass router_lean "orpos; ind -F $RK"
-gen_aig router_lean_1x1 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1000 -set RegOut 4'b1000 -set LocalFifo 1" "" "$LK" $LF || fail=1
-abc_run router_lean_1x1.bmc pass router_lean_1x1 "bmc3 -F $RB"
-abc_run router_lean_1x1.ind pass router_lean_1x1 "orpos; ind -F $RK"
+# lean name params [k]: the lean router with these parameters, bmc3 + k-induction (k: RK)
+lean() {
+	gen_aig "$1" mesh_router_lean "-set PayloadW 1 $2" "" "$LK" $LF || fail=1
+	abc_run "$1.bmc" pass "$1" "bmc3 -F $RB"
+	abc_run "$1.ind" pass "$1" "orpos; ind -F ${3:-$RK}"
+}
+lean router_lean "-set Ports 4'b1111"
+lean router_lean_1x1 "-set Ports 4'b1000 -set RegOut 4'b1000 -set LocalFifo 1"
 # the 2x2 board's tile (0, 0): W (the host port's link) registered, E and S not, a FIFO on
 # the local input; and its tile (1, 0): N and E, no FIFO on the local input
-gen_aig router_lean_2x2 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1" "" "$LK" $LF || fail=1
-abc_run router_lean_2x2.bmc pass router_lean_2x2 "bmc3 -F $RB"
-abc_run router_lean_2x2.ind pass router_lean_2x2 "orpos; ind -F $RK"
-gen_aig router_lean_2x2_10 mesh_router_lean "-set PayloadW 1 -set Ports 4'b0011" "" "$LK" $LF || fail=1
-abc_run router_lean_2x2_10.bmc pass router_lean_2x2_10 "bmc3 -F $RB"
-abc_run router_lean_2x2_10.ind pass router_lean_2x2_10 "orpos; ind -F $RK"
+lean router_lean_2x2 "-set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1"
+lean router_lean_2x2_10 "-set Ports 4'b0011"
 # the 2x2 pe_micro_mt board's routers (mesh_top Micro 2): one ready bit for the bus head,
 # err_unrouted a cycle late, the registered FIFO grant and the route read on the bus, the
 # host link's register loading only when empty; tile (0, 0) as above, tile (1, 0) with a
-# LocalFirst PE on its local input (valid in the PE's turns only)
+# LocalFirst PE on its local input (valid in the PE's turns only); 3-induction
 MT="-set LocalReadyBus 1 -set ErrLate 1 -set RegOutEmpty 1 -set RegGnt 1"
-gen_aig router_lean_mt_00 mesh_router_lean "-set PayloadW 1 -set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1 $MT" "" "$LK" $LF || fail=1
-abc_run router_lean_mt_00.bmc pass router_lean_mt_00 "bmc3 -F $RB"
-abc_run router_lean_mt_00.ind pass router_lean_mt_00 "orpos; ind -F 3"
-gen_aig router_lean_mt_10 mesh_router_lean "-set PayloadW 1 -set Ports 4'b0011 -set LocalFirst 1 $MT" "" "$LK" $LF || fail=1
-abc_run router_lean_mt_10.bmc pass router_lean_mt_10 "bmc3 -F $RB"
-abc_run router_lean_mt_10.ind pass router_lean_mt_10 "orpos; ind -F 3"
+lean router_lean_mt_00 "-set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1 $MT" 3
+lean router_lean_mt_10 "-set Ports 4'b0011 -set LocalFirst 1 $MT" 3
 # FORMAL_LEAN_ALL=1: also every other Ports (the routers on a mesh's edges), ~5 s each
 if [ "${FORMAL_LEAN_ALL:-0}" = 1 ]; then
 	for P in 0000 0001 0010 0011 0100 0101 0110 0111 1001 1010 1011 1100 1101 1110; do
-		gen_aig router_lean_$P mesh_router_lean "-set PayloadW 1 -set Ports 4'b$P" "" "$LK" $LF || fail=1
-		abc_run router_lean_$P.bmc pass router_lean_$P "bmc3 -F $RB"
-		abc_run router_lean_$P.ind pass router_lean_$P "orpos; ind -F $RK"
+		lean router_lean_$P "-set Ports 4'b$P"
 	done
 fi
 # mesh_route's lookup (4:1 muxes in the form of two LUT4) equals the plain array read
