@@ -315,22 +315,19 @@ board-bench: $(BOARD_OUT)/tb_board_lean
 	$(BOARD_OUT)/tb_board_lean --gpt-step --json=$(BUILD)/bench/board_step.json | grep -E "gpt step|RESULT"
 	@cat $(BUILD)/bench/board_step.json
 BENCH_TARGETS += board-bench
-# the same step on the 2x2 pe_micro board (four micro-coded PEs sharing one FPU; not yet
-# placeable on the UP5K, see architecture.md section 6): about 10 minutes of CPU
-.PHONY: board-bench-micro
-board-bench-micro: $(BOARD_OUT)/tb_board_micro_2x2
+# board_step_bench target bench json: the same step on another board configuration
+define board_step_bench
+.PHONY: $(1)
+$(1): $(BOARD_OUT)/$(2)
 	@mkdir -p $(BUILD)/bench
-	$(BOARD_OUT)/tb_board_micro_2x2 --gpt-step --json=$(BUILD)/bench/board_step_micro_2x2.json \
-		| grep -E "gpt step|RESULT"
-	@cat $(BUILD)/bench/board_step_micro_2x2.json
-BENCH_TARGETS += board-bench-micro
-# the same step on the 2x2 pe_micro_mt board (one micro-machine for the four PEs: what
-# `make bitstream FPGA_ROWS=2 FPGA_COLS=2 FPGA_AWORDS=8192 FPGA_BWORDS=4096 FPGA_MICRO=2`
-# places on the UP5K): about 10 minutes of CPU
-.PHONY: board-bench-mt
-board-bench-mt: $(BOARD_OUT)/tb_board_mt_2x2
-	@mkdir -p $(BUILD)/bench
-	$(BOARD_OUT)/tb_board_mt_2x2 --gpt-step --json=$(BUILD)/bench/board_step_mt_2x2.json \
-		| grep -E "gpt step|RESULT"
-	@cat $(BUILD)/bench/board_step_mt_2x2.json
-BENCH_TARGETS += board-bench-mt
+	$(BOARD_OUT)/$(2) --gpt-step --json=$(BUILD)/bench/$(3) | grep -E "gpt step|RESULT"
+	@cat $(BUILD)/bench/$(3)
+BENCH_TARGETS += $(1)
+endef
+# the 2x2 pe_micro board (four micro-coded PEs sharing one FPU; not placeable on the UP5K,
+# see architecture.md section 6): about 10 minutes of CPU
+$(eval $(call board_step_bench,board-bench-micro,tb_board_micro_2x2,board_step_micro_2x2.json))
+# the 2x2 pe_micro_mt board (one micro-machine for the four PEs: what `make bitstream
+# FPGA_ROWS=2 FPGA_COLS=2 FPGA_AWORDS=8192 FPGA_BWORDS=4096 FPGA_MICRO=2` places on the
+# UP5K): about 10 minutes of CPU
+$(eval $(call board_step_bench,board-bench-mt,tb_board_mt_2x2,board_step_mt_2x2.json))
