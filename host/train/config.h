@@ -39,6 +39,7 @@ typedef struct train_config {
 	char data_cache_dir[TC_PATH_MAX]; /* "" = <out_dir>/cache */
 	/* train */
 	int steps, batch_size, grad_accum;
+	int threads;                   /* 0: cs_default_threads() */
 	double lr, min_lr;
 	int warmup_steps;
 	double weight_decay, beta1, beta2, eps, grad_clip;

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cs_pool.h"
+
 typedef struct gpt_config {
 	int n_layer;    /* L */
 	int n_head;     /* NH */
@@ -131,6 +133,7 @@ typedef struct gpt {
 	const gpt_linear_ops *lin;
 	void *lin_ctx;
 	int want_dense_dw;      /* passed through to lin->backward for the next backward */
+	cs_pool *pool;          /* host threads of the dense layers (not owned; NULL: one) */
 } gpt;
 
 /* Allocate a model for batches up to B x T (T <= block_size). Parameters are zero. */

@@ -59,6 +59,13 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 		goto out_free;
 	}
 	gpt_init_params(&t->model, c->seed);
+	rc = cs_pool_create(&t->pool, c->threads ? c->threads : cs_default_threads());
+	if (rc) {
+		snprintf(err, errlen, "%s: train.threads: cannot start %d threads: %s", c->file,
+			 c->threads, cs_strerror(rc));
+		goto out_free;
+	}
+	t->model.pool = t->pool;
 	size_t P = t->model.num_params;
 	t->adam_m = calloc(P, sizeof(float));
 	t->adam_v = calloc(P, sizeof(float));
@@ -94,6 +101,7 @@ void trainer_free(trainer *t)
 	td_dev_close(t->dev);
 	ts_free(t->ts);
 	gpt_free(&t->model);
+	cs_pool_free(t->pool);
 	if (t->have_data)
 		td_free(&t->data);
 	free(t->adam_m);

@@ -28,6 +28,7 @@ typedef struct trainer {
 	float *adam_m, *adam_v;  /* [num_params] */
 	train_sparsity *ts;
 	train_device *dev;       /* NULL when the projections run on the host */
+	cs_pool *pool;           /* train.threads host threads */
 	td_data data;
 	int have_data;
 	long step;               /* optimizer steps completed */
