@@ -1,0 +1,371 @@
+/* eng.c - the native sparse engine's front end: dispatch, layout, threads (see eng.h). */
+#include "engine/eng.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "common/numerics.h"
+#include "engine/eng_impl.h"
+
+/* ---- ISA dispatch ---------------------------------------------------------------------- */
+
+static const char *const isa_names[ENG_ISA_N] = { "portable", "avx2", "avx512" };
+static atomic_int cur_isa = -1;
+
+int eng_isa_best(void)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return ENG_ISA_AVX512;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return ENG_ISA_AVX2;
+#endif
+	return ENG_ISA_PORTABLE;
+}
+
+const char *eng_isa_name(int isa)
+{
+	return isa >= 0 && isa < ENG_ISA_N ? isa_names[isa] : "unknown";
+}
+
+int eng_isa_parse(const char *s)
+{
+	for (int i = 0; i < ENG_ISA_N; i++)
+		if (!strcmp(s, isa_names[i]))
+			return i;
+	return -1;
+}
+
+int eng_isa_set(int isa)
+{
+	if (isa < 0 || isa >= ENG_ISA_N)
+		return CS_ERR_INVALID;
+	if (isa > eng_isa_best())
+		return CS_ERR_NOT_SUPPORTED;
+	atomic_store(&cur_isa, isa);
+	return CS_OK;
+}
+
+int eng_isa(void)
+{
+	int isa = atomic_load(&cur_isa);
+	if (isa >= 0)
+		return isa;
+	isa = eng_isa_best();
+	const char *env = getenv("CSHOST_ISA");
+	if (env && *env) {
+		int want = eng_isa_parse(env);
+		/* an unknown or unsupported request keeps the best (eng_check_env reports it) */
+		if (want >= 0 && want <= isa)
+			isa = want;
+	}
+	atomic_store(&cur_isa, isa);
+	return isa;
+}
+
+static const eng_kern *kern(void)
+{
+	static const eng_kern *const k[ENG_ISA_N] = { &eng_kern_portable, &eng_kern_avx2,
+						      &eng_kern_avx512 };
+	return k[eng_isa()];
+}
+
+/* ---- layout ---------------------------------------------------------------------------- */
+
+static size_t vsize(int vtype)
+{
+	return vtype == ENG_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+static void put_val(void *val, int vtype, int64_t k, float w)
+{
+	if (vtype == ENG_BF16)
+		((uint16_t *)val)[k] = nm_bf16_from_f32(w);
+	else
+		((float *)val)[k] = w;
+}
+
+static int reserve(eng_spmat *s, int64_t nnz, int vtype)
+{
+	if (nnz <= s->cap && s->val && vtype == s->vtype)
+		return CS_OK;
+	int64_t cap = nnz > 0 ? nnz : 1;
+	free(s->col);
+	free(s->val);
+	free(s->row);
+	free(s->cval);
+	free(s->csr_pos);
+	s->col = malloc(sizeof(int32_t) * (size_t)cap);
+	s->val = malloc(vsize(vtype) * (size_t)cap);
+	s->row = malloc(sizeof(int32_t) * (size_t)cap);
+	s->cval = malloc(vsize(vtype) * (size_t)cap);
+	s->csr_pos = malloc(sizeof(int64_t) * (size_t)cap);
+	s->cap = cap;
+	if (!s->col || !s->val || !s->row || !s->cval || !s->csr_pos) {
+		s->cap = 0;
+		return CS_ERR_NO_MEM;
+	}
+	return CS_OK;
+}
+
+int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out, int n_in,
+		    int vtype)
+{
+	if (n_out < 1 || n_in < 1 || (vtype != ENG_F32 && vtype != ENG_BF16))
+		return CS_ERR_INVALID;
+	if (s->n_out != n_out || s->n_in != n_in || !s->row_ptr) {
+		free(s->row_ptr);
+		free(s->col_ptr);
+		s->row_ptr = malloc(sizeof(int64_t) * ((size_t)n_out + 1));
+		s->col_ptr = malloc(sizeof(int64_t) * ((size_t)n_in + 1));
+		if (!s->row_ptr || !s->col_ptr)
+			goto out_nomem;
+	}
+	s->n_out = n_out;
+	s->n_in = n_in;
+	/* count per row and per column */
+	memset(s->col_ptr, 0, sizeof(int64_t) * ((size_t)n_in + 1));
+	int64_t nnz = 0;
+	s->row_ptr[0] = 0;
+	for (int i = 0; i < n_out; i++) {
+		const uint8_t *mr = mask ? mask + (size_t)i * n_in : NULL;
+		for (int j = 0; j < n_in; j++)
+			if (!mr || mr[j]) {
+				nnz++;
+				s->col_ptr[j + 1]++;
+			}
+		s->row_ptr[i + 1] = nnz;
+	}
+	for (int j = 0; j < n_in; j++)
+		s->col_ptr[j + 1] += s->col_ptr[j];
+	if (reserve(s, nnz, vtype))
+		goto out_nomem;
+	s->vtype = vtype;
+	s->nnz = nnz;
+	/* fill CSR in row order; CSC by scattering (rows come in ascending order) */
+	int64_t *next = malloc(sizeof(int64_t) * (size_t)n_in);
+	if (!next)
+		goto out_nomem;
+	memcpy(next, s->col_ptr, sizeof(int64_t) * (size_t)n_in);
+	int64_t k = 0;
+	for (int i = 0; i < n_out; i++) {
+		const uint8_t *mr = mask ? mask + (size_t)i * n_in : NULL;
+		const float *wr = w + (size_t)i * n_in;
+		for (int j = 0; j < n_in; j++) {
+			if (mr && !mr[j])
+				continue;
+			s->col[k] = j;
+			put_val(s->val, vtype, k, wr[j]);
+			int64_t c = next[j]++;
+			s->row[c] = i;
+			s->csr_pos[c] = k;
+			put_val(s->cval, vtype, c, wr[j]);
+			k++;
+		}
+	}
+	free(next);
+	return CS_OK;
+out_nomem:
+	eng_spmat_free(s);
+	return CS_ERR_NO_MEM;
+}
+
+struct upd_job {
+	eng_spmat *s;
+	const float *w;
+};
+
+static void upd_part(void *arg, int tid, int nth)
+{
+	struct upd_job *j = arg;
+	eng_spmat *s = j->s;
+	size_t lo, hi;
+	cs_split((size_t)s->n_out, tid, nth, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		const float *wr = j->w + i * (size_t)s->n_in;
+		for (int64_t k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++)
+			put_val(s->val, s->vtype, k, wr[s->col[k]]);
+	}
+	cs_split((size_t)s->nnz, tid, nth, &lo, &hi);
+	for (size_t c = lo; c < hi; c++)
+		put_val(s->cval, s->vtype, (int64_t)c,
+			j->w[(size_t)s->row[c] * s->n_in + s->col[s->csr_pos[c]]]);
+}
+
+void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool)
+{
+	struct upd_job j = { s, w };
+	cs_pool_run(pool, upd_part, &j);
+}
+
+void eng_spmat_free(eng_spmat *s)
+{
+	free(s->row_ptr);
+	free(s->col);
+	free(s->val);
+	free(s->col_ptr);
+	free(s->row);
+	free(s->cval);
+	free(s->csr_pos);
+	memset(s, 0, sizeof *s);
+}
+
+int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b)
+{
+	if (a->n_out != b->n_out || a->n_in != b->n_in || a->nnz != b->nnz ||
+	    a->vtype != b->vtype)
+		return 0;
+	size_t n = (size_t)a->nnz, vs = vsize(a->vtype);
+	return !memcmp(a->row_ptr, b->row_ptr, sizeof(int64_t) * ((size_t)a->n_out + 1)) &&
+	       !memcmp(a->col_ptr, b->col_ptr, sizeof(int64_t) * ((size_t)a->n_in + 1)) &&
+	       !memcmp(a->col, b->col, sizeof(int32_t) * n) &&
+	       !memcmp(a->row, b->row, sizeof(int32_t) * n) &&
+	       !memcmp(a->csr_pos, b->csr_pos, sizeof(int64_t) * n) &&
+	       !memcmp(a->val, b->val, vs * n) && !memcmp(a->cval, b->cval, vs * n);
+}
+
+size_t eng_spmat_bytes(const eng_spmat *s)
+{
+	size_t per = 2 * sizeof(int32_t) + sizeof(int64_t) + 2 * vsize(s->vtype);
+	return (size_t)s->cap * per + sizeof(int64_t) * ((size_t)s->n_out + s->n_in + 2);
+}
+
+/* ---- transposes ------------------------------------------------------------------------ */
+
+#define TB 16 /* tile edge */
+
+struct tr_job {
+	float *dst;
+	const float *src;
+	int R, C, ld;
+};
+
+/* dst [C][ld] <- src [R][C]; this thread's rows of dst */
+static void tr_in_part(void *arg, int tid, int nth)
+{
+	struct tr_job *j = arg;
+	size_t lo, hi;
+	cs_split((size_t)j->C, tid, nth, &lo, &hi);
+	for (size_t c0 = lo; c0 < hi; c0 += TB) {
+		size_t c1 = c0 + TB < hi ? c0 + TB : hi;
+		for (int t0 = 0; t0 < j->R; t0 += TB) {
+			int t1 = t0 + TB < j->R ? t0 + TB : j->R;
+			for (size_t c = c0; c < c1; c++) {
+				float *d = j->dst + c * j->ld;
+				for (int t = t0; t < t1; t++)
+					d[t] = j->src[(size_t)t * j->C + c];
+			}
+		}
+		for (size_t c = c0; c < c1; c++)
+			memset(j->dst + c * j->ld + j->R, 0, sizeof(float) * (size_t)(j->ld - j->R));
+	}
+}
+
+/* dst [R][C] <- src [C][ld]; this thread's rows of dst */
+static void tr_out_part(void *arg, int tid, int nth)
+{
+	struct tr_job *j = arg;
+	size_t lo, hi;
+	cs_split((size_t)j->R, tid, nth, &lo, &hi);
+	for (size_t t0 = lo; t0 < hi; t0 += TB) {
+		size_t t1 = t0 + TB < hi ? t0 + TB : hi;
+		for (int c0 = 0; c0 < j->C; c0 += TB) {
+			int c1 = c0 + TB < j->C ? c0 + TB : j->C;
+			for (size_t t = t0; t < t1; t++) {
+				float *d = j->dst + t * j->C;
+				for (int c = c0; c < c1; c++)
+					d[c] = j->src[(size_t)c * j->ld + t];
+			}
+		}
+	}
+}
+
+void eng_transpose_in(cs_pool *pool, float *dst, const float *src, int R, int C, int ld)
+{
+	struct tr_job j = { dst, src, R, C, ld };
+	cs_pool_run(pool, tr_in_part, &j);
+}
+
+void eng_transpose_out(cs_pool *pool, float *dst, const float *src, int R, int C, int ld)
+{
+	struct tr_job j = { dst, (float *)src, R, C, ld };
+	cs_pool_run(pool, tr_out_part, &j);
+}
+
+/* ---- kernels --------------------------------------------------------------------------- */
+
+/* First row r with ptr[r] >= target (rows [0, n]). */
+static int row_at(const int64_t *ptr, int n, int64_t target)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (ptr[mid] < target)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Rows [*r0, *r1) of thread tid: equal shares of the nonzeros, whole rows. */
+static void split_rows(const int64_t *ptr, int n, int tid, int nth, int *r0, int *r1)
+{
+	int64_t nnz = ptr[n];
+	*r0 = tid == 0 ? 0 : row_at(ptr, n, nnz * tid / nth);
+	*r1 = tid == nth - 1 ? n : row_at(ptr, n, nnz * (tid + 1) / nth);
+	if (nnz == 0) { /* no work but the zero rows: split them evenly */
+		*r0 = (int)((int64_t)n * tid / nth);
+		*r1 = (int)((int64_t)n * (tid + 1) / nth);
+	}
+}
+
+struct k_job {
+	const eng_kern *k;
+	float *out;
+	const eng_spmat *w;
+	int by_col;
+	const float *x, *dy;
+	int ld;
+};
+
+static void spmm_part(void *arg, int tid, int nth)
+{
+	struct k_job *j = arg;
+	const eng_spmat *w = j->w;
+	const int64_t *ptr = j->by_col ? w->col_ptr : w->row_ptr;
+	const int32_t *idx = j->by_col ? w->row : w->col;
+	const void *val = j->by_col ? w->cval : w->val;
+	int n = j->by_col ? w->n_in : w->n_out;
+	int r0, r1;
+	split_rows(ptr, n, tid, nth, &r0, &r1);
+	if (r0 < r1)
+		j->k->spmm(j->out, ptr, idx, val, w->vtype == ENG_BF16, j->x, j->ld, r0, r1);
+}
+
+void eng_spmm(cs_pool *pool, float *out, const eng_spmat *w, int by_col, const float *x,
+	      int ld)
+{
+	struct k_job j = { .k = kern(), .out = out, .w = w, .by_col = by_col, .x = x, .ld = ld };
+	cs_pool_run(pool, spmm_part, &j);
+}
+
+static void sddmm_part(void *arg, int tid, int nth)
+{
+	struct k_job *j = arg;
+	const eng_spmat *w = j->w;
+	int r0, r1;
+	split_rows(w->row_ptr, w->n_out, tid, nth, &r0, &r1);
+	if (r0 < r1)
+		j->k->sddmm(j->out, w->row_ptr, w->col, j->dy, j->x, j->ld, r0, r1);
+}
+
+void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
+	       int ld)
+{
+	struct k_job j = { .k = kern(), .out = dw, .w = w, .x = x, .dy = dy, .ld = ld };
+	cs_pool_run(pool, sddmm_part, &j);
+}

@@ -1,0 +1,101 @@
+/*
+ * eng.h - the native sparse engine: the three kernels of a sparse linear layer in fp32 on
+ * the host's cores, fast enough that a training step's time falls with sparsity.
+ *
+ * Layout. A weight W [n_out, n_in] is kept as its nonzeros in both orders (eng_spmat):
+ * CSR by output row for the forward product and the weight gradient, CSC by input column
+ * for the backward product, with each CSC entry's CSR position so that a value refresh is
+ * one gather. Activations enter the kernels token-minor ("transposed", X^T [n_in][ld]):
+ * a row holds one feature over the tokens, padded with zeros to ld, a multiple of
+ * ENG_TPAD. A nonzero w_ij then costs one broadcast and one fused multiply-add per vector
+ * of tokens, the mesh's AXPY-per-nonzero with the roles of PE and token block exchanged:
+ *   forward   Y^T[i, :] = sum_{j in row i} w_ij X^T[j, :]      (eng_spmm over CSR)
+ *   backward dX^T[j, :] = sum_{i in col j} w_ij dY^T[i, :]     (eng_spmm over CSC)
+ *   weight   dW[k]      = <dY^T[row k, :], X^T[col k, :]>      (eng_sddmm, CSR order)
+ * Tokens are processed in blocks so that the activation block stays in L2.
+ *
+ * Threads. Rows (or columns) are split between the pool's threads in contiguous ranges of
+ * equal nonzero count; every output element is computed by one thread, summing in a fixed
+ * order, so results do not depend on the thread count or on scheduling.
+ *
+ * SIMD. AVX-512, AVX2+FMA and portable C implementations of every kernel; the best the CPU
+ * supports is picked at first use, CSHOST_ISA=portable|avx2|avx512 (or eng_isa_set) forces
+ * one. Paths differ only in fp32 rounding (fused multiply-add, lane-wise partial sums).
+ *
+ * Values are fp32, or bf16 (ENG_BF16: half the weight memory, the accelerator's weight
+ * numerics; products and sums stay fp32).
+ * Not here: which projection runs where (host/train/train_native.c), masks (host/sparsity).
+ */
+#ifndef CS_ENGINE_ENG_H
+#define CS_ENGINE_ENG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/cs_pool.h"
+
+/* Activations are padded to a multiple of this many tokens (one AVX-512 vector). */
+#define ENG_TPAD 16
+
+enum eng_isa { ENG_ISA_PORTABLE = 0, ENG_ISA_AVX2 = 1, ENG_ISA_AVX512 = 2, ENG_ISA_N };
+
+/* The best ISA this CPU (and OS) supports. */
+int eng_isa_best(void);
+/* The ISA the kernels use now: CSHOST_ISA if set, else the best. */
+int eng_isa(void);
+/* Force an ISA (tests, benchmarks); CS_ERR_NOT_SUPPORTED when the CPU lacks it. */
+int eng_isa_set(int isa);
+const char *eng_isa_name(int isa);
+/* Parse "portable" / "avx2" / "avx512"; -1 when unknown. */
+int eng_isa_parse(const char *s);
+
+enum eng_value { ENG_F32 = 0, ENG_BF16 = 1 };
+
+typedef struct eng_spmat {
+	int n_out, n_in;     /* W is [n_out, n_in] */
+	int64_t nnz;
+	int vtype;           /* enum eng_value */
+	/* CSR: row_ptr [n_out+1], col [nnz] ascending in each row, val [nnz] */
+	int64_t *row_ptr;
+	int32_t *col;
+	void *val;           /* float or uint16_t (bf16 bits) */
+	/* CSC: col_ptr [n_in+1], row [nnz] ascending in each column, cval [nnz], csr_pos [nnz] */
+	int64_t *col_ptr;
+	int32_t *row;
+	void *cval;
+	int64_t *csr_pos;
+	int64_t cap;         /* allocated entries (nnz <= cap) */
+} eng_spmat;
+
+/* Build (or rebuild in place, reusing storage when it fits) from dense w [n_out, n_in] and
+ * mask (1 = kept; NULL keeps every entry). Kept entries whose value is zero stay. */
+int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out, int n_in,
+		    int vtype);
+/* Refresh the values of the same pattern from dense w. */
+void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool);
+void eng_spmat_free(eng_spmat *s);
+/* 1 when a and b hold the same pattern and values bit for bit (tests). */
+int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b);
+/* Bytes held by s. */
+size_t eng_spmat_bytes(const eng_spmat *s);
+
+/* Tokens padded: T rounded up to ENG_TPAD. */
+static inline int eng_ld(int T)
+{
+	return (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD;
+}
+
+/* dst [C][ld] = src [R][C] transposed; columns R..ld-1 of dst are zeroed. */
+void eng_transpose_in(cs_pool *pool, float *dst, const float *src, int R, int C, int ld);
+/* dst [R][C] = src [C][ld] transposed back (the first R columns of src). */
+void eng_transpose_out(cs_pool *pool, float *dst, const float *src, int R, int C, int ld);
+
+/* out [n_out][ld] = W x [n_in][ld]   (by = 0: forward, CSR)
+ * out [n_in][ld]  = W^T x [n_out][ld] (by = 1: backward data, CSC) */
+void eng_spmm(cs_pool *pool, float *out, const eng_spmat *w, int by_col, const float *x,
+	      int ld);
+/* dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] * x [col k][t] over t < ld. */
+void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
+	       int ld);
+
+#endif /* CS_ENGINE_ENG_H */

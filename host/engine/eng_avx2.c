@@ -1,0 +1,118 @@
+/*
+ * eng_avx2.c - the engine's kernels with AVX2 and FMA (compiled with -mavx2 -mfma; called
+ * only when the CPU has them, see eng.c). The same blocking as eng_avx512.c with 8-float
+ * vectors and 16 registers: spmm keeps 64 tokens of an output row in 8 accumulators,
+ * sddmm 64 tokens of an output-gradient row in 8 registers.
+ */
+#include <immintrin.h>
+
+#include "engine/eng_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+
+AI __m256 bcast_w(const void *val, int64_t k, int bf16)
+{
+	if (bf16)
+		return _mm256_set1_ps(eng_bf16_to_f32(((const uint16_t *)val)[k]));
+	return _mm256_set1_ps(((const float *)val)[k]);
+}
+
+AI void spmm_block(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+		   const int bf16, const float *x, int ld, int r0, int r1, int t0, const int nv)
+{
+	for (int r = r0; r < r1; r++) {
+		__m256 acc[8];
+#pragma GCC unroll 8
+		for (int v = 0; v < nv; v++)
+			acc[v] = _mm256_setzero_ps();
+		const float *xb = x + t0;
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			__m256 w = bcast_w(val, k, bf16);
+			const float *xp = xb + (size_t)idx[k] * ld;
+#pragma GCC unroll 8
+			for (int v = 0; v < nv; v++)
+				acc[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp + 8 * v), acc[v]);
+		}
+		float *o = out + (size_t)r * ld + t0;
+#pragma GCC unroll 8
+		for (int v = 0; v < nv; v++)
+			_mm256_storeu_ps(o + 8 * v, acc[v]);
+	}
+}
+
+AI void spmm_all(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+		 const int bf16, const float *x, int ld, int r0, int r1)
+{
+	int t0 = 0;
+	for (; t0 + 64 <= ld; t0 += 64)
+		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 8);
+	if (t0 + 32 <= ld) {
+		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 4);
+		t0 += 32;
+	}
+	if (t0 + 16 <= ld)
+		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 2);
+}
+
+static void spmm_avx2(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+		      int bf16, const float *x, int ld, int r0, int r1)
+{
+	if (bf16)
+		spmm_all(out, ptr, idx, val, 1, x, ld, r0, r1);
+	else
+		spmm_all(out, ptr, idx, val, 0, x, ld, r0, r1);
+}
+
+AI float hsum256(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
+		    const float *x, int ld, int r0, int r1, int t0, const int nv)
+{
+	for (int r = r0; r < r1; r++) {
+		__m256 d[8];
+		const float *dp = dy + (size_t)r * ld + t0;
+#pragma GCC unroll 8
+		for (int v = 0; v < nv; v++)
+			d[v] = _mm256_loadu_ps(dp + 8 * v);
+		const float *xb = x + t0;
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			const float *xp = xb + (size_t)idx[k] * ld;
+			__m256 a[4];
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++)
+				a[v] = v < nv ? _mm256_mul_ps(d[v], _mm256_loadu_ps(xp + 8 * v))
+					      : _mm256_setzero_ps();
+#pragma GCC unroll 8
+			for (int v = 4; v < nv; v++)
+				a[v & 3] = _mm256_fmadd_ps(d[v], _mm256_loadu_ps(xp + 8 * v), a[v & 3]);
+			__m256 s = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
+			dw[k] += hsum256(s);
+		}
+	}
+}
+
+static void sddmm_avx2(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
+		       const float *x, int ld, int r0, int r1)
+{
+	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
+	int t0 = 0;
+	for (; t0 + 64 <= ld; t0 += 64)
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 8);
+	if (t0 + 32 <= ld) {
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 4);
+		t0 += 32;
+	}
+	if (t0 + 16 <= ld)
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 2);
+}
+
+const eng_kern eng_kern_avx2 = {
+	.spmm = spmm_avx2,
+	.sddmm = sddmm_avx2,
+};

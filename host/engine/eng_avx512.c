@@ -1,0 +1,127 @@
+/*
+ * eng_avx512.c - the engine's kernels with AVX-512F (compiled with -mavx512f -mfma; called
+ * only when the CPU has them, see eng.c).
+ *
+ * spmm: a token block of NV vectors (up to 128 tokens) of one output row is accumulated in
+ * NV registers; each nonzero is one broadcast and NV fused multiply-adds, each reading one
+ * vector of the activation row, so the accumulators never leave the registers and NV
+ * independent chains hide the FMA latency.
+ * sddmm: the output-gradient row's block (up to 256 tokens) sits in registers; each nonzero
+ * of the row costs NV loads and NV FMAs into four chains, and one horizontal sum.
+ */
+#include <immintrin.h>
+
+#include "engine/eng_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+
+AI __m512 bcast_w(const void *val, int64_t k, int bf16)
+{
+	if (bf16)
+		return _mm512_set1_ps(eng_bf16_to_f32(((const uint16_t *)val)[k]));
+	return _mm512_set1_ps(((const float *)val)[k]);
+}
+
+AI void spmm_block(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+		   const int bf16, const float *x, int ld, int r0, int r1, int t0, const int nv)
+{
+	for (int r = r0; r < r1; r++) {
+		__m512 acc[8];
+#pragma GCC unroll 8
+		for (int v = 0; v < nv; v++)
+			acc[v] = _mm512_setzero_ps();
+		const float *xb = x + t0;
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			__m512 w = bcast_w(val, k, bf16);
+			const float *xp = xb + (size_t)idx[k] * ld;
+#pragma GCC unroll 8
+			for (int v = 0; v < nv; v++)
+				acc[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(xp + 16 * v), acc[v]);
+		}
+		float *o = out + (size_t)r * ld + t0;
+#pragma GCC unroll 8
+		for (int v = 0; v < nv; v++)
+			_mm512_storeu_ps(o + 16 * v, acc[v]);
+	}
+}
+
+AI void spmm_all(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+		 const int bf16, const float *x, int ld, int r0, int r1)
+{
+	int t0 = 0;
+	for (; t0 + 128 <= ld; t0 += 128)
+		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 8);
+	if (t0 + 64 <= ld) {
+		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 4);
+		t0 += 64;
+	}
+	if (t0 + 32 <= ld) {
+		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 2);
+		t0 += 32;
+	}
+	if (t0 + 16 <= ld)
+		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 1);
+}
+
+static void spmm_avx512(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+			int bf16, const float *x, int ld, int r0, int r1)
+{
+	if (bf16)
+		spmm_all(out, ptr, idx, val, 1, x, ld, r0, r1);
+	else
+		spmm_all(out, ptr, idx, val, 0, x, ld, r0, r1);
+}
+
+AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
+		    const float *x, int ld, int r0, int r1, int t0, const int nv)
+{
+	for (int r = r0; r < r1; r++) {
+		__m512 d[16];
+		const float *dp = dy + (size_t)r * ld + t0;
+#pragma GCC unroll 16
+		for (int v = 0; v < nv; v++)
+			d[v] = _mm512_loadu_ps(dp + 16 * v);
+		const float *xb = x + t0;
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			const float *xp = xb + (size_t)idx[k] * ld;
+			__m512 a[4];
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++)
+				a[v] = v < nv ? _mm512_mul_ps(d[v], _mm512_loadu_ps(xp + 16 * v))
+					      : _mm512_setzero_ps();
+#pragma GCC unroll 16
+			for (int v = 4; v < nv; v++)
+				a[v & 3] = _mm512_fmadd_ps(d[v], _mm512_loadu_ps(xp + 16 * v), a[v & 3]);
+			__m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+			dw[k] += _mm512_reduce_add_ps(s);
+		}
+	}
+}
+
+static void sddmm_avx512(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
+			 const float *x, int ld, int r0, int r1)
+{
+	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
+	int t0 = 0;
+	for (; t0 + 256 <= ld; t0 += 256)
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 16);
+	if (t0 + 128 <= ld) {
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 8);
+		t0 += 128;
+	}
+	if (t0 + 64 <= ld) {
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 4);
+		t0 += 64;
+	}
+	if (t0 + 32 <= ld) {
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 2);
+		t0 += 32;
+	}
+	if (t0 + 16 <= ld)
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 1);
+}
+
+const eng_kern eng_kern_avx512 = {
+	.spmm = spmm_avx512,
+	.sddmm = sddmm_avx512,
+};

@@ -1,0 +1,33 @@
+/*
+ * eng_impl.h - what the engine's front end (eng.c) and its per-ISA kernel files share;
+ * not public. Each kernel works on a contiguous range of rows [r0, r1) of its output and
+ * on every token block; the front end splits the rows between threads.
+ */
+#ifndef CS_ENGINE_ENG_IMPL_H
+#define CS_ENGINE_ENG_IMPL_H
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct eng_kern {
+	/* out [r][0..ld) = sum_{k in ptr[r]..ptr[r+1]} val[k] * x [idx[k]][0..ld), r in [r0, r1) */
+	void (*spmm)(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+		     int bf16, const float *x, int ld, int r0, int r1);
+	/* dw[k] = <dy [r][0..ld), x [idx[k]][0..ld)> for the entries k of rows [r0, r1) */
+	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
+		      const float *x, int ld, int r0, int r1);
+} eng_kern;
+
+extern const eng_kern eng_kern_portable;
+extern const eng_kern eng_kern_avx2;
+extern const eng_kern eng_kern_avx512;
+
+static inline float eng_bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+#endif /* CS_ENGINE_ENG_IMPL_H */

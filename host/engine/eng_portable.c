@@ -1,0 +1,50 @@
+/*
+ * eng_portable.c - the engine's kernels in plain C, for any CPU: the reference the SIMD
+ * paths are checked against, and the path when the CPU has neither AVX2 nor AVX-512.
+ * The loops are written so that the compiler can vectorize them for the base ISA.
+ */
+#include "engine/eng_impl.h"
+
+static void spmm_portable(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
+			  int bf16, const float *x, int ld, int r0, int r1)
+{
+	const float *vf = val;
+	const uint16_t *vh = val;
+	for (int r = r0; r < r1; r++) {
+		float *o = out + (size_t)r * ld;
+		for (int t = 0; t < ld; t++)
+			o[t] = 0.0f;
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			float w = bf16 ? eng_bf16_to_f32(vh[k]) : vf[k];
+			const float *xr = x + (size_t)idx[k] * ld;
+			for (int t = 0; t < ld; t++)
+				o[t] += w * xr[t];
+		}
+	}
+}
+
+static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
+			   const float *x, int ld, int r0, int r1)
+{
+	for (int r = r0; r < r1; r++) {
+		const float *d = dy + (size_t)r * ld;
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			const float *xr = x + (size_t)idx[k] * ld;
+			/* ENG_TPAD lane-wise partial sums (ld is a multiple): they vectorize
+			 * without reassociation, and sum in the SIMD paths' lane order */
+			float lane[16] = { 0 };
+			for (int t = 0; t < ld; t += 16)
+				for (int v = 0; v < 16; v++)
+					lane[v] += d[t + v] * xr[t + v];
+			float s = 0.0f;
+			for (int v = 0; v < 16; v++)
+				s += lane[v];
+			dw[k] = s;
+		}
+	}
+}
+
+const eng_kern eng_kern_portable = {
+	.spmm = spmm_portable,
+	.sddmm = sddmm_portable,
+};

@@ -1,0 +1,374 @@
+/*
+ * test_eng.c - host/engine: each kernel (forward and backward sparse products, the sampled
+ * weight gradient) against the dense masked product in double, on random shapes and the
+ * edge cases (empty rows and columns, one nonzero, an all-zero mask, token counts that are
+ * not a multiple of the vector width), with every ISA path this CPU has forced in turn and
+ * 1, 2 and 3 threads; the layout against its definition, bf16 values, the transposes.
+ *
+ * The bound: a sum of n fp32 products, each rounded once or twice, differs from the exact
+ * sum by at most (n + 2) * 2^-24 * sum |terms| (Higham's gamma_n); the check uses that bound
+ * with the terms' magnitudes computed in double, so it fails on a wrong index or a dropped
+ * term and never on rounding.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "common/numerics.h"
+#include "engine/eng.h"
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static float rnd_f(void)
+{
+	return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+enum mask_kind { M_RANDOM, M_EMPTY_ROWS_COLS, M_ONE, M_NONE, M_FULL };
+
+typedef struct problem {
+	int n_out, n_in, T, ld;
+	float *w;       /* [n_out, n_in], zero outside the mask */
+	uint8_t *mask;  /* [n_out, n_in] */
+	float *x;       /* [T, n_in] */
+	float *dy;      /* [T, n_out] */
+} problem;
+
+static void make_problem(problem *p, int n_out, int n_in, int T, double density, int kind)
+{
+	p->n_out = n_out;
+	p->n_in = n_in;
+	p->T = T;
+	p->ld = eng_ld(T);
+	p->w = calloc((size_t)n_out * n_in, sizeof(float));
+	p->mask = calloc((size_t)n_out * n_in, 1);
+	p->x = malloc(sizeof(float) * (size_t)T * n_in);
+	p->dy = malloc(sizeof(float) * (size_t)T * n_out);
+	assert_non_null(p->w);
+	assert_non_null(p->mask);
+	assert_non_null(p->x);
+	assert_non_null(p->dy);
+	for (int i = 0; i < n_out; i++)
+		for (int j = 0; j < n_in; j++) {
+			int keep;
+			switch (kind) {
+			case M_EMPTY_ROWS_COLS:
+				keep = i % 3 != 1 && j % 4 != 2 &&
+				       (double)(rnd() >> 11) / 9007199254740992.0 < density;
+				break;
+			case M_ONE:
+				keep = i == n_out / 2 && j == n_in / 3;
+				break;
+			case M_NONE:
+				keep = 0;
+				break;
+			case M_FULL:
+				keep = 1;
+				break;
+			default:
+				keep = (double)(rnd() >> 11) / 9007199254740992.0 < density;
+			}
+			p->mask[(size_t)i * n_in + j] = (uint8_t)keep;
+			/* values outside the mask are nonzero: the layout must drop them */
+			p->w[(size_t)i * n_in + j] = rnd_f();
+		}
+	for (size_t k = 0; k < (size_t)T * n_in; k++)
+		p->x[k] = rnd_f();
+	for (size_t k = 0; k < (size_t)T * n_out; k++)
+		p->dy[k] = rnd_f();
+}
+
+static void free_problem(problem *p)
+{
+	free(p->w);
+	free(p->mask);
+	free(p->x);
+	free(p->dy);
+}
+
+static double wval(const problem *p, int i, int j, int bf16)
+{
+	float w = p->w[(size_t)i * p->n_in + j];
+	return bf16 ? (double)nm_bf16_to_f32(nm_bf16_from_f32(w)) : (double)w;
+}
+
+static void assert_close(double got, double ref, double sum_abs, int n, const char *what,
+			 int a, int b)
+{
+	double bound = (n + 2) * ldexp(1.0, -24) * sum_abs + 1e-30;
+	if (!(fabs(got - ref) <= bound)) {
+		fprintf(stderr, "%s [%d, %d]: got %.9g want %.9g (bound %.3g)\n", what, a, b, got,
+			ref, bound);
+		fail();
+	}
+}
+
+/* Run the three kernels on p with the current ISA and pool; check against double. */
+static void check_problem(const problem *p, cs_pool *pool, int vtype)
+{
+	int bf16 = vtype == ENG_BF16, ld = p->ld, T = p->T;
+	eng_spmat s = { 0 };
+	assert_int_equal(eng_spmat_build(&s, p->w, p->mask, p->n_out, p->n_in, vtype), CS_OK);
+	float *xt = malloc(sizeof(float) * (size_t)p->n_in * ld);
+	float *dyt = malloc(sizeof(float) * (size_t)p->n_out * ld);
+	float *yt = malloc(sizeof(float) * (size_t)p->n_out * ld);
+	float *dxt = malloc(sizeof(float) * (size_t)p->n_in * ld);
+	float *y = malloc(sizeof(float) * (size_t)T * p->n_out);
+	float *dx = malloc(sizeof(float) * (size_t)T * p->n_in);
+	float *dw = malloc(sizeof(float) * ((size_t)s.nnz + 1));
+	assert_true(xt && dyt && yt && dxt && y && dx && dw);
+	/* poison the outputs: the kernels must write every element */
+	memset(yt, 0x7f, sizeof(float) * (size_t)p->n_out * ld);
+	memset(dxt, 0x7f, sizeof(float) * (size_t)p->n_in * ld);
+	memset(dw, 0x7f, sizeof(float) * ((size_t)s.nnz + 1));
+	eng_transpose_in(pool, xt, p->x, T, p->n_in, ld);
+	eng_transpose_in(pool, dyt, p->dy, T, p->n_out, ld);
+	eng_spmm(pool, yt, &s, 0, xt, ld);
+	eng_spmm(pool, dxt, &s, 1, dyt, ld);
+	eng_sddmm(pool, dw, &s, dyt, xt, ld);
+	eng_transpose_out(pool, y, yt, T, p->n_out, ld);
+	eng_transpose_out(pool, dx, dxt, T, p->n_in, ld);
+
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < p->n_out; i++) {
+			double ref = 0, sa = 0;
+			int n = 0;
+			for (int j = 0; j < p->n_in; j++)
+				if (p->mask[(size_t)i * p->n_in + j]) {
+					double term = wval(p, i, j, bf16) * p->x[(size_t)t * p->n_in + j];
+					ref += term;
+					sa += fabs(term);
+					n++;
+				}
+			assert_close(y[(size_t)t * p->n_out + i], ref, sa, n, "forward", t, i);
+		}
+	for (int t = 0; t < T; t++)
+		for (int j = 0; j < p->n_in; j++) {
+			double ref = 0, sa = 0;
+			int n = 0;
+			for (int i = 0; i < p->n_out; i++)
+				if (p->mask[(size_t)i * p->n_in + j]) {
+					double term = wval(p, i, j, bf16) * p->dy[(size_t)t * p->n_out + i];
+					ref += term;
+					sa += fabs(term);
+					n++;
+				}
+			assert_close(dx[(size_t)t * p->n_in + j], ref, sa, n, "backward", t, j);
+		}
+	int64_t k = 0;
+	for (int i = 0; i < p->n_out; i++)
+		for (int j = 0; j < p->n_in; j++) {
+			if (!p->mask[(size_t)i * p->n_in + j])
+				continue;
+			double ref = 0, sa = 0;
+			for (int t = 0; t < T; t++) {
+				double term = (double)p->dy[(size_t)t * p->n_out + i] *
+					      p->x[(size_t)t * p->n_in + j];
+				ref += term;
+				sa += fabs(term);
+			}
+			assert_int_equal(s.col[k], j);
+			assert_close(dw[k], ref, sa, T, "wgrad", i, j);
+			k++;
+		}
+	assert_int_equal(k, s.nnz);
+	free(xt);
+	free(dyt);
+	free(yt);
+	free(dxt);
+	free(y);
+	free(dx);
+	free(dw);
+	eng_spmat_free(&s);
+}
+
+static const struct shape {
+	int n_out, n_in, T;
+	double density;
+	int kind;
+} shapes[] = {
+	{ 64, 48, 32, 0.3, M_RANDOM },
+	{ 37, 53, 19, 0.2, M_RANDOM },    /* nothing a multiple of a vector */
+	{ 96, 40, 1, 0.5, M_RANDOM },     /* one token */
+	{ 40, 96, 300, 0.1, M_RANDOM },   /* several token blocks and a remainder */
+	{ 33, 29, 45, 0.6, M_EMPTY_ROWS_COLS },
+	{ 17, 23, 21, 0.0, M_ONE },
+	{ 16, 16, 16, 0.0, M_NONE },
+	{ 12, 20, 130, 1.0, M_FULL },
+	{ 256, 64, 517, 0.05, M_RANDOM }, /* a 256-token block, 95% sparse */
+};
+
+static void test_kernels_all_isas(void **state)
+{
+	(void)state;
+	int best = eng_isa_best();
+	printf("best ISA on this CPU: %s\n", eng_isa_name(best));
+	for (int isa = 0; isa <= best; isa++) {
+		assert_int_equal(eng_isa_set(isa), CS_OK);
+		for (int nth = 1; nth <= 3; nth++) {
+			cs_pool *pool;
+			assert_int_equal(cs_pool_create(&pool, nth), CS_OK);
+			for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+				problem p;
+				rng_state = 1000 + c;
+				make_problem(&p, shapes[c].n_out, shapes[c].n_in, shapes[c].T,
+					     shapes[c].density, shapes[c].kind);
+				check_problem(&p, pool, ENG_F32);
+				if (c < 3)
+					check_problem(&p, pool, ENG_BF16);
+				free_problem(&p);
+			}
+			cs_pool_free(pool);
+		}
+		printf("isa %s: kernels match the double reference\n", eng_isa_name(isa));
+	}
+	assert_int_equal(eng_isa_set(best), CS_OK);
+}
+
+/* The same kernel on 1 and 3 threads gives the same bits (each output has one owner). */
+static void test_thread_count_invariant(void **state)
+{
+	(void)state;
+	problem p;
+	rng_state = 77;
+	make_problem(&p, 200, 150, 70, 0.15, M_RANDOM);
+	eng_spmat s = { 0 };
+	assert_int_equal(eng_spmat_build(&s, p.w, p.mask, p.n_out, p.n_in, ENG_F32), CS_OK);
+	int ld = p.ld;
+	float *xt = malloc(sizeof(float) * (size_t)p.n_in * ld);
+	float *dyt = malloc(sizeof(float) * (size_t)p.n_out * ld);
+	float *out[2], *dw[2];
+	cs_pool *pools[2];
+	eng_transpose_in(NULL, xt, p.x, p.T, p.n_in, ld);
+	eng_transpose_in(NULL, dyt, p.dy, p.T, p.n_out, ld);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(cs_pool_create(&pools[r], r ? 3 : 1), CS_OK);
+		out[r] = malloc(sizeof(float) * (size_t)(p.n_out + p.n_in) * ld);
+		dw[r] = malloc(sizeof(float) * (size_t)s.nnz);
+		eng_spmm(pools[r], out[r], &s, 0, xt, ld);
+		eng_spmm(pools[r], out[r] + (size_t)p.n_out * ld, &s, 1, dyt, ld);
+		eng_sddmm(pools[r], dw[r], &s, dyt, xt, ld);
+	}
+	assert_memory_equal(out[0], out[1], sizeof(float) * (size_t)(p.n_out + p.n_in) * ld);
+	assert_memory_equal(dw[0], dw[1], sizeof(float) * (size_t)s.nnz);
+	for (int r = 0; r < 2; r++) {
+		free(out[r]);
+		free(dw[r]);
+		cs_pool_free(pools[r]);
+	}
+	free(xt);
+	free(dyt);
+	eng_spmat_free(&s);
+	free_problem(&p);
+}
+
+/* The layout against its definition; a rebuild in place and a value refresh equal a build
+ * from scratch. */
+static void test_layout(void **state)
+{
+	(void)state;
+	problem p;
+	rng_state = 5;
+	make_problem(&p, 30, 41, 1, 0.3, M_RANDOM);
+	for (int vt = 0; vt < 2; vt++) {
+		eng_spmat s = { 0 };
+		assert_int_equal(eng_spmat_build(&s, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
+		int64_t k = 0;
+		for (int i = 0; i < p.n_out; i++) {
+			assert_int_equal(s.row_ptr[i], k);
+			for (int j = 0; j < p.n_in; j++)
+				if (p.mask[(size_t)i * p.n_in + j]) {
+					assert_int_equal(s.col[k], j);
+					k++;
+				}
+		}
+		assert_int_equal(k, s.nnz);
+		for (int j = 0; j < p.n_in; j++)
+			for (int64_t c = s.col_ptr[j]; c < s.col_ptr[j + 1]; c++) {
+				int64_t pos = s.csr_pos[c];
+				assert_int_equal(s.col[pos], j);
+				assert_true(pos >= s.row_ptr[s.row[c]] && pos < s.row_ptr[s.row[c] + 1]);
+				if (c > s.col_ptr[j])
+					assert_true(s.row[c] > s.row[c - 1]);
+			}
+		/* new values: refresh == fresh build; new mask: rebuild in place == fresh */
+		for (size_t q = 0; q < (size_t)p.n_out * p.n_in; q++)
+			p.w[q] = rnd_f();
+		cs_pool *pool;
+		assert_int_equal(cs_pool_create(&pool, 2), CS_OK);
+		eng_spmat_update_values(&s, p.w, pool);
+		eng_spmat fresh = { 0 };
+		assert_int_equal(eng_spmat_build(&fresh, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
+		assert_true(eng_spmat_equal(&s, &fresh));
+		for (size_t q = 0; q < (size_t)p.n_out * p.n_in; q++)
+			p.mask[q] = (rnd() & 3) == 0;
+		assert_int_equal(eng_spmat_build(&s, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
+		assert_int_equal(eng_spmat_build(&fresh, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
+		assert_true(eng_spmat_equal(&s, &fresh));
+		p.mask[0] ^= 1;
+		assert_int_equal(eng_spmat_build(&fresh, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
+		assert_false(eng_spmat_equal(&s, &fresh));
+		cs_pool_free(pool);
+		eng_spmat_free(&s);
+		eng_spmat_free(&fresh);
+	}
+	free_problem(&p);
+}
+
+static void test_transpose(void **state)
+{
+	(void)state;
+	const int R = 37, C = 21, ld = eng_ld(R);
+	float src[37 * 21], back[37 * 21], t[21 * 48];
+	for (int i = 0; i < R * C; i++)
+		src[i] = (float)i;
+	memset(t, 0x7f, sizeof t);
+	cs_pool *pool;
+	assert_int_equal(cs_pool_create(&pool, 3), CS_OK);
+	eng_transpose_in(pool, t, src, R, C, ld);
+	for (int c = 0; c < C; c++)
+		for (int r = 0; r < ld; r++)
+			assert_true(t[c * ld + r] == (r < R ? src[r * C + c] : 0.0f));
+	eng_transpose_out(pool, back, t, R, C, ld);
+	assert_memory_equal(back, src, sizeof src);
+	cs_pool_free(pool);
+}
+
+static void test_isa_names(void **state)
+{
+	(void)state;
+	for (int i = 0; i < ENG_ISA_N; i++)
+		assert_int_equal(eng_isa_parse(eng_isa_name(i)), i);
+	assert_int_equal(eng_isa_parse("sse9"), -1);
+	assert_int_equal(eng_isa_set(ENG_ISA_N), CS_ERR_INVALID);
+	assert_int_equal(eng_isa_set(ENG_ISA_PORTABLE), CS_OK);
+	assert_int_equal(eng_isa(), ENG_ISA_PORTABLE);
+	assert_int_equal(eng_isa_set(eng_isa_best()), CS_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_transpose),
+		cmocka_unit_test(test_isa_names),
+		cmocka_unit_test(test_thread_count_invariant),
+		cmocka_unit_test(test_kernels_all_isas),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
