@@ -235,33 +235,34 @@ size_t eng_spmat_bytes(const eng_spmat *s)
 
 /* ---- transposes ------------------------------------------------------------------------ */
 
-#define TB 16 /* tile edge */
-
 struct tr_job {
+	const eng_kern *k;
 	float *dst;
 	const float *src;
 	int R, C, ld;
 };
+
+/* Thread tid's share of n in whole 16-element tiles: [*lo, *hi). */
+static void split16(size_t n, int tid, int nth, size_t *lo, size_t *hi)
+{
+	size_t tiles = (n + 15) / 16;
+	cs_split(tiles, tid, nth, lo, hi);
+	*lo *= 16;
+	*hi = *hi * 16 < n ? *hi * 16 : n;
+}
 
 /* dst [C][ld] <- src [R][C]; this thread's rows of dst */
 static void tr_in_part(void *arg, int tid, int nth)
 {
 	struct tr_job *j = arg;
 	size_t lo, hi;
-	cs_split((size_t)j->C, tid, nth, &lo, &hi);
-	for (size_t c0 = lo; c0 < hi; c0 += TB) {
-		size_t c1 = c0 + TB < hi ? c0 + TB : hi;
-		for (int t0 = 0; t0 < j->R; t0 += TB) {
-			int t1 = t0 + TB < j->R ? t0 + TB : j->R;
-			for (size_t c = c0; c < c1; c++) {
-				float *d = j->dst + c * j->ld;
-				for (int t = t0; t < t1; t++)
-					d[t] = j->src[(size_t)t * j->C + c];
-			}
-		}
-		for (size_t c = c0; c < c1; c++)
-			memset(j->dst + c * j->ld + j->R, 0, sizeof(float) * (size_t)(j->ld - j->R));
-	}
+	split16((size_t)j->C, tid, nth, &lo, &hi);
+	if (lo >= hi)
+		return;
+	j->k->transpose(j->dst + lo * j->ld, (size_t)j->ld, j->src + lo, (size_t)j->C, j->R,
+			(int)(hi - lo));
+	for (size_t c = lo; c < hi; c++)
+		memset(j->dst + c * j->ld + j->R, 0, sizeof(float) * (size_t)(j->ld - j->R));
 }
 
 /* dst [R][C] <- src [C][ld]; this thread's rows of dst */
@@ -269,29 +270,22 @@ static void tr_out_part(void *arg, int tid, int nth)
 {
 	struct tr_job *j = arg;
 	size_t lo, hi;
-	cs_split((size_t)j->R, tid, nth, &lo, &hi);
-	for (size_t t0 = lo; t0 < hi; t0 += TB) {
-		size_t t1 = t0 + TB < hi ? t0 + TB : hi;
-		for (int c0 = 0; c0 < j->C; c0 += TB) {
-			int c1 = c0 + TB < j->C ? c0 + TB : j->C;
-			for (size_t t = t0; t < t1; t++) {
-				float *d = j->dst + t * j->C;
-				for (int c = c0; c < c1; c++)
-					d[c] = j->src[(size_t)c * j->ld + t];
-			}
-		}
-	}
+	split16((size_t)j->R, tid, nth, &lo, &hi);
+	if (lo >= hi)
+		return;
+	j->k->transpose(j->dst + lo * j->C, (size_t)j->C, j->src + lo, (size_t)j->ld, j->C,
+			(int)(hi - lo));
 }
 
 void eng_transpose_in(cs_pool *pool, float *dst, const float *src, int R, int C, int ld)
 {
-	struct tr_job j = { dst, src, R, C, ld };
+	struct tr_job j = { kern(), dst, src, R, C, ld };
 	cs_pool_run(pool, tr_in_part, &j);
 }
 
 void eng_transpose_out(cs_pool *pool, float *dst, const float *src, int R, int C, int ld)
 {
-	struct tr_job j = { dst, (float *)src, R, C, ld };
+	struct tr_job j = { kern(), dst, src, R, C, ld };
 	cs_pool_run(pool, tr_out_part, &j);
 }
 

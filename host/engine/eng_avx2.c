@@ -112,7 +112,55 @@ static void sddmm_avx2(float *dw, const int64_t *ptr, const int32_t *idx, const 
 		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 2);
 }
 
+/* 8x8 tile transpose in registers: dst[c][r] = src[r][c] */
+AI void tile8(float *dst, size_t ldd, const float *src, size_t lds)
+{
+	__m256 r[8], t[8];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		r[i] = _mm256_loadu_ps(src + i * lds);
+#pragma GCC unroll 4
+	for (int i = 0; i < 8; i += 2) {
+		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+	}
+#pragma GCC unroll 2
+	for (int i = 0; i < 8; i += 4) {
+		r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+		r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+		r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+	}
+	/* r[4g+m], 128-bit lane L: column 4L+m of source rows 4g..4g+3 */
+#pragma GCC unroll 4
+	for (int m = 0; m < 4; m++) {
+		t[m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x20);
+		t[4 + m] = _mm256_permute2f128_ps(r[m], r[4 + m], 0x31);
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		_mm256_storeu_ps(dst + i * ldd, t[i]);
+}
+
+static void transpose_avx2(float *dst, size_t ldd, const float *src, size_t lds, int rows,
+			   int cols)
+{
+	int r0 = 0;
+	for (; r0 + 8 <= rows; r0 += 8) {
+		int c0 = 0;
+		for (; c0 + 8 <= cols; c0 += 8)
+			tile8(dst + (size_t)c0 * ldd + r0, ldd, src + (size_t)r0 * lds + c0, lds);
+		for (int c = c0; c < cols; c++)
+			for (int r = r0; r < r0 + 8; r++)
+				dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
+	}
+	for (int r = r0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
+}
+
 const eng_kern eng_kern_avx2 = {
 	.spmm = spmm_avx2,
 	.sddmm = sddmm_avx2,
+	.transpose = transpose_avx2,
 };

@@ -14,6 +14,9 @@
 #include "engine/eng_impl.h"
 
 #define AI static inline __attribute__((always_inline))
+#ifndef PF
+#define PF 16
+#endif
 
 AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 {
@@ -34,6 +37,12 @@ AI void spmm_block(float *out, const int64_t *ptr, const int32_t *idx, const voi
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			__m512 w = bcast_w(val, k, bf16);
 			const float *xp = xb + (size_t)idx[k] * ld;
+			if (PF && k + PF < ptr[r1]) {
+				const float *pf = xb + (size_t)idx[k + PF] * ld;
+#pragma GCC unroll 8
+				for (int v = 0; v < nv; v++)
+					_mm_prefetch((const char *)(pf + 16 * v), _MM_HINT_T0);
+			}
 #pragma GCC unroll 8
 			for (int v = 0; v < nv; v++)
 				acc[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(xp + 16 * v), acc[v]);
@@ -121,7 +130,62 @@ static void sddmm_avx512(float *dw, const int64_t *ptr, const int32_t *idx, cons
 		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 1);
 }
 
+/* 16x16 tile transpose in registers: dst[c][r] = src[r][c] */
+AI void tile16(float *dst, size_t ldd, const float *src, size_t lds)
+{
+	__m512 r[16], t[16];
+#pragma GCC unroll 16
+	for (int i = 0; i < 16; i++)
+		r[i] = _mm512_loadu_ps(src + i * lds);
+#pragma GCC unroll 8
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+#pragma GCC unroll 4
+	for (int i = 0; i < 16; i += 4) {
+		r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+		r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+		r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+	}
+	/* r[4g+m], 128-bit lane L: column 4L+m of source rows 4g..4g+3; gather the four
+	 * lanes L of r[m], r[4+m], r[8+m], r[12+m] into output row 4L+m */
+#pragma GCC unroll 4
+	for (int m = 0; m < 4; m++) {
+		__m512 s0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88);  /* lanes 0, 2 */
+		__m512 s1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xdd);  /* lanes 1, 3 */
+		__m512 q0 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88);
+		__m512 q1 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xdd);
+		t[m] = _mm512_shuffle_f32x4(s0, q0, 0x88);
+		t[8 + m] = _mm512_shuffle_f32x4(s0, q0, 0xdd);
+		t[4 + m] = _mm512_shuffle_f32x4(s1, q1, 0x88);
+		t[12 + m] = _mm512_shuffle_f32x4(s1, q1, 0xdd);
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < 16; i++)
+		_mm512_storeu_ps(dst + i * ldd, t[i]);
+}
+
+static void transpose_avx512(float *dst, size_t ldd, const float *src, size_t lds, int rows,
+			     int cols)
+{
+	int r0 = 0;
+	for (; r0 + 16 <= rows; r0 += 16) {
+		int c0 = 0;
+		for (; c0 + 16 <= cols; c0 += 16)
+			tile16(dst + (size_t)c0 * ldd + r0, ldd, src + (size_t)r0 * lds + c0, lds);
+		for (int c = c0; c < cols; c++)
+			for (int r = r0; r < r0 + 16; r++)
+				dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
+	}
+	for (int r = r0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
+}
+
 const eng_kern eng_kern_avx512 = {
 	.spmm = spmm_avx512,
 	.sddmm = sddmm_avx512,
+	.transpose = transpose_avx512,
 };

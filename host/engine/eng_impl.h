@@ -6,6 +6,7 @@
 #ifndef CS_ENGINE_ENG_IMPL_H
 #define CS_ENGINE_ENG_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -16,6 +17,9 @@ typedef struct eng_kern {
 	/* dw[k] = <dy [r][0..ld), x [idx[k]][0..ld)> for the entries k of rows [r0, r1) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 		      const float *x, int ld, int r0, int r1);
+	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */
+	void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int rows,
+			  int cols);
 } eng_kern;
 
 extern const eng_kern eng_kern_portable;

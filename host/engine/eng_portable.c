@@ -44,7 +44,23 @@ static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, co
 	}
 }
 
+/* in 16x16 tiles, so that both sides stay in cache */
+static void transpose_portable(float *dst, size_t ldd, const float *src, size_t lds, int rows,
+			       int cols)
+{
+	for (int r0 = 0; r0 < rows; r0 += 16) {
+		int r1 = r0 + 16 < rows ? r0 + 16 : rows;
+		for (int c0 = 0; c0 < cols; c0 += 16) {
+			int c1 = c0 + 16 < cols ? c0 + 16 : cols;
+			for (int c = c0; c < c1; c++)
+				for (int r = r0; r < r1; r++)
+					dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
+		}
+	}
+}
+
 const eng_kern eng_kern_portable = {
 	.spmm = spmm_portable,
 	.sddmm = sddmm_portable,
+	.transpose = transpose_portable,
 };

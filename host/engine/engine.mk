@@ -7,3 +7,15 @@ $(BUILD)/obj/host/engine/eng_avx2.o: CFLAGS += -O3 -mavx2 -mfma
 $(BUILD)/obj/host/engine/eng_portable.o: CFLAGS += -O3
 $(BUILD)/obj/host/engine/eng_avx512.o $(BUILD)/obj/host/engine/eng_avx2.o \
 	$(BUILD)/obj/host/engine/eng_portable.o: host/engine/engine.mk
+
+# make bench: the three kernels against dense OpenBLAS sgemm, 1 and 2 threads.
+ENGINE_BENCH := $(BUILD)/bench/bench_engine
+$(ENGINE_BENCH): $(BUILD)/obj/host/engine/bench/bench_engine.o $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+.PHONY: bench-engine
+bench-engine: $(ENGINE_BENCH)
+	$(ENGINE_BENCH) $(BUILD)/bench/engine.json
+
+BENCH_TARGETS += bench-engine

@@ -333,20 +333,33 @@ static void test_layout(void **state)
 static void test_transpose(void **state)
 {
 	(void)state;
-	const int R = 37, C = 21, ld = eng_ld(R);
-	float src[37 * 21], back[37 * 21], t[21 * 48];
-	for (int i = 0; i < R * C; i++)
-		src[i] = (float)i;
-	memset(t, 0x7f, sizeof t);
-	cs_pool *pool;
-	assert_int_equal(cs_pool_create(&pool, 3), CS_OK);
-	eng_transpose_in(pool, t, src, R, C, ld);
-	for (int c = 0; c < C; c++)
-		for (int r = 0; r < ld; r++)
-			assert_true(t[c * ld + r] == (r < R ? src[r * C + c] : 0.0f));
-	eng_transpose_out(pool, back, t, R, C, ld);
-	assert_memory_equal(back, src, sizeof src);
-	cs_pool_free(pool);
+	static const int shapes_rc[][2] = { { 37, 21 }, { 70, 50 }, { 16, 16 }, { 5, 3 } };
+	for (int isa = 0; isa <= eng_isa_best(); isa++) {
+		assert_int_equal(eng_isa_set(isa), CS_OK);
+		for (int sh = 0; sh < 4; sh++) {
+			const int R = shapes_rc[sh][0], C = shapes_rc[sh][1], ld = eng_ld(R);
+			float *src = malloc(sizeof(float) * R * C), *back = malloc(sizeof(float) * R * C);
+			float *t = malloc(sizeof(float) * C * ld);
+			for (int i = 0; i < R * C; i++)
+				src[i] = (float)i;
+			memset(t, 0x7f, sizeof(float) * C * ld);
+			for (int nth = 1; nth <= 3; nth += 2) {
+				cs_pool *pool;
+				assert_int_equal(cs_pool_create(&pool, nth), CS_OK);
+				eng_transpose_in(pool, t, src, R, C, ld);
+				for (int c = 0; c < C; c++)
+					for (int r = 0; r < ld; r++)
+						assert_true(t[c * ld + r] == (r < R ? src[r * C + c] : 0.0f));
+				eng_transpose_out(pool, back, t, R, C, ld);
+				assert_memory_equal(back, src, sizeof(float) * R * C);
+				cs_pool_free(pool);
+			}
+			free(src);
+			free(back);
+			free(t);
+		}
+	}
+	assert_int_equal(eng_isa_set(eng_isa_best()), CS_OK);
 }
 
 static void test_isa_names(void **state)

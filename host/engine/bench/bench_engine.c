@@ -1,0 +1,177 @@
+/*
+ * bench_engine.c - `make bench` for the native sparse engine: its three kernels (forward,
+ * backward data, sampled weight gradient) at T=256 tokens, K=1024 inputs, N=1024 outputs,
+ * 0-95% sparsity, on 1 and 2 threads, against dense OpenBLAS sgemm of the same shape on the
+ * same thread count, timed side by side (best of several runs, the dense products again
+ * right before each row, since the machine is shared). Reports each kernel alone and "as
+ * used" (with the token-minor transposes of its input and output, which the trainer pays),
+ * the useful GFLOP/s (2 nnz T / t) and the ratio to dense. Numbers only, never a verdict.
+ *
+ * usage: bench_engine [OUT.json]   (CSHOST_ISA picks the kernels; default the best)
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cs_pool.h"
+#include "engine/eng.h"
+
+extern void openblas_set_num_threads(int);
+extern char *openblas_get_corename(void);
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rs = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+static float frnd(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2 - 1); }
+
+#define BEST(var, reps, stmt)                                                                \
+	do {                                                                                 \
+		var = 1e30;                                                                  \
+		for (int r_ = 0; r_ < (reps); r_++) {                                        \
+			double t_ = now();                                                   \
+			stmt;                                                                \
+			t_ = now() - t_;                                                     \
+			if (t_ < var)                                                        \
+				var = t_;                                                    \
+		}                                                                            \
+	} while (0)
+
+static void cpu_name(char *buf, size_t len)
+{
+	snprintf(buf, len, "unknown");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[256];
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "model name", 10)) {
+			char *p = strchr(line, ':');
+			if (p) {
+				p += 2;
+				p[strcspn(p, "\n")] = 0;
+				snprintf(buf, len, "%s", p);
+			}
+			break;
+		}
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *out_path = argc > 1 ? argv[1] : "build/bench/engine.json";
+	const int T = 256, K = 1024, N = 1024, ld = eng_ld(T), REPS = 7;
+	const double sp[] = { 0.0, 0.5, 0.8, 0.9, 0.95 };
+	const int nsp = (int)(sizeof sp / sizeof sp[0]);
+	FILE *js = fopen(out_path, "w");
+	if (!js) {
+		perror(out_path);
+		return 1;
+	}
+	char cpu[128];
+	cpu_name(cpu, sizeof cpu);
+	float *x = malloc(sizeof(float) * T * K), *dy = malloc(sizeof(float) * T * N);
+	float *w = malloc(sizeof(float) * N * K), *y = malloc(sizeof(float) * T * N);
+	float *dx = malloc(sizeof(float) * T * K), *dwd = malloc(sizeof(float) * N * K);
+	float *xt = malloc(sizeof(float) * K * ld), *dyt = malloc(sizeof(float) * N * ld);
+	float *yt = malloc(sizeof(float) * N * ld), *dxt = malloc(sizeof(float) * K * ld);
+	float *dw = malloc(sizeof(float) * N * K);
+	uint8_t *mask = malloc((size_t)N * K);
+	if (!x || !dy || !w || !y || !dx || !dwd || !xt || !dyt || !yt || !dxt || !dw || !mask)
+		return 1;
+	for (int i = 0; i < T * K; i++)
+		x[i] = frnd();
+	for (int i = 0; i < T * N; i++)
+		dy[i] = frnd();
+	for (int i = 0; i < N * K; i++)
+		w[i] = frnd();
+	printf("engine kernels: T=%d K=%d N=%d; CPU %s; engine ISA %s; OpenBLAS %s\n", T, K, N,
+	       cpu, eng_isa_name(eng_isa()), openblas_get_corename());
+	printf("%-3s %-6s %9s %9s %9s | %9s %9s %9s | %7s %7s %7s | %7s %7s %7s\n", "thr",
+	       "sparse", "dense fwd", "bwd", "wgrad", "fwd ms", "bwd ms", "wgrad ms", "fwd x",
+	       "bwd x", "wgrad x", "GF fwd", "GF bwd", "GF wgr");
+	fprintf(js, "{\"cpu\": \"%s\", \"isa\": \"%s\", \"openblas_core\": \"%s\", \"T\": %d, "
+		"\"K\": %d, \"N\": %d, \"rows\": [",
+		cpu, eng_isa_name(eng_isa()), openblas_get_corename(), T, K, N);
+	int first = 1;
+	for (int nth = 1; nth <= 2; nth++) {
+		cs_pool *pool;
+		if (cs_pool_create(&pool, nth))
+			return 1;
+		openblas_set_num_threads(nth);
+		for (int si = 0; si < nsp; si++) {
+			rs = 12345 + (uint64_t)si;
+			for (int i = 0; i < N * K; i++)
+				mask[i] = (double)(rnd() >> 11) / 9007199254740992.0 >= sp[si];
+			eng_spmat s = { 0 };
+			if (eng_spmat_build(&s, w, mask, N, K, ENG_F32))
+				return 1;
+			double df, db, dwt, f, b, g, fa, ba, ga;
+			BEST(df, REPS, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, N, K,
+						   1.0f, x, K, w, K, 0.0f, y, N));
+			BEST(db, REPS, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, K,
+						   N, 1.0f, dy, N, w, K, 0.0f, dx, K));
+			BEST(dwt, REPS, cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K,
+						    T, 1.0f, dy, N, x, K, 0.0f, dwd, K));
+			eng_transpose_in(pool, xt, x, T, K, ld);
+			eng_transpose_in(pool, dyt, dy, T, N, ld);
+			BEST(f, REPS, eng_spmm(pool, yt, &s, 0, xt, ld));
+			BEST(b, REPS, eng_spmm(pool, dxt, &s, 1, dyt, ld));
+			BEST(g, REPS, eng_sddmm(pool, dw, &s, dyt, xt, ld));
+			/* as used: forward transposes X in and Y out; backward transposes dY in
+			 * (shared with wgrad) and dX out; wgrad reuses both transposed inputs */
+			BEST(fa, REPS, {
+				eng_transpose_in(pool, xt, x, T, K, ld);
+				eng_spmm(pool, yt, &s, 0, xt, ld);
+				eng_transpose_out(pool, y, yt, T, N, ld);
+			});
+			BEST(ba, REPS, {
+				eng_transpose_in(pool, dyt, dy, T, N, ld);
+				eng_spmm(pool, dxt, &s, 1, dyt, ld);
+				eng_transpose_out(pool, dx, dxt, T, K, ld);
+			});
+			ga = g;
+			double fl = 2.0 * (double)s.nnz * T * 1e-9;
+			printf("%-3d %5.0f%% %8.2fms %8.2fms %8.2fms | %9.3f %9.3f %9.3f | %6.2fx "
+			       "%6.2fx %6.2fx | %7.1f %7.1f %7.1f\n",
+			       nth, 100 * sp[si], df * 1e3, db * 1e3, dwt * 1e3, fa * 1e3, ba * 1e3,
+			       ga * 1e3, df / fa, db / ba, dwt / ga, fl / fa, fl / ba, fl / ga);
+			printf("    kernel alone: fwd %.3f ms (%.1f GF/s, %.2fx), bwd %.3f ms (%.1f "
+			       "GF/s, %.2fx); dense sgemm %.1f GF/s\n",
+			       f * 1e3, fl / f, df / f, b * 1e3, fl / b, db / b,
+			       2.0 * T * K * N * 1e-9 / df);
+			fprintf(js,
+				"%s\n  {\"threads\": %d, \"sparsity\": %.2f, \"nnz\": %lld, "
+				"\"dense_ms\": {\"fwd\": %.4f, \"bwd\": %.4f, \"wgrad\": %.4f}, "
+				"\"kernel_ms\": {\"fwd\": %.4f, \"bwd\": %.4f, \"wgrad\": %.4f}, "
+				"\"as_used_ms\": {\"fwd\": %.4f, \"bwd\": %.4f, \"wgrad\": %.4f}, "
+				"\"speedup_as_used\": {\"fwd\": %.3f, \"bwd\": %.3f, \"wgrad\": %.3f}, "
+				"\"useful_gflops_as_used\": {\"fwd\": %.2f, \"bwd\": %.2f, "
+				"\"wgrad\": %.2f}, \"dense_gflops\": %.2f}",
+				first ? "" : ",", nth, sp[si], (long long)s.nnz, df * 1e3, db * 1e3,
+				dwt * 1e3, f * 1e3, b * 1e3, g * 1e3, fa * 1e3, ba * 1e3, ga * 1e3,
+				df / fa, db / ba, dwt / ga, fl / fa, fl / ba, fl / ga,
+				2.0 * T * K * N * 1e-9 / df);
+			first = 0;
+			eng_spmat_free(&s);
+		}
+		cs_pool_free(pool);
+	}
+	fprintf(js, "\n]}\n");
+	fclose(js);
+	printf("wrote %s\n", out_path);
+	return 0;
+}
