@@ -35,10 +35,12 @@ static const tc_key schema[] = {
 	{ "run", "name", T_STR, OFF(name), SZ(name), 0, 0, NULL, "tiny" },
 	{ "run", "out_dir", T_STR, OFF(out_dir), SZ(out_dir), 0, 0, NULL, "runs" },
 	{ "run", "seed", T_U64, OFF(seed), 0, 0, 1.8e19, NULL, "1234" },
-	{ "device", "kind", T_ENUM, OFF(device_kind), SZ(device_kind), 0, 0, "cpu|sim|usb", "sim" },
+	{ "device", "kind", T_ENUM, OFF(device_kind), SZ(device_kind), 0, 0,
+	  "native|model|cpu|sim|usb", "sim" },
 	{ "device", "mesh", T_MESH, OFF(mesh), SZ(mesh), 1, 64, NULL, "4x4" },
 	{ "device", "awords", T_INT, OFF(awords), 0, 0, 65536, NULL, "0" },
 	{ "device", "bwords", T_INT, OFF(bwords), 0, 0, 32768, NULL, "0" },
+	{ "device", "weights", T_ENUM, OFF(weights), SZ(weights), 0, 0, "fp32|bf16", "fp32" },
 	{ "device", "dense_on_host", T_AUTOBOOL, OFF(dense_on_host), 0, 0, 0, "auto|true|false",
 	  "auto" },
 	{ "model", "n_layer", T_INT, OFF(model.n_layer), 0, 1, 256, NULL, "2" },
@@ -562,15 +564,22 @@ int tc_dense_on_host(const train_config *c, int sparsity_on)
 {
 	if (c->dense_on_host >= 0)
 		return c->dense_on_host;
-	return !sparsity_on && !strcmp(c->device_kind, "cpu");
+	return !sparsity_on && strcmp(c->device_kind, "sim") && strcmp(c->device_kind, "usb");
+}
+
+int tc_native(const train_config *c)
+{
+	return !strcmp(c->device_kind, "native");
 }
 
 void tc_device_uri(const train_config *c, char *buf, size_t len)
 {
 	/* usb: the board's shape is the bitstream's (device.mesh is for cpu and sim) */
 	int usb = !strcmp(c->device_kind, "usb");
+	/* "model" is the bit-exact C model of the mesh, the driver's "cpu" backend */
+	const char *be = !strcmp(c->device_kind, "model") ? "cpu" : c->device_kind;
 	size_t n = usb ? (size_t)snprintf(buf, len, "usb")
-		       : (size_t)snprintf(buf, len, "%s:%s", c->device_kind, c->mesh);
+		       : (size_t)snprintf(buf, len, "%s:%s", be, c->mesh);
 	const char *sep = usb ? ":" : ",";
 	if (c->awords && n < len) {
 		n += (size_t)snprintf(buf + n, len - n, "%sawords=%d", sep, c->awords);

@@ -26,7 +26,8 @@ typedef struct train_config {
 	char out_dir[TC_PATH_MAX];
 	uint64_t seed;
 	/* device */
-	char device_kind[8];           /* cpu | sim | usb */
+	char device_kind[8];           /* native | model (= cpu) | sim | usb */
+	char weights[8];               /* native engine's weight storage: fp32 | bf16 */
 	char mesh[16];                 /* "4x4" */
 	int mesh_rows, mesh_cols;
 	int awords, bwords;            /* per-PE SRAM sizes; 0: the backend's default */
@@ -69,7 +70,9 @@ void tc_where(const train_config *c, int node_id, char *buf, size_t len);
 int tc_write_resolved(const train_config *c, FILE *f);
 /* Whether projections run as dense sgemm on the host (dense_on_host resolved). */
 int tc_dense_on_host(const train_config *c, int sparsity_on);
-/* Device URI for csd_open ("cpu:4x4", "sim:4x4", "usb"). */
+/* Whether the sparse projections run on the native engine (device.kind: native). */
+int tc_native(const train_config *c);
+/* Device URI for csd_open ("cpu:4x4", "sim:4x4", "usb"); not for native. */
 void tc_device_uri(const train_config *c, char *buf, size_t len);
 /* Levenshtein distance (exposed for tests). */
 int tc_edit_distance(const char *a, const char *b);

@@ -15,6 +15,7 @@
 #include "train/atomic_file.h"
 #include "train/ckpt.h"
 #include "train/optim.h"
+#include "engine/eng.h"
 
 static double now_s(void)
 {
@@ -80,7 +81,14 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	rc = ts_create(&t->ts, c, &t->model, t->adam_m, t->adam_v, c->steps, err, errlen);
 	if (rc)
 		goto out_free;
-	if (!tc_dense_on_host(c, ts_enabled(t->ts))) {
+	if (!tc_dense_on_host(c, ts_enabled(t->ts)) && tc_native(c)) {
+		rc = tn_open(&t->nat, &t->model, t->ts, t->pool,
+			     !strcmp(c->weights, "bf16") ? ENG_BF16 : ENG_F32, err, errlen);
+		if (rc)
+			goto out_free;
+		t->model.lin = &train_native_linear_ops;
+		t->model.lin_ctx = t->nat;
+	} else if (!tc_dense_on_host(c, ts_enabled(t->ts))) {
 		char uri[96];
 		tc_device_uri(c, uri, sizeof uri);
 		rc = td_dev_open(&t->dev, uri, &t->model, t->ts, err, errlen);
@@ -99,6 +107,7 @@ out_free:
 void trainer_free(trainer *t)
 {
 	td_dev_close(t->dev);
+	tn_close(t->nat);
 	ts_free(t->ts);
 	gpt_free(&t->model);
 	cs_pool_free(t->pool);
@@ -176,6 +185,11 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 		return rc;
 	}
 	s->masks_changed = rc;
+	if (t->nat) {
+		rc = tn_sync(t->nat, s->masks_changed, err, errlen);
+		if (rc)
+			return rc;
+	}
 	if (t->dev) {
 		rc = td_dev_sync(t->dev, s->masks_changed, err, errlen);
 		if (rc)
@@ -341,6 +355,8 @@ int trainer_load(trainer *t, const char *path, char *err, size_t errlen)
 	t->rng = f.hdr.rng_state;
 	if (t->dev)
 		rc = td_dev_sync(t->dev, -1, err, errlen);
+	if (t->nat && !rc)
+		rc = tn_sync(t->nat, -1, err, errlen);
 out_free:
 	ck_free(&f);
 	return rc;
@@ -743,10 +759,23 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	res->unigram_entropy = t.data.unigram_entropy;
 	char uri[96];
 	tc_device_uri(c, uri, sizeof uri);
+	if (t.nat)
+		snprintf(uri, sizeof uri, "native");
+	char where[192];
+	if (t.nat)
+		snprintf(where, sizeof where,
+			 "sparse projections on the native engine (%s kernels, %s weights, %d "
+			 "threads, %.1f MB of nonzeros)",
+			 eng_isa_name(eng_isa()), c->weights, cs_pool_threads(t.pool),
+			 tn_weight_bytes(t.nat) / 1e6);
+	else if (t.dev)
+		snprintf(where, sizeof where, "%s", uri);
+	else
+		snprintf(where, sizeof where, "projections on the host (OpenBLAS, %d threads)",
+			 cs_pool_threads(t.pool));
 	fprintf(out, "train: %s: %d layers, %d heads, %d channels, context %d, %zu parameters; "
 		     "%s\n", dir, c->model.n_layer, c->model.n_head, c->model.n_embd,
-		c->model.block_size, t.model.num_params,
-		t.dev ? uri : "projections on the host (OpenBLAS)");
+		c->model.block_size, t.model.num_params, where);
 	fprintf(out, "train: data %s: %d files, %zu tokens (%zu train, %zu val)%s; unigram "
 		     "entropy %.4f nats/byte\n", c->data_path, t.data.n_files, t.data.n_tokens,
 		t.data.n_train, t.data.n_val, t.data.cache_hit ? ", cached" : "",
@@ -884,7 +913,7 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 			t.step, res->last_loss, val, exp(val), t.data.unigram_entropy,
 			val < t.data.unigram_entropy ? "true" : "false", res->ms_per_step,
 			res->tokens_per_s, ts_sparsity(t.ts), now_s() - run_t0, peak_rss_kb());
-		json_str(a.f, t.dev ? uri : "host");
+		json_str(a.f, t.dev || t.nat ? uri : "host");
 		fputs("}\n", a.f);
 		af_commit(&a);
 	}

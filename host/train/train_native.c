@@ -1,0 +1,230 @@
+/* train_native.c - GPT projections on the native sparse engine (see train_native.h). */
+#include "train/train_native.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "engine/eng.h"
+
+struct train_native {
+	gpt *m;
+	const train_sparsity *ts;
+	cs_pool *pool;
+	int vtype;
+	int n;                 /* L * 4 projections */
+	eng_spmat *sp;         /* [L * 4]; nnz-less (row_ptr NULL) for dense projections */
+	int *tensor;           /* [L * 4] model tensor index */
+	/* each sparse projection's input from its forward, token-minor, for its wgrad */
+	float **xt;            /* [L * 4][IC][ld] */
+	const float **xt_src;  /* the token-major input it was made from */
+	int *xt_bt;            /* and its BT (0: none) */
+	float *yt, *dyt, *dxt; /* scratch [4C][ld] */
+	float *dwnz;           /* [max nnz] */
+	size_t dwnz_cap;
+};
+
+static int is_sparse(const train_native *n, int k)
+{
+	return ts_mask(n->ts, n->tensor[k]) != NULL;
+}
+
+static int build_one(train_native *n, int k)
+{
+	const gpt_tensor *t = &n->m->tensors[n->tensor[k]];
+	const uint8_t *mask = ts_mask(n->ts, n->tensor[k]);
+	if (!mask) {
+		eng_spmat_free(&n->sp[k]);
+		return CS_OK;
+	}
+	int rc = eng_spmat_build(&n->sp[k], n->m->params_memory + t->offset, mask, t->shape[0],
+				 t->shape[1], n->vtype);
+	if (rc)
+		return rc;
+	if ((size_t)n->sp[k].nnz > n->dwnz_cap) {
+		float *nb = realloc(n->dwnz, sizeof(float) * (size_t)n->sp[k].nnz);
+		if (!nb)
+			return CS_ERR_NO_MEM;
+		n->dwnz = nb;
+		n->dwnz_cap = (size_t)n->sp[k].nnz;
+	}
+	return CS_OK;
+}
+
+int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool, int vtype,
+	    char *err, size_t errlen)
+{
+	train_native *n = calloc(1, sizeof *n);
+	if (!n)
+		return CS_ERR_NO_MEM;
+	n->m = m;
+	n->ts = ts;
+	n->pool = pool;
+	n->vtype = vtype;
+	int L = m->cfg.n_layer, C = m->cfg.n_embd;
+	size_t ld = (size_t)eng_ld(m->B * m->T);
+	n->n = L * GPT_NPROJ;
+	n->sp = calloc(n->n, sizeof *n->sp);
+	n->tensor = calloc(n->n, sizeof *n->tensor);
+	n->xt = calloc(n->n, sizeof *n->xt);
+	n->xt_src = calloc(n->n, sizeof *n->xt_src);
+	n->xt_bt = calloc(n->n, sizeof *n->xt_bt);
+	n->yt = malloc(sizeof(float) * ld * 4 * C);
+	n->dyt = malloc(sizeof(float) * ld * 4 * C);
+	n->dxt = malloc(sizeof(float) * ld * 4 * C);
+	int rc = CS_ERR_NO_MEM;
+	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->yt || !n->dyt ||
+	    !n->dxt)
+		goto out_nomem;
+	for (int i = 0; i < m->num_tensors; i++)
+		if (m->tensors[i].proj >= 0)
+			n->tensor[m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj] = i;
+	for (int k = 0; k < n->n; k++) {
+		if (!is_sparse(n, k))
+			continue;
+		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
+		if (!(n->xt[k] = malloc(sizeof(float) * ld * ic)))
+			goto out_nomem;
+		rc = build_one(n, k);
+		if (rc) {
+			snprintf(err, errlen, "native: cannot build the nonzeros of %s: %s",
+				 m->tensors[n->tensor[k]].name, cs_strerror(rc));
+			goto out_free;
+		}
+	}
+	*out = n;
+	return CS_OK;
+out_nomem:
+	snprintf(err, errlen, "native: out of memory for the sparse engine's buffers");
+out_free:
+	tn_close(n);
+	return rc;
+}
+
+void tn_close(train_native *n)
+{
+	if (!n)
+		return;
+	for (int k = 0; n->sp && k < n->n; k++)
+		eng_spmat_free(&n->sp[k]);
+	for (int k = 0; n->xt && k < n->n; k++)
+		free(n->xt[k]);
+	free(n->sp);
+	free(n->tensor);
+	free(n->xt);
+	free(n->xt_src);
+	free(n->xt_bt);
+	free(n->yt);
+	free(n->dyt);
+	free(n->dxt);
+	free(n->dwnz);
+	free(n);
+}
+
+int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen)
+{
+	for (int k = 0; k < n->n; k++) {
+		const gpt_tensor *t = &n->m->tensors[n->tensor[k]];
+		int rc = CS_OK;
+		if (masks_changed < 0 || (masks_changed && ts_mask_changed(n->ts, n->tensor[k])))
+			rc = build_one(n, k);
+		else if (n->sp[k].row_ptr)
+			eng_spmat_update_values(&n->sp[k], n->m->params_memory + t->offset, n->pool);
+		if (rc) {
+			snprintf(err, errlen, "native: cannot rebuild the nonzeros of %s: %s",
+				 t->name, cs_strerror(rc));
+			return rc;
+		}
+	}
+	return CS_OK;
+}
+
+size_t tn_weight_bytes(const train_native *n)
+{
+	size_t b = 0;
+	for (int k = 0; k < n->n; k++)
+		if (n->sp[k].row_ptr)
+			b += eng_spmat_bytes(&n->sp[k]);
+	return b;
+}
+
+const struct eng_spmat *tn_spmat(const train_native *n, int layer, int proj)
+{
+	const eng_spmat *s = &n->sp[layer * GPT_NPROJ + proj];
+	return s->row_ptr ? s : NULL;
+}
+
+static int nat_forward(void *ctx, float *y, const float *x, const float *w, int layer,
+		       int proj, int BT, int IC, int OC)
+{
+	train_native *n = ctx;
+	int k = layer * GPT_NPROJ + proj;
+	if (!n->sp[k].row_ptr)
+		return gpt_linear_host.forward(NULL, y, x, w, layer, proj, BT, IC, OC);
+	if (BT > n->m->B * n->m->T)
+		return CS_ERR_INVALID;
+	int ld = eng_ld(BT);
+	eng_transpose_in(n->pool, n->xt[k], x, BT, IC, ld);
+	n->xt_src[k] = x;
+	n->xt_bt[k] = BT;
+	eng_spmm(n->pool, n->yt, &n->sp[k], 0, n->xt[k], ld);
+	eng_transpose_out(n->pool, y, n->yt, BT, OC, ld);
+	return CS_OK;
+}
+
+struct scatter_job {
+	float *dw;
+	const float *dwnz;
+	const eng_spmat *s;
+};
+
+static void scatter_part(void *arg, int tid, int nth)
+{
+	struct scatter_job *j = arg;
+	const eng_spmat *s = j->s;
+	size_t lo, hi;
+	cs_split((size_t)s->n_out, tid, nth, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		float *d = j->dw + i * (size_t)s->n_in;
+		for (int64_t q = s->row_ptr[i]; q < s->row_ptr[i + 1]; q++)
+			d[s->col[q]] += j->dwnz[q];
+	}
+}
+
+static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+			const float *w, int layer, int proj, int BT, int IC, int OC,
+			int want_dense_dw)
+{
+	train_native *n = ctx;
+	int k = layer * GPT_NPROJ + proj;
+	const eng_spmat *s = &n->sp[k];
+	if (!s->row_ptr)
+		return gpt_linear_host.backward(NULL, dx, dw, dy, x, w, layer, proj, BT, IC, OC,
+						want_dense_dw);
+	int ld = eng_ld(BT);
+	eng_transpose_in(n->pool, n->dyt, dy, BT, OC, ld);
+	eng_spmm(n->pool, n->dxt, s, 1, n->dyt, ld);
+	eng_transpose_out(n->pool, dx, n->dxt, BT, IC, ld);
+	if (want_dense_dw) {
+		/* growth steps: the dense gradient, fp32 */
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, OC, x,
+			    IC, 1.0f, dw, IC);
+		return CS_OK;
+	}
+	if (n->xt_src[k] != x || n->xt_bt[k] != BT) { /* not the last forward's input */
+		eng_transpose_in(n->pool, n->xt[k], x, BT, IC, ld);
+		n->xt_src[k] = x;
+		n->xt_bt[k] = BT;
+	}
+	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt[k], ld);
+	struct scatter_job j = { dw, n->dwnz, s };
+	cs_pool_run(n->pool, scatter_part, &j);
+	return CS_OK;
+}
+
+const gpt_linear_ops train_native_linear_ops = {
+	.forward = nat_forward,
+	.backward = nat_backward,
+};

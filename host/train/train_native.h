@@ -1,0 +1,41 @@
+/*
+ * train_native.h - the projections of the GPT on the native sparse engine (host/engine):
+ * a gpt_linear_ops whose sparse projections run as fp32 sparse products on the host's
+ * cores (forward Y = X W^T, backward data dX = dY W, and the weight gradient at the
+ * nonzero positions only, scattered into the dense grad buffer). Projections without a
+ * mask run as dense OpenBLAS sgemm. On steps where sparsity wants the dense gradient
+ * (RigL, GraNet growth), dW is the dense sgemm too.
+ *
+ * The compressed weights are rebuilt only for tensors whose mask changed, and refreshed
+ * (values only) after every optimizer step. Unlike the device path nothing is rounded to
+ * bf16 unless device.weights is bf16, which stores the nonzeros as bf16 (the mesh's weight
+ * numerics) and keeps the products and sums in fp32.
+ */
+#ifndef CS_TRAIN_TRAIN_NATIVE_H
+#define CS_TRAIN_TRAIN_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "train/gpt.h"
+#include "train/train_sparsity.h"
+
+typedef struct train_native train_native;
+
+extern const gpt_linear_ops train_native_linear_ops;
+
+/* Build the compressed weights of every masked projection of m (vtype: enum eng_value);
+ * kernels run on pool's threads. */
+int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool, int vtype,
+	    char *err, size_t errlen);
+void tn_close(train_native *n);
+/* As td_dev_sync: refresh values; rebuild the tensors whose mask changed (masks_changed > 0)
+ * or every tensor (< 0, after loading a checkpoint). */
+int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen);
+/* Bytes of the compressed weights (reports). */
+size_t tn_weight_bytes(const train_native *n);
+/* The compressed weight of projection proj of block layer, NULL when it runs dense
+ * (tests compare it with a fresh build). */
+const struct eng_spmat *tn_spmat(const train_native *n, int layer, int proj);
+
+#endif /* CS_TRAIN_TRAIN_NATIVE_H */
