@@ -88,6 +88,27 @@ static void put_val(void *val, int vtype, int64_t k, float w)
 		((float *)val)[k] = w;
 }
 
+static size_t npanels(int ncols)
+{
+	return ((size_t)ncols + ENG_PANEL - 1) / ENG_PANEL;
+}
+
+/* pp [p * nrows + r]: the first entry of row r whose index is >= p * ENG_PANEL */
+static void panel_ptrs(int64_t *pp, const int64_t *ptr, const int32_t *idx, int nrows,
+		       int ncols)
+{
+	size_t P = npanels(ncols);
+	for (int r = 0; r < nrows; r++) {
+		int64_t k = ptr[r];
+		for (size_t p = 0; p < P; p++) {
+			while (k < ptr[r + 1] && (size_t)idx[k] < p * ENG_PANEL)
+				k++;
+			pp[p * (size_t)nrows + r] = k;
+		}
+		pp[P * (size_t)nrows + r] = ptr[r + 1];
+	}
+}
+
 static int reserve(eng_spmat *s, int64_t nnz, int vtype)
 {
 	if (nnz <= s->cap && s->val && vtype == s->vtype)
@@ -119,9 +140,13 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 	if (s->n_out != n_out || s->n_in != n_in || !s->row_ptr) {
 		free(s->row_ptr);
 		free(s->col_ptr);
+		free(s->rpp);
+		free(s->cpp);
 		s->row_ptr = malloc(sizeof(int64_t) * ((size_t)n_out + 1));
 		s->col_ptr = malloc(sizeof(int64_t) * ((size_t)n_in + 1));
-		if (!s->row_ptr || !s->col_ptr)
+		s->rpp = malloc(sizeof(int64_t) * (npanels(n_in) + 1) * (size_t)n_out);
+		s->cpp = malloc(sizeof(int64_t) * (npanels(n_out) + 1) * (size_t)n_in);
+		if (!s->row_ptr || !s->col_ptr || !s->rpp || !s->cpp)
 			goto out_nomem;
 	}
 	s->n_out = n_out;
@@ -167,6 +192,8 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 		}
 	}
 	free(next);
+	panel_ptrs(s->rpp, s->row_ptr, s->col, n_out, n_in);
+	panel_ptrs(s->cpp, s->col_ptr, s->row, n_in, n_out);
 	return CS_OK;
 out_nomem:
 	eng_spmat_free(s);
@@ -210,6 +237,8 @@ void eng_spmat_free(eng_spmat *s)
 	free(s->row);
 	free(s->cval);
 	free(s->csr_pos);
+	free(s->rpp);
+	free(s->cpp);
 	memset(s, 0, sizeof *s);
 }
 
@@ -224,13 +253,17 @@ int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b)
 	       !memcmp(a->col, b->col, sizeof(int32_t) * n) &&
 	       !memcmp(a->row, b->row, sizeof(int32_t) * n) &&
 	       !memcmp(a->csr_pos, b->csr_pos, sizeof(int64_t) * n) &&
-	       !memcmp(a->val, b->val, vs * n) && !memcmp(a->cval, b->cval, vs * n);
+	       !memcmp(a->val, b->val, vs * n) && !memcmp(a->cval, b->cval, vs * n) &&
+	       !memcmp(a->rpp, b->rpp, sizeof(int64_t) * (npanels(a->n_in) + 1) * a->n_out) &&
+	       !memcmp(a->cpp, b->cpp, sizeof(int64_t) * (npanels(a->n_out) + 1) * a->n_in);
 }
 
 size_t eng_spmat_bytes(const eng_spmat *s)
 {
 	size_t per = 2 * sizeof(int32_t) + sizeof(int64_t) + 2 * vsize(s->vtype);
-	return (size_t)s->cap * per + sizeof(int64_t) * ((size_t)s->n_out + s->n_in + 2);
+	return (size_t)s->cap * per + sizeof(int64_t) * ((size_t)s->n_out + s->n_in + 2) +
+	       sizeof(int64_t) * ((npanels(s->n_in) + 1) * s->n_out +
+				  (npanels(s->n_out) + 1) * s->n_in);
 }
 
 /* ---- transposes ------------------------------------------------------------------------ */
@@ -321,30 +354,131 @@ struct k_job {
 	const eng_kern *k;
 	float *out;
 	const eng_spmat *w;
-	int by_col;
 	const float *x, *dy;
 	int ld;
 };
 
-static void spmm_part(void *arg, int tid, int nth)
+struct eng_slot {
+	float *s;      /* [ENG_PANEL][ENG_TB] token-minor slice of the input */
+	float *yb;     /* [nrows][ENG_TB] result block */
+	size_t yb_cap; /* floats */
+};
+
+struct eng_ctx {
+	cs_pool *pool;
+	int n;
+	struct eng_slot *slot; /* [n], one per pool thread */
+};
+
+int eng_ctx_create(eng_ctx **out, cs_pool *pool)
 {
-	struct k_job *j = arg;
-	const eng_spmat *w = j->w;
-	const int64_t *ptr = j->by_col ? w->col_ptr : w->row_ptr;
-	const int32_t *idx = j->by_col ? w->row : w->col;
-	const void *val = j->by_col ? w->cval : w->val;
-	int n = j->by_col ? w->n_in : w->n_out;
-	int r0, r1;
-	split_rows(ptr, n, tid, nth, &r0, &r1);
-	if (r0 < r1)
-		j->k->spmm(j->out, ptr, idx, val, w->vtype == ENG_BF16, j->x, j->ld, r0, r1);
+	*out = NULL;
+	eng_ctx *e = calloc(1, sizeof *e);
+	if (!e)
+		return CS_ERR_NO_MEM;
+	e->pool = pool;
+	e->n = cs_pool_threads(pool);
+	e->slot = calloc((size_t)e->n, sizeof *e->slot);
+	if (!e->slot) {
+		free(e);
+		return CS_ERR_NO_MEM;
+	}
+	for (int i = 0; i < e->n; i++)
+		if (!(e->slot[i].s = aligned_alloc(64, sizeof(float) * ENG_PANEL * ENG_TB))) {
+			eng_ctx_free(e);
+			return CS_ERR_NO_MEM;
+		}
+	*out = e;
+	return CS_OK;
 }
 
-void eng_spmm(cs_pool *pool, float *out, const eng_spmat *w, int by_col, const float *x,
-	      int ld)
+void eng_ctx_free(eng_ctx *e)
 {
-	struct k_job j = { .k = kern(), .out = out, .w = w, .by_col = by_col, .x = x, .ld = ld };
-	cs_pool_run(pool, spmm_part, &j);
+	if (!e)
+		return;
+	for (int i = 0; i < e->n; i++) {
+		free(e->slot[i].s);
+		free(e->slot[i].yb);
+	}
+	free(e->slot);
+	free(e);
+}
+
+cs_pool *eng_ctx_pool(const eng_ctx *e)
+{
+	return e->pool;
+}
+
+struct tm_job {
+	const eng_kern *k;
+	eng_ctx *e;
+	float *y;
+	const float *x;
+	const int64_t *pp;
+	const int32_t *idx;
+	const void *val;
+	int bf16, nrows, ncols, T;
+	atomic_int failed;
+};
+
+static void spmm_tm_part(void *arg, int tid, int nth)
+{
+	struct tm_job *j = arg;
+	struct eng_slot *sl = &j->e->slot[tid];
+	size_t need = (size_t)j->nrows * ENG_TB;
+	if (sl->yb_cap < need) {
+		free(sl->yb);
+		sl->yb = aligned_alloc(64, sizeof(float) * need);
+		sl->yb_cap = sl->yb ? need : 0;
+		if (!sl->yb) {
+			atomic_store(&j->failed, 1);
+			return;
+		}
+	}
+	size_t nblk = ((size_t)j->T + ENG_TB - 1) / ENG_TB, b0, b1;
+	cs_split(nblk, tid, nth, &b0, &b1);
+	int P = (int)npanels(j->ncols);
+	for (size_t b = b0; b < b1; b++) {
+		int t0 = (int)b * ENG_TB;
+		int nt = j->T - t0 < ENG_TB ? j->T - t0 : ENG_TB;
+		const float *xb = j->x + (size_t)t0 * j->ncols;
+		for (int p = 0; p < P; p++) {
+			int c0 = p * ENG_PANEL;
+			int cw = j->ncols - c0 < ENG_PANEL ? j->ncols - c0 : ENG_PANEL;
+			/* the slice: s [c][t] = x [t0 + t][c0 + c], zero past the last token */
+			j->k->transpose(sl->s, ENG_TB, xb + c0, (size_t)j->ncols, nt, cw);
+			if (nt < ENG_TB)
+				for (int c = 0; c < cw; c++)
+					memset(sl->s + (size_t)c * ENG_TB + nt, 0,
+					       sizeof(float) * (size_t)(ENG_TB - nt));
+			j->k->spmm_panel(sl->yb, j->pp + (size_t)p * j->nrows,
+					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,
+					 sl->s, c0, j->nrows, p == 0);
+		}
+		j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb, ENG_TB,
+				j->nrows, nt);
+	}
+}
+
+int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T)
+{
+	struct tm_job j = {
+		.k = kern(),
+		.e = e,
+		.y = y,
+		.x = x,
+		.pp = by_col ? w->cpp : w->rpp,
+		.idx = by_col ? w->row : w->col,
+		.val = by_col ? w->cval : w->val,
+		.bf16 = w->vtype == ENG_BF16,
+		.nrows = by_col ? w->n_in : w->n_out,
+		.ncols = by_col ? w->n_out : w->n_in,
+		.T = T,
+	};
+	if (T < 1)
+		return CS_ERR_INVALID;
+	cs_pool_run(e->pool, spmm_tm_part, &j);
+	return atomic_load(&j.failed) ? CS_ERR_NO_MEM : CS_OK;
 }
 
 static void sddmm_part(void *arg, int tid, int nth)

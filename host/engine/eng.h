@@ -36,6 +36,10 @@
 
 /* Activations are padded to a multiple of this many tokens (one AVX-512 vector). */
 #define ENG_TPAD 16
+/* The token-major products work on blocks of ENG_TB tokens and ENG_PANEL input columns:
+ * a token-minor slice of ENG_PANEL * ENG_TB floats (16 KB) stays in L1. */
+#define ENG_TB 32
+#define ENG_PANEL 128
 
 enum eng_isa { ENG_ISA_PORTABLE = 0, ENG_ISA_AVX2 = 1, ENG_ISA_AVX512 = 2, ENG_ISA_N };
 
@@ -65,6 +69,10 @@ typedef struct eng_spmat {
 	void *cval;
 	int64_t *csr_pos;
 	int64_t cap;         /* allocated entries (nnz <= cap) */
+	/* panels of ENG_PANEL columns: rpp [(ceil(n_in/ENG_PANEL)+1) * n_out], entry
+	 * p * n_out + i = the first CSR entry of row i with col >= p * ENG_PANEL (the last
+	 * panel's end is row_ptr[i+1]); cpp the same over CSC columns and ENG_PANEL rows */
+	int64_t *rpp, *cpp;
 } eng_spmat;
 
 /* Build (or rebuild in place, reusing storage when it fits) from dense w [n_out, n_in] and
@@ -90,11 +98,22 @@ void eng_transpose_in(cs_pool *pool, float *dst, const float *src, int R, int C,
 /* dst [R][C] = src [C][ld] transposed back (the first R columns of src). */
 void eng_transpose_out(cs_pool *pool, float *dst, const float *src, int R, int C, int ld);
 
-/* out [n_out][ld] = W x [n_in][ld]   (by = 0: forward, CSR)
- * out [n_in][ld]  = W^T x [n_out][ld] (by = 1: backward data, CSC) */
-void eng_spmm(cs_pool *pool, float *out, const eng_spmat *w, int by_col, const float *x,
-	      int ld);
-/* dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] * x [col k][t] over t < ld. */
+/* Scratch of the kernels, per pool thread; one per pool, reused across calls. */
+typedef struct eng_ctx eng_ctx;
+int eng_ctx_create(eng_ctx **e, cs_pool *pool);
+void eng_ctx_free(eng_ctx *e);
+cs_pool *eng_ctx_pool(const eng_ctx *e);
+
+/* Token-major products (what the model holds):
+ *   by_col = 0 (forward):       y [T][n_out] = x [T][n_in] W^T
+ *   by_col = 1 (backward data): y [T][n_in]  = x [T][n_out] W
+ * Token blocks of ENG_TB tokens are split between the threads; inside, the input's
+ * columns are taken ENG_PANEL at a time into an L1-resident token-minor slice, so each
+ * nonzero costs a broadcast and ENG_TB/16 fused multiply-adds on L1 data, and the result
+ * block is transposed back into y. 0 or CS_ERR_NO_MEM. */
+int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T);
+/* Token-minor weight gradient (inputs transposed with eng_transpose_in):
+ * dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] * x [col k][t] over t < ld. */
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
 	       int ld);
 

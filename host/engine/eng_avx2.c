@@ -17,50 +17,61 @@ AI __m256 bcast_w(const void *val, int64_t k, int bf16)
 	return _mm256_set1_ps(((const float *)val)[k]);
 }
 
-AI void spmm_block(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-		   const int bf16, const float *x, int ld, int r0, int r1, int t0, const int nv)
+/* ENG_TB = 32 tokens: four vectors a row; nonzeros alternate between two accumulator sets */
+AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
+		     const void *val, const int bf16, const float *s, int c0, int nrows,
+		     int first)
 {
-	for (int r = r0; r < r1; r++) {
-		__m256 acc[8];
-#pragma GCC unroll 8
-		for (int v = 0; v < nv; v++)
-			acc[v] = _mm256_setzero_ps();
-		const float *xb = x + t0;
-		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			__m256 w = bcast_w(val, k, bf16);
-			const float *xp = xb + (size_t)idx[k] * ld;
-#pragma GCC unroll 8
-			for (int v = 0; v < nv; v++)
-				acc[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xp + 8 * v), acc[v]);
+	const float *sb = s - (size_t)c0 * ENG_TB;
+	for (int r = 0; r < nrows; r++) {
+		int64_t k = k0[r], ke = k1[r];
+		float *o = yb + (size_t)r * ENG_TB;
+		__m256 a[4], b[4];
+#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++)
+			b[v] = _mm256_setzero_ps();
+		if (first) {
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++)
+				a[v] = _mm256_setzero_ps();
+		} else {
+			if (k == ke)
+				continue;
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++)
+				a[v] = _mm256_loadu_ps(o + 8 * v);
 		}
-		float *o = out + (size_t)r * ld + t0;
-#pragma GCC unroll 8
-		for (int v = 0; v < nv; v++)
-			_mm256_storeu_ps(o + 8 * v, acc[v]);
+		for (; k + 1 < ke; k += 2) {
+			__m256 w0 = bcast_w(val, k, bf16), w1 = bcast_w(val, k + 1, bf16);
+			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
+			const float *p1 = sb + (size_t)idx[k + 1] * ENG_TB;
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++) {
+				a[v] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(p0 + 8 * v), a[v]);
+				b[v] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(p1 + 8 * v), b[v]);
+			}
+		}
+		if (k < ke) {
+			__m256 w0 = bcast_w(val, k, bf16);
+			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++)
+				a[v] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(p0 + 8 * v), a[v]);
+		}
+#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++)
+			_mm256_storeu_ps(o + 8 * v, _mm256_add_ps(a[v], b[v]));
 	}
 }
 
-AI void spmm_all(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-		 const int bf16, const float *x, int ld, int r0, int r1)
-{
-	int t0 = 0;
-	for (; t0 + 64 <= ld; t0 += 64)
-		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 8);
-	if (t0 + 32 <= ld) {
-		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 4);
-		t0 += 32;
-	}
-	if (t0 + 16 <= ld)
-		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 2);
-}
-
-static void spmm_avx2(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-		      int bf16, const float *x, int ld, int r0, int r1)
+static void spmm_panel_avx2(float *yb, const int64_t *k0, const int64_t *k1,
+			    const int32_t *idx, const void *val, int bf16, const float *s, int c0,
+			    int nrows, int first)
 {
 	if (bf16)
-		spmm_all(out, ptr, idx, val, 1, x, ld, r0, r1);
+		spmm_panel_t(yb, k0, k1, idx, val, 1, s, c0, nrows, first);
 	else
-		spmm_all(out, ptr, idx, val, 0, x, ld, r0, r1);
+		spmm_panel_t(yb, k0, k1, idx, val, 0, s, c0, nrows, first);
 }
 
 AI float hsum256(__m256 v)
@@ -160,7 +171,7 @@ static void transpose_avx2(float *dst, size_t ldd, const float *src, size_t lds,
 }
 
 const eng_kern eng_kern_avx2 = {
-	.spmm = spmm_avx2,
+	.spmm_panel = spmm_panel_avx2,
 	.sddmm = sddmm_avx2,
 	.transpose = transpose_avx2,
 };

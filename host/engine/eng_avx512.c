@@ -2,10 +2,8 @@
  * eng_avx512.c - the engine's kernels with AVX-512F (compiled with -mavx512f -mfma; called
  * only when the CPU has them, see eng.c).
  *
- * spmm: a token block of NV vectors (up to 128 tokens) of one output row is accumulated in
- * NV registers; each nonzero is one broadcast and NV fused multiply-adds, each reading one
- * vector of the activation row, so the accumulators never leave the registers and NV
- * independent chains hide the FMA latency.
+ * spmm panel: the ENG_TB tokens of an output row are accumulated in registers; each nonzero
+ * is one broadcast and two fused multiply-adds on a row of the L1-resident slice.
  * sddmm: the output-gradient row's block (up to 256 tokens) sits in registers; each nonzero
  * of the row costs NV loads and NV FMAs into four chains, and one horizontal sum.
  */
@@ -14,9 +12,6 @@
 #include "engine/eng_impl.h"
 
 #define AI static inline __attribute__((always_inline))
-#ifndef PF
-#define PF 16
-#endif
 
 AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 {
@@ -25,60 +20,54 @@ AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 	return _mm512_set1_ps(((const float *)val)[k]);
 }
 
-AI void spmm_block(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-		   const int bf16, const float *x, int ld, int r0, int r1, int t0, const int nv)
+/* ENG_TB = 32 tokens: two vectors a row; nonzeros alternate between two accumulator pairs
+ * so that four FMA chains are in flight */
+AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
+		     const void *val, const int bf16, const float *s, int c0, int nrows,
+		     int first)
 {
-	for (int r = r0; r < r1; r++) {
-		__m512 acc[8];
-#pragma GCC unroll 8
-		for (int v = 0; v < nv; v++)
-			acc[v] = _mm512_setzero_ps();
-		const float *xb = x + t0;
-		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			__m512 w = bcast_w(val, k, bf16);
-			const float *xp = xb + (size_t)idx[k] * ld;
-			if (PF && k + PF < ptr[r1]) {
-				const float *pf = xb + (size_t)idx[k + PF] * ld;
-#pragma GCC unroll 8
-				for (int v = 0; v < nv; v++)
-					_mm_prefetch((const char *)(pf + 16 * v), _MM_HINT_T0);
-			}
-#pragma GCC unroll 8
-			for (int v = 0; v < nv; v++)
-				acc[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(xp + 16 * v), acc[v]);
+	const float *sb = s - (size_t)c0 * ENG_TB;
+	for (int r = 0; r < nrows; r++) {
+		int64_t k = k0[r], ke = k1[r];
+		float *o = yb + (size_t)r * ENG_TB;
+		__m512 a0, a1, b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+		if (first) {
+			a0 = _mm512_setzero_ps();
+			a1 = _mm512_setzero_ps();
+		} else {
+			if (k == ke)
+				continue;
+			a0 = _mm512_loadu_ps(o);
+			a1 = _mm512_loadu_ps(o + 16);
 		}
-		float *o = out + (size_t)r * ld + t0;
-#pragma GCC unroll 8
-		for (int v = 0; v < nv; v++)
-			_mm512_storeu_ps(o + 16 * v, acc[v]);
+		for (; k + 1 < ke; k += 2) {
+			__m512 w0 = bcast_w(val, k, bf16), w1 = bcast_w(val, k + 1, bf16);
+			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
+			const float *p1 = sb + (size_t)idx[k + 1] * ENG_TB;
+			a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0), a0);
+			a1 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0 + 16), a1);
+			b0 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(p1), b0);
+			b1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(p1 + 16), b1);
+		}
+		if (k < ke) {
+			__m512 w0 = bcast_w(val, k, bf16);
+			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
+			a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0), a0);
+			a1 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0 + 16), a1);
+		}
+		_mm512_storeu_ps(o, _mm512_add_ps(a0, b0));
+		_mm512_storeu_ps(o + 16, _mm512_add_ps(a1, b1));
 	}
 }
 
-AI void spmm_all(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-		 const int bf16, const float *x, int ld, int r0, int r1)
-{
-	int t0 = 0;
-	for (; t0 + 128 <= ld; t0 += 128)
-		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 8);
-	if (t0 + 64 <= ld) {
-		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 4);
-		t0 += 64;
-	}
-	if (t0 + 32 <= ld) {
-		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 2);
-		t0 += 32;
-	}
-	if (t0 + 16 <= ld)
-		spmm_block(out, ptr, idx, val, bf16, x, ld, r0, r1, t0, 1);
-}
-
-static void spmm_avx512(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-			int bf16, const float *x, int ld, int r0, int r1)
+static void spmm_panel_avx512(float *yb, const int64_t *k0, const int64_t *k1,
+			      const int32_t *idx, const void *val, int bf16, const float *s,
+			      int c0, int nrows, int first)
 {
 	if (bf16)
-		spmm_all(out, ptr, idx, val, 1, x, ld, r0, r1);
+		spmm_panel_t(yb, k0, k1, idx, val, 1, s, c0, nrows, first);
 	else
-		spmm_all(out, ptr, idx, val, 0, x, ld, r0, r1);
+		spmm_panel_t(yb, k0, k1, idx, val, 0, s, c0, nrows, first);
 }
 
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
@@ -185,7 +174,7 @@ static void transpose_avx512(float *dst, size_t ldd, const float *src, size_t ld
 }
 
 const eng_kern eng_kern_avx512 = {
-	.spmm = spmm_avx512,
+	.spmm_panel = spmm_panel_avx512,
 	.sddmm = sddmm_avx512,
 	.transpose = transpose_avx512,
 };

@@ -10,10 +10,15 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "engine/eng.h"
+
 typedef struct eng_kern {
-	/* out [r][0..ld) = sum_{k in ptr[r]..ptr[r+1]} val[k] * x [idx[k]][0..ld), r in [r0, r1) */
-	void (*spmm)(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-		     int bf16, const float *x, int ld, int r0, int r1);
+	/* One panel of the token-major product, for the rows r in [0, nrows):
+	 *   yb [r][0..ENG_TB) (+)= sum_{k in k0[r]..k1[r]} val[k] * s [idx[k] - c0][0..ENG_TB)
+	 * first: overwrite (rows without entries become zero); else accumulate. */
+	void (*spmm_panel)(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
+			   const void *val, int bf16, const float *s, int c0, int nrows,
+			   int first);
 	/* dw[k] = <dy [r][0..ld), x [idx[k]][0..ld)> for the entries k of rows [r0, r1) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 		      const float *x, int ld, int r0, int r1);

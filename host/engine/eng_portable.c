@@ -5,20 +5,22 @@
  */
 #include "engine/eng_impl.h"
 
-static void spmm_portable(float *out, const int64_t *ptr, const int32_t *idx, const void *val,
-			  int bf16, const float *x, int ld, int r0, int r1)
+static void spmm_panel_portable(float *yb, const int64_t *k0, const int64_t *k1,
+				const int32_t *idx, const void *val, int bf16, const float *s,
+				int c0, int nrows, int first)
 {
 	const float *vf = val;
 	const uint16_t *vh = val;
-	for (int r = r0; r < r1; r++) {
-		float *o = out + (size_t)r * ld;
-		for (int t = 0; t < ld; t++)
-			o[t] = 0.0f;
-		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+	for (int r = 0; r < nrows; r++) {
+		float *o = yb + (size_t)r * ENG_TB;
+		if (first)
+			for (int t = 0; t < ENG_TB; t++)
+				o[t] = 0.0f;
+		for (int64_t k = k0[r]; k < k1[r]; k++) {
 			float w = bf16 ? eng_bf16_to_f32(vh[k]) : vf[k];
-			const float *xr = x + (size_t)idx[k] * ld;
-			for (int t = 0; t < ld; t++)
-				o[t] += w * xr[t];
+			const float *sr = s + (size_t)(idx[k] - c0) * ENG_TB;
+			for (int t = 0; t < ENG_TB; t++)
+				o[t] += w * sr[t];
 		}
 	}
 }
@@ -60,7 +62,7 @@ static void transpose_portable(float *dst, size_t ldd, const float *src, size_t 
 }
 
 const eng_kern eng_kern_portable = {
-	.spmm = spmm_portable,
+	.spmm_panel = spmm_panel_portable,
 	.sddmm = sddmm_portable,
 	.transpose = transpose_portable,
 };

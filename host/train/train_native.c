@@ -13,15 +13,12 @@ struct train_native {
 	gpt *m;
 	const train_sparsity *ts;
 	cs_pool *pool;
+	eng_ctx *e;
 	int vtype;
 	int n;                 /* L * 4 projections */
 	eng_spmat *sp;         /* [L * 4]; nnz-less (row_ptr NULL) for dense projections */
 	int *tensor;           /* [L * 4] model tensor index */
-	/* each sparse projection's input from its forward, token-minor, for its wgrad */
-	float **xt;            /* [L * 4][IC][ld] */
-	const float **xt_src;  /* the token-major input it was made from */
-	int *xt_bt;            /* and its BT (0: none) */
-	float *yt, *dyt, *dxt; /* scratch [4C][ld] */
+	float *xt, *dyt;       /* token-minor input and output gradient, [4C][ld] each */
 	float *dwnz;           /* [max nnz] */
 	size_t dwnz_cap;
 };
@@ -68,15 +65,10 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->n = L * GPT_NPROJ;
 	n->sp = calloc(n->n, sizeof *n->sp);
 	n->tensor = calloc(n->n, sizeof *n->tensor);
-	n->xt = calloc(n->n, sizeof *n->xt);
-	n->xt_src = calloc(n->n, sizeof *n->xt_src);
-	n->xt_bt = calloc(n->n, sizeof *n->xt_bt);
-	n->yt = malloc(sizeof(float) * ld * 4 * C);
+	n->xt = malloc(sizeof(float) * ld * 4 * C);
 	n->dyt = malloc(sizeof(float) * ld * 4 * C);
-	n->dxt = malloc(sizeof(float) * ld * 4 * C);
 	int rc = CS_ERR_NO_MEM;
-	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->yt || !n->dyt ||
-	    !n->dxt)
+	if (!n->sp || !n->tensor || !n->xt || !n->dyt || eng_ctx_create(&n->e, pool))
 		goto out_nomem;
 	for (int i = 0; i < m->num_tensors; i++)
 		if (m->tensors[i].proj >= 0)
@@ -84,9 +76,6 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	for (int k = 0; k < n->n; k++) {
 		if (!is_sparse(n, k))
 			continue;
-		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
-		if (!(n->xt[k] = malloc(sizeof(float) * ld * ic)))
-			goto out_nomem;
 		rc = build_one(n, k);
 		if (rc) {
 			snprintf(err, errlen, "native: cannot build the nonzeros of %s: %s",
@@ -109,16 +98,11 @@ void tn_close(train_native *n)
 		return;
 	for (int k = 0; n->sp && k < n->n; k++)
 		eng_spmat_free(&n->sp[k]);
-	for (int k = 0; n->xt && k < n->n; k++)
-		free(n->xt[k]);
+	eng_ctx_free(n->e);
 	free(n->sp);
 	free(n->tensor);
 	free(n->xt);
-	free(n->xt_src);
-	free(n->xt_bt);
-	free(n->yt);
 	free(n->dyt);
-	free(n->dxt);
 	free(n->dwnz);
 	free(n);
 }
@@ -163,15 +147,7 @@ static int nat_forward(void *ctx, float *y, const float *x, const float *w, int 
 	int k = layer * GPT_NPROJ + proj;
 	if (!n->sp[k].row_ptr)
 		return gpt_linear_host.forward(NULL, y, x, w, layer, proj, BT, IC, OC);
-	if (BT > n->m->B * n->m->T)
-		return CS_ERR_INVALID;
-	int ld = eng_ld(BT);
-	eng_transpose_in(n->pool, n->xt[k], x, BT, IC, ld);
-	n->xt_src[k] = x;
-	n->xt_bt[k] = BT;
-	eng_spmm(n->pool, n->yt, &n->sp[k], 0, n->xt[k], ld);
-	eng_transpose_out(n->pool, y, n->yt, BT, OC, ld);
-	return CS_OK;
+	return eng_spmm(n->e, y, &n->sp[k], 0, x, BT);
 }
 
 struct scatter_job {
@@ -203,22 +179,21 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 	if (!s->row_ptr)
 		return gpt_linear_host.backward(NULL, dx, dw, dy, x, w, layer, proj, BT, IC, OC,
 						want_dense_dw);
-	int ld = eng_ld(BT);
-	eng_transpose_in(n->pool, n->dyt, dy, BT, OC, ld);
-	eng_spmm(n->pool, n->dxt, s, 1, n->dyt, ld);
-	eng_transpose_out(n->pool, dx, n->dxt, BT, IC, ld);
+	if (BT > n->m->B * n->m->T)
+		return CS_ERR_INVALID;
+	int rc = eng_spmm(n->e, dx, s, 1, dy, BT);
+	if (rc)
+		return rc;
 	if (want_dense_dw) {
 		/* growth steps: the dense gradient, fp32 */
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, OC, x,
 			    IC, 1.0f, dw, IC);
 		return CS_OK;
 	}
-	if (n->xt_src[k] != x || n->xt_bt[k] != BT) { /* not the last forward's input */
-		eng_transpose_in(n->pool, n->xt[k], x, BT, IC, ld);
-		n->xt_src[k] = x;
-		n->xt_bt[k] = BT;
-	}
-	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt[k], ld);
+	int ld = eng_ld(BT);
+	eng_transpose_in(n->pool, n->xt, x, BT, IC, ld);
+	eng_transpose_in(n->pool, n->dyt, dy, BT, OC, ld);
+	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt, ld);
 	struct scatter_job j = { dw, n->dwnz, s };
 	cs_pool_run(n->pool, scatter_part, &j);
 	return CS_OK;
