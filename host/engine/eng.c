@@ -414,6 +414,7 @@ struct tm_job {
 	eng_ctx *e;
 	float *y;
 	const float *x;
+	float *xt;
 	const int64_t *pp;
 	const int32_t *idx;
 	const void *val;
@@ -451,6 +452,13 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 				for (int c = 0; c < cw; c++)
 					memset(sl->s + (size_t)c * ENG_TB + nt, 0,
 					       sizeof(float) * (size_t)(ENG_TB - nt));
+			if (j->xt) {
+				size_t ld = (size_t)eng_ld(j->T);
+				int tw = ld - (size_t)t0 < ENG_TB ? (int)(ld - (size_t)t0) : ENG_TB;
+				for (int c = 0; c < cw; c++)
+					memcpy(j->xt + (size_t)(c0 + c) * ld + t0, sl->s + (size_t)c * ENG_TB,
+					       sizeof(float) * (size_t)tw);
+			}
 			j->k->spmm_panel(sl->yb, j->pp + (size_t)p * j->nrows,
 					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,
 					 sl->s, c0, j->nrows, p == 0);
@@ -460,13 +468,15 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 	}
 }
 
-int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T)
+int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
+	     float *xt)
 {
 	struct tm_job j = {
 		.k = kern(),
 		.e = e,
 		.y = y,
 		.x = x,
+		.xt = xt,
 		.pp = by_col ? w->cpp : w->rpp,
 		.idx = by_col ? w->row : w->col,
 		.val = by_col ? w->cval : w->val,

@@ -110,8 +110,11 @@ cs_pool *eng_ctx_pool(const eng_ctx *e);
  * Token blocks of ENG_TB tokens are split between the threads; inside, the input's
  * columns are taken ENG_PANEL at a time into an L1-resident token-minor slice, so each
  * nonzero costs a broadcast and ENG_TB/16 fused multiply-adds on L1 data, and the result
- * block is transposed back into y. 0 or CS_ERR_NO_MEM. */
-int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T);
+ * block is transposed back into y. xt, when not NULL, receives the input token-minor
+ * ([ncols][eng_ld(T)], zero-padded: what eng_sddmm takes) at the cost of a copy of each
+ * slice. 0 or CS_ERR_NO_MEM. */
+int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
+	     float *xt);
 /* Token-minor weight gradient (inputs transposed with eng_transpose_in):
  * dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] * x [col k][t] over t < ld. */
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,

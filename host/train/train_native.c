@@ -18,7 +18,11 @@ struct train_native {
 	int n;                 /* L * 4 projections */
 	eng_spmat *sp;         /* [L * 4]; nnz-less (row_ptr NULL) for dense projections */
 	int *tensor;           /* [L * 4] model tensor index */
-	float *xt, *dyt;       /* token-minor input and output gradient, [4C][ld] each */
+	/* each sparse projection's input from its forward, token-minor, for its wgrad */
+	float **xt;            /* [L * 4][IC][ld] */
+	const float **xt_src;  /* the token-major input it was made from */
+	int *xt_bt;            /* and its BT (0: none) */
+	float *dyt;            /* token-minor output gradient [4C][ld] */
 	float *dwnz;           /* [max nnz] */
 	size_t dwnz_cap;
 };
@@ -65,10 +69,13 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->n = L * GPT_NPROJ;
 	n->sp = calloc(n->n, sizeof *n->sp);
 	n->tensor = calloc(n->n, sizeof *n->tensor);
-	n->xt = malloc(sizeof(float) * ld * 4 * C);
+	n->xt = calloc(n->n, sizeof *n->xt);
+	n->xt_src = calloc(n->n, sizeof *n->xt_src);
+	n->xt_bt = calloc(n->n, sizeof *n->xt_bt);
 	n->dyt = malloc(sizeof(float) * ld * 4 * C);
 	int rc = CS_ERR_NO_MEM;
-	if (!n->sp || !n->tensor || !n->xt || !n->dyt || eng_ctx_create(&n->e, pool))
+	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt ||
+	    eng_ctx_create(&n->e, pool))
 		goto out_nomem;
 	for (int i = 0; i < m->num_tensors; i++)
 		if (m->tensors[i].proj >= 0)
@@ -76,6 +83,9 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	for (int k = 0; k < n->n; k++) {
 		if (!is_sparse(n, k))
 			continue;
+		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
+		if (!(n->xt[k] = malloc(sizeof(float) * ld * ic)))
+			goto out_nomem;
 		rc = build_one(n, k);
 		if (rc) {
 			snprintf(err, errlen, "native: cannot build the nonzeros of %s: %s",
@@ -99,9 +109,13 @@ void tn_close(train_native *n)
 	for (int k = 0; n->sp && k < n->n; k++)
 		eng_spmat_free(&n->sp[k]);
 	eng_ctx_free(n->e);
+	for (int k = 0; n->xt && k < n->n; k++)
+		free(n->xt[k]);
 	free(n->sp);
 	free(n->tensor);
 	free(n->xt);
+	free(n->xt_src);
+	free(n->xt_bt);
 	free(n->dyt);
 	free(n->dwnz);
 	free(n);
@@ -147,7 +161,11 @@ static int nat_forward(void *ctx, float *y, const float *x, const float *w, int 
 	int k = layer * GPT_NPROJ + proj;
 	if (!n->sp[k].row_ptr)
 		return gpt_linear_host.forward(NULL, y, x, w, layer, proj, BT, IC, OC);
-	return eng_spmm(n->e, y, &n->sp[k], 0, x, BT);
+	if (BT > n->m->B * n->m->T || !n->xt[k])
+		return CS_ERR_INVALID;
+	n->xt_src[k] = x;
+	n->xt_bt[k] = BT;
+	return eng_spmm(n->e, y, &n->sp[k], 0, x, BT, n->xt[k]);
 }
 
 struct scatter_job {
@@ -181,7 +199,7 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 						want_dense_dw);
 	if (BT > n->m->B * n->m->T)
 		return CS_ERR_INVALID;
-	int rc = eng_spmm(n->e, dx, s, 1, dy, BT);
+	int rc = eng_spmm(n->e, dx, s, 1, dy, BT, want_dense_dw ? NULL : n->dyt);
 	if (rc)
 		return rc;
 	if (want_dense_dw) {
@@ -191,9 +209,12 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 		return CS_OK;
 	}
 	int ld = eng_ld(BT);
-	eng_transpose_in(n->pool, n->xt, x, BT, IC, ld);
-	eng_transpose_in(n->pool, n->dyt, dy, BT, OC, ld);
-	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt, ld);
+	if (n->xt_src[k] != x || n->xt_bt[k] != BT) { /* not the last forward's input */
+		eng_transpose_in(n->pool, n->xt[k], x, BT, IC, ld);
+		n->xt_src[k] = x;
+		n->xt_bt[k] = BT;
+	}
+	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt[k], ld);
 	struct scatter_job j = { dw, n->dwnz, s };
 	cs_pool_run(n->pool, scatter_part, &j);
 	return CS_OK;

@@ -136,10 +136,20 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 	memset(y, 0x7f, sizeof(float) * (size_t)T * p->n_out);
 	memset(dx, 0x7f, sizeof(float) * (size_t)T * p->n_in);
 	memset(dw, 0x7f, sizeof(float) * ((size_t)s.nnz + 1));
-	assert_int_equal(eng_spmm(e, y, &s, 0, p->x, T), CS_OK);
-	assert_int_equal(eng_spmm(e, dx, &s, 1, p->dy, T), CS_OK);
+	/* the products hand out their token-minor inputs: equal to the plain transposes */
+	float *xt2 = malloc(sizeof(float) * (size_t)p->n_in * ld);
+	float *dyt2 = malloc(sizeof(float) * (size_t)p->n_out * ld);
+	assert_true(xt2 && dyt2);
+	memset(xt2, 0x7f, sizeof(float) * (size_t)p->n_in * ld);
+	memset(dyt2, 0x7f, sizeof(float) * (size_t)p->n_out * ld);
+	assert_int_equal(eng_spmm(e, y, &s, 0, p->x, T, xt2), CS_OK);
+	assert_int_equal(eng_spmm(e, dx, &s, 1, p->dy, T, dyt2), CS_OK);
 	eng_transpose_in(pool, xt, p->x, T, p->n_in, ld);
 	eng_transpose_in(pool, dyt, p->dy, T, p->n_out, ld);
+	assert_memory_equal(xt, xt2, sizeof(float) * (size_t)p->n_in * ld);
+	assert_memory_equal(dyt, dyt2, sizeof(float) * (size_t)p->n_out * ld);
+	free(xt2);
+	free(dyt2);
 	eng_sddmm(pool, dw, &s, dyt, xt, ld);
 	eng_ctx_free(e);
 
@@ -262,8 +272,8 @@ static void test_thread_count_invariant(void **state)
 		assert_int_equal(eng_ctx_create(&e, pools[r]), CS_OK);
 		out[r] = malloc(sizeof(float) * no);
 		dw[r] = malloc(sizeof(float) * (size_t)s.nnz);
-		assert_int_equal(eng_spmm(e, out[r], &s, 0, p.x, p.T), CS_OK);
-		assert_int_equal(eng_spmm(e, out[r] + (size_t)p.n_out * p.T, &s, 1, p.dy, p.T),
+		assert_int_equal(eng_spmm(e, out[r], &s, 0, p.x, p.T, NULL), CS_OK);
+		assert_int_equal(eng_spmm(e, out[r] + (size_t)p.n_out * p.T, &s, 1, p.dy, p.T, NULL),
 				 CS_OK);
 		eng_sddmm(pools[r], dw[r], &s, dyt, xt, ld);
 		eng_ctx_free(e);

@@ -132,8 +132,8 @@ int main(int argc, char **argv)
 			/* the products read and write token-major activations themselves; the
 			 * weight gradient takes token-minor inputs: "as used" adds their
 			 * transposes */
-			BEST(f, REPS, eng_spmm(e, y, &s, 0, x, T));
-			BEST(b, REPS, eng_spmm(e, dx, &s, 1, dy, T));
+			BEST(f, REPS, eng_spmm(e, y, &s, 0, x, T, NULL));
+			BEST(b, REPS, eng_spmm(e, dx, &s, 1, dy, T, NULL));
 			BEST(g, REPS, eng_sddmm(pool, dw, &s, dyt, xt, ld));
 			fa = f;
 			ba = b;
