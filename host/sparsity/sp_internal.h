@@ -101,6 +101,7 @@ typedef struct sp_tensor {
 	uint8_t *scratch; /* [numel] work mask */
 	float *dense_grad; /* RigL/GraNet: copy of the dense gradient of the update step */
 	int have_dense_grad;
+	int grad_clean;   /* g is zero outside the mask already (sp_set_grad_clean) */
 	uint64_t name_hash;
 	double target, final_target;
 	int changed;
@@ -123,6 +124,7 @@ struct sp_state {
 	uint64_t seed;
 	long step;
 	long total_steps;
+	long grads_masked; /* the step whose gradients sp_mask_grads masked, else -1 */
 	int plan_only;
 	double flops_train_dense, flops_train_sparse;
 };

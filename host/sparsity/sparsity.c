@@ -343,6 +343,7 @@ int sp_create(sp_state **out, const sp_config *cfg, const sp_param *params, int 
 	sp_state *st = calloc(1, sizeof *st);
 	if (!st)
 		return CS_ERR_NO_MEM;
+	st->grads_masked = -1;
 	st->cfg = cfg;
 	st->seed = seed;
 	st->total_steps = total_steps;
@@ -488,17 +489,14 @@ int sp_apply(sp_state *st)
 		sp_tensor *t = &st->t[i];
 		if (!t->mask)
 			continue;
-		for (size_t k = 0; k < t->numel; k++) {
-			if (t->mask[k])
-				continue;
-			t->w[k] = 0;
-			if (t->g)
-				t->g[k] = 0;
-			if (t->m)
-				t->m[k] = 0;
-			if (t->v)
-				t->v[k] = 0;
-		}
+		const uint8_t *mk = t->mask;
+		for (size_t k = 0; k < t->numel; k++)
+			t->w[k] = mk[k] ? t->w[k] : 0.0f;
+		float *const other[3] = { t->g, t->m, t->v };
+		for (int o = 0; o < 3; o++)
+			if (other[o])
+				for (size_t k = 0; k < t->numel; k++)
+					other[o][k] = mk[k] ? other[o][k] : 0.0f;
 	}
 	return 0;
 }
@@ -546,6 +544,8 @@ int sp_mask_grads(sp_state *st, long step)
 	int dense = sp_wants_dense_grad(st, step);
 	for (int i = 0; i < st->n; i++) {
 		sp_tensor *t = &st->t[i];
+		int clean = t->grad_clean && !dense;
+		t->grad_clean = 0;
 		if (!t->mask)
 			continue;
 		if (!t->g)
@@ -554,11 +554,21 @@ int sp_mask_grads(sp_state *st, long step)
 			memcpy(t->dense_grad, t->g, t->numel * sizeof(float));
 			t->have_dense_grad = 1;
 		}
+		if (clean)
+			continue;
+		const uint8_t *mk = t->mask;
+		float *g = t->g;
 		for (size_t k = 0; k < t->numel; k++)
-			if (!t->mask[k])
-				t->g[k] = 0;
+			g[k] = mk[k] ? g[k] : 0.0f;
 	}
+	st->grads_masked = step;
 	return 0;
+}
+
+void sp_set_grad_clean(sp_state *st, int idx)
+{
+	if (st && idx >= 0 && idx < st->n)
+		st->t[idx].grad_clean = 1;
 }
 
 int sp_skip_optimizer(const sp_state *st, long step)
@@ -654,7 +664,12 @@ int sp_after_optimizer(sp_state *st, long step)
 	long t = step + 1;
 	for (int i = 0; i < st->n; i++)
 		st->t[i].changed = 0;
-	sp_apply(st);
+	/* Weights and moments outside the masks are zero (masks change only through
+	 * sp_mask_commit, sp_set_mask and sp_apply, which zero them) and stay zero under
+	 * AdamW when the gradient there is zero: re-mask only when sp_mask_grads did not run
+	 * on this step's gradients. */
+	if (st->grads_masked != step)
+		sp_apply(st);
 	int changed = 0;
 	for (int g = 0; g < st->cfg->n_groups; g++) {
 		if (st->gs[g].n == 0 || !group_updates(&st->cfg->groups[g], t))

@@ -95,6 +95,10 @@ int sp_wants_dense_grad(const sp_state *st, long step);
 /* After backward: copy the dense gradient of RigL/GraNet tensors if sp_wants_dense_grad,
  * then zero the gradient outside the mask (a select, so NaN cannot leak). */
 int sp_mask_grads(sp_state *st, long step);
+/* Tell sp_mask_grads that tensor idx's gradient of this step is zero outside the mask
+ * already (a sparse weight gradient wrote only the kept positions), so it need not pass
+ * over the tensor; ignored on steps that want the dense gradient. */
+void sp_set_grad_clean(sp_state *st, int idx);
 /* 1 if a group with skip_optimizer_on_update updates its masks at t = step+1. */
 int sp_skip_optimizer(const sp_state *st, long step);
 /* After the optimizer step (or its skip): re-mask weights and moments; at an update step

@@ -161,6 +161,8 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 			 "(%g)", step + 1, s->loss, c->lr);
 		return CS_ERR_RANGE;
 	}
+	if (t->nat && !m->want_dense_dw)
+		tn_mark_grads_clean(t->nat, t->ts);
 	int rc = ts_mask_grads(t->ts, step);
 	if (rc < 0)
 		return rc;

@@ -139,6 +139,13 @@ int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen)
 	return CS_OK;
 }
 
+void tn_mark_grads_clean(const train_native *n, train_sparsity *ts)
+{
+	for (int k = 0; k < n->n; k++)
+		if (n->sp[k].row_ptr)
+			ts_set_grad_clean(ts, n->tensor[k]);
+}
+
 size_t tn_weight_bytes(const train_native *n)
 {
 	size_t b = 0;

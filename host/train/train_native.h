@@ -32,6 +32,10 @@ void tn_close(train_native *n);
 /* As td_dev_sync: refresh values; rebuild the tensors whose mask changed (masks_changed > 0)
  * or every tensor (< 0, after loading a checkpoint). */
 int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen);
+/* After a backward without the dense gradient: the sparse projections' gradients are zero
+ * outside their masks (only nonzero positions were written), so masking them again is
+ * skipped (ts_set_grad_clean). */
+void tn_mark_grads_clean(const train_native *n, train_sparsity *ts);
 /* Bytes of the compressed weights (reports). */
 size_t tn_weight_bytes(const train_native *n);
 /* The compressed weight of projection proj of block layer, NULL when it runs dense

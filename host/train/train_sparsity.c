@@ -98,6 +98,12 @@ int ts_mask_grads(train_sparsity *ts, long step)
 	return ON(ts) ? sp_mask_grads(ts->st, step) : CS_OK;
 }
 
+void ts_set_grad_clean(train_sparsity *ts, int idx)
+{
+	if (ON(ts))
+		sp_set_grad_clean(ts->st, idx);
+}
+
 int ts_skip_optimizer(const train_sparsity *ts, long step)
 {
 	return ON(ts) ? sp_skip_optimizer(ts->st, step) : 0;

@@ -26,6 +26,8 @@ int ts_enabled(const train_sparsity *ts);
 
 int ts_wants_dense_grad(const train_sparsity *ts, long step);
 int ts_mask_grads(train_sparsity *ts, long step);
+/* Model tensor idx's gradient of this step is zero outside its mask already. */
+void ts_set_grad_clean(train_sparsity *ts, int idx);
 int ts_skip_optimizer(const train_sparsity *ts, long step);
 /* >= 0: number of tensors whose mask changed */
 int ts_after_optimizer(train_sparsity *ts, long step);
