@@ -125,6 +125,7 @@ struct sp_state {
 	long step;
 	long total_steps;
 	long grads_masked; /* the step whose gradients sp_mask_grads masked, else -1 */
+	int zero_preserving; /* sp_set_zero_preserving_optimizer */
 	int plan_only;
 	double flops_train_dense, flops_train_sparse;
 };

@@ -565,6 +565,12 @@ int sp_mask_grads(sp_state *st, long step)
 	return 0;
 }
 
+void sp_set_zero_preserving_optimizer(sp_state *st, int on)
+{
+	if (st)
+		st->zero_preserving = on;
+}
+
 void sp_set_grad_clean(sp_state *st, int idx)
 {
 	if (st && idx >= 0 && idx < st->n)
@@ -665,10 +671,10 @@ int sp_after_optimizer(sp_state *st, long step)
 	for (int i = 0; i < st->n; i++)
 		st->t[i].changed = 0;
 	/* Weights and moments outside the masks are zero (masks change only through
-	 * sp_mask_commit, sp_set_mask and sp_apply, which zero them) and stay zero under
-	 * AdamW when the gradient there is zero: re-mask only when sp_mask_grads did not run
-	 * on this step's gradients. */
-	if (st->grads_masked != step)
+	 * sp_mask_commit, sp_set_mask and sp_apply, which zero them) and a zero-preserving
+	 * optimizer keeps them so where the gradient is zero: then re-mask only when
+	 * sp_mask_grads did not run on this step's gradients. */
+	if (!st->zero_preserving || st->grads_masked != step)
 		sp_apply(st);
 	int changed = 0;
 	for (int g = 0; g < st->cfg->n_groups; g++) {

@@ -99,6 +99,11 @@ int sp_mask_grads(sp_state *st, long step);
  * already (a sparse weight gradient wrote only the kept positions), so it need not pass
  * over the tensor; ignored on steps that want the dense gradient. */
 void sp_set_grad_clean(sp_state *st, int idx);
+/* Declare that the caller's optimizer leaves a weight and its moments at zero when its
+ * gradient and moments are zero (AdamW with decoupled weight decay does): then
+ * sp_after_optimizer skips re-masking weights and moments on steps whose gradients
+ * sp_mask_grads masked, since nothing outside the masks can have moved. */
+void sp_set_zero_preserving_optimizer(sp_state *st, int on);
 /* 1 if a group with skip_optimizer_on_update updates its masks at t = step+1. */
 int sp_skip_optimizer(const sp_state *st, long step);
 /* After the optimizer step (or its skip): re-mask weights and moments; at an update step

@@ -60,6 +60,9 @@ int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, fl
 		       errlen);
 	if (rc)
 		goto out_free;
+	/* the trainer's optimizer is AdamW (optim.h): zero weight, moments and gradient stay
+	 * zero */
+	sp_set_zero_preserving_optimizer(ts->st, 1);
 	ts->dims = (sp_gpt_dims){ m->cfg.n_layer, m->cfg.n_head, m->cfg.n_embd,
 				  m->cfg.block_size, m->cfg.vocab_size };
 	ts->enabled = 1;

@@ -132,7 +132,7 @@ static void test_bad_values(void **state)
 	expect_error("train:\n  lr: -1\n", NULL, 0, "cfg.yaml:2:7: train.lr: -1 is not in [0, 10]",
 		     NULL);
 	expect_error("device: {kind: gpu}\n", NULL, 0,
-		     "cfg.yaml:1:16: device.kind: 'gpu' is not one of cpu,sim,usb", NULL);
+		     "cfg.yaml:1:16: device.kind: 'gpu' is not one of native,model,cpu,sim,usb", NULL);
 	expect_error("device: {mesh: 4by4}\n", NULL, 0, "device.mesh: '4by4' is not ROWSxCOLS",
 		     NULL);
 	expect_error("device: {awords: 1001}\n", NULL, 0,
