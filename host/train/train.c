@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cs_cpu.h"
 #include "common/cs_error.h"
 #include "train/atomic_file.h"
 #include "train/ckpt.h"
@@ -66,6 +67,9 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 		goto out_free;
 	}
 	t->model.pool = t->pool;
+	/* the pool splits the products' rows over its threads, each calling a one-thread
+	 * sgemm: OpenBLAS's own threads would only compete with it */
+	cs_blas_set_threads(1);
 	size_t P = t->model.num_params;
 	t->adam_m = calloc(P, sizeof(float));
 	t->adam_v = calloc(P, sizeof(float));
@@ -747,6 +751,10 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 		     "%s\n", dir, c->model.n_layer, c->model.n_head, c->model.n_embd,
 		c->model.block_size, t.model.num_params,
 		t.dev ? uri : "projections on the host (OpenBLAS)");
+	char blas[320];
+	cs_blas_describe(blas, sizeof blas);
+	fprintf(out, "train: %d host thread%s (train.threads); %s\n", cs_pool_threads(t.pool),
+		cs_pool_threads(t.pool) == 1 ? "" : "s", blas);
 	fprintf(out, "train: data %s: %d files, %zu tokens (%zu train, %zu val)%s; unigram "
 		     "entropy %.4f nats/byte\n", c->data_path, t.data.n_files, t.data.n_tokens,
 		t.data.n_train, t.data.n_val, t.data.cache_hit ? ", cached" : "",
