@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/cs_cpu.h"
 
 /* Subcommands are weak so that the binary links while an area is still missing. */
 __attribute__((weak)) int cmd_train(int argc, char **argv);
@@ -56,6 +57,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;
+		/* OpenBLAS's kernels are fixed when it loads: a better choice for this CPU
+		 * means running again with OPENBLAS_CORETYPE set (at most once) */
+		if (commands[i].fn && (!strcmp(argv[1], "train") || !strcmp(argv[1], "sample") ||
+				       !strcmp(argv[1], "eval")))
+			cs_blas_startup(argv);
 		if (!commands[i].fn) {
 			fprintf(stderr, "cshost %s: not built yet in this version\n", argv[1]);
 			return 2;

@@ -1,9 +1,20 @@
 /*
  * gpt.c - forward and backward of the GPT decoder, llm.c-style, dense products through
- * OpenBLAS (which honours OPENBLAS_NUM_THREADS / OMP_NUM_THREADS). Each layer has a
- * <layer>_forward / <layer>_backward pair in data-flow order; the matmul and attention
- * kernels keep a plain-loop *_ref beside the sgemm version (tests/train/test_gpt.c compares
- * them). The backward pass reuses one block's worth of gradient buffers, layer by layer.
+ * OpenBLAS. Each layer has a <layer>_forward / <layer>_backward pair in data-flow order;
+ * the matmul and attention kernels keep a plain-loop *_ref beside the sgemm version
+ * (tests/train/test_gpt.c compares them). The backward pass reuses one block's worth of
+ * gradient buffers, layer by layer.
+ *
+ * Threads: every layer has a *_pool form that splits its work over a cs_pool by a fixed
+ * rule (the plain form is the same code on one thread). Elementwise layers, rows of
+ * layernorm / softmax / bias adds and (b, h) pairs of attention give each output to one
+ * thread, and the reductions over rows (layernorm dweight / dbias, bias gradients, the
+ * encoder's dwte / dwpe) are split by columns and summed in row order: those give the same
+ * bits for every thread count. The products split their rows over the threads, each thread
+ * calling a one-thread OpenBLAS sgemm on its block (OpenBLAS 0.3.21's pthread build may be
+ * called from several threads at once; the trainer sets its own threads to 1, see
+ * cs_cpu.h): bit-identical from run to run for a fixed thread count, and across thread
+ * counts only where the sgemm kernel does not depend on the block shape.
  */
 #include "train/gpt.h"
 
@@ -15,44 +26,108 @@
 
 #include "common/cs_error.h"
 
+/* [lo, hi) of n items for thread tid, boundaries on multiples of align (SIMD blocks) */
+static void split_aligned(size_t n, size_t align, int tid, int nth, size_t *lo, size_t *hi)
+{
+	size_t blocks = (n + align - 1) / align;
+	cs_split(blocks, tid, nth, lo, hi);
+	*lo *= align;
+	*hi *= align;
+	if (*lo > n)
+		*lo = n;
+	if (*hi > n)
+		*hi = n;
+}
+
 /* ---- encoder ------------------------------------------------------------------------ */
+
+struct enc_job {
+	float *out, *dwte, *dwpe;
+	const float *dout, *wte, *wpe;
+	const int *inp;
+	int B, T, C;
+};
+
+static void encoder_forward_job(void *va, int tid, int nth)
+{
+	struct enc_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->B * a->T, tid, nth, &lo, &hi);
+	int C = a->C;
+	for (size_t bt = lo; bt < hi; bt++) {
+		int t = (int)(bt % (size_t)a->T);
+		float *o = a->out + bt * C;
+		const float *we = a->wte + (size_t)a->inp[bt] * C;
+		const float *pe = a->wpe + (size_t)t * C;
+		for (int i = 0; i < C; i++)
+			o[i] = we[i] + pe[i];
+	}
+}
+
+void encoder_forward_pool(cs_pool *pool, float *out, const int *inp, const float *wte,
+			  const float *wpe, int B, int T, int C)
+{
+	struct enc_job a = { .out = out, .inp = inp, .wte = wte, .wpe = wpe, .B = B, .T = T,
+			     .C = C };
+	cs_pool_run(pool, encoder_forward_job, &a);
+}
 
 void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B,
 		     int T, int C)
 {
-	for (int b = 0; b < B; b++)
-		for (int t = 0; t < T; t++) {
-			float *o = out + ((size_t)b * T + t) * C;
-			const float *we = wte + (size_t)inp[b * T + t] * C;
-			const float *pe = wpe + (size_t)t * C;
-			for (int i = 0; i < C; i++)
-				o[i] = we[i] + pe[i];
-		}
+	encoder_forward_pool(NULL, out, inp, wte, wpe, B, T, C);
 }
 
-void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B,
-		      int T, int C)
+/* Columns split: two positions with the same token add into the same dwte row, in order. */
+static void encoder_backward_job(void *va, int tid, int nth)
 {
-	for (int b = 0; b < B; b++)
-		for (int t = 0; t < T; t++) {
-			const float *d = dout + ((size_t)b * T + t) * C;
-			float *dwe = dwte + (size_t)inp[b * T + t] * C;
-			float *dpe = dwpe + (size_t)t * C;
-			for (int i = 0; i < C; i++) {
+	struct enc_job *a = va;
+	size_t lo, hi;
+	split_aligned((size_t)a->C, 16, tid, nth, &lo, &hi);
+	int C = a->C;
+	for (int b = 0; b < a->B; b++)
+		for (int t = 0; t < a->T; t++) {
+			const float *d = a->dout + ((size_t)b * a->T + t) * C;
+			float *dwe = a->dwte + (size_t)a->inp[b * a->T + t] * C;
+			float *dpe = a->dwpe + (size_t)t * C;
+			for (size_t i = lo; i < hi; i++) {
 				dwe[i] += d[i];
 				dpe[i] += d[i];
 			}
 		}
 }
 
+void encoder_backward_pool(cs_pool *pool, float *dwte, float *dwpe, const float *dout,
+			   const int *inp, int B, int T, int C)
+{
+	struct enc_job a = { .dwte = dwte, .dwpe = dwpe, .dout = dout, .inp = inp, .B = B,
+			     .T = T, .C = C };
+	cs_pool_run(pool, encoder_backward_job, &a);
+}
+
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B,
+		      int T, int C)
+{
+	encoder_backward_pool(NULL, dwte, dwpe, dout, inp, B, T, C);
+}
+
 /* ---- layernorm ---------------------------------------------------------------------- */
 
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-		       const float *weight, const float *bias, int N, int C)
+struct ln_job {
+	float *out, *mean, *rstd, *dinp, *dweight, *dbias;
+	const float *inp, *weight, *bias, *dout, *cmean, *crstd;
+	int N, C;
+};
+
+static void layernorm_forward_job(void *va, int tid, int nth)
 {
+	struct ln_job *a = va;
 	const float eps = 1e-5f;
-	for (int n = 0; n < N; n++) {
-		const float *x = inp + (size_t)n * C;
+	int C = a->C;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	for (size_t n = lo; n < hi; n++) {
+		const float *x = a->inp + n * C;
 		float m = 0.0f;
 		for (int i = 0; i < C; i++)
 			m += x[i];
@@ -64,24 +139,45 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 		}
 		v /= C;
 		float s = 1.0f / sqrtf(v + eps);
-		float *o = out + (size_t)n * C;
+		float *o = a->out + n * C;
 		for (int i = 0; i < C; i++)
-			o[i] = (s * (x[i] - m)) * weight[i] + bias[i];
-		mean[n] = m;
-		rstd[n] = s;
+			o[i] = (s * (x[i] - m)) * a->weight[i] + a->bias[i];
+		a->mean[n] = m;
+		a->rstd[n] = s;
 	}
 }
 
-/* dinp += ..., dweight += ..., dbias += ... */
-void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-			const float *inp, const float *weight, const float *mean,
-			const float *rstd, int N, int C)
+void layernorm_forward_pool(cs_pool *pool, float *out, float *mean, float *rstd,
+			    const float *inp, const float *weight, const float *bias, int N,
+			    int C)
 {
-	for (int n = 0; n < N; n++) {
-		const float *d = dout + (size_t)n * C;
-		const float *x = inp + (size_t)n * C;
-		float *dx = dinp + (size_t)n * C;
-		float m = mean[n], s = rstd[n];
+	struct ln_job a = { .out = out, .mean = mean, .rstd = rstd, .inp = inp, .weight = weight,
+			    .bias = bias, .N = N, .C = C };
+	cs_pool_run(pool, layernorm_forward_job, &a);
+}
+
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+		       const float *weight, const float *bias, int N, int C)
+{
+	layernorm_forward_pool(NULL, out, mean, rstd, inp, weight, bias, N, C);
+}
+
+/*
+ * dinp by rows, then dweight / dbias by columns (each column summed over the rows in
+ * order, as one thread would): the two parts write different buffers, so one job does both.
+ */
+static void layernorm_backward_job(void *va, int tid, int nth)
+{
+	struct ln_job *a = va;
+	int C = a->C;
+	const float *weight = a->weight;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	for (size_t n = lo; n < hi; n++) {
+		const float *d = a->dout + n * C;
+		const float *x = a->inp + n * C;
+		float *dx = a->dinp + n * C;
+		float m = a->cmean[n], s = a->crstd[n];
 		float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
 		for (int i = 0; i < C; i++) {
 			float norm = (x[i] - m) * s;
@@ -94,42 +190,158 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 		for (int i = 0; i < C; i++) {
 			float norm = (x[i] - m) * s;
 			float dnorm = weight[i] * d[i];
-			dbias[i] += d[i];
-			dweight[i] += norm * d[i];
 			dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+		}
+	}
+	split_aligned((size_t)C, 16, tid, nth, &lo, &hi);
+	for (int n = 0; n < a->N; n++) {
+		const float *d = a->dout + (size_t)n * C;
+		const float *x = a->inp + (size_t)n * C;
+		float m = a->cmean[n], s = a->crstd[n];
+		for (size_t i = lo; i < hi; i++) {
+			float norm = (x[i] - m) * s;
+			a->dbias[i] += d[i];
+			a->dweight[i] += norm * d[i];
 		}
 	}
 }
 
+/* dinp += ..., dweight += ..., dbias += ... */
+void layernorm_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
+			     const float *dout, const float *inp, const float *weight,
+			     const float *mean, const float *rstd, int N, int C)
+{
+	struct ln_job a = { .dinp = dinp, .dweight = dweight, .dbias = dbias, .dout = dout,
+			    .inp = inp, .weight = weight, .cmean = mean, .crstd = rstd, .N = N,
+			    .C = C };
+	cs_pool_run(pool, layernorm_backward_job, &a);
+}
+
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+			const float *inp, const float *weight, const float *mean,
+			const float *rstd, int N, int C)
+{
+	layernorm_backward_pool(NULL, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
 /* ---- matmul ------------------------------------------------------------------------- */
+
+/*
+ * One job for the three products of a linear layer. Forward and dinp split the N rows;
+ * dweight (and dbias) split the OC output rows, so each thread's sgemm writes its own rows
+ * of dweight and each dbias element is summed over n in order.
+ */
+enum { MM_FWD, MM_DINP, MM_DW, MM_BIAS };
+
+struct mm_job {
+	int op;
+	float *out;           /* MM_FWD, MM_BIAS: [N, OC]; MM_DINP: dinp [N, C];
+				 MM_DW: dweight [OC, C] or NULL (dbias only) */
+	float *dbias;         /* MM_DW, may be NULL */
+	const float *inp;     /* [N, C] (MM_FWD, MM_DW) */
+	const float *weight;  /* [OC, C] (MM_FWD, MM_DINP) */
+	const float *bias;    /* MM_FWD (may be NULL), MM_BIAS */
+	const float *dout;    /* [N, OC] (MM_DINP, MM_DW) */
+	float beta;           /* MM_DINP: 0 overwrites, 1 accumulates */
+	int N, C, OC;
+};
+
+static void matmul_job(void *va, int tid, int nth)
+{
+	struct mm_job *a = va;
+	int N = a->N, C = a->C, OC = a->OC;
+	size_t lo, hi;
+	switch (a->op) {
+	case MM_FWD:
+		cs_split((size_t)N, tid, nth, &lo, &hi);
+		if (hi == lo)
+			return;
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), OC, C, 1.0f,
+			    a->inp + lo * C, C, a->weight, C, 0.0f, a->out + lo * OC, OC);
+		if (a->bias)
+			for (size_t n = lo; n < hi; n++) {
+				float *o = a->out + n * OC;
+				for (int j = 0; j < OC; j++)
+					o[j] += a->bias[j];
+			}
+		break;
+	case MM_DINP:
+		cs_split((size_t)N, tid, nth, &lo, &hi);
+		if (hi == lo)
+			return;
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), C, OC, 1.0f,
+			    a->dout + lo * OC, OC, a->weight, C, a->beta, a->out + lo * C, C);
+		break;
+	case MM_DW:
+		split_aligned((size_t)OC, 16, tid, nth, &lo, &hi);
+		if (hi == lo)
+			return;
+		if (a->out)
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(hi - lo), C, N,
+				    1.0f, a->dout + lo, OC, a->inp, C, 1.0f, a->out + lo * C, C);
+		if (a->dbias)
+			for (int n = 0; n < N; n++) {
+				const float *d = a->dout + (size_t)n * OC;
+				for (size_t j = lo; j < hi; j++)
+					a->dbias[j] += d[j];
+			}
+		break;
+	case MM_BIAS:
+		cs_split((size_t)N, tid, nth, &lo, &hi);
+		for (size_t n = lo; n < hi; n++) {
+			float *o = a->out + n * OC;
+			for (int j = 0; j < OC; j++)
+				o[j] += a->bias[j];
+		}
+		break;
+	}
+}
+
+void matmul_forward_pool(cs_pool *pool, float *out, const float *inp, const float *weight,
+			 const float *bias, int N, int C, int OC)
+{
+	struct mm_job a = { .op = MM_FWD, .out = out, .inp = inp, .weight = weight, .bias = bias,
+			    .N = N, .C = C, .OC = OC };
+	cs_pool_run(pool, matmul_job, &a);
+}
 
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
 		    int N, int C, int OC)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C,
-		    0.0f, out, OC);
-	if (bias)
-		for (int n = 0; n < N; n++) {
-			float *o = out + (size_t)n * OC;
-			for (int j = 0; j < OC; j++)
-				o[j] += bias[j];
-		}
+	matmul_forward_pool(NULL, out, inp, weight, bias, N, C, OC);
 }
 
 /* dinp += dout weight, dweight += dout^T inp, dbias += sum_n dout (dbias may be NULL) */
+void matmul_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
+			  const float *dout, const float *inp, const float *weight, int N, int C,
+			  int OC)
+{
+	struct mm_job a = { .op = MM_DINP, .out = dinp, .weight = weight, .dout = dout,
+			    .beta = 1.0f, .N = N, .C = C, .OC = OC };
+	cs_pool_run(pool, matmul_job, &a);
+	a = (struct mm_job){ .op = MM_DW, .out = dweight, .dbias = dbias, .inp = inp,
+			     .dout = dout, .N = N, .C = C, .OC = OC };
+	cs_pool_run(pool, matmul_job, &a);
+}
+
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
 		     const float *inp, const float *weight, int N, int C, int OC)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight,
-		    C, 1.0f, dinp, C);
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C,
-		    1.0f, dweight, C);
-	if (dbias)
-		for (int n = 0; n < N; n++) {
-			const float *d = dout + (size_t)n * OC;
-			for (int j = 0; j < OC; j++)
-				dbias[j] += d[j];
-		}
+	matmul_backward_pool(NULL, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+/* Bias gradient alone (the projections' hook leaves the bias to the model). */
+static void bias_grad_pool(cs_pool *pool, float *dbias, const float *dout, int N, int OC)
+{
+	struct mm_job a = { .op = MM_DW, .out = NULL, .dbias = dbias, .dout = dout, .N = N,
+			    .OC = OC };
+	cs_pool_run(pool, matmul_job, &a);
+}
+
+static void bias_add_pool(cs_pool *pool, float *out, const float *bias, int N, int OC)
+{
+	struct mm_job a = { .op = MM_BIAS, .out = out, .bias = bias, .N = N, .OC = OC };
+	cs_pool_run(pool, matmul_job, &a);
 }
 
 void matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
@@ -181,67 +393,106 @@ static void causal_softmax_row(float *row, int t, int T)
 		row[j] = 0.0f;
 }
 
+struct att_job {
+	float *out, *att, *dqkv, *scratch;
+	const float *qkv, *catt, *dout;
+	int B, T, C, NH;
+};
+
+/* (b, h) pairs split over the threads: every output belongs to one pair. */
+static void attention_forward_job(void *va, int tid, int nth)
+{
+	struct att_job *a = va;
+	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)hs);
+	size_t lo, hi;
+	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
+	for (size_t bh = lo; bh < hi; bh++) {
+		size_t b = bh / NH, h = bh % NH;
+		const float *q = a->qkv + b * T * C3 + h * hs;
+		const float *k = q + C;
+		const float *v = q + 2 * C;
+		float *at = a->att + bh * T * T;
+		float *o = a->out + b * T * C + h * hs;
+		/* at [T, T] = scale * q k^T (the upper triangle is computed and discarded) */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
+			    0.0f, at, T);
+		for (int t = 0; t < T; t++)
+			causal_softmax_row(at + (size_t)t * T, t, T);
+		/* o [T, hs] = at v */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, at, T, v, C3,
+			    0.0f, o, C);
+	}
+}
+
+void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *qkv, int B,
+			    int T, int C, int NH)
+{
+	struct att_job a = { .out = out, .att = att, .qkv = qkv, .B = B, .T = T, .C = C,
+			     .NH = NH };
+	cs_pool_run(pool, attention_forward_job, &a);
+}
+
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
-	int hs = C / NH, C3 = 3 * C;
+	attention_forward_pool(NULL, out, att, qkv, B, T, C, NH);
+}
+
+static void attention_backward_job(void *va, int tid, int nth)
+{
+	struct att_job *a = va;
+	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, C3 = 3 * C;
 	float scale = 1.0f / sqrtf((float)hs);
-	for (int b = 0; b < B; b++)
-		for (int h = 0; h < NH; h++) {
-			const float *q = qkv + (size_t)b * T * C3 + h * hs;
-			const float *k = q + C;
-			const float *v = q + 2 * C;
-			float *a = att + ((size_t)b * NH + h) * T * T;
-			float *o = out + (size_t)b * T * C + h * hs;
-			/* a [T, T] = scale * q k^T (the upper triangle is computed and discarded) */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
-				    k, C3, 0.0f, a, T);
-			for (int t = 0; t < T; t++)
-				causal_softmax_row(a + (size_t)t * T, t, T);
-			/* o [T, hs] = a v */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T,
-				    v, C3, 0.0f, o, C);
+	float *da = a->scratch + (size_t)tid * T * T; /* [T, T] of this thread */
+	size_t lo, hi;
+	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
+	for (size_t bh = lo; bh < hi; bh++) {
+		size_t b = bh / NH, h = bh % NH;
+		const float *q = a->qkv + b * T * C3 + h * hs;
+		const float *k = q + C;
+		const float *v = q + 2 * C;
+		float *dq = a->dqkv + b * T * C3 + h * hs;
+		float *dk = dq + C;
+		float *dv = dq + 2 * C;
+		const float *at = a->catt + bh * T * T;
+		const float *d = a->dout + b * T * C + h * hs;
+		/* da = dout v^T, dv = at^T dout */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, C, v, C3,
+			    0.0f, da, T);
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, at, T, d, C,
+			    0.0f, dv, C3);
+		/* softmax backward, into da (scaled), causal */
+		for (int t = 0; t < T; t++) {
+			const float *ar = at + (size_t)t * T;
+			float *dr = da + (size_t)t * T;
+			float dot = 0.0f;
+			for (int j = 0; j <= t; j++)
+				dot += ar[j] * dr[j];
+			for (int j = 0; j <= t; j++)
+				dr[j] = scale * ar[j] * (dr[j] - dot);
+			for (int j = t + 1; j < T; j++)
+				dr[j] = 0.0f;
 		}
+		/* dq = da k, dk = da^T q */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, k, C3,
+			    0.0f, dq, C3);
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, q, C3,
+			    0.0f, dk, C3);
+	}
+}
+
+void attention_backward_pool(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,
+			     const float *att, float *scratch, int B, int T, int C, int NH)
+{
+	struct att_job a = { .dqkv = dqkv, .dout = dout, .qkv = qkv, .catt = att,
+			     .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH };
+	cs_pool_run(pool, attention_backward_job, &a);
 }
 
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
 			float *scratch, int B, int T, int C, int NH)
 {
-	int hs = C / NH, C3 = 3 * C;
-	float scale = 1.0f / sqrtf((float)hs);
-	float *da = scratch; /* [T, T] */
-	for (int b = 0; b < B; b++)
-		for (int h = 0; h < NH; h++) {
-			const float *q = qkv + (size_t)b * T * C3 + h * hs;
-			const float *k = q + C;
-			const float *v = q + 2 * C;
-			float *dq = dqkv + (size_t)b * T * C3 + h * hs;
-			float *dk = dq + C;
-			float *dv = dq + 2 * C;
-			const float *a = att + ((size_t)b * NH + h) * T * T;
-			const float *d = dout + (size_t)b * T * C + h * hs;
-			/* da = dout v^T, dv = a^T dout */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, C, v,
-				    C3, 0.0f, da, T);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, d,
-				    C, 0.0f, dv, C3);
-			/* softmax backward, into da (scaled), causal */
-			for (int t = 0; t < T; t++) {
-				const float *ar = a + (size_t)t * T;
-				float *dr = da + (size_t)t * T;
-				float dot = 0.0f;
-				for (int j = 0; j <= t; j++)
-					dot += ar[j] * dr[j];
-				for (int j = 0; j <= t; j++)
-					dr[j] = scale * ar[j] * (dr[j] - dot);
-				for (int j = t + 1; j < T; j++)
-					dr[j] = 0.0f;
-			}
-			/* dq = da k, dk = da^T q */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, da, T,
-				    k, C3, 0.0f, dq, C3);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, q,
-				    C3, 0.0f, dk, C3);
-		}
+	attention_backward_pool(NULL, dqkv, dout, qkv, att, scratch, B, T, C, NH);
 }
 
 void attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C,
@@ -314,6 +565,7 @@ void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
 			}
 }
 
+
 /* ---- gelu (tanh approximation) ------------------------------------------------------ */
 
 /*
@@ -362,9 +614,9 @@ float gelu_tanhf(float y)
 
 #define GELU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 
-GELU_CLONES void gelu_forward(float *out, const float *inp, int N)
+static GELU_CLONES void gelu_forward_range(float *out, const float *inp, size_t lo, size_t hi)
 {
-	for (int i = 0; i < N; i++) {
+	for (size_t i = lo; i < hi; i++) {
 		float x = inp[i];
 		float cube = 0.044715f * x * x * x;
 		out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
@@ -372,9 +624,10 @@ GELU_CLONES void gelu_forward(float *out, const float *inp, int N)
 }
 
 /* dinp = gelu'(inp) * dout (overwrites) */
-GELU_CLONES void gelu_backward(float *dinp, const float *inp, const float *dout, int N)
+static GELU_CLONES void gelu_backward_range(float *dinp, const float *inp, const float *dout,
+					    size_t lo, size_t hi)
 {
-	for (int i = 0; i < N; i++) {
+	for (size_t i = lo; i < hi; i++) {
 		float x = inp[i];
 		float cube = 0.044715f * x * x * x;
 		float th = tanh_fast(GELU_SCALE * (x + cube));
@@ -385,30 +638,124 @@ GELU_CLONES void gelu_backward(float *dinp, const float *inp, const float *dout,
 	}
 }
 
+/* ---- elementwise jobs: GELU, residual ----------------------------------------------- */
+
+enum { EW_GELU_FWD, EW_GELU_BWD, EW_RES_FWD, EW_RES_BWD, EW_ZERO };
+
+struct ew_job {
+	int op;
+	float *out, *out2;
+	const float *in1, *in2;
+	size_t n;
+};
+
+/* Every element is computed the same way whatever the split (no FMA contraction, the
+ * vector and scalar paths of a clone round alike): the bits do not depend on threads. */
+static void ew_job(void *va, int tid, int nth)
+{
+	struct ew_job *a = va;
+	size_t lo, hi;
+	split_aligned(a->n, 64, tid, nth, &lo, &hi);
+	switch (a->op) {
+	case EW_GELU_FWD:
+		gelu_forward_range(a->out, a->in1, lo, hi);
+		break;
+	case EW_GELU_BWD:
+		gelu_backward_range(a->out, a->in1, a->in2, lo, hi);
+		break;
+	case EW_RES_FWD:
+		for (size_t i = lo; i < hi; i++)
+			a->out[i] = a->in1[i] + a->in2[i];
+		break;
+	case EW_RES_BWD:
+		for (size_t i = lo; i < hi; i++) {
+			a->out[i] += a->in1[i];
+			a->out2[i] += a->in1[i];
+		}
+		break;
+	case EW_ZERO:
+		if (hi > lo)
+			memset(a->out + lo, 0, (hi - lo) * sizeof(float));
+		break;
+	}
+}
+
+void gelu_forward_pool(cs_pool *pool, float *out, const float *inp, int N)
+{
+	struct ew_job a = { .op = EW_GELU_FWD, .out = out, .in1 = inp, .n = (size_t)N };
+	cs_pool_run(pool, ew_job, &a);
+}
+
+void gelu_forward(float *out, const float *inp, int N)
+{
+	gelu_forward_pool(NULL, out, inp, N);
+}
+
+void gelu_backward_pool(cs_pool *pool, float *dinp, const float *inp, const float *dout, int N)
+{
+	struct ew_job a = { .op = EW_GELU_BWD, .out = dinp, .in1 = inp, .in2 = dout,
+			    .n = (size_t)N };
+	cs_pool_run(pool, ew_job, &a);
+}
+
+void gelu_backward(float *dinp, const float *inp, const float *dout, int N)
+{
+	gelu_backward_pool(NULL, dinp, inp, dout, N);
+}
+
 /* ---- residual ----------------------------------------------------------------------- */
+
+void residual_forward_pool(cs_pool *pool, float *out, const float *inp1, const float *inp2,
+			   int N)
+{
+	struct ew_job a = { .op = EW_RES_FWD, .out = out, .in1 = inp1, .in2 = inp2,
+			    .n = (size_t)N };
+	cs_pool_run(pool, ew_job, &a);
+}
 
 void residual_forward(float *out, const float *inp1, const float *inp2, int N)
 {
-	for (int i = 0; i < N; i++)
-		out[i] = inp1[i] + inp2[i];
+	residual_forward_pool(NULL, out, inp1, inp2, N);
+}
+
+void residual_backward_pool(cs_pool *pool, float *dinp1, float *dinp2, const float *dout,
+			    int N)
+{
+	struct ew_job a = { .op = EW_RES_BWD, .out = dinp1, .out2 = dinp2, .in1 = dout,
+			    .n = (size_t)N };
+	cs_pool_run(pool, ew_job, &a);
 }
 
 void residual_backward(float *dinp1, float *dinp2, const float *dout, int N)
 {
-	for (int i = 0; i < N; i++) {
-		dinp1[i] += dout[i];
-		dinp2[i] += dout[i];
-	}
+	residual_backward_pool(NULL, dinp1, dinp2, dout, N);
+}
+
+static void zero_pool(cs_pool *pool, float *out, size_t n)
+{
+	struct ew_job a = { .op = EW_ZERO, .out = out, .n = n };
+	cs_pool_run(pool, ew_job, &a);
 }
 
 /* ---- softmax + cross-entropy -------------------------------------------------------- */
 
-void softmax_crossentropy_forward(float *probs, float *losses, const float *logits,
-				  const int *targets, int N, int V)
+struct sce_job {
+	float *probs, *losses, *dlogits;
+	const float *logits, *cprobs;
+	const int *targets;
+	float dloss;
+	int N, V;
+};
+
+static void sce_forward_job(void *va, int tid, int nth)
 {
-	for (int n = 0; n < N; n++) {
-		const float *l = logits + (size_t)n * V;
-		float *p = probs + (size_t)n * V;
+	struct sce_job *a = va;
+	int V = a->V;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	for (size_t n = lo; n < hi; n++) {
+		const float *l = a->logits + n * V;
+		float *p = a->probs + n * V;
 		float maxv = -INFINITY;
 		for (int i = 0; i < V; i++)
 			if (l[i] > maxv)
@@ -421,31 +768,63 @@ void softmax_crossentropy_forward(float *probs, float *losses, const float *logi
 		float inv = 1.0f / sum;
 		for (int i = 0; i < V; i++)
 			p[i] *= inv;
-		if (losses && targets)
-			losses[n] = -logf(p[targets[n]]);
+		if (a->losses && a->targets)
+			a->losses[n] = -logf(p[a->targets[n]]);
 	}
+}
+
+void softmax_crossentropy_forward_pool(cs_pool *pool, float *probs, float *losses,
+				       const float *logits, const int *targets, int N, int V)
+{
+	struct sce_job a = { .probs = probs, .losses = losses, .logits = logits,
+			     .targets = targets, .N = N, .V = V };
+	cs_pool_run(pool, sce_forward_job, &a);
+}
+
+void softmax_crossentropy_forward(float *probs, float *losses, const float *logits,
+				  const int *targets, int N, int V)
+{
+	softmax_crossentropy_forward_pool(NULL, probs, losses, logits, targets, N, V);
+}
+
+static void sce_backward_job(void *va, int tid, int nth)
+{
+	struct sce_job *a = va;
+	int V = a->V;
+	float dloss = a->dloss;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	for (size_t n = lo; n < hi; n++) {
+		const float *p = a->cprobs + n * V;
+		float *d = a->dlogits + n * V;
+		for (int i = 0; i < V; i++)
+			d[i] = p[i] * dloss;
+		d[a->targets[n]] -= dloss;
+	}
+}
+
+void softmax_crossentropy_backward_pool(cs_pool *pool, float *dlogits, const float *probs,
+					const int *targets, float dloss, int N, int V)
+{
+	struct sce_job a = { .dlogits = dlogits, .cprobs = probs, .targets = targets,
+			     .dloss = dloss, .N = N, .V = V };
+	cs_pool_run(pool, sce_backward_job, &a);
 }
 
 void softmax_crossentropy_backward(float *dlogits, const float *probs, const int *targets,
 				   float dloss, int N, int V)
 {
-	for (int n = 0; n < N; n++) {
-		const float *p = probs + (size_t)n * V;
-		float *d = dlogits + (size_t)n * V;
-		for (int i = 0; i < V; i++)
-			d[i] = p[i] * dloss;
-		d[targets[n]] -= dloss;
-	}
+	softmax_crossentropy_backward_pool(NULL, dlogits, probs, targets, dloss, N, V);
 }
 
 /* ---- the host linear hook ----------------------------------------------------------- */
 
+/* ctx is the cs_pool to split over (NULL: the caller's thread). */
 static int host_lin_forward(void *ctx, float *y, const float *x, const float *w, int layer,
 			    int proj, int BT, int IC, int OC)
 {
-	(void)ctx, (void)layer, (void)proj;
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BT, OC, IC, 1.0f, x, IC, w, IC,
-		    0.0f, y, OC);
+	(void)layer, (void)proj;
+	matmul_forward_pool(ctx, y, x, w, NULL, BT, IC, OC);
 	return CS_OK;
 }
 
@@ -453,11 +832,13 @@ static int host_lin_backward(void *ctx, float *dx, float *dw, const float *dy, c
 			     const float *w, int layer, int proj, int BT, int IC, int OC,
 			     int want_dense_dw)
 {
-	(void)ctx, (void)layer, (void)proj, (void)want_dense_dw;
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BT, IC, OC, 1.0f, dy, OC, w, IC,
-		    0.0f, dx, IC);
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, OC, x, IC,
-		    1.0f, dw, IC);
+	(void)layer, (void)proj, (void)want_dense_dw;
+	struct mm_job a = { .op = MM_DINP, .out = dx, .weight = w, .dout = dy, .beta = 0.0f,
+			    .N = BT, .C = IC, .OC = OC };
+	cs_pool_run(ctx, matmul_job, &a);
+	a = (struct mm_job){ .op = MM_DW, .out = dw, .inp = x, .dout = dy, .N = BT, .C = IC,
+			     .OC = OC };
+	cs_pool_run(ctx, matmul_job, &a);
 	return CS_OK;
 }
 
@@ -657,6 +1038,7 @@ void gpt_free(gpt *m)
 	free(m->bwd_memory);
 	free(m->inputs);
 	free(m->targets);
+	free(m->att_scratch);
 	memset(m, 0, sizeof *m);
 }
 
@@ -719,11 +1101,21 @@ void gpt_init_params(gpt *m, uint64_t seed)
 	}
 }
 
-static void add_bias(float *out, const float *bias, size_t N, size_t OC)
+
+/* The projection hook, with the host's own one run on the model's pool. */
+static int lin_forward(gpt *m, float *y, const float *x, const float *w, int layer, int proj,
+		       int BT, int IC, int OC)
 {
-	for (size_t n = 0; n < N; n++)
-		for (size_t j = 0; j < OC; j++)
-			out[n * OC + j] += bias[j];
+	void *ctx = m->lin == &gpt_linear_host ? (void *)m->pool : m->lin_ctx;
+	return m->lin->forward(ctx, y, x, w, layer, proj, BT, IC, OC);
+}
+
+static int lin_backward(gpt *m, float *dx, float *dw, const float *dy, const float *x,
+			const float *w, int layer, int proj, int BT, int IC, int OC)
+{
+	void *ctx = m->lin == &gpt_linear_host ? (void *)m->pool : m->lin_ctx;
+	return m->lin->backward(ctx, dx, dw, dy, x, w, layer, proj, BT, IC, OC,
+				m->want_dense_dw);
 }
 
 int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, float *loss)
@@ -743,9 +1135,10 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 	size_t BT = (size_t)B * T;
 	gpt_params *p = &m->params;
 	gpt_acts *a = &m->acts;
+	cs_pool *pool = m->pool;
 	int rc;
 
-	encoder_forward(a->encoded, inputs, p->wte, p->wpe, B, T, C);
+	encoder_forward_pool(pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
 	for (int l = 0; l < L; l++) {
 		const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C;
 		float *ln1 = a->ln1 + l * BT * C;
@@ -763,41 +1156,39 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		float *residual3 = a->residual3 + l * BT * C;
 		size_t C1 = C, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C;
 
-		layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C1,
-				  p->ln1b + l * C1, (int)BT, C);
-		rc = m->lin->forward(m->lin_ctx, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT,
-				     C, 3 * C);
+		layernorm_forward_pool(pool, ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C1,
+				       p->ln1b + l * C1, (int)BT, C);
+		rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, 3 * C);
 		if (rc)
 			return rc;
-		add_bias(qkv, p->qkvb + l * C3, BT, C3);
-		attention_forward(atty, att, qkv, B, T, C, NH);
-		rc = m->lin->forward(m->lin_ctx, attproj, atty, p->attprojw + l * C1 * C, l,
-				     GPT_ATTN_PROJ, (int)BT, C, C);
+		bias_add_pool(pool, qkv, p->qkvb + l * C3, (int)BT, (int)C3);
+		attention_forward_pool(pool, atty, att, qkv, B, T, C, NH);
+		rc = lin_forward(m, attproj, atty, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
+				 (int)BT, C, C);
 		if (rc)
 			return rc;
-		add_bias(attproj, p->attprojb + l * C1, BT, C1);
-		residual_forward(residual2, residual, attproj, (int)(BT * C));
-		layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C1,
-				  p->ln2b + l * C1, (int)BT, C);
-		rc = m->lin->forward(m->lin_ctx, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT,
-				     C, 4 * C);
+		bias_add_pool(pool, attproj, p->attprojb + l * C1, (int)BT, C);
+		residual_forward_pool(pool, residual2, residual, attproj, (int)(BT * C));
+		layernorm_forward_pool(pool, ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C1,
+				       p->ln2b + l * C1, (int)BT, C);
+		rc = lin_forward(m, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, 4 * C);
 		if (rc)
 			return rc;
-		add_bias(fch, p->fcb + l * C4, BT, C4);
-		gelu_forward(fch_gelu, fch, (int)(BT * C4));
-		rc = m->lin->forward(m->lin_ctx, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l,
-				     GPT_FC_PROJ, (int)BT, 4 * C, C);
+		bias_add_pool(pool, fch, p->fcb + l * C4, (int)BT, (int)C4);
+		gelu_forward_pool(pool, fch_gelu, fch, (int)(BT * C4));
+		rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ,
+				 (int)BT, 4 * C, C);
 		if (rc)
 			return rc;
-		add_bias(fcproj, p->fcprojb + l * C1, BT, C1);
-		residual_forward(residual3, residual2, fcproj, (int)(BT * C));
+		bias_add_pool(pool, fcproj, p->fcprojb + l * C1, (int)BT, C);
+		residual_forward_pool(pool, residual3, residual2, fcproj, (int)(BT * C));
 	}
 	const float *residual = a->residual3 + (L - 1) * BT * C;
-	layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb, (int)BT,
-			  C);
-	matmul_forward(a->logits, a->lnf, p->wte, NULL, (int)BT, C, V);
-	softmax_crossentropy_forward(a->probs, targets ? a->losses : NULL, a->logits, targets,
-				     (int)BT, V);
+	layernorm_forward_pool(pool, a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb,
+			       (int)BT, C);
+	matmul_forward_pool(pool, a->logits, a->lnf, p->wte, NULL, (int)BT, C, V);
+	softmax_crossentropy_forward_pool(pool, a->probs, targets ? a->losses : NULL, a->logits,
+					  targets, (int)BT, V);
 	if (targets) {
 		double sum = 0.0;
 		for (size_t i = 0; i < BT; i++)
@@ -813,14 +1204,23 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 
 void gpt_zero_grad(gpt *m)
 {
-	memset(m->grads_memory, 0, m->num_params * sizeof(float));
+	zero_pool(m->pool, m->grads_memory, m->num_params);
 }
 
-static void add_bias_grad(float *dbias, const float *dout, size_t N, size_t OC)
+/* Attention backward needs a [T, T] scratch per thread; grown when the pool grows. */
+static int att_scratch(gpt *m, float **out)
 {
-	for (size_t n = 0; n < N; n++)
-		for (size_t j = 0; j < OC; j++)
-			dbias[j] += dout[n * OC + j];
+	int n = cs_pool_threads(m->pool);
+	if (n > m->att_scratch_threads) {
+		float *s = malloc((size_t)n * m->T * m->T * sizeof(float));
+		if (!s)
+			return CS_ERR_NO_MEM;
+		free(m->att_scratch);
+		m->att_scratch = s;
+		m->att_scratch_threads = n;
+	}
+	*out = m->att_scratch;
+	return CS_OK;
 }
 
 int gpt_backward(gpt *m, float loss_scale)
@@ -833,16 +1233,21 @@ int gpt_backward(gpt *m, float loss_scale)
 	size_t BT = (size_t)B * T, C1 = C, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C;
 	gpt_params *p = &m->params, *g = &m->grads;
 	gpt_acts *a = &m->acts;
-	int rc;
+	cs_pool *pool = m->pool;
+	float *scratch;
+	int rc = att_scratch(m, &scratch);
+	if (rc)
+		return rc;
 
-	softmax_crossentropy_backward(m->dlogits, a->probs, m->targets, loss_scale / (float)BT,
-				      (int)BT, V);
-	memset(m->dln, 0, BT * C * sizeof(float));
-	matmul_backward(m->dln, g->wte, NULL, m->dlogits, a->lnf, p->wte, (int)BT, C, V);
-	memset(m->dresidual, 0, BT * C * sizeof(float));
+	softmax_crossentropy_backward_pool(pool, m->dlogits, a->probs, m->targets,
+					   loss_scale / (float)BT, (int)BT, V);
+	zero_pool(pool, m->dln, BT * C);
+	matmul_backward_pool(pool, m->dln, g->wte, NULL, m->dlogits, a->lnf, p->wte, (int)BT, C,
+			     V);
+	zero_pool(pool, m->dresidual, BT * C);
 	const float *residual = a->residual3 + (L - 1) * BT * C;
-	layernorm_backward(m->dresidual, g->lnfw, g->lnfb, m->dln, residual, p->lnfw,
-			   a->lnf_mean, a->lnf_rstd, (int)BT, C);
+	layernorm_backward_pool(pool, m->dresidual, g->lnfw, g->lnfb, m->dln, residual, p->lnfw,
+				a->lnf_mean, a->lnf_rstd, (int)BT, C);
 
 	for (int l = L - 1; l >= 0; l--) {
 		residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C;
@@ -857,42 +1262,38 @@ int gpt_backward(gpt *m, float loss_scale)
 
 		/* residual3 = residual2 + fcproj: dfcproj is dresidual itself */
 		const float *dfcproj = m->dresidual;
-		add_bias_grad(g->fcprojb + l * C1, dfcproj, BT, C1);
-		rc = m->lin->backward(m->lin_ctx, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj,
-				      fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT,
-				      (int)C4, C, m->want_dense_dw);
+		bias_grad_pool(pool, g->fcprojb + l * C1, dfcproj, (int)BT, C);
+		rc = lin_backward(m, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj, fch_gelu,
+				  p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT, (int)C4, C);
 		if (rc)
 			return rc;
-		gelu_backward(m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
-		add_bias_grad(g->fcb + l * C4, m->dfch, BT, C4);
-		rc = m->lin->backward(m->lin_ctx, m->dln, g->fcw + l * C4 * C, m->dfch, ln2,
-				      p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, (int)C4,
-				      m->want_dense_dw);
+		gelu_backward_pool(pool, m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
+		bias_grad_pool(pool, g->fcb + l * C4, m->dfch, (int)BT, (int)C4);
+		rc = lin_backward(m, m->dln, g->fcw + l * C4 * C, m->dfch, ln2, p->fcw + l * C4 * C,
+				  l, GPT_FC, (int)BT, C, (int)C4);
 		if (rc)
 			return rc;
 		/* dresidual now accumulates the gradient of residual2 */
-		layernorm_backward(m->dresidual, g->ln2w + l * C1, g->ln2b + l * C1, m->dln,
-				   residual2, p->ln2w + l * C1, a->ln2_mean + l * BT,
-				   a->ln2_rstd + l * BT, (int)BT, C);
+		layernorm_backward_pool(pool, m->dresidual, g->ln2w + l * C1, g->ln2b + l * C1,
+					m->dln, residual2, p->ln2w + l * C1, a->ln2_mean + l * BT,
+					a->ln2_rstd + l * BT, (int)BT, C);
 		/* residual2 = residual + attproj: dattproj is dresidual */
 		const float *dattproj = m->dresidual;
-		add_bias_grad(g->attprojb + l * C1, dattproj, BT, C1);
-		rc = m->lin->backward(m->lin_ctx, m->datty, g->attprojw + l * C1 * C, dattproj,
-				      atty, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C,
-				      C, m->want_dense_dw);
+		bias_grad_pool(pool, g->attprojb + l * C1, dattproj, (int)BT, C);
+		rc = lin_backward(m, m->datty, g->attprojw + l * C1 * C, dattproj, atty,
+				  p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C);
 		if (rc)
 			return rc;
-		attention_backward(m->dqkv, m->datty, qkv, att, m->datt, B, T, C, NH);
-		add_bias_grad(g->qkvb + l * C3, m->dqkv, BT, C3);
-		rc = m->lin->backward(m->lin_ctx, m->dln, g->qkvw + l * C3 * C, m->dqkv, ln1,
-				      p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, (int)C3,
-				      m->want_dense_dw);
+		attention_backward_pool(pool, m->dqkv, m->datty, qkv, att, scratch, B, T, C, NH);
+		bias_grad_pool(pool, g->qkvb + l * C3, m->dqkv, (int)BT, (int)C3);
+		rc = lin_backward(m, m->dln, g->qkvw + l * C3 * C, m->dqkv, ln1,
+				  p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, (int)C3);
 		if (rc)
 			return rc;
-		layernorm_backward(m->dresidual, g->ln1w + l * C1, g->ln1b + l * C1, m->dln,
-				   residual, p->ln1w + l * C1, a->ln1_mean + l * BT,
-				   a->ln1_rstd + l * BT, (int)BT, C);
+		layernorm_backward_pool(pool, m->dresidual, g->ln1w + l * C1, g->ln1b + l * C1,
+					m->dln, residual, p->ln1w + l * C1, a->ln1_mean + l * BT,
+					a->ln1_rstd + l * BT, (int)BT, C);
 	}
-	encoder_backward(g->wte, g->wpe, m->dresidual, m->inputs, B, T, C);
+	encoder_backward_pool(pool, g->wte, g->wpe, m->dresidual, m->inputs, B, T, C);
 	return CS_OK;
 }

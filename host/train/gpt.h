@@ -126,6 +126,8 @@ typedef struct gpt {
 	float *dfch_gelu;       /* [B, T, 4C] */
 	float *dlogits;         /* [B, T, V] */
 	float *datt;            /* [T, T] attention scratch */
+	float *att_scratch;     /* [att_scratch_threads, T, T]: attention backward per thread */
+	int att_scratch_threads;
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
 	int cur_B, cur_T;
 	float mean_loss;        /* of the last forward with targets, else -1 */
@@ -133,7 +135,8 @@ typedef struct gpt {
 	const gpt_linear_ops *lin;
 	void *lin_ctx;
 	int want_dense_dw;      /* passed through to lin->backward for the next backward */
-	cs_pool *pool;          /* host threads of the dense layers (not owned; NULL: one) */
+	cs_pool *pool;          /* host threads of the dense layers and of gpt_linear_host
+				   (not owned; NULL: one) */
 } gpt;
 
 /* Allocate a model for batches up to B x T (T <= block_size). Parameters are zero. */
@@ -155,7 +158,8 @@ void gpt_zero_grad(gpt *m);
  * the gradient is that of (mean loss) * loss_scale (1/grad_accum for accumulation). */
 int gpt_backward(gpt *m, float loss_scale);
 
-/* Dense host projection (OpenBLAS sgemm), the default hook. */
+/* Dense host projection (OpenBLAS sgemm), the default hook. Its ctx is a cs_pool to split
+ * the rows over (NULL: one thread); the model passes its own pool. */
 extern const gpt_linear_ops gpt_linear_host;
 
 /* ---- layers (outputs, inputs, sizes), also used by the tests ---------------------------- */
@@ -199,5 +203,40 @@ void softmax_crossentropy_forward(float *probs, float *losses, const float *logi
 /* dlogits = (probs - onehot(target)) * dloss */
 void softmax_crossentropy_backward(float *dlogits, const float *probs, const int *targets,
 				   float dloss, int N, int V);
+
+/* ---- threaded layers: the same with the work split over pool (NULL: one thread) ------- */
+/* Bit-identical for a fixed thread count; across thread counts too except for the sgemm
+ * products (matmul_*, attention_*), whose row blocks depend on the split. */
+void encoder_forward_pool(cs_pool *pool, float *out, const int *inp, const float *wte,
+			  const float *wpe, int B, int T, int C);
+void encoder_backward_pool(cs_pool *pool, float *dwte, float *dwpe, const float *dout,
+			   const int *inp, int B, int T, int C);
+void layernorm_forward_pool(cs_pool *pool, float *out, float *mean, float *rstd,
+			    const float *inp, const float *weight, const float *bias, int N,
+			    int C);
+void layernorm_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
+			     const float *dout, const float *inp, const float *weight,
+			     const float *mean, const float *rstd, int N, int C);
+void matmul_forward_pool(cs_pool *pool, float *out, const float *inp, const float *weight,
+			 const float *bias, int N, int C, int OC);
+void matmul_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
+			  const float *dout, const float *inp, const float *weight, int N, int C,
+			  int OC);
+void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *qkv, int B,
+			    int T, int C, int NH);
+/* scratch [cs_pool_threads(pool), T, T] */
+void attention_backward_pool(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,
+			     const float *att, float *scratch, int B, int T, int C, int NH);
+void gelu_forward_pool(cs_pool *pool, float *out, const float *inp, int N);
+void gelu_backward_pool(cs_pool *pool, float *dinp, const float *inp, const float *dout,
+			int N);
+void residual_forward_pool(cs_pool *pool, float *out, const float *inp1, const float *inp2,
+			   int N);
+void residual_backward_pool(cs_pool *pool, float *dinp1, float *dinp2, const float *dout,
+			    int N);
+void softmax_crossentropy_forward_pool(cs_pool *pool, float *probs, float *losses,
+				       const float *logits, const int *targets, int N, int V);
+void softmax_crossentropy_backward_pool(cs_pool *pool, float *dlogits, const float *probs,
+					const int *targets, float dloss, int N, int V);
 
 #endif /* CS_TRAIN_GPT_H */

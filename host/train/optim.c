@@ -2,6 +2,7 @@
 #include "train/optim.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 double lr_schedule(long s, long steps, long warmup, double lr, double min_lr)
 {
@@ -17,18 +18,78 @@ double lr_schedule(long s, long steps, long warmup, double lr, double min_lr)
 	return min_lr + coeff * (lr - min_lr);
 }
 
+struct norm_job {
+	const float *g;
+	float *gs;
+	size_t n;
+	double *partial; /* [chunks] */
+	float scale;
+};
+
+static void norm_job(void *va, int tid, int nth)
+{
+	struct norm_job *a = va;
+	size_t chunks = (a->n + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK, lo, hi;
+	cs_split(chunks, tid, nth, &lo, &hi);
+	for (size_t c = lo; c < hi; c++) {
+		size_t i0 = c * GRAD_NORM_CHUNK, i1 = i0 + GRAD_NORM_CHUNK;
+		if (i1 > a->n)
+			i1 = a->n;
+		double s = 0.0;
+		for (size_t i = i0; i < i1; i++)
+			s += (double)a->g[i] * a->g[i];
+		a->partial[c] = s;
+	}
+}
+
+double grad_global_norm_pool(cs_pool *pool, const float *g, size_t n)
+{
+	size_t chunks = (n + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK;
+	double one[1], *partial = chunks <= 1 ? one : malloc(chunks * sizeof(double));
+	struct norm_job a = { .g = g, .n = n, .partial = partial };
+	if (!partial) { /* no memory: the same sums on this thread */
+		double s = 0.0;
+		for (size_t c = 0; c < chunks; c++) {
+			double cs = 0.0;
+			for (size_t i = c * GRAD_NORM_CHUNK; i < n && i < (c + 1) * GRAD_NORM_CHUNK; i++)
+				cs += (double)g[i] * g[i];
+			s += cs;
+		}
+		return sqrt(s);
+	}
+	if (chunks)
+		cs_pool_run(chunks > 1 ? pool : NULL, norm_job, &a);
+	double s = 0.0;
+	for (size_t c = 0; c < chunks; c++)
+		s += partial[c];
+	if (partial != one)
+		free(partial);
+	return sqrt(s);
+}
+
 double grad_global_norm(const float *g, size_t n)
 {
-	double s = 0.0;
-	for (size_t i = 0; i < n; i++)
-		s += (double)g[i] * g[i];
-	return sqrt(s);
+	return grad_global_norm_pool(NULL, g, n);
+}
+
+static void scale_job(void *va, int tid, int nth)
+{
+	struct norm_job *a = va;
+	size_t lo, hi;
+	cs_split(a->n, tid, nth, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		a->gs[i] *= a->scale;
+}
+
+void grad_scale_pool(cs_pool *pool, float *g, size_t n, float scale)
+{
+	struct norm_job a = { .gs = g, .n = n, .scale = scale };
+	cs_pool_run(pool, scale_job, &a);
 }
 
 void grad_scale(float *g, size_t n, float scale)
 {
-	for (size_t i = 0; i < n; i++)
-		g[i] *= scale;
+	grad_scale_pool(NULL, g, n, scale);
 }
 
 void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float lr,
@@ -37,6 +98,23 @@ void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float 
 	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
 	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
 	for (size_t i = 0; i < n; i++) {
+		float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
+		float vi = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+		m[i] = mi;
+		v[i] = vi;
+		float mhat = mi * c1, vhat = vi * c2;
+		w[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w[i]);
+	}
+}
+
+void adamw_update_idx(float *w, float *m, float *v, const float *g, const uint32_t *idx,
+		      size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
+		      long t)
+{
+	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
+	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
+	for (size_t k = 0; k < nidx; k++) {
+		size_t i = idx[k];
 		float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
 		float vi = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
 		m[i] = mi;

@@ -7,18 +7,31 @@
 #define CS_TRAIN_OPTIM_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "common/cs_pool.h"
 
 /* Learning rate of 0-based step s of `steps`: linear warm-up over warmup steps to lr (step
  * s uses lr * (s+1) / warmup), then cosine decay from lr to min_lr at the last step. */
 double lr_schedule(long s, long steps, long warmup, double lr, double min_lr);
-/* sqrt(sum g^2), accumulated in double. */
+/* sqrt(sum g^2), accumulated in double over fixed chunks of GRAD_NORM_CHUNK elements
+ * whose sums are added in order: the same bits for every thread count. */
+#define GRAD_NORM_CHUNK 16384
 double grad_global_norm(const float *g, size_t n);
+double grad_global_norm_pool(cs_pool *pool, const float *g, size_t n);
 /* g *= scale */
 void grad_scale(float *g, size_t n, float scale);
+void grad_scale_pool(cs_pool *pool, float *g, size_t n, float scale);
 /* One AdamW step (t >= 1 is the count of steps including this one):
  *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
  *   w -= lr * (m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + wd * w)           */
 void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, long t);
+/* The same update at positions idx[0..nidx) only (sorted kept entries of a masked tensor:
+ * pruned entries have zero weight, gradient and moments, which the full update leaves at
+ * zero, so both give the same bits). */
+void adamw_update_idx(float *w, float *m, float *v, const float *g, const uint32_t *idx,
+		      size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
+		      long t);
 
 #endif /* CS_TRAIN_OPTIM_H */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cs_cpu.h"
 #include "common/cs_error.h"
 #include "train/atomic_file.h"
 #include "train/ckpt.h"
@@ -33,6 +34,72 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 /* ---- trainer ------------------------------------------------------------------------ */
+
+/* Index lists of the kept entries of the masked tensors (all, or those whose mask changed
+ * in the last ts_after_optimizer). */
+static int kept_rebuild(trainer *t, int all)
+{
+	gpt *m = &t->model;
+	for (int i = 0; i < m->num_tensors; i++) {
+		if (!all && !ts_mask_changed(t->ts, i))
+			continue;
+		free(t->kept[i]);
+		t->kept[i] = NULL;
+		t->nkept[i] = 0;
+		const uint8_t *mask = ts_mask(t->ts, i);
+		size_t n = m->tensors[i].numel, k = 0;
+		if (!mask || n > UINT32_MAX)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			k += mask[j] != 0;
+		if ((double)k > TRAINER_KEPT_MAX_DENSITY * (double)n)
+			continue;
+		uint32_t *idx = malloc((k ? k : 1) * sizeof *idx);
+		if (!idx)
+			return CS_ERR_NO_MEM;
+		k = 0;
+		for (size_t j = 0; j < n; j++)
+			if (mask[j])
+				idx[k++] = (uint32_t)j;
+		t->kept[i] = idx;
+		t->nkept[i] = k;
+	}
+	return CS_OK;
+}
+
+struct adamw_job {
+	trainer *t;
+	float lr;
+	long step;
+};
+
+/* Every tensor split over the threads (entries are independent: the same bits for every
+ * thread count, and the kept-entry update gives those of the full one). */
+static void adamw_job(void *va, int tid, int nth)
+{
+	struct adamw_job *a = va;
+	trainer *t = a->t;
+	const train_config *c = &t->cfg;
+	gpt *m = &t->model;
+	for (int i = 0; i < m->num_tensors; i++) {
+		const gpt_tensor *g = &m->tensors[i];
+		float wd = g->ndim >= 2 ? (float)c->weight_decay : 0.0f;
+		float *w = m->params_memory + g->offset, *am = t->adam_m + g->offset;
+		float *av = t->adam_v + g->offset;
+		const float *gr = m->grads_memory + g->offset;
+		size_t lo, hi;
+		if (t->kept[i] && !t->adamw_dense) {
+			cs_split(t->nkept[i], tid, nth, &lo, &hi);
+			adamw_update_idx(w, am, av, gr, t->kept[i] + lo, hi - lo, a->lr,
+					 (float)c->beta1, (float)c->beta2, (float)c->eps, wd,
+					 a->step);
+		} else {
+			cs_split(g->numel, tid, nth, &lo, &hi);
+			adamw_update(w + lo, am + lo, av + lo, gr + lo, hi - lo, a->lr,
+				     (float)c->beta1, (float)c->beta2, (float)c->eps, wd, a->step);
+		}
+	}
+}
 
 int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t errlen)
 {
@@ -67,6 +134,9 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 		goto out_free;
 	}
 	t->model.pool = t->pool;
+	/* the pool splits the products' rows over its threads, each calling a one-thread
+	 * sgemm: OpenBLAS's own threads would only compete with it */
+	cs_blas_set_threads(1);
 	size_t P = t->model.num_params;
 	t->adam_m = calloc(P, sizeof(float));
 	t->adam_v = calloc(P, sizeof(float));
@@ -81,6 +151,13 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	rc = ts_create(&t->ts, c, &t->model, t->adam_m, t->adam_v, c->steps, err, errlen);
 	if (rc)
 		goto out_free;
+	t->kept = calloc(t->model.num_tensors, sizeof *t->kept);
+	t->nkept = calloc(t->model.num_tensors, sizeof *t->nkept);
+	rc = !t->kept || !t->nkept ? CS_ERR_NO_MEM : kept_rebuild(t, 1);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
 	if (!tc_dense_on_host(c, ts_enabled(t->ts)) && tc_native(c)) {
 		rc = tn_open(&t->nat, &t->model, t->ts, t->pool,
 			     !strcmp(c->weights, "bf16") ? ENG_BF16 : ENG_F32, err, errlen);
@@ -109,8 +186,12 @@ void trainer_free(trainer *t)
 	td_dev_close(t->dev);
 	tn_close(t->nat);
 	ts_free(t->ts);
+	for (int i = 0; t->kept && i < t->model.num_tensors; i++)
+		free(t->kept[i]);
 	gpt_free(&t->model);
 	cs_pool_free(t->pool);
+	free(t->kept);
+	free(t->nkept);
 	if (t->have_data)
 		td_free(&t->data);
 	free(t->adam_m);
@@ -166,19 +247,14 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	int rc = ts_mask_grads(t->ts, step);
 	if (rc < 0)
 		return rc;
-	s->grad_norm = grad_global_norm(m->grads_memory, m->num_params);
+	s->grad_norm = grad_global_norm_pool(t->pool, m->grads_memory, m->num_params);
 	if (c->grad_clip > 0.0 && s->grad_norm > c->grad_clip)
-		grad_scale(m->grads_memory, m->num_params, (float)(c->grad_clip / s->grad_norm));
+		grad_scale_pool(t->pool, m->grads_memory, m->num_params,
+				(float)(c->grad_clip / s->grad_norm));
 	ts_flops_step(t->ts, step, T, B * c->grad_accum);
 	if (!ts_skip_optimizer(t->ts, step)) {
-		for (int i = 0; i < m->num_tensors; i++) {
-			const gpt_tensor *g = &m->tensors[i];
-			float wd = g->ndim >= 2 ? (float)c->weight_decay : 0.0f;
-			adamw_update(m->params_memory + g->offset, t->adam_m + g->offset,
-				     t->adam_v + g->offset, m->grads_memory + g->offset, g->numel,
-				     (float)s->lr, (float)c->beta1, (float)c->beta2, (float)c->eps,
-				     wd, step + 1);
-		}
+		struct adamw_job a = { .t = t, .lr = (float)s->lr, .step = step + 1 };
+		cs_pool_run(t->pool, adamw_job, &a);
 	}
 	rc = ts_after_optimizer(t->ts, step);
 	if (rc < 0) {
@@ -187,6 +263,10 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 		return rc;
 	}
 	s->masks_changed = rc;
+	if (rc > 0 && kept_rebuild(t, 0)) {
+		snprintf(err, errlen, "out of memory at step %ld", step + 1);
+		return CS_ERR_NO_MEM;
+	}
 	if (t->nat) {
 		rc = tn_sync(t->nat, s->masks_changed, err, errlen);
 		if (rc)
@@ -353,6 +433,11 @@ int trainer_load(trainer *t, const char *path, char *err, size_t errlen)
 		goto out_free;
 	}
 	ts_apply(t->ts);
+	rc = kept_rebuild(t, 1);
+	if (rc) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out_free;
+	}
 	t->step = (long)f.hdr.step;
 	t->rng = f.hdr.rng_state;
 	if (t->dev)
@@ -778,6 +863,10 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	fprintf(out, "train: %s: %d layers, %d heads, %d channels, context %d, %zu parameters; "
 		     "%s\n", dir, c->model.n_layer, c->model.n_head, c->model.n_embd,
 		c->model.block_size, t.model.num_params, where);
+	char blas[320];
+	cs_blas_describe(blas, sizeof blas);
+	fprintf(out, "train: %d host thread%s (train.threads); %s\n", cs_pool_threads(t.pool),
+		cs_pool_threads(t.pool) == 1 ? "" : "s", blas);
 	fprintf(out, "train: data %s: %d files, %zu tokens (%zu train, %zu val)%s; unigram "
 		     "entropy %.4f nats/byte\n", c->data_path, t.data.n_files, t.data.n_tokens,
 		t.data.n_train, t.data.n_val, t.data.cache_hit ? ", cached" : "",

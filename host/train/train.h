@@ -36,7 +36,17 @@ typedef struct trainer {
 	long step;               /* optimizer steps completed */
 	uint64_t rng;            /* sampling RNG state */
 	int *inputs, *targets;   /* [B, T] */
+	/* AdamW over the kept entries of masked tensors: sorted positions per tensor, NULL
+	 * where the full update runs (dense tensors, or masks denser than
+	 * TRAINER_KEPT_MAX_DENSITY); rebuilt when masks change and after a load */
+	uint32_t **kept;         /* [num_tensors] */
+	size_t *nkept;           /* [num_tensors] */
+	int adamw_dense;         /* 1: the full update everywhere (tests compare the two) */
 } trainer;
+
+/* Above this share of kept entries the vectorized full update is faster than the gathered
+ * one (host/train/bench/train_bench.c measures both); the two give the same bits. */
+#define TRAINER_KEPT_MAX_DENSITY 0.6
 
 typedef struct train_step_stats {
 	float loss;              /* mean over the micro-batches */

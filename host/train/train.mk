@@ -17,7 +17,9 @@ TRAIN_ARGS ?=
 train-impl: $(CSHOST) $(SIM_DIR)/libmesh_2x2.so
 	$(CSHOST) train $(TRAIN_CONFIG) --force run.out_dir=$(BUILD)/runs $(TRAIN_ARGS)
 
-# make bench: ms/step, tokens/s and peak RSS of the benchmark model, one OpenBLAS thread.
+# make bench: ms/step, tokens/s and peak RSS of the benchmark model: dense on the host at 1
+# and 2 host threads (train.threads; OpenBLAS itself one thread per call), the cpu backend
+# on one; then the same model in PyTorch when it is installed.
 TRAIN_BENCH := $(BUILD)/bench/train_bench
 $(TRAIN_BENCH): $(BUILD)/obj/host/train/bench/train_bench.o $(LIB)
 	@mkdir -p $(@D)
@@ -28,6 +30,13 @@ train-bench: $(TRAIN_BENCH)
 		$(BUILD)/bench/train.json 3 12
 
 BENCH_TARGETS += train-bench
+
+.PHONY: train-torch-bench
+train-torch-bench:
+	@mkdir -p $(BUILD)/bench
+	python3 host/train/bench/torch_bench.py $(BUILD)/bench/train_torch.json
+
+BENCH_TARGETS += train-torch-bench
 
 
 # make bench: make train's run itself (configs/tiny.yaml, the Verilated 2x2 mesh), start to

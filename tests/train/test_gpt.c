@@ -2,7 +2,9 @@
  * test_gpt.c - host/train/gpt.c: every layer's backward against central finite differences
  * of an independent double-precision forward (gpt64.h), the sgemm kernels against their
  * plain-loop references, GELU's tanh against libm, and the whole model's gradient against
- * finite differences of the float64 model. Random inputs are seeded (TEST_SEED replays).
+ * finite differences of the float64 model; every threaded (*_pool) layer and the whole model
+ * on pools of 1, 2 and 3 threads against the one-thread forms and the references, reruns
+ * bit for bit. Random inputs are seeded (TEST_SEED replays).
  *
  * Tolerance: |analytic - fd| <= 2e-4 * max|fd| + 2e-3 * |fd| per element (fp32 sums of a few
  * hundred terms against an FD error below 1e-9).
@@ -491,6 +493,245 @@ static void test_config_check(void **state)
 	assert_non_null(strstr(err, "model.vocab_size"));
 }
 
+/* ---- threaded layers ---------------------------------------------------------------- */
+
+/*
+ * Every *_pool layer on pools of 1, 2 and 3 threads: the same bits as the one-thread form
+ * where each output has one owner (all but the products), the products against their
+ * plain-loop references, and every result the same on a second run. Sizes split unevenly.
+ */
+#define NEWF(n) ((float *)malloc((size_t)(n) * sizeof(float)))
+
+static void assert_bits(const char *what, int nth, const float *a, const float *b, size_t n)
+{
+	if (memcmp(a, b, n * sizeof(float))) {
+		for (size_t i = 0; i < n; i++)
+			if (memcmp(&a[i], &b[i], sizeof(float))) {
+				fprintf(stderr, "%s, %d threads: [%zu] %.9g vs %.9g\n", what, nth, i,
+					a[i], b[i]);
+				break;
+			}
+		fail();
+	}
+}
+
+static void assert_close(const char *what, int nth, const float *a, const float *ref,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(fabs(a[i] - ref[i]) < 1e-5 * (1 + fabs(ref[i])))) {
+			fprintf(stderr, "%s, %d threads: [%zu] %.9g vs reference %.9g\n", what, nth,
+				i, a[i], ref[i]);
+			fail();
+		}
+}
+
+/* run a layer twice on the pool into two buffers: reruns must agree */
+static void pooled_layers(cs_pool *p, int nth)
+{
+	int B = 3, T = 11, C = 40, NH = 5, V = 259, OC = 3 * C;
+	size_t BT = (size_t)B * T, NX = BT * C, NQ = BT * 3 * C, NA = (size_t)B * NH * T * T;
+	float *x = NEWF(NX), *w = NEWF((size_t)OC * C), *bias = NEWF(OC), *lw = NEWF(C);
+	float *lb = NEWF(C), *dy = NEWF(BT * OC), *qkv = NEWF(NQ), *dout = NEWF(NX);
+	float *wte = NEWF((size_t)V * C), *wpe = NEWF((size_t)T * C), *logits = NEWF(BT * V);
+	int *tok = malloc(BT * sizeof(int));
+	fill(x, NULL, NX, 2.0), fill(w, NULL, (size_t)OC * C, 0.5), fill(bias, NULL, OC, 0.5);
+	fill(lw, NULL, C, 1.5), fill(lb, NULL, C, 0.5), fill(dy, NULL, BT * OC, 1.0);
+	fill(qkv, NULL, NQ, 1.5), fill(dout, NULL, NX, 1.0), fill(wte, NULL, (size_t)V * C, 1.0);
+	fill(wpe, NULL, (size_t)T * C, 1.0), fill(logits, NULL, BT * V, 4.0);
+	for (size_t i = 0; i < BT; i++)
+		tok[i] = (int)(i * 37 % 7); /* repeated tokens: dwte rows collide */
+	for (int run = 0; run < 2; run++) {
+		/* encoder */
+		float *e1 = NEWF(NX), *e2 = NEWF(NX);
+		encoder_forward(e1, tok, wte, wpe, B, T, C);
+		encoder_forward_pool(p, e2, tok, wte, wpe, B, T, C);
+		assert_bits("encoder_forward", nth, e2, e1, NX);
+		float *dwte1 = calloc((size_t)V * C, 4), *dwte2 = calloc((size_t)V * C, 4);
+		float *dwpe1 = calloc((size_t)T * C, 4), *dwpe2 = calloc((size_t)T * C, 4);
+		encoder_backward(dwte1, dwpe1, dout, tok, B, T, C);
+		encoder_backward_pool(p, dwte2, dwpe2, dout, tok, B, T, C);
+		assert_bits("encoder_backward dwte", nth, dwte2, dwte1, (size_t)V * C);
+		assert_bits("encoder_backward dwpe", nth, dwpe2, dwpe1, (size_t)T * C);
+		free(e1), free(e2), free(dwte1), free(dwte2), free(dwpe1), free(dwpe2);
+
+		/* layernorm */
+		float *o1 = NEWF(NX), *o2 = NEWF(NX), *m1 = NEWF(BT), *m2 = NEWF(BT);
+		float *r1 = NEWF(BT), *r2 = NEWF(BT);
+		layernorm_forward(o1, m1, r1, x, lw, lb, (int)BT, C);
+		layernorm_forward_pool(p, o2, m2, r2, x, lw, lb, (int)BT, C);
+		assert_bits("layernorm_forward", nth, o2, o1, NX);
+		assert_bits("layernorm_forward mean", nth, m2, m1, BT);
+		assert_bits("layernorm_forward rstd", nth, r2, r1, BT);
+		float *dx1 = calloc(NX, 4), *dx2 = calloc(NX, 4), *dw1 = calloc(C, 4);
+		float *dw2 = calloc(C, 4), *db1 = calloc(C, 4), *db2 = calloc(C, 4);
+		layernorm_backward(dx1, dw1, db1, dout, x, lw, m1, r1, (int)BT, C);
+		layernorm_backward_pool(p, dx2, dw2, db2, dout, x, lw, m1, r1, (int)BT, C);
+		assert_bits("layernorm_backward dinp", nth, dx2, dx1, NX);
+		assert_bits("layernorm_backward dweight", nth, dw2, dw1, C);
+		assert_bits("layernorm_backward dbias", nth, db2, db1, C);
+		free(o1), free(o2), free(m1), free(m2), free(r1), free(r2);
+		free(dx1), free(dx2), free(dw1), free(dw2), free(db1), free(db2);
+
+		/* matmul: against the plain loops, reruns identical */
+		static float *keep[5];
+		float *y = NEWF(BT * OC), *yr = NEWF(BT * OC);
+		matmul_forward_pool(p, y, x, w, bias, (int)BT, C, OC);
+		matmul_forward_ref(yr, x, w, bias, (int)BT, C, OC);
+		assert_close("matmul_forward", nth, y, yr, BT * OC);
+		float *mdx = calloc(NX, 4), *mdw = calloc((size_t)OC * C, 4), *mdb = calloc(OC, 4);
+		float *rdx = calloc(NX, 4), *rdw = calloc((size_t)OC * C, 4), *rdb = calloc(OC, 4);
+		matmul_backward_pool(p, mdx, mdw, mdb, dy, x, w, (int)BT, C, OC);
+		matmul_backward_ref(rdx, rdw, rdb, dy, x, w, (int)BT, C, OC);
+		assert_close("matmul_backward dinp", nth, mdx, rdx, NX);
+		assert_close("matmul_backward dweight", nth, mdw, rdw, (size_t)OC * C);
+		assert_close("matmul_backward dbias", nth, mdb, rdb, OC);
+		float *hy = NEWF(BT * OC), *hdx = NEWF(NX), *hdw = calloc((size_t)OC * C, 4);
+		fill(hdx, NULL, NX, 9.0); /* overwritten */
+		assert_int_equal(gpt_linear_host.forward(p, hy, x, w, 0, 0, (int)BT, C, OC), CS_OK);
+		assert_int_equal(gpt_linear_host.backward(p, hdx, hdw, dy, x, w, 0, 0, (int)BT, C,
+							  OC, 0), CS_OK);
+		for (size_t i = 0; i < BT * OC; i++)
+			hy[i] += bias[i % OC];
+		assert_close("host hook forward", nth, hy, yr, BT * OC);
+		assert_close("host hook dinp", nth, hdx, rdx, NX);
+		assert_close("host hook dweight", nth, hdw, rdw, (size_t)OC * C);
+		float *got[5] = { y, mdx, mdw, mdb, hdw };
+		size_t len[5] = { BT * OC, NX, (size_t)OC * C, OC, (size_t)OC * C };
+		for (int k = 0; k < 5; k++) {
+			if (run == 0) {
+				keep[k] = NEWF(len[k]);
+				memcpy(keep[k], got[k], len[k] * 4);
+			} else {
+				assert_bits("matmul rerun", nth, got[k], keep[k], len[k]);
+				free(keep[k]);
+			}
+		}
+		free(y), free(yr), free(mdx), free(mdw), free(mdb), free(rdx), free(rdw), free(rdb);
+		free(hy), free(hdx), free(hdw);
+
+		/* attention: every (b, h) pair makes the same calls whatever the split */
+		float *ao1 = NEWF(NX), *ao2 = NEWF(NX), *at1 = NEWF(NA), *at2 = NEWF(NA);
+		float *aref = NEWF(NX), *atref = NEWF(NA);
+		attention_forward(ao1, at1, qkv, B, T, C, NH);
+		attention_forward_pool(p, ao2, at2, qkv, B, T, C, NH);
+		attention_forward_ref(aref, atref, qkv, B, T, C, NH);
+		assert_bits("attention_forward", nth, ao2, ao1, NX);
+		assert_bits("attention_forward att", nth, at2, at1, NA);
+		assert_close("attention_forward vs ref", nth, ao2, aref, NX);
+		float *dq1 = NEWF(NQ), *dq2 = NEWF(NQ), *dqr = NEWF(NQ);
+		float *sc = NEWF((size_t)nth * T * T);
+		attention_backward(dq1, dout, qkv, at1, sc, B, T, C, NH);
+		fill(dq2, NULL, NQ, 5.0); /* overwritten */
+		attention_backward_pool(p, dq2, dout, qkv, at1, sc, B, T, C, NH);
+		attention_backward_ref(dqr, dout, qkv, atref, B, T, C, NH);
+		assert_bits("attention_backward", nth, dq2, dq1, NQ);
+		assert_close("attention_backward vs ref", nth, dq2, dqr, NQ);
+		free(ao1), free(ao2), free(at1), free(at2), free(aref), free(atref);
+		free(dq1), free(dq2), free(dqr), free(sc);
+
+		/* gelu, residual (element counts not multiples of the split's blocks) */
+		size_t NG = NQ + 13;
+		float *gin = NEWF(NG), *gdo = NEWF(NG), *g1 = NEWF(NG), *g2 = NEWF(NG);
+		fill(gin, NULL, NG, 4.0), fill(gdo, NULL, NG, 1.0);
+		gelu_forward(g1, gin, (int)NG);
+		gelu_forward_pool(p, g2, gin, (int)NG);
+		assert_bits("gelu_forward", nth, g2, g1, NG);
+		gelu_backward(g1, gin, gdo, (int)NG);
+		gelu_backward_pool(p, g2, gin, gdo, (int)NG);
+		assert_bits("gelu_backward", nth, g2, g1, NG);
+		residual_forward(g1, gin, gdo, (int)NG);
+		residual_forward_pool(p, g2, gin, gdo, (int)NG);
+		assert_bits("residual_forward", nth, g2, g1, NG);
+		float *g3 = NEWF(NG), *g4 = NEWF(NG);
+		memcpy(g3, gin, NG * 4), memcpy(g4, gin, NG * 4);
+		residual_backward(g1, g3, gdo, (int)NG);
+		residual_backward_pool(p, g2, g4, gdo, (int)NG);
+		assert_bits("residual_backward dinp1", nth, g2, g1, NG);
+		assert_bits("residual_backward dinp2", nth, g4, g3, NG);
+		free(gin), free(gdo), free(g1), free(g2), free(g3), free(g4);
+
+		/* softmax + cross-entropy */
+		float *p1 = NEWF(BT * V), *p2 = NEWF(BT * V), *ls1 = NEWF(BT), *ls2 = NEWF(BT);
+		softmax_crossentropy_forward(p1, ls1, logits, tok, (int)BT, V);
+		softmax_crossentropy_forward_pool(p, p2, ls2, logits, tok, (int)BT, V);
+		assert_bits("softmax_crossentropy_forward", nth, p2, p1, BT * V);
+		assert_bits("softmax_crossentropy_forward losses", nth, ls2, ls1, BT);
+		float *dl1 = NEWF(BT * V), *dl2 = NEWF(BT * V);
+		softmax_crossentropy_backward(dl1, p1, tok, 0.25f, (int)BT, V);
+		softmax_crossentropy_backward_pool(p, dl2, p1, tok, 0.25f, (int)BT, V);
+		assert_bits("softmax_crossentropy_backward", nth, dl2, dl1, BT * V);
+		free(p1), free(p2), free(ls1), free(ls2), free(dl1), free(dl2);
+	}
+	free(x), free(w), free(bias), free(lw), free(lb), free(dy), free(qkv), free(dout);
+	free(wte), free(wpe), free(logits), free(tok);
+}
+
+static void test_pooled_layers(void **state)
+{
+	(void)state;
+	for (int nth = 1; nth <= 3; nth++) {
+		cs_pool *p;
+		assert_int_equal(cs_pool_create(&p, nth), CS_OK);
+		pooled_layers(p, nth);
+		cs_pool_free(p);
+	}
+}
+
+/* The whole model's gradient on 1, 2 and 3 threads: reruns identical, close across. */
+static void test_model_threads(void **state)
+{
+	(void)state;
+	gpt_config cfg = { .n_layer = 2, .n_head = 3, .n_embd = 24, .block_size = 9,
+			   .vocab_size = 256 };
+	int B = 3, T = 9;
+	int inp[27], tgt[27];
+	for (int i = 0; i < B * T; i++)
+		inp[i] = (i * 53) % 256, tgt[i] = (i * 29 + 7) % 256;
+	float *g1 = NULL, loss1 = 0;
+	size_t P = 0;
+	for (int nth = 1; nth <= 3; nth++) {
+		cs_pool *p;
+		assert_int_equal(cs_pool_create(&p, nth), CS_OK);
+		float *prev = NULL;
+		for (int run = 0; run < 2; run++) {
+			gpt m;
+			assert_int_equal(gpt_create(&m, &cfg, B, T), CS_OK);
+			gpt_init_params(&m, 7);
+			m.pool = p;
+			float loss;
+			gpt_zero_grad(&m);
+			assert_int_equal(gpt_forward(&m, inp, tgt, B, T, &loss), CS_OK);
+			assert_int_equal(gpt_backward(&m, 1.0f), CS_OK);
+			P = m.num_params;
+			if (!g1) {
+				g1 = NEWF(P);
+				memcpy(g1, m.grads_memory, P * 4);
+				loss1 = loss;
+			}
+			if (prev) {
+				assert_bits("model gradient rerun", nth, m.grads_memory, prev, P);
+				free(prev);
+				prev = NULL;
+			} else {
+				prev = NEWF(P);
+				memcpy(prev, m.grads_memory, P * 4);
+			}
+			double worst = 0, maxg = 0;
+			for (size_t i = 0; i < P; i++) {
+				worst = fmax(worst, fabs(m.grads_memory[i] - g1[i]));
+				maxg = fmax(maxg, fabs(g1[i]));
+			}
+			assert_true(worst <= 1e-5 * maxg);
+			assert_true(fabs(loss - loss1) <= 1e-6 * loss1);
+			gpt_free(&m);
+		}
+		free(prev);
+		cs_pool_free(p);
+	}
+	free(g1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +745,8 @@ int main(void)
 		cmocka_unit_test(test_model_gradient),
 		cmocka_unit_test(test_model_grad_accumulation),
 		cmocka_unit_test(test_config_check),
+		cmocka_unit_test(test_pooled_layers),
+		cmocka_unit_test(test_model_threads),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -2,8 +2,10 @@
  * train_bench.c - `make bench` part of host/train: training speed of the benchmark model
  * (configs/bench-dense.yaml: 4 layers, 256 channels, 4 heads, context 128, batch 4) dense on
  * the host, and with its projections on the cpu backend at 0/50/80/90% static-random
- * sparsity. Each configuration runs in its own child process so that its peak RSS is its
- * own. Prints a table and writes a JSON file. Measures, never asserts.
+ * sparsity. The dense host step runs on 1 and 2 host threads (train.threads), with the
+ * AdamW step timed alone beside it. Each configuration runs in its own child process so
+ * that its peak RSS is its own. Prints the CPU and the OpenBLAS kernels, a table, and
+ * writes a JSON file. Measures, never asserts.
  *
  * usage: train_bench CONFIG OUT.json [WARMUP_STEPS TIMED_STEPS]
  */
@@ -13,8 +15,10 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/cs_cpu.h"
 #include "common/cs_error.h"
 #include "train/train.h"
 
@@ -25,7 +29,10 @@ typedef struct bench_case {
 } bench_case;
 
 static const bench_case cases[] = {
-	{ "dense, host sgemm", { "device.kind=cpu", "device.dense_on_host=true" }, 2 },
+	{ "dense, host, 1 thread",
+	  { "device.kind=cpu", "device.dense_on_host=true", "train.threads=1" }, 3 },
+	{ "dense, host, 2 threads",
+	  { "device.kind=cpu", "device.dense_on_host=true", "train.threads=2" }, 3 },
 	{ "cpu backend, dense", { "device.kind=cpu", "device.dense_on_host=false" }, 2 },
 	{ "cpu backend, 50% sparse",
 	  { "device.kind=cpu", "device.dense_on_host=false", "sparsity.algorithm=static",
@@ -45,6 +52,7 @@ static const bench_case cases[] = {
 typedef struct result {
 	int ok;
 	double ms_min, ms_median, tokens_per_s;
+	double fwdbwd_ms;       /* median of forward + backward alone (timed separately) */
 	long peak_rss_kb;
 	char msg[240];
 } result;
@@ -78,6 +86,29 @@ static void run_case(const char *cfgpath, const bench_case *bc, int warm, int ti
 		if (i >= warm)
 			ms[i - warm] = s.ms;
 	}
+	if (!rc) {
+		/* forward + backward alone on the same batch: the rest of a step is the
+		 * optimizer, clipping and masks */
+		gpt *m = &t.model;
+		double *fb = calloc(timed, sizeof(double));
+		for (int i = 0; i < timed && !rc; i++) {
+			struct timespec a, b;
+			float loss;
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			gpt_zero_grad(m);
+			rc = gpt_forward(m, t.inputs, t.targets, t.cfg.batch_size,
+					 t.cfg.model.block_size, &loss);
+			if (!rc)
+				rc = gpt_backward(m, 1.0f);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			fb[i] = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) * 1e-6;
+		}
+		qsort(fb, timed, sizeof *fb, cmp_d);
+		r.fwdbwd_ms = fb[timed / 2];
+		free(fb);
+		if (rc)
+			snprintf(err, sizeof err, "forward/backward failed");
+	}
 	if (rc) {
 		snprintf(r.msg, sizeof r.msg, "%.230s", err);
 	} else {
@@ -99,6 +130,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: train_bench CONFIG OUT.json [WARMUP TIMED]\n");
 		return 2;
 	}
+	cs_blas_startup(argv); /* the kernels cshost would run with */
 	int warm = argc > 3 ? atoi(argv[3]) : 2, timed = argc > 4 ? atoi(argv[4]) : 10;
 	result res[NCASES];
 	for (int i = 0; i < NCASES; i++) {
@@ -122,14 +154,19 @@ int main(int argc, char **argv)
 		res[i].peak_rss_kb = ru.ru_maxrss;
 	}
 	const char *threads = getenv("OPENBLAS_NUM_THREADS");
-	printf("\ntraining speed, %s (OPENBLAS_NUM_THREADS=%s), median of %d steps after %d\n",
-	       argv[1], threads ? threads : "unset", timed, warm);
-	printf("%-26s %12s %12s %12s %12s\n", "configuration", "ms/step", "min ms", "tokens/s",
-	       "peak RSS MB");
+	char cpu[160], blas[320];
+	cs_cpu_model(cpu, sizeof cpu);
+	cs_blas_set_threads(1); /* as the trainer runs it */
+	cs_blas_describe(blas, sizeof blas);
+	printf("\ntraining speed, %s, median of %d steps after %d\nCPU: %s\n%s\n", argv[1],
+	       timed, warm, cpu, blas);
+	printf("%-26s %10s %10s %10s %10s %12s\n", "configuration", "ms/step", "min ms",
+	       "fwd+bwd ms", "tokens/s", "peak RSS MB");
 	for (int i = 0; i < NCASES; i++) {
 		if (res[i].ok)
-			printf("%-26s %12.1f %12.1f %12.0f %12.1f\n", cases[i].name, res[i].ms_median,
-			       res[i].ms_min, res[i].tokens_per_s, res[i].peak_rss_kb / 1024.0);
+			printf("%-26s %10.1f %10.1f %10.1f %10.0f %12.1f\n", cases[i].name,
+			       res[i].ms_median, res[i].ms_min, res[i].fwdbwd_ms, res[i].tokens_per_s,
+			       res[i].peak_rss_kb / 1024.0);
 		else
 			printf("%-26s  not measured: %s\n", cases[i].name, res[i].msg);
 	}
@@ -138,13 +175,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "train_bench: %s: %s\n", argv[2], strerror(errno));
 		return 1;
 	}
-	fprintf(f, "{\"config\": \"%s\", \"openblas_threads\": \"%s\", \"timed_steps\": %d, "
-		   "\"cases\": [\n", argv[1], threads ? threads : "", timed);
+	fprintf(f, "{\"config\": \"%s\", \"cpu\": \"%s\", \"openblas_core\": \"%s\", "
+		   "\"openblas_threads\": \"%s\", \"timed_steps\": %d, \"cases\": [\n",
+		argv[1], cpu, cs_blas_corename(), threads ? threads : "", timed);
 	for (int i = 0; i < NCASES; i++) {
 		fprintf(f, "  {\"name\": \"%s\", \"ok\": %s, \"ms_per_step\": %.3f, \"ms_min\": %.3f, "
-			   "\"tokens_per_s\": %.1f, \"peak_rss_kb\": %ld, \"note\": \"",
+			   "\"fwdbwd_ms\": %.3f, \"tokens_per_s\": %.1f, \"peak_rss_kb\": %ld, "
+			   "\"note\": \"",
 			cases[i].name, res[i].ok ? "true" : "false", res[i].ms_median,
-			res[i].ms_min, res[i].tokens_per_s, res[i].peak_rss_kb);
+			res[i].ms_min, res[i].fwdbwd_ms, res[i].tokens_per_s, res[i].peak_rss_kb);
 		for (const char *s = res[i].msg; *s; s++)
 			if (*s != '"' && *s != '\\')
 				fputc(*s, f);
