@@ -27,16 +27,17 @@ struct train_native {
 	size_t dwnz_cap;
 };
 
-static int is_sparse(const train_native *n, int k)
-{
-	return ts_mask(n->ts, n->tensor[k]) != NULL;
-}
 
+/* TN_SPARSE_MAX_DENSITY: OpenBLAS's dense product is faster than the sparse kernels above
+ * about 50% density (make bench: bench-engine). */
 static int build_one(train_native *n, int k)
 {
 	const gpt_tensor *t = &n->m->tensors[n->tensor[k]];
 	const uint8_t *mask = ts_mask(n->ts, n->tensor[k]);
-	if (!mask) {
+	size_t kept = 0;
+	for (size_t i = 0; mask && i < t->numel; i++)
+		kept += mask[i] != 0;
+	if (!mask || (double)kept > TN_SPARSE_MAX_DENSITY * (double)t->numel) {
 		eng_spmat_free(&n->sp[k]);
 		return CS_OK;
 	}
@@ -81,7 +82,7 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 		if (m->tensors[i].proj >= 0)
 			n->tensor[m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj] = i;
 	for (int k = 0; k < n->n; k++) {
-		if (!is_sparse(n, k))
+		if (!ts_mask(n->ts, n->tensor[k]))
 			continue;
 		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
 		if (!(n->xt[k] = malloc(sizeof(float) * ld * ic)))

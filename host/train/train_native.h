@@ -3,7 +3,8 @@
  * a gpt_linear_ops whose sparse projections run as fp32 sparse products on the host's
  * cores (forward Y = X W^T, backward data dX = dY W, and the weight gradient at the
  * nonzero positions only, scattered into the dense grad buffer). Projections without a
- * mask run as dense OpenBLAS sgemm. On steps where sparsity wants the dense gradient
+ * mask, or kept at more than 40% density (GMP before it prunes, GraNet early), run as
+ * dense OpenBLAS sgemm. On steps where sparsity wants the dense gradient
  * (RigL, GraNet growth), dW is the dense sgemm too.
  *
  * The compressed weights are rebuilt only for tensors whose mask changed, and refreshed
@@ -39,7 +40,9 @@ void tn_mark_grads_clean(const train_native *n, train_sparsity *ts);
 /* Bytes of the compressed weights (reports). */
 size_t tn_weight_bytes(const train_native *n);
 /* The compressed weight of projection proj of block layer, NULL when it runs dense
- * (tests compare it with a fresh build). */
+ * (tests compare it with a fresh build). TN_SPARSE_MAX_DENSITY: the density above which
+ * a masked projection runs dense. */
+#define TN_SPARSE_MAX_DENSITY 0.4
 const struct eng_spmat *tn_spmat(const train_native *n, int layer, int proj);
 
 #endif /* CS_TRAIN_TRAIN_NATIVE_H */
