@@ -455,16 +455,12 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 			if (j->xt) {
 				size_t ld = (size_t)eng_ld(j->T);
 				int tw = ld - (size_t)t0 < ENG_TB ? (int)(ld - (size_t)t0) : ENG_TB;
-				for (int c = 0; c < cw; c++) {
-					float *d = j->xt + (size_t)(c0 + c) * ld + t0;
-					const float *sr = sl->s + (size_t)c * ENG_TB;
-					if (tw == ENG_TB)
-						for (int t = 0; t < ENG_TB; t++) /* a fixed count: inlined */
-							d[t] = sr[t];
-					else
-						for (int t = 0; t < tw; t++)
-							d[t] = sr[t];
-				}
+				if (tw == ENG_TB)
+					j->k->slice_out(j->xt + (size_t)c0 * ld + t0, ld, sl->s, cw);
+				else
+					for (int c = 0; c < cw; c++)
+						memcpy(j->xt + (size_t)(c0 + c) * ld + t0,
+						       sl->s + (size_t)c * ENG_TB, sizeof(float) * (size_t)tw);
 			}
 			j->k->spmm_panel(sl->yb, j->pp + (size_t)p * j->nrows,
 					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,

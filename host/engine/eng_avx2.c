@@ -170,8 +170,17 @@ static void transpose_avx2(float *dst, size_t ldd, const float *src, size_t lds,
 			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
 }
 
+static void slice_out_avx2(float *dst, size_t ldd, const float *s, int rows)
+{
+	for (int c = 0; c < rows; c++)
+#pragma GCC unroll 4
+		for (int v = 0; v < ENG_TB / 8; v++)
+			_mm256_storeu_ps(dst + (size_t)c * ldd + 8 * v, _mm256_loadu_ps(s + (size_t)c * ENG_TB + 8 * v));
+}
+
 const eng_kern eng_kern_avx2 = {
 	.spmm_panel = spmm_panel_avx2,
 	.sddmm = sddmm_avx2,
+	.slice_out = slice_out_avx2,
 	.transpose = transpose_avx2,
 };

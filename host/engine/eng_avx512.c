@@ -173,8 +173,17 @@ static void transpose_avx512(float *dst, size_t ldd, const float *src, size_t ld
 			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
 }
 
+static void slice_out_avx512(float *dst, size_t ldd, const float *s, int rows)
+{
+	for (int c = 0; c < rows; c++)
+#pragma GCC unroll 4
+		for (int v = 0; v < ENG_TB / 16; v++)
+			_mm512_storeu_ps(dst + (size_t)c * ldd + 16 * v, _mm512_loadu_ps(s + (size_t)c * ENG_TB + 16 * v));
+}
+
 const eng_kern eng_kern_avx512 = {
 	.spmm_panel = spmm_panel_avx512,
 	.sddmm = sddmm_avx512,
+	.slice_out = slice_out_avx512,
 	.transpose = transpose_avx512,
 };

@@ -22,6 +22,8 @@ typedef struct eng_kern {
 	/* dw[k] = <dy [r][0..ld), x [idx[k]][0..ld)> for the entries k of rows [r0, r1) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 		      const float *x, int ld, int r0, int r1);
+	/* dst [c][0..ENG_TB) = s [c][0..ENG_TB) for c < rows (dst rows ldd apart) */
+	void (*slice_out)(float *dst, size_t ldd, const float *s, int rows);
 	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */
 	void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int rows,
 			  int cols);

@@ -61,8 +61,15 @@ static void transpose_portable(float *dst, size_t ldd, const float *src, size_t 
 	}
 }
 
+static void slice_out_portable(float *dst, size_t ldd, const float *s, int rows)
+{
+	for (int c = 0; c < rows; c++)
+		memcpy(dst + (size_t)c * ldd, s + (size_t)c * ENG_TB, sizeof(float) * ENG_TB);
+}
+
 const eng_kern eng_kern_portable = {
 	.spmm_panel = spmm_panel_portable,
 	.sddmm = sddmm_portable,
+	.slice_out = slice_out_portable,
 	.transpose = transpose_portable,
 };

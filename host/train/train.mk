@@ -17,9 +17,11 @@ TRAIN_ARGS ?=
 train-impl: $(CSHOST) $(SIM_DIR)/libmesh_2x2.so
 	$(CSHOST) train $(TRAIN_CONFIG) --force run.out_dir=$(BUILD)/runs $(TRAIN_ARGS)
 
-# make bench: ms/step, tokens/s and peak RSS of the benchmark model: dense on the host at 1
-# and 2 host threads (train.threads; OpenBLAS itself one thread per call), the cpu backend
-# on one; then the same model in PyTorch when it is installed.
+# make bench: ms/step, tokens/s and peak RSS of the benchmark model: dense on the host and on
+# the native engine at 80/90/95% sparsity, each at 1 and 2 host threads (train.threads;
+# OpenBLAS itself one thread per call), the mesh model at 90%; the larger shape
+# (configs/bench-large.yaml) dense and at 90%; then the same model in PyTorch when it is
+# installed.
 TRAIN_BENCH := $(BUILD)/bench/train_bench
 $(TRAIN_BENCH): $(BUILD)/obj/host/train/bench/train_bench.o $(LIB)
 	@mkdir -p $(@D)
@@ -30,6 +32,13 @@ train-bench: $(TRAIN_BENCH)
 		$(BUILD)/bench/train.json 3 12
 
 BENCH_TARGETS += train-bench
+
+.PHONY: train-bench-large
+train-bench-large: $(TRAIN_BENCH)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(TRAIN_BENCH) configs/bench-large.yaml \
+		$(BUILD)/bench/train_large.json 1 3 large
+
+BENCH_TARGETS += train-bench-large
 
 .PHONY: train-torch-bench
 train-torch-bench:

@@ -8,7 +8,7 @@
  * trainer pays; the two products read and write token-major data themselves),
  * the useful GFLOP/s (2 nnz T / t) and the ratio to dense. Numbers only, never a verdict.
  *
- * usage: bench_engine [OUT.json]   (CSHOST_ISA picks the kernels; default the best)
+ * usage: bench_engine [OUT.json [T K N]]   (CSHOST_ISA picks the kernels; default the best)
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -74,7 +74,12 @@ static void cpu_name(char *buf, size_t len)
 int main(int argc, char **argv)
 {
 	const char *out_path = argc > 1 ? argv[1] : "build/bench/engine.json";
-	const int T = 256, K = 1024, N = 1024, ld = eng_ld(T), REPS = 7;
+	const int T = argc > 4 ? atoi(argv[2]) : 256, K = argc > 4 ? atoi(argv[3]) : 1024,
+		  N = argc > 4 ? atoi(argv[4]) : 1024, ld = eng_ld(T), REPS = 7;
+	if (T < 1 || K < 1 || N < 1) {
+		fprintf(stderr, "usage: bench_engine [OUT.json [T K N]]\n");
+		return 2;
+	}
 	const double sp[] = { 0.0, 0.5, 0.8, 0.9, 0.95 };
 	const int nsp = (int)(sizeof sp / sizeof sp[0]);
 	FILE *js = fopen(out_path, "w");

@@ -1,13 +1,15 @@
 /*
  * train_bench.c - `make bench` part of host/train: training speed of the benchmark model
  * (configs/bench-dense.yaml: 4 layers, 256 channels, 4 heads, context 128, batch 4) dense on
- * the host, and with its projections on the cpu backend at 0/50/80/90% static-random
- * sparsity. The dense host step runs on 1 and 2 host threads (train.threads), with the
- * AdamW step timed alone beside it. Each configuration runs in its own child process so
- * that its peak RSS is its own. Prints the CPU and the OpenBLAS kernels, a table, and
- * writes a JSON file. Measures, never asserts.
+ * the host and with its projections on the native sparse engine at 80/90/95% static-random
+ * sparsity, on 1 and 2 host threads (train.threads), side by side in one run; the ratio to
+ * the dense step of the same thread count and of 2 threads to 1. With "large", the larger
+ * shape (configs/bench-large.yaml) dense and at 90%. Forward + backward is timed alone
+ * beside each step. Each configuration runs in its own child process so that its peak RSS
+ * is its own. Prints the CPU and the OpenBLAS kernels, a table, and writes a JSON file.
+ * Measures, never asserts.
  *
- * usage: train_bench CONFIG OUT.json [WARMUP_STEPS TIMED_STEPS]
+ * usage: train_bench CONFIG OUT.json [WARMUP_STEPS TIMED_STEPS [main|large]]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,31 +30,41 @@ typedef struct bench_case {
 	int n;
 } bench_case;
 
-static const bench_case cases[] = {
-	{ "dense, host, 1 thread",
-	  { "device.kind=cpu", "device.dense_on_host=true", "train.threads=1" }, 3 },
-	{ "dense, host, 2 threads",
-	  { "device.kind=cpu", "device.dense_on_host=true", "train.threads=2" }, 3 },
-	{ "cpu backend, dense", { "device.kind=cpu", "device.dense_on_host=false" }, 2 },
-	{ "cpu backend, 50% sparse",
-	  { "device.kind=cpu", "device.dense_on_host=false", "sparsity.algorithm=static",
-	    "sparsity.init_method=random", "sparsity.sparsity=0.5" },
-	  5 },
-	{ "cpu backend, 80% sparse",
-	  { "device.kind=cpu", "device.dense_on_host=false", "sparsity.algorithm=static",
-	    "sparsity.init_method=random", "sparsity.sparsity=0.8" },
-	  5 },
-	{ "cpu backend, 90% sparse",
-	  { "device.kind=cpu", "device.dense_on_host=false", "sparsity.algorithm=static",
-	    "sparsity.init_method=random", "sparsity.sparsity=0.9" },
-	  5 },
+#define STATIC_SPARSE(sp)                                                                    \
+	"sparsity.algorithm=static", "sparsity.init_method=random", "sparsity.sparsity=" sp
+
+/* The benchmark model: dense on the host against the native engine at 80/90/95% on the
+ * same thread count, the native engine with bf16 weights, and the bit-exact mesh model
+ * (the cpu backend) for reference. */
+static const bench_case cases_main[] = {
+	{ "dense, host, 1 thread", { "device.kind=native", "train.threads=1" }, 2 },
+	{ "native 80%, 1 thread", { "device.kind=native", "train.threads=1", STATIC_SPARSE("0.8") }, 5 },
+	{ "native 90%, 1 thread", { "device.kind=native", "train.threads=1", STATIC_SPARSE("0.9") }, 5 },
+	{ "native 95%, 1 thread", { "device.kind=native", "train.threads=1", STATIC_SPARSE("0.95") }, 5 },
+	{ "dense, host, 2 threads", { "device.kind=native", "train.threads=2" }, 2 },
+	{ "native 80%, 2 threads", { "device.kind=native", "train.threads=2", STATIC_SPARSE("0.8") }, 5 },
+	{ "native 90%, 2 threads", { "device.kind=native", "train.threads=2", STATIC_SPARSE("0.9") }, 5 },
+	{ "native 95%, 2 threads", { "device.kind=native", "train.threads=2", STATIC_SPARSE("0.95") }, 5 },
+	{ "native 90% bf16, 1 thread",
+	  { "device.kind=native", "train.threads=1", "device.weights=bf16", STATIC_SPARSE("0.9") },
+	  6 },
+	{ "mesh model 90%, 1 thread",
+	  { "device.kind=model", "train.threads=1", STATIC_SPARSE("0.9") }, 5 },
 };
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* The larger shape (configs/bench-large.yaml): dense and 90% on 1 and 2 threads. */
+static const bench_case cases_large[] = {
+	{ "dense, host, 1 thread", { "device.kind=native", "train.threads=1" }, 2 },
+	{ "native 90%, 1 thread", { "device.kind=native", "train.threads=1", STATIC_SPARSE("0.9") }, 5 },
+	{ "dense, host, 2 threads", { "device.kind=native", "train.threads=2" }, 2 },
+	{ "native 90%, 2 threads", { "device.kind=native", "train.threads=2", STATIC_SPARSE("0.9") }, 5 },
+};
 
 typedef struct result {
 	int ok;
 	double ms_min, ms_median, tokens_per_s;
 	double fwdbwd_ms;       /* median of forward + backward alone (timed separately) */
+	double vs_dense;        /* the dense case's ms/step on the same threads over this one's */
 	long peak_rss_kb;
 	char msg[240];
 } result;
@@ -132,7 +144,15 @@ int main(int argc, char **argv)
 	}
 	cs_blas_startup(argv); /* the kernels cshost would run with */
 	int warm = argc > 3 ? atoi(argv[3]) : 2, timed = argc > 4 ? atoi(argv[4]) : 10;
-	result res[NCASES];
+	int large = argc > 5 && !strcmp(argv[5], "large");
+	const bench_case *cases = large ? cases_large : cases_main;
+	const int NCASES = large ? (int)(sizeof cases_large / sizeof cases_large[0])
+				 : (int)(sizeof cases_main / sizeof cases_main[0]);
+	if (timed < 1 || warm < 0) {
+		fprintf(stderr, "train_bench: WARMUP >= 0 and TIMED >= 1\n");
+		return 2;
+	}
+	result res[16];
 	for (int i = 0; i < NCASES; i++) {
 		int p[2];
 		if (pipe(p))
@@ -160,15 +180,33 @@ int main(int argc, char **argv)
 	cs_blas_describe(blas, sizeof blas);
 	printf("\ntraining speed, %s, median of %d steps after %d\nCPU: %s\n%s\n", argv[1],
 	       timed, warm, cpu, blas);
-	printf("%-26s %10s %10s %10s %10s %12s\n", "configuration", "ms/step", "min ms",
-	       "fwd+bwd ms", "tokens/s", "peak RSS MB");
+	printf("%-27s %9s %9s %10s %9s %11s %9s %8s\n", "configuration", "ms/step", "min ms",
+	       "fwd+bwd ms", "tokens/s", "peak RSS MB", "vs dense", "2 thr x");
 	for (int i = 0; i < NCASES; i++) {
-		if (res[i].ok)
-			printf("%-26s %10.1f %10.1f %10.1f %10.0f %12.1f\n", cases[i].name,
-			       res[i].ms_median, res[i].ms_min, res[i].fwdbwd_ms, res[i].tokens_per_s,
-			       res[i].peak_rss_kb / 1024.0);
-		else
-			printf("%-26s  not measured: %s\n", cases[i].name, res[i].msg);
+		if (!res[i].ok) {
+			printf("%-27s  not measured: %s\n", cases[i].name, res[i].msg);
+			continue;
+		}
+		/* the dense case of the same thread count, and this case on 1 thread */
+		int two = strstr(cases[i].name, "2 threads") != NULL, dense = -1, one = -1;
+		for (int j = 0; j < NCASES; j++) {
+			if (!strncmp(cases[j].name, "dense", 5) &&
+			    (strstr(cases[j].name, "2 threads") != NULL) == two)
+				dense = j;
+			if (two && !strncmp(cases[j].name, cases[i].name,
+					    strcspn(cases[i].name, ",")) &&
+			    strstr(cases[j].name, "1 thread"))
+				one = j;
+		}
+		char vs[16] = "", sc[16] = "";
+		if (dense >= 0 && res[dense].ok)
+			snprintf(vs, sizeof vs, "%.2fx", res[dense].ms_median / res[i].ms_median);
+		if (one >= 0 && res[one].ok)
+			snprintf(sc, sizeof sc, "%.2fx", res[one].ms_median / res[i].ms_median);
+		res[i].vs_dense = dense >= 0 && res[dense].ok ? res[dense].ms_median / res[i].ms_median : 0;
+		printf("%-27s %9.1f %9.1f %10.1f %9.0f %11.1f %9s %8s\n", cases[i].name,
+		       res[i].ms_median, res[i].ms_min, res[i].fwdbwd_ms, res[i].tokens_per_s,
+		       res[i].peak_rss_kb / 1024.0, vs, sc);
 	}
 	FILE *f = fopen(argv[2], "w");
 	if (!f) {
@@ -181,9 +219,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NCASES; i++) {
 		fprintf(f, "  {\"name\": \"%s\", \"ok\": %s, \"ms_per_step\": %.3f, \"ms_min\": %.3f, "
 			   "\"fwdbwd_ms\": %.3f, \"tokens_per_s\": %.1f, \"peak_rss_kb\": %ld, "
-			   "\"note\": \"",
+			   "\"speedup_vs_dense\": %.3f, \"note\": \"",
 			cases[i].name, res[i].ok ? "true" : "false", res[i].ms_median,
-			res[i].ms_min, res[i].fwdbwd_ms, res[i].tokens_per_s, res[i].peak_rss_kb);
+			res[i].ms_min, res[i].fwdbwd_ms, res[i].tokens_per_s, res[i].peak_rss_kb,
+			res[i].vs_dense);
 		for (const char *s = res[i].msg; *s; s++)
 			if (*s != '"' && *s != '\\')
 				fputc(*s, f);
