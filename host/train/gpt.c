@@ -612,7 +612,8 @@ float gelu_tanhf(float y)
 	return tanh_fast(y);
 }
 
-#define GELU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define GELU_CLONES \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 static GELU_CLONES void gelu_forward_range(float *out, const float *inp, size_t lo, size_t hi)
 {

@@ -15,7 +15,8 @@
  * s uses lr * (s+1) / warmup), then cosine decay from lr to min_lr at the last step. */
 double lr_schedule(long s, long steps, long warmup, double lr, double min_lr);
 /* sqrt(sum g^2), accumulated in double over fixed chunks of GRAD_NORM_CHUNK elements
- * whose sums are added in order: the same bits for every thread count. */
+ * (eight interleaved partial sums in each) whose sums are added in order: the same bits
+ * for every thread count. */
 #define GRAD_NORM_CHUNK 16384
 double grad_global_norm(const float *g, size_t n);
 double grad_global_norm_pool(cs_pool *pool, const float *g, size_t n);
