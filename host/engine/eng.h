@@ -87,10 +87,13 @@ int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b);
 /* Bytes held by s. */
 size_t eng_spmat_bytes(const eng_spmat *s);
 
-/* Tokens padded: T rounded up to ENG_TPAD. */
+/* The row length of token-minor activations: T rounded up to ENG_TPAD, and one vector more
+ * when that is a multiple of 128 floats (512 B), so that rows a power of two apart do not
+ * all fall into the same few L1 sets. */
 static inline int eng_ld(int T)
 {
-	return (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD;
+	int ld = (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD;
+	return ld % 128 ? ld : ld + ENG_TPAD;
 }
 
 /* dst [C][ld] = src [R][C] transposed; columns R..ld-1 of dst are zeroed. */
