@@ -40,10 +40,12 @@ train-bench-large: $(TRAIN_BENCH)
 
 BENCH_TARGETS += train-bench-large
 
+# Debian's python3-torch belongs to the system interpreter, which a user's PATH may shadow.
+TORCH_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 .PHONY: train-torch-bench
 train-torch-bench:
 	@mkdir -p $(BUILD)/bench
-	python3 host/train/bench/torch_bench.py $(BUILD)/bench/train_torch.json
+	$(TORCH_PYTHON) host/train/bench/torch_bench.py $(BUILD)/bench/train_torch.json
 
 BENCH_TARGETS += train-torch-bench
 
