@@ -115,6 +115,24 @@ void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float 
 	}
 }
 
+void adamw_update_packed(float *w, float *m, float *v, const float *g, const uint32_t *idx,
+			 size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
+			 long t)
+{
+	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
+	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
+	for (size_t k = 0; k < nidx; k++) {
+		size_t i = idx[k];
+		float gi = g[i];
+		float mi = beta1 * m[k] + (1.0f - beta1) * gi;
+		float vi = beta2 * v[k] + (1.0f - beta2) * gi * gi;
+		m[k] = mi;
+		v[k] = vi;
+		float mhat = mi * c1, vhat = vi * c2;
+		w[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w[i]);
+	}
+}
+
 void adamw_update_idx(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 		      size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
 		      long t)

@@ -31,6 +31,10 @@ void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float 
 /* The same update at positions idx[0..nidx) only (sorted kept entries of a masked tensor:
  * pruned entries have zero weight, gradient and moments, which the full update leaves at
  * zero, so both give the same bits). */
+/* AdamW on the entries idx[k] of w and g, with their moments packed: m[k], v[k]. */
+void adamw_update_packed(float *w, float *m, float *v, const float *g, const uint32_t *idx,
+			 size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
+			 long t);
 void adamw_update_idx(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 		      size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
 		      long t);

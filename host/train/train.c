@@ -35,36 +35,111 @@ static uint64_t rng_next(uint64_t *s)
 
 /* ---- trainer ------------------------------------------------------------------------ */
 
-/* Index lists of the kept entries of the masked tensors (all, or those whose mask changed
- * in the last ts_after_optimizer). */
+/* Index lists of the kept entries of the masked tensors, and their packed moments (all
+ * tensors after init or a load, when the dense arrays hold the moments; else those whose
+ * mask changed in the last ts_after_optimizer, whose packed moments carry over where an
+ * entry stays kept). Masks change only by dropping and growing entries, and a grown or
+ * dropped entry's moments are zero, as host/sparsity's mask commit defines. */
 static int kept_rebuild(trainer *t, int all)
 {
 	gpt *m = &t->model;
 	for (int i = 0; i < m->num_tensors; i++) {
 		if (!all && !ts_mask_changed(t->ts, i))
 			continue;
-		free(t->kept[i]);
-		t->kept[i] = NULL;
-		t->nkept[i] = 0;
 		const uint8_t *mask = ts_mask(t->ts, i);
 		size_t n = m->tensors[i].numel, k = 0;
-		if (!mask || n > UINT32_MAX)
-			continue;
-		for (size_t j = 0; j < n; j++)
+		float *dm = t->adam_m + m->tensors[i].offset, *dv = t->adam_v + m->tensors[i].offset;
+		uint32_t *oidx = t->kept[i], *idx = NULL;
+		size_t on = t->nkept[i];
+		float *opm = t->pm[i], *opv = t->pv[i], *pm = NULL, *pv = NULL;
+		for (size_t j = 0; mask && j < n; j++)
 			k += mask[j] != 0;
-		if ((double)k > TRAINER_KEPT_MAX_DENSITY * (double)n)
-			continue;
-		uint32_t *idx = malloc((k ? k : 1) * sizeof *idx);
-		if (!idx)
-			return CS_ERR_NO_MEM;
-		k = 0;
-		for (size_t j = 0; j < n; j++)
-			if (mask[j])
-				idx[k++] = (uint32_t)j;
+		if (mask && n <= UINT32_MAX && (double)k <= TRAINER_KEPT_MAX_DENSITY * (double)n) {
+			idx = malloc((k ? k : 1) * sizeof *idx);
+			if (!idx)
+				return CS_ERR_NO_MEM;
+			k = 0;
+			for (size_t j = 0; j < n; j++)
+				if (mask[j])
+					idx[k++] = (uint32_t)j;
+		}
+		if (idx && !t->adamw_dense) {
+			pm = malloc((k ? k : 1) * sizeof *pm);
+			pv = malloc((k ? k : 1) * sizeof *pv);
+			if (!pm || !pv) {
+				free(idx);
+				free(pm);
+				free(pv);
+				return CS_ERR_NO_MEM;
+			}
+			if (all || !opm) {
+				for (size_t q = 0; q < k; q++) {
+					pm[q] = dm[idx[q]];
+					pv[q] = dv[idx[q]];
+				}
+			} else { /* carry over the entries kept before and now */
+				for (size_t q = 0, o = 0; q < k; q++) {
+					while (o < on && oidx[o] < idx[q])
+						o++;
+					int same = o < on && oidx[o] == idx[q];
+					pm[q] = same ? opm[o] : 0.0f;
+					pv[q] = same ? opv[o] : 0.0f;
+				}
+			}
+		} else if (mask) { /* dense moments: bring back packed ones, zero the pruned */
+			if (!all && opm) {
+				memset(dm, 0, n * sizeof *dm);
+				memset(dv, 0, n * sizeof *dv);
+				for (size_t o = 0; o < on; o++) {
+					dm[oidx[o]] = opm[o];
+					dv[oidx[o]] = opv[o];
+				}
+			}
+			for (size_t j = 0; j < n; j++) {
+				dm[j] = mask[j] ? dm[j] : 0.0f;
+				dv[j] = mask[j] ? dv[j] : 0.0f;
+			}
+		}
+		if (pm && (all || !opm)) { /* the dense copy is no longer the moments */
+			memset(dm, 0, n * sizeof *dm);
+			memset(dv, 0, n * sizeof *dv);
+		}
+		free(oidx);
+		free(opm);
+		free(opv);
 		t->kept[i] = idx;
-		t->nkept[i] = k;
+		t->nkept[i] = idx ? k : 0;
+		t->pm[i] = pm;
+		t->pv[i] = pv;
 	}
 	return CS_OK;
+}
+
+void trainer_moments(const trainer *t, float *m, float *v)
+{
+	const gpt *g = &t->model;
+	memcpy(m, t->adam_m, g->num_params * sizeof *m);
+	memcpy(v, t->adam_v, g->num_params * sizeof *v);
+	for (int i = 0; i < g->num_tensors; i++)
+		for (size_t q = 0; t->pm[i] && q < t->nkept[i]; q++) {
+			m[g->tensors[i].offset + t->kept[i][q]] = t->pm[i][q];
+			v[g->tensors[i].offset + t->kept[i][q]] = t->pv[i][q];
+		}
+}
+
+void trainer_set_full_adamw(trainer *t)
+{
+	const gpt *g = &t->model;
+	for (int i = 0; i < g->num_tensors; i++) {
+		for (size_t q = 0; t->pm[i] && q < t->nkept[i]; q++) {
+			t->adam_m[g->tensors[i].offset + t->kept[i][q]] = t->pm[i][q];
+			t->adam_v[g->tensors[i].offset + t->kept[i][q]] = t->pv[i][q];
+		}
+		free(t->pm[i]);
+		free(t->pv[i]);
+		t->pm[i] = t->pv[i] = NULL;
+	}
+	t->adamw_dense = 1;
 }
 
 struct adamw_job {
@@ -88,7 +163,12 @@ static void adamw_job(void *va, int tid, int nth)
 		float *av = t->adam_v + g->offset;
 		const float *gr = m->grads_memory + g->offset;
 		size_t lo, hi;
-		if (t->kept[i] && !t->adamw_dense) {
+		if (t->pm[i]) {
+			cs_split(t->nkept[i], tid, nth, &lo, &hi);
+			adamw_update_packed(w, t->pm[i] + lo, t->pv[i] + lo, gr, t->kept[i] + lo,
+					    hi - lo, a->lr, (float)c->beta1, (float)c->beta2,
+					    (float)c->eps, wd, a->step);
+		} else if (t->kept[i] && !t->adamw_dense) {
 			cs_split(t->nkept[i], tid, nth, &lo, &hi);
 			adamw_update_idx(w, am, av, gr, t->kept[i] + lo, hi - lo, a->lr,
 					 (float)c->beta1, (float)c->beta2, (float)c->eps, wd,
@@ -148,12 +228,15 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
 	}
-	rc = ts_create(&t->ts, c, &t->model, t->adam_m, t->adam_v, c->steps, err, errlen);
+	/* the moments are the trainer's (kept_rebuild zeroes those of dropped entries) */
+	rc = ts_create(&t->ts, c, &t->model, NULL, NULL, c->steps, err, errlen);
 	if (rc)
 		goto out_free;
 	t->kept = calloc(t->model.num_tensors, sizeof *t->kept);
 	t->nkept = calloc(t->model.num_tensors, sizeof *t->nkept);
-	rc = !t->kept || !t->nkept ? CS_ERR_NO_MEM : kept_rebuild(t, 1);
+	t->pm = calloc(t->model.num_tensors, sizeof *t->pm);
+	t->pv = calloc(t->model.num_tensors, sizeof *t->pv);
+	rc = !t->kept || !t->nkept || !t->pm || !t->pv ? CS_ERR_NO_MEM : kept_rebuild(t, 1);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
@@ -188,6 +271,12 @@ void trainer_free(trainer *t)
 	ts_free(t->ts);
 	for (int i = 0; t->kept && i < t->model.num_tensors; i++)
 		free(t->kept[i]);
+	for (int i = 0; t->pm && i < t->model.num_tensors; i++) {
+		free(t->pm[i]);
+		free(t->pv[i]);
+	}
+	free(t->pm);
+	free(t->pv);
 	gpt_free(&t->model);
 	cs_pool_free(t->pool);
 	free(t->kept);
@@ -319,6 +408,7 @@ int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 	gpt *m = &t->model;
 	int n = 0, cap = 3 * m->num_tensors + 2, rc;
 	ck_record *r = calloc(cap, sizeof *r);
+	float *mdense = NULL;
 	size_t cfg_len = 0, sp_len = 0;
 	char *cfg_text = resolved_text(&t->cfg, &cfg_len);
 	uint8_t *sp_buf = NULL;
@@ -335,6 +425,18 @@ int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 			      .data = cfg_text };
 	const char *pre[3] = { "param/", "adam_m/", "adam_v/" };
 	float *base[3] = { m->params_memory, t->adam_m, t->adam_v };
+	/* packed moments go to the file as dense tensors */
+	for (int i = 0; i < m->num_tensors && !mdense; i++)
+		if (t->pm[i]) {
+			mdense = malloc(2 * m->num_params * sizeof *mdense);
+			if (!mdense) {
+				rc = CS_ERR_NO_MEM;
+				goto out_free;
+			}
+			trainer_moments(t, mdense, mdense + m->num_params);
+			base[1] = mdense;
+			base[2] = mdense + m->num_params;
+		}
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < m->num_tensors; i++) {
 			ck_record *x = &r[n++];
@@ -350,6 +452,7 @@ int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 			.seed = t->cfg.seed, .rng_state = t->rng };
 	rc = ck_save(path, &h, r, n, err, errlen);
 out_free:
+	free(mdense);
 	free(r);
 	free(cfg_text);
 	free(sp_buf);

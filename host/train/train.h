@@ -41,7 +41,12 @@ typedef struct trainer {
 	 * TRAINER_KEPT_MAX_DENSITY); rebuilt when masks change and after a load */
 	uint32_t **kept;         /* [num_tensors] */
 	size_t *nkept;           /* [num_tensors] */
-	int adamw_dense;         /* 1: the full update everywhere (tests compare the two) */
+	/* Where a kept list exists the tensor's Adam moments are packed, aligned with it
+	 * ([nkept], the moments of pruned entries are zero), so optimizer memory falls with
+	 * density; adam_m/adam_v hold the other tensors' (the packed tensors' ranges stay
+	 * zero and untouched). trainer_moments gives the dense view. */
+	float **pm, **pv;        /* [num_tensors] */
+	int adamw_dense;         /* 1: the full update everywhere (trainer_set_full_adamw) */
 } trainer;
 
 /* Above this share of kept entries the vectorized full update is faster than the gathered
@@ -61,6 +66,11 @@ typedef struct train_step_stats {
 /* Take ownership of cfg (loaded with tc_load). need_data 0 skips the corpus (sample). */
 int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t errlen);
 void trainer_free(trainer *t);
+/* The AdamW moments as dense arrays [num_params] (packed ones expanded). */
+void trainer_moments(const trainer *t, float *m, float *v);
+/* Run the full AdamW update everywhere from now on, with dense moments (tests compare it
+ * with the kept-entry update). */
+void trainer_set_full_adamw(trainer *t);
 /* One optimizer step (grad_accum micro-batches). */
 int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen);
 /* Mean validation loss over eval_batches fixed batches. */

@@ -218,8 +218,7 @@ static float *run_state(int steps, int save_at, size_t *n)
 	size_t P = t.model.num_params;
 	float *out = malloc(sizeof(float) * 3 * P);
 	memcpy(out, t.model.params_memory, sizeof(float) * P);
-	memcpy(out + P, t.adam_m, sizeof(float) * P);
-	memcpy(out + 2 * P, t.adam_v, sizeof(float) * P);
+	trainer_moments(&t, out + P, out + 2 * P);
 	*n = 3 * P;
 	trainer_free(&t);
 	return out;
