@@ -83,14 +83,26 @@ int ck_save(const char *path, const ck_header *h, const ck_record *recs, int n, 
 	for (int i = 0; i < n; i++) {
 		uint32_t nl = (uint32_t)strlen(recs[i].name);
 		uint64_t nb = recs[i].nbytes;
-		uint64_t sum = rec_checksum(recs[i].name, recs[i].kind, nb, recs[i].data);
+		const void *data = recs[i].data;
+		void *made = NULL;
+		if (!data && recs[i].fill && nb) {
+			if (!(made = malloc(nb))) {
+				af_abort(&a);
+				snprintf(err, errlen, "%s: cannot write checkpoint: out of memory", path);
+				return CS_ERR_NO_MEM;
+			}
+			recs[i].fill(recs[i].fill_ctx, made);
+			data = made;
+		}
+		uint64_t sum = rec_checksum(recs[i].name, recs[i].kind, nb, data);
 		fwrite(&nl, 4, 1, a.f);
 		fwrite(recs[i].name, 1, nl, a.f);
 		fwrite(&recs[i].kind, 4, 1, a.f);
 		fwrite(&nb, 8, 1, a.f);
 		fwrite(&sum, 8, 1, a.f);
 		if (nb)
-			fwrite(recs[i].data, 1, nb, a.f);
+			fwrite(data, 1, nb, a.f);
+		free(made);
 	}
 	uint64_t nn = (uint64_t)n;
 	fwrite(CK_END, 1, 8, a.f);

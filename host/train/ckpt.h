@@ -38,6 +38,10 @@ typedef struct ck_record {
 	uint64_t nbytes;
 	uint64_t checksum;  /* FNV-1a 64 of name, kind, nbytes and data */
 	void *data;         /* owned by the ck_file after ck_load; borrowed by ck_save */
+	/* ck_save only: when data is NULL and fill is set, fill(fill_ctx, buf) writes the
+	 * record's nbytes into a buffer of its own (a record made on the fly, one at a time) */
+	void (*fill)(const void *fill_ctx, void *buf);
+	const void *fill_ctx;
 } ck_record;
 
 typedef struct ck_file {

@@ -35,6 +35,17 @@ static uint64_t rng_next(uint64_t *s)
 
 /* ---- trainer ------------------------------------------------------------------------ */
 
+/* Zero a[0..n) if it is not zero already: reading a fresh calloc'ed range maps no memory,
+ * writing it would, so a packed tensor's unused dense moments stay out of the RSS. */
+static void zero_if_nonzero(float *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != 0.0f) {
+			memset(a, 0, n * sizeof *a);
+			return;
+		}
+}
+
 /* Index lists of the kept entries of the masked tensors, and their packed moments (all
  * tensors after init or a load, when the dense arrays hold the moments; else those whose
  * mask changed in the last ts_after_optimizer, whose packed moments carry over where an
@@ -101,8 +112,8 @@ static int kept_rebuild(trainer *t, int all)
 			}
 		}
 		if (pm && (all || !opm)) { /* the dense copy is no longer the moments */
-			memset(dm, 0, n * sizeof *dm);
-			memset(dv, 0, n * sizeof *dv);
+			zero_if_nonzero(dm, n);
+			zero_if_nonzero(dv, n);
 		}
 		free(oidx);
 		free(opm);
@@ -403,16 +414,33 @@ static char *resolved_text(const train_config *c, size_t *len)
 	return buf;
 }
 
+/* One tensor's packed moments expanded to its dense record (zero where pruned). */
+struct moments_src {
+	const trainer *t;
+	int tensor, v;
+};
+
+static void moments_fill(const void *ctx, void *buf)
+{
+	const struct moments_src *s = ctx;
+	const trainer *t = s->t;
+	const float *p = s->v ? t->pv[s->tensor] : t->pm[s->tensor];
+	float *d = buf;
+	memset(d, 0, t->model.tensors[s->tensor].numel * sizeof *d);
+	for (size_t q = 0; q < t->nkept[s->tensor]; q++)
+		d[t->kept[s->tensor][q]] = p[q];
+}
+
 int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 {
 	gpt *m = &t->model;
 	int n = 0, cap = 3 * m->num_tensors + 2, rc;
 	ck_record *r = calloc(cap, sizeof *r);
-	float *mdense = NULL;
+	struct moments_src *msrc = calloc(2 * (size_t)m->num_tensors, sizeof *msrc);
 	size_t cfg_len = 0, sp_len = 0;
 	char *cfg_text = resolved_text(&t->cfg, &cfg_len);
 	uint8_t *sp_buf = NULL;
-	if (!r || !cfg_text) {
+	if (!r || !msrc || !cfg_text) {
 		rc = CS_ERR_NO_MEM;
 		goto out_free;
 	}
@@ -425,18 +453,6 @@ int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 			      .data = cfg_text };
 	const char *pre[3] = { "param/", "adam_m/", "adam_v/" };
 	float *base[3] = { m->params_memory, t->adam_m, t->adam_v };
-	/* packed moments go to the file as dense tensors */
-	for (int i = 0; i < m->num_tensors && !mdense; i++)
-		if (t->pm[i]) {
-			mdense = malloc(2 * m->num_params * sizeof *mdense);
-			if (!mdense) {
-				rc = CS_ERR_NO_MEM;
-				goto out_free;
-			}
-			trainer_moments(t, mdense, mdense + m->num_params);
-			base[1] = mdense;
-			base[2] = mdense + m->num_params;
-		}
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < m->num_tensors; i++) {
 			ck_record *x = &r[n++];
@@ -444,6 +460,12 @@ int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 			x->kind = CK_F32;
 			x->nbytes = m->tensors[i].numel * sizeof(float);
 			x->data = base[k] + m->tensors[i].offset;
+			if (k && t->pm[i]) { /* packed moments go to the file as dense tensors */
+				msrc[2 * i + k - 1] = (struct moments_src){ t, i, k - 1 };
+				x->data = NULL;
+				x->fill = moments_fill;
+				x->fill_ctx = &msrc[2 * i + k - 1];
+			}
 		}
 	if (sp_len)
 		r[n++] = (ck_record){ .name = "sparsity/state", .kind = CK_BYTES, .nbytes = sp_len,
@@ -452,7 +474,7 @@ int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 			.seed = t->cfg.seed, .rng_state = t->rng };
 	rc = ck_save(path, &h, r, n, err, errlen);
 out_free:
-	free(mdense);
+	free(msrc);
 	free(r);
 	free(cfg_text);
 	free(sp_buf);
