@@ -47,16 +47,7 @@ static char dir[64], cfgp[256], err[1024];
 
 static int make_trainer(trainer *t, char *const *ov, int nov)
 {
-	train_config cfg;
-	int rc = tc_load(&cfg, cfgp, NULL, ov, nov, err, sizeof err);
-	if (rc) {
-		printf("config: %s\n", err);
-		return rc;
-	}
-	rc = trainer_init(t, &cfg, 1, err, sizeof err);
-	if (rc)
-		printf("trainer_init: %s\n", err);
-	return rc;
+	return tt_make_trainer(t, cfgp, ov, nov, err, sizeof err);
 }
 
 static int setup(void **state)

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/train.h"
+
 /* A fresh directory under /tmp (removed by tt_rmdir). */
 static inline char *tt_mkdtemp(void)
 {
@@ -56,6 +58,22 @@ static inline void tt_corpus(const char *path, size_t bytes)
 		n += (size_t)fprintf(f, "%s%s", w, (s >> 20) % 9 == 0 ? ".\n" : " ");
 	}
 	fclose(f);
+}
+
+/* Load the config at cfgp with the overrides and start a trainer; say what failed. */
+static inline int tt_make_trainer(trainer *t, const char *cfgp, char *const *ov, int nov,
+				  char *err, size_t errlen)
+{
+	train_config cfg;
+	int rc = tc_load(&cfg, cfgp, NULL, ov, nov, err, errlen);
+	if (rc) {
+		printf("config: %s\n", err);
+		return rc;
+	}
+	rc = trainer_init(t, &cfg, 1, err, errlen);
+	if (rc)
+		printf("trainer_init: %s\n", err);
+	return rc;
 }
 
 #endif

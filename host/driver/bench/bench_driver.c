@@ -11,43 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/cs_bench.h"
 #include "common/numerics.h"
 #include "driver/csd.h"
 #include "driver/proto.h"
 
 extern void openblas_set_num_threads(int);
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static uint64_t rs = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
-static float frnd(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2 - 1); }
-
-/* best of a few runs of fn */
-#define BEST(var, reps, stmt)                                                                \
-	do {                                                                                 \
-		var = 1e30;                                                                  \
-		for (int r_ = 0; r_ < (reps); r_++) {                                        \
-			double t_ = now();                                                   \
-			stmt;                                                                \
-			t_ = now() - t_;                                                     \
-			if (t_ < var)                                                        \
-				var = t_;                                                    \
-		}                                                                            \
-	} while (0)
+static uint64_t rnd(void) { return cs_xorshift(&rs); }
+static float frnd(void) { return cs_xorshift_f(&rs); }
+#define BEST CS_BEST
 
 int main(int argc, char **argv)
 {

@@ -14,62 +14,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/cs_bench.h"
+#include "common/cs_cpu.h"
 #include "common/cs_pool.h"
 #include "engine/eng.h"
 
 extern void openblas_set_num_threads(int);
-extern char *openblas_get_corename(void);
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t rs = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
-static float frnd(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2 - 1); }
-
-#define BEST(var, reps, stmt)                                                                \
-	do {                                                                                 \
-		var = 1e30;                                                                  \
-		for (int r_ = 0; r_ < (reps); r_++) {                                        \
-			double t_ = now();                                                   \
-			stmt;                                                                \
-			t_ = now() - t_;                                                     \
-			if (t_ < var)                                                        \
-				var = t_;                                                    \
-		}                                                                            \
-	} while (0)
-
-static void cpu_name(char *buf, size_t len)
-{
-	snprintf(buf, len, "unknown");
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return;
-	char line[256];
-	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, "model name", 10)) {
-			char *p = strchr(line, ':');
-			if (p) {
-				p += 2;
-				p[strcspn(p, "\n")] = 0;
-				snprintf(buf, len, "%s", p);
-			}
-			break;
-		}
-	fclose(f);
-}
+static uint64_t rnd(void) { return cs_xorshift(&rs); }
+static float frnd(void) { return cs_xorshift_f(&rs); }
+#define BEST CS_BEST
 
 int main(int argc, char **argv)
 {
@@ -88,7 +44,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	char cpu[128];
-	cpu_name(cpu, sizeof cpu);
+	cs_cpu_model(cpu, sizeof cpu);
 	float *x = malloc(sizeof(float) * T * K), *dy = malloc(sizeof(float) * T * N);
 	float *w = malloc(sizeof(float) * N * K), *y = malloc(sizeof(float) * T * N);
 	float *dx = malloc(sizeof(float) * T * K), *dwd = malloc(sizeof(float) * N * K);
@@ -104,13 +60,13 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N * K; i++)
 		w[i] = frnd();
 	printf("engine kernels: T=%d K=%d N=%d; CPU %s; engine ISA %s; OpenBLAS %s\n", T, K, N,
-	       cpu, eng_isa_name(eng_isa()), openblas_get_corename());
+	       cpu, eng_isa_name(eng_isa()), cs_blas_corename());
 	printf("%-3s %-6s %9s %9s %9s | %9s %9s %9s | %7s %7s %7s | %7s %7s %7s\n", "thr",
 	       "sparse", "dense fwd", "bwd", "wgrad", "fwd ms", "bwd ms", "wgrad ms", "fwd x",
 	       "bwd x", "wgrad x", "GF fwd", "GF bwd", "GF wgr");
 	fprintf(js, "{\"cpu\": \"%s\", \"isa\": \"%s\", \"openblas_core\": \"%s\", \"T\": %d, "
 		"\"K\": %d, \"N\": %d, \"rows\": [",
-		cpu, eng_isa_name(eng_isa()), openblas_get_corename(), T, K, N);
+		cpu, eng_isa_name(eng_isa()), cs_blas_corename(), T, K, N);
 	int first = 1;
 	for (int nth = 1; nth <= 2; nth++) {
 		cs_pool *pool;
