@@ -355,7 +355,7 @@ struct k_job {
 	float *out;
 	const eng_spmat *w;
 	const float *x, *dy;
-	int ld;
+	int ld, tl;
 };
 
 struct eng_slot {
@@ -501,12 +501,13 @@ static void sddmm_part(void *arg, int tid, int nth)
 	int r0, r1;
 	split_rows(w->row_ptr, w->n_out, tid, nth, &r0, &r1);
 	if (r0 < r1)
-		j->k->sddmm(j->out, w->row_ptr, w->col, j->dy, j->x, j->ld, r0, r1);
+		j->k->sddmm(j->out, w->row_ptr, w->col, j->dy, j->x, j->ld, j->tl, r0, r1);
 }
 
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
-	       int ld)
+	       int T)
 {
-	struct k_job j = { .k = kern(), .out = dw, .w = w, .x = x, .dy = dy, .ld = ld };
+	struct k_job j = { .k = kern(), .out = dw, .w = w, .x = x, .dy = dy, .ld = eng_ld(T),
+			   .tl = (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD };
 	cs_pool_run(pool, sddmm_part, &j);
 }

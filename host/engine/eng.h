@@ -118,9 +118,10 @@ cs_pool *eng_ctx_pool(const eng_ctx *e);
  * slice. 0 or CS_ERR_NO_MEM. */
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
 	     float *xt);
-/* Token-minor weight gradient (inputs transposed with eng_transpose_in):
- * dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] * x [col k][t] over t < ld. */
+/* Token-minor weight gradient (inputs [rows][eng_ld(T)], transposed with eng_transpose_in
+ * or handed out by eng_spmm): dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] *
+ * x [col k][t] over the T tokens. */
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
-	       int ld);
+	       int T);
 
 #endif /* CS_ENGINE_ENG_H */

@@ -109,17 +109,17 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 }
 
 static void sddmm_avx2(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		       const float *x, int ld, int r0, int r1)
+		       const float *x, int ld, int tl, int r0, int r1)
 {
 	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
 	int t0 = 0;
-	for (; t0 + 64 <= ld; t0 += 64)
+	for (; t0 + 64 <= tl; t0 += 64)
 		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 8);
-	if (t0 + 32 <= ld) {
+	if (t0 + 32 <= tl) {
 		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 4);
 		t0 += 32;
 	}
-	if (t0 + 16 <= ld)
+	if (t0 + 16 <= tl)
 		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 2);
 }
 

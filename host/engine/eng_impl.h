@@ -19,9 +19,10 @@ typedef struct eng_kern {
 	void (*spmm_panel)(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
 			   const void *val, int bf16, const float *s, int c0, int nrows,
 			   int first);
-	/* dw[k] = <dy [r][0..ld), x [idx[k]][0..ld)> for the entries k of rows [r0, r1) */
+	/* dw[k] = <dy [r][0..tl), x [idx[k]][0..tl)> for the entries k of rows [r0, r1); rows
+	 * ld apart, tl a multiple of 16 (the padding past the tokens is not visited) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		      const float *x, int ld, int r0, int r1);
+		      const float *x, int ld, int tl, int r0, int r1);
 	/* dst [c][0..ENG_TB) = s [c][0..ENG_TB) for c < rows (dst rows ldd apart) */
 	void (*slice_out)(float *dst, size_t ldd, const float *s, int rows);
 	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */

@@ -26,7 +26,7 @@ static void spmm_panel_portable(float *yb, const int64_t *k0, const int64_t *k1,
 }
 
 static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-			   const float *x, int ld, int r0, int r1)
+			   const float *x, int ld, int tl, int r0, int r1)
 {
 	for (int r = r0; r < r1; r++) {
 		const float *d = dy + (size_t)r * ld;
@@ -35,7 +35,7 @@ static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, co
 			/* ENG_TPAD lane-wise partial sums (ld is a multiple): they vectorize
 			 * without reassociation, and sum in the SIMD paths' lane order */
 			float lane[16] = { 0 };
-			for (int t = 0; t < ld; t += 16)
+			for (int t = 0; t < tl; t += 16)
 				for (int v = 0; v < 16; v++)
 					lane[v] += d[t + v] * xr[t + v];
 			float s = 0.0f;

@@ -222,7 +222,7 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 		n->xt_src[k] = x;
 		n->xt_bt[k] = BT;
 	}
-	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt[k], ld);
+	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt[k], BT);
 	struct scatter_job j = { dw, n->dwnz, s };
 	cs_pool_run(n->pool, scatter_part, &j);
 	return CS_OK;

@@ -150,7 +150,7 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 	assert_memory_equal(dyt, dyt2, sizeof(float) * (size_t)p->n_out * ld);
 	free(xt2);
 	free(dyt2);
-	eng_sddmm(pool, dw, &s, dyt, xt, ld);
+	eng_sddmm(pool, dw, &s, dyt, xt, T);
 	eng_ctx_free(e);
 
 	for (int t = 0; t < T; t++)
@@ -275,7 +275,7 @@ static void test_thread_count_invariant(void **state)
 		assert_int_equal(eng_spmm(e, out[r], &s, 0, p.x, p.T, NULL), CS_OK);
 		assert_int_equal(eng_spmm(e, out[r] + (size_t)p.n_out * p.T, &s, 1, p.dy, p.T, NULL),
 				 CS_OK);
-		eng_sddmm(pools[r], dw[r], &s, dyt, xt, ld);
+		eng_sddmm(pools[r], dw[r], &s, dyt, xt, p.T);
 		eng_ctx_free(e);
 	}
 	assert_memory_equal(out[0], out[1], sizeof(float) * no);

@@ -95,13 +95,13 @@ int main(int argc, char **argv)
 			 * transposes */
 			BEST(f, REPS, eng_spmm(e, y, &s, 0, x, T, NULL));
 			BEST(b, REPS, eng_spmm(e, dx, &s, 1, dy, T, NULL));
-			BEST(g, REPS, eng_sddmm(pool, dw, &s, dyt, xt, ld));
+			BEST(g, REPS, eng_sddmm(pool, dw, &s, dyt, xt, T));
 			fa = f;
 			ba = b;
 			BEST(ga, REPS, {
 				eng_transpose_in(pool, xt, x, T, K, ld);
 				eng_transpose_in(pool, dyt, dy, T, N, ld);
-				eng_sddmm(pool, dw, &s, dyt, xt, ld);
+				eng_sddmm(pool, dw, &s, dyt, xt, T);
 			});
 			double fl = 2.0 * (double)s.nnz * T * 1e-9;
 			printf("%-3d %5.0f%% %8.2fms %8.2fms %8.2fms | %9.3f %9.3f %9.3f | %6.2fx "
