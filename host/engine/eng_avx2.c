@@ -94,6 +94,12 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 		const float *xb = x + t0;
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			const float *xp = xb + (size_t)idx[k] * ld;
+			if (k + 4 < ptr[r1]) { /* as eng_avx512.c: a later row, every other line */
+				const float *pf = xb + (size_t)idx[k + 4] * ld;
+#pragma GCC unroll 4
+				for (int v = 0; v < nv; v += 4)
+					_mm_prefetch((const char *)(pf + 8 * v), _MM_HINT_T0);
+			}
 			__m256 a[4];
 #pragma GCC unroll 4
 			for (int v = 0; v < 4; v++)
