@@ -85,7 +85,7 @@ PE ?= full
 AWORDS ?= $(SIM_AWORDS_$(PE))
 BWORDS ?= $(SIM_BWORDS_$(PE))
 TRACE ?= 0
-ifneq ($(filter sim sim-model,$(MAKECMDGOALS)),)
+ifneq ($(filter sim sim-impl sim-model,$(MAKECMDGOALS)),)
 ifeq ($(filter $(PE),$(SIM_PES)),)
 $(error PE=$(PE): want one of $(SIM_PES))
 endif
@@ -107,6 +107,17 @@ sim-libs: $(SIM_SOS) $(SIM_TEST_SOS) $(SIM_REGRESS_SOS)
 # tests/driver/test_sim.c: cpu vs sim (model engine, and the Verilated builds above)
 $(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_TEST_DIR='"$(abspath $(SIM_DIR))"'
 TEST_DEPS += $(SIM_TEST_SOS)
+# The shipping board implementations in their bitstreams' configurations: the default 1x1
+# pe_lite bitstream and the 2x2 pe_micro_mt one (test_sim's kernels, test_train_device's
+# cpu-vs-sim training steps). test_sim checks that the backend's pe=lite default is the
+# model make builds for verif/board.mk's default board configuration (FPGA_*: read when the
+# recipe runs, after board.mk) and pe=micro_mt's the 2x2 board's.
+SIM_BOARD_SOS := $(call sim_so,1x1,lite,32768,512) $(call sim_so,2x2,micro_mt,8192,4096)
+TEST_DEPS += $(SIM_BOARD_SOS)
+$(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_BOARD_LITE_SO='"$(abspath $(call \
+	sim_so,$(FPGA_ROWS)x$(FPGA_COLS),lite,$(FPGA_AWORDS),$(FPGA_BWORDS)))"' \
+	-DSIM_BOARD_MT_SO='"$(abspath $(call sim_so,2x2,micro_mt,8192,4096))"'
+$(BUILD)/obj/tests/driver/test_sim.o: host/driver/sim.mk
 # the 2x2 default build: make train's mesh, and test_train_device's cpu-vs-sim training steps
 TEST_DEPS += $(SIM_DIR)/libmesh_2x2.so
 ifneq ($(filter regress,$(MAKECMDGOALS)),)
@@ -137,7 +148,8 @@ BENCH_TARGETS += bench-sim
 # larger layers on the 4x4 default build
 REGRESS_ENTRIES += $(foreach k,fwd bwd wgrad,$(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,200,--k,160,--n,300,--sparsity,0.9,--kernel,$(k),--seed,7,--json)
 
-# make sim: the Verilated mesh (MESH=RxC, default 4x4) runs the forward kernel on random
+# make sim: the Verilated mesh (MESH=RxC, default 4x4; PE=lite|micro_mt [AWORDS, BWORDS]:
+# that implementation's mesh, as make sim-model) runs the forward kernel on random
 # sparse layers (SIM_TOKENS x SIM_K -> SIM_N) at several sparsities, every output checked
 # bit-exactly against the C model; table + $(BUILD)/sim/report.json.
 # TRACE=1 make sim: the same on the --trace-fst build, writing $(BUILD)/sim/wave_s<S>.fst
