@@ -25,6 +25,7 @@ log=${out%.so}.build.log
 rtl=(rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v)
 build() {
 	flock 9 || return 1
+	start=$SECONDS # the build's own time, not the wait for the lock
 	rm -rf "$obj"
 	verilator --cc --build -j 2 -Wno-fatal --x-assign fast --x-initial fast \
 		-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -fPIC \
@@ -48,6 +49,5 @@ build() {
 		"${tobjs[@]}" -lpthread "${tlibs[@]}" || return 1
 	mv -f "$out.tmp" "$out"
 }
-start=$SECONDS
 build 9>"$lockdir/.verilator.lock" >"$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }
 echo "sim_build.sh: $out ($((SECONDS - start)) s, log $log)"
