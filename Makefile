@@ -96,6 +96,8 @@ help:
 	@echo "  make bench      speed, utilization and memory measurements"
 	@echo "  make experiment dense vs six sparsity algorithms on the tiny GPT -> docs/results.md"
 	@echo "  make sim        Verilated mesh (MESH=4x4) running the forward kernel on sparse layers"
+	@echo "  make sim-model  build one Verilated mesh for the sim device: MESH=RxC"
+	@echo "                  PE=full|lite|micro_mt [AWORDS=N BWORDS=N] (default: the PE's board)"
 	@echo "  make lint       verilator --lint-only -Wall on every RTL module"
 	@echo "  make formal     proofs: FIFO (yosys-smtbmc), router no-loss (ABC)"
 	@echo "  make bitstream  iCE40 UP5K bitstream (yosys + nextpnr-ice40 + icepack)"

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "common/cs_error.h"
+#include "driver/csd.h"
 #include "train/train.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -27,18 +28,40 @@ static void train_usage(FILE *f)
 	fprintf(f,
 		"usage: cshost train CONFIG.yaml [section.key=value ...] [--resume | --force]\n"
 		"                    [--progress | --no-progress]\n"
+		"       cshost train CONFIG.yaml [section.key=value ...] --sim-model\n"
 		"       cshost train --export-nan CKPT OUT   (pruned weights as NaN, Cerebras)\n"
 		"       cshost train --import-nan CKPT OUT   (masks from NaN weights)\n"
 		"\n"
 		"Trains a GPT as CONFIG describes (docs/config.md) in <run.out_dir>/<run.name>.\n"
 		"  --resume     continue that run from its latest checkpoint\n"
 		"  --force      start over, deleting the run's checkpoints and metrics\n"
+		"  --sim-model  print the make arguments of the Verilated model the run needs\n"
+		"               (`make sim-model ARGS` builds it; nothing when it needs none)\n"
 		"Overrides use dotted keys: train.steps=50 device.kind=cpu.\n");
+}
+
+/* --sim-model: what make must build before this run (make train) */
+static int print_sim_model(const train_opts *o, char *err, size_t errlen)
+{
+	train_config c;
+	int rc = tc_load(&c, o->config_path, NULL, o->overrides, o->n_overrides, err, errlen);
+	if (rc)
+		return rc;
+	char uri[128], path[1024], args[256];
+	tc_device_uri(&c, uri, sizeof uri);
+	if (!strcmp(c.device_kind, "sim")) {
+		rc = csd_sim_model(uri, 0, path, sizeof path, args, sizeof args, err, errlen);
+		if (!rc && args[0])
+			printf("%s\n", args);
+	}
+	tc_free(&c);
+	return rc;
 }
 
 int cmd_train(int argc, char **argv)
 {
 	train_opts o = { .progress = -1, .stop = &stop_flag };
+	int sim_model = 0;
 	char **ov = calloc(argc, sizeof *ov);
 	int nov = 0;
 	char err[1024];
@@ -58,6 +81,8 @@ int cmd_train(int argc, char **argv)
 			o.progress = 1;
 		} else if (!strcmp(a, "--no-progress")) {
 			o.progress = 0;
+		} else if (!strcmp(a, "--sim-model")) {
+			sim_model = 1;
 		} else if (!strcmp(a, "--export-nan") || !strcmp(a, "--import-nan")) {
 			free(ov);
 			if (i + 2 >= argc) {
@@ -96,6 +121,13 @@ int cmd_train(int argc, char **argv)
 	}
 	o.overrides = ov;
 	o.n_overrides = nov;
+	if (sim_model) {
+		int rc = print_sim_model(&o, err, sizeof err);
+		free(ov);
+		if (rc)
+			fprintf(stderr, "cshost train: %s\n", err);
+		return rc ? 1 : 0;
+	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

@@ -2,21 +2,29 @@
  * backend_sim.c - the "sim" device: the mesh in process, fed by plan_exec() through the
  * host port's 32-bit word interface, exactly as the usb backend feeds the board.
  *
- * URI: "sim[:RxC][,awords=N][,bwords=N][,model][,timeout=CYCLES]".
- * CSD_SIM_FST=FILE (rtl engine): load the --trace-fst build instead (libmesh_..._fst.so,
- * built on demand) and write an FST waveform of the run to FILE (the first
- * CSD_SIM_FST_CYCLES cycles when that is set and nonzero).
+ * URI: "sim[:RxC][,awords=N][,bwords=N][,pe=full|lite|micro_mt][,model][,timeout=CYCLES]"
+ * (csd.h: pe= selects the PE implementation and, without awords=/bwords=, its bitstream's
+ * SRAM sizes: "sim:1x1,pe=lite" is the default bitstream's mesh, "sim:2x2,pe=micro_mt" the
+ * 2x2 board's).
+ * CSD_SIM_FST=FILE (rtl engine): load the --trace-fst build instead (libmesh_..._fst.so)
+ * and write an FST waveform of the run to FILE (the first CSD_SIM_FST_CYCLES cycles when
+ * that is set and nonzero).
  * Two engines behind the same word interface:
- *   - rtl (default): the Verilated rtl/mesh/mesh_top with the real PE. The Verilog mesh
- *     shape and SRAM sizes are compile-time parameters, so each (shape, sizes) is its own
- *     shared object $CSD_SIM_DIR/libmesh_RxC.so (default sizes) or libmesh_RxC_aA_bB.so,
- *     built by host/driver/sim.mk (make builds a default set) or on demand here (make is
- *     run for the missing or stale object: older than any .v file under rtl/mesh, rtl/pe, rtl/sram or the
- *     harness), loaded with dlopen. Counters come from the model: cycles, MAC-busy
- *     PE-cycles (mac_busy_o of every PE) and the words the host port actually took/gave.
- *     Every wait is bounded in cycles (timeout=, default 2M cycles without progress).
+ *   - rtl (default): the Verilated rtl/mesh/mesh_top. The mesh shape, SRAM sizes and PE
+ *     implementation are Verilog parameters, so each (shape, sizes, pe) is its own shared
+ *     object in $CSD_SIM_DIR (default build/sim): libmesh_RxC.so (pe=full, default sizes),
+ *     else libmesh_RxC_aA_bB[_lite|_micro_mt].so, with the mesh_top parameters of that
+ *     implementation's bitstream (host/driver/sim.mk), loaded with dlopen. This library
+ *     never builds one: make does (`make sim-model MESH=RxC PE=.. AWORDS=N BWORDS=N`, and
+ *     make train, make sim and make test build what they use), and a missing object, or
+ *     one older than any .v file under rtl/mesh, rtl/pe, rtl/sram or the harness, is an
+ *     error naming that command (CSD_SIM_STALE_OK=1 loads a stale one anyway). Counters
+ *     come from the model: cycles, MAC-busy PE-cycles (mac_busy_o of every PE) and the
+ *     words the host port actually took/gave. Every wait is bounded in cycles (timeout=,
+ *     default 2M cycles without progress).
  *   - model: the word-level C model verif/models/mesh_model.c (one pe_model per tile):
- *     no cycles, same results; for machines without Verilator and for the SAN build.
+ *     no cycles, same results (for every pe=); for machines without Verilator and for the
+ *     SAN build.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -24,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "driver/csd_impl.h"
 #include "driver/proto.h"
@@ -45,6 +54,7 @@ struct simh_api {
 	int (*send)(simh *, const uint32_t *, size_t, uint64_t);
 	int (*recv)(simh *, uint32_t *, size_t, uint64_t);
 	void (*stats)(const simh *, struct simh_stats *);
+	const char *(*impl)(void);
 };
 
 struct sim {
@@ -140,13 +150,14 @@ static void count(csd_dev *dev, const struct sim_snap *a, const struct sim_snap 
 
 /* ---- loading a Verilated build ------------------------------------------------------- */
 
-static long newest_mtime(const char *dir, const char *suffix)
+/* The newest mtime of the files in dir ending in suffix; its path goes to newest. */
+static void newest_mtime(const char *dir, const char *suffix, long *best, char *newest,
+			 size_t n)
 {
 	char p[2048];
-	long best = 0;
 	DIR *d = opendir(dir);
 	if (!d)
-		return 0;
+		return;
 	struct dirent *e;
 	size_t sl = strlen(suffix);
 	while ((e = readdir(d))) {
@@ -155,63 +166,99 @@ static long newest_mtime(const char *dir, const char *suffix)
 			continue;
 		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
 		struct stat st;
-		if (!stat(p, &st) && st.st_mtime > best)
-			best = st.st_mtime;
+		if (!stat(p, &st) && st.st_mtime > *best) {
+			*best = st.st_mtime;
+			snprintf(newest, n, "%s", p);
+		}
 	}
 	closedir(d);
-	return best;
 }
 
-static int so_stale(const char *path)
+/* 1 when path is older than a source make builds it from (a subset of sim.mk's
+ * SIM_SO_DEPS, so make always rebuilds what this calls stale); newest names that source. */
+static int so_stale(const char *path, char *newest, size_t n)
 {
 	struct stat st;
 	if (stat(path, &st))
-		return 1;
-	if (getenv("CSD_SIM_NOBUILD"))
 		return 0;
-	static const char *const dirs[] = { "rtl/mesh", "rtl/pe", "rtl/sram" };
+	static const char *const src[][2] = {
+		{ "rtl/mesh", ".v" },
+		{ "rtl/pe", ".v" },
+		{ "rtl/sram", ".v" },
+		{ "host/driver", "sim_harness.cpp" },
+		{ "host/driver", "sim_harness.h" },
+		{ "host/driver", "sim_build.sh" },
+	};
 	char d[1024];
-	long newest = 0, t;
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(d, sizeof d, "%s/%s", CSD_SIM_ROOT, dirs[i]);
-		if ((t = newest_mtime(d, ".v")) > newest)
-			newest = t;
+	long best = 0;
+	for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
+		snprintf(d, sizeof d, "%s/%s", CSD_SIM_ROOT, src[i][0]);
+		newest_mtime(d, src[i][1], &best, newest, n);
 	}
-	snprintf(d, sizeof d, "%s/host/driver", CSD_SIM_ROOT);
-	if ((t = newest_mtime(d, "sim_harness.cpp")) > newest)
-		newest = t;
-	return st.st_mtime < newest;
+	return st.st_mtime < best;
+}
+
+static const char *sim_dir(void)
+{
+	const char *dir = getenv("CSD_SIM_DIR");
+	return dir && *dir ? dir : CSD_SIM_BUILD;
+}
+
+/* The shared object a geometry and implementation need (see the top of this file). */
+static void model_path(const csd_dev *dev, int fst, char *path, size_t n)
+{
+	const struct plan_geom *g = &dev->geom;
+	const char *tr = fst ? "_fst" : "";
+	if (dev->pe == CSD_PE_FULL && g->a_words == 16384 && g->b_words == 8192)
+		snprintf(path, n, "%s/libmesh_%dx%d%s.so", sim_dir(), g->rows, g->cols, tr);
+	else
+		snprintf(path, n, "%s/libmesh_%dx%d_a%u_b%u%s%s%s.so", sim_dir(), g->rows, g->cols,
+			 g->a_words, g->b_words, dev->pe == CSD_PE_FULL ? "" : "_",
+			 dev->pe == CSD_PE_FULL ? "" : csd_pe_impls[dev->pe].name, tr);
+}
+
+/* The arguments of `make sim-model` that build it (SIM_DIR= when CSD_SIM_DIR moved it). */
+static void model_args(const csd_dev *dev, int fst, char *args, size_t n)
+{
+	const struct plan_geom *g = &dev->geom;
+	int moved = strcmp(sim_dir(), CSD_SIM_BUILD) != 0;
+	snprintf(args, n, "MESH=%dx%d PE=%s AWORDS=%u BWORDS=%u%s%s%s", g->rows, g->cols,
+		 csd_pe_impls[dev->pe].name, g->a_words, g->b_words, fst ? " TRACE=1" : "",
+		 moved ? " SIM_DIR=" : "", moved ? sim_dir() : "");
+}
+
+/* The make command that builds it, run from anywhere. */
+static void model_cmd(const csd_dev *dev, int fst, char *cmd, size_t n)
+{
+	char args[256], cwd[1024];
+	model_args(dev, fst, args, sizeof args);
+	int here = getcwd(cwd, sizeof cwd) && !strcmp(cwd, CSD_SIM_ROOT);
+	snprintf(cmd, n, "make %s%s%ssim-model %s", here ? "" : "-C '", here ? "" : CSD_SIM_ROOT,
+		 here ? "" : "' ", args);
 }
 
 static int sim_load(csd_dev *dev, struct sim *s)
 {
-	const struct plan_geom *g = &dev->geom;
-	const char *dir = getenv("CSD_SIM_DIR") ? getenv("CSD_SIM_DIR") : CSD_SIM_BUILD;
 	/* a waveform is asked for: the separate --trace-fst build (..._fst.so) */
 	const char *fst = getenv("CSD_SIM_FST");
 	int trace = fst && *fst;
-	char name[96];
-	if (g->a_words == 16384 && g->b_words == 8192)
-		snprintf(name, sizeof name, "libmesh_%dx%d%s.so", g->rows, g->cols,
-			 trace ? "_fst" : "");
-	else
-		snprintf(name, sizeof name, "libmesh_%dx%d_a%u_b%u%s.so", g->rows, g->cols,
-			 g->a_words, g->b_words, trace ? "_fst" : "");
-	snprintf(s->path, sizeof s->path, "%s/%s", dir, name);
-	if (so_stale(s->path)) {
-		if (getenv("CSD_SIM_NOBUILD"))
-			return csd_fail(dev, CS_ERR_NOT_FOUND,
-					"sim: %s not built (CSD_SIM_NOBUILD is set)", s->path);
-		char cmd[2600];
-		/* build on demand (one Verilator build at a time: sim_build.sh takes a lock) */
-		snprintf(cmd, sizeof cmd,
-			 "cd '%s' && ./host/driver/sim_build.sh '%s' %d %d %u %u %s >&2",
-			 CSD_SIM_ROOT, s->path, g->rows, g->cols, g->a_words, g->b_words,
-			 trace ? "fst" : "");
-		fprintf(stderr, "sim: building %s (Verilator, about a minute)\n", s->path);
-		if (system(cmd) != 0)
-			return csd_fail(dev, CS_ERR_IO, "sim: building %s failed (see %.*s.build.log)",
-					s->path, (int)(strlen(s->path) - 3), s->path);
+	char cmd[1400], newest[2048] = "";
+	model_path(dev, trace, s->path, sizeof s->path);
+	struct stat st;
+	if (stat(s->path, &st)) {
+		model_cmd(dev, trace, cmd, sizeof cmd);
+		return csd_fail(dev, CS_ERR_NOT_FOUND,
+				"sim: %s is not built (the Verilated %dx%d pe=%s mesh); build it with: %s",
+				s->path, dev->geom.rows, dev->geom.cols, csd_pe_impls[dev->pe].name,
+				cmd);
+	}
+	const char *ok = getenv("CSD_SIM_STALE_OK");
+	if (!(ok && *ok && strcmp(ok, "0")) && so_stale(s->path, newest, sizeof newest)) {
+		model_cmd(dev, trace, cmd, sizeof cmd);
+		return csd_fail(dev, CS_ERR_NOT_FOUND,
+				"sim: %s is older than %s; rebuild it with: %s "
+				"(CSD_SIM_STALE_OK=1 loads it anyway)",
+				s->path, newest, cmd);
 	}
 	s->so = dlopen(s->path, RTLD_NOW | RTLD_LOCAL);
 	if (!s->so)
@@ -229,14 +276,17 @@ static int sim_load(csd_dev *dev, struct sim *s)
 	SYM(send, "simh_send");
 	SYM(recv, "simh_recv");
 	SYM(stats, "simh_get_stats");
+	SYM(impl, "simh_pe");
 #undef SYM
 	int r, c;
 	uint32_t aw, bw;
 	s->api.params(&r, &c, &aw, &bw);
-	if (s->api.abi() != SIMH_ABI || r != g->rows || c != g->cols || aw != g->a_words ||
-	    bw != g->b_words)
-		return csd_fail(dev, CS_ERR_IO, "sim: %s is a %dx%d a%u b%u build (ABI %d)",
-				s->path, r, c, aw, bw, s->api.abi());
+	const char *pe = s->api.impl();
+	if (s->api.abi() != SIMH_ABI || r != dev->geom.rows || c != dev->geom.cols ||
+	    aw != dev->geom.a_words || bw != dev->geom.b_words ||
+	    strcmp(pe, csd_pe_impls[dev->pe].name))
+		return csd_fail(dev, CS_ERR_IO, "sim: %s is a %dx%d a%u b%u pe=%s build (ABI %d)",
+				s->path, r, c, aw, bw, pe, s->api.abi());
 	s->h = s->api.create();
 	if (!s->h)
 		return csd_fail(dev, CS_ERR_NO_MEM, "sim: out of memory creating the model");
@@ -260,29 +310,22 @@ static void sim_close(csd_dev *dev)
 	dev->priv = NULL;
 }
 
-static int sim_open(csd_dev *dev, const char *arg)
+/* Our options out (model, timeout=), the geometry and pe= to csd_parse_geom. */
+static int sim_parse(csd_dev *dev, const char *arg, int *use_model, uint64_t *timeout)
 {
-	char geom[256] = "", err[256] = "";
-	struct sim *s = calloc(1, sizeof *s);
-	if (!s)
-		return csd_fail(dev, CS_ERR_NO_MEM, "sim: out of memory");
-	dev->priv = s;
-	s->timeout = 2000000ull; /* ~25 s of the 4x4 model; no legitimate wait comes near it */
-	/* our options out, the geometry to csd_parse_geom */
+	char geom[256] = "";
 	const char *p = arg;
 	while (*p) {
 		const char *end = strchr(p, ',');
 		size_t l = end ? (size_t)(end - p) : strlen(p);
 		if (l == 5 && !strncmp(p, "model", 5)) {
-			s->use_model = 1;
+			*use_model = 1;
 		} else if (l > 8 && !strncmp(p, "timeout=", 8)) {
 			char *e;
 			unsigned long long v = strtoull(p + 8, &e, 10);
-			if (e != p + l || !v) {
-				sim_close(dev);
+			if (e != p + l || !v)
 				return csd_fail(dev, CS_ERR_INVALID, "sim: bad timeout in '%s'", arg);
-			}
-			s->timeout = v;
+			*timeout = v;
 		} else if (strlen(geom) + l + 2 < sizeof geom) {
 			if (geom[0])
 				strcat(geom, ",");
@@ -293,16 +336,59 @@ static int sim_open(csd_dev *dev, const char *arg)
 			p++;
 	}
 	int rc = csd_parse_geom(dev, geom);
+	if (rc)
+		return rc;
+	const struct plan_geom *g = &dev->geom;
+	if ((g->a_words & (g->a_words - 1)) || g->rows * g->cols > 255)
+		return csd_fail(dev, CS_ERR_INVALID,
+				"sim: awords must be a power of two and the mesh at most 255 PEs");
+	return CS_OK;
+}
+
+int csd_sim_model(const char *uri, int fst, char *path, size_t path_len, char *args,
+		  size_t args_len, char *err, size_t err_len)
+{
+	if (!uri || strncmp(uri, "sim", 3) || (uri[3] && uri[3] != ':')) {
+		snprintf(err, err_len, "csd_sim_model: '%s' is not a sim device", uri ? uri : "");
+		return CS_ERR_INVALID;
+	}
+	csd_dev *d = calloc(1, sizeof *d);
+	if (!d) {
+		snprintf(err, err_len, "csd_sim_model: out of memory");
+		return CS_ERR_NO_MEM;
+	}
+	d->be = &csd_backend_sim;
+	csd_dev_defaults(d);
+	int use_model = 0;
+	uint64_t timeout = 0;
+	int rc = sim_parse(d, uri[3] ? uri + 4 : "", &use_model, &timeout);
+	if (rc) {
+		snprintf(err, err_len, "%s", d->err);
+	} else if (use_model) {
+		snprintf(path, path_len, "%s", "");
+		snprintf(args, args_len, "%s", "");
+	} else {
+		model_path(d, fst, path, path_len);
+		model_args(d, fst, args, args_len);
+	}
+	free(d);
+	return rc;
+}
+
+static int sim_open(csd_dev *dev, const char *arg)
+{
+	char err[256] = "";
+	struct sim *s = calloc(1, sizeof *s);
+	if (!s)
+		return csd_fail(dev, CS_ERR_NO_MEM, "sim: out of memory");
+	dev->priv = s;
+	s->timeout = 2000000ull; /* ~25 s of the 4x4 model; no legitimate wait comes near it */
+	int rc = sim_parse(dev, arg, &s->use_model, &s->timeout);
 	if (rc) {
 		sim_close(dev);
 		return rc;
 	}
 	const struct plan_geom *g = &dev->geom;
-	if ((g->a_words & (g->a_words - 1)) || g->rows * g->cols > 255) {
-		sim_close(dev);
-		return csd_fail(dev, CS_ERR_INVALID,
-				"sim: awords must be a power of two and the mesh at most 255 PEs");
-	}
 	if (s->use_model) {
 		if (mesh_model_init(&s->mm, g->rows, g->cols, g->a_words, g->b_words)) {
 			sim_close(dev);

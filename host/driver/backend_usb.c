@@ -735,6 +735,7 @@ static int usb_open(csd_dev *dev, const char *arg)
 	dev->clock_hz = 21e6; /* rtl/board/board_top.v ClkHz */
 	if ((rc = csd_parse_geom(dev, p->o.geom)))
 		goto out_close;
+	dev->pe = -1; /* the bitstream's: the host cannot tell */
 	if ((rc = libusb_init(&p->ctx)) < 0) {
 		p->ctx = NULL;
 		rc = csd_fail(dev, CS_ERR_IO, "usb: libusb_init: %s", libusb_strerror(rc));

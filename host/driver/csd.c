@@ -23,6 +23,17 @@ int csd_fail(csd_dev *dev, int rc, const char *fmt, ...)
 	return rc;
 }
 
+const struct csd_pe_impl csd_pe_impls[CSD_PE_COUNT] = {
+	/* pe (rtl/pe/pe.v) with mesh_router: the mesh_top defaults, never on the board */
+	[CSD_PE_FULL] = { .name = "full", .a_words = 16384, .b_words = 8192, .min_pes = 1 },
+	/* pe_lite with the lean router and host port: the default bitstream, 1x1 (board.mk) */
+	[CSD_PE_LITE] = { .name = "lite", .a_words = 32768, .b_words = 512, .min_pes = 1 },
+	/* pe_micro_mt: the 2x2 bitstream (FPGA_MICRO=2); its barrel needs N >= 3 PEs, and
+	 * A + B fill one 16K x 16 memory per PE */
+	[CSD_PE_MICRO_MT] = { .name = "micro_mt", .a_words = 8192, .b_words = 4096,
+			      .min_pes = 3, .a_is_2b = 1 },
+};
+
 static int parse_u32(const char *s, const char *end, uint32_t *v)
 {
 	char *e;
@@ -37,6 +48,7 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 {
 	const char *p = arg;
 	struct plan_geom g = dev->geom;
+	int pe = dev->pe < 0 ? CSD_PE_FULL : dev->pe, have_pe = 0, have_a = 0, have_b = 0;
 	while (*p) {
 		const char *end = strchr(p, ',');
 		if (!end)
@@ -47,10 +59,24 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 			if (parse_u32(p + 7, end, &v) || v < 2 || v > 65536 || (v & 1))
 				goto bad;
 			g.a_words = v;
+			have_a = 1;
 		} else if (!strncmp(p, "bwords=", 7)) {
 			if (parse_u32(p + 7, end, &v) || v < 4 || v > 32768 || (v & (v - 1)))
 				goto bad;
 			g.b_words = v;
+			have_b = 1;
+		} else if (!strncmp(p, "pe=", 3)) {
+			int k = 0;
+			while (k < CSD_PE_COUNT && (strlen(csd_pe_impls[k].name) != (size_t)(end - p - 3) ||
+						    strncmp(csd_pe_impls[k].name, p + 3, (size_t)(end - p - 3))))
+				k++;
+			if (k == CSD_PE_COUNT)
+				return csd_fail(dev, CS_ERR_INVALID,
+						"%s: unknown PE implementation '%.*s' in '%s' (want pe=full, "
+						"pe=lite or pe=micro_mt)",
+						dev->be->name, (int)(end - p - 3), p + 3, arg);
+			pe = k;
+			have_pe = 1;
 		} else if (x) {
 			uint32_t r, c;
 			if (parse_u32(p, x, &r) || parse_u32(x + 1, end, &c) || r > 16 || c > 16)
@@ -62,13 +88,37 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 		}
 		p = *end ? end + 1 : end;
 	}
+	/* with pe=, the sizes not given are the implementation's (its bitstream's); without,
+	 * the backend's defaults stay */
+	const struct csd_pe_impl *im = &csd_pe_impls[pe];
+	if (have_pe && !have_a)
+		g.a_words = im->a_words;
+	if (have_pe && !have_b)
+		g.b_words = im->b_words;
+	if (g.rows * g.cols < im->min_pes)
+		return csd_fail(dev, CS_ERR_INVALID, "%s: pe=%s needs at least %d PEs, not %dx%d",
+				dev->be->name, im->name, im->min_pes, g.rows, g.cols);
+	if (im->a_is_2b && g.a_words != 2 * g.b_words)
+		return csd_fail(dev, CS_ERR_INVALID,
+				"%s: pe=%s keeps A and B in one memory: awords (%u) must be 2 * "
+				"bwords (%u)",
+				dev->be->name, im->name, g.a_words, g.b_words);
 	dev->geom = g;
+	dev->pe = pe;
 	return CS_OK;
 bad:
 	return csd_fail(dev, CS_ERR_INVALID,
 			"%s: bad device options '%s' (want RxC with 1..16 each, awords=EVEN<=65536, "
-			"bwords=POWER_OF_2<=32768)",
+			"bwords=POWER_OF_2<=32768, pe=full|lite|micro_mt)",
 			dev->be->name, arg);
+}
+
+void csd_dev_defaults(csd_dev *dev)
+{
+	dev->geom = (struct plan_geom){ .rows = 4, .cols = 4, .a_words = 16384, .b_words = 8192,
+					.hazard_cycles = 4, .ctl_cycles = 4 };
+	dev->pe = CSD_PE_FULL;
+	dev->clock_hz = 100e6;
 }
 
 /* A device whose open failed keeps its message here for csd_last_error(NULL). */
@@ -101,9 +151,7 @@ int csd_open(csd_dev **devp, const char *uri)
 		return CS_ERR_NO_MEM;
 	}
 	dev->be = be;
-	dev->geom = (struct plan_geom){ .rows = 4, .cols = 4, .a_words = 16384, .b_words = 8192,
-					.hazard_cycles = 4, .ctl_cycles = 4 };
-	dev->clock_hz = 100e6;
+	csd_dev_defaults(dev);
 	int rc = be->open(dev, colon ? colon + 1 : "");
 	if (rc) {
 		snprintf(open_err, sizeof open_err, "%s", dev->err[0] ? dev->err : cs_strerror(rc));
@@ -134,6 +182,8 @@ int csd_get_info(csd_dev *dev, csd_info *info)
 	info->pes = dev->geom.rows * dev->geom.cols;
 	info->a_words = dev->geom.a_words;
 	info->b_words = dev->geom.b_words;
+	if (dev->pe >= 0)
+		snprintf(info->pe, sizeof info->pe, "%s", csd_pe_impls[dev->pe].name);
 	info->max_index = 65536;
 	info->clock_hz = dev->clock_hz;
 	return CS_OK;

@@ -6,7 +6,20 @@
  *   "sim" / "sim:RxC"   the Verilated RTL mesh, in process (default 4x4)
  *   "usb" / "usb:SERIAL" the FPGA board over its FT2232H link
  * cpu and sim also take SRAM sizes after the shape: "cpu:2x2,awords=256,bwords=128"
- * (defaults 16384 and 8192, as in the RTL; small sizes exercise the tiling).
+ * (defaults 16384 and 8192, as in the RTL; small sizes exercise the tiling), and the PE
+ * implementation, named after what ships:
+ *   pe=full      pe with mesh_router (the default; simulation only, it fits no board)
+ *   pe=lite      pe_lite with the lean router and host port: the default bitstream (1x1,
+ *                awords 32768, bwords 512)
+ *   pe=micro_mt  one pe_micro_mt running all PEs (3 or more): the 2x2 bitstream (awords
+ *                8192 = 2 * bwords 4096)
+ * Without awords=/bwords= an implementation gets its bitstream's sizes, so
+ * "sim:1x1,pe=lite" is the default bitstream's mesh and "sim:2x2,pe=micro_mt" the 2x2
+ * board's, with exactly their Verilog parameters. Results do not depend on pe= (one ISA,
+ * one numerics): the cpu model takes it for the sizes and checks, sim loads that RTL.
+ * sim never builds RTL: each (shape, sizes, pe) is a Verilated model that make builds
+ * (make sim-model MESH=RxC PE=... AWORDS=N BWORDS=N); a missing or stale one is an error
+ * naming that command (csd_sim_model gives it).
  * Every backend gives bit-identical results for the same mesh shape and SRAM sizes
  * (docs/architecture.md, "Kernels" fixes the accumulation order that makes this true).
  *
@@ -60,6 +73,7 @@ typedef struct csd_info {
 	uint32_t b_words;    /* per-PE accumulator SRAM, 32-bit words */
 	uint32_t max_index;  /* largest feature index a wavelet can carry + 1 (65536) */
 	double clock_hz;     /* design clock (for cycle -> time conversion) */
+	char pe[16];         /* PE implementation (pe=): "full", "lite", "micro_mt"; "" usb */
 } csd_info;
 
 typedef struct csd_counters {
@@ -75,6 +89,13 @@ typedef struct csd_counters {
 } csd_counters;
 
 int csd_open(csd_dev **dev, const char *uri);
+/* The Verilated model a "sim:..." URI loads: its path (path_len bytes) and the arguments of
+ * the make command that builds it ("MESH=2x2 PE=micro_mt AWORDS=8192 BWORDS=4096", for
+ * `make sim-model`; args_len bytes). Both are "" when the URI needs none (the model
+ * engine). fst: the --trace-fst build (CSD_SIM_FST). CS_ERR_INVALID for a URI that is not
+ * a valid sim URI (err, err_len bytes, says why). */
+int csd_sim_model(const char *uri, int fst, char *path, size_t path_len, char *args,
+		  size_t args_len, char *err, size_t err_len);
 void csd_close(csd_dev *dev);
 int csd_get_info(csd_dev *dev, csd_info *info);
 int csd_get_counters(csd_dev *dev, csd_counters *c);

@@ -23,9 +23,24 @@ struct csd_backend {
 		     const csd_sparse *w, int T);
 };
 
+/* The PE implementations that ship, selected by pe= in a cpu or sim URI: the mesh_top
+ * parameter set the sim backend loads (host/driver/sim.mk), the SRAM sizes a URI without
+ * awords=/bwords= gets (the implementation's bitstream; full: the RTL defaults) and what
+ * its RTL requires. Results are the same on all of them (one ISA, one numerics); only the
+ * cycles differ. */
+enum csd_pe { CSD_PE_FULL, CSD_PE_LITE, CSD_PE_MICRO_MT, CSD_PE_COUNT };
+struct csd_pe_impl {
+	const char *name;          /* "full", "lite", "micro_mt" */
+	uint32_t a_words, b_words; /* default SRAM sizes */
+	int min_pes;               /* fewest PEs the RTL supports */
+	int a_is_2b;               /* A and B share one memory: awords must be 2 * bwords */
+};
+extern const struct csd_pe_impl csd_pe_impls[CSD_PE_COUNT];
+
 struct csd_dev {
 	const struct csd_backend *be;
 	struct plan_geom geom;
+	int pe; /* enum csd_pe; -1: not known to the host (usb: the bitstream's) */
 	double clock_hz;
 	struct csd_fw fw; /* the kernels image */
 	int have_fw;
@@ -41,7 +56,10 @@ extern const struct csd_backend csd_backend_usb;
 /* Record the last error message ("what: on what"); returns rc. */
 int csd_fail(csd_dev *dev, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Parse "RxC[,awords=N][,bwords=N]" into geom; "" keeps the defaults. */
+/* Set the defaults every backend starts from (csd_open does before the backend's open). */
+void csd_dev_defaults(csd_dev *dev);
+
+/* Parse "RxC[,awords=N][,bwords=N][,pe=IMPL]" into geom and pe; "" keeps the defaults. */
 int csd_parse_geom(csd_dev *dev, const char *arg);
 
 /* Check a kernel call's arguments against the sparse matrix. */

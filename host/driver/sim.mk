@@ -1,10 +1,13 @@
 # host/driver/sim.mk: the sim backend (backend_sim.c) and its Verilated mesh builds.
 #
-# The mesh shape and SRAM sizes are Verilog parameters, so each (shape, sizes) is its own
-# shared object $(BUILD)/sim/libmesh_RxC.so (default sizes 16384/8192) or
-# libmesh_RxC_aA_bB.so, made by host/driver/sim_build.sh (Verilator + sim_harness.cpp,
-# one build at a time under the verilator lock) and dlopened by the backend, which also
-# builds a missing or stale one on demand. Rebuilt only when the RTL or the harness changes.
+# The mesh shape, SRAM sizes and PE implementation are Verilog parameters, so each (shape,
+# sizes, implementation) is its own shared object $(SIM_DIR)/libmesh_RxC.so (pe=full,
+# default sizes 16384/8192) or libmesh_RxC_aA_bB[_lite|_micro_mt].so, made by
+# host/driver/sim_build.sh (Verilator + sim_harness.cpp, one build at a time under the
+# verilator lock) and dlopened by the backend. Only make builds them: `make sim-model
+# MESH=RxC PE=full|lite|micro_mt AWORDS=N BWORDS=N`, and every target that runs one lists
+# it as a prerequisite; the backend reports a missing or stale one with that command.
+# Rebuilt only when the RTL, the harness or the implementation's parameters change.
 # The word-level C model of the device (verif/models/mesh_model.c, pe_model.c) is the
 # backend's "model" engine (sim:RxC,model) and goes into the library.
 
@@ -24,20 +27,73 @@ LIB_LDLIBS += -ldl
 $(BUILD)/obj/host/driver/backend_sim.o: CPPFLAGS += -DCSD_SIM_ROOT='"$(CURDIR)"' \
 	-DCSD_SIM_BUILD='"$(abspath $(SIM_DIR))"'
 
-# libmesh_<R>x<C>[_a<A>_b<B>].so, and libmesh_<...>_fst.so: the same with --trace-fst (a
-# separate cached build, made only when a waveform is asked for: TRACE=1 make sim)
-sim_dims = $(subst _, ,$(subst x, ,$(1)))
-$(SIM_DIR)/libmesh_%_fst.so: $(SIM_SO_DEPS) | deps
-	@mkdir -p $(@D)
-	./host/driver/sim_build.sh $@ $(word 1,$(call sim_dims,$*)) $(word 2,$(call sim_dims,$*)) \
-		$(if $(word 3,$(call sim_dims,$*)),$(patsubst a%,%,$(word 3,$(call sim_dims,$*))),16384) \
-		$(if $(word 4,$(call sim_dims,$*)),$(patsubst b%,%,$(word 4,$(call sim_dims,$*))),8192) fst
+# The PE implementations that ship (csd.h pe=) and their mesh_top parameters. full is
+# mesh_top's defaults (pe with mesh_router; it fits no board). lite and micro_mt are the
+# parameters verif/board.mk gives board_top, which passes them to mesh_top, for the
+# bitstreams: its FPGA_* board configuration (read from there, so the simulated mesh and
+# the bitstream cannot drift apart) with Micro 0 (pe_lite: the default 1x1 bitstream) or
+# Micro 2 (pe_micro_mt: the 2x2 one, FPGA_MICRO=2). FifoDepth and CollectDepth are
+# mesh_top's defaults in both. Default SRAM sizes: the bitstreams' (csd.c csd_pe_impls).
+SIM_PES := full lite micro_mt
+SIM_GPARAMS_full :=
+SIM_GPARAMS_lean = -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) \
+	-GTrimEdges=$(FPGA_TRIM) -GLean=$(FPGA_LEAN)
+SIM_GPARAMS_lite = $(SIM_GPARAMS_lean) -GMicro=0
+SIM_GPARAMS_micro_mt = $(SIM_GPARAMS_lean) -GMicro=2
+SIM_AWORDS_full := 16384
+SIM_BWORDS_full := 8192
+SIM_AWORDS_lite := 32768
+SIM_BWORDS_lite := 512
+SIM_AWORDS_micro_mt := 8192
+SIM_BWORDS_micro_mt := 4096
 
-$(SIM_DIR)/libmesh_%.so: $(SIM_SO_DEPS) | deps
+# $(call sim_so,RxC,PE,AWORDS,BWORDS[,fst]): the path of a model (backend_sim.c model_path)
+sim_so = $(SIM_DIR)/libmesh_$(1)$(if $(and $(filter full,$(2)),$(filter 16384,$(3)),$(filter \
+	8192,$(4))),,_a$(3)_b$(4))$(if $(filter-out full,$(2)),_$(2))$(if $(5),_fst).so
+
+# Each implementation's parameters, rewritten only when they change (a changed board
+# configuration rebuilds its models).
+$(SIM_DIR)/params_%.txt: FORCE
 	@mkdir -p $(@D)
-	./host/driver/sim_build.sh $@ $(word 1,$(call sim_dims,$*)) $(word 2,$(call sim_dims,$*)) \
-		$(if $(word 3,$(call sim_dims,$*)),$(patsubst a%,%,$(word 3,$(call sim_dims,$*))),16384) \
-		$(if $(word 4,$(call sim_dims,$*)),$(patsubst b%,%,$(word 4,$(call sim_dims,$*))),8192)
+	@echo "$(SIM_GPARAMS_$*)" >$@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+
+# libmesh_<R>x<C>[_a<A>_b<B>][_<pe>][_fst].so; _fst: the same with --trace-fst (a separate
+# cached build, made only when a waveform is asked for: TRACE=1). The longer patterns win
+# (make picks the shortest stem), so each file has one rule.
+sim_dims = $(subst _, ,$(subst x, ,$(1)))
+sim_build_args = $(word 1,$(call sim_dims,$(1))) $(word 2,$(call sim_dims,$(1))) \
+	$(or $(patsubst a%,%,$(word 3,$(call sim_dims,$(1)))),$(SIM_AWORDS_$(2))) \
+	$(or $(patsubst b%,%,$(word 4,$(call sim_dims,$(1)))),$(SIM_BWORDS_$(2)))
+# $(call sim_so_rule,file suffix,pe,fst|plain)
+define sim_so_rule
+$(SIM_DIR)/libmesh_%$(1).so: $(SIM_SO_DEPS) $(SIM_DIR)/params_$(2).txt | deps
+	@mkdir -p $$(@D)
+	./host/driver/sim_build.sh $$@ $$(call sim_build_args,$$*,$(2)) $(2) $(3) $$(SIM_GPARAMS_$(2))
+endef
+$(eval $(call sim_so_rule,,full,plain))
+$(eval $(call sim_so_rule,_fst,full,fst))
+$(foreach pe,lite micro_mt,$(eval $(call sim_so_rule,_$(pe),$(pe),plain)) \
+	$(eval $(call sim_so_rule,_$(pe)_fst,$(pe),fst)))
+
+# make sim-model MESH=RxC PE=full|lite|micro_mt [AWORDS=N BWORDS=N] [TRACE=1]: build one
+# model (the command the sim backend names when one is missing or stale). The sizes
+# default to the implementation's: `make sim-model MESH=1x1 PE=lite` is the default
+# bitstream's mesh, `make sim-model MESH=2x2 PE=micro_mt` the 2x2 board's.
+MESH ?= 4x4
+PE ?= full
+AWORDS ?= $(SIM_AWORDS_$(PE))
+BWORDS ?= $(SIM_BWORDS_$(PE))
+TRACE ?= 0
+ifneq ($(filter sim sim-impl sim-model,$(MAKECMDGOALS)),)
+ifeq ($(filter $(PE),$(SIM_PES)),)
+$(error PE=$(PE): want one of $(SIM_PES))
+endif
+endif
+SIM_MODEL := $(call sim_so,$(MESH),$(PE),$(AWORDS),$(BWORDS),$(filter 1,$(TRACE)))
+.PHONY: sim-model
+sim-model: $(SIM_MODEL)
+	@echo "sim-model: $(SIM_MODEL) (sim:$(MESH),pe=$(PE),awords=$(AWORDS),bwords=$(BWORDS))"
 
 # the default set; tests use small SRAMs (fast to simulate, and they force tiling)
 SIM_DEFAULT_SHAPES := 1x1 2x2 2x3 4x4
@@ -51,6 +107,17 @@ sim-libs: $(SIM_SOS) $(SIM_TEST_SOS) $(SIM_REGRESS_SOS)
 # tests/driver/test_sim.c: cpu vs sim (model engine, and the Verilated builds above)
 $(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_TEST_DIR='"$(abspath $(SIM_DIR))"'
 TEST_DEPS += $(SIM_TEST_SOS)
+# The shipping board implementations in their bitstreams' configurations: the default 1x1
+# pe_lite bitstream and the 2x2 pe_micro_mt one (test_sim's kernels, test_train_device's
+# cpu-vs-sim training steps). test_sim checks that the backend's pe=lite default is the
+# model make builds for verif/board.mk's default board configuration (FPGA_*: read when the
+# recipe runs, after board.mk) and pe=micro_mt's the 2x2 board's.
+SIM_BOARD_SOS := $(call sim_so,1x1,lite,32768,512) $(call sim_so,2x2,micro_mt,8192,4096)
+TEST_DEPS += $(SIM_BOARD_SOS)
+$(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_BOARD_LITE_SO='"$(abspath $(call \
+	sim_so,$(FPGA_ROWS)x$(FPGA_COLS),lite,$(FPGA_AWORDS),$(FPGA_BWORDS)))"' \
+	-DSIM_BOARD_MT_SO='"$(abspath $(call sim_so,2x2,micro_mt,8192,4096))"'
+$(BUILD)/obj/tests/driver/test_sim.o: host/driver/sim.mk
 # the 2x2 default build: make train's mesh, and test_train_device's cpu-vs-sim training steps
 TEST_DEPS += $(SIM_DIR)/libmesh_2x2.so
 ifneq ($(filter regress,$(MAKECMDGOALS)),)
@@ -81,20 +148,22 @@ BENCH_TARGETS += bench-sim
 # larger layers on the 4x4 default build
 REGRESS_ENTRIES += $(foreach k,fwd bwd wgrad,$(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,200,--k,160,--n,300,--sparsity,0.9,--kernel,$(k),--seed,7,--json)
 
-# make sim: the Verilated mesh (MESH=RxC, default 4x4) runs the forward kernel on random
+# make sim: the Verilated mesh (MESH=RxC, default 4x4; PE=lite|micro_mt [AWORDS, BWORDS]:
+# that implementation's mesh, as make sim-model) runs the forward kernel on random
 # sparse layers (SIM_TOKENS x SIM_K -> SIM_N) at several sparsities, every output checked
 # bit-exactly against the C model; table + $(BUILD)/sim/report.json.
 # TRACE=1 make sim: the same on the --trace-fst build, writing $(BUILD)/sim/wave_s<S>.fst
 # per sparsity: the first TRACE_CYCLES cycles of each run (0: all of it; a full dense run
 # is about 8.5M cycles and several GB of FST).
-MESH ?= 4x4
 SIM_TOKENS ?= 512
 SIM_K ?= 256
 SIM_N ?= 1024
 SIM_SPARSITIES ?= 0 0.5 0.8 0.9 0.95
 .PHONY: sim-impl
-TRACE ?= 0
 TRACE_CYCLES ?= 200000
-sim-impl: $(CSHOST) $(if $(filter 1,$(TRACE)),$(SIM_DIR)/libmesh_$(MESH)_fst.so)
-	TRACE=$(TRACE) TRACE_CYCLES=$(TRACE_CYCLES) ./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(MESH) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
+# PE=lite|micro_mt (and AWORDS/BWORDS): the same on that implementation's mesh
+comma := ,
+SIM_DEVICE := $(MESH)$(if $(filter-out $(SIM_DIR)/libmesh_.so,$(call sim_so,,$(PE),$(AWORDS),$(BWORDS))),$(comma)pe=$(PE)$(comma)awords=$(AWORDS)$(comma)bwords=$(BWORDS))
+sim-impl: $(CSHOST) $(SIM_MODEL)
+	TRACE=$(TRACE) TRACE_CYCLES=$(TRACE_CYCLES) ./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(SIM_DEVICE) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
 		"$(SIM_SPARSITIES)"

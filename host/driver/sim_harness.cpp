@@ -17,8 +17,8 @@
 #include "verilated_fst_c.h"
 #endif
 
-#ifndef SIMH_ROWS
-#error "SIMH_ROWS/SIMH_COLS/SIMH_AWORDS/SIMH_BWORDS come from the build"
+#if !defined(SIMH_ROWS) || !defined(SIMH_PE)
+#error "SIMH_ROWS/SIMH_COLS/SIMH_AWORDS/SIMH_BWORDS/SIMH_PE come from the build"
 #endif
 
 struct simh {
@@ -109,6 +109,11 @@ void simh_params(int *rows, int *cols, uint32_t *a_words, uint32_t *b_words)
 	*cols = SIMH_COLS;
 	*a_words = SIMH_AWORDS;
 	*b_words = SIMH_BWORDS;
+}
+
+const char *simh_pe(void)
+{
+	return SIMH_PE;
 }
 
 simh *simh_new(void)

@@ -1,8 +1,12 @@
 /*
  * sim_harness.h - the C ABI of one Verilated mesh_top build (host/driver/sim_harness.cpp).
- * Each build is a shared object build/sim/libmesh_RxC[_aA_bB].so (host/driver/sim.mk) for
- * one mesh shape and SRAM size (Verilog parameters are compile-time); the sim backend
- * dlopens the one it needs and looks these symbols up by name.
+ * Each build is a shared object build/sim/libmesh_RxC[_aA_bB][_lite|_micro_mt].so
+ * (host/driver/sim.mk) for one mesh shape, SRAM size and PE implementation (Verilog
+ * parameters are compile-time); the sim backend dlopens the one it needs and looks these
+ * symbols up by name. The word interface is the same for the full and the lean host port
+ * (mesh_hostport_lean): a command word stays on cmd_data_i, valid high, until the port takes
+ * it, as the board's receive FIFO keeps it (the lean port's cmd_ready_o depends on the word,
+ * and with Micro 2 it takes a WRITE's word only once the word's config beat has left).
  *
  * The harness owns the clock: it drives the host port's command words (valid/ready), keeps
  * rsp_ready high and queues every response word, and counts cycles, MAC-busy PE-cycles
@@ -15,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIMH_ABI 2
+#define SIMH_ABI 3
 
 struct simh_stats {
 	uint64_t cycles;    /* since simh_new */
@@ -36,6 +40,8 @@ extern "C" {
 /* ABI version, and the Verilog parameters this object was built with. */
 int simh_abi(void);
 void simh_params(int *rows, int *cols, uint32_t *a_words, uint32_t *b_words);
+/* The PE implementation (csd.h pe=): "full", "lite" or "micro_mt". */
+const char *simh_pe(void);
 simh *simh_new(void); /* reset applied; NULL when out of memory */
 void simh_free(simh *h);
 /* Feed n command words. Fails (-1) when the port accepts no word for max_stall cycles. */

@@ -38,6 +38,7 @@ static const tc_key schema[] = {
 	{ "device", "kind", T_ENUM, OFF(device_kind), SZ(device_kind), 0, 0,
 	  "native|model|cpu|sim|usb", "sim" },
 	{ "device", "mesh", T_MESH, OFF(mesh), SZ(mesh), 1, 64, NULL, "4x4" },
+	{ "device", "pe", T_ENUM, OFF(pe), SZ(pe), 0, 0, "full|lite|micro_mt", "full" },
 	{ "device", "awords", T_INT, OFF(awords), 0, 0, 65536, NULL, "0" },
 	{ "device", "bwords", T_INT, OFF(bwords), 0, 0, 32768, NULL, "0" },
 	{ "device", "weights", T_ENUM, OFF(weights), SZ(weights), 0, 0, "fp32|bf16", "fp32" },
@@ -574,13 +575,17 @@ int tc_native(const train_config *c)
 
 void tc_device_uri(const train_config *c, char *buf, size_t len)
 {
-	/* usb: the board's shape is the bitstream's (device.mesh is for cpu and sim) */
+	/* usb: the board's shape and PE are the bitstream's (device.mesh and device.pe are for
+	 * cpu and sim) */
 	int usb = !strcmp(c->device_kind, "usb");
 	/* "model" is the bit-exact C model of the mesh, the driver's "cpu" backend */
 	const char *be = !strcmp(c->device_kind, "model") ? "cpu" : c->device_kind;
 	size_t n = usb ? (size_t)snprintf(buf, len, "usb")
 		       : (size_t)snprintf(buf, len, "%s:%s", be, c->mesh);
 	const char *sep = usb ? ":" : ",";
+	/* pe= also gives the implementation's SRAM sizes where awords/bwords are 0 */
+	if (!usb && strcmp(c->pe, "full") && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",pe=%s", c->pe);
 	if (c->awords && n < len) {
 		n += (size_t)snprintf(buf + n, len - n, "%sawords=%d", sep, c->awords);
 		sep = ",";

@@ -29,6 +29,7 @@ typedef struct train_config {
 	char device_kind[8];           /* native | model (= cpu) | sim | usb */
 	char weights[8];               /* native engine's weight storage: fp32 | bf16 */
 	char mesh[16];                 /* "4x4" */
+	char pe[16];                   /* PE implementation: full | lite | micro_mt (csd.h) */
 	int mesh_rows, mesh_cols;
 	int awords, bwords;            /* per-PE SRAM sizes; 0: the backend's default */
 	int dense_on_host;             /* -1 auto, 0 false, 1 true (see tc_dense_on_host) */

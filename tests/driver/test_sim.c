@@ -4,7 +4,10 @@
  *   - the word-level device model (sim:RxC,model: verif/models/mesh_model.c, pe_model per
  *     tile): the first execution of fw/kernels.s, many random cases, and
  *   - the Verilated mesh_top with the real PE (sim:RxC,awords=512,bwords=256: the builds
- *     host/driver/sim.mk makes for the tests; 1x1, 2x2, 2x3).
+ *     host/driver/sim.mk makes for the tests; 1x1, 2x2, 2x3), and with the board PEs in
+ *     their bitstreams' configurations (pe=lite 1x1, pe=micro_mt 2x2).
+ * Also: which model file a sim URI needs and the make command named when it is missing or
+ * stale (the backend builds nothing).
  * Random shapes (tiled and not, not dividing the mesh), sparsities 0..0.99 and 1 (all
  * zero), empty rows and columns, special values. Also: zero skipping (the link bytes the
  * device took = the protocol overhead of an all-zero layer + 4 per nonzero + 4 per run),
@@ -22,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "common/numerics.h"
 #include "driver/csd.h"
@@ -60,8 +66,9 @@ static long run_cmp(csd_dev *dev, csd_dev *ref, int k, const struct kref_layer *
 static const double sparsities[] = { 0, 0.3, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0 };
 
 struct sweep {
-	const char *engine; /* "model" or "" (rtl) */
+	const char *engine; /* "model" or "" (rtl), or "pe=IMPL" (rtl of that implementation) */
 	int cases;
+	int max_t, max_f; /* largest T and K, N (0: 3 * PEs + 40 and min(awords, 80)) */
 	const int (*shapes)[2];
 	int nshapes;
 	const uint32_t (*sizes)[2];
@@ -92,8 +99,10 @@ static void random_sweep(const struct sweep *sw)
 			for (int c = 0; c < per; c++) {
 				kref_rng_state = seed * 1000003u + (uint64_t)(sh * 131 + sz * 17) * 7919u +
 					    (uint64_t)c;
-				int T = kref_rng_int(1, 3 * R * C + 40);
+				int T = kref_rng_int(1, sw->max_t ? sw->max_t : 3 * R * C + 40);
 				int maxf = (int)aw < 80 ? (int)aw : 80;
+				if (sw->max_f)
+					maxf = sw->max_f;
 				int K = kref_rng_int(1, maxf), N = kref_rng_int(1, maxf);
 				double sp = sparsities[kref_rng_int(0, 7)];
 				int specials = (c % 5) == 4, empty = (c % 3) == 2;
@@ -124,7 +133,7 @@ static void test_model_random(void **state)
 	(void)state;
 	static const int shapes[][2] = { { 1, 1 }, { 1, 3 }, { 2, 1 }, { 2, 2 }, { 2, 3 }, { 3, 2 } };
 	static const uint32_t sizes[][2] = { { 512, 256 }, { 128, 64 }, { 64, 32 }, { 4096, 2048 } };
-	struct sweep sw = { "model", env_on("REGRESS", 0) ? 4800 : 480, shapes, 6, sizes, 4 };
+	struct sweep sw = { "model", env_on("REGRESS", 0) ? 4800 : 480, 0, 0, shapes, 6, sizes, 4 };
 	random_sweep(&sw);
 }
 
@@ -139,7 +148,7 @@ static void test_rtl_random(void **state)
 	static const int shapes[][2] = { { 1, 1 }, { 2, 3 }, { 2, 2 } };
 	static const uint32_t sizes[][2] = { { 512, 256 } };
 	int regress = env_on("REGRESS", 0);
-	struct sweep sw = { "", regress ? 3000 : 240, shapes, regress ? 3 : 2, sizes, 1 };
+	struct sweep sw = { "", regress ? 3000 : 240, 0, 0, shapes, regress ? 3 : 2, sizes, 1 };
 	random_sweep(&sw);
 }
 
@@ -154,8 +163,141 @@ static void test_rtl_random_4x4(void **state)
 	}
 	static const int shapes[][2] = { { 4, 4 } };
 	static const uint32_t sizes[][2] = { { 16384, 8192 } };
-	struct sweep sw = { "", env_on("REGRESS", 0) ? 600 : 45, shapes, 1, sizes, 1 };
+	struct sweep sw = { "", env_on("REGRESS", 0) ? 600 : 45, 0, 0, shapes, 1, sizes, 1 };
 	random_sweep(&sw);
+}
+
+/* The shipping board implementations in their bitstreams' configurations (pe=lite: the
+ * default 1x1 bitstream; pe=micro_mt: the 2x2 one): small random layers, specials and empty
+ * lines included (make test builds both models). micro_mt's PEs take hundreds of cycles a
+ * MAC, so its layers stay small. */
+static void test_rtl_random_boards(void **state)
+{
+	(void)state;
+	if (!env_on("SIM_RTL", 1)) {
+		skip();
+		return;
+	}
+	int regress = env_on("REGRESS", 0);
+	static const int lite_shape[][2] = { { 1, 1 } }, mt_shape[][2] = { { 2, 2 } };
+	static const uint32_t lite_size[][2] = { { 32768, 512 } }, mt_size[][2] = { { 8192, 4096 } };
+	struct sweep lite = { "pe=lite", regress ? 300 : 30, 40, 40, lite_shape, 1, lite_size, 1 };
+	struct sweep mt = { "pe=micro_mt", regress ? 120 : 12, 16, 24, mt_shape, 1, mt_size, 1 };
+	random_sweep(&lite);
+	random_sweep(&mt);
+}
+
+/* pe= and the model files: without sizes an implementation gets its bitstream's, and the
+ * file the backend loads is the one make builds for that configuration (SIM_BOARD_LITE_SO:
+ * verif/board.mk's default board configuration, through sim.mk's naming; SIM_BOARD_MT_SO:
+ * the 2x2 pe_micro_mt board). A missing or stale model is an error naming the make command;
+ * nothing is built. */
+static void test_models_and_errors(void **state)
+{
+	(void)state;
+	char path[1024], args[256], err[512], want[1200];
+	assert_int_equal(csd_sim_model("sim:1x1,pe=lite", 0, path, sizeof path, args, sizeof args,
+				       err, sizeof err),
+			 CS_OK);
+	assert_string_equal(path, SIM_BOARD_LITE_SO);
+	assert_string_equal(args, "MESH=1x1 PE=lite AWORDS=32768 BWORDS=512");
+	assert_int_equal(csd_sim_model("sim:2x2,pe=micro_mt", 0, path, sizeof path, args,
+				       sizeof args, err, sizeof err),
+			 CS_OK);
+	assert_string_equal(path, SIM_BOARD_MT_SO);
+	assert_string_equal(args, "MESH=2x2 PE=micro_mt AWORDS=8192 BWORDS=4096");
+	assert_int_equal(csd_sim_model("sim:2x2,pe=micro_mt", 1, path, sizeof path, args,
+				       sizeof args, err, sizeof err),
+			 CS_OK);
+	snprintf(want, sizeof want, "%s/libmesh_2x2_a8192_b4096_micro_mt_fst.so", SIM_TEST_DIR);
+	assert_string_equal(path, want);
+	assert_string_equal(args, "MESH=2x2 PE=micro_mt AWORDS=8192 BWORDS=4096 TRACE=1");
+	/* full keeps the old names */
+	assert_int_equal(csd_sim_model("sim", 0, path, sizeof path, args, sizeof args, err,
+				       sizeof err),
+			 CS_OK);
+	snprintf(want, sizeof want, "%s/libmesh_4x4.so", SIM_TEST_DIR);
+	assert_string_equal(path, want);
+	assert_string_equal(args, "MESH=4x4 PE=full AWORDS=16384 BWORDS=8192");
+	assert_int_equal(csd_sim_model("sim:2x3,awords=512,bwords=256,pe=full", 0, path,
+				       sizeof path, args, sizeof args, err, sizeof err),
+			 CS_OK);
+	snprintf(want, sizeof want, "%s/libmesh_2x3_a512_b256.so", SIM_TEST_DIR);
+	assert_string_equal(path, want);
+	assert_int_equal(csd_sim_model("sim:1x1,bwords=256,pe=lite", 0, path, sizeof path, args,
+				       sizeof args, err, sizeof err),
+			 CS_OK);
+	snprintf(want, sizeof want, "%s/libmesh_1x1_a32768_b256_lite.so", SIM_TEST_DIR);
+	assert_string_equal(path, want);
+	/* the model engine needs none */
+	assert_int_equal(csd_sim_model("sim:2x2,model,pe=lite", 0, path, sizeof path, args,
+				       sizeof args, err, sizeof err),
+			 CS_OK);
+	assert_string_equal(path, "");
+	assert_string_equal(args, "");
+	/* what the RTL cannot be */
+	static const char *const bad[][2] = {
+		{ "sim:1x1,pe=micro_mt", "needs at least 3 PEs" },
+		{ "sim:2x2,pe=micro_mt,bwords=2048", "must be 2 * bwords" },
+		{ "sim:2x2,pe=pe_lite", "unknown PE implementation 'pe_lite'" },
+		{ "cpu:2x2", "not a sim device" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(csd_sim_model(bad[i][0], 0, path, sizeof path, args, sizeof args,
+					       err, sizeof err),
+				 CS_ERR_INVALID);
+		if (!strstr(err, bad[i][1]))
+			print_error("%s: '%s' lacks '%s'\n", bad[i][0], err, bad[i][1]);
+		assert_non_null(strstr(err, bad[i][1]));
+	}
+	/* the cpu model takes pe= for the sizes and the checks */
+	csd_dev *dev;
+	csd_info info;
+	assert_int_equal(csd_open(&dev, "cpu:1x1,pe=lite"), CS_OK);
+	csd_get_info(dev, &info);
+	assert_int_equal(info.a_words, 32768);
+	assert_int_equal(info.b_words, 512);
+	assert_string_equal(info.pe, "lite");
+	csd_close(dev);
+	assert_int_equal(csd_open(&dev, "cpu:3x1,pe=micro_mt"), CS_OK);
+	csd_get_info(dev, &info);
+	assert_int_equal(info.a_words, 8192);
+	assert_int_equal(info.b_words, 4096);
+	assert_string_equal(info.pe, "micro_mt");
+	csd_close(dev);
+	assert_int_equal(csd_open(&dev, "cpu:1x2,pe=micro_mt"), CS_ERR_INVALID);
+	/* missing: an error with the command, nothing built */
+	const char *old = getenv("CSD_SIM_DIR");
+	char saved[1024] = "", dir[] = "/tmp/test_sim_models_XXXXXX";
+	if (old)
+		snprintf(saved, sizeof saved, "%s", old);
+	assert_non_null(mkdtemp(dir));
+	setenv("CSD_SIM_DIR", dir, 1);
+	assert_int_equal(csd_open(&dev, "sim:2x2,pe=micro_mt"), CS_ERR_NOT_FOUND);
+	snprintf(want, sizeof want,
+		 "sim-model MESH=2x2 PE=micro_mt AWORDS=8192 BWORDS=4096 SIM_DIR=%s", dir);
+	print_message("%s\n", csd_last_error(NULL));
+	assert_non_null(strstr(csd_last_error(NULL), "is not built"));
+	assert_non_null(strstr(csd_last_error(NULL), want));
+	snprintf(path, sizeof path, "%s/libmesh_2x2_a8192_b4096_micro_mt.so", dir);
+	struct stat st;
+	assert_int_not_equal(stat(path, &st), 0);
+	/* stale (older than the RTL): the same, and it is not loaded */
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	struct timeval tv[2] = { { 1, 0 }, { 1, 0 } };
+	assert_int_equal(utimes(path, tv), 0);
+	assert_int_equal(csd_open(&dev, "sim:2x2,pe=micro_mt"), CS_ERR_NOT_FOUND);
+	print_message("%s\n", csd_last_error(NULL));
+	assert_non_null(strstr(csd_last_error(NULL), "is older than"));
+	assert_non_null(strstr(csd_last_error(NULL), want));
+	unlink(path);
+	rmdir(dir);
+	if (old)
+		setenv("CSD_SIM_DIR", saved, 1);
+	else
+		unsetenv("CSD_SIM_DIR");
 }
 
 /* Zero skipping: the words the device took = those of the all-zero layer of the same shape
@@ -586,6 +728,8 @@ int main(void)
 		cmocka_unit_test(test_zero_skip_rtl),
 		cmocka_unit_test(test_rtl_random),
 		cmocka_unit_test(test_rtl_random_4x4),
+		cmocka_unit_test(test_models_and_errors),
+		cmocka_unit_test(test_rtl_random_boards),
 		cmocka_unit_test(test_hostport_diff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -94,6 +94,25 @@ static void test_overrides(void **state)
 	tc_device_uri(&c, uri2, sizeof uri2);
 	assert_string_equal(uri2, "cpu:1x1,awords=32768,bwords=512");
 	tc_free(&c);
+	/* device.pe: the implementation (its bitstream's sizes unless awords/bwords say) */
+	char *impl[] = { "device.kind=sim", "device.mesh=2x2", "device.pe=micro_mt" };
+	assert_int_equal(load(&c, "", impl, 3), CS_OK);
+	tc_device_uri(&c, uri2, sizeof uri2);
+	assert_string_equal(uri2, "sim:2x2,pe=micro_mt");
+	tc_free(&c);
+	char *impl2[] = { "device.pe=lite", "device.mesh=1x1", "device.awords=32768",
+			  "device.bwords=512" };
+	assert_int_equal(load(&c, "device: {kind: cpu}\n", impl2, 4), CS_OK);
+	tc_device_uri(&c, uri2, sizeof uri2);
+	assert_string_equal(uri2, "cpu:1x1,pe=lite,awords=32768,bwords=512");
+	tc_free(&c);
+	char *badpe[] = { "device.pe=pe_lite" };
+	expect_error("", badpe, 1, "device.pe: 'pe_lite' is not one of full,lite,micro_mt", NULL);
+	/* usb: the PE is the bitstream's */
+	assert_int_equal(load(&c, "device: {kind: usb, pe: lite}\n", NULL, 0), CS_OK);
+	tc_device_uri(&c, uri2, sizeof uri2);
+	assert_string_equal(uri2, "usb");
+	tc_free(&c);
 	assert_int_equal(load(&c, "device: {kind: usb, bwords: 512}\n", NULL, 0), CS_OK);
 	tc_device_uri(&c, uri2, sizeof uri2);
 	assert_string_equal(uri2, "usb:bwords=512");

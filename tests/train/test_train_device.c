@@ -10,8 +10,10 @@
  *     norm within 1e-2, at most 1% of the parameters beyond 0.05 lr of float64 and none
  *     beyond 2 lr per step taken (AdamW's first steps are nearly sign(g) lr, so a tiny
  *     gradient whose bf16 rounding flips its sign moves a weight by up to 2 lr);
- *   - cpu and sim backends (the Verilated 2x2 mesh) give identical losses, bit for bit, for
- *     several steps of a tiny 80%-sparse model (a few seconds).
+ *   - cpu and sim backends give identical losses, bit for bit, for 2-3 steps of a tiny
+ *     80%-sparse model on every PE implementation that ships (device.pe): full on the 2x2
+ *     (make train's), lite in the default bitstream's configuration (1x1, A 32768, B 512)
+ *     and micro_mt in the 2x2 board's (A 8192, B 4096), each its own Verilated model.
  * Skips (not fails) when the driver's backends are not in this build.
  */
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cs_error.h"
 #include "common/numerics.h"
@@ -215,43 +218,74 @@ static void test_cpu_backend_steps_match_float64(void **state)
 	trainer_free(&t);
 }
 
-static void test_cpu_and_sim_identical(void **state)
+/* A few steps (up to 3) of a tiny 80%-sparse model (the tiny.yaml setting scaled down: 2 sequences of
+ * 8 tokens) on the cpu model and on the Verilated mesh of one PE implementation, shape and
+ * SRAM sizes: identical losses, bit for bit. */
+static void cpu_and_sim_identical(const char *pe, const char *mesh, int awords, int bwords,
+				  int steps)
 {
-	(void)state;
 	enum { STEPS = 3 };
 	float cpu[STEPS], sim[STEPS];
+	assert_true(steps >= 1 && steps <= STEPS);
 	int rc;
-	/* the tiny.yaml setting (static random 80% sparsity, nonzeros streamed to the mesh),
-	 * scaled down: 2x2 mesh, 2 sequences of 8 tokens */
 	char saved[sizeof cfgp], text[1024], corpus[128];
 	memcpy(saved, cfgp, sizeof cfgp);
 	snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
 	snprintf(cfgp, sizeof cfgp, "%s/cfg_sparse.yaml", dir);
 	snprintf(text, sizeof text,
 		 "run: {name: s, out_dir: %s/runs, seed: 9}\n"
-		 "device: {kind: cpu, mesh: 2x2}\n"
+		 "device: {kind: cpu, mesh: %s, pe: %s, awords: %d, bwords: %d}\n"
 		 "model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 8, vocab_size: 256}\n"
 		 "data: {path: %s, val_fraction: 0.1}\n"
 		 "train: {steps: 4, batch_size: 2, lr: 1.0e-2, min_lr: 1.0e-3, warmup_steps: 1,\n"
 		 "        eval_every: 0, ckpt_every: 0, sample_tokens: 0}\n"
 		 "sparsity: {algorithm: static, init_method: random, sparsity: 0.8}\n",
-		 dir, corpus);
+		 dir, mesh, pe, awords, bwords, corpus);
 	tt_write(cfgp, text);
 	char *ov[] = { "device.kind=sim" };
-	run_losses(ov, 1, sim, STEPS, &rc);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	run_losses(ov, 1, sim, steps, &rc);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("pe=%s %s: %d steps on the Verilated mesh in %.2f s\n", pe, mesh, steps,
+	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 	if (rc == CS_ERR_NOT_SUPPORTED) {
 		printf("sim backend not in this build (%s): skipped\n", err);
 		memcpy(cfgp, saved, sizeof cfgp);
 		skip();
 	}
 	assert_int_equal(rc, CS_OK);
-	run_losses(NULL, 0, cpu, STEPS, &rc);
+	run_losses(NULL, 0, cpu, steps, &rc);
 	assert_int_equal(rc, CS_OK);
 	memcpy(cfgp, saved, sizeof cfgp);
-	for (int i = 0; i < STEPS; i++) {
-		printf("step %d: loss cpu %.9g sim %.9g\n", i + 1, cpu[i], sim[i]);
+	for (int i = 0; i < steps; i++) {
+		printf("pe=%s %s a%d b%d step %d: loss cpu %.9g sim %.9g\n", pe, mesh, awords,
+		       bwords, i + 1, cpu[i], sim[i]);
 		assert_true(memcmp(&cpu[i], &sim[i], sizeof(float)) == 0);
 	}
+}
+
+/* pe (full) with mesh_router, the RTL defaults: make train's 2x2 */
+static void test_cpu_and_sim_identical(void **state)
+{
+	(void)state;
+	cpu_and_sim_identical("full", "2x2", 16384, 8192, 3);
+}
+
+/* the default bitstream: 1x1 pe_lite, A 32K elements, B 512 words (verif/board.mk) */
+static void test_cpu_and_sim_identical_lite(void **state)
+{
+	(void)state;
+	cpu_and_sim_identical("lite", "1x1", 32768, 512, 3);
+}
+
+/* the 2x2 bitstream: one pe_micro_mt for the four PEs, A 8K elements + B 4K words; two
+ * steps (the second runs on weights the first updated): its PEs take hundreds of cycles a
+ * MAC, about 9 s a step of this model */
+static void test_cpu_and_sim_identical_micro_mt(void **state)
+{
+	(void)state;
+	cpu_and_sim_identical("micro_mt", "2x2", 8192, 4096, 2);
 }
 
 int main(void)
@@ -261,6 +295,8 @@ int main(void)
 		cmocka_unit_test(test_cpu_backend_steps_match_host),
 		cmocka_unit_test(test_cpu_backend_steps_match_float64),
 		cmocka_unit_test(test_cpu_and_sim_identical),
+		cmocka_unit_test(test_cpu_and_sim_identical_lite),
+		cmocka_unit_test(test_cpu_and_sim_identical_micro_mt),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
