@@ -118,14 +118,12 @@ static int reserve(eng_spmat *s, int64_t nnz, int vtype)
 	free(s->val);
 	free(s->row);
 	free(s->cval);
-	free(s->csr_pos);
 	s->col = malloc(sizeof(int32_t) * (size_t)cap);
 	s->val = malloc(vsize(vtype) * (size_t)cap);
 	s->row = malloc(sizeof(int32_t) * (size_t)cap);
 	s->cval = malloc(vsize(vtype) * (size_t)cap);
-	s->csr_pos = malloc(sizeof(int64_t) * (size_t)cap);
 	s->cap = cap;
-	if (!s->col || !s->val || !s->row || !s->cval || !s->csr_pos) {
+	if (!s->col || !s->val || !s->row || !s->cval) {
 		s->cap = 0;
 		return CS_ERR_NO_MEM;
 	}
@@ -186,7 +184,6 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 			put_val(s->val, vtype, k, wr[j]);
 			int64_t c = next[j]++;
 			s->row[c] = i;
-			s->csr_pos[c] = k;
 			put_val(s->cval, vtype, c, wr[j]);
 			k++;
 		}
@@ -216,10 +213,10 @@ static void upd_part(void *arg, int tid, int nth)
 		for (int64_t k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++)
 			put_val(s->val, s->vtype, k, wr[s->col[k]]);
 	}
-	cs_split((size_t)s->nnz, tid, nth, &lo, &hi);
+	cs_split((size_t)s->n_in, tid, nth, &lo, &hi);
 	for (size_t c = lo; c < hi; c++)
-		put_val(s->cval, s->vtype, (int64_t)c,
-			j->w[(size_t)s->row[c] * s->n_in + s->col[s->csr_pos[c]]]);
+		for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++)
+			put_val(s->cval, s->vtype, q, j->w[(size_t)s->row[q] * s->n_in + c]);
 }
 
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool)
@@ -236,7 +233,6 @@ void eng_spmat_free(eng_spmat *s)
 	free(s->col_ptr);
 	free(s->row);
 	free(s->cval);
-	free(s->csr_pos);
 	free(s->rpp);
 	free(s->cpp);
 	memset(s, 0, sizeof *s);
@@ -252,7 +248,6 @@ int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b)
 	       !memcmp(a->col_ptr, b->col_ptr, sizeof(int64_t) * ((size_t)a->n_in + 1)) &&
 	       !memcmp(a->col, b->col, sizeof(int32_t) * n) &&
 	       !memcmp(a->row, b->row, sizeof(int32_t) * n) &&
-	       !memcmp(a->csr_pos, b->csr_pos, sizeof(int64_t) * n) &&
 	       !memcmp(a->val, b->val, vs * n) && !memcmp(a->cval, b->cval, vs * n) &&
 	       !memcmp(a->rpp, b->rpp, sizeof(int64_t) * (npanels(a->n_in) + 1) * a->n_out) &&
 	       !memcmp(a->cpp, b->cpp, sizeof(int64_t) * (npanels(a->n_out) + 1) * a->n_in);
@@ -260,7 +255,7 @@ int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b)
 
 size_t eng_spmat_bytes(const eng_spmat *s)
 {
-	size_t per = 2 * sizeof(int32_t) + sizeof(int64_t) + 2 * vsize(s->vtype);
+	size_t per = 2 * sizeof(int32_t) + 2 * vsize(s->vtype);
 	return (size_t)s->cap * per + sizeof(int64_t) * ((size_t)s->n_out + s->n_in + 2) +
 	       sizeof(int64_t) * ((npanels(s->n_in) + 1) * s->n_out +
 				  (npanels(s->n_out) + 1) * s->n_in);

@@ -1,22 +1,24 @@
 /*
  * eng.h - the native sparse engine: the three kernels of a sparse linear layer in fp32 on
- * the host's cores, fast enough that a training step's time falls with sparsity.
+ * the host's cores, fast enough that a training step's time falls with sparsity
+ * (docs/engine.md).
  *
- * Layout. A weight W [n_out, n_in] is kept as its nonzeros in both orders (eng_spmat):
- * CSR by output row for the forward product and the weight gradient, CSC by input column
- * for the backward product, with each CSC entry's CSR position so that a value refresh is
- * one gather. Activations enter the kernels token-minor ("transposed", X^T [n_in][ld]):
- * a row holds one feature over the tokens, padded with zeros to ld, a multiple of
- * ENG_TPAD. A nonzero w_ij then costs one broadcast and one fused multiply-add per vector
- * of tokens, the mesh's AXPY-per-nonzero with the roles of PE and token block exchanged:
- *   forward   Y^T[i, :] = sum_{j in row i} w_ij X^T[j, :]      (eng_spmm over CSR)
- *   backward dX^T[j, :] = sum_{i in col j} w_ij dY^T[i, :]     (eng_spmm over CSC)
- *   weight   dW[k]      = <dY^T[row k, :], X^T[col k, :]>      (eng_sddmm, CSR order)
- * Tokens are processed in blocks so that the activation block stays in L2.
+ * Layout. A weight W [n_out, n_in] is kept as its nonzeros in both orders (eng_spmat): CSR
+ * by output row for the forward product and the weight gradient, CSC by input column for
+ * the backward product; a value refresh gathers both from the dense weights.
+ * Kernels. A nonzero w_ij costs one broadcast and one fused multiply-add per vector of
+ * tokens, the mesh's AXPY-per-nonzero with the roles of PE and token block exchanged:
+ *   forward   Y[:, i]  = sum_{j in row i} w_ij X[:, j]        (eng_spmm over CSR)
+ *   backward dX[:, j]  = sum_{i in col j} w_ij dY[:, i]       (eng_spmm over CSC)
+ *   weight    dW[k]    = <dY[:, row k], X[:, col k]>          (eng_sddmm, CSR order)
+ * The products take and give token-major activations (as the model holds them) and work on
+ * token-minor slices inside; the weight gradient takes token-minor activations ([rows][ld],
+ * a row holding one feature over the tokens, zero-padded to ld = eng_ld(T)), which the
+ * products hand out.
  *
- * Threads. Rows (or columns) are split between the pool's threads in contiguous ranges of
- * equal nonzero count; every output element is computed by one thread, summing in a fixed
- * order, so results do not depend on the thread count or on scheduling.
+ * Threads. Work is split between the pool's threads by a fixed rule (token blocks, or rows
+ * of equal nonzero count); every output element is computed by one thread, summing in a
+ * fixed order, so results do not depend on the thread count or on scheduling.
  *
  * SIMD. AVX-512, AVX2+FMA and portable C implementations of every kernel; the best the CPU
  * supports is picked at first use, CSHOST_ISA=portable|avx2|avx512 (or eng_isa_set) forces
@@ -63,11 +65,10 @@ typedef struct eng_spmat {
 	int64_t *row_ptr;
 	int32_t *col;
 	void *val;           /* float or uint16_t (bf16 bits) */
-	/* CSC: col_ptr [n_in+1], row [nnz] ascending in each column, cval [nnz], csr_pos [nnz] */
+	/* CSC: col_ptr [n_in+1], row [nnz] ascending in each column, cval [nnz] */
 	int64_t *col_ptr;
 	int32_t *row;
 	void *cval;
-	int64_t *csr_pos;
 	int64_t cap;         /* allocated entries (nnz <= cap) */
 	/* panels of ENG_PANEL columns: rpp [(ceil(n_in/ENG_PANEL)+1) * n_out], entry
 	 * p * n_out + i = the first CSR entry of row i with col >= p * ENG_PANEL (the last
