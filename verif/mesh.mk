@@ -9,7 +9,7 @@
 MESH_RTL := $(sort $(wildcard rtl/mesh/*.v))
 MESH_PE_RTL := $(sort $(wildcard rtl/pe/*.v rtl/sram/*.v))
 MESH_VDIR := $(BUILD)/verif/mesh
-MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast \
+MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast --assert -DMESH_FAIRNESS \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -std=c++17 \
 	-Irtl/mesh -Iverif/mesh
 MESH_LOCK := flock $(BUILD)/verif/.verilator.lock
