@@ -93,6 +93,9 @@ $(eval $(call mesh_bench_hostport_lean))
 MESH_SHAPES := 1x1 2x2 2x4 4x4 8x8
 $(foreach sh,$(MESH_SHAPES),$(eval $(call mesh_bench_fabric,$(sh))))
 
+# the routers' included assertion files (the benches build with --assert -DMESH_FAIRNESS)
+$(MESH_BENCHES): $(wildcard rtl/mesh/*.vh)
+
 # make test builds the small shapes; the 8x8 build (1-3 minutes) only for make regress
 MESH_TEST_BENCHES := $(filter-out %_8x8,$(MESH_BENCHES))
 TEST_DEPS += $(MESH_TEST_BENCHES)

@@ -26,3 +26,10 @@
     for (int unsigned k = 0; k < 25; k++)
       if (rst_ni) assert (f_wait_q[k] <= 3'(FairBound));
   end
+  // the bound is reached (it is exact, and the assertion is not vacuous)
+  always @(*) begin
+    logic f_at;
+    f_at = 1'b0;
+    for (int unsigned k = 0; k < 25; k++) if (f_wait_q[k] == 3'(FairBound)) f_at = 1'b1;
+    if (rst_ni) cover (f_at);
+  end
