@@ -201,7 +201,12 @@ REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_lean_gl@--kernel-only
 endif
 
 TEST_DEPS += $(BOARD_OUT)/tb_board_link
-TEST_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=4096
+# the link at 0 and at -2 % / +2 % host clock error (under 1 s each): the receiver must
+# sample near the middle of each bit (one that samples 2 clocks late, or at the first clock,
+# still passes at 0 ppm and fails one of the two)
+TEST_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=4096 \
+	$(BOARD_OUT)/tb_board_link@--ppm=-20000,--seed=2,--words=4096 \
+	$(BOARD_OUT)/tb_board_link@--ppm=20000,--seed=3,--words=4096
 REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_link@--words=65536 \
 	$(BOARD_OUT)/tb_board_link@--ppm=-25000,--seed=2 \
 	$(BOARD_OUT)/tb_board_link@--ppm=25000,--seed=3 \

@@ -9,7 +9,7 @@
 MESH_RTL := $(sort $(wildcard rtl/mesh/*.v))
 MESH_PE_RTL := $(sort $(wildcard rtl/pe/*.v rtl/sram/*.v))
 MESH_VDIR := $(BUILD)/verif/mesh
-MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast \
+MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast --assert -DMESH_FAIRNESS \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -std=c++17 \
 	-Irtl/mesh -Iverif/mesh
 MESH_LOCK := flock $(BUILD)/verif/.verilator.lock
@@ -92,6 +92,9 @@ $(eval $(call mesh_bench_hostport_lean))
 # the fabric bench is built once per shape
 MESH_SHAPES := 1x1 2x2 2x4 4x4 8x8
 $(foreach sh,$(MESH_SHAPES),$(eval $(call mesh_bench_fabric,$(sh))))
+
+# the routers' included assertion files (the benches build with --assert -DMESH_FAIRNESS)
+$(MESH_BENCHES): $(wildcard rtl/mesh/*.vh)
 
 # make test builds the small shapes; the 8x8 build (1-3 minutes) only for make regress
 MESH_TEST_BENCHES := $(filter-out %_8x8,$(MESH_BENCHES))

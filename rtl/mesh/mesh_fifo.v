@@ -151,6 +151,14 @@ module mesh_fifo #(
   end
   // after delivery no later output can be the tag again: guaranteed by f_out being final
   // and f_pos counting only beats ahead of it (a duplicate would need f_pos to go below 0).
+  // Reachability (make formal checks every cover is hit, so the assertions above are not
+  // vacuous): the FIFO fills, a stored tag leaves the head of a full FIFO, and,
+  // deeper than one entry, it takes and gives a beat in one cycle.
+  always @(*) if (rst_ni && f_past_valid) begin
+    cover (cnt_q == Full);
+    cover (f_in && !f_out && f_ret && f_pos == '0 && cnt_q == Full);
+    if (Depth > 1) cover (push && pop);
+  end
 `ifdef FORMAL_BROKEN
   // Deliberately false: claims the FIFO can never be full. Must fail.
   always @(*) if (rst_ni && f_past_valid) assert (cnt_q != Full);

@@ -195,6 +195,11 @@ module mesh_router #(
 `ifdef FORMAL
 `include "mesh_router_formal.vh"
 `endif
+`ifdef FORMAL
+`include "mesh_router_fair.vh"
+`elsif MESH_FAIRNESS
+`include "mesh_router_fair.vh"
+`endif
 endmodule
 
 `default_nettype wire

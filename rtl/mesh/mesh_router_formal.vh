@@ -5,10 +5,13 @@
 // has left it is held either in an input FIFO head that has not yet served o, or in output
 // register o. Assumed: route tables are written only while the router is idle and no input
 // is valid (stronger than "no wavelet of that color in flight", which the host also meets).
-// Run with FifoDepth = 1 (every stored wavelet is a FIFO head, which the invariants below
-// rely on) and PayloadW = 1 (enough: the router never reads the payload, so any trace that
-// loses or duplicates one wavelet maps to one where that wavelet alone has payload 1).
-// verif/formal/mesh_formal.sh proves these with ABC (bmc3 + 2-induction).
+// Any FifoDepth: the tag is held in input FIFO i from the cycle it is accepted there (unless
+// it leaves in that cycle) until it leaves the FIFO's head (f_inq); behind the head it has
+// served no output. PayloadW = 1 is enough: the router never reads the payload, so any trace
+// that loses or duplicates one wavelet maps to one where that wavelet alone has payload 1.
+// The strengthening invariants below rely on FifoDepth = 1 (every stored wavelet is a head)
+// and are checked only then. verif/formal/mesh_formal.sh proves the properties with ABC:
+// FifoDepth 1 by bmc3 + 2-induction, FifoDepth 2 (mesh_top's default, the sim mesh) by PDR.
   reg f_rv = 1'b0;
   always @(posedge clk_i) f_rv <= 1'b1;
   always @(*) if (!f_rv) assume (!rst_ni);
@@ -37,6 +40,16 @@
     if (f_in) assume (f_acc == 5'b0);
     if (rt_we_i) assume (idle_o && in_valid_i == 5'b0);
   end
+  // the tag is stored in input FIFO i (accepted there, not yet popped from the head)
+  reg [4:0] f_inq;
+  logic [4:0] f_headtag;
+  always @(*)
+    for (int unsigned i = 0; i < 5; i++)
+      f_headtag[i] = head_valid[i] && (head_data[i*W +: W] == f_data);
+  always @(posedge clk_i) begin
+    if (!rst_ni) f_inq <= '0;
+    else f_inq <= (f_inq | f_acc) & ~(pop & f_headtag);
+  end
   always @(posedge clk_i) begin
     if (!rst_ni) begin
       f_in <= 1'b0;
@@ -50,8 +63,8 @@
       for (int unsigned o = 0; o < 5; o++) if (f_hs[o] && f_cnt[o*2 +: 2] != 2'd3) f_cnt[o*2 +: 2] <= f_cnt[o*2 +: 2] + 2'd1;
     end
   end
-  // where the tag can be: a stored input FIFO head (FifoDepth 1: every stored wavelet is a
-  // head) not yet sent to o, or output register o
+  // where the tag can be: stored in an input FIFO, at its head not yet sent to o or behind
+  // the head, or in output register o
   logic [4:0] f_held, f_outreg, f_stored;
   always @(*) begin
     for (int unsigned i = 0; i < 5; i++)
@@ -59,7 +72,7 @@
     for (int unsigned o = 0; o < 5; o++) begin
       f_held[o] = 1'b0;
       for (int unsigned i = 0; i < 5; i++)
-        if (f_stored[i] && !sent_q[i*5 + o]) f_held[o] = 1'b1;
+        if (f_inq[i] && !(f_stored[i] && sent_q[i*5 + o])) f_held[o] = 1'b1;
     end
     for (int unsigned o = 0; o < 4; o++) f_outreg[o] = outv_q[o] && (outd_q[o*W +: W] == f_data);
     f_outreg[4] = 1'b0;
@@ -75,7 +88,9 @@
   end
   // Strengthening invariants (true in every reachable state, proved with the rest): they
   // make the property inductive, so PDR closes it in seconds instead of exploring.
-  always @(*) if (rst_ni && f_rv) begin
+  // FifoDepth 1 only (they describe every stored wavelet as a head).
+  always @(*) if (rst_ni && f_rv && FifoDepth == 1) begin
+    assert (f_inq == f_stored);  // stored means at the head
     for (int unsigned i = 0; i < 5; i++) begin
       // a head's sent mask is empty when nothing is stored, else a strict subset of its
       // (nonzero) route: a head whose route is complete or empty has left
@@ -97,6 +112,17 @@
     end
     for (int unsigned o = 0; o < 4; o++)
       if (f_outreg[o]) assert (f_in && f_route[o] && f_cnt[o*2 +: 2] == 2'd0 && f_mask == f_route);
+  end
+  // Reachability (make formal checks every cover is hit, so the properties above are not
+  // vacuous): a wavelet multicast to all five outputs leaves on every one; one waits in a
+  // stalled output register; a multicast head waits with some copies sent; an unrouted
+  // head is dropped.
+  always @(*) if (rst_ni && f_rv) begin
+    cover (f_in && f_route == 5'b11111 && f_cnt == {5{2'd1}});
+    cover (f_in && f_outreg[1] && !out_ready_i[1]);
+    cover ((f_stored & {|sent_q[20 +: 5], |sent_q[15 +: 5], |sent_q[10 +: 5], |sent_q[5 +: 5],
+                        |sent_q[0 +: 5]}) != 5'b0);
+    cover (drop != 5'b0);
   end
 `ifdef FORMAL_BROKEN
   // Deliberately false: claims a routed wavelet can never reach the E output. Must fail.

@@ -346,6 +346,11 @@ module mesh_router_lean #(
 `ifdef FORMAL
 `include "mesh_router_lean_formal.vh"
 `endif
+`ifdef FORMAL
+`include "mesh_router_lean_fair.vh"
+`elsif MESH_FAIRNESS
+`include "mesh_router_lean_fair.vh"
+`endif
 endmodule
 
 `default_nettype wire

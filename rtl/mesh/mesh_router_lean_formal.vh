@@ -189,6 +189,15 @@
     for (int unsigned o = 0; o < 4; o++)
       if (f_outreg[o]) assert (f_in && f_exp[o] && f_cnt[o*2 +: 2] == 2'd0 && f_mask == f_route);
   end
+  // Reachability (make formal checks every cover is hit, so the properties above are not
+  // vacuous): the tag reaches every destination of a route with two or more (outputs or
+  // err_unrouted); a tag routed nowhere or off the mesh is counted in err_unrouted.
+  logic [5:0] f_done;
+  always @(*) for (int unsigned o = 0; o < 6; o++) f_done[o] = (f_cnt[o*2 +: 2] == 2'd1);
+  always @(*) if (rst_ni && f_rv) begin
+    cover (f_in && f_done == f_exp && (f_exp & (f_exp - 6'd1)) != 6'b0);
+    cover (f_in && f_exp[5] && f_done[5]);
+  end
 `ifdef FORMAL_BROKEN
   // Deliberately false: claims a wavelet routed to the local output never reaches it. Must
   // fail.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # mesh_formal.sh OUTDIR: the mesh proofs of `make formal` (yosys 0.23, yosys-smtbmc + z3,
-# yosys-abc). About 3 minutes on a shared 2-core machine (router.ind ~35 s, the FIFO
-# proofs ~1-2 min under load, the lean router ~10 s).
+# yosys-abc). About 6 minutes on a shared 2-core machine (router.ind ~35 s, router_d2.bmc
+# ~30 s, the FIFO proofs ~2-3 min under load, the lean routers ~30 s).
 #   fifo_d2:  mesh_fifo Depth 2, bypass (the router's input FIFO): BMC 20 + k-induction
 #   fifo_d3:  mesh_fifo Depth 3, registered (the config chain's kind): BMC 20 + k-induction
 #   fifo_d1:  mesh_fifo Depth 1, registered, loading while empty (the lean router's input
@@ -32,6 +32,14 @@
 #   route_miter_*: mesh_route's LUT4-shaped muxes equal the array read (SAT miter, <1 s).
 #   bus_check_*: mesh_bus (the lean router's bus) equals the array read (SAT, <1 s).
 #   router_lean_broken: the lean router's deliberately false property must FAIL.
+#   *.cov:    every proof's cover statements reached from power-up (yosys-smtbmc -c; for the
+#             ABC models each cover is an assertion of its negation, verif/formal/
+#             cover2assert.v, that bmc3 -a must violate): an unreachable cover fails.
+#   router_fair, router_d2_fair, router_lean*_fair: bounded waiting of the arbiters
+#             (mesh_router_fair.vh, mesh_router_lean_fair.vh) by PDR.
+#   router_d2: mesh_router FifoDepth 2 (mesh_top's default, the sim mesh): no loss /
+#             duplication / misrouting by bmc3 from power-up (FORMAL_ROUTER_D2_BMC frames).
+# docs/verification.md says what each check proves.
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
 # proof passes and every broken property fails; a timeout or an inconclusive induction is a
 # failure.
@@ -66,11 +74,46 @@ gen_aig() {
 	yosys -q -l "$out/$name.yosys.log" -p "read_verilog -sv -formal $defs -I$R $*; \
 		chparam $params $top; prep -top $top; flatten; memory_map; opt -fast; \
 		async2sync; chformal -assume -early; \
-		chformal -assert -remove t:\$assert $sel %i %n; \
+		chformal -assert -remove t:\$assert $sel %i %n; chformal -cover -remove; \
 		setundef -undriven -anyseq; delete -output; setattr -unset keep; opt_clean; \
 		dffunmap; techmap; opt -fast -nodffe -nosdff; abc -g AND; opt_clean; \
 		select -assert-min 1 t:\$assert; write_aiger -zinit -I -B $out/$name.aig" \
 		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
+}
+# gen_cov name top params defines cover-src-globs files...: as gen_aig, but the model's
+# outputs are the covers whose source matches a glob, each turned into an assertion of its
+# negation (verif/formal/cover2assert.v): an output asserted in some frame is a cover reached
+gen_cov() {
+	local name=$1 top=$2 params=$3 defs=$4 keep=$5 g globs sel=""
+	shift 5
+	read -r -a globs <<<"$keep"
+	for g in "${globs[@]}"; do sel="$sel a:src=$g${sel:+ %u}"; done
+	yosys -q -l "$out/$name.yosys.log" -p "read_verilog -sv -formal $defs -I$R $*; \
+		chparam $params $top; prep -top $top; flatten; memory_map; opt -fast; \
+		async2sync; chformal -assume -early; chformal -assert -remove; \
+		chformal -cover -remove t:\$cover $sel %i %n; \
+		techmap -map verif/formal/cover2assert.v t:\$cover; \
+		setundef -undriven -anyseq; delete -output; setattr -unset keep; opt_clean; \
+		dffunmap; techmap; opt -fast -nodffe -nosdff; abc -g AND; opt_clean; \
+		select -assert-min 1 t:\$assert; tee -q -o $out/$name.ncov select -count t:\$assert; \
+		write_aiger -zinit -I -B $out/$name.aig" \
+		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
+}
+# cov_run name model frames: every cover of the model reached within that many frames from
+# power-up (ABC bmc3 -a goes on after each one it reaches); an unreached cover fails
+cov_run() {
+	local name=$1 model=$2 nf=$3 t0=$SECONDS want got=fail
+	want=$(sed -n 's/^\([0-9]*\) objects.*/\1/p' "$out/$model.ncov" | tail -n 1)
+	timeout "$T" nice yosys-abc -c "read_aiger $out/$model.aig; fold; strash; scleanup; \
+		bmc3 -a -F $nf" >"$out/$name.log" 2>&1
+	local rc=$?
+	local n
+	n=$(grep -ao "Output [0-9]* was asserted in frame" "$out/$name.log" \
+		| awk '{print $2}' | sort -u | wc -l)
+	[ -n "$want" ] && [ "$n" -eq "$want" ] && got=pass
+	[ $rc -eq 124 ] && got=timeout
+	[ "$got" = pass ] || echo "  $name: $n of ${want:-?} covers reached in $nf frames" >>"$out/$name.log"
+	verdict "$name" pass "$got" "$t0"
 }
 # verdict name expect got t0: one PASS/FAIL line; a FAIL sets fail=1
 verdict() {
@@ -113,18 +156,22 @@ run() { # name expect(pass|fail) smtbmc-args...
 gen fifo_d2 mesh_fifo "-set Width 4 -set Depth 2 -set Bypass 1" "" $R/mesh_fifo.v || fail=1
 run fifo_d2.bmc pass -t 20
 run fifo_d2.ind pass -i -t 6
+run fifo_d2.cov pass -c -t 12
 gen fifo_d3 mesh_fifo "-set Width 4 -set Depth 3 -set Bypass 0" "" $R/mesh_fifo.v || fail=1
 run fifo_d3.bmc pass -t 20
 run fifo_d3.ind pass -i -t 8
+run fifo_d3.cov pass -c -t 12
 # one registered entry (the lean router's input FIFO and the config chain's stage): its
 # storage loads in every empty cycle (LoadEmpty)
 gen fifo_d1 mesh_fifo "-set Width 4 -set Depth 1 -set Bypass 0" "" $R/mesh_fifo.v || fail=1
 run fifo_d1.bmc pass -t 20
 run fifo_d1.ind pass -i -t 6
+run fifo_d1.cov pass -c -t 12
 # the block-RAM storage (UseRam, forced at a small depth): bounded only (its induction
 # would need an invariant tying the read register to the head slot)
 gen fifo_ram mesh_fifo "-set Width 4 -set Depth 4 -set Bypass 0 -set UseRam 1" "" $R/mesh_fifo.v || fail=1
 run fifo_ram.bmc pass -t 14
+run fifo_ram.cov pass -c -t 12
 gen fifo_broken mesh_fifo "-set Width 4 -set Depth 2 -set Bypass 1" "-DFORMAL_BROKEN" $R/mesh_fifo.v || fail=1
 run fifo_broken.bmc fail -t 20
 
@@ -140,6 +187,24 @@ RK=${FORMAL_ROUTER_K:-2}     # induction depth; RB > RK
 gen_aig router mesh_router "$RP" "" "*mesh_router_formal.vh*" $RF || fail=1
 abc_run router.bmc pass router "bmc3 -F $RB"
 abc_run router.ind pass router "orpos; ind -F $RK"
+# its covers (mesh_router_formal.vh, mesh_router_fair.vh) reached from power-up
+gen_cov router_cov mesh_router "$RP" "" "*mesh_router_formal.vh* *mesh_router_fair.vh*" $RF || fail=1
+cov_run router.cov router_cov 12
+# bounded waiting (mesh_router_fair.vh): no input passed over by more than 4 others while it
+# requests an output; PDR finds the pointer invariant itself (a few seconds)
+gen_aig router_fair mesh_router "$RP" "" "*mesh_router_fair.vh*" $RF || fail=1
+abc_run router_fair.pdr pass router_fair "pdr"
+# FifoDepth 2, the router of mesh_top's default configuration (make sim, make train, the
+# sim backend: Lean 0, TrimEdges 0, so Ports 4'b1111): the same no loss / duplication /
+# misrouting, bounded from power-up (bmc3, FORMAL_ROUTER_D2_BMC frames; the strengthening
+# invariants are FifoDepth 1's, so no induction), bounded waiting by PDR, and the covers
+RP2="-set FifoDepth 2 -set PayloadW 1"
+gen_aig router_d2 mesh_router "$RP2" "" "*mesh_router_formal.vh*" $RF || fail=1
+abc_run router_d2.bmc pass router_d2 "bmc3 -F ${FORMAL_ROUTER_D2_BMC:-6}"
+gen_aig router_d2_fair mesh_router "$RP2" "" "*mesh_router_fair.vh*" $RF || fail=1
+abc_run router_d2_fair.pdr pass router_d2_fair "pdr"
+gen_cov router_d2_cov mesh_router "$RP2" "" "*mesh_router_formal.vh* *mesh_router_fair.vh*" $RF || fail=1
+cov_run router_d2.cov router_d2_cov 12
 # the arbiters' own properties (one grant, only to a requester, work conserving) in the
 # router, after a reset: PDR (they need the pointer range, which PDR finds itself)
 gen_aig router_arb mesh_router "$RP" "" "*mesh_arbiter.v*" $RF || fail=1
@@ -154,11 +219,17 @@ abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
 # induction needs), by bmc3 from power-up and 2-induction.
 LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_bus.v"
 LK="*mesh_router_lean_formal.vh* *mesh_arbiter.v*"
+LC="*mesh_router_lean_formal.vh* *mesh_router_lean_fair.vh*"
 # lean name params [k]: the lean router with these parameters, bmc3 + k-induction (k: RK)
+# + bounded waiting on the bus (mesh_router_lean_fair.vh) by PDR, and the covers reached
 lean() {
 	gen_aig "$1" mesh_router_lean "-set PayloadW 1 $2" "" "$LK" $LF || fail=1
 	abc_run "$1.bmc" pass "$1" "bmc3 -F $RB"
 	abc_run "$1.ind" pass "$1" "orpos; ind -F ${3:-$RK}"
+	gen_aig "$1_fair" mesh_router_lean "-set PayloadW 1 $2" "" "*mesh_router_lean_fair.vh*" $LF || fail=1
+	abc_run "$1_fair.pdr" pass "$1_fair" "pdr"
+	gen_cov "$1_cov" mesh_router_lean "-set PayloadW 1 $2" "" "$LC" $LF || fail=1
+	cov_run "$1.cov" "$1_cov" 12
 }
 lean router_lean "-set Ports 4'b1111"
 lean router_lean_1x1 "-set Ports 4'b1000 -set RegOut 4'b1000 -set LocalFifo 1"

@@ -84,6 +84,18 @@ struct TbVerdict {
     }
 };
 
+// RTL assertions: the mesh benches build with --assert -DMESH_FAIRNESS (the routers'
+// bounded-wait checks, rtl/mesh/mesh_router*_fair.vh). A failing one prints its %Error line
+// (file, line, instance) and is counted here as a failed check at the cycle it fired,
+// instead of aborting the run. tb_asserts_init once per context, tb_asserts_check per tick.
+static inline void tb_asserts_init(VerilatedContext *ctx) { ctx->fatalOnError(false); }
+static inline void tb_asserts_check(VerilatedContext *ctx, TbVerdict &v, uint64_t cycle) {
+    if (!ctx->gotError()) return;
+    v.fail(cycle, "RTL assertion (see the %Error line above)", 1, 0);
+    ctx->gotError(false);
+    ctx->gotFinish(false);
+}
+
 // A wavelet is {ctrl[36], color[35:32], payload[31:0]}.
 static inline uint64_t wv_make(unsigned ctrl, unsigned color, uint32_t payload) {
     return (uint64_t(ctrl & 1) << 36) | (uint64_t(color & 15) << 32) | payload;

@@ -50,11 +50,16 @@ struct Tb {
     Tb(int argc, char **argv, uint64_t seed) : rng(seed) {
         ctx = std::make_unique<VerilatedContext>();
         ctx->commandArgs(argc, argv);
+        tb_asserts_init(ctx.get());
         m = std::make_unique<Vmesh_fabric>(ctx.get());
         dests.resize((P + 1) * 16);
         next_seq.assign((P + 1) * (P + 1) * 16, 0);
     }
-    void tick() { m->clk_i = 1; m->eval(); m->clk_i = 0; m->eval(); cyc++; }
+    void tick() {
+        m->clk_i = 1; m->eval(); m->clk_i = 0; m->eval();
+        tb_asserts_check(ctx.get(), v, cyc);
+        cyc++;
+    }
 
     // route walk: deliveries and counter increments of one wavelet entering router q
     void walk(int q, unsigned color, std::set<int> *dst, bool count) {

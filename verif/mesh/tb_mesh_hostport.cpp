@@ -30,9 +30,14 @@ struct Tb {
     Tb(int argc, char **argv, uint64_t seed) : rng(seed) {
         ctx = std::make_unique<VerilatedContext>();
         ctx->commandArgs(argc, argv);
+        tb_asserts_init(ctx.get());
         m = std::make_unique<Vmesh_top>(ctx.get());
     }
-    void tick() { m->clk_i = 1; m->eval(); m->clk_i = 0; m->eval(); cyc++; }
+    void tick() {
+        m->clk_i = 1; m->eval(); m->clk_i = 0; m->eval();
+        tb_asserts_check(ctx.get(), v, cyc);
+        cyc++;
+    }
     // Send words, collect nrsp response words (or run `idle` extra cycles when nrsp = 0).
     std::vector<uint32_t> xact(const std::vector<uint32_t> &cmd, size_t nrsp, const char *what,
                                unsigned max_cycles = 20000) {

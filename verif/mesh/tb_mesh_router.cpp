@@ -8,6 +8,10 @@
 // outputs hold valid/data while stalled, the local output only offers a color whose
 // local_color_ready is set, an idle router forwards in the next cycle (1 cycle per hop),
 // an unstalled stream moves one wavelet per cycle, counters match the model at the end.
+// Fairness: the router's bounded-wait assertions (mesh_router_fair.vh,
+// mesh_router_lean_fair.vh) run in every cycle; a failing one is a failed check of this
+// bench at its cycle (an arbiter whose pointer does not rotate fails them in the first
+// random epoch).
 // Stimulus: random route tables (multicast, unrouted colors) per epoch, random valid
 // patterns, random back-pressure on every output and random per-color local ready.
 // TB_LEAN: the same bench on mesh_router_lean (the board's shared-bus router: registered
@@ -52,9 +56,11 @@ int main(int argc, char **argv) {
     TbVerdict v;
     uint64_t cyc = 0;
 
+    tb_asserts_init(ctx.get());
     auto tick = [&]() {
         r->clk_i = 1; r->eval();
         r->clk_i = 0; r->eval();
+        tb_asserts_check(ctx.get(), v, cyc);
         cyc++;
     };
     r->clk_i = 0; r->rst_ni = 0; r->in_valid_i = 0; r->out_ready_i = 0; r->loc_ready_i = 0;
