@@ -5,7 +5,8 @@ Applies each mutation of verif/mutate/mutations.txt to a scratch copy of the tre
 (build/mutate/tree; the working tree is never patched), rebuilds the RTL benches of
 `make test` there and runs them: the checks the mutation names first, stopping at the first
 failure (the mutant is killed), then, if it survives, every other RTL entry of `make test`
-and `make formal`. A mutant that does not build is reported as such, never as killed. A
+and `make formal` (those built without the mutated file are skipped: they cannot see
+it). A mutant that does not build is reported as such, never as killed. A
 check that fails on a mutant counts only if it passes on the unmutated copy (checked once
 per check, cached in build/mutate/baseline.json for the same sources).
 
@@ -21,6 +22,8 @@ Options (environment):
   MUTATE_REST=0      do not run the other entries and `make formal` for a survivor of its own
                      checks (reported as "survived own checks")
   MUTATE_FORMAL=0    skip `make formal` in the rest
+  MUTATE_RESUME=1    keep the verdicts of build/mutate/report.json when the sources are the
+                     same (a sweep continued after MUTATE_BUDGET stopped it)
 """
 import hashlib
 import json
@@ -102,7 +105,8 @@ def sync_tree():
         if not os.path.isfile(src):
             continue
         data = open(src, "rb").read()
-        if rel.startswith(("rtl/", "verif/", "host/", "scripts/", "Makefile")):
+        # what a verdict depends on: the design, the checks and their build (not this script)
+        if rel.startswith(("rtl/", "verif/", "host/", "scripts/run-tests.sh", "Makefile")):
             h.update(rel.encode() + b"\0" + data)
         if os.path.exists(dst) and open(dst, "rb").read() == data:
             continue
@@ -144,6 +148,21 @@ class Runner:
         if entry == FORMAL or not prog.startswith("build/"):
             return True
         return make([prog], log)
+
+    def reads(self, entry, rel):
+        """False only when the check provably does not read the RTL file rel: its program is
+        built and `make -q` finds it up to date even with rel considered new (-W), or it is
+        the formal script and rel is none of its sources. Unknown (not built yet): True."""
+        if entry == FORMAL:
+            return os.path.basename(rel) in open(os.path.join(TREE, "verif/formal/mesh_formal.sh")).read()
+        prog = entry.split("@", 1)[0]
+        if not prog.startswith("build/"):
+            return True
+        q = ["make", "-q", "--no-print-directory", "-C", TREE, "BUILD=build"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS", "BUILD"))}
+        if subprocess.run(q + [prog], env=env, capture_output=True).returncode != 0:
+            return True
+        return subprocess.run(q + ["-W", rel, prog], env=env, capture_output=True).returncode != 0
 
     def run(self, entry, log):
         """True iff the check passes (run-tests.sh semantics: exit status, RESULT lines,
@@ -248,9 +267,21 @@ def main():
     meta = {"total": len(muts), "seed": seed, "hash": thash, "t0": t0}
     results = [{"id": m["id"], "file": m["file"], "desc": m["desc"], "verdict": "not run"}
                for m in sel]
+    rep_path = os.path.join(OUT, "report.json")
+    if os.environ.get("MUTATE_RESUME", "0") != "0" and os.path.exists(rep_path):
+        old = json.load(open(rep_path))
+        if old["summary"].get("tree_hash") == thash:
+            prev = {r["id"]: r for r in old["mutants"] if r["verdict"] != "not run"}
+            for r in results:
+                if r["id"] in prev and not (rest and prev[r["id"]]["verdict"] == "survived own checks"):
+                    r.update(prev[r["id"]], resumed=True)
+            print(f"mutate: resuming, {sum(1 for r in results if r.get('resumed'))} verdicts "
+                  f"kept from {rep_path}")
     write_report(results, meta)
     for idx, m in enumerate(sel):
         res = results[idx]
+        if res.get("resumed"):
+            continue
         if budget and time.time() - t0 > budget:
             print(f"mutate: budget of {budget:.0f} s reached; {len(sel) - idx} mutants not run")
             break
@@ -268,6 +299,8 @@ def main():
                 if i == len(own) and not rest:
                     break
                 nm = name_of(entry) if entry != FORMAL else "formal"
+                if i >= len(own) and not runner.reads(entry, m["file"]):
+                    continue  # built without the mutated file: it cannot see the mutant
                 log = os.path.join(LOGS, f"{m['id']}.{nm}.log")
                 open(path, "w").write(mutated)
                 if not runner.build(entry, log):

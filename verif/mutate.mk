@@ -5,7 +5,7 @@
 # the mutated unit run first, then the others and `make formal` if it survives. Report:
 # build/mutate/report.md and report.json. Hours for the whole list on 2 cores, so not part
 # of `make test`. Options: MUTATE_SEED, MUTATE_ONLY=id,id, MUTATE_JOBS=1, MUTATE_BUDGET=s,
-# MUTATE_TIMEOUT=s, MUTATE_REST=0, MUTATE_FORMAL=0 (see scripts/mutate.py).
+# MUTATE_TIMEOUT=s, MUTATE_REST=0, MUTATE_FORMAL=0, MUTATE_RESUME=1 (see scripts/mutate.py).
 
 .PHONY: mutate mutate-entries
 mutate: deps
