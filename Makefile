@@ -97,7 +97,7 @@ help:
 	@echo "  make experiment dense vs six sparsity algorithms on the tiny GPT -> docs/results.md"
 	@echo "  make sim        Verilated mesh (MESH=4x4) running the forward kernel on sparse layers"
 	@echo "  make lint       verilator --lint-only -Wall on every RTL module"
-	@echo "  make formal     proofs: FIFO (yosys-smtbmc), router no-loss (ABC)"
+	@echo "  make formal     proofs: FIFO (yosys-smtbmc), router no-loss and fairness (ABC), covers"
 	@echo "  make bitstream  iCE40 UP5K bitstream (yosys + nextpnr-ice40 + icepack)"
 	@echo "  make install    install cshost under PREFIX (default /usr/local)"
 	@echo "  make clean      remove build/"
