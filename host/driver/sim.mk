@@ -52,8 +52,10 @@ sim_so = $(SIM_DIR)/libmesh_$(1)$(if $(and $(filter full,$(2)),$(filter 16384,$(
 	8192,$(4))),,_a$(3)_b$(4))$(if $(filter-out full,$(2)),_$(2))$(if $(5),_fst).so
 
 # Each implementation's parameters, rewritten only when they change (a changed board
-# configuration rebuilds its models).
-$(SIM_DIR)/params_%.txt: FORCE
+# configuration rebuilds its models). A static pattern rule: the files are explicit targets,
+# so the model rules below that need one apply even before it exists (an implicit
+# prerequisite that does not exist yet would let the full rule take every model).
+$(foreach pe,$(SIM_PES),$(SIM_DIR)/params_$(pe).txt): $(SIM_DIR)/params_%.txt: FORCE
 	@mkdir -p $(@D)
 	@echo "$(SIM_GPARAMS_$*)" >$@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
