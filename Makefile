@@ -41,7 +41,7 @@ LDFLAGS := $(SAN_FLAGS)
 LDLIBS = $(LIB_LDLIBS) $(PKG_LIBS) -lm -lpthread
 
 # --- host library ------------------------------------------------------------------------
-LIB_DIRS := host/common host/driver host/engine host/train host/sparsity host/fwasm
+LIB_DIRS := host/common host/driver host/engine host/interop host/train host/sparsity host/fwasm
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 LIB := $(BUILD)/lib/libcshost.a

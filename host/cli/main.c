@@ -16,6 +16,7 @@ __attribute__((weak)) int cmd_spmm(int argc, char **argv);
 __attribute__((weak)) int cmd_board(int argc, char **argv);
 __attribute__((weak)) int cmd_sparsity(int argc, char **argv);
 __attribute__((weak)) int cmd_asm(int argc, char **argv);
+__attribute__((weak)) int cmd_tokenize(int argc, char **argv);
 
 static const struct {
 	const char *name;
@@ -29,6 +30,7 @@ static const struct {
 	{ "board", cmd_board, "list, flash and test FPGA boards" },
 	{ "sparsity", cmd_sparsity, "show what a sparsity config does" },
 	{ "asm", cmd_asm, "assemble or disassemble PE task programs" },
+	{ "tokenize", cmd_tokenize, "text to GPT-2 or byte tokens and back" },
 };
 
 static void usage(FILE *f)

@@ -10,10 +10,11 @@
 #include <sys/stat.h>
 
 #include "common/cs_error.h"
+#include "interop/bpe.h"
 #include "train/atomic_file.h"
 
 #define TD_MAGIC "CSTOKENS"
-#define TD_VERSION 2u
+#define TD_VERSION 3u
 
 uint64_t td_fnv1a(const void *p, size_t n, uint64_t h)
 {
@@ -159,7 +160,7 @@ static int list_sources(const char *path, char ***files, int *nfiles, uint64_t *
 	return CS_OK;
 }
 
-int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t source_key,
+int td_cache_write(const char *path, const uint16_t *tokens, size_t n, uint64_t source_key,
 		   int n_files, char *err, size_t errlen)
 {
 	af_file a;
@@ -167,8 +168,8 @@ int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t s
 		snprintf(err, errlen, "%s: cannot write token cache: %s", path, strerror(errno));
 		return CS_ERR_IO;
 	}
-	uint32_t version = TD_VERSION, tok_bytes = 1;
-	uint64_t count = n, sum = td_fnv1a(tokens, n, 0xcbf29ce484222325ull);
+	uint32_t version = TD_VERSION, tok_bytes = sizeof *tokens;
+	uint64_t count = n, sum = td_fnv1a(tokens, n * sizeof *tokens, 0xcbf29ce484222325ull);
 	fwrite(TD_MAGIC, 1, 8, a.f);
 	fwrite(&version, 4, 1, a.f);
 	fwrite(&tok_bytes, 4, 1, a.f);
@@ -178,7 +179,7 @@ int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t s
 	uint32_t nf = (uint32_t)n_files, pad = 0;
 	fwrite(&nf, 4, 1, a.f);
 	fwrite(&pad, 4, 1, a.f);
-	fwrite(tokens, 1, n, a.f);
+	fwrite(tokens, sizeof *tokens, n, a.f);
 	if (af_commit(&a)) {
 		snprintf(err, errlen, "%s: cannot write token cache", path);
 		return CS_ERR_IO;
@@ -186,7 +187,7 @@ int td_cache_write(const char *path, const uint8_t *tokens, size_t n, uint64_t s
 	return CS_OK;
 }
 
-int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_t *n,
+int td_cache_read(const char *path, uint64_t source_key, uint16_t **tokens, size_t *n,
 		  int *n_files, char *err, size_t errlen)
 {
 	uint8_t *buf;
@@ -214,14 +215,15 @@ int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_
 	memcpy(&key, buf + 32, 8);
 	uint32_t nf;
 	memcpy(&nf, buf + 40, 4);
-	if (version != TD_VERSION || tok_bytes != 1) {
+	if (version != TD_VERSION || tok_bytes != sizeof **tokens) {
 		free(buf);
 		return 1; /* another version's cache: stale, rebuilt */
 	}
-	if (count != len - hdr ||
+	if (count != (len - hdr) / sizeof **tokens || (len - hdr) % sizeof **tokens ||
 	    td_fnv1a(buf + hdr, len - hdr, 0xcbf29ce484222325ull) != sum) {
 		snprintf(err, errlen, "%s: token cache is corrupt (%s mismatch); delete it to "
-			 "rebuild", path, count != len - hdr ? "size" : "checksum");
+			 "rebuild", path,
+			 count != (len - hdr) / sizeof **tokens ? "size" : "checksum");
 		free(buf);
 		return CS_ERR_FORMAT;
 	}
@@ -231,8 +233,8 @@ int td_cache_read(const char *path, uint64_t source_key, uint8_t **tokens, size_
 	}
 	memmove(buf, buf + hdr, len - hdr);
 	*n_files = (int)nf;
-	*tokens = buf;
-	*n = len - hdr;
+	*tokens = (uint16_t *)buf;
+	*n = count;
 	return CS_OK;
 }
 
@@ -243,23 +245,41 @@ static void free_list(char **files, int n)
 	free(files);
 }
 
-/* Read and concatenate the sources (skipping non-UTF-8 files of a directory). */
-static int read_sources(td_data *d, const char *path, char **files, int nfiles, char *err,
-			size_t errlen)
+/* Append n tokens to d->tokens (capacity *cap). */
+static int append_tokens(td_data *d, size_t *cap, const uint16_t *t, size_t n)
 {
-	size_t cap = 1 << 20, n = 0;
-	uint8_t *all = malloc(cap);
-	if (!all)
-		return CS_ERR_NO_MEM;
+	if (d->n_tokens + n > *cap) {
+		size_t c = *cap ? *cap : 1 << 20;
+		while (c < d->n_tokens + n)
+			c *= 2;
+		uint16_t *nt = realloc(d->tokens, c * sizeof *nt);
+		if (!nt)
+			return CS_ERR_NO_MEM;
+		d->tokens = nt;
+		*cap = c;
+	}
+	memcpy(d->tokens + d->n_tokens, t, n * sizeof *t);
+	d->n_tokens += n;
+	return CS_OK;
+}
+
+/* Tokenize and concatenate the sources (skipping non-UTF-8 files of a directory): one
+ * token per byte, or GPT-2 BPE with <|endoftext|> before each file, as GPT-2's data. */
+static int read_sources(td_data *d, const char *path, char **files, int nfiles, bpe *tok,
+			char *err, size_t errlen)
+{
+	size_t cap = 0, idcap = 0;
+	int32_t *ids = NULL;
+	uint16_t *t16 = NULL;
+	int rc = CS_OK;
 	d->n_files = 0;
-	for (int i = 0; i < nfiles; i++) {
+	for (int i = 0; i < nfiles && !rc; i++) {
 		uint8_t *buf;
-		size_t len, bad;
-		int rc = read_file(files[i], &buf, &len);
+		size_t len, bad, n_ids = 0;
+		rc = read_file(files[i], &buf, &len);
 		if (rc) {
 			snprintf(err, errlen, "data.path: %s: cannot read", files[i]);
-			free(all);
-			return rc;
+			break;
 		}
 		if (!td_is_utf8(buf, len, &bad)) {
 			free(buf);
@@ -267,41 +287,78 @@ static int read_sources(td_data *d, const char *path, char **files, int nfiles, 
 				snprintf(err, errlen,
 					 "data.path: %s: not UTF-8 text (bad byte at offset %zu)",
 					 path, bad);
-				free(all);
-				return CS_ERR_FORMAT;
+				rc = CS_ERR_FORMAT;
 			}
 			continue;
 		}
-		while (n + len > cap) {
-			cap *= 2;
-			uint8_t *na = realloc(all, cap);
-			if (!na) {
-				free(buf);
-				free(all);
-				return CS_ERR_NO_MEM;
+		if (tok) {
+			char e2[256];
+			if (bpe_eot(tok) >= 0) {
+				if (!idcap && (ids = malloc(1024 * sizeof *ids)))
+					idcap = 1024;
+				if (!idcap)
+					rc = CS_ERR_NO_MEM;
+				else
+					ids[n_ids++] = bpe_eot(tok);
 			}
-			all = na;
+			if (!rc && (rc = bpe_encode(tok, buf, len, &ids, &n_ids, &idcap, e2,
+						    sizeof e2)))
+				snprintf(err, errlen, "data.path: %s: %s", files[i], e2);
+		} else {
+			if (len > idcap) {
+				int32_t *ni = realloc(ids, len * sizeof *ni);
+				if (!ni)
+					rc = CS_ERR_NO_MEM;
+				else
+					ids = ni, idcap = len;
+			}
+			for (size_t k = 0; !rc && k < len; k++)
+				ids[k] = buf[k];
+			n_ids = rc ? 0 : len;
 		}
-		memcpy(all + n, buf, len);
-		n += len;
 		free(buf);
-		d->n_files++;
+		if (!rc) {
+			uint16_t *nt = realloc(t16, (n_ids ? n_ids : 1) * sizeof *nt);
+			if (!nt) {
+				rc = CS_ERR_NO_MEM;
+				break;
+			}
+			t16 = nt;
+			for (size_t k = 0; k < n_ids; k++)
+				t16[k] = (uint16_t)ids[k];
+			rc = append_tokens(d, &cap, t16, n_ids);
+			d->n_files++;
+		}
 	}
-	d->tokens = all;
-	d->n_tokens = n;
-	return CS_OK;
+	free(ids);
+	free(t16);
+	if (rc) {
+		free(d->tokens);
+		d->tokens = NULL;
+		d->n_tokens = 0;
+	}
+	return rc;
 }
 
 int td_load(td_data *d, const char *path, const char *cache_dir, double val_fraction,
-	    int block_size, char *err, size_t errlen)
+	    int block_size, bpe *tok, char *err, size_t errlen)
 {
 	memset(d, 0, sizeof *d);
 	char **files;
 	int nfiles;
 	uint64_t key;
+	if (tok && bpe_vocab_size(tok) > 65536) {
+		snprintf(err, errlen, "data.tokenizer: %d tokens do not fit the 16-bit token ids",
+			 bpe_vocab_size(tok));
+		return CS_ERR_INVALID;
+	}
 	int rc = list_sources(path, &files, &nfiles, &key, err, errlen);
 	if (rc)
 		return rc;
+	if (tok) { /* the tokenizer is part of the cache's identity */
+		uint64_t id = bpe_identity(tok);
+		key = td_fnv1a(&id, sizeof id, key);
+	}
 	if (cache_dir && *cache_dir) {
 		snprintf(d->cache_path, sizeof d->cache_path, "%s/tokens-%016llx.bin", cache_dir,
 			 (unsigned long long)key);
@@ -314,7 +371,7 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 		d->cache_hit = rc == CS_OK;
 	}
 	if (!d->cache_hit) {
-		rc = read_sources(d, path, files, nfiles, err, errlen);
+		rc = read_sources(d, path, files, nfiles, tok, err, errlen);
 		if (rc) {
 			free_list(files, nfiles);
 			return rc;
@@ -333,19 +390,24 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 		return CS_ERR_INVALID;
 	}
 	/* unigram entropy */
-	size_t count[256] = { 0 };
+	size_t *count = calloc(65536, sizeof *count);
+	if (!count) {
+		td_free(d);
+		return CS_ERR_NO_MEM;
+	}
 	for (size_t i = 0; i < d->n_tokens; i++)
 		count[d->tokens[i]]++;
 	double H = 0.0;
-	for (int i = 0; i < 256; i++)
+	for (int i = 0; i < 65536; i++)
 		if (count[i]) {
 			double p = (double)count[i] / (double)d->n_tokens;
 			H -= p * log(p);
 		}
+	free(count);
 	d->unigram_entropy = H;
 	/* split: chunk i goes to validation when floor((i+1) f) > floor(i f) */
-	d->train = malloc(d->n_tokens);
-	d->val = malloc(d->n_tokens);
+	d->train = malloc(d->n_tokens * sizeof *d->train);
+	d->val = malloc(d->n_tokens * sizeof *d->val);
 	if (!d->train || !d->val) {
 		td_free(d);
 		return CS_ERR_NO_MEM;
@@ -360,10 +422,10 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 		size_t len = d->n_tokens - off < chunk ? d->n_tokens - off : chunk;
 		int to_val = floor((double)(i + 1) * val_fraction) > floor((double)i * val_fraction);
 		if (to_val) {
-			memcpy(d->val + d->n_val, d->tokens + off, len);
+			memcpy(d->val + d->n_val, d->tokens + off, len * sizeof *d->val);
 			d->n_val += len;
 		} else {
-			memcpy(d->train + d->n_train, d->tokens + off, len);
+			memcpy(d->train + d->n_train, d->tokens + off, len * sizeof *d->train);
 			d->n_train += len;
 		}
 	}

@@ -17,6 +17,7 @@
 #include "train/ckpt.h"
 #include "train/optim.h"
 #include "engine/eng.h"
+#include "interop/bpe.h"
 
 static double now_s(void)
 {
@@ -199,6 +200,24 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	memset(cfg, 0, sizeof *cfg);
 	train_config *c = &t->cfg;
 	int rc;
+	if (!strcmp(c->data_tokenizer, "gpt2")) {
+		const char *dir = c->data_bpe_dir[0] ? c->data_bpe_dir : bpe_default_dir();
+		char e2[1024];
+		rc = bpe_load_dir(&t->tok, dir, e2, sizeof e2);
+		if (rc) {
+			snprintf(err, errlen, "%s: data.tokenizer gpt2: %s%s", c->file, e2,
+				 rc == CS_ERR_NOT_FOUND ? " (set data.bpe_dir, or run `make deps` "
+				 "with the npm registry reachable)" : "");
+			goto out_free;
+		}
+		if (c->model.vocab_size < bpe_vocab_size(t->tok)) {
+			snprintf(err, errlen, "%s: model.vocab_size %d is smaller than the gpt2 "
+				 "tokenizer's %d tokens (50304 is the usual padded size)", c->file,
+				 c->model.vocab_size, bpe_vocab_size(t->tok));
+			rc = CS_ERR_CONFIG;
+			goto out_free;
+		}
+	}
 	if (need_data) {
 		char cache[TC_PATH_MAX + 16];
 		if (c->data_cache_dir[0])
@@ -206,7 +225,7 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 		else
 			snprintf(cache, sizeof cache, "%s/cache", c->out_dir);
 		rc = td_load(&t->data, c->data_path, cache, c->val_fraction, c->model.block_size,
-			     err, errlen);
+			     t->tok, err, errlen);
 		if (rc)
 			goto out_free;
 		t->have_data = 1;
@@ -294,6 +313,7 @@ void trainer_free(trainer *t)
 	free(t->nkept);
 	if (t->have_data)
 		td_free(&t->data);
+	bpe_free(t->tok);
 	free(t->adam_m);
 	free(t->adam_v);
 	free(t->inputs);
@@ -673,44 +693,80 @@ int train_import_nan(const char *ckpt_in, const char *out, char *err, size_t err
 /* ---- sampling ----------------------------------------------------------------------- */
 
 int trainer_sample(trainer *t, const uint8_t *prompt, size_t plen, int n, float temperature,
-		   uint8_t *out, char *err, size_t errlen)
+		   uint8_t **out, size_t *out_len, char *err, size_t errlen)
 {
 	gpt *m = &t->model;
 	int maxT = m->T, V = m->cfg.vocab_size;
-	int *ctx = malloc(sizeof(int) * ((size_t)plen + n + 1));
-	if (!ctx)
+	int nv = t->tok ? bpe_vocab_size(t->tok) : 256; /* the tokenizer's tokens */
+	if (nv > V)
+		nv = V;
+	*out = NULL;
+	*out_len = 0;
+	int32_t *ctx = NULL;
+	size_t len = 0, cap = 0;
+	int rc = CS_OK;
+	if (t->tok) {
+		if (bpe_eot(t->tok) >= 0) { /* a document starts after <|endoftext|> */
+			ctx = malloc((cap = 1024) * sizeof *ctx);
+			if (!ctx)
+				return CS_ERR_NO_MEM;
+			ctx[len++] = bpe_eot(t->tok);
+		}
+		char e2[256];
+		rc = bpe_encode(t->tok, prompt, plen, &ctx, &len, &cap, e2, sizeof e2);
+		if (rc) {
+			snprintf(err, errlen, "prompt: %s", e2);
+			free(ctx);
+			return rc;
+		}
+	} else {
+		cap = plen + 1;
+		ctx = malloc(cap * sizeof *ctx);
+		if (!ctx)
+			return CS_ERR_NO_MEM;
+		for (size_t i = 0; i < plen; i++)
+			ctx[len++] = prompt[i];
+		if (len == 0)
+			ctx[len++] = '\n';
+	}
+	int32_t *nc = realloc(ctx, (len + (size_t)n) * sizeof *ctx);
+	double *p = malloc((size_t)nv * sizeof *p);
+	int *win = malloc((size_t)maxT * sizeof *win);
+	if (!nc || !p || !win) {
+		free(nc ? nc : ctx);
+		free(p);
+		free(win);
 		return CS_ERR_NO_MEM;
-	size_t len = 0;
-	for (size_t i = 0; i < plen; i++)
-		ctx[len++] = prompt[i];
-	if (len == 0)
-		ctx[len++] = '\n';
+	}
+	ctx = nc;
+	size_t first = len;
 	for (int k = 0; k < n; k++) {
 		int T = len < (size_t)maxT ? (int)len : maxT;
-		const int *win = ctx + len - T;
-		int rc = gpt_forward(m, win, NULL, 1, T, NULL);
+		for (int i = 0; i < T; i++)
+			win[i] = ctx[len - (size_t)T + (size_t)i];
+		rc = gpt_forward(m, win, NULL, 1, T, NULL);
 		if (rc) {
-			free(ctx);
-			return lin_error(t, rc, "sampling forward", err, errlen);
+			rc = lin_error(t, rc, "sampling forward", err, errlen);
+			break;
 		}
 		const float *logits = m->acts.logits + (size_t)(T - 1) * V;
 		int next = 0;
 		if (temperature <= 0.0f) {
-			for (int i = 1; i < 256; i++)
+			for (int i = 1; i < nv; i++)
 				if (logits[i] > logits[next])
 					next = i;
 		} else {
-			/* softmax over the byte tokens at this temperature */
-			double maxv = -INFINITY, sum = 0.0, p[256];
-			for (int i = 0; i < 256; i++)
+			/* softmax over the tokenizer's tokens at this temperature */
+			double maxv = -INFINITY, sum = 0.0;
+			for (int i = 0; i < nv; i++)
 				if (logits[i] > maxv)
 					maxv = logits[i];
-			for (int i = 0; i < 256; i++)
+			for (int i = 0; i < nv; i++)
 				sum += p[i] = exp((logits[i] - maxv) / temperature);
 			double u = (double)(rng_next(&t->rng) >> 11) / 9007199254740992.0 * sum;
 			double acc = 0.0;
-			next = 255;
-			for (int i = 0; i < 256; i++) {
+			next = nv - 1;
+			for (int i = 0; i < nv; i++) {
 				acc += p[i];
 				if (u < acc) {
 					next = i;
@@ -719,10 +775,33 @@ int trainer_sample(trainer *t, const uint8_t *prompt, size_t plen, int n, float 
 			}
 		}
 		ctx[len++] = next;
-		out[k] = (uint8_t)next;
+	}
+	free(p);
+	free(win);
+	/* the generated tokens' text */
+	size_t bytes = 0;
+	for (size_t i = first; !rc && i < len; i++) {
+		size_t l = 1;
+		if (t->tok && !bpe_token_bytes(t->tok, ctx[i], &l))
+			l = 0;
+		bytes += l;
+	}
+	if (!rc && !(*out = malloc(bytes ? bytes : 1)))
+		rc = CS_ERR_NO_MEM;
+	for (size_t i = first; !rc && i < len; i++) {
+		size_t l = 1;
+		const uint8_t *b = NULL;
+		if (t->tok)
+			b = bpe_token_bytes(t->tok, ctx[i], &l);
+		else
+			(*out)[(*out_len)++] = (uint8_t)ctx[i];
+		if (b) {
+			memcpy(*out + *out_len, b, l);
+			*out_len += l;
+		}
 	}
 	free(ctx);
-	return CS_OK;
+	return rc;
 }
 
 /* ---- a run -------------------------------------------------------------------------- */
@@ -993,7 +1072,7 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	fprintf(out, "train: %d host thread%s (train.threads); %s\n", cs_pool_threads(t.pool),
 		cs_pool_threads(t.pool) == 1 ? "" : "s", blas);
 	fprintf(out, "train: data %s: %d files, %zu tokens (%zu train, %zu val)%s; unigram "
-		     "entropy %.4f nats/byte\n", c->data_path, t.data.n_files, t.data.n_tokens,
+		     "entropy %.4f nats/token\n", c->data_path, t.data.n_files, t.data.n_tokens,
 		t.data.n_train, t.data.n_val, t.data.cache_hit ? ", cached" : "",
 		t.data.unigram_entropy);
 	if (ts_enabled(t.ts))
@@ -1098,14 +1177,14 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	if (c->sample_tokens > 0) {
 		const gpt_linear_ops *lin = t.model.lin;
 		t.model.lin = &gpt_linear_host;
-		uint8_t *buf = malloc(c->sample_tokens);
+		uint8_t *buf = NULL;
+		size_t nbuf = 0;
 		const char *prompt = "\n";
-		if (buf && trainer_sample(&t, (const uint8_t *)prompt, strlen(prompt),
-					  c->sample_tokens, (float)c->sample_temperature, buf, err,
-					  errlen) == CS_OK) {
+		if (trainer_sample(&t, (const uint8_t *)prompt, strlen(prompt), c->sample_tokens,
+				   (float)c->sample_temperature, &buf, &nbuf, err, errlen) == CS_OK) {
 			snprintf(p, sizeof p, "%s/sample.txt", dir);
 			if (af_open(&a, p) == CS_OK) {
-				fwrite(buf, 1, c->sample_tokens, a.f);
+				fwrite(buf, 1, nbuf, a.f);
 				fputc('\n', a.f);
 				af_commit(&a);
 			}
@@ -1136,7 +1215,7 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	fprintf(out, "train: done, %ld steps (%ld this run) in %.1f s, %.1f ms/step, %.0f "
 		     "tokens/s\n", t.step, t.step - start_step, now_s() - run_t0,
 		res->ms_per_step, res->tokens_per_s);
-	fprintf(out, "train: val_loss %.4f nats (ppl %.2f) %s unigram entropy %.4f nats/byte\n",
+	fprintf(out, "train: val_loss %.4f nats (ppl %.2f) %s unigram entropy %.4f nats/token\n",
 		val, exp(val), val < t.data.unigram_entropy ? "<" : ">=",
 		t.data.unigram_entropy);
 	if (c->sample_tokens > 0)

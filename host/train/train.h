@@ -33,6 +33,7 @@ typedef struct trainer {
 	cs_pool *pool;           /* train.threads host threads */
 	td_data data;
 	int have_data;
+	bpe *tok;                /* data.tokenizer gpt2, else NULL (byte tokens) */
 	long step;               /* optimizer steps completed */
 	uint64_t rng;            /* sampling RNG state */
 	int *inputs, *targets;   /* [B, T] */
@@ -78,9 +79,11 @@ int trainer_eval(trainer *t, float *val_loss, char *err, size_t errlen);
 int trainer_save(trainer *t, const char *path, char *err, size_t errlen);
 /* Load weights, optimizer, sparsity state, step and RNG (the model shape must match). */
 int trainer_load(trainer *t, const char *path, char *err, size_t errlen);
-/* Generate n tokens after prompt (bytes) at temperature (0 = greedy) into out [n]. */
+/* Generate n tokens after prompt (UTF-8 text, tokenized as in training) at temperature
+ * (0 = greedy), sampling among the tokenizer's tokens only (not the vocabulary's padding);
+ * *out (malloc'd, *out_len bytes) receives the generated tokens' text. */
 int trainer_sample(trainer *t, const uint8_t *prompt, size_t plen, int n, float temperature,
-		   uint8_t *out, char *err, size_t errlen);
+		   uint8_t **out, size_t *out_len, char *err, size_t errlen);
 /* Read the config stored in a checkpoint (for sample / eval). */
 int trainer_config_from_ckpt(train_config *cfg, const char *ckpt, char *const *overrides,
 			     int n_overrides, char *err, size_t errlen);

@@ -268,19 +268,26 @@ static void test_stop_flag_and_sample(void **state)
 	trainer t;
 	assert_int_equal(trainer_init(&t, &cfg, 0, err, sizeof err), CS_OK);
 	assert_int_equal(trainer_load(&t, p, err, sizeof err), CS_OK);
-	uint8_t a[40], b[40];
+	uint8_t *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
 	uint64_t rng = t.rng;
-	assert_int_equal(trainer_sample(&t, (const uint8_t *)"the ", 4, 40, 1.0f, a, err,
+	assert_int_equal(trainer_sample(&t, (const uint8_t *)"the ", 4, 40, 1.0f, &a, &na, err,
 					sizeof err), CS_OK);
 	t.rng = rng;
-	assert_int_equal(trainer_sample(&t, (const uint8_t *)"the ", 4, 40, 1.0f, b, err,
+	assert_int_equal(trainer_sample(&t, (const uint8_t *)"the ", 4, 40, 1.0f, &b, &nb, err,
 					sizeof err), CS_OK);
+	assert_int_equal(na, 40); /* byte tokens: one byte each */
+	assert_int_equal(nb, 40);
 	assert_memory_equal(a, b, 40);
+	free(a);
+	free(b);
 	/* a long prompt slides the context window */
 	char longp[100];
 	memset(longp, 'a', sizeof longp);
-	assert_int_equal(trainer_sample(&t, (const uint8_t *)longp, 100, 5, 0.0f, a, err,
+	assert_int_equal(trainer_sample(&t, (const uint8_t *)longp, 100, 5, 0.0f, &a, &na, err,
 					sizeof err), CS_OK);
+	assert_int_equal(na, 5);
+	free(a);
 	trainer_free(&t);
 
 	/* Cerebras NaN export / import round trip (dense: no NaN, same weights) */
