@@ -2,7 +2,8 @@
  * test_bpe.c - host/interop/bpe.c on hand-built vocabularies: the pre-tokenizer's pieces,
  * merge order and the reference's "first,second" pair keys (against a direct transcription
  * of the reference encoder's loop, on random vocabularies and words), long pieces, decoding,
- * the loaders' errors, and GPT-2 tokens in the training corpus and its cache.
+ * the loaders' errors, GPT-2 tokens in the training corpus and its cache, and a training
+ * run with data.tokenizer gpt2 (config checks, steps, a sample decoded to text).
  * tests/interop/bpe_reference.sh compares with the reference encoder itself.
  */
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "common/cs_error.h"
 #include "interop/bpe.h"
 #include "train/data.h"
+#include "../train/train_test_util.h"
 
 static char err[1024];
 static char dir[64];
@@ -476,6 +478,57 @@ static void test_corpus_tokens(void **state)
 	bpe_free(b);
 }
 
+static void test_training_with_bpe(void **state)
+{
+	(void)state;
+	merge m[] = { { "t", "h" }, { "th", "e" }, { " ", "the" }, { "a", "t" } };
+	char enc[128], voc[128];
+	write_vocab(m, 4, enc, voc); /* 256 bytes + 4 merges + <|endoftext|>: 261 tokens */
+	char corpus[128], cfgp[128], ov_dir[192], ov_out[192];
+	snprintf(corpus, sizeof corpus, "%s/text", dir);
+	tt_corpus(corpus, 60000);
+	snprintf(cfgp, sizeof cfgp, "%s/cfg.yaml", dir);
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "run: {name: bpe, seed: 5}\n"
+		 "device: {kind: native}\n"
+		 "model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 16, vocab_size: 256}\n"
+		 "data: {path: %s, val_fraction: 0.1, tokenizer: gpt2}\n"
+		 "train: {steps: 3, batch_size: 2, eval_every: 0, ckpt_every: 0, sample_tokens: 0}\n"
+		 "sparsity: {algorithm: static, init_method: random, sparsity: 0.5}\n",
+		 corpus);
+	tt_write(cfgp, text);
+	snprintf(ov_dir, sizeof ov_dir, "data.bpe_dir=%s", dir);
+	snprintf(ov_out, sizeof ov_out, "run.out_dir=%s/runs", dir);
+	char *ov[] = { ov_dir, ov_out, "model.vocab_size=264" };
+	trainer t;
+	/* the vocabulary must hold the tokenizer's tokens */
+	assert_int_not_equal(tt_make_trainer(&t, cfgp, ov, 2, err, sizeof err), CS_OK);
+	assert_non_null(strstr(err, "model.vocab_size 256"));
+	/* a tokenizer directory without the files is named */
+	char *ov_missing[] = { "data.bpe_dir=/nonexistent/gpt2", ov_out, "model.vocab_size=264" };
+	assert_int_not_equal(tt_make_trainer(&t, cfgp, ov_missing, 3, err, sizeof err), CS_OK);
+	assert_non_null(strstr(err, "/nonexistent/gpt2/encoder.json"));
+	assert_int_equal(tt_make_trainer(&t, cfgp, ov, 3, err, sizeof err), CS_OK);
+	assert_int_equal(t.data.tokens[0], 260); /* <|endoftext|> opens the document */
+	int merged = 0;
+	for (size_t i = 0; i < t.data.n_tokens; i++)
+		merged += t.data.tokens[i] == 258; /* " the" */
+	assert_true(merged > 100);
+	for (int s = 0; s < 3; s++) {
+		train_step_stats st;
+		assert_int_equal(trainer_step(&t, &st, err, sizeof err), CS_OK);
+		assert_true(st.loss > 0.0f && st.loss < 10.0f);
+	}
+	uint8_t *out = NULL;
+	size_t nout = 0;
+	assert_int_equal(trainer_sample(&t, (const uint8_t *)"the", 3, 20, 1.0f, &out, &nout, err,
+					sizeof err), CS_OK);
+	assert_true(nout >= 20); /* tokens of one or more bytes; never padding ids */
+	free(out);
+	trainer_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_against_reference_loop),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_corpus_tokens),
+		cmocka_unit_test(test_training_with_bpe),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
