@@ -40,6 +40,8 @@ typedef struct train_config {
 	double val_fraction;
 	char data_cache_dir[TC_PATH_MAX]; /* "" = <out_dir>/cache */
 	char data_tokenizer[8];        /* bytes | gpt2 */
+	char data_format[8];           /* auto | text | llmc */
+	char data_val_path[TC_PATH_MAX]; /* llmc: the validation shards */
 	char data_bpe_dir[TC_PATH_MAX]; /* gpt2: encoder.json + vocab.bpe; "" = bpe_default_dir() */
 	/* train */
 	int steps, batch_size, grad_accum;

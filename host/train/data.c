@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,6 +341,29 @@ static int read_sources(td_data *d, const char *path, char **files, int nfiles, 
 	return rc;
 }
 
+/* d->unigram_entropy of d->tokens [n_tokens], or of train and val when tokens is NULL */
+static int unigram_entropy(td_data *d)
+{
+	size_t *count = calloc(65536, sizeof *count);
+	if (!count)
+		return CS_ERR_NO_MEM;
+	size_t n = 0;
+	const uint16_t *parts[3] = { d->tokens, d->tokens ? NULL : d->train, d->tokens ? NULL : d->val };
+	size_t lens[3] = { d->n_tokens, d->n_train, d->n_val };
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; parts[k] && i < lens[k]; i++, n++)
+			count[parts[k][i]]++;
+	double H = 0.0;
+	for (int i = 0; i < 65536; i++)
+		if (count[i]) {
+			double p = (double)count[i] / (double)n;
+			H -= p * log(p);
+		}
+	free(count);
+	d->unigram_entropy = H;
+	return CS_OK;
+}
+
 int td_load(td_data *d, const char *path, const char *cache_dir, double val_fraction,
 	    int block_size, bpe *tok, char *err, size_t errlen)
 {
@@ -389,22 +413,10 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 		td_free(d);
 		return CS_ERR_INVALID;
 	}
-	/* unigram entropy */
-	size_t *count = calloc(65536, sizeof *count);
-	if (!count) {
+	if (unigram_entropy(d)) {
 		td_free(d);
 		return CS_ERR_NO_MEM;
 	}
-	for (size_t i = 0; i < d->n_tokens; i++)
-		count[d->tokens[i]]++;
-	double H = 0.0;
-	for (int i = 0; i < 65536; i++)
-		if (count[i]) {
-			double p = (double)count[i] / (double)d->n_tokens;
-			H -= p * log(p);
-		}
-	free(count);
-	d->unigram_entropy = H;
 	/* split: chunk i goes to validation when floor((i+1) f) > floor(i f) */
 	d->train = malloc(d->n_tokens * sizeof *d->train);
 	d->val = malloc(d->n_tokens * sizeof *d->val);
@@ -439,6 +451,124 @@ int td_load(td_data *d, const char *path, const char *cache_dir, double val_frac
 		return CS_ERR_INVALID;
 	}
 	return CS_OK;
+}
+
+/* ---- llm.c token shards ------------------------------------------------------------ */
+
+/* The shards a pattern names (a file or a glob), sorted; an error when none. */
+static int shard_list(const char *key, const char *pattern, glob_t *g, char *err, size_t errlen)
+{
+	int rc = glob(pattern, GLOB_ERR, NULL, g);
+	if (rc == GLOB_NOMATCH) {
+		snprintf(err, errlen, "%s: %s: no such file", key, pattern);
+		return CS_ERR_NOT_FOUND;
+	}
+	if (rc) {
+		snprintf(err, errlen, "%s: %s: cannot list: %s", key, pattern, strerror(errno));
+		return CS_ERR_IO;
+	}
+	return CS_OK;
+}
+
+int td_is_llmc(const char *pattern)
+{
+	glob_t g;
+	if (glob(pattern, 0, NULL, &g) || g.gl_pathc == 0)
+		return 0;
+	int32_t magic = 0;
+	FILE *f = fopen(g.gl_pathv[0], "rb");
+	int yes = f && fread(&magic, 4, 1, f) == 1 && magic == TD_LLMC_MAGIC;
+	if (f)
+		fclose(f);
+	globfree(&g);
+	return yes;
+}
+
+/* Append the tokens of the shards pattern names to *t (*n, *cap). */
+static int read_shards(const char *key, const char *pattern, int vocab_size, uint16_t **t,
+		       size_t *n, int *files, char *err, size_t errlen)
+{
+	glob_t g;
+	int rc = shard_list(key, pattern, &g, err, errlen);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < g.gl_pathc && !rc; k++) {
+		const char *path = g.gl_pathv[k];
+		uint8_t *buf;
+		size_t len;
+		rc = read_file(path, &buf, &len);
+		if (rc) {
+			snprintf(err, errlen, "%s: %s: cannot read", key, path);
+			break;
+		}
+		int32_t hdr[256];
+		if (len < sizeof hdr) {
+			snprintf(err, errlen, "%s: %s: %zu bytes, shorter than the 1024-byte llm.c "
+				 "header", key, path, len);
+			rc = CS_ERR_FORMAT;
+		} else {
+			memcpy(hdr, buf, sizeof hdr);
+			size_t ntok = (size_t)(uint32_t)hdr[2], body = len - sizeof hdr;
+			if (hdr[0] != TD_LLMC_MAGIC) {
+				snprintf(err, errlen, "%s: %s: not an llm.c token file (magic %d, "
+					 "expected %d)", key, path, hdr[0], TD_LLMC_MAGIC);
+				rc = CS_ERR_FORMAT;
+			} else if (hdr[1] != 1) {
+				snprintf(err, errlen, "%s: %s: llm.c token file version %d; only "
+					 "version 1 (16-bit GPT-2 tokens) is read", key, path, hdr[1]);
+				rc = CS_ERR_FORMAT;
+			} else if (hdr[2] < 0 || body != ntok * 2) {
+				snprintf(err, errlen, "%s: %s: the header says %d tokens (%zu bytes) "
+					 "but %zu bytes follow it", key, path, hdr[2], ntok * 2, body);
+				rc = CS_ERR_FORMAT;
+			} else {
+				const uint16_t *src = (const uint16_t *)(buf + sizeof hdr);
+				for (size_t i = 0; i < ntok && !rc; i++)
+					if (src[i] >= vocab_size) {
+						snprintf(err, errlen, "%s: %s: token %zu is %u, outside "
+							 "model.vocab_size %d", key, path, i, src[i],
+							 vocab_size);
+						rc = CS_ERR_RANGE;
+					}
+				uint16_t *nt = rc ? NULL : realloc(*t, (*n + ntok + 1) * sizeof *nt);
+				if (!rc && !nt)
+					rc = CS_ERR_NO_MEM;
+				if (!rc) {
+					memcpy(nt + *n, src, ntok * sizeof *nt);
+					*t = nt;
+					*n += ntok;
+					(*files)++;
+				}
+			}
+		}
+		free(buf);
+	}
+	globfree(&g);
+	return rc;
+}
+
+int td_load_llmc(td_data *d, const char *train, const char *val, int vocab_size,
+		 int block_size, char *err, size_t errlen)
+{
+	memset(d, 0, sizeof *d);
+	int rc = read_shards("data.path", train, vocab_size, &d->train, &d->n_train, &d->n_files,
+			     err, errlen);
+	if (!rc)
+		rc = read_shards("data.val_path", val, vocab_size, &d->val, &d->n_val,
+				 &d->n_files, err, errlen);
+	if (!rc)
+		rc = unigram_entropy(d);
+	size_t need = (size_t)block_size + 2;
+	if (!rc && (d->n_train < need || d->n_val < need)) {
+		snprintf(err, errlen,
+			 "data.path: %s: %zu training and %zu validation tokens (data.val_path %s); "
+			 "each needs block_size + 2 = %zu",
+			 train, d->n_train, d->n_val, val, need);
+		rc = CS_ERR_INVALID;
+	}
+	if (rc)
+		td_free(d);
+	return rc;
 }
 
 void td_free(td_data *d)

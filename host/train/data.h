@@ -38,6 +38,15 @@ typedef struct td_data {
  * block_size + 2 tokens in each split. On error, err holds one line naming the path. */
 int td_load(td_data *d, const char *path, const char *cache_dir, double val_fraction,
 	    int block_size, bpe *tok, char *err, size_t errlen);
+/* llm.c token shards (the .bin files of llm.c's dev/data scripts): a 256 x int32 header
+ * (magic 20240520, version 1, token count), then the uint16 GPT-2 tokens. train and val are
+ * a file or a glob each (shards concatenated in sorted order); every token must be below
+ * vocab_size. Errors name the key (data.path / data.val_path), the file and the fault. */
+#define TD_LLMC_MAGIC 20240520
+int td_load_llmc(td_data *d, const char *train, const char *val, int vocab_size,
+		 int block_size, char *err, size_t errlen);
+/* Whether pattern names (first) an llm.c token file (its magic). */
+int td_is_llmc(const char *pattern);
 void td_free(td_data *d);
 /* Training batch: B rows of T tokens at offsets drawn from (seed, step, micro). */
 void td_train_batch(const td_data *d, uint64_t seed, int64_t step, int micro, int B, int T,

@@ -224,8 +224,20 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 			snprintf(cache, sizeof cache, "%s", c->data_cache_dir);
 		else
 			snprintf(cache, sizeof cache, "%s/cache", c->out_dir);
-		rc = td_load(&t->data, c->data_path, cache, c->val_fraction, c->model.block_size,
-			     t->tok, err, errlen);
+		int llmc = !strcmp(c->data_format, "llmc") ||
+			   (!strcmp(c->data_format, "auto") && td_is_llmc(c->data_path));
+		if (llmc && !c->data_val_path[0]) {
+			snprintf(err, errlen, "%s: data.val_path: required with llm.c token files "
+				 "(data.path %s), e.g. the matching *_val.bin", c->file, c->data_path);
+			rc = CS_ERR_CONFIG;
+			goto out_free;
+		}
+		if (llmc)
+			rc = td_load_llmc(&t->data, c->data_path, c->data_val_path,
+					  c->model.vocab_size, c->model.block_size, err, errlen);
+		else
+			rc = td_load(&t->data, c->data_path, cache, c->val_fraction,
+				     c->model.block_size, t->tok, err, errlen);
 		if (rc)
 			goto out_free;
 		t->have_data = 1;

@@ -155,12 +155,120 @@ static void test_split_and_batches(void **state)
 	tt_rmdir(dir);
 }
 
+/* an llm.c shard: header (magic, version, count as given) and n tokens base + i*step mod m */
+static void write_shard(const char *path, int32_t magic, int32_t version, int32_t count,
+			size_t n, unsigned base, unsigned step, unsigned m)
+{
+	FILE *f = fopen(path, "wb");
+	int32_t hdr[256] = { magic, version, count };
+	fwrite(hdr, sizeof hdr, 1, f);
+	for (size_t i = 0; i < n; i++) {
+		uint16_t t = (uint16_t)((base + i * step) % m);
+		fwrite(&t, 2, 1, f);
+	}
+	fclose(f);
+}
+
+static void test_llmc_shards(void **state)
+{
+	(void)state;
+	char *dir = tt_mkdtemp(), a[128], b[128], v[128], pat[128];
+	snprintf(a, sizeof a, "%s/x_train_000001.bin", dir);
+	snprintf(b, sizeof b, "%s/x_train_000002.bin", dir);
+	snprintf(v, sizeof v, "%s/x_val_000000.bin", dir);
+	snprintf(pat, sizeof pat, "%s/x_train_*.bin", dir);
+	/* shard 2 is written first: the glob reads them in name order */
+	write_shard(b, TD_LLMC_MAGIC, 1, 300, 300, 7, 11, 50257);
+	write_shard(a, TD_LLMC_MAGIC, 1, 200, 200, 50000, 3, 50257);
+	write_shard(v, TD_LLMC_MAGIC, 1, 100, 100, 1, 1, 50257);
+	assert_true(td_is_llmc(pat));
+	assert_false(td_is_llmc("/usr/share/games/fortunes/fortunes"));
+	td_data d;
+	assert_int_equal(td_load_llmc(&d, pat, v, 50304, 16, err, sizeof err), CS_OK);
+	assert_int_equal(d.n_train, 500);
+	assert_int_equal(d.n_val, 100);
+	assert_int_equal(d.n_files, 3);
+	assert_int_equal(d.train[0], 50000);
+	assert_int_equal(d.train[200], 7);
+	assert_int_equal(d.val[99], 100);
+	assert_true(d.unigram_entropy > 0.0);
+	int in[2 * 16], tg[2 * 16];
+	td_train_batch(&d, 1, 0, 0, 2, 16, in, tg);
+	for (int i = 0; i < 2 * 16; i++)
+		assert_true(in[i] < 50257 && tg[i] < 50257);
+	td_free(&d);
+	/* tokens beyond the model's vocabulary: file, index and value */
+	assert_int_equal(td_load_llmc(&d, pat, v, 256, 16, err, sizeof err), CS_ERR_RANGE);
+	printf("%s\n", err);
+	assert_non_null(strstr(err, "x_train_000001.bin: token 0 is 50000, outside model.vocab_size 256"));
+	/* a count that disagrees with the size */
+	write_shard(v, TD_LLMC_MAGIC, 1, 101, 100, 1, 1, 50257);
+	assert_int_equal(td_load_llmc(&d, pat, v, 50304, 16, err, sizeof err), CS_ERR_FORMAT);
+	printf("%s\n", err);
+	assert_non_null(strstr(err, "data.val_path"));
+	assert_non_null(strstr(err, "101 tokens"));
+	/* another magic, another version, a short file, no match */
+	write_shard(v, 12345, 1, 100, 100, 1, 1, 50257);
+	assert_int_equal(td_load_llmc(&d, pat, v, 50304, 16, err, sizeof err), CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "not an llm.c token file"));
+	write_shard(v, TD_LLMC_MAGIC, 2, 100, 100, 1, 1, 50257);
+	assert_int_equal(td_load_llmc(&d, pat, v, 50304, 16, err, sizeof err), CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "version 2"));
+	tt_write(v, "short");
+	assert_int_equal(td_load_llmc(&d, pat, v, 50304, 16, err, sizeof err), CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "shorter than"));
+	snprintf(pat, sizeof pat, "%s/none_*.bin", dir);
+	assert_int_equal(td_load_llmc(&d, pat, v, 50304, 16, err, sizeof err), CS_ERR_NOT_FOUND);
+	assert_non_null(strstr(err, "data.path"));
+	/* too few tokens for the context */
+	write_shard(v, TD_LLMC_MAGIC, 1, 10, 10, 1, 1, 50257);
+	assert_int_equal(td_load_llmc(&d, a, v, 50304, 16, err, sizeof err), CS_ERR_INVALID);
+	tt_rmdir(dir);
+}
+
+/* a run reads llm.c shards when data.path names them (data.format auto) */
+static void test_llmc_training(void **state)
+{
+	(void)state;
+	char *dir = tt_mkdtemp(), tr[128], va[128], cfgp[128], text[1024], ov[192];
+	snprintf(tr, sizeof tr, "%s/d_train.bin", dir);
+	snprintf(va, sizeof va, "%s/d_val.bin", dir);
+	write_shard(tr, TD_LLMC_MAGIC, 1, 4000, 4000, 3, 7, 300);
+	write_shard(va, TD_LLMC_MAGIC, 1, 400, 400, 5, 7, 300);
+	snprintf(cfgp, sizeof cfgp, "%s/cfg.yaml", dir);
+	snprintf(text, sizeof text,
+		 "run: {name: l, out_dir: %s/runs}\n"
+		 "device: {kind: native}\n"
+		 "model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 16, vocab_size: 320}\n"
+		 "data: {path: %s}\n"
+		 "train: {steps: 2, batch_size: 2, eval_every: 0, ckpt_every: 0, sample_tokens: 0}\n",
+		 dir, tr);
+	tt_write(cfgp, text);
+	trainer t;
+	assert_int_not_equal(tt_make_trainer(&t, cfgp, NULL, 0, err, sizeof err), CS_OK);
+	assert_non_null(strstr(err, "data.val_path: required"));
+	snprintf(ov, sizeof ov, "data.val_path=%s", va);
+	char *ovs[] = { ov };
+	assert_int_equal(tt_make_trainer(&t, cfgp, ovs, 1, err, sizeof err), CS_OK);
+	assert_int_equal(t.data.n_train, 4000);
+	assert_int_equal(t.data.n_val, 400);
+	train_step_stats st;
+	assert_int_equal(trainer_step(&t, &st, err, sizeof err), CS_OK);
+	float vl;
+	assert_int_equal(trainer_eval(&t, &vl, err, sizeof err), CS_OK);
+	assert_true(vl > 0.0f);
+	trainer_free(&t);
+	tt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_directory_corpus_and_cache),
 		cmocka_unit_test(test_split_and_batches),
+		cmocka_unit_test(test_llmc_shards),
+		cmocka_unit_test(test_llmc_training),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
