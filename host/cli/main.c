@@ -17,6 +17,7 @@ __attribute__((weak)) int cmd_board(int argc, char **argv);
 __attribute__((weak)) int cmd_sparsity(int argc, char **argv);
 __attribute__((weak)) int cmd_asm(int argc, char **argv);
 __attribute__((weak)) int cmd_tokenize(int argc, char **argv);
+__attribute__((weak)) int cmd_export(int argc, char **argv);
 
 static const struct {
 	const char *name;
@@ -31,6 +32,7 @@ static const struct {
 	{ "sparsity", cmd_sparsity, "show what a sparsity config does" },
 	{ "asm", cmd_asm, "assemble or disassemble PE task programs" },
 	{ "tokenize", cmd_tokenize, "text to GPT-2 or byte tokens and back" },
+	{ "export", cmd_export, "a checkpoint as Hugging Face GPT-2 safetensors" },
 };
 
 static void usage(FILE *f)

@@ -49,6 +49,7 @@ static const tc_key schema[] = {
 	{ "model", "n_embd", T_INT, OFF(model.n_embd), 0, 1, 65536, NULL, "64" },
 	{ "model", "block_size", T_INT, OFF(model.block_size), 0, 1, 65536, NULL, "64" },
 	{ "model", "vocab_size", T_INT, OFF(model.vocab_size), 0, 256, 65536, NULL, "256" },
+	{ "model", "init_from", T_STR, OFF(init_from), SZ(init_from), 0, 0, NULL, "\"\"" },
 	{ "data", "path", T_STR, OFF(data_path), SZ(data_path), 0, 0, NULL,
 	  "/usr/share/games/fortunes" },
 	{ "data", "val_fraction", T_DOUBLE, OFF(val_fraction), 0, 0.001, 0.5, NULL, "0.05" },

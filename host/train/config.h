@@ -35,6 +35,7 @@ typedef struct train_config {
 	int dense_on_host;             /* -1 auto, 0 false, 1 true (see tc_dense_on_host) */
 	/* model */
 	gpt_config model;
+	char init_from[TC_PATH_MAX];   /* model.init_from: GPT-2 safetensors to start from */
 	/* data */
 	char data_path[TC_PATH_MAX];
 	double val_fraction;

@@ -18,6 +18,8 @@
 #include "train/optim.h"
 #include "engine/eng.h"
 #include "interop/bpe.h"
+#include "interop/hf_gpt2.h"
+#include "interop/safetensors.h"
 
 static double now_s(void)
 {
@@ -249,6 +251,11 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 		goto out_free;
 	}
 	gpt_init_params(&t->model, c->seed);
+	if (c->init_from[0]) { /* before the masks: they may be chosen from these weights */
+		rc = hf_gpt2_import(t, c->init_from, err, errlen);
+		if (rc)
+			goto out_free;
+	}
 	rc = cs_pool_create(&t->pool, c->threads ? c->threads : cs_default_threads());
 	if (rc) {
 		snprintf(err, errlen, "%s: train.threads: cannot start %d threads: %s", c->file,
@@ -538,6 +545,8 @@ static int load_tensor(const ck_file *f, const char *pre, const gpt_tensor *g, f
 
 int trainer_load(trainer *t, const char *path, char *err, size_t errlen)
 {
+	if (st_is_safetensors(path)) /* weights only */
+		return hf_gpt2_import(t, path, err, errlen);
 	ck_file f;
 	int rc = ck_load(path, &f, err, errlen);
 	if (rc)
@@ -606,9 +615,59 @@ out_free:
 	return rc;
 }
 
+/* The config of a safetensors file: the run's own (cshost.config metadata), else GPT-2's
+ * shape read off the tensors (head size 64, GPT-2 tokens when wte has 50257 rows). */
+static int config_from_safetensors(train_config *cfg, const char *path, char *const *overrides,
+				   int n_overrides, char *err, size_t errlen)
+{
+	st_file f;
+	int rc = st_open(&f, path, err, errlen);
+	if (rc)
+		return rc;
+	char name[TC_PATH_MAX + 16], text[512];
+	const char *own = st_meta(&f, "cshost.config");
+	snprintf(name, sizeof name, "%s[%s]", path, own && *own ? "cshost.config" : "shapes");
+	if (!own || !*own) {
+		const st_entry *wte = st_find(&f, "transformer.wte.weight");
+		const st_entry *wpe = st_find(&f, "transformer.wpe.weight");
+		wte = wte ? wte : st_find(&f, "wte.weight");
+		wpe = wpe ? wpe : st_find(&f, "wpe.weight");
+		int layers = 0;
+		for (int k = 0; k < f.n; k++) {
+			const char *s = strstr(f.e[k].name, "h.");
+			int l;
+			if (s && (s == f.e[k].name || s[-1] == '.') && sscanf(s, "h.%d.", &l) == 1 &&
+			    l + 1 > layers)
+				layers = l + 1;
+		}
+		if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || !layers) {
+			snprintf(err, errlen, "%s: not a GPT-2 model (needs wte, wpe and h.N tensors)",
+				 path);
+			st_close(&f);
+			return CS_ERR_FORMAT;
+		}
+		long C = (long)wte->shape[1], V = (long)wte->shape[0];
+		const char *nh = st_meta(&f, "n_head");
+		char nhs[32];
+		snprintf(nhs, sizeof nhs, "%s", nh ? nh : "");
+		if (!nh)
+			snprintf(nhs, sizeof nhs, "%ld", C % 64 ? 1L : C / 64);
+		snprintf(text, sizeof text,
+			 "model: {n_layer: %d, n_head: %s, n_embd: %ld, block_size: %ld, "
+			 "vocab_size: %ld}\ndata: {tokenizer: %s}\n",
+			 layers, nhs, C, (long)wpe->shape[0], V, V == 50257 ? "gpt2" : "bytes");
+		own = text;
+	}
+	rc = tc_load(cfg, name, own, overrides, n_overrides, err, errlen);
+	st_close(&f);
+	return rc;
+}
+
 int trainer_config_from_ckpt(train_config *cfg, const char *ckpt, char *const *overrides,
 			     int n_overrides, char *err, size_t errlen)
 {
+	if (st_is_safetensors(ckpt))
+		return config_from_safetensors(cfg, ckpt, overrides, n_overrides, err, errlen);
 	ck_file f;
 	int rc = ck_load(ckpt, &f, err, errlen);
 	if (rc)
