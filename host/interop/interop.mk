@@ -1,9 +1,11 @@
-# host/interop/interop.mk - GPT-2 tokenization (and the other formats shared with the ML
-# world): the reference check in `make test`, the tokenizer's speed in `make bench`.
+# host/interop/interop.mk - GPT-2 tokenization, safetensors and the other formats shared
+# with the ML world: the reference check in `make test`, the tokenizer's speed in `make bench`.
 
 # cshost tokenize against the npm package's JavaScript encoder (skipped without node or
 # the package, which `make deps` fetches when the npm registry is reachable)
 TEST_ENTRIES += tests/interop/bpe_reference.sh@$(CSHOST)
+# a safetensors export generates the same text in PyTorch (skipped without torch)
+TEST_ENTRIES += tests/interop/safetensors_torch.sh@$(CSHOST)
 
 # make bench: GPT-2 BPE encoding speed, one core, on the fortunes corpus (MB/s)
 .PHONY: bpe-bench
