@@ -207,6 +207,7 @@ int sp_mask_commit(sp_tensor *t)
 		if (t->scratch[i] == t->mask[i])
 			continue;
 		changed = 1;
+		t->flips++;
 		t->mask[i] = t->scratch[i];
 		/* dropped: value and moments go; grown: start at zero with zero moments */
 		if (t->w)

@@ -105,6 +105,7 @@ typedef struct sp_tensor {
 	uint64_t name_hash;
 	double target, final_target;
 	int changed;
+	size_t flips;     /* entries the last update changed (sp_mask_commit) */
 	unsigned flags;
 	int rows; /* balanced groups: G rows, else 1 */
 	int rows_in; /* 1: rows are input-column groups (transpose view) */

@@ -669,7 +669,7 @@ int sp_after_optimizer(sp_state *st, long step)
 		return CS_ERR_INVALID;
 	long t = step + 1;
 	for (int i = 0; i < st->n; i++)
-		st->t[i].changed = 0;
+		st->t[i].changed = 0, st->t[i].flips = 0;
 	/* Weights and moments outside the masks are zero (masks change only through
 	 * sp_mask_commit, sp_set_mask and sp_apply, which zero them) and a zero-preserving
 	 * optimizer keeps them so where the gradient is zero: then re-mask only when
@@ -709,6 +709,17 @@ const uint8_t *sp_mask(const sp_state *st, int idx)
 {
 	const sp_tensor *t = tensor(st, idx);
 	return t ? t->mask : NULL;
+}
+
+double sp_mask_churn(const sp_state *st)
+{
+	size_t flips = 0, n = 0;
+	for (int i = 0; st && i < st->n; i++)
+		if (st->t[i].mask) {
+			flips += st->t[i].flips;
+			n += st->t[i].numel;
+		}
+	return n ? (double)flips / (double)n : 0.0;
 }
 
 int sp_mask_changed(const sp_state *st, int idx)
@@ -849,7 +860,7 @@ int sp_prune_remaining(sp_state *st, double fraction)
 		return CS_ERR_INVALID;
 	int changed = 0;
 	for (int i = 0; i < st->n; i++)
-		st->t[i].changed = 0;
+		st->t[i].changed = 0, st->t[i].flips = 0;
 	for (int gi = 0; gi < st->cfg->n_groups; gi++) {
 		const sp_group *g = &st->cfg->groups[gi];
 		sp_gstate *gs = &st->gs[gi];

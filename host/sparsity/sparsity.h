@@ -124,6 +124,9 @@ int sp_num_params(const sp_state *st);
 const uint8_t *sp_mask(const sp_state *st, int idx);
 /* 1 if the mask of params[idx] changed in the last sp_after_optimizer / sp_prune_remaining. */
 int sp_mask_changed(const sp_state *st, int idx);
+/* Mask churn of the last update: entries that changed (dropped or grown) over the entries of
+ * the masked tensors. */
+double sp_mask_churn(const sp_state *st);
 /* Nonzeros kept by the mask of params[idx] (numel if dense). */
 size_t sp_tensor_nnz(const sp_state *st, int idx);
 /* Actual sparsity of the mask (0 if dense), and the current target of the algorithm. */

@@ -1001,10 +1001,10 @@ static void write_metrics(FILE *f, trainer *t, const train_step_stats *s, double
 	}
 	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"device_cycles\": %llu, "
 		   "\"device_utilization\": %.4f, \"link_bytes_out\": %llu, \"link_bytes_in\": %llu, "
-		   "\"masks_changed\": %d}\n",
+		   "\"masks_changed\": %d, \"mask_churn\": %.6f}\n",
 		tok_s, s->ms, (unsigned long long)s->device_cycles, s->device_utilization,
 		(unsigned long long)s->link_bytes_out, (unsigned long long)s->link_bytes_in,
-		s->masks_changed);
+		s->masks_changed, s->masks_changed ? ts_mask_churn(t->ts) : 0.0);
 	fflush(f);
 }
 

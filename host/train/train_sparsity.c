@@ -143,6 +143,11 @@ const uint8_t *ts_mask(const train_sparsity *ts, int idx)
 	return ON(ts) ? sp_mask(ts->st, idx) : NULL;
 }
 
+double ts_mask_churn(const train_sparsity *ts)
+{
+	return ON(ts) ? sp_mask_churn(ts->st) : 0.0;
+}
+
 int ts_mask_changed(const train_sparsity *ts, int idx)
 {
 	return ON(ts) ? sp_mask_changed(ts->st, idx) : 0;

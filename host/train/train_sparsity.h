@@ -36,6 +36,8 @@ int ts_apply(train_sparsity *ts);
 /* Byte mask of model tensor idx (1 = kept), or NULL when it is dense. */
 const uint8_t *ts_mask(const train_sparsity *ts, int idx);
 int ts_mask_changed(const train_sparsity *ts, int idx);
+/* sp_mask_churn of the last update (0 when sparsity is off). */
+double ts_mask_churn(const train_sparsity *ts);
 double ts_tensor_sparsity(const train_sparsity *ts, int idx);
 /* Sparsity over the sparsified tensors (0 when dense). */
 double ts_sparsity(const train_sparsity *ts);

@@ -131,7 +131,7 @@ static void checked_step(tmodel *m, sp_state *st, const tcase *tc, long step)
 		assert_true(is_upd);
 	check_masked(m, st);
 	int nchanged = 0;
-	size_t tot_nnz = 0, tot_old = 0;
+	size_t tot_nnz = 0, tot_old = 0, tot_flips = 0, tot_numel = 0;
 	for (int i = 0; i < n; i++) {
 		const uint8_t *mk = sp_mask(st, i);
 		if (!old[i]) {
@@ -160,6 +160,8 @@ static void checked_step(tmodel *m, sp_state *st, const tcase *tc, long step)
 		}
 		assert_int_equal(kept + grown, nnz);
 		assert_int_equal(kept + dropped, count_mask(old[i], numel));
+		tot_flips += grown + dropped;
+		tot_numel += numel;
 		assert_int_equal(diff, sp_mask_changed(st, i));
 		nchanged += diff;
 		if (tc->fixed_mask)
@@ -181,6 +183,8 @@ static void checked_step(tmodel *m, sp_state *st, const tcase *tc, long step)
 	if (tc->monotone)
 		assert_true(tot_nnz <= tot_old);
 	assert_int_equal(nchanged, changed);
+	/* the churn the metrics report: entries dropped or grown over masked entries */
+	assert_true(sp_mask_churn(st) == (tot_numel ? (double)tot_flips / (double)tot_numel : 0.0));
 	for (int i = 0; i < n; i++) {
 		free(old[i]);
 		free(snap[i]);
