@@ -299,8 +299,9 @@ awk -v noise=0.01 '
 cat <<EOF
 
 One seed, one short run: the ordering of arms closer than a few hundredths of a nat is not
-established by this experiment. Curves: \`results-loss.svg\` (validation loss over the run;
-training loss, moving mean over $win steps, in the second half).
+established by this experiment. Curves: \`results-loss.svg\` (\`cshost plot\`: validation loss and
+training loss as a moving mean over $win steps, learning rate, sparsity per layer, mask churn
+per update of the dynamic arms).
 
 ![loss curves](results-loss.svg)
 EOF
@@ -308,114 +309,12 @@ EOF
 mv "$md.tmp" "$md"
 
 # --- results-loss.svg ---------------------------------------------------------------
-# Two panels: validation loss over the whole run (the first steps clipped), and the
-# training loss (moving mean over 100 steps, or steps/20 for short runs) over the second
-# half, where the arms separate.
-svg_args=()
+# cshost plot (gnuplot): loss (training as a moving mean of $win steps, validation), learning
+# rate, sparsity per layer of the first arm and overall of the others, mask churn per update.
+plot_runs=()
 for a in $ALL_ARMS; do
-	[ -s "$data/$a.val" ] && svg_args+=("$a" "$data/$a.val" "$data/$a.train")
+	[ -s "$runs/$a/metrics.jsonl" ] && plot_runs+=("$runs/$a")
 done
-awk -v title="$model, $steps steps" -v win="$win" '
-function nice(r,   raw, m, q) {
-	raw = r / 5; m = exp(log(10) * int(log(raw) / log(10) - (raw < 1)))
-	q = raw / m
-	return (q < 1.5 ? 1 : q < 3 ? 2 : q < 7 ? 5 : 10) * m
-}
-function fmt(x, st) { return (st >= 1) ? sprintf("%d", x + 0.5 * (x > 0 ? 1 : -1)) : \
-	(st >= 0.1 ? sprintf("%.1f", x) : (st >= 0.01 ? sprintf("%.2f", x) : sprintf("%.3f", x))) }
-# panel p: frame at (X0[p], Y0) size PW x PH, data ranges xa..xb, ya..yb
-function px(p, x) { return X0[p] + (x - XA[p]) / (XB[p] - XA[p]) * PW }
-function py(p, y) { return Y0 + PH - (y - YA[p]) / (YB[p] - YA[p]) * PH }
-function axes(p, label, ylabel,   st, x, y) {
-	printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", X0[p], Y0, PW, PH
-	st = nice(XB[p] - XA[p])
-	for (x = st * int(XA[p] / st + 0.999999); x <= XB[p] + 1e-9; x += st) {
-		printf "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>", px(p, x), Y0, px(p, x), Y0 + PH
-		printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", px(p, x), Y0 + PH + 16, fmt(x, st)
-	}
-	st = nice(YB[p] - YA[p])
-	for (y = st * int(YA[p] / st + 0.999999); y <= YB[p] + 1e-9; y += st) {
-		printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>", X0[p], py(p, y), X0[p] + PW, py(p, y)
-		printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", X0[p] - 5, py(p, y) + 4, fmt(y, st)
-	}
-	printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n", X0[p], Y0, PW, PH
-	printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n", X0[p] + PW / 2, Y0 - 10, label
-	printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", X0[p] + PW / 2, Y0 + PH + 34
-	printf "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">%s</text>\n", X0[p] - 45, Y0 + PH / 2, ylabel
-}
-function curve(p, a, xs, ys, m, dash,   i, s, pts) {
-	pts = ""
-	for (i = 1; i <= m; i++) pts = pts sprintf("%.1f,%.1f ", px(p, xs[i]), py(p, ys[i]))
-	printf "<polyline clip-path=\"url(#c%d)\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s points=\"%s\"/>\n", p, COL[a], dash, pts
-}
-BEGIN {
-	split("dense #000000 static-random #d62728 static-topk #ff7f0e gmp #1f77b4 set #9467bd rigl #2ca02c granet #17becf", c, " ")
-	for (i = 1; i in c; i += 2) COL[c[i]] = c[i + 1]
-	na = 0
-	for (i = 1; i < ARGC; i += 3) {
-		a = ARGV[i]; na++; A[na] = a
-		m = 0
-		while ((getline l < ARGV[i + 1]) > 0) { split(l, w, " "); m++; VX[a, m] = w[1]; VY[a, m] = w[2] }
-		NV[a] = m
-		m = 0
-		while ((getline l < ARGV[i + 2]) > 0) { split(l, w, " "); m++; TX[a, m] = w[1]; TY[a, m] = w[2] }
-		NT[a] = m
-		if (TX[a, m] > steps) steps = TX[a, m]
-	}
-	ARGC = 1
-	PW = 420; PH = 300; Y0 = 50; X0[1] = 70; X0[2] = 600; W = 1050; H = 400 + 22 * int((na + 3) / 4)
-
-	# panel 1: validation loss, y from the lowest value to the highest at >= 15% of the run
-	XA[1] = 0; XB[1] = steps; YA[1] = 1e9; YB[1] = -1e9
-	for (k = 1; k <= na; k++) { a = A[k]
-		for (i = 1; i <= NV[a]; i++) {
-			if (VY[a, i] < YA[1]) YA[1] = VY[a, i]
-			if (VX[a, i] >= 0.15 * steps && VY[a, i] > YB[1]) YB[1] = VY[a, i]
-		}
-		if (YB[1] < VY[a, NV[a]]) YB[1] = VY[a, NV[a]]
-	}
-	d = (YB[1] - YA[1]) * 0.05 + 1e-3; YA[1] -= d; YB[1] += d
-	# panel 2: moving mean of the training loss over the second half
-	XA[2] = int(steps / 2); XB[2] = steps; YA[2] = 1e9; YB[2] = -1e9
-	for (k = 1; k <= na; k++) { a = A[k]; s = 0; m = 0
-		for (i = 1; i <= NT[a]; i++) {
-			s += TY[a, i]; if (i > win) s -= TY[a, i - win]
-			if (i >= win && TX[a, i] >= XA[2]) {
-				m++; SX[a, m] = TX[a, i]; SY[a, m] = s / win
-				if (SY[a, m] < YA[2]) YA[2] = SY[a, m]
-				if (SY[a, m] > YB[2]) YB[2] = SY[a, m]
-			}
-		}
-		NS[a] = m
-	}
-	d = (YB[2] - YA[2]) * 0.05 + 1e-3; YA[2] -= d; YB[2] += d
-	printf "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H
-	printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-	printf "<text x=\"%d\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">Tiny GPT, dense vs 80%% sparse (%s)</text>\n", W / 2, title
-	for (p = 1; p <= 2; p++)
-		printf "<defs><clipPath id=\"c%d\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath></defs>\n", p, X0[p], Y0, PW, PH
-	axes(1, "validation loss", "loss (nats/byte)")
-	axes(2, sprintf("training loss, moving mean of %d steps", win), "loss (nats/byte)")
-	for (k = 1; k <= na; k++) { a = A[k]
-		delete xs; delete ys
-		for (i = 1; i <= NV[a]; i++) { xs[i] = VX[a, i]; ys[i] = VY[a, i] }
-		curve(1, a, xs, ys, NV[a], "")
-		for (i = 1; i <= NV[a]; i++)
-			if (VY[a, i] <= YB[1])
-				printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"%s\"/>", px(1, VX[a, i]), py(1, VY[a, i]), COL[a]
-		printf "\n"
-		delete xs; delete ys
-		for (i = 1; i <= NS[a]; i++) { xs[i] = SX[a, i]; ys[i] = SY[a, i] }
-		curve(2, a, xs, ys, NS[a], "")
-	}
-	# legend below the panels
-	for (k = 1; k <= na; k++) {
-		lx = 110 + ((k - 1) % 4) * 230; ly = Y0 + PH + 62 + 22 * int((k - 1) / 4)
-		printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>", lx, ly - 4, lx + 30, ly - 4, COL[A[k]]
-		printf "<text x=\"%d\" y=\"%d\">%s</text>\n", lx + 38, ly, A[k]
-	}
-	printf "</svg>\n"
-}' "${svg_args[@]}" >"$docs/results-loss.svg.tmp"
-mv "$docs/results-loss.svg.tmp" "$docs/results-loss.svg"
+"$cshost" plot "${plot_runs[@]}" -o "$docs/results-loss.svg" --title "$model, $steps steps" \
+	--smooth "$win" >/dev/null || exit 1
 echo "experiment: wrote $md and $docs/results-loss.svg"

@@ -14,5 +14,6 @@ int cmd_sparsity(int argc, char **argv);
 int cmd_asm(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif /* CS_CLI_H */

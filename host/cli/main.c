@@ -18,6 +18,7 @@ __attribute__((weak)) int cmd_sparsity(int argc, char **argv);
 __attribute__((weak)) int cmd_asm(int argc, char **argv);
 __attribute__((weak)) int cmd_tokenize(int argc, char **argv);
 __attribute__((weak)) int cmd_export(int argc, char **argv);
+__attribute__((weak)) int cmd_plot(int argc, char **argv);
 
 static const struct {
 	const char *name;
@@ -33,6 +34,7 @@ static const struct {
 	{ "asm", cmd_asm, "assemble or disassemble PE task programs" },
 	{ "tokenize", cmd_tokenize, "text to GPT-2 or byte tokens and back" },
 	{ "export", cmd_export, "a checkpoint as Hugging Face GPT-2 safetensors" },
+	{ "plot", cmd_plot, "loss, learning rate, sparsity and mask churn of runs (gnuplot)" },
 };
 
 static void usage(FILE *f)
