@@ -88,7 +88,7 @@ static void test_usage_and_config_errors(void **state)
 	assert_int_equal(run("train cfg.yaml model.n_embed=3"), 1);
 	assert_string_equal(out, "cshost train: override 'model.n_embed=3': model.n_embed: unknown "
 				 "key (did you mean 'n_embd'?); allowed: n_layer, n_head, n_embd, "
-				 "block_size, vocab_size\n");
+				 "block_size, vocab_size, init_from\n");
 	assert_int_equal(run("train nonexistent.yaml"), 1);
 	assert_non_null(strstr(out, "nonexistent.yaml: cannot open"));
 	assert_int_equal(run("train cfg.yaml data.path=/nonexistent"), 1);
