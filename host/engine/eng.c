@@ -434,32 +434,33 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 	size_t nblk = ((size_t)j->T + ENG_TB - 1) / ENG_TB, b0, b1;
 	cs_split(nblk, tid, nth, &b0, &b1);
 	int P = (int)npanels(j->ncols);
+	size_t ld = (size_t)eng_ld(j->T);
 	for (size_t b = b0; b < b1; b++) {
 		int t0 = (int)b * ENG_TB;
 		int nt = j->T - t0 < ENG_TB ? j->T - t0 : ENG_TB;
 		const float *xb = j->x + (size_t)t0 * j->ncols;
+		/* a whole block inside the token-minor copy: the slice is read there, in place */
+		int direct = j->xt && (size_t)t0 + ENG_TB <= ld;
 		for (int p = 0; p < P; p++) {
 			int c0 = p * ENG_PANEL;
 			int cw = j->ncols - c0 < ENG_PANEL ? j->ncols - c0 : ENG_PANEL;
 			/* the slice: s [c][t] = x [t0 + t][c0 + c], zero past the last token */
-			j->k->transpose(sl->s, ENG_TB, xb + c0, (size_t)j->ncols, nt, cw);
+			float *s = direct ? j->xt + (size_t)c0 * ld + t0 : sl->s;
+			size_t ls = direct ? ld : ENG_TB;
+			j->k->transpose(s, ls, xb + c0, (size_t)j->ncols, nt, cw);
 			if (nt < ENG_TB)
 				for (int c = 0; c < cw; c++)
-					memset(sl->s + (size_t)c * ENG_TB + nt, 0,
+					memset(s + (size_t)c * ls + nt, 0,
 					       sizeof(float) * (size_t)(ENG_TB - nt));
-			if (j->xt) {
-				size_t ld = (size_t)eng_ld(j->T);
-				int tw = ld - (size_t)t0 < ENG_TB ? (int)(ld - (size_t)t0) : ENG_TB;
-				if (tw == ENG_TB)
-					j->k->slice_out(j->xt + (size_t)c0 * ld + t0, ld, sl->s, cw);
-				else
-					for (int c = 0; c < cw; c++)
-						memcpy(j->xt + (size_t)(c0 + c) * ld + t0,
-						       sl->s + (size_t)c * ENG_TB, sizeof(float) * (size_t)tw);
+			if (j->xt && !direct) {
+				int tw = (int)(ld - (size_t)t0);
+				for (int c = 0; c < cw; c++)
+					memcpy(j->xt + (size_t)(c0 + c) * ld + t0,
+					       sl->s + (size_t)c * ENG_TB, sizeof(float) * (size_t)tw);
 			}
 			j->k->spmm_panel(sl->yb, j->pp + (size_t)p * j->nrows,
 					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,
-					 sl->s, c0, j->nrows, p == 0);
+					 s, ls, c0, j->nrows, p == 0);
 		}
 		j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb, ENG_TB,
 				j->nrows, nt);

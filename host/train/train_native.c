@@ -73,7 +73,7 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->xt = calloc(n->n, sizeof *n->xt);
 	n->xt_src = calloc(n->n, sizeof *n->xt_src);
 	n->xt_bt = calloc(n->n, sizeof *n->xt_bt);
-	n->dyt = malloc(sizeof(float) * ld * 4 * C);
+	n->dyt = aligned_alloc(64, sizeof(float) * ld * 4 * C);
 	int rc = CS_ERR_NO_MEM;
 	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt ||
 	    eng_ctx_create(&n->e, pool))
@@ -85,7 +85,7 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 		if (!ts_mask(n->ts, n->tensor[k]))
 			continue;
 		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
-		if (!(n->xt[k] = malloc(sizeof(float) * ld * ic)))
+		if (!(n->xt[k] = aligned_alloc(64, sizeof(float) * ld * ic)))
 			goto out_nomem;
 		rc = build_one(n, k);
 		if (rc) {
