@@ -39,6 +39,35 @@ static void split_aligned(size_t n, size_t align, int tid, int nth, size_t *lo, 
 		*hi = n;
 }
 
+/* exp(x) for x in [-20, 0]: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor for exp(r) */
+static inline __attribute__((always_inline)) float exp_neg(float x)
+{
+	const float log2e = 1.44269504088896341f;
+	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+	const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+	float kf = (x * log2e + shifter) - shifter;
+	float r = (x - kf * ln2_hi) - kf * ln2_lo;
+	float p = 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	int32_t n = (int32_t)kf;
+	uint32_t bits = (uint32_t)(n + 127) << 23;
+	float scale;
+	memcpy(&scale, &bits, sizeof scale);
+	return p * scale;
+}
+
+/* exp(x) for x <= 0 (softmax): below -87 the result (< 2^-125) is taken at -87, which
+ * no sum of terms >= 1 can tell from zero */
+static inline __attribute__((always_inline)) float exp_nonpos(float x)
+{
+	return exp_neg(x > -87.0f ? x : -87.0f);
+}
+
 /* ---- encoder ------------------------------------------------------------------------ */
 
 struct enc_job {
@@ -119,32 +148,62 @@ struct ln_job {
 	int N, C;
 };
 
-static void layernorm_forward_job(void *va, int tid, int nth)
+/* Row sums in 16 lane-wise partial sums added in a fixed order: one latency-bound chain
+ * per row was most of LayerNorm's time. They vectorize without reassociation, so every
+ * clone (and every thread count) gives the same bits. */
+#define LANES 16
+
+static inline __attribute__((always_inline)) float lane_total(const float *l)
 {
-	struct ln_job *a = va;
+	float s = 0.0f;
+	for (int v = 0; v < LANES; v++)
+		s += l[v];
+	return s;
+}
+
+#define ROW_CLONES \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+static ROW_CLONES void layernorm_forward_rows(struct ln_job *a, size_t lo, size_t hi)
+{
 	const float eps = 1e-5f;
-	int C = a->C;
-	size_t lo, hi;
-	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	int C = a->C, Cv = C / LANES * LANES;
 	for (size_t n = lo; n < hi; n++) {
 		const float *x = a->inp + n * C;
-		float m = 0.0f;
-		for (int i = 0; i < C; i++)
-			m += x[i];
-		m /= C;
-		float v = 0.0f;
-		for (int i = 0; i < C; i++) {
+		float l[LANES] = { 0 };
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++)
+				l[v] += x[i + v];
+		for (int i = Cv; i < C; i++)
+			l[i - Cv] += x[i];
+		float m = lane_total(l) / C;
+		for (int v = 0; v < LANES; v++)
+			l[v] = 0.0f;
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++) {
+				float d = x[i + v] - m;
+				l[v] += d * d;
+			}
+		for (int i = Cv; i < C; i++) {
 			float d = x[i] - m;
-			v += d * d;
+			l[i - Cv] += d * d;
 		}
-		v /= C;
-		float s = 1.0f / sqrtf(v + eps);
+		float var = lane_total(l) / C;
+		float s = 1.0f / sqrtf(var + eps);
 		float *o = a->out + n * C;
 		for (int i = 0; i < C; i++)
 			o[i] = (s * (x[i] - m)) * a->weight[i] + a->bias[i];
 		a->mean[n] = m;
 		a->rstd[n] = s;
 	}
+}
+
+static void layernorm_forward_job(void *va, int tid, int nth)
+{
+	struct ln_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	layernorm_forward_rows(a, lo, hi);
 }
 
 void layernorm_forward_pool(cs_pool *pool, float *out, float *mean, float *rstd,
@@ -162,38 +221,42 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 	layernorm_forward_pool(NULL, out, mean, rstd, inp, weight, bias, N, C);
 }
 
-/*
- * dinp by rows, then dweight / dbias by columns (each column summed over the rows in
- * order, as one thread would): the two parts write different buffers, so one job does both.
- */
-static void layernorm_backward_job(void *va, int tid, int nth)
+static ROW_CLONES void layernorm_backward_rows(struct ln_job *a, size_t lo, size_t hi)
 {
-	struct ln_job *a = va;
-	int C = a->C;
+	int C = a->C, Cv = C / LANES * LANES;
 	const float *weight = a->weight;
-	size_t lo, hi;
-	cs_split((size_t)a->N, tid, nth, &lo, &hi);
 	for (size_t n = lo; n < hi; n++) {
 		const float *d = a->dout + n * C;
 		const float *x = a->inp + n * C;
 		float *dx = a->dinp + n * C;
 		float m = a->cmean[n], s = a->crstd[n];
-		float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-		for (int i = 0; i < C; i++) {
+		float l1[LANES] = { 0 }, l2[LANES] = { 0 };
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++) {
+				float norm = (x[i + v] - m) * s;
+				float dnorm = weight[i + v] * d[i + v];
+				l1[v] += dnorm;
+				l2[v] += dnorm * norm;
+			}
+		for (int i = Cv; i < C; i++) {
 			float norm = (x[i] - m) * s;
 			float dnorm = weight[i] * d[i];
-			dnorm_mean += dnorm;
-			dnorm_norm_mean += dnorm * norm;
+			l1[i - Cv] += dnorm;
+			l2[i - Cv] += dnorm * norm;
 		}
-		dnorm_mean /= C;
-		dnorm_norm_mean /= C;
+		float dnorm_mean = lane_total(l1) / C;
+		float dnorm_norm_mean = lane_total(l2) / C;
 		for (int i = 0; i < C; i++) {
 			float norm = (x[i] - m) * s;
 			float dnorm = weight[i] * d[i];
 			dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
 		}
 	}
-	split_aligned((size_t)C, 16, tid, nth, &lo, &hi);
+}
+
+static ROW_CLONES void layernorm_backward_cols(struct ln_job *a, size_t lo, size_t hi)
+{
+	int C = a->C;
 	for (int n = 0; n < a->N; n++) {
 		const float *d = a->dout + (size_t)n * C;
 		const float *x = a->inp + (size_t)n * C;
@@ -204,6 +267,20 @@ static void layernorm_backward_job(void *va, int tid, int nth)
 			a->dweight[i] += norm * d[i];
 		}
 	}
+}
+
+/*
+ * dinp by rows, then dweight / dbias by columns (each column summed over the rows in
+ * order, as one thread would): the two parts write different buffers, so one job does both.
+ */
+static void layernorm_backward_job(void *va, int tid, int nth)
+{
+	struct ln_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	layernorm_backward_rows(a, lo, hi);
+	split_aligned((size_t)a->C, 16, tid, nth, &lo, &hi);
+	layernorm_backward_cols(a, lo, hi);
 }
 
 /* dinp += ..., dweight += ..., dbias += ... */
@@ -373,23 +450,40 @@ void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float 
 
 /* ---- attention ---------------------------------------------------------------------- */
 
-/* Causal softmax of row t of a [T, T] score matrix, in place; zero above the diagonal. */
-static void causal_softmax_row(float *row, int t, int T)
+/* Causal softmax of row t of a [T, T] score matrix, in place; zero above the diagonal.
+ * Lane-wise max and sum (fixed order, the same bits in every clone) and the vectorizable
+ * exp_nonpos: libm's scalar expf was most of the softmax's time. */
+static ROW_CLONES void causal_softmax_row(float *row, int t, int T)
 {
-	float maxv = -INFINITY;
-	for (int j = 0; j <= t; j++)
-		if (row[j] > maxv)
-			maxv = row[j];
-	float sum = 0.0f;
-	for (int j = 0; j <= t; j++) {
-		float e = expf(row[j] - maxv);
+	int n = t + 1, nv = n / LANES * LANES;
+	float l[LANES];
+	for (int v = 0; v < LANES; v++)
+		l[v] = -INFINITY;
+	for (int j = 0; j < nv; j += LANES)
+		for (int v = 0; v < LANES; v++)
+			l[v] = row[j + v] > l[v] ? row[j + v] : l[v];
+	for (int j = nv; j < n; j++)
+		l[j - nv] = row[j] > l[j - nv] ? row[j] : l[j - nv];
+	float maxv = l[0];
+	for (int v = 1; v < LANES; v++)
+		maxv = l[v] > maxv ? l[v] : maxv;
+	for (int v = 0; v < LANES; v++)
+		l[v] = 0.0f;
+	for (int j = 0; j < nv; j += LANES)
+		for (int v = 0; v < LANES; v++) {
+			float e = exp_nonpos(row[j + v] - maxv);
+			row[j + v] = e;
+			l[v] += e;
+		}
+	for (int j = nv; j < n; j++) {
+		float e = exp_nonpos(row[j] - maxv);
 		row[j] = e;
-		sum += e;
+		l[j - nv] += e;
 	}
-	float inv = 1.0f / sum;
-	for (int j = 0; j <= t; j++)
+	float inv = 1.0f / lane_total(l);
+	for (int j = 0; j < n; j++)
 		row[j] *= inv;
-	for (int j = t + 1; j < T; j++)
+	for (int j = n; j < T; j++)
 		row[j] = 0.0f;
 }
 
@@ -575,28 +669,6 @@ void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
  * FMA contraction (-std=c11 sets -ffp-contract=off) every clone gives identical bits.
  */
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
-
-/* exp(x) for x in [-20, 0]: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor for exp(r) */
-static inline __attribute__((always_inline)) float exp_neg(float x)
-{
-	const float log2e = 1.44269504088896341f;
-	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
-	const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-	float kf = (x * log2e + shifter) - shifter;
-	float r = (x - kf * ln2_hi) - kf * ln2_lo;
-	float p = 1.0f / 720.0f;
-	p = p * r + 1.0f / 120.0f;
-	p = p * r + 1.0f / 24.0f;
-	p = p * r + 1.0f / 6.0f;
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
-	int32_t n = (int32_t)kf;
-	uint32_t bits = (uint32_t)(n + 127) << 23;
-	float scale;
-	memcpy(&scale, &bits, sizeof scale);
-	return p * scale;
-}
 
 static inline __attribute__((always_inline)) float tanh_fast(float y)
 {
