@@ -25,6 +25,13 @@ struct train_native {
 	float *dyt;            /* token-minor output gradient [4C][ld] */
 	float *dwnz;           /* [max nnz] */
 	size_t dwnz_cap;
+	/* packed gradients (tn_set_packed_grads): each sparse projection's dW at its nonzeros,
+	 * CSR order, accumulated over the backwards since tn_zero_grads */
+	int packed;
+	float **gnz;           /* [L * 4][nnz] */
+	size_t *gnz_cap;       /* [L * 4] */
+	uint8_t *gfresh;       /* [L * 4] 1: the next backward overwrites gnz */
+	int *proj_of;          /* [num_tensors] L * 4 index, or -1 */
 };
 
 
@@ -45,6 +52,14 @@ static int build_one(train_native *n, int k)
 				 t->shape[1], n->vtype);
 	if (rc)
 		return rc;
+	if ((size_t)n->sp[k].nnz > n->gnz_cap[k]) {
+		float *nb = realloc(n->gnz[k], sizeof(float) * (size_t)n->sp[k].nnz);
+		if (!nb)
+			return CS_ERR_NO_MEM;
+		n->gnz[k] = nb;
+		n->gnz_cap[k] = (size_t)n->sp[k].nnz;
+	}
+	n->gfresh[k] = 1;
 	if ((size_t)n->sp[k].nnz > n->dwnz_cap) {
 		float *nb = realloc(n->dwnz, sizeof(float) * (size_t)n->sp[k].nnz);
 		if (!nb)
@@ -74,13 +89,21 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->xt_src = calloc(n->n, sizeof *n->xt_src);
 	n->xt_bt = calloc(n->n, sizeof *n->xt_bt);
 	n->dyt = aligned_alloc(64, sizeof(float) * ld * 4 * C);
+	n->gnz = calloc(n->n, sizeof *n->gnz);
+	n->gnz_cap = calloc(n->n, sizeof *n->gnz_cap);
+	n->gfresh = calloc(n->n, sizeof *n->gfresh);
+	n->proj_of = malloc(sizeof *n->proj_of * (size_t)m->num_tensors);
 	int rc = CS_ERR_NO_MEM;
-	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt ||
-	    eng_ctx_create(&n->e, pool))
+	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt || !n->gnz ||
+	    !n->gnz_cap || !n->gfresh || !n->proj_of || eng_ctx_create(&n->e, pool))
 		goto out_nomem;
-	for (int i = 0; i < m->num_tensors; i++)
-		if (m->tensors[i].proj >= 0)
-			n->tensor[m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj] = i;
+	for (int i = 0; i < m->num_tensors; i++) {
+		n->proj_of[i] = -1;
+		if (m->tensors[i].proj >= 0) {
+			n->proj_of[i] = m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj;
+			n->tensor[n->proj_of[i]] = i;
+		}
+	}
 	for (int k = 0; k < n->n; k++) {
 		if (!ts_mask(n->ts, n->tensor[k]))
 			continue;
@@ -112,6 +135,12 @@ void tn_close(train_native *n)
 	eng_ctx_free(n->e);
 	for (int k = 0; n->xt && k < n->n; k++)
 		free(n->xt[k]);
+	for (int k = 0; n->gnz && k < n->n; k++)
+		free(n->gnz[k]);
+	free(n->gnz);
+	free(n->gnz_cap);
+	free(n->gfresh);
+	free(n->proj_of);
 	free(n->sp);
 	free(n->tensor);
 	free(n->xt);
@@ -145,6 +174,30 @@ void tn_mark_grads_clean(const train_native *n, train_sparsity *ts)
 	for (int k = 0; k < n->n; k++)
 		if (n->sp[k].row_ptr)
 			ts_set_grad_clean(ts, n->tensor[k]);
+}
+
+void tn_set_packed_grads(train_native *n, int on)
+{
+	n->packed = on;
+}
+
+int tn_packed_grads(const train_native *n)
+{
+	return n->packed;
+}
+
+void tn_zero_grads(train_native *n)
+{
+	memset(n->gfresh, 1, (size_t)n->n);
+}
+
+float *tn_packed_grad(const train_native *n, int tensor, size_t *nnz)
+{
+	int k = tensor >= 0 && tensor < n->m->num_tensors ? n->proj_of[tensor] : -1;
+	if (!n->packed || k < 0 || !n->sp[k].row_ptr)
+		return NULL;
+	*nnz = (size_t)n->sp[k].nnz;
+	return n->gnz[k];
 }
 
 size_t tn_weight_bytes(const train_native *n)
@@ -222,7 +275,18 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 		n->xt_src[k] = x;
 		n->xt_bt[k] = BT;
 	}
+	if (n->packed && n->gfresh[k]) {
+		eng_sddmm(n->pool, n->gnz[k], s, n->dyt, n->xt[k], BT);
+		n->gfresh[k] = 0;
+		return CS_OK;
+	}
 	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt[k], BT);
+	if (n->packed) { /* a later micro-batch: accumulate */
+		float *g = n->gnz[k];
+		for (int64_t q = 0; q < s->nnz; q++)
+			g[q] += n->dwnz[q];
+		return CS_OK;
+	}
 	struct scatter_job j = { dw, n->dwnz, s };
 	cs_pool_run(n->pool, scatter_part, &j);
 	return CS_OK;
