@@ -414,6 +414,7 @@ struct tm_job {
 	const int32_t *idx;
 	const void *val;
 	int bf16, nrows, ncols, T;
+	int x_tm, y_tm;        /* input / output token-minor ([cols][ld]) */
 	atomic_int failed;
 };
 
@@ -438,44 +439,72 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 	for (size_t b = b0; b < b1; b++) {
 		int t0 = (int)b * ENG_TB;
 		int nt = j->T - t0 < ENG_TB ? j->T - t0 : ENG_TB;
-		const float *xb = j->x + (size_t)t0 * j->ncols;
-		/* a whole block inside the token-minor copy: the slice is read there, in place */
-		int direct = j->xt && (size_t)t0 + ENG_TB <= ld;
+		/* a whole block inside the token-minor input (given, or the copy being made):
+		 * the slice is read there, in place */
+		float *tm = j->x_tm ? (float *)j->x : j->xt;
+		int direct = tm && (size_t)t0 + ENG_TB <= ld;
 		for (int p = 0; p < P; p++) {
 			int c0 = p * ENG_PANEL;
 			int cw = j->ncols - c0 < ENG_PANEL ? j->ncols - c0 : ENG_PANEL;
-			/* the slice: s [c][t] = x [t0 + t][c0 + c], zero past the last token */
-			float *s = direct ? j->xt + (size_t)c0 * ld + t0 : sl->s;
+			float *s = direct ? tm + (size_t)c0 * ld + t0 : sl->s;
 			size_t ls = direct ? ld : ENG_TB;
-			j->k->transpose(s, ls, xb + c0, (size_t)j->ncols, nt, cw);
-			if (nt < ENG_TB)
-				for (int c = 0; c < cw; c++)
-					memset(s + (size_t)c * ls + nt, 0,
-					       sizeof(float) * (size_t)(ENG_TB - nt));
-			if (j->xt && !direct) {
-				int tw = (int)(ld - (size_t)t0);
-				for (int c = 0; c < cw; c++)
-					memcpy(j->xt + (size_t)(c0 + c) * ld + t0,
-					       sl->s + (size_t)c * ENG_TB, sizeof(float) * (size_t)tw);
+			if (j->x_tm) {
+				/* token-minor input: only the block past the last whole one is
+				 * copied (its tokens up to ld, then zeros) */
+				if (!direct)
+					for (int c = 0; c < cw; c++) {
+						float *d = s + (size_t)c * ENG_TB;
+						memcpy(d, tm + (size_t)(c0 + c) * ld + t0,
+						       sizeof(float) * (ld - (size_t)t0));
+						memset(d + (ld - (size_t)t0), 0,
+						       sizeof(float) * (ENG_TB - (ld - (size_t)t0)));
+					}
+			} else {
+				/* the slice: s [c][t] = x [t0 + t][c0 + c], zero past the last
+				 * token */
+				j->k->transpose(s, ls, j->x + (size_t)t0 * j->ncols + c0,
+						(size_t)j->ncols, nt, cw);
+				if (nt < ENG_TB)
+					for (int c = 0; c < cw; c++)
+						memset(s + (size_t)c * ls + nt, 0,
+						       sizeof(float) * (size_t)(ENG_TB - nt));
+				if (j->xt && !direct) {
+					int tw = (int)(ld - (size_t)t0);
+					for (int c = 0; c < cw; c++)
+						memcpy(j->xt + (size_t)(c0 + c) * ld + t0,
+						       sl->s + (size_t)c * ENG_TB,
+						       sizeof(float) * (size_t)tw);
+				}
 			}
 			j->k->spmm_panel(sl->yb, j->pp + (size_t)p * j->nrows,
 					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,
 					 s, ls, c0, j->nrows, p == 0);
 		}
-		j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb, ENG_TB,
-				j->nrows, nt);
+		if (j->y_tm) {
+			/* token-minor output: the block's columns are rows of y already */
+			int last = t0 + nt == j->T;
+			for (int r = 0; r < j->nrows; r++) {
+				float *d = j->y + (size_t)r * ld + t0;
+				memcpy(d, sl->yb + (size_t)r * ENG_TB, sizeof(float) * (size_t)nt);
+				if (last)
+					memset(d + nt, 0, sizeof(float) * (ld - (size_t)j->T));
+			}
+		} else {
+			j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb,
+					ENG_TB, j->nrows, nt);
+		}
 	}
 }
 
-int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
-	     float *xt)
+int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
+		int x_tm, int T, float *xt)
 {
 	struct tm_job j = {
 		.k = kern(),
 		.e = e,
 		.y = y,
 		.x = x,
-		.xt = xt,
+		.xt = x_tm ? NULL : xt,
 		.pp = by_col ? w->cpp : w->rpp,
 		.idx = by_col ? w->row : w->col,
 		.val = by_col ? w->cval : w->val,
@@ -483,11 +512,19 @@ int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *
 		.nrows = by_col ? w->n_in : w->n_out,
 		.ncols = by_col ? w->n_out : w->n_in,
 		.T = T,
+		.x_tm = x_tm != 0,
+		.y_tm = y_tm != 0,
 	};
 	if (T < 1)
 		return CS_ERR_INVALID;
 	cs_pool_run(e->pool, spmm_tm_part, &j);
 	return atomic_load(&j.failed) ? CS_ERR_NO_MEM : CS_OK;
+}
+
+int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
+	     float *xt)
+{
+	return eng_spmm_ex(e, y, 0, w, by_col, x, 0, T, xt);
 }
 
 static void sddmm_part(void *arg, int tid, int nth)
