@@ -890,6 +890,73 @@ void softmax_crossentropy_backward(float *dlogits, const float *probs, const int
 	softmax_crossentropy_backward_pool(NULL, dlogits, probs, targets, dloss, N, V);
 }
 
+/* ---- token-minor MLP activations ------------------------------------------------------ */
+
+struct tm_job {
+	float *y;
+	float *db;
+	const float *b, *d;
+	int rows, BT, ld;
+};
+
+/* y [rows][ld] += b [rows] on the BT tokens (padding stays zero); rows split */
+static void tm_bias_add_job(void *va, int tid, int nth)
+{
+	struct tm_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		float *y = a->y + i * a->ld, b = a->b[i];
+		for (int t = 0; t < a->BT; t++)
+			y[t] += b;
+	}
+}
+
+static ROW_CLONES void tm_bias_grad_rows(struct tm_job *a, size_t lo, size_t hi)
+{
+	int BT = a->BT, nv = BT / LANES * LANES;
+	for (size_t i = lo; i < hi; i++) {
+		const float *d = a->d + i * a->ld;
+		float l[LANES] = { 0 };
+		for (int t = 0; t < nv; t += LANES)
+			for (int v = 0; v < LANES; v++)
+				l[v] += d[t + v];
+		for (int t = nv; t < BT; t++)
+			l[t - nv] += d[t];
+		a->db[i] += lane_total(l);
+	}
+}
+
+/* db [rows] += the sum over the BT tokens of each row of d [rows][ld]; rows split */
+static void tm_bias_grad_job(void *va, int tid, int nth)
+{
+	struct tm_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
+	tm_bias_grad_rows(a, lo, hi);
+}
+
+/* Room for the token-minor activations of ld tokens; fresh memory is zero, the padding
+ * tokens of every row stay so. */
+static int tm_reserve(gpt *m, int ld)
+{
+	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd;
+	size_t need = (2 * L + 2) * C4 * (size_t)ld;
+	if (need > m->tm_cap) {
+		float *p = calloc(need, sizeof(float));
+		if (!p)
+			return CS_ERR_NO_MEM;
+		free(m->tm_memory);
+		m->tm_memory = p;
+		m->tm_cap = need;
+	}
+	m->tm_fch = m->tm_memory;
+	m->tm_fch_gelu = m->tm_fch + L * C4 * (size_t)ld;
+	m->tm_dfch = m->tm_fch_gelu + L * C4 * (size_t)ld;
+	m->tm_dfch_gelu = m->tm_dfch + C4 * (size_t)ld;
+	return CS_OK;
+}
+
 /* ---- the host linear hook ----------------------------------------------------------- */
 
 /* ctx is the cs_pool to split over (NULL: the caller's thread). */
@@ -1071,8 +1138,9 @@ int gpt_create(gpt *m, const gpt_config *cfg, int B, int T)
 	m->bwd_memory = malloc(n_bwd * sizeof(float));
 	m->inputs = malloc(BT * sizeof(int));
 	m->targets = malloc(BT * sizeof(int));
+	m->tm_ld = calloc(L, sizeof(int));
 	if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->bwd_memory ||
-	    !m->inputs || !m->targets) {
+	    !m->inputs || !m->targets || !m->tm_ld) {
 		gpt_free(m);
 		return CS_ERR_NO_MEM;
 	}
@@ -1112,6 +1180,8 @@ void gpt_free(gpt *m)
 	free(m->inputs);
 	free(m->targets);
 	free(m->att_scratch);
+	free(m->tm_ld);
+	free(m->tm_memory);
 	memset(m, 0, sizeof *m);
 }
 
@@ -1244,13 +1314,35 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		residual_forward_pool(pool, residual2, residual, attproj, (int)(BT * C));
 		layernorm_forward_pool(pool, ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C1,
 				       p->ln2b + l * C1, (int)BT, C);
-		rc = lin_forward(m, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, 4 * C);
-		if (rc)
-			return rc;
-		bias_add_pool(pool, fch, p->fcb + l * C4, (int)BT, (int)C4);
-		gelu_forward_pool(pool, fch_gelu, fch, (int)(BT * C4));
-		rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ,
-				 (int)BT, 4 * C, C);
+		int tld = m->lin->mlp_ld ? m->lin->mlp_ld(m->lin_ctx, l, (int)BT) : 0;
+		m->tm_ld[l] = 0;
+		if (tld > 0) { /* the hidden activations token-minor */
+			rc = tm_reserve(m, tld);
+			if (rc)
+				return rc;
+			m->tm_ld[l] = tld;
+			float *fcht = m->tm_fch + l * C4 * tld;
+			float *gelut = m->tm_fch_gelu + l * C4 * tld;
+			rc = m->lin->forward_tm(m->lin_ctx, fcht, ln2, p->fcw + l * C4 * C, l, GPT_FC,
+						(int)BT, C, 4 * C, tld);
+			if (rc)
+				return rc;
+			struct tm_job tj = { .y = fcht, .b = p->fcb + l * C4, .rows = (int)C4,
+					     .BT = (int)BT, .ld = tld };
+			cs_pool_run(pool, tm_bias_add_job, &tj);
+			gelu_forward_pool(pool, gelut, fcht, (int)(C4 * tld));
+			rc = m->lin->forward_tm(m->lin_ctx, fcproj, gelut, p->fcprojw + l * C1 * C4,
+						l, GPT_FC_PROJ, (int)BT, 4 * C, C, tld);
+		} else {
+			rc = lin_forward(m, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
+					 4 * C);
+			if (rc)
+				return rc;
+			bias_add_pool(pool, fch, p->fcb + l * C4, (int)BT, (int)C4);
+			gelu_forward_pool(pool, fch_gelu, fch, (int)(BT * C4));
+			rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l,
+					 GPT_FC_PROJ, (int)BT, 4 * C, C);
+		}
 		if (rc)
 			return rc;
 		bias_add_pool(pool, fcproj, p->fcprojb + l * C1, (int)BT, C);
@@ -1336,14 +1428,34 @@ int gpt_backward(gpt *m, float loss_scale)
 		/* residual3 = residual2 + fcproj: dfcproj is dresidual itself */
 		const float *dfcproj = m->dresidual;
 		bias_grad_pool(pool, g->fcprojb + l * C1, dfcproj, (int)BT, C);
-		rc = lin_backward(m, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj, fch_gelu,
-				  p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT, (int)C4, C);
-		if (rc)
-			return rc;
-		gelu_backward_pool(pool, m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
-		bias_grad_pool(pool, g->fcb + l * C4, m->dfch, (int)BT, (int)C4);
-		rc = lin_backward(m, m->dln, g->fcw + l * C4 * C, m->dfch, ln2, p->fcw + l * C4 * C,
-				  l, GPT_FC, (int)BT, C, (int)C4);
+		int tld = m->tm_ld[l];
+		if (tld > 0) { /* the hidden activations token-minor */
+			const float *fcht = m->tm_fch + l * C4 * tld;
+			const float *gelut = m->tm_fch_gelu + l * C4 * tld;
+			rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch_gelu,
+						 g->fcprojw + l * C1 * C4, dfcproj, gelut,
+						 p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT,
+						 (int)C4, C, tld, m->want_dense_dw);
+			if (rc)
+				return rc;
+			gelu_backward_pool(pool, m->tm_dfch, fcht, m->tm_dfch_gelu, (int)(C4 * tld));
+			struct tm_job tj = { .db = g->fcb + l * C4, .d = m->tm_dfch, .rows = (int)C4,
+					     .BT = (int)BT, .ld = tld };
+			cs_pool_run(pool, tm_bias_grad_job, &tj);
+			rc = m->lin->backward_tm(m->lin_ctx, m->dln, g->fcw + l * C4 * C, m->tm_dfch,
+						 ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
+						 (int)C4, tld, m->want_dense_dw);
+		} else {
+			rc = lin_backward(m, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj,
+					  fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ,
+					  (int)BT, (int)C4, C);
+			if (rc)
+				return rc;
+			gelu_backward_pool(pool, m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
+			bias_grad_pool(pool, g->fcb + l * C4, m->dfch, (int)BT, (int)C4);
+			rc = lin_backward(m, m->dln, g->fcw + l * C4 * C, m->dfch, ln2,
+					  p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, (int)C4);
+		}
 		if (rc)
 			return rc;
 		/* dresidual now accumulates the gradient of residual2 */

@@ -51,6 +51,18 @@ typedef struct gpt_linear_ops {
 	int (*backward)(void *ctx, float *dx, float *dw, const float *dy, const float *x,
 			const float *w, int layer, int proj, int BT, int IC, int OC,
 			int want_dense_dw);
+	/* Optional (NULL: never). The MLP's hidden activations token-minor: mlp.fc's output,
+	 * GELU, mlp.proj's input and their gradients as [4C][ld] (a row per feature, tokens
+	 * BT..ld-1 zero), which spares the transposes of the widest activations. mlp_ld gives
+	 * ld (>= BT) when block `layer` runs so, else 0; then forward_tm / backward_tm run
+	 * GPT_FC with y / dy token-minor and GPT_FC_PROJ with x / dx token-minor (the other
+	 * side token-major, as forward / backward). */
+	int (*mlp_ld)(void *ctx, int layer, int BT);
+	int (*forward_tm)(void *ctx, float *y, const float *x, const float *w, int layer,
+			  int proj, int BT, int IC, int OC, int ld);
+	int (*backward_tm)(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+			   const float *w, int layer, int proj, int BT, int IC, int OC, int ld,
+			   int want_dense_dw);
 } gpt_linear_ops;
 
 /* llm.c layout: each parameter kind is one array over the layers. */
@@ -128,6 +140,14 @@ typedef struct gpt {
 	float *datt;            /* [T, T] attention scratch */
 	float *att_scratch;     /* [att_scratch_threads, T, T]: attention backward per thread */
 	int att_scratch_threads;
+	/* token-minor MLP activations (gpt_linear_ops.mlp_ld), allocated at first use */
+	int *tm_ld;             /* [L] ld of each block's last forward, 0: token-major */
+	float *tm_memory;
+	size_t tm_cap;          /* floats */
+	float *tm_fch;          /* [L, 4C, ld] fch, token-minor */
+	float *tm_fch_gelu;     /* [L, 4C, ld] */
+	float *tm_dfch;         /* [4C, ld] */
+	float *tm_dfch_gelu;    /* [4C, ld] */
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
 	int cur_B, cur_T;
 	float mean_loss;        /* of the last forward with targets, else -1 */
