@@ -485,7 +485,11 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 			int last = t0 + nt == j->T;
 			for (int r = 0; r < j->nrows; r++) {
 				float *d = j->y + (size_t)r * ld + t0;
-				memcpy(d, sl->yb + (size_t)r * ENG_TB, sizeof(float) * (size_t)nt);
+				if (nt == ENG_TB) /* a constant size: inlined */
+					memcpy(d, sl->yb + (size_t)r * ENG_TB, sizeof(float) * ENG_TB);
+				else
+					memcpy(d, sl->yb + (size_t)r * ENG_TB,
+					       sizeof(float) * (size_t)nt);
 				if (last)
 					memset(d + nt, 0, sizeof(float) * (ld - (size_t)j->T));
 			}
