@@ -494,6 +494,12 @@ struct att_job {
 };
 
 /* (b, h) pairs split over the threads: every output belongs to one pair. */
+/* Causal attention in blocks of ATT_QB query rows: block r0 takes only the keys up to its
+ * last row, so the products skip the masked upper triangle (5/8 of the full products'
+ * work at T = 128). */
+#define ATT_QB 32
+
+/* (b, h) pairs split over the threads: every output belongs to one pair. */
 static void attention_forward_job(void *va, int tid, int nth)
 {
 	struct att_job *a = va;
@@ -508,14 +514,18 @@ static void attention_forward_job(void *va, int tid, int nth)
 		const float *v = q + 2 * C;
 		float *at = a->att + bh * T * T;
 		float *o = a->out + b * T * C + h * hs;
-		/* at [T, T] = scale * q k^T (the upper triangle is computed and discarded) */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
-			    0.0f, at, T);
-		for (int t = 0; t < T; t++)
-			causal_softmax_row(at + (size_t)t * T, t, T);
-		/* o [T, hs] = at v */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, at, T, v, C3,
-			    0.0f, o, C);
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			float *ar = at + (size_t)r0 * T;
+			/* at [r0.., 0..kn) = scale * q k^T */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, kn, hs, scale,
+				    q + (size_t)r0 * C3, C3, k, C3, 0.0f, ar, T);
+			for (int t = r0; t < kn; t++)
+				causal_softmax_row(at + (size_t)t * T, t, T);
+			/* o [r0.., hs] = at v */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, hs, kn, 1.0f, ar,
+				    T, v, C3, 0.0f, o + (size_t)r0 * C, C);
+		}
 	}
 }
 
@@ -530,6 +540,25 @@ void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
 	attention_forward_pool(NULL, out, att, qkv, B, T, C, NH);
+}
+
+/* softmax backward of row t in place: dr[j] = scale a[j] (dr[j] - <a, dr>) for j <= t,
+ * zero for t < j < kn (lane-wise dot, fixed order) */
+static ROW_CLONES void softmax_backward_row(float *dr, const float *ar, int t, int kn,
+					    float scale)
+{
+	int n = t + 1, nv = n / LANES * LANES;
+	float l[LANES] = { 0 };
+	for (int j = 0; j < nv; j += LANES)
+		for (int v = 0; v < LANES; v++)
+			l[v] += ar[j + v] * dr[j + v];
+	for (int j = nv; j < n; j++)
+		l[j - nv] += ar[j] * dr[j];
+	float dot = lane_total(l);
+	for (int j = 0; j < n; j++)
+		dr[j] = scale * ar[j] * (dr[j] - dot);
+	for (int j = n; j < kn; j++)
+		dr[j] = 0.0f;
 }
 
 static void attention_backward_job(void *va, int tid, int nth)
@@ -550,28 +579,31 @@ static void attention_backward_job(void *va, int tid, int nth)
 		float *dv = dq + 2 * C;
 		const float *at = a->catt + bh * T * T;
 		const float *d = a->dout + b * T * C + h * hs;
-		/* da = dout v^T, dv = at^T dout */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, C, v, C3,
-			    0.0f, da, T);
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, at, T, d, C,
-			    0.0f, dv, C3);
-		/* softmax backward, into da (scaled), causal */
+		/* dk and dv collect every query block's share */
 		for (int t = 0; t < T; t++) {
-			const float *ar = at + (size_t)t * T;
-			float *dr = da + (size_t)t * T;
-			float dot = 0.0f;
-			for (int j = 0; j <= t; j++)
-				dot += ar[j] * dr[j];
-			for (int j = 0; j <= t; j++)
-				dr[j] = scale * ar[j] * (dr[j] - dot);
-			for (int j = t + 1; j < T; j++)
-				dr[j] = 0.0f;
+			memset(dk + (size_t)t * C3, 0, sizeof(float) * hs);
+			memset(dv + (size_t)t * C3, 0, sizeof(float) * hs);
 		}
-		/* dq = da k, dk = da^T q */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, k, C3,
-			    0.0f, dq, C3);
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, q, C3,
-			    0.0f, dk, C3);
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			const float *ar = at + (size_t)r0 * T;
+			float *dr = da + (size_t)r0 * T;
+			const float *dd = d + (size_t)r0 * C;
+			/* da = dout v^T, dv += at^T dout */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, kn, hs, 1.0f, dd, C,
+				    v, C3, 0.0f, dr, T);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hs, mr, 1.0f, ar, T,
+				    dd, C, 1.0f, dv, C3);
+			/* softmax backward, into da (scaled), causal */
+			for (int t = r0; t < kn; t++)
+				softmax_backward_row(da + (size_t)t * T, at + (size_t)t * T, t, kn,
+						     scale);
+			/* dq = da k, dk += da^T q */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, hs, kn, 1.0f, dr,
+				    T, k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hs, mr, 1.0f, dr, T,
+				    q + (size_t)r0 * C3, C3, 1.0f, dk, C3);
+		}
 	}
 }
 
