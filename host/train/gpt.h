@@ -42,8 +42,9 @@ typedef struct gpt_tensor {
 /*
  * Linear-layer hook for the projections: y [BT, OC] = x [BT, IC] W^T (no bias; the model
  * adds it). backward overwrites dx = dy W and accumulates dw += dy^T x into the dense grad
- * buffer (a sparse implementation touches only the nonzero positions). want_dense_dw asks
- * for the full dense dW (sparsity growth steps).
+ * buffer (a sparse implementation touches only the nonzero positions, or keeps them in an
+ * array of its own: train_native.h). want_dense_dw asks for the full dense dW (sparsity
+ * growth steps), always into the dense buffer.
  */
 typedef struct gpt_linear_ops {
 	int (*forward)(void *ctx, float *y, const float *x, const float *w, int layer, int proj,

@@ -2,7 +2,9 @@
  * train_native.h - the projections of the GPT on the native sparse engine (host/engine):
  * a gpt_linear_ops whose sparse projections run as fp32 sparse products on the host's
  * cores (forward Y = X W^T, backward data dX = dY W, and the weight gradient at the
- * nonzero positions only, scattered into the dense grad buffer). Projections without a
+ * nonzero positions only, kept packed for the optimizer or scattered into the dense grad
+ * buffer), and a block's MLP hidden activations token-minor when both of its projections
+ * run here (gpt_linear_ops.mlp_ld). Projections without a
  * mask, or kept at more than 40% density (GMP before it prunes, GraNet early), run as
  * dense OpenBLAS sgemm. On steps where sparsity wants the dense gradient
  * (RigL, GraNet growth), dW is the dense sgemm too.
