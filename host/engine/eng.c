@@ -202,6 +202,7 @@ struct upd_job {
 	const float *w;
 };
 
+/* CSR values gathered from the dense rows (rows split) */
 static void upd_part(void *arg, int tid, int nth)
 {
 	struct upd_job *j = arg;
@@ -213,16 +214,66 @@ static void upd_part(void *arg, int tid, int nth)
 		for (int64_t k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++)
 			put_val(s->val, s->vtype, k, wr[s->col[k]]);
 	}
+}
+
+/* First entry of row i whose column is >= c. */
+static int64_t row_lower(const eng_spmat *s, int i, int c)
+{
+	int64_t lo = s->row_ptr[i], hi = s->row_ptr[i + 1];
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (s->col[mid] < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* CSC values from the fresh CSR values (columns split): the rows are visited in order, so
+ * each column's entries come in its CSC order, as in the build; the strided gather from
+ * the dense weights is not needed. */
+static void upd_csc_part(void *arg, int tid, int nth)
+{
+	struct upd_job *j = arg;
+	eng_spmat *s = j->s;
+	size_t lo, hi;
 	cs_split((size_t)s->n_in, tid, nth, &lo, &hi);
+	if (lo >= hi)
+		return;
+	int64_t *next = malloc(sizeof(int64_t) * (hi - lo));
+	if (!next) { /* no memory: gather by column from the dense weights */
+		for (size_t c = lo; c < hi; c++)
+			for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++)
+				put_val(s->cval, s->vtype, q,
+					j->w[(size_t)s->row[q] * s->n_in + c]);
+		return;
+	}
 	for (size_t c = lo; c < hi; c++)
-		for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++)
-			put_val(s->cval, s->vtype, q, j->w[(size_t)s->row[q] * s->n_in + c]);
+		next[c - lo] = s->col_ptr[c];
+	for (int i = 0; i < s->n_out; i++) {
+		int64_t k = lo ? row_lower(s, i, (int)lo) : s->row_ptr[i];
+		int64_t ke = s->row_ptr[i + 1];
+		if (s->vtype == ENG_BF16) {
+			const uint16_t *v = s->val;
+			uint16_t *cv = s->cval;
+			for (; k < ke && (size_t)s->col[k] < hi; k++)
+				cv[next[s->col[k] - lo]++] = v[k];
+		} else {
+			const float *v = s->val;
+			float *cv = s->cval;
+			for (; k < ke && (size_t)s->col[k] < hi; k++)
+				cv[next[s->col[k] - lo]++] = v[k];
+		}
+	}
+	free(next);
 }
 
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool)
 {
 	struct upd_job j = { s, w };
 	cs_pool_run(pool, upd_part, &j);
+	cs_pool_run(pool, upd_csc_part, &j);
 }
 
 void eng_spmat_free(eng_spmat *s)
