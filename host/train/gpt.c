@@ -231,13 +231,14 @@ static ROW_CLONES void layernorm_backward_rows(struct ln_job *a, size_t lo, size
 		float *dx = a->dinp + n * C;
 		float m = a->cmean[n], s = a->crstd[n];
 		float l1[LANES] = { 0 }, l2[LANES] = { 0 };
+		/* two passes, one partial-sum array each: one loop over both vectorized into
+		 * lane permutes */
 		for (int i = 0; i < Cv; i += LANES)
-			for (int v = 0; v < LANES; v++) {
-				float norm = (x[i + v] - m) * s;
-				float dnorm = weight[i + v] * d[i + v];
-				l1[v] += dnorm;
-				l2[v] += dnorm * norm;
-			}
+			for (int v = 0; v < LANES; v++)
+				l1[v] += weight[i + v] * d[i + v];
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++)
+				l2[v] += (weight[i + v] * d[i + v]) * ((x[i + v] - m) * s);
 		for (int i = Cv; i < C; i++) {
 			float norm = (x[i] - m) * s;
 			float dnorm = weight[i] * d[i];
