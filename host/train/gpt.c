@@ -926,23 +926,36 @@ void softmax_crossentropy_backward(float *dlogits, const float *probs, const int
 /* ---- token-minor MLP activations ------------------------------------------------------ */
 
 struct tm_job {
-	float *y;
+	float *y, *g;
 	float *db;
 	const float *b, *d;
 	int rows, BT, ld;
 };
 
-/* y [rows][ld] += b [rows] on the BT tokens (padding stays zero); rows split */
-static void tm_bias_add_job(void *va, int tid, int nth)
+/* y [rows][ld] += b [rows] on the BT tokens, then g = GELU(y) (padding tokens stay zero in
+ * both): one pass over the rows */
+static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi)
+{
+	for (size_t i = lo; i < hi; i++) {
+		float *y = a->y + i * a->ld, *g = a->g + i * a->ld, b = a->b[i];
+		for (int t = 0; t < a->BT; t++) {
+			float x = y[t] + b;
+			float cube = 0.044715f * x * x * x;
+			y[t] = x;
+			g[t] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
+		}
+		for (int t = a->BT; t < a->ld; t++)
+			g[t] = 0.0f;
+	}
+}
+
+/* rows split */
+static void tm_bias_gelu_job(void *va, int tid, int nth)
 {
 	struct tm_job *a = va;
 	size_t lo, hi;
 	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
-	for (size_t i = lo; i < hi; i++) {
-		float *y = a->y + i * a->ld, b = a->b[i];
-		for (int t = 0; t < a->BT; t++)
-			y[t] += b;
-	}
+	tm_bias_gelu_rows(a, lo, hi);
 }
 
 static ROW_CLONES void tm_bias_grad_rows(struct tm_job *a, size_t lo, size_t hi)
@@ -1360,10 +1373,9 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 						(int)BT, C, 4 * C, tld);
 			if (rc)
 				return rc;
-			struct tm_job tj = { .y = fcht, .b = p->fcb + l * C4, .rows = (int)C4,
-					     .BT = (int)BT, .ld = tld };
-			cs_pool_run(pool, tm_bias_add_job, &tj);
-			gelu_forward_pool(pool, gelut, fcht, (int)(C4 * tld));
+			struct tm_job tj = { .y = fcht, .g = gelut, .b = p->fcb + l * C4,
+					     .rows = (int)C4, .BT = (int)BT, .ld = tld };
+			cs_pool_run(pool, tm_bias_gelu_job, &tj);
 			rc = m->lin->forward_tm(m->lin_ctx, fcproj, gelut, p->fcprojw + l * C1 * C4,
 						l, GPT_FC_PROJ, (int)BT, 4 * C, C, tld);
 		} else {
