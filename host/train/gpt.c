@@ -492,6 +492,7 @@ struct att_job {
 	float *out, *att, *dqkv, *scratch;
 	const float *qkv, *catt, *dout;
 	int B, T, C, NH;
+	int ld;                 /* the token-minor forms: qkv, dqkv are [3C][ld] */
 };
 
 /* (b, h) pairs split over the threads: every output belongs to one pair. */
@@ -614,6 +615,95 @@ void attention_backward_pool(cs_pool *pool, float *dqkv, const float *dout, cons
 	struct att_job a = { .dqkv = dqkv, .dout = dout, .qkv = qkv, .catt = att,
 			     .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH };
 	cs_pool_run(pool, attention_backward_job, &a);
+}
+
+/* Token-minor q, k, v ([3C][ld], token b*T + t in column b*T + t): the same blocks, with
+ * the products taking q, k, v and writing dq, dk, dv through their transposes. */
+static void attention_forward_tm_job(void *va, int tid, int nth)
+{
+	struct att_job *a = va;
+	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
+	float scale = 1.0f / sqrtf((float)hs);
+	size_t lo, hi;
+	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
+	for (size_t bh = lo; bh < hi; bh++) {
+		size_t b = bh / NH, h = bh % NH;
+		const float *qt = a->qkv + h * hs * (size_t)ld + b * T;  /* [hs][ld] */
+		const float *kt = qt + (size_t)C * ld;
+		const float *vt = qt + 2 * (size_t)C * ld;
+		float *at = a->att + bh * T * T;
+		float *o = a->out + b * T * C + h * hs;
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			float *ar = at + (size_t)r0 * T;
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, mr, kn, hs, scale,
+				    qt + r0, ld, kt, ld, 0.0f, ar, T);
+			for (int t = r0; t < kn; t++)
+				causal_softmax_row(at + (size_t)t * T, t, T);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, hs, kn, 1.0f, ar, T,
+				    vt, ld, 0.0f, o + (size_t)r0 * C, C);
+		}
+	}
+}
+
+void attention_forward_tm_pool(cs_pool *pool, float *out, float *att, const float *qkvt,
+			       int ld, int B, int T, int C, int NH)
+{
+	struct att_job a = { .out = out, .att = att, .qkv = qkvt, .B = B, .T = T, .C = C,
+			     .NH = NH, .ld = ld };
+	cs_pool_run(pool, attention_forward_tm_job, &a);
+}
+
+static void attention_backward_tm_job(void *va, int tid, int nth)
+{
+	struct att_job *a = va;
+	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
+	float scale = 1.0f / sqrtf((float)hs);
+	float *da = a->scratch + (size_t)tid * T * T;
+	size_t lo, hi;
+	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
+	for (size_t bh = lo; bh < hi; bh++) {
+		size_t b = bh / NH, h = bh % NH;
+		size_t off = h * hs * (size_t)ld + b * T;
+		const float *qt = a->qkv + off, *kt = qt + (size_t)C * ld;
+		const float *vt = qt + 2 * (size_t)C * ld;
+		float *dqt = a->dqkv + off, *dkt = dqt + (size_t)C * ld;
+		float *dvt = dqt + 2 * (size_t)C * ld;
+		const float *at = a->catt + bh * T * T;
+		const float *d = a->dout + b * T * C + h * hs;
+		for (int i = 0; i < hs; i++) {
+			memset(dkt + (size_t)i * ld, 0, sizeof(float) * T);
+			memset(dvt + (size_t)i * ld, 0, sizeof(float) * T);
+		}
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			const float *ar = at + (size_t)r0 * T;
+			float *dr = da + (size_t)r0 * T;
+			const float *dd = d + (size_t)r0 * C;
+			/* da = dout v^T, dv^T += dout^T at */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, kn, hs, 1.0f, dd,
+				    C, vt, ld, 0.0f, dr, T);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hs, kn, mr, 1.0f, dd, C,
+				    ar, T, 1.0f, dvt, ld);
+			for (int t = r0; t < kn; t++)
+				softmax_backward_row(da + (size_t)t * T, at + (size_t)t * T, t, kn,
+						     scale);
+			/* dq^T = k^T da^T, dk^T += q^T da */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hs, mr, kn, 1.0f, kt, ld,
+				    dr, T, 0.0f, dqt + r0, ld);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hs, kn, mr, 1.0f,
+				    qt + r0, ld, dr, T, 1.0f, dkt, ld);
+		}
+	}
+}
+
+void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
+				const float *qkvt, int ld, const float *att, float *scratch,
+				int B, int T, int C, int NH)
+{
+	struct att_job a = { .dqkv = dqkvt, .dout = dout, .qkv = qkvt, .catt = att,
+			     .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH, .ld = ld };
+	cs_pool_run(pool, attention_backward_tm_job, &a);
 }
 
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
@@ -949,6 +1039,19 @@ static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi
 	}
 }
 
+/* y [rows][ld] += b [rows] on the BT tokens (padding stays zero); rows split */
+static void tm_bias_add_job(void *va, int tid, int nth)
+{
+	struct tm_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		float *y = a->y + i * a->ld, b = a->b[i];
+		for (int t = 0; t < a->BT; t++)
+			y[t] += b;
+	}
+}
+
 /* rows split */
 static void tm_bias_gelu_job(void *va, int tid, int nth)
 {
@@ -986,8 +1089,8 @@ static void tm_bias_grad_job(void *va, int tid, int nth)
  * tokens of every row stay so. */
 static int tm_reserve(gpt *m, int ld)
 {
-	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd;
-	size_t need = (2 * L + 2) * C4 * (size_t)ld;
+	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
+	size_t need = ((2 * L + 2) * C4 + (L + 1) * C3) * (size_t)ld;
 	if (need > m->tm_cap) {
 		float *p = calloc(need, sizeof(float));
 		if (!p)
@@ -1000,6 +1103,8 @@ static int tm_reserve(gpt *m, int ld)
 	m->tm_fch_gelu = m->tm_fch + L * C4 * (size_t)ld;
 	m->tm_dfch = m->tm_fch_gelu + L * C4 * (size_t)ld;
 	m->tm_dfch_gelu = m->tm_dfch + C4 * (size_t)ld;
+	m->tm_qkv = m->tm_dfch_gelu + C4 * (size_t)ld;
+	m->tm_dqkv = m->tm_qkv + L * C3 * (size_t)ld;
 	return CS_OK;
 }
 
@@ -1184,7 +1289,7 @@ int gpt_create(gpt *m, const gpt_config *cfg, int B, int T)
 	m->bwd_memory = malloc(n_bwd * sizeof(float));
 	m->inputs = malloc(BT * sizeof(int));
 	m->targets = malloc(BT * sizeof(int));
-	m->tm_ld = calloc(L, sizeof(int));
+	m->tm_ld = calloc(2 * L, sizeof(int));
 	if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->bwd_memory ||
 	    !m->inputs || !m->targets || !m->tm_ld) {
 		gpt_free(m);
@@ -1347,11 +1452,30 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 
 		layernorm_forward_pool(pool, ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C1,
 				       p->ln1b + l * C1, (int)BT, C);
-		rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, 3 * C);
-		if (rc)
-			return rc;
-		bias_add_pool(pool, qkv, p->qkvb + l * C3, (int)BT, (int)C3);
-		attention_forward_pool(pool, atty, att, qkv, B, T, C, NH);
+		int qld = m->lin->qkv_ld ? m->lin->qkv_ld(m->lin_ctx, l, (int)BT) : 0;
+		m->tm_ld[L + l] = 0;
+		if (qld > 0) { /* q, k, v token-minor */
+			rc = tm_reserve(m, qld);
+			if (rc)
+				return rc;
+			m->tm_ld[L + l] = qld;
+			float *qkvt = m->tm_qkv + l * C3 * qld;
+			rc = m->lin->forward_tm(m->lin_ctx, qkvt, ln1, p->qkvw + l * C3 * C, l,
+						GPT_QKV, (int)BT, C, 3 * C, qld);
+			if (rc)
+				return rc;
+			struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
+					     .BT = (int)BT, .ld = qld };
+			cs_pool_run(pool, tm_bias_add_job, &tj);
+			attention_forward_tm_pool(pool, atty, att, qkvt, qld, B, T, C, NH);
+		} else {
+			rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
+					 3 * C);
+			if (rc)
+				return rc;
+			bias_add_pool(pool, qkv, p->qkvb + l * C3, (int)BT, (int)C3);
+			attention_forward_pool(pool, atty, att, qkv, B, T, C, NH);
+		}
 		rc = lin_forward(m, attproj, atty, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
 				 (int)BT, C, C);
 		if (rc)
@@ -1514,10 +1638,24 @@ int gpt_backward(gpt *m, float loss_scale)
 				  p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C);
 		if (rc)
 			return rc;
-		attention_backward_pool(pool, m->dqkv, m->datty, qkv, att, scratch, B, T, C, NH);
-		bias_grad_pool(pool, g->qkvb + l * C3, m->dqkv, (int)BT, (int)C3);
-		rc = lin_backward(m, m->dln, g->qkvw + l * C3 * C, m->dqkv, ln1,
-				  p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, (int)C3);
+		int qld = m->tm_ld[L + l];
+		if (qld > 0) { /* q, k, v token-minor */
+			const float *qkvt = m->tm_qkv + l * C3 * qld;
+			attention_backward_tm_pool(pool, m->tm_dqkv, m->datty, qkvt, qld, att,
+						   scratch, B, T, C, NH);
+			struct tm_job tj = { .db = g->qkvb + l * C3, .d = m->tm_dqkv,
+					     .rows = (int)C3, .BT = (int)BT, .ld = qld };
+			cs_pool_run(pool, tm_bias_grad_job, &tj);
+			rc = m->lin->backward_tm(m->lin_ctx, m->dln, g->qkvw + l * C3 * C,
+						 m->tm_dqkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV,
+						 (int)BT, C, (int)C3, qld, m->want_dense_dw);
+		} else {
+			attention_backward_pool(pool, m->dqkv, m->datty, qkv, att, scratch, B, T, C,
+						NH);
+			bias_grad_pool(pool, g->qkvb + l * C3, m->dqkv, (int)BT, (int)C3);
+			rc = lin_backward(m, m->dln, g->qkvw + l * C3 * C, m->dqkv, ln1,
+					  p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, (int)C3);
+		}
 		if (rc)
 			return rc;
 		layernorm_backward_pool(pool, m->dresidual, g->ln1w + l * C1, g->ln1b + l * C1,

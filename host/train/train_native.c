@@ -324,15 +324,25 @@ static int nat_mlp_ld(void *ctx, int layer, int BT)
 		       : 0;
 }
 
+/* q, k, v token-minor when attn.qkv runs here. */
+static int nat_qkv_ld(void *ctx, int layer, int BT)
+{
+	train_native *n = ctx;
+	if (BT < 1 || BT > n->m->B * n->m->T)
+		return 0;
+	return n->sp[layer * GPT_NPROJ + GPT_QKV].row_ptr ? eng_ld(BT) : 0;
+}
+
 static int nat_forward_tm(void *ctx, float *y, const float *x, const float *w, int layer,
 			  int proj, int BT, int IC, int OC, int ld)
 {
 	(void)w, (void)IC, (void)OC;
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
-	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || (proj != GPT_FC && proj != GPT_FC_PROJ))
+	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ)
 		return CS_ERR_INVALID;
-	if (proj == GPT_FC) { /* y token-minor; x's token-minor copy made for the wgrad */
+	if (proj != GPT_FC_PROJ) { /* qkv, fc: y token-minor; x's token-minor copy made for
+				    * the wgrad */
 		if (!xt_buf(n, k))
 			return CS_ERR_NO_MEM;
 		n->xt_src[k] = x;
@@ -353,7 +363,7 @@ static int nat_backward_tm(void *ctx, float *dx, float *dw, const float *dy, con
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
 	const eng_spmat *s = &n->sp[k];
-	if (!s->row_ptr || ld != eng_ld(BT) || (proj != GPT_FC && proj != GPT_FC_PROJ))
+	if (!s->row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ)
 		return CS_ERR_INVALID;
 	int rc;
 	if (proj == GPT_FC_PROJ) { /* dy token-major, dx and x token-minor */
@@ -367,7 +377,7 @@ static int nat_backward_tm(void *ctx, float *dx, float *dw, const float *dy, con
 		}
 		return wgrad(n, k, dw, n->dyt, x, BT);
 	}
-	/* GPT_FC: dy token-minor, dx and x token-major */
+	/* qkv, fc: dy token-minor, dx and x token-major */
 	rc = eng_spmm_ex(n->e, dx, 0, s, 1, dy, 1, BT, NULL);
 	if (rc)
 		return rc;
@@ -390,6 +400,7 @@ const gpt_linear_ops train_native_linear_ops = {
 	.forward = nat_forward,
 	.backward = nat_backward,
 	.mlp_ld = nat_mlp_ld,
+	.qkv_ld = nat_qkv_ld,
 	.forward_tm = nat_forward_tm,
 	.backward_tm = nat_backward_tm,
 };
