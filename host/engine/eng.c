@@ -494,6 +494,10 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 		 * the slice is read there, in place */
 		float *tm = j->x_tm ? (float *)j->x : j->xt;
 		int direct = tm && (size_t)t0 + ENG_TB <= ld;
+		/* a token-minor output's whole block is accumulated in y itself */
+		int y_direct = j->y_tm && (size_t)t0 + ENG_TB <= ld;
+		float *yb = y_direct ? j->y + t0 : sl->yb;
+		size_t ly = y_direct ? ld : ENG_TB;
 		for (int p = 0; p < P; p++) {
 			int c0 = p * ENG_PANEL;
 			int cw = j->ncols - c0 < ENG_PANEL ? j->ncols - c0 : ENG_PANEL;
@@ -527,18 +531,18 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 						       sizeof(float) * (size_t)tw);
 				}
 			}
-			j->k->spmm_panel(sl->yb, j->pp + (size_t)p * j->nrows,
+			j->k->spmm_panel(yb, ly, j->pp + (size_t)p * j->nrows,
 					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,
 					 s, ls, c0, j->nrows, p == 0);
 		}
 		if (j->y_tm) {
-			/* token-minor output: the block's columns are rows of y already */
+			/* token-minor output: the block's columns are rows of y already (written
+			 * in place, or copied from the last block's partial one); then the
+			 * padding tokens are zeroed */
 			int last = t0 + nt == j->T;
 			for (int r = 0; r < j->nrows; r++) {
 				float *d = j->y + (size_t)r * ld + t0;
-				if (nt == ENG_TB) /* a constant size: inlined */
-					memcpy(d, sl->yb + (size_t)r * ENG_TB, sizeof(float) * ENG_TB);
-				else
+				if (!y_direct)
 					memcpy(d, sl->yb + (size_t)r * ENG_TB,
 					       sizeof(float) * (size_t)nt);
 				if (last)

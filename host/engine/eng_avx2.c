@@ -18,14 +18,14 @@ AI __m256 bcast_w(const void *val, int64_t k, int bf16)
 }
 
 /* ENG_TB = 32 tokens: four vectors a row; nonzeros alternate between two accumulator sets */
-AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
+AI void spmm_panel_t(float *yb, size_t ly, const int64_t *k0, const int64_t *k1, const int32_t *idx,
 		     const void *val, const int bf16, const float *s, size_t ls, int c0,
 		     int nrows, int first)
 {
 	const float *sb = s - (size_t)c0 * ls;
 	for (int r = 0; r < nrows; r++) {
 		int64_t k = k0[r], ke = k1[r];
-		float *o = yb + (size_t)r * ENG_TB;
+		float *o = yb + (size_t)r * ly;
 		__m256 a[4], b[4];
 #pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
@@ -64,14 +64,14 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 	}
 }
 
-static void spmm_panel_avx2(float *yb, const int64_t *k0, const int64_t *k1,
+static void spmm_panel_avx2(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
 			    const int32_t *idx, const void *val, int bf16, const float *s, size_t ls,
 			    int c0, int nrows, int first)
 {
 	if (bf16)
-		spmm_panel_t(yb, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
 	else
-		spmm_panel_t(yb, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
 }
 
 AI float hsum256(__m256 v)

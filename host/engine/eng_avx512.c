@@ -25,14 +25,14 @@ AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 
 /* ENG_TB = 32 tokens: two vectors a row; nonzeros alternate between two accumulator pairs
  * so that four FMA chains are in flight */
-AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
+AI void spmm_panel_t(float *yb, size_t ly, const int64_t *k0, const int64_t *k1, const int32_t *idx,
 		     const void *val, const int bf16, const float *s, size_t ls, int c0,
 		     int nrows, int first)
 {
 	const float *sb = s - (size_t)c0 * ls;
 	for (int r = 0; r < nrows; r++) {
 		int64_t k = k0[r], ke = k1[r];
-		float *o = yb + (size_t)r * ENG_TB;
+		float *o = yb + (size_t)r * ly;
 		__m512 a0, a1, b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
 		if (first) {
 			a0 = _mm512_setzero_ps();
@@ -63,14 +63,14 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 	}
 }
 
-static void spmm_panel_avx512(float *yb, const int64_t *k0, const int64_t *k1,
+static void spmm_panel_avx512(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
 			      const int32_t *idx, const void *val, int bf16, const float *s,
 			      size_t ls, int c0, int nrows, int first)
 {
 	if (bf16)
-		spmm_panel_t(yb, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
 	else
-		spmm_panel_t(yb, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
 }
 
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,

@@ -5,14 +5,14 @@
  */
 #include "engine/eng_impl.h"
 
-static void spmm_panel_portable(float *yb, const int64_t *k0, const int64_t *k1,
+static void spmm_panel_portable(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
 				const int32_t *idx, const void *val, int bf16, const float *s,
 				size_t ls, int c0, int nrows, int first)
 {
 	const float *vf = val;
 	const uint16_t *vh = val;
 	for (int r = 0; r < nrows; r++) {
-		float *o = yb + (size_t)r * ENG_TB;
+		float *o = yb + (size_t)r * ly;
 		if (first)
 			for (int t = 0; t < ENG_TB; t++)
 				o[t] = 0.0f;
