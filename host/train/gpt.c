@@ -1085,16 +1085,19 @@ static void tm_bias_grad_job(void *va, int tid, int nth)
 	tm_bias_grad_rows(a, lo, hi);
 }
 
-/* Room for the token-minor activations of ld tokens; fresh memory is zero, the padding
+/* Room for the token-minor activations of ld tokens; fresh memory is zeroed, the padding
  * tokens of every row stay so. */
 static int tm_reserve(gpt *m, int ld)
 {
 	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
 	size_t need = ((2 * L + 2) * C4 + (L + 1) * C3) * (size_t)ld;
 	if (need > m->tm_cap) {
-		float *p = calloc(need, sizeof(float));
+		/* rows start on cache lines (ld is a multiple of 16), so threads writing
+		 * different token blocks of a row never share a line */
+		float *p = aligned_alloc(64, need * sizeof(float));
 		if (!p)
 			return CS_ERR_NO_MEM;
+		memset(p, 0, need * sizeof(float));
 		free(m->tm_memory);
 		m->tm_memory = p;
 		m->tm_cap = need;
