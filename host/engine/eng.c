@@ -202,6 +202,7 @@ struct upd_job {
 	const float *w;
 };
 
+/* CSR values gathered from the dense rows (rows split) */
 static void upd_part(void *arg, int tid, int nth)
 {
 	struct upd_job *j = arg;
@@ -213,16 +214,66 @@ static void upd_part(void *arg, int tid, int nth)
 		for (int64_t k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++)
 			put_val(s->val, s->vtype, k, wr[s->col[k]]);
 	}
+}
+
+/* First entry of row i whose column is >= c. */
+static int64_t row_lower(const eng_spmat *s, int i, int c)
+{
+	int64_t lo = s->row_ptr[i], hi = s->row_ptr[i + 1];
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (s->col[mid] < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* CSC values from the fresh CSR values (columns split): the rows are visited in order, so
+ * each column's entries come in its CSC order, as in the build; the strided gather from
+ * the dense weights is not needed. */
+static void upd_csc_part(void *arg, int tid, int nth)
+{
+	struct upd_job *j = arg;
+	eng_spmat *s = j->s;
+	size_t lo, hi;
 	cs_split((size_t)s->n_in, tid, nth, &lo, &hi);
+	if (lo >= hi)
+		return;
+	int64_t *next = malloc(sizeof(int64_t) * (hi - lo));
+	if (!next) { /* no memory: gather by column from the dense weights */
+		for (size_t c = lo; c < hi; c++)
+			for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++)
+				put_val(s->cval, s->vtype, q,
+					j->w[(size_t)s->row[q] * s->n_in + c]);
+		return;
+	}
 	for (size_t c = lo; c < hi; c++)
-		for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++)
-			put_val(s->cval, s->vtype, q, j->w[(size_t)s->row[q] * s->n_in + c]);
+		next[c - lo] = s->col_ptr[c];
+	for (int i = 0; i < s->n_out; i++) {
+		int64_t k = lo ? row_lower(s, i, (int)lo) : s->row_ptr[i];
+		int64_t ke = s->row_ptr[i + 1];
+		if (s->vtype == ENG_BF16) {
+			const uint16_t *v = s->val;
+			uint16_t *cv = s->cval;
+			for (; k < ke && (size_t)s->col[k] < hi; k++)
+				cv[next[s->col[k] - lo]++] = v[k];
+		} else {
+			const float *v = s->val;
+			float *cv = s->cval;
+			for (; k < ke && (size_t)s->col[k] < hi; k++)
+				cv[next[s->col[k] - lo]++] = v[k];
+		}
+	}
+	free(next);
 }
 
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool)
 {
 	struct upd_job j = { s, w };
 	cs_pool_run(pool, upd_part, &j);
+	cs_pool_run(pool, upd_csc_part, &j);
 }
 
 void eng_spmat_free(eng_spmat *s)
@@ -414,6 +465,7 @@ struct tm_job {
 	const int32_t *idx;
 	const void *val;
 	int bf16, nrows, ncols, T;
+	int x_tm, y_tm;        /* input / output token-minor ([cols][ld]) */
 	atomic_int failed;
 };
 
@@ -434,47 +486,84 @@ static void spmm_tm_part(void *arg, int tid, int nth)
 	size_t nblk = ((size_t)j->T + ENG_TB - 1) / ENG_TB, b0, b1;
 	cs_split(nblk, tid, nth, &b0, &b1);
 	int P = (int)npanels(j->ncols);
+	size_t ld = (size_t)eng_ld(j->T);
 	for (size_t b = b0; b < b1; b++) {
 		int t0 = (int)b * ENG_TB;
 		int nt = j->T - t0 < ENG_TB ? j->T - t0 : ENG_TB;
-		const float *xb = j->x + (size_t)t0 * j->ncols;
+		/* a whole block inside the token-minor input (given, or the copy being made):
+		 * the slice is read there, in place */
+		float *tm = j->x_tm ? (float *)j->x : j->xt;
+		int direct = tm && (size_t)t0 + ENG_TB <= ld;
+		/* a token-minor output's whole block is accumulated in y itself */
+		int y_direct = j->y_tm && (size_t)t0 + ENG_TB <= ld;
+		float *yb = y_direct ? j->y + t0 : sl->yb;
+		size_t ly = y_direct ? ld : ENG_TB;
 		for (int p = 0; p < P; p++) {
 			int c0 = p * ENG_PANEL;
 			int cw = j->ncols - c0 < ENG_PANEL ? j->ncols - c0 : ENG_PANEL;
-			/* the slice: s [c][t] = x [t0 + t][c0 + c], zero past the last token */
-			j->k->transpose(sl->s, ENG_TB, xb + c0, (size_t)j->ncols, nt, cw);
-			if (nt < ENG_TB)
-				for (int c = 0; c < cw; c++)
-					memset(sl->s + (size_t)c * ENG_TB + nt, 0,
-					       sizeof(float) * (size_t)(ENG_TB - nt));
-			if (j->xt) {
-				size_t ld = (size_t)eng_ld(j->T);
-				int tw = ld - (size_t)t0 < ENG_TB ? (int)(ld - (size_t)t0) : ENG_TB;
-				if (tw == ENG_TB)
-					j->k->slice_out(j->xt + (size_t)c0 * ld + t0, ld, sl->s, cw);
-				else
+			float *s = direct ? tm + (size_t)c0 * ld + t0 : sl->s;
+			size_t ls = direct ? ld : ENG_TB;
+			if (j->x_tm) {
+				/* token-minor input: only the block past the last whole one is
+				 * copied (its tokens up to ld, then zeros) */
+				if (!direct)
+					for (int c = 0; c < cw; c++) {
+						float *d = s + (size_t)c * ENG_TB;
+						memcpy(d, tm + (size_t)(c0 + c) * ld + t0,
+						       sizeof(float) * (ld - (size_t)t0));
+						memset(d + (ld - (size_t)t0), 0,
+						       sizeof(float) * (ENG_TB - (ld - (size_t)t0)));
+					}
+			} else {
+				/* the slice: s [c][t] = x [t0 + t][c0 + c], zero past the last
+				 * token */
+				j->k->transpose(s, ls, j->x + (size_t)t0 * j->ncols + c0,
+						(size_t)j->ncols, nt, cw);
+				if (nt < ENG_TB)
+					for (int c = 0; c < cw; c++)
+						memset(s + (size_t)c * ls + nt, 0,
+						       sizeof(float) * (size_t)(ENG_TB - nt));
+				if (j->xt && !direct) {
+					int tw = (int)(ld - (size_t)t0);
 					for (int c = 0; c < cw; c++)
 						memcpy(j->xt + (size_t)(c0 + c) * ld + t0,
-						       sl->s + (size_t)c * ENG_TB, sizeof(float) * (size_t)tw);
+						       sl->s + (size_t)c * ENG_TB,
+						       sizeof(float) * (size_t)tw);
+				}
 			}
-			j->k->spmm_panel(sl->yb, j->pp + (size_t)p * j->nrows,
+			j->k->spmm_panel(yb, ly, j->pp + (size_t)p * j->nrows,
 					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,
-					 sl->s, c0, j->nrows, p == 0);
+					 s, ls, c0, j->nrows, p == 0);
 		}
-		j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb, ENG_TB,
-				j->nrows, nt);
+		if (j->y_tm) {
+			/* token-minor output: the block's columns are rows of y already (written
+			 * in place, or copied from the last block's partial one); then the
+			 * padding tokens are zeroed */
+			int last = t0 + nt == j->T;
+			for (int r = 0; r < j->nrows; r++) {
+				float *d = j->y + (size_t)r * ld + t0;
+				if (!y_direct)
+					memcpy(d, sl->yb + (size_t)r * ENG_TB,
+					       sizeof(float) * (size_t)nt);
+				if (last)
+					memset(d + nt, 0, sizeof(float) * (ld - (size_t)j->T));
+			}
+		} else {
+			j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb,
+					ENG_TB, j->nrows, nt);
+		}
 	}
 }
 
-int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
-	     float *xt)
+int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
+		int x_tm, int T, float *xt)
 {
 	struct tm_job j = {
 		.k = kern(),
 		.e = e,
 		.y = y,
 		.x = x,
-		.xt = xt,
+		.xt = x_tm ? NULL : xt,
 		.pp = by_col ? w->cpp : w->rpp,
 		.idx = by_col ? w->row : w->col,
 		.val = by_col ? w->cval : w->val,
@@ -482,11 +571,19 @@ int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *
 		.nrows = by_col ? w->n_in : w->n_out,
 		.ncols = by_col ? w->n_out : w->n_in,
 		.T = T,
+		.x_tm = x_tm != 0,
+		.y_tm = y_tm != 0,
 	};
 	if (T < 1)
 		return CS_ERR_INVALID;
 	cs_pool_run(e->pool, spmm_tm_part, &j);
 	return atomic_load(&j.failed) ? CS_ERR_NO_MEM : CS_OK;
+}
+
+int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
+	     float *xt)
+{
+	return eng_spmm_ex(e, y, 0, w, by_col, x, 0, T, xt);
 }
 
 static void sddmm_part(void *arg, int tid, int nth)

@@ -119,6 +119,12 @@ cs_pool *eng_ctx_pool(const eng_ctx *e);
  * slice. 0 or CS_ERR_NO_MEM. */
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
 	     float *xt);
+/* The same with either side token-minor ([cols][eng_ld(T)]): x_tm takes the input so (its
+ * tokens T..ld-1 are not read into any output; xt is ignored, x is that copy already), y_tm
+ * gives the output so, tokens T..ld-1 of each row zeroed. A token-minor side needs no
+ * transpose at all. */
+int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
+		int x_tm, int T, float *xt);
 /* Token-minor weight gradient (inputs [rows][eng_ld(T)], transposed with eng_transpose_in
  * or handed out by eng_spmm): dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] *
  * x [col k][t] over the T tokens. */

@@ -18,14 +18,14 @@ AI __m256 bcast_w(const void *val, int64_t k, int bf16)
 }
 
 /* ENG_TB = 32 tokens: four vectors a row; nonzeros alternate between two accumulator sets */
-AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
-		     const void *val, const int bf16, const float *s, int c0, int nrows,
-		     int first)
+AI void spmm_panel_t(float *yb, size_t ly, const int64_t *k0, const int64_t *k1, const int32_t *idx,
+		     const void *val, const int bf16, const float *s, size_t ls, int c0,
+		     int nrows, int first)
 {
-	const float *sb = s - (size_t)c0 * ENG_TB;
+	const float *sb = s - (size_t)c0 * ls;
 	for (int r = 0; r < nrows; r++) {
 		int64_t k = k0[r], ke = k1[r];
-		float *o = yb + (size_t)r * ENG_TB;
+		float *o = yb + (size_t)r * ly;
 		__m256 a[4], b[4];
 #pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
@@ -43,8 +43,8 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 		}
 		for (; k + 1 < ke; k += 2) {
 			__m256 w0 = bcast_w(val, k, bf16), w1 = bcast_w(val, k + 1, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
-			const float *p1 = sb + (size_t)idx[k + 1] * ENG_TB;
+			const float *p0 = sb + (size_t)idx[k] * ls;
+			const float *p1 = sb + (size_t)idx[k + 1] * ls;
 #pragma GCC unroll 4
 			for (int v = 0; v < 4; v++) {
 				a[v] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(p0 + 8 * v), a[v]);
@@ -53,7 +53,7 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 		}
 		if (k < ke) {
 			__m256 w0 = bcast_w(val, k, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
+			const float *p0 = sb + (size_t)idx[k] * ls;
 #pragma GCC unroll 4
 			for (int v = 0; v < 4; v++)
 				a[v] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(p0 + 8 * v), a[v]);
@@ -64,14 +64,14 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 	}
 }
 
-static void spmm_panel_avx2(float *yb, const int64_t *k0, const int64_t *k1,
-			    const int32_t *idx, const void *val, int bf16, const float *s, int c0,
-			    int nrows, int first)
+static void spmm_panel_avx2(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
+			    const int32_t *idx, const void *val, int bf16, const float *s, size_t ls,
+			    int c0, int nrows, int first)
 {
 	if (bf16)
-		spmm_panel_t(yb, k0, k1, idx, val, 1, s, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
 	else
-		spmm_panel_t(yb, k0, k1, idx, val, 0, s, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
 }
 
 AI float hsum256(__m256 v)
@@ -176,17 +176,8 @@ static void transpose_avx2(float *dst, size_t ldd, const float *src, size_t lds,
 			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
 }
 
-static void slice_out_avx2(float *dst, size_t ldd, const float *s, int rows)
-{
-	for (int c = 0; c < rows; c++)
-#pragma GCC unroll 4
-		for (int v = 0; v < ENG_TB / 8; v++)
-			_mm256_storeu_ps(dst + (size_t)c * ldd + 8 * v, _mm256_loadu_ps(s + (size_t)c * ENG_TB + 8 * v));
-}
-
 const eng_kern eng_kern_avx2 = {
 	.spmm_panel = spmm_panel_avx2,
 	.sddmm = sddmm_avx2,
-	.slice_out = slice_out_avx2,
 	.transpose = transpose_avx2,
 };

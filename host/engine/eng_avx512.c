@@ -25,14 +25,14 @@ AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 
 /* ENG_TB = 32 tokens: two vectors a row; nonzeros alternate between two accumulator pairs
  * so that four FMA chains are in flight */
-AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
-		     const void *val, const int bf16, const float *s, int c0, int nrows,
-		     int first)
+AI void spmm_panel_t(float *yb, size_t ly, const int64_t *k0, const int64_t *k1, const int32_t *idx,
+		     const void *val, const int bf16, const float *s, size_t ls, int c0,
+		     int nrows, int first)
 {
-	const float *sb = s - (size_t)c0 * ENG_TB;
+	const float *sb = s - (size_t)c0 * ls;
 	for (int r = 0; r < nrows; r++) {
 		int64_t k = k0[r], ke = k1[r];
-		float *o = yb + (size_t)r * ENG_TB;
+		float *o = yb + (size_t)r * ly;
 		__m512 a0, a1, b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
 		if (first) {
 			a0 = _mm512_setzero_ps();
@@ -45,8 +45,8 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 		}
 		for (; k + 1 < ke; k += 2) {
 			__m512 w0 = bcast_w(val, k, bf16), w1 = bcast_w(val, k + 1, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
-			const float *p1 = sb + (size_t)idx[k + 1] * ENG_TB;
+			const float *p0 = sb + (size_t)idx[k] * ls;
+			const float *p1 = sb + (size_t)idx[k + 1] * ls;
 			a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0), a0);
 			a1 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0 + 16), a1);
 			b0 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(p1), b0);
@@ -54,7 +54,7 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 		}
 		if (k < ke) {
 			__m512 w0 = bcast_w(val, k, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ENG_TB;
+			const float *p0 = sb + (size_t)idx[k] * ls;
 			a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0), a0);
 			a1 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0 + 16), a1);
 		}
@@ -63,14 +63,14 @@ AI void spmm_panel_t(float *yb, const int64_t *k0, const int64_t *k1, const int3
 	}
 }
 
-static void spmm_panel_avx512(float *yb, const int64_t *k0, const int64_t *k1,
+static void spmm_panel_avx512(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
 			      const int32_t *idx, const void *val, int bf16, const float *s,
-			      int c0, int nrows, int first)
+			      size_t ls, int c0, int nrows, int first)
 {
 	if (bf16)
-		spmm_panel_t(yb, k0, k1, idx, val, 1, s, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
 	else
-		spmm_panel_t(yb, k0, k1, idx, val, 0, s, c0, nrows, first);
+		spmm_panel_t(yb, ly, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
 }
 
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
@@ -182,17 +182,8 @@ static void transpose_avx512(float *dst, size_t ldd, const float *src, size_t ld
 			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
 }
 
-static void slice_out_avx512(float *dst, size_t ldd, const float *s, int rows)
-{
-	for (int c = 0; c < rows; c++)
-#pragma GCC unroll 4
-		for (int v = 0; v < ENG_TB / 16; v++)
-			_mm512_storeu_ps(dst + (size_t)c * ldd + 16 * v, _mm512_loadu_ps(s + (size_t)c * ENG_TB + 16 * v));
-}
-
 const eng_kern eng_kern_avx512 = {
 	.spmm_panel = spmm_panel_avx512,
 	.sddmm = sddmm_avx512,
-	.slice_out = slice_out_avx512,
 	.transpose = transpose_avx512,
 };

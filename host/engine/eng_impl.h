@@ -15,16 +15,17 @@
 typedef struct eng_kern {
 	/* One panel of the token-major product, for the rows r in [0, nrows):
 	 *   yb [r][0..ENG_TB) (+)= sum_{k in k0[r]..k1[r]} val[k] * s [idx[k] - c0][0..ENG_TB)
+	 * with the slice's rows ls floats apart (ENG_TB for the thread's own slice, ld when it
+	 * is read in place from the token-minor copy of the input) and yb's rows ly apart (ENG_TB
+	 * for the thread's result block, ld when a token-minor output is written in place).
 	 * first: overwrite (rows without entries become zero); else accumulate. */
-	void (*spmm_panel)(float *yb, const int64_t *k0, const int64_t *k1, const int32_t *idx,
-			   const void *val, int bf16, const float *s, int c0, int nrows,
-			   int first);
+	void (*spmm_panel)(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
+			   const int32_t *idx, const void *val, int bf16, const float *s, size_t ls,
+			   int c0, int nrows, int first);
 	/* dw[k] = <dy [r][0..tl), x [idx[k]][0..tl)> for the entries k of rows [r0, r1); rows
 	 * ld apart, tl a multiple of 16 (the padding past the tokens is not visited) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 		      const float *x, int ld, int tl, int r0, int r1);
-	/* dst [c][0..ENG_TB) = s [c][0..ENG_TB) for c < rows (dst rows ldd apart) */
-	void (*slice_out)(float *dst, size_t ldd, const float *s, int rows);
 	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */
 	void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int rows,
 			  int cols);

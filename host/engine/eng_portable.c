@@ -5,20 +5,20 @@
  */
 #include "engine/eng_impl.h"
 
-static void spmm_panel_portable(float *yb, const int64_t *k0, const int64_t *k1,
+static void spmm_panel_portable(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
 				const int32_t *idx, const void *val, int bf16, const float *s,
-				int c0, int nrows, int first)
+				size_t ls, int c0, int nrows, int first)
 {
 	const float *vf = val;
 	const uint16_t *vh = val;
 	for (int r = 0; r < nrows; r++) {
-		float *o = yb + (size_t)r * ENG_TB;
+		float *o = yb + (size_t)r * ly;
 		if (first)
 			for (int t = 0; t < ENG_TB; t++)
 				o[t] = 0.0f;
 		for (int64_t k = k0[r]; k < k1[r]; k++) {
 			float w = bf16 ? eng_bf16_to_f32(vh[k]) : vf[k];
-			const float *sr = s + (size_t)(idx[k] - c0) * ENG_TB;
+			const float *sr = s + (size_t)(idx[k] - c0) * ls;
 			for (int t = 0; t < ENG_TB; t++)
 				o[t] += w * sr[t];
 		}
@@ -61,15 +61,8 @@ static void transpose_portable(float *dst, size_t ldd, const float *src, size_t 
 	}
 }
 
-static void slice_out_portable(float *dst, size_t ldd, const float *s, int rows)
-{
-	for (int c = 0; c < rows; c++)
-		memcpy(dst + (size_t)c * ldd, s + (size_t)c * ENG_TB, sizeof(float) * ENG_TB);
-}
-
 const eng_kern eng_kern_portable = {
 	.spmm_panel = spmm_panel_portable,
 	.sddmm = sddmm_portable,
-	.slice_out = slice_out_portable,
 	.transpose = transpose_portable,
 };

@@ -39,6 +39,35 @@ static void split_aligned(size_t n, size_t align, int tid, int nth, size_t *lo, 
 		*hi = n;
 }
 
+/* exp(x) for x in [-20, 0]: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor for exp(r) */
+static inline __attribute__((always_inline)) float exp_neg(float x)
+{
+	const float log2e = 1.44269504088896341f;
+	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+	const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+	float kf = (x * log2e + shifter) - shifter;
+	float r = (x - kf * ln2_hi) - kf * ln2_lo;
+	float p = 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	int32_t n = (int32_t)kf;
+	uint32_t bits = (uint32_t)(n + 127) << 23;
+	float scale;
+	memcpy(&scale, &bits, sizeof scale);
+	return p * scale;
+}
+
+/* exp(x) for x <= 0 (softmax): below -87 the result (< 2^-125) is taken at -87, which
+ * no sum of terms >= 1 can tell from zero */
+static inline __attribute__((always_inline)) float exp_nonpos(float x)
+{
+	return exp_neg(x > -87.0f ? x : -87.0f);
+}
+
 /* ---- encoder ------------------------------------------------------------------------ */
 
 struct enc_job {
@@ -119,32 +148,62 @@ struct ln_job {
 	int N, C;
 };
 
-static void layernorm_forward_job(void *va, int tid, int nth)
+/* Row sums in 16 lane-wise partial sums added in a fixed order: one latency-bound chain
+ * per row was most of LayerNorm's time. They vectorize without reassociation, so every
+ * clone (and every thread count) gives the same bits. */
+#define LANES 16
+
+static inline __attribute__((always_inline)) float lane_total(const float *l)
 {
-	struct ln_job *a = va;
+	float s = 0.0f;
+	for (int v = 0; v < LANES; v++)
+		s += l[v];
+	return s;
+}
+
+#define ROW_CLONES \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+static ROW_CLONES void layernorm_forward_rows(struct ln_job *a, size_t lo, size_t hi)
+{
 	const float eps = 1e-5f;
-	int C = a->C;
-	size_t lo, hi;
-	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	int C = a->C, Cv = C / LANES * LANES;
 	for (size_t n = lo; n < hi; n++) {
 		const float *x = a->inp + n * C;
-		float m = 0.0f;
-		for (int i = 0; i < C; i++)
-			m += x[i];
-		m /= C;
-		float v = 0.0f;
-		for (int i = 0; i < C; i++) {
+		float l[LANES] = { 0 };
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++)
+				l[v] += x[i + v];
+		for (int i = Cv; i < C; i++)
+			l[i - Cv] += x[i];
+		float m = lane_total(l) / C;
+		for (int v = 0; v < LANES; v++)
+			l[v] = 0.0f;
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++) {
+				float d = x[i + v] - m;
+				l[v] += d * d;
+			}
+		for (int i = Cv; i < C; i++) {
 			float d = x[i] - m;
-			v += d * d;
+			l[i - Cv] += d * d;
 		}
-		v /= C;
-		float s = 1.0f / sqrtf(v + eps);
+		float var = lane_total(l) / C;
+		float s = 1.0f / sqrtf(var + eps);
 		float *o = a->out + n * C;
 		for (int i = 0; i < C; i++)
 			o[i] = (s * (x[i] - m)) * a->weight[i] + a->bias[i];
 		a->mean[n] = m;
 		a->rstd[n] = s;
 	}
+}
+
+static void layernorm_forward_job(void *va, int tid, int nth)
+{
+	struct ln_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	layernorm_forward_rows(a, lo, hi);
 }
 
 void layernorm_forward_pool(cs_pool *pool, float *out, float *mean, float *rstd,
@@ -162,38 +221,43 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 	layernorm_forward_pool(NULL, out, mean, rstd, inp, weight, bias, N, C);
 }
 
-/*
- * dinp by rows, then dweight / dbias by columns (each column summed over the rows in
- * order, as one thread would): the two parts write different buffers, so one job does both.
- */
-static void layernorm_backward_job(void *va, int tid, int nth)
+static ROW_CLONES void layernorm_backward_rows(struct ln_job *a, size_t lo, size_t hi)
 {
-	struct ln_job *a = va;
-	int C = a->C;
+	int C = a->C, Cv = C / LANES * LANES;
 	const float *weight = a->weight;
-	size_t lo, hi;
-	cs_split((size_t)a->N, tid, nth, &lo, &hi);
 	for (size_t n = lo; n < hi; n++) {
 		const float *d = a->dout + n * C;
 		const float *x = a->inp + n * C;
 		float *dx = a->dinp + n * C;
 		float m = a->cmean[n], s = a->crstd[n];
-		float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-		for (int i = 0; i < C; i++) {
+		float l1[LANES] = { 0 }, l2[LANES] = { 0 };
+		/* two passes, one partial-sum array each: one loop over both vectorized into
+		 * lane permutes */
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++)
+				l1[v] += weight[i + v] * d[i + v];
+		for (int i = 0; i < Cv; i += LANES)
+			for (int v = 0; v < LANES; v++)
+				l2[v] += (weight[i + v] * d[i + v]) * ((x[i + v] - m) * s);
+		for (int i = Cv; i < C; i++) {
 			float norm = (x[i] - m) * s;
 			float dnorm = weight[i] * d[i];
-			dnorm_mean += dnorm;
-			dnorm_norm_mean += dnorm * norm;
+			l1[i - Cv] += dnorm;
+			l2[i - Cv] += dnorm * norm;
 		}
-		dnorm_mean /= C;
-		dnorm_norm_mean /= C;
+		float dnorm_mean = lane_total(l1) / C;
+		float dnorm_norm_mean = lane_total(l2) / C;
 		for (int i = 0; i < C; i++) {
 			float norm = (x[i] - m) * s;
 			float dnorm = weight[i] * d[i];
 			dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
 		}
 	}
-	split_aligned((size_t)C, 16, tid, nth, &lo, &hi);
+}
+
+static ROW_CLONES void layernorm_backward_cols(struct ln_job *a, size_t lo, size_t hi)
+{
+	int C = a->C;
 	for (int n = 0; n < a->N; n++) {
 		const float *d = a->dout + (size_t)n * C;
 		const float *x = a->inp + (size_t)n * C;
@@ -204,6 +268,20 @@ static void layernorm_backward_job(void *va, int tid, int nth)
 			a->dweight[i] += norm * d[i];
 		}
 	}
+}
+
+/*
+ * dinp by rows, then dweight / dbias by columns (each column summed over the rows in
+ * order, as one thread would): the two parts write different buffers, so one job does both.
+ */
+static void layernorm_backward_job(void *va, int tid, int nth)
+{
+	struct ln_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	layernorm_backward_rows(a, lo, hi);
+	split_aligned((size_t)a->C, 16, tid, nth, &lo, &hi);
+	layernorm_backward_cols(a, lo, hi);
 }
 
 /* dinp += ..., dweight += ..., dbias += ... */
@@ -373,23 +451,40 @@ void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float 
 
 /* ---- attention ---------------------------------------------------------------------- */
 
-/* Causal softmax of row t of a [T, T] score matrix, in place; zero above the diagonal. */
-static void causal_softmax_row(float *row, int t, int T)
+/* Causal softmax of row t of a [T, T] score matrix, in place; zero above the diagonal.
+ * Lane-wise max and sum (fixed order, the same bits in every clone) and the vectorizable
+ * exp_nonpos: libm's scalar expf was most of the softmax's time. */
+static ROW_CLONES void causal_softmax_row(float *row, int t, int T)
 {
-	float maxv = -INFINITY;
-	for (int j = 0; j <= t; j++)
-		if (row[j] > maxv)
-			maxv = row[j];
-	float sum = 0.0f;
-	for (int j = 0; j <= t; j++) {
-		float e = expf(row[j] - maxv);
+	int n = t + 1, nv = n / LANES * LANES;
+	float l[LANES];
+	for (int v = 0; v < LANES; v++)
+		l[v] = -INFINITY;
+	for (int j = 0; j < nv; j += LANES)
+		for (int v = 0; v < LANES; v++)
+			l[v] = row[j + v] > l[v] ? row[j + v] : l[v];
+	for (int j = nv; j < n; j++)
+		l[j - nv] = row[j] > l[j - nv] ? row[j] : l[j - nv];
+	float maxv = l[0];
+	for (int v = 1; v < LANES; v++)
+		maxv = l[v] > maxv ? l[v] : maxv;
+	for (int v = 0; v < LANES; v++)
+		l[v] = 0.0f;
+	for (int j = 0; j < nv; j += LANES)
+		for (int v = 0; v < LANES; v++) {
+			float e = exp_nonpos(row[j + v] - maxv);
+			row[j + v] = e;
+			l[v] += e;
+		}
+	for (int j = nv; j < n; j++) {
+		float e = exp_nonpos(row[j] - maxv);
 		row[j] = e;
-		sum += e;
+		l[j - nv] += e;
 	}
-	float inv = 1.0f / sum;
-	for (int j = 0; j <= t; j++)
+	float inv = 1.0f / lane_total(l);
+	for (int j = 0; j < n; j++)
 		row[j] *= inv;
-	for (int j = t + 1; j < T; j++)
+	for (int j = n; j < T; j++)
 		row[j] = 0.0f;
 }
 
@@ -397,7 +492,14 @@ struct att_job {
 	float *out, *att, *dqkv, *scratch;
 	const float *qkv, *catt, *dout;
 	int B, T, C, NH;
+	int ld;                 /* the token-minor forms: qkv, dqkv are [3C][ld] */
 };
+
+/* (b, h) pairs split over the threads: every output belongs to one pair. */
+/* Causal attention in blocks of ATT_QB query rows: block r0 takes only the keys up to its
+ * last row, so the products skip the masked upper triangle (5/8 of the full products'
+ * work at T = 128). */
+#define ATT_QB 32
 
 /* (b, h) pairs split over the threads: every output belongs to one pair. */
 static void attention_forward_job(void *va, int tid, int nth)
@@ -414,14 +516,18 @@ static void attention_forward_job(void *va, int tid, int nth)
 		const float *v = q + 2 * C;
 		float *at = a->att + bh * T * T;
 		float *o = a->out + b * T * C + h * hs;
-		/* at [T, T] = scale * q k^T (the upper triangle is computed and discarded) */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
-			    0.0f, at, T);
-		for (int t = 0; t < T; t++)
-			causal_softmax_row(at + (size_t)t * T, t, T);
-		/* o [T, hs] = at v */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, at, T, v, C3,
-			    0.0f, o, C);
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			float *ar = at + (size_t)r0 * T;
+			/* at [r0.., 0..kn) = scale * q k^T */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, kn, hs, scale,
+				    q + (size_t)r0 * C3, C3, k, C3, 0.0f, ar, T);
+			for (int t = r0; t < kn; t++)
+				causal_softmax_row(at + (size_t)t * T, t, T);
+			/* o [r0.., hs] = at v */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, hs, kn, 1.0f, ar,
+				    T, v, C3, 0.0f, o + (size_t)r0 * C, C);
+		}
 	}
 }
 
@@ -436,6 +542,25 @@ void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
 	attention_forward_pool(NULL, out, att, qkv, B, T, C, NH);
+}
+
+/* softmax backward of row t in place: dr[j] = scale a[j] (dr[j] - <a, dr>) for j <= t,
+ * zero for t < j < kn (lane-wise dot, fixed order) */
+static ROW_CLONES void softmax_backward_row(float *dr, const float *ar, int t, int kn,
+					    float scale)
+{
+	int n = t + 1, nv = n / LANES * LANES;
+	float l[LANES] = { 0 };
+	for (int j = 0; j < nv; j += LANES)
+		for (int v = 0; v < LANES; v++)
+			l[v] += ar[j + v] * dr[j + v];
+	for (int j = nv; j < n; j++)
+		l[j - nv] += ar[j] * dr[j];
+	float dot = lane_total(l);
+	for (int j = 0; j < n; j++)
+		dr[j] = scale * ar[j] * (dr[j] - dot);
+	for (int j = n; j < kn; j++)
+		dr[j] = 0.0f;
 }
 
 static void attention_backward_job(void *va, int tid, int nth)
@@ -456,28 +581,31 @@ static void attention_backward_job(void *va, int tid, int nth)
 		float *dv = dq + 2 * C;
 		const float *at = a->catt + bh * T * T;
 		const float *d = a->dout + b * T * C + h * hs;
-		/* da = dout v^T, dv = at^T dout */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, d, C, v, C3,
-			    0.0f, da, T);
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, at, T, d, C,
-			    0.0f, dv, C3);
-		/* softmax backward, into da (scaled), causal */
+		/* dk and dv collect every query block's share */
 		for (int t = 0; t < T; t++) {
-			const float *ar = at + (size_t)t * T;
-			float *dr = da + (size_t)t * T;
-			float dot = 0.0f;
-			for (int j = 0; j <= t; j++)
-				dot += ar[j] * dr[j];
-			for (int j = 0; j <= t; j++)
-				dr[j] = scale * ar[j] * (dr[j] - dot);
-			for (int j = t + 1; j < T; j++)
-				dr[j] = 0.0f;
+			memset(dk + (size_t)t * C3, 0, sizeof(float) * hs);
+			memset(dv + (size_t)t * C3, 0, sizeof(float) * hs);
 		}
-		/* dq = da k, dk = da^T q */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, k, C3,
-			    0.0f, dq, C3);
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, da, T, q, C3,
-			    0.0f, dk, C3);
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			const float *ar = at + (size_t)r0 * T;
+			float *dr = da + (size_t)r0 * T;
+			const float *dd = d + (size_t)r0 * C;
+			/* da = dout v^T, dv += at^T dout */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, kn, hs, 1.0f, dd, C,
+				    v, C3, 0.0f, dr, T);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hs, mr, 1.0f, ar, T,
+				    dd, C, 1.0f, dv, C3);
+			/* softmax backward, into da (scaled), causal */
+			for (int t = r0; t < kn; t++)
+				softmax_backward_row(da + (size_t)t * T, at + (size_t)t * T, t, kn,
+						     scale);
+			/* dq = da k, dk += da^T q */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, hs, kn, 1.0f, dr,
+				    T, k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hs, mr, 1.0f, dr, T,
+				    q + (size_t)r0 * C3, C3, 1.0f, dk, C3);
+		}
 	}
 }
 
@@ -487,6 +615,95 @@ void attention_backward_pool(cs_pool *pool, float *dqkv, const float *dout, cons
 	struct att_job a = { .dqkv = dqkv, .dout = dout, .qkv = qkv, .catt = att,
 			     .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH };
 	cs_pool_run(pool, attention_backward_job, &a);
+}
+
+/* Token-minor q, k, v ([3C][ld], token b*T + t in column b*T + t): the same blocks, with
+ * the products taking q, k, v and writing dq, dk, dv through their transposes. */
+static void attention_forward_tm_job(void *va, int tid, int nth)
+{
+	struct att_job *a = va;
+	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
+	float scale = 1.0f / sqrtf((float)hs);
+	size_t lo, hi;
+	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
+	for (size_t bh = lo; bh < hi; bh++) {
+		size_t b = bh / NH, h = bh % NH;
+		const float *qt = a->qkv + h * hs * (size_t)ld + b * T;  /* [hs][ld] */
+		const float *kt = qt + (size_t)C * ld;
+		const float *vt = qt + 2 * (size_t)C * ld;
+		float *at = a->att + bh * T * T;
+		float *o = a->out + b * T * C + h * hs;
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			float *ar = at + (size_t)r0 * T;
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, mr, kn, hs, scale,
+				    qt + r0, ld, kt, ld, 0.0f, ar, T);
+			for (int t = r0; t < kn; t++)
+				causal_softmax_row(at + (size_t)t * T, t, T);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, hs, kn, 1.0f, ar, T,
+				    vt, ld, 0.0f, o + (size_t)r0 * C, C);
+		}
+	}
+}
+
+void attention_forward_tm_pool(cs_pool *pool, float *out, float *att, const float *qkvt,
+			       int ld, int B, int T, int C, int NH)
+{
+	struct att_job a = { .out = out, .att = att, .qkv = qkvt, .B = B, .T = T, .C = C,
+			     .NH = NH, .ld = ld };
+	cs_pool_run(pool, attention_forward_tm_job, &a);
+}
+
+static void attention_backward_tm_job(void *va, int tid, int nth)
+{
+	struct att_job *a = va;
+	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
+	float scale = 1.0f / sqrtf((float)hs);
+	float *da = a->scratch + (size_t)tid * T * T;
+	size_t lo, hi;
+	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
+	for (size_t bh = lo; bh < hi; bh++) {
+		size_t b = bh / NH, h = bh % NH;
+		size_t off = h * hs * (size_t)ld + b * T;
+		const float *qt = a->qkv + off, *kt = qt + (size_t)C * ld;
+		const float *vt = qt + 2 * (size_t)C * ld;
+		float *dqt = a->dqkv + off, *dkt = dqt + (size_t)C * ld;
+		float *dvt = dqt + 2 * (size_t)C * ld;
+		const float *at = a->catt + bh * T * T;
+		const float *d = a->dout + b * T * C + h * hs;
+		for (int i = 0; i < hs; i++) {
+			memset(dkt + (size_t)i * ld, 0, sizeof(float) * T);
+			memset(dvt + (size_t)i * ld, 0, sizeof(float) * T);
+		}
+		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
+			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
+			const float *ar = at + (size_t)r0 * T;
+			float *dr = da + (size_t)r0 * T;
+			const float *dd = d + (size_t)r0 * C;
+			/* da = dout v^T, dv^T += dout^T at */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, kn, hs, 1.0f, dd,
+				    C, vt, ld, 0.0f, dr, T);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hs, kn, mr, 1.0f, dd, C,
+				    ar, T, 1.0f, dvt, ld);
+			for (int t = r0; t < kn; t++)
+				softmax_backward_row(da + (size_t)t * T, at + (size_t)t * T, t, kn,
+						     scale);
+			/* dq^T = k^T da^T, dk^T += q^T da */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hs, mr, kn, 1.0f, kt, ld,
+				    dr, T, 0.0f, dqt + r0, ld);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hs, kn, mr, 1.0f,
+				    qt + r0, ld, dr, T, 1.0f, dkt, ld);
+		}
+	}
+}
+
+void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
+				const float *qkvt, int ld, const float *att, float *scratch,
+				int B, int T, int C, int NH)
+{
+	struct att_job a = { .dqkv = dqkvt, .dout = dout, .qkv = qkvt, .catt = att,
+			     .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH, .ld = ld };
+	cs_pool_run(pool, attention_backward_tm_job, &a);
 }
 
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
@@ -575,28 +792,6 @@ void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
  * FMA contraction (-std=c11 sets -ffp-contract=off) every clone gives identical bits.
  */
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
-
-/* exp(x) for x in [-20, 0]: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor for exp(r) */
-static inline __attribute__((always_inline)) float exp_neg(float x)
-{
-	const float log2e = 1.44269504088896341f;
-	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
-	const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-	float kf = (x * log2e + shifter) - shifter;
-	float r = (x - kf * ln2_hi) - kf * ln2_lo;
-	float p = 1.0f / 720.0f;
-	p = p * r + 1.0f / 120.0f;
-	p = p * r + 1.0f / 24.0f;
-	p = p * r + 1.0f / 6.0f;
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
-	int32_t n = (int32_t)kf;
-	uint32_t bits = (uint32_t)(n + 127) << 23;
-	float scale;
-	memcpy(&scale, &bits, sizeof scale);
-	return p * scale;
-}
 
 static inline __attribute__((always_inline)) float tanh_fast(float y)
 {
@@ -818,6 +1013,104 @@ void softmax_crossentropy_backward(float *dlogits, const float *probs, const int
 	softmax_crossentropy_backward_pool(NULL, dlogits, probs, targets, dloss, N, V);
 }
 
+/* ---- token-minor MLP activations ------------------------------------------------------ */
+
+struct tm_job {
+	float *y, *g;
+	float *db;
+	const float *b, *d;
+	int rows, BT, ld;
+};
+
+/* y [rows][ld] += b [rows] on the BT tokens, then g = GELU(y) (padding tokens stay zero in
+ * both): one pass over the rows */
+static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi)
+{
+	for (size_t i = lo; i < hi; i++) {
+		float *y = a->y + i * a->ld, *g = a->g + i * a->ld, b = a->b[i];
+		for (int t = 0; t < a->BT; t++) {
+			float x = y[t] + b;
+			float cube = 0.044715f * x * x * x;
+			y[t] = x;
+			g[t] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
+		}
+		for (int t = a->BT; t < a->ld; t++)
+			g[t] = 0.0f;
+	}
+}
+
+/* y [rows][ld] += b [rows] on the BT tokens (padding stays zero); rows split */
+static void tm_bias_add_job(void *va, int tid, int nth)
+{
+	struct tm_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		float *y = a->y + i * a->ld, b = a->b[i];
+		for (int t = 0; t < a->BT; t++)
+			y[t] += b;
+	}
+}
+
+/* rows split */
+static void tm_bias_gelu_job(void *va, int tid, int nth)
+{
+	struct tm_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
+	tm_bias_gelu_rows(a, lo, hi);
+}
+
+static ROW_CLONES void tm_bias_grad_rows(struct tm_job *a, size_t lo, size_t hi)
+{
+	int BT = a->BT, nv = BT / LANES * LANES;
+	for (size_t i = lo; i < hi; i++) {
+		const float *d = a->d + i * a->ld;
+		float l[LANES] = { 0 };
+		for (int t = 0; t < nv; t += LANES)
+			for (int v = 0; v < LANES; v++)
+				l[v] += d[t + v];
+		for (int t = nv; t < BT; t++)
+			l[t - nv] += d[t];
+		a->db[i] += lane_total(l);
+	}
+}
+
+/* db [rows] += the sum over the BT tokens of each row of d [rows][ld]; rows split */
+static void tm_bias_grad_job(void *va, int tid, int nth)
+{
+	struct tm_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
+	tm_bias_grad_rows(a, lo, hi);
+}
+
+/* Room for the token-minor activations of ld tokens; fresh memory is zeroed, the padding
+ * tokens of every row stay so. */
+static int tm_reserve(gpt *m, int ld)
+{
+	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
+	size_t need = ((2 * L + 2) * C4 + (L + 1) * C3) * (size_t)ld;
+	if (need > m->tm_cap) {
+		/* rows start on cache lines (ld is a multiple of 16), so threads writing
+		 * different token blocks of a row never share a line */
+		float *p = aligned_alloc(64, need * sizeof(float));
+		if (!p)
+			return CS_ERR_NO_MEM;
+		memset(p, 0, need * sizeof(float));
+		free(m->tm_memory);
+		m->tm_memory = p;
+		m->tm_cap = need;
+	}
+	m->tm_fch = m->tm_memory;
+	m->tm_fch_gelu = m->tm_fch + L * C4 * (size_t)ld;
+	m->tm_dfch = m->tm_fch_gelu + L * C4 * (size_t)ld;
+	m->tm_dfch_gelu = m->tm_dfch + C4 * (size_t)ld;
+	m->tm_qkv = m->tm_dfch_gelu + C4 * (size_t)ld;
+	m->tm_dqkv = m->tm_qkv + L * C3 * (size_t)ld;
+	return CS_OK;
+}
+
 /* ---- the host linear hook ----------------------------------------------------------- */
 
 /* ctx is the cs_pool to split over (NULL: the caller's thread). */
@@ -999,8 +1292,9 @@ int gpt_create(gpt *m, const gpt_config *cfg, int B, int T)
 	m->bwd_memory = malloc(n_bwd * sizeof(float));
 	m->inputs = malloc(BT * sizeof(int));
 	m->targets = malloc(BT * sizeof(int));
+	m->tm_ld = calloc(2 * L, sizeof(int));
 	if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->bwd_memory ||
-	    !m->inputs || !m->targets) {
+	    !m->inputs || !m->targets || !m->tm_ld) {
 		gpt_free(m);
 		return CS_ERR_NO_MEM;
 	}
@@ -1040,6 +1334,8 @@ void gpt_free(gpt *m)
 	free(m->inputs);
 	free(m->targets);
 	free(m->att_scratch);
+	free(m->tm_ld);
+	free(m->tm_memory);
 	memset(m, 0, sizeof *m);
 }
 
@@ -1159,11 +1455,30 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 
 		layernorm_forward_pool(pool, ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C1,
 				       p->ln1b + l * C1, (int)BT, C);
-		rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, 3 * C);
-		if (rc)
-			return rc;
-		bias_add_pool(pool, qkv, p->qkvb + l * C3, (int)BT, (int)C3);
-		attention_forward_pool(pool, atty, att, qkv, B, T, C, NH);
+		int qld = m->lin->qkv_ld ? m->lin->qkv_ld(m->lin_ctx, l, (int)BT) : 0;
+		m->tm_ld[L + l] = 0;
+		if (qld > 0) { /* q, k, v token-minor */
+			rc = tm_reserve(m, qld);
+			if (rc)
+				return rc;
+			m->tm_ld[L + l] = qld;
+			float *qkvt = m->tm_qkv + l * C3 * qld;
+			rc = m->lin->forward_tm(m->lin_ctx, qkvt, ln1, p->qkvw + l * C3 * C, l,
+						GPT_QKV, (int)BT, C, 3 * C, qld);
+			if (rc)
+				return rc;
+			struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
+					     .BT = (int)BT, .ld = qld };
+			cs_pool_run(pool, tm_bias_add_job, &tj);
+			attention_forward_tm_pool(pool, atty, att, qkvt, qld, B, T, C, NH);
+		} else {
+			rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
+					 3 * C);
+			if (rc)
+				return rc;
+			bias_add_pool(pool, qkv, p->qkvb + l * C3, (int)BT, (int)C3);
+			attention_forward_pool(pool, atty, att, qkv, B, T, C, NH);
+		}
 		rc = lin_forward(m, attproj, atty, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
 				 (int)BT, C, C);
 		if (rc)
@@ -1172,13 +1487,34 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		residual_forward_pool(pool, residual2, residual, attproj, (int)(BT * C));
 		layernorm_forward_pool(pool, ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C1,
 				       p->ln2b + l * C1, (int)BT, C);
-		rc = lin_forward(m, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, 4 * C);
-		if (rc)
-			return rc;
-		bias_add_pool(pool, fch, p->fcb + l * C4, (int)BT, (int)C4);
-		gelu_forward_pool(pool, fch_gelu, fch, (int)(BT * C4));
-		rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ,
-				 (int)BT, 4 * C, C);
+		int tld = m->lin->mlp_ld ? m->lin->mlp_ld(m->lin_ctx, l, (int)BT) : 0;
+		m->tm_ld[l] = 0;
+		if (tld > 0) { /* the hidden activations token-minor */
+			rc = tm_reserve(m, tld);
+			if (rc)
+				return rc;
+			m->tm_ld[l] = tld;
+			float *fcht = m->tm_fch + l * C4 * tld;
+			float *gelut = m->tm_fch_gelu + l * C4 * tld;
+			rc = m->lin->forward_tm(m->lin_ctx, fcht, ln2, p->fcw + l * C4 * C, l, GPT_FC,
+						(int)BT, C, 4 * C, tld);
+			if (rc)
+				return rc;
+			struct tm_job tj = { .y = fcht, .g = gelut, .b = p->fcb + l * C4,
+					     .rows = (int)C4, .BT = (int)BT, .ld = tld };
+			cs_pool_run(pool, tm_bias_gelu_job, &tj);
+			rc = m->lin->forward_tm(m->lin_ctx, fcproj, gelut, p->fcprojw + l * C1 * C4,
+						l, GPT_FC_PROJ, (int)BT, 4 * C, C, tld);
+		} else {
+			rc = lin_forward(m, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
+					 4 * C);
+			if (rc)
+				return rc;
+			bias_add_pool(pool, fch, p->fcb + l * C4, (int)BT, (int)C4);
+			gelu_forward_pool(pool, fch_gelu, fch, (int)(BT * C4));
+			rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l,
+					 GPT_FC_PROJ, (int)BT, 4 * C, C);
+		}
 		if (rc)
 			return rc;
 		bias_add_pool(pool, fcproj, p->fcprojb + l * C1, (int)BT, C);
@@ -1264,14 +1600,34 @@ int gpt_backward(gpt *m, float loss_scale)
 		/* residual3 = residual2 + fcproj: dfcproj is dresidual itself */
 		const float *dfcproj = m->dresidual;
 		bias_grad_pool(pool, g->fcprojb + l * C1, dfcproj, (int)BT, C);
-		rc = lin_backward(m, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj, fch_gelu,
-				  p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT, (int)C4, C);
-		if (rc)
-			return rc;
-		gelu_backward_pool(pool, m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
-		bias_grad_pool(pool, g->fcb + l * C4, m->dfch, (int)BT, (int)C4);
-		rc = lin_backward(m, m->dln, g->fcw + l * C4 * C, m->dfch, ln2, p->fcw + l * C4 * C,
-				  l, GPT_FC, (int)BT, C, (int)C4);
+		int tld = m->tm_ld[l];
+		if (tld > 0) { /* the hidden activations token-minor */
+			const float *fcht = m->tm_fch + l * C4 * tld;
+			const float *gelut = m->tm_fch_gelu + l * C4 * tld;
+			rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch_gelu,
+						 g->fcprojw + l * C1 * C4, dfcproj, gelut,
+						 p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT,
+						 (int)C4, C, tld, m->want_dense_dw);
+			if (rc)
+				return rc;
+			gelu_backward_pool(pool, m->tm_dfch, fcht, m->tm_dfch_gelu, (int)(C4 * tld));
+			struct tm_job tj = { .db = g->fcb + l * C4, .d = m->tm_dfch, .rows = (int)C4,
+					     .BT = (int)BT, .ld = tld };
+			cs_pool_run(pool, tm_bias_grad_job, &tj);
+			rc = m->lin->backward_tm(m->lin_ctx, m->dln, g->fcw + l * C4 * C, m->tm_dfch,
+						 ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
+						 (int)C4, tld, m->want_dense_dw);
+		} else {
+			rc = lin_backward(m, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj,
+					  fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ,
+					  (int)BT, (int)C4, C);
+			if (rc)
+				return rc;
+			gelu_backward_pool(pool, m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
+			bias_grad_pool(pool, g->fcb + l * C4, m->dfch, (int)BT, (int)C4);
+			rc = lin_backward(m, m->dln, g->fcw + l * C4 * C, m->dfch, ln2,
+					  p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, (int)C4);
+		}
 		if (rc)
 			return rc;
 		/* dresidual now accumulates the gradient of residual2 */
@@ -1285,10 +1641,24 @@ int gpt_backward(gpt *m, float loss_scale)
 				  p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C);
 		if (rc)
 			return rc;
-		attention_backward_pool(pool, m->dqkv, m->datty, qkv, att, scratch, B, T, C, NH);
-		bias_grad_pool(pool, g->qkvb + l * C3, m->dqkv, (int)BT, (int)C3);
-		rc = lin_backward(m, m->dln, g->qkvw + l * C3 * C, m->dqkv, ln1,
-				  p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, (int)C3);
+		int qld = m->tm_ld[L + l];
+		if (qld > 0) { /* q, k, v token-minor */
+			const float *qkvt = m->tm_qkv + l * C3 * qld;
+			attention_backward_tm_pool(pool, m->tm_dqkv, m->datty, qkvt, qld, att,
+						   scratch, B, T, C, NH);
+			struct tm_job tj = { .db = g->qkvb + l * C3, .d = m->tm_dqkv,
+					     .rows = (int)C3, .BT = (int)BT, .ld = qld };
+			cs_pool_run(pool, tm_bias_grad_job, &tj);
+			rc = m->lin->backward_tm(m->lin_ctx, m->dln, g->qkvw + l * C3 * C,
+						 m->tm_dqkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV,
+						 (int)BT, C, (int)C3, qld, m->want_dense_dw);
+		} else {
+			attention_backward_pool(pool, m->dqkv, m->datty, qkv, att, scratch, B, T, C,
+						NH);
+			bias_grad_pool(pool, g->qkvb + l * C3, m->dqkv, (int)BT, (int)C3);
+			rc = lin_backward(m, m->dln, g->qkvw + l * C3 * C, m->dqkv, ln1,
+					  p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, (int)C3);
+		}
 		if (rc)
 			return rc;
 		layernorm_backward_pool(pool, m->dresidual, g->ln1w + l * C1, g->ln1b + l * C1,

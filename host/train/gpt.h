@@ -42,8 +42,9 @@ typedef struct gpt_tensor {
 /*
  * Linear-layer hook for the projections: y [BT, OC] = x [BT, IC] W^T (no bias; the model
  * adds it). backward overwrites dx = dy W and accumulates dw += dy^T x into the dense grad
- * buffer (a sparse implementation touches only the nonzero positions). want_dense_dw asks
- * for the full dense dW (sparsity growth steps).
+ * buffer (a sparse implementation touches only the nonzero positions, or keeps them in an
+ * array of its own: train_native.h). want_dense_dw asks for the full dense dW (sparsity
+ * growth steps), always into the dense buffer.
  */
 typedef struct gpt_linear_ops {
 	int (*forward)(void *ctx, float *y, const float *x, const float *w, int layer, int proj,
@@ -51,6 +52,22 @@ typedef struct gpt_linear_ops {
 	int (*backward)(void *ctx, float *dx, float *dw, const float *dy, const float *x,
 			const float *w, int layer, int proj, int BT, int IC, int OC,
 			int want_dense_dw);
+	/* Optional (NULL: never). The MLP's hidden activations token-minor: mlp.fc's output,
+	 * GELU, mlp.proj's input and their gradients as [4C][ld] (a row per feature, tokens
+	 * BT..ld-1 zero), which spares the transposes of the widest activations. mlp_ld gives
+	 * ld (>= BT) when block `layer` runs so, else 0; then forward_tm / backward_tm run
+	 * GPT_FC with y / dy token-minor and GPT_FC_PROJ with x / dx token-minor (the other
+	 * side token-major, as forward / backward). */
+	int (*mlp_ld)(void *ctx, int layer, int BT);
+	/* The same for attn.qkv's output: q, k, v (and their gradient) as [3C][ld]; then
+	 * forward_tm / backward_tm run GPT_QKV with y / dy token-minor, and attention reads
+	 * them so (attention_forward_tm_pool). */
+	int (*qkv_ld)(void *ctx, int layer, int BT);
+	int (*forward_tm)(void *ctx, float *y, const float *x, const float *w, int layer,
+			  int proj, int BT, int IC, int OC, int ld);
+	int (*backward_tm)(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+			   const float *w, int layer, int proj, int BT, int IC, int OC, int ld,
+			   int want_dense_dw);
 } gpt_linear_ops;
 
 /* llm.c layout: each parameter kind is one array over the layers. */
@@ -128,6 +145,17 @@ typedef struct gpt {
 	float *datt;            /* [T, T] attention scratch */
 	float *att_scratch;     /* [att_scratch_threads, T, T]: attention backward per thread */
 	int att_scratch_threads;
+	/* token-minor MLP activations (gpt_linear_ops.mlp_ld), allocated at first use */
+	int *tm_ld;             /* [2L] ld of each block's last forward (MLP, then qkv),
+				   0: token-major */
+	float *tm_memory;
+	size_t tm_cap;          /* floats */
+	float *tm_fch;          /* [L, 4C, ld] fch, token-minor */
+	float *tm_fch_gelu;     /* [L, 4C, ld] */
+	float *tm_dfch;         /* [4C, ld] */
+	float *tm_dfch_gelu;    /* [4C, ld] */
+	float *tm_qkv;          /* [L, 3C, ld] */
+	float *tm_dqkv;         /* [3C, ld] */
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
 	int cur_B, cur_T;
 	float mean_loss;        /* of the last forward with targets, else -1 */
@@ -187,6 +215,13 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int T, i
 /* dqkv [B, T, 3C] is overwritten; scratch [T, T] */
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
 			float *scratch, int B, int T, int C, int NH);
+/* The same with qkv (and dqkv) token-minor: [3C][ld], token b*T + t in column b*T + t
+ * (ld >= B*T) */
+void attention_forward_tm_pool(cs_pool *pool, float *out, float *att, const float *qkvt,
+			       int ld, int B, int T, int C, int NH);
+void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
+				const float *qkvt, int ld, const float *att, float *scratch,
+				int B, int T, int C, int NH);
 void attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C,
 			   int NH);
 void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,

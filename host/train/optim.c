@@ -100,6 +100,81 @@ void grad_scale(float *g, size_t n, float scale)
 	grad_scale_pool(NULL, g, n, scale);
 }
 
+struct segs_job {
+	const float *const *seg;
+	float *const *sseg;
+	const size_t *len;
+	const size_t *first; /* [nseg + 1] first chunk of each piece */
+	int nseg;
+	double *partial;
+	float scale;
+};
+
+static void segs_norm_job(void *va, int tid, int nth)
+{
+	struct segs_job *a = va;
+	size_t lo, hi;
+	cs_split(a->first[a->nseg], tid, nth, &lo, &hi);
+	int s = 0;
+	for (size_t c = lo; c < hi; c++) {
+		while (a->first[s + 1] <= c)
+			s++;
+		size_t i0 = (c - a->first[s]) * GRAD_NORM_CHUNK, i1 = i0 + GRAD_NORM_CHUNK;
+		if (i1 > a->len[s])
+			i1 = a->len[s];
+		a->partial[c] = chunk_sumsq(a->seg[s], i0, i1);
+	}
+}
+
+double grad_global_norm_segs_pool(cs_pool *pool, const float *const *seg, const size_t *len,
+				  int nseg)
+{
+	size_t *first = malloc(sizeof(size_t) * ((size_t)nseg + 1));
+	double *partial = NULL, sum = 0.0;
+	if (first) {
+		first[0] = 0;
+		for (int s = 0; s < nseg; s++)
+			first[s + 1] = first[s] + (len[s] + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK;
+		partial = malloc(sizeof(double) * (first[nseg] ? first[nseg] : 1));
+	}
+	if (!partial) { /* no memory: the same sums on this thread */
+		for (int s = 0; s < nseg; s++)
+			for (size_t i0 = 0; i0 < len[s]; i0 += GRAD_NORM_CHUNK)
+				sum += chunk_sumsq(seg[s], i0,
+						   i0 + GRAD_NORM_CHUNK < len[s] ? i0 + GRAD_NORM_CHUNK
+										 : len[s]);
+		free(first);
+		return sqrt(sum);
+	}
+	struct segs_job a = { .seg = seg, .len = len, .first = first, .nseg = nseg,
+			      .partial = partial };
+	cs_pool_run(pool, segs_norm_job, &a);
+	for (size_t c = 0; c < first[nseg]; c++)
+		sum += partial[c];
+	free(partial);
+	free(first);
+	return sqrt(sum);
+}
+
+static void segs_scale_job(void *va, int tid, int nth)
+{
+	struct segs_job *a = va;
+	for (int s = 0; s < a->nseg; s++) {
+		size_t lo, hi;
+		cs_split(a->len[s], tid, nth, &lo, &hi);
+		float *g = a->sseg[s];
+		for (size_t i = lo; i < hi; i++)
+			g[i] *= a->scale;
+	}
+}
+
+void grad_scale_segs_pool(cs_pool *pool, float *const *seg, const size_t *len, int nseg,
+			  float scale)
+{
+	struct segs_job a = { .sseg = seg, .len = len, .nseg = nseg, .scale = scale };
+	cs_pool_run(pool, segs_scale_job, &a);
+}
+
 void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float lr,
 		  float beta1, float beta2, float eps, float wd, long t)
 {
@@ -124,6 +199,23 @@ void adamw_update_packed(float *w, float *m, float *v, const float *g, const uin
 	for (size_t k = 0; k < nidx; k++) {
 		size_t i = idx[k];
 		float gi = g[i];
+		float mi = beta1 * m[k] + (1.0f - beta1) * gi;
+		float vi = beta2 * v[k] + (1.0f - beta2) * gi * gi;
+		m[k] = mi;
+		v[k] = vi;
+		float mhat = mi * c1, vhat = vi * c2;
+		w[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w[i]);
+	}
+}
+
+void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_t *idx,
+		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd, long t)
+{
+	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
+	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
+	for (size_t k = 0; k < nidx; k++) {
+		size_t i = idx[k];
+		float gi = g[k];
 		float mi = beta1 * m[k] + (1.0f - beta1) * gi;
 		float vi = beta2 * v[k] + (1.0f - beta2) * gi * gi;
 		m[k] = mi;

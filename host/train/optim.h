@@ -20,6 +20,14 @@ double lr_schedule(long s, long steps, long warmup, double lr, double min_lr);
 #define GRAD_NORM_CHUNK 16384
 double grad_global_norm(const float *g, size_t n);
 double grad_global_norm_pool(cs_pool *pool, const float *g, size_t n);
+/* The same over a gradient held in pieces (dense tensors and the packed nonzeros of sparse
+ * ones), seg[i] of len[i] elements: each piece in chunks of GRAD_NORM_CHUNK, their sums
+ * added in piece and chunk order (the same bits for every thread count). */
+double grad_global_norm_segs_pool(cs_pool *pool, const float *const *seg, const size_t *len,
+				  int nseg);
+/* seg[i][0..len[i]) *= scale */
+void grad_scale_segs_pool(cs_pool *pool, float *const *seg, const size_t *len, int nseg,
+			  float scale);
 /* g *= scale */
 void grad_scale(float *g, size_t n, float scale);
 void grad_scale_pool(cs_pool *pool, float *g, size_t n, float scale);
@@ -35,6 +43,10 @@ void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float 
 void adamw_update_packed(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 			 size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
 			 long t);
+/* As adamw_update_packed with the gradient packed too: g[k] belongs to entry idx[k]. */
+void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_t *idx,
+		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
+		     long t);
 void adamw_update_idx(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 		      size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
 		      long t);

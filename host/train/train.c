@@ -154,6 +154,35 @@ void trainer_set_full_adamw(trainer *t)
 		t->pm[i] = t->pv[i] = NULL;
 	}
 	t->adamw_dense = 1;
+	if (t->nat)
+		tn_set_packed_grads(t->nat, 0);
+}
+
+struct zero_job {
+	trainer *t;
+};
+
+/* The dense ranges of the tensors whose gradient is not packed, each split over the
+ * threads. */
+static void zero_job(void *va, int tid, int nth)
+{
+	trainer *t = ((struct zero_job *)va)->t;
+	const gpt *m = &t->model;
+	for (int i = 0; i < m->num_tensors; i++) {
+		size_t lo, hi;
+		if (t->nat && tn_packed_grad(t->nat, i, &lo))
+			continue;
+		cs_split(m->tensors[i].numel, tid, nth, &lo, &hi);
+		if (hi > lo)
+			memset(m->grads_memory + m->tensors[i].offset + lo, 0,
+			       (hi - lo) * sizeof(float));
+	}
+}
+
+static void zero_grads_dense(trainer *t)
+{
+	struct zero_job a = { t };
+	cs_pool_run(t->pool, zero_job, &a);
 }
 
 struct adamw_job {
@@ -177,7 +206,12 @@ static void adamw_job(void *va, int tid, int nth)
 		float *av = t->adam_v + g->offset;
 		const float *gr = m->grads_memory + g->offset;
 		size_t lo, hi;
-		if (t->pm[i]) {
+		if (t->gpk[i]) { /* packed gradient: kept entries in the same order */
+			cs_split(t->nkept[i], tid, nth, &lo, &hi);
+			adamw_update_nz(w, t->pm[i] + lo, t->pv[i] + lo, t->gseg[i] + lo,
+					t->kept[i] + lo, hi - lo, a->lr, (float)c->beta1,
+					(float)c->beta2, (float)c->eps, wd, a->step);
+		} else if (t->pm[i]) {
 			cs_split(t->nkept[i], tid, nth, &lo, &hi);
 			adamw_update_packed(w, t->pm[i] + lo, t->pv[i] + lo, gr, t->kept[i] + lo,
 					    hi - lo, a->lr, (float)c->beta1, (float)c->beta2,
@@ -285,7 +319,12 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	t->nkept = calloc(t->model.num_tensors, sizeof *t->nkept);
 	t->pm = calloc(t->model.num_tensors, sizeof *t->pm);
 	t->pv = calloc(t->model.num_tensors, sizeof *t->pv);
-	rc = !t->kept || !t->nkept || !t->pm || !t->pv ? CS_ERR_NO_MEM : kept_rebuild(t, 1);
+	t->gseg = calloc(t->model.num_tensors, sizeof *t->gseg);
+	t->glen = calloc(t->model.num_tensors, sizeof *t->glen);
+	t->gpk = calloc(t->model.num_tensors, sizeof *t->gpk);
+	rc = !t->kept || !t->nkept || !t->pm || !t->pv || !t->gseg || !t->glen || !t->gpk
+		     ? CS_ERR_NO_MEM
+		     : kept_rebuild(t, 1);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
@@ -297,6 +336,7 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 			goto out_free;
 		t->model.lin = &train_native_linear_ops;
 		t->model.lin_ctx = t->nat;
+		tn_set_packed_grads(t->nat, 1);
 	} else if (!tc_dense_on_host(c, ts_enabled(t->ts))) {
 		char uri[96];
 		tc_device_uri(c, uri, sizeof uri);
@@ -326,6 +366,9 @@ void trainer_free(trainer *t)
 	}
 	free(t->pm);
 	free(t->pv);
+	free(t->gseg);
+	free(t->glen);
+	free(t->gpk);
 	gpt_free(&t->model);
 	cs_pool_free(t->pool);
 	free(t->kept);
@@ -362,7 +405,24 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	memset(s, 0, sizeof *s);
 	s->lr = lr_schedule(step, c->steps, c->warmup_steps, c->lr, c->min_lr);
 	m->want_dense_dw = ts_wants_dense_grad(t->ts, step);
-	gpt_zero_grad(m);
+	/* packed: the sparse projections' dW stays in the engine's arrays */
+	int packed = t->nat && tn_packed_grads(t->nat) && !m->want_dense_dw;
+	if (packed) {
+		tn_zero_grads(t->nat);
+		if (t->grads_dirty)
+			gpt_zero_grad(m);
+		else
+			zero_grads_dense(t);
+		t->grads_dirty = 0;
+	} else {
+		gpt_zero_grad(m);
+		t->grads_dirty = t->nat != NULL;
+	}
+	for (int i = 0; i < m->num_tensors; i++) {
+		t->gseg[i] = m->grads_memory + m->tensors[i].offset;
+		t->glen[i] = m->tensors[i].numel;
+		t->gpk[i] = 0;
+	}
 	double loss_sum = 0.0;
 	for (int micro = 0; micro < c->grad_accum; micro++) {
 		float loss;
@@ -386,10 +446,32 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	int rc = ts_mask_grads(t->ts, step);
 	if (rc < 0)
 		return rc;
-	s->grad_norm = grad_global_norm_pool(t->pool, m->grads_memory, m->num_params);
-	if (c->grad_clip > 0.0 && s->grad_norm > c->grad_clip)
-		grad_scale_pool(t->pool, m->grads_memory, m->num_params,
-				(float)(c->grad_clip / s->grad_norm));
+	if (packed) {
+		for (int i = 0; i < m->num_tensors; i++) {
+			size_t nnz;
+			float *g = tn_packed_grad(t->nat, i, &nnz);
+			if (!g)
+				continue;
+			if (!t->pm[i] || t->nkept[i] != nnz) {
+				snprintf(err, errlen, "native: %s: %zu packed gradients for %zu kept "
+					 "entries", m->tensors[i].name, nnz, t->nkept[i]);
+				return CS_ERR_INVALID;
+			}
+			t->gseg[i] = g;
+			t->glen[i] = nnz;
+			t->gpk[i] = 1;
+		}
+		s->grad_norm = grad_global_norm_segs_pool(t->pool, (const float *const *)t->gseg,
+							  t->glen, m->num_tensors);
+		if (c->grad_clip > 0.0 && s->grad_norm > c->grad_clip)
+			grad_scale_segs_pool(t->pool, t->gseg, t->glen, m->num_tensors,
+					     (float)(c->grad_clip / s->grad_norm));
+	} else {
+		s->grad_norm = grad_global_norm_pool(t->pool, m->grads_memory, m->num_params);
+		if (c->grad_clip > 0.0 && s->grad_norm > c->grad_clip)
+			grad_scale_pool(t->pool, m->grads_memory, m->num_params,
+					(float)(c->grad_clip / s->grad_norm));
+	}
 	ts_flops_step(t->ts, step, T, B * c->grad_accum);
 	if (!ts_skip_optimizer(t->ts, step)) {
 		struct adamw_job a = { .t = t, .lr = (float)s->lr, .step = step + 1 };

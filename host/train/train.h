@@ -48,6 +48,13 @@ typedef struct trainer {
 	 * zero and untouched). trainer_moments gives the dense view. */
 	float **pm, **pv;        /* [num_tensors] */
 	int adamw_dense;         /* 1: the full update everywhere (trainer_set_full_adamw) */
+	/* The step's gradient, one piece per tensor: its range of the dense grad buffer, or
+	 * the engine's packed dW of a sparse projection (gpk[i] = 1; the dense range is then
+	 * neither written, zeroed nor read, so its pages stay unmapped) */
+	float **gseg;            /* [num_tensors] */
+	size_t *glen;            /* [num_tensors] */
+	uint8_t *gpk;            /* [num_tensors] */
+	int grads_dirty;         /* the dense ranges of packed tensors may be nonzero */
 } trainer;
 
 /* Above this share of kept entries the vectorized full update is faster than the gathered

@@ -25,6 +25,13 @@ struct train_native {
 	float *dyt;            /* token-minor output gradient [4C][ld] */
 	float *dwnz;           /* [max nnz] */
 	size_t dwnz_cap;
+	/* packed gradients (tn_set_packed_grads): each sparse projection's dW at its nonzeros,
+	 * CSR order, accumulated over the backwards since tn_zero_grads */
+	int packed;
+	float **gnz;           /* [L * 4][nnz] */
+	size_t *gnz_cap;       /* [L * 4] */
+	uint8_t *gfresh;       /* [L * 4] 1: the next backward overwrites gnz */
+	int *proj_of;          /* [num_tensors] L * 4 index, or -1 */
 };
 
 
@@ -45,6 +52,14 @@ static int build_one(train_native *n, int k)
 				 t->shape[1], n->vtype);
 	if (rc)
 		return rc;
+	if ((size_t)n->sp[k].nnz > n->gnz_cap[k]) {
+		float *nb = realloc(n->gnz[k], sizeof(float) * (size_t)n->sp[k].nnz);
+		if (!nb)
+			return CS_ERR_NO_MEM;
+		n->gnz[k] = nb;
+		n->gnz_cap[k] = (size_t)n->sp[k].nnz;
+	}
+	n->gfresh[k] = 1;
 	if ((size_t)n->sp[k].nnz > n->dwnz_cap) {
 		float *nb = realloc(n->dwnz, sizeof(float) * (size_t)n->sp[k].nnz);
 		if (!nb)
@@ -73,20 +88,25 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->xt = calloc(n->n, sizeof *n->xt);
 	n->xt_src = calloc(n->n, sizeof *n->xt_src);
 	n->xt_bt = calloc(n->n, sizeof *n->xt_bt);
-	n->dyt = malloc(sizeof(float) * ld * 4 * C);
+	n->dyt = aligned_alloc(64, sizeof(float) * ld * 4 * C);
+	n->gnz = calloc(n->n, sizeof *n->gnz);
+	n->gnz_cap = calloc(n->n, sizeof *n->gnz_cap);
+	n->gfresh = calloc(n->n, sizeof *n->gfresh);
+	n->proj_of = malloc(sizeof *n->proj_of * (size_t)m->num_tensors);
 	int rc = CS_ERR_NO_MEM;
-	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt ||
-	    eng_ctx_create(&n->e, pool))
+	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt || !n->gnz ||
+	    !n->gnz_cap || !n->gfresh || !n->proj_of || eng_ctx_create(&n->e, pool))
 		goto out_nomem;
-	for (int i = 0; i < m->num_tensors; i++)
-		if (m->tensors[i].proj >= 0)
-			n->tensor[m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj] = i;
+	for (int i = 0; i < m->num_tensors; i++) {
+		n->proj_of[i] = -1;
+		if (m->tensors[i].proj >= 0) {
+			n->proj_of[i] = m->tensors[i].layer * GPT_NPROJ + m->tensors[i].proj;
+			n->tensor[n->proj_of[i]] = i;
+		}
+	}
 	for (int k = 0; k < n->n; k++) {
 		if (!ts_mask(n->ts, n->tensor[k]))
 			continue;
-		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)C : (size_t)C;
-		if (!(n->xt[k] = malloc(sizeof(float) * ld * ic)))
-			goto out_nomem;
 		rc = build_one(n, k);
 		if (rc) {
 			snprintf(err, errlen, "native: cannot build the nonzeros of %s: %s",
@@ -112,6 +132,12 @@ void tn_close(train_native *n)
 	eng_ctx_free(n->e);
 	for (int k = 0; n->xt && k < n->n; k++)
 		free(n->xt[k]);
+	for (int k = 0; n->gnz && k < n->n; k++)
+		free(n->gnz[k]);
+	free(n->gnz);
+	free(n->gnz_cap);
+	free(n->gfresh);
+	free(n->proj_of);
 	free(n->sp);
 	free(n->tensor);
 	free(n->xt);
@@ -147,6 +173,30 @@ void tn_mark_grads_clean(const train_native *n, train_sparsity *ts)
 			ts_set_grad_clean(ts, n->tensor[k]);
 }
 
+void tn_set_packed_grads(train_native *n, int on)
+{
+	n->packed = on;
+}
+
+int tn_packed_grads(const train_native *n)
+{
+	return n->packed;
+}
+
+void tn_zero_grads(train_native *n)
+{
+	memset(n->gfresh, 1, (size_t)n->n);
+}
+
+float *tn_packed_grad(const train_native *n, int tensor, size_t *nnz)
+{
+	int k = tensor >= 0 && tensor < n->m->num_tensors ? n->proj_of[tensor] : -1;
+	if (!n->packed || k < 0 || !n->sp[k].row_ptr)
+		return NULL;
+	*nnz = (size_t)n->sp[k].nnz;
+	return n->gnz[k];
+}
+
 size_t tn_weight_bytes(const train_native *n)
 {
 	size_t b = 0;
@@ -162,6 +212,18 @@ const struct eng_spmat *tn_spmat(const train_native *n, int layer, int proj)
 	return s->row_ptr ? s : NULL;
 }
 
+/* The token-minor copy of projection k's input, allocated at first use (mlp.proj's input is
+ * token-minor itself when the MLP runs so, and never needs one). */
+static float *xt_buf(train_native *n, int k)
+{
+	if (!n->xt[k]) {
+		size_t ic = k % GPT_NPROJ == GPT_FC_PROJ ? 4 * (size_t)n->m->cfg.n_embd
+							  : (size_t)n->m->cfg.n_embd;
+		n->xt[k] = aligned_alloc(64, sizeof(float) * (size_t)eng_ld(n->m->B * n->m->T) * ic);
+	}
+	return n->xt[k];
+}
+
 static int nat_forward(void *ctx, float *y, const float *x, const float *w, int layer,
 		       int proj, int BT, int IC, int OC)
 {
@@ -169,8 +231,10 @@ static int nat_forward(void *ctx, float *y, const float *x, const float *w, int 
 	int k = layer * GPT_NPROJ + proj;
 	if (!n->sp[k].row_ptr)
 		return gpt_linear_host.forward(NULL, y, x, w, layer, proj, BT, IC, OC);
-	if (BT > n->m->B * n->m->T || !n->xt[k])
+	if (BT > n->m->B * n->m->T)
 		return CS_ERR_INVALID;
+	if (!xt_buf(n, k))
+		return CS_ERR_NO_MEM;
 	n->xt_src[k] = x;
 	n->xt_bt[k] = BT;
 	return eng_spmm(n->e, y, &n->sp[k], 0, x, BT, n->xt[k]);
@@ -195,6 +259,28 @@ static void scatter_part(void *arg, int tid, int nth)
 	}
 }
 
+/* dW at the nonzeros of projection k from token-minor dy and x: into its packed array, or
+ * scattered into the dense buffer dw */
+static int wgrad(train_native *n, int k, float *dw, const float *dyt, const float *xt, int BT)
+{
+	const eng_spmat *s = &n->sp[k];
+	if (n->packed && n->gfresh[k]) {
+		eng_sddmm(n->pool, n->gnz[k], s, dyt, xt, BT);
+		n->gfresh[k] = 0;
+		return CS_OK;
+	}
+	eng_sddmm(n->pool, n->dwnz, s, dyt, xt, BT);
+	if (n->packed) { /* a later micro-batch: accumulate */
+		float *g = n->gnz[k];
+		for (int64_t q = 0; q < s->nnz; q++)
+			g[q] += n->dwnz[q];
+		return CS_OK;
+	}
+	struct scatter_job j = { dw, n->dwnz, s };
+	cs_pool_run(n->pool, scatter_part, &j);
+	return CS_OK;
+}
+
 static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x,
 			const float *w, int layer, int proj, int BT, int IC, int OC,
 			int want_dense_dw)
@@ -216,19 +302,105 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 			    IC, 1.0f, dw, IC);
 		return CS_OK;
 	}
-	int ld = eng_ld(BT);
 	if (n->xt_src[k] != x || n->xt_bt[k] != BT) { /* not the last forward's input */
+		if (!xt_buf(n, k))
+			return CS_ERR_NO_MEM;
+		eng_transpose_in(n->pool, n->xt[k], x, BT, IC, eng_ld(BT));
+		n->xt_src[k] = x;
+		n->xt_bt[k] = BT;
+	}
+	return wgrad(n, k, dw, n->dyt, n->xt[k], BT);
+}
+
+/* The MLP's hidden activations token-minor when both of its projections run here. */
+static int nat_mlp_ld(void *ctx, int layer, int BT)
+{
+	train_native *n = ctx;
+	if (BT < 1 || BT > n->m->B * n->m->T)
+		return 0;
+	return n->sp[layer * GPT_NPROJ + GPT_FC].row_ptr &&
+			       n->sp[layer * GPT_NPROJ + GPT_FC_PROJ].row_ptr
+		       ? eng_ld(BT)
+		       : 0;
+}
+
+/* q, k, v token-minor when attn.qkv runs here. */
+static int nat_qkv_ld(void *ctx, int layer, int BT)
+{
+	train_native *n = ctx;
+	if (BT < 1 || BT > n->m->B * n->m->T)
+		return 0;
+	return n->sp[layer * GPT_NPROJ + GPT_QKV].row_ptr ? eng_ld(BT) : 0;
+}
+
+static int nat_forward_tm(void *ctx, float *y, const float *x, const float *w, int layer,
+			  int proj, int BT, int IC, int OC, int ld)
+{
+	(void)w, (void)IC, (void)OC;
+	train_native *n = ctx;
+	int k = layer * GPT_NPROJ + proj;
+	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ)
+		return CS_ERR_INVALID;
+	if (proj != GPT_FC_PROJ) { /* qkv, fc: y token-minor; x's token-minor copy made for
+				    * the wgrad */
+		if (!xt_buf(n, k))
+			return CS_ERR_NO_MEM;
+		n->xt_src[k] = x;
+		n->xt_bt[k] = BT;
+		return eng_spmm_ex(n->e, y, 1, &n->sp[k], 0, x, 0, BT, n->xt[k]);
+	}
+	/* GPT_FC_PROJ: x token-minor, the wgrad's input itself */
+	n->xt_src[k] = NULL;
+	n->xt_bt[k] = 0;
+	return eng_spmm_ex(n->e, y, 0, &n->sp[k], 0, x, 1, BT, NULL);
+}
+
+static int nat_backward_tm(void *ctx, float *dx, float *dw, const float *dy, const float *x,
+			   const float *w, int layer, int proj, int BT, int IC, int OC, int ld,
+			   int want_dense_dw)
+{
+	(void)w;
+	train_native *n = ctx;
+	int k = layer * GPT_NPROJ + proj;
+	const eng_spmat *s = &n->sp[k];
+	if (!s->row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ)
+		return CS_ERR_INVALID;
+	int rc;
+	if (proj == GPT_FC_PROJ) { /* dy token-major, dx and x token-minor */
+		rc = eng_spmm_ex(n->e, dx, 1, s, 1, dy, 0, BT, want_dense_dw ? NULL : n->dyt);
+		if (rc)
+			return rc;
+		if (want_dense_dw) { /* dW += dy^T x */
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, OC, IC, BT, 1.0f, dy, OC,
+				    x, ld, 1.0f, dw, IC);
+			return CS_OK;
+		}
+		return wgrad(n, k, dw, n->dyt, x, BT);
+	}
+	/* qkv, fc: dy token-minor, dx and x token-major */
+	rc = eng_spmm_ex(n->e, dx, 0, s, 1, dy, 1, BT, NULL);
+	if (rc)
+		return rc;
+	if (want_dense_dw) {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, ld, x,
+			    IC, 1.0f, dw, IC);
+		return CS_OK;
+	}
+	if (n->xt_src[k] != x || n->xt_bt[k] != BT) {
+		if (!xt_buf(n, k))
+			return CS_ERR_NO_MEM;
 		eng_transpose_in(n->pool, n->xt[k], x, BT, IC, ld);
 		n->xt_src[k] = x;
 		n->xt_bt[k] = BT;
 	}
-	eng_sddmm(n->pool, n->dwnz, s, n->dyt, n->xt[k], BT);
-	struct scatter_job j = { dw, n->dwnz, s };
-	cs_pool_run(n->pool, scatter_part, &j);
-	return CS_OK;
+	return wgrad(n, k, dw, dy, n->xt[k], BT);
 }
 
 const gpt_linear_ops train_native_linear_ops = {
 	.forward = nat_forward,
 	.backward = nat_backward,
+	.mlp_ld = nat_mlp_ld,
+	.qkv_ld = nat_qkv_ld,
+	.forward_tm = nat_forward_tm,
+	.backward_tm = nat_backward_tm,
 };

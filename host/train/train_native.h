@@ -2,7 +2,9 @@
  * train_native.h - the projections of the GPT on the native sparse engine (host/engine):
  * a gpt_linear_ops whose sparse projections run as fp32 sparse products on the host's
  * cores (forward Y = X W^T, backward data dX = dY W, and the weight gradient at the
- * nonzero positions only, scattered into the dense grad buffer). Projections without a
+ * nonzero positions only, kept packed for the optimizer or scattered into the dense grad
+ * buffer), and a block's MLP hidden activations token-minor when both of its projections
+ * run here (gpt_linear_ops.mlp_ld). Projections without a
  * mask, or kept at more than 40% density (GMP before it prunes, GraNet early), run as
  * dense OpenBLAS sgemm. On steps where sparsity wants the dense gradient
  * (RigL, GraNet growth), dW is the dense sgemm too.
@@ -37,6 +39,19 @@ int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen);
  * outside their masks (only nonzero positions were written), so masking them again is
  * skipped (ts_set_grad_clean). */
 void tn_mark_grads_clean(const train_native *n, train_sparsity *ts);
+/* Packed gradients (off at open): a backward without the dense gradient writes each sparse
+ * projection's dW at its nonzeros into the engine's own array (CSR order, which is the
+ * order of the mask's kept entries), accumulated over the backwards since tn_zero_grads,
+ * and leaves the dense grad buffer untouched; the optimizer reads them with
+ * tn_packed_grad. Dense-gradient backwards (want_dense_dw) still accumulate into the dense
+ * buffer. */
+void tn_set_packed_grads(train_native *n, int on);
+int tn_packed_grads(const train_native *n);
+/* Start a new gradient: the next backward of each projection overwrites its packed dW. */
+void tn_zero_grads(train_native *n);
+/* The packed dW of model tensor `tensor` and its length, NULL when that tensor's gradient is
+ * dense (not a sparse projection, or packed gradients off). */
+float *tn_packed_grad(const train_native *n, int tensor, size_t *nnz);
 /* Bytes of the compressed weights (reports). */
 size_t tn_weight_bytes(const train_native *n);
 /* The compressed weight of projection proj of block layer, NULL when it runs dense

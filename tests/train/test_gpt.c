@@ -249,6 +249,54 @@ static void test_attention_backward(void **state)
 	free(dqkv2), free(scratch), free(c.qkv), free(c.r), free(c.out);
 }
 
+/* Token-minor q, k, v against the token-major attention: the same outputs within rounding
+ * (sgemm's transposed operands may sum in another order), the padding of dqkv^T untouched;
+ * T = 40 takes a partial block of query rows. */
+static void check_attention_tm(int B, int T, int C, int NH)
+{
+	int BT = B * T, ld = BT + 5, C3 = 3 * C;
+	size_t NQ = (size_t)BT * C3, NO = (size_t)BT * C, NA = (size_t)B * NH * T * T;
+	float *qkv = malloc(NQ * 4), *qkvt = malloc((size_t)C3 * ld * 4), *r = malloc(NO * 4);
+	float *out = malloc(NO * 4), *out2 = malloc(NO * 4), *att = malloc(NA * 4);
+	float *att2 = malloc(NA * 4), *dqkv = malloc(NQ * 4), *dqkvt = malloc((size_t)C3 * ld * 4);
+	float *scratch = malloc((size_t)T * T * 4);
+	fill(qkv, NULL, NQ, 1.5);
+	fill(r, NULL, NO, 1.0);
+	for (int t = 0; t < BT; t++)
+		for (int i = 0; i < C3; i++)
+			qkvt[(size_t)i * ld + t] = qkv[(size_t)t * C3 + i];
+	for (int i = 0; i < C3; i++)
+		for (int t = BT; t < ld; t++)
+			qkvt[(size_t)i * ld + t] = 0.0f;
+	attention_forward(out, att, qkv, B, T, C, NH);
+	attention_forward_tm_pool(NULL, out2, att2, qkvt, ld, B, T, C, NH);
+	for (size_t i = 0; i < NO; i++)
+		assert_true(fabs(out[i] - out2[i]) < 1e-5 * (1 + fabs(out[i])));
+	for (size_t i = 0; i < NA; i++)
+		assert_true(fabs(att[i] - att2[i]) < 1e-6);
+	attention_backward(dqkv, r, qkv, att, scratch, B, T, C, NH);
+	for (size_t i = 0; i < (size_t)C3 * ld; i++)
+		dqkvt[i] = 7.0f;
+	attention_backward_tm_pool(NULL, dqkvt, r, qkvt, ld, att, scratch, B, T, C, NH);
+	for (int i = 0; i < C3; i++) {
+		for (int t = 0; t < BT; t++) {
+			float a = dqkv[(size_t)t * C3 + i], b = dqkvt[(size_t)i * ld + t];
+			assert_true(fabs(a - b) < 1e-5 * (1 + fabs(a)));
+		}
+		for (int t = BT; t < ld; t++)
+			assert_true(dqkvt[(size_t)i * ld + t] == 7.0f);
+	}
+	free(qkv), free(qkvt), free(r), free(out), free(out2), free(att), free(att2);
+	free(dqkv), free(dqkvt), free(scratch);
+}
+
+static void test_attention_token_minor(void **state)
+{
+	(void)state;
+	check_attention_tm(2, 7, 12, 3);
+	check_attention_tm(3, 40, 32, 2);
+}
+
 /* ---- gelu --------------------------------------------------------------------------- */
 
 struct gelu_ctx {
@@ -738,6 +786,7 @@ int main(void)
 		cmocka_unit_test(test_layernorm_backward),
 		cmocka_unit_test(test_matmul_backward),
 		cmocka_unit_test(test_attention_backward),
+		cmocka_unit_test(test_attention_token_minor),
 		cmocka_unit_test(test_gelu_backward),
 		cmocka_unit_test(test_gelu_tanh_accuracy),
 		cmocka_unit_test(test_softmax_crossentropy_backward),

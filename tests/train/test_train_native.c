@@ -2,7 +2,8 @@
  * test_train_native.c - host/train/train_native.c: the projections on the native engine.
  *   - the hook against a double reference at the mask's nonzeros (forward, backward data,
  *     the weight gradient scattered into the dense buffer with the pruned positions left
- *     untouched), with fp32 and bf16 weight storage, and the dense-gradient mode;
+ *     untouched), with fp32 and bf16 weight storage, the dense-gradient mode, and packed
+ *     gradients (dW at the kept entries in the engine's own array, accumulated);
  *   - training: the native engine against the dense host path (OpenBLAS) with the same
  *     masks: per-step losses within fp32 noise (1e-4 relative over 6 steps);
  *   - bit-identical reruns for a fixed thread count (2 threads), and a resumed run equal
@@ -81,6 +82,7 @@ static void check_hook(const char *weights)
 	assert_non_null(t.nat);
 	int bf16 = !strcmp(weights, "bf16");
 	gpt *m = &t.model;
+	tn_set_packed_grads(t.nat, 0); /* the hook's own contract: dW into the dense buffer */
 	int C = m->cfg.n_embd, OC = 4 * C, BT = 37; /* not a multiple of a vector */
 	int ti = gpt_find_tensor(m, "h.1.mlp.fc.weight");
 	const uint8_t *mask = ts_mask(t.ts, ti);
@@ -146,6 +148,35 @@ static void check_hook(const char *weights)
 			}
 			assert_true(fabs(dw[o * C + i] - s) <= 1e-6 * (1 + a));
 		}
+	/* packed gradients: dW at the kept entries in their order, the dense buffer untouched,
+	 * a second backward accumulating */
+	tn_set_packed_grads(t.nat, 1);
+	for (int rep = 1; rep <= 2; rep++) {
+		if (rep == 1)
+			tn_zero_grads(t.nat);
+		for (int i = 0; i < OC * C; i++)
+			dw[i] = 0.5f;
+		assert_int_equal(m->lin->backward(m->lin_ctx, dx, dw, dy, x, W, 1, GPT_FC, BT, C,
+						  OC, 0),
+				 CS_OK);
+		size_t nnz = 0, q = 0;
+		const float *g = tn_packed_grad(t.nat, ti, &nnz);
+		assert_non_null(g);
+		for (int o = 0; o < OC; o++)
+			for (int i = 0; i < C; i++) {
+				assert_true(dw[o * C + i] == 0.5f);
+				if (!mask[o * C + i])
+					continue;
+				double s = 0, a = 0;
+				for (int n = 0; n < BT; n++) {
+					s += (double)dy[n * OC + o] * x[n * C + i];
+					a += fabs((double)dy[n * OC + o] * x[n * C + i]);
+				}
+				assert_true(q < nnz);
+				assert_true(fabs(g[q++] - rep * s) <= 2e-6 * (1 + rep * a));
+			}
+		assert_true(q == nnz);
+	}
 	free(x);
 	free(y);
 	free(dy);
@@ -176,17 +207,28 @@ static void run_losses(char *const *ov, int nov, int steps, float *loss)
 static void test_native_vs_dense_host(void **state)
 {
 	(void)state;
-	float a[6], b[6];
-	char *const nat[] = { "device.kind=native" };
-	char *const host[] = { "device.kind=cpu", "device.dense_on_host=true" };
-	run_losses(nat, 1, 6, a);
-	run_losses(host, 2, 6, b);
-	for (int s = 0; s < 6; s++) {
-		printf("step %d: native %.7f host %.7f\n", s + 1, a[s], b[s]);
-		assert_true(fabsf(a[s] - b[s]) <= 1e-4f * fabsf(b[s]));
+	/* one micro-batch, two (the packed gradients accumulate over them), and RigL (its
+	 * growth steps take the dense gradient, through the token-minor MLP too) */
+	for (int run = 1; run <= 3; run++) {
+		float a[6], b[6];
+		char ga[32];
+		snprintf(ga, sizeof ga, "train.grad_accum=%d", run == 2 ? 2 : 1);
+		char *const nat[] = { "device.kind=native", ga, "sparsity.algorithm=rigl",
+				      "sparsity.update.freq=2", "sparsity.update.start=0" };
+		char *const host[] = { "device.kind=cpu", "device.dense_on_host=true", ga,
+				       "sparsity.algorithm=rigl", "sparsity.update.freq=2",
+				       "sparsity.update.start=0" };
+		int nov = run == 3 ? 3 : 0;
+		run_losses(nat, 2 + nov, 6, a);
+		run_losses(host, 3 + nov, 6, b);
+		for (int s = 0; s < 6; s++) {
+			printf("run %d step %d: native %.7f host %.7f\n", run, s + 1, a[s], b[s]);
+			assert_true(fabsf(a[s] - b[s]) <= 1e-4f * fabsf(b[s]));
+		}
+		/* the first step's loss does not depend on how the projections run but for
+		 * rounding */
+		assert_true(a[0] != 0.0f);
 	}
-	/* the first step's loss does not depend on how the projections run but for rounding */
-	assert_true(a[0] != 0.0f);
 }
 
 /* Parameters and optimizer state after `steps` steps, optionally through a checkpoint. */
