@@ -6,6 +6,8 @@
 TEST_ENTRIES += tests/interop/bpe_reference.sh@$(CSHOST)
 # a safetensors export generates the same text in PyTorch (skipped without torch)
 TEST_ENTRIES += tests/interop/safetensors_torch.sh@$(CSHOST)
+# cshost plot: SVG, PNG and PDF well formed; its errors
+TEST_ENTRIES += tests/interop/plot_check.sh@$(CSHOST)
 
 # make bench: GPT-2 BPE encoding speed, one core, on the fortunes corpus (MB/s)
 .PHONY: bpe-bench
