@@ -14,3 +14,10 @@ TEST_ENTRIES += tests/interop/plot_check.sh@$(CSHOST)
 bpe-bench: $(CSHOST)
 	@./scripts/bpe-bench.sh $(CSHOST) $(BUILD)/bench/bpe.json
 BENCH_TARGETS += bpe-bench
+
+# make bench: GPT-2 small (124M) from a safetensors file, 90% sparse, GPT-2 tokens, exported
+# back (configs/bench-gpt2.yaml): ms/step, tokens/s, peak RSS
+.PHONY: gpt2-bench
+gpt2-bench: $(CSHOST)
+	@./scripts/gpt2-bench.sh $(CSHOST) $(BUILD)/bench/gpt2.json
+BENCH_TARGETS += gpt2-bench
