@@ -47,51 +47,45 @@ set -u
 out=$1
 mkdir -p "$out"
 R=rtl/mesh
-fail=0
 T=${FORMAL_TIMEOUT:-600}
+J=${FORMAL_JOBS:-2}
 
-gen() { # name top params defines files...
+# base name top params defines files...: the design read, parameterised, flattened, its
+# memories mapped to registers (write_aiger takes no $mem) and its assumptions made early,
+# kept as RTLIL ($out/name.il) so that every model of one configuration is cut from it
+# instead of being read and elaborated again
+base() {
 	local name=$1 top=$2 params=$3 defs=$4
 	shift 4
-	# a 1-entry memory trips an assertion in yosys 0.23's write_smt2: map it to registers
-	local mm=""
-	case "$params" in *"-set Depth 1 "*) mm="memory_map; opt -fast;";; esac
-	yosys -q -l "$out/$name.yosys.log" -p "read_verilog -sv -formal $defs -I$R $*; \
-		chparam $params $top; prep -top $top; flatten; $mm \
-		async2sync; chformal -assume -early; dffunmap; write_smt2 -wires $out/$name.smt2" \
-		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
+	yosys -q -l "$out/$name.base.log" -p "read_verilog -sv -formal $defs -I$R $*; \
+		chparam $params $top; prep -top $top; flatten; memory_map; opt -fast; \
+		async2sync; chformal -assume -early; write_rtlil $out/$name.il" \
+		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.base.log)"; return 1; }
 }
-# gen_aig name top params defines assert-src-globs files...: an AIGER model for yosys-abc with
-# only the assertions whose source matches one of the globs (space-separated; write_aiger
-# takes no $mem or $anyconst: memory_map, and the formal files load their free constants
-# from an $anyseq in cycle 0).
+# gen_aig name base assert-src-globs: an AIGER model for yosys-abc of that base with only the
+# assertions whose source matches one of the globs (space-separated; the formal files load
+# their free constants from an $anyseq in cycle 0, since write_aiger takes no $anyconst).
 # -zinit: registers without an init value start arbitrary (extra inputs), as at power-up.
 gen_aig() {
-	local name=$1 top=$2 params=$3 defs=$4 keep=$5 g globs sel=""
-	shift 5
+	local name=$1 b=$2 keep=$3 g globs sel=""
 	read -r -a globs <<<"$keep"   # split on spaces, no file globbing
 	for g in "${globs[@]}"; do sel="$sel a:src=$g${sel:+ %u}"; done
-	yosys -q -l "$out/$name.yosys.log" -p "read_verilog -sv -formal $defs -I$R $*; \
-		chparam $params $top; prep -top $top; flatten; memory_map; opt -fast; \
-		async2sync; chformal -assume -early; \
+	yosys -q -l "$out/$name.yosys.log" -p "read_rtlil $out/$b.il; \
 		chformal -assert -remove t:\$assert $sel %i %n; chformal -cover -remove; \
 		setundef -undriven -anyseq; delete -output; setattr -unset keep; opt_clean; \
 		dffunmap; techmap; opt -fast -nodffe -nosdff; abc -g AND; opt_clean; \
 		select -assert-min 1 t:\$assert; write_aiger -zinit -I -B $out/$name.aig" \
 		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
 }
-# gen_cov name top params defines cover-src-globs files...: as gen_aig, but the model's
-# outputs are the covers whose source matches a glob, each turned into an assertion of its
-# negation (verif/formal/cover2assert.v): an output asserted in some frame is a cover reached
+# gen_cov name base cover-src-globs: as gen_aig, but the model's outputs are the covers whose
+# source matches a glob, each turned into an assertion of its negation
+# (verif/formal/cover2assert.v): an output asserted in some frame is a cover reached
 gen_cov() {
-	local name=$1 top=$2 params=$3 defs=$4 keep=$5 g globs sel=""
-	shift 5
+	local name=$1 b=$2 keep=$3 g globs sel=""
 	read -r -a globs <<<"$keep"
 	for g in "${globs[@]}"; do sel="$sel a:src=$g${sel:+ %u}"; done
-	yosys -q -l "$out/$name.yosys.log" -p "read_verilog -sv -formal $defs -I$R $*; \
-		chparam $params $top; prep -top $top; flatten; memory_map; opt -fast; \
-		async2sync; chformal -assume -early; chformal -assert -remove; \
-		chformal -cover -remove t:\$cover $sel %i %n; \
+	yosys -q -l "$out/$name.yosys.log" -p "read_rtlil $out/$b.il; \
+		chformal -assert -remove; chformal -cover -remove t:\$cover $sel %i %n; \
 		techmap -map verif/formal/cover2assert.v t:\$cover; \
 		setundef -undriven -anyseq; delete -output; setattr -unset keep; opt_clean; \
 		dffunmap; techmap; opt -fast -nodffe -nosdff; abc -g AND; opt_clean; \
@@ -100,13 +94,22 @@ gen_cov() {
 		>/dev/null 2>&1 || { echo "formal $name: yosys failed (see $out/$name.yosys.log)"; return 1; }
 }
 # cov_run name model frames: every cover of the model reached within that many frames from
-# power-up (ABC bmc3 -a goes on after each one it reaches); an unreached cover fails
+# power-up (ABC bmc3 -a goes on after each one it reaches); an unreached cover fails.
+# yosys-abc's bmc3 -a crashes on some models (a segmentation fault, seen on the router's
+# covers); the model is then rewritten (dc2, which keeps its function) and run again.
 cov_run() {
-	local name=$1 model=$2 nf=$3 t0=$SECONDS want got=fail
-	want=$(sed -n 's/^\([0-9]*\) objects.*/\1/p' "$out/$model.ncov" | tail -n 1)
-	timeout "$T" nice yosys-abc -c "read_aiger $out/$model.aig; fold; strash; scleanup; \
-		bmc3 -a -F $nf" >"$out/$name.log" 2>&1
-	local rc=$?
+	local name=$1 model=$2 nf=$3 t0=$SECONDS want got=fail pre rc crash=""
+	want=$(sed -n 's/^\([0-9]*\) objects.*/\1/p' "$out/$model.ncov" 2>/dev/null | tail -n 1)
+	for pre in "" "dc2;" "dc2; dc2;"; do
+		# (in a subshell whose stderr takes the shell's own crash report)
+		(timeout "$T" nice yosys-abc -c "read_aiger $out/$model.aig; fold; strash; scleanup; \
+			$pre bmc3 -a -F $nf" >"$out/$name.log" 2>&1) 2>/dev/null
+		rc=$?
+		[ $rc -lt 128 ] || [ $rc -eq 124 ] && break
+		crash="$crash  $name: yosys-abc exited with $rc${pre:+ after $pre}; run again rewritten
+"
+	done
+	printf '%s' "$crash" >>"$out/$name.log"
 	local n
 	n=$(grep -ao "Output [0-9]* was asserted in frame" "$out/$name.log" \
 		| awk '{print $2}' | sort -u | wc -l)
@@ -125,7 +128,8 @@ verdict() {
 	fi
 }
 # abc_run name expect(pass|fail) model abc-commands: bmc3 passes when no property fails in
-# its frames, ind when the induction step holds; a failing property leaves $out/name.cex
+# its frames, ind and pdr when the property is proved; a failing property leaves
+# $out/name.cex
 abc_run() {
 	local name=$1 expect=$2 model=$3 cmds=$4
 	local t0=$SECONDS
@@ -140,139 +144,179 @@ abc_run() {
 	[ $rc -eq 124 ] && got=timeout
 	verdict "$name" "$expect" "$got" "$t0"
 }
-run() { # name expect(pass|fail) smtbmc-args...
-	local name=$1 expect=$2
-	shift 2
-	local t0=$SECONDS
-	timeout "$T" yosys-smtbmc -s z3 "$@" --dump-vcd "$out/$name.vcd" "$out/${name%%.*}.smt2" \
-		>"$out/$name.log" 2>&1
-	local rc=$?
-	local got=fail
-	grep -aq "Status: PASSED" "$out/$name.log" && got=pass
-	[ $rc -eq 124 ] && got=timeout
-	verdict "$name" "$expect" "$got" "$t0"
+# broken_line file: the line of the deliberately false assertion (the first `assert` after
+# the file's FORMAL_BROKEN), so that its model keeps that assertion alone and a real property
+# failing cannot pass for it
+broken_line() {
+	awk '/FORMAL_BROKEN/ { b = 1 } b && /assert/ { print NR; exit }' "$1"
 }
 
-gen fifo_d2 mesh_fifo "-set Width 4 -set Depth 2 -set Bypass 1" "" $R/mesh_fifo.v || fail=1
-run fifo_d2.bmc pass -t 20
-run fifo_d2.ind pass -i -t 6
-run fifo_d2.cov pass -c -t 12
-gen fifo_d3 mesh_fifo "-set Width 4 -set Depth 3 -set Bypass 0" "" $R/mesh_fifo.v || fail=1
-run fifo_d3.bmc pass -t 20
-run fifo_d3.ind pass -i -t 8
-run fifo_d3.cov pass -c -t 12
-# one registered entry (the lean router's input FIFO and the config chain's stage): its
-# storage loads in every empty cycle (LoadEmpty)
-gen fifo_d1 mesh_fifo "-set Width 4 -set Depth 1 -set Bypass 0" "" $R/mesh_fifo.v || fail=1
-run fifo_d1.bmc pass -t 20
-run fifo_d1.ind pass -i -t 6
-run fifo_d1.cov pass -c -t 12
-# the block-RAM storage (UseRam, forced at a small depth): bounded only (its induction
-# would need an invariant tying the read register to the head slot)
-gen fifo_ram mesh_fifo "-set Width 4 -set Depth 4 -set Bypass 0 -set UseRam 1" "" $R/mesh_fifo.v || fail=1
-run fifo_ram.bmc pass -t 14
-run fifo_ram.cov pass -c -t 12
-gen fifo_broken mesh_fifo "-set Width 4 -set Depth 2 -set Bypass 1" "-DFORMAL_BROKEN" $R/mesh_fifo.v || fail=1
-run fifo_broken.bmc fail -t 20
+# ---- the proofs, in jobs of one configuration each (a job's steps run in order, the jobs
+# FORMAL_JOBS at a time; each prints its verdicts to $out/job_<name>.out)
 
-# The router: no loss / duplication (rtl/mesh/mesh_router_formal.vh), by ABC on an AIGER model
-# (z3 did not finish a depth-3 BMC of it in 5 minutes): bmc3 for the base case from reset,
-# then k-induction (ind) on the OR of the router's properties. Only the router's own
-# properties are kept (the FIFO's are proved above; its tag tracker is not 2-inductive).
+# mesh_fifo: one tagged beat (its FORMAL block): no loss, duplication, corruption or
+# reordering, BMC from power-up + PDR (unbounded), and its covers
+fifo() { # name params
+	base "$1" mesh_fifo "$2" "" $R/mesh_fifo.v || { fail=1; return; }
+	gen_aig "$1" "$1" "*mesh_fifo.v*" || fail=1
+	abc_run "$1.bmc" pass "$1" "bmc3 -F 20"
+	abc_run "$1.pdr" pass "$1" "pdr"
+	gen_cov "$1_cov" "$1" "*mesh_fifo.v*" || fail=1
+	cov_run "$1.cov" "$1_cov" 12
+}
+job_fifo() {
+	fifo fifo_d2 "-set Width 2 -set Depth 2 -set Bypass 1"
+	fifo fifo_d3 "-set Width 2 -set Depth 3 -set Bypass 0"
+	# one registered entry (the lean router's input FIFO and the config chain's stage): its
+	# storage loads in every empty cycle (LoadEmpty)
+	fifo fifo_d1 "-set Width 2 -set Depth 1 -set Bypass 0"
+	# the block-RAM storage (UseRam, forced at a small depth)
+	fifo fifo_ram "-set Width 2 -set Depth 4 -set Bypass 0 -set UseRam 1"
+	local bl
+	bl=$(broken_line $R/mesh_fifo.v)
+	base fifo_broken mesh_fifo "-set Width 2 -set Depth 2 -set Bypass 1" "-DFORMAL_BROKEN" \
+		$R/mesh_fifo.v || { fail=1; return; }
+	gen_aig fifo_broken fifo_broken "*mesh_fifo.v:$bl.*" || fail=1
+	abc_run fifo_broken.bmc fail fifo_broken "bmc3 -F 20"
+}
+
+# The router: no loss / duplication (rtl/mesh/mesh_router_formal.vh): bmc3 for the base case
+# from reset, then k-induction (ind) on the OR of the router's properties. Only the router's
+# own properties are kept (the FIFO's are proved above; its tag tracker is not 2-inductive).
 RF="$R/mesh_router.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_xbar.v"
 RP="-set FifoDepth 1 -set PayloadW 1"
 RB=${FORMAL_ROUTER_BMC:-6}   # base case depth (frames from power-up)
 RK=${FORMAL_ROUTER_K:-2}     # induction depth; RB > RK
 [ "$RB" -gt "$RK" ] || { echo "FAIL formal router: base case depth $RB must exceed induction depth $RK"; exit 1; }
-gen_aig router mesh_router "$RP" "" "*mesh_router_formal.vh*" $RF || fail=1
-abc_run router.bmc pass router "bmc3 -F $RB"
-abc_run router.ind pass router "orpos; ind -F $RK"
-# its covers (mesh_router_formal.vh, mesh_router_fair.vh) reached from power-up
-gen_cov router_cov mesh_router "$RP" "" "*mesh_router_formal.vh* *mesh_router_fair.vh*" $RF || fail=1
-cov_run router.cov router_cov 12
-# bounded waiting (mesh_router_fair.vh): no input passed over by more than 4 others while it
-# requests an output; PDR finds the pointer invariant itself (a few seconds)
-gen_aig router_fair mesh_router "$RP" "" "*mesh_router_fair.vh*" $RF || fail=1
-abc_run router_fair.pdr pass router_fair "pdr"
+job_router() {
+	base router mesh_router "$RP" "" $RF || { fail=1; return; }
+	gen_aig router router "*mesh_router_formal.vh*" || fail=1
+	abc_run router.bmc pass router "bmc3 -F $RB"
+	abc_run router.ind pass router "orpos; ind -F $RK"
+	# its covers (mesh_router_formal.vh, mesh_router_fair.vh) reached from power-up
+	gen_cov router_cov router "*mesh_router_formal.vh* *mesh_router_fair.vh*" || fail=1
+	cov_run router.cov router_cov 12
+	# bounded waiting (mesh_router_fair.vh): no input passed over by more than 4 others while
+	# it requests an output; PDR finds the pointer invariant itself (a few seconds)
+	gen_aig router_fair router "*mesh_router_fair.vh*" || fail=1
+	abc_run router_fair.pdr pass router_fair "pdr"
+	# the arbiters' own properties (one grant, only to a requester, work conserving) in the
+	# router, after a reset: PDR (they need the pointer range, which PDR finds itself)
+	gen_aig router_arb router "*mesh_arbiter.v*" || fail=1
+	abc_run router_arb.pdr pass router_arb "pdr"
+	# the deliberately false property alone
+	local bl
+	bl=$(broken_line $R/mesh_router_formal.vh)
+	base router_broken mesh_router "$RP" "-DFORMAL_BROKEN" $RF || { fail=1; return; }
+	gen_aig router_broken router_broken "*mesh_router_formal.vh:$bl.*" || fail=1
+	abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
+}
 # FifoDepth 2, the router of mesh_top's default configuration (make sim, make train, the
 # sim backend: Lean 0, TrimEdges 0, so Ports 4'b1111): the same no loss / duplication /
 # misrouting, bounded from power-up (bmc3, FORMAL_ROUTER_D2_BMC frames; the strengthening
 # invariants are FifoDepth 1's, so no induction), bounded waiting by PDR, and the covers
-RP2="-set FifoDepth 2 -set PayloadW 1"
-gen_aig router_d2 mesh_router "$RP2" "" "*mesh_router_formal.vh*" $RF || fail=1
-abc_run router_d2.bmc pass router_d2 "bmc3 -F ${FORMAL_ROUTER_D2_BMC:-6}"
-gen_aig router_d2_fair mesh_router "$RP2" "" "*mesh_router_fair.vh*" $RF || fail=1
-abc_run router_d2_fair.pdr pass router_d2_fair "pdr"
-gen_cov router_d2_cov mesh_router "$RP2" "" "*mesh_router_formal.vh* *mesh_router_fair.vh*" $RF || fail=1
-cov_run router_d2.cov router_d2_cov 12
-# the arbiters' own properties (one grant, only to a requester, work conserving) in the
-# router, after a reset: PDR (they need the pointer range, which PDR finds itself)
-gen_aig router_arb mesh_router "$RP" "" "*mesh_arbiter.v*" $RF || fail=1
-abc_run router_arb.pdr pass router_arb "pdr"
-# the deliberately false property alone (so a broken real property cannot pass for it)
-bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_formal.vh | head -1 | cut -d: -f1)
-gen_aig router_broken mesh_router "$RP" "-DFORMAL_BROKEN" "*mesh_router_formal.vh:$((bl + 2)).*" $RF || fail=1
-abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
+job_router_d2() {
+	base router_d2 mesh_router "-set FifoDepth 2 -set PayloadW 1" "" $RF || { fail=1; return; }
+	gen_aig router_d2 router_d2 "*mesh_router_formal.vh*" || fail=1
+	abc_run router_d2.bmc pass router_d2 "bmc3 -F ${FORMAL_ROUTER_D2_BMC:-6}"
+	gen_aig router_d2_fair router_d2 "*mesh_router_fair.vh*" || fail=1
+	abc_run router_d2_fair.pdr pass router_d2_fair "pdr"
+	gen_cov router_d2_cov router_d2 "*mesh_router_formal.vh* *mesh_router_fair.vh*" || fail=1
+	cov_run router_d2.cov router_d2_cov 12
+}
 
-# The board's lean router (mesh_router_lean_formal.vh): all links and the 1x1 board's (only
-# W; N, E, S are the sink). Its own properties plus the arbiter's (whose pointer range the
-# induction needs), by bmc3 from power-up and 2-induction.
+# The board's lean router (mesh_router_lean_formal.vh): its own properties plus the
+# arbiter's (whose pointer range the induction needs), by bmc3 from power-up and
+# 2-induction.
 LF="$R/mesh_router_lean.v $R/mesh_fifo.v $R/mesh_arbiter.v $R/mesh_route.v $R/mesh_bus.v"
 LK="*mesh_router_lean_formal.vh* *mesh_arbiter.v*"
 LC="*mesh_router_lean_formal.vh* *mesh_router_lean_fair.vh*"
 # lean name params [k]: the lean router with these parameters, bmc3 + k-induction (k: RK)
 # + bounded waiting on the bus (mesh_router_lean_fair.vh) by PDR, and the covers reached
 lean() {
-	gen_aig "$1" mesh_router_lean "-set PayloadW 1 $2" "" "$LK" $LF || fail=1
+	base "$1" mesh_router_lean "-set PayloadW 1 $2" "" $LF || { fail=1; return; }
+	gen_aig "$1" "$1" "$LK" || fail=1
 	abc_run "$1.bmc" pass "$1" "bmc3 -F $RB"
 	abc_run "$1.ind" pass "$1" "orpos; ind -F ${3:-$RK}"
-	gen_aig "$1_fair" mesh_router_lean "-set PayloadW 1 $2" "" "*mesh_router_lean_fair.vh*" $LF || fail=1
+	gen_aig "$1_fair" "$1" "*mesh_router_lean_fair.vh*" || fail=1
 	abc_run "$1_fair.pdr" pass "$1_fair" "pdr"
-	gen_cov "$1_cov" mesh_router_lean "-set PayloadW 1 $2" "" "$LC" $LF || fail=1
+	gen_cov "$1_cov" "$1" "$LC" || fail=1
 	cov_run "$1.cov" "$1_cov" 12
 }
-lean router_lean "-set Ports 4'b1111"
-lean router_lean_1x1 "-set Ports 4'b1000 -set RegOut 4'b1000 -set LocalFifo 1"
-# the 2x2 board's tile (0, 0): W (the host port's link) registered, E and S not, a FIFO on
-# the local input; and its tile (1, 0): N and E, no FIFO on the local input
-lean router_lean_2x2 "-set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1"
-lean router_lean_2x2_10 "-set Ports 4'b0011"
+job_router_lean() {
+	lean router_lean "-set Ports 4'b1111"
+	local bl
+	bl=$(broken_line $R/mesh_router_lean_formal.vh)
+	base router_lean_broken mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" \
+		"-DFORMAL_BROKEN" $LF || { fail=1; return; }
+	gen_aig router_lean_broken router_lean_broken "*mesh_router_lean_formal.vh:$bl.*" || fail=1
+	abc_run router_lean_broken.bmc fail router_lean_broken "bmc3 -F $RB"
+}
+job_router_lean_boards() {
+	lean router_lean_1x1 "-set Ports 4'b1000 -set RegOut 4'b1000 -set LocalFifo 1"
+	# the 2x2 board's tile (0, 0): W (the host port's link) registered, E and S not, a FIFO on
+	# the local input; and its tile (1, 0): N and E, no FIFO on the local input
+	lean router_lean_2x2 "-set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1"
+	lean router_lean_2x2_10 "-set Ports 4'b0011"
+}
 # the 2x2 pe_micro_mt board's routers (mesh_top Micro 2): one ready bit for the bus head,
 # err_unrouted a cycle late, the registered FIFO grant and the route read on the bus, the
 # host link's register loading only when empty; tile (0, 0) as above, tile (1, 0) with a
 # LocalFirst PE on its local input (valid in the PE's turns only); 3-induction
 MT="-set LocalReadyBus 1 -set ErrLate 1 -set RegOutEmpty 1 -set RegGnt 1"
-lean router_lean_mt_00 "-set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1 $MT" 3
-lean router_lean_mt_10 "-set Ports 4'b0011 -set LocalFirst 1 $MT" 3
+job_router_lean_mt() {
+	lean router_lean_mt_00 "-set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1 $MT" 3
+	lean router_lean_mt_10 "-set Ports 4'b0011 -set LocalFirst 1 $MT" 3
+}
 # FORMAL_LEAN_ALL=1: also every other Ports (the routers on a mesh's edges), ~5 s each
-if [ "${FORMAL_LEAN_ALL:-0}" = 1 ]; then
+job_router_lean_all() {
 	for P in 0000 0001 0010 0011 0100 0101 0110 0111 1001 1010 1011 1100 1101 1110; do
 		lean router_lean_$P "-set Ports 4'b$P"
 	done
-fi
+}
 # mesh_route's lookup (4:1 muxes in the form of two LUT4) equals the plain array read
 # (verif/formal/mesh_route_ref.v), for every table and color: a SAT miter, for the full Used
-# and a folded one (an edge router's)
-for U in 11111 11001; do
-	t0=$SECONDS
-	if yosys -q -l "$out/route_miter_$U.log" -p "read_verilog -sv $R/mesh_route.v \
-		verif/formal/mesh_route_ref.v; chparam -set Used 5'b$U mesh_route mesh_route_ref; prep; \
-		miter -equiv -flatten -make_assert mesh_route_ref mesh_route miter; \
-		sat -verify -prove-asserts miter" >/dev/null 2>&1; then got=pass; else got=fail; fi
-	verdict route_miter_$U pass $got $t0
+# and a folded one (an edge router's); mesh_bus (the lean router's bus, 4:1 muxes in the
+# form of two LUT4) equals the plain array read (verif/formal/mesh_bus_check.v) for every
+# input and select: SAT, 3 to 5 inputs
+job_miters() {
+	local U N t0 got
+	for U in 11111 11001; do
+		t0=$SECONDS
+		if yosys -q -l "$out/route_miter_$U.log" -p "read_verilog -sv $R/mesh_route.v \
+			verif/formal/mesh_route_ref.v; chparam -set Used 5'b$U mesh_route mesh_route_ref; \
+			prep; miter -equiv -flatten -make_assert mesh_route_ref mesh_route miter; \
+			sat -verify -prove-asserts miter" >/dev/null 2>&1; then got=pass; else got=fail; fi
+		verdict route_miter_$U pass $got $t0
+	done
+	for N in 3 4 5; do
+		t0=$SECONDS
+		if yosys -q -l "$out/bus_check_$N.log" -p "read_verilog -sv -formal $R/mesh_bus.v \
+			verif/formal/mesh_bus_check.v; chparam -set NIn $N mesh_bus_check; \
+			prep -top mesh_bus_check; flatten; sat -verify -prove-asserts" >/dev/null 2>&1
+		then got=pass; else got=fail; fi
+		verdict bus_check_$N pass $got $t0
+	done
+}
+
+# the jobs, longest first so that two workers finish close together
+JOBS="router router_d2 router_lean_mt router_lean_boards router_lean fifo miters"
+[ "${FORMAL_LEAN_ALL:-0}" = 1 ] && JOBS="$JOBS router_lean_all"
+[ -n "${FORMAL_ONLY:-}" ] && JOBS=$FORMAL_ONLY   # a subset by job name (development)
+t_all=$SECONDS
+running=0
+for j in $JOBS; do
+	declare -F "job_$j" >/dev/null || { echo "FAIL formal: no job $j"; exit 1; }
+	rm -f "$out/job_$j.rc"
+	( fail=0; "job_$j"; echo $fail >"$out/job_$j.rc" ) >"$out/job_$j.out" 2>&1 &
+	running=$((running + 1))
+	if [ "$running" -ge "$J" ]; then wait -n; running=$((running - 1)); fi
 done
-# mesh_bus (the lean router's bus, 4:1 muxes in the form of two LUT4) equals the plain array
-# read (verif/formal/mesh_bus_check.v) for every input and select: SAT, 3 to 5 inputs
-for N in 3 4 5; do
-	t0=$SECONDS
-	if yosys -q -l "$out/bus_check_$N.log" -p "read_verilog -sv -formal $R/mesh_bus.v \
-		verif/formal/mesh_bus_check.v; chparam -set NIn $N mesh_bus_check; \
-		prep -top mesh_bus_check; flatten; sat -verify -prove-asserts" >/dev/null 2>&1
-	then got=pass; else got=fail; fi
-	verdict bus_check_$N pass $got $t0
+wait
+fail=0
+for j in $JOBS; do
+	cat "$out/job_$j.out"
+	[ "$(cat "$out/job_$j.rc" 2>/dev/null)" = 0 ] || { echo "FAIL formal job $j (see $out/job_$j.out)"; fail=1; }
 done
-bl=$(grep -n 'FORMAL_BROKEN' $R/mesh_router_lean_formal.vh | head -1 | cut -d: -f1)
-gen_aig router_lean_broken mesh_router_lean "-set PayloadW 1 -set Ports 4'b1111" "-DFORMAL_BROKEN" \
-	"*mesh_router_lean_formal.vh:$((bl + 3)).*" $LF || fail=1
-abc_run router_lean_broken.bmc fail router_lean_broken "bmc3 -F $RB"
+echo "formal: $((SECONDS - t_all)) s, $J at a time"
 exit $fail
