@@ -108,13 +108,13 @@ cov_run() {
 	want=$(sed -n 's/^\([0-9]*\) objects.*/\1/p' "$out/$model.ncov" 2>/dev/null | tail -n 1)
 	# (in a subshell whose stderr takes the shell's own crash report)
 	(timeout "$T" nice yosys-abc -c "read_aiger $out/$model.aig; fold; strash; scleanup; \
-		bmc3 -a -F $nf" >"$out/$name.log" 2>&1) 2>/dev/null
+		bmc3 -a -F $nf" >"$out/$name.log" 2>&1; exit $?) 2>/dev/null
 	rc=$?
 	if [ $rc -ge 128 ] && [ $rc -ne 124 ] && [ -n "$want" ]; then
 		echo "  $name: bmc3 -a exited with $rc; each cover alone" >>"$out/$name.log"
 		for ((i = 0; i < want; i++)); do
 			(timeout "$T" nice yosys-abc -c "read_aiger $out/$model.aig; fold; strash; \
-				scleanup; cone -O $i -s; bmc3 -F $nf" >"$out/$name.$i.log" 2>&1) 2>/dev/null
+				scleanup; cone -O $i -s; bmc3 -F $nf" >"$out/$name.$i.log" 2>&1; exit $?) 2>/dev/null
 			rc=$?
 			[ $rc -eq 124 ] && break
 			if grep -aq "was asserted in frame" "$out/$name.$i.log"; then n=$((n + 1))
@@ -333,8 +333,29 @@ job_cfgchain() {
 	chain cfgchain_lean 1
 }
 
+# The host port's framing (rtl/mesh/mesh_hostport_formal.vh): every command's words taken
+# exactly (a header where the opcode's word count says), a header at every response frame
+# boundary, nothing before the first command, offered words held under back-pressure.
+# Small sizes (2 PEs, 2-word COLLECT buffer, SRAM of 8 and 4 words). Bounded: bmc3 from
+# power-up, FORMAL_HOSTPORT_BMC frames (9, ~10 s; PDR did not finish in 4 minutes, a frame
+# more doubles the time), the covers, and a deliberately false property that must fail.
+HF="$R/mesh_hostport.v $R/mesh_fifo.v $R/mesh_route.v"
+HP="-set NumPes 2 -set AWords 8 -set BWords 4 -set CollectDepth 2"
+job_hostport() {
+	base hostport mesh_hostport "$HP" "" $HF || { fail=1; return; }
+	gen_aig hostport hostport "*mesh_hostport_formal.vh* !*|*" || fail=1
+	abc_run hostport.bmc pass hostport "bmc3 -F ${FORMAL_HOSTPORT_BMC:-9}"
+	gen_cov hostport_cov hostport "*mesh_hostport_formal.vh* !*|*" || fail=1
+	cov_run hostport.cov hostport_cov 10
+	local bl
+	bl=$(broken_line $R/mesh_hostport_formal.vh)
+	base hostport_broken mesh_hostport "$HP" "-DFORMAL_BROKEN" $HF || { fail=1; return; }
+	gen_aig hostport_broken hostport_broken "*mesh_hostport_formal.vh:$bl.*" || fail=1
+	abc_run hostport_broken.bmc fail hostport_broken "bmc3 -F 12"
+}
+
 # the jobs, longest first so that two workers finish close together
-JOBS="router router_d2 router_lean_mt router_lean_boards router_lean cfgchain fifo miters"
+JOBS="router router_d2 router_lean_mt router_lean_boards router_lean cfgchain hostport fifo miters"
 [ "${FORMAL_LEAN_ALL:-0}" = 1 ] && JOBS="$JOBS router_lean_all"
 [ -n "${FORMAL_ONLY:-}" ] && JOBS=$FORMAL_ONLY   # a subset by job name (development)
 t_all=$SECONDS
