@@ -860,7 +860,7 @@ int main(int argc, char **argv)
 		// a low stop bit, a glitch between two bytes of a frame) and a lost ACK: every word
 		// echoed exactly once, no CRC or truncation error counted, the lost ACK's frame resent
 		// after a timeout and ACKed again as a duplicate
-		uint64_t inj0 = b.injected, tmo0 = b.tx.timeouts;
+		uint64_t inj0 = b.injected, tmo0 = b.tx.timeouts, naks0 = b.tx.naks;
 		b.stray_at = b.frames_out + 1;
 		b.badstop_at = b.frames_out + 2;
 		b.glitch_at = b.frames_out + 3;
@@ -873,6 +873,10 @@ int main(int argc, char **argv)
 		CHECK(compare(b.responses, exp, "impairments"), "impairments phase responses");
 		CHECK(b.injected - inj0 == 4, "impairments injected %" PRIu64, b.injected - inj0);
 		CHECK(b.tx.timeouts > tmo0, "no ACK timeout after the lost ACK");
+		// the resent frame is a duplicate: ACKed again (a NAK would also move this host on,
+		// but is the answer to a frame lost, not to one seen twice)
+		CHECK(b.tx.naks == naks0, "%" PRIu64 " NAKs in the impairments phase",
+		      b.tx.naks - naks0);
 		frm_stat st4{};
 		ok = b.query_stat(&st4, 4 * frame_clks);
 		CHECK(ok && st4.err_crc == st2.err_crc && st4.err_trunc == st2.err_trunc,

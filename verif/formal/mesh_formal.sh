@@ -1,48 +1,63 @@
 #!/bin/bash
-# mesh_formal.sh OUTDIR: the mesh proofs of `make formal` (yosys 0.23, yosys-smtbmc + z3,
-# yosys-abc). About 6 minutes on a shared 2-core machine (router.ind ~35 s, router_d2.bmc
-# ~30 s, the FIFO proofs ~2-3 min under load, the lean routers ~30 s).
-#   fifo_d2:  mesh_fifo Depth 2, bypass (the router's input FIFO): BMC 20 + k-induction
-#   fifo_d3:  mesh_fifo Depth 3, registered (the config chain's kind): BMC 20 + k-induction
-#   fifo_d1:  mesh_fifo Depth 1, registered, loading while empty (the lean router's input
-#             FIFO): BMC 20 + k-induction
-#   fifo_ram: mesh_fifo with block-RAM storage (UseRam), Depth 4, registered: BMC 14
-#   fifo_broken: a deliberately false FIFO property (FORMAL_BROKEN) must FAIL
+# mesh_formal.sh OUTDIR: the proofs of `make formal` (yosys 0.23 and yosys-abc; one entry of
+# `make test`). Every model is cut from one elaborated design per configuration (OUTDIR/
+# <name>.il) and written as AIGER for ABC: bmc3 (bounded, from power-up), ind (k-induction),
+# pdr (unbounded), covers by bmc3 -a. The proofs run in jobs, FORMAL_JOBS (2) at a time,
+# each job's verdicts printed together at the end. About 1.5 minutes of wall time on an idle
+# 2-core machine, ~3 minutes of CPU (the router's 2-induction and the FifoDepth 2 router's
+# bmc3 are the longest steps, ~25 s each); docs/measurements.md has the figures.
+#   fifo:     mesh_fifo, Width 2: Depth 2 bypass (the router's input FIFO), Depth 3
+#             registered (the config chain's), Depth 1 registered loading while empty (the
+#             lean router's input FIFO), block-RAM storage (UseRam, Depth 4): no loss /
+#             duplication / corruption / reordering of a tagged beat, bmc3 20 frames + PDR
+#             (unbounded), the covers (12 frames); fifo_broken (FORMAL_BROKEN) must FAIL
 #   router:   mesh_router FifoDepth 1, PayloadW 1, the full 16-color route table:
 #             no loss / duplication / misrouting of a wavelet (mesh_router_formal.vh),
-#             unbounded: ABC bmc3 from power-up (6 frames) + 2-induction (ind), which the
+#             unbounded: bmc3 from power-up (6 frames) + 2-induction (ind), which the
 #             strengthening invariants in mesh_router_formal.vh make inductive.
 #             Assumes route writes only while the router is idle with no input valid.
-#   router_arb: the three mesh_arbiter assertions, in the router after reset: ABC pdr (<1 s)
-#   router_broken: the deliberately false router property alone (FORMAL_BROKEN) must FAIL
+#             router_arb: the three mesh_arbiter assertions after reset, PDR (<1 s).
+#             router_fair: bounded waiting (mesh_router_fair.vh), PDR.
+#             router_broken: the deliberately false router property alone must FAIL
 #             (ABC finds a 4-frame counterexample; the .cex is left in OUTDIR).
-#   router_lean, router_lean_1x1, router_lean_2x2, router_lean_2x2_10: mesh_router_lean
-#             (the board's shared-bus router), PayloadW 1, all links unregistered (Ports
-#             4'b1111) and no FIFO on the local input, the board's 1x1 (4'b1000, only W,
-#             registered: the absent outputs are the sink; LocalFifo), the 2x2 board's tile
-#             (0, 0) (4'b1110, W registered, E and S not; LocalFifo) and its tile (1, 0)
-#             (4'b0011, no local FIFO, as tiles (0, 1) and (1, 1)): the same no
-#             loss / duplication / misrouting, with
-#             err_unrouted as a virtual output (mesh_router_lean_formal.vh), bmc3 (6 frames)
-#             + 2-induction, a few seconds each. Same route-write assumption; nothing arrives
-#             on an absent input; without LocalFifo the local source holds a wavelet until ready.
-#             The arbiter's pointer range (mesh_arbiter.v) is kept as an
-#             invariant: a pointer out of range would put a stale word on the bus.
-#             FORMAL_LEAN_ALL=1 adds the other 14 Ports (mesh edges; ~1 minute).
-#   route_miter_*: mesh_route's LUT4-shaped muxes equal the array read (SAT miter, <1 s).
-#   bus_check_*: mesh_bus (the lean router's bus) equals the array read (SAT, <1 s).
-#   router_lean_broken: the lean router's deliberately false property must FAIL.
-#   *.cov:    every proof's cover statements reached from power-up (yosys-smtbmc -c; for the
-#             ABC models each cover is an assertion of its negation, verif/formal/
-#             cover2assert.v, that bmc3 -a must violate): an unreachable cover fails.
-#   router_fair, router_d2_fair, router_lean*_fair: bounded waiting of the arbiters
-#             (mesh_router_fair.vh, mesh_router_lean_fair.vh) by PDR.
 #   router_d2: mesh_router FifoDepth 2 (mesh_top's default, the sim mesh): no loss /
-#             duplication / misrouting by bmc3 from power-up (FORMAL_ROUTER_D2_BMC frames).
+#             duplication / misrouting by bmc3 from power-up (FORMAL_ROUTER_D2_BMC frames),
+#             bounded waiting by PDR, the covers.
+#   router_lean, router_lean_boards (1x1, 2x2, 2x2_10), router_lean_mt (mt_00, mt_10):
+#             mesh_router_lean (the board's shared-bus router), PayloadW 1, all links
+#             unregistered (Ports 4'b1111) and no FIFO on the local input, the board's 1x1
+#             (4'b1000, only W, registered: the absent outputs are the sink; LocalFifo), the
+#             2x2 board's tile (0, 0) (4'b1110, W registered, E and S not; LocalFifo) and its
+#             tile (1, 0) (4'b0011, no local FIFO, as tiles (0, 1) and (1, 1)), and the
+#             pe_micro_mt board's two: the same no loss / duplication / misrouting, with
+#             err_unrouted as a virtual output (mesh_router_lean_formal.vh), bmc3 (6 frames)
+#             + 2- or 3-induction, bounded waiting by PDR, the covers. Same route-write
+#             assumption; nothing arrives on an absent input; without LocalFifo the local
+#             source holds a wavelet until ready. The arbiter's pointer range (mesh_arbiter.v)
+#             is kept as an invariant: a pointer out of range would put a stale word on the
+#             bus. router_lean_broken must FAIL. FORMAL_LEAN_ALL=1 adds the other 14 Ports
+#             (mesh edges; ~1 minute).
+#   cfgchain: the config chain's stages, mesh_cfgchain and mesh_cfgchain_lean, at their ports
+#             (verif/formal/mesh_cfgchain_check.v): every beat answered exactly once and in
+#             order (passed on, its read's response, or consumed), no answer without a
+#             request, answers owed bounded (the read-room condition), each access performed
+#             once; PDR (unbounded), the covers (16 frames), a broken property must FAIL.
+#   hostport: mesh_hostport's framing (rtl/mesh/mesh_hostport_formal.vh): a command word is
+#             taken as a header exactly when the opcodes' word counts say, a header at every
+#             response frame boundary, nothing before the first command, offered words held
+#             under back-pressure; 2 PEs, small buffers; bounded, bmc3 FORMAL_HOSTPORT_BMC
+#             (9) frames; the covers (10 frames); a broken property must FAIL.
+#   link_counters: the board link receiver's error counters saturate, never wrap
+#             (verif/formal/board_frame_rx_check.v, ErrW 2); PDR, the covers (40 frames).
+#   miters:   mesh_route's LUT4-shaped muxes equal the array read (route_miter_*), mesh_bus
+#             (the lean router's bus) equals the array read (bus_check_*): SAT, <1 s each.
+#   *.cov:    every proof's cover statements reached from power-up (for ABC each cover is an
+#             assertion of its negation, verif/formal/cover2assert.v, that bmc3 -a must
+#             violate): an unreachable cover fails.
 # docs/verification.md says what each check proves.
 # Data widths are shrunk (the properties are data-independent). Exit status 0 iff every
-# proof passes and every broken property fails; a timeout or an inconclusive induction is a
-# failure.
+# proof passes and every broken property fails; a timeout or an inconclusive result is a
+# failure. FORMAL_ONLY="job ..." runs those jobs alone (development; mutation runs).
 set -u
 out=$1
 mkdir -p "$out"
