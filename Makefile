@@ -99,7 +99,7 @@ help:
 	@echo "  make sim-model  build one Verilated mesh for the sim device: MESH=RxC"
 	@echo "                  PE=full|lite|micro_mt [AWORDS=N BWORDS=N] (default: the PE's board)"
 	@echo "  make lint       verilator --lint-only -Wall on every RTL module"
-	@echo "  make formal     proofs: FIFO (yosys-smtbmc), router no-loss and fairness (ABC), covers"
+	@echo "  make formal     proofs (ABC): FIFO, routers, config chain and host port framing, covers"
 	@echo "  make mutate     mutation testing of the RTL checks -> build/mutate/report.md"
 	@echo "                  (MUTATE_ONLY=id,id MUTATE_SEED=n MUTATE_BUDGET=s; hours, not in test)"
 	@echo "  make bitstream  iCE40 UP5K bitstream (yosys + nextpnr-ice40 + icepack)"

@@ -485,6 +485,10 @@ module mesh_hostport #(
       cfg_v_q <= cfg_v_d; cfg_q <= cfg_d;
     end
   end
+
+`ifdef FORMAL
+`include "mesh_hostport_formal.vh"
+`endif
 endmodule
 
 `default_nettype wire

@@ -111,6 +111,8 @@ static uint64_t cycle = 0;
 struct WireItem {
 	int byte;          // -1: idle gap
 	uint64_t gap_bits; // for a gap
+	int kind = 0;      // a byte: 1 with its stop bit low (framing error); a gap: 1 with a
+	                   // glitch (low for its first quarter bit)
 };
 
 // Host-side UART, bit level, with its own bit period (baud error in ppm).
@@ -122,6 +124,7 @@ struct HostUart {
 	double tx_start = 0;
 	int tx_len_bits = 0;
 	uint16_t tx_frame = 0x3ff;
+	bool tx_glitch = false;
 	// receiver
 	bool rx_active = false;
 	double rx_start = 0;
@@ -143,14 +146,18 @@ struct HostUart {
 				q.pop_front();
 				tx_active = true;
 				tx_start = std::max(tx_start, t);
+				tx_glitch = false;
 				if (it.byte < 0) {
 					tx_frame = 0xffff;
 					tx_len_bits = (int)it.gap_bits;
+					tx_glitch = it.kind == 1;
 				} else {
-					tx_frame = (uint16_t)(0x200 | (it.byte << 1));
+					tx_frame = (uint16_t)((it.kind == 1 ? 0 : 0x200) | (it.byte << 1));
 					tx_len_bits = 10;
 				}
 			}
+			if (tx_glitch && t - tx_start < 0.25 * bit_ps)
+				return 0;
 			int idx = (int)((t - tx_start) / bit_ps);
 			if (idx < tx_len_bits)
 				return idx < 16 ? (tx_frame >> idx) & 1 : 1;
@@ -210,6 +217,12 @@ struct Bench {
 	uint64_t frames_out = 0;       // frm_tx_next results written to the wire
 	// impairments of the next frames handed to the wire (by frames_out index)
 	uint64_t corrupt_at = UINT64_MAX, truncate_at = UINT64_MAX;
+	// line impairments that a correct receiver ignores: stray bytes before a frame (no SOF
+	// among them), an SOF byte with a low stop bit before one, a glitch inside one; and an
+	// ACK from the device lost (by ACK index: the host resends, the device must ACK the
+	// duplicate again without executing it twice)
+	uint64_t stray_at = UINT64_MAX, badstop_at = UINT64_MAX, glitch_at = UINT64_MAX;
+	uint64_t acks_in = 0, drop_ack_at = UINT64_MAX;
 	int random_per_mille = 0;
 	uint64_t injected = 0;
 	// FNV-1a over (cycle, byte) of everything the device sent: equal for RTL and netlist
@@ -276,7 +289,9 @@ struct Bench {
 		if (r != FRM_GOT_FRAME)
 			return;
 		const frm_frame &f = dec.frame;
-		if (f.type == FRM_ACK || f.type == FRM_NAK) {
+		if (f.type == FRM_ACK && acks_in++ == drop_ack_at) {
+			injected++; // lost on the way
+		} else if (f.type == FRM_ACK || f.type == FRM_NAK) {
 			frm_tx_on_frame(&tx, &f, cycle);
 		} else if (f.type == FRM_DATA) {
 			responses.insert(responses.end(), f.words, f.words + f.n);
@@ -341,8 +356,25 @@ struct Bench {
 			f[rng_next() % f.size()] ^= (uint8_t)(1u << (rng_next() % 8));
 			injected++;
 		}
-		for (uint8_t b : f)
-			uart.q.push_back({b, 0});
+		if (k == stray_at) {
+			for (uint8_t b : {0x01, 0x00, 0x05, 0xa5, 0x33, 0x7d})
+				uart.q.push_back({b, 0});
+			uart.q.push_back({-1, 2});
+			injected++;
+		}
+		if (k == badstop_at) {
+			// then idle past the byte a receiver may start on the low stop bit
+			uart.q.push_back({0x7e, 0, 1});
+			uart.q.push_back({-1, 14});
+			injected++;
+		}
+		for (size_t i = 0; i < f.size(); i++) {
+			if (k == glitch_at && i == FRM_OVERHEAD - 2 + 4) {
+				uart.q.push_back({-1, 2, 1});
+				injected++;
+			}
+			uart.q.push_back({f[i], 0});
+		}
 		uart_bytes_out += f.size();
 		if (gap)
 			uart.q.push_back({-1, 1100}); // silence past the byte timeout
@@ -823,6 +855,35 @@ int main(int argc, char **argv)
 		ok = b.run_until_done(exp.size(), 100 * frame_clks);
 		CHECK(ok, "new session did not complete");
 		CHECK(compare(b.responses, exp, "new session"), "new session responses");
+
+		// line impairments a correct receiver ignores (stray bytes between frames, an SOF with
+		// a low stop bit, a glitch between two bytes of a frame) and a lost ACK: every word
+		// echoed exactly once, no CRC or truncation error counted, the lost ACK's frame resent
+		// after a timeout and ACKed again as a duplicate
+		uint64_t inj0 = b.injected, tmo0 = b.tx.timeouts, naks0 = b.tx.naks;
+		b.stray_at = b.frames_out + 1;
+		b.badstop_at = b.frames_out + 2;
+		b.glitch_at = b.frames_out + 3;
+		make_echo(b.pending, exp, 400, 100);
+		ok = b.run_until_done(exp.size(), 100 * frame_clks);
+		b.drop_ack_at = b.acks_in; // the next ACK, of a one-frame ECHO: nothing covers it
+		make_echo(b.pending, exp, 20, 20);
+		ok = b.run_until_done(exp.size(), 100 * frame_clks) && ok;
+		CHECK(ok, "impairments phase did not complete");
+		CHECK(compare(b.responses, exp, "impairments"), "impairments phase responses");
+		CHECK(b.injected - inj0 == 4, "impairments injected %" PRIu64, b.injected - inj0);
+		CHECK(b.tx.timeouts > tmo0, "no ACK timeout after the lost ACK");
+		// the resent frame is a duplicate: ACKed again (a NAK would also move this host on,
+		// but is the answer to a frame lost, not to one seen twice)
+		CHECK(b.tx.naks == naks0, "%" PRIu64 " NAKs in the impairments phase",
+		      b.tx.naks - naks0);
+		frm_stat st4{};
+		ok = b.query_stat(&st4, 4 * frame_clks);
+		CHECK(ok && st4.err_crc == st2.err_crc && st4.err_trunc == st2.err_trunc,
+		      "impairments counted as errors: crc %u trunc %u (before %u %u)", st4.err_crc,
+		      st4.err_trunc, st2.err_crc, st2.err_trunc);
+		std::printf("impairments: stray bytes, a low stop bit, a glitch ignored; a lost ACK "
+			    "resent after %" PRIu64 " timeout(s)\n", b.tx.timeouts - tmo0);
 	} else {
 		// regress: random corruption of host -> device frames
 		b.random_per_mille = random_pm;

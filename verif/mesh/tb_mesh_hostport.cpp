@@ -4,7 +4,8 @@
 // Covers: NOP, ECHO, WRITE/READ of route tables (router) and PE targets (unicast and
 // broadcast), INJECT and RUN (the stub echoes color-6 data wavelets on OUT) with COLLECT,
 // SYNC, COUNTERS, CLEAR, and every error path: unknown opcode, bad address, bad PE, bad
-// target, unrouted color, RUN n = 0, COLLECT too large, COLLECT and SYNC timeouts; after
+// target, unrouted color, RUN n = 0, COLLECT too large (and one of exactly the buffer's size,
+// which is not), COLLECT and SYNC timeouts, the cycle count restarting at CLEAR; after
 // each error the port must keep working (an ECHO follows every error). Random gaps on the
 // command stream and random back-pressure on responses; every command has a cycle timeout.
 // Built twice: tb_mesh_hostport (mesh_hostport) and, with TB_LEAN, tb_mesh_hostport_lean
@@ -151,6 +152,12 @@ int main(int argc, char **argv) {
         t.xact({cmd(5, 6, 0, 1), 0xcafef00d}, 0, "inject one");
         t.expect(t.xact({cmd(6, 0, 0, 3), 200}, 2, "partial collect"), {H(6, 4, 1), 0xcafef00d}, "partial collect");
         t.errors_model++;
+        // a COLLECT of exactly the buffer's 256 words (mesh_top's CollectDepth) is valid: 1
+        // arrives before the timeout (one more word is "collect too large" below)
+        t.xact({cmd(5, 6, 0, 1), 0x0ddba11u}, 0, "inject one more");
+        t.expect(t.xact({cmd(6, 0, 0, 256), 200}, 2, "collect of the buffer's size"),
+                 {H(6, 4, 1), 0x0ddba11u}, "collect of the buffer's size");
+        t.errors_model++;
         // error paths
         t.error_cmd({cmd(0xB, 0, 0, 0)}, 0xB, 1, "unknown opcode");
         t.error_cmd({cmd(2, 3, 0, 10), 250, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 2, 2, "write bad address");
@@ -187,23 +194,27 @@ int main(int argc, char **argv) {
             t.v.check(t.cyc, "counters header", H(8, 0, 14), r.size() > 0 ? r[0] : 0);
             if (r.size() == 15) {
                 t.v.check(t.cyc, "cycles plausible", 1, r[1] > 100 && r[1] <= t.cyc && r[2] == 0);
-                t.v.check(t.cyc, "PE 0 wavelets sent (echoes since the last CLEAR)", 11u, r[7]);
+                t.v.check(t.cyc, "PE 0 wavelets sent (echoes since the last CLEAR)", 12u, r[7]);
 #ifdef TB_LEAN
                 // mesh_router_lean keeps no per-port counters (architecture.md section 3)
                 t.v.check(t.cyc, "router 0 W-out wavelets (lean: not kept, 0)", 0u, r[11]);
 #else
-                t.v.check(t.cyc, "router 0 W-out wavelets (echoes to host)", 11u, r[11]);
+                t.v.check(t.cyc, "router 0 W-out wavelets (echoes to host)", 12u, r[11]);
 #endif
                 t.v.check(t.cyc, "router 0 err_unrouted", 0u, r[13]);
                 t.v.check(t.cyc, "host port error counter", t.errors_model, r[14]);
             }
         }
         // CLEAR, then the error counter and router counters read 0
+        uint64_t c_clear = t.cyc;
         t.xact({cmd(9, 0, 0, 0)}, 0, "clear");
         t.errors_model = 0;
         {
             auto r = t.xact({cmd(8, 0, 0, 0)}, 15, "counters after clear");
             if (r.size() == 15) {
+                // the cycle counter restarts at CLEAR: it counts no more than the cycles since
+                t.v.check(t.cyc, "cycles since CLEAR", 1,
+                          r[1] > 0 && r[1] <= t.cyc - c_clear && r[2] == 0);
                 t.v.check(t.cyc, "router counter cleared", 0u, r[11]);
                 t.v.check(t.cyc, "PE counter cleared", 0u, r[7]);
                 t.v.check(t.cyc, "error counter cleared", 0u, r[14]);

@@ -5,9 +5,9 @@
 //           (including Tp < the B pipeline depth, where the read/write interlock works)
 //   wgrad   dot groups over positions, then END unblocks a reduction task whose redv (send
 //           or store) consumes partial sums from another queue
-//   rand    random programs (ALU, branches, loops, W access, loads/stores, send, sendv,
-//           fill, block/unblock, axpy/dot with chaining) on random streams, including
-//           wavelets with no task (err_notask)
+//   rand    random programs (ALU, forward branches, loops closed by djnz or by a backward
+//           branch, W access, loads/stores, send, sendv, fill, block/unblock, axpy/dot with
+//           chaining) on random streams, including wavelets with no task (err_notask)
 //   util    a long forward stream (Tp = 16) fed without gaps: measures MAC-busy / cycles and
 //           asserts zero dead cycles between consecutive nonzeros of a run
 // Every scenario runs with random rx gaps (except util), random tx back-pressure, and
@@ -706,6 +706,24 @@ static Scenario gen_rand(Bench &b)
 			}
 			p.w.insert(p.w.end(), body.w.begin(), body.w.end());
 			p.w.push_back(djnz(lr, -(int)(p.w.size() - body0 + 1)));
+		}
+		if (r.chance(50)) { // a loop closed by a backward branch: count down to a zero register
+			unsigned lr = r.below(8), lz;
+			if (lr == 6) lr = 0;
+			do lz = r.below(8); while (lz == 6 || lz == lr);
+			p.w.push_back((uint16_t)(0x1000 | lz << 9));
+			p.w.push_back(0);
+			p.w.push_back((uint16_t)(0x1000 | lr << 9));
+			p.w.push_back((uint16_t)(1 + r.below(4)));
+			size_t body0 = p.w.size();
+			for (unsigned i = 0; i < 1 + r.below(4); i++) {
+				unsigned d;
+				do d = r.below(8); while (d == 6 || d == lr || d == lz);
+				p.w.push_back(r.below(3) ? alu(r.below(8), d, r.below(8), r.below(8))
+							 : send(8 + r.below(8), r.below(8), r.below(8), false));
+			}
+			p.w.push_back(addi(lr, lr, -1));
+			p.w.push_back(br(true, lr, lz, -(int)(p.w.size() - body0 + 1)));
 		}
 		gen_scalar(r, p, r.below(6), true, -1);
 		p.w.push_back(ret());
