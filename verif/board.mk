@@ -38,8 +38,7 @@ FPGA_QUEUES ?= 4
 FPGA_QDEPTH ?= 2
 FPGA_TRIM ?= 1
 FPGA_LEAN ?= 1
-# 1: pe_micro PEs (micro-coded, one shared FPU; AWords must be 2 * BWords); 2: the PEs of one
-# pe_micro_mt (one micro-machine runs them all; AWords likewise)
+# 2: the PEs of one pe_micro_mt (one micro-machine runs them all; AWords must be 2 * BWords)
 FPGA_MICRO ?= 0
 FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM) \
 	-GLean=$(FPGA_LEAN) -GMicro=$(FPGA_MICRO)
@@ -120,10 +119,9 @@ board-lint-mesh:
 	verilator --lint-only -Wall --top-module board_top -GRows=$$1 -GCols=$$2 \
 		-GAWords=$(FPGA_AWORDS) -GBWords=$(FPGA_BWORDS) $(FPGA_GPARAMS) \
 		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
-	for micro in 1 2; do \
 	verilator --lint-only -Wall --top-module board_top -GRows=2 -GCols=2 -GAWords=8192 \
-		-GBWords=4096 $(subst -GMicro=$(FPGA_MICRO),-GMicro=$$micro,$(FPGA_GPARAMS)) \
-		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
+		-GBWords=4096 $(subst -GMicro=$(FPGA_MICRO),-GMicro=2,$(FPGA_GPARAMS)) \
+		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS)
 lint-impl: board-lint-mesh
 endif
 
@@ -150,18 +148,16 @@ $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AW
 # the board configuration at 2x2 (A 16K elements: the target of a 2x2 UP5K): the lean
 # routers' unregistered links, edge routes and a 4-stage lean config chain with real PEs
 $(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,$(FPGA_BWORDS),$(FPGA_GPARAMS)))
-# the 2x2 with pe_micro PEs (micro-coded, one shared FPU) and A + B in one 16K x 16 memory
-# per PE (AWords 8192, BWords 4096: one UP5K SPRAM each): the candidate 2x2 board
-$(eval $(call board_mesh_bench,tb_board_micro_2x2,2,2,8192,4096,$(subst -GMicro=$(FPGA_MICRO),-GMicro=1,$(FPGA_GPARAMS))))
-# the 2x2 with one pe_micro_mt: the four PEs run by one micro-machine (Micro 2)
+# the 2x2 with one pe_micro_mt: the four PEs run by one micro-machine (Micro 2), A + B in one
+# 16K x 16 memory per PE (AWords 8192, BWords 4096: one UP5K SPRAM each)
 $(eval $(call board_mesh_bench,tb_board_mt_2x2,2,2,8192,4096,$(subst -GMicro=$(FPGA_MICRO),-GMicro=2,$(FPGA_GPARAMS))))
 # rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
-$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_micro_2x2 \
-	$(BOARD_OUT)/tb_board_mt_2x2: $(FPGA)/config.txt
+$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_mt_2x2: \
+	$(FPGA)/config.txt
 TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
-	$(BOARD_OUT)/tb_board_micro_2x2 $(BOARD_OUT)/tb_board_mt_2x2
+	$(BOARD_OUT)/tb_board_mt_2x2
 TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
-	$(BOARD_OUT)/tb_board_micro_2x2 $(BOARD_OUT)/tb_board_mt_2x2
+	$(BOARD_OUT)/tb_board_mt_2x2
 
 # Gate level of what `make bitstream` builds: the very netlist nextpnr places
 # ($(FPGA)/board_top.json, yosys synth_ice40 -dsp of the board configuration) written back
@@ -329,9 +325,6 @@ $(1): $(BOARD_OUT)/$(2)
 	@cat $(BUILD)/bench/$(3)
 BENCH_TARGETS += $(1)
 endef
-# the 2x2 pe_micro board (four micro-coded PEs sharing one FPU; not placeable on the UP5K,
-# see architecture.md section 6): about 10 minutes of CPU
-$(eval $(call board_step_bench,board-bench-micro,tb_board_micro_2x2,board_step_micro_2x2.json))
 # the 2x2 pe_micro_mt board (one micro-machine for the four PEs: what `make bitstream
 # FPGA_ROWS=2 FPGA_COLS=2 FPGA_AWORDS=8192 FPGA_BWORDS=4096 FPGA_MICRO=2` places on the
 # UP5K): about 10 minutes of CPU

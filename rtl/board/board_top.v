@@ -21,13 +21,12 @@ module board_top #(
   parameter integer FifoDepth = 2,         // router input FIFO depth
   parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
   parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
-  parameter integer Micro = 0,             // with Lean: 1 pe_micro PEs sharing one FPU; 2 one
-                                           // pe_micro_mt (a micro-machine for all PEs)
+  parameter integer Micro = 0,             // with Lean: 2 one pe_micro_mt (a micro-machine
+                                           // for all PEs)
   // link receive buffer, words (board_frame_rx BufWords, a power of two >= 256): 1024 (8 EBR,
   // the host's whole window of 4 frames) up to 2 PEs, whose EBR are not short; 512 (4 EBR)
   // from 3 PEs on, where the tiles need them (256 made the 1x1 pe_lite streams overrun it;
-  // with 512 the 1x1 and 2x2 training-step benches resend no frame, but the 1x2 pe_micro
-  // board's slower PEs overran it: 133 frames of a step resent)
+  // with 512 the 1x1 and 2x2 training-step benches resend no frame)
   parameter integer RxWords = (Rows * Cols > 2) ? 512 : 1024,
   // link error counters (STAT err_crc, err_trunc, err_seq), bits: saturating at 255, read
   // zero-extended (informational only: the driver prints them)

@@ -17,8 +17,8 @@ module mesh_top #(
   parameter int unsigned FifoDepth = 2,       // router input FIFO depth
   parameter bit TrimEdges = 1'b0,             // leave out the routers' off-mesh links (board)
   parameter bit Lean = 1'b0,                  // area-lean PE, router and host port (board)
-  parameter int unsigned Micro = 0,           // Lean: 1 pe_micro PEs sharing one FPU; 2 the PEs
-                                              // of one pe_micro_mt (one micro-machine and FPU)
+  parameter int unsigned Micro = 0,           // Lean: 2 the PEs of one pe_micro_mt (one
+                                              // micro-machine and FPU); 0 pe_lite
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
@@ -45,12 +45,6 @@ module mesh_top #(
   wire             clear;
   wire             host_in_valid, host_in_ready, host_out_valid, host_out_ready;
   wire [W-1:0]     host_in_data, host_out_data;
-  // the PEs' ports to the shared FPU (Micro)
-  wire [P-1:0]     f_req, f_gnt, f_we, f_start, f_add, f_hsel;
-  wire [3*P-1:0]   f_sel;
-  wire [16*P-1:0]  f_d;
-  wire             f_done;
-  wire [15:0]      f_y;
   // Micro 2: the routers' local ports to pe_micro_mt, their config ports to the bus
   wire [P-1:0]     mt_rx_valid, mt_rx_ready, mt_tx_valid, mt_tx_ready;
   wire [P*W-1:0]   mt_rx_data;
@@ -70,6 +64,8 @@ module mesh_top #(
   wire             mt_f_we, mt_f_start, mt_f_add, mt_f_hsel;
   wire [2:0]       mt_f_sel;
   wire [15:0]      mt_f_d;
+  wire             mt_f_done;
+  wire [15:0]      mt_f_y;
 
   for (genvar r = 0; r < Rows; r++) begin : g_row
     for (genvar c = 0; c < Cols; c++) begin : g_col
@@ -161,18 +157,11 @@ module mesh_top #(
           assign cd[(Q+1)*62 +: 62] = '0;
           assign cr[Q+1] = 1'b0;
         end
-        assign f_req[Q] = 1'b0;
-        assign f_we[Q] = 1'b0;
-        assign f_sel[3*Q +: 3] = '0;
-        assign f_d[16*Q +: 16] = '0;
-        assign f_start[Q] = 1'b0;
-        assign f_add[Q] = 1'b0;
-        assign f_hsel[Q] = 1'b0;
       end else begin : g_tile
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
         .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports),
-        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Lean(Lean), .Micro(Micro == 1)
+        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Lean(Lean)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),
@@ -191,23 +180,12 @@ module mesh_top #(
         .rt_o           (rt[Q*80 +: 80]),
         .idle_o         (tile_idle[Q]),
         .fabric_idle_o  (tile_fabric_idle[Q]),
-        .mac_busy_o     (mac_busy_o[Q]),
-        .fpu_req_o      (f_req[Q]),
-        .fpu_gnt_i      (f_gnt[Q]),
-        .fpu_we_o       (f_we[Q]),
-        .fpu_sel_o      (f_sel[3*Q +: 3]),
-        .fpu_d_o        (f_d[16*Q +: 16]),
-        .fpu_start_o    (f_start[Q]),
-        .fpu_add_o      (f_add[Q]),
-        .fpu_done_i     (f_done),
-        .fpu_hsel_o     (f_hsel[Q]),
-        .fpu_y_i        (f_y)
+        .mac_busy_o     (mac_busy_o[Q])
       );
       end
     end
   end
 
-  // Micro: one FPU for all PEs (pe_fpu_share), granted round-robin, one operation at a time
   if (Lean && Micro == 2) begin : g_mt
     // one micro-machine runs the P PEs (pe_micro_mt); one FPU with common operand ports; the
     // config bus (mesh_cfgbus_lean) is the chain's one stage, between its links 0 and P
@@ -238,22 +216,22 @@ module mesh_top #(
       .fpu_d_o      (mt_f_d),
       .fpu_start_o  (mt_f_start),
       .fpu_add_o    (mt_f_add),
-      .fpu_done_i   (f_done),
+      .fpu_done_i   (mt_f_done),
       .fpu_hsel_o   (mt_f_hsel),
-      .fpu_y_i      (f_y)
+      .fpu_y_i      (mt_f_y)
     );
-    pe_fpu_share #(.N(P), .Common(1'b1)) u_fpu (
+    pe_fpu_share #(.N(P)) u_fpu (
       .clk_i, .rst_ni,
       .req_i  (mt_f_req),
       .gnt_o  (mt_f_gnt),
-      .we_i   ({{(P-1){1'b0}}, mt_f_we}),
-      .sel_i  ({{(3*P-3){1'b0}}, mt_f_sel}),
-      .d_i    ({{(16*P-16){1'b0}}, mt_f_d}),
-      .start_i({{(P-1){1'b0}}, mt_f_start}),
-      .add_i  ({{(P-1){1'b0}}, mt_f_add}),
-      .done_o (f_done),
-      .hsel_i ({{(P-1){1'b0}}, mt_f_hsel}),
-      .y_o    (f_y)
+      .we_i   (mt_f_we),
+      .sel_i  (mt_f_sel),
+      .d_i    (mt_f_d),
+      .start_i(mt_f_start),
+      .add_i  (mt_f_add),
+      .done_o (mt_f_done),
+      .hsel_i (mt_f_hsel),
+      .y_o    (mt_f_y)
     );
     mesh_cfgbus_lean #(.P(P)) u_cfgbus (
       .clk_i, .rst_ni,
@@ -280,9 +258,7 @@ module mesh_top #(
     );
     assign cv[P] = mt_cfg_out_valid;
     assign cd[P*62 +: 62] = mt_cfg_out_data;
-    wire unused_mt = ^{f_gnt, f_req, f_we, f_sel, f_d, f_start, f_add, f_hsel, cv[P-1:1],
-                       cd[62*P-1:62], cr[P-1:1]};
-    assign f_gnt = '0;
+    wire unused_mt = ^{cv[P-1:1], cd[62*P-1:62], cr[P-1:1]};
   end else begin : g_no_mt
     // not a pe_micro_mt mesh: its wires are idle
     assign mt_rx_ready = '0;
@@ -312,6 +288,8 @@ module mesh_top #(
     assign mt_f_hsel = 1'b0;
     assign mt_f_sel = '0;
     assign mt_f_d = '0;
+    assign mt_f_done = 1'b0;
+    assign mt_f_y = '0;
     assign mt_router_idle = '0;
     assign mt_rx_valid = '0;
     assign mt_rx_data = '0;
@@ -321,28 +299,8 @@ module mesh_top #(
                        mt_rt_route, mt_rt_addr, mt_rt_wdata, mt_cfg_req, mt_cfg_gnt, mt_cfg_we,
                        mt_cfg_idle, mt_cfg_out_valid, mt_cfg_target, mt_cfg_addr, mt_cfg_wdata,
                        mt_cfg_rdata, mt_cfg_out_data, mt_f_req, mt_f_gnt, mt_f_we, mt_f_start,
-                       mt_f_add, mt_f_hsel, mt_f_sel, mt_f_d, mt_router_idle, mt_rx_valid,
-                       mt_rx_data, mt_tx_ready, mt_rt_rdata};
-  end
-  if (Lean && Micro == 1) begin : g_fpu
-    pe_fpu_share #(.N(P)) u_fpu (
-      .clk_i, .rst_ni,
-      .req_i  (f_req),
-      .gnt_o  (f_gnt),
-      .we_i   (f_we),
-      .sel_i  (f_sel),
-      .d_i    (f_d),
-      .start_i(f_start),
-      .add_i  (f_add),
-      .done_o (f_done),
-      .hsel_i (f_hsel),
-      .y_o    (f_y)
-    );
-  end else if (!(Lean && Micro == 2)) begin : g_no_fpu
-    assign f_gnt = '0;
-    assign f_done = 1'b0;
-    assign f_y = 16'd0;
-    wire unused_fpu = ^{f_req, f_we, f_sel, f_d, f_start, f_add, f_hsel};
+                       mt_f_add, mt_f_hsel, mt_f_sel, mt_f_d, mt_f_done, mt_f_y, mt_router_idle,
+                       mt_rx_valid, mt_rx_data, mt_tx_ready, mt_rt_rdata};
   end
 
   // the host port; Lean (board): mesh_hostport_lean (same protocol, narrower counters,

@@ -1,7 +1,8 @@
-// pe_fpu_share - one floating-point unit (pe_tiny_fmac) shared by N pe_micro PEs, as a
-// cluster shares an FPU: a PE acquires it (fpu_req, held), writes the operand parts over a
-// 16-bit port, starts an fmac or an add, waits for done, reads the two result halves and
-// releases it. Requests are granted round-robin from the last owner, one owner at a time
+// pe_fpu_share - one floating-point unit (pe_tiny_fmac) shared by the N PEs of a
+// pe_micro_mt, as a cluster shares an FPU: a PE acquires it (fpu_req, held), writes the
+// operand parts over a 16-bit port, starts an fmac or an add, waits for done, reads the two
+// result halves and releases it. The PEs drive the operand port in turn (only the owner
+// writes or starts), so it is one common port; only the requests and grants are per PE. Requests are granted round-robin from the last owner, one owner at a time
 // (a PE holds it for one operation: about 48 to 62 cycles of the FMAC plus ~10 of its own).
 //
 // Operand parts (sel): 0 a[15:0], 1 a[31:16] (add only), 2 b (bf16), 3 c[15:0], 4 c[31:16].
@@ -11,21 +12,19 @@
 
 module pe_fpu_share #(
   parameter int unsigned N = 4,
-  parameter bit Tiny = 1'b1,  // pe_tiny_fmac (~290 LUT4, ~48 cycles an fmac); 0: pe_lite_fmac (~490, ~12)
-  parameter bit Common = 1'b0  // we, sel, d, start, add, hsel: port 0's serve every PE (pe_micro_mt,
-                               // whose PEs drive them in turn; only the owner writes or starts)
+  parameter bit Tiny = 1'b1  // pe_tiny_fmac (~290 LUT4, ~48 cycles an fmac); 0: pe_lite_fmac (~490, ~12)
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
   input  wire [N-1:0]  req_i,
   output wire [N-1:0]  gnt_o,
-  input  wire [N-1:0]  we_i,
-  input  wire [3*N-1:0]  sel_i,
-  input  wire [16*N-1:0] d_i,
-  input  wire [N-1:0]  start_i,
-  input  wire [N-1:0]  add_i,
+  input  wire          we_i,
+  input  wire [2:0]    sel_i,
+  input  wire [15:0]   d_i,
+  input  wire          start_i,
+  input  wire          add_i,
   output wire          done_o,   // to every PE: only the owner looks at it
-  input  wire [N-1:0]  hsel_i,
+  input  wire          hsel_i,
   output wire [15:0]   y_o
 );
   localparam int unsigned IW = (N > 1) ? $clog2(N) : 1;
@@ -51,11 +50,10 @@ module pe_fpu_share #(
     end
   end
 
-  wire [IW-1:0] op = Common ? '0 : own_q;
-  wire        o_we = we_i[op];
-  wire [2:0]  o_sel = sel_i[3 * op +: 3];
-  wire [15:0] o_d = d_i[16 * op +: 16];
-  wire        o_start = busy_q && start_i[op];
+  wire        o_we = we_i;
+  wire [2:0]  o_sel = sel_i;
+  wire [15:0] o_d = d_i;
+  wire        o_start = busy_q && start_i;
   wire        f_done;
   wire        f_ready;
   wire [31:0] f_y;
@@ -78,9 +76,9 @@ module pe_fpu_share #(
       else if (f_done) done_q <= 1'b1;
     end
   end
-  // Common with pe_tiny_fmac: the parts go straight into the FMAC's registers (its Port), no
-  // staging registers here (80 flip-flops)
-  localparam bit Direct = Common && Tiny;
+  // pe_tiny_fmac: the parts go straight into the FMAC's registers (its Port), no staging
+  // registers here (80 flip-flops)
+  localparam bit Direct = Tiny;
   if (Direct) begin : g_direct
     always @(*) begin
       a_q = '0;
@@ -106,7 +104,7 @@ module pe_fpu_share #(
       .clk_i  (clk_i),
       .rst_ni (rst_ni),
       .start_i(o_start),
-      .add_i  (add_i[op]),
+      .add_i  (add_i),
       .a_i    (a_q),
       .b_i    (b_q),
       .c_i    (c_q),
@@ -122,7 +120,7 @@ module pe_fpu_share #(
       .clk_i  (clk_i),
       .rst_ni (rst_ni),
       .start_i(o_start),
-      .add_i  (add_i[op]),
+      .add_i  (add_i),
       .a_i    (a_q),
       .b_i    (b_q),
       .c_i    (c_q),
@@ -140,11 +138,7 @@ module pe_fpu_share #(
     end
   endgenerate
   assign done_o = done_q;
-  assign y_o = hsel_i[op] ? f_y[31:16] : f_y[15:0];
-  if (Common && N > 1) begin : g_common
-    wire unused_ports = ^{we_i[N-1:1], sel_i[3*N-1:3], d_i[16*N-1:16], start_i[N-1:1],
-                          add_i[N-1:1], hsel_i[N-1:1]};
-  end
+  assign y_o = hsel_i ? f_y[31:16] : f_y[15:0];
 endmodule
 
 `default_nettype wire

@@ -1,5 +1,5 @@
 // pe_micro_mt_solo - PE 0 of a pe_micro_mt (N = 3, the fewest it takes) with the shared FPU
-// (pe_fpu_share Common), as tb_pe sees a PE (pe_lite's ports); PEs 1 and 2 run their idle
+// (pe_fpu_share), as tb_pe sees a PE (pe_lite's ports); PEs 1 and 2 run their idle
 // loop with nothing to do (they get no wavelets and no config), taking their turns. The
 // read word, which pe_micro_mt gives in the grant's cycle, is registered here to arrive a
 // cycle later as pe_lite's does. color_ready_o is all ones: pe_micro_mt tells readiness only
@@ -60,12 +60,9 @@ module pe_micro_mt_solo #(
     .fpu_start_o(f_start), .fpu_add_o(f_add), .fpu_done_i(f_done), .fpu_hsel_o(f_hsel),
     .fpu_y_i(f_y)
   );
-  pe_fpu_share #(.N(N), .Common(1'b1)) u_fpu (
-    .clk_i, .rst_ni, .req_i(f_req), .gnt_o(f_gnt),
-    .we_i({{(N-1){1'b0}}, f_we}), .sel_i({{(3*N-3){1'b0}}, f_sel}),
-    .d_i({{(16*N-16){1'b0}}, f_d}), .start_i({{(N-1){1'b0}}, f_start}),
-    .add_i({{(N-1){1'b0}}, f_add}), .done_o(f_done), .hsel_i({{(N-1){1'b0}}, f_hsel}),
-    .y_o(f_y)
+  pe_fpu_share #(.N(N)) u_fpu (
+    .clk_i, .rst_ni, .req_i(f_req), .gnt_o(f_gnt), .we_i(f_we), .sel_i(f_sel), .d_i(f_d),
+    .start_i(f_start), .add_i(f_add), .done_o(f_done), .hsel_i(f_hsel), .y_o(f_y)
   );
   assign rx_ready_o = rx_ready[0];
   assign color_ready_o = 16'hffff;
