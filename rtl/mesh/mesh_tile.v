@@ -1,5 +1,6 @@
-// mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage (Lean, the board:
-// mesh_router_lean + pe_lite + mesh_cfgchain_lean).
+// mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage (Impl "full"), or
+// mesh_router_lean + pe_lite + mesh_cfgchain_lean (Impl "lite", the 1x1 board); mesh_top
+// builds the "micro_mt" mesh without tiles.
 //
 // Mesh links are the router's N/E/S/W ports (index 0..3); the PE sits on the local port
 // (rx = router's local output, with per-color ready; tx = router's local input). The
@@ -15,9 +16,9 @@ module mesh_tile #(
   parameter int unsigned QueueDepth = 8,   // PE input queue depth
   parameter int unsigned FifoDepth = 2,    // router input FIFO depth
   parameter bit [3:0] Ports = 4'b1111,     // router links that exist (N, E, S, W = bit 0..3)
-  parameter bit [3:0] RegOut = 4'b0000,    // Lean: router links with an output register (host)
-  parameter bit LocalFifo = 1'b0,          // Lean: a FIFO on the router's local input (host)
-  parameter bit Lean = 1'b0                // area-lean PE, router and chain stage (board)
+  parameter bit [3:0] RegOut = 4'b0000,    // lite: router links with an output register (host)
+  parameter bit LocalFifo = 1'b0,          // lite: a FIFO on the router's local input (host)
+  parameter bit [63:0] Impl = "full"       // the implementation (mesh_top): "full" or "lite"
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
@@ -50,8 +51,10 @@ module mesh_tile #(
   wire [15:0] cfg_addr;
   wire [31:0] cfg_wdata, cfg_rdata;
   wire        router_idle, chain_idle, pe_idle;
+  localparam bit [63:0] ImplLite = "lite";
+  localparam bit Lean = (Impl == ImplLite);  // area-lean PE, router and chain stage (board)
 
-  // Lean: the shared-bus router (input FIFOs 1 deep, none on the local input unless
+  // lite: the shared-bus router (input FIFOs 1 deep, none on the local input unless
   // LocalFifo: pe_lite holds its tx until taken; mesh_router_lean)
   if (Lean) begin : g_lean
     wire        rt_re, rt_route;  // registered router reads (mesh_cfgchain_lean)
@@ -155,7 +158,7 @@ module mesh_tile #(
     );
   end
 
-  // Lean (board): pe_lite, the area-minimal PE (same ports, ISA and results; a MAC takes
+  // lite (board): pe_lite, the area-minimal PE (same ports, ISA and results; a MAC takes
   // about 16 cycles instead of 1); otherwise the full-rate pe
   if (Lean) begin : g_pe_lite
     pe_lite #(

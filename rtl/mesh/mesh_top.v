@@ -4,6 +4,16 @@
 // Tiles are wired exactly like mesh_fabric (N of (r, c) to S of (r-1, c), E to W of
 // (r, c+1)); edge inputs are idle and edge outputs always ready (off-mesh routes drop).
 // The host talks 32-bit command and response words (architecture.md section 6).
+//
+// Impl names the implementation (docs/implementations.md); everything else that differs
+// between them follows from it here:
+//   "full"     pe, mesh_router, mesh_hostport, a mesh_cfgchain stage per tile: the sim
+//              backend, make sim, make train
+//   "lite"     pe_lite, mesh_router_lean, mesh_hostport_lean, a mesh_cfgchain_lean stage per
+//              tile, routers without off-mesh links: the 1x1 board (default bitstream)
+//   "micro_mt" one pe_micro_mt for all PEs (N >= 3), mesh_router_lean without off-mesh links
+//              (LocalFirst, LocalReadyBus, RegGnt, ...), mesh_hostport_lean, one
+//              mesh_cfgbus_lean stage: the 2x2 board
 `default_nettype none
 
 module mesh_top #(
@@ -15,10 +25,7 @@ module mesh_top #(
   parameter int unsigned QueueDepth = 8,      // PE input queue depth
   parameter int unsigned CollectDepth = 256,  // host port COLLECT buffer words
   parameter int unsigned FifoDepth = 2,       // router input FIFO depth
-  parameter bit TrimEdges = 1'b0,             // leave out the routers' off-mesh links (board)
-  parameter bit Lean = 1'b0,                  // area-lean PE, router and host port (board)
-  parameter int unsigned Micro = 0,           // Lean: 2 the PEs of one pe_micro_mt (one
-                                              // micro-machine and FPU); 0 pe_lite
+  parameter bit [63:0] Impl = "full",        // the implementation: "full", "lite", "micro_mt"
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
@@ -34,6 +41,15 @@ module mesh_top #(
   output wire         idle_o
 );
   localparam int unsigned W = 37;
+  localparam bit [63:0] ImplFull = "full", ImplLite = "lite", ImplMicroMt = "micro_mt";
+  // the board's implementations: area-lean router, host port and config stages, and routers
+  // without their off-mesh links
+  localparam bit Lean = (Impl != ImplFull);
+  localparam bit TrimEdges = Lean;
+  localparam bit MicroMt = (Impl == ImplMicroMt);
+  if (Impl != ImplFull && Impl != ImplLite && Impl != ImplMicroMt) begin : g_bad_impl
+    $error("mesh_top: Impl must be \"full\", \"lite\" or \"micro_mt\"");
+  end
 
   // per tile q, port p (0 N, 1 E, 2 S, 3 W): flat index q*4 + p
   wire [P*4-1:0]   in_valid, in_ready, out_valid, out_ready;
@@ -45,7 +61,7 @@ module mesh_top #(
   wire             clear;
   wire             host_in_valid, host_in_ready, host_out_valid, host_out_ready;
   wire [W-1:0]     host_in_data, host_out_data;
-  // Micro 2: the routers' local ports to pe_micro_mt, their config ports to the bus
+  // micro_mt: the routers' local ports to pe_micro_mt, their config ports to the bus
   wire [P-1:0]     mt_rx_valid, mt_rx_ready, mt_tx_valid, mt_tx_ready;
   wire [P*W-1:0]   mt_rx_data;
   wire [W-1:0]     mt_tx_data;
@@ -121,7 +137,7 @@ module mesh_top #(
       // on its local input (the PE holds its tx), see mesh_router_lean
       localparam bit [3:0] Ports = TrimEdges
           ? {c > 0 || r == 0, r < Rows - 1, c < Cols - 1, r > 0} : 4'b1111;
-      if (Lean && Micro == 2) begin : g_mt
+      if (MicroMt) begin : g_mt
         // the tile is its router; the PE is pe_micro_mt's PE Q, the config stage the bus
         wire unused_fifo = ^{FifoDepth, AWords, BWords, NumQueues, QueueDepth};
         mesh_router_lean #(
@@ -161,7 +177,7 @@ module mesh_top #(
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
         .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports),
-        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Lean(Lean)
+        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Impl(Impl)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),
@@ -186,7 +202,7 @@ module mesh_top #(
     end
   end
 
-  if (Lean && Micro == 2) begin : g_mt
+  if (MicroMt) begin : g_mt
     // one micro-machine runs the P PEs (pe_micro_mt); one FPU with common operand ports; the
     // config bus (mesh_cfgbus_lean) is the chain's one stage, between its links 0 and P
     pe_micro_mt #(
@@ -319,7 +335,7 @@ module mesh_top #(
     // the decoder's cmd_ready_o reaches no pointer or block RAM enable there.
     wire [61:0] cs_data;
     localparam logic [1:0] KindRead = 2'd1;  // config beat kinds (architecture.md section 6)
-    // Micro 2: the bus (mesh_cfgbus_lean) builds a read's response from its own register and
+    // micro_mt: the bus (mesh_cfgbus_lean) builds a read's response from its own register and
     // the PEs' read handlers never look at the beat's data, so the slice neither zeroes nor
     // holds it: the host port keeps a WRITE's word on cmd_* until its beat has left the
     // slice (HoldWrite), and the beat's data field is that word. Its pe and target fields
@@ -327,7 +343,7 @@ module mesh_top #(
     // (a new command is decoded only after the last WRITE word was taken, or after the read
     // engine got its last word back). The slice keeps the kind and the address (the walker
     // counts on as a beat goes out); 44 flip-flops without logic of their own are saved.
-    localparam bit HoldWrite = (Micro == 2);
+    localparam bit HoldWrite = MicroMt;
     logic       cs_full_q;
     logic [61:0] cs_q;  // no reset: qualified by cs_full_q
     wire        cs_push = cs_valid && !cs_full_q;
