@@ -18,7 +18,7 @@ BOARD_TB := verif/board/tb_board_link.cpp
 BOARD_TB_CFLAGS := -O2 -std=c++17 -I$(abspath host) -DTB_CLK_HZ=$(BOARD_CLK_HZ) -DTB_BAUD=$(BOARD_BAUD)
 # Verilator C++ at -O2 (toolchain notes: faster than the default -Os), no threads. The RTL's
 # `ifdef FORMAL assertions are checked during the bench too (--assert -DFORMAL).
-BOARD_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --top-module board_top \
+BOARD_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --top-module board_top -Irtl/pe \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 	-GClkHz=$(BOARD_CLK_HZ) -GBaud=$(BOARD_BAUD)
 ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosys)/ice40/cells_sim.v
@@ -123,7 +123,7 @@ ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 board-lint-mesh:
 	for cfg in "1 1 32768 512 lite" "2 2 16384 512 lite" "2 2 8192 4096 micro_mt"; do \
 	set -- $$cfg; \
-	verilator --lint-only -Wall --top-module board_top -GRows=$$1 -GCols=$$2 \
+	verilator --lint-only -Wall --top-module board_top -Irtl/pe -GRows=$$1 -GCols=$$2 \
 		-GAWords=$$3 -GBWords=$$4 $(FPGA_QPARAMS) -GImpl="\"$$5\"" \
 		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
 lint-impl: board-lint-mesh
@@ -155,6 +155,9 @@ $(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,512,$(FPGA_QPARAMS) -
 # the 2x2 board: one pe_micro_mt runs the four PEs, A + B in one 16K x 16 memory per PE
 # (AWords 8192, BWords 4096: one UP5K SPRAM each)
 $(eval $(call board_mesh_bench,tb_board_mt_2x2,2,2,8192,4096,$(FPGA_QPARAMS) -GImpl='"micro_mt"'))
+# the included files (PE port list, router assertions)
+$(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
+	$(BOARD_OUT)/tb_board_mt_2x2 $(FPGA)/board_top.json: $(wildcard rtl/pe/*.vh rtl/mesh/*.vh)
 # rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
 $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_mt_2x2: \
 	$(FPGA)/config.txt

@@ -11,7 +11,7 @@ MESH_PE_RTL := $(sort $(wildcard rtl/pe/*.v rtl/sram/*.v))
 MESH_VDIR := $(BUILD)/verif/mesh
 MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast --assert -DMESH_FAIRNESS \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -std=c++17 \
-	-Irtl/mesh -Iverif/mesh
+	-Irtl/mesh -Irtl/pe -Iverif/mesh
 MESH_LOCK := flock $(BUILD)/verif/.verilator.lock
 
 # $(call mesh_bench,bench,top,extra verilator args,extra sources)
@@ -95,6 +95,8 @@ $(foreach sh,$(MESH_SHAPES),$(eval $(call mesh_bench_fabric,$(sh))))
 
 # the routers' included assertion files (the benches build with --assert -DMESH_FAIRNESS)
 $(MESH_BENCHES): $(wildcard rtl/mesh/*.vh)
+# the PE port list the PE test doubles include
+$(MESH_VDIR)/tb_mesh_hostport $(MESH_VDIR)/tb_mesh_hostport_lean: $(wildcard rtl/pe/*.vh)
 
 # make test builds the small shapes; the 8x8 build (1-3 minutes) only for make regress
 MESH_TEST_BENCHES := $(filter-out %_8x8,$(MESH_BENCHES))

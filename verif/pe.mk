@@ -14,7 +14,7 @@ PE_COBJS := $(BUILD)/obj/host/common/numerics.o
 PE_MODEL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard verif/models/pe_*.c)))
 PE_WAIVERS := verif/lint_waivers.vlt
 
-PE_VFLAGS := --cc --exe --build -j 2 -Wall -Wno-fatal --x-assign fast --x-initial fast \
+PE_VFLAGS := --cc --exe --build -j 2 -Wall -Wno-fatal --x-assign fast --x-initial fast -Irtl/pe \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 	-CFLAGS "-O2 -std=c++17 -I$(abspath host) -I$(abspath verif/pe) -I$(abspath verif/models)"
 # SAN=1: the C models linked in are sanitized, so the bench links the sanitizer runtimes
@@ -64,6 +64,8 @@ PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_
 	$(PE_BUILD)/tb_pe_lite_fmac $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_tiny_fmac \
 	$(PE_BUILD)/tb_pe_micro_mt
 TEST_DEPS += $(PE_BENCHES)
+# the port list every PE includes
+$(PE_BENCHES): $(wildcard rtl/pe/*.vh)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
 	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600 \
