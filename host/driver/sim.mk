@@ -18,8 +18,8 @@
 # LSan through the interposed operator new). test_sim and the cshost sim runs pass clean.
 SIM_DIR ?= build/sim
 SIM_RTL := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
-SIM_SO_DEPS := $(SIM_RTL) $(wildcard rtl/*/*.vh) host/driver/sim_harness.cpp host/driver/sim_harness.h \
-	host/driver/sim_build.sh
+SIM_SO_DEPS := $(SIM_RTL) $(wildcard rtl/*/*.vh) host/driver/sim_harness.cpp \
+	host/driver/sim_harness.h host/driver/sim_build.sh
 
 LIB_EXTRA_OBJS += $(BUILD)/obj/verif/models/pe_model.o $(BUILD)/obj/verif/models/mesh_model.o
 LIB_LDLIBS += -ldl
