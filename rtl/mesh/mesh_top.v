@@ -25,7 +25,7 @@ module mesh_top #(
   parameter int unsigned QueueDepth = 8,      // PE input queue depth
   parameter int unsigned CollectDepth = 256,  // host port COLLECT buffer words
   parameter int unsigned FifoDepth = 2,       // router input FIFO depth
-  parameter bit [63:0] Impl = "full",        // the implementation: "full", "lite", "micro_mt"
+  parameter bit [63:0] Impl = "full",         // the implementation: "full", "lite", "micro_mt"
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
