@@ -102,7 +102,12 @@ help:
 	@echo "  make formal     proofs (ABC): FIFO, routers, config chain and host port framing, covers"
 	@echo "  make mutate     mutation testing of the RTL checks -> build/mutate/report.md"
 	@echo "                  (MUTATE_ONLY=id,id MUTATE_SEED=n MUTATE_BUDGET=s; hours, not in test)"
-	@echo "  make bitstream  iCE40 UP5K bitstream (yosys + nextpnr-ice40 + icepack)"
+	@echo "  make bitstream  iCE40 UP5K bitstream (yosys + nextpnr-ice40 + icepack):"
+	@echo "                  FPGA_PE=lite (default, 1x1) | micro_mt (2x2)"
+	@echo "  make synth-estimate  yosys resource counts for ECP5 and Xilinx 7-series"
+	@echo "  make gatesim    link bench on the yosys iCE40 netlist, compared with the RTL"
+	@echo "  make gatesim-mesh  forward kernel on the bitstream's netlist, compared with the RTL"
+	@echo "  make ucode      assemble rtl/pe/pe_micro.us into rtl/pe/pe_micro_rom.v"
 	@echo "  make install    install cshost under PREFIX (default /usr/local)"
 	@echo "  make clean      remove build/"
 

@@ -18,7 +18,7 @@ BOARD_TB := verif/board/tb_board_link.cpp
 BOARD_TB_CFLAGS := -O2 -std=c++17 -I$(abspath host) -DTB_CLK_HZ=$(BOARD_CLK_HZ) -DTB_BAUD=$(BOARD_BAUD)
 # Verilator C++ at -O2 (toolchain notes: faster than the default -Os), no threads. The RTL's
 # `ifdef FORMAL assertions are checked during the bench too (--assert -DFORMAL).
-BOARD_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --top-module board_top \
+BOARD_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --top-module board_top -Irtl/pe \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 	-GClkHz=$(BOARD_CLK_HZ) -GBaud=$(BOARD_BAUD)
 ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosys)/ice40/cells_sim.v
@@ -26,23 +26,28 @@ ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosy
 # The mesh replaces the echo double as soon as it is in the tree (FPGA_PORT=echo still builds
 # the link-loopback bitstream, useful to bring up a board).
 MESH_SRCS := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
-# The board configuration (docs/architecture.md, "Board"): what fits the UP5K. The PE and
-# router parameters below are the lean ones; the ISA, the numerics and the host protocol are
-# those of every other configuration.
+# The board configuration (docs/architecture.md, "Board"): what fits the UP5K. FPGA_PE is
+# mesh_top's Impl: lite (pe_lite, the default 1x1 bitstream) or micro_mt (one pe_micro_mt
+# for the PEs of the 2x2 bitstream; AWords must be 2 * BWords); the shape and SRAM sizes
+# default to that implementation's board. The ISA, the numerics and the host protocol are
+# those of every implementation.
 FPGA := build/fpga
-FPGA_ROWS ?= 1
-FPGA_COLS ?= 1
-FPGA_AWORDS ?= 32768
-FPGA_BWORDS ?= 512
+FPGA_PE ?= lite
+# rows cols AWords BWords of each implementation's board
+FPGA_BOARD_lite := 1 1 32768 512
+FPGA_BOARD_micro_mt := 2 2 8192 4096
+ifeq ($(FPGA_BOARD_$(FPGA_PE)),)
+$(error FPGA_PE=$(FPGA_PE): want lite or micro_mt)
+endif
+FPGA_ROWS ?= $(word 1,$(FPGA_BOARD_$(FPGA_PE)))
+FPGA_COLS ?= $(word 2,$(FPGA_BOARD_$(FPGA_PE)))
+FPGA_AWORDS ?= $(word 3,$(FPGA_BOARD_$(FPGA_PE)))
+FPGA_BWORDS ?= $(word 4,$(FPGA_BOARD_$(FPGA_PE)))
 FPGA_QUEUES ?= 4
 FPGA_QDEPTH ?= 2
-FPGA_TRIM ?= 1
-FPGA_LEAN ?= 1
-# 1: pe_micro PEs (micro-coded, one shared FPU; AWords must be 2 * BWords); 2: the PEs of one
-# pe_micro_mt (one micro-machine runs them all; AWords likewise)
-FPGA_MICRO ?= 0
-FPGA_GPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) -GTrimEdges=$(FPGA_TRIM) \
-	-GLean=$(FPGA_LEAN) -GMicro=$(FPGA_MICRO)
+# the board's queue parameters, then with the implementation (-G arguments of board_top)
+FPGA_QPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH)
+FPGA_GPARAMS := $(FPGA_QPARAMS) -GImpl='"$(FPGA_PE)"'
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 FPGA_PORT ?= mesh
 else
@@ -116,13 +121,10 @@ lint-impl: board-lint
 ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 .PHONY: board-lint-mesh
 board-lint-mesh:
-	for shape in "1 1" "2 2"; do set -- $$shape; \
-	verilator --lint-only -Wall --top-module board_top -GRows=$$1 -GCols=$$2 \
-		-GAWords=$(FPGA_AWORDS) -GBWords=$(FPGA_BWORDS) $(FPGA_GPARAMS) \
-		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
-	for micro in 1 2; do \
-	verilator --lint-only -Wall --top-module board_top -GRows=2 -GCols=2 -GAWords=8192 \
-		-GBWords=4096 $(subst -GMicro=$(FPGA_MICRO),-GMicro=$$micro,$(FPGA_GPARAMS)) \
+	for cfg in "1 1 32768 512 lite" "2 2 16384 512 lite" "2 2 8192 4096 micro_mt"; do \
+	set -- $$cfg; \
+	verilator --lint-only -Wall --top-module board_top -Irtl/pe -GRows=$$1 -GCols=$$2 \
+		-GAWords=$$3 -GBWords=$$4 $(FPGA_QPARAMS) -GImpl="\"$$5\"" \
 		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
 lint-impl: board-lint-mesh
 endif
@@ -147,21 +149,22 @@ $(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) | deps
 endef
 $(eval $(call board_mesh_bench,tb_board_mesh,2,2,1024,256,))
 $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AWORDS),$(FPGA_BWORDS),$(FPGA_GPARAMS)))
-# the board configuration at 2x2 (A 16K elements: the target of a 2x2 UP5K): the lean
-# routers' unregistered links, edge routes and a 4-stage lean config chain with real PEs
-$(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,$(FPGA_BWORDS),$(FPGA_GPARAMS)))
-# the 2x2 with pe_micro PEs (micro-coded, one shared FPU) and A + B in one 16K x 16 memory
-# per PE (AWords 8192, BWords 4096: one UP5K SPRAM each): the candidate 2x2 board
-$(eval $(call board_mesh_bench,tb_board_micro_2x2,2,2,8192,4096,$(subst -GMicro=$(FPGA_MICRO),-GMicro=1,$(FPGA_GPARAMS))))
-# the 2x2 with one pe_micro_mt: the four PEs run by one micro-machine (Micro 2)
-$(eval $(call board_mesh_bench,tb_board_mt_2x2,2,2,8192,4096,$(subst -GMicro=$(FPGA_MICRO),-GMicro=2,$(FPGA_GPARAMS))))
+# lite at 2x2 (A 16K elements): the lean routers' unregistered links, edge routes and a
+# 4-stage lean config chain with real PEs
+$(eval $(call board_mesh_bench,tb_board_lean_2x2,2,2,16384,512,$(FPGA_QPARAMS) -GImpl='"lite"'))
+# the 2x2 board: one pe_micro_mt runs the four PEs, A + B in one 16K x 16 memory per PE
+# (AWords 8192, BWords 4096: one UP5K SPRAM each)
+$(eval $(call board_mesh_bench,tb_board_mt_2x2,2,2,8192,4096,$(FPGA_QPARAMS) -GImpl='"micro_mt"'))
+# the included files (PE port list, router assertions)
+$(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
+	$(BOARD_OUT)/tb_board_mt_2x2 $(FPGA)/board_top.json: $(wildcard rtl/pe/*.vh rtl/mesh/*.vh)
 # rebuilt when the board configuration changes ($(FPGA)/config.txt is rewritten only then)
-$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_micro_2x2 \
-	$(BOARD_OUT)/tb_board_mt_2x2: $(FPGA)/config.txt
+$(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 $(BOARD_OUT)/tb_board_mt_2x2: \
+	$(FPGA)/config.txt
 TEST_DEPS += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
-	$(BOARD_OUT)/tb_board_micro_2x2 $(BOARD_OUT)/tb_board_mt_2x2
+	$(BOARD_OUT)/tb_board_mt_2x2
 TEST_ENTRIES += $(BOARD_OUT)/tb_board_mesh $(BOARD_OUT)/tb_board_lean $(BOARD_OUT)/tb_board_lean_2x2 \
-	$(BOARD_OUT)/tb_board_micro_2x2 $(BOARD_OUT)/tb_board_mt_2x2
+	$(BOARD_OUT)/tb_board_mt_2x2
 
 # Gate level of what `make bitstream` builds: the very netlist nextpnr places
 # ($(FPGA)/board_top.json, yosys synth_ice40 -dsp of the board configuration) written back
@@ -230,7 +233,7 @@ FPGA_SEEDS ?= $(if $(FPGA_SEED),$(FPGA_SEED),1 2 3 4)
 FPGA_SYNTH := synth_ice40 -dsp -spram
 FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) -set AWords $(FPGA_AWORDS) \
 	-set BWords $(FPGA_BWORDS) -set NumQueues $(FPGA_QUEUES) -set QueueDepth $(FPGA_QDEPTH) \
-	-set TrimEdges $(FPGA_TRIM) -set Lean $(FPGA_LEAN) -set Micro $(FPGA_MICRO) board_top;
+	-set Impl \"$(FPGA_PE)\" board_top;
 
 .PHONY: bitstream-impl synth-estimate-impl
 bitstream-impl: $(FPGA)/icebreaker.bin
@@ -240,7 +243,7 @@ bitstream-impl: $(FPGA)/icebreaker.bin
 # and new mesh settings rerun yosys.
 $(FPGA)/config.txt: FORCE
 	@mkdir -p $(@D)
-	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) trim=$(FPGA_TRIM) lean=$(FPGA_LEAN) micro=$(FPGA_MICRO) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
+	@echo "port=$(FPGA_PORT) rows=$(FPGA_ROWS) cols=$(FPGA_COLS) a=$(FPGA_AWORDS) b=$(FPGA_BWORDS) q=$(FPGA_QUEUES)x$(FPGA_QDEPTH) pe=$(FPGA_PE) abc9=$(FPGA_ABC9) synth=$(FPGA_SYNTH)" >$@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(FPGA)/pnr-config.txt: FORCE
 	@mkdir -p $(@D)
@@ -279,7 +282,7 @@ $(FPGA)/icebreaker.bin: $(FPGA)/board_top.json rtl/board/icebreaker.pcf rtl/boar
 # synth-estimate: yosys resource counts for larger parts (no place and route for them here).
 # With the mesh: one tile (PE + router, default SRAM sizes; synth_* flattens it) and the
 # host port are synthesized per family; an R x C mesh (4x4, 8x8) is R*C tiles plus the host
-# port: mesh_top adds only wiring in the default configuration (no TrimEdges), so nothing
+# port: mesh_top adds only wiring with Impl "full" (routers keep their off-mesh links), so nothing
 # is optimized across tiles. A whole 2x2 mesh_top is synthesized flattened too, and the
 # report compares it with 4 tiles + the host port, which checks that composition.
 # Synthesizing whole 8x8 meshes would take hours on these machines.
@@ -329,10 +332,6 @@ $(1): $(BOARD_OUT)/$(2)
 	@cat $(BUILD)/bench/$(3)
 BENCH_TARGETS += $(1)
 endef
-# the 2x2 pe_micro board (four micro-coded PEs sharing one FPU; not placeable on the UP5K,
-# see architecture.md section 6): about 10 minutes of CPU
-$(eval $(call board_step_bench,board-bench-micro,tb_board_micro_2x2,board_step_micro_2x2.json))
 # the 2x2 pe_micro_mt board (one micro-machine for the four PEs: what `make bitstream
-# FPGA_ROWS=2 FPGA_COLS=2 FPGA_AWORDS=8192 FPGA_BWORDS=4096 FPGA_MICRO=2` places on the
-# UP5K): about 10 minutes of CPU
+# FPGA_PE=micro_mt` places on the UP5K): about 10 minutes of CPU
 $(eval $(call board_step_bench,board-bench-mt,tb_board_mt_2x2,board_step_mt_2x2.json))

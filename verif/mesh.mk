@@ -11,7 +11,7 @@ MESH_PE_RTL := $(sort $(wildcard rtl/pe/*.v rtl/sram/*.v))
 MESH_VDIR := $(BUILD)/verif/mesh
 MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast --assert -DMESH_FAIRNESS \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -std=c++17 \
-	-Irtl/mesh -Iverif/mesh
+	-Irtl/mesh -Irtl/pe -Iverif/mesh
 MESH_LOCK := flock $(BUILD)/verif/.verilator.lock
 
 # $(call mesh_bench,bench,top,extra verilator args,extra sources)
@@ -73,13 +73,13 @@ $(eval $(call mesh_bench_router_lean))
 # command decoding and error paths with a PE whose replies it controls; the real PE behind
 # the host port is covered by tests/driver/test_sim.c and verif/board (tb_board_mesh)
 $(eval $(call mesh_bench,tb_mesh_hostport,mesh_top,-GRows=2 -GCols=2 -Wno-DECLFILENAME,verif/mesh/pe_stub.v))
-# the same bench on mesh_top Lean (the board's host port mesh_hostport_lean and router
+# the same bench on mesh_top Impl "lite" (the board's host port mesh_hostport_lean and router
 # mesh_router_lean), the PE test double under pe_lite's name (verif/mesh/pe_lite_stub.v)
 define mesh_bench_hostport_lean
 $(MESH_VDIR)/tb_mesh_hostport_lean: verif/mesh/tb_mesh_hostport.cpp verif/mesh/tb_common.h $(MESH_RTL) \
 		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v | deps
 	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
-	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_top -GRows=2 -GCols=2 -GLean=1 \
+	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_top -GRows=2 -GCols=2 -GImpl='"lite"' \
 		-Wno-DECLFILENAME -CFLAGS -DTB_LEAN --Mdir $(MESH_VDIR)/tb_mesh_hostport_lean.obj \
 		-o ../tb_mesh_hostport_lean $(abspath verif/mesh/tb_mesh_hostport.cpp) $(MESH_RTL) \
 		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v \
@@ -95,6 +95,8 @@ $(foreach sh,$(MESH_SHAPES),$(eval $(call mesh_bench_fabric,$(sh))))
 
 # the routers' included assertion files (the benches build with --assert -DMESH_FAIRNESS)
 $(MESH_BENCHES): $(wildcard rtl/mesh/*.vh)
+# the PE port list the PE test doubles include
+$(MESH_VDIR)/tb_mesh_hostport $(MESH_VDIR)/tb_mesh_hostport_lean: $(wildcard rtl/pe/*.vh)
 
 # make test builds the small shapes; the 8x8 build (1-3 minutes) only for make regress
 MESH_TEST_BENCHES := $(filter-out %_8x8,$(MESH_BENCHES))

@@ -14,7 +14,7 @@ PE_COBJS := $(BUILD)/obj/host/common/numerics.o
 PE_MODEL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard verif/models/pe_*.c)))
 PE_WAIVERS := verif/lint_waivers.vlt
 
-PE_VFLAGS := --cc --exe --build -j 2 -Wall -Wno-fatal --x-assign fast --x-initial fast \
+PE_VFLAGS := --cc --exe --build -j 2 -Wall -Wno-fatal --x-assign fast --x-initial fast -Irtl/pe \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 	-CFLAGS "-O2 -std=c++17 -I$(abspath host) -I$(abspath verif/pe) -I$(abspath verif/models)"
 # SAN=1: the C models linked in are sanitized, so the bench links the sanitizer runtimes
@@ -53,25 +53,24 @@ $(eval $(call pe_bench,tb_pe_lite,pe_lite,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE
 # the bit-serial FMAC (a smaller drop-in for pe_lite_fmac), tb_pe_lite_fmac's harness
 $(eval $(call pe_bench,tb_pe_tiny_fmac,pe_tiny_fmac,rtl/pe/pe_tiny_fmac.v,$(PE_COBJS),\
 	$(PE_BUILD)/tb_pe_lite))
-# pe_micro (the micro-coded PE) with its own FPU, tb_pe's harness
-$(eval $(call pe_bench,tb_pe_micro,pe_micro_solo,$(PE_RTL) $(SRAM_RTL) verif/pe/pe_micro_solo.v,\
-	$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_tiny_fmac))
 # PE 0 of a pe_micro_mt (one micro-machine for three PEs), tb_pe's harness
 $(eval $(call pe_bench,tb_pe_micro_mt,pe_micro_mt_solo,$(PE_RTL) $(SRAM_RTL) \
-	verif/pe/pe_micro_mt_solo.v,$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_micro))
-$(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_micro $(PE_BUILD)/tb_pe_micro_mt: verif/pe/tb_pe.cpp
+	verif/pe/pe_micro_mt_solo.v,$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_tiny_fmac))
+$(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_micro_mt: verif/pe/tb_pe.cpp
 $(PE_BUILD)/tb_pe_tiny_fmac: verif/pe/tb_pe_lite_fmac.cpp
 
 PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \
 	$(PE_BUILD)/tb_pe_queue $(PE_BUILD)/tb_pe_tasktab $(PE_BUILD)/tb_pe \
 	$(PE_BUILD)/tb_pe_lite_fmac $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_tiny_fmac \
-	$(PE_BUILD)/tb_pe_micro $(PE_BUILD)/tb_pe_micro_mt
+	$(PE_BUILD)/tb_pe_micro_mt
 TEST_DEPS += $(PE_BENCHES)
+# the port list every PE includes
+$(PE_BENCHES): $(wildcard rtl/pe/*.vh)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
 	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600 \
 	$(PE_BUILD)/tb_pe_lite_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_lite@--seed=1,--n=600 \
-	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_micro@--seed=1,--n=600 \
+	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=1,--n=1000000 \
 	$(PE_BUILD)/tb_pe_micro_mt@--seed=1,--n=300
 REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_sram_sp@--seed=2,--n=5000000 \
@@ -82,10 +81,9 @@ REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_pe_lite_fmac@--seed=2,--n=20000000 \
 	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_lite@--seed=$(s),--n=2000) \
 	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=2,--n=20000000 \
-	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_micro@--seed=$(s),--n=2000) \
-	$(foreach s,11 12,$(PE_BUILD)/tb_pe_micro_mt@--seed=$(s),--n=2000)
+	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_micro_mt@--seed=$(s),--n=2000)
 
-# pe_micro's micro-program: verif/ucode/uasm assembles rtl/pe/pe_micro.us into the committed
+# pe_micro_mt's micro-program: verif/ucode/uasm assembles rtl/pe/pe_micro.us into the committed
 # rtl/pe/pe_micro_rom.v (every RTL flow reads it like any other source); `make ucode`
 # rewrites it, and `make test` fails when it is not the assembly of the source.
 UASM := $(BUILD)/ucode/uasm

@@ -28,7 +28,7 @@ const struct csd_pe_impl csd_pe_impls[CSD_PE_COUNT] = {
 	[CSD_PE_FULL] = { .name = "full", .a_words = 16384, .b_words = 8192, .min_pes = 1 },
 	/* pe_lite with the lean router and host port: the default bitstream, 1x1 (board.mk) */
 	[CSD_PE_LITE] = { .name = "lite", .a_words = 32768, .b_words = 512, .min_pes = 1 },
-	/* pe_micro_mt: the 2x2 bitstream (FPGA_MICRO=2); its barrel needs N >= 3 PEs, and
+	/* pe_micro_mt: the 2x2 bitstream (FPGA_PE=micro_mt); its barrel needs N >= 3 PEs, and
 	 * A + B fill one 16K x 16 memory per PE */
 	[CSD_PE_MICRO_MT] = { .name = "micro_mt", .a_words = 8192, .b_words = 4096,
 			      .min_pes = 3, .a_is_2b = 1 },

@@ -18,8 +18,8 @@
 # LSan through the interposed operator new). test_sim and the cshost sim runs pass clean.
 SIM_DIR ?= build/sim
 SIM_RTL := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
-SIM_SO_DEPS := $(SIM_RTL) host/driver/sim_harness.cpp host/driver/sim_harness.h \
-	host/driver/sim_build.sh
+SIM_SO_DEPS := $(SIM_RTL) $(wildcard rtl/*/*.vh) host/driver/sim_harness.cpp \
+	host/driver/sim_harness.h host/driver/sim_build.sh
 
 LIB_EXTRA_OBJS += $(BUILD)/obj/verif/models/pe_model.o $(BUILD)/obj/verif/models/mesh_model.o
 LIB_LDLIBS += -ldl
@@ -27,19 +27,17 @@ LIB_LDLIBS += -ldl
 $(BUILD)/obj/host/driver/backend_sim.o: CPPFLAGS += -DCSD_SIM_ROOT='"$(CURDIR)"' \
 	-DCSD_SIM_BUILD='"$(abspath $(SIM_DIR))"'
 
-# The PE implementations that ship (csd.h pe=) and their mesh_top parameters. full is
-# mesh_top's defaults (pe with mesh_router; it fits no board). lite and micro_mt are the
-# parameters verif/board.mk gives board_top, which passes them to mesh_top, for the
-# bitstreams: its FPGA_* board configuration (read from there, so the simulated mesh and
-# the bitstream cannot drift apart) with Micro 0 (pe_lite: the default 1x1 bitstream) or
-# Micro 2 (pe_micro_mt: the 2x2 one, FPGA_MICRO=2). FifoDepth and CollectDepth are
+# The PE implementations that ship (csd.h pe=), each mesh_top's Impl of the same name
+# (sim_build.sh passes it), and their other mesh_top parameters. full is mesh_top's
+# defaults (pe with mesh_router; it fits no board). lite (pe_lite: the default 1x1
+# bitstream) and micro_mt (pe_micro_mt: the 2x2 one) take the queue parameters
+# verif/board.mk gives board_top for the bitstreams (FPGA_QPARAMS, read from there, so the
+# simulated mesh and the bitstream cannot drift apart). FifoDepth and CollectDepth are
 # mesh_top's defaults in both. Default SRAM sizes: the bitstreams' (csd.c csd_pe_impls).
 SIM_PES := full lite micro_mt
 SIM_GPARAMS_full :=
-SIM_GPARAMS_lean = -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH) \
-	-GTrimEdges=$(FPGA_TRIM) -GLean=$(FPGA_LEAN)
-SIM_GPARAMS_lite = $(SIM_GPARAMS_lean) -GMicro=0
-SIM_GPARAMS_micro_mt = $(SIM_GPARAMS_lean) -GMicro=2
+SIM_GPARAMS_lite = $(FPGA_QPARAMS)
+SIM_GPARAMS_micro_mt = $(FPGA_QPARAMS)
 SIM_AWORDS_full := 16384
 SIM_BWORDS_full := 8192
 SIM_AWORDS_lite := 32768

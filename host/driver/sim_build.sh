@@ -1,8 +1,8 @@
 #!/bin/bash
 # sim_build.sh OUT.so ROWS COLS AWORDS BWORDS PE fst|plain [-GName=Value ...] - Verilate
 # rtl/mesh/mesh_top for one mesh shape, SRAM size and PE implementation (PE: full, lite,
-# micro_mt; the -G arguments are that implementation's mesh_top parameters, which
-# host/driver/sim.mk takes from the board configuration) and link it with
+# micro_mt: mesh_top's Impl; the -G arguments are that implementation's other mesh_top
+# parameters, which host/driver/sim.mk takes from the board configuration) and link it with
 # host/driver/sim_harness.cpp into a shared object the sim backend dlopens. Run from the
 # repository root, by make only (sim.mk). One Verilator build at a time (flock shared with
 # verif/mesh.mk); C++ at -O2, no --threads (docs: shared/reference/toolchain-notes.md).
@@ -30,7 +30,8 @@ build() {
 	verilator --cc --build -j 2 -Wno-fatal --x-assign fast --x-initial fast \
 		-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -fPIC \
 		-CFLAGS -std=c++17 "${vtrace[@]}" --top-module mesh_top \
-		-GRows="$rows" -GCols="$cols" -GAWords="$aw" -GBWords="$bw" "${gparams[@]}" \
+		-GRows="$rows" -GCols="$cols" -GAWords="$aw" -GBWords="$bw" -GImpl="\"$pe\"" \
+		"${gparams[@]}" \
 		-Irtl/mesh -Irtl/pe -Irtl/sram --Mdir "$obj" "${rtl[@]}" || return 1
 	make -s -C "$obj" -f Vmesh_top.mk OPT_FAST=-O2 OPT_GLOBAL=-O2 VM_USER_CFLAGS=-fPIC \
 		CXXFLAGS="-O2 -fPIC -std=c++17" verilated.o verilated_threads.o || return 1

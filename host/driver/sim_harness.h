@@ -6,7 +6,7 @@
  * symbols up by name. The word interface is the same for the full and the lean host port
  * (mesh_hostport_lean): a command word stays on cmd_data_i, valid high, until the port takes
  * it, as the board's receive FIFO keeps it (the lean port's cmd_ready_o depends on the word,
- * and with Micro 2 it takes a WRITE's word only once the word's config beat has left).
+ * and with micro_mt it takes a WRITE's word only once the word's config beat has left).
  *
  * The harness owns the clock: it drives the host port's command words (valid/ready), keeps
  * rsp_ready high and queues every response word, and counts cycles, MAC-busy PE-cycles

@@ -19,15 +19,12 @@ module board_top #(
   parameter integer NumQueues = 4,         // PE input queues (mesh_top)
   parameter integer QueueDepth = 8,        // PE input queue depth: 2 on the board (area)
   parameter integer FifoDepth = 2,         // router input FIFO depth
-  parameter integer TrimEdges = 0,         // 1: routers without their off-mesh links (area)
-  parameter integer Lean = 0,              // 1: the area-lean PE, router and host port (board)
-  parameter integer Micro = 0,             // with Lean: 1 pe_micro PEs sharing one FPU; 2 one
-                                           // pe_micro_mt (a micro-machine for all PEs)
+  parameter [63:0] Impl = "full",          // mesh_top's implementation: "full"; the board's
+                                           // "lite" (1x1) or "micro_mt" (2x2)
   // link receive buffer, words (board_frame_rx BufWords, a power of two >= 256): 1024 (8 EBR,
   // the host's whole window of 4 frames) up to 2 PEs, whose EBR are not short; 512 (4 EBR)
   // from 3 PEs on, where the tiles need them (256 made the 1x1 pe_lite streams overrun it;
-  // with 512 the 1x1 and 2x2 training-step benches resend no frame, but the 1x2 pe_micro
-  // board's slower PEs overran it: 133 frames of a step resent)
+  // with 512 the 1x1 and 2x2 training-step benches resend no frame)
   parameter integer RxWords = (Rows * Cols > 2) ? 512 : 1024,
   // link error counters (STAT err_crc, err_trunc, err_seq), bits: saturating at 255, read
   // zero-extended (informational only: the driver prints them)
@@ -103,14 +100,13 @@ module board_top #(
     .rsp_valid_o(rsp_valid), .rsp_ready_i(rsp_ready), .rsp_data_o(rsp_data)
   );
   wire unused_ok = &{1'b0, Rows[0], Cols[0], AWords[0], BWords[0], NumQueues[0],
-                     QueueDepth[0], FifoDepth[0], TrimEdges[0], Lean[0], Micro[0]};
+                     QueueDepth[0], FifoDepth[0], Impl[0]};
 `else
   wire [Rows*Cols-1:0] mac_busy;  // utilization probes: for the simulator, not the board
   wire                 mesh_idle, mesh_stream;
   mesh_top #(
     .Rows(Rows), .Cols(Cols), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
-    .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .TrimEdges(TrimEdges != 0),
-    .Lean(Lean != 0), .Micro(32'(Micro))
+    .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Impl(Impl)
   ) u_mesh (
     .clk_i(clk), .rst_ni(rst_n),
     .cmd_valid_i(cmd_valid), .cmd_ready_o(cmd_ready), .cmd_data_i(cmd_data),

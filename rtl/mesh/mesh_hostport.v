@@ -118,44 +118,42 @@ module mesh_hostport #(
   assign cfg_out_data_o = cfg_q;
   assign stream_o = stream_q;
 
-  // target sizes in words; 0 = no such target
-  function automatic logic [31:0] tsize(input logic [3:0] t);
-    case (t)
-      4'd0: tsize = 32'(AWords / 2);
-      4'd1: tsize = 32'(BWords);
-      4'd2: tsize = 32'(BWords);  // B read-and-clear (READ only)
-      4'd3: tsize = 32'd256;
-      4'd4: tsize = 32'd32;
-      4'd5: tsize = 32'd16;
-      4'd6: tsize = 32'd16;
-      4'd7: tsize = 32'd8;
-      4'd8: tsize = 32'd5;
-      4'd9: tsize = 32'd6;
-      default: tsize = 32'd0;
-    endcase
-  endfunction
-
   function automatic logic [31:0] hdr(input logic [3:0] op, input logic [7:0] st,
                                       input logic [15:0] n);
     hdr = {4'hA, op, st, n};
   endfunction
 
-  // the header being decoded: the command word (SCmd) or the one held (SHold)
+  // the header being decoded: the command word (SCmd) or the one held (SHold); its fields
+  // and checks, and the size of the target being accessed (shared with mesh_hostport_lean)
   wire [31:0] c_hdr = (st_q == SHold) ? hold_q : cmd_data_i;
-  wire [3:0]  c_op = c_hdr[31:28];
-  wire [3:0]  c_tgt = c_hdr[27:24];
-  wire [7:0]  c_pe = c_hdr[23:16];
-  wire [15:0] c_n = c_hdr[15:0];
+  wire [3:0]  c_op, c_tgt;
+  wire [7:0]  c_pe;
+  wire [15:0] c_n;
+  wire        c_pe_ok, c_pe_all, c_unrouted, c_rd_bad, c_wr_bad;
+  wire        unused_collect_ok;  // COLLECT's length is checked where it is decoded
+  wire [31:0] t_size;
+  mesh_hostport_dec #(
+    .NumPes(NumPes), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth)
+  ) u_dec (
+    .hdr_i       (c_hdr),
+    .route0_i,
+    .size_tgt_i  (target_q),
+    .op_o        (c_op),
+    .tgt_o       (c_tgt),
+    .pe_o        (c_pe),
+    .n_o         (c_n),
+    .pe_ok_o     (c_pe_ok),
+    .pe_all_o    (c_pe_all),
+    .unrouted_o  (c_unrouted),
+    .rd_bad_tgt_o(c_rd_bad),
+    .wr_bad_tgt_o(c_wr_bad),
+    .collect_ok_o(unused_collect_ok),
+    .size_o      (t_size)
+  );
   // while the read engine is busy only commands that neither answer (on success) nor use
   // the config chain are decoded: RUN, INJECT, NOP, SYNC (whose answer waits)
   wire        c_nowait = (c_op == OpRun) || (c_op == OpInject) || (c_op == OpNop) ||
                          (c_op == OpSync);
-  wire        c_pe_ok = (32'(c_pe) < NumPes);
-  // router (0,0)'s route of the command's color, through the router's own decoder (an
-  // array read; a bit-select at color*5 costs an 80-bit shifter in yosys)
-  wire [4:0]  c_route;
-  mesh_route u_route0 (.table_i(route0_i), .color_i(c_tgt), .mask_o(c_route));
-  wire        c_unrouted = (c_route == 5'b0);
   wire        cfg_rsp = cfg_in_valid_i && (cfg_in_data_i[61:60] == KindRsp);
   wire [31:0] range_end = cmd_data_i + {15'b0, n_q};  // address word + n
 
@@ -202,14 +200,13 @@ module mesh_hostport #(
             end
             OpWrite: begin
               st_d = SWAddr;
-              if (tsize(c_tgt) == 32'd0 || c_tgt == 4'd2 || c_tgt == 4'd8 || c_tgt == 4'd9)
-                status_d = StBadArg;
-              else if (!c_pe_ok && c_pe != 8'hff) status_d = StBadPe;
+              if (c_wr_bad) status_d = StBadArg;
+              else if (!c_pe_ok && !c_pe_all) status_d = StBadPe;
             end
             OpRead: begin
               st_d = SRAddr;
-              if (tsize(c_tgt) == 32'd0) status_d = StBadArg;
-              else if (!c_pe_ok && c_pe != 8'hff) status_d = StBadPe;
+              if (c_rd_bad) status_d = StBadArg;
+              else if (!c_pe_ok && !c_pe_all) status_d = StBadPe;
             end
             OpRun: begin
               n_d = {9'b0, c_pe};
@@ -253,7 +250,7 @@ module mesh_hostport #(
         cmd_ready_o = 1'b1;
         if (cmd_valid_i) begin
           addr_d = cmd_data_i;
-          if (status_q == StOk && range_end > tsize(target_q)) status_d = StBadAddr;
+          if (status_q == StOk && range_end > t_size) status_d = StBadAddr;
           st_d = (status_d != StOk) ? SDrop : (n_q == '0 ? SCmd : SWData);
         end
       end
@@ -272,7 +269,7 @@ module mesh_hostport #(
         cmd_ready_o = 1'b1;
         if (cmd_valid_i) begin
           addr_d = cmd_data_i;
-          if (status_q == StOk && range_end > tsize(target_q)) status_d = StBadAddr;
+          if (status_q == StOk && range_end > t_size) status_d = StBadAddr;
           if (status_d != StOk) st_d = SErr;
           else begin
             re_busy_d = 1'b1; re_all_d = (pe_q == 8'hff); re_pe_d = (pe_q == 8'hff) ? 8'd0 : pe_q;

@@ -131,49 +131,34 @@ module mesh_hostport_lean #(
   end
   always_ff @(posedge clk_i) cb_rdata_q <= cb_mem[k_d[CbAw-1:0]];
 
-  // target sizes in words; 0 = no such target
-  function automatic logic [TW:0] tsize(input logic [3:0] t);
-    case (t)
-      4'd0: tsize = (TW+1)'(AWords / 2);
-      4'd1: tsize = (TW+1)'(BWords);
-      4'd2: tsize = (TW+1)'(BWords);  // B read-and-clear (READ only)
-      4'd3: tsize = (TW+1)'(256);
-      4'd4: tsize = (TW+1)'(32);
-      4'd5: tsize = (TW+1)'(16);
-      4'd6: tsize = (TW+1)'(16);
-      4'd7: tsize = (TW+1)'(8);
-      4'd8: tsize = (TW+1)'(5);
-      4'd9: tsize = (TW+1)'(6);
-      default: tsize = '0;
-    endcase
-  endfunction
-
-  wire [3:0]  c_op = cmd_data_i[31:28];
-  wire [3:0]  c_tgt = cmd_data_i[27:24];
-  wire [7:0]  c_pe = cmd_data_i[23:16];
-  wire [15:0] c_n = cmd_data_i[15:0];
+  // the header's fields and checks, the walker target's size (shared with mesh_hostport)
+  wire [3:0]  c_op, c_tgt;
+  wire [7:0]  c_pe;
+  wire [15:0] c_n;
+  wire        c_pe_ok, c_pe_all, c_unrouted, c_rd_bad, c_wr_bad, c_collect_ok;
+  wire [TW:0] re_size;
+  mesh_hostport_dec #(
+    .NumPes(NumPes), .AWords(AWords), .BWords(BWords), .CollectDepth(CollectDepth),
+    .SizeW(TW + 1)
+  ) u_dec (
+    .hdr_i       (cmd_data_i),
+    .route0_i,
+    .size_tgt_i  (re_tgt_q),
+    .op_o        (c_op),
+    .tgt_o       (c_tgt),
+    .pe_o        (c_pe),
+    .n_o         (c_n),
+    .pe_ok_o     (c_pe_ok),
+    .pe_all_o    (c_pe_all),
+    .unrouted_o  (c_unrouted),
+    .rd_bad_tgt_o(c_rd_bad),
+    .wr_bad_tgt_o(c_wr_bad),
+    .collect_ok_o(c_collect_ok),
+    .size_o      (re_size)
+  );
   // while the read engine is busy only RUN, INJECT, NOP and SYNC are decoded
   wire        c_nowait = (c_op == OpRun) || (c_op == OpInject) || (c_op == OpNop) ||
                          (c_op == OpSync);
-  // x < k for a constant k, as the bit logic it is: yosys maps a compare with a constant
-  // to a carry chain (a logic cell per bit with no LUT in it)
-  function automatic logic lt_const(input logic [31:0] x, input logic [31:0] k);
-    logic eq;
-    lt_const = 1'b0;
-    eq = 1'b1;
-    for (int i = 31; i >= 0; i--) begin
-      lt_const = lt_const || (eq && k[i] && !x[i]);
-      eq = eq && (x[i] == k[i]);
-    end
-  endfunction
-  wire        c_pe_ok = lt_const(32'(c_pe), NumPes);
-  wire        c_pe_all = (c_pe == 8'hff);
-  // router (0,0) routes the command's color: each table entry nonzero, then one 16:1 mux
-  logic [15:0] routed;
-  for (genvar c = 0; c < 16; c++) begin : g_routed
-    assign routed[c] = (route0_i[c*5 +: 5] != 5'b0);
-  end
-  wire        c_unrouted = !routed[c_tgt];
   wire [TW-1:0] cfg_addr = re_addr_q + re_k_q;
   wire        cfg_rsp = cfg_in_valid_i && (cfg_in_data_i[61:60] == KindRsp);
   // address word + n beyond the walker's target, checked in the cycle after the address
@@ -181,7 +166,7 @@ module mesh_hostport_lean #(
   // words, so an address or n >= 2^TW is out of range, and the rest adds in TW + 1 bits
   logic       addr_hi_q, n_hi_q;  // the address, n at least 2^TW
   wire [TW:0] range_end = {1'b0, re_addr_q} + {1'b0, re_n_q};
-  wire        range_bad = addr_hi_q || n_hi_q || (range_end > tsize(re_tgt_q));
+  wire        range_bad = addr_hi_q || n_hi_q || (range_end > re_size);
   wire        k_done = (k_q == n_q);
   wire        re_done = (re_k_q == re_n_q);
   wire        tmo_hit = hit_q || (cycles_q == dl_q);
@@ -245,13 +230,12 @@ module mesh_hostport_lean #(
             end
             OpWrite: begin
               st_d = SWAddr;
-              if (c_tgt >= 4'd10 || c_tgt == 4'd2 || c_tgt == 4'd8 || c_tgt == 4'd9)
-                status_d = StBadArg;
+              if (c_wr_bad) status_d = StBadArg;
               else if (!c_pe_ok && !c_pe_all) status_d = StBadPe;
             end
             OpRead: begin
               st_d = SRAddr;
-              if (c_tgt >= 4'd10) status_d = StBadArg;
+              if (c_rd_bad) status_d = StBadArg;
               else if (!c_pe_ok && !c_pe_all) status_d = StBadPe;
             end
             OpRun: begin
@@ -265,7 +249,7 @@ module mesh_hostport_lean #(
             end
             OpCollect: begin
               st_d = SCTmo;
-              if (!lt_const(32'(c_n), CollectDepth + 1)) status_d = StBadArg;
+              if (!c_collect_ok) status_d = StBadArg;
             end
             OpSync: st_d = SSTmo;
             OpCounters: begin

@@ -1,5 +1,6 @@
-// mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage (Lean, the board:
-// mesh_router_lean + pe_lite + mesh_cfgchain_lean).
+// mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage (Impl "full"), or
+// mesh_router_lean + pe_lite + mesh_cfgchain_lean (Impl "lite", the 1x1 board); mesh_top
+// builds the "micro_mt" mesh without tiles.
 //
 // Mesh links are the router's N/E/S/W ports (index 0..3); the PE sits on the local port
 // (rx = router's local output, with per-color ready; tx = router's local input). The
@@ -15,10 +16,9 @@ module mesh_tile #(
   parameter int unsigned QueueDepth = 8,   // PE input queue depth
   parameter int unsigned FifoDepth = 2,    // router input FIFO depth
   parameter bit [3:0] Ports = 4'b1111,     // router links that exist (N, E, S, W = bit 0..3)
-  parameter bit [3:0] RegOut = 4'b0000,    // Lean: router links with an output register (host)
-  parameter bit LocalFifo = 1'b0,          // Lean: a FIFO on the router's local input (host)
-  parameter bit Lean = 1'b0,               // area-lean PE, router and chain stage (board)
-  parameter bit Micro = 1'b0               // Lean: pe_micro (FPU shared in mesh_top) for pe_lite
+  parameter bit [3:0] RegOut = 4'b0000,    // lite: router links with an output register (host)
+  parameter bit LocalFifo = 1'b0,          // lite: a FIFO on the router's local input (host)
+  parameter bit [63:0] Impl = "full"       // the implementation (mesh_top): "full" or "lite"
 ) (
   input  wire          clk_i,
   input  wire          rst_ni,
@@ -38,18 +38,7 @@ module mesh_tile #(
   output wire  [79:0]  rt_o,
   output wire          idle_o,
   output wire          fabric_idle_o,  // router and PE idle (the config stage may be busy)
-  output wire          mac_busy_o,
-  // Micro: the PE's port to the cluster's shared FPU (pe_fpu_share in mesh_top); else unused
-  output wire          fpu_req_o,
-  input  wire          fpu_gnt_i,
-  output wire          fpu_we_o,
-  output wire [2:0]    fpu_sel_o,
-  output wire [15:0]   fpu_d_o,
-  output wire          fpu_start_o,
-  output wire          fpu_add_o,
-  input  wire          fpu_done_i,
-  output wire          fpu_hsel_o,
-  input  wire [15:0]   fpu_y_i
+  output wire          mac_busy_o
 );
   wire        rx_valid, rx_ready, tx_valid, tx_ready;
   wire [36:0] rx_data, tx_data;
@@ -62,8 +51,10 @@ module mesh_tile #(
   wire [15:0] cfg_addr;
   wire [31:0] cfg_wdata, cfg_rdata;
   wire        router_idle, chain_idle, pe_idle;
+  localparam bit [63:0] ImplLite = "lite";
+  localparam bit Lean = (Impl == ImplLite);  // area-lean PE, router and chain stage (board)
 
-  // Lean: the shared-bus router (input FIFOs 1 deep, none on the local input unless
+  // lite: the shared-bus router (input FIFOs 1 deep, none on the local input unless
   // LocalFifo: pe_lite holds its tx until taken; mesh_router_lean)
   if (Lean) begin : g_lean
     wire        rt_re, rt_route;  // registered router reads (mesh_cfgchain_lean)
@@ -167,46 +158,9 @@ module mesh_tile #(
     );
   end
 
-  // Lean (board): pe_lite, the area-minimal PE (same ports, ISA and results; a MAC takes
-  // about 16 cycles instead of 1), or with Micro pe_micro (micro-coded, its floating point in
-  // the cluster's shared FPU); otherwise the full-rate pe
-  if (Lean && Micro) begin : g_pe_micro
-    pe_micro #(
-      .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
-    ) u_pe (
-      .clk_i, .rst_ni,
-      .rx_valid_i   (rx_valid),
-      .rx_data_i    (rx_data),
-      .rx_ready_o   (rx_ready),
-      .color_ready_o(color_ready),
-      .tx_valid_o   (tx_valid),
-      .tx_data_o    (tx_data),
-      .tx_ready_i   (tx_ready),
-      .cfg_req_i    (cfg_req),
-      .cfg_we_i     (cfg_we),
-      .cfg_target_i (cfg_target),
-      .cfg_addr_i   (cfg_addr),
-      .cfg_wdata_i  (cfg_wdata),
-      .cfg_gnt_o    (cfg_gnt),
-      .cfg_rvalid_o (cfg_rvalid),
-      .cfg_rdata_o  (cfg_rdata),
-      .idle_o       (pe_idle),
-      .mac_busy_o,
-      .ctr_clear_i,
-      .fpu_req_o, .fpu_gnt_i, .fpu_we_o, .fpu_sel_o, .fpu_d_o, .fpu_start_o, .fpu_add_o,
-      .fpu_done_i, .fpu_hsel_o, .fpu_y_i
-    );
-  end else begin : g_no_fpu
-    assign fpu_req_o = 1'b0;
-    assign fpu_we_o = 1'b0;
-    assign fpu_sel_o = 3'd0;
-    assign fpu_d_o = 16'd0;
-    assign fpu_start_o = 1'b0;
-    assign fpu_add_o = 1'b0;
-    assign fpu_hsel_o = 1'b0;
-    wire unused_fpu = ^{fpu_gnt_i, fpu_done_i, fpu_y_i};
-  end
-  if (Lean && !Micro) begin : g_pe_lite
+  // lite (board): pe_lite, the area-minimal PE (same ports, ISA and results; a MAC takes
+  // about 16 cycles instead of 1); otherwise the full-rate pe
+  if (Lean) begin : g_pe_lite
     pe_lite #(
       .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
     ) u_pe (
@@ -230,7 +184,7 @@ module mesh_tile #(
       .mac_busy_o,
       .ctr_clear_i
     );
-  end else if (!Lean) begin : g_pe
+  end else begin : g_pe
     pe #(
       .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
     ) u_pe (

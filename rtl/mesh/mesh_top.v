@@ -4,6 +4,16 @@
 // Tiles are wired exactly like mesh_fabric (N of (r, c) to S of (r-1, c), E to W of
 // (r, c+1)); edge inputs are idle and edge outputs always ready (off-mesh routes drop).
 // The host talks 32-bit command and response words (architecture.md section 6).
+//
+// Impl names the implementation (docs/implementations.md); everything else that differs
+// between them follows from it here:
+//   "full"     pe, mesh_router, mesh_hostport, a mesh_cfgchain stage per tile: the sim
+//              backend, make sim, make train
+//   "lite"     pe_lite, mesh_router_lean, mesh_hostport_lean, a mesh_cfgchain_lean stage per
+//              tile, routers without off-mesh links: the 1x1 board (default bitstream)
+//   "micro_mt" one pe_micro_mt for all PEs (N >= 3), mesh_router_lean without off-mesh links
+//              (LocalFirst, LocalReadyBus, RegGnt, ...), mesh_hostport_lean, one
+//              mesh_cfgbus_lean stage: the 2x2 board
 `default_nettype none
 
 module mesh_top #(
@@ -15,10 +25,7 @@ module mesh_top #(
   parameter int unsigned QueueDepth = 8,      // PE input queue depth
   parameter int unsigned CollectDepth = 256,  // host port COLLECT buffer words
   parameter int unsigned FifoDepth = 2,       // router input FIFO depth
-  parameter bit TrimEdges = 1'b0,             // leave out the routers' off-mesh links (board)
-  parameter bit Lean = 1'b0,                  // area-lean PE, router and host port (board)
-  parameter int unsigned Micro = 0,           // Lean: 1 pe_micro PEs sharing one FPU; 2 the PEs
-                                              // of one pe_micro_mt (one micro-machine and FPU)
+  parameter bit [63:0] Impl = "full",         // the implementation: "full", "lite", "micro_mt"
   localparam int unsigned P = Rows * Cols
 ) (
   input  wire         clk_i,
@@ -34,6 +41,15 @@ module mesh_top #(
   output wire         idle_o
 );
   localparam int unsigned W = 37;
+  localparam bit [63:0] ImplFull = "full", ImplLite = "lite", ImplMicroMt = "micro_mt";
+  // the board's implementations: area-lean router, host port and config stages, and routers
+  // without their off-mesh links
+  localparam bit Lean = (Impl != ImplFull);
+  localparam bit TrimEdges = Lean;
+  localparam bit MicroMt = (Impl == ImplMicroMt);
+  if (Impl != ImplFull && Impl != ImplLite && Impl != ImplMicroMt) begin : g_bad_impl
+    $error("mesh_top: Impl must be \"full\", \"lite\" or \"micro_mt\"");
+  end
 
   // per tile q, port p (0 N, 1 E, 2 S, 3 W): flat index q*4 + p
   wire [P*4-1:0]   in_valid, in_ready, out_valid, out_ready;
@@ -45,13 +61,7 @@ module mesh_top #(
   wire             clear;
   wire             host_in_valid, host_in_ready, host_out_valid, host_out_ready;
   wire [W-1:0]     host_in_data, host_out_data;
-  // the PEs' ports to the shared FPU (Micro)
-  wire [P-1:0]     f_req, f_gnt, f_we, f_start, f_add, f_hsel;
-  wire [3*P-1:0]   f_sel;
-  wire [16*P-1:0]  f_d;
-  wire             f_done;
-  wire [15:0]      f_y;
-  // Micro 2: the routers' local ports to pe_micro_mt, their config ports to the bus
+  // micro_mt: the routers' local ports to pe_micro_mt, their config ports to the bus
   wire [P-1:0]     mt_rx_valid, mt_rx_ready, mt_tx_valid, mt_tx_ready;
   wire [P*W-1:0]   mt_rx_data;
   wire [W-1:0]     mt_tx_data;
@@ -70,6 +80,8 @@ module mesh_top #(
   wire             mt_f_we, mt_f_start, mt_f_add, mt_f_hsel;
   wire [2:0]       mt_f_sel;
   wire [15:0]      mt_f_d;
+  wire             mt_f_done;
+  wire [15:0]      mt_f_y;
 
   for (genvar r = 0; r < Rows; r++) begin : g_row
     for (genvar c = 0; c < Cols; c++) begin : g_col
@@ -125,7 +137,7 @@ module mesh_top #(
       // on its local input (the PE holds its tx), see mesh_router_lean
       localparam bit [3:0] Ports = TrimEdges
           ? {c > 0 || r == 0, r < Rows - 1, c < Cols - 1, r > 0} : 4'b1111;
-      if (Lean && Micro == 2) begin : g_mt
+      if (MicroMt) begin : g_mt
         // the tile is its router; the PE is pe_micro_mt's PE Q, the config stage the bus
         wire unused_fifo = ^{FifoDepth, AWords, BWords, NumQueues, QueueDepth};
         mesh_router_lean #(
@@ -161,18 +173,11 @@ module mesh_top #(
           assign cd[(Q+1)*62 +: 62] = '0;
           assign cr[Q+1] = 1'b0;
         end
-        assign f_req[Q] = 1'b0;
-        assign f_we[Q] = 1'b0;
-        assign f_sel[3*Q +: 3] = '0;
-        assign f_d[16*Q +: 16] = '0;
-        assign f_start[Q] = 1'b0;
-        assign f_add[Q] = 1'b0;
-        assign f_hsel[Q] = 1'b0;
       end else begin : g_tile
       mesh_tile #(
         .PeIndex(Q), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
         .QueueDepth(QueueDepth), .FifoDepth(FifoDepth), .Ports(Ports),
-        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Lean(Lean), .Micro(Micro == 1)
+        .RegOut((Q == 0) ? 4'b1000 : 4'b0000), .LocalFifo(Q == 0), .Impl(Impl)
       ) u_tile (
         .clk_i, .rst_ni,
         .in_valid_i     (in_valid[Q*4 +: 4]),
@@ -191,24 +196,13 @@ module mesh_top #(
         .rt_o           (rt[Q*80 +: 80]),
         .idle_o         (tile_idle[Q]),
         .fabric_idle_o  (tile_fabric_idle[Q]),
-        .mac_busy_o     (mac_busy_o[Q]),
-        .fpu_req_o      (f_req[Q]),
-        .fpu_gnt_i      (f_gnt[Q]),
-        .fpu_we_o       (f_we[Q]),
-        .fpu_sel_o      (f_sel[3*Q +: 3]),
-        .fpu_d_o        (f_d[16*Q +: 16]),
-        .fpu_start_o    (f_start[Q]),
-        .fpu_add_o      (f_add[Q]),
-        .fpu_done_i     (f_done),
-        .fpu_hsel_o     (f_hsel[Q]),
-        .fpu_y_i        (f_y)
+        .mac_busy_o     (mac_busy_o[Q])
       );
       end
     end
   end
 
-  // Micro: one FPU for all PEs (pe_fpu_share), granted round-robin, one operation at a time
-  if (Lean && Micro == 2) begin : g_mt
+  if (MicroMt) begin : g_mt
     // one micro-machine runs the P PEs (pe_micro_mt); one FPU with common operand ports; the
     // config bus (mesh_cfgbus_lean) is the chain's one stage, between its links 0 and P
     pe_micro_mt #(
@@ -238,22 +232,22 @@ module mesh_top #(
       .fpu_d_o      (mt_f_d),
       .fpu_start_o  (mt_f_start),
       .fpu_add_o    (mt_f_add),
-      .fpu_done_i   (f_done),
+      .fpu_done_i   (mt_f_done),
       .fpu_hsel_o   (mt_f_hsel),
-      .fpu_y_i      (f_y)
+      .fpu_y_i      (mt_f_y)
     );
-    pe_fpu_share #(.N(P), .Common(1'b1)) u_fpu (
+    pe_fpu_share #(.N(P)) u_fpu (
       .clk_i, .rst_ni,
       .req_i  (mt_f_req),
       .gnt_o  (mt_f_gnt),
-      .we_i   ({{(P-1){1'b0}}, mt_f_we}),
-      .sel_i  ({{(3*P-3){1'b0}}, mt_f_sel}),
-      .d_i    ({{(16*P-16){1'b0}}, mt_f_d}),
-      .start_i({{(P-1){1'b0}}, mt_f_start}),
-      .add_i  ({{(P-1){1'b0}}, mt_f_add}),
-      .done_o (f_done),
-      .hsel_i ({{(P-1){1'b0}}, mt_f_hsel}),
-      .y_o    (f_y)
+      .we_i   (mt_f_we),
+      .sel_i  (mt_f_sel),
+      .d_i    (mt_f_d),
+      .start_i(mt_f_start),
+      .add_i  (mt_f_add),
+      .done_o (mt_f_done),
+      .hsel_i (mt_f_hsel),
+      .y_o    (mt_f_y)
     );
     mesh_cfgbus_lean #(.P(P)) u_cfgbus (
       .clk_i, .rst_ni,
@@ -280,9 +274,7 @@ module mesh_top #(
     );
     assign cv[P] = mt_cfg_out_valid;
     assign cd[P*62 +: 62] = mt_cfg_out_data;
-    wire unused_mt = ^{f_gnt, f_req, f_we, f_sel, f_d, f_start, f_add, f_hsel, cv[P-1:1],
-                       cd[62*P-1:62], cr[P-1:1]};
-    assign f_gnt = '0;
+    wire unused_mt = ^{cv[P-1:1], cd[62*P-1:62], cr[P-1:1]};
   end else begin : g_no_mt
     // not a pe_micro_mt mesh: its wires are idle
     assign mt_rx_ready = '0;
@@ -312,6 +304,8 @@ module mesh_top #(
     assign mt_f_hsel = 1'b0;
     assign mt_f_sel = '0;
     assign mt_f_d = '0;
+    assign mt_f_done = 1'b0;
+    assign mt_f_y = '0;
     assign mt_router_idle = '0;
     assign mt_rx_valid = '0;
     assign mt_rx_data = '0;
@@ -321,28 +315,8 @@ module mesh_top #(
                        mt_rt_route, mt_rt_addr, mt_rt_wdata, mt_cfg_req, mt_cfg_gnt, mt_cfg_we,
                        mt_cfg_idle, mt_cfg_out_valid, mt_cfg_target, mt_cfg_addr, mt_cfg_wdata,
                        mt_cfg_rdata, mt_cfg_out_data, mt_f_req, mt_f_gnt, mt_f_we, mt_f_start,
-                       mt_f_add, mt_f_hsel, mt_f_sel, mt_f_d, mt_router_idle, mt_rx_valid,
-                       mt_rx_data, mt_tx_ready, mt_rt_rdata};
-  end
-  if (Lean && Micro == 1) begin : g_fpu
-    pe_fpu_share #(.N(P)) u_fpu (
-      .clk_i, .rst_ni,
-      .req_i  (f_req),
-      .gnt_o  (f_gnt),
-      .we_i   (f_we),
-      .sel_i  (f_sel),
-      .d_i    (f_d),
-      .start_i(f_start),
-      .add_i  (f_add),
-      .done_o (f_done),
-      .hsel_i (f_hsel),
-      .y_o    (f_y)
-    );
-  end else if (!(Lean && Micro == 2)) begin : g_no_fpu
-    assign f_gnt = '0;
-    assign f_done = 1'b0;
-    assign f_y = 16'd0;
-    wire unused_fpu = ^{f_req, f_we, f_sel, f_d, f_start, f_add, f_hsel};
+                       mt_f_add, mt_f_hsel, mt_f_sel, mt_f_d, mt_f_done, mt_f_y, mt_router_idle,
+                       mt_rx_valid, mt_rx_data, mt_tx_ready, mt_rt_rdata};
   end
 
   // the host port; Lean (board): mesh_hostport_lean (same protocol, narrower counters,
@@ -361,7 +335,7 @@ module mesh_top #(
     // the decoder's cmd_ready_o reaches no pointer or block RAM enable there.
     wire [61:0] cs_data;
     localparam logic [1:0] KindRead = 2'd1;  // config beat kinds (architecture.md section 6)
-    // Micro 2: the bus (mesh_cfgbus_lean) builds a read's response from its own register and
+    // micro_mt: the bus (mesh_cfgbus_lean) builds a read's response from its own register and
     // the PEs' read handlers never look at the beat's data, so the slice neither zeroes nor
     // holds it: the host port keeps a WRITE's word on cmd_* until its beat has left the
     // slice (HoldWrite), and the beat's data field is that word. Its pe and target fields
@@ -369,7 +343,7 @@ module mesh_top #(
     // (a new command is decoded only after the last WRITE word was taken, or after the read
     // engine got its last word back). The slice keeps the kind and the address (the walker
     // counts on as a beat goes out); 44 flip-flops without logic of their own are saved.
-    localparam bit HoldWrite = (Micro == 2);
+    localparam bit HoldWrite = MicroMt;
     logic       cs_full_q;
     logic [61:0] cs_q;  // no reset: qualified by cs_full_q
     wire        cs_push = cs_valid && !cs_full_q;

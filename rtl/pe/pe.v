@@ -23,26 +23,7 @@ module pe #(
   parameter int unsigned NumQueues = 4,   // input queues
   parameter int unsigned QueueDepth = 8   // wavelets per input queue
 ) (
-  input  wire        clk_i,
-  input  wire        rst_ni,
-  input  wire        rx_valid_i,
-  input  wire [36:0] rx_data_i,
-  output wire        rx_ready_o,
-  output wire [15:0] color_ready_o,
-  output wire        tx_valid_o,
-  output wire [36:0] tx_data_o,
-  input  wire        tx_ready_i,
-  input  wire        cfg_req_i,
-  input  wire        cfg_we_i,
-  input  wire [3:0]  cfg_target_i,
-  input  wire [15:0] cfg_addr_i,
-  input  wire [31:0] cfg_wdata_i,
-  output reg         cfg_gnt_o,
-  output wire        cfg_rvalid_o,
-  output reg  [31:0] cfg_rdata_o,
-  output wire        idle_o,
-  output wire        mac_busy_o,
-  input  wire        ctr_clear_i   // zero the counters (CLEAR)
+`include "pe_ports.vh"
 );
   localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
   localparam int unsigned AAW = $clog2(AWords / 2);

@@ -1,12 +1,12 @@
-// pe_micro_mt - N pe_micro PEs run by one micro-machine, a barrel: the machine takes the PEs
+// pe_micro_mt - N micro-coded PEs run by one micro-machine, a barrel: the machine takes the PEs
 // in turn, one micro-instruction each per cycle, so PE p issues every N-th cycle (a CDC 6600
 // peripheral-processor barrel). Each PE keeps everything that makes it a PE: its own IMEM, S
 // RAM, A and B (one single-port memory M each), input queues, receive stage, colour map,
 // counters, config slave, router port and FPU request. What the PEs share is the logic that
 // only one of them uses at a time: the micro-program ROM, the sequencer, the address and
-// operand multiplexers and the ALU. The micro-program is pe_micro's (rtl/pe/pe_micro.us) and
-// every PE runs it unchanged, so each PE computes what a pe_micro computes: bit-exact with
-// verif/models/pe_model.c. docs/architecture.md 4.8.
+// operand multiplexers and the ALU. The micro-program (rtl/pe/pe_micro.us, assembled into
+// pe_micro_rom.v) is written for one PE on a 16-bit accumulator machine and every PE runs it
+// unchanged: bit-exact with verif/models/pe_model.c. docs/architecture.md 4.7.
 //
 // Each PE's machine registers live in block RAMs of N words indexed by PE (pe_micro_ctx):
 // the micro-pc (written by stage 1, read two cycles before the PE's next stage 1 as the
@@ -14,22 +14,23 @@
 // task-busy count (counted N cycles at a time in the PE's stage 2). Z and C travel round a
 // ring of N flip-flops. N >= 3: a word is never read in the cycle it is written. A PE's
 // next instruction starts only after its last one has finished, so the stage-1/stage-2
-// hazards of pe_micro do not arise (the micro-program's hazard NOPs still cost a turn each).
+// hazards of a single-PE machine do not arise (the micro-program's hazard NOPs still cost a
+// turn each).
 // A PE's first turn after reset writes its micro-pc 0.
 //
 // Per PE, a stage only ever sees its own PE's memories: the S RAMs all read at the stage-1
 // address (only the stage-1 PE's output is used, in its stage 2), and IMEM and M keep their
-// read data until their own PE's next read, as in pe_micro. No S RAM needs the old word on a
+// read data until their own PE's next read. No S RAM needs the old word on a
 // collision (so none has a bypass): PE p's S is written by p's stage 2, whose read in that
 // cycle is another PE's and unused, or by p's receive stage, which writes a slot that is not
 // yet at its queue's head, the only slot the micro-program reads.
 //
-// Differences from N pe_micros, all in timing: a PE runs at 1/N of the clock; its router sees
+// Differences from N single-PE machines, all in timing: a PE runs at 1/N of the clock; its router sees
 // tx_valid in the cycles the PE is in stage 2 (the router gives its local input priority,
 // mesh_router_lean LocalFirst, so the pulses cannot be starved by other inputs); rx_ready_o
 // is the PE's room for the wavelet on rx_data (the router's bus head), not 16 colour-ready
 // bits; cfg_rdata_o is common to all PEs and valid in the cycle of a read's grant. The FPU
-// port is common too: only the PE that owns pe_fpu_share (Common) writes to it.
+// port is common too: only the PE that owns pe_fpu_share writes to it.
 `default_nettype none
 
 module pe_micro_mt #(
@@ -59,7 +60,7 @@ module pe_micro_mt #(
   output wire [N-1:0]    idle_o,
   output wire [N-1:0]    mac_busy_o,
   input  wire            ctr_clear_i,
-  // the shared FPU (pe_fpu_share with Common): a request per PE, the rest common
+  // the shared FPU (pe_fpu_share): a request per PE, the rest common
   output wire [N-1:0]    fpu_req_o,
   input  wire [N-1:0]    fpu_gnt_i,
   output wire            fpu_we_o,
@@ -81,7 +82,7 @@ module pe_micro_mt #(
   localparam int unsigned MW = AW + 1;
   localparam int unsigned S2 = 2 % N;  // the slot stage 2 writes (Z, C)
 
-  // encodings: pe_micro's (verif/ucode/uasm.c)
+  // encodings: verif/ucode/uasm.c's
   localparam [3:0] OpLd = 4'd0, OpAdd = 4'd1, OpAdc = 4'd2, OpSub = 4'd3, OpSbc = 4'd4,
                    OpAnd = 4'd5, OpOr = 4'd6, OpXor = 4'd7, OpCmp = 4'd8, OpTst = 4'd9,
                    OpSt = 4'd10;
@@ -268,9 +269,9 @@ module pe_micro_mt #(
   pe_micro_ctx #(.N(N), .Width(MW)) u_ctx_ma (
     .clk_i, .we_i(fx == FxMaa || fx == FxMab || fx == FxMabh), .waddr_i(t2_q),
     .wdata_i(ma_new), .raddr_i(t1_q), .rdata_o(ma1));
-  // a PE's task-busy cycles (pe_micro's busy_q) are counted N at a time, in its stage 2: its
+  // a PE's task-busy cycles (its run flag) are counted N at a time, in its stage 2: its
   // run flag changes only there, so the cycles up to its next stage 2 are known. The count
-  // read there is busy_q's in that cycle; what is written is busy_q's N cycles on.
+  // read there is the count up to that cycle; what is written, the count N cycles on.
   wire [15:0] busy2;
   wire        run_old = run_p[t2_q];
   wire        run_new = fx_run1 || (run_old && !fx_run0);
@@ -355,7 +356,7 @@ module pe_micro_mt #(
         .rdata_o(mrd_p[gp])
       );
 
-      // the receive stage, drained into S in cycles this PE does not store (pe_micro's)
+      // the receive stage, drained into S in cycles this PE does not store
       reg             stg_v_q;
       reg  [1:0]      stg_k_q;
       reg  [36:0]     stg_q;

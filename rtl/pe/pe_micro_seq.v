@@ -1,4 +1,4 @@
-// pe_micro_seq - stage 1 of the pe_micro micro-machine, shared by pe_micro and pe_micro_mt:
+// pe_micro_seq - stage 1 of pe_micro_mt's micro-machine:
 // from the instruction on the ROM's output (uir) it forms the S read address (ea: the
 // instruction's address ORed with its mode's offset: AR, a field of the PE instruction, the
 // config address, the queue head's slot) and the next micro-pc (upc + 1, or a taken jump's

@@ -1,5 +1,5 @@
 // pe_micro_mt_solo - PE 0 of a pe_micro_mt (N = 3, the fewest it takes) with the shared FPU
-// (pe_fpu_share Common), as tb_pe sees a PE (pe_lite's ports); PEs 1 and 2 run their idle
+// (pe_fpu_share), as tb_pe sees a PE (pe_lite's ports); PEs 1 and 2 run their idle
 // loop with nothing to do (they get no wavelets and no config), taking their turns. The
 // read word, which pe_micro_mt gives in the grant's cycle, is registered here to arrive a
 // cycle later as pe_lite's does. color_ready_o is all ones: pe_micro_mt tells readiness only
@@ -13,26 +13,7 @@ module pe_micro_mt_solo #(
   parameter int unsigned NumQueues = 4,
   parameter int unsigned QueueDepth = 8
 ) (
-  input  wire        clk_i,
-  input  wire        rst_ni,
-  input  wire        rx_valid_i,
-  input  wire [36:0] rx_data_i,
-  output wire        rx_ready_o,
-  output wire [15:0] color_ready_o,
-  output wire        tx_valid_o,
-  output wire [36:0] tx_data_o,
-  input  wire        tx_ready_i,
-  input  wire        cfg_req_i,
-  input  wire        cfg_we_i,
-  input  wire [3:0]  cfg_target_i,
-  input  wire [15:0] cfg_addr_i,
-  input  wire [31:0] cfg_wdata_i,
-  output wire        cfg_gnt_o,
-  output reg         cfg_rvalid_o,
-  output reg  [31:0] cfg_rdata_o,
-  output wire        idle_o,
-  output wire        mac_busy_o,
-  input  wire        ctr_clear_i
+`include "pe_ports.vh"
 );
   localparam int unsigned N = 3;
   wire [N-1:0] rx_ready, tx_valid, gnt, idle, mac_busy, f_req, f_gnt;
@@ -60,12 +41,9 @@ module pe_micro_mt_solo #(
     .fpu_start_o(f_start), .fpu_add_o(f_add), .fpu_done_i(f_done), .fpu_hsel_o(f_hsel),
     .fpu_y_i(f_y)
   );
-  pe_fpu_share #(.N(N), .Common(1'b1)) u_fpu (
-    .clk_i, .rst_ni, .req_i(f_req), .gnt_o(f_gnt),
-    .we_i({{(N-1){1'b0}}, f_we}), .sel_i({{(3*N-3){1'b0}}, f_sel}),
-    .d_i({{(16*N-16){1'b0}}, f_d}), .start_i({{(N-1){1'b0}}, f_start}),
-    .add_i({{(N-1){1'b0}}, f_add}), .done_o(f_done), .hsel_i({{(N-1){1'b0}}, f_hsel}),
-    .y_o(f_y)
+  pe_fpu_share #(.N(N)) u_fpu (
+    .clk_i, .rst_ni, .req_i(f_req), .gnt_o(f_gnt), .we_i(f_we), .sel_i(f_sel), .d_i(f_d),
+    .start_i(f_start), .add_i(f_add), .done_o(f_done), .hsel_i(f_hsel), .y_o(f_y)
   );
   assign rx_ready_o = rx_ready[0];
   assign color_ready_o = 16'hffff;

@@ -17,9 +17,6 @@
 #if defined(TB_PE_MICRO_MT)
 #include "Vpe_micro_mt_solo.h"
 typedef Vpe_micro_mt_solo Vdut;
-#elif defined(TB_PE_MICRO)
-#include "Vpe_micro_solo.h"
-typedef Vpe_micro_solo Vdut;
 #elif defined(TB_PE_LITE)
 #include "Vpe_lite.h"
 typedef Vpe_lite Vdut;
@@ -40,7 +37,7 @@ extern "C" {
 }
 
 static const unsigned kAWords = 16384, kBWords = 8192, kNumQueues = 4;
-// liveness bounds (cycle timeouts) scale with the DUT's speed: pe_micro serves config and
+// liveness bounds (cycle timeouts) scale with the DUT's speed: pe_micro_mt serves config and
 // runs every instruction in micro-code
 #ifndef TB_SLOW
 #define TB_SLOW 1
