@@ -3,8 +3,8 @@
 # `make test`). Every model is cut from one elaborated design per configuration (OUTDIR/
 # <name>.il) and written as AIGER for ABC: bmc3 (bounded, from power-up), ind (k-induction),
 # pdr (unbounded), covers by bmc3 -a. The proofs run in jobs, FORMAL_JOBS (2) at a time,
-# each job's verdicts printed together at the end. About 1.5 minutes of wall time on an idle
-# 2-core machine, ~3 minutes of CPU (the router's 2-induction and the FifoDepth 2 router's
+# each job's verdicts printed together at the end. About 2 minutes of wall time on an idle
+# 2-core machine, ~3.5 minutes of CPU (the router's 2-induction and the FifoDepth 2 router's
 # bmc3 are the longest steps, ~25 s each); docs/measurements.md has the figures.
 #   fifo:     mesh_fifo, Width 2: Depth 2 bypass (the router's input FIFO), Depth 3
 #             registered (the config chain's), Depth 1 registered loading while empty (the
