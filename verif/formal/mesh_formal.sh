@@ -166,7 +166,8 @@ abc_run() {
 	local got=unknown
 	local nf
 	nf=$(sed -n 's/.*bmc3 -F \([0-9]*\).*/\1/p' <<<"$cmds")   # bmc3 must reach every frame
-	grep -aq "No output asserted in ${nf:-[0-9]*} frames\|Networks are equivalent\|^Property proved" "$out/$name.log" && got=pass
+	# (bmc3 on a small model may stop early having visited every reachable state: a proof)
+	grep -aq "No output asserted in ${nf:-[0-9]*} frames\|Networks are equivalent\|^Property proved\|Explored all reachable states" "$out/$name.log" && got=pass
 	grep -aq "was asserted in frame\|Networks are NOT EQUIVALENT" "$out/$name.log" && got=fail
 	[ $rc -eq 124 ] && got=timeout
 	verdict "$name" "$expect" "$got" "$t0"
