@@ -144,6 +144,6 @@ formal-impl: formal-mesh
 formal-mesh:
 	@./verif/formal/mesh_formal.sh $(BUILD)/formal/mesh
 
-# make test runs the proofs too (about 1.5 minutes on an idle 2-core machine, two jobs at a
+# make test runs the proofs too (about 2 minutes on an idle 2-core machine, two jobs at a
 # time; one test, passed iff every proof passes and every deliberately broken property fails)
 TEST_ENTRIES += verif/formal/mesh_formal.sh@$(BUILD)/formal/mesh
