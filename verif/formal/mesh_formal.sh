@@ -356,7 +356,7 @@ job_cfgchain() {
 # Small sizes (2 PEs, 2-word COLLECT buffer, SRAM of 8 and 4 words). Bounded: bmc3 from
 # power-up, FORMAL_HOSTPORT_BMC frames (9, ~10 s; PDR did not finish in 4 minutes, a frame
 # more doubles the time), the covers, and a deliberately false property that must fail.
-HF="$R/mesh_hostport.v $R/mesh_fifo.v $R/mesh_route.v"
+HF="$R/mesh_hostport.v $R/mesh_hostport_dec.v $R/mesh_fifo.v $R/mesh_route.v"
 HP="-set NumPes 2 -set AWords 8 -set BWords 4 -set CollectDepth 2"
 job_hostport() {
 	base hostport mesh_hostport "$HP" "" $HF || { fail=1; return; }
