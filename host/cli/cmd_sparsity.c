@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "cli/cli.h"
+#include "common/cs_yaml.h"
 #include "sparsity/sparsity.h"
 
 static void usage(FILE *f)
@@ -25,24 +26,18 @@ static void usage(FILE *f)
 /* model: {n_layer, n_head, n_embd, block_size, vocab_size} */
 static int read_model(const char *path, sp_gpt_dims *d)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "cshost sparsity: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	yaml_parser_t p;
+	char *text = NULL, err[1200];
+	size_t len;
 	yaml_document_t doc;
 	int rc = -1;
-	if (!yaml_parser_initialize(&p)) {
-		fclose(f);
+	if (cs_yaml_read_file(path, &text, &len, err, sizeof err) ||
+	    cs_yaml_load(&doc, path, text, len, err, sizeof err)) {
+		if (text)
+			free(text);
+		fprintf(stderr, "cshost sparsity: %s\n", err);
 		return -1;
 	}
-	yaml_parser_set_input_file(&p, f);
-	if (!yaml_parser_load(&p, &doc)) {
-		fprintf(stderr, "%s:%lu:%lu: %s\n", path, (unsigned long)p.problem_mark.line + 1,
-			(unsigned long)p.problem_mark.column + 1, p.problem ? p.problem : "yaml error");
-		goto out_parser;
-	}
+	free(text);
 	yaml_node_t *root = yaml_document_get_root_node(&doc), *model = NULL;
 	for (yaml_node_pair_t *q = root && root->type == YAML_MAPPING_NODE ?
 					   root->data.mapping.pairs.start :
@@ -91,9 +86,6 @@ static int read_model(const char *path, sp_gpt_dims *d)
 	rc = 0;
 out_doc:
 	yaml_document_delete(&doc);
-out_parser:
-	yaml_parser_delete(&p);
-	fclose(f);
 	return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/cs_error.h"
+#include "common/cs_yaml.h"
 
 enum tc_type { T_STR, T_INT, T_U64, T_DOUBLE, T_ENUM, T_MESH, T_AUTOBOOL };
 
@@ -112,9 +113,9 @@ int tc_edit_distance(const char *a, const char *b)
 
 void tc_where(const train_config *c, int node_id, char *buf, size_t len)
 {
-	for (int i = 0; i < c->n_overrides; i++)
+	for (int i = 0; i < c->n_override_nodes; i++)
 		if (c->override_node[i] == node_id) {
-			snprintf(buf, len, "override '%s'", c->override_text[i]);
+			snprintf(buf, len, "override '%s'", c->override_text[c->override_of[i]]);
 			return;
 		}
 	yaml_node_t *n = yaml_document_get_node((yaml_document_t *)&c->doc, node_id);
@@ -359,13 +360,14 @@ static int new_scalar(yaml_document_t *doc, const char *v)
 					YAML_ANY_SCALAR_STYLE);
 }
 
+/* Node `node` was made by the override being applied (override_text[n_overrides]). */
 static void record_override(train_config *c, int node, const char *ov)
 {
-	if (c->n_overrides >= (int)(sizeof c->override_node / sizeof c->override_node[0]))
+	(void)ov;
+	if (c->n_override_nodes >= (int)(sizeof c->override_node / sizeof c->override_node[0]))
 		return;
-	c->override_node[c->n_overrides] = node;
-	snprintf(c->override_text[c->n_overrides], sizeof c->override_text[0], "%s", ov);
-	c->n_overrides++;
+	c->override_node[c->n_override_nodes] = node;
+	c->override_of[c->n_override_nodes++] = c->n_overrides;
 }
 
 /* "a.b.c=value": set (or add) a scalar at that path of the document. */
@@ -378,10 +380,19 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 	}
 	char path[160];
 	size_t pl = (size_t)(eq - ov);
-	if (pl >= sizeof path || c->n_overrides >= 30) {
+	if (pl >= sizeof path || strlen(ov) >= sizeof c->override_text[0] ||
+	    c->n_overrides >= (int)(sizeof c->override_text / sizeof c->override_text[0])) {
 		snprintf(err, errlen, "override '%s': too long or too many overrides", ov);
 		return CS_ERR_CONFIG;
 	}
+	int depth = 1;
+	for (const char *q = path; *q; q++)
+		depth += *q == '.';
+	if (depth > 8) {
+		snprintf(err, errlen, "override '%s': more than 8 levels of keys", ov);
+		return CS_ERR_CONFIG;
+	}
+	snprintf(c->override_text[c->n_overrides], sizeof c->override_text[0], "%s", ov);
 	memcpy(path, ov, pl);
 	path[pl] = 0;
 	if (!strchr(path, '.')) {
@@ -413,6 +424,7 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 				record_override(c, k, ov);
 			}
 			record_override(c, v, ov);
+			c->n_overrides++;
 			return CS_OK;
 		}
 		if (!child) {
@@ -420,6 +432,9 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 			int k = new_scalar(doc, part);
 			if (!child || !k || !yaml_document_append_mapping_pair(doc, node, k, child))
 				return CS_ERR_NO_MEM;
+			/* created here: messages about them name the override, not the file */
+			record_override(c, k, ov);
+			record_override(c, child, ov);
 		}
 		node = child;
 	}
@@ -431,40 +446,19 @@ static int load_document(train_config *c, const char *path, const char *text, ch
 {
 	char *buf = NULL;
 	size_t len = 0;
+	int rc;
 	if (text) {
 		len = strlen(text);
 	} else {
-		FILE *f = fopen(path, "rb");
-		if (!f) {
-			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-			return errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO;
-		}
-		fseek(f, 0, SEEK_END);
-		long sz = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		buf = malloc(sz > 0 ? (size_t)sz : 1);
-		if (!buf) {
-			fclose(f);
-			return CS_ERR_NO_MEM;
-		}
-		len = fread(buf, 1, sz > 0 ? (size_t)sz : 0, f);
-		fclose(f);
+		rc = cs_yaml_read_file(path, &buf, &len, err, errlen);
+		if (rc)
+			return rc;
 		text = buf;
 	}
-	yaml_parser_t parser;
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	int ok = yaml_parser_load(&parser, &c->doc);
-	if (!ok) {
-		snprintf(err, errlen, "%s:%zu:%zu: invalid YAML: %s", path,
-			 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-			 parser.problem ? parser.problem : "parse error");
-		yaml_parser_delete(&parser);
-		free(buf);
-		return CS_ERR_CONFIG;
-	}
-	yaml_parser_delete(&parser);
+	rc = cs_yaml_load(&c->doc, path, text, len, err, errlen);
 	free(buf);
+	if (rc)
+		return rc;
 	c->doc_loaded = 1;
 	yaml_node_t *root = yaml_document_get_root_node(&c->doc);
 	if (!root) {

@@ -57,8 +57,9 @@ typedef struct train_config {
 	int doc_loaded;
 	int sparsity_node;
 	/* command-line overrides: node ids they created, and their text (for messages) */
-	int n_overrides;
-	int override_node[32];
+	int n_override_nodes, n_overrides;
+	int override_node[256];        /* node id ... */
+	int override_of[256];          /* ... and the override (index into override_text) */
 	char override_text[32][160];
 } train_config;
 

@@ -238,7 +238,7 @@ static void test_rejects(void **state)
 		"schedule");
 	rejects("sparsity: {algorithm: rigl, sparsity: 0.5, grow_init: random}\n",
 		"cfg.yaml:1:55: sparsity.grow_init: 'random' is not supported (only zeros)");
-	rejects("sparsity: [\n", "cfg.yaml:2:1: did not find expected node content");
+	rejects("sparsity: [\n", "cfg.yaml:2:1: invalid YAML: did not find expected node content");
 }
 
 int main(void)

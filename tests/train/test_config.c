@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "common/cs_error.h"
+#include "sparsity/sparsity.h"
 #include "train/config.h"
+#include "train/gpt.h"
+#include "train/train_sparsity.h"
 
 static char err[1024];
 
@@ -213,6 +216,115 @@ static void test_resolved_round_trip(void **state)
 	free(buf);
 }
 
+/* Aliases and anchors are refused where they are written (a self-referencing alias used to
+ * make the resolved-config writer recurse without end, nested ones grow exponentially). */
+static void test_aliases_refused(void **state)
+{
+	(void)state;
+	expect_error("train: {steps: 5}\nsparsity: &a [*a]\n", NULL, 0, "cfg.yaml:2:11",
+		     "anchor '&a'");
+	expect_error("train: {steps: 5}\nsparsity: {a: 1, b: *x}\n", NULL, 0, "cfg.yaml:2",
+		     "alias '*x'");
+	expect_error("a: &a [\"lol\",\"lol\"]\nb: [*a,*a]\n", NULL, 0, "cfg.yaml:1:4",
+		     "aliases and anchors are not allowed");
+	/* and in `sparsity show` */
+	sp_config *sp = NULL;
+	char e[512];
+	assert_int_equal(sp_config_load_string(&sp, "s.yaml", "sparsity: &s {a: *s}\n", e,
+					       sizeof e), CS_ERR_CONFIG);
+	assert_non_null(strstr(e, "s.yaml:1:11: anchor '&s'"));
+}
+
+static void test_limits(void **state)
+{
+	(void)state;
+	/* nesting depth */
+	char *deep = malloc(400000);
+	size_t n = 0;
+	n += (size_t)sprintf(deep, "sparsity: ");
+	for (int i = 0; i < 40; i++)
+		deep[n++] = '[';
+	deep[n] = 0;
+	expect_error(deep, NULL, 0, "cfg.yaml:1:", "nested deeper than 32 levels");
+	/* many deep flow sequences: refused fast, not quadratic */
+	n = (size_t)sprintf(deep, "sparsity: ");
+	for (int i = 0; i < 150000; i++)
+		deep[n++] = '[';
+	deep[n] = 0;
+	expect_error(deep, NULL, 0, "nested deeper than", NULL);
+	/* node count */
+	n = (size_t)sprintf(deep, "sparsity: [");
+	for (int i = 0; i < 100001; i++)
+		n += (size_t)sprintf(deep + n, "0,");
+	deep[n - 1] = ']';
+	deep[n] = 0;
+	expect_error(deep, NULL, 0, "more than 100000 values", NULL);
+	free(deep);
+	/* size, and a directory or device given as the config */
+	char *big = malloc((1u << 20) + 100);
+	memset(big, '#', (1u << 20) + 99);
+	big[(1u << 20) + 99] = 0;
+	expect_error(big, NULL, 0, "cfg.yaml: 1048675 bytes is over the config size limit", NULL);
+	free(big);
+	train_config c;
+	assert_int_equal(tc_load(&c, "/tmp", NULL, NULL, 0, err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "/tmp: not a regular file (a directory)"));
+	assert_int_equal(tc_load(&c, "/dev/zero", NULL, NULL, 0, err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "/dev/zero: not a regular file"));
+	sp_config *sp = NULL;
+	assert_int_equal(sp_config_load_file(&sp, "/tmp", err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "/tmp: not a regular file"));
+}
+
+static void test_duplicates(void **state)
+{
+	(void)state;
+	expect_error("train: {steps: 5}\nmodel: {n_layer: 1}\ntrain: {lr: 0.1}\n", NULL, 0,
+		     "cfg.yaml:3:1: duplicate key 'train' (first at line 1, column 1)", NULL);
+	expect_error("train:\n  steps: 5\n  lr: 0.1\n  steps: 6\n", NULL, 0,
+		     "cfg.yaml:4:3: duplicate key 'steps' (first at line 2, column 3)", NULL);
+	expect_error("sparsity:\n  sparsity: 0.5\n  sparsity: 0.9\n", NULL, 0,
+		     "cfg.yaml:3:3: duplicate key 'sparsity'", NULL);
+	sp_config *sp = NULL;
+	char e[512];
+	assert_int_equal(sp_config_load_string(&sp, "s.yaml", "sparsity: {type: gmp, type: set}\n",
+					       e, sizeof e), CS_ERR_CONFIG);
+	printf("%s\n", e);
+	assert_non_null(strstr(e, "s.yaml:1:23: duplicate key 'type' (first at line 1, column 12)"));
+}
+
+/* Keys an override creates are reported as the override, not as cfg.yaml:1:1. */
+static void test_override_where(void **state)
+{
+	(void)state;
+	char *ov1[] = { "trian.steps=5" };
+	expect_error("", ov1, 1, "override 'trian.steps=5': trian: unknown section", NULL);
+	char *ov2[] = { "train.stepz=5" };
+	expect_error("train: {lr: 0.1}\n", ov2, 1, "override 'train.stepz=5': train.stepz", NULL);
+	char *ov3[] = { "model.n_layer=x" };
+	expect_error("", ov3, 1, "override 'model.n_layer=x'", NULL);
+	/* in the sparsity block too */
+	char *ov4[] = { "sparsity.sparsity=1.5" };
+	train_config c;
+	assert_int_equal(load(&c, "", ov4, 1), CS_OK);
+	char w[256];
+	tc_where(&c, c.sparsity_node, w, sizeof w);
+	assert_string_equal(w, "override 'sparsity.sparsity=1.5'");
+	tc_free(&c);
+	/* through training's parse of the block (train_sparsity.c) */
+	char *ov5[] = { "train.steps=3", "sparsity.sparsity=1.5" };
+	assert_int_equal(load(&c, "train: {lr: 0.1}\n", ov5, 2), CS_OK);
+	gpt_config g = c.model;
+	gpt m;
+	assert_int_equal(gpt_create(&m, &g, 1, g.block_size), CS_OK);
+	train_sparsity *ts = NULL;
+	assert_int_equal(ts_create(&ts, &c, &m, NULL, NULL, 3, err, sizeof err), CS_ERR_CONFIG);
+	printf("%s\n", err);
+	assert_non_null(strstr(err, "override 'sparsity.sparsity=1.5': sparsity.sparsity"));
+	gpt_free(&m);
+	tc_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +333,10 @@ int main(void)
 		cmocka_unit_test(test_unknown_keys_suggest),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_resolved_round_trip),
+		cmocka_unit_test(test_aliases_refused),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_override_where),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
