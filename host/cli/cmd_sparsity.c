@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "cli/cli.h"
+#include "cli/cli_num.h"
 #include "common/cs_yaml.h"
 #include "sparsity/sparsity.h"
 
@@ -66,11 +67,9 @@ static int read_model(const char *path, sp_gpt_dims *d)
 			yaml_node_t *v = yaml_document_get_node(&doc, q->value);
 			if (k->type != YAML_SCALAR_NODE || strcmp((char *)k->data.scalar.value, keys[i].key))
 				continue;
-			char *end;
-			long x = v->type == YAML_SCALAR_NODE ?
-					 strtol((char *)v->data.scalar.value, &end, 10) :
-					 -1;
-			if (v->type != YAML_SCALAR_NODE || *end || x <= 0 || x > 1 << 24) {
+			long long x = -1;
+			if (v->type != YAML_SCALAR_NODE ||
+			    cli_parse_int((char *)v->data.scalar.value, 1, 1 << 24, &x)) {
 				fprintf(stderr, "%s:%lu:%lu: model.%s: not a positive integer\n", path,
 					(unsigned long)v->start_mark.line + 1,
 					(unsigned long)v->start_mark.column + 1, keys[i].key);
@@ -174,12 +173,10 @@ int cmd_sparsity(int argc, char **argv)
 	long steps = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-			char *end;
-			steps = strtol(argv[++i], &end, 10);
-			if (*end || steps < 0) {
-				fprintf(stderr, "cshost sparsity: --steps %s: not a step count\n", argv[i]);
+			long long x;
+			if (cli_int("sparsity", "--steps", argv[++i], 0, 1000000000, &x))
 				return 2;
-			}
+			steps = (long)x;
 		} else {
 			usage(stderr);
 			return 2;

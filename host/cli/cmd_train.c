@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_num.h"
 #include "common/cs_error.h"
 #include "driver/csd.h"
 #include "train/train.h"
@@ -144,37 +145,31 @@ int cmd_train(int argc, char **argv)
 	return 0;
 }
 
-static int parse_num(const char *s, double *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return *s && !*end && !errno && isfinite(*v);
-}
-
 int cmd_sample(int argc, char **argv)
 {
 	const char *ckpt = NULL, *prompt = "\n";
-	double tokens = 200, temperature = 0.8, seed = -1;
+	long long tokens = 200;
+	double temperature = 0.8;
+	uint64_t seed = 0;
+	int have_seed = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		double *num = !strcmp(a, "--tokens")        ? &tokens
-			      : !strcmp(a, "--temperature") ? &temperature
-			      : !strcmp(a, "--seed")        ? &seed
-							    : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			printf("usage: cshost sample CKPT [--prompt TEXT] [--tokens N] "
 			       "[--temperature T] [--seed S]\n");
 			return 0;
 		} else if (!strcmp(a, "--prompt") && i + 1 < argc) {
 			prompt = argv[++i];
-		} else if (num && i + 1 < argc) {
-			if (!parse_num(argv[++i], num) || *num < 0 ||
-			    (num == &tokens && (*num < 1 || *num > 1e6))) {
-				fprintf(stderr, "cshost sample: %s: '%s' is not a valid value\n", a,
-					argv[i]);
+		} else if (!strcmp(a, "--tokens") && i + 1 < argc) {
+			if (cli_int("sample", a, argv[++i], 1, 1000000, &tokens))
 				return 2;
-			}
+		} else if (!strcmp(a, "--temperature") && i + 1 < argc) {
+			if (cli_double("sample", a, argv[++i], 0, 100, &temperature))
+				return 2;
+		} else if (!strcmp(a, "--seed") && i + 1 < argc) {
+			if (cli_u64("sample", a, argv[++i], &seed))
+				return 2;
+			have_seed = 1;
 		} else if (a[0] != '-' && !ckpt) {
 			ckpt = a;
 		} else {
@@ -199,8 +194,8 @@ int cmd_sample(int argc, char **argv)
 		return 1;
 	}
 	rc = trainer_load(&t, ckpt, err, sizeof err);
-	if (seed >= 0)
-		t.rng = (uint64_t)seed;
+	if (have_seed)
+		t.rng = seed;
 	uint8_t *out = NULL;
 	size_t nout = 0;
 	if (!rc)

@@ -8,6 +8,7 @@
  */
 #include "train/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -228,6 +229,11 @@ static int set_value(train_config *c, const tc_key *k, int node_id, char *err, s
 	case T_INT:
 	case T_U64: {
 		errno = 0;
+		/* strtoll would skip blanks and take '+'; a U64 must not wrap a '-' */
+		if (!(isdigit((unsigned char)v[0]) ||
+		      (v[0] == '-' && isdigit((unsigned char)v[1]) && k->type == T_INT)))
+			FAIL(node_id, "%s.%s: '%s' is not %s", k->section, k->key, v,
+			     k->type == T_U64 ? "a non-negative integer" : "an integer");
 		if (*v == '-' && k->type == T_U64)
 			FAIL(node_id, "%s.%s: '%s' is not a non-negative integer", k->section,
 			     k->key, v);

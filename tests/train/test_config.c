@@ -325,6 +325,20 @@ static void test_override_where(void **state)
 	tc_free(&c);
 }
 
+/* Integers are the whole value: no blanks or sign tricks that strtoll would take. */
+static void test_strict_integers(void **state)
+{
+	(void)state;
+	char *ov1[] = { "run.seed= -1" };
+	expect_error("", ov1, 1, "run.seed: ' -1' is not a non-negative integer", NULL);
+	char *ov2[] = { "train.steps=+5" };
+	expect_error("", ov2, 1, "train.steps: '+5' is not an integer", NULL);
+	char *ov3[] = { "train.steps=4294967297" };
+	expect_error("", ov3, 1, "train.steps: 4294967297 is not in", NULL);
+	char *ov4[] = { "run.seed=18446744073709551616" };
+	expect_error("", ov4, 1, "run.seed", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_override_where),
+		cmocka_unit_test(test_strict_integers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
