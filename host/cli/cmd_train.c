@@ -28,13 +28,16 @@ static void train_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cshost train CONFIG.yaml [section.key=value ...] [--resume | --force]\n"
-		"                    [--progress | --no-progress]\n"
+		"                    [--allow-config-change] [--progress | --no-progress]\n"
 		"       cshost train CONFIG.yaml [section.key=value ...] --sim-model\n"
 		"       cshost train --export-nan CKPT OUT   (pruned weights as NaN, Cerebras)\n"
 		"       cshost train --import-nan CKPT OUT   (masks from NaN weights)\n"
 		"\n"
 		"Trains a GPT as CONFIG describes (docs/config.md) in <run.out_dir>/<run.name>.\n"
-		"  --resume     continue that run from its latest checkpoint\n"
+		"  --resume     continue that run from its latest intact checkpoint; refused\n"
+		"               when the config changes the model, data, sparsity or optimizer\n"
+		"  --allow-config-change\n"
+		"               resume anyway, recording the change in config-changes.log\n"
 		"  --force      start over, deleting the run's checkpoints and metrics\n"
 		"  --sim-model  print the make arguments of the Verilated model the run needs\n"
 		"               (`make sim-model ARGS` builds it; nothing when it needs none)\n"
@@ -65,7 +68,7 @@ int cmd_train(int argc, char **argv)
 	int sim_model = 0;
 	char **ov = calloc(argc, sizeof *ov);
 	int nov = 0;
-	char err[1024];
+	char err[8192]; /* a refused resume lists every changed key */
 	if (!ov)
 		return 1;
 	for (int i = 1; i < argc; i++) {
@@ -78,6 +81,8 @@ int cmd_train(int argc, char **argv)
 			o.resume = 1;
 		} else if (!strcmp(a, "--force")) {
 			o.force = 1;
+		} else if (!strcmp(a, "--allow-config-change")) {
+			o.allow_config_change = 1;
 		} else if (!strcmp(a, "--progress")) {
 			o.progress = 1;
 		} else if (!strcmp(a, "--no-progress")) {

@@ -687,39 +687,44 @@ static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 	}
 }
 
+static void write_value(FILE *f, const train_config *c, const tc_key *k)
+{
+	const char *base = (const char *)c;
+	switch (k->type) {
+	case T_STR:
+	case T_ENUM:
+	case T_MESH:
+		write_string(f, base + k->off);
+		break;
+	case T_INT:
+		fprintf(f, "%d", *(const int *)(base + k->off));
+		break;
+	case T_U64:
+		fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)(base + k->off));
+		break;
+	case T_DOUBLE:
+		write_double(f, *(const double *)(base + k->off));
+		break;
+	case T_AUTOBOOL: {
+		int v = *(const int *)(base + k->off);
+		fputs(v < 0 ? "auto" : v ? "true" : "false", f);
+		break;
+	}
+	}
+}
+
 int tc_write_resolved(const train_config *c, FILE *f)
 {
 	const char *cur = "";
 	fprintf(f, "# resolved configuration (defaults and overrides applied)\n");
 	for (int i = 0; i < NKEYS; i++) {
 		const tc_key *k = &schema[i];
-		const char *base = (const char *)c;
 		if (strcmp(cur, k->section)) {
 			fprintf(f, "%s:\n", k->section);
 			cur = k->section;
 		}
 		fprintf(f, "  %s: ", k->key);
-		switch (k->type) {
-		case T_STR:
-		case T_ENUM:
-		case T_MESH:
-			write_string(f, base + k->off);
-			break;
-		case T_INT:
-			fprintf(f, "%d", *(const int *)(base + k->off));
-			break;
-		case T_U64:
-			fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)(base + k->off));
-			break;
-		case T_DOUBLE:
-			write_double(f, *(const double *)(base + k->off));
-			break;
-		case T_AUTOBOOL: {
-			int v = *(const int *)(base + k->off);
-			fputs(v < 0 ? "auto" : v ? "true" : "false", f);
-			break;
-		}
-		}
+		write_value(f, c, k);
 		fputc('\n', f);
 	}
 	if (c->sparsity_node) {
@@ -727,4 +732,182 @@ int tc_write_resolved(const train_config *c, FILE *f)
 		write_node(f, (yaml_document_t *)&c->doc, c->sparsity_node, 2);
 	}
 	return ferror(f) ? CS_ERR_IO : CS_OK;
+}
+
+/* ---- what a resume may not change silently ----------------------------------------- */
+
+/* Keys whose change makes a resumed run train something else than the checkpoint's run:
+ * the model, the data and its split, the batch, the seed (it picks the batches) and the
+ * optimizer. Not here: train.steps (extending a run is what --resume is for), the device
+ * and threads (same training, other hardware), logging, evaluation and checkpointing. */
+static int changes_training(const tc_key *k)
+{
+	static const char *const train_keys[] = { "batch_size", "grad_accum", "lr", "min_lr",
+						  "warmup_steps", "weight_decay", "beta1", "beta2",
+						  "eps", "grad_clip", NULL };
+	if (!strcmp(k->section, "model"))
+		return 1;
+	if (!strcmp(k->section, "data"))
+		return strcmp(k->key, "cache_dir") != 0;
+	if (!strcmp(k->section, "run"))
+		return !strcmp(k->key, "seed");
+	if (!strcmp(k->section, "train"))
+		for (int i = 0; train_keys[i]; i++)
+			if (!strcmp(k->key, train_keys[i]))
+				return 1;
+	return 0;
+}
+
+typedef struct flat {
+	char **lines; /* "path\tvalue", sorted */
+	int n, cap;
+} flat;
+
+static int flat_add(flat *fl, const char *path, const char *value)
+{
+	if (fl->n == fl->cap) {
+		int cap = fl->cap ? 2 * fl->cap : 32;
+		char **l = realloc(fl->lines, (size_t)cap * sizeof *l);
+		if (!l)
+			return CS_ERR_NO_MEM;
+		fl->lines = l;
+		fl->cap = cap;
+	}
+	size_t len = strlen(path) + strlen(value) + 2;
+	char *s = malloc(len);
+	if (!s)
+		return CS_ERR_NO_MEM;
+	snprintf(s, len, "%s\t%s", path, value);
+	fl->lines[fl->n++] = s;
+	return CS_OK;
+}
+
+/* The sparsity block as "sparsity.update.freq\t100" lines (depth is bounded by the
+ * loader's limit, so the recursion is too). */
+static int flatten(flat *fl, yaml_document_t *doc, int id, const char *path)
+{
+	yaml_node_t *n = yaml_document_get_node(doc, id);
+	if (!n)
+		return CS_OK;
+	char sub[512];
+	int rc = CS_OK;
+	if (n->type == YAML_SCALAR_NODE)
+		return flat_add(fl, path, (const char *)n->data.scalar.value);
+	if (n->type == YAML_SEQUENCE_NODE) {
+		int i = 0;
+		for (yaml_node_item_t *it = n->data.sequence.items.start;
+		     it < n->data.sequence.items.top && !rc; it++, i++) {
+			snprintf(sub, sizeof sub, "%s[%d]", path, i);
+			rc = flatten(fl, doc, *it, sub);
+		}
+		return rc;
+	}
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top && !rc; p++) {
+		const char *k = scalar(yaml_document_get_node(doc, p->key));
+		snprintf(sub, sizeof sub, "%s.%s", path, k ? k : "?");
+		rc = flatten(fl, doc, p->value, sub);
+	}
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void flat_free(flat *fl)
+{
+	for (int i = 0; i < fl->n; i++)
+		free(fl->lines[i]);
+	free(fl->lines);
+}
+
+static void diff_line(FILE *f, int *n, const char *path, const char *a, const char *b)
+{
+	fprintf(f, "%s  %s: %s -> %s", *n ? "\n" : "", path, a, b);
+	(*n)++;
+}
+
+int tc_diff_training(const train_config *a, const train_config *b, char **text)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	*text = NULL;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return CS_ERR_NO_MEM;
+	int n = 0, rc = CS_OK;
+	for (int i = 0; i < NKEYS; i++) {
+		const tc_key *k = &schema[i];
+		if (!changes_training(k))
+			continue;
+		char *va = NULL, *vb = NULL;
+		size_t la, lb;
+		FILE *fa = open_memstream(&va, &la), *fb = open_memstream(&vb, &lb);
+		if (fa)
+			write_value(fa, a, k), fclose(fa);
+		if (fb)
+			write_value(fb, b, k), fclose(fb);
+		if (va && vb && strcmp(va, vb)) {
+			char path[64];
+			snprintf(path, sizeof path, "%s.%s", k->section, k->key);
+			diff_line(f, &n, path, va, vb);
+		}
+		free(va);
+		free(vb);
+	}
+	flat fa = { 0 }, fb = { 0 };
+	if (a->sparsity_node)
+		rc = flatten(&fa, (yaml_document_t *)&a->doc, a->sparsity_node, "sparsity");
+	if (!rc && b->sparsity_node)
+		rc = flatten(&fb, (yaml_document_t *)&b->doc, b->sparsity_node, "sparsity");
+	if (!rc) {
+		qsort(fa.lines, (size_t)fa.n, sizeof *fa.lines, cmp_str);
+		qsort(fb.lines, (size_t)fb.n, sizeof *fb.lines, cmp_str);
+		/* merge the two sorted lists by path */
+		int i = 0, j = 0;
+		while (i < fa.n || j < fb.n) {
+			char *ta = i < fa.n ? strchr(fa.lines[i], '\t') : NULL;
+			char *tb = j < fb.n ? strchr(fb.lines[j], '\t') : NULL;
+			int c;
+			if (!ta)
+				c = 1;
+			else if (!tb)
+				c = -1;
+			else {
+				*ta = *tb = 0;
+				c = strcmp(fa.lines[i], fb.lines[j]);
+				*ta = *tb = '\t';
+			}
+			if (c < 0) {
+				*ta = 0;
+				diff_line(f, &n, fa.lines[i], ta + 1, "(absent)");
+				*ta = '\t';
+				i++;
+			} else if (c > 0) {
+				*tb = 0;
+				diff_line(f, &n, fb.lines[j], "(absent)", tb + 1);
+				*tb = '\t';
+				j++;
+			} else {
+				if (strcmp(ta + 1, tb + 1)) {
+					*ta = 0;
+					diff_line(f, &n, fa.lines[i], ta + 1, tb + 1);
+					*ta = '\t';
+				}
+				i++;
+				j++;
+			}
+		}
+	}
+	flat_free(&fa);
+	flat_free(&fb);
+	fclose(f);
+	if (rc || !n) {
+		free(buf);
+		return rc ? rc : 0;
+	}
+	*text = buf;
+	return n;
 }

@@ -75,6 +75,10 @@ void tc_free(train_config *c);
 void tc_where(const train_config *c, int node_id, char *buf, size_t len);
 /* Write the resolved configuration (every key, sparsity block as given) as YAML. */
 int tc_write_resolved(const train_config *c, FILE *f);
+/* What differs between a (a checkpoint's config) and b in keys that change what is trained
+ * (model, data, seed, batch, optimizer, the sparsity block): the count, and in *text
+ * (free() it; NULL when 0) one "  key: old -> new" line each. < 0 on error. */
+int tc_diff_training(const train_config *a, const train_config *b, char **text);
 /* Whether projections run as dense sgemm on the host (dense_on_host resolved). */
 int tc_dense_on_host(const train_config *c, int sparsity_on);
 /* Whether the sparse projections run on the native engine (device.kind: native). */
