@@ -17,6 +17,7 @@
 
 #include "common/cs_error.h"
 #include "common/cs_yaml.h"
+#include "driver/csd_impl.h"
 
 enum tc_type { T_STR, T_INT, T_U64, T_DOUBLE, T_ENUM, T_MESH, T_AUTOBOOL };
 
@@ -481,6 +482,47 @@ static int load_document(train_config *c, const char *path, const char *text, ch
 	return CS_OK;
 }
 
+/* What the cpu and sim backends can open (host/driver/csd.c, backend_sim.c), checked here
+ * so that a mesh the device cannot be is a config error, not a failure at csd_open after
+ * the data is loaded. usb: the shape and PE are the bitstream's; native: no mesh. */
+static int check_device(train_config *c, char *err, size_t errlen)
+{
+	yaml_document_t *doc = &c->doc;
+	int dev = map_get(doc, 1, "device", NULL);
+	int mesh = map_get(doc, dev, "mesh", NULL), pe_node = map_get(doc, dev, "pe", NULL);
+	int sim = !strcmp(c->device_kind, "sim");
+	if (!strcmp(c->device_kind, "usb") || !strcmp(c->device_kind, "native"))
+		return CS_OK;
+	int pes = c->mesh_rows * c->mesh_cols;
+	if (c->mesh_rows > 16 || c->mesh_cols > 16)
+		FAIL(mesh, "device.mesh: %s is larger than the %s backend drives (at most 16x16 "
+			   "PEs); opening the device would fail", c->mesh, c->device_kind);
+	if (sim && pes > 255)
+		FAIL(mesh, "device.mesh: %s is %d PEs; the Verilated mesh holds at most 255",
+		     c->mesh, pes);
+	int k = 0;
+	while (k < CSD_PE_COUNT && strcmp(csd_pe_impls[k].name, c->pe))
+		k++;
+	if (k == CSD_PE_COUNT)
+		return CS_OK;
+	const struct csd_pe_impl *im = &csd_pe_impls[k];
+	if (pes < im->min_pes)
+		FAIL(pe_node ? pe_node : mesh, "device.pe: %s needs at least %d PEs, device.mesh %s "
+					       "has %d", im->name, im->min_pes, c->mesh, pes);
+	/* the sizes a URI without awords=/bwords= gets: the implementation's with pe=, the
+	 * RTL defaults (full) otherwise */
+	unsigned a = c->awords ? (unsigned)c->awords : im->a_words;
+	unsigned b = c->bwords ? (unsigned)c->bwords : im->b_words;
+	int an = map_get(doc, dev, "awords", NULL);
+	if (im->a_is_2b && a != 2 * b)
+		FAIL(an ? an : pe_node, "device.awords: pe=%s keeps A and B in one memory: awords "
+					"(%u) must be 2 * bwords (%u)", im->name, a, b);
+	if (sim && (a & (a - 1)))
+		FAIL(an, "device.awords: %u is not a power of two, which the Verilated mesh needs",
+		     a);
+	return CS_OK;
+}
+
 static int validate(train_config *c, char *err, size_t errlen)
 {
 	yaml_document_t *doc = &c->doc;
@@ -540,6 +582,9 @@ static int validate(train_config *c, char *err, size_t errlen)
 	node = map_get(doc, map_get(doc, 1, "device", NULL), "bwords", NULL);
 	if (c->bwords & (c->bwords - 1))
 		FAIL(node, "device.bwords: %d is not a power of two", c->bwords);
+	int rc = check_device(c, err, errlen);
+	if (rc)
+		return rc;
 	node = map_get(doc, map_get(doc, 1, "train", NULL), "min_lr", NULL);
 	if (c->min_lr > c->lr)
 		FAIL(node, "train.min_lr: %g is above train.lr %g", c->min_lr, c->lr);

@@ -339,6 +339,33 @@ static void test_strict_integers(void **state)
 	expect_error("", ov4, 1, "run.seed", NULL);
 }
 
+/* A mesh or PE the backend cannot open is a config error, not a failure at csd_open. */
+static void test_device_limits(void **state)
+{
+	(void)state;
+	expect_error("device: {kind: cpu, mesh: 32x32}\n", NULL, 0,
+		     "cfg.yaml:1:27: device.mesh: 32x32 is larger than the cpu backend drives "
+		     "(at most 16x16 PEs)", NULL);
+	char *ov1[] = { "device.mesh=16x16" };
+	expect_error("device: {kind: sim}\n", ov1, 1,
+		     "override 'device.mesh=16x16': device.mesh: 16x16 is 256 PEs", NULL);
+	char *ov2[] = { "device.pe=micro_mt", "device.mesh=1x1" };
+	expect_error("device: {kind: sim}\n", ov2, 2,
+		     "override 'device.pe=micro_mt': device.pe: micro_mt needs at least 3 PEs", NULL);
+	char *ov3[] = { "device.pe=micro_mt", "device.mesh=2x2", "device.awords=8000" };
+	expect_error("device: {kind: sim}\n", ov3, 3,
+		     "device.awords: pe=micro_mt keeps A and B in one memory", NULL);
+	char *ov4[] = { "device.awords=12000" };
+	expect_error("device: {kind: sim}\n", ov4, 1,
+		     "device.awords: 12000 is not a power of two", NULL);
+	/* usb: the bitstream's shape; cpu: 16x16 is fine */
+	train_config c;
+	assert_int_equal(load(&c, "device: {kind: usb, mesh: 32x32}\n", NULL, 0), CS_OK);
+	tc_free(&c);
+	assert_int_equal(load(&c, "device: {kind: cpu, mesh: 16x16}\n", NULL, 0), CS_OK);
+	tc_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_override_where),
 		cmocka_unit_test(test_strict_integers),
+		cmocka_unit_test(test_device_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
