@@ -506,6 +506,47 @@ static int str_list(pctx *c, yaml_node_t *vn, const char *p, char ***out, int *n
 	return 0;
 }
 
+/* glibc's regcomp copies a subexpression once per count of a bounded repetition, so
+ * nested counts multiply ("((a{1,99}){1,99}){1,99}" is a million copies, gigabytes). Parameter
+ * names are short: bound the text and the product of the counts, which bounds regcomp's
+ * work and memory. */
+#define SP_PATTERN_MAX_LEN 256
+#define SP_PATTERN_MAX_COPIES 1000
+
+static int pattern_too_costly(const char *re, char *why, size_t len)
+{
+	size_t n = strlen(re);
+	if (n > SP_PATTERN_MAX_LEN) {
+		snprintf(why, len, "is %zu characters; at most %d", n, SP_PATTERN_MAX_LEN);
+		return 1;
+	}
+	double copies = 1;
+	for (const char *q = re; *q; q++) {
+		if (*q == '\\' && q[1]) {
+			q++;
+			continue;
+		}
+		if (*q != '{')
+			continue;
+		char *end;
+		long lo = strtol(q + 1, &end, 10), hi = lo;
+		if (end == q + 1)
+			continue; /* a literal '{': regcomp decides */
+		if (*end == ',') {
+			hi = isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : lo + 1;
+			if (*end == ',')
+				end++;
+		}
+		copies *= (double)(hi > lo ? hi : lo) + 1;
+	}
+	if (copies > SP_PATTERN_MAX_COPIES) {
+		snprintf(why, len, "has repetition counts that multiply to %.0f copies; at most "
+			 "%d (write the names out, or use * and +)", copies, SP_PATTERN_MAX_COPIES);
+		return 1;
+	}
+	return 0;
+}
+
 static int add_patterns(pctx *c, sp_group *g, yaml_node_t *vn, const char *p, int is_glob)
 {
 	char **strs;
@@ -529,6 +570,13 @@ static int add_patterns(pctx *c, sp_group *g, yaml_node_t *vn, const char *p, in
 		pt->is_glob = is_glob;
 		pt->line = (int)nodes[i]->start_mark.line + 1;
 		pt->col = (int)nodes[i]->start_mark.column + 1;
+		char why[160];
+		if (!is_glob && pattern_too_costly(pt->text, why, sizeof why)) {
+			rc = perr(c, nodes[i], p, "'%.40s%s' %s", pt->text,
+				  strlen(pt->text) > 40 ? "..." : "", why);
+			free(pt->text);
+			break;
+		}
 		if (!is_glob) {
 			int e = regcomp(&pt->re, pt->text, REG_EXTENDED | REG_NOSUB);
 			if (e) {
