@@ -74,7 +74,7 @@ static int check_events(const char *name, const char *text, size_t len, char *er
 	if (!yaml_parser_initialize(&p))
 		return CS_ERR_NO_MEM;
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	int rc = CS_OK, depth = 0;
+	int rc = CS_OK, depth = 0, docs = 0;
 	long nodes = 0;
 	for (;;) {
 		yaml_event_t ev;
@@ -107,6 +107,15 @@ static int check_events(const char *name, const char *text, size_t len, char *er
 		case YAML_SEQUENCE_END_EVENT:
 		case YAML_MAPPING_END_EVENT:
 			depth--;
+			break;
+		case YAML_DOCUMENT_START_EVENT:
+			/* only the first would be read: the rest would be ignored in silence */
+			if (++docs > 1) {
+				snprintf(err, errlen, "%s:%zu:%zu: a second YAML document; a config is "
+					 "one document (remove the '---')", name, m->line + 1,
+					 m->column + 1);
+				rc = CS_ERR_CONFIG;
+			}
 			break;
 		default:
 			break;

@@ -285,6 +285,12 @@ static void test_duplicates(void **state)
 		     "cfg.yaml:4:3: duplicate key 'steps' (first at line 2, column 3)", NULL);
 	expect_error("sparsity:\n  sparsity: 0.5\n  sparsity: 0.9\n", NULL, 0,
 		     "cfg.yaml:3:3: duplicate key 'sparsity'", NULL);
+	/* a second document would be ignored */
+	expect_error("train: {steps: 5}\n---\ntrain: {steps: 6}\n", NULL, 0,
+		     "cfg.yaml:2:1: a second YAML document", NULL);
+	train_config c;
+	assert_int_equal(load(&c, "---\ntrain: {steps: 5}\n...\n", NULL, 0), CS_OK);
+	tc_free(&c);
 	sp_config *sp = NULL;
 	char e[512];
 	assert_int_equal(sp_config_load_string(&sp, "s.yaml", "sparsity: {type: gmp, type: set}\n",
