@@ -113,6 +113,16 @@ int tc_edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
+int tc_schema_key(int i, const char **section, const char **key, const char **def)
+{
+	if (i < 0 || i >= NKEYS)
+		return CS_ERR_NOT_FOUND;
+	*section = schema[i].section;
+	*key = schema[i].key;
+	*def = schema[i].def;
+	return CS_OK;
+}
+
 void tc_where(const train_config *c, int node_id, char *buf, size_t len)
 {
 	for (int i = 0; i < c->n_override_nodes; i++)

@@ -85,6 +85,9 @@ int tc_dense_on_host(const train_config *c, int sparsity_on);
 int tc_native(const train_config *c);
 /* Device URI for csd_open ("cpu:4x4", "sim:4x4", "usb"); not for native. */
 void tc_device_uri(const train_config *c, char *buf, size_t len);
+/* The schema's keys, in order (docs/config.md's table is checked against them): key i's
+ * section, name and default as YAML text; CS_ERR_NOT_FOUND past the last. */
+int tc_schema_key(int i, const char **section, const char **key, const char **def);
 /* Levenshtein distance (exposed for tests). */
 int tc_edit_distance(const char *a, const char *b);
 

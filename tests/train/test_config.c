@@ -9,7 +9,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <libgen.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,6 +374,54 @@ static void test_device_limits(void **state)
 	tc_free(&c);
 }
 
+/* docs/config.md's key table and the schema agree: every key is documented with its
+ * default, and every documented key exists. */
+static void test_docs_match_schema(void **state)
+{
+	(void)state;
+	char self[1024], path[1200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	/* build/tests/train/test_config -> docs/config.md */
+	snprintf(path, sizeof path, "%s/../../../docs/config.md", dirname(self));
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	static char doc[1 << 17];
+	size_t len = fread(doc, 1, sizeof doc - 1, f);
+	doc[len] = 0;
+	fclose(f);
+	const char *sec, *key, *def;
+	int nkeys = 0;
+	for (int i = 0; tc_schema_key(i, &sec, &key, &def) == CS_OK; i++, nkeys++) {
+		char row[160];
+		snprintf(row, sizeof row, "\n| `%s.%s` | `%s`", sec, key, def);
+		if (!strstr(doc, row)) {
+			fprintf(stderr, "docs/config.md lacks the row '%s'\n", row + 1);
+			fail();
+		}
+	}
+	/* and no documented key that the schema does not know */
+	int rows = 0;
+	for (const char *p = strstr(doc, "\n| `"); p; p = strstr(p + 1, "\n| `")) {
+		char name[80];
+		if (sscanf(p, "\n| `%79[a-z0-9_.]`", name) != 1 || !strchr(name, '.'))
+			continue;
+		rows++;
+		int found = 0;
+		for (int i = 0; tc_schema_key(i, &sec, &key, &def) == CS_OK; i++) {
+			char full[80];
+			snprintf(full, sizeof full, "%s.%s", sec, key);
+			found |= !strcmp(full, name);
+		}
+		if (!found) {
+			fprintf(stderr, "docs/config.md documents '%s', which is no key\n", name);
+			fail();
+		}
+	}
+	assert_int_equal(rows, nkeys);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_override_where),
 		cmocka_unit_test(test_strict_integers),
 		cmocka_unit_test(test_device_limits),
+		cmocka_unit_test(test_docs_match_schema),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
