@@ -161,7 +161,8 @@ static int key_cmp(const void *a, const void *b)
 	       x->node->start_mark.index > y->node->start_mark.index;
 }
 
-/* Duplicate scalar keys in any mapping: sorted, so a large mapping costs n log n. */
+/* Keys that are not names, and duplicate keys in any mapping (sorted, so a large mapping
+ * costs n log n). */
 static int check_duplicates(yaml_document_t *doc, const char *name, char *err, size_t errlen)
 {
 	key_ref *refs = NULL;
@@ -171,6 +172,18 @@ static int check_duplicates(yaml_document_t *doc, const char *name, char *err, s
 		if (n->type != YAML_MAPPING_NODE)
 			continue;
 		size_t np = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     p < n->data.mapping.pairs.top && !rc; p++) {
+			yaml_node_t *kn = yaml_document_get_node(doc, p->key);
+			if (kn && kn->type != YAML_SCALAR_NODE) {
+				snprintf(err, errlen, "%s:%zu:%zu: a %s as a key; keys are names",
+					 name, kn->start_mark.line + 1, kn->start_mark.column + 1,
+					 kn->type == YAML_MAPPING_NODE ? "mapping" : "list");
+				rc = CS_ERR_CONFIG;
+			}
+		}
+		if (rc)
+			break;
 		if (np < 2)
 			continue;
 		if (np > cap) {
@@ -189,7 +202,8 @@ static int check_duplicates(yaml_document_t *doc, const char *name, char *err, s
 			if (kn && kn->type == YAML_SCALAR_NODE)
 				refs[k++] = (key_ref){ (const char *)kn->data.scalar.value, kn };
 		}
-		qsort(refs, k, sizeof *refs, key_cmp);
+		if (k > 1)
+			qsort(refs, k, sizeof *refs, key_cmp);
 		for (size_t i = 1; i < k; i++)
 			if (!strcmp(refs[i - 1].key, refs[i].key)) {
 				const yaml_mark_t *a = &refs[i - 1].node->start_mark,
@@ -230,4 +244,31 @@ int cs_yaml_load(yaml_document_t *doc, const char *name, const char *text, size_
 	if (rc)
 		yaml_document_delete(doc);
 	return rc;
+}
+
+void cs_yaml_one_line(char *msg, size_t cap)
+{
+	if (!cap)
+		return;
+	size_t n = strlen(msg), o = 0;
+	char *src = malloc(n + 1);
+	if (!src)
+		return;
+	memcpy(src, msg, n + 1);
+	for (size_t i = 0; i < n && o + 1 < cap; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		char esc[8];
+		if (ch >= 0x20 && ch != 0x7f) {
+			msg[o++] = (char)ch;
+			continue;
+		}
+		int l = snprintf(esc, sizeof esc, ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : "\\x%02x",
+				 ch);
+		if (o + (size_t)l + 1 > cap)
+			break;
+		memcpy(msg + o, esc, (size_t)l);
+		o += (size_t)l;
+	}
+	msg[o] = 0;
+	free(src);
 }

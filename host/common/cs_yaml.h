@@ -27,4 +27,8 @@ int cs_yaml_read_file(const char *path, char **buf, size_t *len, char *err, size
 int cs_yaml_load(yaml_document_t *doc, const char *name, const char *text, size_t len,
 		 char *err, size_t errlen);
 
+/* Make an error message one line: control characters (a multi-line value quoted in it)
+ * become escapes ("\n", "\x01"), truncated to cap bytes with the NUL. */
+void cs_yaml_one_line(char *msg, size_t cap);
+
 #endif /* CS_YAML_H */

@@ -59,6 +59,7 @@ static int perr(pctx *c, const yaml_node_t *n, const char *path, const char *fmt
 			vsnprintf(c->err + o, c->errlen - (size_t)o, fmt, ap);
 			va_end(ap);
 		}
+		cs_yaml_one_line(c->err, c->errlen);
 	}
 	return CS_ERR_CONFIG;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/cs_error.h"
 #include "common/cs_yaml.h"
@@ -145,12 +146,42 @@ void tc_where(const train_config *c, int node_id, char *buf, size_t len)
 		tc_where(c, (node), where_, sizeof where_);                               \
 		snprintf(msg_, sizeof msg_, __VA_ARGS__);                                 \
 		snprintf(err, errlen, "%s: %s", where_, msg_);                            \
+		cs_yaml_one_line(err, errlen);                                            \
 		return CS_ERR_CONFIG;                                                     \
 	} while (0)
 
 static const char *scalar(yaml_node_t *n)
 {
 	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* One UTF-8 code point at s (valid: the loader checked files, apply_override checks
+ * overrides); its length in *len, -1 when malformed. */
+static long utf8_next(const unsigned char *s, int *len)
+{
+	unsigned c = s[0];
+	int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+	if (!n)
+		return -1;
+	long cp = n == 1 ? (long)c : (long)(c & (0x7f >> n));
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return -1;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	static const long min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return -1;
+	*len = n;
+	return cp;
+}
+
+/* What a YAML stream may hold unescaped (YAML 1.1 c-printable, as libyaml's reader). */
+static int yaml_printable(long cp)
+{
+	return cp == 0x0a || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
+	       (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd && cp != 0xfeff) ||
+	       cp >= 0x10000;
 }
 
 /* The allowed keys of a section, for messages: "steps, batch_size, ..." */
@@ -401,6 +432,16 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 	    c->n_overrides >= (int)(sizeof c->override_text / sizeof c->override_text[0])) {
 		snprintf(err, errlen, "override '%s': too long or too many overrides", ov);
 		return CS_ERR_CONFIG;
+	}
+	for (const unsigned char *q = (const unsigned char *)ov; *q;) {
+		int n = 1;
+		long cp = utf8_next(q, &n);
+		if (cp < 0 || cp == '\n' || !yaml_printable(cp)) {
+			snprintf(err, errlen, "override at byte %zu: %s", (size_t)(q - (const unsigned char *)ov),
+				 cp < 0 ? "not UTF-8" : "a control character");
+			return CS_ERR_CONFIG;
+		}
+		q += n;
 	}
 	int depth = 1;
 	for (const char *q = path; *q; q++)
@@ -658,18 +699,49 @@ void tc_device_uri(const train_config *c, char *buf, size_t len)
 
 /* ---- resolved config ---------------------------------------------------------------- */
 
+/* A double-quoted scalar; anything not printable goes as an escape so that the file
+ * reads back to the same text. */
 static void write_string(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\x%02x", (unsigned char)*s);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		int n = 1;
+		long cp = utf8_next(p, &n);
+		if (cp < 0) { /* not reachable through tc_load; keep the writer total */
+			fprintf(f, "\\x%02x", *p);
+			p++;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			fprintf(f, "\\%c", (int)cp);
+		else if (cp == '\n' || !yaml_printable(cp))
+			fprintf(f, cp > 0xffff ? "\\U%08lx" : "\\u%04lx", cp);
 		else
-			fputc(*s, f);
+			fwrite(p, 1, (size_t)n, f);
+		p += n;
 	}
 	fputc('"', f);
+}
+
+/* Plain scalars written back plain only when they cannot read as anything else. */
+static int plain_safe(const char *v)
+{
+	if (!*v)
+		return 0;
+	if (v[0] == '-' ? !(isalnum((unsigned char)v[1]) || v[1] == '.')
+			: !(isalnum((unsigned char)v[0]) || strchr("._/+", v[0])))
+		return 0;
+	for (const char *p = v; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._/+-*", *p))
+			return 0;
+	return 1;
+}
+
+static int plain_null(const yaml_node_t *n)
+{
+	const char *v = (const char *)n->data.scalar.value;
+	return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (!*v || !strcmp(v, "~") || !strcasecmp(v, "null"));
 }
 
 /* shortest text that reads back to the same double */
@@ -692,14 +764,19 @@ static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 		return;
 	if (n->type == YAML_SCALAR_NODE) {
 		const char *v = (const char *)n->data.scalar.value;
-		if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-		    n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE || !*v ||
-		    strpbrk(v, ":#{}[],&*!|>'\"%@`\n"))
+		if (plain_null(n))
+			fputs("null", f); /* stays a null, not an empty string */
+		else if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+			 n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE || !plain_safe(v))
 			write_string(f, v);
 		else
 			fputs(v, f);
 		fputc('\n', f);
 	} else if (n->type == YAML_SEQUENCE_NODE) {
+		if (n->data.sequence.items.start == n->data.sequence.items.top) {
+			fputs("[]\n", f); /* not a null */
+			return;
+		}
 		fputc('\n', f);
 		for (yaml_node_item_t *it = n->data.sequence.items.start;
 		     it < n->data.sequence.items.top; it++) {
@@ -847,7 +924,11 @@ static int flatten(flat *fl, yaml_document_t *doc, int id, const char *path)
 	char sub[512];
 	int rc = CS_OK;
 	if (n->type == YAML_SCALAR_NODE)
-		return flat_add(fl, path, (const char *)n->data.scalar.value);
+		return flat_add(fl, path, plain_null(n) ? "null" : (const char *)n->data.scalar.value);
+	if (n->type == YAML_SEQUENCE_NODE && n->data.sequence.items.start == n->data.sequence.items.top)
+		return flat_add(fl, path, "[]");
+	if (n->type == YAML_MAPPING_NODE && n->data.mapping.pairs.start == n->data.mapping.pairs.top)
+		return flat_add(fl, path, "{}");
 	if (n->type == YAML_SEQUENCE_NODE) {
 		int i = 0;
 		for (yaml_node_item_t *it = n->data.sequence.items.start;
@@ -918,8 +999,10 @@ int tc_diff_training(const train_config *a, const train_config *b, char **text)
 	if (!rc && b->sparsity_node)
 		rc = flatten(&fb, (yaml_document_t *)&b->doc, b->sparsity_node, "sparsity");
 	if (!rc) {
-		qsort(fa.lines, (size_t)fa.n, sizeof *fa.lines, cmp_str);
-		qsort(fb.lines, (size_t)fb.n, sizeof *fb.lines, cmp_str);
+		if (fa.n > 1)
+			qsort(fa.lines, (size_t)fa.n, sizeof *fa.lines, cmp_str);
+		if (fb.n > 1)
+			qsort(fb.lines, (size_t)fb.n, sizeof *fb.lines, cmp_str);
 		/* merge the two sorted lists by path */
 		int i = 0, j = 0;
 		while (i < fa.n || j < fb.n) {

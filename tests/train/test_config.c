@@ -287,6 +287,8 @@ static void test_duplicates(void **state)
 		     "cfg.yaml:4:3: duplicate key 'steps' (first at line 2, column 3)", NULL);
 	expect_error("sparsity:\n  sparsity: 0.5\n  sparsity: 0.9\n", NULL, 0,
 		     "cfg.yaml:3:3: duplicate key 'sparsity'", NULL);
+	expect_error("sparsity:\n  ? [a, b]\n  : 1\n", NULL, 0,
+		     "cfg.yaml:2:5: a list as a key; keys are names", NULL);
 	/* a second document would be ignored */
 	expect_error("train: {steps: 5}\n---\ntrain: {steps: 6}\n", NULL, 0,
 		     "cfg.yaml:2:1: a second YAML document", NULL);
@@ -343,6 +345,10 @@ static void test_strict_integers(void **state)
 	expect_error("", ov2, 1, "train.steps: '+5' is not an integer", NULL);
 	char *ov3[] = { "train.steps=4294967297" };
 	expect_error("", ov3, 1, "train.steps: 4294967297 is not in", NULL);
+	/* overrides are printable UTF-8 (they go into the resolved config as they are) */
+	char *ov5[] = { "train.lr=0.1\x02" }, *ov6[] = { "run.name=\xff" };
+	expect_error("", ov5, 1, "override at byte 12: a control character", NULL);
+	expect_error("", ov6, 1, "override at byte 9: not UTF-8", NULL);
 	char *ov4[] = { "run.seed=18446744073709551616" };
 	expect_error("", ov4, 1, "run.seed", NULL);
 }
