@@ -1,5 +1,5 @@
 /*
- * test_fuzz_replay.c - the fuzz targets (fuzz_config.c, fuzz_ckpt.c) over their seed
+ * test_fuzz_replay.c - the fuzz targets (tests/fuzz/fuzz_*.c) over their seed
  * corpus (tests/fuzz/corpus/<target>/) and every input that once made them fail
  * (tests/fuzz/regress/<target>/), without libFuzzer: part of `make test`, so that a fixed
  * crash stays fixed. A failing input aborts, naming the file first.
@@ -17,6 +17,15 @@
 #undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_ckpt_input
 #include "fuzz_ckpt.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_spstate_input
+#include "fuzz_spstate.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_fwasm_input
+#include "fuzz_fwasm.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_frame_input
+#include "fuzz_frame.c"
 #undef LLVMFuzzerTestOneInput
 
 static int replay_dir(const char *dir, int (*fn)(const uint8_t *, size_t))
@@ -57,7 +66,9 @@ int main(void)
 	static const struct {
 		const char *name;
 		int (*fn)(const uint8_t *, size_t);
-	} targets[] = { { "config", fuzz_config_input }, { "ckpt", fuzz_ckpt_input } };
+	} targets[] = { { "config", fuzz_config_input },   { "ckpt", fuzz_ckpt_input },
+			{ "spstate", fuzz_spstate_input }, { "fwasm", fuzz_fwasm_input },
+			{ "frame", fuzz_frame_input } };
 	int total = 0;
 	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
 		char dir[1400];
