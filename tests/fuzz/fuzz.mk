@@ -8,10 +8,11 @@
 FUZZ_S ?= 180
 FUZZ_SMOKE_S ?= 5
 FUZZ_CC ?= clang
-FUZZ_TARGETS := config ckpt spstate fwasm frame
+FUZZ_TARGETS := config ckpt spstate fwasm frame data
 # the units under test are compiled instrumented; the rest comes from the library
 FUZZ_SRCS := host/common/cs_yaml.c host/train/config.c host/sparsity/config.c host/train/ckpt.c \
-	host/sparsity/checkpoint.c host/fwasm/fwasm.c host/driver/fw.c host/driver/frame.c
+	host/sparsity/checkpoint.c host/fwasm/fwasm.c host/driver/fw.c host/driver/frame.c \
+	host/train/data.c
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer -Ihost -D_GNU_SOURCE $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_RUN_FLAGS := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536

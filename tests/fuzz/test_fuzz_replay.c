@@ -27,6 +27,9 @@
 #define LLVMFuzzerTestOneInput fuzz_frame_input
 #include "fuzz_frame.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_data_input
+#include "fuzz_data.c"
+#undef LLVMFuzzerTestOneInput
 
 static int replay_dir(const char *dir, int (*fn)(const uint8_t *, size_t))
 {
@@ -61,14 +64,29 @@ int main(void)
 	if (n <= 0)
 		return 1;
 	self[n] = 0;
-	/* build/tests/fuzz/test_fuzz_replay -> tests/fuzz */
-	snprintf(root, sizeof root, "%s/../../../tests/fuzz", dirname(self));
+	/* build/tests/fuzz/test_fuzz_replay (build/san/... with SAN=1): up to the tree */
+	char *dir = dirname(self);
+	for (int up = 0;; up++) {
+		char probe[1400];
+		snprintf(root, sizeof root, "%s", dir);
+		for (int k = 0; k < up; k++)
+			strncat(root, "/..", sizeof root - strlen(root) - 1);
+		snprintf(probe, sizeof probe, "%s/tests/fuzz/corpus", root);
+		if (access(probe, F_OK) == 0) {
+			strncat(root, "/tests/fuzz", sizeof root - strlen(root) - 1);
+			break;
+		}
+		if (up > 6) {
+			fprintf(stderr, "test_fuzz_replay: tests/fuzz/corpus not found above %s\n", dir);
+			return 1;
+		}
+	}
 	static const struct {
 		const char *name;
 		int (*fn)(const uint8_t *, size_t);
 	} targets[] = { { "config", fuzz_config_input },   { "ckpt", fuzz_ckpt_input },
 			{ "spstate", fuzz_spstate_input }, { "fwasm", fuzz_fwasm_input },
-			{ "frame", fuzz_frame_input } };
+			{ "frame", fuzz_frame_input },     { "data", fuzz_data_input } };
 	int total = 0;
 	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
 		char dir[1400];
