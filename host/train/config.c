@@ -437,8 +437,10 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 		int n = 1;
 		long cp = utf8_next(q, &n);
 		if (cp < 0 || cp == '\n' || !yaml_printable(cp)) {
-			snprintf(err, errlen, "override at byte %zu: %s", (size_t)(q - (const unsigned char *)ov),
-				 cp < 0 ? "not UTF-8" : "a control character");
+			snprintf(err, errlen, "override '%s': %s at byte %zu", ov,
+				 cp < 0 ? "not UTF-8" : "a control character",
+				 (size_t)(q - (const unsigned char *)ov));
+			cs_yaml_one_line(err, errlen);
 			return CS_ERR_CONFIG;
 		}
 		q += n;

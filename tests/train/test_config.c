@@ -347,8 +347,9 @@ static void test_strict_integers(void **state)
 	expect_error("", ov3, 1, "train.steps: 4294967297 is not in", NULL);
 	/* overrides are printable UTF-8 (they go into the resolved config as they are) */
 	char *ov5[] = { "train.lr=0.1\x02" }, *ov6[] = { "run.name=\xff" };
-	expect_error("", ov5, 1, "override at byte 12: a control character", NULL);
-	expect_error("", ov6, 1, "override at byte 9: not UTF-8", NULL);
+	expect_error("", ov5, 1, "override 'train.lr=0.1\\x02': a control character at byte 12",
+		     NULL);
+	expect_error("", ov6, 1, "override 'run.name=", "': not UTF-8 at byte 9");
 	char *ov4[] = { "run.seed=18446744073709551616" };
 	expect_error("", ov4, 1, "run.seed", NULL);
 }
