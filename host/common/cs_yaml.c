@@ -161,6 +161,17 @@ static int key_cmp(const void *a, const void *b)
 	       x->node->start_mark.index > y->node->start_mark.index;
 }
 
+/* A key is a name: short (the resolved config writes keys as implicit YAML keys, which
+ * may not exceed 1024 characters) and on one line. */
+static int key_ok(const char *k)
+{
+	size_t n = 0;
+	for (; k[n]; n++)
+		if ((unsigned char)k[n] < 0x20 || k[n] == 0x7f)
+			return 0;
+	return n <= CS_YAML_MAX_KEY;
+}
+
 /* Keys that are not names, and duplicate keys in any mapping (sorted, so a large mapping
  * costs n log n). */
 static int check_duplicates(yaml_document_t *doc, const char *name, char *err, size_t errlen)
@@ -179,6 +190,11 @@ static int check_duplicates(yaml_document_t *doc, const char *name, char *err, s
 				snprintf(err, errlen, "%s:%zu:%zu: a %s as a key; keys are names",
 					 name, kn->start_mark.line + 1, kn->start_mark.column + 1,
 					 kn->type == YAML_MAPPING_NODE ? "mapping" : "list");
+				rc = CS_ERR_CONFIG;
+			} else if (kn && !key_ok((const char *)kn->data.scalar.value)) {
+				snprintf(err, errlen, "%s:%zu:%zu: a key of over %d characters or with a "
+					 "line break; keys are names", name, kn->start_mark.line + 1,
+					 kn->start_mark.column + 1, CS_YAML_MAX_KEY);
 				rc = CS_ERR_CONFIG;
 			}
 		}

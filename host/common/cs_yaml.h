@@ -5,7 +5,8 @@
  * what libyaml would accept but the host stack cannot handle safely: aliases and anchors
  * (a self-referencing alias makes every tree walk recurse without end; nested aliases
  * grow exponentially), documents nested deeper than CS_YAML_MAX_DEPTH, with more than
- * CS_YAML_MAX_NODES nodes, files over CS_YAML_MAX_BYTES, non-regular files, and duplicate
+ * CS_YAML_MAX_NODES nodes, files over CS_YAML_MAX_BYTES, non-regular files, keys that are
+ * not names (lists, mappings, over CS_YAML_MAX_KEY characters, line breaks) and duplicate
  * keys in a mapping (where the last one would silently win). Every error names
  * file:line:col. Not here: what the keys mean (host/train/config.c, host/sparsity/config.c).
  */
@@ -18,6 +19,7 @@
 #define CS_YAML_MAX_BYTES (1u << 20)
 #define CS_YAML_MAX_DEPTH 32
 #define CS_YAML_MAX_NODES 100000
+#define CS_YAML_MAX_KEY 256
 
 /* Read a config file into a NUL-terminated buffer (free() it): refuses directories and
  * other non-regular files and files over CS_YAML_MAX_BYTES. */

@@ -289,6 +289,8 @@ static void test_duplicates(void **state)
 		     "cfg.yaml:3:3: duplicate key 'sparsity'", NULL);
 	expect_error("sparsity:\n  ? [a, b]\n  : 1\n", NULL, 0,
 		     "cfg.yaml:2:5: a list as a key; keys are names", NULL);
+	expect_error("sparsity: {\"a\\nb\": 1}\n", NULL, 0,
+		     "cfg.yaml:1:12: a key of over 256 characters or with a line break", NULL);
 	/* a second document would be ignored */
 	expect_error("train: {steps: 5}\n---\ntrain: {steps: 6}\n", NULL, 0,
 		     "cfg.yaml:2:1: a second YAML document", NULL);
