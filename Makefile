@@ -74,7 +74,7 @@ $(error make deps failed (scripts/deps.sh, see above))
 endif
 endif
 
-FRAGMENTS := $(sort $(wildcard rtl/*.mk verif/*.mk host/*/*.mk fw/*.mk configs/*.mk))
+FRAGMENTS := $(sort $(wildcard rtl/*.mk verif/*.mk host/*/*.mk fw/*.mk configs/*.mk tests/*/*.mk))
 include $(FRAGMENTS)
 
 # Keep intermediate objects (tests are built through a pattern chain).
@@ -93,6 +93,7 @@ help:
 	@echo "  make test       host tests, RTL unit regressions and integration tests"
 	@echo "                  (make test SAN=1: the same under ASan+UBSan)"
 	@echo "  make regress    long sweeps: many seeds and shapes, pass/fail table"
+	@echo "  make fuzz       libFuzzer targets (clang), FUZZ_S seconds each (default 180)"
 	@echo "  make bench      speed, utilization and memory measurements"
 	@echo "  make experiment dense vs six sparsity algorithms on the tiny GPT -> docs/results.md"
 	@echo "  make sim        Verilated mesh (MESH=4x4) running the forward kernel on sparse layers"

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_num.h"
 #include "driver/csd.h"
 #include "driver/fw.h"
 #include "driver/plan.h"
@@ -407,13 +408,15 @@ int cmd_board(int argc, char **argv)
 		if ((!strcmp(argv[i], "--device") || !strcmp(argv[i], "-d")) && i + 1 < argc) {
 			uri = argv[++i];
 		} else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-			seed = (unsigned)strtoul(argv[++i], NULL, 0);
-		} else if (!strcmp(argv[i], "--kb") && i + 1 < argc) {
-			kb = (unsigned)strtoul(argv[++i], NULL, 0);
-			if (kb < 1 || kb > 65536) {
-				fprintf(stderr, "cshost board: --kb wants 1..65536\n");
+			long long x;
+			if (cli_int("board", "--seed", argv[++i], 0, 0xffffffffLL, &x))
 				return 2;
-			}
+			seed = (unsigned)x;
+		} else if (!strcmp(argv[i], "--kb") && i + 1 < argc) {
+			long long x;
+			if (cli_int("board", "--kb", argv[++i], 1, 65536, &x))
+				return 2;
+			kb = (unsigned)x;
 		} else if (!strcmp(sub, "flash") && !file && argv[i][0] != '-') {
 			file = argv[i];
 		} else {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_num.h"
 
 #define MAX_RUNS 16
 #define MAX_LAYERS 256
@@ -190,13 +191,10 @@ int cmd_plot(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--title") && i + 1 < argc) {
 			title = argv[++i];
 		} else if (!strcmp(argv[i], "--smooth") && i + 1 < argc) {
-			char *end;
-			smooth = strtol(argv[++i], &end, 10);
-			if (*end || smooth < 1 || smooth > 100000) {
-				fprintf(stderr, "cshost plot: --smooth '%s': expected 1..100000\n",
-					argv[i]);
+			long long x;
+			if (cli_int("plot", "--smooth", argv[++i], 1, 100000, &x))
 				return 2;
-			}
+			smooth = x;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "cshost plot: unknown option '%s'\n", argv[i]);
 			usage(stderr);

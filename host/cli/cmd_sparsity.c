@@ -12,6 +12,8 @@
 #include <yaml.h>
 
 #include "cli/cli.h"
+#include "cli/cli_num.h"
+#include "common/cs_yaml.h"
 #include "sparsity/sparsity.h"
 
 static void usage(FILE *f)
@@ -25,24 +27,18 @@ static void usage(FILE *f)
 /* model: {n_layer, n_head, n_embd, block_size, vocab_size} */
 static int read_model(const char *path, sp_gpt_dims *d)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "cshost sparsity: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	yaml_parser_t p;
+	char *text = NULL, err[1200];
+	size_t len;
 	yaml_document_t doc;
 	int rc = -1;
-	if (!yaml_parser_initialize(&p)) {
-		fclose(f);
+	if (cs_yaml_read_file(path, &text, &len, err, sizeof err) ||
+	    cs_yaml_load(&doc, path, text, len, err, sizeof err)) {
+		if (text)
+			free(text);
+		fprintf(stderr, "cshost sparsity: %s\n", err);
 		return -1;
 	}
-	yaml_parser_set_input_file(&p, f);
-	if (!yaml_parser_load(&p, &doc)) {
-		fprintf(stderr, "%s:%lu:%lu: %s\n", path, (unsigned long)p.problem_mark.line + 1,
-			(unsigned long)p.problem_mark.column + 1, p.problem ? p.problem : "yaml error");
-		goto out_parser;
-	}
+	free(text);
 	yaml_node_t *root = yaml_document_get_root_node(&doc), *model = NULL;
 	for (yaml_node_pair_t *q = root && root->type == YAML_MAPPING_NODE ?
 					   root->data.mapping.pairs.start :
@@ -71,11 +67,9 @@ static int read_model(const char *path, sp_gpt_dims *d)
 			yaml_node_t *v = yaml_document_get_node(&doc, q->value);
 			if (k->type != YAML_SCALAR_NODE || strcmp((char *)k->data.scalar.value, keys[i].key))
 				continue;
-			char *end;
-			long x = v->type == YAML_SCALAR_NODE ?
-					 strtol((char *)v->data.scalar.value, &end, 10) :
-					 -1;
-			if (v->type != YAML_SCALAR_NODE || *end || x <= 0 || x > 1 << 24) {
+			long long x = -1;
+			if (v->type != YAML_SCALAR_NODE ||
+			    cli_parse_int((char *)v->data.scalar.value, 1, 1 << 24, &x)) {
 				fprintf(stderr, "%s:%lu:%lu: model.%s: not a positive integer\n", path,
 					(unsigned long)v->start_mark.line + 1,
 					(unsigned long)v->start_mark.column + 1, keys[i].key);
@@ -91,9 +85,6 @@ static int read_model(const char *path, sp_gpt_dims *d)
 	rc = 0;
 out_doc:
 	yaml_document_delete(&doc);
-out_parser:
-	yaml_parser_delete(&p);
-	fclose(f);
 	return rc;
 }
 
@@ -182,12 +173,10 @@ int cmd_sparsity(int argc, char **argv)
 	long steps = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-			char *end;
-			steps = strtol(argv[++i], &end, 10);
-			if (*end || steps < 0) {
-				fprintf(stderr, "cshost sparsity: --steps %s: not a step count\n", argv[i]);
+			long long x;
+			if (cli_int("sparsity", "--steps", argv[++i], 0, 1000000000, &x))
 				return 2;
-			}
+			steps = (long)x;
 		} else {
 			usage(stderr);
 			return 2;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/cli_num.h"
 #include "common/numerics.h"
 #include "driver/csd.h"
 
@@ -67,18 +68,23 @@ int cmd_spmm(int argc, char **argv)
 		i++;
 		if (!strcmp(a, "--device"))
 			device = v;
-		else if (!strcmp(a, "--tokens"))
-			T = atoi(v);
-		else if (!strcmp(a, "--k"))
-			K = atoi(v);
-		else if (!strcmp(a, "--n"))
-			N = atoi(v);
-		else if (!strcmp(a, "--sparsity"))
-			sparsity = atof(v);
-		else if (!strcmp(a, "--mesh"))
+		else if (!strcmp(a, "--tokens") || !strcmp(a, "--k") || !strcmp(a, "--n")) {
+			long long x;
+			/* sizes of one layer; the product of two is allocated on the host */
+			if (cli_int("spmm", a, v, 1, 1 << 20, &x))
+				return 2;
+			*(!strcmp(a, "--tokens") ? &T : !strcmp(a, "--k") ? &K : &N) = (int)x;
+		} else if (!strcmp(a, "--sparsity")) {
+			if (cli_double("spmm", a, v, 0, 1, &sparsity))
+				return 2;
+		} else if (!strcmp(a, "--mesh"))
 			mesh = v;
-		else if (!strcmp(a, "--seed"))
-			seed = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--seed")) {
+			uint64_t x;
+			if (cli_u64("spmm", a, v, &x))
+				return 2;
+			seed = x;
+		}
 		else if (!strcmp(a, "--kernel")) {
 			if (!strcmp(v, "fwd"))
 				kernel = 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_num.h"
 #include "common/cs_error.h"
 #include "driver/csd.h"
 #include "train/train.h"
@@ -27,13 +28,16 @@ static void train_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cshost train CONFIG.yaml [section.key=value ...] [--resume | --force]\n"
-		"                    [--progress | --no-progress]\n"
+		"                    [--allow-config-change] [--progress | --no-progress]\n"
 		"       cshost train CONFIG.yaml [section.key=value ...] --sim-model\n"
 		"       cshost train --export-nan CKPT OUT   (pruned weights as NaN, Cerebras)\n"
 		"       cshost train --import-nan CKPT OUT   (masks from NaN weights)\n"
 		"\n"
 		"Trains a GPT as CONFIG describes (docs/config.md) in <run.out_dir>/<run.name>.\n"
-		"  --resume     continue that run from its latest checkpoint\n"
+		"  --resume     continue that run from its latest intact checkpoint; refused\n"
+		"               when the config changes the model, data, sparsity or optimizer\n"
+		"  --allow-config-change\n"
+		"               resume anyway, recording the change in config-changes.log\n"
 		"  --force      start over, deleting the run's checkpoints and metrics\n"
 		"  --sim-model  print the make arguments of the Verilated model the run needs\n"
 		"               (`make sim-model ARGS` builds it; nothing when it needs none)\n"
@@ -64,7 +68,7 @@ int cmd_train(int argc, char **argv)
 	int sim_model = 0;
 	char **ov = calloc(argc, sizeof *ov);
 	int nov = 0;
-	char err[1024];
+	char err[8192]; /* a refused resume lists every changed key */
 	if (!ov)
 		return 1;
 	for (int i = 1; i < argc; i++) {
@@ -77,6 +81,8 @@ int cmd_train(int argc, char **argv)
 			o.resume = 1;
 		} else if (!strcmp(a, "--force")) {
 			o.force = 1;
+		} else if (!strcmp(a, "--allow-config-change")) {
+			o.allow_config_change = 1;
 		} else if (!strcmp(a, "--progress")) {
 			o.progress = 1;
 		} else if (!strcmp(a, "--no-progress")) {
@@ -144,37 +150,31 @@ int cmd_train(int argc, char **argv)
 	return 0;
 }
 
-static int parse_num(const char *s, double *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return *s && !*end && !errno && isfinite(*v);
-}
-
 int cmd_sample(int argc, char **argv)
 {
 	const char *ckpt = NULL, *prompt = "\n";
-	double tokens = 200, temperature = 0.8, seed = -1;
+	long long tokens = 200;
+	double temperature = 0.8;
+	uint64_t seed = 0;
+	int have_seed = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		double *num = !strcmp(a, "--tokens")        ? &tokens
-			      : !strcmp(a, "--temperature") ? &temperature
-			      : !strcmp(a, "--seed")        ? &seed
-							    : NULL;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			printf("usage: cshost sample CKPT [--prompt TEXT] [--tokens N] "
 			       "[--temperature T] [--seed S]\n");
 			return 0;
 		} else if (!strcmp(a, "--prompt") && i + 1 < argc) {
 			prompt = argv[++i];
-		} else if (num && i + 1 < argc) {
-			if (!parse_num(argv[++i], num) || *num < 0 ||
-			    (num == &tokens && (*num < 1 || *num > 1e6))) {
-				fprintf(stderr, "cshost sample: %s: '%s' is not a valid value\n", a,
-					argv[i]);
+		} else if (!strcmp(a, "--tokens") && i + 1 < argc) {
+			if (cli_int("sample", a, argv[++i], 1, 1000000, &tokens))
 				return 2;
-			}
+		} else if (!strcmp(a, "--temperature") && i + 1 < argc) {
+			if (cli_double("sample", a, argv[++i], 0, 100, &temperature))
+				return 2;
+		} else if (!strcmp(a, "--seed") && i + 1 < argc) {
+			if (cli_u64("sample", a, argv[++i], &seed))
+				return 2;
+			have_seed = 1;
 		} else if (a[0] != '-' && !ckpt) {
 			ckpt = a;
 		} else {
@@ -199,8 +199,8 @@ int cmd_sample(int argc, char **argv)
 		return 1;
 	}
 	rc = trainer_load(&t, ckpt, err, sizeof err);
-	if (seed >= 0)
-		t.rng = (uint64_t)seed;
+	if (have_seed)
+		t.rng = seed;
 	uint8_t *out = NULL;
 	size_t nout = 0;
 	if (!rc)

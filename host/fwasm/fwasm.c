@@ -622,10 +622,18 @@ int fwasm_disassemble(const struct csd_fw *fw, char **text)
 	char ins[64];
 	int target, nw;
 	*text = NULL;
+	/* where instructions start: a branch into the middle of one cannot be named */
+	char start[CSD_FW_IMEM + 1] = { 0 };
+	for (int pc = 0; pc < fw->n_instr; pc += nw) {
+		start[pc] = 1;
+		if (!decode(fw->imem, fw->n_instr, pc, ins, sizeof ins, &target, &nw))
+			nw = 1;
+	}
+	start[fw->n_instr] = 1;
 	/* local labels for branch targets that are not entries */
 	for (int pc = 0; pc < fw->n_instr; pc += nw) {
 		int k = decode(fw->imem, fw->n_instr, pc, ins, sizeof ins, &target, &nw);
-		if (k == 2 && target >= 0 && target <= fw->n_instr)
+		if (k == 2 && target >= 0 && target <= fw->n_instr && start[target])
 			lab[target] = 1;
 		if (!k)
 			nw = 1;
@@ -642,16 +650,16 @@ int fwasm_disassemble(const struct csd_fw *fw, char **text)
 		if (pc == fw->n_instr)
 			break;
 		int k = decode(fw->imem, fw->n_instr, pc, ins, sizeof ins, &target, &nw);
-		if (k == 2) {
-			/* a branch out of the program cannot be named: keep the raw word */
-			if (target < 0 || target > fw->n_instr)
-				k = 0;
-			else
-				sb_printf(&b, "\t%sL%d\n", ins, target);
+		if (k == 2 && (target < 0 || target > fw->n_instr || !start[target])) {
+			/* a branch out of the program or into an instruction cannot be named:
+			 * keep its raw words (the same count, so the instruction starts hold) */
+			for (int w = 0; w < nw; w++)
+				sb_printf(&b, "\t.word 0x%04x\n", fw->imem[pc + w]);
+		} else if (k == 2) {
+			sb_printf(&b, "\t%sL%d\n", ins, target);
 		} else if (k == 1) {
 			sb_printf(&b, "\t%s\n", ins);
-		}
-		if (!k) {
+		} else {
 			nw = 1;
 			sb_printf(&b, "\t.word 0x%04x\n", fw->imem[pc]);
 		}

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/cs_yaml.h"
 #include "sparsity/sp_internal.h"
 
 /* Key paths for messages ("sparsity.update.freq"); truncation is harmless here. */
@@ -35,20 +36,30 @@ typedef struct pctx {
 	char *err;
 	size_t errlen;
 	int legacy; /* `type:` given: `schedule` is the update schedule (2.0/2.1) */
+	sp_where_fn where; /* NULL: file:line:col */
+	void *where_ctx;
 } pctx;
 
 static int perr(pctx *c, const yaml_node_t *n, const char *path, const char *fmt, ...)
 {
 	if (c->err && c->errlen) {
-		int o = snprintf(c->err, c->errlen, "%s:%lu:%lu: %s: ", c->file,
-				 n ? (unsigned long)n->start_mark.line + 1 : 0ul,
-				 n ? (unsigned long)n->start_mark.column + 1 : 0ul, path);
+		int o;
+		if (c->where && n) {
+			char w[1200];
+			c->where(c->where_ctx, n, w, sizeof w);
+			o = snprintf(c->err, c->errlen, "%s: %s: ", w, path);
+		} else {
+			o = snprintf(c->err, c->errlen, "%s:%lu:%lu: %s: ", c->file,
+				     n ? (unsigned long)n->start_mark.line + 1 : 0ul,
+				     n ? (unsigned long)n->start_mark.column + 1 : 0ul, path);
+		}
 		if (o >= 0 && (size_t)o < c->errlen) {
 			va_list ap;
 			va_start(ap, fmt);
 			vsnprintf(c->err + o, c->errlen - (size_t)o, fmt, ap);
 			va_end(ap);
 		}
+		cs_yaml_one_line(c->err, c->errlen);
 	}
 	return CS_ERR_CONFIG;
 }
@@ -496,6 +507,47 @@ static int str_list(pctx *c, yaml_node_t *vn, const char *p, char ***out, int *n
 	return 0;
 }
 
+/* glibc's regcomp copies a subexpression once per count of a bounded repetition, so
+ * nested counts multiply ("((a{1,99}){1,99}){1,99}" is a million copies, gigabytes). Parameter
+ * names are short: bound the text and the product of the counts, which bounds regcomp's
+ * work and memory. */
+#define SP_PATTERN_MAX_LEN 256
+#define SP_PATTERN_MAX_COPIES 1000
+
+static int pattern_too_costly(const char *re, char *why, size_t len)
+{
+	size_t n = strlen(re);
+	if (n > SP_PATTERN_MAX_LEN) {
+		snprintf(why, len, "is %zu characters; at most %d", n, SP_PATTERN_MAX_LEN);
+		return 1;
+	}
+	double copies = 1;
+	for (const char *q = re; *q; q++) {
+		if (*q == '\\' && q[1]) {
+			q++;
+			continue;
+		}
+		if (*q != '{')
+			continue;
+		char *end;
+		long lo = strtol(q + 1, &end, 10), hi = lo;
+		if (end == q + 1)
+			continue; /* a literal '{': regcomp decides */
+		if (*end == ',') {
+			hi = isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : lo + 1;
+			if (*end == ',')
+				end++;
+		}
+		copies *= (double)(hi > lo ? hi : lo) + 1;
+	}
+	if (copies > SP_PATTERN_MAX_COPIES) {
+		snprintf(why, len, "has repetition counts that multiply to %.0f copies; at most "
+			 "%d (write the names out, or use * and +)", copies, SP_PATTERN_MAX_COPIES);
+		return 1;
+	}
+	return 0;
+}
+
 static int add_patterns(pctx *c, sp_group *g, yaml_node_t *vn, const char *p, int is_glob)
 {
 	char **strs;
@@ -519,6 +571,13 @@ static int add_patterns(pctx *c, sp_group *g, yaml_node_t *vn, const char *p, in
 		pt->is_glob = is_glob;
 		pt->line = (int)nodes[i]->start_mark.line + 1;
 		pt->col = (int)nodes[i]->start_mark.column + 1;
+		char why[160];
+		if (!is_glob && pattern_too_costly(pt->text, why, sizeof why)) {
+			rc = perr(c, nodes[i], p, "'%.40s%s' %s", pt->text,
+				  strlen(pt->text) > 40 ? "..." : "", why);
+			free(pt->text);
+			break;
+		}
 		if (!is_glob) {
 			int e = regcomp(&pt->re, pt->text, REG_EXTENDED | REG_NOSUB);
 			if (e) {
@@ -972,8 +1031,16 @@ int sp_config_is_dense(const sp_config *cfg)
 int sp_config_parse(sp_config **out, const char *file, yaml_document_t *doc, yaml_node_t *node,
 		    char *err, size_t errlen)
 {
+	return sp_config_parse_where(out, file, doc, node, NULL, NULL, err, errlen);
+}
+
+int sp_config_parse_where(sp_config **out, const char *file, yaml_document_t *doc,
+			  yaml_node_t *node, sp_where_fn where, void *where_ctx, char *err,
+			  size_t errlen)
+{
 	*out = NULL;
-	pctx c = { .file = file ? file : "<config>", .doc = doc, .err = err, .errlen = errlen };
+	pctx c = { .file = file ? file : "<config>", .doc = doc, .err = err, .errlen = errlen,
+		   .where = where, .where_ctx = where_ctx };
 	sp_config *cfg = calloc(1, sizeof *cfg);
 	if (!cfg)
 		return CS_ERR_NO_MEM;
@@ -1016,17 +1083,13 @@ int sp_config_parse(sp_config **out, const char *file, yaml_document_t *doc, yam
 	return 0;
 }
 
-static int load_parser(sp_config **out, const char *name, yaml_parser_t *parser, char *err,
-		       size_t errlen)
+static int load_text(sp_config **out, const char *name, const char *text, size_t len,
+		     char *err, size_t errlen)
 {
 	yaml_document_t doc;
-	if (!yaml_parser_load(parser, &doc)) {
-		snprintf(err, errlen, "%s:%lu:%lu: %s", name,
-			 (unsigned long)parser->problem_mark.line + 1,
-			 (unsigned long)parser->problem_mark.column + 1,
-			 parser->problem ? parser->problem : "yaml syntax error");
-		return CS_ERR_CONFIG;
-	}
+	int rc = cs_yaml_load(&doc, name, text, len, err, errlen);
+	if (rc)
+		return rc;
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	yaml_node_t *node = NULL;
 	if (root && root->type == YAML_MAPPING_NODE) {
@@ -1039,7 +1102,7 @@ static int load_parser(sp_config **out, const char *name, yaml_parser_t *parser,
 		yaml_document_delete(&doc);
 		return CS_ERR_CONFIG;
 	}
-	int rc = sp_config_parse(out, name, &doc, node, err, errlen);
+	rc = sp_config_parse(out, name, &doc, node, err, errlen);
 	yaml_document_delete(&doc);
 	return rc;
 }
@@ -1047,32 +1110,19 @@ static int load_parser(sp_config **out, const char *name, yaml_parser_t *parser,
 int sp_config_load_string(sp_config **out, const char *name, const char *yaml, char *err,
 			  size_t errlen)
 {
-	yaml_parser_t parser;
 	*out = NULL;
-	if (!yaml_parser_initialize(&parser))
-		return CS_ERR_NO_MEM;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
-	int rc = load_parser(out, name, &parser, err, errlen);
-	yaml_parser_delete(&parser);
-	return rc;
+	return load_text(out, name, yaml, strlen(yaml), err, errlen);
 }
 
 int sp_config_load_file(sp_config **out, const char *path, char *err, size_t errlen)
 {
 	*out = NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return CS_ERR_NOT_FOUND;
-	}
-	yaml_parser_t parser;
-	if (!yaml_parser_initialize(&parser)) {
-		fclose(f);
-		return CS_ERR_NO_MEM;
-	}
-	yaml_parser_set_input_file(&parser, f);
-	int rc = load_parser(out, path, &parser, err, errlen);
-	yaml_parser_delete(&parser);
-	fclose(f);
+	char *buf;
+	size_t len;
+	int rc = cs_yaml_read_file(path, &buf, &len, err, errlen);
+	if (rc)
+		return rc;
+	rc = load_text(out, path, buf, len, err, errlen);
+	free(buf);
 	return rc;
 }

@@ -247,6 +247,52 @@ static int group_magnitude(sp_state *st, int gi, long t, double s)
 	return rc;
 }
 
+/* ER/ERK give each tensor a density proportional to raw_l; where that is over 1 the tensor
+ * is made dense and the rest carry its share. A large erk_power_scale (or dense_layers
+ * holding most of the weights) can leave nothing to carry it: the group would realise
+ * another sparsity than asked, or prune whole tensors. Refuse that, saying what would
+ * happen, instead of training it. */
+static int check_distribution(const sp_state *st, int gi, double s, const double *sl,
+			      char *err, size_t errlen)
+{
+	const sp_group *g = &st->cfg->groups[gi];
+	const sp_gstate *gs = &st->gs[gi];
+	if (g->distribution == SP_DIST_UNIFORM || g->scope == SP_SCOPE_GLOBAL || s <= 0)
+		return 0;
+	double zeros = 0, total = 0;
+	const char *empty = NULL;
+	for (int i = 0; i < gs->n; i++) {
+		const sp_tensor *t = &st->t[gs->tix[i]];
+		double x = sl[i];
+		if (!isfinite(x))
+			x = 0;
+		zeros += x * (double)t->numel;
+		total += (double)t->numel;
+		if (!t->forced_dense && floor(x * (double)t->numel + 0.5) >= (double)t->numel &&
+		    s < 1.0 && !empty)
+			empty = t->name;
+	}
+	double got = total > 0 ? zeros / total : 0;
+	const char *dist = g->distribution == SP_DIST_ERK ? "erk" : "er";
+	if (fabs(got - s) > 0.005 || !isfinite(got)) {
+		set_err(err, errlen,
+			"%s:%d:%d: %s: sparsity_distribution %s (erk_power_scale %g) cannot reach "
+			"sparsity %g over these tensors: they would train at %.4f; lower "
+			"erk_power_scale, use fewer dense_layers or sparsity_distribution: uniform",
+			st->cfg->file, g->line, g->col, g->path, dist, g->erk_power, s, got);
+		return CS_ERR_CONFIG;
+	}
+	if (empty) {
+		set_err(err, errlen,
+			"%s:%d:%d: %s: sparsity_distribution %s (erk_power_scale %g) at sparsity %g "
+			"would prune every weight of %s; lower erk_power_scale or use "
+			"sparsity_distribution: uniform",
+			st->cfg->file, g->line, g->col, g->path, dist, g->erk_power, s, empty);
+		return CS_ERR_CONFIG;
+	}
+	return 0;
+}
+
 /* t = 0: masks from init_method at sparsity s0 (or all ones when not an update step). */
 static int group_init(sp_state *st, int gi, char *err, size_t errlen)
 {
@@ -274,6 +320,10 @@ static int group_init(sp_state *st, int gi, char *err, size_t errlen)
 		rc = CS_ERR_NO_MEM;
 	if (rc >= 0)
 		rc = group_distribute(st, gi, sf, fl);
+	if (rc >= 0)
+		rc = check_distribution(st, gi, s0, sl, err, errlen);
+	if (rc >= 0)
+		rc = check_distribution(st, gi, sf, fl, err, errlen);
 	for (int i = 0; rc >= 0 && i < gs->n; i++) {
 		sp_tensor *t = &st->t[gs->tix[i]];
 		t->target = sl[i];

@@ -65,6 +65,12 @@ typedef struct sp_state sp_state;   /* masks + algorithm state of one training r
  */
 int sp_config_parse(sp_config **out, const char *file, yaml_document_t *doc, yaml_node_t *node,
 		    char *err, size_t errlen);
+/* Same, with `where` naming a node's origin in messages (e.g. a command-line override)
+ * instead of file:line:col. */
+typedef void (*sp_where_fn)(void *ctx, const yaml_node_t *n, char *buf, size_t len);
+int sp_config_parse_where(sp_config **out, const char *file, yaml_document_t *doc,
+			  yaml_node_t *node, sp_where_fn where, void *where_ctx, char *err,
+			  size_t errlen);
 /* Load a YAML file and parse its top-level `sparsity:` key (absent = dense). */
 int sp_config_load_file(sp_config **out, const char *path, char *err, size_t errlen);
 /* Same from a string (tests); `name` stands for the file name in messages. */

@@ -8,13 +8,17 @@
  */
 #include "train/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/cs_error.h"
+#include "common/cs_yaml.h"
+#include "driver/csd_impl.h"
 
 enum tc_type { T_STR, T_INT, T_U64, T_DOUBLE, T_ENUM, T_MESH, T_AUTOBOOL };
 
@@ -110,11 +114,21 @@ int tc_edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
+int tc_schema_key(int i, const char **section, const char **key, const char **def)
+{
+	if (i < 0 || i >= NKEYS)
+		return CS_ERR_NOT_FOUND;
+	*section = schema[i].section;
+	*key = schema[i].key;
+	*def = schema[i].def;
+	return CS_OK;
+}
+
 void tc_where(const train_config *c, int node_id, char *buf, size_t len)
 {
-	for (int i = 0; i < c->n_overrides; i++)
+	for (int i = 0; i < c->n_override_nodes; i++)
 		if (c->override_node[i] == node_id) {
-			snprintf(buf, len, "override '%s'", c->override_text[i]);
+			snprintf(buf, len, "override '%s'", c->override_text[c->override_of[i]]);
 			return;
 		}
 	yaml_node_t *n = yaml_document_get_node((yaml_document_t *)&c->doc, node_id);
@@ -132,12 +146,42 @@ void tc_where(const train_config *c, int node_id, char *buf, size_t len)
 		tc_where(c, (node), where_, sizeof where_);                               \
 		snprintf(msg_, sizeof msg_, __VA_ARGS__);                                 \
 		snprintf(err, errlen, "%s: %s", where_, msg_);                            \
+		cs_yaml_one_line(err, errlen);                                            \
 		return CS_ERR_CONFIG;                                                     \
 	} while (0)
 
 static const char *scalar(yaml_node_t *n)
 {
 	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* One UTF-8 code point at s (valid: the loader checked files, apply_override checks
+ * overrides); its length in *len, -1 when malformed. */
+static long utf8_next(const unsigned char *s, int *len)
+{
+	unsigned c = s[0];
+	int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+	if (!n)
+		return -1;
+	long cp = n == 1 ? (long)c : (long)(c & (0x7f >> n));
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return -1;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	static const long min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return -1;
+	*len = n;
+	return cp;
+}
+
+/* What a YAML stream may hold unescaped (YAML 1.1 c-printable, as libyaml's reader). */
+static int yaml_printable(long cp)
+{
+	return cp == 0x0a || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
+	       (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd && cp != 0xfeff) ||
+	       cp >= 0x10000;
 }
 
 /* The allowed keys of a section, for messages: "steps, batch_size, ..." */
@@ -227,6 +271,11 @@ static int set_value(train_config *c, const tc_key *k, int node_id, char *err, s
 	case T_INT:
 	case T_U64: {
 		errno = 0;
+		/* strtoll would skip blanks and take '+'; a U64 must not wrap a '-' */
+		if (!(isdigit((unsigned char)v[0]) ||
+		      (v[0] == '-' && isdigit((unsigned char)v[1]) && k->type == T_INT)))
+			FAIL(node_id, "%s.%s: '%s' is not %s", k->section, k->key, v,
+			     k->type == T_U64 ? "a non-negative integer" : "an integer");
 		if (*v == '-' && k->type == T_U64)
 			FAIL(node_id, "%s.%s: '%s' is not a non-negative integer", k->section,
 			     k->key, v);
@@ -359,13 +408,14 @@ static int new_scalar(yaml_document_t *doc, const char *v)
 					YAML_ANY_SCALAR_STYLE);
 }
 
+/* Node `node` was made by the override being applied (override_text[n_overrides]). */
 static void record_override(train_config *c, int node, const char *ov)
 {
-	if (c->n_overrides >= (int)(sizeof c->override_node / sizeof c->override_node[0]))
+	(void)ov;
+	if (c->n_override_nodes >= (int)(sizeof c->override_node / sizeof c->override_node[0]))
 		return;
-	c->override_node[c->n_overrides] = node;
-	snprintf(c->override_text[c->n_overrides], sizeof c->override_text[0], "%s", ov);
-	c->n_overrides++;
+	c->override_node[c->n_override_nodes] = node;
+	c->override_of[c->n_override_nodes++] = c->n_overrides;
 }
 
 /* "a.b.c=value": set (or add) a scalar at that path of the document. */
@@ -378,10 +428,31 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 	}
 	char path[160];
 	size_t pl = (size_t)(eq - ov);
-	if (pl >= sizeof path || c->n_overrides >= 30) {
+	if (pl >= sizeof path || strlen(ov) >= sizeof c->override_text[0] ||
+	    c->n_overrides >= (int)(sizeof c->override_text / sizeof c->override_text[0])) {
 		snprintf(err, errlen, "override '%s': too long or too many overrides", ov);
 		return CS_ERR_CONFIG;
 	}
+	for (const unsigned char *q = (const unsigned char *)ov; *q;) {
+		int n = 1;
+		long cp = utf8_next(q, &n);
+		if (cp < 0 || cp == '\n' || !yaml_printable(cp)) {
+			snprintf(err, errlen, "override '%s': %s at byte %zu", ov,
+				 cp < 0 ? "not UTF-8" : "a control character",
+				 (size_t)(q - (const unsigned char *)ov));
+			cs_yaml_one_line(err, errlen);
+			return CS_ERR_CONFIG;
+		}
+		q += n;
+	}
+	int depth = 1;
+	for (const char *q = path; *q; q++)
+		depth += *q == '.';
+	if (depth > 8) {
+		snprintf(err, errlen, "override '%s': more than 8 levels of keys", ov);
+		return CS_ERR_CONFIG;
+	}
+	snprintf(c->override_text[c->n_overrides], sizeof c->override_text[0], "%s", ov);
 	memcpy(path, ov, pl);
 	path[pl] = 0;
 	if (!strchr(path, '.')) {
@@ -413,6 +484,7 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 				record_override(c, k, ov);
 			}
 			record_override(c, v, ov);
+			c->n_overrides++;
 			return CS_OK;
 		}
 		if (!child) {
@@ -420,6 +492,9 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 			int k = new_scalar(doc, part);
 			if (!child || !k || !yaml_document_append_mapping_pair(doc, node, k, child))
 				return CS_ERR_NO_MEM;
+			/* created here: messages about them name the override, not the file */
+			record_override(c, k, ov);
+			record_override(c, child, ov);
 		}
 		node = child;
 	}
@@ -431,40 +506,19 @@ static int load_document(train_config *c, const char *path, const char *text, ch
 {
 	char *buf = NULL;
 	size_t len = 0;
+	int rc;
 	if (text) {
 		len = strlen(text);
 	} else {
-		FILE *f = fopen(path, "rb");
-		if (!f) {
-			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-			return errno == ENOENT ? CS_ERR_NOT_FOUND : CS_ERR_IO;
-		}
-		fseek(f, 0, SEEK_END);
-		long sz = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		buf = malloc(sz > 0 ? (size_t)sz : 1);
-		if (!buf) {
-			fclose(f);
-			return CS_ERR_NO_MEM;
-		}
-		len = fread(buf, 1, sz > 0 ? (size_t)sz : 0, f);
-		fclose(f);
+		rc = cs_yaml_read_file(path, &buf, &len, err, errlen);
+		if (rc)
+			return rc;
 		text = buf;
 	}
-	yaml_parser_t parser;
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	int ok = yaml_parser_load(&parser, &c->doc);
-	if (!ok) {
-		snprintf(err, errlen, "%s:%zu:%zu: invalid YAML: %s", path,
-			 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-			 parser.problem ? parser.problem : "parse error");
-		yaml_parser_delete(&parser);
-		free(buf);
-		return CS_ERR_CONFIG;
-	}
-	yaml_parser_delete(&parser);
+	rc = cs_yaml_load(&c->doc, path, text, len, err, errlen);
 	free(buf);
+	if (rc)
+		return rc;
 	c->doc_loaded = 1;
 	yaml_node_t *root = yaml_document_get_root_node(&c->doc);
 	if (!root) {
@@ -478,6 +532,47 @@ static int load_document(train_config *c, const char *path, const char *text, ch
 			 root->start_mark.column + 1);
 		return CS_ERR_CONFIG;
 	}
+	return CS_OK;
+}
+
+/* What the cpu and sim backends can open (host/driver/csd.c, backend_sim.c), checked here
+ * so that a mesh the device cannot be is a config error, not a failure at csd_open after
+ * the data is loaded. usb: the shape and PE are the bitstream's; native: no mesh. */
+static int check_device(train_config *c, char *err, size_t errlen)
+{
+	yaml_document_t *doc = &c->doc;
+	int dev = map_get(doc, 1, "device", NULL);
+	int mesh = map_get(doc, dev, "mesh", NULL), pe_node = map_get(doc, dev, "pe", NULL);
+	int sim = !strcmp(c->device_kind, "sim");
+	if (!strcmp(c->device_kind, "usb") || !strcmp(c->device_kind, "native"))
+		return CS_OK;
+	int pes = c->mesh_rows * c->mesh_cols;
+	if (c->mesh_rows > 16 || c->mesh_cols > 16)
+		FAIL(mesh, "device.mesh: %s is larger than the %s backend drives (at most 16x16 "
+			   "PEs); opening the device would fail", c->mesh, c->device_kind);
+	if (sim && pes > 255)
+		FAIL(mesh, "device.mesh: %s is %d PEs; the Verilated mesh holds at most 255",
+		     c->mesh, pes);
+	int k = 0;
+	while (k < CSD_PE_COUNT && strcmp(csd_pe_impls[k].name, c->pe))
+		k++;
+	if (k == CSD_PE_COUNT)
+		return CS_OK;
+	const struct csd_pe_impl *im = &csd_pe_impls[k];
+	if (pes < im->min_pes)
+		FAIL(pe_node ? pe_node : mesh, "device.pe: %s needs at least %d PEs, device.mesh %s "
+					       "has %d", im->name, im->min_pes, c->mesh, pes);
+	/* the sizes a URI without awords=/bwords= gets: the implementation's with pe=, the
+	 * RTL defaults (full) otherwise */
+	unsigned a = c->awords ? (unsigned)c->awords : im->a_words;
+	unsigned b = c->bwords ? (unsigned)c->bwords : im->b_words;
+	int an = map_get(doc, dev, "awords", NULL);
+	if (im->a_is_2b && a != 2 * b)
+		FAIL(an ? an : pe_node, "device.awords: pe=%s keeps A and B in one memory: awords "
+					"(%u) must be 2 * bwords (%u)", im->name, a, b);
+	if (sim && (a & (a - 1)))
+		FAIL(an, "device.awords: %u is not a power of two, which the Verilated mesh needs",
+		     a);
 	return CS_OK;
 }
 
@@ -540,6 +635,9 @@ static int validate(train_config *c, char *err, size_t errlen)
 	node = map_get(doc, map_get(doc, 1, "device", NULL), "bwords", NULL);
 	if (c->bwords & (c->bwords - 1))
 		FAIL(node, "device.bwords: %d is not a power of two", c->bwords);
+	int rc = check_device(c, err, errlen);
+	if (rc)
+		return rc;
 	node = map_get(doc, map_get(doc, 1, "train", NULL), "min_lr", NULL);
 	if (c->min_lr > c->lr)
 		FAIL(node, "train.min_lr: %g is above train.lr %g", c->min_lr, c->lr);
@@ -603,18 +701,49 @@ void tc_device_uri(const train_config *c, char *buf, size_t len)
 
 /* ---- resolved config ---------------------------------------------------------------- */
 
+/* A double-quoted scalar; anything not printable goes as an escape so that the file
+ * reads back to the same text. */
 static void write_string(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\x%02x", (unsigned char)*s);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		int n = 1;
+		long cp = utf8_next(p, &n);
+		if (cp < 0) { /* not reachable through tc_load; keep the writer total */
+			fprintf(f, "\\x%02x", *p);
+			p++;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			fprintf(f, "\\%c", (int)cp);
+		else if (cp == '\n' || !yaml_printable(cp))
+			fprintf(f, cp > 0xffff ? "\\U%08lx" : "\\u%04lx", cp);
 		else
-			fputc(*s, f);
+			fwrite(p, 1, (size_t)n, f);
+		p += n;
 	}
 	fputc('"', f);
+}
+
+/* Plain scalars written back plain only when they cannot read as anything else. */
+static int plain_safe(const char *v)
+{
+	if (!*v)
+		return 0;
+	if (v[0] == '-' ? !(isalnum((unsigned char)v[1]) || v[1] == '.')
+			: !(isalnum((unsigned char)v[0]) || strchr("._/+", v[0])))
+		return 0;
+	for (const char *p = v; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._/+-*", *p))
+			return 0;
+	return 1;
+}
+
+static int plain_null(const yaml_node_t *n)
+{
+	const char *v = (const char *)n->data.scalar.value;
+	return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (!*v || !strcmp(v, "~") || !strcasecmp(v, "null"));
 }
 
 /* shortest text that reads back to the same double */
@@ -637,14 +766,19 @@ static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 		return;
 	if (n->type == YAML_SCALAR_NODE) {
 		const char *v = (const char *)n->data.scalar.value;
-		if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-		    n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE || !*v ||
-		    strpbrk(v, ":#{}[],&*!|>'\"%@`\n"))
+		if (plain_null(n))
+			fputs("null", f); /* stays a null, not an empty string */
+		else if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+			 n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE || !plain_safe(v))
 			write_string(f, v);
 		else
 			fputs(v, f);
 		fputc('\n', f);
 	} else if (n->type == YAML_SEQUENCE_NODE) {
+		if (n->data.sequence.items.start == n->data.sequence.items.top) {
+			fputs("[]\n", f); /* not a null */
+			return;
+		}
 		fputc('\n', f);
 		for (yaml_node_item_t *it = n->data.sequence.items.start;
 		     it < n->data.sequence.items.top; it++) {
@@ -687,39 +821,44 @@ static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 	}
 }
 
+static void write_value(FILE *f, const train_config *c, const tc_key *k)
+{
+	const char *base = (const char *)c;
+	switch (k->type) {
+	case T_STR:
+	case T_ENUM:
+	case T_MESH:
+		write_string(f, base + k->off);
+		break;
+	case T_INT:
+		fprintf(f, "%d", *(const int *)(base + k->off));
+		break;
+	case T_U64:
+		fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)(base + k->off));
+		break;
+	case T_DOUBLE:
+		write_double(f, *(const double *)(base + k->off));
+		break;
+	case T_AUTOBOOL: {
+		int v = *(const int *)(base + k->off);
+		fputs(v < 0 ? "auto" : v ? "true" : "false", f);
+		break;
+	}
+	}
+}
+
 int tc_write_resolved(const train_config *c, FILE *f)
 {
 	const char *cur = "";
 	fprintf(f, "# resolved configuration (defaults and overrides applied)\n");
 	for (int i = 0; i < NKEYS; i++) {
 		const tc_key *k = &schema[i];
-		const char *base = (const char *)c;
 		if (strcmp(cur, k->section)) {
 			fprintf(f, "%s:\n", k->section);
 			cur = k->section;
 		}
 		fprintf(f, "  %s: ", k->key);
-		switch (k->type) {
-		case T_STR:
-		case T_ENUM:
-		case T_MESH:
-			write_string(f, base + k->off);
-			break;
-		case T_INT:
-			fprintf(f, "%d", *(const int *)(base + k->off));
-			break;
-		case T_U64:
-			fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)(base + k->off));
-			break;
-		case T_DOUBLE:
-			write_double(f, *(const double *)(base + k->off));
-			break;
-		case T_AUTOBOOL: {
-			int v = *(const int *)(base + k->off);
-			fputs(v < 0 ? "auto" : v ? "true" : "false", f);
-			break;
-		}
-		}
+		write_value(f, c, k);
 		fputc('\n', f);
 	}
 	if (c->sparsity_node) {
@@ -727,4 +866,188 @@ int tc_write_resolved(const train_config *c, FILE *f)
 		write_node(f, (yaml_document_t *)&c->doc, c->sparsity_node, 2);
 	}
 	return ferror(f) ? CS_ERR_IO : CS_OK;
+}
+
+/* ---- what a resume may not change silently ----------------------------------------- */
+
+/* Keys whose change makes a resumed run train something else than the checkpoint's run:
+ * the model, the data and its split, the batch, the seed (it picks the batches) and the
+ * optimizer. Not here: train.steps (extending a run is what --resume is for), the device
+ * and threads (same training, other hardware), logging, evaluation and checkpointing. */
+static int changes_training(const tc_key *k)
+{
+	static const char *const train_keys[] = { "batch_size", "grad_accum", "lr", "min_lr",
+						  "warmup_steps", "weight_decay", "beta1", "beta2",
+						  "eps", "grad_clip", NULL };
+	if (!strcmp(k->section, "model"))
+		return 1;
+	if (!strcmp(k->section, "data"))
+		return strcmp(k->key, "cache_dir") != 0;
+	if (!strcmp(k->section, "run"))
+		return !strcmp(k->key, "seed");
+	if (!strcmp(k->section, "train"))
+		for (int i = 0; train_keys[i]; i++)
+			if (!strcmp(k->key, train_keys[i]))
+				return 1;
+	return 0;
+}
+
+typedef struct flat {
+	char **lines; /* "path\tvalue", sorted */
+	int n, cap;
+} flat;
+
+static int flat_add(flat *fl, const char *path, const char *value)
+{
+	if (fl->n == fl->cap) {
+		int cap = fl->cap ? 2 * fl->cap : 32;
+		char **l = realloc(fl->lines, (size_t)cap * sizeof *l);
+		if (!l)
+			return CS_ERR_NO_MEM;
+		fl->lines = l;
+		fl->cap = cap;
+	}
+	size_t len = strlen(path) + strlen(value) + 2;
+	char *s = malloc(len);
+	if (!s)
+		return CS_ERR_NO_MEM;
+	snprintf(s, len, "%s\t%s", path, value);
+	fl->lines[fl->n++] = s;
+	return CS_OK;
+}
+
+/* The sparsity block as "sparsity.update.freq\t100" lines (depth is bounded by the
+ * loader's limit, so the recursion is too). */
+static int flatten(flat *fl, yaml_document_t *doc, int id, const char *path)
+{
+	yaml_node_t *n = yaml_document_get_node(doc, id);
+	if (!n)
+		return CS_OK;
+	char sub[512];
+	int rc = CS_OK;
+	if (n->type == YAML_SCALAR_NODE)
+		return flat_add(fl, path, plain_null(n) ? "null" : (const char *)n->data.scalar.value);
+	if (n->type == YAML_SEQUENCE_NODE && n->data.sequence.items.start == n->data.sequence.items.top)
+		return flat_add(fl, path, "[]");
+	if (n->type == YAML_MAPPING_NODE && n->data.mapping.pairs.start == n->data.mapping.pairs.top)
+		return flat_add(fl, path, "{}");
+	if (n->type == YAML_SEQUENCE_NODE) {
+		int i = 0;
+		for (yaml_node_item_t *it = n->data.sequence.items.start;
+		     it < n->data.sequence.items.top && !rc; it++, i++) {
+			snprintf(sub, sizeof sub, "%s[%d]", path, i);
+			rc = flatten(fl, doc, *it, sub);
+		}
+		return rc;
+	}
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top && !rc; p++) {
+		const char *k = scalar(yaml_document_get_node(doc, p->key));
+		snprintf(sub, sizeof sub, "%s.%s", path, k ? k : "?");
+		rc = flatten(fl, doc, p->value, sub);
+	}
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void flat_free(flat *fl)
+{
+	for (int i = 0; i < fl->n; i++)
+		free(fl->lines[i]);
+	free(fl->lines);
+}
+
+static void diff_line(FILE *f, int *n, const char *path, const char *a, const char *b)
+{
+	fprintf(f, "%s  %s: %s -> %s", *n ? "\n" : "", path, a, b);
+	(*n)++;
+}
+
+int tc_diff_training(const train_config *a, const train_config *b, char **text)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	*text = NULL;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return CS_ERR_NO_MEM;
+	int n = 0, rc = CS_OK;
+	for (int i = 0; i < NKEYS; i++) {
+		const tc_key *k = &schema[i];
+		if (!changes_training(k))
+			continue;
+		char *va = NULL, *vb = NULL;
+		size_t la, lb;
+		FILE *fa = open_memstream(&va, &la), *fb = open_memstream(&vb, &lb);
+		if (fa)
+			write_value(fa, a, k), fclose(fa);
+		if (fb)
+			write_value(fb, b, k), fclose(fb);
+		if (va && vb && strcmp(va, vb)) {
+			char path[64];
+			snprintf(path, sizeof path, "%s.%s", k->section, k->key);
+			diff_line(f, &n, path, va, vb);
+		}
+		free(va);
+		free(vb);
+	}
+	flat fa = { 0 }, fb = { 0 };
+	if (a->sparsity_node)
+		rc = flatten(&fa, (yaml_document_t *)&a->doc, a->sparsity_node, "sparsity");
+	if (!rc && b->sparsity_node)
+		rc = flatten(&fb, (yaml_document_t *)&b->doc, b->sparsity_node, "sparsity");
+	if (!rc) {
+		if (fa.n > 1)
+			qsort(fa.lines, (size_t)fa.n, sizeof *fa.lines, cmp_str);
+		if (fb.n > 1)
+			qsort(fb.lines, (size_t)fb.n, sizeof *fb.lines, cmp_str);
+		/* merge the two sorted lists by path */
+		int i = 0, j = 0;
+		while (i < fa.n || j < fb.n) {
+			char *ta = i < fa.n ? strchr(fa.lines[i], '\t') : NULL;
+			char *tb = j < fb.n ? strchr(fb.lines[j], '\t') : NULL;
+			int c;
+			if (!ta)
+				c = 1;
+			else if (!tb)
+				c = -1;
+			else {
+				*ta = *tb = 0;
+				c = strcmp(fa.lines[i], fb.lines[j]);
+				*ta = *tb = '\t';
+			}
+			if (c < 0) {
+				*ta = 0;
+				diff_line(f, &n, fa.lines[i], ta + 1, "(absent)");
+				*ta = '\t';
+				i++;
+			} else if (c > 0) {
+				*tb = 0;
+				diff_line(f, &n, fb.lines[j], "(absent)", tb + 1);
+				*tb = '\t';
+				j++;
+			} else {
+				if (strcmp(ta + 1, tb + 1)) {
+					*ta = 0;
+					diff_line(f, &n, fa.lines[i], ta + 1, tb + 1);
+					*ta = '\t';
+				}
+				i++;
+				j++;
+			}
+		}
+	}
+	flat_free(&fa);
+	flat_free(&fb);
+	fclose(f);
+	if (rc || !n) {
+		free(buf);
+		return rc ? rc : 0;
+	}
+	*text = buf;
+	return n;
 }

@@ -57,8 +57,9 @@ typedef struct train_config {
 	int doc_loaded;
 	int sparsity_node;
 	/* command-line overrides: node ids they created, and their text (for messages) */
-	int n_overrides;
-	int override_node[32];
+	int n_override_nodes, n_overrides;
+	int override_node[256];        /* node id ... */
+	int override_of[256];          /* ... and the override (index into override_text) */
 	char override_text[32][160];
 } train_config;
 
@@ -74,12 +75,19 @@ void tc_free(train_config *c);
 void tc_where(const train_config *c, int node_id, char *buf, size_t len);
 /* Write the resolved configuration (every key, sparsity block as given) as YAML. */
 int tc_write_resolved(const train_config *c, FILE *f);
+/* What differs between a (a checkpoint's config) and b in keys that change what is trained
+ * (model, data, seed, batch, optimizer, the sparsity block): the count, and in *text
+ * (free() it; NULL when 0) one "  key: old -> new" line each. < 0 on error. */
+int tc_diff_training(const train_config *a, const train_config *b, char **text);
 /* Whether projections run as dense sgemm on the host (dense_on_host resolved). */
 int tc_dense_on_host(const train_config *c, int sparsity_on);
 /* Whether the sparse projections run on the native engine (device.kind: native). */
 int tc_native(const train_config *c);
 /* Device URI for csd_open ("cpu:4x4", "sim:4x4", "usb"); not for native. */
 void tc_device_uri(const train_config *c, char *buf, size_t len);
+/* The schema's keys, in order (docs/config.md's table is checked against them): key i's
+ * section, name and default as YAML text; CS_ERR_NOT_FOUND past the last. */
+int tc_schema_key(int i, const char **section, const char **key, const char **def);
 /* Levenshtein distance (exposed for tests). */
 int tc_edit_distance(const char *a, const char *b);
 

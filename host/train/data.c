@@ -249,6 +249,8 @@ static void free_list(char **files, int n)
 /* Append n tokens to d->tokens (capacity *cap). */
 static int append_tokens(td_data *d, size_t *cap, const uint16_t *t, size_t n)
 {
+	if (!n)
+		return CS_OK; /* an empty file: d->tokens may still be NULL */
 	if (d->n_tokens + n > *cap) {
 		size_t c = *cap ? *cap : 1 << 20;
 		while (c < d->n_tokens + n)

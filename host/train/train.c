@@ -2,6 +2,8 @@
 #include "train/train.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -998,7 +1000,8 @@ static void ckpt_path(char *buf, size_t len, const char *dir, long step)
 }
 
 static const char *const run_files[] = { "config.yaml", "metrics.jsonl", "sample.txt",
-					 "summary.json", "sparsity_flops.json" };
+					 "summary.json", "sparsity_flops.json",
+					 "config-changes.log" };
 
 static int run_dir_used(const char *dir)
 {
@@ -1106,6 +1109,114 @@ static int save_ckpt(trainer *t, const char *dir, char *err, size_t errlen)
 	return CS_OK;
 }
 
+/* A run directory belongs to one run at a time: an flock on <dir>/lock, which holds the
+ * owner's pid. The kernel drops the flock when its process dies, so a lock file that
+ * still names a pid but can be locked was left by a run that crashed or was killed. */
+static int lock_run_dir(const char *dir, int *fd_out, FILE *out, char *err, size_t errlen)
+{
+	char p[TC_PATH_MAX + 200], old[32] = "";
+	snprintf(p, sizeof p, "%s/lock", dir);
+	*fd_out = -1;
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot create: %s", p, strerror(errno));
+		return CS_ERR_IO;
+	}
+	int locked = flock(fd, LOCK_EX | LOCK_NB) == 0, e = errno;
+	ssize_t n = pread(fd, old, sizeof old - 1, 0);
+	old[n > 0 ? n : 0] = 0;
+	long pid = strtol(old, NULL, 10);
+	if (!locked) {
+		close(fd);
+		if (e == EWOULDBLOCK && pid > 0)
+			snprintf(err, errlen, "%s: run directory is in use by process %ld (%s); "
+				 "wait for that run to end or stop it", dir, pid, p);
+		else if (e == EWOULDBLOCK)
+			snprintf(err, errlen, "%s: run directory is in use by another process (%s)",
+				 dir, p);
+		else
+			snprintf(err, errlen, "%s: cannot lock: %s", p, strerror(e));
+		return e == EWOULDBLOCK ? CS_ERR_EXISTS : CS_ERR_IO;
+	}
+	if (pid > 0 && pid != (long)getpid())
+		fprintf(out, "train: %s: process %ld did not release the run directory (it "
+			     "crashed or was killed); taking it over\n", dir, pid);
+	char me[32];
+	int len = snprintf(me, sizeof me, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, me, (size_t)len, 0) != len) {
+		snprintf(err, errlen, "%s: cannot write: %s", p, strerror(errno));
+		close(fd);
+		return CS_ERR_IO;
+	}
+	*fd_out = fd;
+	return CS_OK;
+}
+
+/* Released cleanly: the pid goes, so the next run does not take it for a crash. */
+static void unlock_run_dir(int fd)
+{
+	if (fd < 0)
+		return;
+	if (ftruncate(fd, 0)) {
+		/* the kernel drops the flock anyway; the next run reports a takeover */
+	}
+	close(fd);
+}
+
+/* --resume: the newest checkpoint that reads back intact (all checksums), and its
+ * config; a damaged newer one is named in a warning, not silently skipped. */
+static int pick_ckpt(const char *dir, char *ck, size_t cklen, train_config *old, FILE *out,
+		     char *err, size_t errlen)
+{
+	long steps[64];
+	int n = list_ckpts(dir, steps, 64);
+	if (!n) {
+		snprintf(err, errlen, "%s: no checkpoint to resume from", dir);
+		return CS_ERR_NOT_FOUND;
+	}
+	if (n > 64)
+		n = 64;
+	char first_err[768] = "";
+	int first_rc = CS_OK;
+	for (int i = 0; i < n; i++) {
+		char e2[768];
+		ckpt_path(ck, cklen, dir, steps[i]);
+		int rc = trainer_config_from_ckpt(old, ck, NULL, 0, e2, sizeof e2);
+		if (!rc) {
+			if (i)
+				fprintf(out, "train: warning: %s; resuming from %s (step %ld), "
+					     "the newest intact checkpoint\n", first_err, ck, steps[i]);
+			return CS_OK;
+		}
+		if (!i) {
+			snprintf(first_err, sizeof first_err, "%s", e2);
+			first_rc = rc;
+		}
+	}
+	snprintf(err, errlen, "%s%s", first_err,
+		 n > 1 ? " (and no older checkpoint is intact either)" : "");
+	return first_rc;
+}
+
+/* --allow-config-change: what changed, when, from which checkpoint. */
+static int log_config_change(const char *dir, const char *ck, const char *diff)
+{
+	char p[TC_PATH_MAX + 200], when[32];
+	snprintf(p, sizeof p, "%s/config-changes.log", dir);
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	FILE *f = fopen(p, "a");
+	if (!f)
+		return CS_ERR_IO;
+	fprintf(f, "%s resumed from %s with --allow-config-change (checkpoint -> now):\n%s\n",
+		when, ck, diff);
+	int bad = ferror(f);
+	bad |= fflush(f) || fsync(fileno(f));
+	bad |= fclose(f);
+	return bad ? CS_ERR_IO : CS_OK;
+}
+
 static void fmt_eta(char *buf, size_t len, double s)
 {
 	long x = (long)(s + 0.5);
@@ -1138,28 +1249,61 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 		tc_free(&cfg);
 		return CS_ERR_INVALID;
 	}
-	/* everything that can be wrong with the input is checked before a file is touched */
+	/* the directory is ours before anything in it is looked at */
+	struct stat st;
+	int existed = stat(dir, &st) == 0, lock_fd = -1;
+	char *diff = NULL;
+	if (!existed && af_mkdirs(dir)) {
+		snprintf(err, errlen, "%s: cannot create run directory: %s", dir, strerror(errno));
+		tc_free(&cfg);
+		return CS_ERR_IO;
+	}
+	rc = lock_run_dir(dir, &lock_fd, out, err, errlen);
+	if (rc) {
+		tc_free(&cfg);
+		goto out_unlock;
+	}
+	/* everything that can be wrong with the input is checked before a file is written */
 	int used = run_dir_used(dir);
 	if (used && !o->resume && !o->force) {
 		snprintf(err, errlen, "%s: run directory exists; use --resume to continue it or "
 			 "--force to start over", dir);
 		tc_free(&cfg);
-		return CS_ERR_EXISTS;
+		rc = CS_ERR_EXISTS;
+		goto out_unlock;
 	}
-	long steps[1];
 	char ck[TC_PATH_MAX + 200] = "";
 	if (o->resume) {
-		if (!list_ckpts(dir, steps, 1)) {
-			snprintf(err, errlen, "%s: no checkpoint to resume from", dir);
+		train_config old;
+		rc = pick_ckpt(dir, ck, sizeof ck, &old, out, err, errlen);
+		if (rc) {
 			tc_free(&cfg);
-			return CS_ERR_NOT_FOUND;
+			goto out_unlock;
 		}
-		ckpt_path(ck, sizeof ck, dir, steps[0]);
+		int nd = tc_diff_training(&old, &cfg, &diff);
+		tc_free(&old);
+		if (nd < 0) {
+			rc = nd;
+			tc_free(&cfg);
+			goto out_unlock;
+		}
+		if (nd > 0 && !o->allow_config_change) {
+			snprintf(err, errlen, "%s: the config changes what this run was training "
+				 "(checkpoint -> now):\n%s\nstart a new run (run.name) or --force "
+				 "to start over; --allow-config-change continues with the change "
+				 "and records it in %s/config-changes.log", ck, diff, dir);
+			tc_free(&cfg);
+			rc = CS_ERR_CONFIG;
+			goto out_unlock;
+		}
+		if (nd > 0)
+			fprintf(out, "train: continuing with a changed config "
+				     "(--allow-config-change; checkpoint -> now):\n%s\n", diff);
 	}
 	trainer t;
 	rc = trainer_init(&t, &cfg, 1, err, errlen);
 	if (rc)
-		return rc;
+		goto out_unlock;
 	const train_config *c = &t.cfg;
 	if (ck[0]) {
 		rc = trainer_load(&t, ck, err, errlen);
@@ -1172,13 +1316,14 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 			goto out_free;
 		}
 	}
-	if (af_mkdirs(dir)) {
-		snprintf(err, errlen, "%s: cannot create run directory: %s", dir, strerror(errno));
+	if (o->force && used)
+		clear_run_dir(dir);
+	if (diff && log_config_change(dir, ck, diff)) {
+		snprintf(err, errlen, "%s/config-changes.log: cannot write: %s", dir,
+			 strerror(errno));
 		rc = CS_ERR_IO;
 		goto out_free;
 	}
-	if (o->force && used)
-		clear_run_dir(dir);
 	char p[TC_PATH_MAX + 200];
 	snprintf(p, sizeof p, "%s/config.yaml", dir);
 	af_file a;
@@ -1379,5 +1524,15 @@ out_close:
 		fclose(mf);
 out_free:
 	trainer_free(&t);
+out_unlock:
+	free(diff);
+	/* a directory made for a run that never started goes again */
+	if (!existed && lock_fd >= 0 && !run_dir_used(dir)) {
+		char p[TC_PATH_MAX + 200];
+		snprintf(p, sizeof p, "%s/lock", dir);
+		unlink(p);
+		rmdir(dir);
+	}
+	unlock_run_dir(lock_fd);
 	return rc;
 }

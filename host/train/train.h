@@ -104,6 +104,7 @@ typedef struct train_opts {
 	char *const *overrides;
 	int n_overrides;
 	int resume, force;
+	int allow_config_change;         /* --resume with other model/data/sparsity/optimizer */
 	int progress;                    /* 1 progress line, 0 plain lines, -1 auto (isatty) */
 	volatile sig_atomic_t *stop;     /* set asynchronously (Ctrl-C): checkpoint and stop */
 	long stop_after;                 /* tests: behave as if stopped after this many steps */

@@ -21,6 +21,13 @@ struct train_sparsity {
 	double *tensor_sp, sp_sparse, sp_all;
 };
 
+/* Messages about the sparsity block name the override for nodes an override made. */
+static void where_node(void *ctx, const yaml_node_t *n, char *buf, size_t len)
+{
+	const train_config *cfg = ctx;
+	tc_where(cfg, (int)(n - cfg->doc.nodes.start) + 1, buf, len);
+}
+
 int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, float *adam_v,
 	      long total_steps, char *err, size_t errlen)
 {
@@ -32,7 +39,8 @@ int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, fl
 	if (!cfg->sparsity_node)
 		return CS_OK;
 	yaml_node_t *node = yaml_document_get_node(&cfg->doc, cfg->sparsity_node);
-	int rc = sp_config_parse(&ts->cfg, cfg->file, &cfg->doc, node, err, errlen);
+	int rc = sp_config_parse_where(&ts->cfg, cfg->file, &cfg->doc, node, where_node, cfg, err,
+				       errlen);
 	if (rc)
 		goto out_free;
 	if (sp_config_is_dense(ts->cfg))

@@ -181,6 +181,24 @@ static void test_rejects(void **state)
 	rejects("sparsity:\n  type: sideband\n  sparsity: 0.5\n  param_name_patterns: 'fc[('\n",
 		"cfg.yaml:4:24: sparsity.param_name_patterns: 'fc[(' does not compile: "
 		"Unmatched [, [^, [:, [., or [=");
+	/* regcomp's cost is bounded: nested counts used to take gigabytes */
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: '((((a{1,99}){1,99}){1,99}){1,99})'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: '((((a{1,99}){1,99}){1,99}){1,99})' "
+		"has repetition counts that multiply to 100000000 copies; at most 1000 (write "
+		"the names out, or use * and +)");
+	{
+		char y[600];
+		int n = snprintf(y, sizeof y, "sparsity:\n  type: static\n  sparsity: 0.5\n"
+					      "  param_name_patterns: [");
+		for (int i = 0; i < 300; i++)
+			y[n++] = 'a';
+		snprintf(y + n, sizeof y - (size_t)n, "]\n");
+		rejects(y, "cfg.yaml:4:25: sparsity.param_name_patterns: "
+			   "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is 300 characters; at most 256");
+	}
+	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
+			  "  param_name_patterns: 'h\\.[0-9]{1,2}\\.mlp'\n"));
 	rejects("sparsity:\n  algorithm: gmp\n  sparsity: 0.5\n  schedule: [0.2, 0.5]\n",
 		"cfg.yaml:4:3: sparsity.schedule: both sparsity and schedule given (since 2.2 "
 		"schedule is an alias of sparsity)");
@@ -238,7 +256,7 @@ static void test_rejects(void **state)
 		"schedule");
 	rejects("sparsity: {algorithm: rigl, sparsity: 0.5, grow_init: random}\n",
 		"cfg.yaml:1:55: sparsity.grow_init: 'random' is not supported (only zeros)");
-	rejects("sparsity: [\n", "cfg.yaml:2:1: did not find expected node content");
+	rejects("sparsity: [\n", "cfg.yaml:2:1: invalid YAML: did not find expected node content");
 }
 
 int main(void)

@@ -102,6 +102,45 @@ static void test_erk_forced_dense_budget(void **state)
 	assert_float_equal(s[2], 1 - eps * 0.011, 1e-12);
 }
 
+/* A distribution that cannot realise the target is refused at sp_create, saying what would
+ * happen (erk_power_scale 400 at 0.99 used to train dense, 20 to zero whole tensors). */
+static void expect_refused(const char *yaml, const char *what)
+{
+	tmodel *m = tmodel_new(2, 64, 256, 64, 1);
+	sp_config *cfg = load_cfg(yaml);
+	sp_state *st = NULL;
+	char err[512] = "";
+	assert_int_equal(sp_create(&st, cfg, m->p, m->n, 1, 100, err, sizeof err), CS_ERR_CONFIG);
+	printf("%s\n", err);
+	assert_non_null(strstr(err, "t.yaml:1:11: sparsity: sparsity_distribution erk"));
+	assert_non_null(strstr(err, what));
+	sp_config_free(cfg);
+	tmodel_free(m);
+}
+
+static void test_unreachable_refused(void **state)
+{
+	(void)state;
+	expect_refused("sparsity: {sparsity: 0.99, type: static, sparsity_distribution: erk, "
+		       "erk_power_scale: 400}\n",
+		       "cannot reach sparsity 0.99 over these tensors: they would train at 0.0000");
+	expect_refused("sparsity: {sparsity: 0.99, type: static, sparsity_distribution: erk, "
+		       "erk_power_scale: 20}\n",
+		       "would prune every weight of h.");
+	/* the final target of a schedule too */
+	expect_refused("sparsity: {algorithm: gmp, sparsity: {type: linear, init: 0.1, slope: "
+		       "0.01}, update: {freq: 10, stop: 100}, sparsity_distribution: erk, "
+		       "erk_power_scale: 400}\n", "cannot reach sparsity");
+	/* the same at a reachable power is fine */
+	tmodel *m = tmodel_new(2, 64, 256, 64, 1);
+	sp_config *cfg = load_cfg("sparsity: {sparsity: 0.99, type: static, "
+				  "sparsity_distribution: erk, erk_power_scale: 3}\n");
+	sp_state *st = make_state(cfg, m, 100);
+	sp_free(st);
+	sp_config_free(cfg);
+	tmodel_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -110,6 +149,7 @@ int main(void)
 		cmocka_unit_test(test_erk_gpt_block),
 		cmocka_unit_test(test_er_and_uniform),
 		cmocka_unit_test(test_erk_forced_dense_budget),
+		cmocka_unit_test(test_unreachable_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

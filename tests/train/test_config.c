@@ -9,12 +9,17 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <libgen.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/cs_error.h"
+#include "sparsity/sparsity.h"
 #include "train/config.h"
+#include "train/gpt.h"
+#include "train/train_sparsity.h"
 
 static char err[1024];
 
@@ -213,6 +218,226 @@ static void test_resolved_round_trip(void **state)
 	free(buf);
 }
 
+/* Aliases and anchors are refused where they are written (a self-referencing alias used to
+ * make the resolved-config writer recurse without end, nested ones grow exponentially). */
+static void test_aliases_refused(void **state)
+{
+	(void)state;
+	expect_error("train: {steps: 5}\nsparsity: &a [*a]\n", NULL, 0, "cfg.yaml:2:11",
+		     "anchor '&a'");
+	expect_error("train: {steps: 5}\nsparsity: {a: 1, b: *x}\n", NULL, 0, "cfg.yaml:2",
+		     "alias '*x'");
+	expect_error("a: &a [\"lol\",\"lol\"]\nb: [*a,*a]\n", NULL, 0, "cfg.yaml:1:4",
+		     "aliases and anchors are not allowed");
+	/* and in `sparsity show` */
+	sp_config *sp = NULL;
+	char e[512];
+	assert_int_equal(sp_config_load_string(&sp, "s.yaml", "sparsity: &s {a: *s}\n", e,
+					       sizeof e), CS_ERR_CONFIG);
+	assert_non_null(strstr(e, "s.yaml:1:11: anchor '&s'"));
+}
+
+static void test_limits(void **state)
+{
+	(void)state;
+	/* nesting depth */
+	char *deep = malloc(400000);
+	size_t n = 0;
+	n += (size_t)sprintf(deep, "sparsity: ");
+	for (int i = 0; i < 40; i++)
+		deep[n++] = '[';
+	deep[n] = 0;
+	expect_error(deep, NULL, 0, "cfg.yaml:1:", "nested deeper than 32 levels");
+	/* many deep flow sequences: refused fast, not quadratic */
+	n = (size_t)sprintf(deep, "sparsity: ");
+	for (int i = 0; i < 150000; i++)
+		deep[n++] = '[';
+	deep[n] = 0;
+	expect_error(deep, NULL, 0, "nested deeper than", NULL);
+	/* node count */
+	n = (size_t)sprintf(deep, "sparsity: [");
+	for (int i = 0; i < 100001; i++)
+		n += (size_t)sprintf(deep + n, "0,");
+	deep[n - 1] = ']';
+	deep[n] = 0;
+	expect_error(deep, NULL, 0, "more than 100000 values", NULL);
+	free(deep);
+	/* size, and a directory or device given as the config */
+	char *big = malloc((1u << 20) + 100);
+	memset(big, '#', (1u << 20) + 99);
+	big[(1u << 20) + 99] = 0;
+	expect_error(big, NULL, 0, "cfg.yaml: 1048675 bytes is over the config size limit", NULL);
+	free(big);
+	train_config c;
+	assert_int_equal(tc_load(&c, "/tmp", NULL, NULL, 0, err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "/tmp: not a regular file (a directory)"));
+	assert_int_equal(tc_load(&c, "/dev/zero", NULL, NULL, 0, err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "/dev/zero: not a regular file"));
+	sp_config *sp = NULL;
+	assert_int_equal(sp_config_load_file(&sp, "/tmp", err, sizeof err), CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "/tmp: not a regular file"));
+}
+
+static void test_duplicates(void **state)
+{
+	(void)state;
+	expect_error("train: {steps: 5}\nmodel: {n_layer: 1}\ntrain: {lr: 0.1}\n", NULL, 0,
+		     "cfg.yaml:3:1: duplicate key 'train' (first at line 1, column 1)", NULL);
+	expect_error("train:\n  steps: 5\n  lr: 0.1\n  steps: 6\n", NULL, 0,
+		     "cfg.yaml:4:3: duplicate key 'steps' (first at line 2, column 3)", NULL);
+	expect_error("sparsity:\n  sparsity: 0.5\n  sparsity: 0.9\n", NULL, 0,
+		     "cfg.yaml:3:3: duplicate key 'sparsity'", NULL);
+	expect_error("sparsity:\n  ? [a, b]\n  : 1\n", NULL, 0,
+		     "cfg.yaml:2:5: a list as a key; keys are names", NULL);
+	expect_error("sparsity: {\"a\\nb\": 1}\n", NULL, 0,
+		     "cfg.yaml:1:12: a key of over 256 characters or with a line break", NULL);
+	/* a second document would be ignored */
+	expect_error("train: {steps: 5}\n---\ntrain: {steps: 6}\n", NULL, 0,
+		     "cfg.yaml:2:1: a second YAML document", NULL);
+	train_config c;
+	assert_int_equal(load(&c, "---\ntrain: {steps: 5}\n...\n", NULL, 0), CS_OK);
+	tc_free(&c);
+	sp_config *sp = NULL;
+	char e[512];
+	assert_int_equal(sp_config_load_string(&sp, "s.yaml", "sparsity: {type: gmp, type: set}\n",
+					       e, sizeof e), CS_ERR_CONFIG);
+	printf("%s\n", e);
+	assert_non_null(strstr(e, "s.yaml:1:23: duplicate key 'type' (first at line 1, column 12)"));
+}
+
+/* Keys an override creates are reported as the override, not as cfg.yaml:1:1. */
+static void test_override_where(void **state)
+{
+	(void)state;
+	char *ov1[] = { "trian.steps=5" };
+	expect_error("", ov1, 1, "override 'trian.steps=5': trian: unknown section", NULL);
+	char *ov2[] = { "train.stepz=5" };
+	expect_error("train: {lr: 0.1}\n", ov2, 1, "override 'train.stepz=5': train.stepz", NULL);
+	char *ov3[] = { "model.n_layer=x" };
+	expect_error("", ov3, 1, "override 'model.n_layer=x'", NULL);
+	/* in the sparsity block too */
+	char *ov4[] = { "sparsity.sparsity=1.5" };
+	train_config c;
+	assert_int_equal(load(&c, "", ov4, 1), CS_OK);
+	char w[256];
+	tc_where(&c, c.sparsity_node, w, sizeof w);
+	assert_string_equal(w, "override 'sparsity.sparsity=1.5'");
+	tc_free(&c);
+	/* through training's parse of the block (train_sparsity.c) */
+	char *ov5[] = { "train.steps=3", "sparsity.sparsity=1.5" };
+	assert_int_equal(load(&c, "train: {lr: 0.1}\n", ov5, 2), CS_OK);
+	gpt_config g = c.model;
+	gpt m;
+	assert_int_equal(gpt_create(&m, &g, 1, g.block_size), CS_OK);
+	train_sparsity *ts = NULL;
+	assert_int_equal(ts_create(&ts, &c, &m, NULL, NULL, 3, err, sizeof err), CS_ERR_CONFIG);
+	printf("%s\n", err);
+	assert_non_null(strstr(err, "override 'sparsity.sparsity=1.5': sparsity.sparsity"));
+	gpt_free(&m);
+	tc_free(&c);
+}
+
+/* Integers are the whole value: no blanks or sign tricks that strtoll would take. */
+static void test_strict_integers(void **state)
+{
+	(void)state;
+	char *ov1[] = { "run.seed= -1" };
+	expect_error("", ov1, 1, "run.seed: ' -1' is not a non-negative integer", NULL);
+	char *ov2[] = { "train.steps=+5" };
+	expect_error("", ov2, 1, "train.steps: '+5' is not an integer", NULL);
+	char *ov3[] = { "train.steps=4294967297" };
+	expect_error("", ov3, 1, "train.steps: 4294967297 is not in", NULL);
+	/* overrides are printable UTF-8 (they go into the resolved config as they are) */
+	char *ov5[] = { "train.lr=0.1\x02" }, *ov6[] = { "run.name=\xff" };
+	expect_error("", ov5, 1, "override 'train.lr=0.1\\x02': a control character at byte 12",
+		     NULL);
+	expect_error("", ov6, 1, "override 'run.name=", "': not UTF-8 at byte 9");
+	char *ov4[] = { "run.seed=18446744073709551616" };
+	expect_error("", ov4, 1, "run.seed", NULL);
+}
+
+/* A mesh or PE the backend cannot open is a config error, not a failure at csd_open. */
+static void test_device_limits(void **state)
+{
+	(void)state;
+	expect_error("device: {kind: cpu, mesh: 32x32}\n", NULL, 0,
+		     "cfg.yaml:1:27: device.mesh: 32x32 is larger than the cpu backend drives "
+		     "(at most 16x16 PEs)", NULL);
+	char *ov1[] = { "device.mesh=16x16" };
+	expect_error("device: {kind: sim}\n", ov1, 1,
+		     "override 'device.mesh=16x16': device.mesh: 16x16 is 256 PEs", NULL);
+	char *ov2[] = { "device.pe=micro_mt", "device.mesh=1x1" };
+	expect_error("device: {kind: sim}\n", ov2, 2,
+		     "override 'device.pe=micro_mt': device.pe: micro_mt needs at least 3 PEs", NULL);
+	char *ov3[] = { "device.pe=micro_mt", "device.mesh=2x2", "device.awords=8000" };
+	expect_error("device: {kind: sim}\n", ov3, 3,
+		     "device.awords: pe=micro_mt keeps A and B in one memory", NULL);
+	char *ov4[] = { "device.awords=12000" };
+	expect_error("device: {kind: sim}\n", ov4, 1,
+		     "device.awords: 12000 is not a power of two", NULL);
+	/* usb: the bitstream's shape; cpu: 16x16 is fine */
+	train_config c;
+	assert_int_equal(load(&c, "device: {kind: usb, mesh: 32x32}\n", NULL, 0), CS_OK);
+	tc_free(&c);
+	assert_int_equal(load(&c, "device: {kind: cpu, mesh: 16x16}\n", NULL, 0), CS_OK);
+	tc_free(&c);
+}
+
+/* docs/config.md's key table and the schema agree: every key is documented with its
+ * default, and every documented key exists. */
+static void test_docs_match_schema(void **state)
+{
+	(void)state;
+	char self[1024], path[1200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	/* build/tests/train/test_config (build/san/... with SAN=1) -> docs/config.md */
+	char *dir = dirname(self);
+	FILE *f = NULL;
+	for (int up = 3; up <= 5 && !f; up++) {
+		snprintf(path, sizeof path, "%s", dir);
+		for (int k = 0; k < up; k++)
+			strncat(path, "/..", sizeof path - strlen(path) - 1);
+		strncat(path, "/docs/config.md", sizeof path - strlen(path) - 1);
+		f = fopen(path, "r");
+	}
+	assert_non_null(f);
+	static char doc[1 << 17];
+	size_t len = fread(doc, 1, sizeof doc - 1, f);
+	doc[len] = 0;
+	fclose(f);
+	const char *sec, *key, *def;
+	int nkeys = 0;
+	for (int i = 0; tc_schema_key(i, &sec, &key, &def) == CS_OK; i++, nkeys++) {
+		char row[160];
+		snprintf(row, sizeof row, "\n| `%s.%s` | `%s`", sec, key, def);
+		if (!strstr(doc, row)) {
+			fprintf(stderr, "docs/config.md lacks the row '%s'\n", row + 1);
+			fail();
+		}
+	}
+	/* and no documented key that the schema does not know */
+	int rows = 0;
+	for (const char *p = strstr(doc, "\n| `"); p; p = strstr(p + 1, "\n| `")) {
+		char name[80];
+		if (sscanf(p, "\n| `%79[a-z0-9_.]`", name) != 1 || !strchr(name, '.'))
+			continue;
+		rows++;
+		int found = 0;
+		for (int i = 0; tc_schema_key(i, &sec, &key, &def) == CS_OK; i++) {
+			char full[80];
+			snprintf(full, sizeof full, "%s.%s", sec, key);
+			found |= !strcmp(full, name);
+		}
+		if (!found) {
+			fprintf(stderr, "docs/config.md documents '%s', which is no key\n", name);
+			fail();
+		}
+	}
+	assert_int_equal(rows, nkeys);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +446,13 @@ int main(void)
 		cmocka_unit_test(test_unknown_keys_suggest),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_resolved_round_trip),
+		cmocka_unit_test(test_aliases_refused),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_override_where),
+		cmocka_unit_test(test_strict_integers),
+		cmocka_unit_test(test_device_limits),
+		cmocka_unit_test(test_docs_match_schema),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,9 @@
  * test_train.c - host/train/train.c: a few dense training steps against an independent
  * float64 implementation (gpt64.h forward, finite-difference gradients, its own AdamW,
  * clipping and schedule), resume == uninterrupted bit for bit, the run directory rules
- * (no overwrite without --force / --resume, corrupt checkpoints refused without touching
- * anything), Ctrl-C, sampling and the NaN export round trip.
+ * (no overwrite without --force / --resume; a resume that changes the training refused
+ * with a diff or recorded; a corrupt newest checkpoint skipped with a warning; the run
+ * directory's lock), Ctrl-C, sampling and the NaN export round trip.
  *
  * Stated tolerances (fp32 trainer vs float64 reference, 3 steps of AdamW, eps 1e-6):
  *   loss of each step: relative 2e-6;  every parameter: |w32 - w64| <= 0.005 * lr.
@@ -18,7 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/cs_error.h"
 #include "gpt64.h"
@@ -28,18 +33,32 @@
 
 static char cfg_text[4096];
 
+/* extra: more train keys (", ckpt_every: 2"), each replacing the default of that key */
 static void make_config(const char *dir, const char *extra)
 {
+	static const char *const train_keys[] = {
+		"steps: 3", "batch_size: 1", "grad_accum: 2", "lr: 1.0e-2", "min_lr: 1.0e-3",
+		"warmup_steps: 1", "weight_decay: 0.1", "beta1: 0.9", "beta2: 0.95",
+		"eps: 1.0e-6", "grad_clip: 0.5", "eval_every: 0", "eval_batches: 2",
+		"ckpt_every: 0", "sample_tokens: 0", NULL
+	};
+	char train[1024] = "";
+	for (int i = 0; train_keys[i]; i++) {
+		char key[40];
+		snprintf(key, sizeof key, " %.*s:", (int)(strchr(train_keys[i], ':') - train_keys[i]),
+			 train_keys[i]);
+		if (extra && strstr(extra, key))
+			continue;
+		size_t l = strlen(train);
+		snprintf(train + l, sizeof train - l, "%s%s", l ? ", " : "", train_keys[i]);
+	}
 	snprintf(cfg_text, sizeof cfg_text,
 		 "run: {name: t, out_dir: %s/runs, seed: 99}\n"
 		 "device: {kind: cpu, dense_on_host: true}\n"
 		 "model: {n_layer: 1, n_head: 2, n_embd: 16, block_size: 8, vocab_size: 256}\n"
 		 "data: {path: %s/corpus.txt, val_fraction: 0.1, cache_dir: %s/cache}\n"
-		 "train: {steps: 3, batch_size: 1, grad_accum: 2, lr: 1.0e-2, min_lr: 1.0e-3,\n"
-		 "        warmup_steps: 1, weight_decay: 0.1, beta1: 0.9, beta2: 0.95,\n"
-		 "        eps: 1.0e-6, grad_clip: 0.5, eval_every: 0, eval_batches: 2,\n"
-		 "        ckpt_every: 0, sample_tokens: 0%s}\n",
-		 dir, dir, dir, extra ? extra : "");
+		 "train: {%s%s}\n",
+		 dir, dir, dir, train, extra ? extra : "");
 	char p[256];
 	snprintf(p, sizeof p, "%s/cfg.yaml", dir);
 	tt_write(p, cfg_text);
@@ -199,34 +218,167 @@ static void test_resume_is_bit_identical(void **state)
 	assert_int_equal(run(cfgp, ova9, 4, 1, 0, 0, err, sizeof err), CS_OK);
 	snprintf(q, sizeof q, "%s/runs/a/ckpt-00000009.bin", dir);
 	assert_int_equal(stat(q, &st1), 0);
-	/* a corrupt latest checkpoint: clear error, nothing rewritten */
-	FILE *f = fopen(q, "r+b");
-	fseek(f, 5000, SEEK_SET);
-	int ch = fgetc(f);
-	fseek(f, 5000, SEEK_SET);
-	fputc(ch ^ 0x40, f);
-	fclose(f);
-	char *before = read_all(p);
-	char *ova11[] = { "train.steps=11", "run.name=a", "model.n_layer=2",
-			  "train.batch_size=2" };
-	assert_int_equal(run(cfgp, ova11, 4, 1, 0, 0, err, sizeof err), CS_ERR_FORMAT);
-	printf("corrupt: %s\n", err);
-	assert_non_null(strstr(err, "checksum"));
-	char *after = read_all(p);
-	assert_string_equal(before, after);
-	free(before), free(after);
-	/* another model shape */
+	/* a corrupt latest checkpoint: the newest intact one is used, with a warning naming
+	 * both (tests below); a model of another shape is a change of config, refused */
 	char *ovs[] = { "train.steps=11", "run.name=a", "model.n_layer=3", "train.batch_size=2" };
-	snprintf(q, sizeof q, "%s/runs/a/ckpt-00000009.bin", dir);
-	unlink(q); /* back to the (valid) step-8 checkpoint */
-	assert_int_equal(run(cfgp, ovs, 4, 1, 0, 0, err, sizeof err), CS_ERR_INVALID);
+	assert_int_equal(run(cfgp, ovs, 4, 1, 0, 0, err, sizeof err), CS_ERR_CONFIG);
 	printf("shape: %s\n", err);
-	assert_non_null(strstr(err, "model.n_layer is 2 in the checkpoint, 3 in the config"));
+	assert_non_null(strstr(err, "model.n_layer: 2 -> 3"));
 	/* --force starts over */
 	assert_int_equal(run(cfgp, ova, 4, 0, 1, 0, err, sizeof err), CS_OK);
 	snprintf(q, sizeof q, "%s/runs/b/ckpt-00000007.bin", dir);
 	snprintf(p, sizeof p, "%s/runs/a/ckpt-00000007.bin", dir);
 	assert_same_state(p, q);
+	tt_rmdir(dir);
+}
+
+/* train_run with its progress output kept in `log` */
+static int run_log(const char *cfg, char *const *ov, int nov, int resume, int allow, char *log,
+		   size_t loglen, char *err, size_t errlen)
+{
+	train_opts o = { .config_path = cfg, .overrides = ov, .n_overrides = nov,
+			 .resume = resume, .allow_config_change = allow, .progress = 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	o.out = open_memstream(&buf, &len);
+	train_result r;
+	int rc = train_run(&o, &r, err, errlen);
+	fclose(o.out);
+	snprintf(log, loglen, "%s", buf ? buf : "");
+	free(buf);
+	if (rc)
+		printf("train_run: %s\n", err);
+	return rc;
+}
+
+static void flip_byte(const char *path, long at)
+{
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	fseek(f, at, SEEK_SET);
+	int ch = fgetc(f);
+	fseek(f, at, SEEK_SET);
+	fputc(ch ^ 0x40, f);
+	fclose(f);
+}
+
+static void test_resume_guards(void **state)
+{
+	(void)state;
+	char *dir = tt_mkdtemp(), p[256], q[256], cfgp[256], err[4096], log[8192];
+	snprintf(p, sizeof p, "%s/corpus.txt", dir);
+	tt_corpus(p, 20000);
+	snprintf(cfgp, sizeof cfgp, "%s/cfg.yaml", dir);
+	/* a key given twice is refused, not "the last one wins" */
+	tt_write(cfgp, "train: {steps: 6, ckpt_every: 0, lr: 0.01, ckpt_every: 2}\n");
+	char *ov6[] = { "train.steps=6" };
+	assert_int_equal(run_log(cfgp, ov6, 1, 0, 0, log, sizeof log, err, sizeof err),
+			 CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "duplicate key 'ckpt_every'"));
+	make_config(dir, "");
+	char *ov[] = { "train.steps=6", "train.ckpt_every=2", "train.keep_ckpts=3",
+		       "sparsity.sparsity=0.5", "sparsity.type=static" };
+	assert_int_equal(run_log(cfgp, ov, 5, 0, 0, log, sizeof log, err, sizeof err), CS_OK);
+
+	/* another sparsity target and learning rate: refused, with the diff */
+	char *ovc[] = { "train.steps=8", "train.ckpt_every=2", "train.keep_ckpts=3",
+			"sparsity.sparsity=0.8", "sparsity.type=static", "train.lr=0.02" };
+	assert_int_equal(run_log(cfgp, ovc, 6, 1, 0, log, sizeof log, err, sizeof err),
+			 CS_ERR_CONFIG);
+	assert_non_null(strstr(err, "ckpt-00000006.bin: the config changes what this run"));
+	assert_non_null(strstr(err, "\n  train.lr: 0.01 -> 0.02\n"));
+	assert_non_null(strstr(err, "\n  sparsity.sparsity: 0.5 -> 0.8\n"));
+	assert_non_null(strstr(err, "--allow-config-change"));
+	/* train.steps, logging and the device are not changes of the training */
+	char *ovs[] = { "train.steps=8", "train.ckpt_every=2", "train.keep_ckpts=3",
+			"sparsity.sparsity=0.5", "sparsity.type=static", "train.log_every=3",
+			"device.kind=model" };
+	snprintf(q, sizeof q, "%s/runs/t/ckpt-00000006.bin", dir);
+	char *ck6 = read_all(q);
+	assert_int_equal(run_log(cfgp, ovs, 7, 1, 0, log, sizeof log, err, sizeof err), CS_OK);
+	/* with the flag: continues and records the change */
+	char *ova[] = { "train.steps=10", "train.ckpt_every=2", "train.keep_ckpts=3",
+			"sparsity.sparsity=0.8", "sparsity.type=static" };
+	assert_int_equal(run_log(cfgp, ova, 5, 1, 1, log, sizeof log, err, sizeof err), CS_OK);
+	assert_non_null(strstr(log, "sparsity.sparsity: 0.5 -> 0.8"));
+	snprintf(p, sizeof p, "%s/runs/t/config-changes.log", dir);
+	char *cl = read_all(p);
+	printf("config-changes.log: %s", cl);
+	assert_non_null(strstr(cl, "ckpt-00000008.bin with --allow-config-change"));
+	assert_non_null(strstr(cl, "  sparsity.sparsity: 0.5 -> 0.8\n"));
+	free(cl);
+	/* the new checkpoints carry the new config: resuming with it is no change */
+	char *ovb[] = { "train.steps=12", "train.ckpt_every=2", "train.keep_ckpts=3",
+			"sparsity.sparsity=0.8", "sparsity.type=static" };
+	assert_int_equal(run_log(cfgp, ovb, 5, 1, 0, log, sizeof log, err, sizeof err), CS_OK);
+
+	/* a damaged newest checkpoint: the one before it, with a warning naming both */
+	snprintf(p, sizeof p, "%s/runs/t/ckpt-00000012.bin", dir);
+	flip_byte(p, 3000);
+	char *ovd[] = { "train.steps=14", "train.ckpt_every=2", "train.keep_ckpts=3",
+			"sparsity.sparsity=0.8", "sparsity.type=static" };
+	assert_int_equal(run_log(cfgp, ovd, 5, 1, 0, log, sizeof log, err, sizeof err), CS_OK);
+	printf("%s", log);
+	assert_non_null(strstr(log, "ckpt-00000012.bin: corrupt checkpoint"));
+	assert_non_null(strstr(log, "resuming from "));
+	assert_non_null(strstr(log, "ckpt-00000010.bin (step 10)"));
+	/* all of them damaged: the newest's error */
+	char *ove[] = { "train.steps=16", "train.ckpt_every=2", "train.keep_ckpts=3",
+			"sparsity.sparsity=0.8", "sparsity.type=static" };
+	for (int s = 10; s <= 14; s += 2) {
+		snprintf(p, sizeof p, "%s/runs/t/ckpt-%08d.bin", dir, s);
+		flip_byte(p, 3000);
+	}
+	assert_int_equal(run_log(cfgp, ove, 5, 1, 0, log, sizeof log, err, sizeof err),
+			 CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "ckpt-00000014.bin"));
+	assert_non_null(strstr(err, "no older checkpoint is intact"));
+	free(ck6);
+
+	/* the lock: held by a live process, an error naming it */
+	snprintf(p, sizeof p, "%s/runs/t/lock", dir);
+	int fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	dprintf(fd, "%ld\n", (long)getpid());
+	assert_int_equal(run_log(cfgp, ove, 5, 1, 0, log, sizeof log, err, sizeof err),
+			 CS_ERR_EXISTS);
+	char want[64];
+	snprintf(want, sizeof want, "in use by process %ld", (long)getpid());
+	assert_non_null(strstr(err, want));
+	/* left by a process that died: taken over, with a note */
+	close(fd);
+	pid_t child = fork();
+	if (!child)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	fd = open(p, O_RDWR | O_TRUNC);
+	dprintf(fd, "%ld\n", (long)child);
+	close(fd);
+	make_config(dir, "");
+	snprintf(p, sizeof p, "%s/runs/t", dir);
+	char *ovf[] = { "train.steps=6", "train.ckpt_every=2" };
+	train_opts o = { .config_path = cfgp, .overrides = ovf, .n_overrides = 2, .force = 1 };
+	char *buf = NULL;
+	size_t len = 0;
+	o.out = open_memstream(&buf, &len);
+	train_result r;
+	assert_int_equal(train_run(&o, &r, err, sizeof err), CS_OK);
+	fclose(o.out);
+	snprintf(want, sizeof want, "process %ld did not release the run directory", (long)child);
+	assert_non_null(strstr(buf, want));
+	free(buf);
+	/* released cleanly: no pid left behind */
+	snprintf(p, sizeof p, "%s/runs/t/lock", dir);
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	/* a run that fails before starting leaves no directory behind */
+	char *ovn[] = { "run.name=never", "data.path=/nonexistent" };
+	assert_int_not_equal(run_log(cfgp, ovn, 2, 0, 0, log, sizeof log, err, sizeof err), CS_OK);
+	snprintf(p, sizeof p, "%s/runs/never", dir);
+	assert_int_not_equal(stat(p, &st), 0);
 	tt_rmdir(dir);
 }
 
@@ -316,6 +468,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steps_match_float64),
 		cmocka_unit_test(test_resume_is_bit_identical),
+		cmocka_unit_test(test_resume_guards),
 		cmocka_unit_test(test_stop_flag_and_sample),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
