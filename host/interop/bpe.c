@@ -52,6 +52,25 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
+/* The maps' hash: 8 bytes at a time, multiplicative mixing (identity hashes use fnv). */
+static uint64_t khash(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 29;
+		p += 8;
+		n -= 8;
+	}
+	uint64_t w = 0;
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)p[i] << (8 * i);
+	h = (h ^ w) * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
 static int smap_init(smap *m, uint32_t cap_pow2)
 {
 	memset(m, 0, sizeof *m);
@@ -94,7 +113,7 @@ static uint32_t smap_find(const smap *m, const uint8_t *k, size_t n, uint64_t h)
 
 static int smap_get(const smap *m, const uint8_t *k, size_t n, uint32_t *val)
 {
-	uint32_t e = m->slot[smap_find(m, k, n, fnv(k, n, 0xcbf29ce484222325ull))];
+	uint32_t e = m->slot[smap_find(m, k, n, khash(k, n))];
 	if (!e)
 		return 0;
 	*val = m->val[e - 1];
@@ -123,7 +142,7 @@ static int smap_grow(smap *m)
 /* Insert or overwrite; returns 1 if the key was present (its value overwritten). */
 static int smap_put(smap *m, const uint8_t *k, size_t n, uint32_t val)
 {
-	uint64_t h = fnv(k, n, 0xcbf29ce484222325ull);
+	uint64_t h = khash(k, n);
 	uint32_t i = smap_find(m, k, n, h);
 	if (m->slot[i]) {
 		m->val[m->slot[i] - 1] = val;
@@ -748,10 +767,19 @@ static int encode_piece(bpe *b, const uint8_t *s, size_t n, int32_t **ids, size_
 {
 	uint32_t hit;
 	if (smap_get(&b->cache, s, n, &hit)) {
-		int32_t cnt = b->cache_ids[hit];
-		for (int32_t k = 0; k < cnt; k++)
-			if (push_id(ids, n_ids, cap, b->cache_ids[hit + 1 + k]))
+		size_t cnt = (size_t)b->cache_ids[hit];
+		if (*n_ids + cnt > *cap) {
+			size_t c = *cap ? *cap : 1024;
+			while (c < *n_ids + cnt)
+				c *= 2;
+			int32_t *ni = realloc(*ids, c * sizeof *ni);
+			if (!ni)
 				return CS_ERR_NO_MEM;
+			*ids = ni;
+			*cap = c;
+		}
+		memcpy(*ids + *n_ids, b->cache_ids + hit + 1, cnt * sizeof **ids);
+		*n_ids += cnt;
 		return 0;
 	}
 	if (grow_scratch(b, n))
@@ -909,6 +937,11 @@ int bpe_encode(bpe *b, const uint8_t *s, size_t n, int32_t **ids, size_t *n_ids,
 {
 	/* validate first: the scanners assume valid UTF-8 */
 	for (size_t i = 0; i < n;) {
+		uint64_t w;
+		if (i + 8 <= n && (memcpy(&w, s + i, 8), !(w & 0x8080808080808080ull))) {
+			i += 8; /* eight ASCII bytes */
+			continue;
+		}
 		uint32_t cp;
 		int l = utf8_next(s, n, i, &cp);
 		if (!l) {
