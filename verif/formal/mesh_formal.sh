@@ -240,7 +240,7 @@ job_router() {
 	abc_run router_broken.bmc fail router_broken "bmc3 -F $RB"
 }
 # FifoDepth 2, the router of mesh_top's default configuration (make sim, make train, the
-# sim backend: Lean 0, TrimEdges 0, so Ports 4'b1111): the same no loss / duplication /
+# sim backend: Impl "full", so Ports 4'b1111): the same no loss / duplication /
 # misrouting, bounded from power-up (bmc3, FORMAL_ROUTER_D2_BMC frames; the strengthening
 # invariants are FifoDepth 1's, so no induction), bounded waiting by PDR, and the covers
 job_router_d2() {
@@ -287,7 +287,7 @@ job_router_lean_boards() {
 	lean router_lean_2x2 "-set Ports 4'b1110 -set RegOut 4'b1000 -set LocalFifo 1"
 	lean router_lean_2x2_10 "-set Ports 4'b0011"
 }
-# the 2x2 pe_micro_mt board's routers (mesh_top Micro 2): one ready bit for the bus head,
+# the 2x2 pe_micro_mt board's routers (mesh_top Impl "micro_mt"): one ready bit for the bus head,
 # err_unrouted a cycle late, the registered FIFO grant and the route read on the bus, the
 # host link's register loading only when empty; tile (0, 0) as above, tile (1, 0) with a
 # LocalFirst PE on its local input (valid in the PE's turns only); 3-induction
