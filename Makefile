@@ -95,6 +95,7 @@ help:
 	@echo "  make regress    long sweeps: many seeds and shapes, pass/fail table"
 	@echo "  make fuzz       libFuzzer targets (clang), FUZZ_S seconds each (default 180)"
 	@echo "  make bench      speed, utilization and memory measurements"
+	@echo "                  parts (each a target): $(BENCH_TARGETS)" | fold -s -w 72 | sed "2,\$$s/^/                  /"
 	@echo "  make experiment dense vs six sparsity algorithms on the tiny GPT -> docs/results.md"
 	@echo "  make sim        Verilated mesh (MESH=4x4) running the forward kernel on sparse layers"
 	@echo "  make sim-model  build one Verilated mesh for the sim device: MESH=RxC"
