@@ -13,7 +13,7 @@ $(BUILD)/obj/tests/usb/umock_usb.o: tests/usb/umock_usb.c | deps
 
 $(UMOCK_USB): $(BUILD)/obj/tests/usb/umock_usb.o $(BUILD)/obj/host/cli/cmd_board.o \
 		$(BUILD)/obj/host/cli/cmd_spmm.o $(BUILD)/obj/host/cli/cmd_train.o \
-		$(TEST_SUPPORT_OBJS) $(LIB)
+		$(BUILD)/obj/host/cli/cli_num.o $(TEST_SUPPORT_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(UMOCK_LIBS) $(LDLIBS)
 
