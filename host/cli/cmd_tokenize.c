@@ -120,8 +120,9 @@ int cmd_tokenize(int argc, char **argv)
 	if (!decode) {
 		int32_t *ids = NULL;
 		size_t n_ids = 0, cap = 0;
-		struct timespec t0, t1;
+		struct timespec t0, t1, c0, c1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 		if (bytes) {
 			ids = malloc((n ? n : 1) * sizeof *ids);
 			for (size_t i = 0; ids && i < n; i++)
@@ -132,11 +133,14 @@ int cmd_tokenize(int argc, char **argv)
 			rc = 1;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 		double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+		double cs = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
 		if (!rc && stats) {
 			printf("{\"tokenizer\": \"%s\", \"bytes\": %zu, \"tokens\": %zu, "
-			       "\"bytes_per_token\": %.4f, \"seconds\": %.6f, \"mb_per_s\": %.3f}\n",
-			       tokenizer, n, n_ids, n_ids ? (double)n / (double)n_ids : 0.0, s,
+			       "\"bytes_per_token\": %.4f, \"cpu_seconds\": %.6f, \"seconds\": %.6f, "
+			       "\"mb_per_s\": %.3f}\n",
+			       tokenizer, n, n_ids, n_ids ? (double)n / (double)n_ids : 0.0, cs, s,
 			       s > 0 ? (double)n / s / 1e6 : 0.0);
 		} else if (!rc) {
 			fputs(json ? "[" : "", stdout);
