@@ -150,7 +150,20 @@ int hf_gpt2_export(trainer *t, const char *path, int flags, char *err, size_t er
 	return rc;
 }
 
-static const st_entry *find(const st_file *f, const char *hf)
+int hf_gpt2_layers(const st_file *f)
+{
+	int layers = 0;
+	for (int k = 0; k < f->n; k++) {
+		const char *s = strstr(f->e[k].name, "h.");
+		int l;
+		if (s && (s == f->e[k].name || s[-1] == '.') && sscanf(s, "h.%d.", &l) == 1 &&
+		    l + 1 > layers)
+			layers = l + 1;
+	}
+	return layers;
+}
+
+const st_entry *hf_gpt2_find(const st_file *f, const char *hf)
 {
 	const st_entry *e = st_find(f, hf);
 	if (!e && !strncmp(hf, "transformer.", 12))
@@ -165,15 +178,7 @@ int hf_gpt2_import(trainer *t, const char *path, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	gpt *m = &t->model;
-	/* the file's layers */
-	int layers = 0;
-	for (int k = 0; k < f.n; k++) {
-		const char *s = strstr(f.e[k].name, "h.");
-		int l;
-		if (s && (s == f.e[k].name || s[-1] == '.') && sscanf(s, "h.%d.", &l) == 1 &&
-		    l + 1 > layers)
-			layers = l + 1;
-	}
+	int layers = hf_gpt2_layers(&f);
 	if (layers != m->cfg.n_layer) {
 		snprintf(err, errlen, "%s: %d layers; model.n_layer is %d", path, layers,
 			 m->cfg.n_layer);
@@ -186,7 +191,7 @@ int hf_gpt2_import(trainer *t, const char *path, char *err, size_t errlen)
 		char hf[256];
 		int tr;
 		hf_name(g->name, hf, sizeof hf, &tr);
-		const st_entry *e = find(&f, hf);
+		const st_entry *e = hf_gpt2_find(&f, hf);
 		if (!e) {
 			snprintf(err, errlen, "%s: no tensor %s (the model's %s)", path, hf, g->name);
 			rc = CS_ERR_FORMAT;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 struct trainer;
+struct st_file;
 
 enum { HF_MASKS = 1, HF_NAN = 2 };
 
@@ -28,5 +29,10 @@ int hf_gpt2_export(struct trainer *t, const char *path, int flags, char *err, si
  * token rows (the rest, padding, are zero) and more positions (the first block_size are
  * taken). NaN weights, an untied lm_head or a missing tensor are errors naming it. */
 int hf_gpt2_import(struct trainer *t, const char *path, char *err, size_t errlen);
+
+/* The number of transformer blocks in a file: 1 + the largest N of its h.N tensors. */
+int hf_gpt2_layers(const struct st_file *f);
+/* A tensor by its Hugging Face name, with or without the "transformer." prefix. */
+const struct st_entry *hf_gpt2_find(const struct st_file *f, const char *hf_name);
 
 #endif /* CS_INTEROP_HF_GPT2_H */

@@ -700,7 +700,8 @@ out_free:
 }
 
 /* The config of a safetensors file: the run's own (cshost.config metadata), else GPT-2's
- * shape read off the tensors (head size 64, GPT-2 tokens when wte has 50257 rows). */
+ * shape read off the tensors (head size 64, GPT-2 tokens when wte has 50257 rows) on the
+ * native engine. */
 static int config_from_safetensors(train_config *cfg, const char *path, char *const *overrides,
 				   int n_overrides, char *err, size_t errlen)
 {
@@ -712,18 +713,9 @@ static int config_from_safetensors(train_config *cfg, const char *path, char *co
 	const char *own = st_meta(&f, "cshost.config");
 	snprintf(name, sizeof name, "%s[%s]", path, own && *own ? "cshost.config" : "shapes");
 	if (!own || !*own) {
-		const st_entry *wte = st_find(&f, "transformer.wte.weight");
-		const st_entry *wpe = st_find(&f, "transformer.wpe.weight");
-		wte = wte ? wte : st_find(&f, "wte.weight");
-		wpe = wpe ? wpe : st_find(&f, "wpe.weight");
-		int layers = 0;
-		for (int k = 0; k < f.n; k++) {
-			const char *s = strstr(f.e[k].name, "h.");
-			int l;
-			if (s && (s == f.e[k].name || s[-1] == '.') && sscanf(s, "h.%d.", &l) == 1 &&
-			    l + 1 > layers)
-				layers = l + 1;
-		}
+		const st_entry *wte = hf_gpt2_find(&f, "transformer.wte.weight");
+		const st_entry *wpe = hf_gpt2_find(&f, "transformer.wpe.weight");
+		int layers = hf_gpt2_layers(&f);
 		if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || !layers) {
 			snprintf(err, errlen, "%s: not a GPT-2 model (needs wte, wpe and h.N tensors)",
 				 path);
@@ -738,7 +730,7 @@ static int config_from_safetensors(train_config *cfg, const char *path, char *co
 			snprintf(nhs, sizeof nhs, "%ld", C % 64 ? 1L : C / 64);
 		snprintf(text, sizeof text,
 			 "model: {n_layer: %d, n_head: %s, n_embd: %ld, block_size: %ld, "
-			 "vocab_size: %ld}\ndata: {tokenizer: %s}\n",
+			 "vocab_size: %ld}\ndata: {tokenizer: %s}\ndevice: {kind: native}\n",
 			 layers, nhs, C, (long)wpe->shape[0], V, V == 50257 ? "gpt2" : "bytes");
 		own = text;
 	}
