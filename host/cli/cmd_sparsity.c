@@ -106,7 +106,10 @@ static int show(const char *path, long steps)
 		return 1;
 	}
 	sp_gpt_tensor *tab = calloc((size_t)n, sizeof *tab);
-	sp_param *p = calloc((size_t)n, sizeof *p);
+	sp_param *p = calloc((size_t)n, sizeof *p), *v = NULL;
+	int nv = 0, *vsrc = NULL;
+	size_t *voff = NULL;
+	sp_part_name *vnames = NULL;
 	sp_state *st = NULL;
 	int ret = 1;
 	if (!tab || !p)
@@ -119,32 +122,41 @@ static int show(const char *path, long steps)
 		p[i].shape[1] = tab[i].shape[1];
 		p[i].numel = tab[i].numel;
 	}
-	if (sp_create(&st, cfg, p, n, 0, steps, err, sizeof err)) {
+	/* q, k and v are sparsified as separate tensors, as in training */
+	nv = sp_split_qkv_count(p, n);
+	v = calloc((size_t)nv, sizeof *v);
+	vsrc = calloc((size_t)nv, sizeof *vsrc);
+	voff = calloc((size_t)nv, sizeof *voff);
+	vnames = calloc((size_t)nv, sizeof *vnames);
+	if (!v || !vsrc || !voff || !vnames)
+		goto out;
+	sp_split_qkv(p, n, v, vsrc, voff, vnames);
+	if (sp_create(&st, cfg, v, nv, 0, steps, err, sizeof err)) {
 		fprintf(stderr, "%s\n", err);
 		goto out;
 	}
 	printf("%-24s %-10s %-7s %10s %10s %10s %10s\n", "tensor", "shape", "algo", "s_start",
 	       "s_final", "nnz_final", "numel");
 	size_t tot = 0, tot_nnz = 0, sp_tot = 0, sp_nnz = 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < nv; i++) {
 		char shape[32];
-		if (tab[i].ndim == 2)
-			snprintf(shape, sizeof shape, "%dx%d", tab[i].shape[0], tab[i].shape[1]);
+		if (v[i].ndim == 2)
+			snprintf(shape, sizeof shape, "%dx%d", v[i].shape[0], v[i].shape[1]);
 		else
-			snprintf(shape, sizeof shape, "%d", tab[i].shape[0]);
+			snprintf(shape, sizeof shape, "%d", v[i].shape[0]);
 		const char *algo = sp_tensor_algorithm(st, i);
 		size_t nnz = sp_tensor_final_nnz(st, i);
-		tot += tab[i].numel;
+		tot += v[i].numel;
 		tot_nnz += nnz;
 		if (strcmp(algo, "dense")) {
-			sp_tot += tab[i].numel;
+			sp_tot += v[i].numel;
 			sp_nnz += nnz;
-			printf("%-24s %-10s %-7s %10.4f %10.4f %10zu %10zu\n", tab[i].name, shape, algo,
+			printf("%-24s %-10s %-7s %10.4f %10.4f %10zu %10zu\n", v[i].name, shape, algo,
 			       sp_tensor_target(st, i), sp_tensor_final_target(st, i), nnz,
-			       tab[i].numel);
+			       v[i].numel);
 		} else {
-			printf("%-24s %-10s %-7s %10s %10s %10zu %10zu\n", tab[i].name, shape, algo, "-",
-			       "-", nnz, tab[i].numel);
+			printf("%-24s %-10s %-7s %10s %10s %10zu %10zu\n", v[i].name, shape, algo, "-",
+			       "-", nnz, v[i].numel);
 		}
 	}
 	printf("sparsified: %zu of %zu parameters; final nonzeros %zu (sparsity %.4f of the "
@@ -154,6 +166,10 @@ static int show(const char *path, long steps)
 	ret = 0;
 out:
 	sp_free(st);
+	free(v);
+	free(vsrc);
+	free(voff);
+	free(vnames);
 	free(p);
 	free(tab);
 	sp_config_free(cfg);

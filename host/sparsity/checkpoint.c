@@ -168,6 +168,29 @@ static const uint8_t *get_bytes(rbuf *r, size_t n)
 		goto out;                                   \
 	} while (0)
 
+/* A fused "<prefix>attn.qkv.weight" of a checkpoint written before q, k and v were
+ * sparsified as separate parts: the three part indices, if all are sparsified with masks
+ * and a third of numel each. */
+static int legacy_qkv(const sp_state *st, const char *nm, size_t nl, size_t numel, int *parts)
+{
+	static const char suf[] = "qkv.weight";
+	size_t k = sizeof suf - 1;
+	if (nl < k || nl - k > 200 || memcmp(nm + nl - k, suf, k) || numel % 3)
+		return 0;
+	for (int p = 0; p < 3; p++) {
+		char name[256];
+		snprintf(name, sizeof name, "%.*s%c.weight", (int)(nl - k), nm, "qkv"[p]);
+		parts[p] = -1;
+		for (int i = 0; i < st->n; i++)
+			if (!strcmp(st->t[i].name, name))
+				parts[p] = i;
+		if (parts[p] < 0 || st->t[parts[p]].group < 0 || !st->t[parts[p]].mask ||
+		    st->t[parts[p]].numel != numel / 3)
+			return 0;
+	}
+	return 1;
+}
+
 int sp_state_load_buf(sp_state *st, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
 	if (!st || st->plan_only || !buf)
@@ -217,6 +240,44 @@ int sp_state_load_buf(sp_state *st, const uint8_t *buf, size_t len, char *err, s
 		for (int i = 0; i < st->n; i++)
 			if (strlen(st->t[i].name) == nl && !memcmp(st->t[i].name, nm, nl))
 				idx = i;
+		int parts[3];
+		if (idx < 0 && legacy_qkv(st, (const char *)nm, nl, numel, parts)) {
+			/* saved before q, k and v were sparsified separately: the fused mask's
+			 * thirds are the parts' masks */
+			if (!has)
+				LOAD_ERR(CS_ERR_FORMAT, "sparsity checkpoint: fused '%.*s' has no mask "
+							"to split into q, k and v",
+					 (int)nl, (const char *)nm);
+			const uint8_t *bits = get_bytes(&r, (numel + 7) / 8);
+			if (!bits)
+				break;
+			size_t pn = numel / 3;
+			for (int k = 0; k < 3; k++) {
+				int pi = parts[k];
+				if (seen[pi])
+					LOAD_ERR(CS_ERR_FORMAT, "sparsity checkpoint: %s is stored twice",
+						 st->t[pi].name);
+				seen[pi] = 1;
+				flags[pi] = fl;
+				masks[pi] = malloc(pn);
+				if (!masks[pi])
+					LOAD_ERR(CS_ERR_NO_MEM, "sparsity checkpoint: out of memory");
+				size_t kept = 0;
+				for (size_t i = 0; i < pn; i++) {
+					size_t e = (size_t)k * pn + i;
+					masks[pi][i] = (bits[e / 8] >> (e % 8)) & 1u;
+					kept += masks[pi][i];
+				}
+				targets[pi] = 1.0 - (double)kept / (double)pn;
+			}
+			continue;
+		}
+		if (idx < 0 && nl >= 10 && !memcmp(nm + nl - 10, "qkv.weight", 10))
+			LOAD_ERR(CS_ERR_FORMAT, "sparsity checkpoint: fused '%.*s' was saved before "
+						"q, k and v were sparsified separately, and this config "
+						"does not sparsify all three of its parts (select "
+						"attn.qkv.weight, or start a new run)",
+				 (int)nl, (const char *)nm);
 		if (idx < 0 || st->t[idx].group < 0)
 			LOAD_ERR(CS_ERR_FORMAT, "sparsity checkpoint: tensor '%.*s' is not sparsified "
 						"by this config",

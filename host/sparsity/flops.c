@@ -18,7 +18,18 @@ static double density(const sp_state *st, const char *name)
 	for (int i = 0; i < st->n; i++)
 		if (!strcmp(st->t[i].name, name))
 			return 1.0 - sp_tensor_sparsity(st, i);
-	return 1.0;
+	/* a fused q/k/v projection sparsified as three equal parts (sp_split_qkv) */
+	static const char suf[] = "qkv.weight";
+	size_t n = strlen(name), k = sizeof suf - 1;
+	if (n < k || strcmp(name + n - k, suf) || n - k > 100)
+		return 1.0;
+	double sum = 0;
+	for (int p = 0; p < 3; p++) {
+		char part[128];
+		snprintf(part, sizeof part, "%.*s%c.weight", (int)(n - k), name, "qkv"[p]);
+		sum += density(st, part);
+	}
+	return sum / 3;
 }
 
 int sp_flops_gpt(const sp_state *st, const sp_gpt_dims *d, int seq_len, int dense_grad,

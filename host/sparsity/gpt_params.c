@@ -55,3 +55,60 @@ int sp_gpt_tensors(const sp_gpt_dims *d, sp_gpt_tensor *out, int cap)
 	put(out, cap, &n, "ln_f.bias", 1, C, 0);
 	return n;
 }
+
+/* "<prefix>attn.qkv.weight" with shape [3C, C]: the fused q/k/v projection */
+static int is_fused_qkv(const sp_param *p)
+{
+	static const char suf[] = "attn.qkv.weight";
+	size_t n = strlen(p->name), k = sizeof suf - 1;
+	return n >= k && !strcmp(p->name + n - k, suf) && p->ndim == 2 && p->shape[0] > 0 &&
+	       p->shape[0] % 3 == 0;
+}
+
+int sp_split_qkv_count(const sp_param *in, int n)
+{
+	int c = 0;
+	for (int i = 0; i < n; i++)
+		c += is_fused_qkv(&in[i]) ? 3 : 1;
+	return c;
+}
+
+int sp_split_qkv(const sp_param *in, int n, sp_param *out, int *src, size_t *off,
+		 sp_part_name *names)
+{
+	static const char part[3] = { 'q', 'k', 'v' };
+	int j = 0;
+	for (int i = 0; i < n; i++) {
+		const sp_param *p = &in[i];
+		if (!is_fused_qkv(p)) {
+			out[j] = *p;
+			src[j] = i;
+			off[j] = 0;
+			snprintf(names[j], sizeof names[j], "%s", p->name);
+			j++;
+			continue;
+		}
+		size_t plen = strlen(p->name) - strlen("qkv.weight");
+		size_t rows = (size_t)p->shape[0] / 3, numel = rows * (size_t)p->shape[1];
+		for (int k = 0; k < 3; k++, j++) {
+			snprintf(names[j], sizeof names[j], "%.*s%c.weight", (int)plen, p->name,
+				 part[k]);
+			sp_param *o = &out[j];
+			*o = *p;
+			o->name = names[j];
+			o->alias = p->name;
+			o->shape[0] = (int)rows;
+			o->numel = numel;
+			size_t d = (size_t)k * numel;
+#define PART(f) o->f = p->f ? p->f + d : NULL
+			PART(w);
+			PART(grad);
+			PART(adam_m);
+			PART(adam_v);
+#undef PART
+			src[j] = i;
+			off[j] = d;
+		}
+	}
+	return j;
+}

@@ -52,12 +52,39 @@ static int pattern_match(const sp_pattern *pt, const char *name)
 	return regexec(&pt->re, name, 0, NULL, 0) == 0;
 }
 
-static int group_matches(const sp_group *g, const sp_param *p)
+/* Whether `match` selects params[i]: by its name, or by its alias when it selects none of
+ * the names of the parameters sharing that alias (sp_param.alias). */
+static int selects(int (*match)(const void *ctx, const char *name), const void *ctx,
+		   const sp_param *params, int n, int i)
+{
+	const sp_param *p = &params[i];
+	if (match(ctx, p->name))
+		return 1;
+	if (!p->alias || !match(ctx, p->alias))
+		return 0;
+	for (int j = 0; j < n; j++)
+		if (params[j].alias && !strcmp(params[j].alias, p->alias) &&
+		    match(ctx, params[j].name))
+			return 0;
+	return 1;
+}
+
+static int match_pattern(const void *ctx, const char *name)
+{
+	return pattern_match(ctx, name);
+}
+
+static int match_glob(const void *ctx, const char *name)
+{
+	return fnmatch(ctx, name, 0) == 0;
+}
+
+static int group_matches(const sp_group *g, const sp_param *params, int n, int i)
 {
 	if (g->n_patterns == 0)
-		return default_selected(p);
-	for (int i = 0; i < g->n_patterns; i++)
-		if (pattern_match(&g->patterns[i], p->name))
+		return default_selected(&params[i]);
+	for (int k = 0; k < g->n_patterns; k++)
+		if (selects(match_pattern, &g->patterns[k], params, n, i))
 			return 1;
 	return 0;
 }
@@ -444,7 +471,7 @@ int sp_create(sp_state **out, const sp_config *cfg, const sp_param *params, int 
 			goto out_free;
 		}
 		for (int g = 0; g < cfg->n_groups; g++)
-			if (group_matches(&cfg->groups[g], p)) {
+			if (group_matches(&cfg->groups[g], params, n_params, i)) {
 				t->group = g;
 				break;
 			}
@@ -455,7 +482,7 @@ int sp_create(sp_state **out, const sp_config *cfg, const sp_param *params, int 
 		for (int k = 0; k < gr->n_patterns; k++) {
 			int hit = 0;
 			for (int i = 0; i < n_params && !hit; i++)
-				hit = pattern_match(&gr->patterns[k], params[i].name);
+				hit = selects(match_pattern, &gr->patterns[k], params, n_params, i);
 			if (!hit) {
 				set_err(err, errlen, "%s:%d:%d: %s.%s: '%s' matches no parameter",
 					cfg->file, gr->patterns[k].line, gr->patterns[k].col, gr->path,
@@ -476,7 +503,7 @@ int sp_create(sp_state **out, const sp_config *cfg, const sp_param *params, int 
 			continue;
 		}
 		for (int k = 0; k < g->n_dense; k++)
-			if (fnmatch(g->dense_layers[k], t->name, 0) == 0)
+			if (selects(match_glob, g->dense_layers[k], params, n_params, i))
 				t->forced_dense = 1;
 		int G = g->balance_out ? g->balance_out : g->balance_in;
 		if (G > 1) {
@@ -906,7 +933,13 @@ int sp_set_mask(sp_state *st, int idx, const uint8_t *mask)
 
 int sp_prune_remaining(sp_state *st, double fraction)
 {
-	if (!st || st->plan_only || !(fraction >= 0 && fraction <= 1))
+	return sp_prune_remaining_scope(st, fraction, SP_PRUNE_GROUP_SCOPE);
+}
+
+int sp_prune_remaining_scope(sp_state *st, double fraction, int scope)
+{
+	if (!st || st->plan_only || !(fraction >= 0 && fraction <= 1) ||
+	    scope < SP_PRUNE_GROUP_SCOPE || scope > SP_PRUNE_GLOBAL)
 		return CS_ERR_INVALID;
 	int changed = 0;
 	for (int i = 0; i < st->n; i++)
@@ -916,7 +949,9 @@ int sp_prune_remaining(sp_state *st, double fraction)
 		sp_gstate *gs = &st->gs[gi];
 		if (gs->n == 0)
 			continue;
-		if (g->scope == SP_SCOPE_GLOBAL) {
+		int global = scope == SP_PRUNE_GROUP_SCOPE ? g->scope == SP_SCOPE_GLOBAL
+							   : scope == SP_PRUNE_GLOBAL;
+		if (global) {
 			size_t ntot = 0, nnz = 0;
 			for (int i = 0; i < gs->n; i++) {
 				sp_tensor *t = &st->t[gs->tix[i]];

@@ -50,6 +50,12 @@ typedef struct sp_param {
 	float *grad;       /* [numel] gradient of the loss w.r.t. w */
 	float *adam_m;     /* [numel] AdamW first moment */
 	float *adam_v;     /* [numel] AdamW second moment */
+	/* Another name patterns may select the tensor by (NULL: none), for parts of a fused
+	 * tensor: "h.0.attn.qkv.weight" for h.0.attn.{q,k,v}.weight. A pattern (or
+	 * dense_layers glob) selects a part by its alias only when it matches none of the
+	 * names of the parts sharing that alias, so "attn.qkv.weight" selects all three
+	 * and "attn.[qk].weight" only q and k. */
+	const char *alias;
 } sp_param;
 
 typedef struct sp_config sp_config; /* parsed `sparsity:` block (immutable) */
@@ -181,6 +187,20 @@ typedef struct sp_gpt_tensor {
 } sp_gpt_tensor;
 int sp_gpt_tensors(const sp_gpt_dims *d, sp_gpt_tensor *out, int cap);
 
+/* The tensors the sparsity layer sees for a model's parameter table: every
+ * "<prefix>attn.qkv.weight" of shape [3C, C] becomes three [C, C] parts
+ * "<prefix>attn.q.weight", ".k.", ".v." (rows [0,C), [C,2C), [2C,3C), contiguous in the
+ * row-major fused buffer) with the fused name as alias, each with its own selection,
+ * budget, distribution share and mask updates; compute stays fused. Buffers of a part
+ * point into the fused ones. out needs room for sp_split_qkv_count(in, n) entries;
+ * src[j] is the index in `in` of out[j] and off[j] the element offset of the part in it;
+ * names holds the part names (out[j].name points into it; keep it alive with out).
+ * Returns the count written. */
+typedef char sp_part_name[64];
+int sp_split_qkv_count(const sp_param *in, int n);
+int sp_split_qkv(const sp_param *in, int n, sp_param *out, int *src, size_t *off,
+		 sp_part_name *names);
+
 typedef struct sp_flops {
 	double fwd_dense, fwd_sparse;     /* forward FLOPs per sequence */
 	double train_dense, train_sparse; /* forward + backward per sequence */
@@ -230,6 +250,10 @@ int sp_set_mask(sp_state *st, int idx, const uint8_t *mask);
  * tensor, or globally if the group's scope is global); targets follow; later updates keep
  * the new level (static). Returns the number of masks changed. */
 int sp_prune_remaining(sp_state *st, double fraction);
+/* Same with the scope given (SP_PRUNE_PER_TENSOR or SP_PRUNE_GLOBAL over each group's
+ * tensors; SP_PRUNE_GROUP_SCOPE: the group's `scope`). */
+enum { SP_PRUNE_GROUP_SCOPE = -1, SP_PRUNE_PER_TENSOR = 0, SP_PRUNE_GLOBAL = 1 };
+int sp_prune_remaining_scope(sp_state *st, double fraction, int scope);
 /* Drop every mask: all tensors dense from now on, no more updates (dense fine-tuning). */
 int sp_remove_masks(sp_state *st);
 

@@ -1,4 +1,12 @@
-/* train_sparsity.c - the trainer's adapter to host/sparsity (see train_sparsity.h). */
+/*
+ * train_sparsity.c - the trainer's adapter to host/sparsity (see train_sparsity.h).
+ *
+ * The sparsity layer sees q, k and v of every block as three tensors (sp_split_qkv), the
+ * trainer one fused qkv weight: model tensor i maps to views vfirst[i] .. vfirst[i] +
+ * vcount[i] - 1, and a split tensor's mask is assembled from its parts into fused[i]
+ * whenever masks may have changed (refresh_fused), so the trainer, the native engine and
+ * the device path keep reading one mask per model tensor.
+ */
 #include "train/train_sparsity.h"
 
 #include <math.h>
@@ -14,6 +22,14 @@ struct train_sparsity {
 	sp_config *cfg;
 	sp_state *st;
 	sp_param *params;
+	/* the sparsity layer's tensors (q/k/v split) and the model tensor of each */
+	int nv;
+	sp_param *views;
+	int *vsrc;
+	size_t *voff;
+	sp_part_name *vnames;
+	int *vfirst, *vcount;  /* [num_tensors] */
+	uint8_t **fused;       /* [num_tensors]: assembled mask of a split tensor, or NULL */
 	sp_gpt_dims dims;
 	int enabled;
 	/* sparsity figures for the metrics, recomputed only when masks change */
@@ -26,6 +42,37 @@ static void where_node(void *ctx, const yaml_node_t *n, char *buf, size_t len)
 {
 	const train_config *cfg = ctx;
 	tc_where(cfg, (int)(n - cfg->doc.nodes.start) + 1, buf, len);
+}
+
+/* Assemble the masks of split tensors (a dense part contributes ones). */
+static int refresh_fused(train_sparsity *ts)
+{
+	for (int i = 0; i < ts->m->num_tensors; i++) {
+		if (ts->vcount[i] < 2)
+			continue;
+		int any = 0;
+		for (int k = 0; k < ts->vcount[i]; k++)
+			any |= sp_mask(ts->st, ts->vfirst[i] + k) != NULL;
+		if (!any) {
+			free(ts->fused[i]);
+			ts->fused[i] = NULL;
+			continue;
+		}
+		if (!ts->fused[i]) {
+			ts->fused[i] = malloc(ts->m->tensors[i].numel);
+			if (!ts->fused[i])
+				return CS_ERR_NO_MEM;
+		}
+		for (int k = 0; k < ts->vcount[i]; k++) {
+			int j = ts->vfirst[i] + k;
+			const uint8_t *pm = sp_mask(ts->st, j);
+			if (pm)
+				memcpy(ts->fused[i] + ts->voff[j], pm, ts->views[j].numel);
+			else
+				memset(ts->fused[i] + ts->voff[j], 1, ts->views[j].numel);
+		}
+	}
+	return CS_OK;
 }
 
 int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, float *adam_v,
@@ -64,8 +111,29 @@ int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, fl
 		p->adam_m = adam_m ? adam_m + t->offset : NULL;
 		p->adam_v = adam_v ? adam_v + t->offset : NULL;
 	}
-	rc = sp_create(&ts->st, ts->cfg, ts->params, m->num_tensors, cfg->seed, total_steps, err,
+	ts->nv = sp_split_qkv_count(ts->params, m->num_tensors);
+	ts->views = calloc((size_t)ts->nv, sizeof *ts->views);
+	ts->vsrc = calloc((size_t)ts->nv, sizeof *ts->vsrc);
+	ts->voff = calloc((size_t)ts->nv, sizeof *ts->voff);
+	ts->vnames = calloc((size_t)ts->nv, sizeof *ts->vnames);
+	ts->vfirst = calloc(m->num_tensors, sizeof *ts->vfirst);
+	ts->vcount = calloc(m->num_tensors, sizeof *ts->vcount);
+	ts->fused = calloc(m->num_tensors, sizeof *ts->fused);
+	if (!ts->views || !ts->vsrc || !ts->voff || !ts->vnames || !ts->vfirst || !ts->vcount ||
+	    !ts->fused) {
+		rc = CS_ERR_NO_MEM;
+		goto out_free;
+	}
+	sp_split_qkv(ts->params, m->num_tensors, ts->views, ts->vsrc, ts->voff, ts->vnames);
+	for (int j = ts->nv - 1; j >= 0; j--) {
+		ts->vfirst[ts->vsrc[j]] = j;
+		ts->vcount[ts->vsrc[j]]++;
+	}
+	rc = sp_create(&ts->st, ts->cfg, ts->views, ts->nv, cfg->seed, total_steps, err,
 		       errlen);
+	if (rc)
+		goto out_free;
+	rc = refresh_fused(ts);
 	if (rc)
 		goto out_free;
 	/* the trainer's optimizer is AdamW (optim.h): zero weight, moments and gradient stay
@@ -89,6 +157,15 @@ void ts_free(train_sparsity *ts)
 	sp_config_free(ts->cfg);
 	free(ts->params);
 	free(ts->tensor_sp);
+	for (int i = 0; ts->fused && i < ts->m->num_tensors; i++)
+		free(ts->fused[i]);
+	free(ts->fused);
+	free(ts->views);
+	free(ts->vsrc);
+	free(ts->voff);
+	free(ts->vnames);
+	free(ts->vfirst);
+	free(ts->vcount);
 	free(ts);
 }
 
@@ -112,7 +189,8 @@ int ts_mask_grads(train_sparsity *ts, long step)
 void ts_set_grad_clean(train_sparsity *ts, int idx)
 {
 	if (ON(ts))
-		sp_set_grad_clean(ts->st, idx);
+		for (int k = 0; k < ts->vcount[idx]; k++)
+			sp_set_grad_clean(ts->st, ts->vfirst[idx] + k);
 }
 
 int ts_skip_optimizer(const train_sparsity *ts, long step)
@@ -127,13 +205,19 @@ int ts_after_optimizer(train_sparsity *ts, long step)
 	int rc = sp_after_optimizer(ts->st, step);
 	if (rc != 0)
 		ts->stats_valid = 0;
+	if (rc > 0 && refresh_fused(ts))
+		return CS_ERR_NO_MEM;
 	return rc;
 }
 
 static void update_stats(train_sparsity *ts)
 {
-	for (int i = 0; i < ts->m->num_tensors; i++)
-		ts->tensor_sp[i] = sp_tensor_sparsity(ts->st, i);
+	for (int i = 0; i < ts->m->num_tensors; i++) {
+		size_t nnz = 0;
+		for (int k = 0; k < ts->vcount[i]; k++)
+			nnz += sp_tensor_nnz(ts->st, ts->vfirst[i] + k);
+		ts->tensor_sp[i] = 1.0 - (double)nnz / (double)ts->m->tensors[i].numel;
+	}
 	sp_stats s;
 	sp_get_stats(ts->st, &s);
 	ts->sp_sparse = s.sparsity;
@@ -148,7 +232,9 @@ int ts_apply(train_sparsity *ts)
 
 const uint8_t *ts_mask(const train_sparsity *ts, int idx)
 {
-	return ON(ts) ? sp_mask(ts->st, idx) : NULL;
+	if (!ON(ts))
+		return NULL;
+	return ts->vcount[idx] > 1 ? ts->fused[idx] : sp_mask(ts->st, ts->vfirst[idx]);
 }
 
 double ts_mask_churn(const train_sparsity *ts)
@@ -158,7 +244,10 @@ double ts_mask_churn(const train_sparsity *ts)
 
 int ts_mask_changed(const train_sparsity *ts, int idx)
 {
-	return ON(ts) ? sp_mask_changed(ts->st, idx) : 0;
+	int c = 0;
+	for (int k = 0; ON(ts) && k < ts->vcount[idx]; k++)
+		c |= sp_mask_changed(ts->st, ts->vfirst[idx] + k);
+	return c;
 }
 
 double ts_tensor_sparsity(const train_sparsity *ts, int idx)
@@ -219,7 +308,10 @@ int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_
 			      CS_ERR_INVALID)
 			   : CS_OK;
 	ts->stats_valid = 0;
-	return sp_state_load_buf(ts->st, buf, len, err, errlen);
+	int rc = sp_state_load_buf(ts->st, buf, len, err, errlen);
+	if (!rc && refresh_fused(ts))
+		rc = CS_ERR_NO_MEM;
+	return rc;
 }
 
 size_t ts_nan_export(const train_sparsity *ts, int idx, float *w)
@@ -231,18 +323,32 @@ size_t ts_nan_export(const train_sparsity *ts, int idx, float *w)
 int ts_nan_import(train_sparsity *ts, int idx, float *w)
 {
 	size_t n = ts->m->tensors[idx].numel;
-	if (!ON(ts) || !sp_mask(ts->st, idx)) {
+	if (!ts_mask(ts, idx)) {
 		for (size_t i = 0; i < n; i++)
 			if (!isfinite(w[i]))
 				w[i] = 0.0f;
 		return CS_OK;
 	}
-	uint8_t *mask = malloc(n);
-	if (!mask)
-		return CS_ERR_NO_MEM;
-	sp_nan_import(w, mask, n);
+	int rc = CS_OK;
+	for (int k = 0; k < ts->vcount[idx] && !rc; k++) {
+		int j = ts->vfirst[idx] + k;
+		size_t pn = ts->views[j].numel;
+		float *pw = w + ts->voff[j];
+		if (!sp_mask(ts->st, j)) {
+			for (size_t i = 0; i < pn; i++)
+				if (!isfinite(pw[i]))
+					pw[i] = 0.0f;
+			continue;
+		}
+		uint8_t *mask = malloc(pn);
+		if (!mask)
+			return CS_ERR_NO_MEM;
+		sp_nan_import(pw, mask, pn);
+		rc = sp_set_mask(ts->st, j, mask);
+		free(mask);
+	}
 	ts->stats_valid = 0;
-	int rc = sp_set_mask(ts->st, idx, mask);
-	free(mask);
+	if (!rc)
+		rc = refresh_fused(ts);
 	return rc;
 }
