@@ -173,6 +173,11 @@ const st_entry *hf_gpt2_find(const st_file *f, const char *hf)
 
 int hf_gpt2_import(trainer *t, const char *path, char *err, size_t errlen)
 {
+	return hf_gpt2_import_flags(t, path, 0, err, errlen);
+}
+
+int hf_gpt2_import_flags(trainer *t, const char *path, int flags, char *err, size_t errlen)
+{
 	st_file f;
 	int rc = st_open(&f, path, err, errlen);
 	if (rc)
@@ -229,7 +234,9 @@ int hf_gpt2_import(trainer *t, const char *path, char *err, size_t errlen)
 		if ((rc = st_read_f32(&f, e, tmp, err, errlen)))
 			break;
 		for (size_t k = 0; k < fcnt; k++)
-			if (isnan(tmp[k])) {
+			if (isnan(tmp[k]) && (flags & HF_NAN)) {
+				tmp[k] = 0.0f;
+			} else if (isnan(tmp[k])) {
 				snprintf(err, errlen, "%s: tensor %s holds NaN at element %zu (a "
 					 "NaN-marked sparse export; export without --nan to start from "
 					 "it)", path, e->name, k);

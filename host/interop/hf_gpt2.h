@@ -29,6 +29,9 @@ int hf_gpt2_export(struct trainer *t, const char *path, int flags, char *err, si
  * token rows (the rest, padding, are zero) and more positions (the first block_size are
  * taken). NaN weights, an untied lm_head or a missing tensor are errors naming it. */
 int hf_gpt2_import(struct trainer *t, const char *path, char *err, size_t errlen);
+/* Same; flags HF_NAN reads NaN weights (a NaN-marked sparse export) as zeros. */
+int hf_gpt2_import_flags(struct trainer *t, const char *path, int flags, char *err,
+			 size_t errlen);
 
 /* The number of transformer blocks in a file: 1 + the largest N of its h.N tensors. */
 int hf_gpt2_layers(const struct st_file *f);

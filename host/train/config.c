@@ -84,10 +84,19 @@ static const tc_key schema[] = {
 	{ "train", "sample_tokens", T_INT, OFF(sample_tokens), 0, 0, 1e6, NULL, "200" },
 	{ "train", "sample_temperature", T_DOUBLE, OFF(sample_temperature), 0, 0, 100, NULL,
 	  "0.8" },
+	{ "imp", "rounds", T_INT, OFF(imp_rounds), 0, 0, 1000, NULL, "0" },
+	{ "imp", "fraction", T_DOUBLE, OFF(imp_fraction), 0, 0, 0.999, NULL, "0" },
+	{ "imp", "sparsity", T_DOUBLE, OFF(imp_sparsity), 0, 0, 0.999, NULL, "0" },
+	{ "imp", "scope", T_ENUM, OFF(imp_scope), SZ(imp_scope), 0, 0, "per_tensor|global",
+	  "per_tensor" },
+	{ "imp", "steps_per_round", T_INT, OFF(imp_steps_per_round), 0, 0, 1e9, NULL, "0" },
+	{ "imp", "rewind", T_ENUM, OFF(imp_rewind), SZ(imp_rewind), 0, 0, "lr|weights", "lr" },
+	{ "imp", "rewind_step", T_INT, OFF(imp_rewind_step), 0, 0, 1e9, NULL, "0" },
 };
 #define NKEYS ((int)(sizeof schema / sizeof schema[0]))
 
-static const char *const sections[] = { "run", "device", "model", "data", "train", "sparsity" };
+static const char *const sections[] = { "run", "device", "model", "data", "train", "imp",
+					"sparsity" };
 #define NSECTIONS ((int)(sizeof sections / sizeof sections[0]))
 
 int tc_edit_distance(const char *a, const char *b)
@@ -641,7 +650,44 @@ static int validate(train_config *c, char *err, size_t errlen)
 	node = map_get(doc, map_get(doc, 1, "train", NULL), "min_lr", NULL);
 	if (c->min_lr > c->lr)
 		FAIL(node, "train.min_lr: %g is above train.lr %g", c->min_lr, c->lr);
+	int imp = map_get(doc, 1, "imp", NULL);
+	if (c->imp_rounds > 0) {
+		long R = c->imp_rounds, k = c->imp_rewind_step, S = tc_imp_round_steps(c);
+		if ((c->imp_fraction > 0) == (c->imp_sparsity > 0))
+			FAIL(map_get(doc, imp, "rounds", NULL),
+			     "imp: give one of imp.fraction (pruned per round) and imp.sparsity "
+			     "(final), not %s", c->imp_fraction > 0 ? "both" : "neither");
+		if (!c->imp_steps_per_round && (c->steps + R * k) % (R + 1))
+			FAIL(map_get(doc, imp, "rounds", NULL),
+			     "imp.rounds: train.steps %d does not split into round 0 of S steps "
+			     "and %ld rounds of S - %ld: S = %ld needs train.steps %ld (or set "
+			     "imp.steps_per_round)",
+			     c->steps, R, k, S, S + R * (S - k));
+		if (k >= S)
+			FAIL(map_get(doc, imp, "rewind_step", NULL),
+			     "imp.rewind_step: %ld is not below the %ld steps of a round", k, S);
+		if (c->imp_steps_per_round && c->steps != S + R * (S - k))
+			FAIL(map_get(doc, imp, "steps_per_round", NULL),
+			     "imp.steps_per_round: %ld steps in round 0 and %ld in each of %ld "
+			     "rounds after (rewound to step %ld) make %ld; train.steps is %d (set "
+			     "train.steps: %ld)",
+			     S, S - k, R, k, S + R * (S - k), c->steps, S + R * (S - k));
+		if (!c->sparsity_node)
+			FAIL(map_get(doc, imp, "rounds", NULL),
+			     "imp.rounds: needs a sparsity block choosing the tensors to prune "
+			     "(e.g. sparsity: {algorithm: static, sparsity: 0.0} for a dense start)");
+	}
 	return CS_OK;
+}
+
+long tc_imp_round_steps(const train_config *c)
+{
+	long R = c->imp_rounds, k = c->imp_rewind_step;
+	if (R <= 0)
+		return c->steps;
+	if (c->imp_steps_per_round)
+		return c->imp_steps_per_round;
+	return (c->steps + R * k) / (R + 1);
 }
 
 int tc_load(train_config *c, const char *path, const char *text, char *const *overrides,
@@ -879,7 +925,7 @@ static int changes_training(const tc_key *k)
 	static const char *const train_keys[] = { "batch_size", "grad_accum", "lr", "min_lr",
 						  "warmup_steps", "weight_decay", "beta1", "beta2",
 						  "eps", "grad_clip", NULL };
-	if (!strcmp(k->section, "model"))
+	if (!strcmp(k->section, "model") || !strcmp(k->section, "imp"))
 		return 1;
 	if (!strcmp(k->section, "data"))
 		return strcmp(k->key, "cache_dir") != 0;

@@ -52,6 +52,14 @@ typedef struct train_config {
 	double weight_decay, beta1, beta2, eps, grad_clip;
 	int eval_every, eval_batches, ckpt_every, keep_ckpts, log_every, sample_tokens;
 	double sample_temperature;
+	/* imp: iterative magnitude pruning with rewinding (host/train/workflow.h) */
+	int imp_rounds;                /* 0: off */
+	double imp_fraction;           /* of the remaining weights pruned per round */
+	double imp_sparsity;           /* or: the final sparsity (fraction derived) */
+	char imp_scope[16];            /* per_tensor | global */
+	int imp_steps_per_round;       /* 0: from train.steps */
+	char imp_rewind[8];            /* lr | weights */
+	int imp_rewind_step;
 	/* the document and its sparsity: node (0 when absent) */
 	yaml_document_t doc;
 	int doc_loaded;
@@ -88,6 +96,9 @@ void tc_device_uri(const train_config *c, char *buf, size_t len);
 /* The schema's keys, in order (docs/config.md's table is checked against them): key i's
  * section, name and default as YAML text; CS_ERR_NOT_FOUND past the last. */
 int tc_schema_key(int i, const char **section, const char **key, const char **def);
+/* imp: the steps of round 0 (S); the later rounds have S - imp.rewind_step each, and
+ * train.steps = S + rounds*(S - rewind_step). train.steps when imp is off. */
+long tc_imp_round_steps(const train_config *c);
 /* Levenshtein distance (exposed for tests). */
 int tc_edit_distance(const char *a, const char *b);
 

@@ -22,6 +22,7 @@
 #include "interop/bpe.h"
 #include "interop/hf_gpt2.h"
 #include "interop/safetensors.h"
+#include "train/workflow.h"
 
 static double now_s(void)
 {
@@ -288,7 +289,7 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	}
 	gpt_init_params(&t->model, c->seed);
 	if (c->init_from[0]) { /* before the masks: they may be chosen from these weights */
-		rc = hf_gpt2_import(t, c->init_from, err, errlen);
+		rc = wf_init_from(t, c->init_from, err, errlen);
 		if (rc)
 			goto out_free;
 	}
@@ -317,6 +318,13 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	rc = ts_create(&t->ts, c, &t->model, NULL, NULL, c->steps, err, errlen);
 	if (rc)
 		goto out_free;
+	if (c->imp_rounds > 0 && !ts_enabled(t->ts)) {
+		snprintf(err, errlen, "%s: imp.rounds: the sparsity block selects nothing to prune "
+			 "(e.g. sparsity: {algorithm: static, sparsity: 0.0} for a dense start)",
+			 c->file);
+		rc = CS_ERR_CONFIG;
+		goto out_free;
+	}
 	t->kept = calloc(t->model.num_tensors, sizeof *t->kept);
 	t->nkept = calloc(t->model.num_tensors, sizeof *t->nkept);
 	t->pm = calloc(t->model.num_tensors, sizeof *t->pm);
@@ -405,7 +413,7 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	long step = t->step;
 	double t0 = now_s();
 	memset(s, 0, sizeof *s);
-	s->lr = lr_schedule(step, c->steps, c->warmup_steps, c->lr, c->min_lr);
+	s->lr = wf_lr(c, step); /* an IMP round rewinds the schedule */
 	m->want_dense_dw = ts_wants_dense_grad(t->ts, step);
 	/* packed: the sparse projections' dW stays in the engine's arrays */
 	int packed = t->nat && tn_packed_grads(t->nat) && !m->want_dense_dw;
@@ -476,7 +484,7 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	}
 	ts_flops_step(t->ts, step, T, B * c->grad_accum);
 	if (!ts_skip_optimizer(t->ts, step)) {
-		struct adamw_job a = { .t = t, .lr = (float)s->lr, .step = step + 1 };
+		struct adamw_job a = { .t = t, .lr = (float)s->lr, .step = wf_adam_step(c, step) };
 		cs_pool_run(t->pool, adamw_job, &a);
 	}
 	rc = ts_after_optimizer(t->ts, step);
@@ -696,6 +704,56 @@ int trainer_load(trainer *t, const char *path, char *err, size_t errlen)
 		rc = tn_sync(t->nat, -1, err, errlen);
 out_free:
 	ck_free(&f);
+	return rc;
+}
+
+int trainer_load_weights(trainer *t, const char *path, char *err, size_t errlen)
+{
+	ck_file f;
+	int rc = ck_load(path, &f, err, errlen);
+	if (rc)
+		return rc;
+	gpt *m = &t->model;
+	rc = ck_check_model(&f, &m->cfg, path, err, errlen);
+	for (int i = 0; i < m->num_tensors && !rc; i++) {
+		const gpt_tensor *g = &m->tensors[i];
+		rc = load_tensor(&f, "param/", g, m->params_memory + g->offset, 1, path, err,
+				 errlen);
+		if (!rc)
+			rc = load_tensor(&f, "adam_m/", g, t->adam_m + g->offset, 1, path, err,
+					 errlen);
+		if (!rc)
+			rc = load_tensor(&f, "adam_v/", g, t->adam_v + g->offset, 1, path, err,
+					 errlen);
+	}
+	ck_free(&f);
+	if (rc)
+		return rc;
+	/* the current masks over the loaded values; kept_rebuild repacks and masks the
+	 * moments from the dense arrays */
+	ts_apply(t->ts);
+	if (kept_rebuild(t, 1)) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return CS_ERR_NO_MEM;
+	}
+	if (t->dev)
+		rc = td_dev_sync(t->dev, -1, err, errlen);
+	if (t->nat && !rc)
+		rc = tn_sync(t->nat, -1, err, errlen);
+	return rc;
+}
+
+int trainer_masks_changed(trainer *t, char *err, size_t errlen)
+{
+	int rc = kept_rebuild(t, 0);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	if (t->nat)
+		rc = tn_sync(t->nat, 1, err, errlen);
+	if (t->dev && !rc)
+		rc = td_dev_sync(t->dev, 1, err, errlen);
 	return rc;
 }
 
@@ -1330,6 +1388,15 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 		rc = CS_ERR_IO;
 		goto out_free;
 	}
+	char rp[TC_PATH_MAX + 200];
+	snprintf(rp, sizeof rp, "%s/rounds.jsonl", dir);
+	if (!ck[0])
+		unlink(rp);
+	else if (trim_metrics(rp, t.step)) {
+		snprintf(err, errlen, "%s: cannot rewrite", rp);
+		rc = CS_ERR_IO;
+		goto out_free;
+	}
 	FILE *mf = fopen(p, ck[0] ? "a" : "w");
 	if (!mf) {
 		snprintf(err, errlen, "%s: cannot write: %s", p, strerror(errno));
@@ -1377,6 +1444,9 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	size_t tok_per_step = (size_t)c->batch_size * c->model.block_size * c->grad_accum;
 	while (t.step < c->steps) {
 		train_step_stats s;
+		rc = wf_before_step(&t, dir, out, err, errlen);
+		if (rc)
+			goto out_close;
 		rc = trainer_step(&t, &s, err, errlen);
 		if (rc) {
 			/* a device error (unplugged board, link failure) ends the run here: say
@@ -1429,6 +1499,9 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 				t.step, c->steps, s.loss, s.lr, s.grad_norm,
 				100.0 * ts_sparsity(t.ts), tok_s, s.ms, eta);
 		}
+		rc = wf_after_step(&t, dir, mf, out, err, errlen);
+		if (rc)
+			goto out_close;
 		int stopping = (o->stop && *o->stop) ||
 			       (o->stop_after > 0 && steps_here >= o->stop_after);
 		if ((c->ckpt_every > 0 && t.step % c->ckpt_every == 0) || stopping ||

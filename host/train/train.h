@@ -91,6 +91,12 @@ int trainer_load(trainer *t, const char *path, char *err, size_t errlen);
  * *out (malloc'd, *out_len bytes) receives the generated tokens' text. */
 int trainer_sample(trainer *t, const uint8_t *prompt, size_t plen, int n, float temperature,
 		   uint8_t **out, size_t *out_len, char *err, size_t errlen);
+/* Load only the weights and AdamW moments of a checkpoint (the same model), under the
+ * current masks: step, RNG and sparsity state stay (IMP's weight rewinding). */
+int trainer_load_weights(trainer *t, const char *path, char *err, size_t errlen);
+/* After masks changed outside trainer_step (ts_prune_remaining): repack the kept-entry
+ * optimizer state and rebuild the engine's or device's weights of the changed tensors. */
+int trainer_masks_changed(trainer *t, char *err, size_t errlen);
 /* Read the config stored in a checkpoint (for sample / eval). */
 int trainer_config_from_ckpt(train_config *cfg, const char *ckpt, char *const *overrides,
 			     int n_overrides, char *err, size_t errlen);

@@ -314,6 +314,29 @@ int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_
 	return rc;
 }
 
+int ts_prune_remaining(train_sparsity *ts, double fraction, int global)
+{
+	if (!ON(ts))
+		return CS_ERR_INVALID;
+	int rc = sp_prune_remaining_scope(ts->st, fraction,
+					  global ? SP_PRUNE_GLOBAL : SP_PRUNE_PER_TENSOR);
+	ts->stats_valid = 0;
+	if (rc >= 0 && refresh_fused(ts))
+		return CS_ERR_NO_MEM;
+	return rc;
+}
+
+void ts_nnz(const train_sparsity *ts, size_t *nnz, size_t *numel)
+{
+	*nnz = *numel = 0;
+	if (!ON(ts))
+		return;
+	sp_stats s;
+	sp_get_stats(ts->st, &s);
+	*nnz = s.sparse_nnz;
+	*numel = s.sparse_numel;
+}
+
 size_t ts_nan_export(const train_sparsity *ts, int idx, float *w)
 {
 	const uint8_t *mask = ts_mask(ts, idx);

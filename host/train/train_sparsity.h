@@ -50,6 +50,12 @@ void ts_print(const train_sparsity *ts, FILE *f);
 /* Algorithm state for checkpoints (*buf malloc'ed; *len 0 when disabled). */
 int ts_save(const train_sparsity *ts, uint8_t **buf, size_t *len);
 int ts_load(train_sparsity *ts, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* Prune `fraction` of the remaining nonzeros of every sparsified tensor by magnitude,
+ * per tensor (global 0) or over each group's tensors (1); the masks stay fixed from then
+ * on (iterative pruning). >= 0: masks changed. */
+int ts_prune_remaining(train_sparsity *ts, double fraction, int global);
+/* Nonzeros and elements of the sparsified tensors. */
+void ts_nnz(const train_sparsity *ts, size_t *nnz, size_t *numel);
 /* Cerebras NaN convention on the model's weights. */
 size_t ts_nan_export(const train_sparsity *ts, int idx, float *w);
 int ts_nan_import(train_sparsity *ts, int idx, float *w);
