@@ -135,11 +135,12 @@ run_job() { # arm seed
 	local a=$1 s=$2 t0=$EPOCHREALTIME rc=0 name=$1-s$2
 	rm -f "$logs/$name.cpu" "$logs/$name-pre.cpu" "$logs/$name-ft.cpu"
 	if [ "$a" = spdf ]; then
-		train1 configs/experiment/spdf-pre.yaml "spdf-pre-s$s" "$s" "$logs/$name.log" \
+		train1 configs/experiment/spdf-pre.yaml "spdf-pre-s$s" "$s" "$logs/spdf-pre-s$s.log" \
 			$(quick_ov spdf-pre) "${overrides[@]}" &&
-		train1 configs/experiment/spdf-ft.yaml "spdf-ft-s$s" "$s" "$logs/$name-ft.log" \
+		train1 configs/experiment/spdf-ft.yaml "spdf-ft-s$s" "$s" "$logs/spdf-ft-s$s.log" \
 			model.init_from="$runs/spdf-pre-s$s" $(quick_ov spdf-ft) "${overrides[@]}" || rc=$?
 		cat "$logs/spdf-pre-s$s.cpu" "$logs/spdf-ft-s$s.cpu" >"$logs/$name.cpu" 2>/dev/null || true
+		cat "$logs/spdf-pre-s$s.log" "$logs/spdf-ft-s$s.log" >"$logs/$name.log" 2>/dev/null || true
 	else
 		train1 "configs/experiment/$a.yaml" "$name" "$s" "$logs/$name.log" $(quick_ov "$a") \
 			"${overrides[@]}" || rc=$?
@@ -380,24 +381,30 @@ difference in the claimed direction; |z| < 2 means these seeds do not resolve it
 
 EOF
 awk '
-	{ m[$1] = $3; s[$1] = $4; n[$1] = $2; fl[$1] = $9 }
-	function z(d, a, b,   se) {
+	{ m[$1] = $3; s[$1] = $4; n[$1] = $2; fl[$1] = $9; order[NR] = $1; k = NR }
+	function zv(d, a, b,   se) {
 		se = sqrt(s[a]^2 / n[a] + s[b]^2 / n[b])
-		return se > 0 ? sprintf("%+.1f", d / se) : (d == 0 ? "0" : (d > 0 ? "+inf" : "-inf"))
+		return (se > 0) ? d / se : ((d == 0) ? 0 : ((d > 0) ? 1e9 : -1e9))
 	}
-	function claim(text, a, b,   d) { # a better (lower) than b
+	function zs(x) { return (x > 1e8 || x < -1e8) ? ((x > 0) ? "+inf" : "-inf") : sprintf("%+.1f", x) }
+	function verdict(d, z, extra) {
+		if (d > 0 && extra)
+			return (z >= 2) ? "holds" : "holds in direction, not resolved (z < 2)"
+		return (z <= -2) ? "**does not hold**" : "**does not hold**, not resolved (|z| < 2)"
+	}
+	function claim(text, a, b,   d, z) { # a better (lower) than b
 		if (!(a in m) || !(b in m)) return
-		d = m[b] - m[a]
+		d = m[b] - m[a]; z = zv(d, a, b)
 		printf "- %s: %s (%s %.4f vs %s %.4f, difference %+.4f, z %s)\n", text,
-			d > 0 ? "holds" : "**does not hold**", a, m[a], b, m[b], d, z(d, a, b)
+			verdict(d, z, 1), a, m[a], b, m[b], d, zs(z)
 	}
 	END {
 		printf "**Dense is best.**\n\n"
-		for (a in m) if (a != "dense") claim("dense better than " a, "dense", a)
+		for (i = 1; i <= k; i++) if (order[i] != "dense") claim("dense better than " order[i], "dense", order[i])
 		printf "\n**Dynamic sparse (SET, RigL) better than static at equal sparsity.**\n\n"
 		split("80 90", lv, " ")
 		for (i = 1; i <= 2; i++) for (x = 1; x <= 2; x++) {
-			dyn = (x == 1 ? "set-" : "rigl-") lv[i]
+			dyn = ((x == 1) ? "set-" : "rigl-") lv[i]
 			claim(dyn " better than static-random-" lv[i], dyn, "static-random-" lv[i])
 			claim(dyn " better than static-topk-" lv[i], dyn, "static-topk-" lv[i])
 		}
@@ -405,23 +412,22 @@ awk '
 		for (i = 1; i <= 2; i++) claim("granet-" lv[i] " at least as good as rigl-" lv[i], "granet-" lv[i], "rigl-" lv[i])
 		printf "\n**Iterative pruning at 80%% within 2%% of dense validation loss.**\n\n"
 		if (("imp-80" in m) && ("dense" in m)) {
-			d = 1.02 * m["dense"] - m["imp-80"]
+			d = 1.02 * m["dense"] - m["imp-80"]; z = zv(d, "imp-80", "dense")
 			printf "- imp-80 %.4f vs dense %.4f: %+.2f%% of dense, margin to the 2%% line %+.4f (z %s): %s\n",
-				m["imp-80"], m["dense"], 100 * (m["imp-80"] / m["dense"] - 1), d, z(d, "imp-80", "dense"),
-				d > 0 ? "holds" : "**does not hold**"
+				m["imp-80"], m["dense"], 100 * (m["imp-80"] / m["dense"] - 1), d, zs(z), verdict(d, z, 1)
 		}
 		printf "\n**SPDF fine-tuned within 1%% of dense at <= 0.6x of dense training FLOPs.**\n\n"
 		if (("spdf" in m) && ("dense" in m)) {
-			d = 1.01 * m["dense"] - m["spdf"]; r = fl["spdf"] / fl["dense"]
+			d = 1.01 * m["dense"] - m["spdf"]; r = fl["spdf"] / fl["dense"]; z = zv(d, "spdf", "dense")
 			printf "- spdf %.4f vs dense %.4f: %+.2f%% of dense, margin to the 1%% line %+.4f (z %s), at %.2fx of dense FLOPs: %s\n",
-				m["spdf"], m["dense"], 100 * (m["spdf"] / m["dense"] - 1), d, z(d, "spdf", "dense"), r,
-				(d > 0 && r <= 0.6) ? "holds" : "**does not hold**"
+				m["spdf"], m["dense"], 100 * (m["spdf"] / m["dense"] - 1), d, zs(z), r,
+				verdict(d, z, r <= 0.6)
 		}
 	}' "$data/arms"
 cat <<EOF
 
 Ranking by mean final validation loss (lower is better):
-$(sort -k3,3g "$data/arms" | awk '{ printf "%s%s %.4f", NR > 1 ? " < " : "", $1, $3 } END { print "" }')
+$(sort -k3,3g "$data/arms" | awk '{ printf "%s%s %.4f", (NR > 1) ? " < " : "", $1, $3 } END { print "" }')
 
 Per-run values: \`$data/runs\` (arm, seed, val loss, train loss, sparsity, nonzeros,
 FLOPs, dense FLOPs, wall s, CPU s). Curves of seed $(set -- $seeds; echo "$1") (\`cshost plot\`: training loss as a
