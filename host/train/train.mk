@@ -7,6 +7,12 @@ $(BUILD)/obj/host/train/gpt.o: CFLAGS += -O3 -fno-trapping-math
 $(BUILD)/obj/host/train/optim.o: CFLAGS += -O3 -fno-trapping-math -fno-math-errno
 $(BUILD)/obj/host/train/gpt.o $(BUILD)/obj/host/train/optim.o: host/train/train.mk
 
+# Data parallelism (host/train/dp.c) links Open MPI into the library; only dp.c includes
+# mpi.h, and a process not started by mpirun never calls MPI_Init.
+MPI_CFLAGS = $(shell pkg-config --cflags ompi-c 2>/dev/null)
+$(BUILD)/obj/host/train/dp.o: CPPFLAGS += $(MPI_CFLAGS)
+LIB_LDLIBS += $(shell pkg-config --libs ompi-c 2>/dev/null)
+
 # make train: the default run (configs/tiny.yaml) in $(BUILD)/runs/<name>, started over
 # each time. TRAIN_CONFIG and TRAIN_ARGS (dotted overrides) change it.
 TRAIN_CONFIG ?= configs/tiny.yaml
