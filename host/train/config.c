@@ -68,6 +68,7 @@ static const tc_key schema[] = {
 	{ "train", "batch_size", T_INT, OFF(batch_size), 0, 1, 65536, NULL, "8" },
 	{ "train", "grad_accum", T_INT, OFF(grad_accum), 0, 1, 65536, NULL, "1" },
 	{ "train", "threads", T_INT, OFF(threads), 0, 0, 1024, NULL, "0" },
+	{ "train", "reduce", T_ENUM, OFF(reduce), SZ(reduce), 0, 0, "ordered|fast", "ordered" },
 	{ "train", "lr", T_DOUBLE, OFF(lr), 0, 0, 10, NULL, "3.0e-3" },
 	{ "train", "min_lr", T_DOUBLE, OFF(min_lr), 0, 0, 10, NULL, "3.0e-4" },
 	{ "train", "warmup_steps", T_INT, OFF(warmup_steps), 0, 0, 1e9, NULL, "20" },

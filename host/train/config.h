@@ -47,6 +47,7 @@ typedef struct train_config {
 	/* train */
 	int steps, batch_size, grad_accum;
 	int threads;                   /* 0: cs_default_threads() */
+	char reduce[8];                /* gradient sum over MPI ranks: ordered | fast */
 	double lr, min_lr;
 	int warmup_steps;
 	double weight_decay, beta1, beta2, eps, grad_clip;
