@@ -12,6 +12,8 @@ $(BUILD)/obj/host/train/gpt.o $(BUILD)/obj/host/train/optim.o: host/train/train.
 MPI_CFLAGS = $(shell pkg-config --cflags ompi-c 2>/dev/null)
 $(BUILD)/obj/host/train/dp.o: CPPFLAGS += $(MPI_CFLAGS)
 LIB_LDLIBS += $(shell pkg-config --libs ompi-c 2>/dev/null)
+# mpirun -np 2 and 3 on this machine against one process (tests/train/test_dp.sh)
+TEST_ENTRIES += tests/train/test_dp.sh@$(CSHOST)
 
 # make train: the default run (configs/tiny.yaml) in $(BUILD)/runs/<name>, started over
 # each time. TRAIN_CONFIG and TRAIN_ARGS (dotted overrides) change it.
