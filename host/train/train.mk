@@ -72,3 +72,14 @@ train-sim-bench: $(CSHOST) $(SIM_DIR)/libmesh_2x2.so
 	@cat $(BUILD)/bench/train_sim.json
 
 BENCH_TARGETS += train-sim-bench
+
+
+# make bench: data parallelism, 1 process against mpirun -np 2 (one thread each, the same
+# global batch), dense and at 90%: tokens/s, CPU, reduction bytes and time per step
+# (host/train/bench/dp_bench.py) -> build/bench/dp.json.
+.PHONY: dp-bench
+dp-bench: $(CSHOST)
+	@mkdir -p $(BUILD)/bench
+	python3 host/train/bench/dp_bench.py $(CSHOST) $(BUILD)/bench/dp.json 12 2
+
+BENCH_TARGETS += dp-bench
