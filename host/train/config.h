@@ -27,6 +27,9 @@ typedef struct train_config {
 	uint64_t seed;
 	/* device */
 	char device_kind[8];           /* native | model (= cpu) | sim | usb */
+	char serials[256];             /* usb boards by serial, one per rank of a node: "A,B" */
+	int device_index;              /* not a key: this process's place in serials (the
+					  MPI local rank) */
 	char weights[8];               /* native engine's weight storage: fp32 | bf16 */
 	char mesh[16];                 /* "4x4" */
 	char pe[16];                   /* PE implementation: full | lite | micro_mt (csd.h) */

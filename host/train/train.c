@@ -1545,6 +1545,21 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 		cfg.threads = cs_default_threads() / dp_local_size(dp) > 1
 				      ? cs_default_threads() / dp_local_size(dp)
 				      : 1;
+	if (multi && !rc && !strcmp(cfg.device_kind, "usb")) {
+		/* one board per rank of this node, by serial */
+		int n = 0;
+		for (const char *q = cfg.serials; *q; q++)
+			n += *q == ',';
+		n += cfg.serials[0] != 0;
+		cfg.device_index = dp_local_rank(dp);
+		if (n < dp_local_size(dp)) {
+			snprintf(err, errlen, "%s: device.serials: %d board%s listed for the %d ranks "
+				 "on this node: list one serial per rank (\"A,B\"; `cshost board "
+				 "info` names a board's)", cfg.file, n, n == 1 ? "" : "s",
+				 dp_local_size(dp));
+			rc = CS_ERR_CONFIG;
+		}
+	}
 	if (multi && !rc && cfg.grad_accum % dp_size(dp)) {
 		int N = dp_size(dp);
 		snprintf(err, errlen, "%s: train.grad_accum %d is not a multiple of the %d MPI "

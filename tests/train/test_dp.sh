@@ -145,6 +145,17 @@ else
 	cat ga.log
 fi
 
+# two ranks on one node cannot share one board
+mpi 2 device.kind=usb sparsity.algorithm=static sparsity.sparsity=0.9 >usb.log 2>&1
+rc=$?
+n=$(grep -c "device.serials: 0 boards listed for the 2 ranks" usb.log)
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$n" -eq 1 ]; then
+	ok "usb on 2 ranks without device.serials: refused with one message"
+else
+	bad "usb on 2 ranks without device.serials: exit $rc, $n messages"
+	cat usb.log
+fi
+
 # kill rank 1 mid-run
 rm -rf runs
 timeout 120 mpirun -np 2 "$cshost" train cfg.yaml train.steps=100000 train.ckpt_every=10 \

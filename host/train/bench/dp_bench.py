@@ -50,7 +50,6 @@ def run(cshost, ranks, extra, steps, out_dir, name):
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
