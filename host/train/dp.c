@@ -223,13 +223,17 @@ static void sum_chunk(dp_comm *d, struct dp_bucket *b)
 static void advance(dp_comm *d, struct dp_bucket *b, int wait)
 {
 	while (b->phase < 2) {
-		int done = 1;
-		if (wait)
-			MPI_Waitall(b->nreq, b->req, MPI_STATUSES_IGNORE);
-		else
-			MPI_Testall(b->nreq, b->req, &done, MPI_STATUSES_IGNORE);
-		if (!done)
+		int done = 0;
+		MPI_Testall(b->nreq, b->req, &done, MPI_STATUSES_IGNORE);
+		if (!done && !wait)
 			return;
+		if (!done) {
+			/* MPI_Waitall would spin on a core that the other ranks of a small or
+			 * shared machine need: test, and sleep a little between tests */
+			struct timespec ts = { 0, 20000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		if (b->phase == 0 && d->mode == DP_ORDERED) {
 			sum_chunk(d, b);
 			post_gather(d, b);
