@@ -30,6 +30,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static uint64_t rng_next(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -554,7 +561,7 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	gpt *m = &t->model;
 	int B = c->batch_size, T = c->model.block_size;
 	long step = t->step;
-	double t0 = now_s();
+	double t0 = now_s(), c0 = cpu_s();
 	memset(s, 0, sizeof *s);
 	s->lr = lr_schedule(step, c->steps, c->warmup_steps, c->lr, c->min_lr);
 	m->want_dense_dw = ts_wants_dense_grad(t->ts, step);
@@ -696,6 +703,7 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	}
 	t->step++;
 	s->ms = (now_s() - t0) * 1e3;
+	s->cpu_ms = (cpu_s() - c0) * 1e3;
 	return CS_OK;
 }
 
@@ -1283,11 +1291,11 @@ static void write_metrics(FILE *f, trainer *t, const train_step_stats *s, double
 			ts_tensor_sparsity(t->ts, i));
 		first = 0;
 	}
-	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"device_cycles\": %llu, "
+	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"cpu_ms\": %.3f, \"device_cycles\": %llu, "
 		   "\"device_utilization\": %.4f, \"link_bytes_out\": %llu, \"link_bytes_in\": %llu, "
 		   "\"masks_changed\": %d, \"mask_churn\": %.6f, \"ranks\": %d, \"comm_bytes\": %llu, "
 		   "\"comm_ms\": %.3f, \"comm_wait_ms\": %.3f}\n",
-		tok_s, s->ms, (unsigned long long)s->device_cycles, s->device_utilization,
+		tok_s, s->ms, s->cpu_ms, (unsigned long long)s->device_cycles, s->device_utilization,
 		(unsigned long long)s->link_bytes_out, (unsigned long long)s->link_bytes_in,
 		s->masks_changed, s->masks_changed ? ts_mask_churn(t->ts) : 0.0, dp_size(t->dp),
 		(unsigned long long)s->comm_bytes, s->comm_ms, s->comm_wait_ms);

@@ -85,6 +85,7 @@ typedef struct train_step_stats {
 	float loss;              /* mean over the micro-batches */
 	double lr, grad_norm;
 	double ms;               /* wall time of the step */
+	double cpu_ms;           /* CPU time of this process in the step (all its threads) */
 	int masks_changed;
 	uint64_t device_cycles;
 	double device_utilization;
