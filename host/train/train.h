@@ -7,6 +7,11 @@
  * Determinism: the batch of step s is a function of (seed, s); init and masks of the seed;
  * everything else of the checkpointed state. A resumed run is bit-identical to an
  * uninterrupted one on the same backend and thread count.
+ *
+ * Data parallelism (train_opts.dp, docs/scaling.md): under mpirun each rank runs its share
+ * of a step's micro-batches and the gradients are summed in rank order, so N ranks with
+ * one micro-batch each give the bits of one process with grad_accum N; a run resumes with
+ * any rank count.
  */
 #ifndef CS_TRAIN_TRAIN_H
 #define CS_TRAIN_TRAIN_H
