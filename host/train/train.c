@@ -1598,12 +1598,12 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	/* rank 0 first: it may write the token cache, which the others then read */
 	trainer t;
 	if (lead) {
-		rc = agree(dp, start_trainer(&t, &cfg, dp, ck, err, errlen), err, errlen);
-		int rc2 = agree(dp, CS_OK, err, errlen);
-		if (!rc && rc2) {
+		int rs = start_trainer(&t, &cfg, dp, ck, err, errlen);
+		rc = agree(dp, rs, err, errlen);
+		if (!rc) /* the others' start */
+			rc = agree(dp, CS_OK, err, errlen);
+		if (rc && !rs)
 			trainer_free(&t);
-			rc = rc2;
-		}
 	} else {
 		rc = agree(dp, CS_OK, err, errlen);
 		if (rc)

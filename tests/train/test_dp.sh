@@ -148,6 +148,19 @@ else
 	cat ga.log
 fi
 
+# rank 0 fails while starting (a checkpoint past train.steps): one message, no hang
+rm -rf runs
+mpi 2 >/dev/null 2>&1
+mpi 2 --resume train.steps=2 >past.log 2>&1
+rc=$?
+n=$(grep -c "past train.steps 2" past.log)
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$n" -eq 1 ]; then
+	ok "resume past train.steps on 2 ranks: refused with one message"
+else
+	bad "resume past train.steps on 2 ranks: exit $rc, $n messages"
+	cat past.log
+fi
+
 # two ranks on one node cannot share one board
 mpi 2 device.kind=usb sparsity.algorithm=static sparsity.sparsity=0.9 >usb.log 2>&1
 rc=$?
