@@ -1577,6 +1577,29 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 			 N, N * ((cfg.grad_accum + N - 1) / N));
 		rc = CS_ERR_CONFIG;
 	}
+	if (multi) { /* one model: every rank must train the same config */
+		uint64_t h = 0;
+		if (!rc) {
+			train_config same = cfg; /* shares the document; what may differ cleared */
+			same.threads = 0;
+			same.serials[0] = 0;
+			same.device_index = 0;
+			size_t len = 0;
+			char *text = resolved_text(&same, &len);
+			h = 0xcbf29ce484222325ull;
+			for (size_t i = 0; text && i < len; i++)
+				h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+			free(text);
+		}
+		uint64_t h0 = h;
+		dp_bcast(dp, &h0, sizeof h0);
+		if (!rc && h != h0) {
+			snprintf(err, errlen, "%s: the config (file and overrides) differs from rank "
+				 "0's: every rank of a data-parallel run must train the same one",
+				 cfg.file);
+			rc = CS_ERR_CONFIG;
+		}
+	}
 	char dir[TC_PATH_MAX + 160] = "", ck[TC_PATH_MAX + 200] = "";
 	int existed = 1, lock_fd = -1, used = 0;
 	char *diff = NULL;

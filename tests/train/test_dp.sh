@@ -161,6 +161,19 @@ else
 	cat past.log
 fi
 
+# ranks started with different configs (mpirun's colon syntax): refused, one message
+rm -rf runs
+timeout 120 mpirun -np 1 "$cshost" train cfg.yaml : -np 1 "$cshost" train cfg.yaml \
+	train.lr=0.01 >differ.log 2>&1
+rc=$?
+n=$(grep -c "differs from rank 0's" differ.log)
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$n" -eq 1 ] && [ ! -e runs/r/ckpt-00000003.bin ]; then
+	ok "a rank with another config: refused with one message"
+else
+	bad "a rank with another config: exit $rc, $n messages"
+	cat differ.log
+fi
+
 # two ranks on one node cannot share one board
 mpi 2 device.kind=usb sparsity.algorithm=static sparsity.sparsity=0.9 >usb.log 2>&1
 rc=$?
