@@ -14,6 +14,7 @@
 #include "cli/cli_num.h"
 #include "common/cs_error.h"
 #include "driver/csd.h"
+#include "train/dp.h"
 #include "train/train.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -138,16 +139,32 @@ int cmd_train(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* under mpirun: one rank of a data-parallel run (docs/scaling.md) */
+	dp_comm *dp;
+	if (dp_open(&dp, err, sizeof err)) {
+		fprintf(stderr, "cshost train: %s\n", err);
+		free(ov);
+		return 1;
+	}
+	o.dp = dp;
 	train_result r;
 	int rc = train_run(&o, &r, err, sizeof err);
 	free(ov);
+	int N = dp_size(dp);
+	if (rc && rc != CS_ERR_INTERRUPTED) {
+		if (err[0] && N > 1)
+			fprintf(stderr, "cshost train: rank %d of %d: %s\n", dp_rank(dp), N, err);
+		else if (err[0])
+			fprintf(stderr, "cshost train: %s\n", err);
+		/* the others are waiting for this rank in the gradient sum: end them too
+		 * (before the start every rank returned on its own) */
+		if (N > 1 && r.started)
+			dp_abort(dp, 1);
+	}
+	dp_close(dp);
 	if (rc == CS_ERR_INTERRUPTED)
 		return 130;
-	if (rc) {
-		fprintf(stderr, "cshost train: %s\n", err);
-		return 1;
-	}
-	return 0;
+	return rc ? 1 : 0;
 }
 
 int cmd_sample(int argc, char **argv)

@@ -45,6 +45,7 @@ static const tc_key schema[] = {
 	{ "device", "pe", T_ENUM, OFF(pe), SZ(pe), 0, 0, "full|lite|micro_mt", "full" },
 	{ "device", "awords", T_INT, OFF(awords), 0, 0, 65536, NULL, "0" },
 	{ "device", "bwords", T_INT, OFF(bwords), 0, 0, 32768, NULL, "0" },
+	{ "device", "serials", T_STR, OFF(serials), SZ(serials), 0, 0, NULL, "\"\"" },
 	{ "device", "weights", T_ENUM, OFF(weights), SZ(weights), 0, 0, "fp32|bf16", "fp32" },
 	{ "device", "dense_on_host", T_AUTOBOOL, OFF(dense_on_host), 0, 0, 0, "auto|true|false",
 	  "auto" },
@@ -68,6 +69,7 @@ static const tc_key schema[] = {
 	{ "train", "batch_size", T_INT, OFF(batch_size), 0, 1, 65536, NULL, "8" },
 	{ "train", "grad_accum", T_INT, OFF(grad_accum), 0, 1, 65536, NULL, "1" },
 	{ "train", "threads", T_INT, OFF(threads), 0, 0, 1024, NULL, "0" },
+	{ "train", "reduce", T_ENUM, OFF(reduce), SZ(reduce), 0, 0, "ordered|fast", "ordered" },
 	{ "train", "lr", T_DOUBLE, OFF(lr), 0, 0, 10, NULL, "3.0e-3" },
 	{ "train", "min_lr", T_DOUBLE, OFF(min_lr), 0, 0, 10, NULL, "3.0e-4" },
 	{ "train", "warmup_steps", T_INT, OFF(warmup_steps), 0, 0, 1e9, NULL, "20" },
@@ -731,9 +733,20 @@ void tc_device_uri(const train_config *c, char *buf, size_t len)
 	int usb = !strcmp(c->device_kind, "usb");
 	/* "model" is the bit-exact C model of the mesh, the driver's "cpu" backend */
 	const char *be = !strcmp(c->device_kind, "model") ? "cpu" : c->device_kind;
-	size_t n = usb ? (size_t)snprintf(buf, len, "usb")
+	/* usb: the board of this rank, the device_index-th of device.serials */
+	char serial[sizeof c->serials] = "";
+	const char *sv = c->serials;
+	for (int i = 0; usb && *sv; i++) {
+		size_t l = strcspn(sv, ",");
+		if (i == c->device_index) {
+			snprintf(serial, sizeof serial, "%.*s", (int)l, sv);
+			break;
+		}
+		sv += l + (sv[l] == ',');
+	}
+	size_t n = usb ? (size_t)snprintf(buf, len, "usb%s%s", serial[0] ? ":" : "", serial)
 		       : (size_t)snprintf(buf, len, "%s:%s", be, c->mesh);
-	const char *sep = usb ? ":" : ",";
+	const char *sep = usb && !serial[0] ? ":" : ",";
 	/* pe= also gives the implementation's SRAM sizes where awords/bwords are 0 */
 	if (!usb && strcmp(c->pe, "full") && n < len)
 		n += (size_t)snprintf(buf + n, len - n, ",pe=%s", c->pe);

@@ -27,6 +27,9 @@ typedef struct train_config {
 	uint64_t seed;
 	/* device */
 	char device_kind[8];           /* native | model (= cpu) | sim | usb */
+	char serials[256];             /* usb boards by serial, one per rank of a node: "A,B" */
+	int device_index;              /* not a key: this process's place in serials (the
+					  MPI local rank) */
 	char weights[8];               /* native engine's weight storage: fp32 | bf16 */
 	char mesh[16];                 /* "4x4" */
 	char pe[16];                   /* PE implementation: full | lite | micro_mt (csd.h) */
@@ -47,6 +50,7 @@ typedef struct train_config {
 	/* train */
 	int steps, batch_size, grad_accum;
 	int threads;                   /* 0: cs_default_threads() */
+	char reduce[8];                /* gradient sum over MPI ranks: ordered | fast */
 	double lr, min_lr;
 	int warmup_steps;
 	double weight_decay, beta1, beta2, eps, grad_clip;

@@ -1664,7 +1664,11 @@ int gpt_backward(gpt *m, float loss_scale)
 		layernorm_backward_pool(pool, m->dresidual, g->ln1w + l * C1, g->ln1b + l * C1,
 					m->dln, residual, p->ln1w + l * C1, a->ln1_mean + l * BT,
 					a->ln1_rstd + l * BT, (int)BT, C);
+		if (m->grads_ready && (rc = m->grads_ready(m->grads_ready_ctx, l)))
+			return rc;
 	}
 	encoder_backward_pool(pool, g->wte, g->wpe, m->dresidual, m->inputs, B, T, C);
+	if (m->grads_ready)
+		return m->grads_ready(m->grads_ready_ctx, -1);
 	return CS_OK;
 }

@@ -163,6 +163,12 @@ typedef struct gpt {
 	const gpt_linear_ops *lin;
 	void *lin_ctx;
 	int want_dense_dw;      /* passed through to lin->backward for the next backward */
+	/* Called by gpt_backward when gradients are final for this backward: block l's
+	 * tensors (layer l, from L-1 down to 0) after its backward, and -1 (wte, wpe, ln_f)
+	 * at the end. Data parallelism starts reducing a block while the next one computes.
+	 * A nonzero return ends the backward with that error. NULL: none. */
+	int (*grads_ready)(void *ctx, int layer);
+	void *grads_ready_ctx;
 	cs_pool *pool;          /* host threads of the dense layers and of gpt_linear_host
 				   (not owned; NULL: one) */
 } gpt;

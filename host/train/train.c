@@ -31,6 +31,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static uint64_t rng_next(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -232,6 +239,147 @@ static void adamw_job(void *va, int tid, int nth)
 	}
 }
 
+/* ---- gradients over micro-batches and ranks ----------------------------------------- */
+
+/* What of a tensor's gradient the ranks sum: all of its dense range, the kept entries of
+ * its dense range (a masked tensor on a step without the dense gradient: the pruned ones
+ * are zeroed after), or the engine's packed array (its kept entries already). */
+enum { SM_FULL, SM_KEPT, SM_PACKED };
+
+static int groups_init(trainer *t)
+{
+	const gpt *m = &t->model;
+	int L = m->cfg.n_layer, n = m->num_tensors;
+	t->micro_loss = calloc((size_t)t->cfg.grad_accum, sizeof *t->micro_loss);
+	t->aoff = calloc((size_t)n, sizeof *t->aoff);
+	t->soff = calloc((size_t)n, sizeof *t->soff);
+	t->smode = calloc((size_t)n, sizeof *t->smode);
+	t->grp = calloc((size_t)n, sizeof *t->grp);
+	t->grp_start = calloc((size_t)L + 2, sizeof *t->grp_start);
+	if (!t->micro_loss || !t->aoff || !t->soff || !t->smode || !t->grp || !t->grp_start)
+		return CS_ERR_NO_MEM;
+	int k = 0;
+	for (int g = 0; g <= L; g++) { /* group L: the tensors of no block */
+		t->grp_start[g] = k;
+		for (int i = 0; i < n; i++)
+			if (m->tensors[i].layer == (g < L ? g : -1))
+				t->grp[k++] = i;
+	}
+	t->grp_start[L + 1] = k;
+	return k == n ? CS_OK : CS_ERR_INVALID;
+}
+
+int trainer_set_dp(trainer *t, dp_comm *dp, char *err, size_t errlen)
+{
+	int N = dp_size(dp);
+	if (t->cfg.grad_accum % N) {
+		snprintf(err, errlen, "%s: train.grad_accum %d is not a multiple of the %d MPI "
+			 "ranks: each rank takes whole micro-batches of the step (e.g. "
+			 "train.grad_accum=%d, with train.batch_size lowered to keep the global "
+			 "batch of batch_size x grad_accum sequences)", t->cfg.file,
+			 t->cfg.grad_accum, N, N * ((t->cfg.grad_accum + N - 1) / N));
+		return CS_ERR_CONFIG;
+	}
+	t->dp = dp;
+	return CS_OK;
+}
+
+static int dp_multi(const trainer *t)
+{
+	return dp_size(t->dp) > 1;
+}
+
+/* The step's gradient pieces (gseg, glen) and where each goes in acc and stage. */
+static int grads_plan(trainer *t, int packed, int multi)
+{
+	gpt *m = &t->model;
+	size_t na = 0, ns = 0;
+	for (int i = 0; i < m->num_tensors; i++) {
+		size_t nnz;
+		float *g = packed ? tn_packed_grad(t->nat, i, &nnz) : NULL;
+		t->gseg[i] = g ? g : m->grads_memory + m->tensors[i].offset;
+		t->glen[i] = g ? nnz : m->tensors[i].numel;
+		t->smode[i] = g ? SM_PACKED
+				: multi && t->kept[i] && !m->want_dense_dw ? SM_KEPT : SM_FULL;
+		t->aoff[i] = na;
+		na += t->glen[i];
+	}
+	for (int k = 0; k < m->num_tensors; k++) { /* the stage in posting order */
+		int i = t->grp[k];
+		t->soff[i] = ns;
+		ns += t->smode[i] == SM_KEPT ? t->nkept[i] : t->glen[i];
+	}
+	if (t->cfg.grad_accum / dp_size(t->dp) > 1 && na > t->acc_cap) {
+		free(t->acc);
+		t->acc_cap = 0;
+		if (!(t->acc = malloc(na * sizeof *t->acc)))
+			return CS_ERR_NO_MEM;
+		t->acc_cap = na;
+	}
+	if (multi && ns > t->stage_cap) {
+		free(t->stage);
+		t->stage_cap = 0;
+		if (!(t->stage = malloc(ns * sizeof *t->stage)))
+			return CS_ERR_NO_MEM;
+		t->stage_cap = ns;
+	}
+	return CS_OK;
+}
+
+/* gpt_backward's grads_ready: group g's gradients of this micro-batch are final. Add the
+ * sum of the earlier micro-batches (acc + new, in micro-batch order), and on the rank's
+ * last micro-batch copy what is reduced into the stage and start its sum over the ranks,
+ * while the backward goes on with the next block. */
+static int grads_ready(void *ctx, int layer)
+{
+	trainer *t = ctx;
+	int L = t->model.cfg.n_layer, g = layer < 0 ? L : layer;
+	size_t s0 = SIZE_MAX, s1 = 0;
+	for (int k = t->grp_start[g]; k < t->grp_start[g + 1]; k++) {
+		int i = t->grp[k];
+		float *seg = t->gseg[i];
+		size_t n = t->glen[i];
+		if (t->cur_micro > 0) {
+			const float *a = t->acc + t->aoff[i];
+			for (size_t j = 0; j < n; j++)
+				seg[j] = a[j] + seg[j];
+		}
+		if (!t->cur_last || !dp_multi(t))
+			continue;
+		float *st = t->stage + t->soff[i];
+		if (t->smode[i] == SM_KEPT) {
+			const uint32_t *idx = t->kept[i];
+			for (size_t q = 0; q < t->nkept[i]; q++)
+				st[q] = seg[idx[q]];
+			n = t->nkept[i];
+		} else {
+			memcpy(st, seg, n * sizeof *st);
+		}
+		if (t->soff[i] < s0)
+			s0 = t->soff[i];
+		if (t->soff[i] + n > s1)
+			s1 = t->soff[i] + n;
+	}
+	if (!t->cur_last || !dp_multi(t) || s0 >= s1)
+		return CS_OK;
+	int rc = dp_post(t->dp, t->stage + s0, s1 - s0);
+	return rc ? rc : dp_progress(t->dp);
+}
+
+/* After dp_finish: the sums back into the gradient pieces. */
+static void grads_unstage(trainer *t)
+{
+	const gpt *m = &t->model;
+	for (int i = 0; i < m->num_tensors; i++) {
+		const float *st = t->stage + t->soff[i];
+		if (t->smode[i] == SM_KEPT)
+			for (size_t q = 0; q < t->nkept[i]; q++)
+				t->gseg[i][t->kept[i][q]] = st[q];
+		else
+			memcpy(t->gseg[i], st, t->glen[i] * sizeof *st);
+	}
+}
+
 int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof *t);
@@ -335,6 +483,8 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	rc = !t->kept || !t->nkept || !t->pm || !t->pv || !t->gseg || !t->glen || !t->gpk
 		     ? CS_ERR_NO_MEM
 		     : kept_rebuild(t, 1);
+	if (!rc)
+		rc = groups_init(t);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		goto out_free;
@@ -379,6 +529,14 @@ void trainer_free(trainer *t)
 	free(t->gseg);
 	free(t->glen);
 	free(t->gpk);
+	free(t->micro_loss);
+	free(t->acc);
+	free(t->stage);
+	free(t->aoff);
+	free(t->soff);
+	free(t->smode);
+	free(t->grp);
+	free(t->grp_start);
 	gpt_free(&t->model);
 	cs_pool_free(t->pool);
 	free(t->kept);
@@ -411,7 +569,7 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	gpt *m = &t->model;
 	int B = c->batch_size, T = c->model.block_size;
 	long step = t->step;
-	double t0 = now_s();
+	double t0 = now_s(), c0 = cpu_s();
 	memset(s, 0, sizeof *s);
 	s->lr = wf_lr(c, step); /* an IMP round rewinds the schedule */
 	m->want_dense_dw = ts_wants_dense_grad(t->ts, step);
@@ -428,23 +586,64 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 		gpt_zero_grad(m);
 		t->grads_dirty = t->nat != NULL;
 	}
+	int multi = dp_multi(t), N = dp_size(t->dp), per = c->grad_accum / N;
+	int first = dp_rank(t->dp) * per;
+	if (grads_plan(t, packed, multi)) {
+		snprintf(err, errlen, "out of memory at step %ld", step + 1);
+		return CS_ERR_NO_MEM;
+	}
+	dp_begin(t->dp, !strcmp(c->reduce, "fast") ? DP_FAST : DP_ORDERED);
+	dp_stats_reset(t->dp);
+	memset(t->micro_loss, 0, (size_t)c->grad_accum * sizeof *t->micro_loss);
+	for (int k = 0; k < per; k++) {
+		float loss;
+		if (k > 0) { /* this micro-batch's gradient starts from zero */
+			for (int i = 0; i < m->num_tensors; i++)
+				memcpy(t->acc + t->aoff[i], t->gseg[i], t->glen[i] * sizeof(float));
+			if (packed) {
+				tn_zero_grads(t->nat);
+				zero_grads_dense(t);
+			} else {
+				gpt_zero_grad(m);
+			}
+		}
+		t->cur_micro = k;
+		t->cur_last = k == per - 1;
+		td_train_batch(&t->data, c->seed, step, first + k, B, T, t->inputs, t->targets);
+		int rc = gpt_forward(m, t->inputs, t->targets, B, T, &loss);
+		if (rc)
+			return lin_error(t, rc, "forward", err, errlen);
+		m->grads_ready = k > 0 || multi ? grads_ready : NULL;
+		m->grads_ready_ctx = t;
+		rc = gpt_backward(m, 1.0f / (float)c->grad_accum);
+		m->grads_ready = NULL;
+		if (rc)
+			return lin_error(t, rc, "backward", err, errlen);
+		t->micro_loss[first + k] = loss;
+	}
+	if (multi) {
+		int rc = dp_finish(t->dp);
+		if (!rc)
+			rc = dp_sum(t->dp, t->micro_loss, (size_t)c->grad_accum);
+		if (rc) {
+			snprintf(err, errlen, "gradient sum over %d ranks failed at step %ld: %s", N,
+				 step + 1, cs_strerror(rc));
+			return rc;
+		}
+		grads_unstage(t);
+		double sec, wait;
+		dp_stats(t->dp, &s->comm_bytes, &sec, &wait);
+		s->comm_ms = sec * 1e3;
+		s->comm_wait_ms = wait * 1e3;
+	}
 	for (int i = 0; i < m->num_tensors; i++) {
 		t->gseg[i] = m->grads_memory + m->tensors[i].offset;
 		t->glen[i] = m->tensors[i].numel;
 		t->gpk[i] = 0;
 	}
 	double loss_sum = 0.0;
-	for (int micro = 0; micro < c->grad_accum; micro++) {
-		float loss;
-		td_train_batch(&t->data, c->seed, step, micro, B, T, t->inputs, t->targets);
-		int rc = gpt_forward(m, t->inputs, t->targets, B, T, &loss);
-		if (rc)
-			return lin_error(t, rc, "forward", err, errlen);
-		rc = gpt_backward(m, 1.0f / (float)c->grad_accum);
-		if (rc)
-			return lin_error(t, rc, "backward", err, errlen);
-		loss_sum += loss;
-	}
+	for (int micro = 0; micro < c->grad_accum; micro++)
+		loss_sum += t->micro_loss[micro];
 	s->loss = (float)(loss_sum / c->grad_accum);
 	if (!isfinite(s->loss)) {
 		snprintf(err, errlen, "training diverged at step %ld (loss %g): lower train.lr "
@@ -512,6 +711,7 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	}
 	t->step++;
 	s->ms = (now_s() - t0) * 1e3;
+	s->cpu_ms = (cpu_s() - c0) * 1e3;
 	return CS_OK;
 }
 
@@ -519,16 +719,31 @@ int trainer_eval(trainer *t, float *val_loss, char *err, size_t errlen)
 {
 	const train_config *c = &t->cfg;
 	int B = c->batch_size, T = c->model.block_size;
-	double sum = 0.0;
-	for (int i = 0; i < c->eval_batches; i++) {
-		float loss;
-		td_val_batch(&t->data, i, c->eval_batches, B, T, t->inputs, t->targets);
-		int rc = gpt_forward(&t->model, t->inputs, t->targets, B, T, &loss);
-		if (rc)
+	int E = c->eval_batches, N = dp_size(t->dp), r = dp_rank(t->dp);
+	float *loss = calloc((size_t)E, sizeof *loss);
+	if (!loss)
+		return CS_ERR_NO_MEM;
+	/* rank r takes batches [r E/N, (r+1) E/N); the others' losses arrive as exact sums
+	 * with zeros, then add up in batch order as on one process */
+	for (int i = (int)((long)E * r / N); i < (int)((long)E * (r + 1) / N); i++) {
+		td_val_batch(&t->data, i, E, B, T, t->inputs, t->targets);
+		int rc = gpt_forward(&t->model, t->inputs, t->targets, B, T, &loss[i]);
+		if (rc) {
+			free(loss);
 			return lin_error(t, rc, "eval forward", err, errlen);
-		sum += loss;
+		}
 	}
-	*val_loss = (float)(sum / c->eval_batches);
+	int rc = dp_sum(t->dp, loss, (size_t)E);
+	double sum = 0.0;
+	for (int i = 0; i < E; i++)
+		sum += loss[i];
+	free(loss);
+	if (rc) {
+		snprintf(err, errlen, "validation loss sum over %d ranks failed: %s", N,
+			 cs_strerror(rc));
+		return rc;
+	}
+	*val_loss = (float)(sum / E);
 	return CS_OK;
 }
 
@@ -1134,12 +1349,14 @@ static void write_metrics(FILE *f, trainer *t, const train_step_stats *s, double
 			ts_tensor_sparsity(t->ts, i));
 		first = 0;
 	}
-	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"device_cycles\": %llu, "
+	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"cpu_ms\": %.3f, \"device_cycles\": %llu, "
 		   "\"device_utilization\": %.4f, \"link_bytes_out\": %llu, \"link_bytes_in\": %llu, "
-		   "\"masks_changed\": %d, \"mask_churn\": %.6f}\n",
-		tok_s, s->ms, (unsigned long long)s->device_cycles, s->device_utilization,
+		   "\"masks_changed\": %d, \"mask_churn\": %.6f, \"ranks\": %d, \"comm_bytes\": %llu, "
+		   "\"comm_ms\": %.3f, \"comm_wait_ms\": %.3f}\n",
+		tok_s, s->ms, s->cpu_ms, (unsigned long long)s->device_cycles, s->device_utilization,
 		(unsigned long long)s->link_bytes_out, (unsigned long long)s->link_bytes_in,
-		s->masks_changed, s->masks_changed ? ts_mask_churn(t->ts) : 0.0);
+		s->masks_changed, s->masks_changed ? ts_mask_churn(t->ts) : 0.0, dp_size(t->dp),
+		(unsigned long long)s->comm_bytes, s->comm_ms, s->comm_wait_ms);
 	fflush(f);
 }
 
@@ -1283,89 +1500,204 @@ static long peak_rss_kb(void)
 	return ru.ru_maxrss;
 }
 
-int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
+/* Every rank learns whether every rank got this far. A rank that did not keeps its own
+ * error; when rank 0 failed, the others return with an empty message (rank 0 says why,
+ * usually the same thing); when only others failed, rank 0 and the rest that did not
+ * return CS_ERR_INVALID with an empty message too. */
+static int agree(dp_comm *dp, int rc, char *err, size_t errlen)
 {
-	FILE *out = o->out ? o->out : stderr;
-	memset(res, 0, sizeof *res);
-	train_config cfg;
-	int rc = tc_load(&cfg, o->config_path, NULL, o->overrides, o->n_overrides, err, errlen);
-	if (rc)
+	if (dp_size(dp) < 2)
 		return rc;
-	char dir[TC_PATH_MAX + 160];
-	snprintf(dir, sizeof dir, "%s/%s", cfg.out_dir, cfg.name);
-	snprintf(res->run_dir, sizeof res->run_dir, "%s", dir);
+	int ok0 = rc == CS_OK;
+	dp_bcast(dp, &ok0, sizeof ok0);
+	if (dp_all_ok(dp, rc == CS_OK))
+		return CS_OK;
+	if (rc == CS_OK || (!ok0 && dp_rank(dp) != 0)) {
+		if (errlen)
+			err[0] = 0;
+		return rc ? rc : CS_ERR_INVALID;
+	}
+	return rc;
+}
+
+/* Rank 0 (or the one process): take the run directory and check everything about it
+ * before a file is written; *ck the checkpoint to resume from. */
+static int lead_prepare(const train_opts *o, const train_config *cfg, const char *dir,
+			int *existed, int *lock_fd, int *used, char *ck, size_t cklen,
+			char **diff, FILE *out, char *err, size_t errlen)
+{
 	if (o->resume && o->force) {
 		snprintf(err, errlen, "--resume and --force exclude each other");
-		tc_free(&cfg);
 		return CS_ERR_INVALID;
 	}
 	/* the directory is ours before anything in it is looked at */
 	struct stat st;
-	int existed = stat(dir, &st) == 0, lock_fd = -1;
-	char *diff = NULL;
-	if (!existed && af_mkdirs(dir)) {
+	*existed = stat(dir, &st) == 0;
+	if (!*existed && af_mkdirs(dir)) {
 		snprintf(err, errlen, "%s: cannot create run directory: %s", dir, strerror(errno));
-		tc_free(&cfg);
+		*existed = 1; /* nothing of ours to remove */
 		return CS_ERR_IO;
 	}
-	rc = lock_run_dir(dir, &lock_fd, out, err, errlen);
+	int rc = lock_run_dir(dir, lock_fd, out, err, errlen);
+	if (rc)
+		return rc;
+	/* everything that can be wrong with the input is checked before a file is written */
+	*used = run_dir_used(dir);
+	if (*used && !o->resume && !o->force) {
+		snprintf(err, errlen, "%s: run directory exists; use --resume to continue it or "
+			 "--force to start over", dir);
+		return CS_ERR_EXISTS;
+	}
+	if (!o->resume)
+		return CS_OK;
+	train_config old;
+	rc = pick_ckpt(dir, ck, cklen, &old, out, err, errlen);
+	if (rc)
+		return rc;
+	int nd = tc_diff_training(&old, cfg, diff);
+	tc_free(&old);
+	if (nd < 0)
+		return nd;
+	if (nd > 0 && !o->allow_config_change) {
+		snprintf(err, errlen, "%s: the config changes what this run was training "
+			 "(checkpoint -> now):\n%s\nstart a new run (run.name) or --force "
+			 "to start over; --allow-config-change continues with the change "
+			 "and records it in %s/config-changes.log", ck, *diff, dir);
+		return CS_ERR_CONFIG;
+	}
+	if (nd > 0)
+		fprintf(out, "train: continuing with a changed config "
+			     "(--allow-config-change; checkpoint -> now):\n%s\n", *diff);
+	return CS_OK;
+}
+
+/* trainer_init (taking cfg), the ranks, and the checkpoint ck when not empty; on failure
+ * the trainer is freed. */
+static int start_trainer(trainer *t, train_config *cfg, dp_comm *dp, const char *ck,
+			 char *err, size_t errlen)
+{
+	int rc = trainer_init(t, cfg, 1, err, errlen);
+	if (rc) {
+		memset(t, 0, sizeof *t);
+		return rc;
+	}
+	rc = trainer_set_dp(t, dp, err, errlen);
+	if (!rc && ck[0])
+		rc = trainer_load(t, ck, err, errlen);
+	if (!rc && t->step > t->cfg.steps) {
+		snprintf(err, errlen, "%s: checkpoint is at step %ld, past train.steps %d "
+			 "(raise it with train.steps=N)", ck, t->step, t->cfg.steps);
+		rc = CS_ERR_INVALID;
+	}
+	if (rc)
+		trainer_free(t);
+	return rc;
+}
+
+int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
+{
+	memset(res, 0, sizeof *res);
+	dp_comm *dp = o->dp;
+	int lead = dp_rank(dp) == 0, multi = dp_size(dp) > 1;
+	/* the other ranks say nothing: rank 0 speaks for the run */
+	FILE *out = o->out ? o->out : stderr, *quiet = NULL;
+	if (!lead && (quiet = fopen("/dev/null", "w")))
+		out = quiet;
+	train_config cfg;
+	int rc = tc_load(&cfg, o->config_path, NULL, o->overrides, o->n_overrides, err, errlen);
+	if (rc)
+		memset(&cfg, 0, sizeof cfg);
+	if (multi && !rc && !cfg.threads) /* the node's CPUs shared among its ranks */
+		cfg.threads = cs_default_threads() / dp_local_size(dp) > 1
+				      ? cs_default_threads() / dp_local_size(dp)
+				      : 1;
+	if (multi && !rc && !strcmp(cfg.device_kind, "usb")) {
+		/* one board per rank of this node, by serial */
+		int n = 0;
+		for (const char *q = cfg.serials; *q; q++)
+			n += *q == ',';
+		n += cfg.serials[0] != 0;
+		cfg.device_index = dp_local_rank(dp);
+		if (n < dp_local_size(dp)) {
+			snprintf(err, errlen, "%s: device.serials: %d board%s listed for the %d ranks "
+				 "on this node: list one serial per rank (\"A,B\"; `cshost board "
+				 "info` names a board's)", cfg.file, n, n == 1 ? "" : "s",
+				 dp_local_size(dp));
+			rc = CS_ERR_CONFIG;
+		}
+	}
+	if (multi && !rc && cfg.grad_accum % dp_size(dp)) {
+		int N = dp_size(dp);
+		snprintf(err, errlen, "%s: train.grad_accum %d is not a multiple of the %d MPI "
+			 "ranks: each rank takes whole micro-batches of the step (e.g. "
+			 "train.grad_accum=%d, with train.batch_size lowered to keep the global "
+			 "batch of batch_size x grad_accum sequences)", cfg.file, cfg.grad_accum,
+			 N, N * ((cfg.grad_accum + N - 1) / N));
+		rc = CS_ERR_CONFIG;
+	}
+	if (multi) { /* one model: every rank must train the same config */
+		uint64_t h = 0;
+		if (!rc) {
+			train_config same = cfg; /* shares the document; what may differ cleared */
+			same.threads = 0;
+			same.serials[0] = 0;
+			same.device_index = 0;
+			size_t len = 0;
+			char *text = resolved_text(&same, &len);
+			h = 0xcbf29ce484222325ull;
+			for (size_t i = 0; text && i < len; i++)
+				h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+			free(text);
+		}
+		uint64_t h0 = h;
+		dp_bcast(dp, &h0, sizeof h0);
+		if (!rc && h != h0) {
+			snprintf(err, errlen, "%s: the config (file and overrides) differs from rank "
+				 "0's: every rank of a data-parallel run must train the same one",
+				 cfg.file);
+			rc = CS_ERR_CONFIG;
+		}
+	}
+	char dir[TC_PATH_MAX + 160] = "", ck[TC_PATH_MAX + 200] = "";
+	int existed = 1, lock_fd = -1, used = 0;
+	char *diff = NULL;
+	FILE *mf = NULL;
+	if (!rc) {
+		snprintf(dir, sizeof dir, "%s/%s", cfg.out_dir, cfg.name);
+		snprintf(res->run_dir, sizeof res->run_dir, "%s", dir);
+	}
+	if (!rc && lead)
+		rc = lead_prepare(o, &cfg, dir, &existed, &lock_fd, &used, ck, sizeof ck, &diff,
+				  out, err, errlen);
+	rc = agree(dp, rc, err, errlen);
+	if (!rc && multi && dp_bcast(dp, ck, sizeof ck))
+		rc = CS_ERR_IO;
 	if (rc) {
 		tc_free(&cfg);
 		goto out_unlock;
 	}
-	/* everything that can be wrong with the input is checked before a file is written */
-	int used = run_dir_used(dir);
-	if (used && !o->resume && !o->force) {
-		snprintf(err, errlen, "%s: run directory exists; use --resume to continue it or "
-			 "--force to start over", dir);
-		tc_free(&cfg);
-		rc = CS_ERR_EXISTS;
-		goto out_unlock;
-	}
-	char ck[TC_PATH_MAX + 200] = "";
-	if (o->resume) {
-		train_config old;
-		rc = pick_ckpt(dir, ck, sizeof ck, &old, out, err, errlen);
-		if (rc) {
-			tc_free(&cfg);
-			goto out_unlock;
-		}
-		int nd = tc_diff_training(&old, &cfg, &diff);
-		tc_free(&old);
-		if (nd < 0) {
-			rc = nd;
-			tc_free(&cfg);
-			goto out_unlock;
-		}
-		if (nd > 0 && !o->allow_config_change) {
-			snprintf(err, errlen, "%s: the config changes what this run was training "
-				 "(checkpoint -> now):\n%s\nstart a new run (run.name) or --force "
-				 "to start over; --allow-config-change continues with the change "
-				 "and records it in %s/config-changes.log", ck, diff, dir);
-			tc_free(&cfg);
-			rc = CS_ERR_CONFIG;
-			goto out_unlock;
-		}
-		if (nd > 0)
-			fprintf(out, "train: continuing with a changed config "
-				     "(--allow-config-change; checkpoint -> now):\n%s\n", diff);
-	}
+	/* rank 0 first: it may write the token cache, which the others then read */
 	trainer t;
-	rc = trainer_init(&t, &cfg, 1, err, errlen);
+	if (lead) {
+		int rs = start_trainer(&t, &cfg, dp, ck, err, errlen);
+		rc = agree(dp, rs, err, errlen);
+		if (!rc) /* the others' start */
+			rc = agree(dp, CS_OK, err, errlen);
+		if (rc && !rs)
+			trainer_free(&t);
+	} else {
+		rc = agree(dp, CS_OK, err, errlen);
+		if (rc)
+			tc_free(&cfg);
+		else
+			rc = agree(dp, start_trainer(&t, &cfg, dp, ck, err, errlen), err, errlen);
+	}
 	if (rc)
 		goto out_unlock;
 	const train_config *c = &t.cfg;
-	if (ck[0]) {
-		rc = trainer_load(&t, ck, err, errlen);
-		if (rc)
-			goto out_free;
-		if (t.step > c->steps) {
-			snprintf(err, errlen, "%s: checkpoint is at step %ld, past train.steps %d "
-				 "(raise it with train.steps=N)", ck, t.step, c->steps);
-			rc = CS_ERR_INVALID;
-			goto out_free;
-		}
-	}
+	res->started = 1;
+	if (!lead)
+		goto started;
 	if (o->force && used)
 		clear_run_dir(dir);
 	if (diff && log_config_change(dir, ck, diff)) {
@@ -1397,12 +1729,13 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 		rc = CS_ERR_IO;
 		goto out_free;
 	}
-	FILE *mf = fopen(p, ck[0] ? "a" : "w");
+	mf = fopen(p, ck[0] ? "a" : "w");
 	if (!mf) {
 		snprintf(err, errlen, "%s: cannot write: %s", p, strerror(errno));
 		rc = CS_ERR_IO;
 		goto out_free;
 	}
+started:;
 	int tty = o->progress >= 0 ? o->progress : isatty(fileno(out));
 	res->unigram_entropy = t.data.unigram_entropy;
 	char uri[96];
@@ -1435,6 +1768,12 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	if (ts_enabled(t.ts))
 		fprintf(out, "train: sparsity %.1f%% over the sparsified tensors\n",
 			100.0 * ts_sparsity(t.ts));
+	if (multi)
+		fprintf(out, "train: %d MPI ranks (this node: %d), each %d of the %d micro-batches "
+			     "of a step; gradients summed %s\n", dp_size(dp), dp_local_size(dp),
+			c->grad_accum / dp_size(dp), c->grad_accum,
+			strcmp(c->reduce, "fast") ? "in rank order (bit-identical to one process)"
+						  : "by MPI_Allreduce (train.reduce fast)");
 	if (ck[0])
 		fprintf(out, "train: resuming from %s (step %ld)\n", ck, t.step);
 
@@ -1444,7 +1783,7 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	size_t tok_per_step = (size_t)c->batch_size * c->model.block_size * c->grad_accum;
 	while (t.step < c->steps) {
 		train_step_stats s;
-		rc = wf_before_step(&t, dir, out, err, errlen);
+		rc = wf_before_step(&t, dir, lead, out, err, errlen);
 		if (rc)
 			goto out_close;
 		rc = trainer_step(&t, &s, err, errlen);
@@ -1473,14 +1812,17 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 		ms_sum += s.ms;
 		double tok_s = tok_per_step / (s.ms * 1e-3);
 		res->last_loss = s.loss;
-		write_metrics(mf, &t, &s, tok_s);
+		if (mf)
+			write_metrics(mf, &t, &s, tok_s);
 		if (c->eval_every > 0 && t.step % c->eval_every == 0 && t.step < c->steps) {
 			rc = trainer_eval(&t, &val, err, errlen);
 			if (rc)
 				goto out_close;
-			fprintf(mf, "{\"step\": %ld, \"val_loss\": %.6f, \"val_ppl\": %.4f}\n",
-				t.step, val, exp(val));
-			fflush(mf);	fprintf(out, "%sstep %ld/%d val_loss %.4f (unigram entropy %.4f)\n",
+			if (mf) {
+				fprintf(mf, "{\"step\": %ld, \"val_loss\": %.6f, \"val_ppl\": "
+					    "%.4f}\n", t.step, val, exp(val));
+				fflush(mf);
+			}	fprintf(out, "%sstep %ld/%d val_loss %.4f (unigram entropy %.4f)\n",
 				tty ? "\r\033[K" : "", t.step, c->steps, val,
 				t.data.unigram_entropy);
 		}
@@ -1499,13 +1841,15 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 				t.step, c->steps, s.loss, s.lr, s.grad_norm,
 				100.0 * ts_sparsity(t.ts), tok_s, s.ms, eta);
 		}
-		rc = wf_after_step(&t, dir, mf, out, err, errlen);
+		rc = wf_after_step(&t, dir, lead ? mf : NULL, out, err, errlen);
 		if (rc)
 			goto out_close;
 		int stopping = (o->stop && *o->stop) ||
 			       (o->stop_after > 0 && steps_here >= o->stop_after);
-		if ((c->ckpt_every > 0 && t.step % c->ckpt_every == 0) || stopping ||
-		    t.step == c->steps) {
+		if (multi) /* Ctrl-C reaches the ranks at different moments: stop together */
+			stopping = dp_any(dp, stopping);
+		if (lead && ((c->ckpt_every > 0 && t.step % c->ckpt_every == 0) || stopping ||
+			     t.step == c->steps)) {
 			rc = save_ckpt(&t, dir, err, errlen);
 			if (rc)
 				goto out_close;
@@ -1531,6 +1875,10 @@ int train_run(const train_opts *o, train_result *res, char *err, size_t errlen)
 	if (rc)
 		goto out_close;
 	res->val_loss = val;
+	if (!lead) {
+		rc = CS_OK;
+		goto out_close;
+	}
 	fprintf(mf, "{\"step\": %ld, \"val_loss\": %.6f, \"val_ppl\": %.4f}\n", t.step, val,
 		exp(val));
 	fclose(mf);
@@ -1590,6 +1938,8 @@ out_close:
 out_free:
 	trainer_free(&t);
 out_unlock:
+	if (quiet)
+		fclose(quiet);
 	free(diff);
 	/* a directory made for a run that never started goes again */
 	if (!existed && lock_fd >= 0 && !run_dir_used(dir)) {

@@ -7,6 +7,11 @@
  * Determinism: the batch of step s is a function of (seed, s); init and masks of the seed;
  * everything else of the checkpointed state. A resumed run is bit-identical to an
  * uninterrupted one on the same backend and thread count.
+ *
+ * Data parallelism (train_opts.dp, docs/scaling.md): under mpirun each rank runs its share
+ * of a step's micro-batches and the gradients are summed in rank order, so N ranks with
+ * one micro-batch each give the bits of one process with grad_accum N; a run resumes with
+ * any rank count.
  */
 #ifndef CS_TRAIN_TRAIN_H
 #define CS_TRAIN_TRAIN_H
@@ -18,6 +23,7 @@
 
 #include "train/config.h"
 #include "train/data.h"
+#include "train/dp.h"
 #include "train/gpt.h"
 #include "train/train_device.h"
 #include "train/train_native.h"
@@ -55,6 +61,25 @@ typedef struct trainer {
 	size_t *glen;            /* [num_tensors] */
 	uint8_t *gpk;            /* [num_tensors] */
 	int grads_dirty;         /* the dense ranges of packed tensors may be nonzero */
+	/* Data parallelism (trainer_set_dp): rank r of N takes micro-batches
+	 * [r A/N, (r+1) A/N) of the step's A = grad_accum; the gradients are summed over
+	 * the ranks in rank order, so the result is that of one process running all A. */
+	dp_comm *dp;             /* not owned; NULL: one process */
+	float *micro_loss;       /* [grad_accum] */
+	/* A micro-batch after the first starts from zero and is added to the sum so far
+	 * (acc), gradient by gradient in micro-batch order: the same adds as the ranks' */
+	float *acc;              /* [acc_cap] */
+	size_t acc_cap;
+	float *stage;            /* [stage_cap] the reduced gradient, block by block */
+	size_t stage_cap;
+	size_t *aoff, *soff;     /* [num_tensors] offsets into acc and stage */
+	uint8_t *smode;          /* [num_tensors] enum: what of tensor i is reduced */
+	int *grp;                /* [num_tensors] tensors in posting order (blocks L-1..0, then
+				    the rest) */
+	int *grp_start;          /* [n_layer + 2] group g's tensors: grp[grp_start[g]..
+				    grp_start[g+1]); g = layer, n_layer for the rest */
+	int cur_micro;           /* local index of the micro-batch in its backward */
+	int cur_last;            /* it is this rank's last of the step */
 } trainer;
 
 /* Above this share of kept entries the vectorized full update is faster than the gathered
@@ -65,15 +90,22 @@ typedef struct train_step_stats {
 	float loss;              /* mean over the micro-batches */
 	double lr, grad_norm;
 	double ms;               /* wall time of the step */
+	double cpu_ms;           /* CPU time of this process in the step (all its threads) */
 	int masks_changed;
 	uint64_t device_cycles;
 	double device_utilization;
 	uint64_t link_bytes_out, link_bytes_in; /* host <-> device, framing included on byte links */
+	uint64_t comm_bytes;     /* gradient bytes this rank sent to the others */
+	double comm_ms;          /* wall time inside the reduction (posting, progress, waits) */
+	double comm_wait_ms;     /* of which waiting after the backward (not overlapped) */
 } train_step_stats;
 
 /* Take ownership of cfg (loaded with tc_load). need_data 0 skips the corpus (sample). */
 int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t errlen);
 void trainer_free(trainer *t);
+/* Train as one of dp_size(dp) ranks (every rank calls trainer_step together); the
+ * config's grad_accum must be a multiple of the rank count. */
+int trainer_set_dp(trainer *t, dp_comm *dp, char *err, size_t errlen);
 /* The AdamW moments as dense arrays [num_params] (packed ones expanded). */
 void trainer_moments(const trainer *t, float *m, float *v);
 /* Run the full AdamW update everywhere from now on, with dense moments (tests compare it
@@ -115,6 +147,8 @@ typedef struct train_opts {
 	volatile sig_atomic_t *stop;     /* set asynchronously (Ctrl-C): checkpoint and stop */
 	long stop_after;                 /* tests: behave as if stopped after this many steps */
 	FILE *out;                       /* progress and summary (stderr when NULL) */
+	dp_comm *dp;                     /* data parallelism over MPI ranks; NULL: one process.
+					    Rank 0 alone writes the run directory */
 } train_opts;
 
 typedef struct train_result {
@@ -123,6 +157,8 @@ typedef struct train_result {
 	double unigram_entropy;          /* nats per byte */
 	double ms_per_step, tokens_per_s;
 	int interrupted;
+	int started;                     /* every rank got through the setup (after it, one
+					    rank's error must end the others: dp_abort) */
 	char run_dir[TC_PATH_MAX + 160];
 } train_result;
 

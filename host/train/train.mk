@@ -7,6 +7,14 @@ $(BUILD)/obj/host/train/gpt.o: CFLAGS += -O3 -fno-trapping-math
 $(BUILD)/obj/host/train/optim.o: CFLAGS += -O3 -fno-trapping-math -fno-math-errno
 $(BUILD)/obj/host/train/gpt.o $(BUILD)/obj/host/train/optim.o: host/train/train.mk
 
+# Data parallelism (host/train/dp.c) links Open MPI into the library; only dp.c includes
+# mpi.h, and a process not started by mpirun never calls MPI_Init.
+MPI_CFLAGS = $(shell pkg-config --cflags ompi-c 2>/dev/null)
+$(BUILD)/obj/host/train/dp.o: CPPFLAGS += $(MPI_CFLAGS)
+LIB_LDLIBS += $(shell pkg-config --libs ompi-c 2>/dev/null)
+# mpirun -np 2 and 3 on this machine against one process (tests/train/test_dp.sh)
+TEST_ENTRIES += tests/train/test_dp.sh@$(CSHOST)
+
 # make train: the default run (configs/tiny.yaml) in $(BUILD)/runs/<name>, started over
 # each time. TRAIN_CONFIG and TRAIN_ARGS (dotted overrides) change it.
 TRAIN_CONFIG ?= configs/tiny.yaml
@@ -64,3 +72,14 @@ train-sim-bench: $(CSHOST) $(SIM_DIR)/libmesh_2x2.so
 	@cat $(BUILD)/bench/train_sim.json
 
 BENCH_TARGETS += train-sim-bench
+
+
+# make bench: data parallelism, 1 process against mpirun -np 2 (one thread each, the same
+# global batch), dense and at 90%: tokens/s, CPU, reduction bytes and time per step
+# (host/train/bench/dp_bench.py) -> build/bench/dp.json.
+.PHONY: dp-bench
+dp-bench: $(CSHOST)
+	@mkdir -p $(BUILD)/bench
+	python3 host/train/bench/dp_bench.py $(CSHOST) $(BUILD)/bench/dp.json 12 2
+
+BENCH_TARGETS += dp-bench

@@ -152,7 +152,7 @@ static void rewind_path(char *buf, size_t len, const char *dir)
 	snprintf(buf, len, "%s/rewind.bin", dir);
 }
 
-int wf_before_step(trainer *t, const char *dir, FILE *out, char *err, size_t errlen)
+int wf_before_step(trainer *t, const char *dir, int lead, FILE *out, char *err, size_t errlen)
 {
 	const train_config *c = &t->cfg;
 	if (!imp_on(c))
@@ -160,7 +160,7 @@ int wf_before_step(trainer *t, const char *dir, FILE *out, char *err, size_t err
 	char p[TC_PATH_MAX + 200];
 	rewind_path(p, sizeof p, dir);
 	int weights = !strcmp(c->imp_rewind, "weights");
-	if (weights && t->step == c->imp_rewind_step) {
+	if (weights && lead && t->step == c->imp_rewind_step) {
 		int rc = trainer_save(t, p, err, errlen);
 		if (rc)
 			return rc;
@@ -202,7 +202,7 @@ int wf_after_step(trainer *t, const char *dir, FILE *mf, FILE *out, char *err, s
 		return CS_OK;
 	float val;
 	int rc = trainer_eval(t, &val, err, errlen);
-	if (rc)
+	if (rc || !mf)
 		return rc;
 	char p[TC_PATH_MAX + 200];
 	snprintf(p, sizeof p, "%s/round-%02d.bin", dir, r);

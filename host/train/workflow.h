@@ -45,11 +45,14 @@ double wf_imp_fraction(const train_config *c);
  * init_method topk prunes the loaded weights one-shot. */
 int wf_init_from(struct trainer *t, const char *path, char *err, size_t errlen);
 
-/* Before step t->step of a run in dir: save the rewind point, or prune and rewind at a
- * round boundary. Lines for the user go to out. */
-int wf_before_step(struct trainer *t, const char *dir, FILE *out, char *err, size_t errlen);
-/* After a step: at the end of a round, evaluate, write its checkpoint round-RR.bin and a
- * line to metrics (mf) and to dir/rounds.jsonl. */
+/* Before step t->step of a run in dir: save the rewind point (lead: the rank that writes
+ * the run directory; every rank of a data-parallel run reads it back from there), or
+ * prune and rewind at a round boundary. Lines for the user go to out. */
+int wf_before_step(struct trainer *t, const char *dir, int lead, FILE *out, char *err,
+		   size_t errlen);
+/* After a step: at the end of a round, evaluate (on every rank), and where mf is not NULL
+ * (the rank that writes the run directory) write its checkpoint round-RR.bin and a line
+ * to metrics (mf) and to dir/rounds.jsonl. */
 int wf_after_step(struct trainer *t, const char *dir, FILE *mf, FILE *out, char *err,
 		  size_t errlen);
 
