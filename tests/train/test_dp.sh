@@ -3,7 +3,8 @@
 # machine:
 #  - 2 ranks against 1 process with grad_accum 2 (and 3 ranks against grad_accum 3): the
 #    checkpoints (weights, AdamW moments, masks and sparsity state) are the same bytes, for
-#    dense, static, GMP, SET, RigL and GraNet, on the native engine and the mesh model;
+#    dense, static, GMP, SET, RigL, GraNet and iterative pruning with weight rewinding, on
+#    the native engine and the mesh model;
 #  - a 2-rank run resumed by 1 process, and the reverse, ends as the uninterrupted run;
 #  - one rank killed mid-run: every rank is gone, mpirun exits non-zero within 10 s, and
 #    the last checkpoint loads;
@@ -78,13 +79,22 @@ declare -A algs=(
 	[rigl]="sparsity.algorithm=rigl sparsity.sparsity=0.9 sparsity.update.freq=2"
 	[granet]="sparsity.algorithm=granet sparsity.final_density=0.1 sparsity.prune_end=4 sparsity.update.freq=2"
 	[rigl-model]="device.kind=model sparsity.algorithm=rigl sparsity.sparsity=0.8 sparsity.update.freq=2"
+	[imp]="sparsity.algorithm=static sparsity.sparsity=0.0 imp.rounds=1 imp.fraction=0.5 imp.steps_per_round=4 imp.rewind_step=2 imp.rewind=weights"
 )
-for name in dense static gmp set rigl granet rigl-model; do
+for name in dense static gmp set rigl granet rigl-model imp; do
 	# shellcheck disable=SC2086
 	one ${algs[$name]} || { bad "$name: the 1-process run failed"; continue; }
 	# shellcheck disable=SC2086
 	if mpi 2 ${algs[$name]} >two.log 2>&1; then
 		same_run "$name: 2 ranks = 1 process with grad_accum 2"
+		if [ "$name" = imp ]; then
+			if cmp -s runs/r/round-00.bin runs/ref/round-00.bin &&
+				cmp -s runs/r/rounds.jsonl runs/ref/rounds.jsonl; then
+				ok "imp: 2 ranks write the same round checkpoint and rounds.jsonl"
+			else
+				bad "imp: round-00.bin or rounds.jsonl differ"
+			fi
+		fi
 	else
 		bad "$name: 2 ranks failed"
 		tail -5 two.log
