@@ -371,8 +371,12 @@ struct k_job {
 	int ld, tl;
 };
 
+/* A token-major output's rows are made ENG_YROWS at a time: their block (16 KB) stays in L1
+ * until it is transposed into the output. */
+#define ENG_YROWS 64
+
 struct eng_slot {
-	float *yb;     /* [nrows][ENG_TB] result block of a token-major output */
+	float *yb;     /* [ENG_YROWS][ENG_TB] result block of a token-major output */
 	size_t yb_cap; /* floats */
 };
 
@@ -445,7 +449,7 @@ static void spmm_part(void *arg, int tid, int nth)
 		return;
 	size_t ld = (size_t)eng_ld(j->T);
 	if (!j->y_tm) {
-		size_t need = (size_t)j->nrows * ENG_TB;
+		size_t need = (size_t)ENG_YROWS * ENG_TB;
 		if (sl->yb_cap < need) {
 			free(sl->yb);
 			sl->yb = aligned_alloc(64, sizeof(float) * need);
@@ -471,14 +475,21 @@ static void spmm_part(void *arg, int tid, int nth)
 		int t0 = (int)b * ENG_TB;
 		int nt = j->T - t0 < ENG_TB ? j->T - t0 : ENG_TB;
 		int tl = (int)(tpad - (size_t)t0) < ENG_TB ? (int)(tpad - (size_t)t0) : ENG_TB;
-		float *yb = j->y_tm ? j->y + t0 : sl->yb;
-		size_t ly = j->y_tm ? ld : ENG_TB;
-		j->k->spmm_rows(yb, ly, j->ptr, j->idx, j->val, j->bf16, j->xt + t0, ld, tl,
+		if (!j->y_tm) {
+			/* ENG_YROWS rows at a time into the L1-resident result block, then
+			 * transposed into y */
+			for (int r0 = 0; r0 < j->nrows; r0 += ENG_YROWS) {
+				int nr = j->nrows - r0 < ENG_YROWS ? j->nrows - r0 : ENG_YROWS;
+				j->k->spmm_rows(sl->yb, ENG_TB, j->ptr + r0, j->idx, j->val, j->bf16,
+						j->xt + t0, ld, tl, nr);
+				j->k->transpose(j->y + (size_t)t0 * j->nrows + r0, (size_t)j->nrows,
+						sl->yb, ENG_TB, nr, nt);
+			}
+			continue;
+		}
+		j->k->spmm_rows(j->y + t0, ld, j->ptr, j->idx, j->val, j->bf16, j->xt + t0, ld, tl,
 				j->nrows);
-		if (!j->y_tm)
-			j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb,
-					ENG_TB, j->nrows, nt);
-		else if (t0 + nt == j->T) /* the output's padding tokens, zero */
+		if (t0 + nt == j->T) /* the output's padding tokens, zero */
 			for (int r = 0; r < j->nrows; r++)
 				memset(j->y + (size_t)r * ld + j->T, 0,
 				       sizeof(float) * (ld - (size_t)j->T));
