@@ -12,9 +12,9 @@
  *   backward dX[:, j]  = sum_{i in col j} w_ij dY[:, i]       (eng_spmm over CSC)
  *   weight    dW[k]    = <dY[:, row k], X[:, col k]>          (eng_sddmm, CSR order)
  * The products take and give token-major activations (as the model holds them) and work on
- * a token-minor copy of the input inside; the weight gradient takes token-minor activations ([rows][ld],
- * a row holding one feature over the tokens, zero-padded to ld = eng_ld(T)), which the
- * products hand out.
+ * a token-minor copy of the input inside; the weight gradient takes token-minor
+ * activations ([rows][ld], a row holding one feature over the tokens, zero-padded to
+ * ld = eng_ld(T)), which the products hand out.
  *
  * Threads. Work is split between the pool's threads by a fixed rule (token blocks, or rows
  * of equal nonzero count); every output element is computed by one thread, summing in a
