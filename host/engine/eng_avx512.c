@@ -14,7 +14,9 @@
 
 #define AI static inline __attribute__((always_inline))
 /* The products prefetch the input row of the entry SP_PF ahead (make bench: 8 best of 0-16). */
+#ifndef SP_PF
 #define SP_PF 8
+#endif
 /* The weight gradient prefetches the activation row of the nonzero SD_PF ahead, every other
  * line (the L2 brings the line pairs): measured best among 2-8 on Zen 4 (make bench). */
 #define SD_PF 4
@@ -41,7 +43,7 @@ AI void spmm_rows_t(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
 		for (int v = 0; v < NV; v++)
 			a[v] = _mm512_setzero_ps();
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			if (k + SP_PF < kend) {
+			if (SP_PF && k + SP_PF < kend) {
 				const float *q = x + (size_t)idx[k + SP_PF] * ld;
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)
