@@ -435,10 +435,11 @@ struct tm_job {
 	atomic_int failed;
 };
 
-/* Token blocks of ENG_TB are split between the threads. A thread first transposes its
- * blocks of a token-major input into the token-minor copy (its own tokens of every column,
- * zero past the last token: no other thread reads them), then runs the whole rows over each
- * block; a token-major output's block is transposed back from the thread's result block. */
+/* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
+ * transposes the block of a token-major input into the token-minor copy (its own tokens of
+ * every column, zero past the last token: no other thread reads them), then runs the whole
+ * rows over it; a token-major output's block is transposed back from the thread's result
+ * block. */
 static void spmm_part(void *arg, int tid, int nth)
 {
 	struct tm_job *j = arg;
@@ -460,21 +461,19 @@ static void spmm_part(void *arg, int tid, int nth)
 			}
 		}
 	}
-	if (j->x) {
-		int t0 = (int)(b0 * ENG_TB);
-		int t1 = (int)(b1 * ENG_TB) < j->T ? (int)(b1 * ENG_TB) : j->T;
-		j->k->transpose(j->xt + t0, ld, j->x + (size_t)t0 * j->ncols, (size_t)j->ncols,
-				t1 - t0, j->ncols);
-		if (t1 == j->T) /* the padding tokens, zero */
-			for (int c = 0; c < j->ncols; c++)
-				memset(j->xt + (size_t)c * ld + j->T, 0,
-				       sizeof(float) * (ld - (size_t)j->T));
-	}
 	size_t tpad = ((size_t)j->T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD;
 	for (size_t b = b0; b < b1; b++) {
 		int t0 = (int)b * ENG_TB;
 		int nt = j->T - t0 < ENG_TB ? j->T - t0 : ENG_TB;
 		int tl = (int)(tpad - (size_t)t0) < ENG_TB ? (int)(tpad - (size_t)t0) : ENG_TB;
+		if (j->x) { /* the block's tokens of the input, just before they are read */
+			j->k->transpose(j->xt + t0, ld, j->x + (size_t)t0 * j->ncols,
+					(size_t)j->ncols, nt, j->ncols);
+			if (t0 + nt == j->T) /* the padding tokens, zero */
+				for (int c = 0; c < j->ncols; c++)
+					memset(j->xt + (size_t)c * ld + j->T, 0,
+					       sizeof(float) * (ld - (size_t)j->T));
+		}
 		if (!j->y_tm) {
 			/* ENG_YROWS rows at a time into the L1-resident result block, then
 			 * transposed into y */
