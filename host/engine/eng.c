@@ -182,10 +182,19 @@ static void upd_part(void *arg, int tid, int nth)
 	eng_spmat *s = j->s;
 	size_t lo, hi;
 	cs_split((size_t)s->n_out, tid, nth, &lo, &hi);
+	const int32_t *col = s->col;
 	for (size_t i = lo; i < hi; i++) {
 		const float *wr = j->w + i * (size_t)s->n_in;
-		for (int64_t k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++)
-			put_val(s->val, s->vtype, k, wr[s->col[k]]);
+		int64_t k0 = s->row_ptr[i], k1 = s->row_ptr[i + 1];
+		if (s->vtype == ENG_BF16) {
+			uint16_t *v = s->val;
+			for (int64_t k = k0; k < k1; k++)
+				v[k] = nm_bf16_from_f32(wr[col[k]]);
+		} else {
+			float *v = s->val;
+			for (int64_t k = k0; k < k1; k++)
+				v[k] = wr[col[k]];
+		}
 	}
 }
 
