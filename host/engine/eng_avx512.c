@@ -19,7 +19,9 @@
 #endif
 /* The weight gradient prefetches the activation row of the nonzero SD_PF ahead, every other
  * line (the L2 brings the line pairs): measured best among 2-8 on Zen 4 (make bench). */
+#ifndef SD_PF
 #define SD_PF 4
+#endif
 
 AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 {
@@ -90,7 +92,7 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 		const float *xb = x + t0;
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			const float *xp = xb + (size_t)idx[k] * ld;
-			if (k + SD_PF < ptr[r1]) { /* a later row: its lines come from L2 */
+			if (SD_PF && k + SD_PF < ptr[r1]) { /* a later row: its lines come from L2 */
 				const float *pf = xb + (size_t)idx[k + SD_PF] * ld;
 #pragma GCC unroll 8
 				for (int v = 0; v < nv; v += 2)
