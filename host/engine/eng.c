@@ -88,27 +88,6 @@ static void put_val(void *val, int vtype, int64_t k, float w)
 		((float *)val)[k] = w;
 }
 
-static size_t npanels(int ncols)
-{
-	return ((size_t)ncols + ENG_PANEL - 1) / ENG_PANEL;
-}
-
-/* pp [p * nrows + r]: the first entry of row r whose index is >= p * ENG_PANEL */
-static void panel_ptrs(int64_t *pp, const int64_t *ptr, const int32_t *idx, int nrows,
-		       int ncols)
-{
-	size_t P = npanels(ncols);
-	for (int r = 0; r < nrows; r++) {
-		int64_t k = ptr[r];
-		for (size_t p = 0; p < P; p++) {
-			while (k < ptr[r + 1] && (size_t)idx[k] < p * ENG_PANEL)
-				k++;
-			pp[p * (size_t)nrows + r] = k;
-		}
-		pp[P * (size_t)nrows + r] = ptr[r + 1];
-	}
-}
-
 static int reserve(eng_spmat *s, int64_t nnz, int vtype)
 {
 	if (nnz <= s->cap && s->val && vtype == s->vtype)
@@ -138,13 +117,9 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 	if (s->n_out != n_out || s->n_in != n_in || !s->row_ptr) {
 		free(s->row_ptr);
 		free(s->col_ptr);
-		free(s->rpp);
-		free(s->cpp);
 		s->row_ptr = malloc(sizeof(int64_t) * ((size_t)n_out + 1));
 		s->col_ptr = malloc(sizeof(int64_t) * ((size_t)n_in + 1));
-		s->rpp = malloc(sizeof(int64_t) * (npanels(n_in) + 1) * (size_t)n_out);
-		s->cpp = malloc(sizeof(int64_t) * (npanels(n_out) + 1) * (size_t)n_in);
-		if (!s->row_ptr || !s->col_ptr || !s->rpp || !s->cpp)
+		if (!s->row_ptr || !s->col_ptr)
 			goto out_nomem;
 	}
 	s->n_out = n_out;
@@ -189,8 +164,6 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 		}
 	}
 	free(next);
-	panel_ptrs(s->rpp, s->row_ptr, s->col, n_out, n_in);
-	panel_ptrs(s->cpp, s->col_ptr, s->row, n_in, n_out);
 	return CS_OK;
 out_nomem:
 	eng_spmat_free(s);
@@ -209,10 +182,19 @@ static void upd_part(void *arg, int tid, int nth)
 	eng_spmat *s = j->s;
 	size_t lo, hi;
 	cs_split((size_t)s->n_out, tid, nth, &lo, &hi);
+	const int32_t *col = s->col;
 	for (size_t i = lo; i < hi; i++) {
 		const float *wr = j->w + i * (size_t)s->n_in;
-		for (int64_t k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++)
-			put_val(s->val, s->vtype, k, wr[s->col[k]]);
+		int64_t k0 = s->row_ptr[i], k1 = s->row_ptr[i + 1];
+		if (s->vtype == ENG_BF16) {
+			uint16_t *v = s->val;
+			for (int64_t k = k0; k < k1; k++)
+				v[k] = nm_bf16_from_f32(wr[col[k]]);
+		} else {
+			float *v = s->val;
+			for (int64_t k = k0; k < k1; k++)
+				v[k] = wr[col[k]];
+		}
 	}
 }
 
@@ -284,8 +266,6 @@ void eng_spmat_free(eng_spmat *s)
 	free(s->col_ptr);
 	free(s->row);
 	free(s->cval);
-	free(s->rpp);
-	free(s->cpp);
 	memset(s, 0, sizeof *s);
 }
 
@@ -299,17 +279,13 @@ int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b)
 	       !memcmp(a->col_ptr, b->col_ptr, sizeof(int64_t) * ((size_t)a->n_in + 1)) &&
 	       !memcmp(a->col, b->col, sizeof(int32_t) * n) &&
 	       !memcmp(a->row, b->row, sizeof(int32_t) * n) &&
-	       !memcmp(a->val, b->val, vs * n) && !memcmp(a->cval, b->cval, vs * n) &&
-	       !memcmp(a->rpp, b->rpp, sizeof(int64_t) * (npanels(a->n_in) + 1) * a->n_out) &&
-	       !memcmp(a->cpp, b->cpp, sizeof(int64_t) * (npanels(a->n_out) + 1) * a->n_in);
+	       !memcmp(a->val, b->val, vs * n) && !memcmp(a->cval, b->cval, vs * n);
 }
 
 size_t eng_spmat_bytes(const eng_spmat *s)
 {
 	size_t per = 2 * sizeof(int32_t) + 2 * vsize(s->vtype);
-	return (size_t)s->cap * per + sizeof(int64_t) * ((size_t)s->n_out + s->n_in + 2) +
-	       sizeof(int64_t) * ((npanels(s->n_in) + 1) * s->n_out +
-				  (npanels(s->n_out) + 1) * s->n_in);
+	return (size_t)s->cap * per + sizeof(int64_t) * ((size_t)s->n_out + s->n_in + 2);
 }
 
 /* ---- transposes ------------------------------------------------------------------------ */
@@ -404,9 +380,12 @@ struct k_job {
 	int ld, tl;
 };
 
+/* A token-major output's rows are made ENG_YROWS at a time: their block (16 KB) stays in L1
+ * until it is transposed into the output. */
+#define ENG_YROWS 64
+
 struct eng_slot {
-	float *s;      /* [ENG_PANEL][ENG_TB] token-minor slice of the input */
-	float *yb;     /* [nrows][ENG_TB] result block */
+	float *yb;     /* [ENG_YROWS][ENG_TB] result block of a token-major output */
 	size_t yb_cap; /* floats */
 };
 
@@ -414,6 +393,8 @@ struct eng_ctx {
 	cs_pool *pool;
 	int n;
 	struct eng_slot *slot; /* [n], one per pool thread */
+	float *xt;             /* [ncols][ld] token-minor input when the caller keeps none */
+	size_t xt_cap;         /* floats */
 };
 
 int eng_ctx_create(eng_ctx **out, cs_pool *pool)
@@ -429,11 +410,6 @@ int eng_ctx_create(eng_ctx **out, cs_pool *pool)
 		free(e);
 		return CS_ERR_NO_MEM;
 	}
-	for (int i = 0; i < e->n; i++)
-		if (!(e->slot[i].s = aligned_alloc(64, sizeof(float) * ENG_PANEL * ENG_TB))) {
-			eng_ctx_free(e);
-			return CS_ERR_NO_MEM;
-		}
 	*out = e;
 	return CS_OK;
 }
@@ -442,11 +418,10 @@ void eng_ctx_free(eng_ctx *e)
 {
 	if (!e)
 		return;
-	for (int i = 0; i < e->n; i++) {
-		free(e->slot[i].s);
+	for (int i = 0; i < e->n; i++)
 		free(e->slot[i].yb);
-	}
 	free(e->slot);
+	free(e->xt);
 	free(e);
 }
 
@@ -459,124 +434,109 @@ struct tm_job {
 	const eng_kern *k;
 	eng_ctx *e;
 	float *y;
-	const float *x;
-	float *xt;
-	const int64_t *pp;
+	const float *x;        /* token-major input, or NULL when xt holds it already */
+	float *xt;             /* token-minor input [ncols][ld] */
+	const int64_t *ptr;
 	const int32_t *idx;
 	const void *val;
 	int bf16, nrows, ncols, T;
-	int x_tm, y_tm;        /* input / output token-minor ([cols][ld]) */
+	int y_tm;              /* output token-minor ([rows][ld]) */
 	atomic_int failed;
 };
 
-static void spmm_tm_part(void *arg, int tid, int nth)
+/* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
+ * transposes the block of a token-major input into the token-minor copy (its own tokens of
+ * every column, zero past the last token: no other thread reads them), then runs the whole
+ * rows over it; a token-major output's block is transposed back from the thread's result
+ * block. */
+static void spmm_part(void *arg, int tid, int nth)
 {
 	struct tm_job *j = arg;
 	struct eng_slot *sl = &j->e->slot[tid];
-	size_t need = (size_t)j->nrows * ENG_TB;
-	if (sl->yb_cap < need) {
-		free(sl->yb);
-		sl->yb = aligned_alloc(64, sizeof(float) * need);
-		sl->yb_cap = sl->yb ? need : 0;
-		if (!sl->yb) {
-			atomic_store(&j->failed, 1);
-			return;
-		}
-	}
 	size_t nblk = ((size_t)j->T + ENG_TB - 1) / ENG_TB, b0, b1;
 	cs_split(nblk, tid, nth, &b0, &b1);
-	int P = (int)npanels(j->ncols);
+	if (b0 >= b1)
+		return;
 	size_t ld = (size_t)eng_ld(j->T);
+	if (!j->y_tm) {
+		size_t need = (size_t)ENG_YROWS * ENG_TB;
+		if (sl->yb_cap < need) {
+			free(sl->yb);
+			sl->yb = aligned_alloc(64, sizeof(float) * need);
+			sl->yb_cap = sl->yb ? need : 0;
+			if (!sl->yb) {
+				atomic_store(&j->failed, 1);
+				return;
+			}
+		}
+	}
+	size_t tpad = ((size_t)j->T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD;
 	for (size_t b = b0; b < b1; b++) {
 		int t0 = (int)b * ENG_TB;
 		int nt = j->T - t0 < ENG_TB ? j->T - t0 : ENG_TB;
-		/* a whole block inside the token-minor input (given, or the copy being made):
-		 * the slice is read there, in place */
-		float *tm = j->x_tm ? (float *)j->x : j->xt;
-		int direct = tm && (size_t)t0 + ENG_TB <= ld;
-		/* a token-minor output's whole block is accumulated in y itself */
-		int y_direct = j->y_tm && (size_t)t0 + ENG_TB <= ld;
-		float *yb = y_direct ? j->y + t0 : sl->yb;
-		size_t ly = y_direct ? ld : ENG_TB;
-		for (int p = 0; p < P; p++) {
-			int c0 = p * ENG_PANEL;
-			int cw = j->ncols - c0 < ENG_PANEL ? j->ncols - c0 : ENG_PANEL;
-			float *s = direct ? tm + (size_t)c0 * ld + t0 : sl->s;
-			size_t ls = direct ? ld : ENG_TB;
-			if (j->x_tm) {
-				/* token-minor input: only the block past the last whole one is
-				 * copied (its tokens up to ld, then zeros) */
-				if (!direct)
-					for (int c = 0; c < cw; c++) {
-						float *d = s + (size_t)c * ENG_TB;
-						memcpy(d, tm + (size_t)(c0 + c) * ld + t0,
-						       sizeof(float) * (ld - (size_t)t0));
-						memset(d + (ld - (size_t)t0), 0,
-						       sizeof(float) * (ENG_TB - (ld - (size_t)t0)));
-					}
-			} else {
-				/* the slice: s [c][t] = x [t0 + t][c0 + c], zero past the last
-				 * token */
-				j->k->transpose(s, ls, j->x + (size_t)t0 * j->ncols + c0,
-						(size_t)j->ncols, nt, cw);
-				if (nt < ENG_TB)
-					for (int c = 0; c < cw; c++)
-						memset(s + (size_t)c * ls + nt, 0,
-						       sizeof(float) * (size_t)(ENG_TB - nt));
-				if (j->xt && !direct) {
-					int tw = (int)(ld - (size_t)t0);
-					for (int c = 0; c < cw; c++)
-						memcpy(j->xt + (size_t)(c0 + c) * ld + t0,
-						       sl->s + (size_t)c * ENG_TB,
-						       sizeof(float) * (size_t)tw);
-				}
-			}
-			j->k->spmm_panel(yb, ly, j->pp + (size_t)p * j->nrows,
-					 j->pp + (size_t)(p + 1) * j->nrows, j->idx, j->val, j->bf16,
-					 s, ls, c0, j->nrows, p == 0);
+		int tl = (int)(tpad - (size_t)t0) < ENG_TB ? (int)(tpad - (size_t)t0) : ENG_TB;
+		if (j->x) { /* the block's tokens of the input, just before they are read */
+			j->k->transpose(j->xt + t0, ld, j->x + (size_t)t0 * j->ncols,
+					(size_t)j->ncols, nt, j->ncols);
+			if (t0 + nt == j->T) /* the padding tokens, zero */
+				for (int c = 0; c < j->ncols; c++)
+					memset(j->xt + (size_t)c * ld + j->T, 0,
+					       sizeof(float) * (ld - (size_t)j->T));
 		}
-		if (j->y_tm) {
-			/* token-minor output: the block's columns are rows of y already (written
-			 * in place, or copied from the last block's partial one); then the
-			 * padding tokens are zeroed */
-			int last = t0 + nt == j->T;
-			for (int r = 0; r < j->nrows; r++) {
-				float *d = j->y + (size_t)r * ld + t0;
-				if (!y_direct)
-					memcpy(d, sl->yb + (size_t)r * ENG_TB,
-					       sizeof(float) * (size_t)nt);
-				if (last)
-					memset(d + nt, 0, sizeof(float) * (ld - (size_t)j->T));
+		if (!j->y_tm) {
+			/* ENG_YROWS rows at a time into the L1-resident result block, then
+			 * transposed into y */
+			for (int r0 = 0; r0 < j->nrows; r0 += ENG_YROWS) {
+				int nr = j->nrows - r0 < ENG_YROWS ? j->nrows - r0 : ENG_YROWS;
+				j->k->spmm_rows(sl->yb, ENG_TB, j->ptr + r0, j->idx, j->val, j->bf16,
+						j->xt + t0, ld, tl, nr);
+				j->k->transpose(j->y + (size_t)t0 * j->nrows + r0, (size_t)j->nrows,
+						sl->yb, ENG_TB, nr, nt);
 			}
-		} else {
-			j->k->transpose(j->y + (size_t)t0 * j->nrows, (size_t)j->nrows, sl->yb,
-					ENG_TB, j->nrows, nt);
+			continue;
 		}
+		j->k->spmm_rows(j->y + t0, ld, j->ptr, j->idx, j->val, j->bf16, j->xt + t0, ld, tl,
+				j->nrows);
+		if (t0 + nt == j->T) /* the output's padding tokens, zero */
+			for (int r = 0; r < j->nrows; r++)
+				memset(j->y + (size_t)r * ld + j->T, 0,
+				       sizeof(float) * (ld - (size_t)j->T));
 	}
 }
 
 int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
 		int x_tm, int T, float *xt)
 {
+	int ncols = by_col ? w->n_out : w->n_in;
+	if (T < 1)
+		return CS_ERR_INVALID;
+	if (!x_tm && !xt) {
+		size_t need = (size_t)ncols * (size_t)eng_ld(T);
+		if (e->xt_cap < need) {
+			free(e->xt);
+			e->xt = aligned_alloc(64, sizeof(float) * need);
+			e->xt_cap = e->xt ? need : 0;
+			if (!e->xt)
+				return CS_ERR_NO_MEM;
+		}
+		xt = e->xt;
+	}
 	struct tm_job j = {
 		.k = kern(),
 		.e = e,
 		.y = y,
-		.x = x,
-		.xt = x_tm ? NULL : xt,
-		.pp = by_col ? w->cpp : w->rpp,
+		.x = x_tm ? NULL : x,
+		.xt = x_tm ? (float *)x : xt,
+		.ptr = by_col ? w->col_ptr : w->row_ptr,
 		.idx = by_col ? w->row : w->col,
 		.val = by_col ? w->cval : w->val,
 		.bf16 = w->vtype == ENG_BF16,
 		.nrows = by_col ? w->n_in : w->n_out,
-		.ncols = by_col ? w->n_out : w->n_in,
+		.ncols = ncols,
 		.T = T,
-		.x_tm = x_tm != 0,
 		.y_tm = y_tm != 0,
 	};
-	if (T < 1)
-		return CS_ERR_INVALID;
-	cs_pool_run(e->pool, spmm_tm_part, &j);
+	cs_pool_run(e->pool, spmm_part, &j);
 	return atomic_load(&j.failed) ? CS_ERR_NO_MEM : CS_OK;
 }
 

@@ -12,9 +12,9 @@
  *   backward dX[:, j]  = sum_{i in col j} w_ij dY[:, i]       (eng_spmm over CSC)
  *   weight    dW[k]    = <dY[:, row k], X[:, col k]>          (eng_sddmm, CSR order)
  * The products take and give token-major activations (as the model holds them) and work on
- * token-minor slices inside; the weight gradient takes token-minor activations ([rows][ld],
- * a row holding one feature over the tokens, zero-padded to ld = eng_ld(T)), which the
- * products hand out.
+ * a token-minor copy of the input inside; the weight gradient takes token-minor
+ * activations ([rows][ld], a row holding one feature over the tokens, zero-padded to
+ * ld = eng_ld(T)), which the products hand out.
  *
  * Threads. Work is split between the pool's threads by a fixed rule (token blocks, or rows
  * of equal nonzero count); every output element is computed by one thread, summing in a
@@ -38,10 +38,10 @@
 
 /* Activations are padded to a multiple of this many tokens (one AVX-512 vector). */
 #define ENG_TPAD 16
-/* The token-major products work on blocks of ENG_TB tokens and ENG_PANEL input columns:
- * a token-minor slice of ENG_PANEL * ENG_TB floats (16 KB) stays in L1. */
-#define ENG_TB 32
-#define ENG_PANEL 128
+/* The products work on blocks of ENG_TB tokens: an output row's block (four AVX-512
+ * vectors) is accumulated in registers over the row's nonzeros, reading the block of the
+ * token-minor input (n_in * ENG_TB floats: 64 KB at n_in = 256) from L2. */
+#define ENG_TB 64
 
 enum eng_isa { ENG_ISA_PORTABLE = 0, ENG_ISA_AVX2 = 1, ENG_ISA_AVX512 = 2, ENG_ISA_N };
 
@@ -70,10 +70,6 @@ typedef struct eng_spmat {
 	int32_t *row;
 	void *cval;
 	int64_t cap;         /* allocated entries (nnz <= cap) */
-	/* panels of ENG_PANEL columns: rpp [(ceil(n_in/ENG_PANEL)+1) * n_out], entry
-	 * p * n_out + i = the first CSR entry of row i with col >= p * ENG_PANEL (the last
-	 * panel's end is row_ptr[i+1]); cpp the same over CSC columns and ENG_PANEL rows */
-	int64_t *rpp, *cpp;
 } eng_spmat;
 
 /* Build (or rebuild in place, reusing storage when it fits) from dense w [n_out, n_in] and
@@ -111,12 +107,12 @@ cs_pool *eng_ctx_pool(const eng_ctx *e);
 /* Token-major products (what the model holds):
  *   by_col = 0 (forward):       y [T][n_out] = x [T][n_in] W^T
  *   by_col = 1 (backward data): y [T][n_in]  = x [T][n_out] W
- * Token blocks of ENG_TB tokens are split between the threads; inside, the input's
- * columns are taken ENG_PANEL at a time into an L1-resident token-minor slice, so each
- * nonzero costs a broadcast and ENG_TB/16 fused multiply-adds on L1 data, and the result
- * block is transposed back into y. xt, when not NULL, receives the input token-minor
- * ([ncols][eng_ld(T)], zero-padded: what eng_sddmm takes) at the cost of a copy of each
- * slice. 0 or CS_ERR_NO_MEM. */
+ * Token blocks of ENG_TB tokens are split between the threads. Each thread transposes its
+ * blocks of x into the token-minor copy of the input, then accumulates each output row's
+ * block in registers over the row's nonzeros (a broadcast and ENG_TB/16 fused multiply-adds
+ * per nonzero) and transposes the result block back into y. xt, when not NULL, is where
+ * that copy goes ([ncols][eng_ld(T)], zero-padded: what eng_sddmm takes); else the context
+ * keeps one. 0 or CS_ERR_NO_MEM. */
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
 	     float *xt);
 /* The same with either side token-minor ([cols][eng_ld(T)]): x_tm takes the input so (its

@@ -17,61 +17,51 @@ AI __m256 bcast_w(const void *val, int64_t k, int bf16)
 	return _mm256_set1_ps(((const float *)val)[k]);
 }
 
-/* ENG_TB = 32 tokens: four vectors a row; nonzeros alternate between two accumulator sets */
-AI void spmm_panel_t(float *yb, size_t ly, const int64_t *k0, const int64_t *k1, const int32_t *idx,
-		     const void *val, const int bf16, const float *s, size_t ls, int c0,
-		     int nrows, int first)
+/* Whole rows over a block of 8 * NV tokens (NV <= 8): eight accumulators are the eight
+ * FMA chains two 256-bit pipes need */
+AI void spmm_rows_t(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
+		    const void *val, const int bf16, const float *x, size_t ld, int nrows,
+		    const int NV)
 {
-	const float *sb = s - (size_t)c0 * ls;
+	const int64_t kend = ptr[nrows];
 	for (int r = 0; r < nrows; r++) {
-		int64_t k = k0[r], ke = k1[r];
-		float *o = yb + (size_t)r * ly;
-		__m256 a[4], b[4];
+		__m256 a[8];
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			a[v] = _mm256_setzero_ps();
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			if (k + 8 < kend) { /* as eng_avx512.c */
+				const float *q = x + (size_t)idx[k + 8] * ld;
 #pragma GCC unroll 4
-		for (int v = 0; v < 4; v++)
-			b[v] = _mm256_setzero_ps();
-		if (first) {
-#pragma GCC unroll 4
-			for (int v = 0; v < 4; v++)
-				a[v] = _mm256_setzero_ps();
-		} else {
-			if (k == ke)
-				continue;
-#pragma GCC unroll 4
-			for (int v = 0; v < 4; v++)
-				a[v] = _mm256_loadu_ps(o + 8 * v);
-		}
-		for (; k + 1 < ke; k += 2) {
-			__m256 w0 = bcast_w(val, k, bf16), w1 = bcast_w(val, k + 1, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ls;
-			const float *p1 = sb + (size_t)idx[k + 1] * ls;
-#pragma GCC unroll 4
-			for (int v = 0; v < 4; v++) {
-				a[v] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(p0 + 8 * v), a[v]);
-				b[v] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(p1 + 8 * v), b[v]);
+				for (int v = 0; v < NV; v += 2)
+					_mm_prefetch((const char *)(q + 8 * v), _MM_HINT_T0);
 			}
+			__m256 w = bcast_w(val, k, bf16);
+			const float *p = x + (size_t)idx[k] * ld;
+#pragma GCC unroll 8
+			for (int v = 0; v < NV; v++)
+				a[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(p + 8 * v), a[v]);
 		}
-		if (k < ke) {
-			__m256 w0 = bcast_w(val, k, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ls;
-#pragma GCC unroll 4
-			for (int v = 0; v < 4; v++)
-				a[v] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(p0 + 8 * v), a[v]);
-		}
-#pragma GCC unroll 4
-		for (int v = 0; v < 4; v++)
-			_mm256_storeu_ps(o + 8 * v, _mm256_add_ps(a[v], b[v]));
+		float *o = y + (size_t)r * ly;
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			_mm256_storeu_ps(o + 8 * v, a[v]);
 	}
 }
 
-static void spmm_panel_avx2(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
-			    const int32_t *idx, const void *val, int bf16, const float *s, size_t ls,
-			    int c0, int nrows, int first)
+static void spmm_rows_avx2(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
+			   const void *val, int bf16, const float *x, size_t ld, int tl, int nrows)
 {
-	if (bf16)
-		spmm_panel_t(yb, ly, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
-	else
-		spmm_panel_t(yb, ly, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
+#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, ptr, idx, val, 1, x, ld, nrows, nv);              		else                                                                         			spmm_rows_t(y, ly, ptr, idx, val, 0, x, ld, nrows, nv);              		break;
+	switch (tl / 8) {
+		SP_CASE(8)
+		SP_CASE(6)
+		SP_CASE(4)
+		SP_CASE(2)
+	default:
+		break;
+	}
+#undef SP_CASE
 }
 
 AI float hsum256(__m256 v)
@@ -177,7 +167,7 @@ static void transpose_avx2(float *dst, size_t ldd, const float *src, size_t lds,
 }
 
 const eng_kern eng_kern_avx2 = {
-	.spmm_panel = spmm_panel_avx2,
+	.spmm_rows = spmm_rows_avx2,
 	.sddmm = sddmm_avx2,
 	.transpose = transpose_avx2,
 };

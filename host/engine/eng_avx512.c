@@ -2,8 +2,9 @@
  * eng_avx512.c - the engine's kernels with AVX-512F (compiled with -mavx512f -mfma; called
  * only when the CPU has them, see eng.c).
  *
- * spmm panel: the ENG_TB tokens of an output row are accumulated in registers; each nonzero
- * is one broadcast and two fused multiply-adds on a row of the L1-resident slice.
+ * spmm: the ENG_TB tokens of an output row are accumulated in four registers over the whole
+ * row; each nonzero is one broadcast and four fused multiply-adds on a row of the
+ * token-minor input.
  * sddmm: the output-gradient row's block (up to 256 tokens) sits in registers; each nonzero
  * of the row costs NV loads and NV FMAs into four chains, and one horizontal sum.
  */
@@ -12,9 +13,15 @@
 #include "engine/eng_impl.h"
 
 #define AI static inline __attribute__((always_inline))
+/* The products prefetch the input row of the entry SP_PF ahead (make bench: 8 best of 0-16). */
+#ifndef SP_PF
+#define SP_PF 8
+#endif
 /* The weight gradient prefetches the activation row of the nonzero SD_PF ahead, every other
  * line (the L2 brings the line pairs): measured best among 2-8 on Zen 4 (make bench). */
+#ifndef SD_PF
 #define SD_PF 4
+#endif
 
 AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 {
@@ -23,54 +30,54 @@ AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 	return _mm512_set1_ps(((const float *)val)[k]);
 }
 
-/* ENG_TB = 32 tokens: two vectors a row; nonzeros alternate between two accumulator pairs
- * so that four FMA chains are in flight */
-AI void spmm_panel_t(float *yb, size_t ly, const int64_t *k0, const int64_t *k1, const int32_t *idx,
-		     const void *val, const int bf16, const float *s, size_t ls, int c0,
-		     int nrows, int first)
+/* Whole rows over a block of 16 * NV tokens (NV <= 4): the block's NV accumulators stay in
+ * registers for the row's entries, so there is no per-panel reload; each entry is one
+ * broadcast and NV fused multiply-adds on a row of the token-minor input (L2-resident for
+ * the block: n_in * 256 B), whose lines are prefetched SP_PF entries ahead. */
+AI void spmm_rows_t(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
+		    const void *val, const int bf16, const float *x, size_t ld, int nrows,
+		    const int NV)
 {
-	const float *sb = s - (size_t)c0 * ls;
+	const int64_t kend = ptr[nrows];
 	for (int r = 0; r < nrows; r++) {
-		int64_t k = k0[r], ke = k1[r];
-		float *o = yb + (size_t)r * ly;
-		__m512 a0, a1, b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-		if (first) {
-			a0 = _mm512_setzero_ps();
-			a1 = _mm512_setzero_ps();
-		} else {
-			if (k == ke)
-				continue;
-			a0 = _mm512_loadu_ps(o);
-			a1 = _mm512_loadu_ps(o + 16);
+		__m512 a[4];
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			a[v] = _mm512_setzero_ps();
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+			if (SP_PF && k + SP_PF < kend) {
+				const float *q = x + (size_t)idx[k + SP_PF] * ld;
+#pragma GCC unroll 4
+				for (int v = 0; v < NV; v++)
+					_mm_prefetch((const char *)(q + 16 * v), _MM_HINT_T0);
+			}
+			__m512 w = bcast_w(val, k, bf16);
+			const float *p = x + (size_t)idx[k] * ld;
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				a[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + 16 * v), a[v]);
 		}
-		for (; k + 1 < ke; k += 2) {
-			__m512 w0 = bcast_w(val, k, bf16), w1 = bcast_w(val, k + 1, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ls;
-			const float *p1 = sb + (size_t)idx[k + 1] * ls;
-			a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0), a0);
-			a1 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0 + 16), a1);
-			b0 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(p1), b0);
-			b1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(p1 + 16), b1);
-		}
-		if (k < ke) {
-			__m512 w0 = bcast_w(val, k, bf16);
-			const float *p0 = sb + (size_t)idx[k] * ls;
-			a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0), a0);
-			a1 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(p0 + 16), a1);
-		}
-		_mm512_storeu_ps(o, _mm512_add_ps(a0, b0));
-		_mm512_storeu_ps(o + 16, _mm512_add_ps(a1, b1));
+		float *o = y + (size_t)r * ly;
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			_mm512_storeu_ps(o + 16 * v, a[v]);
 	}
 }
 
-static void spmm_panel_avx512(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
-			      const int32_t *idx, const void *val, int bf16, const float *s,
-			      size_t ls, int c0, int nrows, int first)
+static void spmm_rows_avx512(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
+			     const void *val, int bf16, const float *x, size_t ld, int tl,
+			     int nrows)
 {
-	if (bf16)
-		spmm_panel_t(yb, ly, k0, k1, idx, val, 1, s, ls, c0, nrows, first);
-	else
-		spmm_panel_t(yb, ly, k0, k1, idx, val, 0, s, ls, c0, nrows, first);
+#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, ptr, idx, val, 1, x, ld, nrows, nv);              		else                                                                         			spmm_rows_t(y, ly, ptr, idx, val, 0, x, ld, nrows, nv);              		break;
+	switch (tl / 16) {
+		SP_CASE(4)
+		SP_CASE(3)
+		SP_CASE(2)
+		SP_CASE(1)
+	default:
+		break;
+	}
+#undef SP_CASE
 }
 
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
@@ -85,7 +92,7 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 		const float *xb = x + t0;
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			const float *xp = xb + (size_t)idx[k] * ld;
-			if (k + SD_PF < ptr[r1]) { /* a later row: its lines come from L2 */
+			if (SD_PF && k + SD_PF < ptr[r1]) { /* a later row: its lines come from L2 */
 				const float *pf = xb + (size_t)idx[k + SD_PF] * ld;
 #pragma GCC unroll 8
 				for (int v = 0; v < nv; v += 2)
@@ -183,7 +190,7 @@ static void transpose_avx512(float *dst, size_t ldd, const float *src, size_t ld
 }
 
 const eng_kern eng_kern_avx512 = {
-	.spmm_panel = spmm_panel_avx512,
+	.spmm_rows = spmm_rows_avx512,
 	.sddmm = sddmm_avx512,
 	.transpose = transpose_avx512,
 };

@@ -13,15 +13,14 @@
 #include "engine/eng.h"
 
 typedef struct eng_kern {
-	/* One panel of the token-major product, for the rows r in [0, nrows):
-	 *   yb [r][0..ENG_TB) (+)= sum_{k in k0[r]..k1[r]} val[k] * s [idx[k] - c0][0..ENG_TB)
-	 * with the slice's rows ls floats apart (ENG_TB for the thread's own slice, ld when it
-	 * is read in place from the token-minor copy of the input) and yb's rows ly apart (ENG_TB
-	 * for the thread's result block, ld when a token-minor output is written in place).
-	 * first: overwrite (rows without entries become zero); else accumulate. */
-	void (*spmm_panel)(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
-			   const int32_t *idx, const void *val, int bf16, const float *s, size_t ls,
-			   int c0, int nrows, int first);
+	/* One token block of a product, for the rows r in [0, nrows):
+	 *   y [r][0..tl) = sum_{k in ptr[r]..ptr[r+1]} val[k] * x [idx[k]][0..tl)
+	 * x is the block's first token in the token-minor input (rows ld floats apart), y the
+	 * block's first token of the token-minor output (rows ly apart); tl a multiple of 16,
+	 * at most ENG_TB. Each output vector sums its row's entries in order, in one chain:
+	 * the bits do not depend on the block's place or width. */
+	void (*spmm_rows)(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
+			  const void *val, int bf16, const float *x, size_t ld, int tl, int nrows);
 	/* dw[k] = <dy [r][0..tl), x [idx[k]][0..tl)> for the entries k of rows [r0, r1); rows
 	 * ld apart, tl a multiple of 16 (the padding past the tokens is not visited) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,

@@ -5,23 +5,21 @@
  */
 #include "engine/eng_impl.h"
 
-static void spmm_panel_portable(float *yb, size_t ly, const int64_t *k0, const int64_t *k1,
-				const int32_t *idx, const void *val, int bf16, const float *s,
-				size_t ls, int c0, int nrows, int first)
+static void spmm_rows_portable(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
+			       const void *val, int bf16, const float *x, size_t ld, int tl,
+			       int nrows)
 {
 	const float *vf = val;
 	const uint16_t *vh = val;
 	for (int r = 0; r < nrows; r++) {
-		float *o = yb + (size_t)r * ly;
-		if (first)
-			for (int t = 0; t < ENG_TB; t++)
-				o[t] = 0.0f;
-		for (int64_t k = k0[r]; k < k1[r]; k++) {
+		float acc[ENG_TB] = { 0 };
+		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			float w = bf16 ? eng_bf16_to_f32(vh[k]) : vf[k];
-			const float *sr = s + (size_t)(idx[k] - c0) * ls;
-			for (int t = 0; t < ENG_TB; t++)
-				o[t] += w * sr[t];
+			const float *xr = x + (size_t)idx[k] * ld;
+			for (int t = 0; t < tl; t++)
+				acc[t] += w * xr[t];
 		}
+		memcpy(y + (size_t)r * ly, acc, sizeof(float) * (size_t)tl);
 	}
 }
 
@@ -62,7 +60,7 @@ static void transpose_portable(float *dst, size_t ldd, const float *src, size_t 
 }
 
 const eng_kern eng_kern_portable = {
-	.spmm_panel = spmm_panel_portable,
+	.spmm_rows = spmm_rows_portable,
 	.sddmm = sddmm_portable,
 	.transpose = transpose_portable,
 };

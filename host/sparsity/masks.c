@@ -212,12 +212,13 @@ int sp_mask_commit(sp_tensor *t)
 		/* dropped: value and moments go; grown: start at zero with zero moments */
 		if (t->w)
 			t->w[i] = 0;
-		if (t->g)
-			t->g[i] = 0;
-		if (t->m)
-			t->m[i] = 0;
-		if (t->v)
-			t->v[i] = 0;
+		/* gradient and moments: written only where not zero already, so that a range
+		 * nothing has written yet (fresh calloc'ed pages) stays unmapped: the trainer
+		 * keeps the gradients and moments of masked tensors packed and never maps
+		 * their dense ranges */
+		sp_zero_f(t->g, i);
+		sp_zero_f(t->m, i);
+		sp_zero_f(t->v, i);
 	}
 	return changed;
 }

@@ -8,6 +8,7 @@
 #include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "sparsity/sparsity.h"
 
@@ -110,6 +111,19 @@ typedef struct sp_tensor {
 	int rows; /* balanced groups: G rows, else 1 */
 	int rows_in; /* 1: rows are input-column groups (transpose view) */
 } sp_tensor;
+
+/* a[k] = +0 unless it is +0 already. Reading a page nothing has written maps no memory,
+ * writing it would: a dense range the trainer never uses (packed gradients and moments)
+ * stays out of the resident set. */
+static inline void sp_zero_f(float *a, size_t k)
+{
+	uint32_t u;
+	if (!a)
+		return;
+	memcpy(&u, &a[k], sizeof u);
+	if (u)
+		a[k] = 0.0f;
+}
 
 typedef struct sp_gstate {
 	int n;      /* tensors of the group (sorted by name) */

@@ -569,11 +569,13 @@ int sp_apply(sp_state *st)
 		const uint8_t *mk = t->mask;
 		for (size_t k = 0; k < t->numel; k++)
 			t->w[k] = mk[k] ? t->w[k] : 0.0f;
+		/* only where not zero already (sp_zero_f): an unwritten range stays unmapped */
 		float *const other[3] = { t->g, t->m, t->v };
 		for (int o = 0; o < 3; o++)
 			if (other[o])
 				for (size_t k = 0; k < t->numel; k++)
-					other[o][k] = mk[k] ? other[o][k] : 0.0f;
+					if (!mk[k])
+						sp_zero_f(other[o], k);
 	}
 	return 0;
 }

@@ -293,7 +293,8 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 						want_dense_dw);
 	if (BT > n->m->B * n->m->T)
 		return CS_ERR_INVALID;
-	int rc = eng_spmm(n->e, dx, s, 1, dy, BT, want_dense_dw ? NULL : n->dyt);
+	/* dY^T for the weight gradient; on growth steps only the product's scratch */
+	int rc = eng_spmm(n->e, dx, s, 1, dy, BT, n->dyt);
 	if (rc)
 		return rc;
 	if (want_dense_dw) {
@@ -367,7 +368,7 @@ static int nat_backward_tm(void *ctx, float *dx, float *dw, const float *dy, con
 		return CS_ERR_INVALID;
 	int rc;
 	if (proj == GPT_FC_PROJ) { /* dy token-major, dx and x token-minor */
-		rc = eng_spmm_ex(n->e, dx, 1, s, 1, dy, 0, BT, want_dense_dw ? NULL : n->dyt);
+		rc = eng_spmm_ex(n->e, dx, 1, s, 1, dy, 0, BT, n->dyt);
 		if (rc)
 			return rc;
 		if (want_dense_dw) { /* dW += dy^T x */

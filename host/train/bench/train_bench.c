@@ -11,6 +11,8 @@
  * Measures, never asserts.
  *
  * usage: train_bench CONFIG OUT.json [WARMUP_STEPS TIMED_STEPS [main|large]]
+ * TRAIN_BENCH_CASES="a;b" runs only the cases whose names contain one of a, b (quick
+ * side-by-side comparisons of a change).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -152,6 +154,23 @@ static void run_case(const char *cfgpath, const bench_case *bc, int warm, int ti
 	_exit(0);
 }
 
+/* 1 when name contains one of the ;-separated parts of list */
+static int case_selected(const char *list, const char *name)
+{
+	while (*list) {
+		size_t n = strcspn(list, ";");
+		char part[64];
+		if (n > 0 && n < sizeof part) {
+			memcpy(part, list, n);
+			part[n] = 0;
+			if (strstr(name, part))
+				return 1;
+		}
+		list += n + (list[n] == ';');
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -169,7 +188,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	result res[16];
+	const char *only = getenv("TRAIN_BENCH_CASES");
 	for (int i = 0; i < NCASES; i++) {
+		if (only && *only && !case_selected(only, cases[i].name)) {
+			memset(&res[i], 0, sizeof res[i]);
+			snprintf(res[i].msg, sizeof res[i].msg, "not selected (TRAIN_BENCH_CASES)");
+			continue;
+		}
 		int p[2];
 		if (pipe(p))
 			return 1;
