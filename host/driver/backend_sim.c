@@ -145,6 +145,9 @@ static void count(csd_dev *dev, const struct sim_snap *a, const struct sim_snap 
 	dev->ctr.link_bytes_out += 4 * (b->wout - a->wout);
 	dev->ctr.link_bytes_in += 4 * (b->win - a->win);
 	dev->ctr.weight_bytes += 4 * st->weight_words;
+	dev->ctr.act_bytes_out += 4 * st->act_words_out;
+	dev->ctr.act_bytes_in += 4 * st->act_words_in;
+	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
 	dev->ctr.nnz_streamed += st->nnz;
 }
 

@@ -116,7 +116,7 @@ bad:
 void csd_dev_defaults(csd_dev *dev)
 {
 	dev->geom = (struct plan_geom){ .rows = 4, .cols = 4, .a_words = 16384, .b_words = 8192,
-					.hazard_cycles = 4, .ctl_cycles = 4 };
+					.hazard_cycles = 4, .ctl_cycles = 6 };
 	dev->pe = CSD_PE_FULL;
 	dev->clock_hz = 100e6;
 }
@@ -220,6 +220,9 @@ void csd_count(csd_dev *dev, const struct plan_stats *st)
 	dev->ctr.link_bytes_out += 4 * st->words_out;
 	dev->ctr.link_bytes_in += 4 * st->words_in;
 	dev->ctr.weight_bytes += 4 * st->weight_words;
+	dev->ctr.act_bytes_out += 4 * st->act_words_out;
+	dev->ctr.act_bytes_in += 4 * st->act_words_in;
+	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
 	dev->ctr.nnz_streamed += st->nnz;
 }
 

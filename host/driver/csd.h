@@ -84,6 +84,9 @@ typedef struct csd_counters {
 	uint64_t link_bytes_out;  /* host -> device bytes */
 	uint64_t link_bytes_in;   /* device -> host bytes */
 	uint64_t weight_bytes;    /* of link_bytes_out: the weight/position streams */
+	uint64_t act_bytes_out;   /* of link_bytes_out: activation uploads (A, wgrad's B) */
+	uint64_t act_bytes_in;    /* of link_bytes_in: forward/backward results read back */
+	uint64_t grad_bytes_in;   /* of link_bytes_in: weight-gradient results (COLLECT) */
 	uint64_t nnz_streamed;    /* nonzeros sent */
 	uint64_t errors;          /* device error counter */
 } csd_counters;

@@ -313,9 +313,19 @@ static int ws_recv_sync(struct wstream *ws, unsigned *nerr, char *err, size_t er
 	return CS_OK;
 }
 
+/* A WRITE of n words holds the host port for its n + 2 words; the config chain is a
+ * pipeline, so consecutive WRITEs overlap and only the last one's trip through the P
+ * stages shows, in the SYNC that follows it (sync_point). A READ of every PE reads the
+ * PEs one after the other, each answer behind a trip round the chain (measured). */
 static uint64_t chain_cycles(const struct plan *pl, uint64_t n)
 {
-	return n + 2 + (uint64_t)pl->P;
+	(void)pl;
+	return n + 2;
+}
+
+static uint64_t read_cycles(const struct plan *pl, uint64_t n)
+{
+	return (uint64_t)pl->P * (n + 2 + (uint64_t)pl->P);
 }
 
 /* WRITE of n data words to target/pe at addr, data from gen (NULL: counting). */
@@ -324,6 +334,8 @@ static void ws_write(struct wstream *ws, const struct plan *pl, unsigned target,
 {
 	ws_put(ws, proto_hdr_write(target, pe, (unsigned)n));
 	ws_put(ws, addr);
+	if (target == PROTO_T_A || target == PROTO_T_B)
+		ws->st->act_words_out += n + 2;
 	if (ws->buf)
 		for (size_t k = 0; k < n; k++)
 			ws_put(ws, data[k]);
@@ -354,7 +366,7 @@ struct runbuf {
 	int last;        /* major of the last nonzero in the RUN */
 	uint32_t n;      /* nonzeros in it (0: no RUN open) */
 	uint32_t segs;   /* SET_MAJORs it makes: the header's and one per step */
-	uint32_t per_nz; /* cycle estimate per nonzero */
+	uint64_t cost;   /* cycle estimate of its nonzeros (run_add, per major) */
 	uint32_t w[PROTO_RUN_MAX];
 };
 
@@ -397,9 +409,9 @@ static void run_close(struct kstate *ks)
 	ws->st->weight_words += (uint64_t)rb->n + 1;
 	ws->st->nnz += rb->n;
 	ws->st->runs++;
-	/* per SET_MAJOR (the header's and each step's) the control task, then per nonzero
-	 * max(tp_k, hazard) (axpy) or tp_k (dot); the link brings at most one word per cycle */
-	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + (uint64_t)rb->n * rb->per_nz;
+	/* per SET_MAJOR (the header's and each step's) the control task, then the nonzeros'
+	 * cost (run_add); the link brings at most one word per cycle */
+	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + rb->cost;
 	if (c < (uint64_t)rb->n + 1)
 		c = (uint64_t)rb->n + 1;
 	ws->st->cycles += c;
@@ -408,10 +420,32 @@ static void run_close(struct kstate *ks)
 	rb->n = 0;
 }
 
+/*
+ * Estimated cycles of m consecutive nonzeros of one major (one SET_MAJOR segment: a
+ * control wavelet ends every axpy chain and dot group). axpy: tp_k per nonzero (chained
+ * AXPYs of one major write distinct B words, so B's read-to-write depth never stalls
+ * them). dot (pe_vec.v): the nonzeros
+ * form groups of up to DotLanes = hazard lanes; every token step of a group takes
+ * DotLanes cycles, whatever its lanes, except the last, which takes one cycle per lane:
+ * hazard * (tp_k - 1) + lanes. So a short group costs nearly as much as a full one (a
+ * 90%-sparse layer's majors hold few nonzeros). The dot instruction then needs
+ * PLAN_DOT_END cycles beyond axpy's to close (its end check and the r6 write) before
+ * the control task of the next major runs.
+ */
+#define PLAN_DOT_END 2
+static uint64_t seg_cycles(const struct plan *pl, int tp_k, size_t m)
+{
+	uint64_t hz = (uint64_t)pl->g.hazard_cycles;
+	if (pl->kernel != PLAN_WGRAD)
+		return (uint64_t)m * (uint64_t)tp_k;
+	uint64_t groups = (m + hz - 1) / hz;
+	return groups * hz * (uint64_t)(tp_k - 1) + m + PLAN_DOT_END;
+}
+
 /* Append nonzeros [lo, lo + m) of major `major` (m <= room in the RUN) to the open RUN,
  * opening one or closing the current one as the run rule says. Returns how many it took. */
 static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const uint16_t *val,
-		      size_t m, int per_nz)
+		      size_t m)
 {
 	struct runbuf *rb = &ks->rb;
 	if (rb->n && (rb->n == PROTO_RUN_MAX || (major != rb->last && major != rb->last + 1)))
@@ -420,7 +454,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 	if (!rb->n) {
 		rb->major = (unsigned)major;
 		rb->segs = 1;
-		rb->per_nz = (uint32_t)per_nz;
+		rb->cost = 0;
 	} else if (major == rb->last + 1) {
 		step = 1;
 		rb->segs++;
@@ -436,6 +470,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 			w[0] |= PROTO_RUN_STEP;
 	}
 	rb->n += (uint32_t)m;
+	rb->cost += seg_cycles(ks->pl, ks->tp_k, m);
 	return m;
 }
 
@@ -451,8 +486,15 @@ static int wgrad_end_batch(struct kstate *ks)
 	ws_put(ws, proto_ctl(PROTO_CTL_END, n));
 	ws_put(ws, proto_hdr_collect(n));
 	ws_put(ws, ws->link->timeout_cycles);
-	ws->st->cycles += 2 * (uint64_t)n + (uint64_t)(pl->g.rows + pl->g.cols) *
-						      (uint64_t)(pl->g.hazard_cycles + 2) + 4;
+	/* The reduction (section 5) is part of the streaming phase: with more than one
+	 * column, column 0 first stores its row sums (redv.st, n words), then the column
+	 * streams them to OUT (n words, pipelined down the column); one column only streams.
+	 * Then the host port answers the COLLECT from its buffer: n more words. */
+	uint64_t red = (uint64_t)(pl->g.cols > 1 ? 2 : 1) * n +
+		       (uint64_t)(pl->g.rows + pl->g.cols) * (uint64_t)(pl->g.hazard_cycles + 2) + 4;
+	ws->st->cycles += red + n;
+	ws->st->stream_cycles += red;
+	ws->st->grad_words_in += 1 + (uint64_t)n;
 	int rc = ws_recv(ws, ks->tmp, n, PROTO_COLLECT, n, ks->err, ks->errlen);
 	if (rc)
 		return rc;
@@ -478,9 +520,6 @@ static int stream_tile(struct kstate *ks)
 	const int32_t *minor = csc ? w->row : w->col;
 	const uint16_t *val = csc ? w->cval : w->val;
 	int whole = ks->o0 == 0 && ks->o1 == pl->dout;
-	int per_nz = pl->kernel == PLAN_WGRAD ? ks->tp_k
-		     : ks->tp_k > pl->g.hazard_cycles ? ks->tp_k
-						       : pl->g.hazard_cycles;
 	int rc;
 	for (int m = 0; m < pl->din; m++) {
 		int64_t lo = ptr[m], hi = ptr[m + 1];
@@ -509,7 +548,7 @@ static int stream_tile(struct kstate *ks)
 			size_t m_n = (size_t)(hi - lo);
 			if (pl->kernel == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
 				m_n = pl->batch_cap - ks->bcount;
-			m_n = run_add(ks, m, minor + lo, val + lo, m_n, per_nz);
+			m_n = run_add(ks, m, minor + lo, val + lo, m_n);
 			if (ks->ws->rc)
 				return ks->ws->rc;
 			if (pl->kernel == PLAN_WGRAD) {
@@ -575,6 +614,7 @@ static int read_tile(struct kstate *ks, int d)
 	int o0 = d * pl->dt, o1 = o0 + pl->dt < pl->dout ? o0 + pl->dt : pl->dout, dt_d = o1 - o0;
 	unsigned n = (unsigned)ks->tp_k * (unsigned)dt_d;
 	int rc;
+	ws->st->act_words_in += (uint64_t)pl->P * (1 + (uint64_t)n);
 	for (int q = 0; q < pl->P; q++) {
 		if ((rc = ws_recv(ws, ks->tmp, n, PROTO_READ, n, ks->err, ks->errlen)))
 			return rc;
@@ -671,6 +711,8 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 				if ((rc = sync_point(&ks, what)))
 					goto out_free;
 			}
+			/* the previous tile's READ streams while this one fills and computes */
+			uint64_t sc = st->stream_cycles;
 			uint32_t ctl[3];
 			unsigned nctl = 0;
 			if (d > 0)
@@ -688,7 +730,6 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 				for (unsigned i = 0; i < nctl; i++)
 					ws_put(&ws, ctl[i]);
 			}
-			uint64_t sc = st->stream_cycles;
 			if ((rc = stream_tile(&ks)))
 				goto out_free;
 			/* SYNC: answers once this tile is computed and the previous tile's READ,
@@ -713,7 +754,7 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ws_put(&ws, proto_hdr_read(PROTO_T_BCLR, PROTO_PE_ALL,
 						   (unsigned)ks.tp_k * (unsigned)dt_d));
 			ws_put(&ws, bank);
-			rd_cycles = (uint64_t)pl->P * chain_cycles(pl, (uint64_t)ks.tp_k * dt_d);
+			rd_cycles = read_cycles(pl, (uint64_t)ks.tp_k * dt_d);
 			dt_prev = dt_d;
 		}
 		/* the token tile's last READ (before anything that waits for it) */

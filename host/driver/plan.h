@@ -27,7 +27,8 @@ struct plan_geom {
 	uint32_t a_words;  /* bf16 elements of SRAM A per PE */
 	uint32_t b_words;  /* 32-bit words of SRAM B per PE (two banks) */
 	int hazard_cycles; /* B pipeline read-to-write depth (min cycles per AXPY) */
-	int ctl_cycles;    /* cycles of the control task for SET_MAJOR */
+	int ctl_cycles;    /* cycles from a chain's last MAC through the SET_MAJOR task to the
+			    * next major's first (measured on pe: 6) */
 };
 
 /*
@@ -61,6 +62,9 @@ void plan_ttile(const struct plan *pl, int k, int *t0, int *tp_k, int *ntok);
 struct plan_stats {
 	uint64_t words_out, words_in; /* host port words each way */
 	uint64_t weight_words;        /* of words_out: RUN headers and nonzeros */
+	uint64_t act_words_out;       /* of words_out: WRITEs of A and B images (with headers) */
+	uint64_t act_words_in;        /* of words_in: READ answers (with headers) */
+	uint64_t grad_words_in;       /* of words_in: COLLECT answers (with headers) */
 	uint64_t nnz;                 /* nonzeros streamed (each token tile streams all) */
 	uint64_t runs;                /* RUN commands */
 	uint64_t cycles;              /* estimated device cycles */
