@@ -334,8 +334,10 @@ static void ws_write(struct wstream *ws, const struct plan *pl, unsigned target,
 {
 	ws_put(ws, proto_hdr_write(target, pe, (unsigned)n));
 	ws_put(ws, addr);
-	if (target == PROTO_T_A || target == PROTO_T_B)
+	if (target == PROTO_T_A || target == PROTO_T_B) {
 		ws->st->act_words_out += n + 2;
+		ws->st->act_cycles += chain_cycles(pl, n);
+	}
 	if (ws->buf)
 		for (size_t k = 0; k < n; k++)
 			ws_put(ws, data[k]);
@@ -738,8 +740,10 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ws_put(&ws, link->timeout_cycles);
 			sc = st->stream_cycles - sc;
 			if (d > 0) {
-				if (rd_cycles > sc)
+				if (rd_cycles > sc) {
 					st->cycles += rd_cycles - sc;
+					st->act_cycles += rd_cycles - sc;
+				}
 				if ((rc = read_tile(&ks, d - 1)))
 					goto out_free;
 			}
@@ -760,6 +764,7 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 		/* the token tile's last READ (before anything that waits for it) */
 		if (pl->kernel != PLAN_WGRAD) {
 			st->cycles += rd_cycles;
+			st->act_cycles += rd_cycles;
 			if ((rc = read_tile(&ks, pl->n_otiles - 1)))
 				goto out_free;
 		}
