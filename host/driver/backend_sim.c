@@ -475,6 +475,18 @@ static int sim_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 	return sim_run(dev, PLAN_WGRAD, &io, T, "wgrad");
 }
 
+static int sim_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+			      const uint16_t *x, const csd_sparse *w, int T)
+{
+	int rc = csd_check_args(dev, "backward_wgrad", dx, dy, w, T);
+	if (rc)
+		return rc;
+	if (!dw || !x)
+		return csd_fail(dev, CS_ERR_INVALID, "backward_wgrad: NULL argument");
+	struct plan_io io = { .w = w, .act = dy, .bact = x, .out = dx, .out2 = dw };
+	return sim_run(dev, PLAN_BWG, &io, T, "backward_wgrad");
+}
+
 const struct csd_backend csd_backend_sim = {
 	.name = "sim",
 	.open = sim_open,
@@ -482,4 +494,5 @@ const struct csd_backend csd_backend_sim = {
 	.forward = sim_forward,
 	.backward = sim_backward,
 	.wgrad = sim_wgrad,
+	.backward_wgrad = sim_backward_wgrad,
 };

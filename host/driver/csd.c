@@ -266,3 +266,9 @@ int csd_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
 {
 	DISPATCH(wgrad, dw, dy, x, w, T);
 }
+
+int csd_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+		       const uint16_t *x, const csd_sparse *w, int T)
+{
+	DISPATCH(backward_wgrad, dx, dw, dy, x, w, T);
+}

@@ -114,5 +114,11 @@ int csd_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *
 /* dw [nnz] in CSR order: dw[k] = sum_t dy[t, row(k)] * x[t, col(k)] */
 int csd_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
 	      const csd_sparse *w, int T);
+/* Both of a layer's backward kernels in one call: dx as csd_backward, dw as csd_wgrad
+ * but with dy uploaded once and kept in the PEs' SRAM for both (docs/architecture.md 4.5),
+ * so dw's token partition is the backward's: on meshes where a layer needs more than one
+ * token tile its bits can differ from csd_wgrad's (identical on every backend). */
+int csd_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+		       const uint16_t *x, const csd_sparse *w, int T);
 
 #endif /* CS_CSD_H */

@@ -38,7 +38,7 @@ static int ceil_div(long a, long b)
 int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel, int T,
 	      int n_out, int n_in, char *err, size_t errlen)
 {
-	static const char *const kname[] = { "forward", "backward", "wgrad" };
+	static const char *const kname[] = { "forward", "backward", "wgrad", "backward+wgrad" };
 	memset(pl, 0, sizeof *pl);
 	if (T <= 0 || n_out <= 0 || n_in <= 0 || n_out > 65536 || n_in > 65536) {
 		snprintf(err, errlen, "%s: bad shape T=%d n_out=%d n_in=%d (1..65536 features)",
@@ -51,8 +51,9 @@ int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kerne
 	pl->n_in = n_in;
 	pl->g = *g;
 	pl->P = g->rows * g->cols;
-	pl->din = kernel == PLAN_BWD ? n_out : n_in;
-	pl->dout = kernel == PLAN_BWD ? n_in : n_out;
+	int bwd = kernel == PLAN_BWD || kernel == PLAN_BWG;
+	pl->din = bwd ? n_out : n_in;
+	pl->dout = bwd ? n_in : n_out;
 	if ((uint32_t)pl->din > g->a_words) {
 		snprintf(err, errlen,
 			 "%s: %d stationary features do not fit one token in SRAM A (%u elements)",
@@ -74,7 +75,13 @@ int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kerne
 	pl->dt = dt < pl->dout ? (int)dt : pl->dout;
 	pl->n_ttiles = ceil_div(T, (long)pl->P * pl->tp);
 	pl->n_otiles = ceil_div(pl->dout, pl->dt);
-	if (kernel == PLAN_WGRAD) {
+	if (kernel == PLAN_BWG) {
+		/* the wgrad phase: X tiles of the backward's tp tokens, packed bf16 in bank 0 */
+		long dw = (long)g->b_words / tp;
+		pl->dt_w = dw < n_in ? (int)dw : n_in;
+		pl->n_otiles_w = ceil_div(n_in, pl->dt_w);
+	}
+	if (kernel == PLAN_WGRAD || kernel == PLAN_BWG) {
 		pl->pb = g->b_words / 2;
 		/* a batch's results come back in one COLLECT: at most the host port's
 		 * COLLECT buffer (256 words) */
@@ -379,6 +386,7 @@ struct kstate {
 	uint32_t *tmp; /* a PE's worth of words */
 	char *err;
 	size_t errlen;
+	enum plan_kernel k; /* the phase running: PLAN_FWD, PLAN_BWD or PLAN_WGRAD */
 	int tk;         /* token tile */
 	int t0, tp_k, ntok;
 	int o0, o1;     /* output tile */
@@ -435,10 +443,10 @@ static void run_close(struct kstate *ks)
  * the control task of the next major runs.
  */
 #define PLAN_DOT_END 2
-static uint64_t seg_cycles(const struct plan *pl, int tp_k, size_t m)
+static uint64_t seg_cycles(const struct plan *pl, enum plan_kernel k, int tp_k, size_t m)
 {
 	uint64_t hz = (uint64_t)pl->g.hazard_cycles;
-	if (pl->kernel != PLAN_WGRAD)
+	if (k != PLAN_WGRAD)
 		return (uint64_t)m * (uint64_t)tp_k;
 	uint64_t groups = (m + hz - 1) / hz;
 	return groups * hz * (uint64_t)(tp_k - 1) + m + PLAN_DOT_END;
@@ -472,7 +480,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 			w[0] |= PROTO_RUN_STEP;
 	}
 	rb->n += (uint32_t)m;
-	rb->cost += seg_cycles(ks->pl, ks->tp_k, m);
+	rb->cost += seg_cycles(ks->pl, ks->k, ks->tp_k, m);
 	return m;
 }
 
@@ -501,7 +509,7 @@ static int wgrad_end_batch(struct kstate *ks)
 	if (rc)
 		return rc;
 	if (ws->buf) {
-		float *dw = ks->io->out;
+		float *dw = pl->kernel == PLAN_BWG ? ks->io->out2 : ks->io->out;
 		for (uint32_t k = 0; k < n; k++) {
 			float d = nm_bits_f32(ks->tmp[k]);
 			int64_t p = ks->bpos[k];
@@ -517,7 +525,8 @@ static int stream_tile(struct kstate *ks)
 {
 	const struct plan *pl = ks->pl;
 	const csd_sparse *w = ks->io->w;
-	int csc = pl->kernel != PLAN_BWD;
+	/* forward and wgrad stream CSC; backward and PLAN_BWG's wgrad phase CSR */
+	int csc = ks->k == PLAN_FWD || (ks->k == PLAN_WGRAD && pl->kernel == PLAN_WGRAD);
 	const int64_t *ptr = csc ? w->col_ptr : w->row_ptr;
 	const int32_t *minor = csc ? w->row : w->col;
 	const uint16_t *val = csc ? w->cval : w->val;
@@ -548,15 +557,16 @@ static int stream_tile(struct kstate *ks)
 		}
 		while (lo < hi) {
 			size_t m_n = (size_t)(hi - lo);
-			if (pl->kernel == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
+			if (ks->k == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
 				m_n = pl->batch_cap - ks->bcount;
 			m_n = run_add(ks, m, minor + lo, val + lo, m_n);
 			if (ks->ws->rc)
 				return ks->ws->rc;
-			if (pl->kernel == PLAN_WGRAD) {
+			if (ks->k == PLAN_WGRAD) {
 				if (ks->bpos)
 					for (size_t k = 0; k < m_n; k++)
-						ks->bpos[ks->bcount + k] = w->csr_pos[lo + (int64_t)k];
+						ks->bpos[ks->bcount + k] =
+							csc ? w->csr_pos[lo + (int64_t)k] : lo + (int64_t)k;
 				ks->bcount += (uint32_t)m_n;
 				if (ks->bcount == pl->batch_cap) {
 					run_close(ks); /* a batch ends with a complete RUN */
@@ -570,7 +580,7 @@ static int stream_tile(struct kstate *ks)
 	run_close(ks);
 	if (ks->ws->rc)
 		return ks->ws->rc;
-	if (pl->kernel == PLAN_WGRAD)
+	if (ks->k == PLAN_WGRAD)
 		return wgrad_end_batch(ks);
 	return CS_OK;
 }
@@ -603,7 +613,7 @@ static void put_regs(struct kstate *ks, int dt_d)
 	/* r0 = 0 (zero register; A base xa = 0), r1 set by SET_MAJOR, r2 B base (yb / db = 0),
 	 * r3 A stride, r4 B stride, r5 tokens, r6 B pointer (wgrad: pb), r7 count */
 	uint32_t regs[8] = { 0, 0, 0, (uint32_t)pl->din, (uint32_t)dt_d, (uint32_t)ks->tp_k,
-			     pl->kernel == PLAN_WGRAD ? pl->pb : 0, 0 };
+			     ks->k == PLAN_WGRAD ? pl->pb : 0, 0 };
 	ws_write(ks->ws, pl, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
 }
 
@@ -632,17 +642,60 @@ static int read_tile(struct kstate *ks, int d)
 	return CS_OK;
 }
 
+/* The task tables of phase k: fwd/bwd one broadcast WRITE, wgrad one WRITE per PE (the
+ * reduction roles differ). */
+static int write_tables(struct wstream *ws, const struct plan *pl, const struct csd_fw *fw,
+			enum plan_kernel k)
+{
+	uint32_t table[32];
+	const struct plan_geom *g = &pl->g;
+	int rc;
+	if (k != PLAN_WGRAD) {
+		if ((rc = plan_tasks(g, fw, k, 0, 0, table)))
+			return rc;
+		ws_write(ws, pl, PROTO_T_TASK, PROTO_PE_ALL, 0, table, 32);
+		return CS_OK;
+	}
+	for (int r = 0; r < g->rows; r++)
+		for (int c = 0; c < g->cols; c++) {
+			if ((rc = plan_tasks(g, fw, k, r, c, table)))
+				return rc;
+			ws_write(ws, pl, PROTO_T_TASK, (unsigned)(r * g->cols + c), 0, table, 32);
+		}
+	return CS_OK;
+}
+
+/* One wgrad output tile [o0, o1) of the current token tile: its B operand (wgrad: dY,
+ * PLAN_BWG: X, packed bf16) to every PE, the registers, SYNC, then its batches. */
+static int wgrad_tile(struct kstate *ks)
+{
+	const struct plan *pl = ks->pl;
+	int dt_d = ks->o1 - ks->o0, ld = pl->kernel == PLAN_BWG ? pl->n_in : pl->n_out;
+	size_t bw = ((size_t)ks->tp_k * dt_d + 1) / 2;
+	int rc;
+	for (int q = 0; q < pl->P; q++) {
+		if (ks->ws->buf)
+			pack_bf16_rows(ks->tmp, ks->io->bact, pl->T, ld, ks->o0, dt_d,
+				       ks->t0 + q * ks->tp_k, ks->tp_k);
+		ws_write(ks->ws, pl, PROTO_T_B, (unsigned)q, 0, ks->tmp, bw);
+	}
+	put_regs(ks, dt_d);
+	if ((rc = sync_point(ks, "wgrad")))
+		return rc;
+	return stream_tile(ks);
+}
+
 int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
 	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
 {
 	int counting = link->send == NULL;
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen };
-	uint32_t table[32];
 	unsigned nerr;
 	int rc = CS_OK;
 	const struct plan_geom *g = &pl->g;
 	const char *what = pl->kernel == PLAN_FWD ? "forward" : "backward";
+	int has_wgrad = pl->kernel == PLAN_WGRAD || pl->kernel == PLAN_BWG;
 	uint64_t rd_cycles = 0; /* estimate: the outstanding READ's chain cycles */
 	int dt_prev = 0;
 
@@ -653,32 +706,28 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 		if (tw < g->b_words)
 			tw = g->b_words;
 		ks.tmp = malloc(tw * sizeof *ks.tmp);
-		if (pl->kernel == PLAN_WGRAD)
+		if (has_wgrad)
 			ks.bpos = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.bpos);
-		if (!ws.buf || !ks.tmp || (pl->kernel == PLAN_WGRAD && !ks.bpos)) {
+		if (!ws.buf || !ks.tmp || (has_wgrad && !ks.bpos)) {
 			snprintf(err, errlen, "plan: out of memory");
 			rc = CS_ERR_NO_MEM;
 			goto out_free;
 		}
 	}
 
+	/* the first phase: the kernel itself, PLAN_BWG's backward */
+	ks.k = pl->kernel == PLAN_BWG ? PLAN_BWD : pl->kernel;
 	ws_put(&ws, proto_hdr_clear());
-	if (pl->kernel != PLAN_WGRAD) {
-		if ((rc = plan_tasks(g, fw, pl->kernel, 0, 0, table)))
-			goto out_nofw;
-		ws_write(&ws, pl, PROTO_T_TASK, PROTO_PE_ALL, 0, table, 32);
-	} else {
-		for (int r = 0; r < g->rows; r++)
-			for (int c = 0; c < g->cols; c++) {
-				if ((rc = plan_tasks(g, fw, pl->kernel, r, c, table)))
-					goto out_nofw;
-				ws_write(&ws, pl, PROTO_T_TASK, (unsigned)(r * g->cols + c), 0,
-					 table, 32);
-			}
-	}
+	if (pl->kernel != PLAN_BWG && (rc = write_tables(&ws, pl, fw, ks.k)))
+		goto out_nofw;
 
 	for (ks.tk = 0; ks.tk < pl->n_ttiles && !ws.rc; ks.tk++) {
 		plan_ttile(pl, ks.tk, &ks.t0, &ks.tp_k, &ks.ntok);
+		if (pl->kernel == PLAN_BWG) {
+			ks.k = PLAN_BWD;
+			if ((rc = write_tables(&ws, pl, fw, ks.k)))
+				goto out_nofw;
+		}
 		size_t aw = ((size_t)ks.tp_k * pl->din + 1) / 2;
 		for (int q = 0; q < pl->P; q++) {
 			if (!counting)
@@ -690,19 +739,8 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ks.o0 = d * pl->dt;
 			ks.o1 = ks.o0 + pl->dt < pl->dout ? ks.o0 + pl->dt : pl->dout;
 			int dt_d = ks.o1 - ks.o0;
-			if (pl->kernel == PLAN_WGRAD) {
-				size_t bw = ((size_t)ks.tp_k * dt_d + 1) / 2;
-				for (int q = 0; q < pl->P; q++) {
-					if (!counting)
-						pack_bf16_rows(ks.tmp, io->bact, pl->T, pl->n_out,
-							       ks.o0, dt_d, ks.t0 + q * ks.tp_k,
-							       ks.tp_k);
-					ws_write(&ws, pl, PROTO_T_B, (unsigned)q, 0, ks.tmp, bw);
-				}
-				put_regs(&ks, dt_d);
-				if ((rc = sync_point(&ks, "wgrad")))
-					goto out_free;
-				if ((rc = stream_tile(&ks)))
+			if (ks.k == PLAN_WGRAD) {
+				if ((rc = wgrad_tile(&ks)))
 					goto out_free;
 				continue;
 			}
@@ -761,11 +799,25 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			rd_cycles = read_cycles(pl, (uint64_t)ks.tp_k * dt_d);
 			dt_prev = dt_d;
 		}
+		if (ks.k == PLAN_WGRAD)
+			continue;
 		/* the token tile's last READ (before anything that waits for it) */
-		if (pl->kernel != PLAN_WGRAD) {
-			st->cycles += rd_cycles;
-			st->act_cycles += rd_cycles;
-			if ((rc = read_tile(&ks, pl->n_otiles - 1)))
+		st->cycles += rd_cycles;
+		st->act_cycles += rd_cycles;
+		if ((rc = read_tile(&ks, pl->n_otiles - 1)))
+			goto out_free;
+		if (pl->kernel != PLAN_BWG)
+			continue;
+		/* PLAN_BWG: the weight gradient of this token tile against the dY still in A;
+		 * the backward's READs left both B banks zeroed, X tiles go to bank 0 */
+		ks.k = PLAN_WGRAD;
+		if ((rc = write_tables(&ws, pl, fw, ks.k)))
+			goto out_nofw;
+		dt_prev = 0;
+		for (int d = 0; d < pl->n_otiles_w && !ws.rc; d++) {
+			ks.o0 = d * pl->dt_w;
+			ks.o1 = ks.o0 + pl->dt_w < pl->n_in ? ks.o0 + pl->dt_w : pl->n_in;
+			if ((rc = wgrad_tile(&ks)))
 				goto out_free;
 		}
 	}
@@ -776,7 +828,7 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 	goto out_free;
 out_nofw:
 	snprintf(err, errlen, "firmware image %s lacks an entry point the %s kernel needs",
-		 fw ? fw->name : "?", pl->kernel == PLAN_WGRAD ? "wgrad" : "axpy");
+		 fw ? fw->name : "?", ks.k == PLAN_WGRAD ? "wgrad" : "axpy");
 out_free:
 	free(ks.bpos);
 	free(ks.tmp);

@@ -19,7 +19,10 @@
 #include "driver/csd.h"
 #include "driver/fw.h"
 
-enum plan_kernel { PLAN_FWD = 0, PLAN_BWD = 1, PLAN_WGRAD = 2 };
+/* PLAN_BWG: backward then wgrad of one layer in one call, dY uploaded once and resident in
+ * A for both (docs/architecture.md 4.5): the wgrad phase streams CSR positions against
+ * dY in A and packed X tiles in B. */
+enum plan_kernel { PLAN_FWD = 0, PLAN_BWD = 1, PLAN_WGRAD = 2, PLAN_BWG = 3 };
 
 /* Mesh shape and sizes (the RTL's parameters). */
 struct plan_geom {
@@ -50,6 +53,7 @@ struct plan {
 	int n_otiles;  /* output tiles */
 	uint32_t batch_cap; /* wgrad: nonzeros per reduction batch */
 	uint32_t pb;        /* wgrad: B word address of the partial sums */
+	int dt_w, n_otiles_w; /* PLAN_BWG's wgrad phase: X tile width (over n_in), tiles */
 	struct plan_geom g;
 };
 
@@ -89,13 +93,15 @@ struct plan_link {
 /*
  * The kernel's data. fwd: act = x [T, n_in], out = y [T, n_out]; bwd: act = dy [T, n_out],
  * out = dx [T, n_in]; wgrad: act = x [T, n_in], bact = dy [T, n_out], out = dw [nnz] (CSR
- * order). w gives the positions (and values for fwd/bwd).
+ * order). w gives the positions (and values for fwd/bwd). PLAN_BWG: act = dy, bact = x,
+ * out = dx, out2 = dw.
  */
 struct plan_io {
 	const csd_sparse *w;
 	const uint16_t *act;
 	const uint16_t *bact;
 	float *out;
+	float *out2;
 };
 
 /* Program setup words of a kernel (task tables), the same for every call. */

@@ -186,6 +186,42 @@ static int dev_forward(void *ctx, float *y, const float *x, const float *w, int 
 	return csd_forward(d->dev, y, d->xb[k], &d->sp[k], BT);
 }
 
+/* Estimated cycles of kernel k on the device's mesh (plan.c counting mode); 0 on error. */
+static uint64_t est_cycles(const struct plan_geom *g, enum plan_kernel k, const csd_sparse *sp,
+			   int BT)
+{
+	struct plan pl;
+	struct plan_stats st = { 0 };
+	struct plan_link count = { 0 };
+	struct plan_io io = { .w = sp };
+	char err[160];
+	if (plan_make(&pl, g, k, BT, sp->n_out, sp->n_in, err, sizeof err) ||
+	    plan_exec(&pl, NULL, &io, &count, &st, err, sizeof err))
+		return 0;
+	return st.cycles;
+}
+
+/*
+ * Whether a projection's backward runs as one csd_backward_wgrad call (dY resident for the
+ * wgrad) or as csd_backward and csd_wgrad: whichever the schedule model estimates faster.
+ * Fused saves dY's second upload, but its token tiles are the backward's (A holds n_out
+ * features a token), and every token tile streams all positions again: on small SRAMs
+ * with wide outputs (the boards' fc) at low sparsity the separate calls win. Depends only
+ * on the mesh, the layer's shape and its nonzeros, so every backend of one mesh decides
+ * alike (and so computes the same bits).
+ */
+static int fuse_backward_wgrad(train_device *d, const csd_sparse *sp, int BT)
+{
+	csd_info info;
+	if (csd_get_info(d->dev, &info))
+		return 0;
+	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = info.a_words,
+			       .b_words = info.b_words, .hazard_cycles = 4, .ctl_cycles = 6 };
+	uint64_t fused = est_cycles(&g, PLAN_BWG, sp, BT);
+	uint64_t two = est_cycles(&g, PLAN_BWD, sp, BT) + est_cycles(&g, PLAN_WGRAD, sp, BT);
+	return fused && fused <= two;
+}
+
 static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x,
 			const float *w, int layer, int proj, int BT, int IC, int OC,
 			int want_dense_dw)
@@ -195,10 +231,11 @@ static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 	(void)w;
 	const csd_sparse *sp = &d->sp[k];
 	nm_bf16_from_f32_array(d->dyb, dy, (size_t)BT * OC);
-	int rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
-	if (rc)
-		return rc;
+	int rc;
 	if (want_dense_dw) {
+		rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
+		if (rc)
+			return rc;
 		/* growth steps: the dense gradient on the host, fp32 */
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, OC, x,
 			    IC, 1.0f, dw, IC);
@@ -209,7 +246,14 @@ static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 		d->xb_src[k] = x;
 		d->xb_bt[k] = BT;
 	}
-	rc = csd_wgrad(d->dev, d->dwnz, d->dyb, d->xb[k], sp, BT);
+	if (fuse_backward_wgrad(d, sp, BT)) {
+		/* both kernels in one call: dY goes up once and stays in the PEs for the wgrad */
+		rc = csd_backward_wgrad(d->dev, dx, d->dwnz, d->dyb, d->xb[k], sp, BT);
+	} else {
+		rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
+		if (!rc)
+			rc = csd_wgrad(d->dev, d->dwnz, d->dyb, d->xb[k], sp, BT);
+	}
 	if (rc)
 		return rc;
 	for (int i = 0; i < sp->n_out; i++)

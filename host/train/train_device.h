@@ -1,7 +1,9 @@
 /*
  * train_device.h - the projections of the GPT on the accelerator (host/driver/csd.h):
- * a gpt_linear_ops whose forward is csd_forward, backward data csd_backward and weight
- * gradient csd_wgrad at the nonzero positions (scattered into the dense grad buffer).
+ * a gpt_linear_ops whose forward is csd_forward and whose backward is csd_backward_wgrad:
+ * the input gradient and the weight gradient at the nonzero positions (scattered into the
+ * dense grad buffer) in one call, the output gradient uploaded once for both (csd_backward
+ * and csd_wgrad where that would take more token tiles than the wgrad alone).
  * Inputs and output gradients are rounded to bf16 (nm_bf16_from_f32), weights go as bf16
  * nonzeros built from the fp32 master weights and the masks; biases stay on the host.
  * On steps where sparsity wants the dense gradient, dW is computed on the host (sgemm).

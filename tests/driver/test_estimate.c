@@ -1,7 +1,7 @@
 /*
  * test_estimate.c - the cpu backend's cycle estimate (host/driver/plan.c) against the
  * cycles the Verilated mesh (pe=full) measures for the same command stream: every kernel
- * (forward, backward, wgrad) over a handful of mesh shapes, SRAM sizes (the small ones
+ * (forward, backward, wgrad, and backward+wgrad in one call) over a handful of mesh shapes, SRAM sizes (the small ones
  * force token and output tiling), layer shapes and sparsities must agree within 2%.
  * The estimate is what users see when they train on the cpu backend, so a change to the
  * PE's timing or to the firmware that the estimate does not follow fails here.
@@ -44,14 +44,17 @@ static const struct est_case cases[] = {
 	{ "1x1,awords=512,bwords=256", 33, 50, 40, 0.5, 0 },
 };
 
-static const char *const kname[] = { "fwd", "bwd", "wgrad" };
+static const char *const kname[] = { "fwd", "bwd", "wgrad", "bwg" };
 
-static int run(csd_dev *dev, int k, const struct kref_layer *L, float *out, uint64_t *cycles)
+/* out: room for the larger of the outputs; out2: nnz (bwg's dw) */
+static int run(csd_dev *dev, int k, const struct kref_layer *L, float *out, float *out2,
+	       uint64_t *cycles)
 {
 	csd_reset_counters(dev);
 	int rc = k == 0   ? csd_forward(dev, out, L->x, &L->sp, L->T)
 		 : k == 1 ? csd_backward(dev, out, L->dy, &L->sp, L->T)
-			  : csd_wgrad(dev, out, L->dy, L->x, &L->sp, L->T);
+		 : k == 2 ? csd_wgrad(dev, out, L->dy, L->x, &L->sp, L->T)
+			  : csd_backward_wgrad(dev, out, out2, L->dy, L->x, &L->sp, L->T);
 	csd_counters c;
 	csd_get_counters(dev, &c);
 	*cycles = c.cycles;
@@ -88,12 +91,16 @@ static void test_estimate_vs_sim(void **state)
 		if ((size_t)L.sp.nnz > n)
 			n = (size_t)L.sp.nnz;
 		float *o1 = malloc((n + 1) * sizeof *o1), *o2 = malloc((n + 1) * sizeof *o2);
+		float *w1 = malloc(((size_t)L.sp.nnz + 1) * sizeof *w1);
+		float *w2 = malloc(((size_t)L.sp.nnz + 1) * sizeof *w2);
 		assert_non_null(o1);
 		assert_non_null(o2);
-		for (int k = 0; k < 3; k++) {
+		assert_non_null(w1);
+		assert_non_null(w2);
+		for (int k = 0; k < 4; k++) {
 			uint64_t cs, cc;
-			assert_int_equal(run(dev, k, &L, o1, &cs), CS_OK);
-			assert_int_equal(run(ref, k, &L, o2, &cc), CS_OK);
+			assert_int_equal(run(dev, k, &L, o1, w1, &cs), CS_OK);
+			assert_int_equal(run(ref, k, &L, o2, w2, &cc), CS_OK);
 			double err = ((double)cc - (double)cs) / (double)cs;
 			int ok = fabs(err) <= TOLERANCE;
 			print_message("%-28s %4d %4d %4d %5.2f %-5s %10llu %10llu %+6.2f%%%s\n",
@@ -107,6 +114,8 @@ static void test_estimate_vs_sim(void **state)
 		}
 		free(o1);
 		free(o2);
+		free(w1);
+		free(w2);
 		kref_layer_free(&L);
 		csd_close(dev);
 		csd_close(ref);

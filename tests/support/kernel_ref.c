@@ -147,7 +147,12 @@ int kref_tp(int T, int P, int din, int awords, int bcap)
 
 int kref_wgrad(uint32_t *dw, const struct kref_layer *L, int R, int C, int awords, int bwords)
 {
-	int P = R * C, tp = kref_tp(L->T, P, L->K, awords, bwords);
+	return kref_wgrad_tp(dw, L, R, C, kref_tp(L->T, R * C, L->K, awords, bwords));
+}
+
+int kref_wgrad_tp(uint32_t *dw, const struct kref_layer *L, int R, int C, int tp)
+{
+	int P = R * C;
 	uint32_t *p = malloc((size_t)P * sizeof *p), *s = malloc((size_t)R * sizeof *s);
 	if (!p || !s) {
 		free(p);
