@@ -106,7 +106,7 @@ static void random_sweep(const struct sweep *sw)
 				int K = kref_rng_int(1, maxf), N = kref_rng_int(1, maxf);
 				double sp = sparsities[kref_rng_int(0, 7)];
 				int specials = (c % 5) == 4, empty = (c % 3) == 2;
-				int k = c % 3;
+				int k = c % 4; /* 3: csd_backward_wgrad */
 				struct kref_layer L;
 				layer_make(&L, T, N, K, sp, specials, empty);
 				char what[256];

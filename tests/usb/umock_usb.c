@@ -679,7 +679,7 @@ static void kernel_tests(void)
 		for (int c = 0; c < per; c++) {
 			kref_rng_state = seed * 1000003u + gi * 7919u + (uint64_t)c;
 			int T = kref_rng_int(1, 3 * P + 40), K = kref_rng_int(1, maxf);
-			int N = kref_rng_int(1, maxf), k = c % 3, empty = (c / 3) % 2;
+			int N = kref_rng_int(1, maxf), k = c % 4, empty = (c / 4) % 2;
 			double sp = sps[kref_rng_int(0, 7)];
 			struct kref_layer L;
 			if (kref_layer_make(&L, T, N, K, sp, c % 5 == 4 ? KREF_SPECIALS : KREF_PLAIN,
