@@ -130,6 +130,7 @@ TEST_DEPS += $(SIM_DIR)/libmesh_4x4.so
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,45,--k,70,--n,90,--sparsity,0.8,--kernel,fwd,--json
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,33,--k,50,--n,40,--sparsity,0.5,--kernel,bwd,--json
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,20,--k,30,--n,300,--sparsity,0.9,--kernel,wgrad,--json
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,45,--k,70,--n,90,--sparsity,0.9,--kernel,bwg,--json
 
 # make bench: backend overhead over the raw Verilated model, simulated PE-cycles per second
 SIM_BENCH := $(BUILD)/bench/bench_sim

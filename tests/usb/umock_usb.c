@@ -716,8 +716,8 @@ static void kernel_tests(void)
 
 	/* B. the CLI against the board: spmm checks every kernel bit for bit itself */
 	CHECK(board_flash_default(b) == 0, "flash");
-	static const char *const kn[] = { "fwd", "bwd", "wgrad" };
-	for (int k = 0; k < 3; k++) {
+	static const char *const kn[] = { "fwd", "bwd", "wgrad", "bwg" };
+	for (int k = 0; k < 4; k++) {
 		char *argv[] = { "spmm", "--device", "usb:CSB00001", "--tokens", "70", "--k", "90",
 				 "--n", "50", "--sparsity", "0.8", "--kernel", (char *)kn[k], "--json",
 				 NULL };
