@@ -110,6 +110,8 @@ static int cpu_plan(csd_dev *dev, struct plan *pl, enum plan_kernel k, const csd
 	struct plan_io io = { .w = w };
 	int rc = plan_make(pl, &dev->geom, k, T, w->n_out, w->n_in, err, sizeof err);
 	if (!rc)
+		plan_tune(pl, w);
+	if (!rc)
 		rc = plan_exec(pl, dev->have_fw ? &dev->fw : NULL, &io, &count, &st, err,
 			       sizeof err);
 	if (rc)

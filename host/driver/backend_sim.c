@@ -431,6 +431,7 @@ static int sim_run(csd_dev *dev, enum plan_kernel k, const struct plan_io *io, i
 	int rc = plan_make(&pl, &dev->geom, k, T, io->w->n_out, io->w->n_in, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "%s", err);
+	plan_tune(&pl, io->w);
 	struct plan_link link = { s, link_send, link_recv, (uint32_t)s->timeout };
 	struct plan_stats st = { 0 };
 	struct sim_snap a, b;

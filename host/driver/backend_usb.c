@@ -787,6 +787,7 @@ static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, float *out2,
 	int rc = plan_make(&pl, &dev->geom, k, T, w->n_out, w->n_in, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "usb: %s", err);
+	plan_tune(&pl, w);
 	if (!dev->have_fw)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
 				"usb: no kernels image loaded (opened with noload?)");

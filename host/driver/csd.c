@@ -65,6 +65,8 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 				goto bad;
 			g.b_words = v;
 			have_b = 1;
+		} else if (!strncmp(p, "tune=", 5) && end - p == 6 && (p[5] == '0' || p[5] == '1')) {
+			g.no_tune = p[5] == '0';
 		} else if (!strncmp(p, "pe=", 3)) {
 			int k = 0;
 			while (k < CSD_PE_COUNT && (strlen(csd_pe_impls[k].name) != (size_t)(end - p - 3) ||
@@ -109,7 +111,7 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 bad:
 	return csd_fail(dev, CS_ERR_INVALID,
 			"%s: bad device options '%s' (want RxC with 1..16 each, awords=EVEN<=65536, "
-			"bwords=POWER_OF_2<=32768, pe=full|lite|micro_mt)",
+			"bwords=POWER_OF_2<=32768, pe=full|lite|micro_mt, tune=0|1)",
 			dev->be->name, arg);
 }
 

@@ -13,6 +13,8 @@
  *                awords 32768, bwords 512)
  *   pe=micro_mt  one pe_micro_mt running all PEs (3 or more): the 2x2 bitstream (awords
  *                8192 = 2 * bwords 4096)
+ * tune=0 keeps the widest output tiles (the default narrows a forward's or backward's
+ * tiles where the read-back then hides behind the next tile's compute: plan_tune).
  * Without awords=/bwords= an implementation gets its bitstream's sizes, so
  * "sim:1x1,pe=lite" is the default bitstream's mesh and "sim:2x2,pe=micro_mt" the 2x2
  * board's, with exactly their Verilog parameters. Results do not depend on pe= (one ISA,

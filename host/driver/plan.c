@@ -836,6 +836,33 @@ out_free:
 	return rc;
 }
 
+void plan_tune(struct plan *pl, const csd_sparse *w)
+{
+	if (pl->kernel == PLAN_WGRAD || pl->g.no_tune)
+		return;
+	struct plan best = *pl;
+	uint64_t best_c = UINT64_MAX;
+	int k0 = pl->n_otiles;
+	for (int k = k0; k <= k0 + 8 && k <= pl->dout; k++) {
+		struct plan t = *pl;
+		t.dt = (pl->dout + k - 1) / k;
+		if (t.dt > pl->dt)
+			continue;
+		t.n_otiles = (pl->dout + t.dt - 1) / t.dt;
+		struct plan_stats st = { 0 };
+		struct plan_link count = { 0 };
+		struct plan_io io = { .w = w };
+		char err[64];
+		if (plan_exec(&t, NULL, &io, &count, &st, err, sizeof err))
+			return;
+		if (st.cycles < best_c) {
+			best_c = st.cycles;
+			best = t;
+		}
+	}
+	*pl = best;
+}
+
 int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,
 	      struct plan_stats *st, char *err, size_t errlen)
 {

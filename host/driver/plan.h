@@ -30,6 +30,7 @@ struct plan_geom {
 	uint32_t a_words;  /* bf16 elements of SRAM A per PE */
 	uint32_t b_words;  /* 32-bit words of SRAM B per PE (two banks) */
 	int hazard_cycles; /* B pipeline read-to-write depth (min cycles per AXPY) */
+	int no_tune;       /* 1: keep the widest output tiles (plan_tune does nothing) */
 	int ctl_cycles;    /* cycles from a chain's last MAC through the SET_MAJOR task to the
 			    * next major's first (measured on pe: 6) */
 };
@@ -59,6 +60,16 @@ struct plan {
 
 int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel, int T,
 	      int n_out, int n_in, char *err, size_t errlen);
+/*
+ * Narrow the output tiles of a forward or backward (or PLAN_BWG's backward phase) when
+ * that is estimated faster: a tile's READ streams while the next tile computes (4.5), so
+ * more, narrower tiles hide more of the read-back behind the nonzero stream, at the cost
+ * of a SET_MAJOR per major and tile. Tries widths ceil(dout / k) for k from the widest
+ * tiling's count up to 8 more and keeps the fastest by the schedule model (plan_exec in
+ * counting mode with w). Results do not depend on the output tiling (section 5). Every
+ * backend calls it after plan_make, so all send the same stream.
+ */
+void plan_tune(struct plan *pl, const csd_sparse *w);
 /* Token tile k: first token, tokens per PE, real tokens in the tile. */
 void plan_ttile(const struct plan *pl, int k, int *t0, int *tp_k, int *ntok);
 

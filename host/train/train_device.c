@@ -195,8 +195,10 @@ static uint64_t est_cycles(const struct plan_geom *g, enum plan_kernel k, const 
 	struct plan_link count = { 0 };
 	struct plan_io io = { .w = sp };
 	char err[160];
-	if (plan_make(&pl, g, k, BT, sp->n_out, sp->n_in, err, sizeof err) ||
-	    plan_exec(&pl, NULL, &io, &count, &st, err, sizeof err))
+	if (plan_make(&pl, g, k, BT, sp->n_out, sp->n_in, err, sizeof err))
+		return 0;
+	plan_tune(&pl, sp);
+	if (plan_exec(&pl, NULL, &io, &count, &st, err, sizeof err))
 		return 0;
 	return st.cycles;
 }
