@@ -16,7 +16,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: cshost spmm --device DEV --tokens T --k K --n N --sparsity S\n"
-		   "                   [--kernel fwd|bwd|wgrad] [--mesh RxC] [--seed X] [--json]\n"
+		   "                   [--kernel fwd|bwd|wgrad|bwg] [--mesh RxC] [--seed X] [--json]\n"
 		   "Run one kernel of a random sparse layer W [N, K] on DEV (cpu, sim, usb), check\n"
 		   "it against the C model and report nnz, cycles, utilization and link bytes.\n");
 }
@@ -41,9 +41,11 @@ static double now(void)
 static int run(csd_dev *dev, int kernel, float *out, const uint16_t *x, const uint16_t *dy,
 	       const csd_sparse *sp, int T)
 {
-	return kernel == 0 ? csd_forward(dev, out, x, sp, T)
+	/* bwg: csd_backward_wgrad, dx [T, K] then dw [nnz] */
+	return kernel == 0   ? csd_forward(dev, out, x, sp, T)
 	       : kernel == 1 ? csd_backward(dev, out, dy, sp, T)
-			     : csd_wgrad(dev, out, dy, x, sp, T);
+	       : kernel == 2 ? csd_wgrad(dev, out, dy, x, sp, T)
+			     : csd_backward_wgrad(dev, out, out + (size_t)T * sp->n_in, dy, x, sp, T);
 }
 
 int cmd_spmm(int argc, char **argv)
@@ -92,8 +94,10 @@ int cmd_spmm(int argc, char **argv)
 				kernel = 1;
 			else if (!strcmp(v, "wgrad"))
 				kernel = 2;
+			else if (!strcmp(v, "bwg"))
+				kernel = 3;
 			else {
-				fprintf(stderr, "cshost spmm: --kernel %s: want fwd, bwd or wgrad\n", v);
+				fprintf(stderr, "cshost spmm: --kernel %s: want fwd, bwd, wgrad or bwg\n", v);
 				return 2;
 			}
 		} else {
@@ -108,7 +112,7 @@ int cmd_spmm(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	static const char *const kn[] = { "fwd", "bwd", "wgrad" };
+	static const char *const kn[] = { "fwd", "bwd", "wgrad", "bwg" };
 	char uri[128], ref_uri[64];
 	snprintf(uri, sizeof uri, "%s%s%s", device, mesh && !strchr(device, ':') ? ":" : "",
 		 mesh && !strchr(device, ':') ? mesh : "");
@@ -150,7 +154,8 @@ int cmd_spmm(int argc, char **argv)
 		fprintf(stderr, "cshost spmm: out of memory\n");
 		goto out;
 	}
-	size_t no = kernel == 0 ? ny : kernel == 1 ? nx : (size_t)sp.nnz;
+	size_t no = kernel == 0 ? ny : kernel == 1 ? nx : kernel == 2 ? (size_t)sp.nnz
+							     : nx + (size_t)sp.nnz;
 	out = malloc(no * 4 + 4);
 	want = malloc(no * 4 + 4);
 	csd_reset_counters(dev);

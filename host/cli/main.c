@@ -13,6 +13,7 @@ __attribute__((weak)) int cmd_train(int argc, char **argv);
 __attribute__((weak)) int cmd_sample(int argc, char **argv);
 __attribute__((weak)) int cmd_eval(int argc, char **argv);
 __attribute__((weak)) int cmd_spmm(int argc, char **argv);
+__attribute__((weak)) int cmd_trainstep(int argc, char **argv);
 __attribute__((weak)) int cmd_board(int argc, char **argv);
 __attribute__((weak)) int cmd_sparsity(int argc, char **argv);
 __attribute__((weak)) int cmd_asm(int argc, char **argv);
@@ -29,6 +30,7 @@ static const struct {
 	{ "sample", cmd_sample, "generate text from a checkpoint" },
 	{ "eval", cmd_eval, "validation loss and perplexity of a checkpoint" },
 	{ "spmm", cmd_spmm, "run one sparse kernel on a device and check it" },
+	{ "trainstep", cmd_trainstep, "one training step on a device: cycles, link bytes, digest" },
 	{ "board", cmd_board, "list, flash and test FPGA boards" },
 	{ "sparsity", cmd_sparsity, "show what a sparsity config does" },
 	{ "asm", cmd_asm, "assemble or disassemble PE task programs" },

@@ -110,6 +110,8 @@ static int cpu_plan(csd_dev *dev, struct plan *pl, enum plan_kernel k, const csd
 	struct plan_io io = { .w = w };
 	int rc = plan_make(pl, &dev->geom, k, T, w->n_out, w->n_in, err, sizeof err);
 	if (!rc)
+		plan_tune(pl, w);
+	if (!rc)
 		rc = plan_exec(pl, dev->have_fw ? &dev->fw : NULL, &io, &count, &st, err,
 			       sizeof err);
 	if (rc)
@@ -663,16 +665,14 @@ __attribute__((target("avx2,fma"))) static void reduce_group_avx2_safe(float *d,
 }
 #endif
 
-static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
-		     const csd_sparse *w, int T)
+/* The weight gradient over the token partition of plan pl (PLAN_WGRAD, or PLAN_BWG whose
+ * tiles are the backward's): section 5's order for that partition. */
+static int cpu_wgrad_run(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
+			 const csd_sparse *w, int T, const struct plan *plp)
 {
-	struct plan pl;
+	const struct plan pl = *plp;
 	struct cpu_priv *cp = dev->priv;
-	int rc = csd_check_args(dev, "wgrad", dw, x, w, T);
-	if (!rc && !dy)
-		rc = csd_fail(dev, CS_ERR_INVALID, "wgrad: NULL argument");
-	if (rc || (rc = cpu_plan(dev, &pl, PLAN_WGRAD, w, T)))
-		return rc;
+	int rc = CS_OK;
 	int P = pl.P, K = w->n_in, N = w->n_out;
 	size_t L = (size_t)pl.tp * P;
 	float *acc = malloc((size_t)WG_GROUP * P * sizeof *acc);
@@ -759,6 +759,34 @@ out_free:
 	return rc;
 }
 
+static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
+		     const csd_sparse *w, int T)
+{
+	struct plan pl;
+	int rc = csd_check_args(dev, "wgrad", dw, x, w, T);
+	if (!rc && !dy)
+		rc = csd_fail(dev, CS_ERR_INVALID, "wgrad: NULL argument");
+	if (rc || (rc = cpu_plan(dev, &pl, PLAN_WGRAD, w, T)))
+		return rc;
+	return cpu_wgrad_run(dev, dw, dy, x, w, T, &pl);
+}
+
+static int cpu_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+			      const uint16_t *x, const csd_sparse *w, int T)
+{
+	struct plan pl;
+	int rc = csd_check_args(dev, "backward_wgrad", dx, dy, w, T);
+	if (!rc && (!dw || !x))
+		rc = csd_fail(dev, CS_ERR_INVALID, "backward_wgrad: NULL argument");
+	if (rc || (rc = cpu_plan(dev, &pl, PLAN_BWG, w, T)))
+		return rc;
+	rc = cpu_stream_kernel(dev->priv, dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val,
+			       w->nnz);
+	if (rc)
+		return csd_fail(dev, rc, "cpu: backward_wgrad: out of memory");
+	return cpu_wgrad_run(dev, dw, dy, x, w, T, &pl);
+}
+
 const struct csd_backend csd_backend_cpu = {
 	.name = "cpu",
 	.open = cpu_open,
@@ -766,4 +794,5 @@ const struct csd_backend csd_backend_cpu = {
 	.forward = cpu_forward,
 	.backward = cpu_backward,
 	.wgrad = cpu_wgrad,
+	.backward_wgrad = cpu_backward_wgrad,
 };

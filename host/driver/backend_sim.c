@@ -145,6 +145,9 @@ static void count(csd_dev *dev, const struct sim_snap *a, const struct sim_snap 
 	dev->ctr.link_bytes_out += 4 * (b->wout - a->wout);
 	dev->ctr.link_bytes_in += 4 * (b->win - a->win);
 	dev->ctr.weight_bytes += 4 * st->weight_words;
+	dev->ctr.act_bytes_out += 4 * st->act_words_out;
+	dev->ctr.act_bytes_in += 4 * st->act_words_in;
+	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
 	dev->ctr.nnz_streamed += st->nnz;
 }
 
@@ -428,6 +431,7 @@ static int sim_run(csd_dev *dev, enum plan_kernel k, const struct plan_io *io, i
 	int rc = plan_make(&pl, &dev->geom, k, T, io->w->n_out, io->w->n_in, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "%s", err);
+	plan_tune(&pl, io->w);
 	struct plan_link link = { s, link_send, link_recv, (uint32_t)s->timeout };
 	struct plan_stats st = { 0 };
 	struct sim_snap a, b;
@@ -472,6 +476,18 @@ static int sim_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 	return sim_run(dev, PLAN_WGRAD, &io, T, "wgrad");
 }
 
+static int sim_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+			      const uint16_t *x, const csd_sparse *w, int T)
+{
+	int rc = csd_check_args(dev, "backward_wgrad", dx, dy, w, T);
+	if (rc)
+		return rc;
+	if (!dw || !x)
+		return csd_fail(dev, CS_ERR_INVALID, "backward_wgrad: NULL argument");
+	struct plan_io io = { .w = w, .act = dy, .bact = x, .out = dx, .out2 = dw };
+	return sim_run(dev, PLAN_BWG, &io, T, "backward_wgrad");
+}
+
 const struct csd_backend csd_backend_sim = {
 	.name = "sim",
 	.open = sim_open,
@@ -479,4 +495,5 @@ const struct csd_backend csd_backend_sim = {
 	.forward = sim_forward,
 	.backward = sim_backward,
 	.wgrad = sim_wgrad,
+	.backward_wgrad = sim_backward_wgrad,
 };

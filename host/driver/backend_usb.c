@@ -777,8 +777,8 @@ out_close:
 
 /* ---- kernels: the shared planner over the link -------------------------------------- */
 
-static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, const uint16_t *act,
-		   const uint16_t *bact, const csd_sparse *w, int T)
+static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, float *out2,
+		   const uint16_t *act, const uint16_t *bact, const csd_sparse *w, int T)
 {
 	char err[256] = "";
 	struct plan pl;
@@ -787,13 +787,14 @@ static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, const uint16_t 
 	int rc = plan_make(&pl, &dev->geom, k, T, w->n_out, w->n_in, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "usb: %s", err);
+	plan_tune(&pl, w);
 	if (!dev->have_fw)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
 				"usb: no kernels image loaded (opened with noload?)");
 	struct plan_link link = { .ctx = dev, .send = link_send, .recv = link_recv,
 				  .timeout_cycles = (uint32_t)(dev->clock_hz / 1000.0 *
 							       p->o.timeout_ms) };
-	struct plan_io io = { .w = w, .act = act, .bact = bact, .out = out };
+	struct plan_io io = { .w = w, .act = act, .bact = bact, .out = out, .out2 = out2 };
 	if ((rc = link_ready(dev)))
 		return rc;
 	uint64_t out0 = p->bytes_out, in0 = p->bytes_in;
@@ -811,14 +812,14 @@ static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, const uint16_t 
 static int usb_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_sparse *w, int T)
 {
 	int rc = csd_check_args(dev, "usb: forward", y, x, w, T);
-	return rc ? rc : usb_run(dev, PLAN_FWD, y, x, NULL, w, T);
+	return rc ? rc : usb_run(dev, PLAN_FWD, y, NULL, x, NULL, w, T);
 }
 
 static int usb_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *w,
 			int T)
 {
 	int rc = csd_check_args(dev, "usb: backward", dx, dy, w, T);
-	return rc ? rc : usb_run(dev, PLAN_BWD, dx, dy, NULL, w, T);
+	return rc ? rc : usb_run(dev, PLAN_BWD, dx, NULL, dy, NULL, w, T);
 }
 
 static int usb_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
@@ -827,7 +828,16 @@ static int usb_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 	int rc = csd_check_args(dev, "usb: wgrad", dw, dy, w, T);
 	if (!rc && !x)
 		rc = csd_fail(dev, CS_ERR_INVALID, "usb: wgrad: NULL argument");
-	return rc ? rc : usb_run(dev, PLAN_WGRAD, dw, x, dy, w, T);
+	return rc ? rc : usb_run(dev, PLAN_WGRAD, dw, NULL, x, dy, w, T);
+}
+
+static int usb_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+			      const uint16_t *x, const csd_sparse *w, int T)
+{
+	int rc = csd_check_args(dev, "usb: backward_wgrad", dx, dy, w, T);
+	if (!rc && (!dw || !x))
+		rc = csd_fail(dev, CS_ERR_INVALID, "usb: backward_wgrad: NULL argument");
+	return rc ? rc : usb_run(dev, PLAN_BWG, dx, dw, dy, x, w, T);
 }
 
 const struct csd_backend csd_backend_usb = {
@@ -837,6 +847,7 @@ const struct csd_backend csd_backend_usb = {
 	.forward = usb_forward,
 	.backward = usb_backward,
 	.wgrad = usb_wgrad,
+	.backward_wgrad = usb_backward_wgrad,
 };
 
 /* ---- usb.h extras ------------------------------------------------------------------- */

@@ -65,6 +65,8 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 				goto bad;
 			g.b_words = v;
 			have_b = 1;
+		} else if (!strncmp(p, "tune=", 5) && end - p == 6 && (p[5] == '0' || p[5] == '1')) {
+			g.no_tune = p[5] == '0';
 		} else if (!strncmp(p, "pe=", 3)) {
 			int k = 0;
 			while (k < CSD_PE_COUNT && (strlen(csd_pe_impls[k].name) != (size_t)(end - p - 3) ||
@@ -109,14 +111,14 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 bad:
 	return csd_fail(dev, CS_ERR_INVALID,
 			"%s: bad device options '%s' (want RxC with 1..16 each, awords=EVEN<=65536, "
-			"bwords=POWER_OF_2<=32768, pe=full|lite|micro_mt)",
+			"bwords=POWER_OF_2<=32768, pe=full|lite|micro_mt, tune=0|1)",
 			dev->be->name, arg);
 }
 
 void csd_dev_defaults(csd_dev *dev)
 {
 	dev->geom = (struct plan_geom){ .rows = 4, .cols = 4, .a_words = 16384, .b_words = 8192,
-					.hazard_cycles = 4, .ctl_cycles = 4 };
+					.hazard_cycles = 4, .ctl_cycles = 6 };
 	dev->pe = CSD_PE_FULL;
 	dev->clock_hz = 100e6;
 }
@@ -220,6 +222,9 @@ void csd_count(csd_dev *dev, const struct plan_stats *st)
 	dev->ctr.link_bytes_out += 4 * st->words_out;
 	dev->ctr.link_bytes_in += 4 * st->words_in;
 	dev->ctr.weight_bytes += 4 * st->weight_words;
+	dev->ctr.act_bytes_out += 4 * st->act_words_out;
+	dev->ctr.act_bytes_in += 4 * st->act_words_in;
+	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
 	dev->ctr.nnz_streamed += st->nnz;
 }
 
@@ -262,4 +267,10 @@ int csd_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
 	      const csd_sparse *w, int T)
 {
 	DISPATCH(wgrad, dw, dy, x, w, T);
+}
+
+int csd_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+		       const uint16_t *x, const csd_sparse *w, int T)
+{
+	DISPATCH(backward_wgrad, dx, dw, dy, x, w, T);
 }

@@ -13,6 +13,8 @@
  *                awords 32768, bwords 512)
  *   pe=micro_mt  one pe_micro_mt running all PEs (3 or more): the 2x2 bitstream (awords
  *                8192 = 2 * bwords 4096)
+ * tune=0 keeps the widest output tiles (the default narrows a forward's or backward's
+ * tiles where the read-back then hides behind the next tile's compute: plan_tune).
  * Without awords=/bwords= an implementation gets its bitstream's sizes, so
  * "sim:1x1,pe=lite" is the default bitstream's mesh and "sim:2x2,pe=micro_mt" the 2x2
  * board's, with exactly their Verilog parameters. Results do not depend on pe= (one ISA,
@@ -84,6 +86,9 @@ typedef struct csd_counters {
 	uint64_t link_bytes_out;  /* host -> device bytes */
 	uint64_t link_bytes_in;   /* device -> host bytes */
 	uint64_t weight_bytes;    /* of link_bytes_out: the weight/position streams */
+	uint64_t act_bytes_out;   /* of link_bytes_out: activation uploads (A, wgrad's B) */
+	uint64_t act_bytes_in;    /* of link_bytes_in: forward/backward results read back */
+	uint64_t grad_bytes_in;   /* of link_bytes_in: weight-gradient results (COLLECT) */
 	uint64_t nnz_streamed;    /* nonzeros sent */
 	uint64_t errors;          /* device error counter */
 } csd_counters;
@@ -111,5 +116,11 @@ int csd_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *
 /* dw [nnz] in CSR order: dw[k] = sum_t dy[t, row(k)] * x[t, col(k)] */
 int csd_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
 	      const csd_sparse *w, int T);
+/* Both of a layer's backward kernels in one call: dx as csd_backward, dw as csd_wgrad
+ * but with dy uploaded once and kept in the PEs' SRAM for both (docs/architecture.md 4.5),
+ * so dw's token partition is the backward's: on meshes where a layer needs more than one
+ * token tile its bits can differ from csd_wgrad's (identical on every backend). */
+int csd_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+		       const uint16_t *x, const csd_sparse *w, int T);
 
 #endif /* CS_CSD_H */

@@ -21,6 +21,8 @@ struct csd_backend {
 	int (*backward)(csd_dev *dev, float *dx, const uint16_t *dy, const csd_sparse *w, int T);
 	int (*wgrad)(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
 		     const csd_sparse *w, int T);
+	int (*backward_wgrad)(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
+			      const uint16_t *x, const csd_sparse *w, int T);
 };
 
 /* The PE implementations that ship, selected by pe= in a cpu or sim URI: the mesh_top

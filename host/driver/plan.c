@@ -38,7 +38,7 @@ static int ceil_div(long a, long b)
 int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel, int T,
 	      int n_out, int n_in, char *err, size_t errlen)
 {
-	static const char *const kname[] = { "forward", "backward", "wgrad" };
+	static const char *const kname[] = { "forward", "backward", "wgrad", "backward+wgrad" };
 	memset(pl, 0, sizeof *pl);
 	if (T <= 0 || n_out <= 0 || n_in <= 0 || n_out > 65536 || n_in > 65536) {
 		snprintf(err, errlen, "%s: bad shape T=%d n_out=%d n_in=%d (1..65536 features)",
@@ -51,8 +51,9 @@ int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kerne
 	pl->n_in = n_in;
 	pl->g = *g;
 	pl->P = g->rows * g->cols;
-	pl->din = kernel == PLAN_BWD ? n_out : n_in;
-	pl->dout = kernel == PLAN_BWD ? n_in : n_out;
+	int bwd = kernel == PLAN_BWD || kernel == PLAN_BWG;
+	pl->din = bwd ? n_out : n_in;
+	pl->dout = bwd ? n_in : n_out;
 	if ((uint32_t)pl->din > g->a_words) {
 		snprintf(err, errlen,
 			 "%s: %d stationary features do not fit one token in SRAM A (%u elements)",
@@ -74,7 +75,13 @@ int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kerne
 	pl->dt = dt < pl->dout ? (int)dt : pl->dout;
 	pl->n_ttiles = ceil_div(T, (long)pl->P * pl->tp);
 	pl->n_otiles = ceil_div(pl->dout, pl->dt);
-	if (kernel == PLAN_WGRAD) {
+	if (kernel == PLAN_BWG) {
+		/* the wgrad phase: X tiles of the backward's tp tokens, packed bf16 in bank 0 */
+		long dw = (long)g->b_words / tp;
+		pl->dt_w = dw < n_in ? (int)dw : n_in;
+		pl->n_otiles_w = ceil_div(n_in, pl->dt_w);
+	}
+	if (kernel == PLAN_WGRAD || kernel == PLAN_BWG) {
 		pl->pb = g->b_words / 2;
 		/* a batch's results come back in one COLLECT: at most the host port's
 		 * COLLECT buffer (256 words) */
@@ -313,9 +320,19 @@ static int ws_recv_sync(struct wstream *ws, unsigned *nerr, char *err, size_t er
 	return CS_OK;
 }
 
+/* A WRITE of n words holds the host port for its n + 2 words; the config chain is a
+ * pipeline, so consecutive WRITEs overlap and only the last one's trip through the P
+ * stages shows, in the SYNC that follows it (sync_point). A READ of every PE reads the
+ * PEs one after the other, each answer behind a trip round the chain (measured). */
 static uint64_t chain_cycles(const struct plan *pl, uint64_t n)
 {
-	return n + 2 + (uint64_t)pl->P;
+	(void)pl;
+	return n + 2;
+}
+
+static uint64_t read_cycles(const struct plan *pl, uint64_t n)
+{
+	return (uint64_t)pl->P * (n + 2 + (uint64_t)pl->P);
 }
 
 /* WRITE of n data words to target/pe at addr, data from gen (NULL: counting). */
@@ -324,6 +341,10 @@ static void ws_write(struct wstream *ws, const struct plan *pl, unsigned target,
 {
 	ws_put(ws, proto_hdr_write(target, pe, (unsigned)n));
 	ws_put(ws, addr);
+	if (target == PROTO_T_A || target == PROTO_T_B) {
+		ws->st->act_words_out += n + 2;
+		ws->st->act_cycles += chain_cycles(pl, n);
+	}
 	if (ws->buf)
 		for (size_t k = 0; k < n; k++)
 			ws_put(ws, data[k]);
@@ -354,7 +375,7 @@ struct runbuf {
 	int last;        /* major of the last nonzero in the RUN */
 	uint32_t n;      /* nonzeros in it (0: no RUN open) */
 	uint32_t segs;   /* SET_MAJORs it makes: the header's and one per step */
-	uint32_t per_nz; /* cycle estimate per nonzero */
+	uint64_t cost;   /* cycle estimate of its nonzeros (run_add, per major) */
 	uint32_t w[PROTO_RUN_MAX];
 };
 
@@ -365,6 +386,7 @@ struct kstate {
 	uint32_t *tmp; /* a PE's worth of words */
 	char *err;
 	size_t errlen;
+	enum plan_kernel k; /* the phase running: PLAN_FWD, PLAN_BWD or PLAN_WGRAD */
 	int tk;         /* token tile */
 	int t0, tp_k, ntok;
 	int o0, o1;     /* output tile */
@@ -397,9 +419,9 @@ static void run_close(struct kstate *ks)
 	ws->st->weight_words += (uint64_t)rb->n + 1;
 	ws->st->nnz += rb->n;
 	ws->st->runs++;
-	/* per SET_MAJOR (the header's and each step's) the control task, then per nonzero
-	 * max(tp_k, hazard) (axpy) or tp_k (dot); the link brings at most one word per cycle */
-	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + (uint64_t)rb->n * rb->per_nz;
+	/* per SET_MAJOR (the header's and each step's) the control task, then the nonzeros'
+	 * cost (run_add); the link brings at most one word per cycle */
+	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + rb->cost;
 	if (c < (uint64_t)rb->n + 1)
 		c = (uint64_t)rb->n + 1;
 	ws->st->cycles += c;
@@ -408,10 +430,32 @@ static void run_close(struct kstate *ks)
 	rb->n = 0;
 }
 
+/*
+ * Estimated cycles of m consecutive nonzeros of one major (one SET_MAJOR segment: a
+ * control wavelet ends every axpy chain and dot group). axpy: tp_k per nonzero (chained
+ * AXPYs of one major write distinct B words, so B's read-to-write depth never stalls
+ * them). dot (pe_vec.v): the nonzeros
+ * form groups of up to DotLanes = hazard lanes; every token step of a group takes
+ * DotLanes cycles, whatever its lanes, except the last, which takes one cycle per lane:
+ * hazard * (tp_k - 1) + lanes. So a short group costs nearly as much as a full one (a
+ * 90%-sparse layer's majors hold few nonzeros). The dot instruction then needs
+ * PLAN_DOT_END cycles beyond axpy's to close (its end check and the r6 write) before
+ * the control task of the next major runs.
+ */
+#define PLAN_DOT_END 2
+static uint64_t seg_cycles(const struct plan *pl, enum plan_kernel k, int tp_k, size_t m)
+{
+	uint64_t hz = (uint64_t)pl->g.hazard_cycles;
+	if (k != PLAN_WGRAD)
+		return (uint64_t)m * (uint64_t)tp_k;
+	uint64_t groups = (m + hz - 1) / hz;
+	return groups * hz * (uint64_t)(tp_k - 1) + m + PLAN_DOT_END;
+}
+
 /* Append nonzeros [lo, lo + m) of major `major` (m <= room in the RUN) to the open RUN,
  * opening one or closing the current one as the run rule says. Returns how many it took. */
 static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const uint16_t *val,
-		      size_t m, int per_nz)
+		      size_t m)
 {
 	struct runbuf *rb = &ks->rb;
 	if (rb->n && (rb->n == PROTO_RUN_MAX || (major != rb->last && major != rb->last + 1)))
@@ -420,7 +464,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 	if (!rb->n) {
 		rb->major = (unsigned)major;
 		rb->segs = 1;
-		rb->per_nz = (uint32_t)per_nz;
+		rb->cost = 0;
 	} else if (major == rb->last + 1) {
 		step = 1;
 		rb->segs++;
@@ -436,6 +480,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 			w[0] |= PROTO_RUN_STEP;
 	}
 	rb->n += (uint32_t)m;
+	rb->cost += seg_cycles(ks->pl, ks->k, ks->tp_k, m);
 	return m;
 }
 
@@ -451,13 +496,20 @@ static int wgrad_end_batch(struct kstate *ks)
 	ws_put(ws, proto_ctl(PROTO_CTL_END, n));
 	ws_put(ws, proto_hdr_collect(n));
 	ws_put(ws, ws->link->timeout_cycles);
-	ws->st->cycles += 2 * (uint64_t)n + (uint64_t)(pl->g.rows + pl->g.cols) *
-						      (uint64_t)(pl->g.hazard_cycles + 2) + 4;
+	/* The reduction (section 5) is part of the streaming phase: with more than one
+	 * column, column 0 first stores its row sums (redv.st, n words), then the column
+	 * streams them to OUT (n words, pipelined down the column); one column only streams.
+	 * Then the host port answers the COLLECT from its buffer: n more words. */
+	uint64_t red = (uint64_t)(pl->g.cols > 1 ? 2 : 1) * n +
+		       (uint64_t)(pl->g.rows + pl->g.cols) * (uint64_t)(pl->g.hazard_cycles + 2) + 4;
+	ws->st->cycles += red + n;
+	ws->st->stream_cycles += red;
+	ws->st->grad_words_in += 1 + (uint64_t)n;
 	int rc = ws_recv(ws, ks->tmp, n, PROTO_COLLECT, n, ks->err, ks->errlen);
 	if (rc)
 		return rc;
 	if (ws->buf) {
-		float *dw = ks->io->out;
+		float *dw = pl->kernel == PLAN_BWG ? ks->io->out2 : ks->io->out;
 		for (uint32_t k = 0; k < n; k++) {
 			float d = nm_bits_f32(ks->tmp[k]);
 			int64_t p = ks->bpos[k];
@@ -473,14 +525,12 @@ static int stream_tile(struct kstate *ks)
 {
 	const struct plan *pl = ks->pl;
 	const csd_sparse *w = ks->io->w;
-	int csc = pl->kernel != PLAN_BWD;
+	/* forward and wgrad stream CSC; backward and PLAN_BWG's wgrad phase CSR */
+	int csc = ks->k == PLAN_FWD || (ks->k == PLAN_WGRAD && pl->kernel == PLAN_WGRAD);
 	const int64_t *ptr = csc ? w->col_ptr : w->row_ptr;
 	const int32_t *minor = csc ? w->row : w->col;
 	const uint16_t *val = csc ? w->cval : w->val;
 	int whole = ks->o0 == 0 && ks->o1 == pl->dout;
-	int per_nz = pl->kernel == PLAN_WGRAD ? ks->tp_k
-		     : ks->tp_k > pl->g.hazard_cycles ? ks->tp_k
-						       : pl->g.hazard_cycles;
 	int rc;
 	for (int m = 0; m < pl->din; m++) {
 		int64_t lo = ptr[m], hi = ptr[m + 1];
@@ -507,15 +557,16 @@ static int stream_tile(struct kstate *ks)
 		}
 		while (lo < hi) {
 			size_t m_n = (size_t)(hi - lo);
-			if (pl->kernel == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
+			if (ks->k == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
 				m_n = pl->batch_cap - ks->bcount;
-			m_n = run_add(ks, m, minor + lo, val + lo, m_n, per_nz);
+			m_n = run_add(ks, m, minor + lo, val + lo, m_n);
 			if (ks->ws->rc)
 				return ks->ws->rc;
-			if (pl->kernel == PLAN_WGRAD) {
+			if (ks->k == PLAN_WGRAD) {
 				if (ks->bpos)
 					for (size_t k = 0; k < m_n; k++)
-						ks->bpos[ks->bcount + k] = w->csr_pos[lo + (int64_t)k];
+						ks->bpos[ks->bcount + k] =
+							csc ? w->csr_pos[lo + (int64_t)k] : lo + (int64_t)k;
 				ks->bcount += (uint32_t)m_n;
 				if (ks->bcount == pl->batch_cap) {
 					run_close(ks); /* a batch ends with a complete RUN */
@@ -529,7 +580,7 @@ static int stream_tile(struct kstate *ks)
 	run_close(ks);
 	if (ks->ws->rc)
 		return ks->ws->rc;
-	if (pl->kernel == PLAN_WGRAD)
+	if (ks->k == PLAN_WGRAD)
 		return wgrad_end_batch(ks);
 	return CS_OK;
 }
@@ -562,7 +613,7 @@ static void put_regs(struct kstate *ks, int dt_d)
 	/* r0 = 0 (zero register; A base xa = 0), r1 set by SET_MAJOR, r2 B base (yb / db = 0),
 	 * r3 A stride, r4 B stride, r5 tokens, r6 B pointer (wgrad: pb), r7 count */
 	uint32_t regs[8] = { 0, 0, 0, (uint32_t)pl->din, (uint32_t)dt_d, (uint32_t)ks->tp_k,
-			     pl->kernel == PLAN_WGRAD ? pl->pb : 0, 0 };
+			     ks->k == PLAN_WGRAD ? pl->pb : 0, 0 };
 	ws_write(ks->ws, pl, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
 }
 
@@ -575,6 +626,7 @@ static int read_tile(struct kstate *ks, int d)
 	int o0 = d * pl->dt, o1 = o0 + pl->dt < pl->dout ? o0 + pl->dt : pl->dout, dt_d = o1 - o0;
 	unsigned n = (unsigned)ks->tp_k * (unsigned)dt_d;
 	int rc;
+	ws->st->act_words_in += (uint64_t)pl->P * (1 + (uint64_t)n);
 	for (int q = 0; q < pl->P; q++) {
 		if ((rc = ws_recv(ws, ks->tmp, n, PROTO_READ, n, ks->err, ks->errlen)))
 			return rc;
@@ -590,17 +642,60 @@ static int read_tile(struct kstate *ks, int d)
 	return CS_OK;
 }
 
+/* The task tables of phase k: fwd/bwd one broadcast WRITE, wgrad one WRITE per PE (the
+ * reduction roles differ). */
+static int write_tables(struct wstream *ws, const struct plan *pl, const struct csd_fw *fw,
+			enum plan_kernel k)
+{
+	uint32_t table[32];
+	const struct plan_geom *g = &pl->g;
+	int rc;
+	if (k != PLAN_WGRAD) {
+		if ((rc = plan_tasks(g, fw, k, 0, 0, table)))
+			return rc;
+		ws_write(ws, pl, PROTO_T_TASK, PROTO_PE_ALL, 0, table, 32);
+		return CS_OK;
+	}
+	for (int r = 0; r < g->rows; r++)
+		for (int c = 0; c < g->cols; c++) {
+			if ((rc = plan_tasks(g, fw, k, r, c, table)))
+				return rc;
+			ws_write(ws, pl, PROTO_T_TASK, (unsigned)(r * g->cols + c), 0, table, 32);
+		}
+	return CS_OK;
+}
+
+/* One wgrad output tile [o0, o1) of the current token tile: its B operand (wgrad: dY,
+ * PLAN_BWG: X, packed bf16) to every PE, the registers, SYNC, then its batches. */
+static int wgrad_tile(struct kstate *ks)
+{
+	const struct plan *pl = ks->pl;
+	int dt_d = ks->o1 - ks->o0, ld = pl->kernel == PLAN_BWG ? pl->n_in : pl->n_out;
+	size_t bw = ((size_t)ks->tp_k * dt_d + 1) / 2;
+	int rc;
+	for (int q = 0; q < pl->P; q++) {
+		if (ks->ws->buf)
+			pack_bf16_rows(ks->tmp, ks->io->bact, pl->T, ld, ks->o0, dt_d,
+				       ks->t0 + q * ks->tp_k, ks->tp_k);
+		ws_write(ks->ws, pl, PROTO_T_B, (unsigned)q, 0, ks->tmp, bw);
+	}
+	put_regs(ks, dt_d);
+	if ((rc = sync_point(ks, "wgrad")))
+		return rc;
+	return stream_tile(ks);
+}
+
 int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
 	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
 {
 	int counting = link->send == NULL;
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen };
-	uint32_t table[32];
 	unsigned nerr;
 	int rc = CS_OK;
 	const struct plan_geom *g = &pl->g;
 	const char *what = pl->kernel == PLAN_FWD ? "forward" : "backward";
+	int has_wgrad = pl->kernel == PLAN_WGRAD || pl->kernel == PLAN_BWG;
 	uint64_t rd_cycles = 0; /* estimate: the outstanding READ's chain cycles */
 	int dt_prev = 0;
 
@@ -611,32 +706,28 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 		if (tw < g->b_words)
 			tw = g->b_words;
 		ks.tmp = malloc(tw * sizeof *ks.tmp);
-		if (pl->kernel == PLAN_WGRAD)
+		if (has_wgrad)
 			ks.bpos = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.bpos);
-		if (!ws.buf || !ks.tmp || (pl->kernel == PLAN_WGRAD && !ks.bpos)) {
+		if (!ws.buf || !ks.tmp || (has_wgrad && !ks.bpos)) {
 			snprintf(err, errlen, "plan: out of memory");
 			rc = CS_ERR_NO_MEM;
 			goto out_free;
 		}
 	}
 
+	/* the first phase: the kernel itself, PLAN_BWG's backward */
+	ks.k = pl->kernel == PLAN_BWG ? PLAN_BWD : pl->kernel;
 	ws_put(&ws, proto_hdr_clear());
-	if (pl->kernel != PLAN_WGRAD) {
-		if ((rc = plan_tasks(g, fw, pl->kernel, 0, 0, table)))
-			goto out_nofw;
-		ws_write(&ws, pl, PROTO_T_TASK, PROTO_PE_ALL, 0, table, 32);
-	} else {
-		for (int r = 0; r < g->rows; r++)
-			for (int c = 0; c < g->cols; c++) {
-				if ((rc = plan_tasks(g, fw, pl->kernel, r, c, table)))
-					goto out_nofw;
-				ws_write(&ws, pl, PROTO_T_TASK, (unsigned)(r * g->cols + c), 0,
-					 table, 32);
-			}
-	}
+	if (pl->kernel != PLAN_BWG && (rc = write_tables(&ws, pl, fw, ks.k)))
+		goto out_nofw;
 
 	for (ks.tk = 0; ks.tk < pl->n_ttiles && !ws.rc; ks.tk++) {
 		plan_ttile(pl, ks.tk, &ks.t0, &ks.tp_k, &ks.ntok);
+		if (pl->kernel == PLAN_BWG) {
+			ks.k = PLAN_BWD;
+			if ((rc = write_tables(&ws, pl, fw, ks.k)))
+				goto out_nofw;
+		}
 		size_t aw = ((size_t)ks.tp_k * pl->din + 1) / 2;
 		for (int q = 0; q < pl->P; q++) {
 			if (!counting)
@@ -648,19 +739,8 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ks.o0 = d * pl->dt;
 			ks.o1 = ks.o0 + pl->dt < pl->dout ? ks.o0 + pl->dt : pl->dout;
 			int dt_d = ks.o1 - ks.o0;
-			if (pl->kernel == PLAN_WGRAD) {
-				size_t bw = ((size_t)ks.tp_k * dt_d + 1) / 2;
-				for (int q = 0; q < pl->P; q++) {
-					if (!counting)
-						pack_bf16_rows(ks.tmp, io->bact, pl->T, pl->n_out,
-							       ks.o0, dt_d, ks.t0 + q * ks.tp_k,
-							       ks.tp_k);
-					ws_write(&ws, pl, PROTO_T_B, (unsigned)q, 0, ks.tmp, bw);
-				}
-				put_regs(&ks, dt_d);
-				if ((rc = sync_point(&ks, "wgrad")))
-					goto out_free;
-				if ((rc = stream_tile(&ks)))
+			if (ks.k == PLAN_WGRAD) {
+				if ((rc = wgrad_tile(&ks)))
 					goto out_free;
 				continue;
 			}
@@ -671,6 +751,8 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 				if ((rc = sync_point(&ks, what)))
 					goto out_free;
 			}
+			/* the previous tile's READ streams while this one fills and computes */
+			uint64_t sc = st->stream_cycles;
 			uint32_t ctl[3];
 			unsigned nctl = 0;
 			if (d > 0)
@@ -688,7 +770,6 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 				for (unsigned i = 0; i < nctl; i++)
 					ws_put(&ws, ctl[i]);
 			}
-			uint64_t sc = st->stream_cycles;
 			if ((rc = stream_tile(&ks)))
 				goto out_free;
 			/* SYNC: answers once this tile is computed and the previous tile's READ,
@@ -697,8 +778,10 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ws_put(&ws, link->timeout_cycles);
 			sc = st->stream_cycles - sc;
 			if (d > 0) {
-				if (rd_cycles > sc)
+				if (rd_cycles > sc) {
 					st->cycles += rd_cycles - sc;
+					st->act_cycles += rd_cycles - sc;
+				}
 				if ((rc = read_tile(&ks, d - 1)))
 					goto out_free;
 			}
@@ -713,13 +796,28 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ws_put(&ws, proto_hdr_read(PROTO_T_BCLR, PROTO_PE_ALL,
 						   (unsigned)ks.tp_k * (unsigned)dt_d));
 			ws_put(&ws, bank);
-			rd_cycles = (uint64_t)pl->P * chain_cycles(pl, (uint64_t)ks.tp_k * dt_d);
+			rd_cycles = read_cycles(pl, (uint64_t)ks.tp_k * dt_d);
 			dt_prev = dt_d;
 		}
+		if (ks.k == PLAN_WGRAD)
+			continue;
 		/* the token tile's last READ (before anything that waits for it) */
-		if (pl->kernel != PLAN_WGRAD) {
-			st->cycles += rd_cycles;
-			if ((rc = read_tile(&ks, pl->n_otiles - 1)))
+		st->cycles += rd_cycles;
+		st->act_cycles += rd_cycles;
+		if ((rc = read_tile(&ks, pl->n_otiles - 1)))
+			goto out_free;
+		if (pl->kernel != PLAN_BWG)
+			continue;
+		/* PLAN_BWG: the weight gradient of this token tile against the dY still in A;
+		 * the backward's READs left both B banks zeroed, X tiles go to bank 0 */
+		ks.k = PLAN_WGRAD;
+		if ((rc = write_tables(&ws, pl, fw, ks.k)))
+			goto out_nofw;
+		dt_prev = 0;
+		for (int d = 0; d < pl->n_otiles_w && !ws.rc; d++) {
+			ks.o0 = d * pl->dt_w;
+			ks.o1 = ks.o0 + pl->dt_w < pl->n_in ? ks.o0 + pl->dt_w : pl->n_in;
+			if ((rc = wgrad_tile(&ks)))
 				goto out_free;
 		}
 	}
@@ -730,12 +828,39 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 	goto out_free;
 out_nofw:
 	snprintf(err, errlen, "firmware image %s lacks an entry point the %s kernel needs",
-		 fw ? fw->name : "?", pl->kernel == PLAN_WGRAD ? "wgrad" : "axpy");
+		 fw ? fw->name : "?", ks.k == PLAN_WGRAD ? "wgrad" : "axpy");
 out_free:
 	free(ks.bpos);
 	free(ks.tmp);
 	free(ws.buf);
 	return rc;
+}
+
+void plan_tune(struct plan *pl, const csd_sparse *w)
+{
+	if (pl->kernel == PLAN_WGRAD || pl->g.no_tune)
+		return;
+	struct plan best = *pl;
+	uint64_t best_c = UINT64_MAX;
+	int k0 = pl->n_otiles;
+	for (int k = k0; k <= k0 + 8 && k <= pl->dout; k++) {
+		struct plan t = *pl;
+		t.dt = (pl->dout + k - 1) / k;
+		if (t.dt > pl->dt)
+			continue;
+		t.n_otiles = (pl->dout + t.dt - 1) / t.dt;
+		struct plan_stats st = { 0 };
+		struct plan_link count = { 0 };
+		struct plan_io io = { .w = w };
+		char err[64];
+		if (plan_exec(&t, NULL, &io, &count, &st, err, sizeof err))
+			return;
+		if (st.cycles < best_c) {
+			best_c = st.cycles;
+			best = t;
+		}
+	}
+	*pl = best;
 }
 
 int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,

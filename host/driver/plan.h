@@ -19,7 +19,10 @@
 #include "driver/csd.h"
 #include "driver/fw.h"
 
-enum plan_kernel { PLAN_FWD = 0, PLAN_BWD = 1, PLAN_WGRAD = 2 };
+/* PLAN_BWG: backward then wgrad of one layer in one call, dY uploaded once and resident in
+ * A for both (docs/architecture.md 4.5): the wgrad phase streams CSR positions against
+ * dY in A and packed X tiles in B. */
+enum plan_kernel { PLAN_FWD = 0, PLAN_BWD = 1, PLAN_WGRAD = 2, PLAN_BWG = 3 };
 
 /* Mesh shape and sizes (the RTL's parameters). */
 struct plan_geom {
@@ -27,7 +30,9 @@ struct plan_geom {
 	uint32_t a_words;  /* bf16 elements of SRAM A per PE */
 	uint32_t b_words;  /* 32-bit words of SRAM B per PE (two banks) */
 	int hazard_cycles; /* B pipeline read-to-write depth (min cycles per AXPY) */
-	int ctl_cycles;    /* cycles of the control task for SET_MAJOR */
+	int no_tune;       /* 1: keep the widest output tiles (plan_tune does nothing) */
+	int ctl_cycles;    /* cycles from a chain's last MAC through the SET_MAJOR task to the
+			    * next major's first (measured on pe: 6) */
 };
 
 /*
@@ -49,11 +54,22 @@ struct plan {
 	int n_otiles;  /* output tiles */
 	uint32_t batch_cap; /* wgrad: nonzeros per reduction batch */
 	uint32_t pb;        /* wgrad: B word address of the partial sums */
+	int dt_w, n_otiles_w; /* PLAN_BWG's wgrad phase: X tile width (over n_in), tiles */
 	struct plan_geom g;
 };
 
 int plan_make(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel, int T,
 	      int n_out, int n_in, char *err, size_t errlen);
+/*
+ * Narrow the output tiles of a forward or backward (or PLAN_BWG's backward phase) when
+ * that is estimated faster: a tile's READ streams while the next tile computes (4.5), so
+ * more, narrower tiles hide more of the read-back behind the nonzero stream, at the cost
+ * of a SET_MAJOR per major and tile. Tries widths ceil(dout / k) for k from the widest
+ * tiling's count up to 8 more and keeps the fastest by the schedule model (plan_exec in
+ * counting mode with w). Results do not depend on the output tiling (section 5). Every
+ * backend calls it after plan_make, so all send the same stream.
+ */
+void plan_tune(struct plan *pl, const csd_sparse *w);
 /* Token tile k: first token, tokens per PE, real tokens in the tile. */
 void plan_ttile(const struct plan *pl, int k, int *t0, int *tp_k, int *ntok);
 
@@ -61,6 +77,11 @@ void plan_ttile(const struct plan *pl, int k, int *t0, int *tp_k, int *ntok);
 struct plan_stats {
 	uint64_t words_out, words_in; /* host port words each way */
 	uint64_t weight_words;        /* of words_out: RUN headers and nonzeros */
+	uint64_t act_words_out;       /* of words_out: WRITEs of A and B images (with headers) */
+	uint64_t act_words_in;        /* of words_in: READ answers (with headers) */
+	uint64_t grad_words_in;       /* of words_in: COLLECT answers (with headers) */
+	uint64_t act_cycles;          /* of cycles: activation uploads and the READ cycles
+				       * no computation hides (what resident activations save) */
 	uint64_t nnz;                 /* nonzeros streamed (each token tile streams all) */
 	uint64_t runs;                /* RUN commands */
 	uint64_t cycles;              /* estimated device cycles */
@@ -83,13 +104,15 @@ struct plan_link {
 /*
  * The kernel's data. fwd: act = x [T, n_in], out = y [T, n_out]; bwd: act = dy [T, n_out],
  * out = dx [T, n_in]; wgrad: act = x [T, n_in], bact = dy [T, n_out], out = dw [nnz] (CSR
- * order). w gives the positions (and values for fwd/bwd).
+ * order). w gives the positions (and values for fwd/bwd). PLAN_BWG: act = dy, bact = x,
+ * out = dx, out2 = dw.
  */
 struct plan_io {
 	const csd_sparse *w;
 	const uint16_t *act;
 	const uint16_t *bact;
 	float *out;
+	float *out2;
 };
 
 /* Program setup words of a kernel (task tables), the same for every call. */

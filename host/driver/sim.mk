@@ -130,6 +130,7 @@ TEST_DEPS += $(SIM_DIR)/libmesh_4x4.so
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,45,--k,70,--n,90,--sparsity,0.8,--kernel,fwd,--json
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,33,--k,50,--n,40,--sparsity,0.5,--kernel,bwd,--json
 TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,20,--k,30,--n,300,--sparsity,0.9,--kernel,wgrad,--json
+TEST_ENTRIES += $(CSHOST)@spmm,--device,sim,--mesh,4x4,--tokens,45,--k,70,--n,90,--sparsity,0.9,--kernel,bwg,--json
 
 # make bench: backend overhead over the raw Verilated model, simulated PE-cycles per second
 SIM_BENCH := $(BUILD)/bench/bench_sim
@@ -164,6 +165,15 @@ TRACE_CYCLES ?= 200000
 # PE=lite|micro_mt (and AWORDS/BWORDS): the same on that implementation's mesh
 comma := ,
 SIM_DEVICE := $(MESH)$(if $(filter-out $(SIM_DIR)/libmesh_.so,$(call sim_so,,$(PE),$(AWORDS),$(BWORDS))),$(comma)pe=$(PE)$(comma)awords=$(AWORDS)$(comma)bwords=$(BWORDS))
+# Then (SIM_MODE=all, the default; fwd: the kernel only, step: the step only) the
+# training-step mode (scripts/sim-step.py): one full training step of a small GPT
+# (SIM_STEP_MODEL, cshost trainstep options) on the same mesh at SIM_SPARSITIES, bit-exact
+# against the cpu backend, plus the cpu estimate of the issue-sized model on the 4x4 and
+# the 2x2 board configuration; merged into report.json as "train_step".
+SIM_MODE ?= all
+SIM_STEP_MODEL ?= --layers 2 --embd 64 --heads 4 --batch 4 --ctx 64
 sim-impl: $(CSHOST) $(SIM_MODEL)
-	TRACE=$(TRACE) TRACE_CYCLES=$(TRACE_CYCLES) ./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(SIM_DEVICE) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
-		"$(SIM_SPARSITIES)"
+	$(if $(filter all fwd,$(SIM_MODE)),TRACE=$(TRACE) TRACE_CYCLES=$(TRACE_CYCLES) ./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(SIM_DEVICE) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
+		"$(SIM_SPARSITIES)")
+	$(if $(filter all step,$(SIM_MODE)),nice python3 ./scripts/sim-step.py $(CSHOST) $(BUILD)/sim $(SIM_DEVICE) \
+		"$(SIM_SPARSITIES)" "$(SIM_STEP_MODEL)")

@@ -9,6 +9,7 @@
 #include "common/cs_error.h"
 #include "common/numerics.h"
 #include "driver/csd.h"
+#include "driver/plan.h"
 
 struct train_device {
 	csd_dev *dev;
@@ -24,6 +25,7 @@ struct train_device {
 	const float **xb_src;  /* the fp32 input it was rounded from */
 	int *xb_bt;            /* and its BT (0: none) */
 	float *dwnz;           /* [max nnz] */
+	csd_counters last;     /* what td_dev_counters read last */
 	size_t dwnz_cap;
 	char err[256];
 };
@@ -146,12 +148,18 @@ void td_dev_counters(train_device *d, uint64_t *cycles, double *utilization, uin
 	*utilization = 0.0;
 	*bytes_out = *bytes_in = 0;
 	if (csd_get_counters(d->dev, &c) == CS_OK) {
+		d->last = c;
 		*cycles = c.cycles;
 		*utilization = c.pe_cycles ? (double)c.mac_busy / (double)c.pe_cycles : 0.0;
 		*bytes_out = c.link_bytes_out;
 		*bytes_in = c.link_bytes_in;
 	}
 	csd_reset_counters(d->dev);
+}
+
+void td_dev_last_counters(const train_device *d, csd_counters *c)
+{
+	*c = d->last;
 }
 
 const char *td_dev_last_error(train_device *d)
@@ -178,6 +186,44 @@ static int dev_forward(void *ctx, float *y, const float *x, const float *w, int 
 	return csd_forward(d->dev, y, d->xb[k], &d->sp[k], BT);
 }
 
+/* Estimated cycles of kernel k on the device's mesh (plan.c counting mode); 0 on error. */
+static uint64_t est_cycles(const struct plan_geom *g, enum plan_kernel k, const csd_sparse *sp,
+			   int BT)
+{
+	struct plan pl;
+	struct plan_stats st = { 0 };
+	struct plan_link count = { 0 };
+	struct plan_io io = { .w = sp };
+	char err[160];
+	if (plan_make(&pl, g, k, BT, sp->n_out, sp->n_in, err, sizeof err))
+		return 0;
+	plan_tune(&pl, sp);
+	if (plan_exec(&pl, NULL, &io, &count, &st, err, sizeof err))
+		return 0;
+	return st.cycles;
+}
+
+/*
+ * Whether a projection's backward runs as one csd_backward_wgrad call (dY resident for the
+ * wgrad) or as csd_backward and csd_wgrad: whichever the schedule model estimates faster.
+ * Fused saves dY's second upload, but its token tiles are the backward's (A holds n_out
+ * features a token), and every token tile streams all positions again: on small SRAMs
+ * with wide outputs (the boards' fc) at low sparsity the separate calls win. Depends only
+ * on the mesh, the layer's shape and its nonzeros, so every backend of one mesh decides
+ * alike (and so computes the same bits).
+ */
+static int fuse_backward_wgrad(train_device *d, const csd_sparse *sp, int BT)
+{
+	csd_info info;
+	if (csd_get_info(d->dev, &info))
+		return 0;
+	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = info.a_words,
+			       .b_words = info.b_words, .hazard_cycles = 4, .ctl_cycles = 6 };
+	uint64_t fused = est_cycles(&g, PLAN_BWG, sp, BT);
+	uint64_t two = est_cycles(&g, PLAN_BWD, sp, BT) + est_cycles(&g, PLAN_WGRAD, sp, BT);
+	return fused && fused <= two;
+}
+
 static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const float *x,
 			const float *w, int layer, int proj, int BT, int IC, int OC,
 			int want_dense_dw)
@@ -187,10 +233,11 @@ static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 	(void)w;
 	const csd_sparse *sp = &d->sp[k];
 	nm_bf16_from_f32_array(d->dyb, dy, (size_t)BT * OC);
-	int rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
-	if (rc)
-		return rc;
+	int rc;
 	if (want_dense_dw) {
+		rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
+		if (rc)
+			return rc;
 		/* growth steps: the dense gradient on the host, fp32 */
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, OC, x,
 			    IC, 1.0f, dw, IC);
@@ -201,7 +248,14 @@ static int dev_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 		d->xb_src[k] = x;
 		d->xb_bt[k] = BT;
 	}
-	rc = csd_wgrad(d->dev, d->dwnz, d->dyb, d->xb[k], sp, BT);
+	if (fuse_backward_wgrad(d, sp, BT)) {
+		/* both kernels in one call: dY goes up once and stays in the PEs for the wgrad */
+		rc = csd_backward_wgrad(d->dev, dx, d->dwnz, d->dyb, d->xb[k], sp, BT);
+	} else {
+		rc = csd_backward(d->dev, dx, d->dyb, sp, BT);
+		if (!rc)
+			rc = csd_wgrad(d->dev, d->dwnz, d->dyb, d->xb[k], sp, BT);
+	}
 	if (rc)
 		return rc;
 	for (int i = 0; i < sp->n_out; i++)
@@ -214,3 +268,77 @@ const gpt_linear_ops train_device_linear_ops = {
 	.forward = dev_forward,
 	.backward = dev_backward,
 };
+
+/*
+ * The resident step's costs (docs/architecture.md section 9; keep the constants there and
+ * here in step). Per token and layer the PEs do, at one element per cycle on the FMAC
+ * pipeline: forward 2 layernorms (3 passes over C: sum and sum of squares, normalize) and
+ * GELU over 4C (table lookup and interpolation, 2 passes): 14 C; backward 2 layernorm
+ * backwards (5 passes), GELU backward (2 passes over 4C) and GELU again for fc2's weight
+ * gradient input (1 pass over 4C): 22 C. Each layernorm also spends 24 scalar cycles a
+ * token on its statistics (rsqrt by table and one Newton step).
+ */
+#define TD_VEC_FWD_PER_C 14
+#define TD_VEC_BWD_PER_C 22
+#define TD_LN_SCALAR 24
+#define TD_RES_AWORDS 65536 /* bf16 elements of A per PE: the stash of section 9 */
+#define TD_RES_BWORDS 16384 /* 32-bit words of B per PE */
+
+int td_dev_project_resident(train_device *d, int link_words, struct td_projection *p)
+{
+	csd_info info;
+	char err[256];
+	memset(p, 0, sizeof *p);
+	if (link_words < 1)
+		return CS_ERR_INVALID;
+	int rc = csd_get_info(d->dev, &info);
+	if (rc)
+		return rc;
+	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = TD_RES_AWORDS,
+			       .b_words = TD_RES_BWORDS, .hazard_cycles = 4, .ctl_cycles = 6 };
+	int L = d->m->cfg.n_layer;
+	uint64_t C = (uint64_t)d->m->cfg.n_embd, BT = (uint64_t)d->m->B * (uint64_t)d->m->T;
+	uint64_t P = (uint64_t)info.pes, tp = (BT + P - 1) / P, W = (uint64_t)link_words;
+	uint64_t other_words = 0;
+	for (int k = 0; k < d->n; k++) {
+		const csd_sparse *sp = &d->sp[k];
+		for (int kern = PLAN_FWD; kern <= PLAN_WGRAD; kern++) {
+			struct plan pl;
+			struct plan_stats st = { 0 };
+			struct plan_link count = { 0 };
+			struct plan_io io = { .w = sp };
+			rc = plan_make(&pl, &g, (enum plan_kernel)kern, (int)BT, sp->n_out, sp->n_in,
+				       err, sizeof err);
+			if (!rc)
+				rc = plan_exec(&pl, NULL, &io, &count, &st, err, sizeof err);
+			if (rc)
+				return rc;
+			p->kernel_cycles += st.cycles - st.act_cycles;
+			p->weight_bytes += 4 * st.weight_words;
+			p->grad_bytes += 4 * st.grad_words_in;
+			other_words += st.words_out + st.words_in - st.weight_words -
+				       st.act_words_out - st.act_words_in - st.grad_words_in;
+		}
+	}
+	/* vector work, every PE in parallel on its tp tokens */
+	p->vector_cycles = (uint64_t)L * tp *
+			   (C * (TD_VEC_FWD_PER_C + TD_VEC_BWD_PER_C) + 4 * TD_LN_SCALAR);
+	/* Link words per step (bf16 activations, two a word):
+	 * per layer q, k, v up (3C) and the attention output down (C) in the forward, its
+	 * gradient up (C) and dq, dk, dv down (3C) in the backward: 4 C BT words; per step the
+	 * embeddings down and the last layer's output up, and their gradients: 2 C BT words;
+	 * per layer the 4 C layernorm parameter gradients (fp32, one COLLECT each). */
+	uint64_t act_words = (uint64_t)L * 4 * C * BT + 2 * C * BT;
+	uint64_t ln_words = (uint64_t)L * (4 * C + 4);
+	p->act_bytes = 4 * act_words;
+	p->grad_bytes += 4 * ln_words;
+	p->other_bytes = 4 * other_words;
+	/* Exposed link cycles: per layer, of each of the four attention transfers only its
+	 * first (or last) output tile of C features: the rest streams while a kernel computes
+	 * (section 9); the four embedding transfers of the step are exposed whole; the
+	 * layernorm gradients' reduction and COLLECT as a wgrad batch's. */
+	p->link_cycles = ((uint64_t)L * 4 * (C * BT / 2) + 4 * (C * BT / 2)) / W +
+			 (uint64_t)L * 2 * (3 * (2 * C) + (uint64_t)(info.rows + info.cols) * 6 + 4);
+	p->cycles = p->kernel_cycles + p->vector_cycles + p->link_cycles;
+	return CS_OK;
+}

@@ -147,7 +147,12 @@ int kref_tp(int T, int P, int din, int awords, int bcap)
 
 int kref_wgrad(uint32_t *dw, const struct kref_layer *L, int R, int C, int awords, int bwords)
 {
-	int P = R * C, tp = kref_tp(L->T, P, L->K, awords, bwords);
+	return kref_wgrad_tp(dw, L, R, C, kref_tp(L->T, R * C, L->K, awords, bwords));
+}
+
+int kref_wgrad_tp(uint32_t *dw, const struct kref_layer *L, int R, int C, int tp)
+{
+	int P = R * C;
 	uint32_t *p = malloc((size_t)P * sizeof *p), *s = malloc((size_t)R * sizeof *s);
 	if (!p || !s) {
 		free(p);
@@ -196,14 +201,19 @@ int kref_wgrad(uint32_t *dw, const struct kref_layer *L, int R, int C, int aword
 
 size_t kref_out_len(const struct kref_layer *L, int k)
 {
-	return k == 0 ? (size_t)L->T * L->N : k == 1 ? (size_t)L->T * L->K : (size_t)L->sp.nnz;
+	return k == 0   ? (size_t)L->T * L->N
+	       : k == 1 ? (size_t)L->T * L->K
+	       : k == 2 ? (size_t)L->sp.nnz
+			: (size_t)L->T * L->K + (size_t)L->sp.nnz;
 }
 
 int kref_run(csd_dev *dev, int k, float *out, const struct kref_layer *L)
 {
 	return k == 0   ? csd_forward(dev, out, L->x, &L->sp, L->T)
 	       : k == 1 ? csd_backward(dev, out, L->dy, &L->sp, L->T)
-			: csd_wgrad(dev, out, L->dy, L->x, &L->sp, L->T);
+	       : k == 2 ? csd_wgrad(dev, out, L->dy, L->x, &L->sp, L->T)
+			: csd_backward_wgrad(dev, out, out + (size_t)L->T * L->K, L->dy, L->x,
+					     &L->sp, L->T);
 }
 
 long kref_compare(csd_dev *dev, csd_dev *ref, int k, const struct kref_layer *L,

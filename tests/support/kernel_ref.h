@@ -60,10 +60,13 @@ int kref_tp(int T, int P, int din, int awords, int bcap);
 /* wgrad on a RxC mesh with the given SRAM sizes (the reduction order depends on them);
  * returns -1 when out of memory */
 int kref_wgrad(uint32_t *dw, const struct kref_layer *L, int R, int C, int awords, int bwords);
+/* the same for a token partition of tp tokens per PE (csd_backward_wgrad: the backward's) */
+int kref_wgrad_tp(uint32_t *dw, const struct kref_layer *L, int R, int C, int tp);
 
-/* Elements of kernel k's output (0 fwd: T*N, 1 bwd: T*K, 2 wgrad: nnz). */
+/* Elements of kernel k's output (0 fwd: T*N, 1 bwd: T*K, 2 wgrad: nnz, 3 backward and
+ * wgrad in one call: dx [T*K] then dw [nnz]). */
 size_t kref_out_len(const struct kref_layer *L, int k);
-/* Run kernel k on dev (0 fwd, 1 bwd, 2 wgrad). */
+/* Run kernel k on dev (0 fwd, 1 bwd, 2 wgrad, 3 csd_backward_wgrad). */
 int kref_run(csd_dev *dev, int k, float *out, const struct kref_layer *L);
 
 /*

@@ -679,7 +679,7 @@ static void kernel_tests(void)
 		for (int c = 0; c < per; c++) {
 			kref_rng_state = seed * 1000003u + gi * 7919u + (uint64_t)c;
 			int T = kref_rng_int(1, 3 * P + 40), K = kref_rng_int(1, maxf);
-			int N = kref_rng_int(1, maxf), k = c % 3, empty = (c / 3) % 2;
+			int N = kref_rng_int(1, maxf), k = c % 4, empty = (c / 4) % 2;
 			double sp = sps[kref_rng_int(0, 7)];
 			struct kref_layer L;
 			if (kref_layer_make(&L, T, N, K, sp, c % 5 == 4 ? KREF_SPECIALS : KREF_PLAIN,
@@ -716,8 +716,8 @@ static void kernel_tests(void)
 
 	/* B. the CLI against the board: spmm checks every kernel bit for bit itself */
 	CHECK(board_flash_default(b) == 0, "flash");
-	static const char *const kn[] = { "fwd", "bwd", "wgrad" };
-	for (int k = 0; k < 3; k++) {
+	static const char *const kn[] = { "fwd", "bwd", "wgrad", "bwg" };
+	for (int k = 0; k < 4; k++) {
 		char *argv[] = { "spmm", "--device", "usb:CSB00001", "--tokens", "70", "--k", "90",
 				 "--n", "50", "--sparsity", "0.8", "--kernel", (char *)kn[k], "--json",
 				 NULL };
