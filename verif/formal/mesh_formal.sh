@@ -332,7 +332,7 @@ job_miters() {
 # without a request, each access performed once; mesh_cfgchain (the sim mesh's) and
 # mesh_cfgchain_lean (the board's): PDR (unbounded, from power-up), the covers, and a
 # deliberately false property that must fail
-CF="verif/formal/mesh_cfgchain_check.v $R/mesh_cfgchain.v $R/mesh_cfgchain_lean.v $R/mesh_fifo.v"
+CF="verif/formal/mesh_cfgchain_check.v $R/mesh_cfgchain.v $R/mesh_cfgchain_lean.v $R/mesh_cfg_dec.v $R/mesh_fifo.v"
 chain() { # name lean
 	base "$1" mesh_cfgchain_check "-set Lean $2" "" $CF || { fail=1; return; }
 	gen_aig "$1" "$1" "*mesh_cfgchain_check.v* !*|*" || fail=1
