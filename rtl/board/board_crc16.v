@@ -4,14 +4,13 @@
 `default_nettype none
 
 module board_crc16 (
-  input  wire [15:0] crc_i,   // running CRC before this byte
-  input  wire [7:0]  data_i,  // next byte, MSB first into the register
-  output reg  [15:0] crc_o    // running CRC after this byte
+  input  wire  [15:0] crc_i,   // running CRC before this byte
+  input  wire  [7:0]  data_i,  // next byte, MSB first into the register
+  output logic [15:0] crc_o    // running CRC after this byte
 );
-  integer k;
-  always @* begin
+  always_comb begin
     crc_o = crc_i ^ {data_i, 8'h00};
-    for (k = 0; k < 8; k = k + 1) begin
+    for (int k = 0; k < 8; k++) begin
       crc_o = crc_o[15] ? ((crc_o << 1) ^ 16'h1021) : (crc_o << 1);
     end
   end

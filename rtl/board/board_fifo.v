@@ -21,19 +21,19 @@ module board_fifo #(
                                   // transmitter's queue, without their logic
   parameter bit Bytes = 1'b0      // byte-lane writes (Width 32): see above
 ) (
-  input  wire             clk_i,
-  input  wire             rst_ni,
-  input  wire             wr_valid_i,
-  input  wire [Width-1:0] wr_data_i,
-  input  wire [1:0]       wr_lane_i,   // Bytes: the lane wr_data_i[7:0] goes to
-  input  wire             commit_i,
-  input  wire             rollback_i,
-  output wire [$clog2(Depth):0] free_o,      // words that can still be written (not Plain)
-  output wire             full_o,      // no word can be written
-  output wire [$clog2(Depth):0] count_o,    // committed words not yet read out (Plain only)
-  output reg              rd_valid_o,
-  input  wire             rd_ready_i,
-  output reg  [Width-1:0] rd_data_o
+  input  wire              clk_i,
+  input  wire              rst_ni,
+  input  wire              wr_valid_i,
+  input  wire  [Width-1:0] wr_data_i,
+  input  wire  [1:0]       wr_lane_i,   // Bytes: the lane wr_data_i[7:0] goes to
+  input  wire              commit_i,
+  input  wire              rollback_i,
+  output wire  [$clog2(Depth):0] free_o,   // words that can still be written (not Plain)
+  output wire              full_o,      // no word can be written
+  output wire  [$clog2(Depth):0] count_o,  // committed words not yet read out (Plain only)
+  output logic             rd_valid_o,
+  input  wire              rd_ready_i,
+  output logic [Width-1:0] rd_data_o
 );
   localparam integer AW = $clog2(Depth);
   localparam integer DepthI = Depth;
@@ -45,9 +45,9 @@ module board_fifo #(
   // address, a comparator and a 32-bit multiplexer: 39 LUT4 and 74 flip-flops per FIFO).
   // Pointers carry a wrap bit (AW+1 bits): equal pointers are empty, pointers Depth apart
   // full, so the receiver's buffer needs no counts at all.
-  reg  [AW:0] wr_d, wr_q;   // next write
-  reg  [AW:0] rd_d, rd_q;   // next word to fetch into rd_data_o
-  reg         valid_d;
+  logic  [AW:0] wr_d, wr_q;   // next write
+  logic  [AW:0] rd_d, rd_q;   // next word to fetch into rd_data_o
+  logic         valid_d;
   wire [AW:0] cm;           // commit point: words before it are readable
   // full: pointers Depth apart (an equality, no subtraction)
   wire        full = ((wr_q ^ rd_q) == DepthW);
@@ -63,7 +63,7 @@ module board_fifo #(
     // The transmitter's queue: its count lives in its own register so that its LEN decision
     // starts at a flop instead of a pointer subtraction; its ready (full_o) is an equality
     // of the pointers, as shallow as a test of a free counter for zero.
-    reg [AW:0] cnt_d, cnt_q;    // words not yet popped (incl. rd_data_o)
+    logic [AW:0] cnt_d, cnt_q;    // words not yet popped (incl. rd_data_o)
     wire       pop = rd_valid_o && rd_ready_i;
     wire       unused_commit = commit_i;  // every write is committed
     assign cm = wr_q;
@@ -72,15 +72,15 @@ module board_fifo #(
     assign unfetched = (cnt_q != '0) && !(cnt_q == {{AW{1'b0}}, 1'b1} && rd_valid_o);
     assign count_o = cnt_q;
     assign free_o  = '0;  // not built: the transmitter tests full_o, and it reads 0
-    always @* begin  // +1, -1 or 0 as one addend: one carry chain
+    always_comb begin  // +1, -1 or 0 as one addend: one carry chain
       cnt_d = cnt_q + {{AW{pop && !we}}, pop != we};
     end
-    always @(posedge clk_i or negedge rst_ni) begin
+    always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) cnt_q <= '0;
       else cnt_q <= cnt_d;
     end
 `ifdef FORMAL
-    always @(posedge clk_i) if (rst_ni) begin
+    always_ff @(posedge clk_i) if (rst_ni) begin
       assert (cnt_q == wr_q - rd_q + {{AW{1'b0}}, rd_valid_o});
     end
 `endif
@@ -88,22 +88,22 @@ module board_fifo #(
     // The receiver's buffer: pointers only. free_o is their subtraction: written and not
     // yet fetched is wr_q - rd_q, so Depth - that is (rd_q - wr_q) with its Depth bit
     // flipped. count_o is not built: the receiver leaves it open, and it reads 0.
-    reg [AW:0] cm_d, cm_q;
+    logic [AW:0] cm_d, cm_q;
     assign cm = cm_q;
     assign we = wr_valid_i && !rollback_i && !full;
     assign unfetched = (cm_q != rd_q);
     assign count_o = '0;
     assign free_o  = (rd_q - wr_q) ^ DepthW;
-    always @* begin
+    always_comb begin
       cm_d = cm_q;
       if (commit_i && !rollback_i) cm_d = wr_d;
     end
-    always @(posedge clk_i or negedge rst_ni) begin
+    always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) cm_q <= '0;
       else cm_q <= cm_d;
     end
 `ifdef FORMAL
-    always @(posedge clk_i) if (rst_ni) begin
+    always_ff @(posedge clk_i) if (rst_ni) begin
       assert (wr_q - rd_q <= DepthW);
       assert (cm_q - rd_q <= wr_q - rd_q);
     end
@@ -113,7 +113,7 @@ module board_fifo #(
   // a write moves the pointer on: a word, or (Bytes) the last lane of one
   wire wr_next = we && (!Bytes || wr_lane_i == 2'd3);
 
-  always @* begin
+  always_comb begin
     wr_d = wr_next ? wr_q + 1'b1 : wr_q;
     if (!Plain && rollback_i) wr_d = cm;
     rd_d = re ? rd_q + 1'b1 : rd_q;
@@ -124,8 +124,8 @@ module board_fifo #(
     // four memories of bytes (yosys maps each to its own block RAMs with its own write enable)
     for (genvar l = 0; l < 4; l++) begin : g_lane
       (* no_rw_check *)
-      reg [7:0] mem [0:Depth-1];
-      always @(posedge clk_i) begin
+      logic [7:0] mem [0:Depth-1];
+      always_ff @(posedge clk_i) begin
         if (we && wr_lane_i == 2'(l)) mem[wr_q[AW-1:0]] <= wr_data_i[7:0];
         if (re) rd_data_o[8*l +: 8] <= mem[rd_q[AW-1:0]];
       end
@@ -133,15 +133,15 @@ module board_fifo #(
     wire unused_data = ^{wr_data_i[Width-1:8]};
   end else begin : g_words
     (* no_rw_check *)
-    reg [Width-1:0] mem [0:Depth-1];
+    logic [Width-1:0] mem [0:Depth-1];
     wire unused_lane = ^wr_lane_i;
-    always @(posedge clk_i) begin
+    always_ff @(posedge clk_i) begin
       if (we) mem[wr_q[AW-1:0]] <= wr_data_i;
       if (re) rd_data_o <= mem[rd_q[AW-1:0]];
     end
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       wr_q       <= '0;
       rd_q       <= '0;

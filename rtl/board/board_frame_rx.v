@@ -33,15 +33,15 @@ module board_frame_rx #(
   output wire        cmd_valid_o,
   input  wire        cmd_ready_i,
   output wire [31:0] cmd_data_o,
-  output reg         ans_valid_o,   // pulse: send an answer frame
-  output reg         ans_nak_o,     // the answer is a NAK (else an ACK)
+  output logic       ans_valid_o,   // pulse: send an answer frame
+  output logic       ans_nak_o,     // the answer is a NAK (else an ACK)
   output wire [7:0]  ans_seq_o,     // with ans_valid_o: NAK expected, ACK expected - 1
-  output reg         stat_req_o,    // pulse: the host asked for a STAT frame
+  output logic       stat_req_o,    // pulse: the host asked for a STAT frame
   output wire [7:0]  expect_o,      // SEQ of the next DATA frame accepted
   output wire [15:0] err_crc_o,     // saturating ErrW-bit counters, cleared by reset only
   output wire [15:0] err_trunc_o,
   output wire [15:0] err_seq_o,
-  output reg         err_o          // pulse: a frame was dropped (status LED)
+  output logic       err_o          // pulse: a frame was dropped (status LED)
 );
   localparam [7:0] Sof = 8'h7e, TData = 8'h01, TStat = 8'h04;
   localparam [2:0] SHunt = 3'd0, SType = 3'd1, SSeq = 3'd2, SLen0 = 3'd3, SLen1 = 3'd4,
@@ -55,26 +55,26 @@ module board_frame_rx #(
   localparam integer RoomI = 255;  // words of the largest frame
   localparam [FreeW-1:0] RoomW = RoomI[FreeW-1:0];
 
-  reg [2:0]      state_d, state_q;
-  reg            stat_d, stat_q;       // TYPE is STAT (else DATA: the only two accepted)
-  reg            seq_ok_d, seq_ok_q;   // SEQ is the expected one
-  reg            seq_dup_d, seq_dup_q; // SEQ is 1..Window behind it (a duplicate)
-  reg [7:0]      len_d, len_q;         // words left in the payload
-  reg [1:0]      bidx_d, bidx_q;       // byte within the word
-  reg [15:0]     crc_d, crc_q;
-  reg            crclo_d, crclo_q;     // the CRC's low byte matched
-  reg            store_d, store_q;     // this frame's payload goes to the buffer
-  reg            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
-  reg            recover_d, recover_q; // since such a drop, no frame accepted yet
-  reg [7:0]      expect_d, expect_q;
-  reg [TmoW-1:0] tmo_d, tmo_q;
+  logic [2:0]      state_d, state_q;
+  logic            stat_d, stat_q;       // TYPE is STAT (else DATA: the only two accepted)
+  logic            seq_ok_d, seq_ok_q;   // SEQ is the expected one
+  logic            seq_dup_d, seq_dup_q; // SEQ is 1..Window behind it (a duplicate)
+  logic [7:0]      len_d, len_q;         // words left in the payload
+  logic [1:0]      bidx_d, bidx_q;       // byte within the word
+  logic [15:0]     crc_d, crc_q;
+  logic            crclo_d, crclo_q;     // the CRC's low byte matched
+  logic            store_d, store_q;     // this frame's payload goes to the buffer
+  logic            dropped_d, dropped_q; // a frame was dropped for lack of room, no NAK yet
+  logic            recover_d, recover_q; // since such a drop, no frame accepted yet
+  logic [7:0]      expect_d, expect_q;
+  logic [TmoW-1:0] tmo_d, tmo_q;
   wire [ErrW-1:0] ecrc_d, etrunc_d, eseq_d;
-  reg [ErrW-1:0] ecrc_q, etrunc_q, eseq_q;
-  reg            ecrc_inc, etrunc_inc, eseq_inc;  // count one error of that kind
+  logic [ErrW-1:0] ecrc_q, etrunc_q, eseq_q;
+  logic            ecrc_inc, etrunc_inc, eseq_inc;  // count one error of that kind
 
-  reg            wr_valid, commit, rollback;
-  reg            ans_valid_d, stat_req_d, err_d;
-  reg            ans_nak_d;
+  logic            wr_valid, commit, rollback;
+  logic            ans_valid_d, stat_req_d, err_d;
+  logic            ans_nak_d;
   wire [15:0]    crc_next;
   wire [FreeW-1:0] free;
   wire [FreeW-1:0] count_unused;
@@ -118,7 +118,7 @@ module board_frame_rx #(
   assign etrunc_d = (etrunc_inc && !etrunc_co) ? etrunc_p1 : etrunc_q;
   assign eseq_d   = (eseq_inc && !eseq_co) ? eseq_p1 : eseq_q;
 
-  always @* begin
+  always_comb begin
     state_d    = state_q;
     stat_d     = stat_q;
     seq_ok_d   = seq_ok_q;
@@ -252,7 +252,7 @@ module board_frame_rx #(
     if (state_d == SType) crc_d = 16'hffff;
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q     <= SHunt;
       stat_q      <= 1'b0;
@@ -289,10 +289,10 @@ module board_frame_rx #(
       err_o       <= err_d;
     end
   end
-  always @(posedge clk_i) crc_q <= crc_d;
+  always_ff @(posedge clk_i) crc_q <= crc_d;
 
   // the error counters (next values above: each is its +1 into a flip-flop with an enable)
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       ecrc_q   <= '0;
       etrunc_q <= '0;

@@ -29,9 +29,9 @@ module board_frame_tx #(
   input  wire [15:0] stat_crc_i,
   input  wire [15:0] stat_trunc_i,
   input  wire [15:0] stat_seq_i,
-  output reg         byte_valid_o,
+  output logic       byte_valid_o,
   input  wire        byte_ready_i,
-  output reg  [7:0]  byte_data_o
+  output logic [7:0] byte_data_o
 );
   localparam [7:0] Sof = 8'h7e;
   localparam [3:0] SIdle = 4'd0, SSof = 4'd1, SType = 4'd2, SSeq = 4'd3, SLen0 = 4'd4,
@@ -42,22 +42,22 @@ module board_frame_tx #(
   localparam [FreeW-1:0] MaxW = MaxWordsI[FreeW-1:0];
   localparam integer MaxLog = $clog2(MaxWords);
 
-  reg [3:0]   state_d, state_q;
-  reg [1:0]   kind_d, kind_q;
-  reg         nak_d, nak_q;       // an answer frame: NAK (TYPE 0x03, else ACK 0x02)
-  reg [7:0]   left_d, left_q;     // payload words still to send (LEN until the payload)
-  reg [1:0]   bidx_d, bidx_q;
-  reg [15:0]  crc_d, crc_q;
-  reg [7:0]   txseq_d, txseq_q;   // SEQ of the next DATA frame
-  reg         ans_d, ans_q;       // an answer is pending
-  reg         ansn_d, ansn_q;
-  reg [7:0]   anss_d, anss_q;
-  reg         stat_d, stat_q;     // a STAT frame is pending
-  reg [7:0]   sseq_d, sseq_q;     // SEQ of an ACK/NAK or STAT frame (STAT: expected, also
+  logic [3:0]   state_d, state_q;
+  logic [1:0]   kind_d, kind_q;
+  logic         nak_d, nak_q;       // an answer frame: NAK (TYPE 0x03, else ACK 0x02)
+  logic [7:0]   left_d, left_q;     // payload words still to send (LEN until the payload)
+  logic [1:0]   bidx_d, bidx_q;
+  logic [15:0]  crc_d, crc_q;
+  logic [7:0]   txseq_d, txseq_q;   // SEQ of the next DATA frame
+  logic         ans_d, ans_q;       // an answer is pending
+  logic         ansn_d, ansn_q;
+  logic [7:0]   anss_d, anss_q;
+  logic         stat_d, stat_q;     // a STAT frame is pending
+  logic [7:0]   sseq_d, sseq_q;     // SEQ of an ACK/NAK or STAT frame (STAT: expected, also
                                   // its word 1 byte 2)
-  reg [7:0]   shi_d, shi_q;       // STAT: high byte of the counter whose low byte just went
+  logic [7:0]   shi_d, shi_q;       // STAT: high byte of the counter whose low byte just went
                                   // out (each 16-bit counter is sampled whole, no snapshot)
-  reg         pop;
+  logic         pop;
 
   wire [FreeW-1:0] free_unused, count;  // the queue's ready is full_o
   wire             full;
@@ -91,7 +91,7 @@ module board_frame_tx #(
 
   board_crc16 u_crc (.crc_i(crc_q), .data_i(byte_data_o), .crc_o(crc_next));
 
-  always @* begin
+  always_comb begin
     state_d = state_q;
     kind_d  = kind_q;
     nak_d   = nak_q;
@@ -193,7 +193,7 @@ module board_frame_tx #(
     end
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q <= SIdle;
       txseq_q <= 8'h00;
@@ -206,7 +206,7 @@ module board_frame_tx #(
       stat_q  <= stat_d;
     end
   end
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     crc_q <= crc_d;
     kind_q <= kind_d;
     nak_q <= nak_d;

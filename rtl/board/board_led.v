@@ -15,20 +15,21 @@ module board_led #(
   localparam integer StretchI = StretchTicks;
   localparam integer CntW = $clog2(StretchTicks + 1);  // just wide enough
   localparam [CntW-1:0] StretchW = StretchI[CntW-1:0];
-  reg [CntW-1:0] cnt_d, cnt_q;
-  reg       led_q;
-  always @* begin
+  logic [CntW-1:0] cnt_d, cnt_q;
+  logic            led_d, led_q;
+  always_comb begin
     cnt_d = cnt_q;
     if (event_i) cnt_d = StretchW;
     else if (tick_i && cnt_q != '0) cnt_d = cnt_q - 1'b1;
+    led_d = (cnt_d == '0);
   end
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       cnt_q <= '0;
       led_q <= 1'b1;
     end else begin
       cnt_q <= cnt_d;
-      led_q <= (cnt_d == '0);
+      led_q <= led_d;
     end
   end
   assign led_no = led_q;

@@ -53,8 +53,8 @@ module board_pll #(
   localparam integer CntW = $clog2(LockCycles + 1);
   localparam integer LockI = LockCycles;
   localparam [CntW-1:0] LockW = LockI[CntW-1:0];
-  reg [CntW-1:0] cnt_q = '0;
-  always @(posedge clk_i) begin
+  logic [CntW-1:0] cnt_q = '0;
+  always_ff @(posedge clk_i) begin
     if (cnt_q != LockW) cnt_q <= cnt_q + 1'b1;
   end
   assign clk_o = clk_i;

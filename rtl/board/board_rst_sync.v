@@ -9,8 +9,8 @@ module board_rst_sync #(
   input  wire arst_ni,  // asynchronous reset request (PLL not locked, button pressed)
   output wire rst_no    // synchronous release, active low
 );
-  reg [Stages-1:0] sync_q;
-  always @(posedge clk_i or negedge arst_ni) begin
+  logic [Stages-1:0] sync_q;
+  always_ff @(posedge clk_i or negedge arst_ni) begin
     if (!arst_ni) sync_q <= '0;
     else sync_q <= {sync_q[Stages-2:0], 1'b1};
   end

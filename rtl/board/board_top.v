@@ -118,12 +118,12 @@ module board_top #(
 
   // LED time base: a strobe every 2^20 cycles (50 ms at 21 MHz), the counter's carry out
   // (no 20-bit compare)
-  reg  [19:0] led_div_q;
-  reg         led_tick_q;
+  logic  [19:0] led_div_q;
+  logic         led_tick_q;
   wire [19:0] led_div_d;
   wire        led_wrap;
   assign {led_wrap, led_div_d} = {1'b0, led_div_q} + 21'd1;
-  always @(posedge clk or negedge rst_n) begin
+  always_ff @(posedge clk or negedge rst_n) begin
     if (!rst_n) begin
       led_div_q  <= 20'd0;
       led_tick_q <= 1'b0;

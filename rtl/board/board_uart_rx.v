@@ -10,11 +10,11 @@
 module board_uart_rx #(
   parameter integer ClksPerBit = 8  // design clock cycles per bit: ClkHz / Baud, exact
 ) (
-  input  wire       clk_i,
-  input  wire       rst_ni,
-  input  wire       rx_i,          // line from the FT2232H TXD, idle high, asynchronous
-  output reg        byte_valid_o,  // one-cycle pulse: byte_data_o holds a received byte
-  output wire [7:0] byte_data_o
+  input  wire        clk_i,
+  input  wire        rst_ni,
+  input  wire        rx_i,          // line from the FT2232H TXD, idle high, asynchronous
+  output logic       byte_valid_o,  // one-cycle pulse: byte_data_o holds a received byte
+  output wire  [7:0] byte_data_o
 );
   localparam integer CntW = $clog2(ClksPerBit);
   localparam integer BitLastI = ClksPerBit - 1;
@@ -24,16 +24,16 @@ module board_uart_rx #(
 
   localparam [1:0] SIdle = 2'd0, SStart = 2'd1, SData = 2'd2, SStop = 2'd3;
 
-  reg            meta_q, sync_q;
-  reg [1:0]      state_d, state_q;
-  reg [CntW-1:0] cnt_d, cnt_q;
-  reg [2:0]      bit_d, bit_q;
-  reg [7:0]      shift_d, shift_q;
-  reg            valid_d;
+  logic            meta_q, sync_q;
+  logic [1:0]      state_d, state_q;
+  logic [CntW-1:0] cnt_d, cnt_q;
+  logic [2:0]      bit_d, bit_q;
+  logic [7:0]      shift_d, shift_q;
+  logic            valid_d;
 
   assign byte_data_o = shift_q;
 
-  always @* begin
+  always_comb begin
     state_d = state_q;
     cnt_d   = cnt_q;
     bit_d   = bit_q;
@@ -79,7 +79,7 @@ module board_uart_rx #(
     endcase
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       meta_q       <= 1'b1;
       sync_q       <= 1'b1;

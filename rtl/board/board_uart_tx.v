@@ -18,14 +18,14 @@ module board_uart_tx #(
   localparam integer BitLastI = ClksPerBit - 1;
   localparam [CntW-1:0] BitLast = BitLastI[CntW-1:0];
 
-  reg [9:0]      shift_d, shift_q;  // LSB on the line; shifts in 1s (idle/stop level)
-  reg [3:0]      bits_d, bits_q;    // bit periods left in the current byte
-  reg [CntW-1:0] cnt_d, cnt_q;
+  logic [9:0]      shift_d, shift_q;  // LSB on the line; shifts in 1s (idle/stop level)
+  logic [3:0]      bits_d, bits_q;    // bit periods left in the current byte
+  logic [CntW-1:0] cnt_d, cnt_q;
 
   assign byte_ready_o = (bits_q == 4'd0) || (bits_q == 4'd1 && cnt_q == '0);
   assign tx_o = shift_q[0];
 
-  always @* begin
+  always_comb begin
     shift_d = shift_q;
     bits_d  = bits_q;
     cnt_d   = cnt_q;
@@ -45,7 +45,7 @@ module board_uart_tx #(
     end
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       shift_q <= 10'h3ff;
       bits_q  <= 4'd0;

@@ -44,15 +44,28 @@ module mesh_cfgbus_lean #(
   input  wire  [31:0]    cfg_rdata_i,   // a read's word, in the cycle of its grant
   output wire            idle_o
 );
-  localparam logic [1:0] KindWrite = 2'd0, KindRead = 2'd1, KindRsp = 2'd2;
+  localparam logic [1:0] KindRsp = 2'd2;
 
-  wire [1:0] kind = in_data_i[61:60];
-  wire [7:0] pe = in_data_i[59:52];
-  wire [3:0] target = in_data_i[51:48];
-  wire       rd = (kind == KindRead);
-  wire       bcast = (pe == 8'hff) && (kind == KindWrite);
-  wire       hit = (kind == KindWrite || rd) && (32'(pe) < P || bcast);
-  wire       to_router = (target == 4'd5) || (target == 4'd9);
+  wire [3:0]   target;
+  wire [15:0]  addr;
+  wire         rd, hit, to_router, route;
+  logic [P-1:0] sel;
+  // hit and sel say all the bus needs of pe; a hit that is no read writes
+  wire [7:0]   unused_pe;
+  wire         unused_wr, unused_bcast;
+  mesh_cfg_dec #(.NumPes(P)) u_dec (
+    .hdr_i      (in_data_i[61:32]),
+    .pe_o       (unused_pe),
+    .target_o   (target),
+    .addr_o     (addr),
+    .wr_o       (unused_wr),
+    .rd_o       (rd),
+    .bcast_o    (unused_bcast),
+    .sel_o      (sel),
+    .match_o    (hit),
+    .to_router_o(to_router),
+    .route_o    (route)
+  );
 
   logic         rsp_v_q;
   logic [31:0]  rsp_q;                        // no reset: qualified by rsp_v_q
@@ -62,19 +75,15 @@ module mesh_cfgbus_lean #(
   // a read is requested only with no response waiting and no read in flight
   wire read_room = !rsp_v_q && !rd_inflight_q;
   wire mine = in_valid_i && hit;
-  logic [P-1:0] sel;
-  always_comb begin
-    for (int unsigned q = 0; q < P; q++) sel[q] = bcast || (pe == 8'(q));
-  end
   assign rt_re_o = {P{mine && to_router && rd && read_room}} & sel;
-  assign rt_route_o = (target == 4'd5);
+  assign rt_route_o = route;
   assign rt_we_o = {P{mine && to_router && !rd && rt_route_o}} & sel;
-  assign rt_addr_o = in_data_i[35:32];
+  assign rt_addr_o = addr[3:0];
   assign rt_wdata_o = in_data_i[4:0];
   assign cfg_req_o = {P{mine && !to_router && !rd_inflight_q && (!rd || !rsp_v_q)}} & sel & ~bd_q;
   assign cfg_we_o = !rd;
   assign cfg_target_o = target;
-  assign cfg_addr_o = in_data_i[47:32];
+  assign cfg_addr_o = addr;
   assign cfg_wdata_o = in_data_i[31:0];
   assign idle_o = !rsp_v_q && !rd_inflight_q && !in_valid_i;
 

@@ -45,16 +45,26 @@ module mesh_cfgchain #(
   input  wire  [31:0] cfg_rdata_i,
   output wire         idle_o
 );
-  localparam logic [1:0] KindWrite = 2'd0, KindRead = 2'd1, KindRsp = 2'd2;
-  localparam logic [7:0] Me = 8'(PeIndex);
+  localparam logic [1:0] KindRsp = 2'd2;
 
-  wire [1:0]  kind = in_data_i[61:60];
-  wire [7:0]  pe = in_data_i[59:52];
-  wire [3:0]  target = in_data_i[51:48];
-  wire [15:0] addr = in_data_i[47:32];
-  wire        bcast = (pe == 8'hff) && (kind == KindWrite);
-  wire        match = (kind == KindWrite || kind == KindRead) && (pe == Me || bcast);
-  wire        to_router = (target == 4'd5) || (target == 4'd9);
+  wire [7:0]  pe;
+  wire [3:0]  target;
+  wire [15:0] addr;
+  wire        wr, rd, bcast, match, to_router, route;
+  wire        unused_sel;   // match: its one PE
+  mesh_cfg_dec #(.PeIndex(PeIndex)) u_dec (
+    .hdr_i      (in_data_i[61:32]),
+    .pe_o       (pe),
+    .target_o   (target),
+    .addr_o     (addr),
+    .wr_o       (wr),
+    .rd_o       (rd),
+    .bcast_o    (bcast),
+    .sel_o      (unused_sel),
+    .match_o    (match),
+    .to_router_o(to_router),
+    .route_o    (route)
+  );
   wire [4:0]  rt_entry [16];  // array read: a mux, not an 80-bit shifter (see mesh_route)
   for (genvar c = 0; c < 16; c++) begin : g_rt
     assign rt_entry[c] = rt_i[c*5 +: 5];
@@ -85,7 +95,7 @@ module mesh_cfgchain #(
   assign rt_addr_o = addr[3:0];
   assign rt_wdata_o = in_data_i[4:0];
   assign ctr_addr_o = addr[2:0];
-  assign cfg_we_o = (kind == KindWrite);
+  assign cfg_we_o = wr;
   assign cfg_target_o = target;
   assign cfg_addr_o = addr;
   assign cfg_wdata_o = in_data_i[31:0];
@@ -101,7 +111,7 @@ module mesh_cfgchain #(
   // data arrives (rd_inflight_q) only accesses that push nothing this cycle may issue: a
   // read (its response follows the arriving one) or a unicast write.
   assign cfg_req_o = in_valid_i && match && !to_router
-                     && ((kind == KindRead) ? read_room
+                     && (rd ? read_room
                                             : (!bcast || (fifo_ready && !rd_inflight_q)));
 
   always_comb begin
@@ -118,25 +128,25 @@ module mesh_cfgchain #(
       fifo_valid = 1'b1;
       in_ready_o = fifo_ready;
     end else if (in_valid_i && to_router) begin
-      if (kind == KindRead) begin
+      if (rd) begin
         fifo_valid = 1'b1;
-        fifo_data = {KindRsp, pe, target, addr, (target == 4'd5) ? {27'b0, rt_mask} : ctr_rdata_i};
+        fifo_data = {KindRsp, pe, target, addr, route ? {27'b0, rt_mask} : ctr_rdata_i};
         in_ready_o = fifo_ready;
       end else begin
         in_ready_o = !bcast || fifo_ready;
         fifo_valid = bcast;
-        rt_we_o = in_ready_o && (target == 4'd5);
+        rt_we_o = in_ready_o && route;
       end
     end
     // PE accesses (also while a response arrives: cfg_req_o only allows non-pushing ones then)
     if (in_valid_i && match && !to_router && cfg_req_o && cfg_gnt_i) begin
       in_ready_o = 1'b1;
       if (bcast) fifo_valid = 1'b1;  // bcast only when !rd_inflight_q, fifo_data = in_data_i
-      if (kind == KindRead) rsp_hdr_d = {KindRsp, pe, target, addr};
+      if (rd) rsp_hdr_d = {KindRsp, pe, target, addr};
     end
   end
 
-  wire rd_grant = cfg_req_o && cfg_gnt_i && (kind == KindRead);
+  wire rd_grant = cfg_req_o && cfg_gnt_i && rd;
   wire push = fifo_valid && fifo_ready;
   wire pop = out_valid_o && out_ready_i;
 

@@ -49,16 +49,27 @@ module mesh_cfgchain_lean #(
   input  wire  [31:0] cfg_rdata_i,
   output wire         idle_o
 );
-  localparam logic [1:0] KindWrite = 2'd0, KindRead = 2'd1, KindRsp = 2'd2;
-  localparam logic [7:0] Me = 8'(PeIndex);
+  localparam logic [1:0] KindRsp = 2'd2;
 
-  wire [1:0] kind = in_data_i[61:60];
-  wire [7:0] pe = in_data_i[59:52];
-  wire [3:0] target = in_data_i[51:48];
-  wire       rd = (kind == KindRead);
-  wire       bcast = (pe == 8'hff) && (kind == KindWrite);
-  wire       match = (kind == KindWrite || rd) && (pe == Me || bcast);
-  wire       to_router = (target == 4'd5) || (target == 4'd9);
+  wire [3:0]  target;
+  wire [15:0] addr;
+  wire        rd, bcast, match, to_router, route;
+  // match says all this stage needs of pe and sel; a matching beat that is no read writes
+  wire [7:0]  unused_pe;
+  wire        unused_wr, unused_sel;
+  mesh_cfg_dec #(.PeIndex(PeIndex)) u_dec (
+    .hdr_i      (in_data_i[61:32]),
+    .pe_o       (unused_pe),
+    .target_o   (target),
+    .addr_o     (addr),
+    .wr_o       (unused_wr),
+    .rd_o       (rd),
+    .bcast_o    (bcast),
+    .sel_o      (unused_sel),
+    .match_o    (match),
+    .to_router_o(to_router),
+    .route_o    (route)
+  );
 
   logic        fifo_valid, fifo_ready, fifo_empty;
   logic [61:0] fifo_data;
@@ -81,16 +92,16 @@ module mesh_cfgchain_lean #(
   wire read_room = fifo_empty && !rd_inflight_q;
   wire mine = in_valid_i && match;
   assign rt_re_o = mine && to_router && rd && read_room;
-  assign rt_route_o = (target == 4'd5);
+  assign rt_route_o = route;
   assign rt_we_o = mine && to_router && !rd && rt_route_o && (!bcast || fifo_ready);
-  assign rt_addr_o = in_data_i[35:32];
+  assign rt_addr_o = addr[3:0];
   assign rt_wdata_o = in_data_i[4:0];
   // outside the big block: the PE may grant combinationally from cfg_req_o
   assign cfg_req_o = mine && !to_router && !rd_inflight_q
                      && (rd ? fifo_empty : (!bcast || fifo_ready));
   assign cfg_we_o = !rd;
   assign cfg_target_o = target;
-  assign cfg_addr_o = in_data_i[47:32];
+  assign cfg_addr_o = addr;
   assign cfg_wdata_o = in_data_i[31:0];
   assign idle_o = fifo_empty && !rd_inflight_q && !in_valid_i;
 

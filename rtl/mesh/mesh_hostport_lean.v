@@ -578,6 +578,7 @@ module mesh_hostport_lean #(
     if (rsp_new) assert (rsp_free);
     if (cb_we) assert (32'(k_q) < CollectDepth);
   end
+`include "mesh_hostport_lean_formal.vh"
 `endif
 endmodule
 

@@ -1,6 +1,6 @@
 // mesh_tile: one mesh tile = mesh_router + pe + mesh_cfgchain stage (Impl "full"), or
-// mesh_router_lean + pe_lite + mesh_cfgchain_lean (Impl "lite", the 1x1 board); mesh_top
-// builds the "micro_mt" mesh without tiles.
+// mesh_router_lean + pe_lite + mesh_cfgchain_lean (Impl "lite", the 1x1 board); the PE of
+// either is mesh_pe's. mesh_top builds the "micro_mt" mesh without tiles.
 //
 // Mesh links are the router's N/E/S/W ports (index 0..3); the PE sits on the local port
 // (rx = router's local output, with per-color ready; tx = router's local input). The
@@ -158,57 +158,31 @@ module mesh_tile #(
     );
   end
 
-  // lite (board): pe_lite, the area-minimal PE (same ports, ISA and results; a MAC takes
-  // about 16 cycles instead of 1); otherwise the full-rate pe
-  if (Lean) begin : g_pe_lite
-    pe_lite #(
-      .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
-    ) u_pe (
-      .clk_i, .rst_ni,
-      .rx_valid_i   (rx_valid),
-      .rx_data_i    (rx_data),
-      .rx_ready_o   (rx_ready),
-      .color_ready_o(color_ready),
-      .tx_valid_o   (tx_valid),
-      .tx_data_o    (tx_data),
-      .tx_ready_i   (tx_ready),
-      .cfg_req_i    (cfg_req),
-      .cfg_we_i     (cfg_we),
-      .cfg_target_i (cfg_target),
-      .cfg_addr_i   (cfg_addr),
-      .cfg_wdata_i  (cfg_wdata),
-      .cfg_gnt_o    (cfg_gnt),
-      .cfg_rvalid_o (cfg_rvalid),
-      .cfg_rdata_o  (cfg_rdata),
-      .idle_o       (pe_idle),
-      .mac_busy_o,
-      .ctr_clear_i
-    );
-  end else begin : g_pe
-    pe #(
-      .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
-    ) u_pe (
-      .clk_i, .rst_ni,
-      .rx_valid_i   (rx_valid),
-      .rx_data_i    (rx_data),
-      .rx_ready_o   (rx_ready),
-      .color_ready_o(color_ready),
-      .tx_valid_o   (tx_valid),
-      .tx_data_o    (tx_data),
-      .tx_ready_i   (tx_ready),
-      .cfg_req_i    (cfg_req),
-      .cfg_we_i     (cfg_we),
-      .cfg_target_i (cfg_target),
-      .cfg_addr_i   (cfg_addr),
-      .cfg_wdata_i  (cfg_wdata),
-      .cfg_gnt_o    (cfg_gnt),
-      .cfg_rvalid_o (cfg_rvalid),
-      .cfg_rdata_o  (cfg_rdata),
-      .idle_o       (pe_idle),
-      .mac_busy_o,
-      .ctr_clear_i
-    );
-  end
+  // the PE of this Impl (mesh_pe: pe, or pe_lite on the board)
+  mesh_pe #(
+    .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth),
+    .Impl(Impl)
+  ) u_pe (
+    .clk_i, .rst_ni,
+    .rx_valid_i   (rx_valid),
+    .rx_data_i    (rx_data),
+    .rx_ready_o   (rx_ready),
+    .color_ready_o(color_ready),
+    .tx_valid_o   (tx_valid),
+    .tx_data_o    (tx_data),
+    .tx_ready_i   (tx_ready),
+    .cfg_req_i    (cfg_req),
+    .cfg_we_i     (cfg_we),
+    .cfg_target_i (cfg_target),
+    .cfg_addr_i   (cfg_addr),
+    .cfg_wdata_i  (cfg_wdata),
+    .cfg_gnt_o    (cfg_gnt),
+    .cfg_rvalid_o (cfg_rvalid),
+    .cfg_rdata_o  (cfg_rdata),
+    .idle_o       (pe_idle),
+    .mac_busy_o,
+    .ctr_clear_i
+  );
 
   assign idle_o = router_idle && chain_idle && pe_idle;
   assign fabric_idle_o = router_idle && pe_idle;

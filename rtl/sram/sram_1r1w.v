@@ -24,11 +24,11 @@ module sram_1r1w #(
   input  wire [AddrW-1:0] raddr_i,
   output wire [Width-1:0] rdata_o
 );
-  reg [Width-1:0] mem_q [0:Depth-1];
-  reg [Width-1:0] rdata_q;
+  logic [Width-1:0] mem_q [0:Depth-1];
+  logic [Width-1:0] rdata_q;
 
   // One block, no reset: the template Yosys recognises as a 1R1W block RAM.
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     if (we_i) mem_q[waddr_i] <= wdata_i;
     // the X on a collision is what lets Yosys drop the bypass ("don't care on collision")
     if (re_i) rdata_q <= (!OldOnCollide && we_i && waddr_i == raddr_i) ? {Width{1'bx}}

@@ -26,10 +26,10 @@ module sram_sp #(
       localparam int unsigned Slices = Width / 16;
       genvar s;
       for (s = 0; s < Slices; s = s + 1) begin : g_slice
-        reg [15:0] mem_q [0:16383];
-        reg [15:0] rdata_q;
+        logic [15:0] mem_q [0:16383];
+        logic [15:0] rdata_q;
         wire [13:0] addr14 = 14'(addr_i);
-        always @(posedge clk_i) begin
+        always_ff @(posedge clk_i) begin
           if (en_i) begin
             if (we_i) mem_q[addr14] <= wdata_i[s*16 +: 16];
             else rdata_q <= mem_q[addr14];
@@ -38,9 +38,9 @@ module sram_sp #(
         assign rdata_o[s*16 +: 16] = rdata_q;
       end
     end else begin : g_array
-      reg [Width-1:0] mem_q [0:Depth-1];
-      reg [Width-1:0] rdata_q;
-      always @(posedge clk_i) begin
+      logic [Width-1:0] mem_q [0:Depth-1];
+      logic [Width-1:0] rdata_q;
+      always_ff @(posedge clk_i) begin
         if (en_i) begin
           if (we_i) mem_q[addr_i] <= wdata_i;
           else rdata_q <= mem_q[addr_i];

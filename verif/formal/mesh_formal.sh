@@ -47,6 +47,12 @@
 #             response frame boundary, nothing before the first command, offered words held
 #             under back-pressure; 2 PEs, small buffers; bounded, bmc3 FORMAL_HOSTPORT_BMC
 #             (9) frames; the covers (10 frames); a broken property must FAIL.
+#   hostport_lean: the same framing on mesh_hostport_lean (mesh_hostport_lean_formal.vh),
+#             HoldWrite 0 and 1 (the 1x1 and 2x2 boards); bounded the same way.
+#   cfgbus:   the 2x2 pe_micro_mt board's config bus (verif/formal/mesh_cfgbus_check.v):
+#             every read answered once with its word, in order; each access once (a PE
+#             write taken once every PE it names has granted it); PDR, the covers (12
+#             frames), a broken property must FAIL.
 #   link_counters: the board link receiver's error counters saturate, never wrap
 #             (verif/formal/board_frame_rx_check.v, ErrW 2); PDR, the covers (40 frames).
 #   miters:   mesh_route's LUT4-shaped muxes equal the array read (route_miter_*), mesh_bus
@@ -332,7 +338,7 @@ job_miters() {
 # without a request, each access performed once; mesh_cfgchain (the sim mesh's) and
 # mesh_cfgchain_lean (the board's): PDR (unbounded, from power-up), the covers, and a
 # deliberately false property that must fail
-CF="verif/formal/mesh_cfgchain_check.v $R/mesh_cfgchain.v $R/mesh_cfgchain_lean.v $R/mesh_fifo.v"
+CF="verif/formal/mesh_cfgchain_check.v $R/mesh_cfgchain.v $R/mesh_cfgchain_lean.v $R/mesh_cfg_dec.v $R/mesh_fifo.v"
 chain() { # name lean
 	base "$1" mesh_cfgchain_check "-set Lean $2" "" $CF || { fail=1; return; }
 	gen_aig "$1" "$1" "*mesh_cfgchain_check.v* !*|*" || fail=1
@@ -348,6 +354,23 @@ chain() { # name lean
 job_cfgchain() {
 	chain cfgchain 0
 	chain cfgchain_lean 1
+}
+# The 2x2 pe_micro_mt board's config bus (verif/formal/mesh_cfgbus_check.v): every read
+# answered once with its word, in order, nothing else answered; each access performed once
+# (a PE write taken only when every PE it names has granted it); PDR, the covers, and a
+# deliberately false property that must fail
+BF="verif/formal/mesh_cfgbus_check.v $R/mesh_cfgbus_lean.v $R/mesh_cfg_dec.v"
+job_cfgbus() {
+	base cfgbus mesh_cfgbus_check "-set P 4" "" $BF || { fail=1; return; }
+	gen_aig cfgbus cfgbus "*mesh_cfgbus_check.v* !*|*" || fail=1
+	abc_run cfgbus.pdr pass cfgbus "pdr"
+	gen_cov cfgbus_cov cfgbus "*mesh_cfgbus_check.v* !*|*" || fail=1
+	cov_run cfgbus.cov cfgbus_cov 12
+	local bl
+	bl=$(broken_line verif/formal/mesh_cfgbus_check.v)
+	base cfgbus_broken mesh_cfgbus_check "-set P 4" "-DFORMAL_BROKEN" $BF || { fail=1; return; }
+	gen_aig cfgbus_broken cfgbus_broken "*mesh_cfgbus_check.v:$bl.*" || fail=1
+	abc_run cfgbus_broken.bmc fail cfgbus_broken "bmc3 -F 12"
 }
 
 # The host port's framing (rtl/mesh/mesh_hostport_formal.vh): every command's words taken
@@ -371,6 +394,32 @@ job_hostport() {
 	abc_run hostport_broken.bmc fail hostport_broken "bmc3 -F 12"
 }
 
+# The board's host port (rtl/mesh/mesh_hostport_lean_formal.vh): the same framing, bounded
+# the same way, with HoldWrite 0 (the 1x1 board) and 1 (the 2x2 pe_micro_mt board: a
+# WRITE's word stays on cmd_* until its beat has left mesh_top's slice)
+LHF="$R/mesh_hostport_lean.v $R/mesh_hostport_dec.v"
+job_hostport_lean() {
+	local hw
+	for hw in 0 1; do
+		base hostport_lean_w$hw mesh_hostport_lean "$HP -set HoldWrite $hw" "" $LHF \
+			|| { fail=1; return; }
+		gen_aig hostport_lean_w$hw hostport_lean_w$hw "*mesh_hostport_lean_formal.vh* !*|*" \
+			|| fail=1
+		abc_run hostport_lean_w$hw.bmc pass hostport_lean_w$hw \
+			"bmc3 -F ${FORMAL_HOSTPORT_BMC:-9}"
+		gen_cov hostport_lean_w${hw}_cov hostport_lean_w$hw \
+			"*mesh_hostport_lean_formal.vh* !*|*" || fail=1
+		cov_run hostport_lean_w$hw.cov hostport_lean_w${hw}_cov 10
+	done
+	local bl
+	bl=$(broken_line $R/mesh_hostport_lean_formal.vh)
+	base hostport_lean_broken mesh_hostport_lean "$HP" "-DFORMAL_BROKEN" $LHF \
+		|| { fail=1; return; }
+	gen_aig hostport_lean_broken hostport_lean_broken "*mesh_hostport_lean_formal.vh:$bl.*" \
+		|| fail=1
+	abc_run hostport_lean_broken.bmc fail hostport_lean_broken "bmc3 -F 12"
+}
+
 # The board's host link receiver (verif/formal/board_frame_rx_check.v): its error counters
 # (2 bits here) saturate and never wrap; each reaches its maximum. Its receive buffer is cut
 # out (the read data become free inputs). PDR, the covers.
@@ -385,7 +434,7 @@ job_link_counters() {
 }
 
 # the jobs, longest first so that two workers finish close together
-JOBS="router router_d2 router_lean_mt router_lean_boards router_lean cfgchain hostport link_counters fifo miters"
+JOBS="router router_d2 router_lean_mt router_lean_boards router_lean cfgchain hostport hostport_lean link_counters cfgbus fifo miters"
 [ "${FORMAL_LEAN_ALL:-0}" = 1 ] && JOBS="$JOBS router_lean_all"
 [ -n "${FORMAL_ONLY:-}" ] && JOBS=$FORMAL_ONLY   # a subset by job name (development)
 t_all=$SECONDS
