@@ -310,11 +310,18 @@ int st_open(st_file *f, const char *path, char *err, size_t errlen)
 							goto bad;
 						}
 						f->meta = nm;
-						if (str(&j, f->meta[f->n_meta][0], 1024) ||
-						    expect(&j, ':') ||
-						    str(&j, f->meta[f->n_meta][1], 1024))
-							goto bad;
+						/* a decoded string is never longer than its text */
+						char **kv = f->meta[f->n_meta];
+						kv[0] = malloc(1024);
+						kv[1] = malloc(j.n - j.i + 1);
 						f->n_meta++;
+						if (!kv[0] || !kv[1]) {
+							j.why = "out of memory";
+							goto bad;
+						}
+						if (str(&j, kv[0], 1024) || expect(&j, ':') ||
+						    str(&j, kv[1], j.n - j.i + 1))
+							goto bad;
 						ws(&j);
 						if (j.i < j.n && j.s[j.i] == ',') {
 							j.i++;
@@ -414,6 +421,10 @@ void st_close(st_file *f)
 {
 	free(f->buf);
 	free(f->e);
+	for (int k = 0; k < f->n_meta; k++) {
+		free(f->meta[k][0]);
+		free(f->meta[k][1]);
+	}
 	free(f->meta);
 	memset(f, 0, sizeof *f);
 }

@@ -29,7 +29,7 @@ typedef struct st_file {
 	size_t size, data_off;
 	st_entry *e;
 	int n;
-	char (*meta)[2][1024];   /* __metadata__ key, value */
+	char *(*meta)[2];        /* __metadata__ key (< 1024 bytes), value (any length) */
 	int n_meta;
 } st_file;
 
