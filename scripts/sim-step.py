@@ -15,7 +15,7 @@ cycle each way (LINK_WORDS_PER_CYCLE), i.e. 4 bytes x f_clk per direction (400 M
 the simulated 100 MHz).
 
 Besides the simulated model it runs the cpu backend (the cycle estimate users see without
-the simulator, within 2% of the mesh: tests/driver/test_estimate.c) on the issue-sized
+the simulator, within 2% of the mesh: tests/driver/test_estimate.c) on the reference
 model (2 layers, 128 channels, 8 x 64 tokens) on the 4x4 and on the 2x2 board
 configuration, so that the report carries the figures the targets are stated in.
 
@@ -78,7 +78,7 @@ def table(title, rows):
 
 
 def projection(runs, w):
-    """The resident-activation design's projected step (docs/architecture.md section 9)
+    """The resident-activation design's projected step (docs/resident-step.md)
     for host-port width w, against today's dense step and against its own dense step."""
     key = "resident_w%d" % w
     today = runs[0]
@@ -150,16 +150,16 @@ def main():
     res["simulated"] = {"device": "sim:" + mesh, "model": model, "runs": sim_rows}
     table("training step, sim:%s (%s), measured; cpu digest equal: %s" % (
         mesh, model, all(r["bit_exact_vs_cpu"] for r in sim_rows)), sim_rows)
-    issue_model = "--layers 2 --embd 128 --heads 4 --batch 8 --ctx 64"
+    ref_model = "--layers 2 --embd 128 --heads 4 --batch 8 --ctx 64"
     for dev in ("cpu:4x4", "cpu:2x2,pe=micro_mt"):
-        rows, _, raw = sweep(cshost, dev, sp, issue_model)
+        rows, _, raw = sweep(cshost, dev, sp, ref_model)
         proj = {"w%d" % w: projection(raw, w) for w in (1, 2)}
-        res.setdefault("cpu_estimate", []).append({"device": dev, "model": issue_model,
+        res.setdefault("cpu_estimate", []).append({"device": dev, "model": ref_model,
                                                    "runs": rows,
                                                    "resident_projection": proj})
-        table("training step, %s (%s), cpu estimate (pe timing)" % (dev, issue_model), rows)
+        table("training step, %s (%s), cpu estimate (pe timing)" % (dev, ref_model), rows)
         for w in (1, 2):
-            ptable("  resident-activation design (section 9), projected, host port %d "
+            ptable("  resident-activation design (docs/resident-step.md), projected, host port %d "
                    "word(s)/cycle" % w, proj["w%d" % w])
     path = os.path.join(outdir, "report.json")
     rep = {}

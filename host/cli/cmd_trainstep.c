@@ -177,7 +177,7 @@ int cmd_trainstep(int argc, char **argv)
 				       c.link_bytes_in, c.weight_bytes, c.grad_bytes_in,
 				       c.act_bytes_out + c.act_bytes_in, c.act_bytes_out,
 				       c.act_bytes_in, other_out + other_in);
-				/* the resident-activation design's projection (section 9) */
+				/* the resident-activation design's projection (docs/resident-step.md) */
 				for (int w = 1; t.dev && w <= 2; w++) {
 					struct td_projection pr;
 					if (td_dev_project_resident(t.dev, w, &pr))

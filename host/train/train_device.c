@@ -270,7 +270,7 @@ const gpt_linear_ops train_device_linear_ops = {
 };
 
 /*
- * The resident step's costs (docs/architecture.md section 9; keep the constants there and
+ * The resident step's costs (docs/resident-step.md; keep the constants there and
  * here in step). Per token and layer the PEs do, at one element per cycle on the FMAC
  * pipeline: forward 2 layernorms (3 passes over C: sum and sum of squares, normalize) and
  * GELU over 4C (table lookup and interpolation, 2 passes): 14 C; backward 2 layernorm
@@ -281,7 +281,7 @@ const gpt_linear_ops train_device_linear_ops = {
 #define TD_VEC_FWD_PER_C 14
 #define TD_VEC_BWD_PER_C 22
 #define TD_LN_SCALAR 24
-#define TD_RES_AWORDS 65536 /* bf16 elements of A per PE: the stash of section 9 */
+#define TD_RES_AWORDS 65536 /* bf16 elements of A per PE: the stash of docs/resident-step.md */
 #define TD_RES_BWORDS 16384 /* 32-bit words of B per PE */
 
 int td_dev_project_resident(train_device *d, int link_words, struct td_projection *p)
@@ -335,7 +335,7 @@ int td_dev_project_resident(train_device *d, int link_words, struct td_projectio
 	p->other_bytes = 4 * other_words;
 	/* Exposed link cycles: per layer, of each of the four attention transfers only its
 	 * first (or last) output tile of C features: the rest streams while a kernel computes
-	 * (section 9); the four embedding transfers of the step are exposed whole; the
+	 * (docs/resident-step.md); the four embedding transfers of the step are exposed whole; the
 	 * layernorm gradients' reduction and COLLECT as a wgrad batch's. */
 	p->link_cycles = ((uint64_t)L * 4 * (C * BT / 2) + 4 * (C * BT / 2)) / W +
 			 (uint64_t)L * 2 * (3 * (2 * C) + (uint64_t)(info.rows + info.cols) * 6 + 4);

@@ -40,12 +40,12 @@ void td_dev_last_counters(const train_device *d, struct csd_counters *c);
 
 /*
  * What one training step of this model costs under the resident-activation design
- * (docs/architecture.md section 9), projected from the cpu backend's schedule model: the
+ * (docs/resident-step.md), projected from the cpu backend's schedule model: the
  * sparse kernels' cycles without activation uploads and read-back (plan.c counting mode
  * on the design's SRAM sizes), plus the PE vector work (layernorm, GELU) at the costs the
  * design states, plus the link transfers no computation hides, with a host port of
  * link_words words per cycle each way. Bytes per step by kind. Not a measurement: the
- * firmware and RTL of section 9 do not exist yet.
+ * firmware and RTL of docs/resident-step.md do not exist yet.
  */
 struct td_projection {
 	uint64_t cycles;        /* kernel_cycles + vector_cycles + link_cycles */

@@ -290,7 +290,7 @@ static void test_cpu_and_sim_identical_micro_mt(void **state)
 }
 
 /*
- * td_dev_project_resident (docs/architecture.md section 9) on the cpu backend: its parts
+ * td_dev_project_resident (docs/resident-step.md) on the cpu backend: its parts
  * add up, a wider host port only shortens the exposed link cycles, the activation bytes
  * follow the section's formula, and against the step as it runs today it moves no more
  * weight bytes and fewer cycles; a 90%-sparse model projects fewer kernel cycles.
