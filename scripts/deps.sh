@@ -6,7 +6,7 @@ set -eu
 
 PKGS="build-essential pkg-config verilator yosys nextpnr-ice40 fpga-icestorm z3 iverilog \
 libusb-1.0-0-dev libyaml-dev libopenblas-dev libcmocka-dev fortunes umockdev libumockdev-dev \
-gnuplot-nox openmpi-bin libopenmpi-dev"
+gnuplot-nox openmpi-bin libopenmpi-dev python3"
 
 missing=""
 status=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' $PKGS 2>/dev/null || true)
