@@ -1,4 +1,4 @@
-# Top-level Makefile: the one entry point. `make help` lists the popular targets.
+# Top-level Makefile: the one entry point. `make help` lists every target.
 #
 # Layout of the build (everything generated goes under $(BUILD), never into the sources):
 #   build/lib/libcshost.a   the host library (host/common, driver, train, sparsity, ...)
@@ -86,7 +86,7 @@ include $(FRAGMENTS)
 all: deps $(CSHOST) $(BIN_EXTRA)
 
 help:
-	@echo "cshost - open sparse dataflow accelerator. Popular targets:"
+	@echo "cshost - open sparse dataflow accelerator. Targets:"
 	@echo "  make deps       check for and install the Debian packages the project needs"
 	@echo "  make            build the host library and build/bin/cshost"
 	@echo "  make train      train the default tiny sparse GPT on the simulated mesh"
@@ -103,7 +103,11 @@ help:
 	@echo "  make sim-model  build one Verilated mesh for the sim device: MESH=RxC"
 	@echo "                  PE=full|lite|micro_mt [AWORDS=N BWORDS=N] (default: the PE's board)"
 	@echo "  make lint       verilator --lint-only -Wall on every RTL module"
+	@echo "                  (parts: lint-pe lint-mesh board-lint board-lint-mesh)"
 	@echo "  make formal     proofs (ABC): FIFO, routers, config chain and host port framing, covers"
+	@echo "  make pe-benches, make mesh-benches  build the RTL unit benches (run by make test)"
+	@echo "  make sim-libs   build the Verilated meshes that make test's sim entries load"
+	@echo "  make synth-pe   yosys iCE40 cell counts of one full-rate pe"
 	@echo "  make mutate     mutation testing of the RTL checks -> build/mutate/report.md"
 	@echo "                  (MUTATE_ONLY=id,id MUTATE_SEED=n MUTATE_BUDGET=s; hours, not in test)"
 	@echo "  make bitstream  iCE40 UP5K bitstream (yosys + nextpnr-ice40 + icepack):"
@@ -112,6 +116,7 @@ help:
 	@echo "  make gatesim    link bench on the yosys iCE40 netlist, compared with the RTL"
 	@echo "  make gatesim-mesh  forward kernel on the bitstream's netlist, compared with the RTL"
 	@echo "  make ucode      assemble rtl/pe/pe_micro.us into rtl/pe/pe_micro_rom.v"
+	@echo "  make lib, make cshost  the host library, the command-line tool (make builds both)"
 	@echo "  make install    install cshost under PREFIX (default /usr/local)"
 	@echo "  make clean      remove build/"
 
@@ -154,27 +159,5 @@ install: $(CSHOST)
 
 clean:
 	rm -rf build
-
-# Targets whose implementation lands with a later area say so clearly until then; the
-# fragments that implement them define <target>-impl.
-define not_built_yet
-	@if $(MAKE) -n $(1)-impl >/dev/null 2>&1; then $(MAKE) --no-print-directory $(1)-impl; \
-	else echo "make $(1): $(2)" >&2; exit 2; fi
-endef
-
-train: deps $(CSHOST)
-	$(call not_built_yet,train,not built yet: the training loop (host/train) has not landed)
-sim: deps
-	$(call not_built_yet,sim,not built yet: the RTL mesh (rtl/) and its harness have not landed)
-lint: deps
-	$(call not_built_yet,lint,not built yet: no RTL modules have landed)
-formal: deps
-	$(call not_built_yet,formal,not built yet: no formal proofs have landed)
-bitstream: deps
-	$(call not_built_yet,bitstream,not built yet: the board top (rtl/board) has not landed)
-synth-estimate: deps
-	$(call not_built_yet,synth-estimate,not built yet: the board top has not landed)
-experiment: deps $(CSHOST)
-	$(call not_built_yet,experiment,not built yet: the sparsity algorithms have not landed)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

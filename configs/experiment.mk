@@ -6,8 +6,8 @@
 # to scripts/experiment.sh (e.g. EXPERIMENT_ARGS='--arms "dense rigl-80" --seeds 1').
 EXPERIMENT_ARGS ?=
 QUICK ?= 0
-.PHONY: experiment-impl
-experiment-impl: $(CSHOST)
+
+experiment: deps $(CSHOST)
 	./scripts/experiment.sh --cshost $(CSHOST) \
 		$(if $(filter 1,$(QUICK)),--quick --out $(BUILD)/experiment-quick,--out $(BUILD)/experiment) \
 		$(EXPERIMENT_ARGS)

@@ -48,11 +48,7 @@ FPGA_QDEPTH ?= 2
 # the board's queue parameters, then with the implementation (-G arguments of board_top)
 FPGA_QPARAMS := -GNumQueues=$(FPGA_QUEUES) -GQueueDepth=$(FPGA_QDEPTH)
 FPGA_GPARAMS := $(FPGA_QPARAMS) -GImpl='"$(FPGA_PE)"'
-ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 FPGA_PORT ?= mesh
-else
-FPGA_PORT ?= echo
-endif
 ifeq ($(FPGA_PORT),mesh)
 FPGA_SRCS := $(BOARD_RTL) $(MESH_SRCS)
 FPGA_DEFS :=
@@ -115,10 +111,9 @@ board-lint:
 
 # make lint: each area adds its lint target as a prerequisite (no recipe here, so fragments
 # do not override each other).
-lint-impl: board-lint
+lint: board-lint
 
 # The board top with the mesh in the board configuration (trimmed routers), 1x1 and 2x2.
-ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 .PHONY: board-lint-mesh
 board-lint-mesh:
 	for cfg in "1 1 32768 512 lite" "2 2 16384 512 lite" "2 2 8192 4096 micro_mt"; do \
@@ -126,15 +121,13 @@ board-lint-mesh:
 	verilator --lint-only -Wall --top-module board_top -Irtl/pe -GRows=$$1 -GCols=$$2 \
 		-GAWords=$$3 -GBWords=$$4 $(FPGA_QPARAMS) -GImpl="\"$$5\"" \
 		verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) || exit 1; done
-lint-impl: board-lint-mesh
-endif
+lint: board-lint-mesh
 
 # The link bench on board_top with the real mesh: the link phases, SRAM A written and read
 # back on every PE, then the forward kernel on a small sparse layer, planned by the host
 # driver (host/driver/plan.c, linked from the host library) and checked bit for bit against
 # the cpu backend. tb_board_mesh: 2x2 in the default (simulation) PE configuration;
 # tb_board_lean: the board configuration that `make bitstream` builds (FPGA_* below).
-ifneq ($(wildcard rtl/mesh/mesh_top.v),)
 # $(call board_mesh_bench,name,rows,cols,awords,bwords,extra -G parameters)
 define board_mesh_bench
 $(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) | deps
@@ -201,7 +194,6 @@ gatesim-mesh: $(BOARD_OUT)/tb_board_lean_gl $(BOARD_OUT)/tb_board_lean
 	else echo "gatesim-mesh: MISMATCH netlist '$$a' rtl '$$b'"; exit 1; fi
 regress: $(BOARD_OUT)/tb_board_lean_gl
 REGRESS_ENTRIES += $(BOARD_OUT)/tb_board_lean_gl@--kernel-only
-endif
 
 TEST_DEPS += $(BOARD_OUT)/tb_board_link
 # the link at 0 and at -2 % / +2 % host clock error (under 1 s each): the receiver must
@@ -235,8 +227,8 @@ FPGA_PARAMS := chparam -set Rows $(FPGA_ROWS) -set Cols $(FPGA_COLS) -set AWords
 	-set BWords $(FPGA_BWORDS) -set NumQueues $(FPGA_QUEUES) -set QueueDepth $(FPGA_QDEPTH) \
 	-set Impl \"$(FPGA_PE)\" board_top;
 
-.PHONY: bitstream-impl synth-estimate-impl
-bitstream-impl: $(FPGA)/icebreaker.bin
+
+bitstream: deps $(FPGA)/icebreaker.bin
 	@python3 rtl/board/fpga_report.py show $(FPGA)/report.json
 
 # The flow's settings, rewritten only when they change, so a new FPGA_MHZ reruns nextpnr
@@ -296,7 +288,7 @@ EST_SRCS := $(FPGA_SRCS)
 endif
 EST_JSONS := $(foreach f,ecp5 xilinx,$(foreach p,$(EST_PARTS),$(EST)/$(f)-$(p).json))
 
-synth-estimate-impl: $(EST_JSONS)
+synth-estimate: deps $(EST_JSONS)
 	python3 rtl/board/fpga_report.py estimate --out $(FPGA)/estimate.json --port $(FPGA_PORT) \
 		$(EST_JSONS)
 

@@ -123,24 +123,20 @@ REGRESS_ENTRIES += $(foreach s,2 3 4 5 6 7 8 9,$(MESH_VDIR)/tb_mesh_fifo@--seed=
 mesh-benches: $(MESH_BENCHES)
 
 # ---- make lint: verilator --lint-only -Wall on every rtl/mesh module as its own top
-# (other areas hang their own lint on lint-impl). mesh_top and mesh_tile need a PE: the
-# real one (rtl/pe, rtl/sram) when it is there, otherwise the test double
-# verif/mesh/pe_stub.v (said in the output).
+# (other areas hang their own lint on lint); mesh_top and mesh_tile with the real PEs.
 LINT_MESH_TOPS := $(basename $(notdir $(MESH_RTL)))
-LINT_MESH_PE := $(if $(wildcard rtl/pe/pe.v),$(MESH_PE_RTL),verif/mesh/pe_stub.v)
-.PHONY: lint-impl lint-mesh
-lint-impl: lint-mesh
+.PHONY: lint-mesh
+lint: lint-mesh
 lint-mesh:
-	@$(if $(wildcard rtl/pe/pe.v),,echo "lint: rtl/pe/pe.v not present; mesh_top/mesh_tile linted with the PE test double verif/mesh/pe_stub.v";)
 	@mkdir -p $(BUILD); fail=0; for t in $(LINT_MESH_TOPS); do \
 		if verilator --lint-only -Wall -Irtl/mesh -Irtl/pe -Irtl/sram verif/lint_waivers.vlt \
-			$(MESH_RTL) $(LINT_MESH_PE) --top-module $$t >$(BUILD)/lint-$$t.log 2>&1; then \
+			$(MESH_RTL) $(MESH_PE_RTL) --top-module $$t >$(BUILD)/lint-$$t.log 2>&1; then \
 			echo "lint ok   $$t"; else echo "lint FAIL $$t"; cat $(BUILD)/lint-$$t.log; fail=1; fi; \
 	done; exit $$fail
 
 # ---- make formal: yosys + yosys-abc proofs (verif/formal/mesh_formal.sh)
-.PHONY: formal-impl formal-mesh
-formal-impl: formal-mesh
+.PHONY: formal-mesh
+formal: formal-mesh
 formal-mesh:
 	@./verif/formal/mesh_formal.sh $(BUILD)/formal/mesh
 

@@ -107,7 +107,7 @@ lint-pe:
 		verilator --lint-only -Wall -Irtl/pe -Irtl/sram $(PE_WAIVERS) --top-module $$m \
 			$$(ls rtl/pe/$$m.v rtl/sram/$$m.v 2>/dev/null); \
 	done; echo "lint-pe: $(words $(PE_LINT_MODS)) modules clean"
-lint-impl: lint-pe
+lint: lint-pe
 
 # --- synthesis estimate of one PE (iCE40 UP5K cells; A maps to SPRAM with -spram)
 .PHONY: synth-pe

@@ -85,7 +85,7 @@ PE ?= full
 AWORDS ?= $(SIM_AWORDS_$(PE))
 BWORDS ?= $(SIM_BWORDS_$(PE))
 TRACE ?= 0
-ifneq ($(filter sim sim-impl sim-model,$(MAKECMDGOALS)),)
+ifneq ($(filter sim sim-model,$(MAKECMDGOALS)),)
 ifeq ($(filter $(PE),$(SIM_PES)),)
 $(error PE=$(PE): want one of $(SIM_PES))
 endif
@@ -160,7 +160,7 @@ SIM_TOKENS ?= 512
 SIM_K ?= 256
 SIM_N ?= 1024
 SIM_SPARSITIES ?= 0 0.5 0.8 0.9 0.95
-.PHONY: sim-impl
+
 TRACE_CYCLES ?= 200000
 # PE=lite|micro_mt (and AWORDS/BWORDS): the same on that implementation's mesh
 comma := ,
@@ -172,7 +172,7 @@ SIM_DEVICE := $(MESH)$(if $(filter-out $(SIM_DIR)/libmesh_.so,$(call sim_so,,$(P
 # the 2x2 board configuration; merged into report.json as "train_step".
 SIM_MODE ?= all
 SIM_STEP_MODEL ?= --layers 2 --embd 64 --heads 4 --batch 4 --ctx 64
-sim-impl: $(CSHOST) $(SIM_MODEL)
+sim: deps $(CSHOST) $(SIM_MODEL)
 	$(if $(filter all fwd,$(SIM_MODE)),TRACE=$(TRACE) TRACE_CYCLES=$(TRACE_CYCLES) ./scripts/sim-report.sh $(CSHOST) $(BUILD)/sim $(SIM_DEVICE) $(SIM_TOKENS) $(SIM_K) $(SIM_N) \
 		"$(SIM_SPARSITIES)")
 	$(if $(filter all step,$(SIM_MODE)),nice python3 ./scripts/sim-step.py $(CSHOST) $(BUILD)/sim $(SIM_DEVICE) \

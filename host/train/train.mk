@@ -19,11 +19,11 @@ TEST_ENTRIES += tests/train/test_dp.sh@$(CSHOST)
 # each time. TRAIN_CONFIG and TRAIN_ARGS (dotted overrides) change it.
 TRAIN_CONFIG ?= configs/tiny.yaml
 TRAIN_ARGS ?=
-.PHONY: train-impl train-bench
+.PHONY: train-bench
 # A run on the sim device needs its Verilated model (the default config: the 2x2 mesh), which
 # the library never builds: cshost names it (--sim-model: the make arguments, from the
 # config and the overrides) and make builds it first when missing or stale.
-train-impl: $(CSHOST)
+train: deps $(CSHOST)
 	@args=$$($(CSHOST) train $(TRAIN_CONFIG) --sim-model $(TRAIN_ARGS)) || exit 1; \
 	if [ -n "$$args" ]; then $(MAKE) --no-print-directory sim-model $$args || exit 1; fi
 	$(CSHOST) train $(TRAIN_CONFIG) --force run.out_dir=$(BUILD)/runs $(TRAIN_ARGS)
