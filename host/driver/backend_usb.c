@@ -2,7 +2,7 @@
  * backend_usb.c - the "usb" device: the FPGA board (iCE40 UP5K behind an FT2232H) over
  * libusb-1.0. The FT2232H channel that carries the FPGA's UART is driven with the FTDI
  * vendor requests directly (ftdi.h; libftdi would add a dependency for about 60 lines of
- * control transfers); the words travel in the framing of docs/architecture.md section 6,
+ * control transfers); the words travel in the framing of docs/link.md,
  * implemented once in frame.c and shared with the Verilator benches.
  *
  * What this file is not: a general FTDI driver (UART mode only, no MPSSE: flashing goes
@@ -498,8 +498,8 @@ static int link_stat(csd_dev *dev, int tries)
 
 /*
  * Counters of one planned run on the byte link: the link bytes are what went over the
- * UART, measured here (framing, ACK/NAK, STAT and resent frames included: docs/architecture.md
- * section 6), not 4 per word as on the word-level devices; the rest is the plan's.
+ * UART, measured here (framing, ACK/NAK, STAT and resent frames included: docs/link.md),
+ * not 4 per word as on the word-level devices; the rest is the plan's.
  */
 static void usb_count(csd_dev *dev, const struct plan_stats *st, uint64_t out0, uint64_t in0)
 {

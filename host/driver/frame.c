@@ -1,5 +1,5 @@
 /*
- * frame.c - host side of the byte-link framing (frame.h; docs/architecture.md section 6).
+ * frame.c - host side of the byte-link framing (frame.h; docs/link.md).
  * Pure state machines: the caller moves the bytes and supplies the time.
  */
 #include "driver/frame.h"

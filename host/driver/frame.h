@@ -1,7 +1,6 @@
 /*
- * frame.h - host side of the byte-link framing (docs/architecture.md section 6, "Host link
- * framing"): the layer between 32-bit host-port words and a byte link (the board's UART or
- * FT2232H FIFO).
+ * frame.h - host side of the byte-link framing (docs/link.md): the layer between 32-bit
+ * host-port words and a byte link (the board's UART or FT2232H FIFO).
  *
  * A pure library: no I/O, no allocation, no clock of its own. The caller moves bytes and
  * passes the current time ("now", any monotonic unit: nanoseconds, microseconds, simulated

@@ -1,5 +1,5 @@
 // board_crc16 - one byte of CRC-16/CCITT-FALSE (poly 0x1021, no reflection), combinational.
-// The link framing (docs/architecture.md section 6) checks TYPE..payload with it; the
+// The link framing (docs/link.md) checks TYPE..payload with it; the
 // initial value 0xffff is the caller's. Matches frm_crc16 in host/driver/frame.c.
 `default_nettype none
 

@@ -1,5 +1,5 @@
 // board_frame_rx - device side of the host link framing, host -> device direction
-// (docs/architecture.md section 6, "Host link framing").
+// (docs/link.md).
 // Bytes from the UART in, command words to the host port out. A DATA frame's payload is
 // written to a block-RAM buffer as it arrives and released to the host port only after its
 // CRC checked good and its SEQ is the expected one (go-back-N receiver): a corrupted

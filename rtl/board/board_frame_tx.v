@@ -1,5 +1,5 @@
 // board_frame_tx - device side of the host link framing, device -> host direction
-// (docs/architecture.md section 6, "Host link framing").
+// (docs/link.md).
 // Response words from the host port are queued in block RAM; whenever the UART is free the
 // transmitter sends, in this priority: the pending ACK/NAK (one slot, the latest answer
 // wins: answers are cumulative), a STAT frame, a DATA frame of the queued words (up to
