@@ -104,33 +104,6 @@ static void test_steps_match_float64(void **state)
 	tt_rmdir(dir);
 }
 
-/* Parameters and moments of two checkpoints, bit for bit. */
-static void assert_same_state(const char *a, const char *b)
-{
-	ck_file fa, fb;
-	char err[512];
-	assert_int_equal(ck_load(a, &fa, err, sizeof err), CS_OK);
-	assert_int_equal(ck_load(b, &fb, err, sizeof err), CS_OK);
-	assert_int_equal(fa.hdr.step, fb.hdr.step);
-	assert_true(fa.hdr.rng_state == fb.hdr.rng_state);
-	int compared = 0;
-	for (int i = 0; i < fa.n; i++) {
-		if (!strcmp(fa.rec[i].name, "config"))
-			continue;
-		const ck_record *rb = ck_find(&fb, fa.rec[i].name);
-		assert_non_null(rb);
-		assert_int_equal(fa.rec[i].nbytes, rb->nbytes);
-		if (memcmp(fa.rec[i].data, rb->data, rb->nbytes)) {
-			fprintf(stderr, "%s differs between %s and %s\n", fa.rec[i].name, a, b);
-			fail();
-		}
-		compared++;
-	}
-	assert_true(compared > 10);
-	ck_free(&fa);
-	ck_free(&fb);
-}
-
 static char *read_all(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -197,7 +170,7 @@ static void test_resume_is_bit_identical(void **state)
 	assert_int_equal(run(cfgp, ovb, 4, 1, 0, 0, err, sizeof err), CS_OK);
 	snprintf(p, sizeof p, "%s/runs/a/ckpt-00000007.bin", dir);
 	snprintf(q, sizeof q, "%s/runs/b/ckpt-00000007.bin", dir);
-	assert_same_state(p, q);
+	tt_assert_same_ckpt(p, q);
 	char la[4096], lb[4096];
 	snprintf(p, sizeof p, "%s/runs/a/metrics.jsonl", dir);
 	snprintf(q, sizeof q, "%s/runs/b/metrics.jsonl", dir);
@@ -228,7 +201,7 @@ static void test_resume_is_bit_identical(void **state)
 	assert_int_equal(run(cfgp, ova, 4, 0, 1, 0, err, sizeof err), CS_OK);
 	snprintf(q, sizeof q, "%s/runs/b/ckpt-00000007.bin", dir);
 	snprintf(p, sizeof p, "%s/runs/a/ckpt-00000007.bin", dir);
-	assert_same_state(p, q);
+	tt_assert_same_ckpt(p, q);
 	tt_rmdir(dir);
 }
 

@@ -181,28 +181,6 @@ static void test_imp_counts_and_rewind(void **state)
 	tt_rmdir(dir);
 }
 
-/* Parameters, moments and masks of two checkpoints, bit for bit. */
-static void assert_same_ckpt(const char *a, const char *b)
-{
-	ck_file fa, fb;
-	char err[512];
-	assert_int_equal(ck_load(a, &fa, err, sizeof err), CS_OK);
-	assert_int_equal(ck_load(b, &fb, err, sizeof err), CS_OK);
-	assert_int_equal(fa.hdr.step, fb.hdr.step);
-	assert_int_equal(fa.n, fb.n);
-	for (int i = 0; i < fa.n; i++) {
-		if (!strcmp(fa.rec[i].name, "config"))
-			continue;
-		const ck_record *rb = ck_find(&fb, fa.rec[i].name);
-		assert_non_null(rb);
-		assert_int_equal(fa.rec[i].nbytes, rb->nbytes);
-		if (memcmp(fa.rec[i].data, rb->data, rb->nbytes))
-			fail_msg("%s differs between %s and %s", fa.rec[i].name, a, b);
-	}
-	ck_free(&fa);
-	ck_free(&fb);
-}
-
 static void test_imp_resume(void **state)
 {
 	(void)state;
@@ -226,11 +204,11 @@ static void test_imp_resume(void **state)
 		assert_int_equal(run(cfgp, ovb, 2, 1, 0), CS_OK);
 		snprintf(p, sizeof p, "%s/runs/a/ckpt-00000018.bin", dir);
 		snprintf(q, sizeof q, "%s/runs/b/ckpt-00000018.bin", dir);
-		assert_same_ckpt(p, q);
+		tt_assert_same_ckpt(p, q);
 		for (int r = 0; r <= 3; r++) {
 			snprintf(p, sizeof p, "%s/runs/a/round-%02d.bin", dir, r);
 			snprintf(q, sizeof q, "%s/runs/b/round-%02d.bin", dir, r);
-			assert_same_ckpt(p, q);
+			tt_assert_same_ckpt(p, q);
 		}
 		snprintf(p, sizeof p, "%s/runs/a/rounds.jsonl", dir);
 		snprintf(q, sizeof q, "%s/runs/b/rounds.jsonl", dir);

@@ -8,6 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "train/ckpt.h"
 #include "train/train.h"
 
 /* A fresh directory under /tmp (removed by tt_rmdir). */
@@ -74,6 +80,33 @@ static inline int tt_make_trainer(trainer *t, const char *cfgp, char *const *ov,
 	if (rc)
 		printf("trainer_init: %s\n", err);
 	return rc;
+}
+
+/* Two checkpoints hold the same training state, bit for bit: step, RNG state, and every
+ * record (parameters, moments, masks, sparsity state) but the stored config. */
+static inline void tt_assert_same_ckpt(const char *a, const char *b)
+{
+	ck_file fa, fb;
+	char err[512];
+	assert_int_equal(ck_load(a, &fa, err, sizeof err), CS_OK);
+	assert_int_equal(ck_load(b, &fb, err, sizeof err), CS_OK);
+	assert_int_equal(fa.hdr.step, fb.hdr.step);
+	assert_true(fa.hdr.rng_state == fb.hdr.rng_state);
+	assert_int_equal(fa.n, fb.n);
+	int compared = 0;
+	for (int i = 0; i < fa.n; i++) {
+		if (!strcmp(fa.rec[i].name, "config"))
+			continue;
+		const ck_record *rb = ck_find(&fb, fa.rec[i].name);
+		assert_non_null(rb);
+		assert_int_equal(fa.rec[i].nbytes, rb->nbytes);
+		if (memcmp(fa.rec[i].data, rb->data, rb->nbytes))
+			fail_msg("%s differs between %s and %s", fa.rec[i].name, a, b);
+		compared++;
+	}
+	assert_true(compared > 10);
+	ck_free(&fa);
+	ck_free(&fb);
 }
 
 #endif
