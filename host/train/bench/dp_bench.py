@@ -13,12 +13,13 @@ usage: dp_bench.py CSHOST OUT.json [STEPS [REPEATS]]
 """
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+from bench_util import cpu_name
 
 CONFIG = "configs/bench-dense.yaml"
 SPARSE = ["sparsity.algorithm=static", "sparsity.init_method=random", "sparsity.sparsity=0.9"]
@@ -26,17 +27,6 @@ SPARSE = ["sparsity.algorithm=static", "sparsity.init_method=random", "sparsity.
 SPARSE_ALL = ["sparsity.algorithm=static", "sparsity.init_method=random",
               "sparsity.sparsity=0.9", "sparsity.param_filter=*.weight"]
 WARMUP = 3
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run(cshost, ranks, extra, steps, out_dir, name):

@@ -14,21 +14,11 @@ usage: torch_bench.py OUT.json
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 import time
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from bench_util import cpu_name
 
 
 SETUPS = [(1, 1), (2, 1), (1, 2)]  # (torch threads, OpenBLAS threads)
@@ -58,7 +48,7 @@ def main():
         res = json.loads(r.stdout.strip().splitlines()[-1])
         res["openblas_threads"] = bt
         results.append(res)
-    cpu = cpu_model()
+    cpu = cpu_name()
     print(f"\nPyTorch {torch.__version__}, same model, CPU: {cpu} "
           f"(OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     print(f"{'setup':<40} {'ms/step':>10} {'min ms':>10}")
