@@ -112,7 +112,7 @@ static void test_overrides(void **state)
 	assert_string_equal(uri2, "cpu:1x1,pe=lite,awords=32768,bwords=512");
 	tc_free(&c);
 	char *badpe[] = { "device.pe=pe_lite" };
-	expect_error("", badpe, 1, "device.pe: 'pe_lite' is not one of full,lite,micro_mt", NULL);
+	expect_error("", badpe, 1, "device.pe: 'pe_lite' is not one of full, lite, micro_mt", NULL);
 	/* usb: the PE is the bitstream's */
 	assert_int_equal(load(&c, "device: {kind: usb, pe: lite}\n", NULL, 0), CS_OK);
 	tc_device_uri(&c, uri2, sizeof uri2);
@@ -156,7 +156,7 @@ static void test_bad_values(void **state)
 	expect_error("train:\n  lr: -1\n", NULL, 0, "cfg.yaml:2:7: train.lr: -1 is not in [0, 10]",
 		     NULL);
 	expect_error("device: {kind: gpu}\n", NULL, 0,
-		     "cfg.yaml:1:16: device.kind: 'gpu' is not one of native,model,cpu,sim,usb", NULL);
+		     "cfg.yaml:1:16: device.kind: 'gpu' is not one of native, model, cpu, sim, usb", NULL);
 	expect_error("device: {mesh: 4by4}\n", NULL, 0, "device.mesh: '4by4' is not ROWSxCOLS",
 		     NULL);
 	expect_error("device: {awords: 1001}\n", NULL, 0,
