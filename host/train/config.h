@@ -1,7 +1,8 @@
 /*
  * config.h - the YAML run configuration of `cshost train` (docs/config.md lists every key).
  *
- * One file (libyaml, walked by the schema-driven front end host/common/cs_config.h) plus dotted command-line overrides ("train.steps=50"). Every error
+ * One file (libyaml, walked by the schema-driven front end host/common/cs_config.h) plus
+ * dotted command-line overrides ("train.steps=50"). Every error
  * names where the value came from, the key and what is allowed:
  *   cfg.yaml:14:3: train.lr: -1 is not in [0, 10]
  *   cfg.yaml:3:3: model.n_embed: unknown key (did you mean 'n_embd'?)
