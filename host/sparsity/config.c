@@ -636,11 +636,16 @@ static int str_list(cs_cfg *c, yaml_node_t *vn, const char *p, char ***out, int 
 }
 
 /* glibc's regcomp copies a subexpression once per count of a bounded repetition, so
- * nested counts multiply ("((a{1,99}){1,99}){1,99}" is a million copies, gigabytes). Parameter
- * names are short: bound the text and the product of the counts, which bounds regcomp's
- * work and memory. */
+ * nested counts multiply ("((a{1,99}){1,99}){1,99}" is a million copies, gigabytes); and
+ * regexec has no step limit: a back-reference makes matching search over the ways the
+ * groups can split the name ("(.*)(.*)(.*)(.*)\4\3\2\1x" takes over a second per
+ * 48-character name, and a pattern is tried on every tensor). Parameter names are short
+ * and patterns select by name: bound the text, the product of the counts, the nesting of
+ * groups and the number of operators, and refuse back-references. */
 #define SP_PATTERN_MAX_LEN 256
 #define SP_PATTERN_MAX_COPIES 1000
+#define SP_PATTERN_MAX_DEPTH 8
+#define SP_PATTERN_MAX_OPS 32
 
 static int pattern_too_costly(const char *re, char *why, size_t len)
 {
@@ -650,10 +655,46 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 		return 1;
 	}
 	double copies = 1;
+	int depth = 0, ops = 0;
 	for (const char *q = re; *q; q++) {
 		if (*q == '\\' && q[1]) {
+			if (q[1] >= '1' && q[1] <= '9') {
+				snprintf(why, len, "has a back-reference (\\%c), whose matching time "
+					 "has no bound; select the names without one", q[1]);
+				return 1;
+			}
 			q++;
 			continue;
+		}
+		if (*q == '[') {
+			/* a bracket expression is one character: skip it ("[]a]" and "[^]a]":
+			 * a ']' first is literal; "[[:alpha:]]": a class) */
+			const char *b = q + 1;
+			b += *b == '^';
+			b += *b == ']';
+			while (*b && *b != ']') {
+				if (*b == '[' && (b[1] == ':' || b[1] == '.' || b[1] == '=')) {
+					char t[3] = { b[1], ']', 0 };
+					const char *e = strstr(b + 2, t);
+					b = e ? e + 2 : b + 1;
+				} else {
+					b++;
+				}
+			}
+			q = *b ? b : b - 1;
+			continue;
+		}
+		if (*q == '(' && ++depth > SP_PATTERN_MAX_DEPTH) {
+			snprintf(why, len, "nests groups deeper than %d", SP_PATTERN_MAX_DEPTH);
+			return 1;
+		}
+		if (*q == ')' && depth > 0)
+			depth--;
+		if ((*q == '*' || *q == '+' || *q == '?' || *q == '|' || *q == '{') &&
+		    ++ops > SP_PATTERN_MAX_OPS) {
+			snprintf(why, len, "has more than %d operators (* + ? {} |); split it into "
+				 "several patterns", SP_PATTERN_MAX_OPS);
+			return 1;
 		}
 		if (*q != '{')
 			continue;

@@ -199,6 +199,24 @@ static void test_rejects(void **state)
 	}
 	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
 			  "  param_name_patterns: 'h\\.[0-9]{1,2}\\.mlp'\n"));
+	/* regexec has no step limit: a short pattern with back-references took over a second
+	 * per parameter name; operators and nesting are bounded too */
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: '(.*)(.*)(.*)(.*)\\4\\3\\2\\1x'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: '(.*)(.*)(.*)(.*)\\4\\3\\2\\1x' has a "
+		"back-reference (\\4), whose matching time has no bound; select the names without "
+		"one");
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: '(((((((((a)))))))))'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: '(((((((((a)))))))))' nests groups "
+		"deeper than 8");
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: 'a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: 'a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*...' "
+		"has more than 32 operators (* + ? {} |); split it into several patterns");
+	/* a bracket expression is one character, whatever it holds */
+	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
+			  "  param_name_patterns: '[]*+?|{(\\1][[:alpha:]*(]x[^]((]'\n"));
 	rejects("sparsity:\n  algorithm: gmp\n  sparsity: 0.5\n  schedule: [0.2, 0.5]\n",
 		"cfg.yaml:4:3: sparsity.schedule: both sparsity and schedule given (since 2.2 "
 		"schedule is an alias of sparsity)");
