@@ -416,8 +416,9 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 		}
 		q += n;
 	}
+	/* the key path is ov up to the '=' (path is not filled in yet) */
 	int depth = 1;
-	for (const char *q = path; *q; q++)
+	for (const char *q = ov; q < eq; q++)
 		depth += *q == '.';
 	if (depth > 8) {
 		snprintf(err, errlen, "override '%s': more than 8 levels of keys", ov);

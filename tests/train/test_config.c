@@ -313,6 +313,11 @@ static void test_override_where(void **state)
 	expect_error("", ov1, 1, "override 'trian.steps=5': trian: unknown section", NULL);
 	char *ov2[] = { "train.stepz=5" };
 	expect_error("train: {lr: 0.1}\n", ov2, 1, "override 'train.stepz=5': train.stepz", NULL);
+	/* the depth is counted in the override's key path (it was counted in a buffer not yet
+	 * filled: a stack's leftovers refused 'device.kind=sim' under ASan) */
+	char *deep[] = { "sparsity.a.b.c.d.e.f.g.h=1" };
+	expect_error("", deep, 1, "override 'sparsity.a.b.c.d.e.f.g.h=1': more than 8 levels of keys",
+		     NULL);
 	char *ov3[] = { "model.n_layer=x" };
 	expect_error("", ov3, 1, "override 'model.n_layer=x'", NULL);
 	/* in the sparsity block too */
