@@ -116,6 +116,7 @@ help:
 	@echo "  make gatesim    link bench on the yosys iCE40 netlist, compared with the RTL"
 	@echo "  make gatesim-mesh  forward kernel on the bitstream's netlist, compared with the RTL"
 	@echo "  make ucode      assemble rtl/pe/pe_micro.us into rtl/pe/pe_micro_rom.v"
+	@echo "  make config-doc docs/config.md's key table from the config schema"
 	@echo "  make lib, make cshost  the host library, the command-line tool (make builds both)"
 	@echo "  make install    install cshost under PREFIX (default /usr/local)"
 	@echo "  make clean      remove build/"

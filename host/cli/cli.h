@@ -11,6 +11,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_spmm(int argc, char **argv);
 int cmd_board(int argc, char **argv);
 int cmd_sparsity(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_asm(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -16,6 +16,7 @@ __attribute__((weak)) int cmd_spmm(int argc, char **argv);
 __attribute__((weak)) int cmd_trainstep(int argc, char **argv);
 __attribute__((weak)) int cmd_board(int argc, char **argv);
 __attribute__((weak)) int cmd_sparsity(int argc, char **argv);
+__attribute__((weak)) int cmd_config(int argc, char **argv);
 __attribute__((weak)) int cmd_asm(int argc, char **argv);
 __attribute__((weak)) int cmd_tokenize(int argc, char **argv);
 __attribute__((weak)) int cmd_export(int argc, char **argv);
@@ -33,6 +34,7 @@ static const struct {
 	{ "trainstep", cmd_trainstep, "one training step on a device: cycles, link bytes, digest" },
 	{ "board", cmd_board, "list, flash and test FPGA boards" },
 	{ "sparsity", cmd_sparsity, "show what a sparsity config does" },
+	{ "config", cmd_config, "the resolved config of a run; the key reference" },
 	{ "asm", cmd_asm, "assemble or disassemble PE task programs" },
 	{ "tokenize", cmd_tokenize, "text to GPT-2 or byte tokens and back" },
 	{ "export", cmd_export, "a checkpoint as Hugging Face GPT-2 safetensors" },

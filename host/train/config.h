@@ -1,7 +1,8 @@
 /*
  * config.h - the YAML run configuration of `cshost train` (docs/config.md lists every key).
  *
- * One file (libyaml) plus dotted command-line overrides ("train.steps=50"). Every error
+ * One file (libyaml, walked by the schema-driven front end host/common/cs_config.h) plus
+ * dotted command-line overrides ("train.steps=50"). Every error
  * names where the value came from, the key and what is allowed:
  *   cfg.yaml:14:3: train.lr: -1 is not in [0, 10]
  *   cfg.yaml:3:3: model.n_embed: unknown key (did you mean 'n_embd'?)
@@ -100,6 +101,8 @@ void tc_device_uri(const train_config *c, char *buf, size_t len);
 /* The schema's keys, in order (docs/config.md's table is checked against them): key i's
  * section, name and default as YAML text; CS_ERR_NOT_FOUND past the last. */
 int tc_schema_key(int i, const char **section, const char **key, const char **def);
+/* docs/config.md's key table, generated from the schema (`cshost config doc`). */
+void tc_write_doc(FILE *f);
 /* imp: the steps of round 0 (S); the later rounds have S - imp.rewind_step each, and
  * train.steps = S + rounds*(S - rewind_step). train.steps when imp is off. */
 long tc_imp_round_steps(const train_config *c);

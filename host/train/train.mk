@@ -83,3 +83,14 @@ dp-bench: $(CSHOST)
 	python3 host/train/bench/dp_bench.py $(CSHOST) $(BUILD)/bench/dp.json 12 2
 
 BENCH_TARGETS += dp-bench
+
+# make config-doc: docs/config.md's key table (between its BEGIN/END generated markers)
+# from the schema in host/train/config.c; test_config fails while they differ.
+.PHONY: config-doc
+config-doc: deps $(CSHOST)
+	$(CSHOST) config doc > $(BUILD)/config-keys.md
+	awk -v gen=$(BUILD)/config-keys.md \
+		'/^<!-- END generated/ { skip = 0 } !skip { print } \
+		 /^<!-- BEGIN generated/ { while ((getline l < gen) > 0) print l; skip = 1 }' \
+		docs/config.md > $(BUILD)/config.md.new
+	mv $(BUILD)/config.md.new docs/config.md

@@ -10,7 +10,7 @@ FUZZ_SMOKE_S ?= 5
 FUZZ_CC ?= clang
 FUZZ_TARGETS := config ckpt spstate fwasm frame data
 # the units under test are compiled instrumented; the rest comes from the library
-FUZZ_SRCS := host/common/cs_yaml.c host/train/config.c host/sparsity/config.c host/train/ckpt.c \
+FUZZ_SRCS := host/common/cs_yaml.c host/common/cs_config.c host/train/config.c host/sparsity/config.c host/train/ckpt.c \
 	host/sparsity/checkpoint.c host/fwasm/fwasm.c host/driver/fw.c host/driver/frame.c \
 	host/train/data.c
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -1,5 +1,5 @@
 /*
- * fuzz_config.c - libFuzzer target: the config front end (host/common/cs_yaml.c,
+ * fuzz_config.c - libFuzzer target: the config front end (host/common/cs_yaml.c, cs_config.c,
  * host/train/config.c, host/sparsity/config.c) with command-line overrides.
  *
  * Input: YAML text, optionally followed by a line "%%" and one override per line

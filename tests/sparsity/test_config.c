@@ -199,6 +199,24 @@ static void test_rejects(void **state)
 	}
 	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
 			  "  param_name_patterns: 'h\\.[0-9]{1,2}\\.mlp'\n"));
+	/* regexec has no step limit: a short pattern with back-references took over a second
+	 * per parameter name; operators and nesting are bounded too */
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: '(.*)(.*)(.*)(.*)\\4\\3\\2\\1x'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: '(.*)(.*)(.*)(.*)\\4\\3\\2\\1x' has a "
+		"back-reference (\\4), whose matching time has no bound; select the names without "
+		"one");
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: '(((((((((a)))))))))'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: '(((((((((a)))))))))' nests groups "
+		"deeper than 8");
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: 'a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: 'a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*...' "
+		"has more than 32 operators (* + ? {} |); split it into several patterns");
+	/* a bracket expression is one character, whatever it holds */
+	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
+			  "  param_name_patterns: '[]*+?|{(\\1][[:alpha:]*(]x[^]((]'\n"));
 	rejects("sparsity:\n  algorithm: gmp\n  sparsity: 0.5\n  schedule: [0.2, 0.5]\n",
 		"cfg.yaml:4:3: sparsity.schedule: both sparsity and schedule given (since 2.2 "
 		"schedule is an alias of sparsity)");
@@ -209,13 +227,13 @@ static void test_rejects(void **state)
 		"cfg.yaml:2:9: sparsity.type: 'magic' is not one of static, gmp, set, rigl, "
 		"granet, sideband");
 	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  drop_fracton: 0.2\n",
-		"cfg.yaml:4:3: sparsity.drop_fracton: unknown key 'drop_fracton' (did you mean "
-		"drop_fraction?)");
+		"cfg.yaml:4:3: sparsity.drop_fracton: unknown key (did you mean "
+		"'drop_fraction'?)");
 	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  update: {freq: 10, sotp: 100}\n",
-		"cfg.yaml:4:22: sparsity.update.sotp: unknown key 'sotp' (did you mean stop?)");
+		"cfg.yaml:4:22: sparsity.update.sotp: unknown key (did you mean 'stop'?)");
 	rejects("sparsity:\n  algorithm: gmp\n  sparsity: {type: cosine, init: 0.5, half_perod: 3}\n",
-		"cfg.yaml:3:39: sparsity.sparsity.half_perod: unknown key 'half_perod' (did you "
-		"mean half_period?)");
+		"cfg.yaml:3:39: sparsity.sparsity.half_perod: unknown key (did you "
+		"mean 'half_period'?)");
 	rejects("sparsity:\n  algorithm: gmp\n  sparsity: {type: cubic, initial: 0.1, final: 0.5}\n",
 		"cfg.yaml:3:13: sparsity.sparsity: cubic schedule needs 'begin'");
 	rejects("sparsity:\n  algorithm: gmp\n  sparsity: 0.5\n",
