@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "common/cs_error.h"
 #include "train/ckpt.h"
 #include "train/train.h"
 
