@@ -562,30 +562,106 @@ void cs_cfg_write_value(FILE *f, const cs_cfg_key *k, const void *src)
 	}
 }
 
-static void doc_row(FILE *f, const char *name, const cs_cfg_key *k)
+/* a number of the range: integers without a fraction */
+static void range_num(char *buf, size_t n, const cs_cfg_key *k, double x)
 {
-	fprintf(f, "| `%s` | ", name);
+	snprintf(buf, n, is_int_type(k) ? "%.0f" : "%g", x);
+}
+
+void cs_cfg_doc_allowed(const cs_cfg_key *k, char *buf, size_t n)
+{
+	if (k->doc_allowed) {
+		snprintf(buf, n, "%s", k->doc_allowed);
+		return;
+	}
+	unsigned f = k->flags;
+	char lo[32], hi[32];
+	range_num(lo, sizeof lo, k, k->min);
+	range_num(hi, sizeof hi, k, k->max);
+	const char *what = is_int_type(k) ? "integer" : "number";
+	switch (k->type) {
+	case CS_CFG_ENUM:
+	case CS_CFG_CHOICE: {
+		size_t o = 0;
+		buf[0] = 0;
+		for (const char *p = k->allowed; p && *p && o < n;) {
+			size_t l = strcspn(p, "|");
+			o += (size_t)snprintf(buf + o, n - o, "%s`%.*s`", o ? ", " : "", (int)l, p);
+			p += l + (p[l] == '|');
+		}
+		if ((f & CS_CFG_NOCASE) && o < n)
+			snprintf(buf + o, n - o, " (any case)");
+		return;
+	}
+	case CS_CFG_INT:
+	case CS_CFG_INTD:
+	case CS_CFG_DOUBLE:
+		if ((f & CS_CFG_NO_MIN) && (f & CS_CFG_NO_MAX))
+			snprintf(buf, n, "any %s", what);
+		else if (f & CS_CFG_NO_MAX)
+			snprintf(buf, n, "%s %s %s", what, f & CS_CFG_MIN_OPEN ? ">" : ">=", lo);
+		else if (f & CS_CFG_NO_MIN)
+			snprintf(buf, n, "%s %s %s", what, f & CS_CFG_MAX_OPEN ? "<" : "<=", hi);
+		else if (is_int_type(k) && !(f & (CS_CFG_MIN_OPEN | CS_CFG_MAX_OPEN)))
+			snprintf(buf, n, "%s..%s", lo, hi);
+		else
+			snprintf(buf, n, "%s in %c%s, %s%c", what, f & CS_CFG_MIN_OPEN ? '(' : '[',
+				 lo, hi, f & CS_CFG_MAX_OPEN ? ')' : ']');
+		return;
+	case CS_CFG_U64:
+		snprintf(buf, n, "integer >= 0");
+		return;
+	case CS_CFG_BOOL:
+		snprintf(buf, n, "`true`, `false`");
+		return;
+	case CS_CFG_AUTOBOOL:
+		snprintf(buf, n, "`auto`, `true`, `false`");
+		return;
+	case CS_CFG_IGNORED:
+		snprintf(buf, n, "anything (ignored)");
+		return;
+	case CS_CFG_STR:
+		snprintf(buf, n, "string");
+		return;
+	default:
+		buf[0] = 0;
+		return;
+	}
+}
+
+void cs_cfg_write_doc_head(FILE *f)
+{
+	fputs("| key | default | allowed | meaning |\n|---|---|---|---|\n", f);
+}
+
+void cs_cfg_write_doc_row(FILE *f, const char *name, const cs_cfg_key *k)
+{
+	char allowed[512];
+	cs_cfg_doc_allowed(k, allowed, sizeof allowed);
+	fprintf(f, "| %s | ", name);
 	if (k->def)
 		fprintf(f, "`%s`%s%s", k->def, k->doc_def ? " " : "", k->doc_def ? k->doc_def : "");
 	else
 		fputs(k->doc_def ? k->doc_def : "", f);
-	fprintf(f, " | %s | %s |\n", k->doc_allowed ? k->doc_allowed : "",
-		k->doc ? k->doc : "");
+	fprintf(f, " | %s | %s |\n", allowed, k->doc ? k->doc : "");
 }
 
 void cs_cfg_write_doc(FILE *f, const cs_cfg_table *root)
 {
-	fputs("| key | default | allowed | meaning |\n|---|---|---|---|\n", f);
+	cs_cfg_write_doc_head(f);
 	for (int s = 0; s < root->n; s++) {
 		const cs_cfg_key *sec = &root->keys[s];
+		char name[168];
 		if (sec->type != CS_CFG_TABLE) {
-			doc_row(f, sec->key, sec);
+			snprintf(name, sizeof name, "`%s`", sec->key);
+			cs_cfg_write_doc_row(f, name, sec);
 			continue;
 		}
 		for (int i = 0; i < sec->sub->n; i++) {
-			char name[160];
-			join(name, sizeof name, sec->key, sec->sub->keys[i].key);
-			doc_row(f, name, &sec->sub->keys[i]);
+			char full[160];
+			join(full, sizeof full, sec->key, sec->sub->keys[i].key);
+			snprintf(name, sizeof name, "`%s`", full);
+			cs_cfg_write_doc_row(f, name, &sec->sub->keys[i]);
 		}
 	}
 }

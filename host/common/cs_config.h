@@ -68,7 +68,8 @@ struct cs_cfg_key {
 	const char *def;        /* the default as YAML text ("\"\"": empty); NULL: none */
 	const cs_cfg_table *sub; /* TABLE */
 	cs_cfg_set_fn set;
-	/* docs/config.md's row: allowed values and meaning; doc_def follows the default */
+	/* the docs' row: allowed values (NULL: from the type and range, cs_cfg_doc_allowed)
+	 * and meaning; doc_def follows the default */
 	const char *doc_allowed, *doc, *doc_def;
 };
 
@@ -121,6 +122,13 @@ void cs_cfg_write_string(FILE *f, const char *s);
 void cs_cfg_write_double(FILE *f, double x);
 /* docs/config.md's key table of root (a table of sections): one row per key. */
 void cs_cfg_write_doc(FILE *f, const cs_cfg_table *root);
+/* The parts of such a table, for other layouts (docs/sparsity.md): the header, and one
+ * row of key k named `name` (markdown, e.g. "`update.freq`"). */
+void cs_cfg_write_doc_head(FILE *f);
+void cs_cfg_write_doc_row(FILE *f, const char *name, const cs_cfg_key *k);
+/* A row's "allowed" column: k->doc_allowed, else what the table says: the names of an
+ * enum, the range of a number ("number in [0, 1)", "integer >= 1"), "`true`, `false`". */
+void cs_cfg_doc_allowed(const cs_cfg_key *k, char *buf, size_t n);
 
 /* Helpers for setters. */
 const char *cs_cfg_scalar(const yaml_node_t *n);

@@ -118,39 +118,61 @@ static int set_values_f(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_no
 
 #define SO(f) offsetof(sp_sched, f)
 #define ANY (CS_CFG_NO_MIN | CS_CFG_NO_MAX)
-/* A schedule's keys for values in range R (RF: flags of the range); `type` comes first,
- * then the required keys of each type. */
-#define SCHED_KEY_RANGED(name, f, RF)                                                       \
+/* A schedule's keys for values in range R (RF: flags of the range); `type` comes first
+ * (its doc line: the formula, t = completed optimizer steps), then the required keys of
+ * each type (sched_kind.nreq), then the optional ones. */
+#define SCHED_KEY_RANGED(name, f, RF, DEF, DOC)                                             \
 	{ .key = name, .type = CS_CFG_DOUBLE, .off = SO(f), .min = 0, .max = 1, .flags = RF,  \
-	  .doc = "schedule value" }
-#define SCHED_KEY_ANY(name, f)                                                               \
-	{ .key = name, .type = CS_CFG_DOUBLE, .off = SO(f), .flags = ANY }
-#define SCHED_TYPE { .key = "type", .type = CS_CFG_IGNORED }
+	  .doc_def = DEF, .doc = DOC }
+#define SCHED_KEY_ANY(name, f, DEF, DOC)                                                     \
+	{ .key = name, .type = CS_CFG_DOUBLE, .off = SO(f), .flags = ANY, .doc_def = DEF,     \
+	  .doc = DOC }
+#define SCHED_STEP(name, f, DOC)                                                             \
+	{ .key = name, .type = CS_CFG_INTD, .off = SO(f), .min = 0, .flags = CS_CFG_NO_MAX,   \
+	  .doc_def = REQ, .doc = DOC }
+#define SCHED_TYPE(DOC) { .key = "type", .type = CS_CFG_IGNORED, .doc = DOC }
+#define REQ "required"
 #define SCHED_TABLES(R, RF, VALUES_SET)                                                      \
-	static const cs_cfg_key constant_##R[] = { SCHED_TYPE,                               \
-						   SCHED_KEY_RANGED("value", value, RF) };    \
-	static const cs_cfg_key linear_##R[] = { SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF), \
-						 SCHED_KEY_ANY("slope", slope) };             \
-	static const cs_cfg_key exp_##R[] = { SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF),  \
-					      SCHED_KEY_ANY("gamma", gamma),                  \
-					      SCHED_KEY_ANY("final", final) };                \
-	static const cs_cfg_key power_##R[] = { SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF), \
-						SCHED_KEY_ANY("beta", beta) };                \
+	static const cs_cfg_key constant_##R[] = {                                           \
+		SCHED_TYPE("the same value at every step (a bare number is this)"),           \
+		SCHED_KEY_RANGED("value", value, RF, REQ, "the value") };                     \
+	static const cs_cfg_key linear_##R[] = {                                             \
+		SCHED_TYPE("init + slope·t"),                                                 \
+		SCHED_KEY_RANGED("init", init, RF, REQ, "value at t = 0"),                    \
+		SCHED_KEY_ANY("slope", slope, REQ, "change per step") };                      \
+	static const cs_cfg_key exp_##R[] = {                                                \
+		SCHED_TYPE("final + (init - final)·e^(gamma·t) (gamma < 0 approaches final)"), \
+		SCHED_KEY_RANGED("init", init, RF, REQ, "value at t = 0"),                    \
+		SCHED_KEY_ANY("gamma", gamma, REQ, "rate"),                                   \
+		SCHED_KEY_ANY("final", final, "`1`", "the asymptote") };                      \
+	static const cs_cfg_key power_##R[] = {                                              \
+		SCHED_TYPE("init·beta^t"),                                                    \
+		SCHED_KEY_RANGED("init", init, RF, REQ, "value at t = 0"),                    \
+		SCHED_KEY_ANY("beta", beta, REQ, "factor per step") };                        \
 	static const cs_cfg_key cosine_##R[] = {                                             \
-		SCHED_TYPE, SCHED_KEY_RANGED("init", init, RF),                              \
+		SCHED_TYPE("o + a·cos(π·t/half_period), o = (init + minimum)/2, a = init - o: " \
+			   "init at t = 0, minimum at half_period, periodic after it"),      \
+		SCHED_KEY_RANGED("init", init, RF, REQ, "value at t = 0"),                    \
 		{ .key = "half_period", .type = CS_CFG_DOUBLE, .off = SO(half_period), .min = 0, \
-		  .flags = CS_CFG_MIN_OPEN | CS_CFG_NO_MAX },                                 \
-		SCHED_KEY_RANGED("minimum", minimum, RF) };                                   \
+		  .flags = CS_CFG_MIN_OPEN | CS_CFG_NO_MAX, .doc_def = REQ,                   \
+		  .doc = "steps from init to minimum (set it to `update.stop`)" },            \
+		SCHED_KEY_RANGED("minimum", minimum, RF, "`0`", "value at half_period") };    \
 	static const cs_cfg_key cycling_##R[] = {                                            \
-		SCHED_TYPE, { .key = "values", .type = CS_CFG_CUSTOM, .set = VALUES_SET } }; \
+		SCHED_TYPE("values in turn (a bare list is this): t = 0 uses values[0], the " \
+			   "index advances once per update step (also at t = 0 if it is one) " \
+			   "and wraps"),                                                      \
+		{ .key = "values", .type = CS_CFG_CUSTOM, .set = VALUES_SET, .doc_def = REQ,  \
+		  .doc_allowed = "a non-empty list of numbers in the range of `init`",         \
+		  .doc = "the values" } };                                                   \
 	static const cs_cfg_key poly_##R[] = {                                               \
-		SCHED_TYPE, SCHED_KEY_RANGED("initial", initial, RF),                        \
-		SCHED_KEY_RANGED("final", final, RF),                                         \
-		{ .key = "begin", .type = CS_CFG_INTD, .off = SO(begin), .min = 0,             \
-		  .flags = CS_CFG_NO_MAX },                                                   \
-		{ .key = "end", .type = CS_CFG_INTD, .off = SO(end), .min = 0,                 \
-		  .flags = CS_CFG_NO_MAX },                                                   \
-		SCHED_KEY_ANY("power", power) };
+		SCHED_TYPE("Zhu-Gupta: final + (initial - final)·(1 - p)^power, p = "        \
+			   "clip((t - begin)/(end - begin), 0, 1), evaluated at update steps " \
+			   "only (hence quantised)"),                                                 \
+		SCHED_KEY_RANGED("initial", initial, RF, REQ, "value up to begin"),           \
+		SCHED_KEY_RANGED("final", final, RF, REQ, "value from end on"),               \
+		SCHED_STEP("begin", begin, "step the change starts"),                         \
+		SCHED_STEP("end", end, "step it ends (after begin)"),                         \
+		SCHED_KEY_ANY("power", power, "`3`", "the exponent") };
 #define TAB(a) { "schedule", "key", a, (int)(sizeof a / sizeof a[0]), 1 }
 
 SCHED_TABLES(s, CS_CFG_MAX_OPEN, set_values_s)
@@ -294,14 +316,23 @@ static int set_steps(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_
 #define UO(f) offsetof(gparse, g.update.f)
 static const cs_cfg_key update_keys[] = {
 	{ .key = "freq", .type = CS_CFG_INT, .off = UO(freq), .size = sizeof(long), .min = 1,
-	  .flags = CS_CFG_NO_MAX },
+	  .flags = CS_CFG_NO_MAX, .doc_def = "`1`",
+	  .doc = "update at t when start <= t < stop and (t - start) % freq = 0 (t = completed "
+		 "optimizer steps; t = 0 is the init)" },
 	{ .key = "start", .type = CS_CFG_INT, .off = UO(start), .size = sizeof(long), .min = 0,
-	  .flags = CS_CFG_NO_MAX },
-	{ .key = "stop", .type = CS_CFG_CUSTOM, .set = set_stop },
-	{ .key = "end", .type = CS_CFG_CUSTOM, .set = set_stop },
-	{ .key = "steps", .type = CS_CFG_CUSTOM, .set = set_steps },
+	  .flags = CS_CFG_NO_MAX, .doc_def = "`0`", .doc = "first update step" },
+	{ .key = "stop", .type = CS_CFG_CUSTOM, .set = set_stop, .doc_def = "none",
+	  .doc_allowed = "integer >= 0, after `start`; `null`",
+	  .doc = "exclusive end of the updates (`null`: none)" },
+	{ .key = "end", .type = CS_CFG_CUSTOM, .set = set_stop, .doc_def = "none",
+	  .doc_allowed = "integer >= 0; `null`",
+	  .doc = "or: the inclusive end (stop = end + 1); not both" },
+	{ .key = "steps", .type = CS_CFG_CUSTOM, .set = set_steps, .doc_def = "none",
+	  .doc_allowed = "a non-empty list of integers >= 0",
+	  .doc = "update at exactly these steps (`freq`, `start` and `stop` then do not apply)" },
 	{ .key = "type", .type = CS_CFG_CHOICE, .off = offsetof(gparse, update_type),
-	  .allowed = "periodic|freq|list" },
+	  .allowed = "periodic|freq|list",
+	  .doc = "accepted and ignored: the keys given say which form it is" },
 };
 static const cs_cfg_table update_table = { "update", "key", update_keys,
 					   (int)(sizeof update_keys / sizeof update_keys[0]), 1 };
@@ -459,9 +490,13 @@ static int set_drop(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t
 
 #define GO(f) offsetof(gparse, g.f)
 static const cs_cfg_key tiebreak_keys[] = {
-	{ .key = "type", .type = CS_CFG_CHOICE, .off = GO(tiebreak), .allowed = "none|first|random" },
+	{ .key = "type", .type = CS_CFG_CHOICE, .off = GO(tiebreak), .allowed = "none|first|random",
+	  .doc_def = "required",
+	  .doc = "`none`: equal scores keep the lower flat index; `first` adds eps·idx/N to "
+		 "each score (Cerebras: the higher index wins); `random` adds eps·U from the "
+		 "tiebreak stream" },
 	{ .key = "eps", .type = CS_CFG_DOUBLE, .off = GO(tiebreak_eps), .min = 0,
-	  .flags = CS_CFG_NO_MAX },
+	  .flags = CS_CFG_NO_MAX, .doc_def = "`1e-8`", .doc = "size of the perturbation" },
 };
 static const cs_cfg_table tiebreak_table = { "tiebreak", "key", tiebreak_keys, 2, 1 };
 
@@ -535,65 +570,202 @@ static int set_dense_layers(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yam
 }
 
 static const int init_values[] = { SP_INIT_RANDOM, SP_INIT_TOPK, SP_INIT_FROM_ZEROS };
-#define DENSITY(name, f)                                                                    \
+#define DENSITY(name, f, DEF, DOC)                                                          \
 	{ .key = name, .type = CS_CFG_DOUBLE, .off = offsetof(gparse, f), .min = 0, .max = 1, \
-	  .flags = CS_CFG_MIN_OPEN }
-#define BALANCE(name, f)                                                                    \
+	  .flags = CS_CFG_MIN_OPEN, .doc_def = DEF, .doc = DOC }
+#define BALANCE(name, f, DOC)                                                               \
 	{ .key = name, .type = CS_CFG_INT, .off = GO(f), .size = sizeof(int), .min = 1,       \
-	  .max = 1 << 20, .set = set_balance }
+	  .max = 1 << 20, .set = set_balance, .doc_def = "none", .doc = DOC }
+#define GRANET_ONLY "; granet only"
 
-/* A group's keys, in enum gkey's order. */
+/* A group's keys, in enum gkey's order. The doc lines are docs/sparsity.md's key table
+ * (sp_config_write_doc; defaults that depend on other keys are set in finish_group). */
 static const cs_cfg_key group_keys[NGKEYS] = {
-	[K_TYPE] = { .key = "type", .type = CS_CFG_CUSTOM, .set = set_algo },
-	[K_ALGORITHM] = { .key = "algorithm", .type = CS_CFG_CUSTOM, .set = set_algo },
-	[K_SPARSITY] = { .key = "sparsity", .type = CS_CFG_CUSTOM, .set = set_sparsity },
-	[K_SCHEDULE] = { .key = "schedule", .type = CS_CFG_CUSTOM, .set = set_schedule },
+	[K_TYPE] = { .key = "type", .type = CS_CFG_CUSTOM, .set = set_algo,
+		     .doc_def = "`static`",
+		     .doc_allowed = "`static`, `gmp`, `set`, `rigl`, `granet`, `sideband` (any case)",
+		     .doc = "the algorithm (2.0/2.1 name; `sideband`, 1.7-1.9: static with "
+			    "`init_method` topk); with `type`, `schedule` is the update schedule; "
+			    "not with `algorithm`" },
+	[K_ALGORITHM] = { .key = "algorithm", .type = CS_CFG_CUSTOM, .set = set_algo,
+			  .doc_def = "`static`",
+			  .doc_allowed = "`static`, `gmp`, `set`, `rigl`, `granet` (any case)",
+			  .doc = "the algorithm (2.2+): static masks, gradual magnitude pruning, "
+				 "SET, RigL or GraNet (section 2)" },
+	[K_SPARSITY] = { .key = "sparsity", .type = CS_CFG_CUSTOM, .set = set_sparsity,
+			 .doc_def = "required (granet: or its densities)",
+			 .doc_allowed = "number in [0, 1); a schedule (`{type: ...}`, below); a list "
+					"(= `cycling`); `null`",
+			 .doc = "share of zeros, at every step or by schedule; `static` needs a "
+				"number, `gmp` a schedule; `null`: the group's tensors stay dense" },
+	[K_SCHEDULE] = { .key = "schedule", .type = CS_CFG_CUSTOM, .set = set_schedule,
+			 .doc_allowed = "as `update` (with `type`), else as `sparsity`",
+			 .doc = "with `type` (2.0/2.1): the update schedule; otherwise (2.2+) an "
+				"alias of `sparsity` (not both)" },
 	[K_INIT_METHOD] = { .key = "init_method", .type = CS_CFG_CHOICE, .off = GO(init_method),
-			    .allowed = "random|topk|from_zeros", .values = init_values },
+			    .allowed = "random|topk|from_zeros", .values = init_values,
+			    .doc_def = "`topk` for gmp and sideband, else `random`",
+			    .doc = "the masks at t = 0: random positions, largest magnitudes, or the "
+				   "weights' nonzeros" },
 	[K_SEED] = { .key = "seed", .type = CS_CFG_INT, .off = GO(seed), .size = sizeof(uint64_t),
-		     .min = 0, .flags = CS_CFG_NO_MAX, .set = set_seed },
+		     .min = 0, .flags = CS_CFG_NO_MAX, .set = set_seed,
+		     .doc_def = "the trainer's (`run.seed`)",
+		     .doc = "keys the group's random streams (init, grow, tiebreak)" },
 	[K_PATTERNS] = { .key = "param_name_patterns", .type = CS_CFG_CUSTOM,
-			 .set = set_patterns },
-	[K_FILTER] = { .key = "param_filter", .type = CS_CFG_CUSTOM, .set = set_patterns },
-	[K_UPDATE] = { .key = "update", .type = CS_CFG_CUSTOM, .set = set_update },
-	[K_DROP] = { .key = "drop_fraction", .type = CS_CFG_CUSTOM, .set = set_drop },
-	[K_TIEBREAK] = { .key = "tiebreak", .type = CS_CFG_CUSTOM, .set = set_tiebreak },
-	[K_BAL_IN] = BALANCE("balance_in_groups", balance_in),
-	[K_BAL_OUT] = BALANCE("balance_out_groups", balance_out),
-	[K_IN] = BALANCE("in_groups", balance_in),
-	[K_OUT] = BALANCE("out_groups", balance_out),
+			 .set = set_patterns, .doc_def = "the default rule",
+			 .doc_allowed = "regex string, list, or dict regex -> overrides (`{}` or "
+					"`null`: none)",
+			 .doc = "the tensors of the group: POSIX ERE, substring match (`regexec`); "
+				"a dict makes one group per entry, its overrides over the keys "
+				"beside it; each pattern must match a tensor. Bounded: at most 256 "
+				"characters, repetition counts (`{n,m}`) multiplying to at most 1000 "
+				"copies (glibc's `regcomp` copies a subexpression per count, so "
+				"nested counts cost memory exponentially), groups nested at most 8 "
+				"deep, at most 32 operators (`*`, `+`, `?`, `{}`, `|`) and no "
+				"back-references (`\\1`: `regexec` has no step limit, and "
+				"`(.*)(.*)(.*)(.*)\\4\\3\\2\\1x` took over a second per name)" },
+	[K_FILTER] = { .key = "param_filter", .type = CS_CFG_CUSTOM, .set = set_patterns,
+		       .doc_def = "the default rule", .doc_allowed = "glob string or list",
+		       .doc = "or (2.2+): globs matching the whole name (`fnmatch`, `*` crosses "
+			      "dots); not with `param_name_patterns`" },
+	[K_UPDATE] = { .key = "update", .type = CS_CFG_CUSTOM, .set = set_update,
+		       .doc_def = "every step (`freq` 1, `start` 0, no stop)",
+		       .doc_allowed = "a mapping (`update.*`, below), a list of steps, or an "
+				      "integer freq",
+		       .doc = "when masks change (update steps); `static` takes none" },
+	[K_DROP] = { .key = "drop_fraction", .type = CS_CFG_CUSTOM, .set = set_drop,
+		     .doc_def = "cosine from 0.3 to 0 at `update.stop` when there is one (and no "
+				"`update.steps`), else 0.3",
+		     .doc_allowed = "number in [0, 1], or a schedule of such",
+		     .doc = "share of each tensor's nonzeros dropped (and regrown) per update; "
+			    "set and rigl only" },
+	[K_TIEBREAK] = { .key = "tiebreak", .type = CS_CFG_CUSTOM, .set = set_tiebreak,
+			 .doc_def = "`none`",
+			 .doc_allowed = "`none`, `first`, `random`, or `{type, eps}` (`tiebreak.*`)",
+			 .doc = "how equal scores are ordered in every top-k" },
+	[K_BAL_IN] = BALANCE("balance_in_groups", balance_in,
+			     "G: top-k per group of input columns (G must divide the dimension); "
+			     "not with `balance_out_groups`, nor `scope: global`"),
+	[K_BAL_OUT] = BALANCE("balance_out_groups", balance_out,
+			      "G: top-k per group of output rows, as `balance_in_groups`"),
+	[K_IN] = BALANCE("in_groups", balance_in, "alias of `balance_in_groups` (1.9)"),
+	[K_OUT] = BALANCE("out_groups", balance_out, "alias of `balance_out_groups` (1.9)"),
 	[K_DIST] = { .key = "distribution", .type = CS_CFG_CHOICE, .off = GO(distribution),
-		     .flags = CS_CFG_NOCASE, .allowed = "uniform|er|erk" },
+		     .flags = CS_CFG_NOCASE, .allowed = "uniform|er|erk", .doc_def = "`uniform`",
+		     .doc = "how the group's sparsity is split over its tensors (per-tensor "
+			    "scope): the same for each, Erdős-Rényi or its kernel version; with "
+			    "`er`/`erk` the group must realise its target (below)" },
 	[K_SDIST] = { .key = "sparsity_distribution", .type = CS_CFG_CHOICE,
 		      .off = GO(distribution), .flags = CS_CFG_NOCASE,
-		      .allowed = "uniform|er|erk" },
+		      .allowed = "uniform|er|erk", .doc_def = "`uniform`",
+		      .doc = "alias of `distribution`" },
 	[K_ERK] = { .key = "erk_power_scale", .type = CS_CFG_DOUBLE, .off = GO(erk_power),
-		    .min = 0, .flags = CS_CFG_NO_MAX },
-	[K_DENSE] = { .key = "dense_layers", .type = CS_CFG_CUSTOM, .set = set_dense_layers },
+		    .min = 0, .flags = CS_CFG_NO_MAX, .doc_def = "`1`",
+		    .doc = "ERK's exponent: a tensor's raw density is (sum of its dims / their "
+			   "product)^erk_power_scale; `er` ignores it" },
+	[K_DENSE] = { .key = "dense_layers", .type = CS_CFG_CUSTOM, .set = set_dense_layers,
+		      .doc_def = "none", .doc_allowed = "glob string or list",
+		      .doc = "tensors of the group forced dense; with `er`/`erk` their zeros are "
+			     "carried by the others" },
 	[K_SCOPE] = { .key = "scope", .type = CS_CFG_CHOICE, .off = GO(scope),
-		      .allowed = "per_tensor|global" },
-	[K_GROW] = { .key = "grow_init", .type = CS_CFG_CUSTOM, .set = set_grow_init },
+		      .allowed = "per_tensor|global",
+		      .doc_def = "`per_tensor`; `global` for granet",
+		      .doc = "magnitude ranking within each tensor or over the group's tensors "
+			     "(`global`: gmp and granet only)" },
+	[K_GROW] = { .key = "grow_init", .type = CS_CFG_CUSTOM, .set = set_grow_init,
+		     .doc_def = "`zeros`", .doc_allowed = "`zeros`",
+		     .doc = "value of regrown weights (`random` is not implemented: rejected)" },
 	[K_SKIP] = { .key = "skip_optimizer_on_update", .type = CS_CFG_BOOL, .off = GO(skip_opt),
-		     .flags = CS_CFG_NOCASE },
-	[K_INIT_DENSITY] = DENSITY("init_density", init_density),
-	[K_FINAL_DENSITY] = DENSITY("final_density", final_density),
+		     .flags = CS_CFG_NOCASE, .doc_def = "`false`",
+		     .doc = "skip the optimizer step at update steps (google rigl, jaxpruner); "
+			    "the whole step when any group with it updates" },
+	[K_INIT_DENSITY] = DENSITY("init_density", init_density, "`1` (dense start)",
+				   "GraNet: density up to prune_start; with the next three the "
+				   "sugar for `sparsity: {type: cubic, initial: 1 - init_density, "
+				   "final: 1 - final_density, begin: prune_start, end: prune_end}` "
+				   "(not with `sparsity`)" GRANET_ONLY),
+	[K_FINAL_DENSITY] = DENSITY("final_density", final_density,
+				    "required without `sparsity`",
+				    "GraNet: density from prune_end on, at most init_density"
+				    GRANET_ONLY),
 	[K_PRUNE_START] = { .key = "prune_start", .type = CS_CFG_INT,
 			    .off = offsetof(gparse, prune_start), .size = sizeof(long), .min = 0,
-			    .flags = CS_CFG_NO_MAX },
+			    .flags = CS_CFG_NO_MAX, .doc_def = "`0`",
+			    .doc = "GraNet: first pruning step; regeneration runs from here on"
+				   GRANET_ONLY },
 	[K_PRUNE_END] = { .key = "prune_end", .type = CS_CFG_INT,
 			  .off = offsetof(gparse, prune_end), .size = sizeof(long), .min = 0,
-			  .flags = CS_CFG_NO_MAX },
+			  .flags = CS_CFG_NO_MAX, .doc_def = "required without `sparsity`",
+			  .doc = "GraNet: last pruning step (inclusive), after prune_start"
+				 GRANET_ONLY },
 	[K_DEATH_RATE] = { .key = "death_rate", .type = CS_CFG_DOUBLE, .off = GO(death_rate),
-			   .min = 0, .max = 1 },
+			   .min = 0, .max = 1, .doc_def = "`0.5`",
+			   .doc = "GraNet: share of nonzeros regenerated per update (ceil(r·nnz)), "
+				  "cosine-annealed to death_rate_min over training" GRANET_ONLY },
 	[K_DEATH_RATE_MIN] = { .key = "death_rate_min", .type = CS_CFG_DOUBLE,
-			       .off = GO(death_rate_min), .min = 0, .max = 1 },
+			       .off = GO(death_rate_min), .min = 0, .max = 1, .doc_def = "`0.005`",
+			       .doc = "GraNet: the death rate's floor, at most death_rate"
+				      GRANET_ONLY },
 	[K_SPARSITY_SCHEDULE] = { .key = "sparsity_schedule", .type = CS_CFG_CUSTOM,
-				  .set = set_sparsity_schedule },
+				  .set = set_sparsity_schedule,
+				  .doc_allowed = "`[[step, sparsity], ...]`",
+				  .doc = "1.8: the listed update steps with a `cycling` sparsity "
+					 "of the listed values" },
 	/* logging is the trainer's */
-	[K_SUMMARIES] = { .key = "add_summaries", .type = CS_CFG_IGNORED },
-	[K_DUMP] = { .key = "dump_masks", .type = CS_CFG_IGNORED },
+	[K_SUMMARIES] = { .key = "add_summaries", .type = CS_CFG_IGNORED,
+			  .doc = "accepted and ignored (the trainer logs sparsities)" },
+	[K_DUMP] = { .key = "dump_masks", .type = CS_CFG_IGNORED,
+		     .doc = "accepted and ignored" },
 };
 static const cs_cfg_table group_table = { "sparsity", "key", group_keys, NGKEYS, 1 };
+
+/* One row per key: the group's, then `update.*`, `tiebreak.*` and each schedule type's
+ * (a type row with its formula, then `<type>.<key>`; types sharing a table share rows). */
+static int doc_rows(FILE *f, const char *prefix, const cs_cfg_table *t, int from)
+{
+	int missing = 0;
+	for (int i = from; i < t->n; i++) {
+		char name[96];
+		snprintf(name, sizeof name, "`%s%s%s`", prefix, *prefix ? "." : "", t->keys[i].key);
+		cs_cfg_write_doc_row(f, name, &t->keys[i]);
+		missing += !t->keys[i].doc;
+	}
+	return missing;
+}
+
+int sp_config_write_doc(FILE *f)
+{
+	cs_cfg_write_doc_head(f);
+	int missing = doc_rows(f, "", &group_table, 0);
+	missing += doc_rows(f, "update", &update_table, 0);
+	missing += doc_rows(f, "tiebreak", &tiebreak_table, 0);
+	for (int i = 0; i < NKINDS; i++) {
+		const cs_cfg_table *ts = &kinds[i].t[R_SPARSITY], *tf = &kinds[i].t[R_FRACTION];
+		if (i > 0 && kinds[i - 1].t[R_SPARSITY].keys == ts->keys)
+			continue;
+		fprintf(f, "| `type: %s`", kinds[i].name);
+		for (int j = i + 1; j < NKINDS && kinds[j].t[R_SPARSITY].keys == ts->keys; j++)
+			fprintf(f, " (or `%s`)", kinds[j].name);
+		fprintf(f, " |  | a schedule of `sparsity` or `drop_fraction` | %s |\n",
+			ts->keys[0].doc ? ts->keys[0].doc : "");
+		missing += !ts->keys[0].doc;
+		for (int j = 1; j < ts->n; j++) {
+			cs_cfg_key k = ts->keys[j];
+			char name[96], as[160], af[160], both[400];
+			snprintf(name, sizeof name, "`%s.%s`", kinds[i].name, k.key);
+			cs_cfg_doc_allowed(&ts->keys[j], as, sizeof as);
+			cs_cfg_doc_allowed(&tf->keys[j], af, sizeof af);
+			if (strcmp(as, af)) {
+				snprintf(both, sizeof both, "`sparsity`: %s; `drop_fraction`: %s", as,
+					 af);
+				k.doc_allowed = both;
+			}
+			cs_cfg_write_doc_row(f, name, &k);
+			missing += !k.doc;
+		}
+	}
+	return missing;
+}
 
 static int str_list(cs_cfg *c, yaml_node_t *vn, const char *p, char ***out, int *n,
 		    yaml_node_t ***nodes)

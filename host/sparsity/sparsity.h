@@ -84,6 +84,10 @@ int sp_config_load_string(sp_config **out, const char *name, const char *yaml, c
 			  size_t errlen);
 void sp_config_free(sp_config *cfg);
 int sp_config_is_dense(const sp_config *cfg);
+/* docs/sparsity.md's key table, generated from the schema tables of config.c (`cshost
+ * config doc sparsity`, make config-doc). Returns how many keys have no doc line (0 when
+ * every key is documented). */
+int sp_config_write_doc(FILE *f);
 
 /* ---- lifecycle ----------------------------------------------------------------------- */
 

@@ -84,13 +84,19 @@ dp-bench: $(CSHOST)
 
 BENCH_TARGETS += dp-bench
 
-# make config-doc: docs/config.md's key table (between its BEGIN/END generated markers)
-# from the schema in host/train/config.c; test_config fails while they differ.
-.PHONY: config-doc
-config-doc: deps $(CSHOST)
-	$(CSHOST) config doc > $(BUILD)/config-keys.md
+# make config-doc: the key tables of docs/config.md (host/train/config.c's schema) and
+# docs/sparsity.md (host/sparsity/config.c's), each between its BEGIN/END generated
+# markers; tests/train/test_config.c and tests/sparsity/test_config.c fail while they differ.
+# $(call config_doc,doc file,cshost config doc arguments)
+define config_doc
+	$(CSHOST) config doc $(2) > $(BUILD)/config-keys.md
 	awk -v gen=$(BUILD)/config-keys.md \
 		'/^<!-- END generated/ { skip = 0 } !skip { print } \
 		 /^<!-- BEGIN generated/ { while ((getline l < gen) > 0) print l; skip = 1 }' \
-		docs/config.md > $(BUILD)/config.md.new
-	mv $(BUILD)/config.md.new docs/config.md
+		$(1) > $(BUILD)/config-doc.new
+	mv $(BUILD)/config-doc.new $(1)
+endef
+.PHONY: config-doc
+config-doc: deps $(CSHOST)
+	$(call config_doc,docs/config.md,)
+	$(call config_doc,docs/sparsity.md,sparsity)

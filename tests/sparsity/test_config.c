@@ -1,8 +1,12 @@
 /*
  * test_config.c - host/sparsity/config.c: every documented form is accepted with the
  * meaning docs/sparsity.md gives it, and every invalid form is rejected with the exact
- * message (file:line:col: key path: value and reason).
+ * message (file:line:col: key path: value and reason); docs/sparsity.md's key table is the
+ * one the schema generates, and the defaults it states are the parser's.
  */
+#include <libgen.h>
+#include <unistd.h>
+
 #include "sp_test.h"
 
 static sp_config *ok(const char *yaml)
@@ -277,6 +281,112 @@ static void test_rejects(void **state)
 	rejects("sparsity: [\n", "cfg.yaml:2:1: invalid YAML: did not find expected node content");
 }
 
+/* docs/sparsity.md (up from build/tests/sparsity/test_config, or build/san/tests/...) */
+static char *read_doc(void)
+{
+	char self[1024], path[1200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	char *dir = dirname(self);
+	FILE *f = NULL;
+	for (int up = 3; up <= 5 && !f; up++) {
+		snprintf(path, sizeof path, "%s", dir);
+		for (int k = 0; k < up; k++)
+			strncat(path, "/..", sizeof path - strlen(path) - 1);
+		strncat(path, "/docs/sparsity.md", sizeof path - strlen(path) - 1);
+		f = fopen(path, "r");
+	}
+	assert_non_null(f);
+	static char doc[1 << 17];
+	size_t len = fread(doc, 1, sizeof doc - 1, f);
+	doc[len] = 0;
+	fclose(f);
+	return doc;
+}
+
+static void has_row(const char *gen, const char *row)
+{
+	if (!strstr(gen, row))
+		fail_msg("the generated key table lacks '%s'", row);
+}
+
+static void test_doc_table(void **state)
+{
+	(void)state;
+	char *gen = NULL;
+	size_t glen = 0;
+	FILE *g = open_memstream(&gen, &glen);
+	assert_non_null(g);
+	int missing = sp_config_write_doc(g);
+	fclose(g);
+	assert_int_equal(missing, 0); /* every key has its doc line */
+	/* the table between the markers is what the schema generates (make config-doc) */
+	const char *doc = read_doc();
+	const char *b = strstr(doc, "\n<!-- BEGIN generated"), *e = strstr(doc, "\n<!-- END generated");
+	assert_non_null(b);
+	assert_non_null(e);
+	b = strchr(b + 1, '\n') + 1;
+	if (glen != (size_t)(e + 1 - b) || memcmp(gen, b, glen)) {
+		free(gen);
+		fail_msg("docs/sparsity.md's key table differs from the schema's; run make "
+			 "config-doc");
+	}
+	/* the defaults the table states are the parser's */
+	has_row(gen, "\n| `algorithm` | `static` |");
+	has_row(gen, "\n| `init_method` | `topk` for gmp and sideband, else `random` |");
+	has_row(gen, "\n| `update.freq` | `1` |");
+	has_row(gen, "\n| `update.start` | `0` |");
+	has_row(gen, "\n| `tiebreak` | `none` |");
+	has_row(gen, "\n| `tiebreak.eps` | `1e-8` |");
+	has_row(gen, "\n| `distribution` | `uniform` |");
+	has_row(gen, "\n| `erk_power_scale` | `1` |");
+	has_row(gen, "\n| `scope` | `per_tensor`; `global` for granet |");
+	has_row(gen, "\n| `skip_optimizer_on_update` | `false` |");
+	has_row(gen, "\n| `death_rate` | `0.5` |");
+	has_row(gen, "\n| `death_rate_min` | `0.005` |");
+	has_row(gen, "\n| `exp.final` | `1` |");
+	has_row(gen, "\n| `cosine.minimum` | `0` |");
+	has_row(gen, "\n| `cubic.power` | `3` |");
+	free(gen);
+	sp_config *cfg = ok("sparsity: [{sparsity: 0.5}, {algorithm: gmp, sparsity: [0.5]},\n"
+			    "  {algorithm: granet, final_density: 0.5, prune_end: 10},\n"
+			    "  {algorithm: rigl, sparsity: 0.5},\n"
+			    "  {algorithm: rigl, sparsity: 0.5, update: {stop: 100}},\n"
+			    "  {algorithm: gmp, sparsity: {type: exp, init: 0, gamma: -1}},\n"
+			    "  {algorithm: gmp, sparsity: {type: cosine, init: 0, half_period: 9}},\n"
+			    "  {algorithm: gmp, sparsity: {type: cubic, initial: 0, final: 0.5,\n"
+			    "                              begin: 0, end: 9}}]\n");
+	assert_int_equal(cfg->n_groups, 8);
+	const sp_group *st = &cfg->groups[0], *gmp = &cfg->groups[1], *gr = &cfg->groups[2];
+	assert_int_equal(st->algo, SP_STATIC);
+	assert_int_equal(st->init_method, SP_INIT_RANDOM);
+	assert_int_equal(gmp->init_method, SP_INIT_TOPK);
+	assert_int_equal(st->update.freq, 1);
+	assert_int_equal(st->update.start, 0);
+	assert_true(st->update.stop < 0);
+	assert_int_equal(st->tiebreak, 0); /* none */
+	assert_true(st->tiebreak_eps == 1e-8);
+	assert_int_equal(st->distribution, SP_DIST_UNIFORM);
+	assert_true(st->erk_power == 1.0);
+	assert_int_equal(st->scope, SP_SCOPE_PER_TENSOR);
+	assert_int_equal(gr->scope, SP_SCOPE_GLOBAL);
+	assert_int_equal(st->skip_opt, 0);
+	assert_true(gr->death_rate == 0.5 && gr->death_rate_min == 0.005);
+	/* granet's densities: init_density 1 (sparsity 0 up to prune_start 0) */
+	assert_int_equal(gr->sparsity.type, SP_SCHED_POLY);
+	assert_true(gr->sparsity.initial == 0.0 && gr->sparsity.begin == 0.0);
+	/* drop_fraction: 0.3, cosine to 0 at update.stop when there is one */
+	assert_int_equal(cfg->groups[3].drop.type, SP_SCHED_CONSTANT);
+	assert_true(cfg->groups[3].drop.value == 0.3);
+	assert_int_equal(cfg->groups[4].drop.type, SP_SCHED_COSINE);
+	assert_true(cfg->groups[4].drop.init == 0.3 && cfg->groups[4].drop.half_period == 100);
+	assert_true(cfg->groups[5].sparsity.final == 1.0);
+	assert_true(cfg->groups[6].sparsity.minimum == 0.0);
+	assert_true(cfg->groups[7].sparsity.power == 3.0);
+	sp_config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_groups_22),
 		cmocka_unit_test(test_ours),
 		cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_doc_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
