@@ -8,7 +8,8 @@
 #   build/sim/...           the Verilated mesh used by `make sim` and the sim backend
 #
 # Areas add their own rules in fragments (verif/verif.mk, host/driver/driver.mk, ...), which
-# append to LIB_EXTRA_OBJS, LIB_LDLIBS, BIN_EXTRA, TEST_ENTRIES, REGRESS_ENTRIES, BENCH_TARGETS.
+# append to LIB_EXTRA_OBJS, LIB_LDLIBS, BIN_EXTRA, TEST_ENTRIES, REGRESS_ENTRIES, BENCH_TARGETS,
+# TEST_DEPS and HOST_TEST_DEPS.
 #
 # SAN=1 builds everything host-side with AddressSanitizer + UBSan into build/san.
 
@@ -63,6 +64,8 @@ TEST_ENTRIES :=
 REGRESS_ENTRIES :=
 BENCH_TARGETS :=
 TEST_DEPS :=
+# what the host unit tests ($(TEST_BINS)) need besides the library (make test-host)
+HOST_TEST_DEPS :=
 # Missing Debian packages are installed while the Makefile is read, before any rule runs:
 # a `deps` prerequisite alone does not order it before every rule of the fragments under -j
 # (a Verilator build once started before verilator was installed). deps.sh is idempotent
@@ -80,7 +83,7 @@ include $(FRAGMENTS)
 # Keep intermediate objects (tests are built through a pattern chain).
 .SECONDARY:
 
-.PHONY: all help deps lib cshost test regress bench sim lint formal train bitstream \
+.PHONY: all help deps lib cshost test test-host regress bench sim lint formal train bitstream \
 	synth-estimate experiment install clean FORCE
 
 all: deps $(CSHOST) $(BIN_EXTRA)
@@ -92,6 +95,8 @@ help:
 	@echo "  make train      train the default tiny sparse GPT on the simulated mesh"
 	@echo "  make test       host tests, RTL unit regressions and integration tests"
 	@echo "                  (make test SAN=1: the same under ASan+UBSan)"
+	@echo "  make test-host  the host unit tests only (tests/*/test_*.c); CI also runs"
+	@echo "                  make SAN=1 test-host: them under ASan+UBSan+LeakSanitizer"
 	@echo "  make regress    long sweeps: many seeds and shapes, pass/fail table"
 	@echo "  make fuzz       libFuzzer targets (clang), FUZZ_S seconds each (default 180)"
 	@echo "  make bench      speed, utilization and memory measurements"
@@ -116,7 +121,7 @@ help:
 	@echo "  make gatesim    link bench on the yosys iCE40 netlist, compared with the RTL"
 	@echo "  make gatesim-mesh  forward kernel on the bitstream's netlist, compared with the RTL"
 	@echo "  make ucode      assemble rtl/pe/pe_micro.us into rtl/pe/pe_micro_rom.v"
-	@echo "  make config-doc docs/config.md's key table from the config schema"
+	@echo "  make config-doc the key tables of docs/config.md and docs/sparsity.md from the schema"
 	@echo "  make lib, make cshost  the host library, the command-line tool (make builds both)"
 	@echo "  make install    install cshost under PREFIX (default /usr/local)"
 	@echo "  make clean      remove build/"
@@ -147,6 +152,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJS) $(LIB)
 # Host tests first, then what the fragments registered (RTL benches, integration tests).
 test: deps $(TEST_BINS) $(CSHOST) $(TEST_DEPS)
 	@./scripts/run-tests.sh $(BUILD)/test-logs $(TEST_BINS) $(TEST_ENTRIES)
+
+# The host unit tests alone: what CI runs a second time under SAN=1 (the Verilated models
+# they load are the plain build's, see host/driver/sim.mk).
+test-host: deps $(TEST_BINS) $(CSHOST) $(HOST_TEST_DEPS)
+	@./scripts/run-tests.sh $(BUILD)/test-host-logs $(TEST_BINS)
 
 regress: deps $(TEST_BINS) $(CSHOST) $(TEST_DEPS)
 	@REGRESS=1 TEST_TIMEOUT=7200 ./scripts/run-tests.sh $(BUILD)/regress-logs \

@@ -13,7 +13,8 @@
  * device took = the protocol overhead of an all-zero layer + 4 per nonzero + 4 per run),
  * the self-test program on every PE, and a device that reports errors.
  * TEST_SEED replays; REGRESS=1 runs many more cases. SIM_RTL=0 leaves out the Verilated
- * engine (the SAN build does, see sim.mk).
+ * engine. The SAN build loads the plain build's Verilated models (sim.mk); a missing one
+ * fails its cases, naming the make command that builds it.
  */
 #include <stdarg.h>
 #include <stddef.h>
