@@ -99,6 +99,7 @@ help:
 	@echo "                  make SAN=1 test-host: them under ASan+UBSan+LeakSanitizer"
 	@echo "  make regress    long sweeps: many seeds and shapes, pass/fail table"
 	@echo "  make fuzz       libFuzzer targets (clang), FUZZ_S seconds each (default 180)"
+	@echo "                  (make fuzz-resp-seeds: fuzz_resp's seeds from the mesh model)"
 	@echo "  make bench      speed, utilization and memory measurements"
 	@echo "                  parts (each a target): $(BENCH_TARGETS)" | fold -s -w 72 | sed "2,\$$s/^/                  /"
 	@echo "  make experiment dense vs every sparsity workflow, 3 seeds -> docs/results.md"

@@ -3,7 +3,9 @@
  * libusb-1.0. The FT2232H channel that carries the FPGA's UART is driven with the FTDI
  * vendor requests directly (ftdi.h; libftdi would add a dependency for about 60 lines of
  * control transfers); the words travel in the framing of docs/link.md,
- * implemented once in frame.c and shared with the Verilator benches.
+ * implemented once in frame.c and shared with the Verilator benches. What the board
+ * sends is decoded by usb_rx.c (packets -> frames -> response words), the responses by
+ * plan.c and proto.c, all of which tests/fuzz/fuzz_resp.c feeds arbitrary bytes.
  *
  * What this file is not: a general FTDI driver (UART mode only, no MPSSE: flashing goes
  * through iceprog on channel A), or a mesh model (kernels run on the board; plan.c makes
@@ -27,13 +29,13 @@
 #include "driver/ftdi.h"
 #include "driver/proto.h"
 #include "driver/usb.h"
+#include "driver/usb_rx.h"
 
 #define USB_CTRL_TIMEOUT_MS 500
 #define USB_IN_BUF 4096                 /* 8 high-speed packets per IN transfer */
 #define USB_ACK_TIMEOUT_NS 30000000ull  /* > 3 full frames at 3 Mbaud plus USB latency */
 #define USB_MAX_ACK_TIMEOUTS 8
 #define USB_BYTE_TIMEOUT_NS 100000000ull /* USB delivers bytes in bursts: be generous */
-#define USB_RQ_MAX (64u << 20)          /* response words buffered at most */
 
 struct usb_opts {
 	char serial[64];
@@ -56,14 +58,9 @@ struct usb_priv {
 	int actual_baud;
 	uint16_t baud_value, baud_index;
 	frm_tx tx;
-	frm_dec dec;
-	int rx_bad;          /* a device -> host frame was corrupted or lost */
+	struct usb_rx rx;    /* frames in: decoder, response words, STAT (usb_rx.c) */
 	int resync;          /* an exchange failed: resynchronize before the next one */
-	int have_stat;
-	frm_frame stat;
-	uint32_t *rq;        /* response words received, not yet read */
-	size_t rq_head, rq_len, rq_cap;
-	uint64_t line_errors, bytes_out, bytes_in;
+	uint64_t bytes_out;
 	uint8_t inbuf[USB_IN_BUF];
 };
 
@@ -311,36 +308,6 @@ static int write_bytes(csd_dev *dev, const uint8_t *b, size_t len)
 	return CS_OK;
 }
 
-static int rq_push(csd_dev *dev, const uint32_t *w, size_t n)
-{
-	struct usb_priv *p = dev->priv;
-	if (p->rq_head && p->rq_head == p->rq_len) /* drained: restart at the front */
-		p->rq_head = p->rq_len = 0;
-	if (p->rq_len + n > p->rq_cap) {
-		if (p->rq_head) {
-			memmove(p->rq, p->rq + p->rq_head, (p->rq_len - p->rq_head) * sizeof *p->rq);
-			p->rq_len -= p->rq_head;
-			p->rq_head = 0;
-		}
-		if (p->rq_len + n > p->rq_cap) {
-			size_t cap = p->rq_cap ? p->rq_cap : 4096;
-			while (cap < p->rq_len + n)
-				cap *= 2;
-			if (cap > USB_RQ_MAX)
-				return csd_fail(dev, CS_ERR_NO_MEM,
-						"usb: more than %u unread response words", USB_RQ_MAX);
-			uint32_t *q = realloc(p->rq, cap * sizeof *q);
-			if (!q)
-				return csd_fail(dev, CS_ERR_NO_MEM, "usb: out of memory");
-			p->rq = q;
-			p->rq_cap = cap;
-		}
-	}
-	memcpy(p->rq + p->rq_len, w, n * sizeof *w);
-	p->rq_len += n;
-	return CS_OK;
-}
-
 /*
  * One round of the link: write every frame the sender has due, then read what the chip
  * has (one bulk IN, at most wait_ms) and feed it to the decoder. *progress is set when a
@@ -372,43 +339,13 @@ static int pump(csd_dev *dev, int wait_ms, int *progress)
 				       (unsigned)wait_ms);
 	if (lrc < 0 && lrc != LIBUSB_ERROR_TIMEOUT)
 		return link_fail(dev, usb_err(lrc), "bulk read");
-	uint8_t ls = 0;
-	size_t n = ftdi_strip_status(p->inbuf, p->inbuf, (size_t)got, (size_t)p->maxpkt, &ls);
-	if (ls & FTDI_LS_ERRORS)
-		p->line_errors++;
-	p->bytes_in += n;
-	uint64_t t = now_ns();
-	for (size_t i = 0; i < n; i++) {
-		uint64_t seq_errors = p->dec.err_seq;
-		int r = frm_dec_byte(&p->dec, p->inbuf[i], t);
-		if (r == 0)
-			continue;
-		if (r < 0) {
-			p->rx_bad = 1;
-			/* a DATA frame with a SEQ gap is still delivered (its CRC checked): its
-			 * words are real, but a response went missing before it */
-			if (p->dec.err_seq == seq_errors)
-				continue;
-		}
-		const frm_frame *f = &p->dec.frame;
-		if (f->type == FRM_ACK || f->type == FRM_NAK) {
-			if (frm_tx_on_frame(&p->tx, f, t) > 0)
-				*progress = 1;
-		} else if (f->type == FRM_DATA) {
-			if ((rc = rq_push(dev, f->words, f->n)))
-				return rc;
-			*progress = 1;
-		} else if (f->type == FRM_STAT) {
-			p->stat = *f;
-			p->have_stat = 1;
-			*progress = 1;
-		}
-	}
-	if (frm_dec_poll(&p->dec, now_ns()) < 0)
-		p->rx_bad = 1;
+	if ((rc = usb_rx_feed(&p->rx, &p->tx, p->inbuf, (size_t)got, (size_t)p->maxpkt, now_ns(),
+			      progress)))
+		return csd_fail(dev, rc, "usb: more than %u unread response words, or out of memory",
+				USB_RX_MAX_WORDS);
+	usb_rx_poll(&p->rx, now_ns());
 	return CS_OK;
 }
-
 static int link_send(void *ctx, const uint32_t *w, size_t n)
 {
 	csd_dev *dev = ctx;
@@ -445,14 +382,14 @@ static int link_recv(void *ctx, uint32_t *w, size_t n)
 	uint64_t deadline = now_ns() + (uint64_t)p->o.timeout_ms * 1000000ull;
 	int rc;
 
-	while (p->rq_len - p->rq_head < n) {
-		if (p->rx_bad) {
-			p->rx_bad = 0;
+	while (usb_rx_avail(&p->rx) < n) {
+		if (p->rx.bad) {
+			p->rx.bad = 0;
 			return csd_fail(dev, CS_ERR_PROTOCOL,
 					"usb: a response frame from the board was corrupted or lost "
 					"(crc errors %llu, sequence gaps %llu)",
-					(unsigned long long)p->dec.err_crc,
-					(unsigned long long)p->dec.err_seq);
+					(unsigned long long)p->rx.dec.err_crc,
+					(unsigned long long)p->rx.dec.err_seq);
 		}
 		int progress = 0;
 		if ((rc = pump(dev, 2, &progress)))
@@ -463,14 +400,13 @@ static int link_recv(void *ctx, uint32_t *w, size_t n)
 			return csd_fail(dev, CS_ERR_TIMEOUT,
 					"usb: timeout after %d ms waiting for %zu response words (have "
 					"%zu)",
-					p->o.timeout_ms, n, p->rq_len - p->rq_head);
+					p->o.timeout_ms, n, usb_rx_avail(&p->rx));
 	}
-	memcpy(w, p->rq + p->rq_head, n * sizeof *w);
-	p->rq_head += n;
+	usb_rx_take(&p->rx, w, n);
 	return CS_OK;
 }
 
-/* Ask the device for its link state (STAT frame); p->stat holds the answer. */
+/* Ask the device for its link state (STAT frame); p->rx.stat holds the answer. */
 static int link_stat(csd_dev *dev, int tries)
 {
 	struct usb_priv *p = dev->priv;
@@ -478,16 +414,16 @@ static int link_stat(csd_dev *dev, int tries)
 	int len = frm_encode(fr, sizeof fr, FRM_STAT, 0, NULL, 0), rc;
 
 	for (int k = 0; k < tries; k++) {
-		p->have_stat = 0;
+		p->rx.have_stat = 0;
 		if ((rc = write_bytes(dev, fr, (size_t)len)))
 			return rc;
 		uint64_t deadline = now_ns() + 100000000ull; /* a STAT answer takes < 1 ms */
-		while (!p->have_stat && now_ns() < deadline) {
+		while (!p->rx.have_stat && now_ns() < deadline) {
 			int progress = 0;
 			if ((rc = pump(dev, 5, &progress)))
 				return rc;
 		}
-		if (p->have_stat)
+		if (p->rx.have_stat)
 			return CS_OK;
 	}
 	return csd_fail(dev, CS_ERR_TIMEOUT,
@@ -508,7 +444,7 @@ static void usb_count(csd_dev *dev, const struct plan_stats *st, uint64_t out0, 
 	s.words_out = s.words_in = 0;
 	csd_count(dev, &s);
 	dev->ctr.link_bytes_out += p->bytes_out - out0;
-	dev->ctr.link_bytes_in += p->bytes_in - in0;
+	dev->ctr.link_bytes_in += p->rx.bytes_in - in0;
 }
 
 /*
@@ -526,24 +462,22 @@ static int link_resync(csd_dev *dev)
 	if (rc)
 		return rc;
 	frm_stat st;
-	if (frm_stat_parse(&st, &p->stat))
+	if (frm_stat_parse(&st, &p->rx.stat))
 		return csd_fail(dev, CS_ERR_PROTOCOL, "usb: malformed STAT answer from the board");
 	frm_tx tx = p->tx;
-	frm_dec dec = p->dec;
+	frm_dec dec = p->rx.dec;
 	frm_tx_init(&p->tx, USB_ACK_TIMEOUT_NS, USB_MAX_ACK_TIMEOUTS, st.rx_expect);
-	frm_dec_init(&p->dec, USB_BYTE_TIMEOUT_NS, st.tx_seq);
+	usb_rx_init(&p->rx, USB_BYTE_TIMEOUT_NS, st.tx_seq); /* unread responses dropped */
 	p->tx.frames_sent = tx.frames_sent;
 	p->tx.retransmits = tx.retransmits;
 	p->tx.naks = tx.naks;
 	p->tx.timeouts = tx.timeouts;
 	p->tx.acks = tx.acks;
-	p->dec.frames = dec.frames;
-	p->dec.err_crc = dec.err_crc;
-	p->dec.err_hdr = dec.err_hdr;
-	p->dec.err_trunc = dec.err_trunc;
-	p->dec.err_seq = dec.err_seq;
-	p->rx_bad = 0;
-	p->rq_head = p->rq_len = 0;
+	p->rx.dec.frames = dec.frames;
+	p->rx.dec.err_crc = dec.err_crc;
+	p->rx.dec.err_hdr = dec.err_hdr;
+	p->rx.dec.err_trunc = dec.err_trunc;
+	p->rx.dec.err_seq = dec.err_seq;
 	p->resync = 0;
 	return CS_OK;
 }
@@ -710,7 +644,7 @@ static void usb_close(csd_dev *dev)
 	}
 	if (p->ctx)
 		libusb_exit(p->ctx);
-	free(p->rq);
+	usb_rx_free(&p->rx);
 	free(p);
 	dev->priv = NULL;
 }
@@ -743,23 +677,22 @@ static int usb_open(csd_dev *dev, const char *arg)
 	}
 	if ((rc = open_board(dev)) || (rc = ftdi_setup(dev)))
 		goto out_close;
-	frm_dec_init(&p->dec, USB_BYTE_TIMEOUT_NS, 0);
+	usb_rx_init(&p->rx, USB_BYTE_TIMEOUT_NS, 0);
 	if ((rc = link_stat(dev, 3)))
 		goto out_close;
 	frm_stat st;
-	if (frm_stat_parse(&st, &p->stat)) {
+	if (frm_stat_parse(&st, &p->rx.stat)) {
 		rc = csd_fail(dev, CS_ERR_PROTOCOL, "usb: malformed STAT answer from the board");
 		goto out_close;
 	}
-	/* start both directions where the device is (it may have run before) */
+	/* start both directions where the device is (it may have run before); words of an
+	 * earlier session that arrived before the STAT are dropped */
 	frm_tx_init(&p->tx, USB_ACK_TIMEOUT_NS, USB_MAX_ACK_TIMEOUTS, st.rx_expect);
-	frm_dec_init(&p->dec, USB_BYTE_TIMEOUT_NS, st.tx_seq);
-	p->rx_bad = 0;
-	p->rq_head = p->rq_len = 0; /* words of an earlier session that arrived before the STAT */
+	usb_rx_init(&p->rx, USB_BYTE_TIMEOUT_NS, st.tx_seq);
 	if (!p->o.noload) {
 		struct plan_link link = { .ctx = dev, .send = link_send, .recv = link_recv };
 		struct plan_stats pst = { 0 };
-		uint64_t out0 = p->bytes_out, in0 = p->bytes_in;
+		uint64_t out0 = p->bytes_out, in0 = p->rx.bytes_in;
 		dev->have_fw = csd_fw_get(&dev->fw, "kernels", err, sizeof err) == CS_OK;
 		if ((rc = plan_load(&dev->geom, dev->have_fw ? &dev->fw : NULL, &link, &pst, err,
 				    sizeof err))) {
@@ -797,7 +730,7 @@ static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, float *out2,
 	struct plan_io io = { .w = w, .act = act, .bact = bact, .out = out, .out2 = out2 };
 	if ((rc = link_ready(dev)))
 		return rc;
-	uint64_t out0 = p->bytes_out, in0 = p->bytes_in;
+	uint64_t out0 = p->bytes_out, in0 = p->rx.bytes_in;
 	rc = plan_exec(&pl, &dev->fw, &io, &link, &st, err, sizeof err);
 	if (rc) {
 		p->resync = rc != CS_ERR_NO_DEVICE;
@@ -863,14 +796,14 @@ int csd_usb_xfer(csd_dev *dev, const uint32_t *cmd, size_t ncmd, uint32_t *rsp, 
 	int rc = link_ready(dev);
 	if (rc)
 		return rc;
-	uint64_t out0 = p->bytes_out, in0 = p->bytes_in;
+	uint64_t out0 = p->bytes_out, in0 = p->rx.bytes_in;
 	rc = ncmd ? link_send(dev, cmd, ncmd) : CS_OK;
 	if (!rc && nrsp)
 		rc = link_recv(dev, rsp, nrsp);
 	if (rc)
 		p->resync = rc != CS_ERR_NO_DEVICE;
 	dev->ctr.link_bytes_out += p->bytes_out - out0; /* on the wire, framing included */
-	dev->ctr.link_bytes_in += p->bytes_in - in0;
+	dev->ctr.link_bytes_in += p->rx.bytes_in - in0;
 	return rc;
 }
 
@@ -893,16 +826,16 @@ int csd_usb_link_info(csd_dev *dev, struct csd_usb_link *li)
 	li->retransmits = p->tx.retransmits;
 	li->naks = p->tx.naks;
 	li->ack_timeouts = p->tx.timeouts;
-	li->rx_frames = p->dec.frames;
-	li->rx_crc_errors = p->dec.err_crc + p->dec.err_hdr;
-	li->rx_seq_errors = p->dec.err_seq;
-	li->rx_trunc = p->dec.err_trunc;
-	li->line_errors = p->line_errors;
+	li->rx_frames = p->rx.dec.frames;
+	li->rx_crc_errors = p->rx.dec.err_crc + p->rx.dec.err_hdr;
+	li->rx_seq_errors = p->rx.dec.err_seq;
+	li->rx_trunc = p->rx.dec.err_trunc;
+	li->line_errors = p->rx.line_errors;
 	li->bytes_out = p->bytes_out;
-	li->bytes_in = p->bytes_in;
+	li->bytes_in = p->rx.bytes_in;
 	dev->err[0] = 0;
 	int rc = link_stat(dev, 2);
 	if (rc)
 		return rc;
-	return frm_stat_parse(&li->dev, &p->stat);
+	return frm_stat_parse(&li->dev, &p->rx.stat);
 }

@@ -261,34 +261,22 @@ static int ws_recv(struct wstream *ws, uint32_t *w, size_t n, unsigned op, unsig
 	if (ws_flush(ws))
 		return ws->rc;
 	uint32_t h;
+	struct proto_resp r;
 	int rc = ws->link->recv(ws->link->ctx, &h, 1);
 	if (rc) {
 		snprintf(err, errlen, "%s: no response header (%s)", proto_op_name(op),
 			 cs_strerror(rc));
 		return rc;
 	}
-	if (proto_resp_magic(h) != PROTO_RESP_MAGIC || proto_resp_op(h) != op) {
-		snprintf(err, errlen, "%s: unexpected response header 0x%08x", proto_op_name(op),
-			 h);
-		return CS_ERR_PROTOCOL;
-	}
-	unsigned got = proto_resp_n(h);
-	if (got > n) {
-		snprintf(err, errlen, "%s: response of %u words, expected %u", proto_op_name(op),
-			 got, want_n);
-		return CS_ERR_PROTOCOL;
-	}
-	if (got && (rc = ws->link->recv(ws->link->ctx, w, got))) {
+	/* at most the n words w holds, whatever the header says */
+	if ((rc = proto_resp_parse(&r, h, op, (unsigned)n, err, errlen)))
+		return rc;
+	if (r.words && (rc = ws->link->recv(ws->link->ctx, w, r.words))) {
 		snprintf(err, errlen, "%s: response truncated (%s)", proto_op_name(op),
 			 cs_strerror(rc));
 		return rc;
 	}
-	if (proto_resp_status(h) != PROTO_ST_OK || got != want_n) {
-		snprintf(err, errlen, "%s: device status %s (%u of %u words)", proto_op_name(op),
-			 proto_status_name(proto_resp_status(h)), got, want_n);
-		return proto_resp_status(h) == PROTO_ST_TIMEOUT ? CS_ERR_TIMEOUT : CS_ERR_DEVICE;
-	}
-	return CS_OK;
+	return proto_resp_rc(&r, want_n, err, errlen);
 }
 
 /* SYNC's answer is one header word whose n field is the host port's error count since
@@ -302,21 +290,16 @@ static int ws_recv_sync(struct wstream *ws, unsigned *nerr, char *err, size_t er
 	if (ws_flush(ws))
 		return ws->rc;
 	uint32_t h;
+	struct proto_resp r;
 	int rc = ws->link->recv(ws->link->ctx, &h, 1);
 	if (rc) {
 		snprintf(err, errlen, "SYNC: no response (%s)", cs_strerror(rc));
 		return rc;
 	}
-	if (proto_resp_magic(h) != PROTO_RESP_MAGIC || proto_resp_op(h) != PROTO_SYNC) {
-		snprintf(err, errlen, "SYNC: unexpected response header 0x%08x", h);
-		return CS_ERR_PROTOCOL;
-	}
-	if (proto_resp_status(h) != PROTO_ST_OK) {
-		snprintf(err, errlen, "SYNC: device status %s (%u errors)",
-			 proto_status_name(proto_resp_status(h)), proto_resp_n(h));
-		return proto_resp_status(h) == PROTO_ST_TIMEOUT ? CS_ERR_TIMEOUT : CS_ERR_DEVICE;
-	}
-	*nerr = proto_resp_n(h);
+	if ((rc = proto_resp_parse(&r, h, PROTO_SYNC, 0, err, errlen)) ||
+	    (rc = proto_resp_rc(&r, 0, err, errlen)))
+		return rc;
+	*nerr = r.n;
 	return CS_OK;
 }
 

@@ -119,6 +119,51 @@ static inline uint32_t proto_resp_hdr(unsigned op, unsigned status, unsigned n)
 	       (n & 0xffffu);
 }
 
+/*
+ * Decoding what the host port answers (everything here is pure: the words come from a
+ * link the caller reads, and may be anything a faulty or hostile device sends).
+ * A response is a header and the payload words it announces: ECHO n, READ n per PE,
+ * COLLECT k (also with status TIMEOUT), COUNTERS 14; SYNC's n is the host port's error
+ * count and no words follow. A failing command answers {status, n = 0}.
+ */
+struct proto_resp {
+	unsigned op, status, n; /* the header's fields */
+	unsigned words;         /* payload words that follow the header */
+};
+
+#define PROTO_COUNTERS_WORDS 14u
+
+/* Check header h as the answer to a command `op` whose answer carries at most max_words
+ * payload words (the n of a READ, ECHO or COLLECT; COUNTERS: 14; SYNC: any, it has none).
+ * 0 with *r filled, or CS_ERR_PROTOCOL with err saying why: not a response header, the
+ * answer of another op, or more words than the command can produce (the caller must not
+ * read them into a buffer sized for the command). The status is not judged here. */
+int proto_resp_parse(struct proto_resp *r, uint32_t h, unsigned op, unsigned max_words,
+		     char *err, size_t errlen);
+
+/* The status of a parsed response as a cs_error, for a command that expected want_words
+ * payload words: 0 when OK with exactly those, CS_ERR_TIMEOUT for TIMEOUT, else
+ * CS_ERR_DEVICE (err names the status and the words received). */
+int proto_resp_rc(const struct proto_resp *r, unsigned want_words, char *err, size_t errlen);
+
+/* One whole response to op from the words w[0..avail): proto_resp_parse on w[0], and the
+ * payload must be there. Returns the words it takes (1 + r->words) or CS_ERR_PROTOCOL. */
+int proto_resp_decode(struct proto_resp *r, const uint32_t *w, size_t avail, unsigned op,
+		      unsigned max_words, char *err, size_t errlen);
+
+/* COUNTERS' answer (docs/architecture.md section 6): the cycle counter, the PE's 5
+ * counters, its router's 6, the host port's error count. */
+struct proto_counters {
+	uint64_t cycles;
+	uint32_t pe[5];
+	uint32_t router[6];
+	uint32_t errors;
+};
+/* Decode a COUNTERS answer w[0..avail) (header + 14 words): 0, CS_ERR_PROTOCOL (malformed,
+ * short or another length) or the status's error (proto_resp_rc). */
+int proto_counters_decode(struct proto_counters *c, const uint32_t *w, size_t avail, char *err,
+			  size_t errlen);
+
 /* Words a RUN stream of n nonzeros of one major takes (headers included). */
 static inline uint64_t proto_run_words(uint64_t n)
 {

@@ -8,11 +8,11 @@
 FUZZ_S ?= 180
 FUZZ_SMOKE_S ?= 5
 FUZZ_CC ?= clang
-FUZZ_TARGETS := config ckpt spstate fwasm frame data
+FUZZ_TARGETS := config ckpt spstate fwasm frame data resp
 # the units under test are compiled instrumented; the rest comes from the library
 FUZZ_SRCS := host/common/cs_yaml.c host/common/cs_config.c host/train/config.c host/sparsity/config.c host/train/ckpt.c \
 	host/sparsity/checkpoint.c host/fwasm/fwasm.c host/driver/fw.c host/driver/frame.c \
-	host/train/data.c
+	host/train/data.c host/driver/proto.c host/driver/plan.c host/driver/usb_rx.c host/driver/ftdi.c
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer -Ihost -D_GNU_SOURCE $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_RUN_FLAGS := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536
@@ -35,6 +35,17 @@ fuzz: deps $(FUZZ_BINS)
 		grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|cov:' \
 			$(BUILD)/fuzz/$$t.log | tail -4; \
 	done
+
+# make fuzz-resp-seeds: tests/fuzz/corpus/resp, each host port answer as the word-level
+# mesh model gives it (fuzz_resp.c built as its seed writer)
+.PHONY: fuzz-resp-seeds
+$(BUILD)/fuzz/resp_seeds: tests/fuzz/fuzz_resp.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(PKG_CFLAGS) $(CFLAGS) -DFUZZ_RESP_SEEDS $(LDFLAGS) -o $@ $< $(LIB) \
+		$(LDLIBS) -lstdc++
+fuzz-resp-seeds: $(BUILD)/fuzz/resp_seeds
+	@mkdir -p tests/fuzz/corpus/resp
+	$(BUILD)/fuzz/resp_seeds tests/fuzz/corpus/resp
 
 ifneq ($(shell command -v $(FUZZ_CC) 2>/dev/null),)
 TEST_DEPS += $(FUZZ_BINS)

@@ -30,6 +30,9 @@
 #define LLVMFuzzerTestOneInput fuzz_data_input
 #include "fuzz_data.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_resp_input
+#include "fuzz_resp.c"
+#undef LLVMFuzzerTestOneInput
 
 static int replay_dir(const char *dir, int (*fn)(const uint8_t *, size_t))
 {
@@ -86,7 +89,8 @@ int main(void)
 		int (*fn)(const uint8_t *, size_t);
 	} targets[] = { { "config", fuzz_config_input },   { "ckpt", fuzz_ckpt_input },
 			{ "spstate", fuzz_spstate_input }, { "fwasm", fuzz_fwasm_input },
-			{ "frame", fuzz_frame_input },     { "data", fuzz_data_input } };
+			{ "frame", fuzz_frame_input },     { "data", fuzz_data_input },
+			{ "resp", fuzz_resp_input } };
 	int total = 0;
 	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
 		char dir[1400];
