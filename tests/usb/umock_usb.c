@@ -826,7 +826,11 @@ static void kernel_tests(void)
 		dt = now_s() - t0;
 		CHECK(rc == CS_ERR_TIMEOUT && dt < 3.0, "silent board during a kernel -> %s after %.2f s",
 		      cs_error_name(rc), dt);
-		CHECK(strstr(csd_last_error(dev), "stopped"), "message: %s", csd_last_error(dev));
+		/* two limits race here, both right for a silent board: ACK timeouts in a row
+		 * ("stopped acknowledging") and the link timeout ("no progress"); which one fires
+		 * first depends on how fast this machine runs the emulated board */
+		CHECK(strstr(csd_last_error(dev), "stopped") || strstr(csd_last_error(dev), "no progress"),
+		      "message: %s", csd_last_error(dev));
 		printf("board silent during a kernel: %s after %.3f s: %s\n", cs_error_name(rc), dt,
 		       csd_last_error(dev));
 		csd_close(dev);
