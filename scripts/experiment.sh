@@ -378,6 +378,7 @@ Regrown weights start at zero with zero Adam moments (\`docs/sparsity.md\`).
 z is the difference of the means over its standard error, sqrt(sd_a^2/n_a + sd_b^2/n_b):
 how many standard deviations of the difference separate the arms. "holds" needs the
 difference in the claimed direction; |z| < 2 means these seeds do not resolve it.
+Why the claims that fail here fail, as far as we can tell: \`docs/results-discussion.md\`.
 
 EOF
 awk '
