@@ -1342,11 +1342,11 @@ static void write_metrics(FILE *f, trainer *t, const train_step_stats *s, double
 		   "\"sparsity\": %.6f, \"sparsity_all_params\": %.6f, \"layer_sparsity\": {",
 		t->step, s->loss, s->lr, s->grad_norm, ts_sparsity(t->ts), ts_sparsity_all(t->ts));
 	int first = 1;
-	for (int i = 0; i < t->model.num_tensors; i++) {
-		if (!ts_mask(t->ts, i))
+	for (int v = 0; v < ts_num_views(t->ts); v++) {
+		if (!ts_view_masked(t->ts, v))
 			continue;
-		fprintf(f, "%s\"%s\": %.6f", first ? "" : ", ", t->model.tensors[i].name,
-			ts_tensor_sparsity(t->ts, i));
+		fprintf(f, "%s\"%s\": %.6f", first ? "" : ", ", ts_view_name(t->ts, v),
+			ts_view_sparsity(t->ts, v));
 		first = 0;
 	}
 	fprintf(f, "}, \"tokens_per_s\": %.1f, \"ms_per_step\": %.3f, \"cpu_ms\": %.3f, \"device_cycles\": %llu, "

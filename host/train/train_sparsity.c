@@ -34,7 +34,7 @@ struct train_sparsity {
 	int enabled;
 	/* sparsity figures for the metrics, recomputed only when masks change */
 	int stats_valid;
-	double *tensor_sp, sp_sparse, sp_all;
+	double sp_sparse, sp_all;
 };
 
 /* Messages about the sparsity block name the override for nodes an override made. */
@@ -93,8 +93,7 @@ int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, fl
 	if (sp_config_is_dense(ts->cfg))
 		return CS_OK;
 	ts->params = calloc(m->num_tensors, sizeof *ts->params);
-	ts->tensor_sp = calloc(m->num_tensors, sizeof *ts->tensor_sp);
-	if (!ts->params || !ts->tensor_sp) {
+	if (!ts->params) {
 		rc = CS_ERR_NO_MEM;
 		goto out_free;
 	}
@@ -156,7 +155,6 @@ void ts_free(train_sparsity *ts)
 	sp_free(ts->st);
 	sp_config_free(ts->cfg);
 	free(ts->params);
-	free(ts->tensor_sp);
 	for (int i = 0; ts->fused && i < ts->m->num_tensors; i++)
 		free(ts->fused[i]);
 	free(ts->fused);
@@ -212,12 +210,6 @@ int ts_after_optimizer(train_sparsity *ts, long step)
 
 static void update_stats(train_sparsity *ts)
 {
-	for (int i = 0; i < ts->m->num_tensors; i++) {
-		size_t nnz = 0;
-		for (int k = 0; k < ts->vcount[i]; k++)
-			nnz += sp_tensor_nnz(ts->st, ts->vfirst[i] + k);
-		ts->tensor_sp[i] = 1.0 - (double)nnz / (double)ts->m->tensors[i].numel;
-	}
 	sp_stats s;
 	sp_get_stats(ts->st, &s);
 	ts->sp_sparse = s.sparsity;
@@ -250,13 +242,24 @@ int ts_mask_changed(const train_sparsity *ts, int idx)
 	return c;
 }
 
-double ts_tensor_sparsity(const train_sparsity *ts, int idx)
+int ts_num_views(const train_sparsity *ts)
 {
-	if (!ON(ts))
-		return 0.0;
-	if (!ts->stats_valid)
-		update_stats((train_sparsity *)ts);
-	return ts->tensor_sp[idx];
+	return ON(ts) ? ts->nv : 0;
+}
+
+const char *ts_view_name(const train_sparsity *ts, int v)
+{
+	return ts->views[v].name;
+}
+
+int ts_view_masked(const train_sparsity *ts, int v)
+{
+	return ON(ts) && sp_mask(ts->st, v) != NULL;
+}
+
+double ts_view_sparsity(const train_sparsity *ts, int v)
+{
+	return ON(ts) ? sp_tensor_sparsity(ts->st, v) : 0.0;
 }
 
 double ts_sparsity(const train_sparsity *ts)

@@ -38,7 +38,12 @@ const uint8_t *ts_mask(const train_sparsity *ts, int idx);
 int ts_mask_changed(const train_sparsity *ts, int idx);
 /* sp_mask_churn of the last update (0 when sparsity is off). */
 double ts_mask_churn(const train_sparsity *ts);
-double ts_tensor_sparsity(const train_sparsity *ts, int idx);
+/* The sparsity layer's tensors ("views": q, k and v of a fused qkv weight apart, every other
+ * tensor as it is): how many, the name of view v, whether it has a mask, its sparsity. */
+int ts_num_views(const train_sparsity *ts);
+const char *ts_view_name(const train_sparsity *ts, int v);
+int ts_view_masked(const train_sparsity *ts, int v);
+double ts_view_sparsity(const train_sparsity *ts, int v);
 /* Sparsity over the sparsified tensors (0 when dense). */
 double ts_sparsity(const train_sparsity *ts);
 /* Share of zeros forced by masks over all parameters (0 when dense). */

@@ -156,6 +156,9 @@ static void test_imp_counts_and_rewind(void **state)
 	snprintf(p, sizeof p, "%s/runs/t/metrics.jsonl", dir);
 	char *mt = read_all(p);
 	assert_non_null(mt);
+	/* layer_sparsity names the parts of the fused weight, not the fused tensor */
+	assert_non_null(strstr(mt, "\"h.0.attn.v.weight\": "));
+	assert_null(strstr(mt, "\"h.0.attn.qkv.weight\": "));
 	for (int r = 1; r <= 3; r++) {
 		long first = 6 + 4 * (r - 1) + 1; /* metrics count completed steps */
 		assert_true(lr_at(mt, first) == lr_at(mt, 3));
