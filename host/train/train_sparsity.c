@@ -242,6 +242,16 @@ int ts_mask_changed(const train_sparsity *ts, int idx)
 	return c;
 }
 
+double ts_tensor_sparsity(const train_sparsity *ts, int idx)
+{
+	if (!ON(ts))
+		return 0.0;
+	size_t nnz = 0;
+	for (int k = 0; k < ts->vcount[idx]; k++)
+		nnz += sp_tensor_nnz(ts->st, ts->vfirst[idx] + k);
+	return 1.0 - (double)nnz / (double)ts->m->tensors[idx].numel;
+}
+
 int ts_num_views(const train_sparsity *ts)
 {
 	return ON(ts) ? ts->nv : 0;

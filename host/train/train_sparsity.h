@@ -38,6 +38,8 @@ const uint8_t *ts_mask(const train_sparsity *ts, int idx);
 int ts_mask_changed(const train_sparsity *ts, int idx);
 /* sp_mask_churn of the last update (0 when sparsity is off). */
 double ts_mask_churn(const train_sparsity *ts);
+/* Sparsity of model tensor idx's mask (0 when dense; a fused tensor over its parts). */
+double ts_tensor_sparsity(const train_sparsity *ts, int idx);
 /* The sparsity layer's tensors ("views": q, k and v of a fused qkv weight apart, every other
  * tensor as it is): how many, the name of view v, whether it has a mask, its sparsity. */
 int ts_num_views(const train_sparsity *ts);
