@@ -66,11 +66,16 @@ int eng_isa(void)
 	return isa;
 }
 
-static const eng_kern *kern(void)
+const eng_kern *eng_kern_cur(void)
 {
 	static const eng_kern *const k[ENG_ISA_N] = { &eng_kern_portable, &eng_kern_avx2,
 						      &eng_kern_avx512 };
 	return k[eng_isa()];
+}
+
+static const eng_kern *kern(void)
+{
+	return eng_kern_cur();
 }
 
 /* ---- layout ---------------------------------------------------------------------------- */

@@ -127,4 +127,23 @@ int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, 
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
 	       int T);
 
+/* ---- causal self-attention (eng_attn.c) ---------------------------------------------- */
+
+/* Floats of scratch per pool thread that eng_attention_* take: T x T scores' gradient and
+ * five T x hs transposes. */
+size_t eng_attention_scratch(int T, int hs);
+/* B sequences of T tokens, NH heads of hs = C / NH features. qkv is token-major
+ * [B*T][3C] (ld = 0) or token-minor [3C][ld] (token b*T + t in column b*T + t);
+ * out [B*T][C] token-major; att [B][NH][T][T] the softmax probabilities, zero above the
+ * diagonal; scratch [threads][eng_attention_scratch(T, C / NH)]. (b, h) pairs are split
+ * between the threads and every output has one owner: the bits do not depend on the
+ * thread count. */
+void eng_attention_forward(cs_pool *pool, float *out, float *att, const float *qkv, int ld,
+			   float *scratch, int B, int T, int C, int NH);
+/* dqkv (the layout of qkv) overwritten with the gradient of q, k and v from dout
+ * [B*T][C]; a token-minor dqkv's columns past B*T are not written. */
+void eng_attention_backward(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,
+			    int ld, const float *att, float *scratch, int B, int T, int C,
+			    int NH);
+
 #endif /* CS_ENGINE_ENG_H */
