@@ -663,9 +663,33 @@ static GELU_CLONES void gelu_backward_range(float *dinp, const float *inp, const
 	}
 }
 
+/* GELU'(x), from the forward's tanh: the expression gelu_backward_range multiplies by dout */
+static inline __attribute__((always_inline)) float gelu_grad_of(float x, float th)
+{
+	float sech2 = 1.0f - th * th;
+	return 0.5f * (1.0f + th) +
+	       x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* out = GELU(xd), and xd = GELU'(xd) in place: the model's forward keeps the derivative
+ * instead of the pre-activation, which only the backward read, so the backward is one
+ * product (the tanh's exp and division were most of GELU's backward). The same
+ * expressions as gelu_backward_range: the same bits. */
+static GELU_CLONES void gelu_forward_d_range(float *restrict out, float *restrict xd, size_t lo,
+					     size_t hi)
+{
+	for (size_t i = lo; i < hi; i++) {
+		float x = xd[i];
+		float cube = 0.044715f * x * x * x;
+		float th = tanh_fast(GELU_SCALE * (x + cube));
+		out[i] = 0.5f * x * (1.0f + th);
+		xd[i] = gelu_grad_of(x, th);
+	}
+}
+
 /* ---- elementwise jobs: GELU, residual ----------------------------------------------- */
 
-enum { EW_GELU_FWD, EW_GELU_BWD, EW_RES_FWD, EW_RES_BWD, EW_ZERO };
+enum { EW_GELU_FWD, EW_GELU_BWD, EW_GELU_FWD_D, EW_MUL, EW_RES_FWD, EW_RES_BWD, EW_ZERO };
 
 struct ew_job {
 	int op;
@@ -687,6 +711,13 @@ static void ew_job(void *va, int tid, int nth)
 		break;
 	case EW_GELU_BWD:
 		gelu_backward_range(a->out, a->in1, a->in2, lo, hi);
+		break;
+	case EW_GELU_FWD_D:
+		gelu_forward_d_range(a->out, a->out2, lo, hi);
+		break;
+	case EW_MUL:
+		for (size_t i = lo; i < hi; i++)
+			a->out[i] = a->in1[i] * a->in2[i];
 		break;
 	case EW_RES_FWD:
 		for (size_t i = lo; i < hi; i++)
@@ -714,6 +745,21 @@ void gelu_forward_pool(cs_pool *pool, float *out, const float *inp, int N)
 void gelu_forward(float *out, const float *inp, int N)
 {
 	gelu_forward_pool(NULL, out, inp, N);
+}
+
+/* out = GELU(xd); xd = GELU'(xd) */
+static void gelu_forward_d_pool(cs_pool *pool, float *out, float *xd, size_t n)
+{
+	struct ew_job a = { .op = EW_GELU_FWD_D, .out = out, .out2 = xd, .n = n };
+	cs_pool_run(pool, ew_job, &a);
+}
+
+/* dinp = GELU'(x) dout from the derivative gelu_forward_d_pool left */
+static void gelu_backward_d_pool(cs_pool *pool, float *dinp, const float *d, const float *dout,
+				 size_t n)
+{
+	struct ew_job a = { .op = EW_MUL, .out = dinp, .in1 = d, .in2 = dout, .n = n };
+	cs_pool_run(pool, ew_job, &a);
 }
 
 void gelu_backward_pool(cs_pool *pool, float *dinp, const float *inp, const float *dout, int N)
@@ -851,8 +897,9 @@ struct tm_job {
 	int rows, BT, ld;
 };
 
-/* y [rows][ld] += b [rows] on the BT tokens, then g = GELU(y) (padding tokens stay zero in
- * both): one pass over the rows */
+/* g = GELU(y + b) and y = GELU'(y + b) on the BT tokens of y [rows][ld], b [rows]
+ * (padding tokens stay zero in both; y keeps the derivative, as gelu_forward_d_range):
+ * one pass over the rows */
 static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi)
 {
 	for (size_t i = lo; i < hi; i++) {
@@ -860,8 +907,9 @@ static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi
 		for (int t = 0; t < a->BT; t++) {
 			float x = y[t] + b;
 			float cube = 0.044715f * x * x * x;
-			y[t] = x;
-			g[t] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
+			float th = tanh_fast(GELU_SCALE * (x + cube));
+			y[t] = gelu_grad_of(x, th);
+			g[t] = 0.5f * x * (1.0f + th);
 		}
 		for (int t = a->BT; t < a->ld; t++)
 			g[t] = 0.0f;
@@ -1360,7 +1408,7 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			if (rc)
 				return rc;
 			bias_add_pool(pool, fch, p->fcb + l * C4, (int)BT, (int)C4);
-			gelu_forward_pool(pool, fch_gelu, fch, (int)(BT * C4));
+			gelu_forward_d_pool(pool, fch_gelu, fch, BT * C4); /* fch: GELU' */
 			rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l,
 					 GPT_FC_PROJ, (int)BT, 4 * C, C);
 		}
@@ -1443,7 +1491,7 @@ int gpt_backward(gpt *m, float loss_scale)
 						 (int)C4, C, tld, m->want_dense_dw);
 			if (rc)
 				return rc;
-			gelu_backward_pool(pool, m->tm_dfch, fcht, m->tm_dfch_gelu, (int)(C4 * tld));
+			gelu_backward_d_pool(pool, m->tm_dfch, fcht, m->tm_dfch_gelu, C4 * tld);
 			struct tm_job tj = { .db = g->fcb + l * C4, .d = m->tm_dfch, .rows = (int)C4,
 					     .BT = (int)BT, .ld = tld };
 			cs_pool_run(pool, tm_bias_grad_job, &tj);
@@ -1456,7 +1504,7 @@ int gpt_backward(gpt *m, float loss_scale)
 					  (int)BT, (int)C4, C);
 			if (rc)
 				return rc;
-			gelu_backward_pool(pool, m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
+			gelu_backward_d_pool(pool, m->dfch, fch, m->dfch_gelu, BT * C4);
 			bias_grad_pool(pool, g->fcb + l * C4, m->dfch, (int)BT, (int)C4);
 			rc = lin_backward(m, m->dln, g->fcw + l * C4 * C, m->dfch, ln2,
 					  p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, (int)C4);

@@ -108,7 +108,7 @@ typedef struct gpt_acts {
 	float *ln2;       /* [L, B, T, C] */
 	float *ln2_mean;  /* [L, B, T] */
 	float *ln2_rstd;  /* [L, B, T] */
-	float *fch;       /* [L, B, T, 4C] */
+	float *fch;       /* [L, B, T, 4C] GELU'(fc's output): what the backward reads of it */
 	float *fch_gelu;  /* [L, B, T, 4C] */
 	float *fcproj;    /* [L, B, T, C] */
 	float *residual3; /* [L, B, T, C] */
@@ -150,7 +150,7 @@ typedef struct gpt {
 				   0: token-major */
 	float *tm_memory;
 	size_t tm_cap;          /* floats */
-	float *tm_fch;          /* [L, 4C, ld] fch, token-minor */
+	float *tm_fch;          /* [L, 4C, ld] fch (GELU'), token-minor */
 	float *tm_fch_gelu;     /* [L, 4C, ld] */
 	float *tm_dfch;         /* [4C, ld] */
 	float *tm_dfch_gelu;    /* [4C, ld] */
