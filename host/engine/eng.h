@@ -78,6 +78,8 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 		    int vtype);
 /* Refresh the values of the same pattern from dense w. */
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool);
+/* Refresh the CSC values from the CSR values alone (the caller wrote val). */
+void eng_spmat_update_csc(eng_spmat *s, cs_pool *pool);
 void eng_spmat_free(eng_spmat *s);
 /* 1 when a and b hold the same pattern and values bit for bit (tests). */
 int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b);
