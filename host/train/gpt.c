@@ -818,6 +818,41 @@ struct sce_job {
 	int N, V;
 };
 
+/* p [V] = softmax(l [V]) as the attention's rows: lane-wise max and sum (fixed order, the
+ * same bits in every clone) and the vectorizable exp_nonpos (libm's scalar expf was most
+ * of it); exp_nonpos takes arguments below -87 at -87, which no sum >= 1 can tell from
+ * the exact value. */
+static ROW_CLONES void softmax_row(float *p, const float *l, int V)
+{
+	int nv = V / LANES * LANES;
+	float m[LANES];
+	for (int v = 0; v < LANES; v++)
+		m[v] = -INFINITY;
+	for (int i = 0; i < nv; i += LANES)
+		for (int v = 0; v < LANES; v++)
+			m[v] = l[i + v] > m[v] ? l[i + v] : m[v];
+	for (int i = nv; i < V; i++)
+		m[i - nv] = l[i] > m[i - nv] ? l[i] : m[i - nv];
+	float maxv = m[0];
+	for (int v = 1; v < LANES; v++)
+		maxv = m[v] > maxv ? m[v] : maxv;
+	float s[LANES] = { 0 };
+	for (int i = 0; i < nv; i += LANES)
+		for (int v = 0; v < LANES; v++) {
+			float e = exp_nonpos(l[i + v] - maxv);
+			p[i + v] = e;
+			s[v] += e;
+		}
+	for (int i = nv; i < V; i++) {
+		float e = exp_nonpos(l[i] - maxv);
+		p[i] = e;
+		s[i - nv] += e;
+	}
+	float inv = 1.0f / lane_total(s);
+	for (int i = 0; i < V; i++)
+		p[i] *= inv;
+}
+
 static void sce_forward_job(void *va, int tid, int nth)
 {
 	struct sce_job *a = va;
@@ -825,20 +860,8 @@ static void sce_forward_job(void *va, int tid, int nth)
 	size_t lo, hi;
 	cs_split((size_t)a->N, tid, nth, &lo, &hi);
 	for (size_t n = lo; n < hi; n++) {
-		const float *l = a->logits + n * V;
 		float *p = a->probs + n * V;
-		float maxv = -INFINITY;
-		for (int i = 0; i < V; i++)
-			if (l[i] > maxv)
-				maxv = l[i];
-		float sum = 0.0f;
-		for (int i = 0; i < V; i++) {
-			p[i] = expf(l[i] - maxv);
-			sum += p[i];
-		}
-		float inv = 1.0f / sum;
-		for (int i = 0; i < V; i++)
-			p[i] *= inv;
+		softmax_row(p, a->logits + n * V, V);
 		if (a->losses && a->targets)
 			a->losses[n] = -logf(p[a->targets[n]]);
 	}
