@@ -7,6 +7,7 @@
  * the pair's transposes in the thread's scratch, T x hs floats each.
  */
 #include <math.h>
+#include <string.h>
 
 #include "engine/eng.h"
 #include "engine/eng_impl.h"
@@ -14,6 +15,13 @@
 size_t eng_attention_scratch(int T, int hs)
 {
 	return (size_t)T * T + 5 * (size_t)T * hs;
+}
+
+/* dst [rows][ldd] = src [rows][lds], cols floats a row */
+static void copy_rows(float *dst, size_t ldd, const float *src, size_t lds, int rows, int cols)
+{
+	for (int r = 0; r < rows; r++)
+		memcpy(dst + (size_t)r * ldd, src + (size_t)r * lds, sizeof(float) * (size_t)cols);
 }
 
 struct attn_job {
@@ -46,13 +54,22 @@ static void attn_job(void *va, int tid, int nth)
 		e.ldd = (size_t)C;
 		if (!ld) { /* token-major [B*T][3C] */
 			const float *q = a->qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-			e.q = e.qb = q;
-			e.q_rs = e.ldqb = C3;
+			e.q = q;
+			e.q_rs = C3;
 			e.q_is = 1;
-			e.k = k;
-			e.ldk = C3;
-			e.v = v;
-			e.ldv = C3;
+			/* the kernel's row-streamed operands (v forward; k, q backward) copied
+			 * contiguous: rows 3C floats apart fall into a few L1 sets */
+			if (!a->bwd) {
+				copy_rows(s1, (size_t)hs, v, C3, T, hs);
+				e.v = s1;
+				e.ldv = (size_t)hs;
+			} else {
+				copy_rows(s1, (size_t)hs, k, C3, T, hs);
+				copy_rows(s2, (size_t)hs, q, C3, T, hs);
+				e.k = s1;
+				e.qb = s2;
+				e.ldk = e.ldqb = (size_t)hs;
+			}
 			kr->transpose(s0, (size_t)T, a->bwd ? v : k, C3, T, hs);
 			e.kt = e.vt = s0;
 			e.ldkt = e.ldvt = (size_t)T;
