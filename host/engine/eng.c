@@ -66,11 +66,16 @@ int eng_isa(void)
 	return isa;
 }
 
-static const eng_kern *kern(void)
+const eng_kern *eng_kern_cur(void)
 {
 	static const eng_kern *const k[ENG_ISA_N] = { &eng_kern_portable, &eng_kern_avx2,
 						      &eng_kern_avx512 };
 	return k[eng_isa()];
+}
+
+static const eng_kern *kern(void)
+{
+	return eng_kern_cur();
 }
 
 /* ---- layout ---------------------------------------------------------------------------- */
@@ -224,11 +229,20 @@ static void upd_csc_part(void *arg, int tid, int nth)
 	if (lo >= hi)
 		return;
 	int64_t *next = malloc(sizeof(int64_t) * (hi - lo));
-	if (!next) { /* no memory: gather by column from the dense weights */
+	if (!next) { /* no memory: gather by column from the dense weights, or search the
+		      * CSR rows when there are none (eng_spmat_update_csc) */
+		size_t vs = vsize(s->vtype);
 		for (size_t c = lo; c < hi; c++)
-			for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++)
-				put_val(s->cval, s->vtype, q,
-					j->w[(size_t)s->row[q] * s->n_in + c]);
+			for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++) {
+				if (j->w) {
+					put_val(s->cval, s->vtype, q,
+						j->w[(size_t)s->row[q] * s->n_in + c]);
+					continue;
+				}
+				int64_t k = row_lower(s, s->row[q], (int)c);
+				memcpy((char *)s->cval + (size_t)q * vs, (char *)s->val + (size_t)k * vs,
+				       vs);
+			}
 		return;
 	}
 	for (size_t c = lo; c < hi; c++)
@@ -255,6 +269,12 @@ void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool)
 {
 	struct upd_job j = { s, w };
 	cs_pool_run(pool, upd_part, &j);
+	cs_pool_run(pool, upd_csc_part, &j);
+}
+
+void eng_spmat_update_csc(eng_spmat *s, cs_pool *pool)
+{
+	struct upd_job j = { s, NULL };
 	cs_pool_run(pool, upd_csc_part, &j);
 }
 

@@ -78,6 +78,8 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 		    int vtype);
 /* Refresh the values of the same pattern from dense w. */
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool);
+/* Refresh the CSC values from the CSR values alone (the caller wrote val). */
+void eng_spmat_update_csc(eng_spmat *s, cs_pool *pool);
 void eng_spmat_free(eng_spmat *s);
 /* 1 when a and b hold the same pattern and values bit for bit (tests). */
 int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b);
@@ -126,5 +128,24 @@ int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, 
  * x [col k][t] over the T tokens. */
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
 	       int T);
+
+/* ---- causal self-attention (eng_attn.c) ---------------------------------------------- */
+
+/* Floats of scratch per pool thread that eng_attention_* take: T x T scores' gradient and
+ * five T x hs transposes. */
+size_t eng_attention_scratch(int T, int hs);
+/* B sequences of T tokens, NH heads of hs = C / NH features. qkv is token-major
+ * [B*T][3C] (ld = 0) or token-minor [3C][ld] (token b*T + t in column b*T + t);
+ * out [B*T][C] token-major; att [B][NH][T][T] the softmax probabilities, zero above the
+ * diagonal; scratch [threads][eng_attention_scratch(T, C / NH)]. (b, h) pairs are split
+ * between the threads and every output has one owner: the bits do not depend on the
+ * thread count. */
+void eng_attention_forward(cs_pool *pool, float *out, float *att, const float *qkv, int ld,
+			   float *scratch, int B, int T, int C, int NH);
+/* dqkv (the layout of qkv) overwritten with the gradient of q, k and v from dout
+ * [B*T][C]; a token-minor dqkv's columns past B*T are not written. */
+void eng_attention_backward(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,
+			    int ld, const float *att, float *scratch, int B, int T, int C,
+			    int NH);
 
 #endif /* CS_ENGINE_ENG_H */

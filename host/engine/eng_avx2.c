@@ -5,6 +5,7 @@
  * sddmm 64 tokens of an output-gradient row in 8 registers.
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "engine/eng_impl.h"
 
@@ -166,8 +167,83 @@ static void transpose_avx2(float *dst, size_t ldd, const float *src, size_t lds,
 			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
 }
 
+/* ---- causal attention (eng_attn_body.h) ---- */
+
+typedef __m256 vf;
+#define VL 8
+#define MR 6
+#define NVMAX 2
+#define vzero() _mm256_setzero_ps()
+#define vset1(x) _mm256_set1_ps(x)
+#define vloadu(p) _mm256_loadu_ps(p)
+#define vstoreu(p, v) _mm256_storeu_ps(p, v)
+#define vfmadd(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vmul(a, b) _mm256_mul_ps(a, b)
+#define vadd(a, b) _mm256_add_ps(a, b)
+#define vsub(a, b) _mm256_sub_ps(a, b)
+#define vmax(a, b) _mm256_max_ps(a, b)
+#define vhsum(v) hsum256(v)
+#define ATT_NAME(name) name##_avx2
+
+/* the first n of 8 lanes set */
+AI __m256i lanes(int n)
+{
+	static const int32_t tab[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
+	return _mm256_loadu_si256((const __m256i *)(tab + 8 - n));
+}
+
+AI __m256 vload_n(const float *p, int n, float fill)
+{
+	__m256i m = lanes(n);
+	return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m),
+				_mm256_castsi256_ps(m));
+}
+
+AI void vstore_n(float *p, __m256 v, int n)
+{
+	_mm256_maskstore_ps(p, lanes(n), v);
+}
+
+AI __m256 vkeep_n(__m256 v, int n)
+{
+	return _mm256_and_ps(v, _mm256_castsi256_ps(lanes(n)));
+}
+
+AI float vhmax(__m256 v)
+{
+	__m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_max_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+/* exp(x) for x <= 0 as gpt.c's exp_nonpos: x = n ln2 + r, degree-6 Taylor for exp(r) */
+AI __m256 vexp_nonpos(__m256 x)
+{
+	x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+	const __m256 shifter = _mm256_set1_ps(12582912.0f);
+	__m256 kf = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f),
+						  shifter), shifter);
+	__m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693145751953125f), x);
+	r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(1.42860682030941723e-6f), r);
+	__m256 p = _mm256_set1_ps(1.0f / 720.0f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(kf),
+						       _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+#include "engine/eng_attn_body.h"
+
 const eng_kern eng_kern_avx2 = {
 	.spmm_rows = spmm_rows_avx2,
 	.sddmm = sddmm_avx2,
 	.transpose = transpose_avx2,
+	.attn_fwd = attn_fwd_avx2,
+	.attn_bwd = attn_bwd_avx2,
 };

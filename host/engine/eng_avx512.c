@@ -9,6 +9,7 @@
  * of the row costs NV loads and NV FMAs into four chains, and one horizontal sum.
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "engine/eng_impl.h"
 
@@ -189,8 +190,56 @@ static void transpose_avx512(float *dst, size_t ldd, const float *src, size_t ld
 			dst[(size_t)c * ldd + r] = src[(size_t)r * lds + c];
 }
 
+/* ---- causal attention (eng_attn_body.h) ---- */
+
+typedef __m512 vf;
+#define VL 16
+#define MR 4
+#define NVMAX 4
+#define vzero() _mm512_setzero_ps()
+#define vset1(x) _mm512_set1_ps(x)
+#define vloadu(p) _mm512_loadu_ps(p)
+#define vstoreu(p, v) _mm512_storeu_ps(p, v)
+#define vfmadd(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vmul(a, b) _mm512_mul_ps(a, b)
+#define vadd(a, b) _mm512_add_ps(a, b)
+#define vsub(a, b) _mm512_sub_ps(a, b)
+#define vmax(a, b) _mm512_max_ps(a, b)
+#define vhsum(v) _mm512_reduce_add_ps(v)
+#define vhmax(v) _mm512_reduce_max_ps(v)
+#define lanes(n) ((__mmask16)((1u << (n)) - 1u))
+#define vload_n(p, n, fill) _mm512_mask_loadu_ps(_mm512_set1_ps(fill), lanes(n), p)
+#define vstore_n(p, v, n) _mm512_mask_storeu_ps(p, lanes(n), v)
+#define vkeep_n(v, n) _mm512_maskz_mov_ps(lanes(n), v)
+#define ATT_NAME(name) name##_avx512
+
+/* exp(x) for x <= 0 as gpt.c's exp_nonpos: x = n ln2 + r, degree-6 Taylor for exp(r) */
+AI __m512 vexp_nonpos(__m512 x)
+{
+	x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+	const __m512 shifter = _mm512_set1_ps(12582912.0f);
+	__m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f),
+						  shifter), shifter);
+	__m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145751953125f), x);
+	r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(1.42860682030941723e-6f), r);
+	__m512 p = _mm512_set1_ps(1.0f / 720.0f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	__m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(kf),
+						       _mm512_set1_epi32(127)), 23);
+	return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+#include "engine/eng_attn_body.h"
+
 const eng_kern eng_kern_avx512 = {
 	.spmm_rows = spmm_rows_avx512,
 	.sddmm = sddmm_avx512,
 	.transpose = transpose_avx512,
+	.attn_fwd = attn_fwd_avx512,
+	.attn_bwd = attn_bwd_avx512,
 };

@@ -12,6 +12,38 @@
 
 #include "engine/eng.h"
 
+/* One (sequence, head) of causal attention for the kernels (eng_attn_body.h): T tokens, hs
+ * features. Every matrix is addressed with its own strides, so the front end
+ * (eng_attn.c) passes token-major q, k, v, o and their gradients in place and the
+ * token-minor ones through small transposes. */
+typedef struct eng_attn_head {
+	int T, hs;
+	float scale;                    /* 1 / sqrt(hs) */
+	const float *q;                 /* q (t, i) at q [t * q_rs + i * q_is] */
+	size_t q_rs, q_is;
+	const float *kt;                /* k^T [hs][ldkt] (forward) */
+	size_t ldkt;
+	const float *v;                 /* v [T][ldv] (forward) */
+	size_t ldv;
+	float *att;                     /* P [T][ldatt]: softmax rows, zero above the diagonal */
+	size_t ldatt;
+	float *o;                       /* o [T][ldo] (forward) */
+	size_t ldo;
+	/* backward */
+	const float *d;                 /* dout [T][ldd] */
+	size_t ldd;
+	const float *k;                 /* k [T][ldk] */
+	size_t ldk;
+	const float *vt;                /* v^T [hs][ldvt] */
+	size_t ldvt;
+	const float *qb;                /* q [T][ldqb] */
+	size_t ldqb;
+	float *ds;                      /* scratch [T][ldds]: the scores' gradient */
+	size_t ldds;
+	float *dq, *dk, *dv;            /* [T][ldg] each, overwritten */
+	size_t lddq, lddk, lddv;
+} eng_attn_head;
+
 typedef struct eng_kern {
 	/* One token block of a product, for the rows r in [0, nrows):
 	 *   y [r][0..tl) = sum_{k in ptr[r]..ptr[r+1]} val[k] * x [idx[k]][0..tl)
@@ -28,7 +60,13 @@ typedef struct eng_kern {
 	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */
 	void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int rows,
 			  int cols);
+	/* causal attention of one head: forward writes att and o, backward dq, dk, dv */
+	void (*attn_fwd)(const eng_attn_head *h);
+	void (*attn_bwd)(const eng_attn_head *h);
 } eng_kern;
+
+/* The kernels of the ISA in use (eng_isa). */
+const eng_kern *eng_kern_cur(void);
 
 extern const eng_kern eng_kern_portable;
 extern const eng_kern eng_kern_avx2;

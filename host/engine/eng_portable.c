@@ -3,6 +3,8 @@
  * paths are checked against, and the path when the CPU has neither AVX2 nor AVX-512.
  * The loops are written so that the compiler can vectorize them for the base ISA.
  */
+#include <math.h>
+
 #include "engine/eng_impl.h"
 
 static void spmm_rows_portable(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
@@ -59,8 +61,55 @@ static void transpose_portable(float *dst, size_t ldd, const float *src, size_t 
 	}
 }
 
+/* ---- causal attention (eng_attn_body.h): one float per "vector" ---- */
+
+#define AI static inline __attribute__((always_inline))
+#define ATT_SCALAR 1
+typedef float vf;
+#define VL 1
+#define vzero() 0.0f
+#define vset1(x) (x)
+#define vloadu(p) (*(p))
+#define vstoreu(p, v) (*(p) = (v))
+#define vfmadd(a, b, c) ((a) * (b) + (c))
+#define vmul(a, b) ((a) * (b))
+#define vadd(a, b) ((a) + (b))
+#define vsub(a, b) ((a) - (b))
+#define vmax(a, b) ((a) > (b) ? (a) : (b))
+#define vhsum(v) (v)
+#define vhmax(v) (v)
+/* never reached with one lane (n < VL) */
+#define vload_n(p, n, fill) ((void)(n), (fill))
+#define vstore_n(p, v, n) ((void)(p), (void)(v), (void)(n))
+#define vkeep_n(v, n) ((void)(n), (v))
+#define ATT_NAME(name) name##_portable
+
+/* exp(x) for x <= 0 as gpt.c's exp_nonpos: x = n ln2 + r, degree-6 Taylor for exp(r) */
+AI float vexp_nonpos(float x)
+{
+	x = x > -87.0f ? x : -87.0f;
+	const float shifter = 12582912.0f;
+	float kf = (x * 1.44269504088896341f + shifter) - shifter;
+	float r = (x - kf * 0.693145751953125f) - kf * 1.42860682030941723e-6f;
+	float p = 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	uint32_t bits = (uint32_t)((int32_t)kf + 127) << 23;
+	float scale;
+	memcpy(&scale, &bits, sizeof scale);
+	return p * scale;
+}
+
+#include "engine/eng_attn_body.h"
+
 const eng_kern eng_kern_portable = {
 	.spmm_rows = spmm_rows_portable,
 	.sddmm = sddmm_portable,
 	.transpose = transpose_portable,
+	.attn_fwd = attn_fwd_portable,
+	.attn_bwd = attn_bwd_portable,
 };

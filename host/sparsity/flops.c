@@ -86,13 +86,17 @@ int sp_flops_step(sp_state *st, long step, const sp_gpt_dims *d, int seq_len, in
 	f.fwd_sparse *= n_seqs;
 	f.train_dense *= n_seqs;
 	f.train_sparse *= n_seqs;
-	if (st) {
-		st->flops_train_dense += f.train_dense;
-		st->flops_train_sparse += f.train_sparse;
-	}
+	if (st)
+		sp_flops_account(st, &f);
 	if (out)
 		*out = f;
 	return 0;
+}
+
+void sp_flops_account(sp_state *st, const sp_flops *f)
+{
+	st->flops_train_dense += f->train_dense;
+	st->flops_train_sparse += f->train_sparse;
 }
 
 int sp_flops_summarize(const sp_state *st, const sp_gpt_dims *d, int seq_len,

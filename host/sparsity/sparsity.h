@@ -217,6 +217,10 @@ int sp_flops_gpt(const sp_state *st, const sp_gpt_dims *d, int seq_len, int dens
  * checkpoint. out (may be NULL) receives this step's totals. */
 int sp_flops_step(sp_state *st, long step, const sp_gpt_dims *d, int seq_len, int n_seqs,
 		  sp_flops *out);
+/* Add a step's totals (sp_flops_step's out) to the cumulative sums again: for a caller
+ * that knows the masks and the step's kind are those of that step, without recounting
+ * the masks. */
+void sp_flops_account(sp_state *st, const sp_flops *f);
 
 typedef struct sp_flops_summary {
 	double train_dense, train_sparse; /* cumulative over the run (sp_flops_step) */

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/cs_error.h"
+#include "engine/eng.h"
 
 /* [lo, hi) of n items for thread tid, boundaries on multiples of align (SIMD blocks) */
 static void split_aligned(size_t n, size_t align, int tid, int nth, size_t *lo, size_t *hi)
@@ -488,222 +489,50 @@ static ROW_CLONES void causal_softmax_row(float *row, int t, int T)
 		row[j] = 0.0f;
 }
 
-struct att_job {
-	float *out, *att, *dqkv, *scratch;
-	const float *qkv, *catt, *dout;
-	int B, T, C, NH;
-	int ld;                 /* the token-minor forms: qkv, dqkv are [3C][ld] */
-};
-
-/* (b, h) pairs split over the threads: every output belongs to one pair. */
-/* Causal attention in blocks of ATT_QB query rows: block r0 takes only the keys up to its
- * last row, so the products skip the masked upper triangle (5/8 of the full products'
- * work at T = 128). */
-#define ATT_QB 32
-
-/* (b, h) pairs split over the threads: every output belongs to one pair. */
-static void attention_forward_job(void *va, int tid, int nth)
+/*
+ * Attention runs on the native engine's causal kernel (host/engine/eng_attn.c): per
+ * (sequence, head), blocks of a few query rows take only the keys up to their last row,
+ * with the scores' rows in L1, the softmax between the two products, and dk, dv summed
+ * over the query rows at or after each key only. It keeps the engine's ISA dispatch
+ * (CSHOST_ISA) and its bits do not depend on the thread count.
+ */
+size_t attention_scratch_floats(int T, int C, int NH)
 {
-	struct att_job *a = va;
-	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, C3 = 3 * C;
-	float scale = 1.0f / sqrtf((float)hs);
-	size_t lo, hi;
-	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
-	for (size_t bh = lo; bh < hi; bh++) {
-		size_t b = bh / NH, h = bh % NH;
-		const float *q = a->qkv + b * T * C3 + h * hs;
-		const float *k = q + C;
-		const float *v = q + 2 * C;
-		float *at = a->att + bh * T * T;
-		float *o = a->out + b * T * C + h * hs;
-		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
-			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
-			float *ar = at + (size_t)r0 * T;
-			/* at [r0.., 0..kn) = scale * q k^T */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, kn, hs, scale,
-				    q + (size_t)r0 * C3, C3, k, C3, 0.0f, ar, T);
-			for (int t = r0; t < kn; t++)
-				causal_softmax_row(at + (size_t)t * T, t, T);
-			/* o [r0.., hs] = at v */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, hs, kn, 1.0f, ar,
-				    T, v, C3, 0.0f, o + (size_t)r0 * C, C);
-		}
-	}
+	return eng_attention_scratch(T, C / NH);
 }
 
-void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *qkv, int B,
-			    int T, int C, int NH)
+void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *qkv,
+			    float *scratch, int B, int T, int C, int NH)
 {
-	struct att_job a = { .out = out, .att = att, .qkv = qkv, .B = B, .T = T, .C = C,
-			     .NH = NH };
-	cs_pool_run(pool, attention_forward_job, &a);
+	eng_attention_forward(pool, out, att, qkv, 0, scratch, B, T, C, NH);
 }
 
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
-	attention_forward_pool(NULL, out, att, qkv, B, T, C, NH);
-}
-
-/* softmax backward of row t in place: dr[j] = scale a[j] (dr[j] - <a, dr>) for j <= t,
- * zero for t < j < kn (lane-wise dot, fixed order) */
-static ROW_CLONES void softmax_backward_row(float *dr, const float *ar, int t, int kn,
-					    float scale)
-{
-	int n = t + 1, nv = n / LANES * LANES;
-	float l[LANES] = { 0 };
-	for (int j = 0; j < nv; j += LANES)
-		for (int v = 0; v < LANES; v++)
-			l[v] += ar[j + v] * dr[j + v];
-	for (int j = nv; j < n; j++)
-		l[j - nv] += ar[j] * dr[j];
-	float dot = lane_total(l);
-	for (int j = 0; j < n; j++)
-		dr[j] = scale * ar[j] * (dr[j] - dot);
-	for (int j = n; j < kn; j++)
-		dr[j] = 0.0f;
-}
-
-static void attention_backward_job(void *va, int tid, int nth)
-{
-	struct att_job *a = va;
-	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, C3 = 3 * C;
-	float scale = 1.0f / sqrtf((float)hs);
-	float *da = a->scratch + (size_t)tid * T * T; /* [T, T] of this thread */
-	size_t lo, hi;
-	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
-	for (size_t bh = lo; bh < hi; bh++) {
-		size_t b = bh / NH, h = bh % NH;
-		const float *q = a->qkv + b * T * C3 + h * hs;
-		const float *k = q + C;
-		const float *v = q + 2 * C;
-		float *dq = a->dqkv + b * T * C3 + h * hs;
-		float *dk = dq + C;
-		float *dv = dq + 2 * C;
-		const float *at = a->catt + bh * T * T;
-		const float *d = a->dout + b * T * C + h * hs;
-		/* dk and dv collect every query block's share */
-		for (int t = 0; t < T; t++) {
-			memset(dk + (size_t)t * C3, 0, sizeof(float) * hs);
-			memset(dv + (size_t)t * C3, 0, sizeof(float) * hs);
-		}
-		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
-			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
-			const float *ar = at + (size_t)r0 * T;
-			float *dr = da + (size_t)r0 * T;
-			const float *dd = d + (size_t)r0 * C;
-			/* da = dout v^T, dv += at^T dout */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, kn, hs, 1.0f, dd, C,
-				    v, C3, 0.0f, dr, T);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hs, mr, 1.0f, ar, T,
-				    dd, C, 1.0f, dv, C3);
-			/* softmax backward, into da (scaled), causal */
-			for (int t = r0; t < kn; t++)
-				softmax_backward_row(da + (size_t)t * T, at + (size_t)t * T, t, kn,
-						     scale);
-			/* dq = da k, dk += da^T q */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, hs, kn, 1.0f, dr,
-				    T, k, C3, 0.0f, dq + (size_t)r0 * C3, C3);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kn, hs, mr, 1.0f, dr, T,
-				    q + (size_t)r0 * C3, C3, 1.0f, dk, C3);
-		}
-	}
+	float *scratch = malloc(sizeof(float) * attention_scratch_floats(T, C, NH));
+	if (!scratch)
+		abort();
+	attention_forward_pool(NULL, out, att, qkv, scratch, B, T, C, NH);
+	free(scratch);
 }
 
 void attention_backward_pool(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,
 			     const float *att, float *scratch, int B, int T, int C, int NH)
 {
-	struct att_job a = { .dqkv = dqkv, .dout = dout, .qkv = qkv, .catt = att,
-			     .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH };
-	cs_pool_run(pool, attention_backward_job, &a);
-}
-
-/* Token-minor q, k, v ([3C][ld], token b*T + t in column b*T + t): the same blocks, with
- * the products taking q, k, v and writing dq, dk, dv through their transposes. */
-static void attention_forward_tm_job(void *va, int tid, int nth)
-{
-	struct att_job *a = va;
-	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
-	float scale = 1.0f / sqrtf((float)hs);
-	size_t lo, hi;
-	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
-	for (size_t bh = lo; bh < hi; bh++) {
-		size_t b = bh / NH, h = bh % NH;
-		const float *qt = a->qkv + h * hs * (size_t)ld + b * T;  /* [hs][ld] */
-		const float *kt = qt + (size_t)C * ld;
-		const float *vt = qt + 2 * (size_t)C * ld;
-		float *at = a->att + bh * T * T;
-		float *o = a->out + b * T * C + h * hs;
-		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
-			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
-			float *ar = at + (size_t)r0 * T;
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, mr, kn, hs, scale,
-				    qt + r0, ld, kt, ld, 0.0f, ar, T);
-			for (int t = r0; t < kn; t++)
-				causal_softmax_row(at + (size_t)t * T, t, T);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mr, hs, kn, 1.0f, ar, T,
-				    vt, ld, 0.0f, o + (size_t)r0 * C, C);
-		}
-	}
+	eng_attention_backward(pool, dqkv, dout, qkv, 0, att, scratch, B, T, C, NH);
 }
 
 void attention_forward_tm_pool(cs_pool *pool, float *out, float *att, const float *qkvt,
-			       int ld, int B, int T, int C, int NH)
+			       int ld, float *scratch, int B, int T, int C, int NH)
 {
-	struct att_job a = { .out = out, .att = att, .qkv = qkvt, .B = B, .T = T, .C = C,
-			     .NH = NH, .ld = ld };
-	cs_pool_run(pool, attention_forward_tm_job, &a);
-}
-
-static void attention_backward_tm_job(void *va, int tid, int nth)
-{
-	struct att_job *a = va;
-	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
-	float scale = 1.0f / sqrtf((float)hs);
-	float *da = a->scratch + (size_t)tid * T * T;
-	size_t lo, hi;
-	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
-	for (size_t bh = lo; bh < hi; bh++) {
-		size_t b = bh / NH, h = bh % NH;
-		size_t off = h * hs * (size_t)ld + b * T;
-		const float *qt = a->qkv + off, *kt = qt + (size_t)C * ld;
-		const float *vt = qt + 2 * (size_t)C * ld;
-		float *dqt = a->dqkv + off, *dkt = dqt + (size_t)C * ld;
-		float *dvt = dqt + 2 * (size_t)C * ld;
-		const float *at = a->catt + bh * T * T;
-		const float *d = a->dout + b * T * C + h * hs;
-		for (int i = 0; i < hs; i++) {
-			memset(dkt + (size_t)i * ld, 0, sizeof(float) * T);
-			memset(dvt + (size_t)i * ld, 0, sizeof(float) * T);
-		}
-		for (int r0 = 0; r0 < T; r0 += ATT_QB) {
-			int mr = T - r0 < ATT_QB ? T - r0 : ATT_QB, kn = r0 + mr;
-			const float *ar = at + (size_t)r0 * T;
-			float *dr = da + (size_t)r0 * T;
-			const float *dd = d + (size_t)r0 * C;
-			/* da = dout v^T, dv^T += dout^T at */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mr, kn, hs, 1.0f, dd,
-				    C, vt, ld, 0.0f, dr, T);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hs, kn, mr, 1.0f, dd, C,
-				    ar, T, 1.0f, dvt, ld);
-			for (int t = r0; t < kn; t++)
-				softmax_backward_row(da + (size_t)t * T, at + (size_t)t * T, t, kn,
-						     scale);
-			/* dq^T = k^T da^T, dk^T += q^T da */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hs, mr, kn, 1.0f, kt, ld,
-				    dr, T, 0.0f, dqt + r0, ld);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hs, kn, mr, 1.0f,
-				    qt + r0, ld, dr, T, 1.0f, dkt, ld);
-		}
-	}
+	eng_attention_forward(pool, out, att, qkvt, ld, scratch, B, T, C, NH);
 }
 
 void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
 				const float *qkvt, int ld, const float *att, float *scratch,
 				int B, int T, int C, int NH)
 {
-	struct att_job a = { .dqkv = dqkvt, .dout = dout, .qkv = qkvt, .catt = att,
-			     .scratch = scratch, .B = B, .T = T, .C = C, .NH = NH, .ld = ld };
-	cs_pool_run(pool, attention_backward_tm_job, &a);
+	eng_attention_backward(pool, dqkvt, dout, qkvt, ld, att, scratch, B, T, C, NH);
 }
 
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
@@ -834,9 +663,33 @@ static GELU_CLONES void gelu_backward_range(float *dinp, const float *inp, const
 	}
 }
 
+/* GELU'(x), from the forward's tanh: the expression gelu_backward_range multiplies by dout */
+static inline __attribute__((always_inline)) float gelu_grad_of(float x, float th)
+{
+	float sech2 = 1.0f - th * th;
+	return 0.5f * (1.0f + th) +
+	       x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* out = GELU(xd), and xd = GELU'(xd) in place: the model's forward keeps the derivative
+ * instead of the pre-activation, which only the backward read, so the backward is one
+ * product (the tanh's exp and division were most of GELU's backward). The same
+ * expressions as gelu_backward_range: the same bits. */
+static GELU_CLONES void gelu_forward_d_range(float *restrict out, float *restrict xd, size_t lo,
+					     size_t hi)
+{
+	for (size_t i = lo; i < hi; i++) {
+		float x = xd[i];
+		float cube = 0.044715f * x * x * x;
+		float th = tanh_fast(GELU_SCALE * (x + cube));
+		out[i] = 0.5f * x * (1.0f + th);
+		xd[i] = gelu_grad_of(x, th);
+	}
+}
+
 /* ---- elementwise jobs: GELU, residual ----------------------------------------------- */
 
-enum { EW_GELU_FWD, EW_GELU_BWD, EW_RES_FWD, EW_RES_BWD, EW_ZERO };
+enum { EW_GELU_FWD, EW_GELU_BWD, EW_GELU_FWD_D, EW_MUL, EW_RES_FWD, EW_RES_BWD, EW_ZERO };
 
 struct ew_job {
 	int op;
@@ -858,6 +711,13 @@ static void ew_job(void *va, int tid, int nth)
 		break;
 	case EW_GELU_BWD:
 		gelu_backward_range(a->out, a->in1, a->in2, lo, hi);
+		break;
+	case EW_GELU_FWD_D:
+		gelu_forward_d_range(a->out, a->out2, lo, hi);
+		break;
+	case EW_MUL:
+		for (size_t i = lo; i < hi; i++)
+			a->out[i] = a->in1[i] * a->in2[i];
 		break;
 	case EW_RES_FWD:
 		for (size_t i = lo; i < hi; i++)
@@ -885,6 +745,21 @@ void gelu_forward_pool(cs_pool *pool, float *out, const float *inp, int N)
 void gelu_forward(float *out, const float *inp, int N)
 {
 	gelu_forward_pool(NULL, out, inp, N);
+}
+
+/* out = GELU(xd); xd = GELU'(xd) */
+static void gelu_forward_d_pool(cs_pool *pool, float *out, float *xd, size_t n)
+{
+	struct ew_job a = { .op = EW_GELU_FWD_D, .out = out, .out2 = xd, .n = n };
+	cs_pool_run(pool, ew_job, &a);
+}
+
+/* dinp = GELU'(x) dout from the derivative gelu_forward_d_pool left */
+static void gelu_backward_d_pool(cs_pool *pool, float *dinp, const float *d, const float *dout,
+				 size_t n)
+{
+	struct ew_job a = { .op = EW_MUL, .out = dinp, .in1 = d, .in2 = dout, .n = n };
+	cs_pool_run(pool, ew_job, &a);
 }
 
 void gelu_backward_pool(cs_pool *pool, float *dinp, const float *inp, const float *dout, int N)
@@ -943,6 +818,41 @@ struct sce_job {
 	int N, V;
 };
 
+/* p [V] = softmax(l [V]) as the attention's rows: lane-wise max and sum (fixed order, the
+ * same bits in every clone) and the vectorizable exp_nonpos (libm's scalar expf was most
+ * of it); exp_nonpos takes arguments below -87 at -87, which no sum >= 1 can tell from
+ * the exact value. */
+static ROW_CLONES void softmax_row(float *p, const float *l, int V)
+{
+	int nv = V / LANES * LANES;
+	float m[LANES];
+	for (int v = 0; v < LANES; v++)
+		m[v] = -INFINITY;
+	for (int i = 0; i < nv; i += LANES)
+		for (int v = 0; v < LANES; v++)
+			m[v] = l[i + v] > m[v] ? l[i + v] : m[v];
+	for (int i = nv; i < V; i++)
+		m[i - nv] = l[i] > m[i - nv] ? l[i] : m[i - nv];
+	float maxv = m[0];
+	for (int v = 1; v < LANES; v++)
+		maxv = m[v] > maxv ? m[v] : maxv;
+	float s[LANES] = { 0 };
+	for (int i = 0; i < nv; i += LANES)
+		for (int v = 0; v < LANES; v++) {
+			float e = exp_nonpos(l[i + v] - maxv);
+			p[i + v] = e;
+			s[v] += e;
+		}
+	for (int i = nv; i < V; i++) {
+		float e = exp_nonpos(l[i] - maxv);
+		p[i] = e;
+		s[i - nv] += e;
+	}
+	float inv = 1.0f / lane_total(s);
+	for (int i = 0; i < V; i++)
+		p[i] *= inv;
+}
+
 static void sce_forward_job(void *va, int tid, int nth)
 {
 	struct sce_job *a = va;
@@ -950,20 +860,8 @@ static void sce_forward_job(void *va, int tid, int nth)
 	size_t lo, hi;
 	cs_split((size_t)a->N, tid, nth, &lo, &hi);
 	for (size_t n = lo; n < hi; n++) {
-		const float *l = a->logits + n * V;
 		float *p = a->probs + n * V;
-		float maxv = -INFINITY;
-		for (int i = 0; i < V; i++)
-			if (l[i] > maxv)
-				maxv = l[i];
-		float sum = 0.0f;
-		for (int i = 0; i < V; i++) {
-			p[i] = expf(l[i] - maxv);
-			sum += p[i];
-		}
-		float inv = 1.0f / sum;
-		for (int i = 0; i < V; i++)
-			p[i] *= inv;
+		softmax_row(p, a->logits + n * V, V);
 		if (a->losses && a->targets)
 			a->losses[n] = -logf(p[a->targets[n]]);
 	}
@@ -1022,8 +920,9 @@ struct tm_job {
 	int rows, BT, ld;
 };
 
-/* y [rows][ld] += b [rows] on the BT tokens, then g = GELU(y) (padding tokens stay zero in
- * both): one pass over the rows */
+/* g = GELU(y + b) and y = GELU'(y + b) on the BT tokens of y [rows][ld], b [rows]
+ * (padding tokens stay zero in both; y keeps the derivative, as gelu_forward_d_range):
+ * one pass over the rows */
 static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi)
 {
 	for (size_t i = lo; i < hi; i++) {
@@ -1031,8 +930,9 @@ static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi
 		for (int t = 0; t < a->BT; t++) {
 			float x = y[t] + b;
 			float cube = 0.044715f * x * x * x;
-			y[t] = x;
-			g[t] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
+			float th = tanh_fast(GELU_SCALE * (x + cube));
+			y[t] = gelu_grad_of(x, th);
+			g[t] = 0.5f * x * (1.0f + th);
 		}
 		for (int t = a->BT; t < a->ld; t++)
 			g[t] = 0.0f;
@@ -1399,6 +1299,23 @@ void gpt_init_params(gpt *m, uint64_t seed)
 }
 
 
+/* Attention needs attention_scratch_floats per thread; grown when the pool grows. */
+static int att_scratch(gpt *m, float **out)
+{
+	int n = cs_pool_threads(m->pool);
+	if (n > m->att_scratch_threads) {
+		size_t per = attention_scratch_floats(m->T, m->cfg.n_embd, m->cfg.n_head);
+		float *s = malloc((size_t)n * per * sizeof(float));
+		if (!s)
+			return CS_ERR_NO_MEM;
+		free(m->att_scratch);
+		m->att_scratch = s;
+		m->att_scratch_threads = n;
+	}
+	*out = m->att_scratch;
+	return CS_OK;
+}
+
 /* The projection hook, with the host's own one run on the model's pool. */
 static int lin_forward(gpt *m, float *y, const float *x, const float *w, int layer, int proj,
 		       int BT, int IC, int OC)
@@ -1433,7 +1350,10 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 	gpt_params *p = &m->params;
 	gpt_acts *a = &m->acts;
 	cs_pool *pool = m->pool;
-	int rc;
+	float *scratch;
+	int rc = att_scratch(m, &scratch);
+	if (rc)
+		return rc;
 
 	encoder_forward_pool(pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
 	for (int l = 0; l < L; l++) {
@@ -1470,14 +1390,14 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
 					     .BT = (int)BT, .ld = qld };
 			cs_pool_run(pool, tm_bias_add_job, &tj);
-			attention_forward_tm_pool(pool, atty, att, qkvt, qld, B, T, C, NH);
+			attention_forward_tm_pool(pool, atty, att, qkvt, qld, scratch, B, T, C, NH);
 		} else {
 			rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
 					 3 * C);
 			if (rc)
 				return rc;
 			bias_add_pool(pool, qkv, p->qkvb + l * C3, (int)BT, (int)C3);
-			attention_forward_pool(pool, atty, att, qkv, B, T, C, NH);
+			attention_forward_pool(pool, atty, att, qkv, scratch, B, T, C, NH);
 		}
 		rc = lin_forward(m, attproj, atty, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
 				 (int)BT, C, C);
@@ -1511,7 +1431,7 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			if (rc)
 				return rc;
 			bias_add_pool(pool, fch, p->fcb + l * C4, (int)BT, (int)C4);
-			gelu_forward_pool(pool, fch_gelu, fch, (int)(BT * C4));
+			gelu_forward_d_pool(pool, fch_gelu, fch, BT * C4); /* fch: GELU' */
 			rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l,
 					 GPT_FC_PROJ, (int)BT, 4 * C, C);
 		}
@@ -1542,22 +1462,6 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 void gpt_zero_grad(gpt *m)
 {
 	zero_pool(m->pool, m->grads_memory, m->num_params);
-}
-
-/* Attention backward needs a [T, T] scratch per thread; grown when the pool grows. */
-static int att_scratch(gpt *m, float **out)
-{
-	int n = cs_pool_threads(m->pool);
-	if (n > m->att_scratch_threads) {
-		float *s = malloc((size_t)n * m->T * m->T * sizeof(float));
-		if (!s)
-			return CS_ERR_NO_MEM;
-		free(m->att_scratch);
-		m->att_scratch = s;
-		m->att_scratch_threads = n;
-	}
-	*out = m->att_scratch;
-	return CS_OK;
 }
 
 int gpt_backward(gpt *m, float loss_scale)
@@ -1610,7 +1514,7 @@ int gpt_backward(gpt *m, float loss_scale)
 						 (int)C4, C, tld, m->want_dense_dw);
 			if (rc)
 				return rc;
-			gelu_backward_pool(pool, m->tm_dfch, fcht, m->tm_dfch_gelu, (int)(C4 * tld));
+			gelu_backward_d_pool(pool, m->tm_dfch, fcht, m->tm_dfch_gelu, C4 * tld);
 			struct tm_job tj = { .db = g->fcb + l * C4, .d = m->tm_dfch, .rows = (int)C4,
 					     .BT = (int)BT, .ld = tld };
 			cs_pool_run(pool, tm_bias_grad_job, &tj);
@@ -1623,7 +1527,7 @@ int gpt_backward(gpt *m, float loss_scale)
 					  (int)BT, (int)C4, C);
 			if (rc)
 				return rc;
-			gelu_backward_pool(pool, m->dfch, fch, m->dfch_gelu, (int)(BT * C4));
+			gelu_backward_d_pool(pool, m->dfch, fch, m->dfch_gelu, BT * C4);
 			bias_grad_pool(pool, g->fcb + l * C4, m->dfch, (int)BT, (int)C4);
 			rc = lin_backward(m, m->dln, g->fcw + l * C4 * C, m->dfch, ln2,
 					  p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, (int)C4);

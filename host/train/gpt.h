@@ -108,7 +108,7 @@ typedef struct gpt_acts {
 	float *ln2;       /* [L, B, T, C] */
 	float *ln2_mean;  /* [L, B, T] */
 	float *ln2_rstd;  /* [L, B, T] */
-	float *fch;       /* [L, B, T, 4C] */
+	float *fch;       /* [L, B, T, 4C] GELU'(fc's output): what the backward reads of it */
 	float *fch_gelu;  /* [L, B, T, 4C] */
 	float *fcproj;    /* [L, B, T, C] */
 	float *residual3; /* [L, B, T, C] */
@@ -143,14 +143,14 @@ typedef struct gpt {
 	float *dfch_gelu;       /* [B, T, 4C] */
 	float *dlogits;         /* [B, T, V] */
 	float *datt;            /* [T, T] attention scratch */
-	float *att_scratch;     /* [att_scratch_threads, T, T]: attention backward per thread */
+	float *att_scratch;     /* [att_scratch_threads, attention_scratch_floats]: attention */
 	int att_scratch_threads;
 	/* token-minor MLP activations (gpt_linear_ops.mlp_ld), allocated at first use */
 	int *tm_ld;             /* [2L] ld of each block's last forward (MLP, then qkv),
 				   0: token-major */
 	float *tm_memory;
 	size_t tm_cap;          /* floats */
-	float *tm_fch;          /* [L, 4C, ld] fch, token-minor */
+	float *tm_fch;          /* [L, 4C, ld] fch (GELU'), token-minor */
 	float *tm_fch_gelu;     /* [L, 4C, ld] */
 	float *tm_dfch;         /* [4C, ld] */
 	float *tm_dfch_gelu;    /* [4C, ld] */
@@ -216,15 +216,17 @@ void matmul_forward_ref(float *out, const float *inp, const float *weight, const
 			int N, int C, int OC);
 void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout,
 			 const float *inp, const float *weight, int N, int C, int OC);
+/* Floats of scratch per thread that attention takes (the engine's, eng_attention_scratch) */
+size_t attention_scratch_floats(int T, int C, int NH);
 /* out [B, T, C] from qkv [B, T, 3C]; att [B, NH, T, T] softmax probabilities */
 void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
-/* dqkv [B, T, 3C] is overwritten; scratch [T, T] */
+/* dqkv [B, T, 3C] is overwritten; scratch [attention_scratch_floats] */
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
 			float *scratch, int B, int T, int C, int NH);
 /* The same with qkv (and dqkv) token-minor: [3C][ld], token b*T + t in column b*T + t
- * (ld >= B*T) */
+ * (ld >= B*T); scratch [cs_pool_threads(pool), attention_scratch_floats] */
 void attention_forward_tm_pool(cs_pool *pool, float *out, float *att, const float *qkvt,
-			       int ld, int B, int T, int C, int NH);
+			       int ld, float *scratch, int B, int T, int C, int NH);
 void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
 				const float *qkvt, int ld, const float *att, float *scratch,
 				int B, int T, int C, int NH);
@@ -247,7 +249,7 @@ void softmax_crossentropy_backward(float *dlogits, const float *probs, const int
 
 /* ---- threaded layers: the same with the work split over pool (NULL: one thread) ------- */
 /* Bit-identical for a fixed thread count; across thread counts too except for the sgemm
- * products (matmul_*, attention_*), whose row blocks depend on the split. */
+ * products (matmul_*), whose row blocks depend on the split. */
 void encoder_forward_pool(cs_pool *pool, float *out, const int *inp, const float *wte,
 			  const float *wpe, int B, int T, int C);
 void encoder_backward_pool(cs_pool *pool, float *dwte, float *dwpe, const float *dout,
@@ -263,9 +265,9 @@ void matmul_forward_pool(cs_pool *pool, float *out, const float *inp, const floa
 void matmul_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
 			  const float *dout, const float *inp, const float *weight, int N, int C,
 			  int OC);
-void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *qkv, int B,
-			    int T, int C, int NH);
-/* scratch [cs_pool_threads(pool), T, T] */
+/* scratch [cs_pool_threads(pool), attention_scratch_floats] */
+void attention_forward_pool(cs_pool *pool, float *out, float *att, const float *qkv,
+			    float *scratch, int B, int T, int C, int NH);
 void attention_backward_pool(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,
 			     const float *att, float *scratch, int B, int T, int C, int NH);
 void gelu_forward_pool(cs_pool *pool, float *out, const float *inp, int N);

@@ -209,7 +209,8 @@ void adamw_update_packed(float *w, float *m, float *v, const float *g, const uin
 }
 
 void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_t *idx,
-		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd, long t)
+		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd, long t,
+		     float *wnz)
 {
 	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
 	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
@@ -221,7 +222,10 @@ void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_
 		m[k] = mi;
 		v[k] = vi;
 		float mhat = mi * c1, vhat = vi * c2;
-		w[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * w[i]);
+		float wi = w[i] - lr * (mhat / (sqrtf(vhat) + eps) + wd * w[i]);
+		w[i] = wi;
+		if (wnz)
+			wnz[k] = wi;
 	}
 }
 

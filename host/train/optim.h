@@ -43,10 +43,12 @@ void adamw_update(float *w, float *m, float *v, const float *g, size_t n, float 
 void adamw_update_packed(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 			 size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
 			 long t);
-/* As adamw_update_packed with the gradient packed too: g[k] belongs to entry idx[k]. */
+/* As adamw_update_packed with the gradient packed too: g[k] belongs to entry idx[k]; wnz,
+ * when not NULL, gets the new w[idx[k]] at k too (the native engine's compressed values,
+ * so that it need not gather them from w). */
 void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
-		     long t);
+		     long t, float *wnz);
 void adamw_update_idx(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 		      size_t nidx, float lr, float beta1, float beta2, float eps, float wd,
 		      long t);

@@ -199,6 +199,7 @@ struct adamw_job {
 	trainer *t;
 	float lr;
 	long step;
+	float **wnz;    /* [num_tensors] the engine's fp32 values in kept order, or NULL */
 };
 
 /* Every tensor split over the threads (entries are independent: the same bits for every
@@ -218,9 +219,11 @@ static void adamw_job(void *va, int tid, int nth)
 		size_t lo, hi;
 		if (t->gpk[i]) { /* packed gradient: kept entries in the same order */
 			cs_split(t->nkept[i], tid, nth, &lo, &hi);
+			float *wnz = a->wnz ? a->wnz[i] : NULL; /* the engine's values */
 			adamw_update_nz(w, t->pm[i] + lo, t->pv[i] + lo, t->gseg[i] + lo,
 					t->kept[i] + lo, hi - lo, a->lr, (float)c->beta1,
-					(float)c->beta2, (float)c->eps, wd, a->step);
+					(float)c->beta2, (float)c->eps, wd, a->step,
+					wnz ? wnz + lo : NULL);
 		} else if (t->pm[i]) {
 			cs_split(t->nkept[i], tid, nth, &lo, &hi);
 			adamw_update_packed(w, t->pm[i] + lo, t->pv[i] + lo, gr, t->kept[i] + lo,
@@ -480,7 +483,9 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 	t->gseg = calloc(t->model.num_tensors, sizeof *t->gseg);
 	t->glen = calloc(t->model.num_tensors, sizeof *t->glen);
 	t->gpk = calloc(t->model.num_tensors, sizeof *t->gpk);
-	rc = !t->kept || !t->nkept || !t->pm || !t->pv || !t->gseg || !t->glen || !t->gpk
+	t->wnz = calloc(t->model.num_tensors, sizeof *t->wnz);
+	rc = !t->kept || !t->nkept || !t->pm || !t->pv || !t->gseg || !t->glen || !t->gpk ||
+		     !t->wnz
 		     ? CS_ERR_NO_MEM
 		     : kept_rebuild(t, 1);
 	if (!rc)
@@ -529,6 +534,7 @@ void trainer_free(trainer *t)
 	free(t->gseg);
 	free(t->glen);
 	free(t->gpk);
+	free(t->wnz);
 	free(t->micro_loss);
 	free(t->acc);
 	free(t->stage);
@@ -684,6 +690,11 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 	ts_flops_step(t->ts, step, T, B * c->grad_accum);
 	if (!ts_skip_optimizer(t->ts, step)) {
 		struct adamw_job a = { .t = t, .lr = (float)s->lr, .step = wf_adam_step(c, step) };
+		if (t->nat && packed) { /* AdamW writes the engine's values of packed tensors */
+			a.wnz = t->wnz;
+			for (int i = 0; i < m->num_tensors; i++)
+				t->wnz[i] = t->gpk[i] ? tn_take_values(t->nat, i, t->nkept[i]) : NULL;
+		}
 		cs_pool_run(t->pool, adamw_job, &a);
 	}
 	rc = ts_after_optimizer(t->ts, step);

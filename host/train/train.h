@@ -60,6 +60,7 @@ typedef struct trainer {
 	float **gseg;            /* [num_tensors] */
 	size_t *glen;            /* [num_tensors] */
 	uint8_t *gpk;            /* [num_tensors] */
+	float **wnz;             /* [num_tensors] the engine's values AdamW writes, or NULL */
 	int grads_dirty;         /* the dense ranges of packed tensors may be nonzero */
 	/* Data parallelism (trainer_set_dp): rank r of N takes micro-batches
 	 * [r A/N, (r+1) A/N) of the step's A = grad_accum; the gradients are summed over

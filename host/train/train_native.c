@@ -32,6 +32,7 @@ struct train_native {
 	size_t *gnz_cap;       /* [L * 4] */
 	uint8_t *gfresh;       /* [L * 4] 1: the next backward overwrites gnz */
 	int *proj_of;          /* [num_tensors] L * 4 index, or -1 */
+	uint8_t *vfresh;       /* [L * 4] 1: the CSR values were written (tn_take_values) */
 };
 
 
@@ -93,9 +94,10 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->gnz_cap = calloc(n->n, sizeof *n->gnz_cap);
 	n->gfresh = calloc(n->n, sizeof *n->gfresh);
 	n->proj_of = malloc(sizeof *n->proj_of * (size_t)m->num_tensors);
+	n->vfresh = calloc(n->n, sizeof *n->vfresh);
 	int rc = CS_ERR_NO_MEM;
 	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt || !n->gnz ||
-	    !n->gnz_cap || !n->gfresh || !n->proj_of || eng_ctx_create(&n->e, pool))
+	    !n->gnz_cap || !n->gfresh || !n->proj_of || !n->vfresh || eng_ctx_create(&n->e, pool))
 		goto out_nomem;
 	for (int i = 0; i < m->num_tensors; i++) {
 		n->proj_of[i] = -1;
@@ -138,6 +140,7 @@ void tn_close(train_native *n)
 	free(n->gnz_cap);
 	free(n->gfresh);
 	free(n->proj_of);
+	free(n->vfresh);
 	free(n->sp);
 	free(n->tensor);
 	free(n->xt);
@@ -155,8 +158,11 @@ int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen)
 		int rc = CS_OK;
 		if (masks_changed < 0 || (masks_changed && ts_mask_changed(n->ts, n->tensor[k])))
 			rc = build_one(n, k);
+		else if (n->sp[k].row_ptr && n->vfresh[k])
+			eng_spmat_update_csc(&n->sp[k], n->pool);
 		else if (n->sp[k].row_ptr)
 			eng_spmat_update_values(&n->sp[k], n->m->params_memory + t->offset, n->pool);
+		n->vfresh[k] = 0;
 		if (rc) {
 			snprintf(err, errlen, "native: cannot rebuild the nonzeros of %s: %s",
 				 t->name, cs_strerror(rc));
@@ -195,6 +201,16 @@ float *tn_packed_grad(const train_native *n, int tensor, size_t *nnz)
 		return NULL;
 	*nnz = (size_t)n->sp[k].nnz;
 	return n->gnz[k];
+}
+
+float *tn_take_values(train_native *n, int tensor, size_t nkept)
+{
+	int k = tensor >= 0 && tensor < n->m->num_tensors ? n->proj_of[tensor] : -1;
+	if (k < 0 || !n->sp[k].row_ptr || n->sp[k].vtype != ENG_F32 ||
+	    (size_t)n->sp[k].nnz != nkept)
+		return NULL;
+	n->vfresh[k] = 1;
+	return n->sp[k].val;
 }
 
 size_t tn_weight_bytes(const train_native *n)

@@ -52,6 +52,11 @@ void tn_zero_grads(train_native *n);
 /* The packed dW of model tensor `tensor` and its length, NULL when that tensor's gradient is
  * dense (not a sparse projection, or packed gradients off). */
 float *tn_packed_grad(const train_native *n, int tensor, size_t *nnz);
+/* The fp32 values of model tensor `tensor` in CSR order (the order of its kept entries),
+ * for the caller to write the tensor's new kept weights into before the next tn_sync,
+ * which then refreshes only the column-order copy from them; NULL (and nothing changes)
+ * when the tensor is not on the engine, holds bf16 values or has not nkept nonzeros. */
+float *tn_take_values(train_native *n, int tensor, size_t nkept);
 /* Bytes of the compressed weights (reports). */
 size_t tn_weight_bytes(const train_native *n);
 /* The compressed weight of projection proj of block layer, NULL when it runs dense

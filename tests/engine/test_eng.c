@@ -407,6 +407,11 @@ static void test_layout(void **state)
 		eng_spmat fresh = { 0 };
 		assert_int_equal(eng_spmat_build(&fresh, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
 		assert_true(eng_spmat_equal(&s, &fresh));
+		/* CSR values written by the caller: the CSC copy follows them alone */
+		size_t vs = vt == ENG_BF16 ? 2 : 4;
+		memset(s.cval, 0x5a, vs * (size_t)s.nnz);
+		eng_spmat_update_csc(&s, pool);
+		assert_true(eng_spmat_equal(&s, &fresh));
 		for (size_t q = 0; q < (size_t)p.n_out * p.n_in; q++)
 			p.mask[q] = (rnd() & 3) == 0;
 		assert_int_equal(eng_spmat_build(&s, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);

@@ -69,6 +69,16 @@ static void test_sparse_count(void **state)
 	assert_float_equal(sum.train_sparse, s0.train_sparse + s1.train_sparse, 1e-6);
 	assert_float_equal(sum.infer_reduction, f.fwd_dense / f.fwd_sparse, 1e-12);
 	assert_true(sum.infer_reduction > 1.5);
+	/* repeating step 0's totals: the same sums as counting step 2 (t = 3, no update) */
+	sp_flops_summary a, b;
+	sp_flops_account(st, &s0);
+	assert_int_equal(sp_flops_summarize(st, &d, 8, &a), 0);
+	sp_flops s2;
+	sp_flops_step(st, 2, &d, 8, 4, &s2);
+	assert_memory_equal(&s2, &s0, sizeof s2);
+	assert_int_equal(sp_flops_summarize(st, &d, 8, &b), 0);
+	assert_true(b.train_sparse == a.train_sparse + s0.train_sparse);
+	assert_true(a.train_dense == sum.train_dense + s0.train_dense);
 	sp_free(st);
 	tmodel_free(m);
 	sp_config_free(cfg);

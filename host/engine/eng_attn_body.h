@@ -1,0 +1,231 @@
+/*
+ * eng_attn_body.h - causal attention of one (sequence, head), written once over a small
+ * vector vocabulary and included by each ISA file (eng_avx512.c, eng_avx2.c,
+ * eng_portable.c), which defines before the include:
+ *
+ *   vf, VL           the vector type and its floats (1 in the portable file)
+ *   MR, NVMAX        a register block: MR rows of NVMAX vectors (ATT_SCALAR: none)
+ *   vzero() vset1(x) vloadu(p) vstoreu(p, v) vfmadd(a, b, c) vmul vadd vsub vmax
+ *   vload_n(p, n, fill) vstore_n(p, v, n) vkeep_n(v, n)   the first n < VL lanes
+ *   vhsum(v) vhmax(v) vexp_nonpos(v)                        exp(x) for x <= 0
+ *   ATT_NAME(name)   the ISA's suffix
+ *
+ * Forward, per block of MR query rows r0..: the scores of keys 0..r0+MR-1 only (the
+ * masked upper triangle is skipped), the causal softmax of those rows, then their output;
+ * the block's score rows stay in L1. Backward, per block of query rows: the scores'
+ * gradient (through the softmax) into the scratch and dq; then per block of MR key rows
+ * j0..: dv and dk, summed over the query rows j0..T-1 only. Every product is one
+ * register-blocked kernel (att_mm) whose MR x NVMAX accumulators sum their terms in order
+ * in one chain each; every output belongs to one call, so the bits depend on the ISA only.
+ * Not public: the front end is eng_attn.c.
+ */
+#ifndef ATT_NAME
+#error "eng_attn_body.h is included by an ISA file"
+#endif
+
+#ifndef ATT_SCALAR
+/* c [r][0..n) = alpha * sum_{k < K} a(r, k) b [k][0..n) for r < M, a(r, k) at
+ * a [r * ars + k * aks]: the M x NV accumulators stay in registers over k; each k loads
+ * b's NV vectors (the last partial when TAIL) and broadcasts M entries of a. */
+AI void att_mk(float *c, size_t ldc, const float *a, size_t ars, size_t aks, const float *b,
+	       size_t ldb, int n, int K, float alpha, const int M, const int NV, const int TAIL)
+{
+	vf acc[MR][NVMAX];
+	const int nt = n - (NV - 1) * VL; /* lanes of the last vector */
+#pragma GCC unroll 8
+	for (int r = 0; r < M; r++)
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			acc[r][v] = vzero();
+	for (int k = 0; k < K; k++) {
+		const float *bk = b + (size_t)k * ldb;
+		vf bv[NVMAX];
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			bv[v] = TAIL && v == NV - 1 ? vload_n(bk + v * VL, nt, 0.0f)
+						    : vloadu(bk + v * VL);
+		const float *ak = a + (size_t)k * aks;
+#pragma GCC unroll 8
+		for (int r = 0; r < M; r++) {
+			vf ar = vset1(ak[(size_t)r * ars]);
+#pragma GCC unroll 8
+			for (int v = 0; v < NV; v++)
+				acc[r][v] = vfmadd(ar, bv[v], acc[r][v]);
+		}
+	}
+	vf al = vset1(alpha);
+#pragma GCC unroll 8
+	for (int r = 0; r < M; r++)
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++) {
+			float *cp = c + (size_t)r * ldc + v * VL;
+			if (TAIL && v == NV - 1)
+				vstore_n(cp, vmul(acc[r][v], al), nt);
+			else
+				vstoreu(cp, vmul(acc[r][v], al));
+		}
+}
+
+/* att_mk over n in blocks of NVMAX vectors; m <= MR rows */
+static void att_mm(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
+		   const float *b, size_t ldb, int m, int n, int K, float alpha)
+{
+	for (int n0 = 0; n0 < n; n0 += NVMAX * VL) {
+		int nn = n - n0 < NVMAX * VL ? n - n0 : NVMAX * VL;
+		int nv = (nn + VL - 1) / VL, tail = nn % VL != 0;
+		float *cc = c + n0;
+		const float *bb = b + n0;
+#define ATT_MK(M, NV)                                                                        \
+	case NV:                                                                             \
+		if (tail)                                                                    \
+			att_mk(cc, ldc, a, ars, aks, bb, ldb, nn, K, alpha, M, NV, 1);       \
+		else                                                                         \
+			att_mk(cc, ldc, a, ars, aks, bb, ldb, nn, K, alpha, M, NV, 0);       \
+		break;
+#if NVMAX == 4
+#define ATT_M(M)                                                                             \
+	case M:                                                                              \
+		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) ATT_MK(M, 3) ATT_MK(M, 4) }          \
+		break;
+#elif NVMAX == 2
+#define ATT_M(M)                                                                             \
+	case M:                                                                              \
+		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) }                                    \
+		break;
+#else
+#error "NVMAX is 2 or 4"
+#endif
+		switch (m) {
+			ATT_M(1)
+			ATT_M(2)
+			ATT_M(3)
+			ATT_M(4)
+#if MR > 4
+			ATT_M(5)
+			ATT_M(6)
+#endif
+		}
+#undef ATT_M
+#undef ATT_MK
+	}
+}
+#else
+#define MR 4
+/* plain loops: each output sums its terms in order (no FMA contraction in C11 mode) */
+static void att_mm(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
+		   const float *b, size_t ldb, int m, int n, int K, float alpha)
+{
+	for (int r = 0; r < m; r++) {
+		float *cr = c + (size_t)r * ldc;
+		for (int j = 0; j < n; j++)
+			cr[j] = 0.0f;
+		for (int k = 0; k < K; k++) {
+			float ak = a[(size_t)r * ars + (size_t)k * aks];
+			const float *bk = b + (size_t)k * ldb;
+			for (int j = 0; j < n; j++)
+				cr[j] += ak * bk[j];
+		}
+		for (int j = 0; j < n; j++)
+			cr[j] *= alpha;
+	}
+}
+#endif
+
+/* row [0..t] = softmax(row [0..t]), row (t..T) = 0 */
+static void att_softmax_row(float *row, int t, int T)
+{
+	int n = t + 1, j;
+	vf mx = vset1(-INFINITY);
+	for (j = 0; j + VL <= n; j += VL)
+		mx = vmax(mx, vloadu(row + j));
+	if (j < n)
+		mx = vmax(mx, vload_n(row + j, n - j, -INFINITY));
+	float m = vhmax(mx);
+	vf mv = vset1(m), sum = vzero();
+	for (j = 0; j + VL <= n; j += VL) {
+		vf e = vexp_nonpos(vsub(vloadu(row + j), mv));
+		vstoreu(row + j, e);
+		sum = vadd(sum, e);
+	}
+	if (j < n) {
+		vf e = vkeep_n(vexp_nonpos(vsub(vload_n(row + j, n - j, m), mv)), n - j);
+		vstore_n(row + j, e, n - j);
+		sum = vadd(sum, e);
+	}
+	vf inv = vset1(1.0f / vhsum(sum));
+	for (j = 0; j + VL <= n; j += VL)
+		vstoreu(row + j, vmul(vloadu(row + j), inv));
+	if (j < n)
+		vstore_n(row + j, vmul(vload_n(row + j, n - j, 0.0f), inv), n - j);
+	for (j = n; j + VL <= T; j += VL)
+		vstoreu(row + j, vzero());
+	if (j < T)
+		vstore_n(row + j, vzero(), T - j);
+}
+
+/* dr [j] = scale p [j] (dr [j] - <p, dr>) for j <= t, zero for t < j < kn */
+static void att_softmax_bwd_row(float *dr, const float *p, int t, int kn, float scale)
+{
+	int n = t + 1, j;
+	vf dot = vzero();
+	for (j = 0; j + VL <= n; j += VL)
+		dot = vfmadd(vloadu(p + j), vloadu(dr + j), dot);
+	if (j < n)
+		dot = vfmadd(vload_n(p + j, n - j, 0.0f), vload_n(dr + j, n - j, 0.0f), dot);
+	vf dv = vset1(vhsum(dot)), sc = vset1(scale);
+	for (j = 0; j + VL <= n; j += VL)
+		vstoreu(dr + j, vmul(vmul(sc, vloadu(p + j)), vsub(vloadu(dr + j), dv)));
+	if (j < n)
+		vstore_n(dr + j,
+			 vmul(vmul(sc, vload_n(p + j, n - j, 0.0f)),
+			      vsub(vload_n(dr + j, n - j, 0.0f), dv)),
+			 n - j);
+	for (j = n; j + VL <= kn; j += VL)
+		vstoreu(dr + j, vzero());
+	if (j < kn)
+		vstore_n(dr + j, vzero(), kn - j);
+}
+
+static void ATT_NAME(attn_fwd)(const eng_attn_head *h)
+{
+	int T = h->T, hs = h->hs;
+	for (int r0 = 0; r0 < T; r0 += MR) {
+		int m = T - r0 < MR ? T - r0 : MR, kn = r0 + m;
+		float *s = h->att + (size_t)r0 * h->ldatt;
+		/* s [r0.., 0..kn) = scale q k^T */
+		att_mm(s, h->ldatt, h->q + (size_t)r0 * h->q_rs, h->q_rs, h->q_is, h->kt, h->ldkt,
+		       m, kn, hs, h->scale);
+		for (int t = r0; t < kn; t++)
+			att_softmax_row(h->att + (size_t)t * h->ldatt, t, T);
+		/* o [r0..] = P v */
+		att_mm(h->o + (size_t)r0 * h->ldo, h->ldo, s, h->ldatt, 1, h->v, h->ldv, m, hs, kn,
+		       1.0f);
+	}
+}
+
+static void ATT_NAME(attn_bwd)(const eng_attn_head *h)
+{
+	int T = h->T, hs = h->hs;
+	for (int r0 = 0; r0 < T; r0 += MR) {
+		int m = T - r0 < MR ? T - r0 : MR, kn = r0 + m;
+		float *dr = h->ds + (size_t)r0 * h->ldds;
+		/* dP = dout v^T, then through the softmax (scaled) */
+		att_mm(dr, h->ldds, h->d + (size_t)r0 * h->ldd, h->ldd, 1, h->vt, h->ldvt, m, kn,
+		       hs, 1.0f);
+		for (int t = r0; t < kn; t++)
+			att_softmax_bwd_row(h->ds + (size_t)t * h->ldds,
+					    h->att + (size_t)t * h->ldatt, t, kn, h->scale);
+		/* dq = dS k */
+		att_mm(h->dq + (size_t)r0 * h->lddq, h->lddq, dr, h->ldds, 1, h->k, h->ldk, m, hs,
+		       kn, 1.0f);
+	}
+	for (int j0 = 0; j0 < T; j0 += MR) {
+		int m = T - j0 < MR ? T - j0 : MR, K = T - j0;
+		/* dv [j] = sum_{r >= j0} P [r][j] dout [r], dk [j] = sum_{r >= j0} dS [r][j] q [r]
+		 * (the terms r < j are zero: the softmax rows zeroed them) */
+		att_mm(h->dv + (size_t)j0 * h->lddv, h->lddv, h->att + (size_t)j0 * h->ldatt + j0,
+		       1, h->ldatt, h->d + (size_t)j0 * h->ldd, h->ldd, m, hs, K, 1.0f);
+		att_mm(h->dk + (size_t)j0 * h->lddk, h->lddk, h->ds + (size_t)j0 * h->ldds + j0, 1,
+		       h->ldds, h->qb + (size_t)j0 * h->ldqb, h->ldqb, m, hs, K, 1.0f);
+	}
+}
