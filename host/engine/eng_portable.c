@@ -5,6 +5,7 @@
  */
 #include <math.h>
 
+#include "common/cs_exp.h"
 #include "engine/eng_impl.h"
 
 static void spmm_rows_portable(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
@@ -84,24 +85,10 @@ typedef float vf;
 #define vkeep_n(v, n) ((void)(n), (v))
 #define ATT_NAME(name) name##_portable
 
-/* exp(x) for x <= 0 as gpt.c's exp_nonpos: x = n ln2 + r, degree-6 Taylor for exp(r) */
+/* exp(x) for x <= 0, the same bits as the model's scalar loops */
 AI float vexp_nonpos(float x)
 {
-	x = x > -87.0f ? x : -87.0f;
-	const float shifter = 12582912.0f;
-	float kf = (x * 1.44269504088896341f + shifter) - shifter;
-	float r = (x - kf * 0.693145751953125f) - kf * 1.42860682030941723e-6f;
-	float p = 1.0f / 720.0f;
-	p = p * r + 1.0f / 120.0f;
-	p = p * r + 1.0f / 24.0f;
-	p = p * r + 1.0f / 6.0f;
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
-	uint32_t bits = (uint32_t)((int32_t)kf + 127) << 23;
-	float scale;
-	memcpy(&scale, &bits, sizeof scale);
-	return p * scale;
+	return cs_exp_nonpos(x);
 }
 
 #include "engine/eng_attn_body.h"

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/cs_error.h"
+#include "common/cs_exp.h"
 #include "engine/eng.h"
 
 /* [lo, hi) of n items for thread tid, boundaries on multiples of align (SIMD blocks) */
@@ -38,35 +39,6 @@ static void split_aligned(size_t n, size_t align, int tid, int nth, size_t *lo, 
 		*lo = n;
 	if (*hi > n)
 		*hi = n;
-}
-
-/* exp(x) for x in [-20, 0]: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor for exp(r) */
-static inline __attribute__((always_inline)) float exp_neg(float x)
-{
-	const float log2e = 1.44269504088896341f;
-	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
-	const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-	float kf = (x * log2e + shifter) - shifter;
-	float r = (x - kf * ln2_hi) - kf * ln2_lo;
-	float p = 1.0f / 720.0f;
-	p = p * r + 1.0f / 120.0f;
-	p = p * r + 1.0f / 24.0f;
-	p = p * r + 1.0f / 6.0f;
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
-	int32_t n = (int32_t)kf;
-	uint32_t bits = (uint32_t)(n + 127) << 23;
-	float scale;
-	memcpy(&scale, &bits, sizeof scale);
-	return p * scale;
-}
-
-/* exp(x) for x <= 0 (softmax): below -87 the result (< 2^-125) is taken at -87, which
- * no sum of terms >= 1 can tell from zero */
-static inline __attribute__((always_inline)) float exp_nonpos(float x)
-{
-	return exp_neg(x > -87.0f ? x : -87.0f);
 }
 
 /* ---- encoder ------------------------------------------------------------------------ */
@@ -454,7 +426,7 @@ void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float 
 
 /* Causal softmax of row t of a [T, T] score matrix, in place; zero above the diagonal.
  * Lane-wise max and sum (fixed order, the same bits in every clone) and the vectorizable
- * exp_nonpos: libm's scalar expf was most of the softmax's time. */
+ * cs_exp_nonpos: libm's scalar expf was most of the softmax's time. */
 static ROW_CLONES void causal_softmax_row(float *row, int t, int T)
 {
 	int n = t + 1, nv = n / LANES * LANES;
@@ -473,12 +445,12 @@ static ROW_CLONES void causal_softmax_row(float *row, int t, int T)
 		l[v] = 0.0f;
 	for (int j = 0; j < nv; j += LANES)
 		for (int v = 0; v < LANES; v++) {
-			float e = exp_nonpos(row[j + v] - maxv);
+			float e = cs_exp_nonpos(row[j + v] - maxv);
 			row[j + v] = e;
 			l[v] += e;
 		}
 	for (int j = nv; j < n; j++) {
-		float e = exp_nonpos(row[j] - maxv);
+		float e = cs_exp_nonpos(row[j] - maxv);
 		row[j] = e;
 		l[j - nv] += e;
 	}
@@ -626,7 +598,7 @@ static inline __attribute__((always_inline)) float tanh_fast(float y)
 {
 	float ay = fabsf(y);
 	ay = ay < 9.5f ? ay : 9.5f; /* tanh(9.5) rounds to 1 in fp32 */
-	float e = exp_neg(-2.0f * ay);
+	float e = cs_exp_neg(-2.0f * ay);
 	float t = (1.0f - e) / (1.0f + e);
 	return copysignf(t, y);
 }
@@ -819,8 +791,8 @@ struct sce_job {
 };
 
 /* p [V] = softmax(l [V]) as the attention's rows: lane-wise max and sum (fixed order, the
- * same bits in every clone) and the vectorizable exp_nonpos (libm's scalar expf was most
- * of it); exp_nonpos takes arguments below -87 at -87, which no sum >= 1 can tell from
+ * same bits in every clone) and the vectorizable cs_exp_nonpos (libm's scalar expf was most
+ * of it); cs_exp_nonpos takes arguments below -87 at -87, which no sum >= 1 can tell from
  * the exact value. */
 static ROW_CLONES void softmax_row(float *p, const float *l, int V)
 {
@@ -839,12 +811,12 @@ static ROW_CLONES void softmax_row(float *p, const float *l, int V)
 	float s[LANES] = { 0 };
 	for (int i = 0; i < nv; i += LANES)
 		for (int v = 0; v < LANES; v++) {
-			float e = exp_nonpos(l[i + v] - maxv);
+			float e = cs_exp_nonpos(l[i + v] - maxv);
 			p[i + v] = e;
 			s[v] += e;
 		}
 	for (int i = nv; i < V; i++) {
-		float e = exp_nonpos(l[i] - maxv);
+		float e = cs_exp_nonpos(l[i] - maxv);
 		p[i] = e;
 		s[i - nv] += e;
 	}

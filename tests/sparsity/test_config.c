@@ -4,10 +4,10 @@
  * message (file:line:col: key path: value and reason); docs/sparsity.md's key table is the
  * one the schema generates, and the defaults it states are the parser's.
  */
-#include <libgen.h>
 #include <unistd.h>
 
 #include "sp_test.h"
+#include "../support/repo_file.h"
 
 static sp_config *ok(const char *yaml)
 {
@@ -281,30 +281,6 @@ static void test_rejects(void **state)
 	rejects("sparsity: [\n", "cfg.yaml:2:1: invalid YAML: did not find expected node content");
 }
 
-/* docs/sparsity.md (up from build/tests/sparsity/test_config, or build/san/tests/...) */
-static char *read_doc(void)
-{
-	char self[1024], path[1200];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	assert_true(n > 0);
-	self[n] = 0;
-	char *dir = dirname(self);
-	FILE *f = NULL;
-	for (int up = 3; up <= 5 && !f; up++) {
-		snprintf(path, sizeof path, "%s", dir);
-		for (int k = 0; k < up; k++)
-			strncat(path, "/..", sizeof path - strlen(path) - 1);
-		strncat(path, "/docs/sparsity.md", sizeof path - strlen(path) - 1);
-		f = fopen(path, "r");
-	}
-	assert_non_null(f);
-	static char doc[1 << 17];
-	size_t len = fread(doc, 1, sizeof doc - 1, f);
-	doc[len] = 0;
-	fclose(f);
-	return doc;
-}
-
 static void has_row(const char *gen, const char *row)
 {
 	if (!strstr(gen, row))
@@ -322,16 +298,19 @@ static void test_doc_table(void **state)
 	fclose(g);
 	assert_int_equal(missing, 0); /* every key has its doc line */
 	/* the table between the markers is what the schema generates (make config-doc) */
-	const char *doc = read_doc();
+	char *doc = repo_file_read("docs/sparsity.md");
+	assert_non_null(doc);
 	const char *b = strstr(doc, "\n<!-- BEGIN generated"), *e = strstr(doc, "\n<!-- END generated");
 	assert_non_null(b);
 	assert_non_null(e);
 	b = strchr(b + 1, '\n') + 1;
 	if (glen != (size_t)(e + 1 - b) || memcmp(gen, b, glen)) {
 		free(gen);
+		free(doc);
 		fail_msg("docs/sparsity.md's key table differs from the schema's; run make "
 			 "config-doc");
 	}
+	free(doc);
 	/* the defaults the table states are the parser's */
 	has_row(gen, "\n| `algorithm` | `static` |");
 	has_row(gen, "\n| `init_method` | `topk` for gmp and sideband, else `random` |");

@@ -9,7 +9,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <libgen.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include "train/config.h"
 #include "train/gpt.h"
 #include "train/train_sparsity.h"
+#include "../support/repo_file.h"
 
 static char err[1024];
 
@@ -393,25 +393,8 @@ static void test_device_limits(void **state)
 static void test_docs_match_schema(void **state)
 {
 	(void)state;
-	char self[1024], path[1200];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	assert_true(n > 0);
-	self[n] = 0;
-	/* build/tests/train/test_config (build/san/... with SAN=1) -> docs/config.md */
-	char *dir = dirname(self);
-	FILE *f = NULL;
-	for (int up = 3; up <= 5 && !f; up++) {
-		snprintf(path, sizeof path, "%s", dir);
-		for (int k = 0; k < up; k++)
-			strncat(path, "/..", sizeof path - strlen(path) - 1);
-		strncat(path, "/docs/config.md", sizeof path - strlen(path) - 1);
-		f = fopen(path, "r");
-	}
-	assert_non_null(f);
-	static char doc[1 << 17];
-	size_t len = fread(doc, 1, sizeof doc - 1, f);
-	doc[len] = 0;
-	fclose(f);
+	char *doc = repo_file_read("docs/config.md");
+	assert_non_null(doc);
 	const char *sec, *key, *def;
 	int nkeys = 0;
 	for (int i = 0; tc_schema_key(i, &sec, &key, &def) == CS_OK; i++, nkeys++) {
@@ -456,9 +439,11 @@ static void test_docs_match_schema(void **state)
 		fprintf(stderr, "docs/config.md's key table differs from the schema's; run make "
 				"config-doc\n");
 		free(gen);
+		free(doc);
 		fail();
 	}
 	free(gen);
+	free(doc);
 }
 
 int main(void)
