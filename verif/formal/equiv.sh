@@ -1,0 +1,94 @@
+#!/bin/bash
+# equiv.sh - prove an RTL module equivalent to its version at an earlier commit (a rewrite
+# that must not change behaviour: a dialect conversion, a restructured block).
+#
+# Usage: verif/formal/equiv.sh [-r REV] [-g Name=Value]... [-b module]... [-n old=new]...
+#                              [-d DIR] TOP FILE...
+#   TOP      the module compared (same name in both versions)
+#   FILE     the RTL files that make it, as paths in the tree; each is read from the work tree
+#            (gate) and from REV (gold, default HEAD; a file missing at REV is left out)
+#   -g       a parameter of TOP (chparam), as the shipping configuration sets it
+#   -b       a module kept as a black box on both sides (its instances are matched by name
+#            and their inputs proved equal): the SRAMs, whose behaviour the check need not
+#            repeat and whose contents would not fit
+#   -n       a signal renamed by the rewrite (a register that became a _q): the gold side's
+#            old name is renamed to new before the signals are paired
+#   -d       where the log goes (default build/equiv)
+# Both sides are elaborated, flattened (black boxes aside), their memories mapped to
+# flip-flops; equiv_make pairs signals by name, equiv_simple proves each pair from its input
+# cone, equiv_induct the rest by induction over all pairs; the verdict is equiv_status
+# -assert. Exit 0: every output and matched register proved equal. A register without a
+# partner (renamed without -n) leaves the induction without a hypothesis on it: the check
+# then fails rather than passes.
+set -eu
+rev=HEAD
+out=build/equiv
+gparams=()
+bbox=()
+renames=()
+while getopts "r:g:b:n:d:" o; do
+	case $o in
+	r) rev=$OPTARG ;;
+	g) gparams+=("$OPTARG") ;;
+	b) bbox+=("$OPTARG") ;;
+	n) renames+=("$OPTARG") ;;
+	d) out=$OPTARG ;;
+	*) echo "usage: $0 [-r REV] [-g Name=Value]... [-b module]... [-n old=new]... TOP FILE..." >&2
+		exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 2 ] || { echo "usage: $0 [-r REV] [-g Name=Value]... [-b module]... TOP FILE..." >&2; exit 2; }
+top=$1
+shift
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+mkdir -p "$out"
+tag=$top
+for g in ${gparams[@]+"${gparams[@]}"}; do tag="$tag-${g//=/}"; done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+gold=()
+gate=()
+for f in "$@"; do
+	mkdir -p "$tmp/gold/$(dirname "$f")"
+	if git show "$rev:$f" >"$tmp/gold/$f" 2>/dev/null; then gold+=("$tmp/gold/$f"); fi
+	gate+=("$f")
+done
+# include files (pe_ports.vh) come from the same side as the modules
+for d in rtl/pe rtl/mesh; do
+	mkdir -p "$tmp/gold/$d"
+	for h in $(git ls-tree --name-only "$rev" "$d/" | grep '\.vh$' || true); do
+		git show "$rev:$h" >"$tmp/gold/$h"
+	done
+done
+
+chp=""
+for g in ${gparams[@]+"${gparams[@]}"}; do chp="$chp chparam -set ${g%%=*} ${g#*=} $top;"; done
+ren=""
+for n in ${renames[@]+"${renames[@]}"}; do ren="$ren rename ${n%%=*} ${n#*=};"; done
+bb=""
+for b in ${bbox[@]+"${bbox[@]}"}; do bb="$bb $b"; done
+
+# $1 files, $2 include dirs root, $3 name of the elaborated copy
+elab() {
+	local inc="-I$2/rtl/pe -I$2/rtl/mesh"
+	echo "read_verilog -sv $inc $1;"
+	[ -n "$bb" ] && echo "blackbox $bb;"
+	echo "$chp hierarchy -check -top $top; proc; flatten; opt_clean; memory -nomap; memory_map;"
+	[ "$3" = gold ] && [ -n "$ren" ] && echo "cd $top; $ren cd ..;"
+	echo "opt_clean; rename $top $3; design -stash $3;"
+}
+script="$(elab "${gold[*]}" "$tmp/gold" gold) $(elab "${gate[*]}" . gate)
+design -copy-from gold -as gold gold; design -copy-from gate -as gate gate;
+equiv_make gold gate equiv; hierarchy -top equiv; async2sync;
+equiv_simple; equiv_induct; equiv_status -assert"
+log="$out/$tag.log"
+if yosys -q -l "$log" -p "$script" >/dev/null 2>&1; then
+	echo "equiv $tag: $(grep -a 'Found [0-9]* \$equiv cells' "$log" | tail -n 1 | sed 's/^ *//'), all proved ($log)"
+else
+	echo "equiv $tag: NOT proved ($log)"
+	grep -a -A12 'equiv_status' "$log" | grep -a -E 'Found|Unproven|unproven' | head -n 20
+	exit 1
+fi
