@@ -33,25 +33,22 @@ module pe_queue #(
   input  wire [QW-1:0]           pop_q_i,
   output wire                    empty_o
 );
-  reg [QW-1:0]   map_q [0:15];
-  reg [36:0]     mem_q [0:NumQueues*QueueDepth-1];
-  reg [PtrW-1:0] rd_q [0:NumQueues-1];
-  reg [PtrW-1:0] wr_q [0:NumQueues-1];
-  reg [CntW-1:0] cnt_q [0:NumQueues-1];
+  logic [QW-1:0]   map_q [0:15];
+  logic [36:0]     mem_q [0:NumQueues*QueueDepth-1];
+  logic [PtrW-1:0] rd_q [0:NumQueues-1];
+  logic [PtrW-1:0] wr_q [0:NumQueues-1];
+  logic [CntW-1:0] cnt_q [0:NumQueues-1];
 
-  wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
-  wire [NumQueues-1:0] full;
-  genvar g;
-  generate
-    for (g = 0; g < NumQueues; g = g + 1) begin : g_q
-      assign full[g] = (cnt_q[g] == CntW'(QueueDepth));
-      assign head_valid_o[g] = (cnt_q[g] != '0);
-      assign head_data_o[g*37 +: 37] = mem_q[g*QueueDepth + 32'(rd_q[g])];
-    end
-    for (g = 0; g < 16; g = g + 1) begin : g_c
-      assign color_ready_o[g] = !full[map_q[g]];
-    end
-  endgenerate
+  wire  [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
+  logic [NumQueues-1:0] full;
+  for (genvar g = 0; g < NumQueues; g = g + 1) begin : g_q
+    assign full[g] = (cnt_q[g] == CntW'(QueueDepth));
+    assign head_valid_o[g] = (cnt_q[g] != '0);
+    assign head_data_o[g*37 +: 37] = mem_q[g*QueueDepth + 32'(rd_q[g])];
+  end
+  for (genvar g = 0; g < 16; g = g + 1) begin : g_c
+    assign color_ready_o[g] = !full[map_q[g]];
+  end
 
   assign rx_ready_o = color_ready_o[rx_data_i[35:32]];
   assign map_rdata_o = map_q[map_addr_i];
@@ -59,14 +56,12 @@ module pe_queue #(
 
   wire push = rx_valid_i && rx_ready_o;
 
-  reg [PtrW-1:0] rd_d [0:NumQueues-1];
-  reg [PtrW-1:0] wr_d [0:NumQueues-1];
-  reg [CntW-1:0] cnt_d [0:NumQueues-1];
-  reg [QW-1:0]   map_d [0:15];
-
-  integer q;
-  always @(*) begin
-    for (q = 0; q < NumQueues; q = q + 1) begin
+  logic [PtrW-1:0] rd_d [0:NumQueues-1];
+  logic [PtrW-1:0] wr_d [0:NumQueues-1];
+  logic [CntW-1:0] cnt_d [0:NumQueues-1];
+  logic [QW-1:0]   map_d [0:15];
+  always_comb begin
+    for (int q = 0; q < NumQueues; q = q + 1) begin
       wr_d[q] = wr_q[q];
       rd_d[q] = rd_q[q];
       if (push && rx_q == QW'(q))
@@ -76,41 +71,41 @@ module pe_queue #(
       cnt_d[q] = cnt_q[q] + CntW'(push && rx_q == QW'(q))
                  - CntW'(pop_i && pop_q_i == QW'(q) && cnt_q[q] != '0);
     end
-    for (q = 0; q < 16; q = q + 1) map_d[q] = map_q[q];
+    for (int q = 0; q < 16; q = q + 1) map_d[q] = map_q[q];
     if (map_we_i) map_d[map_addr_i] = map_wdata_i;
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (q = 0; q < NumQueues; q = q + 1) begin
+      for (int q = 0; q < NumQueues; q = q + 1) begin
         rd_q[q]  <= '0;
         wr_q[q]  <= '0;
         cnt_q[q] <= '0;
       end
-      for (q = 0; q < 16; q = q + 1) begin
+      for (int q = 0; q < 16; q = q + 1) begin
         map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
       end
     end else begin
-      for (q = 0; q < NumQueues; q = q + 1) begin
+      for (int q = 0; q < NumQueues; q = q + 1) begin
         rd_q[q]  <= rd_d[q];
         wr_q[q]  <= wr_d[q];
         cnt_q[q] <= cnt_d[q];
       end
-      for (q = 0; q < 16; q = q + 1) map_q[q] <= map_d[q];
+      for (int q = 0; q < 16; q = q + 1) map_q[q] <= map_d[q];
     end
   end
 
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     if (push) mem_q[32'(rx_q) * QueueDepth + 32'(wr_q[rx_q])] <= rx_data_i;
   end
 
 `ifdef FORMAL
   // Invariants (not yet proven: see the PE report; tb_pe_queue checks the queue against a
   // C model in simulation). Callers never pop an empty queue.
-  always @(*) begin
+  always_comb begin
     if (pop_i) assume (head_valid_o[pop_q_i]);
     if (rst_ni) begin
-      for (q = 0; q < NumQueues; q = q + 1) begin
+      for (int q = 0; q < NumQueues; q = q + 1) begin
         assert (cnt_q[q] <= CntW'(QueueDepth));
         if (QueueDepth == (1 << PtrW)) assert (wr_q[q] == PtrW'(rd_q[q] + PtrW'(cnt_q[q])));
       end
