@@ -26,6 +26,8 @@ module pe #(
 `include "pe_ports.vh"
 );
   localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
+  localparam int unsigned PtrW = $clog2(QueueDepth);
+  localparam int unsigned CntW = $clog2(QueueDepth + 1);
   localparam int unsigned AAW = $clog2(AWords / 2);
   localparam int unsigned BAW = $clog2(BWords);
   localparam int unsigned FmacLatency = 4;
@@ -48,6 +50,12 @@ module pe #(
   logic                    pick, drop, eng_pop;
   logic [QW-1:0]           pick_q, eng_q;
   wire                     map_we = c_m && cfg_we_i;
+  // slot pointers and fills: for a PE that keeps payloads outside pe_queue (pe_lite)
+  logic [QW-1:0]             q_push;
+  logic [PtrW-1:0]           q_push_ptr;
+  logic [NumQueues*PtrW-1:0] q_hptr;
+  logic [NumQueues*CntW-1:0] q_cnt;
+  wire                       unused_qslots = ^{q_push, q_push_ptr, q_hptr, q_cnt};
 
   pe_queue #(.NumQueues(NumQueues), .QueueDepth(QueueDepth)) u_queue (
     .clk_i        (clk_i),
@@ -56,12 +64,17 @@ module pe #(
     .rx_data_i    (rx_data_i),
     .rx_ready_o   (rx_ready_o),
     .color_ready_o(color_ready_o),
+    .hold_i       (1'b0),
+    .push_q_o     (q_push),
+    .push_ptr_o   (q_push_ptr),
     .map_we_i     (map_we),
     .map_addr_i   (cfg_addr_i[3:0]),
     .map_wdata_i  (cfg_wdata_i[QW-1:0]),
     .map_rdata_o  (map_rdata),
     .head_valid_o (head_valid),
     .head_data_o  (head_data),
+    .head_ptr_o   (q_hptr),
+    .count_o      (q_cnt),
     .pop_i        (pick || drop || eng_pop),
     .pop_q_i      (eng_pop ? eng_q : pick_q),
     .empty_o      (q_empty)

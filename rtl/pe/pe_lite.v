@@ -8,9 +8,9 @@
 //
 // Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
-// entries, 64.. one per queue slot); flip-flops hold only the queue headers
-// ({ctrl, color} per slot, which the picker and the chaining test read), the pointers,
-// and the color -> queue map. The five counters are ten halfwords in a small RAM of their own
+// entries, 64.. one per queue slot); flip-flops hold only the queues, in pe_queue as in pe
+// but keeping just the headers ({ctrl, color} per slot, which the picker and the chaining
+// test read), the pointers and the color -> queue map. The five counters are ten halfwords in a small RAM of their own
 // that rotate past one 16-bit adder. A received wavelet's payload waits in a one-entry
 // stage register until the DRAM write port is free (the core's writes come first); a queue's
 // newest entry is not visible at its head before it is written.
@@ -99,22 +99,27 @@ module pe_lite #(
   logic [31:0]      b_wd;
 
   // ------------------------------------------------------------------ queues
-  logic [QW-1:0]   map_q [0:15];
-  logic [4:0]      hdr_q [0:Slots-1];
-  logic [PtrW-1:0] rdp_q [0:NumQueues-1];
-  logic [PtrW-1:0] wrp_q [0:NumQueues-1];
-  logic [CntW-1:0] qc_q  [0:NumQueues-1];
+  // pe_queue keeps each wavelet's header ({ctrl, color}, which the picker and the chaining
+  // test read); its payload goes to DRAM slot 64 + queue * QueueDepth + pointer
+  logic [NumQueues-1:0]      qne;      // queue not empty
+  logic [NumQueues*5-1:0]    q_hdr;    // each head's header
+  logic [NumQueues*PtrW-1:0] q_hptr;   // each head's pointer
+  logic [NumQueues*CntW-1:0] q_cnt;    // each queue's fill
+  logic [QW-1:0]             rx_q;     // the queue of the wavelet at rx
+  logic [PtrW-1:0]           rx_ptr;   // its pointer there
+  logic [QW-1:0]             map_rdata;
+  logic                      q_empty;
+  wire                       unused_q = q_empty;
   logic            stg_v_q;
   logic [DAW-1:0]  stg_a_q;      // DRAM word of the staged payload
   logic [QW-1:0]   stg_qn_q;     // its queue
   logic [31:0]     stg_d_q;
 
-  logic [NumQueues-1:0] hvalid, qne;
+  logic [NumQueues-1:0] hvalid;
   for (genvar g = 0; g < NumQueues; g = g + 1) begin : g_q
-    assign qne[g] = (qc_q[g] != '0);
     // the staged entry is its queue's newest: the head only when it is alone
-    assign hvalid[g] = (qc_q[g] != '0) &&
-                       !(stg_v_q && stg_qn_q == QW'(g) && qc_q[g] == CntW'(1));
+    assign hvalid[g] = qne[g] &&
+                       !(stg_v_q && stg_qn_q == QW'(g) && q_cnt[g*CntW +: CntW] == CntW'(1));
   end
 
   // the stage drains whenever the core does not write DRAM; it accepts a new wavelet when it
@@ -122,23 +127,17 @@ module pe_lite #(
   wire drain = stg_v_q && !d_we;
   // accept only into an empty stage: color_ready_o/rx_ready_o then depend on registers only,
   // not on the core's write enable (timing; at most one wavelet every other cycle).
-  // color_ready_o[c] = stage empty and queue map[c] not full, registered: cr_q is computed
-  // from the next stage and counts (timing: the router's ready path sees one 16:1 select of
-  // flip-flops, not the map and the queue counts behind it); all colors wait one cycle after
-  // a queue-map write
-  logic [15:0] cr_q;
-  assign color_ready_o = cr_q;
-  assign rx_ready_o = cr_q[rx_data_i[35:32]];
+  // color_ready_o[c] = stage empty and queue map[c] not full, registered in pe_queue
+  // (RegReady: computed from the next stage, hold_i, and the next counts)
   wire          push = rx_valid_i && rx_ready_o;
-  wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
 
   function automatic [DAW-1:0] slot_addr(input [QW-1:0] q, input [PtrW-1:0] p);
     slot_addr = DAW'(64 + 32'(q) * QueueDepth + 32'(p));
   endfunction
 
   // the head of queue qs_q (the picker's candidate, or the running task's queue)
-  wire [PtrW-1:0] h_ptr = rdp_q[qs_q];
-  wire [4:0]      h_tid = hdr_q[32'(qs_q) * QueueDepth + 32'(h_ptr)];
+  wire [PtrW-1:0] h_ptr = q_hptr[32'(qs_q) * PtrW +: PtrW];
+  wire [4:0]      h_tid = q_hdr[32'(qs_q) * 5 +: 5];
   wire [DAW-1:0]  h_addr = slot_addr(qs_q, h_ptr);
   wire            h_valid = hvalid[qs_q];
   // the head is a data wavelet of the running task (chaining, redv)
@@ -731,51 +730,42 @@ module pe_lite #(
   assign tx_data_o = {(op == 4'h8) && ird[7], ird[11:8], acc_q};
 
   // ------------------------------------------------------------------ queue state
-  logic [CntW-1:0] qc_d [0:NumQueues-1];
-  logic [NumQueues-1:0] qfull_d;
-  wire             stg_v_d = push || (stg_v_q && !drain);
-  wire             map_we = cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6;
-  logic [15:0]     cr_d;
-  for (genvar g = 0; g < NumQueues; g = g + 1) begin : g_qd
-    assign qc_d[g] = qc_q[g] + CntW'(push && rx_q == QW'(g)) - CntW'(pop && qs_q == QW'(g));
-    // full next cycle: full and not popped, or one short and pushed and not popped
-    assign qfull_d[g] = !(pop && qs_q == QW'(g))
-                        && (qc_q[g] == CntW'(QueueDepth)
-                            || (qc_q[g] == CntW'(QueueDepth - 1) && push && rx_q == QW'(g)));
-  end
-  always_comb begin
-    for (int q = 0; q < 16; q = q + 1)
-      cr_d[q] = !stg_v_d && !map_we && !qfull_d[map_q[q]];
-  end
+  wire stg_v_d = push || (stg_v_q && !drain);
+  wire map_we = cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6;
+  pe_queue #(
+    .NumQueues (NumQueues),
+    .QueueDepth(QueueDepth),
+    .Width     (5),
+    .RegReady  (1'b1)
+  ) u_queue (
+    .clk_i        (clk_i),
+    .rst_ni       (rst_ni),
+    .rx_valid_i   (rx_valid_i),
+    .rx_data_i    (rx_data_i),
+    .rx_ready_o   (rx_ready_o),
+    .color_ready_o(color_ready_o),
+    .hold_i       (stg_v_d),     // a stage that stays full takes nothing next cycle
+    .push_q_o     (rx_q),
+    .push_ptr_o   (rx_ptr),
+    .map_we_i     (map_we),
+    .map_addr_i   (cfg_addr_i[3:0]),
+    .map_wdata_i  (cfg_wdata_i[QW-1:0]),
+    .map_rdata_o  (map_rdata),
+    .head_valid_o (qne),
+    .head_data_o  (q_hdr),
+    .head_ptr_o   (q_hptr),
+    .count_o      (q_cnt),
+    .pop_i        (pop),
+    .pop_q_i      (qs_q),
+    .empty_o      (q_empty)
+  );
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      for (int q = 0; q < NumQueues; q = q + 1) begin
-        rdp_q[q] <= '0;
-        wrp_q[q] <= '0;
-        qc_q[q] <= '0;
-      end
-      for (int q = 0; q < 16; q = q + 1) begin
-        map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
-      end
-      stg_v_q <= 1'b0;
-      cr_q <= '1;
-    end else begin
-      for (int q = 0; q < NumQueues; q = q + 1) begin
-        if (push && rx_q == QW'(q))
-          wrp_q[q] <= (32'(wrp_q[q]) == QueueDepth - 1) ? '0 : wrp_q[q] + 1'b1;
-        if (pop && qs_q == QW'(q))
-          rdp_q[q] <= (32'(rdp_q[q]) == QueueDepth - 1) ? '0 : rdp_q[q] + 1'b1;
-        qc_q[q] <= qc_d[q];
-      end
-      if (map_we) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
-      stg_v_q <= stg_v_d;
-      cr_q <= cr_d;
-    end
+    if (!rst_ni) stg_v_q <= 1'b0;
+    else stg_v_q <= stg_v_d;
   end
   always_ff @(posedge clk_i) begin
     if (push) begin
-      hdr_q[32'(rx_q) * QueueDepth + 32'(wrp_q[rx_q])] <= rx_data_i[36:32];
-      stg_a_q <= slot_addr(rx_q, wrp_q[rx_q]);
+      stg_a_q <= slot_addr(rx_q, rx_ptr);
       stg_qn_q <= rx_q;
       stg_d_q <= rx_data_i[31:0];
     end
@@ -982,7 +972,7 @@ module pe_lite #(
   // ------------------------------------------------------------------ config responses
   // rsrc: 0 zero, 1 A, 2 B, 3 IMEM, 4 DRAM, 5 queue map, 6 counter
   logic [2:0] rsrc_q, rsrc_d;
-  logic [3:0] raddr_q;
+  logic [QW-1:0] mrd_q;     // the queue map entry read (the map does not change in between)
   logic       rvalid_q;
   always_comb begin
     rsrc_d = 3'd0;
@@ -1000,11 +990,11 @@ module pe_lite #(
     if (!rst_ni) begin
       rvalid_q <= 1'b0;
       rsrc_q <= '0;
-      raddr_q <= '0;
+      mrd_q <= '0;
     end else begin
       rvalid_q <= cg && !cfg_we_i;
       rsrc_q <= rsrc_d;
-      raddr_q <= cfg_addr_i[3:0];
+      mrd_q <= map_rdata;
     end
   end
   always_comb begin
@@ -1013,7 +1003,7 @@ module pe_lite #(
       3'd2: cfg_rdata_o = brd;
       3'd3: cfg_rdata_o = {16'd0, ird};
       3'd4: cfg_rdata_o = {16'd0, drd[15:0]};
-      3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
+      3'd5: cfg_rdata_o = 32'(mrd_q);
       3'd6: cfg_rdata_o = {csum[15:0], cs_q};
       default: cfg_rdata_o = 32'd0;
     endcase
