@@ -13,6 +13,7 @@
 #            repeat and whose contents would not fit
 #   -n       a signal renamed by the rewrite (a register that became a _q): the gold side's
 #            old name is renamed to new before the signals are paired
+#   -i       induction only (no equiv_simple pass first): faster on large flattened modules
 #   -d       where the log goes (default build/equiv)
 # Both sides are elaborated, flattened (black boxes aside), their memories mapped to
 # flip-flops; equiv_make pairs signals by name, equiv_simple proves each pair from its input
@@ -26,12 +27,14 @@ out=build/equiv
 gparams=()
 bbox=()
 renames=()
-while getopts "r:g:b:n:d:" o; do
+simple="equiv_simple;"
+while getopts "r:g:b:n:id:" o; do
 	case $o in
 	r) rev=$OPTARG ;;
 	g) gparams+=("$OPTARG") ;;
 	b) bbox+=("$OPTARG") ;;
 	n) renames+=("$OPTARG") ;;
+	i) simple="" ;;
 	d) out=$OPTARG ;;
 	*) echo "usage: $0 [-r REV] [-g Name=Value]... [-b module]... [-n old=new]... TOP FILE..." >&2
 		exit 2 ;;
@@ -83,7 +86,7 @@ elab() {
 script="$(elab "${gold[*]}" "$tmp/gold" gold) $(elab "${gate[*]}" . gate)
 design -copy-from gold -as gold gold; design -copy-from gate -as gate gate;
 equiv_make gold gate equiv; hierarchy -top equiv; async2sync;
-equiv_simple; equiv_induct; equiv_status -assert"
+$simple equiv_induct; equiv_status -assert"
 log="$out/$tag.log"
 if yosys -q -l "$log" -p "$script" >/dev/null 2>&1; then
 	echo "equiv $tag: $(grep -a 'Found [0-9]* \$equiv cells' "$log" | tail -n 1 | sed 's/^ *//'), all proved ($log)"
