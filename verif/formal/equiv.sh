@@ -2,15 +2,17 @@
 # equiv.sh - prove an RTL module equivalent to its version at an earlier commit (a rewrite
 # that must not change behaviour: a dialect conversion, a restructured block).
 #
-# Usage: verif/formal/equiv.sh [-r REV] [-g Name=Value]... [-b module]... [-n old=new]...
-#                              [-d DIR] TOP FILE...
+# Usage: verif/formal/equiv.sh [-r REV] [-w REV] [-g Name=Value]... [-b module]...
+#                              [-n old=new]... [-i] [-d DIR] TOP FILE...
 #   TOP      the module compared (same name in both versions)
 #   FILE     the RTL files that make it, as paths in the tree; each is read from the work tree
 #            (gate) and from REV (gold, default HEAD; a file missing at REV is left out)
+#   -w REV   the gate side from REV too, instead of the work tree
 #   -g       a parameter of TOP (chparam), as the shipping configuration sets it
-#   -b       a module kept as a black box on both sides (its instances are matched by name
-#            and their inputs proved equal): the SRAMs, whose behaviour the check need not
-#            repeat and whose contents would not fit
+#   -b       a module cut out on both sides (read as its port list only): what its
+#            instances drive becomes inputs shared by both sides, what they read is proved
+#            equal (u_sram.raddr_i, ...). For the SRAMs, whose contents would not fit, and
+#            submodules proved on their own
 #   -n       a signal renamed by the rewrite (a register that became a _q): the gold side's
 #            old name is renamed to new before the signals are paired
 #   -i       induction only (no equiv_simple pass first): faster on large flattened modules
@@ -28,9 +30,11 @@ gparams=()
 bbox=()
 renames=()
 simple="equiv_simple;"
-while getopts "r:g:b:n:id:" o; do
+gaterev=""
+while getopts "r:w:g:b:n:id:" o; do
 	case $o in
 	r) rev=$OPTARG ;;
+	w) gaterev=$OPTARG ;;
 	g) gparams+=("$OPTARG") ;;
 	b) bbox+=("$OPTARG") ;;
 	n) renames+=("$OPTARG") ;;
@@ -52,12 +56,35 @@ for g in ${gparams[@]+"${gparams[@]}"}; do tag="$tag-${g//=/}"; done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# a file that defines a -b module is read as its header only (a stub with undriven outputs)
+stub() {
+	local m
+	for m in ${bbox[@]+"${bbox[@]}"}; do
+		if grep -q "^module $m\b" "$1"; then
+			mkdir -p "$(dirname "$2")"
+			# inputs kept: what the instance reads survives opt_clean and is compared
+			sed -n "/^module $m\b/,/^);/p" "$1" | sed 's/^\( *\)input\b/\1(* keep *) input/' >"$2"
+			printf "  wire equiv_stub = 1'b0;  // a body: flattened, not a black box\nendmodule\n" >>"$2"
+			echo "$2"
+			return
+		fi
+	done
+	echo "$1"
+}
 gold=()
 gate=()
 for f in "$@"; do
 	mkdir -p "$tmp/gold/$(dirname "$f")"
-	if git show "$rev:$f" >"$tmp/gold/$f" 2>/dev/null; then gold+=("$tmp/gold/$f"); fi
-	gate+=("$f")
+	if git show "$rev:$f" >"$tmp/gold/$f" 2>/dev/null; then
+		gold+=("$(stub "$tmp/gold/$f" "$tmp/gold-stub/$f")")
+	fi
+	g=$f
+	if [ -n "$gaterev" ]; then
+		mkdir -p "$tmp/gate/$(dirname "$f")"
+		git show "$gaterev:$f" >"$tmp/gate/$f"
+		g=$tmp/gate/$f
+	fi
+	gate+=("$(stub "$g" "$tmp/gate-stub/$f")")
 done
 # include files (pe_ports.vh) come from the same side as the modules
 for d in rtl/pe rtl/mesh; do
@@ -71,15 +98,15 @@ chp=""
 for g in ${gparams[@]+"${gparams[@]}"}; do chp="$chp chparam -set ${g%%=*} ${g#*=} $top;"; done
 ren=""
 for n in ${renames[@]+"${renames[@]}"}; do ren="$ren rename ${n%%=*} ${n#*=};"; done
-bb=""
-for b in ${bbox[@]+"${bbox[@]}"}; do bb="$bb $b"; done
 
 # $1 files, $2 include dirs root, $3 name of the elaborated copy
 elab() {
 	local inc="-I$2/rtl/pe -I$2/rtl/mesh"
 	echo "read_verilog -sv $inc $1;"
-	[ -n "$bb" ] && echo "blackbox $bb;"
-	echo "$chp hierarchy -check -top $top; proc; flatten; opt_clean; memory -nomap; memory_map;"
+	# a stub's outputs are undriven after flattening: inputs shared by both sides; the
+	# stub's input ports stay as wires (u_sram.raddr_i, ...) proved equal like any other
+	echo "$chp hierarchy -check -top $top; proc; flatten; setundef -undriven -expose;"
+	echo "opt_clean; memory -nomap; memory_map;"
 	[ "$3" = gold ] && [ -n "$ren" ] && echo "cd $top; $ren cd ..;"
 	echo "opt_clean; rename $top $3; design -stash $3;"
 }
