@@ -26,6 +26,8 @@ module pe #(
 `include "pe_ports.vh"
 );
   localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
+  localparam int unsigned PtrW = $clog2(QueueDepth);
+  localparam int unsigned CntW = $clog2(QueueDepth + 1);
   localparam int unsigned AAW = $clog2(AWords / 2);
   localparam int unsigned BAW = $clog2(BWords);
   localparam int unsigned FmacLatency = 4;
@@ -41,13 +43,19 @@ module pe #(
   wire c_n = cfg_req_i && (cfg_target_i == 4'd8);
 
   // ------------------------------------------------------------------ input queues
-  wire [NumQueues-1:0]    head_valid;
-  wire [NumQueues*37-1:0] head_data;
-  wire [QW-1:0]           map_rdata;
-  wire                    q_empty;
-  wire                    pick, drop, eng_pop;
-  wire [QW-1:0]           pick_q, eng_q;
-  wire                    map_we = c_m && cfg_we_i;
+  logic [NumQueues-1:0]    head_valid;
+  logic [NumQueues*37-1:0] head_data;
+  logic [QW-1:0]           map_rdata;
+  logic                    q_empty;
+  logic                    pick, drop, eng_pop;
+  logic [QW-1:0]           pick_q, eng_q;
+  wire                     map_we = c_m && cfg_we_i;
+  // slot pointers and fills: for a PE that keeps payloads outside pe_queue (pe_lite)
+  logic [QW-1:0]             q_push;
+  logic [PtrW-1:0]           q_push_ptr;
+  logic [NumQueues*PtrW-1:0] q_hptr;
+  logic [NumQueues*CntW-1:0] q_cnt;
+  wire                       unused_qslots = ^{q_push, q_push_ptr, q_hptr, q_cnt};
 
   pe_queue #(.NumQueues(NumQueues), .QueueDepth(QueueDepth)) u_queue (
     .clk_i        (clk_i),
@@ -56,27 +64,31 @@ module pe #(
     .rx_data_i    (rx_data_i),
     .rx_ready_o   (rx_ready_o),
     .color_ready_o(color_ready_o),
+    .hold_i       (1'b0),
+    .push_q_o     (q_push),
+    .push_ptr_o   (q_push_ptr),
     .map_we_i     (map_we),
     .map_addr_i   (cfg_addr_i[3:0]),
     .map_wdata_i  (cfg_wdata_i[QW-1:0]),
     .map_rdata_o  (map_rdata),
     .head_valid_o (head_valid),
     .head_data_o  (head_data),
+    .head_ptr_o   (q_hptr),
+    .count_o      (q_cnt),
     .pop_i        (pick || drop || eng_pop),
     .pop_q_i      (eng_pop ? eng_q : pick_q),
     .empty_o      (q_empty)
   );
 
   // ------------------------------------------------------------------ task table, picker
-  reg  [NumQueues*5-1:0] head_tid;
-  integer hq;
-  always @(*) begin
-    for (hq = 0; hq < NumQueues; hq = hq + 1) head_tid[hq*5 +: 5] = head_data[hq*37 + 32 +: 5];
+  logic [NumQueues*5-1:0] head_tid;
+  always_comb begin
+    for (int hq = 0; hq < NumQueues; hq = hq + 1) head_tid[hq*5 +: 5] = head_data[hq*37 + 32 +: 5];
   end
-  wire       pick_en, blk_we, blk_set;
-  wire [4:0] blk_tid;
-  wire [7:0] pick_pc;
-  wire [9:0] task_rdata;
+  logic       pick_en, blk_we, blk_set;
+  logic [4:0] blk_tid;
+  logic [7:0] pick_pc;
+  logic [9:0] task_rdata;
 
   pe_tasktab #(.NumQueues(NumQueues)) u_tasktab (
     .clk_i       (clk_i),
@@ -98,15 +110,15 @@ module pe #(
   );
 
   // ------------------------------------------------------------------ sequencer
-  wire         imem_cgnt, reg_gnt, running;
-  wire [15:0]  imem_rdata, reg_rdata;
-  wire         eng_start, eng_done, eng_ld, eng_r6_we, eng_w_we;
-  wire [15:0]  eng_instr, eng_ld_data, eng_r6;
-  wire [127:0] eng_regs;
-  wire [15:0]  eng_opa, eng_opb, eng_opd;
-  wire [31:0]  eng_w, eng_w_new;
-  wire [4:0]   eng_tid;
-  wire [QW-1:0] seq_q;
+  logic         imem_cgnt, reg_gnt, running;
+  logic [15:0]  imem_rdata, reg_rdata;
+  logic         eng_start, eng_done, eng_ld, eng_r6_we, eng_w_we;
+  logic [15:0]  eng_instr, eng_ld_data, eng_r6;
+  logic [127:0] eng_regs;
+  logic [15:0]  eng_opa, eng_opb, eng_opd;
+  logic [31:0]  eng_w, eng_w_new;
+  logic [4:0]   eng_tid;
+  logic [QW-1:0] seq_q;
 
   pe_seq #(.NumQueues(NumQueues)) u_seq (
     .clk_i        (clk_i),
@@ -151,11 +163,11 @@ module pe #(
   );
 
   // ------------------------------------------------------------------ engine
-  wire           e_a_en, e_a_we, e_b_re, e_b_we, eng_idle, mac;
-  wire [AAW-1:0] e_a_addr;
-  wire [31:0]    e_a_wdata, a_rdata, e_b_wdata;
-  wire [BAW-1:0] e_b_raddr, e_b_waddr;
-  wire [63:0]    b_rdata;
+  logic           e_a_en, e_a_we, e_b_re, e_b_we, eng_idle, mac;
+  logic [AAW-1:0] e_a_addr;
+  logic [31:0]    e_a_wdata, a_rdata, e_b_wdata;
+  logic [BAW-1:0] e_b_raddr, e_b_waddr;
+  logic [63:0]    b_rdata;
 
   pe_vec #(
     .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .FmacLatency(FmacLatency)
@@ -218,46 +230,42 @@ module pe #(
   wire       b_cfg_ok = c_bc ? (!e_wr_bank[c_bank] && !e_rd_bank[c_bank])
                       : cfg_we_i ? !e_wr_bank[c_bank] : !e_rd_bank[c_bank];
   wire       b_cfg = (c_b || c_bc) && b_cfg_ok;
-  genvar bk;
-  generate
-    for (bk = 0; bk < 2; bk = bk + 1) begin : g_bank
-      wire cfg_here = b_cfg && (c_bank == bk[0]);
-      sram_1r1w #(.Depth(BWords / 2), .Width(32)) u_sram_b (
-        .clk_i  (clk_i),
-        .we_i   (e_wr_bank[bk] || (cfg_here && (cfg_we_i || c_bc))),
-        .waddr_i(e_wr_bank[bk] ? e_b_waddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
-        .wdata_i(e_wr_bank[bk] ? e_b_wdata : (c_bc ? 32'd0 : cfg_wdata_i)),
-        .re_i   (e_rd_bank[bk] || (cfg_here && !cfg_we_i)),
-        .raddr_i(e_rd_bank[bk] ? e_b_raddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
-        .rdata_o(b_rdata[bk*32 +: 32])
-      );
-    end
-  endgenerate
+  for (genvar bk = 0; bk < 2; bk = bk + 1) begin : g_bank
+    wire cfg_here = b_cfg && (c_bank == bk[0]);
+    sram_1r1w #(.Depth(BWords / 2), .Width(32)) u_sram_b (
+      .clk_i  (clk_i),
+      .we_i   (e_wr_bank[bk] || (cfg_here && (cfg_we_i || c_bc))),
+      .waddr_i(e_wr_bank[bk] ? e_b_waddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
+      .wdata_i(e_wr_bank[bk] ? e_b_wdata : (c_bc ? 32'd0 : cfg_wdata_i)),
+      .re_i   (e_rd_bank[bk] || (cfg_here && !cfg_we_i)),
+      .raddr_i(e_rd_bank[bk] ? e_b_raddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
+      .rdata_o(b_rdata[bk*32 +: 32])
+    );
+  end
 
   // ------------------------------------------------------------------ counters
-  reg [31:0] cnt_q [0:4];
-  reg [31:0] cnt_d [0:4];
-  wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, rx_valid_i && rx_ready_o, drop, running, mac};
-  integer ci;
-  always @(*) begin
-    for (ci = 0; ci < 5; ci = ci + 1) begin
+  logic [31:0] cnt_q [0:4];
+  logic [31:0] cnt_d [0:4];
+  wire   [4:0] cnt_inc = {tx_valid_o && tx_ready_i, rx_valid_i && rx_ready_o, drop, running, mac};
+  always_comb begin
+    for (int ci = 0; ci < 5; ci = ci + 1) begin
       cnt_d[ci] = cnt_q[ci] + 32'(cnt_inc[ci]);
       if ((c_n && cfg_we_i && cfg_addr_i == 16'(ci)) || ctr_clear_i) cnt_d[ci] = '0;
     end
   end
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= '0;
+      for (int ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= '0;
     end else begin
-      for (ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= cnt_d[ci];
+      for (int ci = 0; ci < 5; ci = ci + 1) cnt_q[ci] <= cnt_d[ci];
     end
   end
 
   // ------------------------------------------------------------------ config responses
-  reg [31:0] rreg_d, rreg_q;
-  reg        rvalid_q, rbank_q;
-  reg [1:0]  rsrc_q, rsrc_d;  // 0 register value, 1 A, 2 B, 3 IMEM
-  always @(*) begin
+  logic [31:0] rreg_d, rreg_q;
+  logic        rvalid_q, rbank_q;
+  logic [1:0]  rsrc_q, rsrc_d;  // 0 register value, 1 A, 2 B, 3 IMEM
+  always_comb begin
     cfg_gnt_o = cfg_req_i;
     rsrc_d = 2'd0;
     rreg_d = '0;
@@ -273,7 +281,7 @@ module pe #(
       default: ;
     endcase
   end
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       rvalid_q <= 1'b0;
       rsrc_q   <= '0;
@@ -286,7 +294,7 @@ module pe #(
       rreg_q   <= rreg_d;
     end
   end
-  always @(*) begin
+  always_comb begin
     case (rsrc_q)
       2'd1: cfg_rdata_o = a_rdata;
       2'd2: cfg_rdata_o = rbank_q ? b_rdata[63:32] : b_rdata[31:0];

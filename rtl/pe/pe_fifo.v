@@ -22,14 +22,14 @@ module pe_fifo #(
   output wire [Width-1:0] out_data_o,
   output wire [CntW-1:0]  count_o
 );
-  reg [Width-1:0] mem_q [0:Depth-1];
-  reg [PtrW-1:0]  rd_q, rd_d, wr_q, wr_d;
-  reg [CntW-1:0]  cnt_q, cnt_d;
+  logic [Width-1:0] mem_q [Depth];
+  logic [PtrW-1:0]  rd_q, rd_d, wr_q, wr_d;
+  logic [CntW-1:0]  cnt_q, cnt_d;
 
   wire push = in_valid_i && (cnt_q != CntW'(Depth));
   wire pop  = out_ready_i && (cnt_q != '0);
 
-  always @(*) begin
+  always_comb begin
     rd_d  = rd_q;
     wr_d  = wr_q;
     cnt_d = cnt_q;
@@ -39,7 +39,7 @@ module pe_fifo #(
     else if (pop && !push) cnt_d = cnt_q - 1'b1;
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       rd_q  <= '0;
       wr_q  <= '0;
@@ -51,7 +51,7 @@ module pe_fifo #(
     end
   end
 
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     if (push) mem_q[wr_q] <= in_data_i;
   end
 

@@ -68,12 +68,12 @@ module pe_fmac #(
   wire s1_inf_d = p_inf || c_inf;
   wire s1_isgn_d = p_inf ? p_sign : c_i[31];
 
-  reg        s1_nan_q, s1_inf_q, s1_isgn_q;
-  reg        s1_psign_q, s1_pzero_q, s1_csign_q, s1_czero_q;
-  reg [23:0] s1_pman_q, s1_cman_q;
-  reg [9:0]  s1_pbase_q, s1_ce_q;
+  logic        s1_nan_q, s1_inf_q, s1_isgn_q;
+  logic        s1_psign_q, s1_pzero_q, s1_csign_q, s1_czero_q;
+  logic [23:0] s1_pman_q, s1_cman_q;
+  logic [9:0]  s1_pbase_q, s1_ce_q;
 
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     s1_nan_q   <= s1_nan_d;
     s1_inf_q   <= s1_inf_d;
     s1_isgn_q  <= s1_isgn_d;
@@ -109,13 +109,13 @@ module pe_fmac #(
   wire        zero2_d = (x_man == 24'd0);  // the larger one is zero: both are
   wire        zsign_d = s1_psign_q & s1_csign_q;
 
-  reg        s2_nan_q, s2_inf_q, s2_isgn_q;
-  reg        s2_sub_q, s2_sign_q, s2_zero_q, s2_zsign_q;
-  reg [23:0] s2_xman_q;
-  reg [26:0] s2_yal_q;
-  reg [9:0]  s2_e_q;
+  logic        s2_nan_q, s2_inf_q, s2_isgn_q;
+  logic        s2_sub_q, s2_sign_q, s2_zero_q, s2_zsign_q;
+  logic [23:0] s2_xman_q;
+  logic [26:0] s2_yal_q;
+  logic [9:0]  s2_e_q;
 
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     s2_nan_q   <= s1_nan_q;
     s2_inf_q   <= s1_inf_q;
     s2_isgn_q  <= s1_isgn_q;
@@ -133,11 +133,10 @@ module pe_fmac #(
   wire [27:0] y28 = {1'b0, s2_yal_q};
   wire [27:0] sum = s2_sub_q ? (x28 - y28) : (x28 + y28);
 
-  reg [4:0] lz;
-  integer i;
-  always @(*) begin
+  logic [4:0] lz;
+  always_comb begin
     lz = 5'd0;
-    for (i = 0; i < 28; i = i + 1) begin
+    for (int i = 0; i < 28; i = i + 1) begin
       if (sum[i]) lz = 5'(27 - i);
     end
   end
@@ -148,11 +147,11 @@ module pe_fmac #(
   wire [27:0] man3_d   = sum << lz;
   wire [10:0] e3_d     = 11'(s2_e_q) + 11'd1 - 11'(lz);
 
-  reg        s3_nan_q, s3_inf_q, s3_isgn_q, s3_sign_q, s3_zero_q, s3_zsign_q;
-  reg [27:0] s3_man_q;
-  reg [10:0] s3_e_q;
+  logic        s3_nan_q, s3_inf_q, s3_isgn_q, s3_sign_q, s3_zero_q, s3_zsign_q;
+  logic [27:0] s3_man_q;
+  logic [10:0] s3_e_q;
 
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     s3_nan_q   <= s2_nan_q;
     s3_inf_q   <= s2_inf_q;
     s3_isgn_q  <= s2_isgn_q;
@@ -172,8 +171,8 @@ module pe_fmac #(
   wire        ovf    = e_rnd >= 11'd640;   // biased >= 255
   wire        unf    = e_rnd <= 11'd385;   // biased <= 0
 
-  reg [31:0] y_d;
-  always @(*) begin
+  logic [31:0] y_d;
+  always_comb begin
     if (s3_nan_q) y_d = 32'h7fc00000;
     else if (s3_inf_q) y_d = {s3_isgn_q, 31'h7f800000};
     else if (s3_zero_q) y_d = {s3_zsign_q, 31'd0};
@@ -182,36 +181,33 @@ module pe_fmac #(
     else y_d = {s3_sign_q, 8'(e_rnd - 11'd385), m_frac};
   end
 
-  reg [31:0] s4_y_q;
-  always @(posedge clk_i) begin
+  logic [31:0] s4_y_q;
+  always_ff @(posedge clk_i) begin
     s4_y_q <= y_d;
   end
 
   // ---------------------------------------------------------------- valid, extra delay
-  reg  [FmacLatency-1:0] valid_q;
-  wire [FmacLatency-1:0] valid_d = {valid_q[FmacLatency-2:0], valid_i};
-  always @(posedge clk_i or negedge rst_ni) begin
+  logic [FmacLatency-1:0] valid_q;
+  wire  [FmacLatency-1:0] valid_d = {valid_q[FmacLatency-2:0], valid_i};
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) valid_q <= '0;
     else valid_q <= valid_d;
   end
 
-  generate
-    if (FmacLatency > 4) begin : g_delay
-      reg [31:0] dly_q [0:FmacLatency-5];
-      integer k;
-      always @(posedge clk_i) begin
-        dly_q[0] <= s4_y_q;
-        for (k = 1; k < FmacLatency - 4; k = k + 1) dly_q[k] <= dly_q[k-1];
-      end
-      assign y_o = dly_q[FmacLatency-5];
-    end else begin : g_nodelay
-      assign y_o = s4_y_q;
+  if (FmacLatency > 4) begin : g_delay
+    logic [31:0] dly_q [0:FmacLatency-5];
+    always_ff @(posedge clk_i) begin
+      dly_q[0] <= s4_y_q;
+      for (int k = 1; k < FmacLatency - 4; k = k + 1) dly_q[k] <= dly_q[k-1];
     end
-  endgenerate
+    assign y_o = dly_q[FmacLatency-5];
+  end else begin : g_nodelay
+    assign y_o = s4_y_q;
+  end
   assign valid_o = valid_q[FmacLatency-1];
 
 `ifdef FORMAL
-  always @(*) assert (FmacLatency >= 4);
+  always_comb assert (FmacLatency >= 4);
 `endif
 endmodule
 

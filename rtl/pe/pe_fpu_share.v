@@ -31,16 +31,16 @@ module pe_fpu_share #(
 );
   localparam int unsigned IW = (N > 1) ? $clog2(N) : 1;
 
-  logic [IW-1:0] own_q, own_d;
-  logic          busy_q, busy_d;
-  logic          done_q, done_d;
-  logic [IW-1:0] nxt;  // round robin: the first requester after the last owner
-  logic          any;
-  wire           start = busy_q && start_i;
-  wire           wr = busy_q && we_i;
-  wire           f_done;
-  wire           f_ready;
-  wire [31:0]    f_y;
+  logic  [IW-1:0] own_q, own_d;
+  logic           busy_q, busy_d;
+  logic           done_q, done_d;
+  logic  [IW-1:0] nxt;  // round robin: the first requester after the last owner
+  logic           any;
+  wire            start = busy_q && start_i;
+  wire            wr = busy_q && we_i;
+  logic           f_done;
+  logic           f_ready;
+  logic [31:0]    f_y;
 
   always_comb begin
     nxt = own_q;

@@ -8,9 +8,9 @@
 //
 // Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
-// entries, 64.. one per queue slot); flip-flops hold only the queue headers
-// ({ctrl, color} per slot, which the picker and the chaining test read), the pointers,
-// and the color -> queue map. The five counters are ten halfwords in a small RAM of their own
+// entries, 64.. one per queue slot); flip-flops hold only the queues, in pe_queue as in pe
+// but keeping just the headers ({ctrl, color} per slot, which the picker and the chaining
+// test read), the pointers and the color -> queue map. The five counters are ten halfwords in a small RAM of their own
 // that rotate past one 16-bit adder. A received wavelet's payload waits in a one-entry
 // stage register until the DRAM write port is free (the core's writes come first); a queue's
 // newest entry is not visible at its head before it is written.
@@ -62,99 +62,95 @@ module pe_lite #(
   // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
   // single bits); Yosys would not re-encode it by itself because of the default -> SRst
   // recovery branch, which one-hot codes lose
-  (* fsm_encoding = "one-hot" *) reg [5:0] st_q;
-  reg [5:0]  st_d;
-  reg [7:0]  pc_q, pc_d;
-  reg [31:0] w_q, w_d;        // W
-  reg [4:0]  tid_q, tid_d;    // task id of the running task
-  reg [QW-1:0] qs_q, qs_d;    // picker scan position; the running task's queue
-  reg [15:0] t_q, t_d;        // scratch: first operand, address, dot output pointer
+  (* fsm_encoding = "one-hot" *) logic [5:0] st_q;
+  logic [5:0]  st_d;
+  logic [7:0]  pc_q, pc_d;
+  logic [31:0] w_q, w_d;        // W
+  logic [4:0]  tid_q, tid_d;    // task id of the running task
+  logic [QW-1:0] qs_q, qs_d;    // picker scan position; the running task's queue
+  logic [15:0] t_q, t_d;        // scratch: first operand, address, dot output pointer
   // addresses are 16-bit sums taken modulo the memory size: only their low bits are kept
-  reg [15:0] aa_d, ba_d;
-  reg [AAW:0] aa_q;           // A element address
-  reg [BAW:0] ba_q;           // B word (element for dot) address
-  wire        unused_ad = ^{aa_d, ba_d};  // the bits above the kept ones
-  reg [15:0] n_q, n_d;        // elements left
-  reg [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
-  reg        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
-  reg        first_q, first_d;  // redv: element 0 takes W
+  logic [15:0] aa_d, ba_d;
+  logic [AAW:0] aa_q;           // A element address
+  logic [BAW:0] ba_q;           // B word (element for dot) address
+  wire          unused_ad = ^{aa_d, ba_d};  // the bits above the kept ones
+  logic [15:0] n_q, n_d;        // elements left
+  logic [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
+  logic        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
+  logic        first_q, first_d;  // redv: element 0 takes W
 
   // ------------------------------------------------------------------ memories
-  wire [15:0] ird;            // IMEM read data = the current instruction
-  wire [31:0] drd;            // DRAM read data
-  wire [31:0] ard, brd;       // SRAM A, B read data
-  wire [15:0] rv = drd[15:0]; // a register value read from DRAM
+  logic [15:0] ird;            // IMEM read data = the current instruction
+  logic [31:0] drd;            // DRAM read data
+  logic [31:0] ard, brd;       // SRAM A, B read data
+  wire  [15:0] rv = drd[15:0]; // a register value read from DRAM
 
   // core requests (combinational from the state)
-  reg             i_re;
-  reg [7:0]       i_ra;
-  reg             d_re, d_we;
-  reg [DAW-1:0]   d_ra, d_wa;
-  reg [15:0]      d_wd;         // registers and task entries are 16 bits wide
-  reg             a_en, a_we;
-  reg [AAW-1:0]   a_ad;
-  reg [1:0]       a_wm, b_wm;   // halves written (sta, stb write one: no read-modify-write)
-  reg             b_re, b_we;
-  reg [BAW-1:0]   b_ra, b_wa;
-  reg [31:0]      b_wd;
+  logic             i_re;
+  logic [7:0]       i_ra;
+  logic             d_re, d_we;
+  logic [DAW-1:0]   d_ra, d_wa;
+  logic [15:0]      d_wd;         // registers and task entries are 16 bits wide
+  logic             a_en, a_we;
+  logic [AAW-1:0]   a_ad;
+  logic [1:0]       a_wm, b_wm;   // halves written (sta, stb write one: no read-modify-write)
+  logic             b_re, b_we;
+  logic [BAW-1:0]   b_ra, b_wa;
+  logic [31:0]      b_wd;
 
   // ------------------------------------------------------------------ queues
-  reg [QW-1:0]   map_q [0:15];
-  reg [4:0]      hdr_q [0:Slots-1];
-  reg [PtrW-1:0] rdp_q [0:NumQueues-1];
-  reg [PtrW-1:0] wrp_q [0:NumQueues-1];
-  reg [CntW-1:0] qc_q  [0:NumQueues-1];
-  reg            stg_v_q;
-  reg [DAW-1:0]  stg_a_q;      // DRAM word of the staged payload
-  reg [QW-1:0]   stg_qn_q;     // its queue
-  reg [31:0]     stg_d_q;
+  // pe_queue keeps each wavelet's header ({ctrl, color}, which the picker and the chaining
+  // test read); its payload goes to DRAM slot 64 + queue * QueueDepth + pointer
+  logic [NumQueues-1:0]      qne;      // queue not empty
+  logic [NumQueues*5-1:0]    q_hdr;    // each head's header
+  logic [NumQueues*PtrW-1:0] q_hptr;   // each head's pointer
+  logic [NumQueues*CntW-1:0] q_cnt;    // each queue's fill
+  logic [QW-1:0]             rx_q;     // the queue of the wavelet at rx
+  logic [PtrW-1:0]           rx_ptr;   // its pointer there
+  logic [QW-1:0]             map_rdata;
+  logic                      q_empty;
+  wire                       unused_q = q_empty;
+  logic            stg_v_q;
+  logic [DAW-1:0]  stg_a_q;      // DRAM word of the staged payload
+  logic [QW-1:0]   stg_qn_q;     // its queue
+  logic [31:0]     stg_d_q;
 
-  wire [NumQueues-1:0] hvalid, qne;
-  genvar g;
-  generate
-    for (g = 0; g < NumQueues; g = g + 1) begin : g_q
-      assign qne[g] = (qc_q[g] != '0);
-      // the staged entry is its queue's newest: the head only when it is alone
-      assign hvalid[g] = (qc_q[g] != '0) &&
-                         !(stg_v_q && stg_qn_q == QW'(g) && qc_q[g] == CntW'(1));
-    end
-  endgenerate
+  logic [NumQueues-1:0] hvalid;
+  for (genvar g = 0; g < NumQueues; g = g + 1) begin : g_q
+    // the staged entry is its queue's newest: the head only when it is alone
+    assign hvalid[g] = qne[g] &&
+                       !(stg_v_q && stg_qn_q == QW'(g) && q_cnt[g*CntW +: CntW] == CntW'(1));
+  end
 
   // the stage drains whenever the core does not write DRAM; it accepts a new wavelet when it
   // is empty or draining (state only: rx_ready_o does not depend on rx_valid_i)
   wire drain = stg_v_q && !d_we;
   // accept only into an empty stage: color_ready_o/rx_ready_o then depend on registers only,
   // not on the core's write enable (timing; at most one wavelet every other cycle).
-  // color_ready_o[c] = stage empty and queue map[c] not full, registered: cr_q is computed
-  // from the next stage and counts (timing: the router's ready path sees one 16:1 select of
-  // flip-flops, not the map and the queue counts behind it); all colors wait one cycle after
-  // a queue-map write
-  reg  [15:0] cr_q;
-  assign color_ready_o = cr_q;
-  assign rx_ready_o = cr_q[rx_data_i[35:32]];
+  // color_ready_o[c] = stage empty and queue map[c] not full, registered in pe_queue
+  // (RegReady: computed from the next stage, hold_i, and the next counts)
   wire          push = rx_valid_i && rx_ready_o;
-  wire [QW-1:0] rx_q = map_q[rx_data_i[35:32]];
 
   function automatic [DAW-1:0] slot_addr(input [QW-1:0] q, input [PtrW-1:0] p);
     slot_addr = DAW'(64 + 32'(q) * QueueDepth + 32'(p));
   endfunction
 
   // the head of queue qs_q (the picker's candidate, or the running task's queue)
-  wire [PtrW-1:0] h_ptr = rdp_q[qs_q];
-  wire [4:0]      h_tid = hdr_q[32'(qs_q) * QueueDepth + 32'(h_ptr)];
+  wire [PtrW-1:0] h_ptr = q_hptr[32'(qs_q) * PtrW +: PtrW];
+  wire [4:0]      h_tid = q_hdr[32'(qs_q) * 5 +: 5];
   wire [DAW-1:0]  h_addr = slot_addr(qs_q, h_ptr);
   wire            h_valid = hvalid[qs_q];
   // the head is a data wavelet of the running task (chaining, redv)
   wire            h_same = h_valid && (h_tid == tid_q) && !h_tid[4];
-  reg             pop;
+  logic           pop;
 
   // ------------------------------------------------------------------ FMAC
-  reg         f_start, f_add;
-  reg  [31:0] f_a, f_c;
-  reg  [15:0] f_b;
-  wire        f_done;
-  wire [31:0] f_y;
-  wire        f_ready;
+  logic        f_start, f_add;
+  logic [31:0] f_a, f_c;
+  logic [15:0] f_b;
+  logic        f_done;
+  logic [31:0] f_y;
+  logic        f_ready;
   pe_lite_fmac u_fmac (
     .clk_i  (clk_i),
     .rst_ni (rst_ni),
@@ -182,13 +178,13 @@ module pe_lite #(
   wire [15:0] bh_half = bh_sel ? brd[31:16] : brd[15:0];
 
   // one 16-bit adder for addresses and arithmetic, one 8-bit adder for the pc
-  reg  [15:0] ad_x, ad_y;
-  reg         ad_ci;
-  wire [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
-  reg  [7:0]  pc_off;
-  wire [7:0]  pc_next = pc_q + 8'd1 + pc_off;
-  wire [15:0] n_dec = n_q - 16'd1;
-  wire [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
+  logic [15:0] ad_x, ad_y;
+  logic        ad_ci;
+  wire  [15:0] ad_s = ad_x + ad_y + 16'(ad_ci);
+  logic [7:0]  pc_off;
+  wire  [7:0]  pc_next = pc_q + 8'd1 + pc_off;
+  wire  [15:0] n_dec = n_q - 16'd1;
+  wire  [15:0] mul_y = t_q * rv;  // low 16 bits: SB_MAC16 with synth_ice40 -dsp
   // and (2), or (3), xor (4) as one function of (t, rv, ird[2], ird[0]): one LUT4 a bit
   wire [15:0] logic_y = ird[2] ? (t_q ^ rv) : ird[0] ? (t_q | rv) : (t_q & rv);
 
@@ -199,12 +195,12 @@ module pe_lite #(
     task_addr = DAW'(32 + 32'(t));
   endfunction
 
-  reg drop, mac;
+  logic drop, mac;
   // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1),
   // else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
-  reg xs_t_q, xs_b_q, xs_a_q, ci_q;
+  logic xs_t_q, xs_b_q, xs_a_q, ci_q;
 
-  always @(*) begin
+  always_comb begin
     st_d = st_q;
     pc_d = pc_q;
     w_d = w_q;
@@ -700,14 +696,14 @@ module pe_lite #(
     endcase
   end
 
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
     xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2)
               || (st_d == SVx3);
     xs_a_q <= (st_d == SStep1);
     ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE);
   end
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       st_q <= SRst;
       n_q <= '0;
@@ -718,7 +714,7 @@ module pe_lite #(
       qs_q <= qs_d;
     end
   end
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     pc_q <= pc_d;
     w_q <= w_d;
     tid_q <= tid_d;
@@ -734,72 +730,60 @@ module pe_lite #(
   assign tx_data_o = {(op == 4'h8) && ird[7], ird[11:8], acc_q};
 
   // ------------------------------------------------------------------ queue state
-  wire [CntW-1:0] qc_d [0:NumQueues-1];
-  wire [NumQueues-1:0] qfull_d;
-  wire            stg_v_d = push || (stg_v_q && !drain);
-  wire            map_we = cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6;
-  reg  [15:0]     cr_d;
-  generate
-    for (g = 0; g < NumQueues; g = g + 1) begin : g_qd
-      assign qc_d[g] = qc_q[g] + CntW'(push && rx_q == QW'(g)) - CntW'(pop && qs_q == QW'(g));
-      // full next cycle: full and not popped, or one short and pushed and not popped
-      assign qfull_d[g] = !(pop && qs_q == QW'(g))
-                          && (qc_q[g] == CntW'(QueueDepth)
-                              || (qc_q[g] == CntW'(QueueDepth - 1) && push && rx_q == QW'(g)));
-    end
-  endgenerate
-  integer q;
-  always @(*) begin
-    for (q = 0; q < 16; q = q + 1)
-      cr_d[q] = !stg_v_d && !map_we && !qfull_d[map_q[q]];
+  wire stg_v_d = push || (stg_v_q && !drain);
+  wire map_we = cfg_gnt_o && cfg_we_i && cfg_target_i == 4'd6;
+  pe_queue #(
+    .NumQueues (NumQueues),
+    .QueueDepth(QueueDepth),
+    .Width     (5),
+    .RegReady  (1'b1)
+  ) u_queue (
+    .clk_i        (clk_i),
+    .rst_ni       (rst_ni),
+    .rx_valid_i   (rx_valid_i),
+    .rx_data_i    (rx_data_i),
+    .rx_ready_o   (rx_ready_o),
+    .color_ready_o(color_ready_o),
+    .hold_i       (stg_v_d),     // a stage that stays full takes nothing next cycle
+    .push_q_o     (rx_q),
+    .push_ptr_o   (rx_ptr),
+    .map_we_i     (map_we),
+    .map_addr_i   (cfg_addr_i[3:0]),
+    .map_wdata_i  (cfg_wdata_i[QW-1:0]),
+    .map_rdata_o  (map_rdata),
+    .head_valid_o (qne),
+    .head_data_o  (q_hdr),
+    .head_ptr_o   (q_hptr),
+    .count_o      (q_cnt),
+    .pop_i        (pop),
+    .pop_q_i      (qs_q),
+    .empty_o      (q_empty)
+  );
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) stg_v_q <= 1'b0;
+    else stg_v_q <= stg_v_d;
   end
-  always @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      for (q = 0; q < NumQueues; q = q + 1) begin
-        rdp_q[q] <= '0;
-        wrp_q[q] <= '0;
-        qc_q[q] <= '0;
-      end
-      for (q = 0; q < 16; q = q + 1) begin
-        map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
-      end
-      stg_v_q <= 1'b0;
-      cr_q <= '1;
-    end else begin
-      for (q = 0; q < NumQueues; q = q + 1) begin
-        if (push && rx_q == QW'(q))
-          wrp_q[q] <= (32'(wrp_q[q]) == QueueDepth - 1) ? '0 : wrp_q[q] + 1'b1;
-        if (pop && qs_q == QW'(q))
-          rdp_q[q] <= (32'(rdp_q[q]) == QueueDepth - 1) ? '0 : rdp_q[q] + 1'b1;
-        qc_q[q] <= qc_d[q];
-      end
-      if (map_we) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
-      stg_v_q <= stg_v_d;
-      cr_q <= cr_d;
-    end
-  end
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     if (push) begin
-      hdr_q[32'(rx_q) * QueueDepth + 32'(wrp_q[rx_q])] <= rx_data_i[36:32];
-      stg_a_q <= slot_addr(rx_q, wrp_q[rx_q]);
+      stg_a_q <= slot_addr(rx_q, rx_ptr);
       stg_qn_q <= rx_q;
       stg_d_q <= rx_data_i[31:0];
     end
   end
 
   // ------------------------------------------------------------------ config decode, grants
-  wire c_a = (cfg_target_i == 4'd0);
-  wire c_b = (cfg_target_i == 4'd1);
-  wire c_bc = (cfg_target_i == 4'd2);
-  wire c_i = (cfg_target_i == 4'd3);
-  wire c_t = (cfg_target_i == 4'd4);
-  wire c_r = (cfg_target_i == 4'd7);
-  wire c_n = (cfg_target_i == 4'd8);
-  wire c_d = c_t || c_r;  // DRAM targets
-  reg  g_a, g_b, g_bc, g_i, g_d;
-  reg  [3:0] cpos_q;      // the counter halfword at the counters' adder (see counters)
-  wire [2:0] cid = cpos_q[3:1];
-  wire       chi = cpos_q[0];
+  wire  c_a = (cfg_target_i == 4'd0);
+  wire  c_b = (cfg_target_i == 4'd1);
+  wire  c_bc = (cfg_target_i == 4'd2);
+  wire  c_i = (cfg_target_i == 4'd3);
+  wire  c_t = (cfg_target_i == 4'd4);
+  wire  c_r = (cfg_target_i == 4'd7);
+  wire  c_n = (cfg_target_i == 4'd8);
+  wire  c_d = c_t || c_r;  // DRAM targets
+  logic g_a, g_b, g_bc, g_i, g_d;
+  logic [3:0] cpos_q;      // the counter halfword at the counters' adder (see counters)
+  wire  [2:0] cid = cpos_q[3:1];
+  wire        chi = cpos_q[0];
   // The grants follow the state only (timing: no path from the core's data-dependent
   // decisions through cfg_gnt_o into the config chain and the host port): a port is busy
   // in every state in which the core may use it (a superset of the cycles it does; SPick
@@ -820,7 +804,7 @@ module pe_lite #(
 `ifdef FORMAL
   // the grants' busy flags cover every cycle in which the core uses a port (checked in the
   // benches: tb_pe_lite builds with --assert -DFORMAL)
-  always @(*) if (rst_ni) begin
+  always_comb if (rst_ni) begin
     assert (!(d_re || d_we) || d_busy);
     assert (!a_en || a_busy);
     assert (!b_re || br_busy);
@@ -828,7 +812,7 @@ module pe_lite #(
     assert (!i_re || st_fetch);
   end
 `endif
-  always @(*) begin
+  always_comb begin
     g_a = !a_busy;
     g_b = cfg_we_i ? !bw_busy : !br_busy;
     g_bc = !bw_busy && !br_busy;
@@ -865,10 +849,10 @@ module pe_lite #(
     .rdata_o(ird)
   );
 
-  reg           dm_we;
-  reg [DAW-1:0] dm_wa;
-  reg [31:0]    dm_wd;
-  always @(*) begin
+  logic           dm_we;
+  logic [DAW-1:0] dm_wa;
+  logic [31:0]    dm_wd;
+  always_comb begin
     // DRAM's high half matters only in payload slots (the core and the config port read
     // registers and task entries from the low half): it always takes the staged payload's
     dm_we = 1'b1;
@@ -897,28 +881,26 @@ module pe_lite #(
 
   // A and B as two 16-bit halves each (the same SPRAMs and EBRs a 32-bit instance uses), so
   // sta and stb write one half instead of merging it into the word read back
-  generate
-    for (g = 0; g < 2; g = g + 1) begin : g_half
-      sram_sp #(.Depth(AWords / 2), .Width(16)) u_sram_a (
-        .clk_i  (clk_i),
-        .en_i   ((a_en && (!a_we || a_wm[g])) || cfg_a),
-        .we_i   (a_en ? a_we : cfg_we_i),
-        .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
-        .wdata_i(a_en ? rv : cfg_wdata_i[g*16 +: 16]),
-        .rdata_o(ard[g*16 +: 16])
-      );
+  for (genvar g = 0; g < 2; g = g + 1) begin : g_half
+    sram_sp #(.Depth(AWords / 2), .Width(16)) u_sram_a (
+      .clk_i  (clk_i),
+      .en_i   ((a_en && (!a_we || a_wm[g])) || cfg_a),
+      .we_i   (a_en ? a_we : cfg_we_i),
+      .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
+      .wdata_i(a_en ? rv : cfg_wdata_i[g*16 +: 16]),
+      .rdata_o(ard[g*16 +: 16])
+    );
 
-      sram_1r1w #(.Depth(BWords), .Width(16)) u_sram_b (
-        .clk_i  (clk_i),
-        .we_i   ((b_we && b_wm[g]) || cfg_bw || cfg_bc),
-        .waddr_i(b_we ? b_wa : cfg_addr_i[BAW-1:0]),
-        .wdata_i(b_we ? b_wd[g*16 +: 16] : (cfg_bc ? 16'd0 : cfg_wdata_i[g*16 +: 16])),
-        .re_i   (b_re || cfg_br),
-        .raddr_i(b_re ? b_ra : cfg_addr_i[BAW-1:0]),
-        .rdata_o(brd[g*16 +: 16])
-      );
-    end
-  endgenerate
+    sram_1r1w #(.Depth(BWords), .Width(16)) u_sram_b (
+      .clk_i  (clk_i),
+      .we_i   ((b_we && b_wm[g]) || cfg_bw || cfg_bc),
+      .waddr_i(b_we ? b_wa : cfg_addr_i[BAW-1:0]),
+      .wdata_i(b_we ? b_wd[g*16 +: 16] : (cfg_bc ? 16'd0 : cfg_wdata_i[g*16 +: 16])),
+      .re_i   (b_re || cfg_br),
+      .raddr_i(b_re ? b_ra : cfg_addr_i[BAW-1:0]),
+      .rdata_o(brd[g*16 +: 16])
+    );
+  end
 
   // ------------------------------------------------------------------ counters
   // The five 32-bit counters live in a RAM as ten halfwords (counter i: low half at 2i, high
@@ -930,23 +912,20 @@ module pe_lite #(
   // a read returns {the high half's sum, the low half's} in the next cycle: exact up to the
   // cycle before the grant. A clear (ctr_clear_i, and reset) marks every halfword zero: its
   // next visit adds to 0 instead of the RAM word; a config write clears one counter.
-  wire [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
-  reg  [3:0]  cwa_q;          // the halfword written this cycle (cpos one cycle ago)
-  reg         cwe_q;          // cwa_q/cs_q hold a sum (not right after reset)
-  reg  [15:0] cs_q;           // that sum
-  reg         cc_q;           // its carry (into the high half)
-  reg  [3:0]  czn_q;          // the next czn_q visits read 0 (a clear of all counters)
-  reg         cz1_q;          // the next visit reads 0 (the high half of a cleared counter)
-  reg  [3:0]  pend_q [0:4];   // increments of counter i not yet in the RAM
-  wire [15:0] crd;            // RAM read data: halfword cpos_q
-  wire [3:0]  cnext = (cpos_q == 4'd9) ? 4'd0 : cpos_q + 4'd1;
-  wire [4:0]  cvis;           // counter i's low half is at the adder
-  genvar gc;
-  generate
-    for (gc = 0; gc < 5; gc = gc + 1) begin : g_cvis
-      assign cvis[gc] = (cpos_q == 4'(2 * gc));
-    end
-  endgenerate
+  wire  [4:0] cnt_inc = {tx_valid_o && tx_ready_i, push, drop, running, mac};
+  logic [3:0]  cwa_q;          // the halfword written this cycle (cpos one cycle ago)
+  logic        cwe_q;          // cwa_q/cs_q hold a sum (not right after reset)
+  logic [15:0] cs_q;           // that sum
+  logic        cc_q;           // its carry (into the high half)
+  logic [3:0]  czn_q;          // the next czn_q visits read 0 (a clear of all counters)
+  logic        cz1_q;          // the next visit reads 0 (the high half of a cleared counter)
+  logic [3:0]  pend_q [0:4];   // increments of counter i not yet in the RAM
+  logic [15:0] crd;            // RAM read data: halfword cpos_q
+  wire  [3:0]  cnext = (cpos_q == 4'd9) ? 4'd0 : cpos_q + 4'd1;
+  logic [4:0]  cvis;           // counter i's low half is at the adder
+  for (genvar gc = 0; gc < 5; gc = gc + 1) begin : g_cvis
+    assign cvis[gc] = (cpos_q == 4'(2 * gc));
+  end
   wire        cnt_clr1 = cg && c_n && cfg_we_i && (cfg_addr_i < 16'd5);  // counter cid, low
   // the addend: the visited low half's pending count (AND-OR over the one-hot visit), or the
   // carry into a high half
@@ -963,15 +942,14 @@ module pe_lite #(
     .raddr_i(cnext),
     .rdata_o(crd)
   );
-  integer ci;
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       cpos_q <= 4'd0;
       cwe_q <= 1'b0;
       czn_q <= 4'd10;
       cz1_q <= 1'b0;
       cc_q <= 1'b0;
-      for (ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
+      for (int ci = 0; ci < 5; ci = ci + 1) pend_q[ci] <= '0;
     end else begin
       cpos_q <= cnext;
       cwe_q <= 1'b1;
@@ -979,24 +957,24 @@ module pe_lite #(
       cz1_q <= cnt_clr1;
       cc_q <= csum[16] && !cnt_clr1 && !ctr_clear_i;
       // the low half's visit takes the pending count; this cycle's increment starts the next
-      for (ci = 0; ci < 5; ci = ci + 1) begin
+      for (int ci = 0; ci < 5; ci = ci + 1) begin
         if (ctr_clear_i || (cvis[ci] && (cnt_clr1 || !cnt_inc[ci]))) pend_q[ci] <= 4'd0;
         else if (cvis[ci]) pend_q[ci] <= 4'd1;
         else if (cnt_inc[ci]) pend_q[ci] <= pend_q[ci] + 4'd1;
       end
     end
   end
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     cwa_q <= cpos_q;
     cs_q <= cnt_clr1 ? 16'd0 : csum[15:0];
   end
 
   // ------------------------------------------------------------------ config responses
   // rsrc: 0 zero, 1 A, 2 B, 3 IMEM, 4 DRAM, 5 queue map, 6 counter
-  reg [2:0] rsrc_q, rsrc_d;
-  reg [3:0] raddr_q;
-  reg       rvalid_q;
-  always @(*) begin
+  logic [2:0] rsrc_q, rsrc_d;
+  logic [QW-1:0] mrd_q;     // the queue map entry read (the map does not change in between)
+  logic       rvalid_q;
+  always_comb begin
     rsrc_d = 3'd0;
     case (cfg_target_i)
       4'd0: rsrc_d = 3'd1;
@@ -1008,24 +986,24 @@ module pe_lite #(
       default: ;
     endcase
   end
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       rvalid_q <= 1'b0;
       rsrc_q <= '0;
-      raddr_q <= '0;
+      mrd_q <= '0;
     end else begin
       rvalid_q <= cg && !cfg_we_i;
       rsrc_q <= rsrc_d;
-      raddr_q <= cfg_addr_i[3:0];
+      mrd_q <= map_rdata;
     end
   end
-  always @(*) begin
+  always_comb begin
     case (rsrc_q)
       3'd1: cfg_rdata_o = ard;
       3'd2: cfg_rdata_o = brd;
       3'd3: cfg_rdata_o = {16'd0, ird};
       3'd4: cfg_rdata_o = {16'd0, drd[15:0]};
-      3'd5: cfg_rdata_o = 32'(map_q[raddr_q]);
+      3'd5: cfg_rdata_o = 32'(mrd_q);
       3'd6: cfg_rdata_o = {csum[15:0], cs_q};
       default: cfg_rdata_o = 32'd0;
     endcase

@@ -23,16 +23,16 @@
 `default_nettype none
 
 module pe_lite_fmac (
-  input  wire        clk_i,
-  input  wire        rst_ni,
-  input  wire        start_i,
-  input  wire        add_i,
-  input  wire [31:0] a_i,
-  input  wire [15:0] b_i,
-  input  wire [31:0] c_i,
-  output wire        ready_o,
-  output wire        done_o,
-  output reg  [31:0] y_o
+  input  wire         clk_i,
+  input  wire         rst_ni,
+  input  wire         start_i,
+  input  wire         add_i,
+  input  wire  [31:0] a_i,
+  input  wire  [15:0] b_i,
+  input  wire  [31:0] c_i,
+  output wire         ready_o,
+  output wire         done_o,
+  output logic [31:0] y_o
 );
   localparam [2:0] SIdle = 3'd0, SAlign = 3'd1, SAdd = 3'd2, SNeg = 3'd3, SNorm = 3'd4,
                    SRound = 3'd5, SDone = 3'd6, SLoad = 3'd7;
@@ -40,48 +40,48 @@ module pe_lite_fmac (
   // ---------------------------------------------------------------- operand registers
   // start_i latches the operands; the unpack below works from the registers in the next
   // cycle (SLoad): no path from the PE's RAM outputs through the unpack (timing)
-  reg        add_r;
-  reg [31:0] a_r, c_r;
-  reg [15:0] b_r;
+  logic        add_q;
+  logic [31:0] a_q, c_q;
+  logic [15:0] b_q;
 
   // ------------------------------------------------ unpack (SLoad, from the operand registers)
-  wire [7:0] ea16 = a_r[14:7];
-  wire [7:0] eb16 = b_r[14:7];
-  wire [7:0] ea32 = a_r[30:23];
-  wire [7:0] ec32 = c_r[30:23];
+  wire [7:0] ea16 = a_q[14:7];
+  wire [7:0] eb16 = b_q[14:7];
+  wire [7:0] ea32 = a_q[30:23];
+  wire [7:0] ec32 = c_q[30:23];
 
-  wire a16_nan = (ea16 == 8'hff) && (a_r[6:0] != 7'd0);
-  wire b16_nan = (eb16 == 8'hff) && (b_r[6:0] != 7'd0);
-  wire a16_inf = (ea16 == 8'hff) && (a_r[6:0] == 7'd0);
-  wire b16_inf = (eb16 == 8'hff) && (b_r[6:0] == 7'd0);
-  wire a32_nan = (ea32 == 8'hff) && (a_r[22:0] != 23'd0);
-  wire a32_inf = (ea32 == 8'hff) && (a_r[22:0] == 23'd0);
-  wire c_nan   = (ec32 == 8'hff) && (c_r[22:0] != 23'd0);
-  wire c_inf   = (ec32 == 8'hff) && (c_r[22:0] == 23'd0);
+  wire a16_nan = (ea16 == 8'hff) && (a_q[6:0] != 7'd0);
+  wire b16_nan = (eb16 == 8'hff) && (b_q[6:0] != 7'd0);
+  wire a16_inf = (ea16 == 8'hff) && (a_q[6:0] == 7'd0);
+  wire b16_inf = (eb16 == 8'hff) && (b_q[6:0] == 7'd0);
+  wire a32_nan = (ea32 == 8'hff) && (a_q[22:0] != 23'd0);
+  wire a32_inf = (ea32 == 8'hff) && (a_q[22:0] == 23'd0);
+  wire c_nan   = (ec32 == 8'hff) && (c_q[22:0] != 23'd0);
+  wire c_inf   = (ec32 == 8'hff) && (c_q[22:0] == 23'd0);
   wire c_zero  = (ec32 == 8'd0);
 
   wire        p16_zero = (ea16 == 8'd0) || (eb16 == 8'd0);
   wire        p16_inf  = a16_inf || b16_inf;
   wire        p16_nan  = a16_nan || b16_nan || (p16_inf && p16_zero);
   // 8x8 mantissa product: one SB_MAC16 with synth_ice40 -dsp
-  wire [15:0] prod     = {8'd0, 1'b1, a_r[6:0]} * {8'd0, 1'b1, b_r[6:0]};
+  wire [15:0] prod     = {8'd0, 1'b1, a_q[6:0]} * {8'd0, 1'b1, b_q[6:0]};
 
-  wire        p_sign = add_r ? a_r[31] : (a_r[15] ^ b_r[15]);
-  wire        p_zero = add_r ? (ea32 == 8'd0) : p16_zero;
-  wire        p_inf  = add_r ? a32_inf : p16_inf;
-  wire        p_nan  = add_r ? a32_nan : p16_nan;
+  wire        p_sign = add_q ? a_q[31] : (a_q[15] ^ b_q[15]);
+  wire        p_zero = add_q ? (ea32 == 8'd0) : p16_zero;
+  wire        p_inf  = add_q ? a32_inf : p16_inf;
+  wire        p_nan  = add_q ? a32_nan : p16_nan;
   // normalized product mantissa (msb at 23) and its exponent
-  wire        p_top  = add_r || prod[15];
-  wire [23:0] p_man  = p_zero ? 24'd0 : add_r ? {1'b1, a_r[22:0]}
+  wire        p_top  = add_q || prod[15];
+  wire [23:0] p_man  = p_zero ? 24'd0 : add_q ? {1'b1, a_q[22:0]}
                      : prod[15] ? {prod, 8'd0} : {prod[14:0], 9'd0};
-  wire [9:0]  p_e    = p_zero ? 10'd0 : add_r ? (10'(ea32) + 10'd256)
+  wire [9:0]  p_e    = p_zero ? 10'd0 : add_q ? (10'(ea32) + 10'd256)
                      : (10'(ea16) + 10'(eb16) + 10'(p_top) + 10'd129);
-  wire [23:0] c_man  = c_zero ? 24'd0 : {1'b1, c_r[22:0]};
+  wire [23:0] c_man  = c_zero ? 24'd0 : {1'b1, c_q[22:0]};
   wire [9:0]  c_e    = c_zero ? 10'd0 : (10'(ec32) + 10'd256);
 
-  wire        nan_d  = p_nan || c_nan || (p_inf && c_inf && (p_sign != c_r[31]));
+  wire        nan_d  = p_nan || c_nan || (p_inf && c_inf && (p_sign != c_q[31]));
   wire        inf_d  = p_inf || c_inf;
-  wire        isgn_d = p_inf ? p_sign : c_r[31];
+  wire        isgn_d = p_inf ? p_sign : c_q[31];
   wire        zz_d   = p_zero && c_zero;          // zero + zero: signed zero
   wire [10:0] dexp   = 11'(p_e) - 11'(c_e);       // > 0: c is aligned, < 0: the product
   // Both operands are normalized (msb at bit 26), so 26 shifts leave only the sticky bit and
@@ -93,14 +93,14 @@ module pe_lite_fmac (
                                                            : dexp[5:0];
 
   // ---------------------------------------------------------------- state
-  reg [2:0]  st_q, st_d;
-  reg [27:0] x_q, x_d;      // {0, product, 000}, aligned if its exponent is the smaller
-  reg [27:0] m_q, m_d;      // {0, c, 000}, aligned if its exponent is the smaller; then the
-                            // sum, the normalized sum, the rounded sum
-  reg [9:0]  e_q, e_d;      // E of bit 26 after the load, of bit 27 from the add on
-  reg [5:0]  sh_q, sh_d;    // exponent difference left to align (signed, clamped)
-  reg        nan_q, nan_d2, inf_q, inf_d2;
-  reg        sign_q, sign_d, psign_q, psign_d, csign_q, csign_d, zero_q, zero_d;
+  logic [2:0]  st_q, st_d;
+  logic [27:0] x_q, x_d;      // {0, product, 000}, aligned if its exponent is the smaller
+  logic [27:0] m_q, m_d;      // {0, c, 000}, aligned if its exponent is the smaller; then the
+                              // sum, the normalized sum, the rounded sum
+  logic [9:0]  e_q, e_d;      // E of bit 26 after the load, of bit 27 from the add on
+  logic [5:0]  sh_q, sh_d;    // exponent difference left to align (signed, clamped)
+  logic        nan_q, nan_d2, inf_q, inf_d2;
+  logic        sign_q, sign_d, psign_q, psign_d, csign_q, csign_d, zero_q, zero_d;
 
   wire        sub    = psign_q ^ csign_q;
   wire [27:0] sum    = sub ? (x_q - m_q) : (x_q + m_q);
@@ -109,10 +109,10 @@ module pe_lite_fmac (
   wire        al_done = (sh_q == 6'd0);
   wire        rnd_up = m_q[3] && ((m_q[2:0] != 3'd0) || m_q[4]);
   // one +-1 adder for the exponent: up when the add moves it to bit 27 and on a rounding carry
-  reg         e_up;
+  logic       e_up;
   wire [9:0]  e_step = e_q + (e_up ? 10'd1 : 10'h3ff);
 
-  always @(*) begin
+  always_comb begin
     st_d = st_q;
     x_d = x_q;
     m_d = m_q;
@@ -136,10 +136,10 @@ module pe_lite_fmac (
           nan_d2 = nan_d;
           inf_d2 = inf_d;
           psign_d = p_sign;
-          csign_d = c_r[31];
+          csign_d = c_q[31];
           zero_d = zz_d;
           // the sign of a special result; otherwise set by the add
-          sign_d = nan_d ? 1'b0 : inf_d ? isgn_d : (p_sign & c_r[31]);
+          sign_d = nan_d ? 1'b0 : inf_d ? isgn_d : (p_sign & c_q[31]);
           st_d = (nan_d || inf_d || zz_d) ? SDone : SAlign;
         end
       end
@@ -194,16 +194,16 @@ module pe_lite_fmac (
     endcase
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) st_q <= SIdle;
     else st_q <= st_d;
   end
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     if (start_i && st_q == SIdle) begin
-      add_r <= add_i;
-      a_r <= a_i;
-      b_r <= b_i;
-      c_r <= c_i;
+      add_q <= add_i;
+      a_q <= a_i;
+      b_q <= b_i;
+      c_q <= c_i;
     end
     x_q <= x_d;
     m_q <= m_d;
@@ -225,7 +225,7 @@ module pe_lite_fmac (
   wire y_zero = !nan_q && !inf_q && (zero_q || e_small);
   wire y_ones = nan_q || inf_q || (e_big && !zero_q);       // exponent field all ones
   wire y_frac = !(nan_q || inf_q || zero_q || e_small || e_big);
-  always @(*) begin
+  always_comb begin
     y_o[31] = sign_q;
     y_o[30:23] = y_ones ? 8'hff : y_zero ? 8'h00 : e_q[7:0];
     y_o[22] = (m_q[26] && y_frac) || nan_q;

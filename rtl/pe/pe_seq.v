@@ -17,62 +17,62 @@ module pe_seq #(
   parameter int unsigned NumQueues = 4,  // width of the queue index carried with a task
   localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1
 ) (
-  input  wire           clk_i,
-  input  wire           rst_ni,
+  input  wire            clk_i,
+  input  wire            rst_ni,
   // config
-  input  wire           imem_we_i,
-  input  wire [7:0]     imem_waddr_i,
-  input  wire [15:0]    imem_wdata_i,
-  input  wire           imem_cre_i,
-  input  wire [7:0]     imem_craddr_i,
-  output wire           imem_cgnt_o,
-  output wire [15:0]    imem_rdata_o,
-  input  wire           reg_we_i,
-  input  wire [2:0]     reg_addr_i,
-  input  wire [15:0]    reg_wdata_i,
-  output wire           reg_gnt_o,
-  output wire [15:0]    reg_rdata_o,
+  input  wire            imem_we_i,
+  input  wire  [7:0]     imem_waddr_i,
+  input  wire  [15:0]    imem_wdata_i,
+  input  wire            imem_cre_i,
+  input  wire  [7:0]     imem_craddr_i,
+  output wire            imem_cgnt_o,
+  output wire  [15:0]    imem_rdata_o,
+  input  wire            reg_we_i,
+  input  wire  [2:0]     reg_addr_i,
+  input  wire  [15:0]    reg_wdata_i,
+  output wire            reg_gnt_o,
+  output wire  [15:0]    reg_rdata_o,
   // task picker
-  output reg            pick_en_o,
-  input  wire           pick_i,
-  input  wire [7:0]     pick_pc_i,
-  input  wire [QW-1:0]  pick_q_i,
-  input  wire [36:0]    pick_data_i,
-  output reg            blk_we_o,
-  output wire           blk_set_o,
-  output wire [4:0]     blk_tid_o,
+  output logic           pick_en_o,
+  input  wire            pick_i,
+  input  wire  [7:0]     pick_pc_i,
+  input  wire  [QW-1:0]  pick_q_i,
+  input  wire  [36:0]    pick_data_i,
+  output logic           blk_we_o,
+  output wire            blk_set_o,
+  output wire  [4:0]     blk_tid_o,
   // engine
-  output reg            eng_start_o,
-  output wire [15:0]    eng_instr_o,
-  output wire [127:0]   eng_regs_o,
-  output wire [15:0]    eng_opa_o,   // source operands of the instruction: send rs, lda/sta/
-  output wire [15:0]    eng_opb_o,   // ldb/stb rs (opa); send rt (opb); sta/stb rd (opd)
-  output wire [15:0]    eng_opd_o,
-  output wire [31:0]    eng_w_o,
-  output wire [4:0]     eng_tid_o,
-  output wire [QW-1:0]  eng_q_o,
-  input  wire           eng_done_i,
-  input  wire           eng_ld_i,
-  input  wire [15:0]    eng_ld_data_i,
-  input  wire           eng_r6_we_i,
-  input  wire [15:0]    eng_r6_i,
-  input  wire           eng_w_we_i,
-  input  wire [31:0]    eng_w_i,
-  output wire           running_o
+  output logic           eng_start_o,
+  output wire  [15:0]    eng_instr_o,
+  output wire  [127:0]   eng_regs_o,
+  output wire  [15:0]    eng_opa_o,   // source operands of the instruction: send rs, lda/sta/
+  output wire  [15:0]    eng_opb_o,   // ldb/stb rs (opa); send rt (opb); sta/stb rd (opd)
+  output wire  [15:0]    eng_opd_o,
+  output wire  [31:0]    eng_w_o,
+  output wire  [4:0]     eng_tid_o,
+  output wire  [QW-1:0]  eng_q_o,
+  input  wire            eng_done_i,
+  input  wire            eng_ld_i,
+  input  wire  [15:0]    eng_ld_data_i,
+  input  wire            eng_r6_we_i,
+  input  wire  [15:0]    eng_r6_i,
+  input  wire            eng_w_we_i,
+  input  wire  [31:0]    eng_w_i,
+  output wire            running_o
 );
-  reg [15:0]   r_q [0:7];
-  reg [15:0]   r_d [0:7];
-  reg [7:0]    pc_q, pc_d;
-  reg          run_q, run_d;
-  reg          li_q, li_d;
-  reg [2:0]    lird_q, lird_d;
-  reg          wait_q, wait_d;
-  reg [31:0]   w_q, w_d;
-  reg [4:0]    tid_q, tid_d;
-  reg [QW-1:0] tq_q, tq_d;
-  reg [7:0]    imem_raddr;
+  logic [15:0]   r_q [0:7];
+  logic [15:0]   r_d [0:7];
+  logic [7:0]    pc_q, pc_d;
+  logic          run_q, run_d;
+  logic          li_q, li_d;
+  logic [2:0]    lird_q, lird_d;
+  logic          wait_q, wait_d;
+  logic [31:0]   w_q, w_d;
+  logic [4:0]    tid_q, tid_d;
+  logic [QW-1:0] tq_q, tq_d;
+  logic [7:0]    imem_raddr;
 
-  wire [15:0] ins;
+  logic [15:0] ins;
   sram_1r1w #(.Depth(256), .Width(16)) u_imem (
     .clk_i  (clk_i),
     .we_i   (imem_we_i),
@@ -98,8 +98,8 @@ module pe_seq #(
   wire [7:0]  pc1 = pc_q + 8'd1;
   wire [15:0] dec = vrd - 16'd1;
 
-  reg [15:0] alu;
-  always @(*) begin
+  logic [15:0] alu;
+  always_comb begin
     case (ins[2:0])
       3'd0: alu = vrs + vrt;
       3'd1: alu = vrs - vrt;
@@ -112,8 +112,8 @@ module pe_seq #(
     endcase
   end
 
-  reg [15:0] wsel;
-  always @(*) begin
+  logic [15:0] wsel;
+  always_comb begin
     case (ins[1:0])
       2'd0: wsel = w_q[31:16];
       2'd1: wsel = w_q[15:0];
@@ -121,11 +121,9 @@ module pe_seq #(
       default: wsel = 16'd0;
     endcase
   end
-
-  integer i;
-  reg [7:0] npc;
-  always @(*) begin
-    for (i = 0; i < 8; i = i + 1) r_d[i] = r_q[i];
+  logic [7:0] npc;
+  always_comb begin
+    for (int i = 0; i < 8; i = i + 1) r_d[i] = r_q[i];
     npc         = pc_q;
     run_d       = run_q;
     li_d        = li_q;
@@ -204,9 +202,9 @@ module pe_seq #(
     imem_raddr = (pick_i || run_d) ? pc_d : imem_craddr_i;
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (i = 0; i < 8; i = i + 1) r_q[i] <= '0;
+      for (int i = 0; i < 8; i = i + 1) r_q[i] <= '0;
       pc_q   <= '0;
       run_q  <= 1'b0;
       li_q   <= 1'b0;
@@ -216,7 +214,7 @@ module pe_seq #(
       tid_q  <= '0;
       tq_q   <= '0;
     end else begin
-      for (i = 0; i < 8; i = i + 1) r_q[i] <= r_d[i];
+      for (int i = 0; i < 8; i = i + 1) r_q[i] <= r_d[i];
       pc_q   <= pc_d;
       run_q  <= run_d;
       li_q   <= li_d;
@@ -242,12 +240,9 @@ module pe_seq #(
   assign eng_tid_o    = tid_q;
   assign eng_q_o      = tq_q;
   assign running_o    = run_q;
-  genvar g;
-  generate
-    for (g = 0; g < 8; g = g + 1) begin : g_regs
-      assign eng_regs_o[g*16 +: 16] = r_q[g];
-    end
-  endgenerate
+  for (genvar g = 0; g < 8; g = g + 1) begin : g_regs
+    assign eng_regs_o[g*16 +: 16] = r_q[g];
+  end
 endmodule
 
 `default_nettype wire

@@ -37,118 +37,118 @@ module pe_vec #(
   localparam int unsigned LW = (DotLanes > 1) ? $clog2(DotLanes) : 1,
   localparam int unsigned TxCW = $clog2(TxDepth + 1)
 ) (
-  input  wire            clk_i,
-  input  wire            rst_ni,
+  input  wire             clk_i,
+  input  wire             rst_ni,
   // from the sequencer
-  input  wire            start_i,
-  input  wire [15:0]     instr_i,
-  input  wire [127:0]    regs_i,
-  input  wire [15:0]     opa_i,      // register operands of instr_i (pe_seq's read ports):
-  input  wire [15:0]     opb_i,      // send {rs, rt}, memory ops rs (address) and rd (data)
-  input  wire [15:0]     opd_i,
-  input  wire [31:0]     w_i,
-  input  wire [4:0]      tid_i,
-  input  wire [QW-1:0]   q_i,
-  output reg             done_o,
-  output reg             ld_o,
-  output reg  [15:0]     ld_data_o,
-  output reg             r6_we_o,
-  output wire [15:0]     r6_o,
-  output reg             w_we_o,
-  output wire [31:0]     w_o,
+  input  wire             start_i,
+  input  wire  [15:0]     instr_i,
+  input  wire  [127:0]    regs_i,
+  input  wire  [15:0]     opa_i,      // register operands of instr_i (pe_seq's read ports):
+  input  wire  [15:0]     opb_i,      // send {rs, rt}, memory ops rs (address) and rd (data)
+  input  wire  [15:0]     opd_i,
+  input  wire  [31:0]     w_i,
+  input  wire  [4:0]      tid_i,
+  input  wire  [QW-1:0]   q_i,
+  output logic            done_o,
+  output logic            ld_o,
+  output logic [15:0]     ld_data_o,
+  output logic            r6_we_o,
+  output wire  [15:0]     r6_o,
+  output logic            w_we_o,
+  output wire  [31:0]     w_o,
   // head of the task's queue
-  output wire [QW-1:0]   q_o,
-  input  wire            head_valid_i,
-  input  wire [36:0]     head_data_i,
-  output reg             pop_o,
+  output wire  [QW-1:0]   q_o,
+  input  wire             head_valid_i,
+  input  wire  [36:0]     head_data_i,
+  output logic            pop_o,
   // SRAM A (single port, 32-bit words of two bf16)
-  output reg             a_en_o,
-  output reg             a_we_o,
-  output reg  [AAW-1:0]  a_addr_o,
-  output reg  [31:0]     a_wdata_o,
-  input  wire [31:0]     a_rdata_i,
+  output logic            a_en_o,
+  output logic            a_we_o,
+  output logic [AAW-1:0]  a_addr_o,
+  output logic [31:0]     a_wdata_o,
+  input  wire  [31:0]     a_rdata_i,
   // SRAM B (one read, one write per cycle; the bank is the address msb)
-  output reg             b_re_o,
-  output reg  [BAW-1:0]  b_raddr_o,
-  input  wire [63:0]     b_rdata_i,  // {bank 1, bank 0}
-  output reg             b_we_o,
-  output reg  [BAW-1:0]  b_waddr_o,
-  output reg  [31:0]     b_wdata_o,
+  output logic            b_re_o,
+  output logic [BAW-1:0]  b_raddr_o,
+  input  wire  [63:0]     b_rdata_i,  // {bank 1, bank 0}
+  output logic            b_we_o,
+  output logic [BAW-1:0]  b_waddr_o,
+  output logic [31:0]     b_wdata_o,
   // transmit
-  output wire            tx_valid_o,
-  output wire [36:0]     tx_data_o,
-  input  wire            tx_ready_i,
-  output reg             mac_o,
-  output wire            idle_o
+  output wire             tx_valid_o,
+  output wire  [36:0]     tx_data_o,
+  input  wire             tx_ready_i,
+  output logic            mac_o,
+  output wire             idle_o
 );
   localparam [3:0] KNone = 4'd0, KAxpy = 4'd1, KDot = 4'd2, KRedv = 4'd3, KSendv = 4'd4,
                    KLda = 4'd5, KSta = 4'd6, KLdb = 4'd7, KStb = 4'd8;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
-  reg          busy_q, busy_d;
-  reg [15:0]   ins_q, ins_d;
-  reg [15:0]   ra_q, ra_d;      // r1: A address of token 0
-  reg [15:0]   rb_q, rb_d;      // r2: B base
-  reg [15:0]   sa_q, sa_d;      // r3: A stride
-  reg [15:0]   sb_q, sb_d;      // r4: B stride
-  reg [15:0]   len_q, len_d;    // r5: tokens
-  reg [15:0]   ptr_q, ptr_d;    // r6: pointer
-  reg [15:0]   cnt_q, cnt_d;    // r7: count
-  reg [4:0]    tid_q, tid_d;
-  reg [QW-1:0] q_q, q_d;
-  reg [31:0]   w_q, w_d;
-  reg [31:0]   dat_q, dat_d;    // store data / send payload
-  reg [15:0]   adr_q, adr_d;    // scalar address
-  reg [15:0]   t_q, t_d;        // token
-  reg [15:0]   n_q, n_d;        // element of redv/sendv/fill
-  reg [15:0]   aa_q, aa_d;      // A element address of token t
-  reg [15:0]   ba_q, ba_d;      // axpy: B word address; dot: B element base of token t
-  reg          ph_q, ph_d;      // scalar memory op: read issued
-  reg [LW-1:0] slot_q, slot_d;  // dot slot
-  reg [LW:0]   lanes_q, lanes_d;
-  reg          gath_q, gath_d;  // dot: gathering lanes of a group
-  reg          first_q, first_d;// dot: first group (lane 0 is W)
-  reg [15:0]   idx_q [0:DotLanes-1];
-  reg [15:0]   idx_d [0:DotLanes-1];
+  logic          busy_q, busy_d;
+  logic [15:0]   ins_q, ins_d;
+  logic [15:0]   ra_q, ra_d;      // r1: A address of token 0
+  logic [15:0]   rb_q, rb_d;      // r2: B base
+  logic [15:0]   sa_q, sa_d;      // r3: A stride
+  logic [15:0]   sb_q, sb_d;      // r4: B stride
+  logic [15:0]   len_q, len_d;    // r5: tokens
+  logic [15:0]   ptr_q, ptr_d;    // r6: pointer
+  logic [15:0]   cnt_q, cnt_d;    // r7: count
+  logic [4:0]    tid_q, tid_d;
+  logic [QW-1:0] q_q, q_d;
+  logic [31:0]   w_q, w_d;
+  logic [31:0]   dat_q, dat_d;    // store data / send payload
+  logic [15:0]   adr_q, adr_d;    // scalar address
+  logic [15:0]   t_q, t_d;        // token
+  logic [15:0]   n_q, n_d;        // element of redv/sendv/fill
+  logic [15:0]   aa_q, aa_d;      // A element address of token t
+  logic [15:0]   ba_q, ba_d;      // axpy: B word address; dot: B element base of token t
+  logic          ph_q, ph_d;      // scalar memory op: read issued
+  logic [LW-1:0] slot_q, slot_d;  // dot slot
+  logic [LW:0]   lanes_q, lanes_d;
+  logic          gath_q, gath_d;  // dot: gathering lanes of a group
+  logic          first_q, first_d;// dot: first group (lane 0 is W)
+  logic [15:0]   idx_q [0:DotLanes-1];
+  logic [15:0]   idx_d [0:DotLanes-1];
 
   // ------------------------------------------------------------------ pipeline tags
   // R stage
-  reg          rv_q, rv_d;
-  reg [3:0]    rk_q, rk_d;
-  reg          rwen_q, rwen_d;
-  reg [BAW-1:0] rwa_q, rwa_d;
-  reg          rtx_q, rtx_d;
-  reg [3:0]    rcol_q, rcol_d;
-  reg          rah_q, rah_d;    // A half
-  reg          rbk_q, rbk_d;    // B bank read
-  reg          rbh_q, rbh_d;    // B half (dot, scalar)
-  reg [31:0]   rval_q, rval_d;
-  reg [LW-1:0] rln_q, rln_d;
-  reg          rfirst_q, rfirst_d;
-  reg          rzf_q, rzf_d;
+  logic          rv_q, rv_d;
+  logic [3:0]    rk_q, rk_d;
+  logic          rwen_q, rwen_d;
+  logic [BAW-1:0] rwa_q, rwa_d;
+  logic          rtx_q, rtx_d;
+  logic [3:0]    rcol_q, rcol_d;
+  logic          rah_q, rah_d;    // A half
+  logic          rbk_q, rbk_d;    // B bank read
+  logic          rbh_q, rbh_d;    // B half (dot, scalar)
+  logic [31:0]   rval_q, rval_d;
+  logic [LW-1:0] rln_q, rln_d;
+  logic          rfirst_q, rfirst_d;
+  logic          rzf_q, rzf_d;
   // FMAC stages
-  reg          pv_q [0:L-1];
-  reg          pdot_q [0:L-1];
-  reg          pwen_q [0:L-1];
-  reg [BAW-1:0] pwa_q [0:L-1];
-  reg          ptx_q [0:L-1];
-  reg [3:0]    pcol_q [0:L-1];
-  reg [LW-1:0] pln_q [0:L-1];
-  reg [31:0]   acc_q [0:DotLanes-1];
+  logic          pv_q [0:L-1];
+  logic          pdot_q [0:L-1];
+  logic          pwen_q [0:L-1];
+  logic [BAW-1:0] pwa_q [0:L-1];
+  logic          ptx_q [0:L-1];
+  logic [3:0]    pcol_q [0:L-1];
+  logic [LW-1:0] pln_q [0:L-1];
+  logic [31:0]   acc_q [0:DotLanes-1];
 
   // ------------------------------------------------------------------ FMAC
-  wire [31:0] b_word = rbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0];
-  wire [15:0] b_elem = rbh_q ? b_word[31:16] : b_word[15:0];
-  wire [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
-  wire        f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv);
-  wire [31:0] y;
-  wire        y_valid;
-  wire        byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q);
-  reg         f_add;
-  reg  [31:0] f_a, f_c;
-  reg  [15:0] f_b;
-  always @(*) begin
+  wire  [31:0] b_word = rbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0];
+  wire  [15:0] b_elem = rbh_q ? b_word[31:16] : b_word[15:0];
+  wire  [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
+  wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv);
+  logic [31:0] y;
+  logic        y_valid;
+  wire         byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q);
+  logic        f_add;
+  logic [31:0] f_a, f_c;
+  logic [15:0] f_b;
+  always_comb begin
     f_add = 1'b0;
     f_a = {16'd0, rval_q[15:0]};
     f_b = a_elem;
@@ -180,10 +180,10 @@ module pe_vec #(
   );
 
   // ------------------------------------------------------------------ transmit FIFO
-  reg         txp_valid;
-  reg  [36:0] txp_data;
-  wire [TxCW-1:0] tx_count;
-  wire        txp_ready;
+  logic        txp_valid;
+  logic [36:0] txp_data;
+  logic [TxCW-1:0] tx_count;
+  logic        txp_ready;
   pe_fifo #(.Width(37), .Depth(TxDepth)) u_txq (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
@@ -197,15 +197,14 @@ module pe_vec #(
   );
 
   // ------------------------------------------------------------------ in-flight summary
-  reg         infl_wb, infl_tx, infl_ftx;
-  reg [3:0]   infl_txn;
-  integer     k;
-  always @(*) begin
+  logic         infl_wb, infl_tx, infl_ftx;
+  logic [3:0]   infl_txn;
+  always_comb begin
     infl_wb  = rv_q && rwen_q;
     infl_tx  = rv_q && rtx_q;
     infl_ftx = rv_q && rtx_q && (rk_q == KRedv);
     infl_txn = {3'd0, rv_q && rtx_q};
-    for (k = 0; k < L; k = k + 1) begin
+    for (int k = 0; k < L; k = k + 1) begin
       infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]);
       infl_tx  = infl_tx || (pv_q[k] && ptx_q[k]);
       infl_ftx = infl_ftx || (pv_q[k] && ptx_q[k]);
@@ -215,10 +214,9 @@ module pe_vec #(
   wire credit = (32'(tx_count) + 32'(infl_txn)) < TxDepth;
 
   function automatic hz(input [BAW-1:0] addr);
-    integer j;
     begin
       hz = rv_q && rwen_q && (rwa_q == addr);
-      for (j = 0; j < L; j = j + 1) hz = hz || (pv_q[j] && pwen_q[j] && (pwa_q[j] == addr));
+      for (int j = 0; j < L; j = j + 1) hz = hz || (pv_q[j] && pwen_q[j] && (pwa_q[j] == addr));
     end
   endfunction
 
@@ -232,17 +230,15 @@ module pe_vec #(
   wire        n_last    = (n_q == cnt_q - 16'd1);
 
   // dot lane of this slot
-  reg         d_act, d_end, d_gath;
-  reg [15:0]  d_idx, d_e;
-  reg [LW:0]  d_lanes;
-
-  integer m;
-  always @(*) begin
+  logic         d_act, d_end, d_gath;
+  logic [15:0]  d_idx, d_e;
+  logic [LW:0]  d_lanes;
+  always_comb begin
     busy_d = busy_q; ins_d = ins_q; ra_d = ra_q; rb_d = rb_q; sa_d = sa_q; sb_d = sb_q;
     len_d = len_q; ptr_d = ptr_q; cnt_d = cnt_q; tid_d = tid_q; q_d = q_q; w_d = w_q;
     dat_d = dat_q; adr_d = adr_q; t_d = t_q; n_d = n_q; aa_d = aa_q; ba_d = ba_q; ph_d = ph_q;
     slot_d = slot_q; lanes_d = lanes_q; gath_d = gath_q; first_d = first_q;
-    for (m = 0; m < DotLanes; m = m + 1) idx_d[m] = idx_q[m];
+    for (int m = 0; m < DotLanes; m = m + 1) idx_d[m] = idx_q[m];
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbk_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
     rzf_d = 1'b0;
@@ -430,50 +426,48 @@ module pe_vec #(
   assign idle_o = !busy_q && !rv_q && !infl_wb && !infl_tx && !tx_valid_o;
 
   // dot lane accumulators: written by the FMAC output of a dot MAC
-  reg [31:0] acc_d [0:DotLanes-1];
-  integer ad;
-  always @(*) begin
-    for (ad = 0; ad < DotLanes; ad = ad + 1) begin
+  logic [31:0] acc_d [0:DotLanes-1];
+  always_comb begin
+    for (int ad = 0; ad < DotLanes; ad = ad + 1) begin
       acc_d[ad] = acc_q[ad];
       if (pv_q[L-1] && pdot_q[L-1] && pln_q[L-1] == LW'(ad)) acc_d[ad] = y;
     end
   end
 
   // ------------------------------------------------------------------ registers
-  integer e;
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       busy_q <= 1'b0; ins_q <= '0; ra_q <= '0; rb_q <= '0; sa_q <= '0; sb_q <= '0;
       len_q <= '0; ptr_q <= '0; cnt_q <= '0; tid_q <= '0; q_q <= '0; w_q <= '0;
       dat_q <= '0; adr_q <= '0; t_q <= '0; n_q <= '0; aa_q <= '0; ba_q <= '0; ph_q <= 1'b0;
       slot_q <= '0; lanes_q <= '0; gath_q <= 1'b0; first_q <= 1'b0;
-      for (e = 0; e < DotLanes; e = e + 1) idx_q[e] <= '0;
+      for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= '0;
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
       rah_q <= 1'b0; rbk_q <= 1'b0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
       rfirst_q <= 1'b0; rzf_q <= 1'b0;
-      for (e = 0; e < L; e = e + 1) begin
+      for (int e = 0; e < L; e = e + 1) begin
         pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pwa_q[e] <= '0;
         ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
       end
-      for (e = 0; e < DotLanes; e = e + 1) acc_q[e] <= '0;
+      for (int e = 0; e < DotLanes; e = e + 1) acc_q[e] <= '0;
     end else begin
       busy_q <= busy_d; ins_q <= ins_d; ra_q <= ra_d; rb_q <= rb_d; sa_q <= sa_d;
       sb_q <= sb_d; len_q <= len_d; ptr_q <= ptr_d; cnt_q <= cnt_d; tid_q <= tid_d;
       q_q <= q_d; w_q <= w_d; dat_q <= dat_d; adr_q <= adr_d; t_q <= t_d; n_q <= n_d;
       aa_q <= aa_d; ba_q <= ba_d; ph_q <= ph_d; slot_q <= slot_d; lanes_q <= lanes_d;
       gath_q <= gath_d; first_q <= first_d;
-      for (e = 0; e < DotLanes; e = e + 1) idx_q[e] <= idx_d[e];
+      for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= idx_d[e];
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
       rcol_q <= rcol_d; rah_q <= rah_d; rbk_q <= rbk_d; rbh_q <= rbh_d; rval_q <= rval_d;
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d;
       pv_q[0] <= f_valid; pdot_q[0] <= (rk_q == KDot); pwen_q[0] <= f_valid && rwen_q;
       pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
-      for (e = 1; e < L; e = e + 1) begin
+      for (int e = 1; e < L; e = e + 1) begin
         pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];
         pwa_q[e] <= pwa_q[e-1]; ptx_q[e] <= ptx_q[e-1]; pcol_q[e] <= pcol_q[e-1];
         pln_q[e] <= pln_q[e-1];
       end
-      for (e = 0; e < DotLanes; e = e + 1) acc_q[e] <= acc_d[e];
+      for (int e = 0; e < DotLanes; e = e + 1) acc_q[e] <= acc_d[e];
     end
   end
 
