@@ -53,9 +53,11 @@ $(eval $(call pe_bench,tb_pe_lite,pe_lite,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE
 # the bit-serial FMAC (a smaller drop-in for pe_lite_fmac), tb_pe_lite_fmac's harness
 $(eval $(call pe_bench,tb_pe_tiny_fmac,pe_tiny_fmac,rtl/pe/pe_tiny_fmac.v,$(PE_COBJS),\
 	$(PE_BUILD)/tb_pe_lite))
-# PE 0 of a pe_micro_mt (one micro-machine for three PEs), tb_pe's harness
+# PE 0 of a pe_micro_mt (one micro-machine for three PEs), tb_pe's harness, with
+# pe_micro_mt's assertions (its registered ready)
 $(eval $(call pe_bench,tb_pe_micro_mt,pe_micro_mt_solo,$(PE_RTL) $(SRAM_RTL) \
-	verif/pe/pe_micro_mt_solo.v,$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_tiny_fmac))
+	verif/pe/pe_micro_mt_solo.v,$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_tiny_fmac,\
+	--assert -DFORMAL))
 $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_micro_mt: verif/pe/tb_pe.cpp
 $(PE_BUILD)/tb_pe_tiny_fmac: verif/pe/tb_pe_lite_fmac.cpp
 

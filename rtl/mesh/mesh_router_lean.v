@@ -31,6 +31,10 @@
 //   "sent" mask, as in mesh_router) and leaves its FIFO when all have taken it. So one
 //   decoder, one local-ready lookup and one bus multiplexer instead of one decoder per
 //   input and an N x N crossbar.
+// - RegGnt: the FIFO head that goes on the bus next cycle is chosen a cycle ahead, and
+//   loc_next_color_o tells its color then, so a PE can register its room for it
+//   (LocalReadyBus, pe_micro_mt: no path from the bus through the PE's colour map into the
+//   take logic).
 // - Outputs that do not exist (Ports) are one always-ready sink: a wavelet with any route
 //   off the mesh is dropped there once and counted in err_unrouted when it leaves its input
 //   (mesh_router counts each such copy in the absent port's counter). The route table stores each route so folded
@@ -65,7 +69,8 @@ module mesh_router_lean #(
   parameter bit RegGnt = 1'b0            // the FIFO inputs' round robin grants a cycle ahead,
                                          // from registers (timing: no arbiter on the bus's
                                          // path); a LocalFirst local input takes the bus at
-                                         // once and the FIFO grant waits a cycle
+                                         // once and the FIFO grant waits a cycle (kept only
+                                         // if its head is there)
 ) (
   input  wire                 clk_i,
   input  wire                 rst_ni,
@@ -79,6 +84,8 @@ module mesh_router_lean #(
   output wire  [PayloadW+4:0] loc_data_o,
   input  wire                 loc_ready_i,
   input  wire  [15:0]         local_color_ready_i,  // PE queue of that color has space
+  output logic [3:0]          loc_next_color_o,     // RegGnt: the color on the bus next cycle
+                                                    // if a FIFO input's head is on it then
   input  wire                 rt_we_i,              // route table write
   input  wire                 rt_re_i,              // read: route entry or counter, data next cycle
   input  wire                 rt_route_i,           // a route table read (else counters)
@@ -166,7 +173,7 @@ module mesh_router_lean #(
   if (LocalReadyBus) begin : g_ready_bus
     wire unused_ready = ^local_color_ready_i[15:1];
   end
-  logic [NP-1:0] req, gnt_arb, gnt_q;
+  logic [NP-1:0] req, gnt_arb, gnt_q, gnt_d;
   logic          rd_err_q, rd_route_q;  // config reads (see rt_re_i)
   logic [3:0]    rd_addr_q;
   wire steal = LocalFirst && hv[NP-1];
@@ -177,12 +184,16 @@ module mesh_router_lean #(
     // grant and the pointer wait, so no FIFO input loses its turn to it.
     assign req = LocalFirst ? (hv & ~LocBit) : hv;
     assign gnt = steal ? LocBit : (gnt_q & hv);
+    // (a steal keeps the grant only for a head that is there: a FIFO emptied meanwhile could
+    // load a new head, whose color loc_next_color_o would not have told)
     always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) gnt_q <= '0;
-      else if (!steal) gnt_q <= gnt_arb;
+      else gnt_q <= gnt_d;
     end
+    assign gnt_d = steal ? (gnt_q & hv) : gnt_arb;
   end else begin : g_comb_gnt
     assign gnt_q = '0;
+    assign gnt_d = '0;
     assign req = steal ? LocBit : hv;
     assign gnt = gnt_arb;
   end
@@ -231,6 +242,20 @@ module mesh_router_lean #(
     .sel_i (gidx),
     .data_o(bus)
   );
+
+  // RegGnt: the head the registered grant puts on the bus next cycle is one that is stored
+  // now (a FIFO cannot load while it holds a head, and a steal keeps only a grant whose head
+  // is there), so its color is known a cycle ahead: a PE can look its room for it up then
+  // and register the answer (pe_micro_mt). Not told: a LocalFirst local input's own wavelet
+  // (its PE knows it) and a cycle with no head.
+  // (input 0's color unless another is granted: any color will do when none is; a
+  // LocalFirst local input is never granted by the round robin)
+  always_comb begin
+    loc_next_color_o = hd[PayloadW +: 4];
+    for (int unsigned j = 1; j < NP; j++)
+      if (RegGnt && gnt_d[j] && !(LocalFirst && j == NP - 1))
+        loc_next_color_o = hd[j*W + PayloadW +: 4];
+  end
 
   // route of the bus head. The table holds each route as the router uses it: the bits of
   // existing outputs, and every absent output folded into the sink's bit when it is written

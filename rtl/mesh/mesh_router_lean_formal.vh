@@ -189,6 +189,16 @@
     for (int unsigned o = 0; o < 4; o++)
       if (f_outreg[o]) assert (f_in && f_exp[o] && f_cnt[o*2 +: 2] == 2'd0 && f_mask == f_route);
   end
+  // RegGnt: a FIFO input's head on the bus has the color loc_next_color_o told a cycle
+  // before (a PE registers its room for that color: it must be the head it is offered)
+  reg f_nv;
+  reg [3:0] f_ncolor;
+  always @(posedge clk_i) begin
+    f_nv <= rst_ni;
+    f_ncolor <= loc_next_color_o;
+  end
+  always @(*) if (RegGnt && rst_ni && f_rv && f_nv && bus_valid && !steal)
+    assert (bus[PayloadW +: 4] == f_ncolor);
   // Reachability (make formal checks every cover is hit, so the properties above are not
   // vacuous): the tag reaches every destination of a route with two or more (outputs or
   // err_unrouted); a tag routed nowhere or off the mesh is counted in err_unrouted.

@@ -59,6 +59,7 @@ module mesh_tile #(
   if (Lean) begin : g_lean
     wire        rt_re, rt_route;  // registered router reads (mesh_cfgchain_lean)
     wire [15:0] rt_rdata;
+    wire [3:0]  loc_next_color;  // for a PE that registers its ready (pe_micro_mt), not pe_lite
     mesh_router_lean #(.Ports(Ports), .RegOut(RegOut), .LocalFifo(LocalFifo)) u_router (
       .clk_i, .rst_ni,
       .in_valid_i         ({tx_valid, in_valid_i}),
@@ -71,6 +72,7 @@ module mesh_tile #(
       .loc_data_o         (rx_data),
       .loc_ready_i        (rx_ready),
       .local_color_ready_i(color_ready),
+      .loc_next_color_o   (loc_next_color),
       .rt_we_i            (rt_we),
       .rt_re_i            (rt_re),
       .rt_route_i         (rt_route),
@@ -82,6 +84,7 @@ module mesh_tile #(
       .idle_o             (router_idle)
     );
     wire [31:0] unused_depth = FifoDepth;  // the lean router's FIFOs are 1 deep
+    wire unused_next = ^loc_next_color;
     // the board's chain stage: 1 entry, one read at a time, router reads registered
     mesh_cfgchain_lean #(.PeIndex(PeIndex)) u_cfg (
       .clk_i, .rst_ni,

@@ -64,6 +64,7 @@ module mesh_top #(
   // micro_mt: the routers' local ports to pe_micro_mt, their config ports to the bus
   wire [P-1:0]     mt_rx_valid, mt_rx_ready, mt_tx_valid, mt_tx_ready;
   wire [P*W-1:0]   mt_rx_data;
+  wire [P*4-1:0]   mt_rx_next_color;
   wire [W-1:0]     mt_tx_data;
   wire [P-1:0]     mt_rt_we, mt_rt_re, mt_router_idle, mt_pe_idle;
   wire             mt_rt_route;
@@ -156,6 +157,7 @@ module mesh_top #(
           .loc_data_o         (mt_rx_data[Q*W +: W]),
           .loc_ready_i        (mt_rx_ready[Q]),
           .local_color_ready_i({15'b0, mt_rx_ready[Q]}),
+          .loc_next_color_o   (mt_rx_next_color[Q*4 +: 4]),
           .rt_we_i            (mt_rt_we[Q]),
           .rt_re_i            (mt_rt_re[Q]),
           .rt_route_i         (mt_rt_route),
@@ -206,12 +208,14 @@ module mesh_top #(
     // one micro-machine runs the P PEs (pe_micro_mt); one FPU with common operand ports; the
     // config bus (mesh_cfgbus_lean) is the chain's one stage, between its links 0 and P
     pe_micro_mt #(
-      .N(P), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth)
+      .N(P), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .QueueDepth(QueueDepth),
+      .LocalFirst(P'({P{1'b1}} << 1))  // the routers' (all but tile (0, 0)'s)
     ) u_pes (
       .clk_i, .rst_ni,
       .rx_valid_i   (mt_rx_valid),
       .rx_data_i    (mt_rx_data),
       .rx_ready_o   (mt_rx_ready),
+      .rx_next_color_i(mt_rx_next_color),
       .tx_valid_o   (mt_tx_valid),
       .tx_data_o    (mt_tx_data),
       .tx_ready_i   (mt_tx_ready),
@@ -309,6 +313,7 @@ module mesh_top #(
     assign mt_router_idle = '0;
     assign mt_rx_valid = '0;
     assign mt_rx_data = '0;
+    assign mt_rx_next_color = '0;
     assign mt_tx_ready = '0;
     assign mt_rt_rdata = '0;
     wire unused_mt = ^{mt_rx_ready, mt_tx_valid, mt_tx_data, mt_pe_idle, mt_rt_we, mt_rt_re,
@@ -316,7 +321,7 @@ module mesh_top #(
                        mt_cfg_idle, mt_cfg_out_valid, mt_cfg_target, mt_cfg_addr, mt_cfg_wdata,
                        mt_cfg_rdata, mt_cfg_out_data, mt_f_req, mt_f_gnt, mt_f_we, mt_f_start,
                        mt_f_add, mt_f_hsel, mt_f_sel, mt_f_d, mt_f_done, mt_f_y, mt_router_idle,
-                       mt_rx_valid, mt_rx_data, mt_tx_ready, mt_rt_rdata};
+                       mt_rx_valid, mt_rx_data, mt_rx_next_color, mt_tx_ready, mt_rt_rdata};
   end
 
   // the host port; Lean (board): mesh_hostport_lean (same protocol, narrower counters,

@@ -31,6 +31,12 @@
 // is the PE's room for the wavelet on rx_data (the router's bus head), not 16 colour-ready
 // bits; cfg_rdata_o is common to all PEs and valid in the cycle of a read's grant. The FPU
 // port is common too: only the PE that owns pe_fpu_share writes to it.
+//
+// rx_ready_o is a register: the router tells the colour of its next bus head a cycle ahead
+// (rx_next_color_i, mesh_router_lean RegGnt), or, behind a LocalFirst router, that head is
+// the PE's own jtx wavelet, whose colour the PE knows. The PE looks the colour up in its map
+// then (rxq_q), and ready is that queue's room bit (qr_q), so no path runs from the router's
+// bus through the map into the router's take logic.
 `default_nettype none
 
 module pe_micro_mt #(
@@ -38,7 +44,10 @@ module pe_micro_mt #(
   parameter int unsigned AWords = 16384,  // bf16 elements; must be 2 * BWords
   parameter int unsigned BWords = 8192,   // 32-bit words
   parameter int unsigned NumQueues = 4,   // input queues per PE
-  parameter int unsigned QueueDepth = 8   // wavelets per input queue (a power of two)
+  parameter int unsigned QueueDepth = 8,  // wavelets per input queue (a power of two)
+  parameter bit [N-1:0] LocalFirst = '0   // PEs whose router gives their tx the bus at once
+                                          // (mesh_router_lean LocalFirst): their rx head
+                                          // next cycle is then their own wavelet
 ) (
   input  wire            clk_i,
   input  wire            rst_ni,
@@ -46,6 +55,7 @@ module pe_micro_mt #(
   input  wire [N-1:0]    rx_valid_i,
   input  wire [N*37-1:0] rx_data_i,
   output wire [N-1:0]    rx_ready_o,    // for the wavelet on rx_data, valid or not
+  input  wire [N*4-1:0]  rx_next_color_i,  // the colour on rx_data next cycle (a router FIFO's)
   output wire [N-1:0]    tx_valid_o,
   output wire [36:0]     tx_data_o,     // common: the wavelet of the PE whose valid is up
   input  wire [N-1:0]    tx_ready_i,
@@ -93,6 +103,25 @@ module pe_micro_mt #(
                    FxRun0 = 7'h1c, FxMacev = 7'h1d, FxLink = 7'h1f,
                    FxFreq = 7'h38, FxFrel = 7'h39, FxBclr = 7'h3a, FxCclr = 7'h3b,
                    FxMapw = 7'h3c;
+
+  // a 4:1 multiplexer in the form that fits two 4-input LUTs, a 16:1 of five (mesh_route's),
+  // and the colour map's read with them: about 2/3 of the LUT4s yosys maps an array read to
+  function automatic logic mux4(input logic [3:0] d, input logic [1:0] s);
+    logic l;
+    l = s[1] ? s[0] : (s[0] ? d[1] : d[0]);
+    mux4 = s[1] ? (l ? d[3] : d[2]) : l;
+  endfunction
+  function automatic logic mux16(input logic [15:0] d, input logic [3:0] s);
+    mux16 = mux4({mux4(d[15:12], s[1:0]), mux4(d[11:8], s[1:0]), mux4(d[7:4], s[1:0]),
+                  mux4(d[3:0], s[1:0])}, s[3:2]);
+  endfunction
+  function automatic logic [QW-1:0] map_rd(input logic [16*QW-1:0] m, input logic [3:0] c);
+    logic [15:0] d;
+    for (int unsigned b = 0; b < QW; b++) begin
+      for (int unsigned k = 0; k < 16; k++) d[k] = m[k*QW + b];
+      map_rd[b] = mux16(d, c);
+    end
+  endfunction
 
   // ------------------------------------------------------------------ the ring
   reg           z_r   [0:N-1];
@@ -304,9 +333,10 @@ module pe_micro_mt #(
   wire [3:0] uop = ird2_q[15:12];
   assign tx_data_o = {(uop == 4'h8) && ird2_q[7], ird2_q[11:8], h1, x1};
   reg        jtx2_q;  // stage 2 holds a jtx
+  wire       jtx2_d = !boot_q && j_fmt && (cond == CTxnr);
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) jtx2_q <= 1'b0;
-    else jtx2_q <= !boot_q && j_fmt && (cond == CTxnr);
+    else jtx2_q <= jtx2_d;
   end
   assign cfg_rdata_o = {h1, x1};  // a read's grant: stage 2, whose gnt changes neither
 
@@ -333,7 +363,11 @@ module pe_micro_mt #(
       assign clr_p[gp] = clr_q;
       assign hs_p[gp] = {qs_q, rdp_q[qs_q]};
       assign hv_p[gp] = (qc_q[qs_q] != '0);
-      assign mapr_p[gp] = map_q[cfg_addr_i[3:0]];
+      wire [16*QW-1:0] map_v;  // map_q as a vector (map_rd)
+      for (genvar c = 0; c < 16; c = c + 1) begin : g_map
+        assign map_v[c*QW +: QW] = map_q[c];
+      end
+      assign mapr_p[gp] = map_rd(map_v, cfg_addr_i[3:0]);
       assign fpu_req_o[gp] = fpu_req_q;
       wire me1 = (t1_q == TW'(gp));  // in stage 1
       wire me2 = (t2_q == TW'(gp));  // in stage 2
@@ -386,10 +420,22 @@ module pe_micro_mt #(
       end
 
       // ready for the wavelet on rx_data (the router's bus head, offered or not): its
-      // colour's queue has room; the router looks at no other colour (LocalReadyBus)
+      // colour's queue has room; the router looks at no other colour (LocalReadyBus). The
+      // colour is known a cycle ahead (see the header): the router's next FIFO head, or this
+      // PE's jtx wavelet if it offers one next cycle (it is in stage 1 now, and its tx is not
+      // marked taken: that changes only in its stage 2) behind a LocalFirst router. Its queue
+      // is looked up then (a map write makes qr_q low for the next cycle, so the map a
+      // taken wavelet was looked up in is the one it arrives under).
       reg  [NumQueues-1:0] qr_q;
-      wire [36:0]   rxd = rx_data_i[gp * 37 +: 37];
-      wire [QW-1:0] rx_q = map_q[rxd[35:32]];
+      reg  [QW-1:0]  rxq_q;  // the queue of the colour on rx_data
+      reg            txd_q;  // (jtx, below) its wavelet was taken
+      wire [36:0]    rxd = rx_data_i[gp * 37 +: 37];
+      wire           tx_next = LocalFirst[gp] && me1 && jtx2_d && !txd_q;
+      // (keep: abc otherwise copies this multiplexer into the map read's first LUTs, ~7 LUT4
+      // more per PE)
+      (* keep *) wire [3:0] rx_color_d = tx_next ? ird[11:8] : rx_next_color_i[gp * 4 +: 4];
+      wire [QW-1:0]  rx_q = rxq_q;
+      always @(posedge clk_i) rxq_q <= map_rd(map_v, rx_color_d);
       assign rx_ready_o[gp] = qr_q[rx_q];
       wire          push = rx_valid_i[gp] && rx_ready_o[gp];
       wire          ppop = me2 && pop;
@@ -474,7 +520,6 @@ module pe_micro_mt #(
       // jtx (which jumps to itself) offers the wavelet in the PE's stage 2 until the router
       // takes it; then txd_q is set and the PE's next turn goes on (clearing it): no path
       // from tx_ready into the micro-pc
-      reg txd_q;
       wire jtx = me2 && jtx2_q;
       assign tx_valid_o[gp] = jtx && !txd_q;
       always @(posedge clk_i or negedge rst_ni) begin
@@ -489,6 +534,21 @@ module pe_micro_mt #(
   endgenerate
 
   wire unused = ^{cfg_addr_i};  // the bits above M's address
+
+`ifdef FORMAL
+  // The registered ready's claim: a wavelet taken was looked up (a cycle ahead) under its own
+  // colour in the map it arrives under, and finds the receive stage empty and its queue not
+  // full. Checked at the clock edge (tb_pe_micro_mt builds with --assert -DFORMAL).
+  for (genvar a = 0; a < N; a++) begin : g_chk
+    always @(posedge clk_i or negedge rst_ni) begin
+      if (rst_ni && g_pe[a].push) begin
+        assert (g_pe[a].rxq_q == g_pe[a].map_q[g_pe[a].rxd[35:32]]);
+        assert (!g_pe[a].stg_v_q);
+        assert (32'(g_pe[a].qc_q[g_pe[a].rxq_q]) < QueueDepth);
+      end
+    end
+  end
+`endif
 endmodule
 
 `default_nettype wire

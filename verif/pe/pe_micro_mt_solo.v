@@ -2,8 +2,13 @@
 // (pe_fpu_share), as tb_pe sees a PE (pe_lite's ports); PEs 1 and 2 run their idle
 // loop with nothing to do (they get no wavelets and no config), taking their turns. The
 // read word, which pe_micro_mt gives in the grant's cycle, is registered here to arrive a
-// cycle later as pe_lite's does. color_ready_o is all ones: pe_micro_mt tells readiness only
-// for the wavelet on rx_data (rx_ready_o), so the bench may offer a wavelet it does not take.
+// cycle later as pe_lite's does. pe_micro_mt tells readiness only for the wavelet on rx_data
+// (rx_ready_o), from the colour it was told a cycle ahead (rx_next_color_i, as a router
+// tells the colour of its next bus head), so the bench may offer one colour a cycle:
+// color_ready_o has that colour's bit, and the bench offers a wavelet of it or none. The
+// colour stays while its wavelets are taken, else moves on to the next one (every colour
+// comes round within 16 cycles of refusals). The bench may offer a wavelet the PE does not
+// take.
 // verif/pe/tb_pe_micro_mt.cpp runs tb_pe's scenarios on it.
 `default_nettype none
 
@@ -17,6 +22,12 @@ module pe_micro_mt_solo #(
 );
   localparam int unsigned N = 3;
   wire [N-1:0] rx_ready, tx_valid, gnt, idle, mac_busy, f_req, f_gnt;
+  logic [3:0]  color_q, color_d;  // the colour offered
+  always_comb color_d = (rx_valid_i && rx_ready[0]) ? color_q : color_q + 4'd1;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) color_q <= 4'd0;
+    else color_q <= color_d;
+  end
   wire [31:0]  rdata;
   wire         f_we, f_start, f_add, f_done, f_hsel;
   wire [2:0]   f_sel;
@@ -27,6 +38,7 @@ module pe_micro_mt_solo #(
     .rx_valid_i   ({{(N-1){1'b0}}, rx_valid_i}),
     .rx_data_i    ({{(N-1){37'd0}}, rx_data_i}),
     .rx_ready_o   (rx_ready),
+    .rx_next_color_i({{(N-1){4'd0}}, color_d}),
     .tx_valid_o   (tx_valid),
     .tx_data_o,
     .tx_ready_i   ({{(N-1){1'b1}}, tx_ready_i}),
@@ -46,7 +58,7 @@ module pe_micro_mt_solo #(
     .start_i(f_start), .add_i(f_add), .done_o(f_done), .hsel_i(f_hsel), .y_o(f_y)
   );
   assign rx_ready_o = rx_ready[0];
-  assign color_ready_o = 16'hffff;
+  assign color_ready_o = 16'd1 << color_q;
   assign tx_valid_o = tx_valid[0];
   assign cfg_gnt_o = gnt[0];
   assign idle_o = idle[0];
