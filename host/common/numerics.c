@@ -342,3 +342,160 @@ void nm_axpy_f32(float *y, float w, const float *x, size_t n)
 #endif
 	nm_axpy_f32_fix(y, w, x, n);
 }
+
+/*
+ * Vector-engine functions. Each is what one engine element does, written with the
+ * primitives above so that the hardware needs nothing but the FMAC, a ROM and a table read.
+ */
+
+void nm_vsum2_bits(uint32_t out[2], const uint32_t *x, size_t n)
+{
+	uint32_t s[2] = { 0, 0 }, q[2] = { 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		uint16_t xb = nm_bf16_from_bits(x[i]);
+		s[i & 1] = nm_add_bits(s[i & 1], x[i]);
+		q[i & 1] = nm_fmac_bits(xb, xb, q[i & 1]);
+	}
+	out[0] = nm_add_bits(s[0], s[1]);
+	out[1] = nm_add_bits(q[0], q[1]);
+}
+
+/* bf16(1/sqrt((1 + m/128) * 2^p)) for index {p, m}, correctly rounded (computed exactly,
+ * not by libm, so the ROM is the same on every host). */
+const uint16_t nm_rsqrt_table[256] = {
+	0x3f80, 0x3f7f, 0x3f7e, 0x3f7d, 0x3f7c, 0x3f7b, 0x3f7a, 0x3f79,
+	0x3f78, 0x3f77, 0x3f77, 0x3f76, 0x3f75, 0x3f74, 0x3f73, 0x3f72,
+	0x3f71, 0x3f71, 0x3f70, 0x3f6f, 0x3f6e, 0x3f6d, 0x3f6c, 0x3f6c,
+	0x3f6b, 0x3f6a, 0x3f69, 0x3f69, 0x3f68, 0x3f67, 0x3f66, 0x3f66,
+	0x3f65, 0x3f64, 0x3f64, 0x3f63, 0x3f62, 0x3f61, 0x3f61, 0x3f60,
+	0x3f5f, 0x3f5f, 0x3f5e, 0x3f5d, 0x3f5d, 0x3f5c, 0x3f5c, 0x3f5b,
+	0x3f5a, 0x3f5a, 0x3f59, 0x3f58, 0x3f58, 0x3f57, 0x3f57, 0x3f56,
+	0x3f56, 0x3f55, 0x3f54, 0x3f54, 0x3f53, 0x3f53, 0x3f52, 0x3f52,
+	0x3f51, 0x3f50, 0x3f50, 0x3f4f, 0x3f4f, 0x3f4e, 0x3f4e, 0x3f4d,
+	0x3f4d, 0x3f4c, 0x3f4c, 0x3f4b, 0x3f4b, 0x3f4a, 0x3f4a, 0x3f49,
+	0x3f49, 0x3f48, 0x3f48, 0x3f47, 0x3f47, 0x3f46, 0x3f46, 0x3f46,
+	0x3f45, 0x3f45, 0x3f44, 0x3f44, 0x3f43, 0x3f43, 0x3f42, 0x3f42,
+	0x3f42, 0x3f41, 0x3f41, 0x3f40, 0x3f40, 0x3f3f, 0x3f3f, 0x3f3f,
+	0x3f3e, 0x3f3e, 0x3f3d, 0x3f3d, 0x3f3d, 0x3f3c, 0x3f3c, 0x3f3b,
+	0x3f3b, 0x3f3b, 0x3f3a, 0x3f3a, 0x3f39, 0x3f39, 0x3f39, 0x3f38,
+	0x3f38, 0x3f38, 0x3f37, 0x3f37, 0x3f36, 0x3f36, 0x3f36, 0x3f35,
+	0x3f35, 0x3f34, 0x3f34, 0x3f33, 0x3f32, 0x3f32, 0x3f31, 0x3f30,
+	0x3f30, 0x3f2f, 0x3f2e, 0x3f2e, 0x3f2d, 0x3f2c, 0x3f2c, 0x3f2b,
+	0x3f2b, 0x3f2a, 0x3f29, 0x3f29, 0x3f28, 0x3f28, 0x3f27, 0x3f27,
+	0x3f26, 0x3f26, 0x3f25, 0x3f24, 0x3f24, 0x3f23, 0x3f23, 0x3f22,
+	0x3f22, 0x3f21, 0x3f21, 0x3f20, 0x3f20, 0x3f1f, 0x3f1f, 0x3f1e,
+	0x3f1e, 0x3f1e, 0x3f1d, 0x3f1d, 0x3f1c, 0x3f1c, 0x3f1b, 0x3f1b,
+	0x3f1a, 0x3f1a, 0x3f1a, 0x3f19, 0x3f19, 0x3f18, 0x3f18, 0x3f17,
+	0x3f17, 0x3f17, 0x3f16, 0x3f16, 0x3f15, 0x3f15, 0x3f15, 0x3f14,
+	0x3f14, 0x3f13, 0x3f13, 0x3f13, 0x3f12, 0x3f12, 0x3f12, 0x3f11,
+	0x3f11, 0x3f10, 0x3f10, 0x3f10, 0x3f0f, 0x3f0f, 0x3f0f, 0x3f0e,
+	0x3f0e, 0x3f0e, 0x3f0d, 0x3f0d, 0x3f0d, 0x3f0c, 0x3f0c, 0x3f0c,
+	0x3f0b, 0x3f0b, 0x3f0b, 0x3f0a, 0x3f0a, 0x3f0a, 0x3f09, 0x3f09,
+	0x3f09, 0x3f09, 0x3f08, 0x3f08, 0x3f08, 0x3f07, 0x3f07, 0x3f07,
+	0x3f06, 0x3f06, 0x3f06, 0x3f06, 0x3f05, 0x3f05, 0x3f05, 0x3f04,
+	0x3f04, 0x3f04, 0x3f04, 0x3f03, 0x3f03, 0x3f03, 0x3f03, 0x3f02,
+	0x3f02, 0x3f02, 0x3f02, 0x3f01, 0x3f01, 0x3f01, 0x3f01, 0x3f00,
+};
+
+uint16_t nm_rsqrt_bits(uint32_t x)
+{
+	uint16_t xb = nm_bf16_from_bits(x);
+	uint32_t e = (xb >> 7) & 0xffu;
+	if (e == 0xffu)
+		return (xb & 0x7f) ? NM_BF16_QNAN : (xb & 0x8000u) ? NM_BF16_QNAN : 0;
+	if (e == 0)
+		return (uint16_t)((xb & 0x8000u) | 0x7f80u); /* +-0 -> +-inf */
+	if (xb & 0x8000u)
+		return NM_BF16_QNAN;
+	int32_t u = (int32_t)e - 127;
+	uint32_t p = (uint32_t)u & 1u;
+	int32_t k = (u - (int32_t)p) / 2; /* exact: u - p is even */
+	uint16_t y = nm_rsqrt_table[p << 7 | (xb & 0x7fu)];
+	int32_t ey = (int32_t)((y >> 7) & 0xffu) - k; /* in [63, 190] */
+	return (uint16_t)((uint32_t)ey << 7 | (y & 0x7fu));
+}
+
+unsigned nm_lut_index(uint16_t xb)
+{
+	int32_t e = (int32_t)((xb >> 7) & 0xffu) - 127;
+	unsigned b = e < -12 ? 0u : e > 1 ? 15u : (unsigned)(e + 13);
+	return (unsigned)((xb >> 15) << 7) | b << 3 | ((xb >> 4) & 7u);
+}
+
+uint32_t nm_lut_bits(const uint32_t *t, uint32_t x)
+{
+	uint16_t xb = nm_bf16_from_bits(x);
+	uint32_t ent = t[nm_lut_index(xb)];
+	return nm_fmac_bits((uint16_t)(ent >> 16), xb, ent << 16);
+}
+
+static double nm_gelu_f(double x, int deriv)
+{
+	double cdf = 0.5 * (1.0 + erf(x / sqrt(2.0)));
+	if (!deriv)
+		return x * cdf;
+	return cdf + x * exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+}
+
+static uint32_t nm_lut_entry(double slope, double icpt)
+{
+	return (uint32_t)nm_bf16_from_f32((float)slope) << 16 | nm_bf16_from_f32((float)icpt);
+}
+
+void nm_gelu_table(uint32_t t[256], int deriv)
+{
+	for (unsigned i = 0; i < 256; i++) {
+		int neg = (int)(i >> 7);
+		unsigned b = (i >> 3) & 15, m = i & 7;
+		if (b == 0) { /* |x| < 2^-12: the tangent at 0 */
+			t[i] = deriv ? nm_lut_entry(2.0 / sqrt(2.0 * M_PI), 0.5) : nm_lut_entry(0.5, 0.0);
+			continue;
+		}
+		if (b == 15) { /* |x| >= 4: the asymptote */
+			t[i] = deriv ? nm_lut_entry(0.0, neg ? 0.0 : 1.0) : nm_lut_entry(neg ? 0.0 : 1.0, 0.0);
+			continue;
+		}
+		double lo = ldexp(1.0 + m / 8.0, (int)b - 13), hi = ldexp(1.0 + (m + 1) / 8.0, (int)b - 13);
+		if (neg) {
+			double tmp = lo;
+			lo = -hi;
+			hi = -tmp;
+		}
+		double fl = nm_gelu_f(lo, deriv), fh = nm_gelu_f(hi, deriv);
+		double s = nm_bf16_to_f32(nm_bf16_from_f32((float)((fh - fl) / (hi - lo))));
+		double gmin = INFINITY, gmax = -INFINITY;
+		for (int j = 0; j <= 32; j++) {
+			double x = lo + (hi - lo) * j / 32.0;
+			double g = nm_gelu_f(x, deriv) - s * x;
+			gmin = g < gmin ? g : gmin;
+			gmax = g > gmax ? g : gmax;
+		}
+		t[i] = nm_lut_entry(s, 0.5 * (gmin + gmax));
+	}
+}
+
+static uint32_t nm_gelu_tab[2][256];
+static int nm_gelu_tab_ready[2];
+
+/* Threads that race here all write the same words; the flag is published after them. */
+static const uint32_t *nm_gelu_std(int deriv)
+{
+	if (!__atomic_load_n(&nm_gelu_tab_ready[deriv], __ATOMIC_ACQUIRE)) {
+		uint32_t t[256];
+		nm_gelu_table(t, deriv);
+		for (unsigned i = 0; i < 256; i++)
+			__atomic_store_n(&nm_gelu_tab[deriv][i], t[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&nm_gelu_tab_ready[deriv], 1, __ATOMIC_RELEASE);
+	}
+	return nm_gelu_tab[deriv];
+}
+
+uint32_t nm_gelu_lut_bits(uint32_t x)
+{
+	return nm_lut_bits(nm_gelu_std(0), x);
+}
+
+uint32_t nm_gelu_grad_lut_bits(uint32_t x)
+{
+	return nm_lut_bits(nm_gelu_std(1), x);
+}

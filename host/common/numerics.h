@@ -104,4 +104,43 @@ float nm_dot_strided(float acc0, const uint16_t *a, size_t sa, const uint16_t *b
 void nm_bf16_from_f32_array(uint16_t *dst, const float *src, size_t n);
 void nm_bf16_to_f32_array(float *dst, const uint16_t *src, size_t n);
 
+/*
+ * Vector-engine functions (docs/architecture.md 4.4, extended 0xF group). Each is defined
+ * on the primitives above, so the PE model, the cpu backend and the RTL agree bit for bit.
+ */
+
+/* `vsum2` over x[0..n): two chains per result by the parity of the element index,
+ * s_j = add(s_j, x[i]) (fp32, exact input) and q_j = fmac(bf16(x[i]), bf16(x[i]), q_j),
+ * j = i & 1, each from +0 in index order; out[0] = add(s_0, s_1), out[1] = add(q_0, q_1).
+ * Two chains keep a 4-stage FMAC pipeline full (4 independent accumulators). */
+void nm_vsum2_bits(uint32_t out[2], const uint32_t *x, size_t n);
+
+/* rsqrt of a B word, as the `rsqrt` instruction computes it: x is rounded to bf16 (RNE,
+ * as every operand) and the result is the bf16 nearest to 1/sqrt(x), read from a
+ * 256-entry ROM (nm_rsqrt_table) indexed by {exponent parity, 7 mantissa bits} with the
+ * exponent halved beside it. Exact (correctly rounded) for every bf16 input; no range
+ * check is needed (the result exponent is within [-64, 63]). Specials: NaN and negative
+ * nonzero x give 0x7fc0, +-0 (and subnormals) +-inf, +inf +0. */
+uint16_t nm_rsqrt_bits(uint32_t x);
+/* The ROM: entry {p, m} is bf16(1/sqrt((1 + m/128) * 2^p)), in (0.5, 1]. */
+extern const uint16_t nm_rsqrt_table[256];
+
+/* `vlut`: piecewise-linear function by a 256-word table t (in B). x is rounded to bf16
+ * (xb), its segment i = nm_lut_index(xb), and with t[i] = {slope bf16 [31:16], intercept
+ * bf16 [15:0]} the result is nm_fmac_bits(slope, xb, intercept << 16): one fmac. NaN
+ * and infinities go through the fmac (a slope of 0 on -inf gives NaN). */
+uint32_t nm_lut_bits(const uint32_t *t, uint32_t x);
+/* Segment of a bf16 value: {sign, 4-bit binade b, top 3 mantissa bits}, where b = 0 for
+ * |x| < 2^-12 (zeros and subnormals included), b = e + 13 for |x| in [2^e, 2^(e+1)),
+ * e = -12..1, and b = 15 for |x| >= 4 (infinities and NaN included). */
+unsigned nm_lut_index(uint16_t xb);
+/* The standard tables: GELU (tanh-free, x * Phi(x)) and its derivative (deriv = 1). Each
+ * segment's line has the slope of its chord rounded to bf16 and the intercept that
+ * balances the error at the ends and the middle, rounded to bf16; the saturated binade is
+ * the asymptote (slope 1 or 0). Built once from double arithmetic; the host uploads it. */
+void nm_gelu_table(uint32_t t[256], int deriv);
+/* nm_lut_bits on the standard GELU / GELU-derivative table. */
+uint32_t nm_gelu_lut_bits(uint32_t x);
+uint32_t nm_gelu_grad_lut_bits(uint32_t x);
+
 #endif /* CS_NUMERICS_H */

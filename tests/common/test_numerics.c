@@ -500,6 +500,188 @@ static void test_axpy_and_dot(void **state)
 	}
 }
 
+/* ---- vector-engine functions ----------------------------------------------------- */
+
+/* rsqrt: every bf16 input (as the high half of an fp32 word) against the nearest bf16 to
+ * 1/sqrt in long double, plus the specials and fp32 inputs that round first. */
+static void test_rsqrt(void **state)
+{
+	(void)state;
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		uint16_t y = nm_rsqrt_bits(h << 16);
+		uint32_t e = (h >> 7) & 0xff;
+		if (e == 0) {
+			assert_int_equal(y, (h & 0x8000) | 0x7f80);
+		} else if (e == 0xff && (h & 0x7f)) {
+			assert_int_equal(y, NM_BF16_QNAN);
+		} else if (h & 0x8000) {
+			assert_int_equal(y, NM_BF16_QNAN);
+		} else if (e == 0xff) {
+			assert_int_equal(y, 0);
+		} else {
+			long double r = 1.0L / sqrtl((long double)nm_bf16_to_f32((uint16_t)h));
+			long double v = nm_bf16_to_f32(y), lo = nm_bf16_to_f32((uint16_t)(y - 1)),
+				    hi = nm_bf16_to_f32((uint16_t)(y + 1));
+			if (fabsl(v - r) > fabsl(lo - r) || fabsl(v - r) > fabsl(hi - r)) {
+				print_error("rsqrt(0x%04x) = 0x%04x is not the nearest bf16\n", h, y);
+				fail();
+			}
+		}
+	}
+	assert_int_equal(nm_rsqrt_bits(0x3f800000u), 0x3f80);  /* 1 */
+	assert_int_equal(nm_rsqrt_bits(0x40800000u), 0x3f00);  /* 4 -> 0.5 */
+	assert_int_equal(nm_rsqrt_bits(0x3e800000u), 0x4000);  /* 0.25 -> 2 */
+	assert_int_equal(nm_rsqrt_bits(0x00800000u), 0x5f00);  /* 2^-126 -> 2^63 */
+	assert_int_equal(nm_rsqrt_bits(0x00000001u), 0x7f80);  /* subnormal reads as +0 */
+	assert_int_equal(nm_rsqrt_bits(0x80000001u), 0xff80);  /* ... and as -0 */
+	assert_int_equal(nm_rsqrt_bits(0x3f80ffffu), nm_rsqrt_bits(0x3f810000u)); /* RNE first */
+	assert_int_equal(nm_rsqrt_bits(0x7f7fffffu), 0);       /* rounds to +inf */
+	assert_int_equal(nm_rsqrt_bits(0xbf800000u), NM_BF16_QNAN);
+	assert_int_equal(nm_rsqrt_bits(0xff800000u), NM_BF16_QNAN);
+	assert_int_equal(nm_rsqrt_bits(0x7f800001u), NM_BF16_QNAN);
+}
+
+/* The segment index against a formulation by magnitude comparisons. */
+static void test_lut_index(void **state)
+{
+	(void)state;
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		double a = fabs((double)nm_bf16_to_f32((uint16_t)h));
+		unsigned b, m = 0;
+		if (((h >> 7) & 0xff) == 0xff || a >= 4.0) {
+			b = 15;
+		} else if (a < ldexp(1.0, -12)) {
+			b = 0;
+		} else {
+			int e = (int)floor(log2(a));
+			b = (unsigned)(e + 13);
+			m = (unsigned)floor((a / ldexp(1.0, e) - 1.0) * 8.0);
+		}
+		if (b == 0 || b == 15)
+			m = (h >> 4) & 7; /* these segments ignore the mantissa: any m */
+		unsigned want = (h >> 15) << 7 | b << 3 | m;
+		if (nm_lut_index((uint16_t)h) != want) {
+			print_error("lut index of 0x%04x: %u, want %u\n", h, nm_lut_index((uint16_t)h), want);
+			fail();
+		}
+	}
+	assert_int_equal(nm_lut_index(0x0000), 0);
+	assert_int_equal(nm_lut_index(0x8000), 128);
+	assert_int_equal(nm_lut_index(0x397f), 7);          /* just below 2^-12 */
+	assert_int_equal(nm_lut_index(0x3980), 1 << 3);     /* 2^-12 */
+	assert_int_equal(nm_lut_index(0x407f), 14 << 3 | 7); /* just below 4 */
+	assert_int_equal(nm_lut_index(0x4080), 15 << 3);    /* 4 */
+	assert_int_equal(nm_lut_index(0xff80), 128 | 15 << 3 | 0);
+}
+
+/* nm_lut_bits on a random table: one fmac of the entry's halves on the rounded input. */
+static void test_lut_bits(void **state)
+{
+	(void)state;
+	uint32_t t[256];
+	for (unsigned i = 0; i < 256; i++)
+		t[i] = (uint32_t)rng_next();
+	for (int k = 0; k < 100000; k++) {
+		uint32_t x = (uint32_t)rng_next();
+		uint16_t xb = nm_bf16_from_bits(x);
+		uint32_t ent = t[nm_lut_index(xb)];
+		assert_int_equal(nm_lut_bits(t, x),
+				 nm_fmac_bits((uint16_t)(ent >> 16), xb, (ent & 0xffffu) << 16));
+	}
+}
+
+static double gelu_ref(double x, int deriv)
+{
+	double c = 0.5 * (1.0 + erf(x / sqrt(2.0)));
+	return deriv ? c + x * exp(-0.5 * x * x) / sqrt(2.0 * M_PI) : x * c;
+}
+
+/* The standard tables: accuracy over every finite bf16, and the table's ends. */
+static void test_gelu_lut(void **state)
+{
+	(void)state;
+	uint32_t t0[256], t1[256];
+	nm_gelu_table(t0, 0);
+	nm_gelu_table(t1, 1);
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		if (((h >> 7) & 0xff) == 0xff)
+			continue;
+		double x = nm_bf16_to_f32((uint16_t)h);
+		assert_int_equal(nm_gelu_lut_bits(h << 16), nm_lut_bits(t0, h << 16));
+		assert_int_equal(nm_gelu_grad_lut_bits(h << 16), nm_lut_bits(t1, h << 16));
+		double f = gelu_ref(x, 0), g = gelu_ref(x, 1);
+		double ef = fabs(nm_bits_f32(nm_gelu_lut_bits(h << 16)) - f);
+		double eg = fabs(nm_bits_f32(nm_gelu_grad_lut_bits(h << 16)) - g);
+		if (ef > ldexp(1.0, -9) || ef > ldexp(fmax(fabs(f), 1.0 / 16), -6) ||
+		    eg > ldexp(1.0, -7)) {
+			print_error("gelu lut at %g: error %g (value), %g (derivative)\n", x, ef, eg);
+			fail();
+		}
+	}
+	/* Ends: zeros, the tangent below 2^-12, the asymptotes from 4 on, specials. */
+	assert_int_equal(nm_gelu_lut_bits(0x00000000u), 0);
+	assert_int_equal(nm_gelu_lut_bits(0x80000000u), 0);          /* -0 * 0.5 + 0 = +0 */
+	assert_int_equal(nm_gelu_lut_bits(0x00000001u), 0);          /* subnormal */
+	assert_int_equal(nm_gelu_lut_bits(0x39000000u), 0x38800000u); /* 2^-13 -> 2^-14 */
+	assert_int_equal(nm_gelu_lut_bits(0x40800000u), 0x40800000u); /* 4 -> 4 */
+	assert_int_equal(nm_gelu_lut_bits(0x47000000u), 0x47000000u); /* 32768 */
+	assert_int_equal(nm_gelu_lut_bits(0xc0800000u), 0);          /* -4 -> +0 */
+	assert_int_equal(nm_gelu_lut_bits(0x7f800000u), 0x7f800000u); /* +inf */
+	assert_int_equal(nm_gelu_lut_bits(0xff800000u), NM_F32_QNAN); /* 0 * -inf */
+	assert_int_equal(nm_gelu_lut_bits(0x7fc00001u), NM_F32_QNAN);
+	assert_int_equal(nm_gelu_grad_lut_bits(0x00000000u), 0x3f000000u); /* 0.5 */
+	assert_int_equal(nm_gelu_grad_lut_bits(0x40800000u), 0x3f800000u); /* 1 */
+	assert_int_equal(nm_gelu_grad_lut_bits(0xc0800000u), 0);
+	assert_int_equal(nm_gelu_grad_lut_bits(0x7f800000u), NM_F32_QNAN); /* 0 * inf */
+}
+
+/* vsum2 against sums written out, and its order (two chains by index parity). */
+static void test_vsum2(void **state)
+{
+	(void)state;
+	uint32_t out[2];
+	uint32_t x[5] = { 0x3f800000u, 0x40000000u, 0x40400000u, 0x40800000u, 0xc0a00000u };
+	nm_vsum2_bits(out, x, 0);
+	assert_int_equal(out[0], 0);
+	assert_int_equal(out[1], 0);
+	nm_vsum2_bits(out, x, 4); /* 1 2 3 4 */
+	assert_int_equal(out[0], nm_f32_bits(10.0f));
+	assert_int_equal(out[1], nm_f32_bits(30.0f));
+	nm_vsum2_bits(out, x, 5); /* ... -5 */
+	assert_int_equal(out[0], nm_f32_bits(5.0f));
+	assert_int_equal(out[1], nm_f32_bits(55.0f));
+	/* The sum takes the fp32 input, the square its bf16 rounding. */
+	uint32_t y[1] = { 0x3f808001u };
+	nm_vsum2_bits(out, y, 1);
+	assert_int_equal(out[0], 0x3f808001u);
+	assert_int_equal(out[1], nm_fmac_bits(0x3f81, 0x3f81, 0));
+	/* Order: 2^24 + 1 + 1 in one chain loses both ones; the chains keep them apart. */
+	uint32_t z[4] = { 0x4b800000u, 0x3f800000u, 0x3f800000u, 0x3f800000u };
+	nm_vsum2_bits(out, z, 4);
+	/* s0 = 2^24 + 1 = 2^24 (RNE), s1 = 1 + 1 = 2: 2^24 + 2 */
+	assert_int_equal(out[0], 0x4b800001u);
+	/* Specials and random sequences against the definition. */
+	uint32_t w[3] = { 0x7f800000u, 0x3f800000u, 0xff800000u };
+	nm_vsum2_bits(out, w, 3);
+	assert_int_equal(out[0], NM_F32_QNAN);
+	assert_int_equal(out[1], 0x7f800000u);
+	for (int k = 0; k < 200; k++) {
+		uint32_t v[37];
+		size_t n = (size_t)(rng_next() % 38);
+		for (size_t i = 0; i < n; i++)
+			v[i] = nm_f32_bits((float)((double)(int32_t)rng_next() / 1e9));
+		uint32_t s[2] = { 0, 0 }, q[2] = { 0, 0 };
+		for (size_t i = 0; i < n; i++) {
+			uint16_t b = nm_bf16_from_f32(nm_bits_f32(v[i]));
+			s[i % 2] = nm_add_bits(s[i % 2], v[i]);
+			q[i % 2] = nm_fmac_bits(b, b, q[i % 2]);
+		}
+		nm_vsum2_bits(out, v, n);
+		assert_int_equal(out[0], nm_add_bits(s[0], s[1]));
+		assert_int_equal(out[1], nm_add_bits(q[0], q[1]));
+	}
+}
+
 static int simd_levels[] = { 0, 1, 2 };
 
 int main(void)
@@ -515,6 +697,11 @@ int main(void)
 		cmocka_unit_test_prestate(test_axpy_and_dot, &simd_levels[0]),
 		cmocka_unit_test_prestate(test_axpy_and_dot, &simd_levels[1]),
 		cmocka_unit_test_prestate(test_axpy_and_dot, &simd_levels[2]),
+		cmocka_unit_test(test_rsqrt),
+		cmocka_unit_test(test_lut_index),
+		cmocka_unit_test(test_lut_bits),
+		cmocka_unit_test(test_gelu_lut),
+		cmocka_unit_test(test_vsum2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
