@@ -322,6 +322,28 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 			out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | half << 2 | sel);
 			return 0;
 		}
+	/* The extended 0xF group: xop [5:3] (4.4). */
+	if (!strcmp(mn, "vfma")) {
+		if ((rc = want(a, mn, n, 2, 2)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = reg(a, ops[1], &rs)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 1 << 3);
+		return 0;
+	}
+	if (!strcmp(mn, "vsum2") || !strcmp(mn, "cvt.bf") || !strcmp(mn, "vlut")) {
+		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
+			return rc;
+		int xop = mn[1] == 's' ? 2 : mn[0] == 'c' ? 3 : 4;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | xop << 3);
+		return 0;
+	}
+	if (!strcmp(mn, "rsqrt")) {
+		if ((rc = want(a, mn, n, 2, 2)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = mem_reg(a, ops[1], &rs)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 5 << 3);
+		return 0;
+	}
 	if (!strcmp(mn, ".word")) {
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = ranged(a, ops[0], -32768, 65535, "word", &v, need)))
 			return rc;
@@ -571,8 +593,20 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 		snprintf(out, len, "sendv %d", (w >> 8) & 15);
 		return 1;
 	case 0xF: {
-		int sel = w & 3, half = (w >> 2) & 1;
-		if ((w & 0x38) || (half && sel < 2))
+		int sel = w & 3, half = (w >> 2) & 1, xop = rt;
+		if (xop) {
+			if ((w & 7) || xop > 5 || (xop >= 2 && xop <= 4 && rs))
+				return 0;
+			if (xop == 1)
+				snprintf(out, len, "vfma r%d, r%d", rd, rs);
+			else if (xop == 5)
+				snprintf(out, len, "rsqrt r%d, [r%d]", rd, rs);
+			else
+				snprintf(out, len, "%s r%d", xop == 2 ? "vsum2" : xop == 3 ? "cvt.bf" : "vlut",
+					 rd);
+			return 1;
+		}
+		if (half && sel < 2)
 			return 0;
 		static const char *const m[] = { "lda", "sta", "ldb", "stb" };
 		snprintf(out, len, "%s%s r%d, [r%d]", m[sel], half ? ".h" : "", rd, rs);

@@ -3,6 +3,7 @@
  *   - encodings of every instruction form against words worked out by hand from the field
  *     layouts of docs/architecture.md 4.3;
  *   - round trip for every fw program: assemble, disassemble, reassemble = same image;
+ *   - every word of the 0xF group (loads, stores, the vector group of 4.4) round trips;
  *   - the kernels image has every entry point the driver's task tables name, for many
  *     mesh shapes;
  *   - .bin serialization: round trip, and rejection of bad magic, version, size, CRC;
@@ -70,6 +71,11 @@ static void test_encodings(void **state)
 		{ "sta r1, [r2]", { 0xf000 | 1 << 9 | 2 << 6 | 1 }, 1 },
 		{ "ldb r3, [r4]", { 0xf000 | 3 << 9 | 4 << 6 | 2 }, 1 },
 		{ "stb.h r3, [r4]", { 0xf000 | 3 << 9 | 4 << 6 | 4 | 3 }, 1 },
+		{ "vfma r3, r4", { 0xf000 | 3 << 9 | 4 << 6 | 1 << 3 }, 1 },
+		{ "vsum2 r5", { 0xf000 | 5 << 9 | 2 << 3 }, 1 },
+		{ "cvt.bf r1", { 0xf000 | 1 << 9 | 3 << 3 }, 1 },
+		{ "vlut r2", { 0xf000 | 2 << 9 | 4 << 3 }, 1 },
+		{ "rsqrt r7, [r6]", { 0xf000 | 7 << 9 | 6 << 6 | 5 << 3 }, 1 },
 		{ ".equ C, 7\nsendv C", { 0xd700 }, 1 },
 		{ ".word 0x1234", { 0x1234 }, 1 },
 	};
@@ -123,6 +129,43 @@ static void test_fw_round_trip(void **state)
 	for (int i = 0; i < 256; i++)
 		raw.imem[i] = (uint16_t)(i * 0x9e37u + 0x1234u);
 	round_trip(&raw);
+}
+
+/* Every word of the 0xF group: disassembled text reassembles to the same word, and the
+ * extended group prints its mnemonics (the rest, reserved encodings, stay .word). */
+static void test_ext_group(void **state)
+{
+	(void)state;
+	struct csd_fw fw = { .n_instr = 256 };
+	for (unsigned hi = 0; hi < 16; hi++) {
+		for (int i = 0; i < 256; i++)
+			fw.imem[i] = (uint16_t)(0xf000 | hi << 8 | i);
+		round_trip(&fw);
+	}
+	static const struct {
+		uint16_t w;
+		const char *text;
+	} cases[] = {
+		{ 0xf000 | 3 << 9 | 4 << 6 | 1 << 3, "vfma r3, r4" },
+		{ 0xf000 | 5 << 9 | 2 << 3, "vsum2 r5" },
+		{ 0xf000 | 1 << 9 | 3 << 3, "cvt.bf r1" },
+		{ 0xf000 | 2 << 9 | 4 << 3, "vlut r2" },
+		{ 0xf000 | 7 << 9 | 6 << 6 | 5 << 3, "rsqrt r7, [r6]" },
+		{ 0xf000 | 2 << 9 | 1 << 6 | 4 << 3, ".word" }, /* vlut with rs != 0 */
+		{ 0xf000 | 1 << 3 | 1, ".word" },               /* low bits set */
+		{ 0xf000 | 6 << 3, ".word" },                   /* reserved xop */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct csd_fw one = { .n_instr = 1 };
+		char *text;
+		one.imem[0] = cases[i].w;
+		assert_int_equal(fwasm_disassemble(&one, &text), CS_OK);
+		if (!strstr(text, cases[i].text)) {
+			print_error("0x%04x: '%s', want '%s'\n", cases[i].w, text, cases[i].text);
+			fail();
+		}
+		free(text);
+	}
 }
 
 static void test_kernel_entries(void **state)
@@ -232,7 +275,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_encodings),      cmocka_unit_test(test_fw_round_trip),
 		cmocka_unit_test(test_kernel_entries), cmocka_unit_test(test_bin_format),
-		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_malformed),      cmocka_unit_test(test_ext_group),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

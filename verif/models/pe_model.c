@@ -148,6 +148,55 @@ static void dot_one(struct pe_model *m, uint16_t idx, uint16_t lane_ptr)
 	*b_word(m, lane_ptr) = acc;
 }
 
+/* The extended 0xF group (docs/architecture.md 4.4): xop 1 vfma, 2 vsum2, 3 cvt.bf,
+ * 4 vlut, 5 rsqrt; 6 and 7 do nothing. B range B[r6 .. r6+r7), r6 and r7 unchanged. */
+static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs)
+{
+	uint16_t *r = m->r;
+	switch (xop) {
+	case 1: /* vfma rd, rs: B = fmac(r[rd], bf16(B), r[rs] << 16) */
+		for (uint16_t n = 0; n < r[7]; n++) {
+			uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
+			*y = nm_fmac_bits(r[rd], nm_bf16_from_bits(*y), (uint32_t)r[rs] << 16);
+			m->cnt[0]++;
+		}
+		break;
+	case 2: { /* vsum2 rd: B[r[rd]], B[r[rd] + 1] = sum, sum of squares */
+		uint32_t s[2] = { 0, 0 }, q[2] = { 0, 0 };
+		for (uint16_t n = 0; n < r[7]; n++) {
+			uint32_t x = *b_word(m, (uint16_t)(r[6] + n));
+			uint16_t xb = nm_bf16_from_bits(x);
+			s[n & 1] = nm_add_bits(s[n & 1], x);
+			q[n & 1] = nm_fmac_bits(xb, xb, q[n & 1]);
+			m->cnt[0] += 2;
+		}
+		*b_word(m, r[rd]) = nm_add_bits(s[0], s[1]);
+		*b_word(m, (uint16_t)(r[rd] + 1)) = nm_add_bits(q[0], q[1]);
+		m->cnt[0] += 2;
+		break;
+	}
+	case 3: /* cvt.bf rd: A[r[rd] + n] = bf16(B[r6 + n]) */
+		for (uint16_t n = 0; n < r[7]; n++)
+			m->a[(uint16_t)(r[rd] + n) & (m->awords - 1)] =
+				nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
+		break;
+	case 4: /* vlut rd: B = line B[r[rd] + index](B); the range must not hold the table */
+		for (uint16_t n = 0; n < r[7]; n++) {
+			uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
+			uint16_t xb = nm_bf16_from_bits(*y);
+			uint32_t ent = *b_word(m, (uint16_t)(r[rd] + nm_lut_index(xb)));
+			*y = nm_fmac_bits((uint16_t)(ent >> 16), xb, ent << 16);
+			m->cnt[0]++;
+		}
+		break;
+	case 5: /* rsqrt rd, [rs]: r[rd] = rsqrt(B[r[rs]]), bf16 */
+		r[rd] = nm_rsqrt_bits(*b_word(m, r[rs]));
+		break;
+	default:
+		break;
+	}
+}
+
 /* Try to start a task: returns 1 if a task started or a wavelet was dropped. */
 static int pick(struct pe_model *m)
 {
@@ -310,6 +359,10 @@ static int step(struct pe_model *m)
 			*b_word(m, (uint16_t)(r[6] + n)) = 0;
 		break;
 	default: { /* 0xF */
+		if (rt) { /* the extended group: xop [5:3] */
+			vec_op(m, rt, rd, rs);
+			break;
+		}
 		uint16_t addr = r[rs];
 		unsigned sel = ins & 3, hi = (ins >> 2) & 1;
 		if (sel == 0) {
