@@ -499,3 +499,20 @@ uint32_t nm_gelu_grad_lut_bits(uint32_t x)
 {
 	return nm_lut_bits(nm_gelu_std(1), x);
 }
+
+void nm_ln_fwd_bits(uint16_t *y, const uint32_t *x, const uint16_t *gamma, const uint32_t *beta,
+		    size_t c, uint16_t inv_c, uint16_t eps)
+{
+	uint32_t sq[2];
+	nm_vsum2_bits(sq, x, c);
+	uint32_t m = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[0]), 0);
+	uint32_t e2 = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[1]), 0);
+	uint16_t mb = nm_bf16_from_bits(m);
+	uint32_t var = nm_fmac_bits((uint16_t)(mb ^ 0x8000u), mb, e2);
+	uint16_t r = nm_rsqrt_bits(nm_fmac_bits(0x3f80, nm_bf16_from_bits(var), (uint32_t)eps << 16));
+	uint16_t sh = (uint16_t)(nm_bf16_from_bits(nm_fmac_bits(r, mb, 0)) ^ 0x8000u);
+	for (size_t j = 0; j < c; j++) {
+		uint32_t z = nm_fmac_bits(r, nm_bf16_from_bits(x[j]), (uint32_t)sh << 16);
+		y[j] = nm_bf16_from_bits(nm_fmac_bits(gamma[j], nm_bf16_from_bits(z), beta[j]));
+	}
+}

@@ -143,4 +143,13 @@ void nm_gelu_table(uint32_t t[256], int deriv);
 uint32_t nm_gelu_lut_bits(uint32_t x);
 uint32_t nm_gelu_grad_lut_bits(uint32_t x);
 
+/* Layernorm of one token as fw/vector.s's ln_fwd computes it on a PE (each step one vector
+ * instruction of 4.4): with s, q = vsum2(x[0..c)), m = fmac(inv_c, bf16(s), 0),
+ * e2 = fmac(inv_c, bf16(q), 0), mb = bf16(m), var = fmac(-mb, mb, e2),
+ * r = rsqrt(fmac(1, bf16(var), eps)), sh = -bf16(fmac(r, mb, 0)):
+ * y[j] = bf16(fmac(gamma[j], bf16(fmac(r, bf16(x[j]), sh)), beta[j])). inv_c and eps are
+ * bf16. */
+void nm_ln_fwd_bits(uint16_t *y, const uint32_t *x, const uint16_t *gamma, const uint32_t *beta,
+		    size_t c, uint16_t inv_c, uint16_t eps);
+
 #endif /* CS_NUMERICS_H */

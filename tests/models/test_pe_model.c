@@ -1,10 +1,10 @@
 /*
  * test_pe_model.c - the PE model's extended 0xF group (verif/models/pe_model.c,
- * docs/architecture.md 4.4): vfma, vsum2, cvt.bf, vlut and rsqrt, each run by a task the
+ * docs/architecture.md 4.4): vfma, vsum2, cvt.bf, vlut, rsqrt, vmac and vdot, each run by a task the
  * way firmware runs it (assembled by host/fwasm, started by a wavelet) and compared bit for
  * bit with a plain loop over the host/common/numerics.h primitives. Also: the words around
  * each range are untouched, r6 and r7 are unchanged, r7 = 0 does nothing, the MAC counter
- * counts fmac and add issues, the reserved encodings do nothing. The RTL benches
+ * counts fmac and add issues; sources that overlap the destination read in index order. The RTL benches
  * (verif/pe/) compare the RTL with this model for the rest of the ISA.
  */
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "../../verif/models/pe_model.h"
 #include "common/cs_error.h"
 #include "common/numerics.h"
+#include "driver/fw.h"
 #include "fwasm/fwasm.h"
 
 #define AWORDS 1024
@@ -71,14 +73,31 @@ static void run(struct pe_model *m)
 	assert_false(m->running);
 }
 
+/* A source pointer: in place (the destination), disjoint, or overlapping either way. */
+static uint16_t rand_src(uint16_t dst)
+{
+	switch (rng_next() % 4) {
+	case 0:
+		return dst;
+	case 1:
+		return (uint16_t)(dst + rng_next() % 5);
+	case 2:
+		return (uint16_t)(dst - rng_next() % 5);
+	default:
+		return (uint16_t)(rng_next() % 1500);
+	}
+}
+
 static void test_vfma(void **state)
 {
 	(void)state;
-	for (int k = 0; k < 50; k++) {
+	for (int k = 0; k < 80; k++) {
 		struct pe_model m;
-		setup(&m, "vfma r3, r4\nret");
-		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 1500);
+		setup(&m, k & 1 ? "vfma r3, r4, r2\nret" : "vfma r3, r4\nret");
+		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(8 + rng_next() % 1500);
+		uint16_t src = k & 1 ? rand_src(p) : p;
 		uint16_t s = nm_bf16_from_bits(rand_f32()), c = nm_bf16_from_bits(rand_f32());
+		m.r[2] = src;
 		m.r[3] = s;
 		m.r[4] = c;
 		m.r[6] = p;
@@ -86,12 +105,67 @@ static void test_vfma(void **state)
 		uint32_t want[BWORDS];
 		memcpy(want, m.b, sizeof want);
 		for (uint16_t i = 0; i < n; i++)
-			want[p + i] = nm_fmac_bits(s, nm_bf16_from_bits(want[p + i]), (uint32_t)c << 16);
+			want[p + i] = nm_fmac_bits(s, nm_bf16_from_bits(want[src + i]), (uint32_t)c << 16);
 		run(&m);
 		assert_memory_equal(m.b, want, sizeof want);
 		assert_int_equal(m.r[6], p);
 		assert_int_equal(m.r[7], n);
 		assert_int_equal(m.cnt[0], n);
+		pe_model_free(&m);
+	}
+}
+
+/* vmac: A times B plus B, the addend and the multiplicand ranges anywhere, A wrapping. */
+static void test_vmac(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m;
+		setup(&m, "vmac r3, r1, r2\nret");
+		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(8 + rng_next() % 1500);
+		uint16_t src = rand_src(p), add = rand_src(p);
+		uint16_t a = (uint16_t)(rng_next() % (2 * AWORDS));
+		m.r[1] = a;
+		m.r[2] = src;
+		m.r[3] = add;
+		m.r[6] = p;
+		m.r[7] = n;
+		uint32_t want[BWORDS];
+		memcpy(want, m.b, sizeof want);
+		for (uint16_t i = 0; i < n; i++)
+			want[p + i] = nm_fmac_bits(m.a[(a + i) % AWORDS], nm_bf16_from_bits(want[src + i]),
+						   want[add + i]);
+		run(&m);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_int_equal(m.r[6], p);
+		assert_int_equal(m.cnt[0], n);
+		pe_model_free(&m);
+	}
+}
+
+/* vdot: two chains by parity from +0, then their sum into one word. */
+static void test_vdot(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m;
+		setup(&m, "vdot r3, r1, r2\nret");
+		uint16_t n = (uint16_t)(rng_next() % 300), src = (uint16_t)(rng_next() % 1500);
+		uint16_t dst = (uint16_t)(1600 + rng_next() % 400), a = (uint16_t)(rng_next() % AWORDS);
+		m.r[1] = a;
+		m.r[2] = src;
+		m.r[3] = dst;
+		m.r[6] = (uint16_t)rng_next();
+		m.r[7] = n;
+		uint32_t want[BWORDS], acc[2] = { 0, 0 };
+		memcpy(want, m.b, sizeof want);
+		for (uint16_t i = 0; i < n; i++)
+			acc[i & 1] = nm_fmac_bits(m.a[(a + i) % AWORDS], nm_bf16_from_bits(want[src + i]),
+						  acc[i & 1]);
+		want[dst] = nm_add_bits(acc[0], acc[1]);
+		run(&m);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_int_equal(m.cnt[0], n + 1u);
 		pe_model_free(&m);
 	}
 }
@@ -182,16 +256,18 @@ static void test_vlut(void **state)
 		assert_int_equal(m.cnt[0], n);
 		pe_model_free(&m);
 	}
-	/* A random table: the entry's halves are slope and intercept. */
+	/* A random table: the entry's halves are slope and intercept; a source range beside
+	 * the destination. */
 	struct pe_model m;
-	setup(&m, "vlut r5\nret");
+	setup(&m, "vlut r5, r4\nret");
+	m.r[4] = 300;
 	m.r[5] = 1500;
 	m.r[6] = 0;
 	m.r[7] = 1000;
 	uint32_t want[BWORDS];
 	memcpy(want, m.b, sizeof want);
 	for (unsigned i = 0; i < 1000; i++)
-		want[i] = nm_lut_bits(m.b + 1500, want[i]);
+		want[i] = nm_lut_bits(m.b + 1500, want[300 + i]);
 	run(&m);
 	assert_memory_equal(m.b, want, sizeof want);
 	pe_model_free(&m);
@@ -222,13 +298,13 @@ static void test_rsqrt(void **state)
 	}
 }
 
-/* r7 = 0, and the reserved encodings (xop 6, 7): nothing but vsum2's two +0 words. */
-static void test_empty_and_reserved(void **state)
+/* r7 = 0: nothing but the +0 words of vsum2 and vdot. */
+static void test_empty(void **state)
 {
 	(void)state;
 	struct pe_model m;
-	setup(&m, "vfma r3, r4\nvlut r2\ncvt.bf r1\n.word 0xf030\n.word 0xf038\n"
-		  "vsum2 r5\nret");
+	setup(&m, "vfma r3, r4\nvlut r2\ncvt.bf r1\nvmac r1, r2, r3\nvsum2 r5\nvdot r4, r1, r2\nret");
+	m.r[4] = 40;
 	m.r[5] = 9;
 	uint32_t b[BWORDS];
 	uint16_t a[AWORDS], r[8];
@@ -236,12 +312,101 @@ static void test_empty_and_reserved(void **state)
 	memcpy(a, m.a, sizeof a);
 	b[9] = 0;
 	b[10] = 0;
+	b[40] = 0;
 	memcpy(r, m.r, sizeof r);
 	run(&m);
 	assert_memory_equal(m.b, b, sizeof b);
 	assert_memory_equal(m.a, a, sizeof a);
 	assert_memory_equal(m.r, r, sizeof r);
+	assert_int_equal(m.cnt[0], 3);
 	pe_model_free(&m);
+}
+
+/* A normal-ish fp32 activation: |x| in [2^-6, 2^3), either sign, plus an offset. */
+static uint32_t rand_act(float offset)
+{
+	uint64_t r = rng_next();
+	float v = (float)((double)(r >> 40) / (double)(1ull << 24)) * 8.0f;
+	return nm_f32_bits((r & 1 ? -v : v) + offset);
+}
+
+/* fw/vector.s's ln_fwd over several tokens, bit for bit against nm_ln_fwd_bits; x and
+ * everything outside the scratch and the outputs untouched; and close to a layernorm in
+ * double precision (each output within 3 bf16 ulps of it, plus 2^-7 absolute). */
+static void test_ln_fwd(void **state)
+{
+	(void)state;
+	struct csd_fw fw;
+	char err[256] = "";
+	int rc = csd_fw_get(&fw, "vector", err, sizeof err);
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, CS_OK);
+	int pc = csd_fw_find(&fw, "ln_fwd");
+	assert_true(pc >= 0);
+	static const unsigned cs[] = { 64, 48, 128 };
+	for (int k = 0; k < 6; k++) {
+		unsigned c = cs[k % 3], ntok = 1 + (unsigned)(rng_next() % 5);
+		struct pe_model m;
+		assert_int_equal(pe_model_init(&m, AWORDS, BWORDS, 4), 0);
+		memcpy(m.imem, fw.imem, sizeof fw.imem);
+		m.task[COLOR] = (uint16_t)(0x200 | pc);
+		for (unsigned i = 0; i < BWORDS; i++)
+			m.b[i] = rand_f32();
+		for (unsigned i = 0; i < AWORDS; i++)
+			m.a[i] = (uint16_t)rng_next();
+		/* layout: block at 1900, x from 0, beta at 1000, S at 1200, T at 1400; A: gamma
+		 * at 0, output from 200, scratch element 1000 */
+		const uint16_t P = 1900, X = 0, BE = 1000, S = 1200, T = 1400, G = 0, Y = 200, AM = 1000;
+		float offset = (k & 1) ? 3.0f : 0.0f;
+		for (unsigned i = 0; i < ntok * c; i++)
+			m.b[X + i] = rand_act(offset);
+		for (unsigned j = 0; j < c; j++) {
+			m.a[G + j] = nm_bf16_from_f32(0.5f + (float)(rng_next() % 1000) / 1000.0f);
+			m.b[BE + j] = nm_f32_bits((float)((int)(rng_next() % 200) - 100) / 400.0f);
+		}
+		uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)c), eps = nm_bf16_from_f32(1e-5f);
+		const uint16_t par[11] = { (uint16_t)c, G, BE, S, T, AM, inv_c, eps, X, Y, (uint16_t)ntok };
+		for (int i = 0; i < 11; i++)
+			m.b[P + i] = par[i];
+		uint32_t b0[BWORDS];
+		uint16_t a0[AWORDS];
+		memcpy(b0, m.b, sizeof b0);
+		memcpy(a0, m.a, sizeof a0);
+		assert_int_equal(pe_model_rx(&m, (uint64_t)COLOR << 32 | P), 0);
+		assert_int_equal(pe_model_run(&m, 100000), 0);
+		assert_false(m.running);
+		for (unsigned t = 0; t < ntok; t++) {
+			uint16_t want[128];
+			nm_ln_fwd_bits(want, b0 + X + t * c, a0 + G, b0 + BE, c, inv_c, eps);
+			assert_memory_equal(m.a + Y + t * c, want, c * sizeof want[0]);
+			double mu = 0, var = 0;
+			for (unsigned j = 0; j < c; j++)
+				mu += nm_bits_f32(b0[X + t * c + j]);
+			mu /= c;
+			for (unsigned j = 0; j < c; j++) {
+				double d = nm_bits_f32(b0[X + t * c + j]) - mu;
+				var += d * d;
+			}
+			var /= c;
+			for (unsigned j = 0; j < c; j++) {
+				double ref = (nm_bits_f32(b0[X + t * c + j]) - mu) / sqrt(var + 1e-5) *
+						     nm_bf16_to_f32(a0[G + j]) +
+					     nm_bits_f32(b0[BE + j]);
+				double got = nm_bf16_to_f32(m.a[Y + t * c + j]);
+				if (fabs(got - ref) > 3.0 * fabs(ref) / 256.0 + 1.0 / 128.0) {
+					print_error("C %u token %u j %u: %g, layernorm %g\n", c, t, j, got, ref);
+					fail();
+				}
+			}
+		}
+		/* untouched: x, beta, gamma, the block; the rest of A but the outputs and AM */
+		assert_memory_equal(m.b + X, b0 + X, ntok * c * sizeof b0[0]);
+		assert_memory_equal(m.b + BE, b0 + BE, c * sizeof b0[0]);
+		assert_memory_equal(m.b + P, b0 + P, 11 * sizeof b0[0]);
+		assert_memory_equal(m.a + G, a0 + G, c * sizeof a0[0]);
+		pe_model_free(&m);
+	}
 }
 
 int main(void)
@@ -251,12 +416,15 @@ int main(void)
 	printf("seed %llu (set TEST_SEED to replay)\n", (unsigned long long)seed);
 	rng_state = seed * 0x9e3779b97f4a7c15ull;
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ln_fwd),
 		cmocka_unit_test(test_vfma),
+		cmocka_unit_test(test_vmac),
+		cmocka_unit_test(test_vdot),
 		cmocka_unit_test(test_vsum2),
 		cmocka_unit_test(test_cvt_bf),
 		cmocka_unit_test(test_vlut),
 		cmocka_unit_test(test_rsqrt),
-		cmocka_unit_test(test_empty_and_reserved),
+		cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
