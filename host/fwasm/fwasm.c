@@ -336,6 +336,13 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | xop << 3 | rt);
 		return 0;
 	}
+	if (!strcmp(mn, "vaxpy")) { /* xop 0, [2:0] = 4 */
+		if ((rc = want(a, mn, n, 2, 2)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = reg(a, ops[1], &rs)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 4);
+		return 0;
+	}
 	if (!strcmp(mn, "vlut")) {
 		if ((rc = want(a, mn, n, 1, 2)) || (rc = reg(a, ops[0], &rd)))
 			return rc;
@@ -633,8 +640,12 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 				return 1;
 			}
 		}
-		if (half && sel < 2)
-			return 0;
+		if (half && sel < 2) {
+			if (sel)
+				return 0;
+			snprintf(out, len, "vaxpy r%d, r%d", rd, rs);
+			return 1;
+		}
 		static const char *const m[] = { "lda", "sta", "ldb", "stb" };
 		snprintf(out, len, "%s%s r%d, [r%d]", m[sel], half ? ".h" : "", rd, rs);
 		return 1;

@@ -143,6 +143,33 @@ static void test_vmac(void **state)
 	}
 }
 
+/* vaxpy: a register times an A range plus the destination; [2:0] = 5 does nothing. */
+static void test_vaxpy(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m;
+		setup(&m, "vaxpy r3, r1\n.word 0xf045\nret");
+		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 1700);
+		uint16_t a = (uint16_t)(rng_next() % (2 * AWORDS)), s = nm_bf16_from_bits(rand_f32());
+		m.r[1] = a;
+		m.r[3] = s;
+		m.r[6] = p;
+		m.r[7] = n;
+		uint32_t want[BWORDS];
+		uint16_t r[8];
+		memcpy(want, m.b, sizeof want);
+		memcpy(r, m.r, sizeof r);
+		for (uint16_t i = 0; i < n; i++)
+			want[p + i] = nm_fmac_bits(s, m.a[(a + i) % AWORDS], want[p + i]);
+		run(&m);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_memory_equal(m.r, r, sizeof r);
+		assert_int_equal(m.cnt[0], n);
+		pe_model_free(&m);
+	}
+}
+
 /* vdot: two chains by parity from +0, then their sum into one word. */
 static void test_vdot(void **state)
 {
@@ -322,7 +349,7 @@ static void test_empty(void **state)
 	pe_model_free(&m);
 }
 
-/* A normal-ish fp32 activation: |x| in [2^-6, 2^3), either sign, plus an offset. */
+/* A normal-ish fp32 activation: |x| in [0, 8), either sign, plus an offset. */
 static uint32_t rand_act(float offset)
 {
 	uint64_t r = rng_next();
@@ -330,34 +357,63 @@ static uint32_t rand_act(float offset)
 	return nm_f32_bits((r & 1 ? -v : v) + offset);
 }
 
-/* fw/vector.s's ln_fwd over several tokens, bit for bit against nm_ln_fwd_bits; x and
- * everything outside the scratch and the outputs untouched; and close to a layernorm in
- * double precision (each output within 3 bf16 ulps of it, plus 2^-7 absolute). */
-static void test_ln_fwd(void **state)
+/* A model running firmware image `image`, its task `entry` bound to COLOR; A, B random. */
+static void setup_image(struct pe_model *m, const char *image, const char *entry)
 {
-	(void)state;
 	struct csd_fw fw;
 	char err[256] = "";
-	int rc = csd_fw_get(&fw, "vector", err, sizeof err);
+	int rc = csd_fw_get(&fw, image, err, sizeof err);
 	if (rc)
 		print_error("%s\n", err);
 	assert_int_equal(rc, CS_OK);
-	int pc = csd_fw_find(&fw, "ln_fwd");
+	int pc = csd_fw_find(&fw, entry);
 	assert_true(pc >= 0);
+	assert_int_equal(pe_model_init(m, AWORDS, BWORDS, 4), 0);
+	memcpy(m->imem, fw.imem, sizeof fw.imem);
+	m->task[COLOR] = (uint16_t)(0x200 | pc);
+	for (unsigned i = 0; i < BWORDS; i++)
+		m->b[i] = rand_f32();
+	for (unsigned i = 0; i < AWORDS; i++)
+		m->a[i] = (uint16_t)rng_next();
+}
+
+/* Write the parameter block at B[p], start the task with p as payload, run it to the end. */
+static void run_block(struct pe_model *m, uint16_t p, const uint16_t *par, int n)
+{
+	for (int i = 0; i < n; i++)
+		m->b[p + i] = par[i];
+	assert_int_equal(pe_model_rx(m, (uint64_t)COLOR << 32 | p), 0);
+	assert_int_equal(pe_model_run(m, 1000000), 0);
+	assert_false(m->running);
+}
+
+/* Layernorm of token x[0..c) in double precision, times gamma plus beta. */
+static double ln_ref(const uint32_t *x, unsigned c, unsigned j, double gamma, double beta)
+{
+	double mu = 0, var = 0;
+	for (unsigned i = 0; i < c; i++)
+		mu += nm_bits_f32(x[i]);
+	mu /= c;
+	for (unsigned i = 0; i < c; i++)
+		var += (nm_bits_f32(x[i]) - mu) * (nm_bits_f32(x[i]) - mu);
+	var /= c;
+	return (nm_bits_f32(x[j]) - mu) / sqrt(var + 1e-5) * gamma + beta;
+}
+
+/* fw/vec_ln_fwd.s: bit for bit nm_ln_fwd_bits (y, z, r per token); x, gamma, beta and the
+ * block untouched; y within 3 bf16 ulps plus 2^-7 of a layernorm in double precision. */
+static void test_ln_fwd(void **state)
+{
+	(void)state;
 	static const unsigned cs[] = { 64, 48, 128 };
 	for (int k = 0; k < 6; k++) {
-		unsigned c = cs[k % 3], ntok = 1 + (unsigned)(rng_next() % 5);
+		unsigned c = cs[k % 3], ntok = 1 + (unsigned)(rng_next() % 3);
 		struct pe_model m;
-		assert_int_equal(pe_model_init(&m, AWORDS, BWORDS, 4), 0);
-		memcpy(m.imem, fw.imem, sizeof fw.imem);
-		m.task[COLOR] = (uint16_t)(0x200 | pc);
-		for (unsigned i = 0; i < BWORDS; i++)
-			m.b[i] = rand_f32();
-		for (unsigned i = 0; i < AWORDS; i++)
-			m.a[i] = (uint16_t)rng_next();
-		/* layout: block at 1900, x from 0, beta at 1000, S at 1200, T at 1400; A: gamma
-		 * at 0, output from 200, scratch element 1000 */
-		const uint16_t P = 1900, X = 0, BE = 1000, S = 1200, T = 1400, G = 0, Y = 200, AM = 1000;
+		setup_image(&m, "vec_ln_fwd", "ln_fwd");
+		/* B: x from 0, beta 1000, S 1200, T 1400, block 1900; A: gamma 0, y 128, z 512,
+		 * r 900, scratch 1000 */
+		const uint16_t X = 0, BE = 1000, S = 1200, T = 1400, P = 1900;
+		const uint16_t G = 0, Y = 128, Z = 512, R = 900, AM = 1000;
 		float offset = (k & 1) ? 3.0f : 0.0f;
 		for (unsigned i = 0; i < ntok * c; i++)
 			m.b[X + i] = rand_act(offset);
@@ -366,33 +422,22 @@ static void test_ln_fwd(void **state)
 			m.b[BE + j] = nm_f32_bits((float)((int)(rng_next() % 200) - 100) / 400.0f);
 		}
 		uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)c), eps = nm_bf16_from_f32(1e-5f);
-		const uint16_t par[11] = { (uint16_t)c, G, BE, S, T, AM, inv_c, eps, X, Y, (uint16_t)ntok };
-		for (int i = 0; i < 11; i++)
-			m.b[P + i] = par[i];
+		const uint16_t par[13] = { (uint16_t)c, G, BE, S, T, AM, inv_c, eps, X, Y, Z, R,
+					   (uint16_t)ntok };
 		uint32_t b0[BWORDS];
 		uint16_t a0[AWORDS];
 		memcpy(b0, m.b, sizeof b0);
 		memcpy(a0, m.a, sizeof a0);
-		assert_int_equal(pe_model_rx(&m, (uint64_t)COLOR << 32 | P), 0);
-		assert_int_equal(pe_model_run(&m, 100000), 0);
-		assert_false(m.running);
+		run_block(&m, P, par, 13);
 		for (unsigned t = 0; t < ntok; t++) {
-			uint16_t want[128];
-			nm_ln_fwd_bits(want, b0 + X + t * c, a0 + G, b0 + BE, c, inv_c, eps);
-			assert_memory_equal(m.a + Y + t * c, want, c * sizeof want[0]);
-			double mu = 0, var = 0;
-			for (unsigned j = 0; j < c; j++)
-				mu += nm_bits_f32(b0[X + t * c + j]);
-			mu /= c;
+			uint16_t y[128], z[128], r;
+			nm_ln_fwd_bits(y, z, &r, b0 + X + t * c, a0 + G, b0 + BE, c, inv_c, eps);
+			assert_memory_equal(m.a + Y + t * c, y, c * sizeof y[0]);
+			assert_memory_equal(m.a + Z + t * c, z, c * sizeof z[0]);
+			assert_int_equal(m.a[R + t], r);
 			for (unsigned j = 0; j < c; j++) {
-				double d = nm_bits_f32(b0[X + t * c + j]) - mu;
-				var += d * d;
-			}
-			var /= c;
-			for (unsigned j = 0; j < c; j++) {
-				double ref = (nm_bits_f32(b0[X + t * c + j]) - mu) / sqrt(var + 1e-5) *
-						     nm_bf16_to_f32(a0[G + j]) +
-					     nm_bits_f32(b0[BE + j]);
+				double ref = ln_ref(b0 + X + t * c, c, j, nm_bf16_to_f32(a0[G + j]),
+						    nm_bits_f32(b0[BE + j]));
 				double got = nm_bf16_to_f32(m.a[Y + t * c + j]);
 				if (fabs(got - ref) > 3.0 * fabs(ref) / 256.0 + 1.0 / 128.0) {
 					print_error("C %u token %u j %u: %g, layernorm %g\n", c, t, j, got, ref);
@@ -400,12 +445,151 @@ static void test_ln_fwd(void **state)
 				}
 			}
 		}
-		/* untouched: x, beta, gamma, the block; the rest of A but the outputs and AM */
 		assert_memory_equal(m.b + X, b0 + X, ntok * c * sizeof b0[0]);
 		assert_memory_equal(m.b + BE, b0 + BE, c * sizeof b0[0]);
-		assert_memory_equal(m.b + P, b0 + P, 11 * sizeof b0[0]);
+		for (int i = 0; i < 13; i++)
+			assert_int_equal(m.b[P + i], par[i]);
 		assert_memory_equal(m.a + G, a0 + G, c * sizeof a0[0]);
 		pe_model_free(&m);
+	}
+}
+
+/* fw/vec_ln_bwd.s after vec_ln_fwd.s's stash: bit for bit nm_ln_bwd_bits, and the
+ * gradients close to layernorm's in double precision (dx within 2% of the largest). */
+static void test_ln_bwd(void **state)
+{
+	(void)state;
+	static const unsigned cs[] = { 64, 32, 96 };
+	for (int k = 0; k < 6; k++) {
+		unsigned c = cs[k % 3], ntok = 1 + (unsigned)(rng_next() % 4);
+		struct pe_model m;
+		setup_image(&m, "vec_ln_bwd", "ln_bwd");
+		/* B: dy 0, dx 500, dgamma 1000, dbeta 1100, S 1200, T 1400, zeros 1500, block
+		 * 1900; A: gamma 0, ones 100, z 200, r 700, scratch 800 */
+		const uint16_t DY = 0, DX = 500, DG = 1000, DB = 1100, S = 1200, T = 1400, ZERO = 1500,
+			       P = 1900;
+		const uint16_t G = 0, ONES = 100, Z = 200, R = 700, AM = 800;
+		uint32_t x[4 * 96];
+		for (unsigned i = 0; i < ntok * c; i++) {
+			x[i] = rand_act((k & 1) ? -2.0f : 0.0f);
+			m.b[DY + i] = rand_act(0.0f);
+			m.b[DX + i] = rand_act(0.0f);
+		}
+		for (unsigned j = 0; j < c; j++) {
+			m.a[G + j] = nm_bf16_from_f32(0.5f + (float)(rng_next() % 1000) / 1000.0f);
+			m.a[ONES + j] = 0x3f80;
+			m.b[DG + j] = rand_act(0.0f);
+			m.b[DB + j] = rand_act(0.0f);
+		}
+		uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)c), eps = nm_bf16_from_f32(1e-5f);
+		uint32_t zero[96] = { 0 };
+		for (unsigned t = 0; t < ntok; t++) {
+			uint16_t y[96];
+			nm_ln_fwd_bits(y, m.a + Z + t * c, m.a + R + t, x + t * c, m.a + G, zero, c, inv_c,
+				       eps);
+		}
+		const uint16_t par[15] = { (uint16_t)c, G, ONES, S, T, AM, inv_c, ZERO, DY, Z, R, DX,
+					   DG, DB, (uint16_t)ntok };
+		uint32_t b0[BWORDS];
+		uint16_t a0[AWORDS];
+		memcpy(b0, m.b, sizeof b0);
+		memcpy(a0, m.a, sizeof a0);
+		run_block(&m, P, par, 15);
+		uint32_t dx[4 * 96], dg[96], db[96];
+		memcpy(dx, b0 + DX, sizeof dx);
+		memcpy(dg, b0 + DG, sizeof dg);
+		memcpy(db, b0 + DB, sizeof db);
+		for (unsigned t = 0; t < ntok; t++)
+			nm_ln_bwd_bits(dx + t * c, dg, db, b0 + DY + t * c, a0 + Z + t * c, a0[R + t],
+				       a0 + G, c, inv_c);
+		assert_memory_equal(m.b + DX, dx, ntok * c * sizeof dx[0]);
+		assert_memory_equal(m.b + DG, dg, c * sizeof dg[0]);
+		assert_memory_equal(m.b + DB, db, c * sizeof db[0]);
+		assert_memory_equal(m.b + DY, b0 + DY, ntok * c * sizeof b0[0]);
+		for (unsigned j = 0; j < c; j++)
+			assert_int_equal(m.b[ZERO + j], 0);
+		/* dx against layernorm's gradient in double precision, by central differences of
+		 * sum_j dy_j * ln(x)_j */
+		for (unsigned t = 0; t < ntok; t++) {
+			double want[96], big = 0;
+			for (unsigned i = 0; i < c; i++) {
+				uint32_t xp[96];
+				memcpy(xp, x + t * c, c * sizeof xp[0]);
+				double h = 1e-3 * (1.0 + fabs(nm_bits_f32(xp[i]))), lp = 0, lm = 0;
+				float xi = nm_bits_f32(xp[i]);
+				xp[i] = nm_f32_bits(xi + (float)h);
+				double hp = nm_bits_f32(xp[i]) - xi;
+				for (unsigned j = 0; j < c; j++)
+					lp += nm_bits_f32(b0[DY + t * c + j]) *
+					      ln_ref(xp, c, j, nm_bf16_to_f32(a0[G + j]), 0.0);
+				xp[i] = nm_f32_bits(xi - (float)h);
+				double hm = xi - nm_bits_f32(xp[i]);
+				for (unsigned j = 0; j < c; j++)
+					lm += nm_bits_f32(b0[DY + t * c + j]) *
+					      ln_ref(xp, c, j, nm_bf16_to_f32(a0[G + j]), 0.0);
+				want[i] = (lp - lm) / (hp + hm);
+				big = fmax(big, fabs(want[i]));
+			}
+			for (unsigned i = 0; i < c; i++) {
+				double got = nm_bits_f32(m.b[DX + t * c + i]) - nm_bits_f32(b0[DX + t * c + i]);
+				if (fabs(got - want[i]) > 0.02 * big + 1e-3) {
+					print_error("C %u token %u i %u: dx %g, want %g (largest %g)\n", c, t,
+						    i, got, want[i], big);
+					fail();
+				}
+			}
+		}
+		pe_model_free(&m);
+	}
+}
+
+/* fw/vec_gelu.s: gelu_fwd then gelu_bwd, bit for bit nm_gelu_fwd_bits / nm_gelu_bwd_bits;
+ * h within 2% + 2^-8 of GELU. */
+static void test_gelu(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		unsigned w = 64 + 32 * (unsigned)(k & 1), ntok = 1 + (unsigned)(rng_next() % 4);
+		struct pe_model m;
+		setup_image(&m, "vec_gelu", "gelu_fwd");
+		/* B: pre 0, tables 1024 and 1280, S 1600, block 1900; A: h 0, d 400 */
+		const uint16_t IN = 0, TG = 1024, TD = 1280, S = 1600, P = 1900, OUT = 0, D = 400;
+		for (unsigned i = 0; i < ntok * w; i++)
+			m.b[IN + i] = i % 17 ? rand_act(-1.0f) : rand_f32();
+		nm_gelu_table(m.b + TG, 0);
+		nm_gelu_table(m.b + TD, 1);
+		const uint16_t par[8] = { (uint16_t)w, (uint16_t)ntok, TG, TD, S, IN, OUT, D };
+		uint32_t b0[BWORDS];
+		memcpy(b0, m.b, sizeof b0);
+		run_block(&m, P, par, 8);
+		uint16_t h[4 * 96], d[4 * 96];
+		nm_gelu_fwd_bits(h, d, b0 + IN, ntok * w, b0 + TG, b0 + TD);
+		assert_memory_equal(m.a + OUT, h, ntok * w * sizeof h[0]);
+		assert_memory_equal(m.a + D, d, ntok * w * sizeof d[0]);
+		for (unsigned i = 0; i < ntok * w; i++) {
+			double x = nm_bf16_to_f32(nm_bf16_from_bits(b0[IN + i]));
+			if (!isfinite(x))
+				continue;
+			double g = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+			assert_true(fabs(nm_bf16_to_f32(h[i]) - g) <= 0.02 * fabs(g) + 1.0 / 256.0);
+		}
+		/* backward: dh in B where pre was, the stash d in A */
+		struct pe_model mb;
+		setup_image(&mb, "vec_gelu", "gelu_bwd");
+		memcpy(mb.a + D, d, ntok * w * sizeof d[0]);
+		for (unsigned i = 0; i < ntok * w; i++)
+			mb.b[IN + i] = rand_act(0.0f);
+		const uint16_t parb[8] = { (uint16_t)w, (uint16_t)ntok, 0, 0, S, IN, 200, D };
+		uint32_t bb[BWORDS];
+		memcpy(bb, mb.b, sizeof bb);
+		run_block(&mb, P, parb, 8);
+		uint16_t dp[4 * 96];
+		nm_gelu_bwd_bits(dp, bb + IN, d, ntok * w);
+		assert_memory_equal(mb.a + 200, dp, ntok * w * sizeof dp[0]);
+		for (unsigned j = 0; j < w; j++)
+			assert_int_equal(mb.b[S + j], 0);
+		pe_model_free(&m);
+		pe_model_free(&mb);
 	}
 }
 
@@ -417,9 +601,12 @@ int main(void)
 	rng_state = seed * 0x9e3779b97f4a7c15ull;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ln_fwd),
+		cmocka_unit_test(test_ln_bwd),
+		cmocka_unit_test(test_gelu),
 		cmocka_unit_test(test_vfma),
 		cmocka_unit_test(test_vmac),
 		cmocka_unit_test(test_vdot),
+		cmocka_unit_test(test_vaxpy),
 		cmocka_unit_test(test_vsum2),
 		cmocka_unit_test(test_cvt_bf),
 		cmocka_unit_test(test_vlut),

@@ -386,7 +386,13 @@ static int step(struct pe_model *m)
 		}
 		uint16_t addr = r[rs];
 		unsigned sel = ins & 3, hi = (ins >> 2) & 1;
-		if (sel == 0) {
+		if (hi && sel < 2) { /* 4: vaxpy rd, rs; 5 does nothing */
+			for (uint16_t n = 0; sel == 0 && n < r[7]; n++) {
+				uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
+				*y = nm_fmac_bits(r[rd], m->a[(uint16_t)(addr + n) & (m->awords - 1)], *y);
+				m->cnt[0]++;
+			}
+		} else if (sel == 0) {
 			r[rd] = a_elem(m, addr);
 		} else if (sel == 1) {
 			m->a[addr & (m->awords - 1)] = r[rd];
