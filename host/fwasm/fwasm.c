@@ -352,6 +352,12 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | 4 << 3 | rt);
 		return 0;
 	}
+	if (!strcmp(mn, "cvt.bh")) { /* xop 0, [2:0] = 5 */
+		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | 5);
+		return 0;
+	}
 	if (!strcmp(mn, "vsum2") || !strcmp(mn, "cvt.bf")) {
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
 			return rc;
@@ -640,9 +646,13 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 				return 1;
 			}
 		}
-		if (half && sel < 2) {
-			if (sel)
+		if (half && sel == 1) {
+			if (rs)
 				return 0;
+			snprintf(out, len, "cvt.bh r%d", rd);
+			return 1;
+		}
+		if (half && sel == 0) {
 			snprintf(out, len, "vaxpy r%d, r%d", rd, rs);
 			return 1;
 		}

@@ -81,6 +81,7 @@ static void test_encodings(void **state)
 		{ "vmac r1, r2, r3", { 0xf000 | 1 << 9 | 2 << 6 | 6 << 3 | 3 }, 1 },
 		{ "vdot r7, r0, r5", { 0xf000 | 7 << 9 | 0 << 6 | 7 << 3 | 5 }, 1 },
 		{ "vaxpy r2, r3", { 0xf000 | 2 << 9 | 3 << 6 | 4 }, 1 },
+		{ "cvt.bh r5", { 0xf000 | 5 << 9 | 5 }, 1 },
 		{ ".equ C, 7\nsendv C", { 0xd700 }, 1 },
 		{ ".word 0x1234", { 0x1234 }, 1 },
 	};
@@ -159,7 +160,8 @@ static void test_ext_group(void **state)
 		{ 0xf000 | 1 << 9 | 2 << 6 | 6 << 3 | 3, "vmac r1, r2, r3" },
 		{ 0xf000 | 4 << 9 | 5 << 6 | 7 << 3 | 6, "vdot r4, r5, r6" },
 		{ 0xf000 | 2 << 9 | 3 << 6 | 4, "vaxpy r2, r3" },
-		{ 0xf000 | 2 << 9 | 3 << 6 | 5, ".word" },      /* xop 0, [2:0] = 5 */
+		{ 0xf000 | 2 << 9 | 5, "cvt.bh r2" },
+		{ 0xf000 | 2 << 9 | 3 << 6 | 5, ".word" },      /* cvt.bh with rs != 0 */
 		{ 0xf000 | 2 << 9 | 1 << 6 | 4 << 3, ".word" }, /* vlut with rs != 0 */
 		{ 0xf000 | 2 << 3 | 1, ".word" },               /* vsum2 with low bits set */
 		{ 0xf000 | 5 << 3 | 1, ".word" },               /* rsqrt with low bits set */

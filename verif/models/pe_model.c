@@ -386,11 +386,18 @@ static int step(struct pe_model *m)
 		}
 		uint16_t addr = r[rs];
 		unsigned sel = ins & 3, hi = (ins >> 2) & 1;
-		if (hi && sel < 2) { /* 4: vaxpy rd, rs; 5 does nothing */
-			for (uint16_t n = 0; sel == 0 && n < r[7]; n++) {
+		if (hi && sel == 0) { /* 4: vaxpy rd, rs */
+			for (uint16_t n = 0; n < r[7]; n++) {
 				uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
 				*y = nm_fmac_bits(r[rd], m->a[(uint16_t)(addr + n) & (m->awords - 1)], *y);
 				m->cnt[0]++;
+			}
+		} else if (hi && sel == 1) { /* 5: cvt.bh rd: Bh[r[rd] + n] = bf16(B[r6 + n]) */
+			for (uint16_t n = 0; n < r[7]; n++) {
+				uint16_t v = nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
+				uint16_t e = (uint16_t)(r[rd] + n);
+				uint32_t *y = b_word(m, (uint16_t)(e >> 1));
+				*y = (e & 1) ? (*y & 0xffffu) | (uint32_t)v << 16 : (*y & 0xffff0000u) | v;
 			}
 		} else if (sel == 0) {
 			r[rd] = a_elem(m, addr);
