@@ -29,6 +29,7 @@
 
 #include "common/numerics.h"
 #include "driver/proto.h"
+#include "driver/wstream.h"
 
 static int ceil_div(long a, long b)
 {
@@ -208,150 +209,9 @@ int plan_tasks(const struct plan_geom *g, const struct csd_fw *fw, enum plan_ker
 	return CS_OK;
 }
 
-/* ---- the word stream ------------------------------------------------------------------ */
+/* ---- the word stream (driver/wstream.h) ----------------------------------------------- */
 
 #define WBUF_WORDS 16384
-
-struct wstream {
-	struct plan_link *link;
-	struct plan_stats *st;
-	uint32_t *buf; /* NULL when counting */
-	size_t n, cap;
-	int rc;
-};
-
-static int ws_flush(struct wstream *ws)
-{
-	if (ws->rc || !ws->buf || !ws->n)
-		return ws->rc;
-	ws->rc = ws->link->send(ws->link->ctx, ws->buf, ws->n);
-	ws->n = 0;
-	return ws->rc;
-}
-
-static void ws_put(struct wstream *ws, uint32_t w)
-{
-	ws->st->words_out++;
-	if (!ws->buf)
-		return;
-	if (ws->n == ws->cap && ws_flush(ws))
-		return;
-	ws->buf[ws->n++] = w;
-}
-
-/* Reserve n contiguous words (n <= WBUF_WORDS) in the buffer; counts them. */
-static uint32_t *ws_reserve(struct wstream *ws, size_t n)
-{
-	ws->st->words_out += n;
-	if (!ws->buf)
-		return NULL;
-	if (ws->n + n > ws->cap && ws_flush(ws))
-		return NULL;
-	uint32_t *p = ws->buf + ws->n;
-	ws->n += n;
-	return p;
-}
-
-static int ws_recv(struct wstream *ws, uint32_t *w, size_t n, unsigned op, unsigned want_n,
-		   char *err, size_t errlen)
-{
-	ws->st->words_in += 1 + n;
-	if (!ws->buf)
-		return CS_OK;
-	if (ws_flush(ws))
-		return ws->rc;
-	uint32_t h;
-	struct proto_resp r;
-	int rc = ws->link->recv(ws->link->ctx, &h, 1);
-	if (rc) {
-		snprintf(err, errlen, "%s: no response header (%s)", proto_op_name(op),
-			 cs_strerror(rc));
-		return rc;
-	}
-	/* at most the n words w holds, whatever the header says */
-	if ((rc = proto_resp_parse(&r, h, op, (unsigned)n, err, errlen)))
-		return rc;
-	if (r.words && (rc = ws->link->recv(ws->link->ctx, w, r.words))) {
-		snprintf(err, errlen, "%s: response truncated (%s)", proto_op_name(op),
-			 cs_strerror(rc));
-		return rc;
-	}
-	return proto_resp_rc(&r, want_n, err, errlen);
-}
-
-/* SYNC's answer is one header word whose n field is the host port's error count since
- * CLEAR (rtl/mesh/mesh_hostport.v; no data words follow). */
-static int ws_recv_sync(struct wstream *ws, unsigned *nerr, char *err, size_t errlen)
-{
-	*nerr = 0;
-	ws->st->words_in += 1;
-	if (!ws->buf)
-		return CS_OK;
-	if (ws_flush(ws))
-		return ws->rc;
-	uint32_t h;
-	struct proto_resp r;
-	int rc = ws->link->recv(ws->link->ctx, &h, 1);
-	if (rc) {
-		snprintf(err, errlen, "SYNC: no response (%s)", cs_strerror(rc));
-		return rc;
-	}
-	if ((rc = proto_resp_parse(&r, h, PROTO_SYNC, 0, err, errlen)) ||
-	    (rc = proto_resp_rc(&r, 0, err, errlen)))
-		return rc;
-	*nerr = r.n;
-	return CS_OK;
-}
-
-/* A WRITE of n words holds the host port for its n + 2 words; the config chain is a
- * pipeline, so consecutive WRITEs overlap and only the last one's trip through the P
- * stages shows, in the SYNC that follows it (sync_point). A READ of every PE reads the
- * PEs one after the other, each answer behind a trip round the chain (measured). */
-static uint64_t chain_cycles(const struct plan *pl, uint64_t n)
-{
-	(void)pl;
-	return n + 2;
-}
-
-static uint64_t read_cycles(const struct plan *pl, uint64_t n)
-{
-	return (uint64_t)pl->P * (n + 2 + (uint64_t)pl->P);
-}
-
-/* WRITE of n data words to target/pe at addr, data from gen (NULL: counting). */
-static void ws_write(struct wstream *ws, const struct plan *pl, unsigned target, unsigned pe,
-		     unsigned addr, const uint32_t *data, size_t n)
-{
-	ws_put(ws, proto_hdr_write(target, pe, (unsigned)n));
-	ws_put(ws, addr);
-	if (target == PROTO_T_A || target == PROTO_T_B) {
-		ws->st->act_words_out += n + 2;
-		ws->st->act_cycles += chain_cycles(pl, n);
-	}
-	if (ws->buf)
-		for (size_t k = 0; k < n; k++)
-			ws_put(ws, data[k]);
-	else
-		ws->st->words_out += n;
-	ws->st->cycles += chain_cycles(pl, n);
-}
-
-/* Pack tp_k rows of `width` bf16 elements (from rows first..first+tp_k of src [T, ld] at
- * column off, zero beyond T) into words, low half = even element. */
-static size_t pack_bf16_rows(uint32_t *dst, const uint16_t *src, int T, int ld, int off,
-			     int width, int first, int tp_k)
-{
-	size_t ne = (size_t)tp_k * width, nw = (ne + 1) / 2;
-	memset(dst, 0, nw * sizeof *dst);
-	uint16_t *h = (uint16_t *)dst; /* little-endian host: element e at half e */
-	for (int u = 0; u < tp_k; u++) {
-		int t = first + u;
-		if (t >= T)
-			break;
-		memcpy(h + (size_t)u * width, src + (size_t)t * ld + off, (size_t)width * 2);
-	}
-	return nw;
-}
 
 struct runbuf {
 	unsigned major;  /* the header's major */
@@ -597,7 +457,7 @@ static void put_regs(struct kstate *ks, int dt_d)
 	 * r3 A stride, r4 B stride, r5 tokens, r6 B pointer (wgrad: pb), r7 count */
 	uint32_t regs[8] = { 0, 0, 0, (uint32_t)pl->din, (uint32_t)dt_d, (uint32_t)ks->tp_k,
 			     ks->k == PLAN_WGRAD ? pl->pb : 0, 0 };
-	ws_write(ks->ws, pl, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
+	ws_write(ks->ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
 }
 
 /* The answer of output tile d's READ (pe 0xff: one READ answer per PE, tp_k * width words
@@ -636,14 +496,14 @@ static int write_tables(struct wstream *ws, const struct plan *pl, const struct 
 	if (k != PLAN_WGRAD) {
 		if ((rc = plan_tasks(g, fw, k, 0, 0, table)))
 			return rc;
-		ws_write(ws, pl, PROTO_T_TASK, PROTO_PE_ALL, 0, table, 32);
+		ws_write(ws, PROTO_T_TASK, PROTO_PE_ALL, 0, table, 32);
 		return CS_OK;
 	}
 	for (int r = 0; r < g->rows; r++)
 		for (int c = 0; c < g->cols; c++) {
 			if ((rc = plan_tasks(g, fw, k, r, c, table)))
 				return rc;
-			ws_write(ws, pl, PROTO_T_TASK, (unsigned)(r * g->cols + c), 0, table, 32);
+			ws_write(ws, PROTO_T_TASK, (unsigned)(r * g->cols + c), 0, table, 32);
 		}
 	return CS_OK;
 }
@@ -658,9 +518,9 @@ static int wgrad_tile(struct kstate *ks)
 	int rc;
 	for (int q = 0; q < pl->P; q++) {
 		if (ks->ws->buf)
-			pack_bf16_rows(ks->tmp, ks->io->bact, pl->T, ld, ks->o0, dt_d,
+			ws_pack_bf16_rows(ks->tmp, ks->io->bact, pl->T, ld, ks->o0, dt_d,
 				       ks->t0 + q * ks->tp_k, ks->tp_k);
-		ws_write(ks->ws, pl, PROTO_T_B, (unsigned)q, 0, ks->tmp, bw);
+		ws_write(ks->ws, PROTO_T_B, (unsigned)q, 0, ks->tmp, bw);
 	}
 	put_regs(ks, dt_d);
 	if ((rc = sync_point(ks, "wgrad")))
@@ -714,9 +574,9 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 		size_t aw = ((size_t)ks.tp_k * pl->din + 1) / 2;
 		for (int q = 0; q < pl->P; q++) {
 			if (!counting)
-				pack_bf16_rows(ks.tmp, io->act, pl->T, pl->din, 0, pl->din,
+				ws_pack_bf16_rows(ks.tmp, io->act, pl->T, pl->din, 0, pl->din,
 					       ks.t0 + q * ks.tp_k, ks.tp_k);
-			ws_write(&ws, pl, PROTO_T_A, (unsigned)q, 0, ks.tmp, aw);
+			ws_write(&ws, PROTO_T_A, (unsigned)q, 0, ks.tmp, aw);
 		}
 		for (int d = 0; d < pl->n_otiles && !ws.rc; d++) {
 			ks.o0 = d * pl->dt;
@@ -779,7 +639,7 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			ws_put(&ws, proto_hdr_read(PROTO_T_BCLR, PROTO_PE_ALL,
 						   (unsigned)ks.tp_k * (unsigned)dt_d));
 			ws_put(&ws, bank);
-			rd_cycles = read_cycles(pl, (uint64_t)ks.tp_k * dt_d);
+			rd_cycles = ws_read_cycles(pl->P, (uint64_t)ks.tp_k * dt_d);
 			dt_prev = dt_d;
 		}
 		if (ks.k == PLAN_WGRAD)
@@ -849,7 +709,6 @@ void plan_tune(struct plan *pl, const csd_sparse *w)
 int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,
 	      struct plan_stats *st, char *err, size_t errlen)
 {
-	struct plan pl = { .g = *g, .P = g->rows * g->cols };
 	uint32_t buf[CSD_FW_IMEM + 2 * 16 + 2 * 32 + 8];
 	struct wstream ws = { link, st, link->send ? buf : NULL, 0, sizeof buf / sizeof buf[0], 0 };
 	uint32_t w[CSD_FW_IMEM];
@@ -861,7 +720,7 @@ int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_li
 	if (fw) {
 		for (int i = 0; i < fw->n_instr; i++)
 			w[i] = fw->imem[i];
-		ws_write(&ws, &pl, PROTO_T_IMEM, PROTO_PE_ALL, 0, w, (size_t)fw->n_instr);
+		ws_write(&ws, PROTO_T_IMEM, PROTO_PE_ALL, 0, w, (size_t)fw->n_instr);
 	}
 	/* queues: BCAST 0, RR 1, CR 2, others 3 */
 	for (int col = 0; col < 16; col++)
@@ -869,13 +728,13 @@ int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_li
 			 : (col == PROTO_C_RR0 || col == PROTO_C_RR1) ? 1
 			 : (col == PROTO_C_CR0 || col == PROTO_C_CR1) ? 2
 								      : 3;
-	ws_write(&ws, &pl, PROTO_T_QMAP, PROTO_PE_ALL, 0, w, 16);
+	ws_write(&ws, PROTO_T_QMAP, PROTO_PE_ALL, 0, w, 16);
 	if ((rc = ws_flush(&ws)))
 		goto out;
 	for (int r = 0; r < g->rows; r++)
 		for (int c = 0; c < g->cols; c++) {
 			plan_routes(g, r, c, mask);
-			ws_write(&ws, &pl, PROTO_T_ROUTE, (unsigned)(r * g->cols + c), 0, mask, 16);
+			ws_write(&ws, PROTO_T_ROUTE, (unsigned)(r * g->cols + c), 0, mask, 16);
 			if ((rc = ws_flush(&ws)))
 				goto out;
 		}
