@@ -504,30 +504,56 @@ void nm_ln_fwd_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, const uint32_t *x
 		    const uint16_t *gamma, const uint32_t *beta, size_t c, uint16_t inv_c,
 		    uint16_t eps)
 {
+	nm_ln_fwd_scratch_bits(y, z, r_out, NULL, x, gamma, beta, c, inv_c, eps);
+}
+
+void nm_ln_fwd_scratch_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, struct nm_ln_scratch *sc,
+			    const uint32_t *x, const uint16_t *gamma, const uint32_t *beta, size_t c,
+			    uint16_t inv_c, uint16_t eps)
+{
 	uint32_t sq[2];
 	nm_vsum2_bits(sq, x, c);
 	uint32_t m = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[0]), 0);
 	uint32_t e2 = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[1]), 0);
 	uint16_t mb = nm_bf16_from_bits(m);
 	uint32_t var = nm_fmac_bits((uint16_t)(mb ^ 0x8000u), mb, e2);
-	uint16_t r = nm_rsqrt_bits(nm_fmac_bits(0x3f80, nm_bf16_from_bits(var), (uint32_t)eps << 16));
-	uint16_t sh = (uint16_t)(nm_bf16_from_bits(nm_fmac_bits(r, mb, 0)) ^ 0x8000u);
+	uint32_t ve = nm_fmac_bits(0x3f80, nm_bf16_from_bits(var), (uint32_t)eps << 16);
+	uint16_t r = nm_rsqrt_bits(ve);
+	uint32_t rm = nm_fmac_bits(r, mb, 0);
+	uint16_t sh = (uint16_t)(nm_bf16_from_bits(rm) ^ 0x8000u);
 	for (size_t j = 0; j < c; j++) {
 		z[j] = nm_bf16_from_bits(nm_fmac_bits(r, nm_bf16_from_bits(x[j]), (uint32_t)sh << 16));
-		y[j] = nm_bf16_from_bits(nm_fmac_bits(gamma[j], z[j], beta[j]));
+		uint32_t yf = nm_fmac_bits(gamma[j], z[j], beta[j]);
+		y[j] = nm_bf16_from_bits(yf);
+		if (sc && sc->s)
+			sc->s[j] = yf;
 	}
 	*r_out = r;
+	if (sc) {
+		sc->t[0] = m;
+		sc->t[1] = ve;
+		sc->t[2] = rm;
+		sc->am[0] = nm_bf16_from_bits(rm);
+	}
 }
 
-/* -bf16(fmac(r, bf16(fmac(inv_c, bf16(s), 0)), 0)): a scale of 1/C and r, negated. */
-static uint16_t nm_neg_scaled(uint32_t s, uint16_t inv_c, uint16_t r)
+/* fmac(r, bf16(fmac(inv_c, bf16(s), 0)), 0): a sum scaled by 1/C and r (its bf16 negated is
+ * ln_bwd's a or b). */
+static uint32_t nm_scaled(uint32_t s, uint16_t inv_c, uint16_t r)
 {
 	uint16_t mean = nm_bf16_from_bits(nm_fmac_bits(inv_c, nm_bf16_from_bits(s), 0));
-	return (uint16_t)(nm_bf16_from_bits(nm_fmac_bits(r, mean, 0)) ^ 0x8000u);
+	return nm_fmac_bits(r, mean, 0);
 }
 
 void nm_ln_bwd_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta, const uint32_t *dy,
 		    const uint16_t *z, uint16_t r, const uint16_t *gamma, size_t c, uint16_t inv_c)
+{
+	nm_ln_bwd_scratch_bits(dx, dgamma, dbeta, NULL, dy, z, r, gamma, c, inv_c);
+}
+
+void nm_ln_bwd_scratch_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta,
+			    struct nm_ln_scratch *sc, const uint32_t *dy, const uint16_t *z, uint16_t r,
+			    const uint16_t *gamma, size_t c, uint16_t inv_c)
 {
 	/* s1, s2: vdot's two chains by parity from +0, then their sum */
 	uint32_t c1[2] = { 0, 0 }, c2[2] = { 0, 0 };
@@ -539,12 +565,22 @@ void nm_ln_bwd_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta, const uint3
 		c1[j & 1] = nm_fmac_bits(0x3f80, gb, c1[j & 1]);
 		c2[j & 1] = nm_fmac_bits(z[j], gb, c2[j & 1]);
 	}
-	uint16_t a = nm_neg_scaled(nm_add_bits(c1[0], c1[1]), inv_c, r);
-	uint16_t b = nm_neg_scaled(nm_add_bits(c2[0], c2[1]), inv_c, r);
+	uint32_t sa = nm_scaled(nm_add_bits(c1[0], c1[1]), inv_c, r);
+	uint32_t sb = nm_scaled(nm_add_bits(c2[0], c2[1]), inv_c, r);
+	uint16_t a = (uint16_t)(nm_bf16_from_bits(sa) ^ 0x8000u);
+	uint16_t b = (uint16_t)(nm_bf16_from_bits(sb) ^ 0x8000u);
 	for (size_t j = 0; j < c; j++) {
 		uint16_t gb = nm_bf16_from_bits(nm_fmac_bits(gamma[j], nm_bf16_from_bits(dy[j]), 0));
 		uint32_t u = nm_fmac_bits(b, z[j], nm_fmac_bits(r, gb, (uint32_t)a << 16));
 		dx[j] = nm_fmac_bits(0x3f80, nm_bf16_from_bits(u), dx[j]);
+		if (sc && sc->s)
+			sc->s[j] = u;
+	}
+	if (sc) {
+		sc->t[0] = sa;
+		sc->t[1] = sb;
+		sc->am[0] = nm_bf16_from_bits(sa);
+		sc->am[1] = nm_bf16_from_bits(sb);
 	}
 }
 

@@ -164,6 +164,24 @@ void nm_ln_fwd_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, const uint32_t *x
  */
 void nm_ln_bwd_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta, const uint32_t *dy,
 		    const uint16_t *z, uint16_t r, const uint16_t *gamma, size_t c, uint16_t inv_c);
+/*
+ * The same, also giving what the firmware leaves in its scratch after the token (the cpu
+ * backend reproduces the programs' SRAM to the bit): s [c] (may be NULL) the last vector
+ * pass (ln_fwd: y before rounding; ln_bwd: u), t the statistics words (ln_fwd: m,
+ * fmac(1, bf16(var), eps), fmac(r, mb, 0); ln_bwd: fmac(r, bf16(fmac(inv_c, bf16(s), 0)),
+ * 0) for s1 and s2) and am their bf16 (ln_fwd: of t[2]; ln_bwd: of t[0], t[1]).
+ */
+struct nm_ln_scratch {
+	uint32_t *s;
+	uint32_t t[3];
+	uint16_t am[2];
+};
+void nm_ln_fwd_scratch_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, struct nm_ln_scratch *sc,
+			    const uint32_t *x, const uint16_t *gamma, const uint32_t *beta, size_t c,
+			    uint16_t inv_c, uint16_t eps);
+void nm_ln_bwd_scratch_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta,
+			    struct nm_ln_scratch *sc, const uint32_t *dy, const uint16_t *z, uint16_t r,
+			    const uint16_t *gamma, size_t c, uint16_t inv_c);
 /* nm_gelu_fwd_bits: h[j] = bf16(lut(tg, pre[j])), d[j] = bf16(lut(td, pre[j])) with the
  * tables tg, td (nm_gelu_table); nm_gelu_bwd_bits: dp[j] = bf16(fmac(d[j], bf16(dh[j]), 0)). */
 void nm_gelu_fwd_bits(uint16_t *h, uint16_t *d, const uint32_t *pre, size_t n, const uint32_t *tg,

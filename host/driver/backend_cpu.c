@@ -38,6 +38,11 @@ struct cpu_priv {
 	size_t xr_cap, dr_cap, xt_cap, yt_cap, wv_cap; /* floats */
 	uint16_t *rng;
 	size_t rng_cap; /* uint16_t */
+	/* the PEs' SRAM for resident tensors and vector programs, allocated at their first
+	 * use: PE q's A at a + q * a_words, B at b + q * b_words. Kernel calls do not model
+	 * what they leave in SRAM (A from 0, both B banks). */
+	uint16_t *a;
+	uint32_t *b;
 };
 
 /* Grow a workspace buffer to at least n elements of size sz (contents not kept). */
@@ -95,6 +100,8 @@ static void cpu_close(csd_dev *dev)
 		free(cp->yt);
 		free(cp->wv);
 		free(cp->rng);
+		free(cp->a);
+		free(cp->b);
 	}
 	free(cp);
 	dev->priv = NULL;
@@ -787,6 +794,85 @@ static int cpu_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t
 	return cpu_wgrad_run(dev, dw, dy, x, w, T, &pl);
 }
 
+/* ---- resident tensors and vector programs: SRAM per PE ------------------------------- */
+
+/* Element / word addr of memory mem of PE q. */
+static void *cpu_sram(csd_dev *dev, int mem, int q, size_t addr)
+{
+	struct cpu_priv *cp = dev->priv;
+	if (mem == CSD_MEM_A)
+		return cp->a + (size_t)q * dev->geom.a_words + addr;
+	return cp->b + (size_t)q * dev->geom.b_words + addr;
+}
+
+/* What op's stream does to the PEs' SRAM, or what it reads back. */
+static int cpu_apply(csd_dev *dev, const struct res_op *op)
+{
+	const csd_region *r = &op->r;
+	int P = dev->geom.rows * dev->geom.cols, tp = res_tp(&dev->geom, op->T), rc;
+	size_t esz = r->mem == CSD_MEM_A ? 2 : 4, row = r->width * esz;
+	char err[256] = "";
+	for (int q = 0; q < P; q++) {
+		switch (op->kind) {
+		case RES_WRITE:
+		case RES_READ:
+			for (int u = 0; u < tp; u++) {
+				int t = q * tp + u;
+				char *m = cpu_sram(dev, r->mem, q, r->base + (size_t)u * r->stride);
+				if (op->kind == RES_READ && t < op->T)
+					memcpy((char *)op->dst + (size_t)t * row, m, row);
+				else if (op->kind == RES_WRITE && t < op->T)
+					memcpy(m, (const char *)op->src + (size_t)t * row, row);
+				else if (op->kind == RES_WRITE)
+					memset(m, 0, row);
+			}
+			break;
+		case RES_WRITE_ALL:
+			memcpy(cpu_sram(dev, r->mem, q, r->base), op->src, row);
+			break;
+		case RES_PROGRAM: {
+			uint32_t *b = cpu_sram(dev, CSD_MEM_B, q, 0);
+			for (int i = 0; i < op->prog->n_params; i++)
+				b[op->block + (uint32_t)i] = op->params[i];
+			if ((rc = op->prog->model(cpu_sram(dev, CSD_MEM_A, q, 0), b, op->params, err,
+						  sizeof err)))
+				return csd_fail(dev, rc, "cpu: PE %d: %s", q, err);
+			break;
+		}
+		}
+	}
+	return CS_OK;
+}
+
+static int cpu_resident(csd_dev *dev, const struct res_op *op)
+{
+	struct cpu_priv *cp = dev->priv;
+	const struct plan_geom *g = &dev->geom;
+	size_t P = (size_t)(g->rows * g->cols);
+	char err[256] = "";
+	if (!cp->a) {
+		cp->a = calloc(P * g->a_words, sizeof *cp->a);
+		cp->b = calloc(P * g->b_words, sizeof *cp->b);
+		if (!cp->a || !cp->b) {
+			free(cp->a);
+			free(cp->b);
+			cp->a = NULL;
+			cp->b = NULL;
+			return csd_fail(dev, CS_ERR_NO_MEM, "cpu: out of memory for the PEs' SRAM");
+		}
+	}
+	/* the stream's words and cycles, counted */
+	struct plan_link count = { 0 };
+	struct plan_stats st = { 0 };
+	int rc = res_exec(g, op, &count, &st, err, sizeof err);
+	if (rc)
+		return csd_fail(dev, rc, "cpu: %s", err);
+	if ((rc = cpu_apply(dev, op)))
+		return rc;
+	csd_count(dev, &st);
+	return CS_OK;
+}
+
 const struct csd_backend csd_backend_cpu = {
 	.name = "cpu",
 	.open = cpu_open,
@@ -795,4 +881,5 @@ const struct csd_backend csd_backend_cpu = {
 	.backward = cpu_backward,
 	.wgrad = cpu_wgrad,
 	.backward_wgrad = cpu_backward_wgrad,
+	.resident = cpu_resident,
 };

@@ -148,6 +148,7 @@ static void count(csd_dev *dev, const struct sim_snap *a, const struct sim_snap 
 	dev->ctr.act_bytes_out += 4 * st->act_words_out;
 	dev->ctr.act_bytes_in += 4 * st->act_words_in;
 	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
+	dev->ctr.prog_bytes_out += 4 * st->prog_words_out;
 	dev->ctr.nnz_streamed += st->nnz;
 }
 
@@ -488,6 +489,36 @@ static int sim_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t
 	return sim_run(dev, PLAN_BWG, &io, T, "backward_wgrad");
 }
 
+/* ---- resident tensors and vector programs (resident.h) ------------------------------- */
+
+static int sim_resident(csd_dev *dev, const struct res_op *op)
+{
+	struct sim *s = dev->priv;
+	char err[400] = "";
+	if (s->failed)
+		return csd_fail(dev, CS_ERR_DEVICE,
+				"sim: an earlier link error left the device in an unknown state; "
+				"reopen it");
+	/* until the RTL decodes the 0xF vector group (docs/architecture.md 4.3) */
+	if (op->kind == RES_PROGRAM && !s->use_model)
+		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
+				"%s: the Verilated mesh does not decode the vector group yet; run "
+				"vector programs on the model engine (sim:...,model)",
+				op->prog->entry);
+	struct plan_link link = { s, link_send, link_recv, (uint32_t)s->timeout };
+	struct plan_stats st = { 0 };
+	struct sim_snap a, b;
+	snap(s, &a);
+	int rc = res_exec(&dev->geom, op, &link, &st, err, sizeof err);
+	snap(s, &b);
+	if (rc) {
+		s->failed = s->failed || rc == CS_ERR_TIMEOUT || rc == CS_ERR_PROTOCOL;
+		return csd_fail(dev, rc, "sim: %s", err);
+	}
+	count(dev, &a, &b, &st);
+	return CS_OK;
+}
+
 const struct csd_backend csd_backend_sim = {
 	.name = "sim",
 	.open = sim_open,
@@ -496,4 +527,5 @@ const struct csd_backend csd_backend_sim = {
 	.backward = sim_backward,
 	.wgrad = sim_wgrad,
 	.backward_wgrad = sim_backward_wgrad,
+	.resident = sim_resident,
 };

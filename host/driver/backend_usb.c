@@ -773,6 +773,35 @@ static int usb_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t
 	return rc ? rc : usb_run(dev, PLAN_BWG, dx, dw, dy, x, w, T);
 }
 
+/* ---- resident tensors (resident.h) ---------------------------------------------------- */
+
+static int usb_resident(csd_dev *dev, const struct res_op *op)
+{
+	char err[256] = "";
+	struct usb_priv *p = dev->priv;
+	struct plan_stats st = { 0 };
+	/* until the board's RTL decodes the 0xF vector group (docs/architecture.md 4.3) */
+	if (op->kind == RES_PROGRAM)
+		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
+				"usb: %s: the board's PEs do not decode the vector group yet",
+				op->prog->entry);
+	struct plan_link link = { .ctx = dev, .send = link_send, .recv = link_recv,
+				  .timeout_cycles = (uint32_t)(dev->clock_hz / 1000.0 *
+							       p->o.timeout_ms) };
+	int rc = link_ready(dev);
+	if (rc)
+		return rc;
+	uint64_t out0 = p->bytes_out, in0 = p->rx.bytes_in;
+	if ((rc = res_exec(&dev->geom, op, &link, &st, err, sizeof err))) {
+		p->resync = rc != CS_ERR_NO_DEVICE;
+		if (!dev->err[0])
+			csd_fail(dev, rc, "usb: %s", err);
+		return rc;
+	}
+	usb_count(dev, &st, out0, in0);
+	return CS_OK;
+}
+
 const struct csd_backend csd_backend_usb = {
 	.name = "usb",
 	.open = usb_open,
@@ -781,6 +810,7 @@ const struct csd_backend csd_backend_usb = {
 	.backward = usb_backward,
 	.wgrad = usb_wgrad,
 	.backward_wgrad = usb_backward_wgrad,
+	.resident = usb_resident,
 };
 
 /* ---- usb.h extras ------------------------------------------------------------------- */

@@ -225,6 +225,7 @@ void csd_count(csd_dev *dev, const struct plan_stats *st)
 	dev->ctr.act_bytes_out += 4 * st->act_words_out;
 	dev->ctr.act_bytes_in += 4 * st->act_words_in;
 	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
+	dev->ctr.prog_bytes_out += 4 * st->prog_words_out;
 	dev->ctr.nnz_streamed += st->nnz;
 }
 
@@ -273,4 +274,107 @@ int csd_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
 		       const uint16_t *x, const csd_sparse *w, int T)
 {
 	DISPATCH(backward_wgrad, dx, dw, dy, x, w, T);
+}
+
+/* ---- resident tensors and vector programs (resident.h) ----------------------------------- */
+
+static int resident_call(csd_dev *dev, const char *what, const struct res_op *op)
+{
+	if (!dev->be->resident)
+		return csd_fail(dev, CS_ERR_NOT_SUPPORTED, "%s: %s: not supported", what,
+				dev->be->name);
+	return dev->be->resident(dev, op);
+}
+
+static int tokens_op(csd_dev *dev, enum res_kind kind, const csd_region *r, const void *src,
+		     void *dst, int T)
+{
+	const char *what = kind == RES_WRITE ? "write_tokens" : "read_tokens";
+	char err[256] = "";
+	if (!dev)
+		return CS_ERR_INVALID;
+	dev->err[0] = 0;
+	if (!r || (kind == RES_WRITE ? !src : !dst))
+		return csd_fail(dev, CS_ERR_INVALID, "%s: NULL argument", what);
+	int rc = res_check_region(&dev->geom, what, r, T, kind == RES_WRITE, err, sizeof err);
+	if (rc)
+		return csd_fail(dev, rc, "%s", err);
+	struct res_op op = { .kind = kind, .r = *r, .T = T, .src = src, .dst = dst };
+	return resident_call(dev, what, &op);
+}
+
+int csd_write_tokens(csd_dev *dev, const csd_region *r, const void *src, int T)
+{
+	return tokens_op(dev, RES_WRITE, r, src, NULL, T);
+}
+
+int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T)
+{
+	return tokens_op(dev, RES_READ, r, NULL, dst, T);
+}
+
+int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_t n)
+{
+	char err[256] = "";
+	if (!dev)
+		return CS_ERR_INVALID;
+	dev->err[0] = 0;
+	if (!src)
+		return csd_fail(dev, CS_ERR_INVALID, "write_all: NULL argument");
+	struct res_op op = { .kind = RES_WRITE_ALL, .r = { mem, addr, n, n }, .T = 1, .src = src };
+	int rc = res_check_region(&dev->geom, "write_all", &op.r, 1, 1, err, sizeof err);
+	if (rc)
+		return csd_fail(dev, rc, "%s", err);
+	return resident_call(dev, "write_all", &op);
+}
+
+int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32_t block,
+		    const uint16_t *params, int n_params)
+{
+	char err[256] = "";
+	if (!dev)
+		return CS_ERR_INVALID;
+	dev->err[0] = 0;
+	if (!program || !entry || !params)
+		return csd_fail(dev, CS_ERR_INVALID, "run_program: NULL argument");
+	const struct res_prog *pr = res_prog_find(program, entry);
+	if (!pr)
+		return csd_fail(dev, CS_ERR_NOT_FOUND,
+				"run_program: %s:%s is not a vector program the driver knows "
+				"(vec_ln_fwd:ln_fwd, vec_ln_bwd:ln_bwd, vec_gelu:gelu_fwd, "
+				"vec_gelu:gelu_bwd)",
+				program, entry);
+	if (n_params != pr->n_params)
+		return csd_fail(dev, CS_ERR_INVALID,
+				"run_program: %s takes a %d-word parameter block, not %d", entry,
+				pr->n_params, n_params);
+	int rc = res_prog_check(pr, &dev->geom, block, params, err, sizeof err);
+	if (rc)
+		return csd_fail(dev, rc, "run_program: %s", err);
+	if (!dev->have_fw)
+		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
+				"run_program: no kernels image loaded, so no overlay base");
+	struct res_op op = { .kind = RES_PROGRAM, .prog = pr, .block = block, .params = params,
+			     .base = dev->fw.n_instr };
+	/* the overlay goes right after the kernels image (its branches are pc-relative) */
+	if (!dev->have_ovl || strcmp(dev->ovl.name, program)) {
+		dev->have_ovl = 0;
+		if ((rc = csd_fw_get(&dev->ovl, program, err, sizeof err)))
+			return csd_fail(dev, rc, "run_program: %s", err);
+		snprintf(dev->ovl.name, sizeof dev->ovl.name, "%s", program);
+		if (op.base + dev->ovl.n_instr > CSD_FW_IMEM)
+			return csd_fail(dev, CS_ERR_RANGE,
+					"run_program: %s (%d instructions) does not fit IMEM after "
+					"the kernels image (%d of %d words)",
+					program, dev->ovl.n_instr, op.base, CSD_FW_IMEM);
+		op.ovl = &dev->ovl;
+	}
+	int pc = csd_fw_find(&dev->ovl, entry);
+	if (pc < 0)
+		return csd_fail(dev, CS_ERR_NOT_FOUND, "run_program: %s has no entry %s", program,
+				entry);
+	op.pc = op.base + pc;
+	rc = resident_call(dev, "run_program", &op);
+	dev->have_ovl = rc == CS_OK || (dev->have_ovl && !op.ovl);
+	return rc;
 }

@@ -89,6 +89,8 @@ typedef struct csd_counters {
 	uint64_t act_bytes_out;   /* of link_bytes_out: activation uploads (A, wgrad's B) */
 	uint64_t act_bytes_in;    /* of link_bytes_in: forward/backward results read back */
 	uint64_t grad_bytes_in;   /* of link_bytes_in: weight-gradient results (COLLECT) */
+	uint64_t prog_bytes_out;  /* of link_bytes_out: vector program overlays, their task
+				   * entries and parameter blocks, broadcast blocks */
 	uint64_t nnz_streamed;    /* nonzeros sent */
 	uint64_t errors;          /* device error counter */
 } csd_counters;
@@ -122,5 +124,48 @@ int csd_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
  * token tile its bits can differ from csd_wgrad's (identical on every backend). */
 int csd_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
 		       const uint16_t *x, const csd_sparse *w, int T);
+
+/*
+ * Resident tensors and vector programs (docs/resident-step.md, docs/architecture.md 7.5):
+ * data that stays in the PEs' SRAM between calls, and the vector programs (fw/vec_*.s:
+ * layernorm and GELU, forward and backward) that run on it. Bit-identical on every backend
+ * that runs them (cpu, sim with the model engine).
+ *
+ * A token-split tensor [T, width] lives at the same region of every PE: with tp =
+ * ceil(T / PEs), PE q holds tokens [q*tp, (q+1)*tp), its token q*tp + u at base + u*stride;
+ * rows past T are zeros when written. Memory A holds bf16 elements (the host gives and
+ * gets uint16_t bits), memory B fp32 words (float). Writes to A cover whole 32-bit words:
+ * base, and with stride != width also stride and width, must be even, and so must tp *
+ * width when stride == width. Nothing checks a region against the kernels' use of SRAM:
+ * a kernel call (csd_forward, ...) overwrites A from 0 and both B banks.
+ */
+enum csd_mem { CSD_MEM_A = 0, CSD_MEM_B = 1 };
+typedef struct csd_region {
+	int mem;         /* CSD_MEM_A (bf16 elements) or CSD_MEM_B (fp32 words) */
+	uint32_t base;   /* element / word address of the PE's first token */
+	uint32_t stride; /* elements / words from one token to the next (>= width) */
+	uint32_t width;  /* elements / words a token */
+} csd_region;
+
+/* src [T, width] (uint16_t bf16 for A, float for B) into region r of every PE. */
+int csd_write_tokens(csd_dev *dev, const csd_region *r, const void *src, int T);
+/* dst [T, width] (uint16_t for A, float for B) from region r of every PE. */
+int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T);
+/* The same n elements (A: uint16_t, n even, addr even) or words (B: float or uint32_t) at
+ * addr of every PE: parameter blocks, GELU tables, gamma and beta. */
+int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_t n);
+/*
+ * Run entry `entry` of vector program `program` (fw/<program>.s: "vec_ln_fwd" "ln_fwd",
+ * "vec_ln_bwd" "ln_bwd", "vec_gelu" "gelu_fwd" or "gelu_bwd") on every PE, with its
+ * parameter block params [n_params] (the .equ P_ names of its source, in order) written
+ * at B word `block` (below 65536) of every PE. The program is loaded into IMEM after the
+ * kernels image when it is not already there. The regions the block names must lie in
+ * SRAM and not overlap. CS_ERR_NOT_FOUND for a program the driver does not know,
+ * CS_ERR_RANGE for one that does not fit IMEM or a region past the end of SRAM,
+ * CS_ERR_NOT_SUPPORTED where the RTL cannot run the vector group yet (sim's Verilated
+ * engine, usb).
+ */
+int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32_t block,
+		    const uint16_t *params, int n_params);
 
 #endif /* CS_CSD_H */

@@ -11,6 +11,7 @@
 #include "driver/csd.h"
 #include "driver/fw.h"
 #include "driver/plan.h"
+#include "driver/resident.h"
 
 struct csd_backend {
 	const char *name;
@@ -23,6 +24,8 @@ struct csd_backend {
 		     const csd_sparse *w, int T);
 	int (*backward_wgrad)(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
 			      const uint16_t *x, const csd_sparse *w, int T);
+	/* a resident transfer or vector program (resident.h), checked by csd.c */
+	int (*resident)(csd_dev *dev, const struct res_op *op);
 };
 
 /* The PE implementations that ship, selected by pe= in a cpu or sim URI: the mesh_top
@@ -46,6 +49,8 @@ struct csd_dev {
 	double clock_hz;
 	struct csd_fw fw; /* the kernels image */
 	int have_fw;
+	struct csd_fw ovl; /* the vector program overlay in IMEM after fw */
+	int have_ovl;      /* ovl is loaded on every PE */
 	csd_counters ctr;
 	char err[512];
 	void *priv; /* the backend's state */

@@ -80,6 +80,8 @@ struct plan_stats {
 	uint64_t act_words_out;       /* of words_out: WRITEs of A and B images (with headers) */
 	uint64_t act_words_in;        /* of words_in: READ answers (with headers) */
 	uint64_t grad_words_in;       /* of words_in: COLLECT answers (with headers) */
+	uint64_t prog_words_out;      /* of words_out: vector program overlays, task entries,
+				       * parameter and broadcast blocks (resident.c) */
 	uint64_t act_cycles;          /* of cycles: activation uploads and the READ cycles
 				       * no computation hides (what resident activations save) */
 	uint64_t nnz;                 /* nonzeros streamed (each token tile streams all) */

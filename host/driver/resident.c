@@ -1,0 +1,373 @@
+/*
+ * resident.c - command streams of the resident tensors and vector programs (resident.h),
+ * and the registry of the vector programs with their C definitions. Kernels on resident
+ * regions are not here (they still upload their inputs: plan.c).
+ */
+#include "driver/resident.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/numerics.h"
+#include "driver/proto.h"
+#include "driver/wstream.h"
+
+/* ---- the vector programs' C definitions (the firmware computes exactly these) ---------- */
+
+/* fw/vec_ln_fwd.s: per token nm_ln_fwd_bits, and the scratch its last token leaves. */
+static int model_ln_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	unsigned C = p[0], G = p[1], BE = p[2], S = p[3], T = p[4], AM = p[5], X = p[8], Y = p[9],
+		 Z = p[10], R = p[11], N = p[12];
+	struct nm_ln_scratch sc = { .s = b + S };
+	for (unsigned t = 0; t < N; t++)
+		nm_ln_fwd_scratch_bits(a + Y + t * C, a + Z + t * C, a + R + t, &sc, b + X + t * C,
+				       a + G, b + BE, C, p[6], p[7]);
+	if (N) {
+		memcpy(b + T, sc.t, 3 * sizeof sc.t[0]);
+		a[AM] = sc.am[0];
+	}
+	return CS_OK;
+}
+
+/* fw/vec_ln_bwd.s: zeroes its C zeros, then per token nm_ln_bwd_bits, which takes the
+ * ones vector the firmware reads from A as exactly 1.0. */
+static int model_ln_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	unsigned C = p[0], G = p[1], ONES = p[2], S = p[3], T = p[4], AM = p[5], ZERO = p[7],
+		 DY = p[8], Z = p[9], R = p[10], DX = p[11], DG = p[12], DB = p[13], N = p[14];
+	for (unsigned j = 0; j < C; j++)
+		if (a[ONES + j] != 0x3f80) {
+			snprintf(err, errlen, "ln_bwd: A[%u] of the ones vector is 0x%04x, not 1.0",
+				 ONES + j, a[ONES + j]);
+			return CS_ERR_INVALID;
+		}
+	memset(b + ZERO, 0, C * sizeof *b);
+	struct nm_ln_scratch sc = { .s = b + S };
+	for (unsigned t = 0; t < N; t++)
+		nm_ln_bwd_scratch_bits(b + DX + t * C, b + DG, b + DB, &sc, b + DY + t * C,
+				       a + Z + t * C, a[R + t], a + G, C, p[6]);
+	if (N) {
+		memcpy(b + T, sc.t, 2 * sizeof sc.t[0]);
+		memcpy(a + AM, sc.am, 2 * sizeof sc.am[0]);
+	}
+	return CS_OK;
+}
+
+/* fw/vec_gelu.s gelu_fwd: per token nm_gelu_fwd_bits; pre becomes GELU(pre) (fp32), the
+ * scratch GELU'(pre) of the last token. */
+static int model_gelu_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	unsigned W = p[0], N = p[1], TG = p[2], TD = p[3], S = p[4], IN = p[5], OUT = p[6],
+		 D = p[7];
+	for (unsigned t = 0; t < N; t++) {
+		uint32_t *pre = b + IN + t * W;
+		nm_gelu_fwd_bits(a + OUT + t * W, a + D + t * W, pre, W, b + TG, b + TD);
+		for (unsigned j = 0; j < W; j++) {
+			b[S + j] = nm_lut_bits(b + TD, pre[j]);
+			pre[j] = nm_lut_bits(b + TG, pre[j]);
+		}
+	}
+	return CS_OK;
+}
+
+/* fw/vec_gelu.s gelu_bwd: zeroes W words, then per token nm_gelu_bwd_bits; dh becomes
+ * the product before rounding. */
+static int model_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	unsigned W = p[0], N = p[1], S = p[4], IN = p[5], OUT = p[6], D = p[7];
+	memset(b + S, 0, W * sizeof *b);
+	for (unsigned t = 0; t < N; t++) {
+		uint32_t *dh = b + IN + t * W;
+		const uint16_t *d = a + D + t * W;
+		nm_gelu_bwd_bits(a + OUT + t * W, dh, d, W);
+		for (unsigned j = 0; j < W; j++)
+			dh[j] = nm_fmac_bits(d[j], nm_bf16_from_bits(dh[j]), b[S + j]);
+	}
+	return CS_OK;
+}
+
+/* The programs (their sources' .equ P_ names give the block). Scalar instructions a token
+ * and the prologue are counted from the sources (li two); engine elements a token are
+ * docs/resident-step.md's. */
+#define A_ CSD_MEM_A
+#define B_ CSD_MEM_B
+static const struct res_prog progs[] = {
+	{ "vec_ln_fwd", "ln_fwd", 13, 0, 12, 6, 79, 6, 0,
+	  { { 1, A_, RES_W, 0 }, { 2, B_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 3 },
+	    { 5, A_, RES_K, 1 }, { 8, B_, RES_NW, 0 }, { 9, A_, RES_NW, 0 },
+	    { 10, A_, RES_NW, 0 }, { 11, A_, RES_N, 0 } }, 9, model_ln_fwd },
+	{ "vec_ln_bwd", "ln_bwd", 15, 0, 14, 8, 86, 11, 1,
+	  { { 1, A_, RES_W, 0 }, { 2, A_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 2 },
+	    { 5, A_, RES_K, 2 }, { 7, B_, RES_W, 0 }, { 8, B_, RES_NW, 0 },
+	    { 9, A_, RES_NW, 0 }, { 10, A_, RES_N, 0 }, { 11, B_, RES_NW, 0 },
+	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd },
+	{ "vec_gelu", "gelu_fwd", 8, 0, 1, 4, 28, 6, 0,
+	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
+	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 } }, 6,
+	  model_gelu_fwd },
+	{ "vec_gelu", "gelu_bwd", 8, 0, 1, 2, 19, 11, 1,
+	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
+	    { 7, A_, RES_NW, 0 } }, 4, model_gelu_bwd },
+};
+#undef A_
+#undef B_
+
+const struct res_prog *res_prog_find(const char *image, const char *entry)
+{
+	for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
+		if (!strcmp(progs[i].image, image) && !strcmp(progs[i].entry, entry))
+			return &progs[i];
+	return NULL;
+}
+
+int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_t block,
+		   const uint16_t *params, char *err, size_t errlen)
+{
+	uint64_t W = params[pr->p_width], N = params[pr->p_tokens];
+	if (!W) {
+		snprintf(err, errlen, "%s: width 0 (block word %d)", pr->entry, pr->p_width);
+		return CS_ERR_INVALID;
+	}
+	for (int i = 0; i < pr->n_use; i++) {
+		const struct res_use *u = &pr->use[i];
+		uint64_t n = u->kind == RES_W ? W : u->kind == RES_NW ? N * W
+					 : u->kind == RES_N ? N : u->k;
+		uint64_t size = u->mem == CSD_MEM_A ? g->a_words : g->b_words;
+		if (params[u->param] + n > size) {
+			snprintf(err, errlen,
+				 "%s: block word %u: %s[%u .. %llu) is past the end of SRAM %s (%llu)",
+				 pr->entry, u->param, u->mem == CSD_MEM_A ? "A" : "B", params[u->param],
+				 (unsigned long long)(params[u->param] + n),
+				 u->mem == CSD_MEM_A ? "A" : "B", (unsigned long long)size);
+			return CS_ERR_RANGE;
+		}
+	}
+	if (block + (uint32_t)pr->n_params > g->b_words || block > 0xffff) {
+		snprintf(err, errlen, "%s: parameter block B[%u .. %u) is past the end of SRAM B (%u)",
+			 pr->entry, block, block + pr->n_params, g->b_words);
+		return CS_ERR_RANGE;
+	}
+	return CS_OK;
+}
+
+/* ---- regions ---------------------------------------------------------------------------- */
+
+int res_tp(const struct plan_geom *g, int T)
+{
+	int P = g->rows * g->cols;
+	return (T + P - 1) / P;
+}
+
+int res_check_region(const struct plan_geom *g, const char *what, const csd_region *r, int T,
+		     int write, char *err, size_t errlen)
+{
+	if (T <= 0 || (r->mem != CSD_MEM_A && r->mem != CSD_MEM_B) || !r->width) {
+		snprintf(err, errlen, "%s: bad region (mem %d, width %u) or T=%d", what, r->mem,
+			 r->width, T);
+		return CS_ERR_INVALID;
+	}
+	uint64_t tp = (uint64_t)res_tp(g, T), size = r->mem == CSD_MEM_A ? g->a_words : g->b_words;
+	if (tp > 1 && r->stride < r->width) {
+		snprintf(err, errlen, "%s: stride %u is less than the width %u", what, r->stride,
+			 r->width);
+		return CS_ERR_INVALID;
+	}
+	uint64_t end = r->base + (tp - 1) * r->stride + r->width;
+	if (end > size) {
+		snprintf(err, errlen,
+			 "%s: %llu tokens a PE at %s[%u], stride %u, width %u end at %llu, past the "
+			 "end of SRAM %s (%llu)",
+			 what, (unsigned long long)tp, r->mem == CSD_MEM_A ? "A" : "B", r->base,
+			 r->stride, r->width, (unsigned long long)end, r->mem == CSD_MEM_A ? "A" : "B",
+			 (unsigned long long)size);
+		return CS_ERR_RANGE;
+	}
+	int contiguous = r->stride == r->width || tp == 1;
+	if (write && r->mem == CSD_MEM_A &&
+	    ((r->base & 1) || (contiguous ? (tp * r->width) & 1 : (r->stride | r->width) & 1))) {
+		snprintf(err, errlen,
+			 "%s: a write to A covers whole words: base %u, stride %u and width %u (tokens "
+			 "%llu a PE) must be even",
+			 what, r->base, r->stride, r->width, (unsigned long long)tp);
+		return CS_ERR_INVALID;
+	}
+	return CS_OK;
+}
+
+/* ---- streams ---------------------------------------------------------------------------- */
+
+/* nrows rows of src [T, width] from token `first` as the words of memory mem (zeros past
+ * T). Returns the words. */
+static size_t pack_rows(uint32_t *dst, const csd_region *r, const void *src, int T, int first,
+			int nrows)
+{
+	if (r->mem == CSD_MEM_A)
+		return ws_pack_bf16_rows(dst, src, T, (int)r->width, 0, (int)r->width, first, nrows);
+	size_t n = (size_t)nrows * r->width;
+	memset(dst, 0, n * sizeof *dst);
+	for (int u = 0; u < nrows && first + u < T; u++)
+		memcpy(dst + (size_t)u * r->width, (const uint32_t *)src + (size_t)(first + u) * r->width,
+		       r->width * sizeof *dst);
+	return n;
+}
+
+static int sync_check(struct wstream *ws, int P, const char *what, char *err, size_t errlen)
+{
+	unsigned nerr;
+	ws_put(ws, proto_hdr_sync());
+	ws_put(ws, ws->link->timeout_cycles);
+	ws->st->cycles += (uint64_t)P + 4;
+	int rc = ws_recv_sync(ws, &nerr, err, errlen);
+	if (!rc && nerr) {
+		snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
+		rc = CS_ERR_DEVICE;
+	}
+	return rc;
+}
+
+/* Rows of every PE: one WRITE a PE (contiguous) or a row. */
+static void write_tokens(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
+			 uint32_t *tmp)
+{
+	const csd_region *r = &op->r;
+	int P = g->rows * g->cols, tp = res_tp(g, op->T), a = r->mem == CSD_MEM_A;
+	int rows = r->stride == r->width || tp == 1 ? tp : 1;
+	unsigned target = a ? PROTO_T_A : PROTO_T_B;
+	for (int q = 0; q < P; q++)
+		for (int u = 0; u < tp; u += rows) {
+			uint32_t addr = r->base + (uint32_t)u * r->stride;
+			size_t n = ((size_t)rows * r->width + (size_t)a) >> a;
+			if (ws->buf)
+				pack_rows(tmp, r, op->src, op->T, q * tp + u, rows);
+			ws_write(ws, target, (unsigned)q, a ? addr / 2 : addr, tmp, n);
+		}
+}
+
+/* One READ of every PE a PE-span (contiguous) or a row; the real tokens to dst. */
+static int read_tokens(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
+		       uint32_t *tmp, char *err, size_t errlen)
+{
+	const csd_region *r = &op->r;
+	int P = g->rows * g->cols, tp = res_tp(g, op->T), a = r->mem == CSD_MEM_A, rc;
+	int rows = r->stride == r->width || tp == 1 ? tp : 1;
+	for (int u = 0; u < tp; u += rows) {
+		uint32_t e0 = r->base + (uint32_t)u * r->stride, e1 = e0 + (uint32_t)rows * r->width;
+		uint32_t w0 = a ? e0 / 2 : e0, n = a ? (e1 + 1) / 2 - w0 : e1 - e0;
+		ws_put(ws, proto_hdr_read(a ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL, n));
+		ws_put(ws, w0);
+		ws->st->act_words_in += (uint64_t)P * (1 + n);
+		ws->st->act_cycles += ws_read_cycles(P, n);
+		ws->st->cycles += ws_read_cycles(P, n);
+		for (int q = 0; q < P; q++) {
+			if ((rc = ws_recv(ws, tmp, n, PROTO_READ, n, err, errlen)))
+				return rc;
+			if (!ws->buf)
+				continue;
+			for (int v = 0; v < rows; v++) {
+				int t = q * tp + u + v;
+				if (t >= op->T)
+					break;
+				if (a)
+					memcpy((uint16_t *)op->dst + (size_t)t * r->width,
+					       (const uint16_t *)tmp + (e0 & 1) + (size_t)v * r->width,
+					       r->width * 2);
+				else
+					memcpy((uint32_t *)op->dst + (size_t)t * r->width,
+					       tmp + (size_t)v * r->width, r->width * 4);
+			}
+		}
+	}
+	return CS_OK;
+}
+
+#define TID_CTRL_BCAST (16 + PROTO_C_BCAST)
+
+/* A program call: overlay, task entry, r0, block, SYNC, the control wavelet, SYNC. */
+static int run_program(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
+		       char *err, size_t errlen)
+{
+	const struct res_prog *pr = op->prog;
+	uint64_t *pw = &ws->st->prog_words_out;
+	uint32_t w[CSD_FW_IMEM];
+	int P = g->rows * g->cols, rc;
+	if (op->ovl) {
+		for (int i = 0; i < op->ovl->n_instr; i++)
+			w[i] = op->ovl->imem[i];
+		ws_write_to(ws, pw, PROTO_T_IMEM, PROTO_PE_ALL, (unsigned)op->base, w,
+			    (size_t)op->ovl->n_instr);
+	}
+	w[0] = 1u << 9 | (uint32_t)(op->pc & 0xff); /* valid, not blocked */
+	ws_write_to(ws, pw, PROTO_T_TASK, PROTO_PE_ALL, TID_CTRL_BCAST, w, 1);
+	w[0] = 0; /* the programs' zero register */
+	ws_write_to(ws, pw, PROTO_T_REG, PROTO_PE_ALL, 0, w, 1);
+	for (int i = 0; i < pr->n_params; i++)
+		w[i] = op->params[i];
+	ws_write_to(ws, pw, PROTO_T_B, PROTO_PE_ALL, op->block, w, (size_t)pr->n_params);
+	/* the config chain and the fabric are not ordered: the writes land first */
+	if ((rc = sync_check(ws, P, pr->entry, err, errlen)))
+		return rc;
+	ws_put(ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
+	ws_put(ws, op->block);
+	*pw += 2;
+	uint64_t W = op->params[pr->p_width], N = op->params[pr->p_tokens];
+	uint64_t c = pr->prologue + pr->fill * W + N * (pr->eng_per_w * W + pr->scalar) +
+		     (uint64_t)(g->rows + g->cols);
+	ws->st->cycles += c;
+	ws->st->stream_cycles += c;
+	ws->st->mac_busy += (uint64_t)P * N * pr->eng_per_w * W;
+	return sync_check(ws, P, pr->entry, err, errlen);
+}
+
+int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_link *link,
+	     struct plan_stats *st, char *err, size_t errlen)
+{
+	static const char *const what[] = { "write_tokens", "read_tokens", "write_all", "program" };
+	struct wstream ws = { link, st, NULL, 0, 4096, 0 };
+	uint32_t *tmp = NULL;
+	int P = g->rows * g->cols, rc = CS_OK;
+	if (link->send) {
+		/* a PE's rows (A: their words plus one for an odd start) */
+		size_t tw = (size_t)res_tp(g, op->T) * op->r.width + 2;
+		ws.buf = malloc(ws.cap * sizeof *ws.buf);
+		tmp = malloc(tw * sizeof *tmp);
+		if (!ws.buf || !tmp) {
+			snprintf(err, errlen, "%s: out of memory", what[op->kind]);
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+	}
+	switch (op->kind) {
+	case RES_WRITE:
+		write_tokens(&ws, g, op, tmp);
+		rc = sync_check(&ws, P, what[op->kind], err, errlen);
+		break;
+	case RES_READ:
+		rc = read_tokens(&ws, g, op, tmp, err, errlen);
+		break;
+	case RES_WRITE_ALL: {
+		int a = op->r.mem == CSD_MEM_A;
+		if (ws.buf)
+			pack_rows(tmp, &op->r, op->src, 1, 0, 1);
+		ws_write_to(&ws, &st->prog_words_out, a ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL,
+			    a ? op->r.base / 2 : op->r.base, tmp, op->r.width >> a);
+		rc = sync_check(&ws, P, what[op->kind], err, errlen);
+		break;
+	}
+	case RES_PROGRAM:
+		rc = run_program(&ws, g, op, err, errlen);
+		break;
+	}
+	if (!rc)
+		rc = ws_flush(&ws);
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s: link: %s", what[op->kind], cs_strerror(rc));
+out_free:
+	free(tmp);
+	free(ws.buf);
+	return rc;
+}

@@ -1,0 +1,84 @@
+/*
+ * resident.h - the resident tensors' and vector programs' command streams (csd.h), the
+ * same for every backend, and the registry of the vector programs the driver knows: their
+ * parameter blocks, the SRAM regions those name, cycle estimates and their C definitions
+ * (what the cpu backend runs instead of the firmware). Not public.
+ *
+ * Streams (docs/architecture.md 7.5), every one closed by a SYNC that checks the host
+ * port's error count:
+ *   tokens write: per PE one WRITE of its rows (stride == width) or one a row; SYNC
+ *   tokens read:  one READ of every PE (pe 0xff) of the rows' words, or one a row
+ *   write all:    one broadcast WRITE; SYNC
+ *   program:      [WRITE IMEM of the overlay at its base, when not resident]; WRITE of the
+ *                 BCAST control task's entry; WRITE r0 = 0; WRITE of the parameter block
+ *                 (broadcast); SYNC; INJECT the control wavelet {0, block} on BCAST; SYNC
+ */
+#ifndef CS_RESIDENT_H
+#define CS_RESIDENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver/csd.h"
+#include "driver/fw.h"
+#include "driver/plan.h"
+
+/* A region a parameter block names: at the block's word `param`, in mem, of size
+ * (kind): the width W, tokens * W, the tokens N, or k words/elements. */
+enum res_size { RES_W, RES_NW, RES_N, RES_K };
+struct res_use {
+	unsigned char param, mem, kind;
+	unsigned short k;
+};
+
+#define RES_MAX_PARAMS 16
+#define RES_MAX_USES 12
+
+/* One entry of a vector program (fw/<image>.s). */
+struct res_prog {
+	const char *image, *entry;
+	int n_params;
+	int p_width, p_tokens;  /* block words holding W (C) and the token count */
+	/* cycles: per token eng_per_w * W engine elements (docs/resident-step.md) and
+	 * scalar instructions; once: the prologue and (fill) a W-word fill */
+	unsigned eng_per_w, scalar, prologue, fill;
+	struct res_use use[RES_MAX_USES];
+	int n_use;
+	/* the C definition on one PE's SRAM, p = its parameter block; 0 or CS_ERR_INVALID
+	 * when the SRAM holds what the definition cannot model (err says what) */
+	int (*model)(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen);
+};
+
+const struct res_prog *res_prog_find(const char *image, const char *entry);
+/* The block's regions against the geometry: CS_ERR_RANGE / CS_ERR_INVALID with err. */
+int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_t block,
+		   const uint16_t *params, char *err, size_t errlen);
+
+enum res_kind { RES_WRITE, RES_READ, RES_WRITE_ALL, RES_PROGRAM };
+
+/* One call's operation, as csd.c checked it. */
+struct res_op {
+	enum res_kind kind;
+	csd_region r;        /* WRITE, READ; WRITE_ALL: base = addr, width = stride = n */
+	int T;               /* WRITE, READ; WRITE_ALL: 1 */
+	const void *src;     /* WRITE, WRITE_ALL */
+	void *dst;           /* READ */
+	/* PROGRAM */
+	const struct res_prog *prog;
+	const struct csd_fw *ovl; /* the overlay image to load first; NULL: it is resident */
+	int base, pc;             /* the overlay's IMEM base, the entry's pc */
+	uint32_t block;
+	const uint16_t *params;
+};
+
+/* Tokens a PE holds for T tokens. */
+int res_tp(const struct plan_geom *g, int T);
+/* Check a region for T tokens (write: A's word alignment too). */
+int res_check_region(const struct plan_geom *g, const char *what, const csd_region *r, int T,
+		     int write, char *err, size_t errlen);
+/* Run op's stream over link (counting only when link->send is NULL), adding its words and
+ * estimated cycles to st. */
+int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_link *link,
+	     struct plan_stats *st, char *err, size_t errlen);
+
+#endif /* CS_RESIDENT_H */
