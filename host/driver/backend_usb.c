@@ -710,6 +710,30 @@ out_close:
 
 /* ---- kernels: the shared planner over the link -------------------------------------- */
 
+/* The link a planned stream runs over. */
+static struct plan_link usb_link(csd_dev *dev)
+{
+	struct usb_priv *p = dev->priv;
+	return (struct plan_link){ .ctx = dev, .send = link_send, .recv = link_recv,
+				   .timeout_cycles = (uint32_t)(dev->clock_hz / 1000.0 *
+								p->o.timeout_ms) };
+}
+
+/* After a planned stream: count it, or mark the link for resynchronization. */
+static int usb_done(csd_dev *dev, int rc, const struct plan_stats *st, uint64_t out0,
+		    uint64_t in0, const char *err)
+{
+	struct usb_priv *p = dev->priv;
+	if (rc) {
+		p->resync = rc != CS_ERR_NO_DEVICE;
+		if (!dev->err[0])
+			csd_fail(dev, rc, "usb: %s", err);
+		return rc;
+	}
+	usb_count(dev, st, out0, in0);
+	return CS_OK;
+}
+
 static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, float *out2,
 		   const uint16_t *act, const uint16_t *bact, const csd_sparse *w, int T)
 {
@@ -724,22 +748,13 @@ static int usb_run(csd_dev *dev, enum plan_kernel k, float *out, float *out2,
 	if (!dev->have_fw)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
 				"usb: no kernels image loaded (opened with noload?)");
-	struct plan_link link = { .ctx = dev, .send = link_send, .recv = link_recv,
-				  .timeout_cycles = (uint32_t)(dev->clock_hz / 1000.0 *
-							       p->o.timeout_ms) };
+	struct plan_link link = usb_link(dev);
 	struct plan_io io = { .w = w, .act = act, .bact = bact, .out = out, .out2 = out2 };
 	if ((rc = link_ready(dev)))
 		return rc;
 	uint64_t out0 = p->bytes_out, in0 = p->rx.bytes_in;
 	rc = plan_exec(&pl, &dev->fw, &io, &link, &st, err, sizeof err);
-	if (rc) {
-		p->resync = rc != CS_ERR_NO_DEVICE;
-		if (!dev->err[0])
-			csd_fail(dev, rc, "usb: %s", err);
-		return rc;
-	}
-	usb_count(dev, &st, out0, in0);
-	return CS_OK;
+	return usb_done(dev, rc, &st, out0, in0, err);
 }
 
 static int usb_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_sparse *w, int T)
@@ -785,21 +800,13 @@ static int usb_resident(csd_dev *dev, const struct res_op *op)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
 				"usb: %s: the board's PEs do not decode the vector group yet",
 				op->prog->entry);
-	struct plan_link link = { .ctx = dev, .send = link_send, .recv = link_recv,
-				  .timeout_cycles = (uint32_t)(dev->clock_hz / 1000.0 *
-							       p->o.timeout_ms) };
+	struct plan_link link = usb_link(dev);
 	int rc = link_ready(dev);
 	if (rc)
 		return rc;
 	uint64_t out0 = p->bytes_out, in0 = p->rx.bytes_in;
-	if ((rc = res_exec(&dev->geom, op, &link, &st, err, sizeof err))) {
-		p->resync = rc != CS_ERR_NO_DEVICE;
-		if (!dev->err[0])
-			csd_fail(dev, rc, "usb: %s", err);
-		return rc;
-	}
-	usb_count(dev, &st, out0, in0);
-	return CS_OK;
+	rc = res_exec(&dev->geom, op, &link, &st, err, sizeof err);
+	return usb_done(dev, rc, &st, out0, in0, err);
 }
 
 const struct csd_backend csd_backend_usb = {

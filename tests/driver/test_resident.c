@@ -139,6 +139,25 @@ static void ln_inputs(csd_dev *dev[2], const float *x, int T, const uint16_t *ga
 	}
 }
 
+/* y, z and r (when not NULL) [Tall] are nm_ln_fwd_bits of x per token. */
+static void check_ln_fwd(const uint16_t *y, const uint16_t *z, const uint16_t *r, const float *x,
+			 int Tall, const uint16_t *gamma, const float *beta)
+{
+	uint16_t inv_c = nm_bf16_from_f32(1.0f / C), eps = nm_bf16_from_f32(1e-5f);
+	for (int t = 0; t < Tall; t++) {
+		uint16_t wy[C], wz[C], wr;
+		uint32_t xb[C], bb[C];
+		memcpy(xb, x + (size_t)t * C, sizeof xb);
+		memcpy(bb, beta, sizeof bb);
+		nm_ln_fwd_bits(wy, wz, &wr, xb, gamma, bb, C, inv_c, eps);
+		assert_memory_equal(y + (size_t)t * C, wy, sizeof wy);
+		if (z)
+			assert_memory_equal(z + (size_t)t * C, wz, sizeof wz);
+		if (r)
+			assert_int_equal(r[t], wr);
+	}
+}
+
 static void mesh_case(int rows, int cols, int T)
 {
 	int P = rows * cols, tp = (T + P - 1) / P, Tall = P * tp;
@@ -180,16 +199,7 @@ static void mesh_case(int rows, int cols, int T)
 	read_both(dev, y, &ry, Tall);
 	read_both(dev, z, &rz, Tall);
 	read_both(dev, r, &rr, Tall);
-	for (int t = 0; t < Tall; t++) {
-		uint16_t wy[C], wz[C], wr;
-		uint32_t xb[C], bb[C];
-		memcpy(xb, x + (size_t)t * C, sizeof xb);
-		memcpy(bb, beta, sizeof bb);
-		nm_ln_fwd_bits(wy, wz, &wr, xb, gamma, bb, C, inv_c, eps);
-		assert_memory_equal(y + (size_t)t * C, wy, sizeof wy);
-		assert_memory_equal(z + (size_t)t * C, wz, sizeof wz);
-		assert_int_equal(r[t], wr);
-	}
+	check_ln_fwd(y, z, r, x, Tall, gamma, beta);
 	/* the read of the real tokens only */
 	uint16_t *y2 = malloc((size_t)T * C * 2);
 	ok(dev[1], csd_read_tokens(dev[1], y2, &ry, T));
@@ -264,14 +274,7 @@ static void mesh_case(int rows, int cols, int T)
 	ln_inputs(dev, x, T, gamma, beta);
 	run_both(dev, "vec_ln_fwd", "ln_fwd", pf, 13);
 	read_both(dev, y, &ry, Tall);
-	for (int t = 0; t < Tall; t++) {
-		uint16_t wy[C], wz[C], wr;
-		uint32_t xb[C], bb[C];
-		memcpy(xb, x + (size_t)t * C, sizeof xb);
-		memcpy(bb, beta, sizeof bb);
-		nm_ln_fwd_bits(wy, wz, &wr, xb, gamma, bb, C, inv_c, eps);
-		assert_memory_equal(y + (size_t)t * C, wy, sizeof wy);
-	}
+	check_ln_fwd(y, NULL, NULL, x, Tall, gamma, beta);
 	forward_both(dev, T);
 
 	/* the counters: the transfers and programs were counted */
