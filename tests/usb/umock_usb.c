@@ -1046,6 +1046,18 @@ int main(void)
 		csd_get_counters(dev, &c);
 		CHECK(c.link_bytes_out > 4u * (uint64_t)fw.n_instr, "load counted %llu bytes",
 		      (unsigned long long)c.link_bytes_out);
+		/* resident transfers round-trip over the link; vector programs are refused (the
+		 * board's PEs do not decode the vector group yet) */
+		float tin[5 * 3], tout[5 * 3];
+		for (int i = 0; i < 15; i++)
+			tin[i] = (float)i - 7.5f;
+		csd_region rg = { CSD_MEM_B, 8, 4, 3 };
+		CHECK(csd_write_tokens(dev, &rg, tin, 5) == 0 && csd_read_tokens(dev, tout, &rg, 5) == 0 &&
+			      !memcmp(tin, tout, sizeof tin),
+		      "resident transfer round trip: %s", csd_last_error(dev));
+		const uint16_t pg[8] = { 8, 1, 0, 0, 200, 100, 0, 64 };
+		CHECK(csd_run_program(dev, "vec_gelu", "gelu_bwd", 240, pg, 8) == CS_ERR_NOT_SUPPORTED,
+		      "usb must refuse vector programs");
 		csd_close(dev);
 		dev = NULL;
 	}
