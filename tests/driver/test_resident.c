@@ -48,6 +48,8 @@ static void open_pair(csd_dev *dev[2], int rows, int cols)
 	assert_int_equal(csd_open(&dev[0], uri), CS_OK);
 	snprintf(uri, sizeof uri, "sim:%dx%d,awords=%u,bwords=%u,model", rows, cols, AW, BW);
 	assert_int_equal(csd_open(&dev[1], uri), CS_OK);
+	csd_reset_counters(dev[0]); /* the cpu counts the image load at open */
+	csd_reset_counters(dev[1]);
 }
 
 static void ok(csd_dev *d, int rc)
@@ -55,6 +57,21 @@ static void ok(csd_dev *d, int rc)
 	if (rc)
 		print_error("%s\n", csd_last_error(d));
 	assert_int_equal(rc, CS_OK);
+}
+
+/* The cpu backend's counted link words are the words the mesh model's host port took and
+ * gave. */
+static void same_bytes(csd_dev *dev[2], const char *when)
+{
+	csd_counters c[2];
+	for (int k = 0; k < 2; k++)
+		ok(dev[k], csd_get_counters(dev[k], &c[k]));
+	if (c[0].link_bytes_out != c[1].link_bytes_out || c[0].link_bytes_in != c[1].link_bytes_in) {
+		print_error("%s: cpu %llu out %llu in, sim %llu out %llu in\n", when,
+			    (unsigned long long)c[0].link_bytes_out, (unsigned long long)c[0].link_bytes_in,
+			    (unsigned long long)c[1].link_bytes_out, (unsigned long long)c[1].link_bytes_in);
+		fail();
+	}
 }
 
 /* Every PE's whole A and B on both devices, bit for bit. */
@@ -67,6 +84,7 @@ static void same_sram(csd_dev *dev[2], int P, const char *when)
 		ok(dev[k], csd_read_tokens(dev[k], a[k], &ra, P));
 		ok(dev[k], csd_read_tokens(dev[k], b[k], &rb, P));
 	}
+	same_bytes(dev, when);
 	for (size_t i = 0; i < (size_t)P * AW; i++)
 		if (a[0][i] != a[1][i]) {
 			print_error("%s: PE %zu A[%zu]: cpu %04x sim %04x\n", when, i / AW, i % AW,
@@ -202,7 +220,7 @@ static void mesh_case(int rows, int cols, int T)
 	check_ln_fwd(y, z, r, x, Tall, gamma, beta);
 	/* the read of the real tokens only */
 	uint16_t *y2 = malloc((size_t)T * C * 2);
-	ok(dev[1], csd_read_tokens(dev[1], y2, &ry, T));
+	read_both(dev, y2, &ry, T);
 	assert_memory_equal(y2, y, (size_t)T * C * 2);
 	free(y2);
 	same_sram(dev, P, when);
@@ -271,17 +289,25 @@ static void mesh_case(int rows, int cols, int T)
 	 * kernels image), then a program after the kernel (which rewrote the task tables and
 	 * used A and B: the inputs go up again) */
 	forward_both(dev, T);
+	same_bytes(dev, "forward after programs");
 	ln_inputs(dev, x, T, gamma, beta);
 	run_both(dev, "vec_ln_fwd", "ln_fwd", pf, 13);
 	read_both(dev, y, &ry, Tall);
 	check_ln_fwd(y, NULL, NULL, x, Tall, gamma, beta);
 	forward_both(dev, T);
 
-	/* the counters: the transfers and programs were counted */
-	csd_counters c;
+	/* the counters: the cpu backend's counted words are the words the mesh model's host
+	 * port took and gave */
+	csd_counters c, cs;
 	ok(dev[0], csd_get_counters(dev[0], &c));
+	ok(dev[1], csd_get_counters(dev[1], &cs));
 	assert_true(c.prog_bytes_out > 0 && c.act_bytes_out > 0 && c.act_bytes_in > 0);
 	assert_true(c.cycles > (uint64_t)tp * 6 * C);
+	assert_int_equal(c.link_bytes_out, cs.link_bytes_out);
+	assert_int_equal(c.link_bytes_in, cs.link_bytes_in);
+	assert_int_equal(c.act_bytes_out, cs.act_bytes_out);
+	assert_int_equal(c.act_bytes_in, cs.act_bytes_in);
+	assert_int_equal(c.prog_bytes_out, cs.prog_bytes_out);
 
 	free(wh);
 	free(wd);
