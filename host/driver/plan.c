@@ -435,19 +435,7 @@ static int stream_tile(struct kstate *ks)
  * landed (SYNC waits for the chain to drain). */
 static int sync_point(struct kstate *ks, const char *what)
 {
-	struct wstream *ws = ks->ws;
-	unsigned nerr;
-	ws_put(ws, proto_hdr_sync());
-	ws_put(ws, ws->link->timeout_cycles);
-	ws->st->cycles += (uint64_t)ks->pl->P + 4;
-	int rc = ws_recv_sync(ws, &nerr, ks->err, ks->errlen);
-	if (rc)
-		return rc;
-	if (nerr) {
-		snprintf(ks->err, ks->errlen, "%s: device reports %u errors", what, nerr);
-		return CS_ERR_DEVICE;
-	}
-	return CS_OK;
+	return ws_sync(ks->ws, ks->pl->P, what, ks->err, ks->errlen);
 }
 
 static void put_regs(struct kstate *ks, int dt_d)

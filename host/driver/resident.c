@@ -216,20 +216,6 @@ static size_t pack_rows(uint32_t *dst, const csd_region *r, const void *src, int
 	return n;
 }
 
-static int sync_check(struct wstream *ws, int P, const char *what, char *err, size_t errlen)
-{
-	unsigned nerr;
-	ws_put(ws, proto_hdr_sync());
-	ws_put(ws, ws->link->timeout_cycles);
-	ws->st->cycles += (uint64_t)P + 4;
-	int rc = ws_recv_sync(ws, &nerr, err, errlen);
-	if (!rc && nerr) {
-		snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
-		rc = CS_ERR_DEVICE;
-	}
-	return rc;
-}
-
 /* Rows of every PE: one WRITE a PE (contiguous) or a row. */
 static void write_tokens(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
 			 uint32_t *tmp)
@@ -309,7 +295,7 @@ static int run_program(struct wstream *ws, const struct plan_geom *g, const stru
 		w[i] = op->params[i];
 	ws_write_to(ws, pw, PROTO_T_B, PROTO_PE_ALL, op->block, w, (size_t)pr->n_params);
 	/* the config chain and the fabric are not ordered: the writes land first */
-	if ((rc = sync_check(ws, P, pr->entry, err, errlen)))
+	if ((rc = ws_sync(ws, P, pr->entry, err, errlen)))
 		return rc;
 	ws_put(ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
 	ws_put(ws, op->block);
@@ -320,7 +306,7 @@ static int run_program(struct wstream *ws, const struct plan_geom *g, const stru
 	ws->st->cycles += c;
 	ws->st->stream_cycles += c;
 	ws->st->mac_busy += (uint64_t)P * N * pr->eng_per_w * W;
-	return sync_check(ws, P, pr->entry, err, errlen);
+	return ws_sync(ws, P, pr->entry, err, errlen);
 }
 
 int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_link *link,
@@ -344,7 +330,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 	switch (op->kind) {
 	case RES_WRITE:
 		write_tokens(&ws, g, op, tmp);
-		rc = sync_check(&ws, P, what[op->kind], err, errlen);
+		rc = ws_sync(&ws, P, what[op->kind], err, errlen);
 		break;
 	case RES_READ:
 		rc = read_tokens(&ws, g, op, tmp, err, errlen);
@@ -355,7 +341,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 			pack_rows(tmp, &op->r, op->src, 1, 0, 1);
 		ws_write_to(&ws, &st->prog_words_out, a ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL,
 			    a ? op->r.base / 2 : op->r.base, tmp, op->r.width >> a);
-		rc = sync_check(&ws, P, what[op->kind], err, errlen);
+		rc = ws_sync(&ws, P, what[op->kind], err, errlen);
 		break;
 	}
 	case RES_PROGRAM:

@@ -141,3 +141,17 @@ size_t ws_pack_bf16_rows(uint32_t *dst, const uint16_t *src, int T, int ld, int 
 	}
 	return nw;
 }
+
+int ws_sync(struct wstream *ws, int P, const char *what, char *err, size_t errlen)
+{
+	unsigned nerr;
+	ws_put(ws, proto_hdr_sync());
+	ws_put(ws, ws->link->timeout_cycles);
+	ws->st->cycles += (uint64_t)P + 4;
+	int rc = ws_recv_sync(ws, &nerr, err, errlen);
+	if (!rc && nerr) {
+		snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
+		rc = CS_ERR_DEVICE;
+	}
+	return rc;
+}

@@ -35,6 +35,10 @@ int ws_recv(struct wstream *ws, uint32_t *w, size_t n, unsigned op, unsigned wan
 	    size_t errlen);
 /* Read SYNC's answer: one header whose n is the host port's error count since CLEAR. */
 int ws_recv_sync(struct wstream *ws, unsigned *nerr, char *err, size_t errlen);
+/* SYNC (the mesh idle, every configuration write landed) and its check: the host port's
+ * error count since CLEAR must be 0 (else CS_ERR_DEVICE, "what: device reports N errors").
+ * Estimated P + 4 cycles. */
+int ws_sync(struct wstream *ws, int P, const char *what, char *err, size_t errlen);
 /* WRITE of n words at addr of target on pe (PROTO_PE_ALL: every PE). data may be NULL when
  * counting. Counts the words, the config chain's cycles and, for targets A and B, the
  * words and cycles as activation traffic. */
