@@ -160,7 +160,8 @@ int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_
  * parameter block params [n_params] (the .equ P_ names of its source, in order) written
  * at B word `block` (below 65536) of every PE. The program is loaded into IMEM after the
  * kernels image when it is not already there. The regions the block names must lie in
- * SRAM and not overlap. CS_ERR_NOT_FOUND for a program the driver does not know,
+ * SRAM and not overlap; its token count is the same on every PE, normally tp =
+ * ceil(T / PEs) (the rows past T are zeros and compute harmlessly). CS_ERR_NOT_FOUND for a program the driver does not know,
  * CS_ERR_RANGE for one that does not fit IMEM or a region past the end of SRAM,
  * CS_ERR_NOT_SUPPORTED where the RTL cannot run the vector group yet (sim's Verilated
  * engine, usb).
