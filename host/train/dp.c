@@ -416,8 +416,18 @@ int dp_allgather(dp_comm *d, const void *mine, size_t nbytes, void *all, const s
 		free(cnt);
 		return CS_ERR_INVALID;
 	}
-	int rc = MPI_Allgatherv(mine, (int)nbytes, MPI_BYTE, all, cnt, dis, MPI_BYTE,
-				MPI_COMM_WORLD);
+	MPI_Request req;
+	int rc = MPI_Iallgatherv(mine, (int)nbytes, MPI_BYTE, all, cnt, dis, MPI_BYTE,
+				 MPI_COMM_WORLD, &req);
+	/* test and sleep, as advance does: a blocking call would spin on a core that the
+	 * other ranks of a small or shared machine need */
+	for (int done = 0; rc == MPI_SUCCESS;) {
+		rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+		if (done)
+			break;
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
 	free(cnt);
 	return rc == MPI_SUCCESS ? CS_OK : CS_ERR_IO;
 }

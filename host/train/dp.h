@@ -19,8 +19,12 @@
  * work (the backward pass calls it after each layer) so that communication overlaps
  * compute, and dp_finish waits for the rest.
  *
+ * The sharded optimizer (ZeRO-1) uses the two phases apart, with the caller's cut of each
+ * buffer: a reduce-scatter of the gradient, then an allgather of the updated weights.
+ *
  * Not here: the choice of what to reduce (host/train/train.c packs sparse tensors'
- * gradients to their kept entries first) and process start-up (mpirun).
+ * gradients to their kept entries first, and cuts the shards) and process start-up
+ * (mpirun).
  */
 #ifndef CS_TRAIN_DP_H
 #define CS_TRAIN_DP_H

@@ -567,62 +567,53 @@ int trainer_sync_moments(trainer *t, char *err, size_t errlen)
 	return rc;
 }
 
-/* After the sharded AdamW: every rank's updated shard of the weights to every rank, group
- * by group through the stage (the gradient sums are spent), then into the weights and the
- * engine's values (wnz). */
+/* After the sharded AdamW: every rank's updated shard of the weights to every rank,
+ * tensor by tensor, in place where the shard's entries are contiguous (a dense tensor's
+ * weights; a packed tensor's fp32 engine values, in kept order, then copied into the
+ * weights), else through the tensor's stage range (the kept entries of a host-masked
+ * tensor; the gradient sums are spent by then). */
 static int weights_gather(trainer *t, float **wnz)
 {
 	gpt *m = &t->model;
-	int N = dp_size(t->dp), me = dp_rank(t->dp), L = m->cfg.n_layer;
+	int N = dp_size(t->dp), me = dp_rank(t->dp), nt = m->num_tensors;
+	size_t cut[N + 1];
 	dp_begin(t->dp, DP_ORDERED);
-	for (int g = 0; g <= L; g++) {
-		size_t s0 = SIZE_MAX;
-		for (int k = t->grp_start[g]; k < t->grp_start[g + 1]; k++) {
-			int i = t->grp[k];
-			float *w = m->params_memory + m->tensors[i].offset, *st = t->stage + t->soff[i];
-			size_t a, b;
-			shard_range(t, i, me, &a, &b);
-			if (t->soff[i] < s0)
-				s0 = t->soff[i];
-			if (t->smode[i] == SM_FULL) {
-				memcpy(st + a, w + a, (b - a) * sizeof *st);
-				continue;
-			}
-			const uint32_t *idx = t->kept[i];
+	for (int k = 0; k < nt; k++) {
+		int i = t->grp[k];
+		float *w = m->params_memory + m->tensors[i].offset, *st = t->stage + t->soff[i];
+		const uint32_t *idx = t->kept[i];
+		int kidx = t->smode[i] != SM_FULL, staged = kidx && !(wnz && wnz[i]);
+		float *buf = !kidx ? w : staged ? st : wnz[i];
+		for (int p = 0; p <= N; p++) {
+			cut[p] = t->own[(size_t)i * (N + 1) + p];
 			if (t->smode[i] == SM_KEPT)
-				shard_kept(t, i, 0, a, b, &a, &b);
-			for (size_t q = a; q < b; q++)
-				st[q] = w[idx[q]];
+				cut[p] = kept_lb(idx, t->nkept[i], cut[p]);
 		}
-		const size_t *bc = t->bcut + (size_t)g * (N + 1);
-		if (s0 == SIZE_MAX || !bc[N])
-			continue;
-		int rc = dp_post_gather(t->dp, t->stage + s0, bc[N], bc);
+		for (size_t q = cut[me]; staged && q < cut[me + 1]; q++)
+			st[q] = w[idx[q]];
+		int rc = dp_post_gather(t->dp, buf, cut[N], cut);
 		if (rc)
 			return rc;
 	}
 	int rc = dp_finish(t->dp);
 	if (rc)
 		return rc;
-	for (int i = 0; i < m->num_tensors; i++) {
+	for (int k = 0; k < nt; k++) {
+		int i = t->grp[k];
+		if (t->smode[i] == SM_FULL)
+			continue;
 		float *w = m->params_memory + m->tensors[i].offset;
-		const float *st = t->stage + t->soff[i];
+		const float *src = wnz && wnz[i] ? wnz[i] : t->stage + t->soff[i];
+		const uint32_t *idx = t->kept[i];
 		for (int p = 0; p < N; p++) {
 			if (p == me)
 				continue;
 			size_t a, b;
 			shard_range(t, i, p, &a, &b);
-			if (t->smode[i] == SM_FULL) {
-				memcpy(w + a, st + a, (b - a) * sizeof *w);
-				continue;
-			}
-			const uint32_t *idx = t->kept[i];
 			if (t->smode[i] == SM_KEPT)
 				shard_kept(t, i, 0, a, b, &a, &b);
 			for (size_t q = a; q < b; q++)
-				w[idx[q]] = st[q];
-			if (wnz && wnz[i] && t->smode[i] == SM_PACKED)
-				memcpy(wnz[i] + a, st + a, (b - a) * sizeof *st);
+				w[idx[q]] = src[q];
 		}
 	}
 	return CS_OK;
@@ -2202,10 +2193,13 @@ started:;
 			100.0 * ts_sparsity(t.ts));
 	if (multi)
 		fprintf(out, "train: %d MPI ranks (this node: %d), each %d of the %d micro-batches "
-			     "of a step; gradients summed %s\n", dp_size(dp), dp_local_size(dp),
+			     "of a step; gradients summed %s%s\n", dp_size(dp), dp_local_size(dp),
 			c->grad_accum / dp_size(dp), c->grad_accum,
 			strcmp(c->reduce, "fast") ? "in rank order (bit-identical to one process)"
-						  : "by MPI_Allreduce (train.reduce fast)");
+						  : "by MPI_Allreduce (train.reduce fast)",
+			strcmp(c->reduce, "fast") && c->shard_optimizer
+				? "; optimizer sharded over the ranks (train.shard_optimizer)"
+				: "");
 	if (ck[0])
 		fprintf(out, "train: resuming from %s (step %ld)\n", ck, t.step);
 

@@ -11,7 +11,9 @@
  * Data parallelism (train_opts.dp, docs/scaling.md): under mpirun each rank runs its share
  * of a step's micro-batches and the gradients are summed in rank order, so N ranks with
  * one micro-batch each give the bits of one process with grad_accum N; a run resumes with
- * any rank count.
+ * any rank count. With train.shard_optimizer each rank receives the sum of its shard of
+ * the gradient only, clips and updates that shard (ZeRO-1) and the ranks gather the
+ * updated weights: the same bits.
  */
 #ifndef CS_TRAIN_TRAIN_H
 #define CS_TRAIN_TRAIN_H
