@@ -5,8 +5,8 @@
 #    checkpoints (weights, AdamW moments, masks and sparsity state) are the same bytes, for
 #    dense, static, GMP, SET, RigL, GraNet and iterative pruning with weight rewinding, on
 #    the native engine and the mesh model;
-#  - the sharded optimizer step (ZeRO-1, the default) against the unsharded one: the same
-#    bytes;
+#  - the sharded optimizer step (ZeRO-1, train.shard_optimizer) against the unsharded one:
+#    the same bytes;
 #  - a 2-rank run resumed by 1 process, and the reverse, ends as the uninterrupted run;
 #  - one rank killed mid-run: every rank is gone, mpirun exits non-zero within 10 s, and
 #    the last checkpoint loads;
@@ -125,13 +125,13 @@ for name in dense static gmp set rigl granet rigl-model imp; do
 	fi
 done
 
-# the sharded optimizer step (train.shard_optimizer, the default: each rank sums, clips
-# and updates its shard, then the weights are gathered) against the unsharded one (every
+# the sharded optimizer step (train.shard_optimizer: each rank sums, clips and updates its
+# shard, then the weights are gathered) against the unsharded one (every
 # rank sums the whole gradient and repeats the whole AdamW): the same bytes, on the flat
 # dense gradient, the engine's packed dW, host-masked tensors (the embeddings with
 # param_filter *.weight, the mesh model's projections), masks that
 # change their counts (GMP), RigL's dense-gradient steps, and 3 ranks' uneven shards
-for name in dense static static-all gmp rigl rigl-model granet; do
+for name in dense static static-all gmp set rigl rigl-model granet imp; do
 	rm -rf runs
 	# shellcheck disable=SC2086
 	if ! mpi 2 ${algs[$name]} train.shard_optimizer=false >unsharded.log 2>&1; then
@@ -150,10 +150,11 @@ for name in dense static static-all gmp rigl rigl-model granet; do
 	fi
 done
 rm -rf runs
+# shellcheck disable=SC2086
 if mpi 3 train.grad_accum=3 ${algs[static]} train.shard_optimizer=false >unsharded.log 2>&1; then
 	mv runs/r runs/ref
 	# shellcheck disable=SC2086
-	if mpi 3 train.grad_accum=3 ${algs[static]} >sharded.log 2>&1; then
+	if mpi 3 train.grad_accum=3 ${algs[static]} train.shard_optimizer=true >sharded.log 2>&1; then
 		same_state "static: the sharded optimizer step = the unsharded one (3 ranks)"
 	else
 		bad "static: 3 sharded ranks failed"
@@ -183,8 +184,10 @@ else
 	tail -5 fast.log
 fi
 
-# resume across rank counts: drop the last checkpoint, continue from step 3
-R="sparsity.algorithm=rigl sparsity.sparsity=0.9 sparsity.update.freq=2"
+# resume across rank counts: drop the last checkpoint, continue from step 3 (the 2-rank
+# runs with the sharded optimizer: its moments gathered for rank 0's checkpoint, whole
+# again after a load)
+R="sparsity.algorithm=rigl sparsity.sparsity=0.9 sparsity.update.freq=2 train.shard_optimizer=true"
 # shellcheck disable=SC2086
 one $R
 rm -rf runs/r
