@@ -217,9 +217,8 @@ static size_t kept_lb(const uint32_t *idx, size_t n, size_t x)
 	return lo;
 }
 
-/* This rank's range [*a, *b) of tensor i's gradient piece (its kept entries when kidx,
- * dense positions otherwise), and the same range in the tensor's kept list (*qa, *qb;
- * when it has one). */
+/* Rank p's range [*a, *b) of tensor i's gradient piece this step: kept entries for the
+ * engine's packed dW, dense positions otherwise. */
 static void shard_range(const trainer *t, int i, int p, size_t *a, size_t *b)
 {
 	int N = dp_size(t->dp);
@@ -227,6 +226,8 @@ static void shard_range(const trainer *t, int i, int p, size_t *a, size_t *b)
 	*b = t->own[(size_t)i * (N + 1) + p + 1];
 }
 
+/* The same range [a, b) in tensor i's kept list, [*qa, *qb): as it is when it counts kept
+ * entries already (kidx), else the kept entries at dense positions in [a, b). */
 static void shard_kept(const trainer *t, int i, int kidx, size_t a, size_t b, size_t *qa,
 		       size_t *qb)
 {
@@ -453,9 +454,8 @@ static int shard_plan(trainer *t, int packed)
 	/* where each piece starts in X: the tensors laid end to end in index order, or
 	 * (the flat gradient) their offsets, which follow llm.c's parameter arrays */
 	size_t lo = 0;
-	for (int i = 0; i < nt; lo += t->glen[i], i++) {
+	for (int i = 0; i < nt; lo += t->glen[i], i++)
 		t->own[(size_t)i * (N + 1)] = packed ? lo : m->tensors[i].offset;
-	}
 	/* a group's shards must be in rank order along its stage range (its tensors in X
 	 * order): otherwise this step runs unsharded */
 	for (int g = 0; g <= L; g++)
@@ -517,7 +517,8 @@ static int moments_gather(trainer *t, const size_t *own, const uint8_t *kidx, ch
 	size_t o = 0;
 	for (int i = 0; i < nt; i++) {
 		size_t a = own[(size_t)i * (N + 1) + me], b = own[(size_t)i * (N + 1) + me + 1];
-		const float *am = t->adam_m + m->tensors[i].offset, *av = t->adam_v + m->tensors[i].offset;
+		const float *am = t->adam_m + m->tensors[i].offset;
+		const float *av = t->adam_v + m->tensors[i].offset;
 		if (t->pm[i]) {
 			shard_kept(t, i, kidx[i], a, b, &a, &b);
 			am = t->pm[i];
@@ -536,7 +537,8 @@ static int moments_gather(trainer *t, const size_t *own, const uint8_t *kidx, ch
 	for (int p = 0; p < N; p++)
 		for (int i = 0; i < nt; i++) {
 			size_t a = own[(size_t)i * (N + 1) + p], b = own[(size_t)i * (N + 1) + p + 1];
-			float *am = t->adam_m + m->tensors[i].offset, *av = t->adam_v + m->tensors[i].offset;
+			float *am = t->adam_m + m->tensors[i].offset;
+			float *av = t->adam_v + m->tensors[i].offset;
 			if (t->pm[i]) {
 				shard_kept(t, i, kidx[i], a, b, &a, &b);
 				am = t->pm[i];
