@@ -135,6 +135,8 @@ static const cs_cfg_key train_keys[] = {
 	{ .key = "reduce", .type = CS_CFG_ENUM, .off = OFF(reduce), .size = SZ(reduce), .allowed = "ordered|fast", .def = "ordered",
 	  .doc_allowed = "`ordered`, `fast`",
 	  .doc = "how `mpirun -np N` sums the ranks' gradients (`docs/scaling.md`): `ordered` adds them in rank order, bit-identical to one process with the same `grad_accum`; `fast` is `MPI_Allreduce` (reproducible for a fixed N only). No effect on one process" },
+	{ .key = "shard_optimizer", .type = CS_CFG_BOOL, .off = OFF(shard_optimizer), .size = sizeof(int), .flags = CS_CFG_NOCASE, .def = "false",
+	  .doc = "with `mpirun -np N` and `reduce: ordered`: each rank receives the summed gradient of its 1/N of the parameters only, clips it and runs AdamW on that shard with its shard of the moments, then the ranks gather the updated weights (ZeRO-1, `docs/scaling.md`). The same bits as `false`, which sums the whole gradient on every rank and repeats the whole update there; off by default until it is measured faster (`docs/measurements.md`). No effect on one process" },
 	{ .key = "lr", .type = CS_CFG_DOUBLE, .off = OFF(lr), .size = 0, .min = 0, .max = 10, .def = "3.0e-3",
 	  .doc_allowed = "0..10",
 	  .doc = "peak learning rate" },

@@ -52,6 +52,7 @@ typedef struct train_config {
 	int steps, batch_size, grad_accum;
 	int threads;                   /* 0: cs_default_threads() */
 	char reduce[8];                /* gradient sum over MPI ranks: ordered | fast */
+	int shard_optimizer;           /* ZeRO-1: each rank updates its shard (ordered only) */
 	double lr, min_lr;
 	int warmup_steps;
 	double weight_decay, beta1, beta2, eps, grad_clip;

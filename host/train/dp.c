@@ -13,6 +13,8 @@ struct dp_bucket {
 	float *buf;
 	size_t n;
 	int phase; /* 0: reduce-scatter in flight, 1: allgather in flight, 2: done */
+	int gather; /* 1: the allgather follows the reduce-scatter */
+	size_t *cut; /* [N + 1] rank p's chunk is [cut[p], cut[p+1]) */
 	int tag;
 	int nreq;
 	MPI_Request *req; /* [2 (N-1)] */
@@ -96,6 +98,7 @@ static void buckets_free(dp_comm *d)
 	for (int i = 0; i < d->nb; i++) {
 		free(d->b[i].req);
 		free(d->b[i].recv);
+		free(d->b[i].cut);
 	}
 	d->nb = 0;
 }
@@ -171,6 +174,12 @@ static void chunk(size_t n, int N, int p, size_t *lo, size_t *hi)
 	*hi = *lo + q + ((size_t)p < r ? 1 : 0);
 }
 
+static void bchunk(const struct dp_bucket *b, int p, size_t *lo, size_t *hi)
+{
+	*lo = b->cut[p];
+	*hi = b->cut[p + 1];
+}
+
 void dp_begin(dp_comm *d, int mode)
 {
 	if (!d)
@@ -184,17 +193,19 @@ static void post_gather(dp_comm *d, struct dp_bucket *b)
 {
 	int N = d->size, me = d->rank;
 	size_t lo, hi;
-	chunk(b->n, N, me, &lo, &hi);
+	bchunk(b, me, &lo, &hi);
 	b->nreq = 0;
 	for (int q = 0; q < N; q++) {
 		if (q == me)
 			continue;
 		size_t qlo, qhi;
-		chunk(b->n, N, q, &qlo, &qhi);
-		MPI_Irecv(b->buf + qlo, (int)(qhi - qlo), MPI_FLOAT, q, b->tag + 1, MPI_COMM_WORLD,
-			  &b->req[b->nreq++]);
-		MPI_Isend(b->buf + lo, (int)(hi - lo), MPI_FLOAT, q, b->tag + 1, MPI_COMM_WORLD,
-			  &b->req[b->nreq++]);
+		bchunk(b, q, &qlo, &qhi);
+		if (qhi > qlo)
+			MPI_Irecv(b->buf + qlo, (int)(qhi - qlo), MPI_FLOAT, q, b->tag + 1,
+				  MPI_COMM_WORLD, &b->req[b->nreq++]);
+		if (hi > lo)
+			MPI_Isend(b->buf + lo, (int)(hi - lo), MPI_FLOAT, q, b->tag + 1,
+				  MPI_COMM_WORLD, &b->req[b->nreq++]);
 		d->bytes += (hi - lo) * sizeof(float);
 	}
 	b->phase = 1;
@@ -205,7 +216,7 @@ static void sum_chunk(dp_comm *d, struct dp_bucket *b)
 {
 	int N = d->size, me = d->rank;
 	size_t lo, hi;
-	chunk(b->n, N, me, &lo, &hi);
+	bchunk(b, me, &lo, &hi);
 	size_t len = hi - lo;
 	float *mine = b->buf + lo;
 	const float *src[N];
@@ -236,26 +247,25 @@ static void advance(dp_comm *d, struct dp_bucket *b, int wait)
 		}
 		if (b->phase == 0 && d->mode == DP_ORDERED) {
 			sum_chunk(d, b);
-			post_gather(d, b);
+			if (b->gather)
+				post_gather(d, b);
+			else
+				b->phase = 2;
 		} else {
 			b->phase = 2;
 		}
 	}
 }
 
-int dp_post(dp_comm *d, float *buf, size_t n)
+/* A new bucket of buf[0..n) with chunks cut (NULL: n/N each); NULL when out of memory. */
+static struct dp_bucket *new_bucket(dp_comm *d, float *buf, size_t n, const size_t *cut)
 {
-	if (!multi(d) || n == 0)
-		return CS_OK;
-	double t0 = now_s();
-	int N = d->size, me = d->rank;
-	if (n / (size_t)N + 1 > (size_t)INT32_MAX || (d->mode == DP_FAST && n > INT32_MAX))
-		return CS_ERR_RANGE;
+	int N = d->size;
 	if (d->nb == d->capb) {
 		int cap = d->capb ? 2 * d->capb : 16;
 		struct dp_bucket *nb = realloc(d->b, (size_t)cap * sizeof *nb);
 		if (!nb)
-			return CS_ERR_NO_MEM;
+			return NULL;
 		d->b = nb;
 		d->capb = cap;
 	}
@@ -265,16 +275,53 @@ int dp_post(dp_comm *d, float *buf, size_t n)
 	b->n = n;
 	b->tag = 2 * (d->nb % 16000);
 	b->req = malloc(2 * (size_t)N * sizeof *b->req);
-	size_t lo, hi;
-	chunk(n, N, me, &lo, &hi);
-	if (d->mode == DP_ORDERED)
-		b->recv = malloc(((size_t)(N - 1) * (hi - lo) + 1) * sizeof *b->recv);
-	if (!b->req || (d->mode == DP_ORDERED && !b->recv)) {
+	b->cut = malloc(((size_t)N + 1) * sizeof *b->cut);
+	if (!b->req || !b->cut) {
 		free(b->req);
-		free(b->recv);
-		return CS_ERR_NO_MEM;
+		free(b->cut);
+		return NULL;
+	}
+	for (int p = 0; p <= N; p++) {
+		size_t lo, hi;
+		chunk(n, N, p < N ? p : N - 1, &lo, &hi);
+		b->cut[p] = cut ? cut[p] : p < N ? lo : n;
 	}
 	d->nb++;
+	return b;
+}
+
+/* Every chunk in int range, the cuts in order. */
+static int cuts_ok(const size_t *cut, size_t n, int N)
+{
+	if (!cut)
+		return n / (size_t)N + 1 <= (size_t)INT32_MAX;
+	if (cut[0] != 0 || cut[N] != n)
+		return 0;
+	for (int p = 0; p < N; p++)
+		if (cut[p + 1] < cut[p] || cut[p + 1] - cut[p] > (size_t)INT32_MAX)
+			return 0;
+	return 1;
+}
+
+static int post(dp_comm *d, float *buf, size_t n, const size_t *cut, int gather)
+{
+	double t0 = now_s();
+	int N = d->size, me = d->rank;
+	if (!cuts_ok(cut, n, N) || (d->mode == DP_FAST && (n > INT32_MAX || cut || !gather)))
+		return cut && d->mode == DP_FAST ? CS_ERR_INVALID : CS_ERR_RANGE;
+	struct dp_bucket *b = new_bucket(d, buf, n, cut);
+	if (!b)
+		return CS_ERR_NO_MEM;
+	b->gather = gather;
+	size_t lo, hi;
+	bchunk(b, me, &lo, &hi);
+	if (d->mode == DP_ORDERED &&
+	    !(b->recv = malloc(((size_t)(N - 1) * (hi - lo) + 1) * sizeof *b->recv))) {
+		d->nb--;
+		free(b->req);
+		free(b->cut);
+		return CS_ERR_NO_MEM;
+	}
 	if (d->mode == DP_FAST) {
 		MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
 			       &b->req[0]);
@@ -286,17 +333,103 @@ int dp_post(dp_comm *d, float *buf, size_t n)
 			if (q == me)
 				continue;
 			size_t qlo, qhi;
-			chunk(n, N, q, &qlo, &qhi);
-			MPI_Irecv(b->recv + (size_t)s++ * (hi - lo), (int)(hi - lo), MPI_FLOAT, q,
-				  b->tag, MPI_COMM_WORLD, &b->req[b->nreq++]);
-			MPI_Isend(buf + qlo, (int)(qhi - qlo), MPI_FLOAT, q, b->tag, MPI_COMM_WORLD,
-				  &b->req[b->nreq++]);
+			bchunk(b, q, &qlo, &qhi);
+			if (hi > lo)
+				MPI_Irecv(b->recv + (size_t)s * (hi - lo), (int)(hi - lo), MPI_FLOAT,
+					  q, b->tag, MPI_COMM_WORLD, &b->req[b->nreq++]);
+			s++;
+			if (qhi > qlo)
+				MPI_Isend(buf + qlo, (int)(qhi - qlo), MPI_FLOAT, q, b->tag,
+					  MPI_COMM_WORLD, &b->req[b->nreq++]);
 			d->bytes += (qhi - qlo) * sizeof(float);
 		}
 	}
 	advance(d, b, 0);
 	d->secs += now_s() - t0;
 	return CS_OK;
+}
+
+int dp_post(dp_comm *d, float *buf, size_t n)
+{
+	if (!multi(d) || n == 0)
+		return CS_OK;
+	return post(d, buf, n, NULL, 1);
+}
+
+int dp_post_scatter(dp_comm *d, float *buf, size_t n, const size_t *cut)
+{
+	if (!multi(d) || n == 0)
+		return CS_OK;
+	if (d->mode != DP_ORDERED)
+		return CS_ERR_INVALID;
+	return post(d, buf, n, cut, 0);
+}
+
+int dp_post_reduce(dp_comm *d, float *buf, size_t n, const size_t *cut)
+{
+	if (!multi(d) || n == 0)
+		return CS_OK;
+	if (d->mode != DP_ORDERED)
+		return CS_ERR_INVALID;
+	return post(d, buf, n, cut, 1);
+}
+
+int dp_post_gather(dp_comm *d, float *buf, size_t n, const size_t *cut)
+{
+	if (!multi(d) || n == 0)
+		return CS_OK;
+	double t0 = now_s();
+	if (!cuts_ok(cut, n, d->size))
+		return CS_ERR_RANGE;
+	struct dp_bucket *b = new_bucket(d, buf, n, cut);
+	if (!b)
+		return CS_ERR_NO_MEM;
+	b->gather = 1;
+	post_gather(d, b);
+	advance(d, b, 0);
+	d->secs += now_s() - t0;
+	return CS_OK;
+}
+
+int dp_allgather(dp_comm *d, const void *mine, size_t nbytes, void *all, const size_t *counts)
+{
+	if (!multi(d)) {
+		if (all != mine && nbytes)
+			memmove(all, mine, nbytes);
+		return CS_OK;
+	}
+	int N = d->size;
+	int *cnt = malloc(2 * (size_t)N * sizeof *cnt), *dis = cnt ? cnt + N : NULL;
+	if (!cnt)
+		return CS_ERR_NO_MEM;
+	size_t off = 0;
+	for (int p = 0; p < N; p++) {
+		if (counts[p] > (size_t)INT32_MAX || off > (size_t)INT32_MAX) {
+			free(cnt);
+			return CS_ERR_RANGE;
+		}
+		cnt[p] = (int)counts[p];
+		dis[p] = (int)off;
+		off += counts[p];
+	}
+	if (nbytes != counts[d->rank]) {
+		free(cnt);
+		return CS_ERR_INVALID;
+	}
+	MPI_Request req;
+	int rc = MPI_Iallgatherv(mine, (int)nbytes, MPI_BYTE, all, cnt, dis, MPI_BYTE,
+				 MPI_COMM_WORLD, &req);
+	/* test and sleep, as advance does: a blocking call would spin on a core that the
+	 * other ranks of a small or shared machine need */
+	for (int done = 0; rc == MPI_SUCCESS;) {
+		rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+		if (done)
+			break;
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+	free(cnt);
+	return rc == MPI_SUCCESS ? CS_OK : CS_ERR_IO;
 }
 
 int dp_progress(dp_comm *d)

@@ -19,8 +19,12 @@
  * work (the backward pass calls it after each layer) so that communication overlaps
  * compute, and dp_finish waits for the rest.
  *
+ * The sharded optimizer (ZeRO-1) uses the two phases apart, with the caller's cut of each
+ * buffer: a reduce-scatter of the gradient, then an allgather of the updated weights.
+ *
  * Not here: the choice of what to reduce (host/train/train.c packs sparse tensors'
- * gradients to their kept entries first) and process start-up (mpirun).
+ * gradients to their kept entries first, and cuts the shards) and process start-up
+ * (mpirun).
  */
 #ifndef CS_TRAIN_DP_H
 #define CS_TRAIN_DP_H
@@ -64,6 +68,17 @@ void dp_begin(dp_comm *d, int mode);
 /* Start summing buf[0..n) over the ranks, in place. buf must stay untouched until
  * dp_finish. Returns CS_OK or a negative error. */
 int dp_post(dp_comm *d, float *buf, size_t n);
+/* The sharded optimizer's two halves (ordered mode only, CS_ERR_INVALID in fast mode):
+ * rank p owns buf[cut[p], cut[p+1]) (cut[0] = 0, cut[N] = n, in order, chunks may be
+ * empty). dp_post_scatter sums only the owner's chunk (the reduce-scatter: the other
+ * chunks keep this rank's own values); dp_post_reduce is dp_post with these chunks;
+ * dp_post_gather sends the owner's chunk to every rank (the allgather, no sum). */
+int dp_post_scatter(dp_comm *d, float *buf, size_t n, const size_t *cut);
+int dp_post_reduce(dp_comm *d, float *buf, size_t n, const size_t *cut);
+int dp_post_gather(dp_comm *d, float *buf, size_t n, const size_t *cut);
+/* Blocking: rank p's counts[p] bytes, mine, land at sum(counts[0..p)) of all on every
+ * rank (MPI_Allgatherv). mine must not overlap all. */
+int dp_allgather(dp_comm *d, const void *mine, size_t nbytes, void *all, const size_t *counts);
 /* Advance what is in flight without blocking. */
 int dp_progress(dp_comm *d);
 /* Wait until every posted buffer holds the sum. */

@@ -107,6 +107,7 @@ struct segs_job {
 	const size_t *first; /* [nseg + 1] first chunk of each piece */
 	int nseg;
 	double *partial;
+	size_t c0, c1; /* the chunks to sum */
 	float scale;
 };
 
@@ -114,7 +115,9 @@ static void segs_norm_job(void *va, int tid, int nth)
 {
 	struct segs_job *a = va;
 	size_t lo, hi;
-	cs_split(a->first[a->nseg], tid, nth, &lo, &hi);
+	cs_split(a->c1 - a->c0, tid, nth, &lo, &hi);
+	lo += a->c0;
+	hi += a->c0;
 	int s = 0;
 	for (size_t c = lo; c < hi; c++) {
 		while (a->first[s + 1] <= c)
@@ -126,34 +129,59 @@ static void segs_norm_job(void *va, int tid, int nth)
 	}
 }
 
+size_t grad_norm_chunks(const size_t *len, int nseg)
+{
+	size_t c = 0;
+	for (int s = 0; s < nseg; s++)
+		c += (len[s] + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK;
+	return c;
+}
+
+int grad_norm_partials_segs_pool(cs_pool *pool, const float *const *seg, const size_t *len,
+				 int nseg, size_t c0, size_t c1, double *partial)
+{
+	size_t *first = malloc(sizeof(size_t) * ((size_t)nseg + 1));
+	if (!first)
+		return -1;
+	first[0] = 0;
+	for (int s = 0; s < nseg; s++)
+		first[s + 1] = first[s] + (len[s] + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK;
+	if (c1 > first[nseg])
+		c1 = first[nseg];
+	struct segs_job a = { .seg = seg, .len = len, .first = first, .nseg = nseg,
+			      .partial = partial, .c0 = c0, .c1 = c1 };
+	if (c1 > c0)
+		cs_pool_run(pool, segs_norm_job, &a);
+	free(first);
+	return 0;
+}
+
+double grad_norm_from_partials(const double *partial, size_t nchunks)
+{
+	double sum = 0.0;
+	for (size_t c = 0; c < nchunks; c++)
+		sum += partial[c];
+	return sqrt(sum);
+}
+
 double grad_global_norm_segs_pool(cs_pool *pool, const float *const *seg, const size_t *len,
 				  int nseg)
 {
-	size_t *first = malloc(sizeof(size_t) * ((size_t)nseg + 1));
-	double *partial = NULL, sum = 0.0;
-	if (first) {
-		first[0] = 0;
-		for (int s = 0; s < nseg; s++)
-			first[s + 1] = first[s] + (len[s] + GRAD_NORM_CHUNK - 1) / GRAD_NORM_CHUNK;
-		partial = malloc(sizeof(double) * (first[nseg] ? first[nseg] : 1));
-	}
-	if (!partial) { /* no memory: the same sums on this thread */
+	size_t nc = grad_norm_chunks(len, nseg);
+	double *partial = malloc(sizeof(double) * (nc ? nc : 1)), sum = 0.0;
+	if (!partial || grad_norm_partials_segs_pool(pool, seg, len, nseg, 0, nc, partial)) {
+		/* no memory: the same sums on this thread */
 		for (int s = 0; s < nseg; s++)
 			for (size_t i0 = 0; i0 < len[s]; i0 += GRAD_NORM_CHUNK)
 				sum += chunk_sumsq(seg[s], i0,
 						   i0 + GRAD_NORM_CHUNK < len[s] ? i0 + GRAD_NORM_CHUNK
 										 : len[s]);
-		free(first);
+		free(partial);
 		return sqrt(sum);
 	}
-	struct segs_job a = { .seg = seg, .len = len, .first = first, .nseg = nseg,
-			      .partial = partial };
-	cs_pool_run(pool, segs_norm_job, &a);
-	for (size_t c = 0; c < first[nseg]; c++)
-		sum += partial[c];
+	sum = grad_norm_from_partials(partial, nc);
 	free(partial);
-	free(first);
-	return sqrt(sum);
+	return sum;
 }
 
 static void segs_scale_job(void *va, int tid, int nth)

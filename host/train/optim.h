@@ -25,6 +25,14 @@ double grad_global_norm_pool(cs_pool *pool, const float *g, size_t n);
  * added in piece and chunk order (the same bits for every thread count). */
 double grad_global_norm_segs_pool(cs_pool *pool, const float *const *seg, const size_t *len,
 				  int nseg);
+/* The same in parts, for ranks that each hold some of the chunks (the sharded optimizer):
+ * the chunks of the pieces numbered in piece and chunk order, how many; the sum of
+ * squares of chunks [c0, c1) into partial[c0..c1) (0, or -1 when out of memory); the norm
+ * from every chunk's partial (added in order: the bits of grad_global_norm_segs_pool). */
+size_t grad_norm_chunks(const size_t *len, int nseg);
+int grad_norm_partials_segs_pool(cs_pool *pool, const float *const *seg, const size_t *len,
+				 int nseg, size_t c0, size_t c1, double *partial);
+double grad_norm_from_partials(const double *partial, size_t nchunks);
 /* seg[i][0..len[i]) *= scale */
 void grad_scale_segs_pool(cs_pool *pool, float *const *seg, const size_t *len, int nseg,
 			  float scale);

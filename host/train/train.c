@@ -200,7 +200,45 @@ struct adamw_job {
 	float lr;
 	long step;
 	float **wnz;    /* [num_tensors] the engine's fp32 values in kept order, or NULL */
+	int shard;      /* only this rank's shard of every tensor (t->own) */
 };
+
+/* First q with idx[q] >= x (idx sorted). */
+static size_t kept_lb(const uint32_t *idx, size_t n, size_t x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (idx[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Rank p's range [*a, *b) of tensor i's gradient piece this step: kept entries for the
+ * engine's packed dW, dense positions otherwise. */
+static void shard_range(const trainer *t, int i, int p, size_t *a, size_t *b)
+{
+	int N = dp_size(t->dp);
+	*a = t->own[(size_t)i * (N + 1) + p];
+	*b = t->own[(size_t)i * (N + 1) + p + 1];
+}
+
+/* The same range [a, b) in tensor i's kept list, [*qa, *qb): as it is when it counts kept
+ * entries already (kidx), else the kept entries at dense positions in [a, b). */
+static void shard_kept(const trainer *t, int i, int kidx, size_t a, size_t b, size_t *qa,
+		       size_t *qb)
+{
+	if (kidx) {
+		*qa = a;
+		*qb = b;
+	} else {
+		*qa = kept_lb(t->kept[i], t->nkept[i], a);
+		*qb = kept_lb(t->kept[i], t->nkept[i], b);
+	}
+}
 
 /* Every tensor split over the threads (entries are independent: the same bits for every
  * thread count, and the kept-entry update gives those of the full one). */
@@ -216,29 +254,41 @@ static void adamw_job(void *va, int tid, int nth)
 		float *w = m->params_memory + g->offset, *am = t->adam_m + g->offset;
 		float *av = t->adam_v + g->offset;
 		const float *gr = m->grads_memory + g->offset;
-		size_t lo, hi;
+		size_t lo, hi, a0 = 0, a1 = g->numel, q0 = 0, q1 = t->nkept[i];
+		if (a->shard) {
+			shard_range(t, i, dp_rank(t->dp), &a0, &a1);
+			if (t->kept[i])
+				shard_kept(t, i, t->gpk[i], a0, a1, &q0, &q1);
+		}
+#define SPLIT(n0, n1)                                         \
+	do {                                                  \
+		cs_split((n1) - (n0), tid, nth, &lo, &hi);    \
+		lo += (n0);                                   \
+		hi += (n0);                                   \
+	} while (0)
 		if (t->gpk[i]) { /* packed gradient: kept entries in the same order */
-			cs_split(t->nkept[i], tid, nth, &lo, &hi);
+			SPLIT(q0, q1);
 			float *wnz = a->wnz ? a->wnz[i] : NULL; /* the engine's values */
 			adamw_update_nz(w, t->pm[i] + lo, t->pv[i] + lo, t->gseg[i] + lo,
 					t->kept[i] + lo, hi - lo, a->lr, (float)c->beta1,
 					(float)c->beta2, (float)c->eps, wd, a->step,
 					wnz ? wnz + lo : NULL);
 		} else if (t->pm[i]) {
-			cs_split(t->nkept[i], tid, nth, &lo, &hi);
+			SPLIT(q0, q1);
 			adamw_update_packed(w, t->pm[i] + lo, t->pv[i] + lo, gr, t->kept[i] + lo,
 					    hi - lo, a->lr, (float)c->beta1, (float)c->beta2,
 					    (float)c->eps, wd, a->step);
 		} else if (t->kept[i] && !t->adamw_dense) {
-			cs_split(t->nkept[i], tid, nth, &lo, &hi);
+			SPLIT(q0, q1);
 			adamw_update_idx(w, am, av, gr, t->kept[i] + lo, hi - lo, a->lr,
 					 (float)c->beta1, (float)c->beta2, (float)c->eps, wd,
 					 a->step);
 		} else {
-			cs_split(g->numel, tid, nth, &lo, &hi);
+			SPLIT(a0, a1);
 			adamw_update(w + lo, am + lo, av + lo, gr + lo, hi - lo, a->lr,
 				     (float)c->beta1, (float)c->beta2, (float)c->eps, wd, a->step);
 		}
+#undef SPLIT
 	}
 }
 
@@ -329,6 +379,290 @@ static int grads_plan(trainer *t, int packed, int multi)
 	return CS_OK;
 }
 
+/* ---- the sharded optimizer (ZeRO-1) ------------------------------------------------- */
+
+/* Cut the step's gradient into the ranks' shards (t->own, t->bcut, t->ccut). The pieces
+ * are taken in the clipping norm's order: one flat piece of num_params on a step with the
+ * dense gradient in grads_memory, else the tensors' pieces (the engine's packed dW or the
+ * dense range) in tensor order. Cuts fall on the norm's chunk boundaries, so that every
+ * chunk's partial sum is one rank's and the norm keeps its bits; the shards are
+ * contiguous in tensor order, so each group's share is in rank order in the stage. */
+static int shard_plan(trainer *t, int packed)
+{
+	const gpt *m = &t->model;
+	int N = dp_size(t->dp), nt = m->num_tensors, L = m->cfg.n_layer;
+	size_t nc = packed ? grad_norm_chunks(t->glen, nt)
+			   : grad_norm_chunks(&m->num_params, 1);
+	if (!t->own) {
+		t->own = calloc((size_t)nt * (N + 1), sizeof *t->own);
+		t->mown = calloc((size_t)nt * (N + 1), sizeof *t->mown);
+		t->bcut = calloc((size_t)(L + 1) * (N + 1), sizeof *t->bcut);
+		t->ccut = calloc((size_t)N + 1, sizeof *t->ccut);
+		t->mkidx = calloc((size_t)nt, 1);
+		t->skidx = calloc((size_t)nt, 1);
+		if (!t->own || !t->mown || !t->bcut || !t->ccut || !t->mkidx || !t->skidx)
+			return CS_ERR_NO_MEM;
+	}
+	if (nc > t->npart_cap) {
+		free(t->npart);
+		t->npart_cap = 0;
+		if (!(t->npart = malloc(nc * sizeof *t->npart)))
+			return CS_ERR_NO_MEM;
+		t->npart_cap = nc;
+	}
+	t->nchunks = nc;
+	/* E[p]: where shard p starts, in the pieces laid end to end (X) */
+	size_t X = 0, E[N + 1];
+	for (int i = 0; i < nt; i++)
+		X += t->glen[i];
+	E[0] = 0;
+	E[N] = X;
+	t->ccut[0] = 0;
+	t->ccut[N] = nc;
+	size_t c = 0, x = 0; /* chunk c starts at x */
+	int seg = 0;
+	size_t segx = 0; /* where the current piece starts */
+	if (packed)
+		while (seg < nt && !t->glen[seg])
+			seg++;
+	size_t seglen = packed ? (seg < nt ? t->glen[seg] : 0) : X;
+	for (int p = 1; p < N; p++) {
+		size_t target = X / (size_t)N * (size_t)p + X % (size_t)N * (size_t)p / (size_t)N;
+		/* walk the chunk starts up to the first one at or after target */
+		for (;;) {
+			if (x >= target || c >= nc)
+				break;
+			/* the start of chunk c+1 */
+			size_t nx = x + GRAD_NORM_CHUNK;
+			if (nx >= segx + seglen) {
+				nx = segx + seglen;
+				if (packed) { /* next non-empty piece */
+					segx = nx;
+					while (++seg < nt && !t->glen[seg])
+						;
+					seglen = seg < nt ? t->glen[seg] : 0;
+				}
+			}
+			if (nx >= target && nx - target > target - x)
+				break; /* x is the nearer boundary */
+			x = nx;
+			c++;
+		}
+		E[p] = x;
+		t->ccut[p] = c;
+	}
+	/* where each piece starts in X: the tensors laid end to end in index order, or
+	 * (the flat gradient) their offsets, which follow llm.c's parameter arrays */
+	size_t lo = 0;
+	for (int i = 0; i < nt; lo += t->glen[i], i++)
+		t->own[(size_t)i * (N + 1)] = packed ? lo : m->tensors[i].offset;
+	/* a group's shards must be in rank order along its stage range (its tensors in X
+	 * order): otherwise this step runs unsharded */
+	for (int g = 0; g <= L; g++)
+		for (int k = t->grp_start[g] + 1; k < t->grp_start[g + 1]; k++) {
+			int i0 = t->grp[k - 1], i1 = t->grp[k];
+			if (t->own[(size_t)i0 * (N + 1)] + t->glen[i0] > t->own[(size_t)i1 * (N + 1)])
+				return 1;
+		}
+	for (int i = 0; i < nt; i++) {
+		lo = t->own[(size_t)i * (N + 1)];
+		for (int p = 0; p <= N; p++) {
+			size_t e = E[p] < lo ? 0 : E[p] - lo;
+			t->own[(size_t)i * (N + 1) + p] = e < t->glen[i] ? e : t->glen[i];
+		}
+		t->skidx[i] = t->smode[i] == SM_PACKED;
+	}
+	for (int g = 0; g <= L; g++) {
+		size_t *bc = t->bcut + (size_t)g * (N + 1);
+		for (int p = 0; p <= N; p++) {
+			size_t v = 0;
+			for (int k = t->grp_start[g]; k < t->grp_start[g + 1]; k++) {
+				int i = t->grp[k];
+				size_t a = t->own[(size_t)i * (N + 1) + p];
+				v += t->smode[i] == SM_KEPT ? kept_lb(t->kept[i], t->nkept[i], a) : a;
+			}
+			bc[p] = v;
+		}
+	}
+	return CS_OK;
+}
+
+/* Gather the moments of the shards that plan own (kept-list coordinates where kidx) gave
+ * each rank: afterwards every rank's are whole. The kept lists must be those of that
+ * step (masks change after this runs, never between). */
+static int moments_gather(trainer *t, const size_t *own, const uint8_t *kidx, char *err,
+			  size_t errlen)
+{
+	const gpt *m = &t->model;
+	int N = dp_size(t->dp), me = dp_rank(t->dp), nt = m->num_tensors, rc = CS_OK;
+	size_t cnt[N], bytes[N], tot = 0, mycnt = 0;
+	for (int p = 0; p < N; p++) {
+		cnt[p] = 0;
+		for (int i = 0; i < nt; i++) {
+			size_t a = own[(size_t)i * (N + 1) + p], b = own[(size_t)i * (N + 1) + p + 1];
+			if (t->pm[i])
+				shard_kept(t, i, kidx[i], a, b, &a, &b);
+			cnt[p] += 2 * (b - a);
+		}
+		tot += cnt[p];
+		if (p == me)
+			mycnt = cnt[p];
+	}
+	float *mine = malloc((mycnt ? mycnt : 1) * sizeof *mine);
+	float *all = malloc((tot ? tot : 1) * sizeof *all);
+	if (!mine || !all) {
+		rc = CS_ERR_NO_MEM;
+		goto out_free;
+	}
+	size_t o = 0;
+	for (int i = 0; i < nt; i++) {
+		size_t a = own[(size_t)i * (N + 1) + me], b = own[(size_t)i * (N + 1) + me + 1];
+		const float *am = t->adam_m + m->tensors[i].offset;
+		const float *av = t->adam_v + m->tensors[i].offset;
+		if (t->pm[i]) {
+			shard_kept(t, i, kidx[i], a, b, &a, &b);
+			am = t->pm[i];
+			av = t->pv[i];
+		}
+		memcpy(mine + o, am + a, (b - a) * sizeof *mine);
+		memcpy(mine + o + (b - a), av + a, (b - a) * sizeof *mine);
+		o += 2 * (b - a);
+	}
+	for (int p = 0; p < N; p++)
+		bytes[p] = cnt[p] * sizeof(float);
+	rc = dp_allgather(t->dp, mine, mycnt * sizeof(float), all, bytes);
+	if (rc)
+		goto out_free;
+	o = 0;
+	for (int p = 0; p < N; p++)
+		for (int i = 0; i < nt; i++) {
+			size_t a = own[(size_t)i * (N + 1) + p], b = own[(size_t)i * (N + 1) + p + 1];
+			float *am = t->adam_m + m->tensors[i].offset;
+			float *av = t->adam_v + m->tensors[i].offset;
+			if (t->pm[i]) {
+				shard_kept(t, i, kidx[i], a, b, &a, &b);
+				am = t->pm[i];
+				av = t->pv[i];
+			}
+			if (p != me) {
+				memcpy(am + a, all + o, (b - a) * sizeof *am);
+				memcpy(av + a, all + o + (b - a), (b - a) * sizeof *av);
+			}
+			o += 2 * (b - a);
+		}
+out_free:
+	free(mine);
+	free(all);
+	if (rc)
+		snprintf(err, errlen, "gathering the optimizer state over %d ranks failed: %s", N,
+			 cs_strerror(rc));
+	return rc;
+}
+
+int trainer_sync_moments(trainer *t, char *err, size_t errlen)
+{
+	if (!t->mstale)
+		return CS_OK;
+	int rc = moments_gather(t, t->mown, t->mkidx, err, errlen);
+	if (!rc)
+		t->mstale = 0;
+	return rc;
+}
+
+/* After the sharded AdamW: every rank's updated shard of the weights to every rank,
+ * tensor by tensor, in place where the shard's entries are contiguous (a dense tensor's
+ * weights; a packed tensor's fp32 engine values, in kept order, then copied into the
+ * weights), else through the tensor's stage range (the kept entries of a host-masked
+ * tensor; the gradient sums are spent by then). */
+static int weights_gather(trainer *t, float **wnz)
+{
+	gpt *m = &t->model;
+	int N = dp_size(t->dp), me = dp_rank(t->dp), nt = m->num_tensors;
+	size_t cut[N + 1];
+	dp_begin(t->dp, DP_ORDERED);
+	for (int k = 0; k < nt; k++) {
+		int i = t->grp[k];
+		float *w = m->params_memory + m->tensors[i].offset, *st = t->stage + t->soff[i];
+		const uint32_t *idx = t->kept[i];
+		int kidx = t->smode[i] != SM_FULL, staged = kidx && !(wnz && wnz[i]);
+		float *buf = !kidx ? w : staged ? st : wnz[i];
+		for (int p = 0; p <= N; p++) {
+			cut[p] = t->own[(size_t)i * (N + 1) + p];
+			if (t->smode[i] == SM_KEPT)
+				cut[p] = kept_lb(idx, t->nkept[i], cut[p]);
+		}
+		for (size_t q = cut[me]; staged && q < cut[me + 1]; q++)
+			st[q] = w[idx[q]];
+		int rc = dp_post_gather(t->dp, buf, cut[N], cut);
+		if (rc)
+			return rc;
+	}
+	int rc = dp_finish(t->dp);
+	if (rc)
+		return rc;
+	for (int k = 0; k < nt; k++) {
+		int i = t->grp[k];
+		if (t->smode[i] == SM_FULL)
+			continue;
+		float *w = m->params_memory + m->tensors[i].offset;
+		const float *src = wnz && wnz[i] ? wnz[i] : t->stage + t->soff[i];
+		const uint32_t *idx = t->kept[i];
+		for (int p = 0; p < N; p++) {
+			if (p == me)
+				continue;
+			size_t a, b;
+			shard_range(t, i, p, &a, &b);
+			if (t->smode[i] == SM_KEPT)
+				shard_kept(t, i, 0, a, b, &a, &b);
+			for (size_t q = a; q < b; q++)
+				w[idx[q]] = src[q];
+		}
+	}
+	return CS_OK;
+}
+
+/* The clipping norm of the summed gradient when each rank holds its shard of it: each
+ * rank sums its own chunks, the ranks exchange the partial sums and add all of them in
+ * chunk order (the bits of the whole-gradient norm); then each rank clips its shard. */
+static int shard_clip(trainer *t, int packed, double *norm)
+{
+	const train_config *c = &t->cfg;
+	gpt *m = &t->model;
+	int N = dp_size(t->dp), me = dp_rank(t->dp), nt = m->num_tensors;
+	size_t c0 = t->ccut[me], c1 = t->ccut[me + 1];
+	int rc = packed ? grad_norm_partials_segs_pool(t->pool, (const float *const *)t->gseg,
+							 t->glen, nt, c0, c1, t->npart)
+			: grad_norm_partials_segs_pool(t->pool,
+							 (const float *const *)&m->grads_memory,
+							 &m->num_params, 1, c0, c1, t->npart);
+	if (rc)
+		return CS_ERR_NO_MEM;
+	size_t bytes[N];
+	for (int p = 0; p < N; p++)
+		bytes[p] = (t->ccut[p + 1] - t->ccut[p]) * sizeof(double);
+	double *mine = malloc(bytes[me] ? bytes[me] : 1);
+	if (!mine)
+		return CS_ERR_NO_MEM;
+	memcpy(mine, t->npart + c0, bytes[me]);
+	rc = dp_allgather(t->dp, mine, bytes[me], t->npart, bytes);
+	free(mine);
+	if (rc)
+		return rc;
+	*norm = grad_norm_from_partials(t->npart, t->nchunks);
+	if (!(c->grad_clip > 0.0 && *norm > c->grad_clip))
+		return CS_OK;
+	float *seg[nt];
+	size_t len[nt];
+	for (int i = 0; i < nt; i++) {
+		size_t a, b;
+		shard_range(t, i, me, &a, &b);
+		seg[i] = t->gseg[i] + a;
+		len[i] = b - a;
+	}
+	grad_scale_segs_pool(t->pool, seg, len, nt, (float)(c->grad_clip / *norm));
+	return CS_OK;
+}
+
 /* gpt_backward's grads_ready: group g's gradients of this micro-batch are final. Add the
  * sum of the earlier micro-batches (acc + new, in micro-batch order), and on the rank's
  * last micro-batch copy what is reduced into the stage and start its sum over the ranks,
@@ -365,21 +699,38 @@ static int grads_ready(void *ctx, int layer)
 	}
 	if (!t->cur_last || !dp_multi(t) || s0 >= s1)
 		return CS_OK;
-	int rc = dp_post(t->dp, t->stage + s0, s1 - s0);
+	int rc;
+	if (t->shard_step) { /* this rank's share of the group: the sum of its chunk only,
+				unless the mask update needs the whole dense gradient */
+		const size_t *bc = t->bcut + (size_t)g * (dp_size(t->dp) + 1);
+		rc = t->model.want_dense_dw ? dp_post_reduce(t->dp, t->stage + s0, s1 - s0, bc)
+					    : dp_post_scatter(t->dp, t->stage + s0, s1 - s0, bc);
+	} else {
+		rc = dp_post(t->dp, t->stage + s0, s1 - s0);
+	}
 	return rc ? rc : dp_progress(t->dp);
 }
 
-/* After dp_finish: the sums back into the gradient pieces. */
+/* After dp_finish: the sums back into the gradient pieces (only this rank's shard of
+ * them when only that was summed). */
 static void grads_unstage(trainer *t)
 {
 	const gpt *m = &t->model;
+	int part = t->shard_step && !m->want_dense_dw;
 	for (int i = 0; i < m->num_tensors; i++) {
 		const float *st = t->stage + t->soff[i];
-		if (t->smode[i] == SM_KEPT)
-			for (size_t q = 0; q < t->nkept[i]; q++)
+		size_t a = 0, b = t->glen[i];
+		if (part)
+			shard_range(t, i, dp_rank(t->dp), &a, &b);
+		if (t->smode[i] == SM_KEPT) {
+			size_t qa = 0, qb = t->nkept[i];
+			if (part)
+				shard_kept(t, i, 0, a, b, &qa, &qb);
+			for (size_t q = qa; q < qb; q++)
 				t->gseg[i][t->kept[i][q]] = st[q];
-		else
-			memcpy(t->gseg[i], st, t->glen[i] * sizeof *st);
+		} else {
+			memcpy(t->gseg[i] + a, st + a, (b - a) * sizeof *st);
+		}
 	}
 }
 
@@ -543,6 +894,13 @@ void trainer_free(trainer *t)
 	free(t->smode);
 	free(t->grp);
 	free(t->grp_start);
+	free(t->own);
+	free(t->mown);
+	free(t->bcut);
+	free(t->ccut);
+	free(t->mkidx);
+	free(t->skidx);
+	free(t->npart);
 	gpt_free(&t->model);
 	cs_pool_free(t->pool);
 	free(t->kept);
@@ -598,6 +956,24 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory at step %ld", step + 1);
 		return CS_ERR_NO_MEM;
 	}
+	t->shard_step = multi && c->shard_optimizer && strcmp(c->reduce, "fast");
+	if (t->shard_step) {
+		int rc = shard_plan(t, packed);
+		if (rc < 0) {
+			snprintf(err, errlen, "out of memory at step %ld", step + 1);
+			return rc;
+		}
+		t->shard_step = rc == CS_OK;
+	}
+	/* moments left in shards of another cut (the step before had the dense gradient, or
+	 * the kept counts moved): whole again first */
+	if (t->mstale && (!t->shard_step ||
+			  memcmp(t->own, t->mown, (size_t)m->num_tensors * (N + 1) * sizeof *t->own) ||
+			  memcmp(t->skidx, t->mkidx, (size_t)m->num_tensors))) {
+		int rc = trainer_sync_moments(t, err, errlen);
+		if (rc)
+			return rc;
+	}
 	dp_begin(t->dp, !strcmp(c->reduce, "fast") ? DP_FAST : DP_ORDERED);
 	dp_stats_reset(t->dp);
 	memset(t->micro_loss, 0, (size_t)c->grad_accum * sizeof *t->micro_loss);
@@ -637,10 +1013,6 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 			return rc;
 		}
 		grads_unstage(t);
-		double sec, wait;
-		dp_stats(t->dp, &s->comm_bytes, &sec, &wait);
-		s->comm_ms = sec * 1e3;
-		s->comm_wait_ms = wait * 1e3;
 	}
 	for (int i = 0; i < m->num_tensors; i++) {
 		t->gseg[i] = m->grads_memory + m->tensors[i].offset;
@@ -676,26 +1048,53 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 			t->glen[i] = nnz;
 			t->gpk[i] = 1;
 		}
-		s->grad_norm = grad_global_norm_segs_pool(t->pool, (const float *const *)t->gseg,
-							  t->glen, m->num_tensors);
-		if (c->grad_clip > 0.0 && s->grad_norm > c->grad_clip)
-			grad_scale_segs_pool(t->pool, t->gseg, t->glen, m->num_tensors,
-					     (float)(c->grad_clip / s->grad_norm));
-	} else {
+		if (!t->shard_step)
+			s->grad_norm = grad_global_norm_segs_pool(
+				t->pool, (const float *const *)t->gseg, t->glen, m->num_tensors);
+	} else if (!t->shard_step) {
 		s->grad_norm = grad_global_norm_pool(t->pool, m->grads_memory, m->num_params);
 		if (c->grad_clip > 0.0 && s->grad_norm > c->grad_clip)
 			grad_scale_pool(t->pool, m->grads_memory, m->num_params,
 					(float)(c->grad_clip / s->grad_norm));
 	}
+	if (t->shard_step) {
+		rc = shard_clip(t, packed, &s->grad_norm);
+		if (rc) {
+			snprintf(err, errlen, "gradient norm over %d ranks failed at step %ld: %s", N,
+				 step + 1, cs_strerror(rc));
+			return rc;
+		}
+	} else if (packed && c->grad_clip > 0.0 && s->grad_norm > c->grad_clip) {
+		grad_scale_segs_pool(t->pool, t->gseg, t->glen, m->num_tensors,
+				     (float)(c->grad_clip / s->grad_norm));
+	}
 	ts_flops_step(t->ts, step, T, B * c->grad_accum);
 	if (!ts_skip_optimizer(t->ts, step)) {
-		struct adamw_job a = { .t = t, .lr = (float)s->lr, .step = wf_adam_step(c, step) };
+		struct adamw_job a = { .t = t, .lr = (float)s->lr, .step = wf_adam_step(c, step),
+				       .shard = t->shard_step };
 		if (t->nat && packed) { /* AdamW writes the engine's values of packed tensors */
 			a.wnz = t->wnz;
 			for (int i = 0; i < m->num_tensors; i++)
 				t->wnz[i] = t->gpk[i] ? tn_take_values(t->nat, i, t->nkept[i]) : NULL;
 		}
 		cs_pool_run(t->pool, adamw_job, &a);
+		if (t->shard_step) {
+			rc = weights_gather(t, a.wnz);
+			if (rc) {
+				snprintf(err, errlen, "weight gather over %d ranks failed at step "
+					 "%ld: %s", N, step + 1, cs_strerror(rc));
+				return rc;
+			}
+			memcpy(t->mown, t->own, (size_t)m->num_tensors * (N + 1) * sizeof *t->own);
+			memcpy(t->mkidx, t->skidx, (size_t)m->num_tensors);
+			t->mstale = 1;
+		}
+	}
+	if (multi) {
+		double sec, wait;
+		dp_stats(t->dp, &s->comm_bytes, &sec, &wait);
+		s->comm_ms = sec * 1e3;
+		s->comm_wait_ms = wait * 1e3;
 	}
 	rc = ts_after_optimizer(t->ts, step);
 	if (rc < 0) {
@@ -704,6 +1103,11 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 		return rc;
 	}
 	s->masks_changed = rc;
+	if (rc > 0) { /* kept_rebuild carries the moments over: whole ones */
+		int r2 = trainer_sync_moments(t, err, errlen);
+		if (r2)
+			return r2;
+	}
 	if (rc > 0 && kept_rebuild(t, 0)) {
 		snprintf(err, errlen, "out of memory at step %ld", step + 1);
 		return CS_ERR_NO_MEM;
@@ -791,6 +1195,11 @@ static void moments_fill(const void *ctx, void *buf)
 int trainer_save(trainer *t, const char *path, char *err, size_t errlen)
 {
 	gpt *m = &t->model;
+	if (t->mstale) { /* every rank calls trainer_sync_moments before rank 0 saves */
+		snprintf(err, errlen, "%s: the optimizer state is in shards over the ranks "
+			 "(trainer_sync_moments first)", path);
+		return CS_ERR_INVALID;
+	}
 	int n = 0, cap = 3 * m->num_tensors + 2, rc;
 	ck_record *r = calloc(cap, sizeof *r);
 	struct moments_src *msrc = calloc(2 * (size_t)m->num_tensors, sizeof *msrc);
@@ -922,6 +1331,7 @@ int trainer_load(trainer *t, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out_free;
 	}
+	t->mstale = 0; /* every rank read the whole state */
 	t->step = (long)f.hdr.step;
 	t->rng = f.hdr.rng_state;
 	if (t->dev)
@@ -957,6 +1367,7 @@ int trainer_load_weights(trainer *t, const char *path, char *err, size_t errlen)
 		return rc;
 	/* the current masks over the loaded values; kept_rebuild repacks and masks the
 	 * moments from the dense arrays */
+	t->mstale = 0;
 	ts_apply(t->ts);
 	if (kept_rebuild(t, 1)) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -971,7 +1382,10 @@ int trainer_load_weights(trainer *t, const char *path, char *err, size_t errlen)
 
 int trainer_masks_changed(trainer *t, char *err, size_t errlen)
 {
-	int rc = kept_rebuild(t, 0);
+	int rc = trainer_sync_moments(t, err, errlen);
+	if (rc)
+		return rc;
+	rc = kept_rebuild(t, 0);
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		return rc;
@@ -1781,10 +2195,13 @@ started:;
 			100.0 * ts_sparsity(t.ts));
 	if (multi)
 		fprintf(out, "train: %d MPI ranks (this node: %d), each %d of the %d micro-batches "
-			     "of a step; gradients summed %s\n", dp_size(dp), dp_local_size(dp),
+			     "of a step; gradients summed %s%s\n", dp_size(dp), dp_local_size(dp),
 			c->grad_accum / dp_size(dp), c->grad_accum,
 			strcmp(c->reduce, "fast") ? "in rank order (bit-identical to one process)"
-						  : "by MPI_Allreduce (train.reduce fast)");
+						  : "by MPI_Allreduce (train.reduce fast)",
+			strcmp(c->reduce, "fast") && c->shard_optimizer
+				? "; optimizer sharded over the ranks (train.shard_optimizer)"
+				: "");
 	if (ck[0])
 		fprintf(out, "train: resuming from %s (step %ld)\n", ck, t.step);
 
@@ -1859,9 +2276,12 @@ started:;
 			       (o->stop_after > 0 && steps_here >= o->stop_after);
 		if (multi) /* Ctrl-C reaches the ranks at different moments: stop together */
 			stopping = dp_any(dp, stopping);
-		if (lead && ((c->ckpt_every > 0 && t.step % c->ckpt_every == 0) || stopping ||
-			     t.step == c->steps)) {
-			rc = save_ckpt(&t, dir, err, errlen);
+		if ((c->ckpt_every > 0 && t.step % c->ckpt_every == 0) || stopping ||
+		    t.step == c->steps) {
+			/* every rank: the moments' shards to rank 0 (and the others) */
+			rc = trainer_sync_moments(&t, err, errlen);
+			if (!rc && lead)
+				rc = save_ckpt(&t, dir, err, errlen);
 			if (rc)
 				goto out_close;
 		}

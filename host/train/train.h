@@ -11,7 +11,9 @@
  * Data parallelism (train_opts.dp, docs/scaling.md): under mpirun each rank runs its share
  * of a step's micro-batches and the gradients are summed in rank order, so N ranks with
  * one micro-batch each give the bits of one process with grad_accum N; a run resumes with
- * any rank count.
+ * any rank count. With train.shard_optimizer each rank receives the sum of its shard of
+ * the gradient only, clips and updates that shard (ZeRO-1) and the ranks gather the
+ * updated weights: the same bits.
  */
 #ifndef CS_TRAIN_TRAIN_H
 #define CS_TRAIN_TRAIN_H
@@ -81,6 +83,26 @@ typedef struct trainer {
 				    grp_start[g+1]); g = layer, n_layer for the rest */
 	int cur_micro;           /* local index of the micro-batch in its backward */
 	int cur_last;            /* it is this rank's last of the step */
+	/* The sharded optimizer (train.shard_optimizer, ordered sums on N > 1 ranks): the
+	 * step's gradient pieces in the order of the clipping norm's chunks, cut at chunk
+	 * boundaries into N contiguous shards of about equal length; rank p sums, clips and
+	 * runs AdamW on shard p only, and the ranks then gather the updated weights. */
+	int shard_step;          /* this step is sharded */
+	size_t *own;             /* [num_tensors x (N+1)] rank p's range of tensor i's
+				    gradient piece: [own[i(N+1)+p], own[i(N+1)+p+1]) */
+	size_t *bcut;            /* [(n_layer+1) x (N+1)] the same in group g's stage range,
+				    from its start */
+	size_t *ccut;            /* [N+1] rank p's norm chunks [ccut[p], ccut[p+1]) */
+	size_t nchunks;
+	double *npart;           /* [nchunks] the norm's chunk partials */
+	size_t npart_cap;
+	/* Each rank's moments are current on its own shard only, after a sharded AdamW
+	 * (mstale): mown and mkidx say whose shard was what (mkidx[i]: the range counts kept
+	 * entries, else dense positions), so that trainer_sync_moments can gather them
+	 * before anything reads them all (a save, a mask change, another cut). */
+	int mstale;
+	size_t *mown;            /* [num_tensors x (N+1)] */
+	uint8_t *mkidx, *skidx;  /* [num_tensors] for mown, and for own */
 } trainer;
 
 /* Above this share of kept entries the vectorized full update is faster than the gathered
@@ -112,6 +134,10 @@ void trainer_moments(const trainer *t, float *m, float *v);
 /* Run the full AdamW update everywhere from now on, with dense moments (tests compare it
  * with the kept-entry update). */
 void trainer_set_full_adamw(trainer *t);
+/* With the sharded optimizer each rank's AdamW moments are current on its own shard
+ * only: gather them on every rank (a collective: every rank calls it at the same point,
+ * e.g. before rank 0 saves). A no-op when they are whole. */
+int trainer_sync_moments(trainer *t, char *err, size_t errlen);
 /* One optimizer step (grad_accum micro-batches). */
 int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen);
 /* Mean validation loss over eval_batches fixed batches. */

@@ -160,8 +160,11 @@ int wf_before_step(trainer *t, const char *dir, int lead, FILE *out, char *err, 
 	char p[TC_PATH_MAX + 200];
 	rewind_path(p, sizeof p, dir);
 	int weights = !strcmp(c->imp_rewind, "weights");
-	if (weights && lead && t->step == c->imp_rewind_step) {
-		int rc = trainer_save(t, p, err, errlen);
+	if (weights && t->step == c->imp_rewind_step) {
+		/* every rank gathers the optimizer state's shards, rank 0 saves */
+		int rc = trainer_sync_moments(t, err, errlen);
+		if (!rc && lead)
+			rc = trainer_save(t, p, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -202,6 +205,8 @@ int wf_after_step(trainer *t, const char *dir, FILE *mf, FILE *out, char *err, s
 		return CS_OK;
 	float val;
 	int rc = trainer_eval(t, &val, err, errlen);
+	if (!rc) /* every rank: the optimizer state's shards for rank 0's save */
+		rc = trainer_sync_moments(t, err, errlen);
 	if (rc || !mf)
 		return rc;
 	char p[TC_PATH_MAX + 200];

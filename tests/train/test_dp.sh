@@ -5,6 +5,8 @@
 #    checkpoints (weights, AdamW moments, masks and sparsity state) are the same bytes, for
 #    dense, static, GMP, SET, RigL, GraNet and iterative pruning with weight rewinding, on
 #    the native engine and the mesh model;
+#  - the sharded optimizer step (ZeRO-1, train.shard_optimizer) against the unsharded one:
+#    the same bytes;
 #  - a 2-rank run resumed by 1 process, and the reverse, ends as the uninterrupted run;
 #  - one rank killed mid-run: every rank is gone, mpirun exits non-zero within 10 s, and
 #    the last checkpoint loads;
@@ -71,9 +73,31 @@ same_run() { # NAME: runs/r ends as runs/ref
 	fi
 }
 
+# the same, but the checkpoints from their first tensor record on: runs whose resolved
+# config (the "config" record) differs by a key that must not change the results
+ck_tail() { # FILE: the bytes from the first "param/" record name on
+	local off
+	off=$(grep -boa -m1 'param/' "$1" | head -1 | cut -d: -f1)
+	tail -c +$((off + 1)) "$1"
+}
+same_state() { # NAME
+	if [ -f runs/r/ckpt-00000006.bin ] &&
+		cmp -s <(ck_tail runs/r/ckpt-00000006.bin) <(ck_tail runs/ref/ckpt-00000006.bin) &&
+		cmp -s runs/r/sample.txt runs/ref/sample.txt &&
+		diff <(sed 's/"tokens_per_s.*//' runs/r/metrics.jsonl) \
+			<(sed 's/"tokens_per_s.*//' runs/ref/metrics.jsonl) >/dev/null; then
+		ok "$1"
+	else
+		bad "$1: weights, moments, masks, sample or losses differ"
+		grep '"loss"' runs/r/metrics.jsonl | cut -c1-60
+		grep '"loss"' runs/ref/metrics.jsonl | cut -c1-60
+	fi
+}
+
 declare -A algs=(
 	[dense]=""
 	[static]="sparsity.algorithm=static sparsity.sparsity=0.9"
+	[static-all]="sparsity.algorithm=static sparsity.sparsity=0.9 sparsity.param_filter=*.weight"
 	[gmp]="sparsity.algorithm=gmp sparsity.sparsity.type=cubic sparsity.sparsity.initial=0.0 sparsity.sparsity.final=0.9 sparsity.sparsity.begin=0 sparsity.sparsity.end=5 sparsity.update.freq=1"
 	[set]="sparsity.algorithm=set sparsity.sparsity=0.8 sparsity.update.freq=2"
 	[rigl]="sparsity.algorithm=rigl sparsity.sparsity=0.9 sparsity.update.freq=2"
@@ -101,6 +125,46 @@ for name in dense static gmp set rigl granet rigl-model imp; do
 	fi
 done
 
+# the sharded optimizer step (train.shard_optimizer: each rank sums, clips and updates its
+# shard, then the weights are gathered) against the unsharded one (every
+# rank sums the whole gradient and repeats the whole AdamW): the same bytes, on the flat
+# dense gradient, the engine's packed dW, host-masked tensors (the embeddings with
+# param_filter *.weight, the mesh model's projections), masks that
+# change their counts (GMP), RigL's dense-gradient steps, and 3 ranks' uneven shards
+for name in dense static static-all gmp set rigl rigl-model granet imp; do
+	rm -rf runs
+	# shellcheck disable=SC2086
+	if ! mpi 2 ${algs[$name]} train.shard_optimizer=false >unsharded.log 2>&1; then
+		bad "$name: 2 unsharded ranks failed"
+		tail -5 unsharded.log
+		continue
+	fi
+	mv runs/r runs/ref
+	# shellcheck disable=SC2086
+	if mpi 2 ${algs[$name]} train.shard_optimizer=true >sharded.log 2>&1 &&
+		grep -q "optimizer sharded" sharded.log; then
+		same_state "$name: the sharded optimizer step = the unsharded one (2 ranks)"
+	else
+		bad "$name: 2 sharded ranks failed (or did not shard)"
+		tail -5 sharded.log
+	fi
+done
+rm -rf runs
+# shellcheck disable=SC2086
+if mpi 3 train.grad_accum=3 ${algs[static]} train.shard_optimizer=false >unsharded.log 2>&1; then
+	mv runs/r runs/ref
+	# shellcheck disable=SC2086
+	if mpi 3 train.grad_accum=3 ${algs[static]} train.shard_optimizer=true >sharded.log 2>&1; then
+		same_state "static: the sharded optimizer step = the unsharded one (3 ranks)"
+	else
+		bad "static: 3 sharded ranks failed"
+		tail -5 sharded.log
+	fi
+else
+	bad "static: 3 unsharded ranks failed"
+	tail -5 unsharded.log
+fi
+
 # three ranks: uneven chunks of the ordered sum
 one train.grad_accum=3 sparsity.algorithm=rigl sparsity.sparsity=0.9 sparsity.update.freq=2
 if mpi 3 train.grad_accum=3 sparsity.algorithm=rigl sparsity.sparsity=0.9 \
@@ -120,8 +184,10 @@ else
 	tail -5 fast.log
 fi
 
-# resume across rank counts: drop the last checkpoint, continue from step 3
-R="sparsity.algorithm=rigl sparsity.sparsity=0.9 sparsity.update.freq=2"
+# resume across rank counts: drop the last checkpoint, continue from step 3 (the 2-rank
+# runs with the sharded optimizer: its moments gathered for rank 0's checkpoint, whole
+# again after a load)
+R="sparsity.algorithm=rigl sparsity.sparsity=0.9 sparsity.update.freq=2 train.shard_optimizer=true"
 # shellcheck disable=SC2086
 one $R
 rm -rf runs/r

@@ -9,7 +9,9 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "train/optim.h"
 
@@ -74,12 +76,62 @@ static void test_norm_and_scale(void **state)
 	assert_true(fabs(grad_global_norm(g, 5) - 1.0) < 1e-6);
 }
 
+/* The sharded optimizer's norm: chunk partials computed in pieces (each rank its chunks)
+ * and added in order give the bits of the whole norm, over pieces and over one flat
+ * buffer; and the AdamW update of a range split in two gives the bits of the whole. */
+static void test_norm_partials_sharded(void **state)
+{
+	(void)state;
+	size_t len[4] = { 3 * GRAD_NORM_CHUNK + 17, 0, 5, GRAD_NORM_CHUNK };
+	size_t n = len[0] + len[1] + len[2] + len[3];
+	float *g = malloc(n * sizeof *g);
+	assert_non_null(g);
+	uint64_t x = 12345;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		g[i] = (float)((double)(x >> 11) / 9007199254740992.0 - 0.5) * 1e-2f;
+	}
+	const float *seg[4] = { g, g + len[0], g + len[0], g + len[0] + len[2] };
+	size_t nc = grad_norm_chunks(len, 4);
+	assert_int_equal(nc, 4 + 0 + 1 + 1);
+	double whole = grad_global_norm_segs_pool(NULL, seg, len, 4);
+	for (size_t cut = 0; cut <= nc; cut++) {
+		double part[8] = { 0 };
+		assert_int_equal(grad_norm_partials_segs_pool(NULL, seg, len, 4, 0, cut, part), 0);
+		assert_int_equal(grad_norm_partials_segs_pool(NULL, seg, len, 4, cut, nc, part), 0);
+		double sharded = grad_norm_from_partials(part, nc);
+		assert_memory_equal(&sharded, &whole, sizeof whole);
+	}
+	/* one flat piece, as the dense gradient's */
+	double flat = grad_global_norm(g, n), part[8] = { 0 };
+	size_t fc = grad_norm_chunks(&n, 1);
+	const float *fseg = g;
+	assert_int_equal(grad_norm_partials_segs_pool(NULL, &fseg, &n, 1, 0, 2, part), 0);
+	assert_int_equal(grad_norm_partials_segs_pool(NULL, &fseg, &n, 1, 2, fc, part), 0);
+	double fs = grad_norm_from_partials(part, fc);
+	assert_memory_equal(&fs, &flat, sizeof flat);
+	/* AdamW on [0, k) and [k, n) = AdamW on [0, n) */
+	size_t m = 1000, k = 377;
+	float *w = calloc(6 * m, sizeof *w);
+	assert_non_null(w);
+	float *mo = w + m, *v = w + 2 * m, *w2 = w + 3 * m, *m2 = w + 4 * m, *v2 = w + 5 * m;
+	for (size_t i = 0; i < m; i++)
+		w[i] = w2[i] = g[i] * 10.0f;
+	adamw_update(w, mo, v, g, m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
+	adamw_update(w2, m2, v2, g, k, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
+	adamw_update(w2 + k, m2 + k, v2 + k, g + k, m - k, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
+	assert_memory_equal(w, w2, 3 * m * sizeof *w);
+	free(w);
+	free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schedule),
 		cmocka_unit_test(test_adamw),
 		cmocka_unit_test(test_norm_and_scale),
+		cmocka_unit_test(test_norm_partials_sharded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

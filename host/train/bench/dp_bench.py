@@ -2,8 +2,9 @@
 """dp_bench.py - `make bench` part of data parallelism (host/train/dp.c): the benchmark model
 (configs/bench-dense.yaml) trained by 1 process against `mpirun -np 2`, one thread each, with
 the same global batch (grad_accum 2: the process runs both micro-batches, each rank one),
-dense and at 90% static-random sparsity on the native engine; the cases alternate, twice
-each, so that a load from other users falls on both sides. Reports tokens/s (median step
+dense and at 90% static-random sparsity on the native engine, and the 2 ranks again with the
+sharded optimizer step (train.shard_optimizer=true, ZeRO-1); the cases alternate, twice
+each, so that a load from other users falls on all sides. Reports tokens/s (median step
 after warm-up, best of the repeats), the speed-up, and per
 step the CPU time of one rank's step (rank 0's; the ranks do the same work), the gradient
 bytes a rank sends, the time inside the reduction and the part of it not
@@ -27,6 +28,8 @@ SPARSE = ["sparsity.algorithm=static", "sparsity.init_method=random", "sparsity.
 SPARSE_ALL = ["sparsity.algorithm=static", "sparsity.init_method=random",
               "sparsity.sparsity=0.9", "sparsity.param_filter=*.weight"]
 WARMUP = 3
+# (label, ranks, extra overrides): 1 process, 2 ranks, 2 ranks with the sharded optimizer
+SETUPS = [("1", 1, []), ("2", 2, []), ("2 sharded", 2, ["train.shard_optimizer=true"])]
 
 
 def run(cshost, ranks, extra, steps, out_dir, name):
@@ -77,9 +80,9 @@ def main():
     try:
         for rep in range(repeats):
             for cname, extra in cases:
-                for ranks in (1, 2):
-                    r = run(cshost, ranks, extra, steps, tmp, f"r{ranks}")
-                    key = (cname, ranks)
+                for label, ranks, more in SETUPS:
+                    r = run(cshost, ranks, extra + more, steps, tmp, f"r{ranks}")
+                    key = (cname, label)
                     best = res.get(key)
                     if not r["ok"]:
                         res.setdefault(key, r)
@@ -91,30 +94,31 @@ def main():
           f"{os.getloadavg()[0]:.2f}")
     print(f"benchmark model {CONFIG}, global batch 8 x 128 tokens (grad_accum 2), 1 thread "
           f"per process, best of {repeats} median steps after {WARMUP} warm-up steps")
-    print(f"{'case':26} {'ranks':>5} {'ms/step':>9} {'tokens/s':>9} {'speed-up':>8} "
+    print(f"{'case':26} {'ranks':>9} {'ms/step':>9} {'tokens/s':>9} {'speed-up':>8} "
           f"{'CPU ms/rank':>11} {'CPU-bound':>9} {'bytes/step':>11} {'comm ms':>8} "
           f"{'unhidden':>8}")
     table = []
     dense_bytes = None
     for cname, _ in cases:
-        base = res.get((cname, 1))
-        for ranks in (1, 2):
-            r = res.get((cname, ranks))
+        base = res.get((cname, "1"))
+        for label, ranks, _ in SETUPS:
+            r = res.get((cname, label))
             if not r or not r["ok"]:
-                print(f"{cname:26} {ranks:5} failed: {r['msg'] if r else ''}")
+                print(f"{cname:26} {label:>9} failed: {r['msg'] if r else ''}")
                 continue
             sp = r["tokens_per_s"] / base["tokens_per_s"] if base and base["ok"] else 0
             # the speed-up if every rank had a core of its own and never waited: one
             # process's CPU per step over one rank's
             cb = base["cpu_ms"] / r["cpu_ms"] if base and base["ok"] and r["cpu_ms"] else 0
-            if ranks == 2 and cname == "dense":
+            if label == "2" and cname == "dense":
                 dense_bytes = r["comm_bytes"]
-            print(f"{cname:26} {ranks:5} {r['ms_median']:9.1f} {r['tokens_per_s']:9.0f} "
+            print(f"{cname:26} {label:>9} {r['ms_median']:9.1f} {r['tokens_per_s']:9.0f} "
                   f"{sp:8.2f} {r['cpu_ms']:11.1f} {cb:9.2f} {r['comm_bytes']:11d} "
                   f"{r['comm_ms']:8.1f} {r['comm_wait_ms']:8.1f}")
-            table.append(dict(case=cname, ranks=ranks, speedup=sp, cpu_bound_speedup=cb, **r))
+            table.append(dict(case=cname, ranks=ranks, sharded=label.endswith("sharded"),
+                              speedup=sp, cpu_bound_speedup=cb, **r))
     for row in table:
-        if row["ranks"] == 2 and dense_bytes:
+        if row["ranks"] == 2 and not row["sharded"] and dense_bytes:
             row["bytes_vs_dense"] = row["comm_bytes"] / dense_bytes
             print(f"reduction bytes per step, {row['case']}: {row['bytes_vs_dense']:.3f} x dense")
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
