@@ -120,8 +120,10 @@ $(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_BOARD_LITE_SO='"$(abspat
 $(BUILD)/obj/tests/driver/test_sim.o: host/driver/sim.mk
 # the 2x2 default build: make train's mesh, and test_train_device's cpu-vs-sim training steps
 TEST_DEPS += $(SIM_DIR)/libmesh_2x2.so
-# the models the host unit tests load (test_sim, test_train_device): make test-host
-HOST_TEST_DEPS += $(SIM_TEST_SOS) $(SIM_BOARD_SOS) $(SIM_DIR)/libmesh_2x2.so
+# the models the host unit tests load (test_sim, test_estimate, test_train_device, the
+# resident tests): make test-host
+HOST_TEST_DEPS += $(SIM_TEST_SOS) $(SIM_BOARD_SOS) $(SIM_DIR)/libmesh_2x2.so \
+	$(SIM_DIR)/libmesh_4x4.so
 ifneq ($(filter regress,$(MAKECMDGOALS)),)
 TEST_DEPS += $(SIM_REGRESS_SOS)
 endif
