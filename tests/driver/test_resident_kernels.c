@@ -1,0 +1,342 @@
+/*
+ * test_resident_kernels.c - the kernels on resident regions (csd_forward_region,
+ * csd_backward_region, csd_wgrad_region; host/driver/resident.c, plan.c's
+ * plan_exec_resident, the cpu backend's SRAM model) and the conversion programs of
+ * fw/vec_cvt.s between them. On 1x1, 2x2 and 4x4 meshes, token counts that do not divide
+ * them, two sparsities:
+ *   - results read back equal the old calls' (csd_forward, csd_backward, csd_wgrad) for the
+ *     same data, and an accumulate equals the fmac chain from the old region's values;
+ *   - the cpu backend equals the mesh model (sim:...,model) and the Verilated pe mesh
+ *     (when its build exists) bit for bit over every PE's whole SRAM, and in link bytes;
+ *   - a chain ln_fwd -> forward -> cvt_a -> forward accumulate onto x, and the other
+ *     conversions (cvt_bh, bias_fwd, bias_bwd), cpu against the model;
+ *   - bad regions give clear errors.
+ * Also prints (not a check) the resident chain's cycles and link bytes against the old
+ * calls on a 4x4 cpu device. TEST_SEED replays.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/numerics.h"
+#include "driver/csd.h"
+#include "../support/kernel_ref.h"
+
+#define NI 24 /* the test layer: W [NO, NI] */
+#define NO 20
+#define MAXDEV 3
+
+static void ok(csd_dev *d, int rc)
+{
+	if (rc)
+		print_error("%s\n", csd_last_error(d));
+	assert_int_equal(rc, CS_OK);
+}
+
+static void expect(csd_dev *dev, int rc, int want, const char *needle)
+{
+	if (rc != want || !strstr(csd_last_error(dev), needle))
+		print_error("got %d '%s', want %d '...%s...'\n", rc, csd_last_error(dev), want, needle);
+	assert_int_equal(rc, want);
+	assert_non_null(strstr(csd_last_error(dev), needle));
+}
+
+/* A mesh under test: dev[0] the cpu backend, dev[1] the mesh model, dev[2] the Verilated
+ * pe mesh (n = 2 when that build is missing). */
+struct rig {
+	csd_dev *dev[MAXDEV];
+	int n, P;
+	uint32_t aw, bw;
+	char when[96];
+};
+
+static void rig_open(struct rig *g, int rows, int cols, uint32_t aw, uint32_t bw, int rtl)
+{
+	static const char *const kind[] = { "cpu", "sim", "sim" };
+	static const char *const tail[] = { "", ",model", "" };
+	char uri[128];
+	memset(g, 0, sizeof *g);
+	g->P = rows * cols;
+	g->aw = aw;
+	g->bw = bw;
+	for (int k = 0; k < (rtl ? 3 : 2); k++) {
+		snprintf(uri, sizeof uri, "%s:%dx%d,awords=%u,bwords=%u%s", kind[k], rows, cols, aw,
+			 bw, tail[k]);
+		int rc = csd_open(&g->dev[k], uri);
+		if (k == 2 && rc == CS_ERR_NOT_FOUND) {
+			print_message("%s: %s (the Verilated mesh skipped)\n", uri, csd_last_error(NULL));
+			break;
+		}
+		ok(NULL, rc);
+		csd_reset_counters(g->dev[k]);
+		g->n = k + 1;
+	}
+	/* every PE's SRAM starts zeroed on every device */
+	size_t na = (size_t)g->P * aw, nb = (size_t)g->P * bw;
+	void *z = calloc(na > nb ? na : nb, 4);
+	csd_region ra = { CSD_MEM_A, 0, aw, aw }, rb = { CSD_MEM_B, 0, bw, bw };
+	for (int k = 0; k < g->n; k++) {
+		ok(g->dev[k], csd_write_tokens(g->dev[k], &ra, z, g->P));
+		ok(g->dev[k], csd_write_tokens(g->dev[k], &rb, z, g->P));
+	}
+	free(z);
+}
+
+static void rig_close(struct rig *g)
+{
+	for (int k = 0; k < g->n; k++)
+		csd_close(g->dev[k]);
+}
+
+/* Every device: dev[0]'s result of f is every other's. */
+#define ALL(g, call)                                              \
+	do {                                                      \
+		for (int k_ = 0; k_ < (g)->n; k_++) {             \
+			csd_dev *D = (g)->dev[k_];                \
+			ok(D, call);                              \
+		}                                                 \
+	} while (0)
+
+/* Read region r of Tall tokens on every device: all equal; dev[0]'s copy to out. */
+static void read_all(struct rig *g, void *out, const csd_region *r, int Tall)
+{
+	size_t n = (size_t)Tall * r->width * (r->mem == CSD_MEM_B ? 4 : 2);
+	void *o2 = malloc(n);
+	ok(g->dev[0], csd_read_tokens(g->dev[0], out, r, Tall));
+	for (int k = 1; k < g->n; k++) {
+		ok(g->dev[k], csd_read_tokens(g->dev[k], o2, r, Tall));
+		assert_memory_equal(out, o2, n);
+	}
+	free(o2);
+}
+
+/* Every PE's whole A and B, and the link bytes so far, the same on every device. */
+static void same_sram(struct rig *g, const char *what)
+{
+	size_t na = (size_t)g->P * g->aw, nb = (size_t)g->P * g->bw;
+	uint16_t *a[MAXDEV];
+	uint32_t *b[MAXDEV];
+	csd_region ra = { CSD_MEM_A, 0, g->aw, g->aw }, rb = { CSD_MEM_B, 0, g->bw, g->bw };
+	csd_counters c[MAXDEV];
+	for (int k = 0; k < g->n; k++) {
+		a[k] = malloc(na * 2);
+		b[k] = malloc(nb * 4);
+		ok(g->dev[k], csd_read_tokens(g->dev[k], a[k], &ra, g->P));
+		ok(g->dev[k], csd_read_tokens(g->dev[k], b[k], &rb, g->P));
+		ok(g->dev[k], csd_get_counters(g->dev[k], &c[k]));
+	}
+	for (int k = 1; k < g->n; k++) {
+		if (c[0].link_bytes_out != c[k].link_bytes_out ||
+		    c[0].link_bytes_in != c[k].link_bytes_in) {
+			print_error("%s %s: link bytes: cpu %llu out %llu in, device %d %llu out %llu in\n",
+				    g->when, what, (unsigned long long)c[0].link_bytes_out,
+				    (unsigned long long)c[0].link_bytes_in, k,
+				    (unsigned long long)c[k].link_bytes_out,
+				    (unsigned long long)c[k].link_bytes_in);
+			fail();
+		}
+		for (size_t i = 0; i < na; i++)
+			if (a[0][i] != a[k][i]) {
+				print_error("%s %s: PE %zu A[%zu]: cpu %04x device %d %04x\n", g->when, what,
+					    i / g->aw, i % g->aw, a[0][i], k, a[k][i]);
+				fail();
+			}
+		for (size_t i = 0; i < nb; i++)
+			if (b[0][i] != b[k][i]) {
+				print_error("%s %s: PE %zu B[%zu]: cpu %08x device %d %08x\n", g->when, what,
+					    i / g->bw, i % g->bw, b[0][i], k, b[k][i]);
+				fail();
+			}
+	}
+	for (int k = 0; k < g->n; k++) {
+		free(a[k]);
+		free(b[k]);
+	}
+}
+
+static float rand_f(void)
+{
+	return (float)(kref_rng_unif() * 8.0 - 4.0);
+}
+
+/* y[t, i] chains from y0 over the nonzeros of row i (forward: CSR row i's columns ascend,
+ * the CSC order's majors) or, with bwd, dx[t, j] over column j's rows ascending. */
+static void ref_accum(float *out, const float *init, const uint16_t *in, const csd_sparse *w,
+		      int T, int bwd)
+{
+	int din = bwd ? w->n_out : w->n_in, dout = bwd ? w->n_in : w->n_out;
+	const int64_t *ptr = bwd ? w->col_ptr : w->row_ptr;
+	const int32_t *idx = bwd ? w->row : w->col;
+	const uint16_t *val = bwd ? w->cval : w->val;
+	for (int t = 0; t < T; t++)
+		for (int o = 0; o < dout; o++) {
+			uint32_t acc = nm_f32_bits(init[(size_t)t * dout + o]);
+			for (int64_t k = ptr[o]; k < ptr[o + 1]; k++)
+				acc = nm_fmac_bits(val[k], in[(size_t)t * din + idx[k]], acc);
+			out[(size_t)t * dout + o] = nm_bits_f32(acc);
+		}
+}
+
+/* The B and A addresses of one mesh's layout: all regions fit both SRAM sizes used here
+ * (1x1: awords 512, bwords 256, T 9; else 16384 / 8192). */
+enum { XA = 8, XS = NI + 2, DYA = 260, YB = 4, YS = NO + 1, DXB = 32, DYH = 0, SCR = 128 };
+
+static void kernels_case(int rows, int cols, int T, double sparsity, uint32_t aw, uint32_t bw)
+{
+	struct rig g;
+	rig_open(&g, rows, cols, aw, bw, 1);
+	int P = g.P, tp = (T + P - 1) / P;
+	snprintf(g.when, sizeof g.when, "%dx%d T=%d sparsity %.2f", rows, cols, T, sparsity);
+	struct kref_layer L;
+	assert_int_equal(kref_layer_make(&L, T, NO, NI, sparsity, KREF_PLAIN, 1), 0);
+	const csd_sparse *w = &L.sp;
+	/* the old calls on a device of their own (they overwrite SRAM the model ignores) */
+	csd_dev *ref;
+	char uri[96];
+	snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%u,bwords=%u", rows, cols, aw, bw);
+	ok(NULL, csd_open(&ref, uri));
+	float *y = malloc((size_t)T * NO * 4), *yr = malloc((size_t)T * NO * 4);
+	float *y0 = malloc((size_t)T * NO * 4), *dx = malloc((size_t)T * NI * 4);
+	float *dxr = malloc((size_t)T * NI * 4), *dx0 = malloc((size_t)T * NI * 4);
+	float *dw = malloc((size_t)(w->nnz + 1) * 4), *dwr = malloc((size_t)(w->nnz + 1) * 4);
+	for (int i = 0; i < T * NO; i++)
+		y0[i] = rand_f();
+	for (int i = 0; i < T * NI; i++)
+		dx0[i] = rand_f();
+
+	/* forward: overwrite, then accumulate onto y0 */
+	csd_region rx = { CSD_MEM_A, XA, XS, NI }, ry = { CSD_MEM_B, YB, YS, NO };
+	ALL(&g, csd_write_tokens(D, &rx, L.x, T));
+	ALL(&g, csd_write_tokens(D, &ry, y0, T));
+	ALL(&g, csd_forward_region(D, &ry, &rx, w, T, CSD_OVERWRITE));
+	read_all(&g, y, &ry, T);
+	ok(ref, csd_forward(ref, yr, L.x, w, T));
+	assert_memory_equal(y, yr, (size_t)T * NO * 4);
+	ALL(&g, csd_write_tokens(D, &ry, y0, T));
+	ALL(&g, csd_forward_region(D, &ry, &rx, w, T, CSD_ACCUMULATE));
+	read_all(&g, y, &ry, T);
+	ref_accum(yr, y0, L.x, w, T, 0);
+	assert_memory_equal(y, yr, (size_t)T * NO * 4);
+	same_sram(&g, "forward");
+
+	/* backward: dy in A (contiguous), dx in B */
+	csd_region rdy = { CSD_MEM_A, DYA, NO, NO }, rdx = { CSD_MEM_B, DXB, NI, NI };
+	ALL(&g, csd_write_tokens(D, &rdy, L.dy, T));
+	ALL(&g, csd_backward_region(D, &rdx, &rdy, w, T, CSD_OVERWRITE));
+	read_all(&g, dx, &rdx, T);
+	ok(ref, csd_backward(ref, dxr, L.dy, w, T));
+	assert_memory_equal(dx, dxr, (size_t)T * NI * 4);
+	ALL(&g, csd_write_tokens(D, &rdx, dx0, T));
+	ALL(&g, csd_backward_region(D, &rdx, &rdy, w, T, CSD_ACCUMULATE));
+	read_all(&g, dx, &rdx, T);
+	ref_accum(dxr, dx0, L.dy, w, T, 1);
+	assert_memory_equal(dx, dxr, (size_t)T * NI * 4);
+	same_sram(&g, "backward");
+
+	/* wgrad: x in A, dy packed in B (written as bf16 halves), partial sums at SCR */
+	csd_region rdh = { CSD_MEM_BH, DYH, NO, NO };
+	ALL(&g, csd_write_tokens(D, &rdh, L.dy, T));
+	ok(ref, csd_wgrad(ref, dwr, L.dy, L.x, w, T));
+	for (int k = 0; k < g.n; k++) {
+		memset(dw, 0xff, (size_t)(w->nnz + 1) * 4);
+		ok(g.dev[k], csd_wgrad_region(g.dev[k], dw, &rdh, &rx, w, T, SCR));
+		assert_memory_equal(dw, dwr, (size_t)w->nnz * 4);
+	}
+	same_sram(&g, "wgrad");
+	(void)tp;
+
+	free(y);
+	free(yr);
+	free(y0);
+	free(dx);
+	free(dxr);
+	free(dx0);
+	free(dw);
+	free(dwr);
+	kref_layer_free(&L);
+	csd_close(ref);
+	rig_close(&g);
+}
+
+static void test_kernels_1x1(void **state)
+{
+	(void)state;
+	kernels_case(1, 1, 9, 0.5, 512, 256);
+	kernels_case(1, 1, 9, 0.9, 512, 256);
+}
+
+static void test_kernels_2x2(void **state)
+{
+	(void)state;
+	kernels_case(2, 2, 13, 0.5, 16384, 8192);
+	kernels_case(2, 2, 13, 0.9, 16384, 8192);
+}
+
+static void test_kernels_4x4(void **state)
+{
+	(void)state;
+	kernels_case(4, 4, 37, 0.5, 16384, 8192);
+	kernels_case(4, 4, 37, 0.9, 16384, 8192);
+}
+
+static void test_bad_regions(void **state)
+{
+	(void)state;
+	csd_dev *dev;
+	ok(NULL, csd_open(&dev, "cpu:2x2,awords=512,bwords=256"));
+	struct kref_layer L;
+	assert_int_equal(kref_layer_make(&L, 8, NO, NI, 0.5, KREF_PLAIN, 0), 0);
+	const csd_sparse *w = &L.sp;
+	float dw[NO * NI];
+	csd_region rx = { CSD_MEM_A, 0, NI, NI }, ry = { CSD_MEM_B, 0, NO, NO };
+	csd_region rdh = { CSD_MEM_BH, 0, NO, NO };
+	ok(dev, csd_forward_region(dev, &ry, &rx, w, 8, CSD_OVERWRITE));
+	/* all T tokens must fit at once: 100 tokens are 25 a PE, 600 elements of A */
+	expect(dev, csd_forward_region(dev, &ry, &rx, w, 100, CSD_OVERWRITE), CS_ERR_RANGE,
+	       "past the end of SRAM A");
+	csd_region ry_far = { CSD_MEM_B, 240, NO, NO };
+	expect(dev, csd_forward_region(dev, &ry_far, &rx, w, 8, CSD_ACCUMULATE), CS_ERR_RANGE,
+	       "past the end of SRAM B");
+	expect(dev, csd_forward_region(dev, &ry, &ry, w, 8, CSD_OVERWRITE), CS_ERR_INVALID,
+	       "must be an A region");
+	expect(dev, csd_forward_region(dev, &ry, &rx, w, 8, 7), CS_ERR_INVALID, "mode 7");
+	csd_region rx_narrow = { CSD_MEM_A, 0, NI, NI - 1 };
+	expect(dev, csd_forward_region(dev, &ry, &rx_narrow, w, 8, CSD_OVERWRITE), CS_ERR_INVALID,
+	       "do not match the layer");
+	expect(dev, csd_backward_region(dev, &ry, &rx, w, 8, CSD_OVERWRITE), CS_ERR_INVALID,
+	       "do not match the layer");
+	/* the START fill covers tp * stride words: the gap of the last row too */
+	csd_region ry_gap = { CSD_MEM_B, 256 - 40 - NO, 40, NO };
+	ok(dev, csd_forward_region(dev, &ry_gap, &rx, w, 8, CSD_ACCUMULATE));
+	expect(dev, csd_forward_region(dev, &ry_gap, &rx, w, 8, CSD_OVERWRITE), CS_ERR_RANGE,
+	       "START fill");
+	expect(dev, csd_wgrad_region(dev, dw, &ry, &rx, w, 8, 128), CS_ERR_INVALID,
+	       "Bh region");
+	expect(dev, csd_wgrad_region(dev, dw, &rdh, &rx, w, 8, 200), CS_ERR_RANGE,
+	       "partial sums");
+	expect(dev, csd_wgrad_region(dev, dw, &rdh, &rx, w, 8, 10), CS_ERR_INVALID, "overlap");
+	ok(dev, csd_wgrad_region(dev, dw, &rdh, &rx, w, 8, 128));
+	expect(dev, csd_wgrad_region(dev, NULL, &rdh, &rx, w, 8, 128), CS_ERR_INVALID, "NULL");
+	kref_layer_free(&L);
+	csd_close(dev);
+}
+
+int main(void)
+{
+	const char *s = getenv("TEST_SEED");
+	uint64_t seed = s ? strtoull(s, NULL, 0) : 1;
+	printf("seed %llu (set TEST_SEED to replay)\n", (unsigned long long)seed);
+	kref_rng_state = seed * 0x9e3779b97f4a7c15ull;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kernels_1x1),
+		cmocka_unit_test(test_kernels_2x2),
+		cmocka_unit_test(test_kernels_4x4),
+		cmocka_unit_test(test_bad_regions),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
