@@ -91,6 +91,60 @@ static int model_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err
 	return CS_OK;
 }
 
+/* fw/vec_cvt.s: the rows, in the firmware's order (cvt_bh may convert in place). */
+static int model_cvt(uint16_t *a, uint32_t *b, const uint16_t *p, int bh)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], SS = p[3], DST = p[4], DS = p[5];
+	uint16_t *h = bh ? (uint16_t *)(void *)b : a; /* Bh: element 2w the low half of w */
+	for (unsigned t = 0; t < N; t++)
+		for (unsigned j = 0; j < W; j++)
+			h[DST + t * DS + j] = nm_bf16_from_bits(b[SRC + t * SS + j]);
+	return CS_OK;
+}
+
+static int model_cvt_a(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	return model_cvt(a, b, p, 0);
+}
+
+static int model_cvt_bh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	return model_cvt(a, b, p, 1);
+}
+
+/* bias_fwd (fwd = 1) / bias_bwd: per token nm_bias_add_bits, which takes the ones the
+ * firmware multiplies by as exactly 1.0. */
+static int model_bias(uint16_t *a, uint32_t *b, const uint16_t *p, int fwd, char *err,
+		      size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], SS = p[3], DST = p[4], ONES = p[6];
+	for (unsigned j = 0; j < W; j++)
+		if (a[ONES + j] != 0x3f80) {
+			snprintf(err, errlen, "%s: A[%u] of the ones vector is 0x%04x, not 1.0",
+				 fwd ? "bias_fwd" : "bias_bwd", ONES + j, a[ONES + j]);
+			return CS_ERR_INVALID;
+		}
+	for (unsigned t = 0; t < N; t++) {
+		if (fwd)
+			nm_bias_add_bits(b + SRC + t * SS, b + DST, W);
+		else
+			nm_bias_add_bits(b + DST, b + SRC + t * SS, W);
+	}
+	return CS_OK;
+}
+
+static int model_bias_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_bias(a, b, p, 1, err, errlen);
+}
+
+static int model_bias_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_bias(a, b, p, 0, err, errlen);
+}
+
 /* The programs (their sources' .equ P_ names give the block). Scalar instructions a token
  * and the prologue are counted from the sources (li two); engine elements a token are
  * docs/resident-step.md's. */
@@ -113,6 +167,14 @@ static const struct res_prog progs[] = {
 	{ "vec_gelu", "gelu_bwd", 8, 0, 1, 2, 19, 11, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 7, A_, RES_NW, 0 } }, 4, model_gelu_bwd },
+	{ "vec_cvt", "cvt_a", 7, 0, 1, 1, 4, 16, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, A_, RES_NS, 5 } }, 2, model_cvt_a },
+	{ "vec_cvt", "cvt_bh", 7, 0, 1, 1, 4, 16, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, CSD_MEM_BH, RES_NS, 5 } }, 2, model_cvt_bh },
+	{ "vec_cvt", "bias_fwd", 7, 0, 1, 1, 3, 16, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_fwd },
+	{ "vec_cvt", "bias_bwd", 7, 0, 1, 1, 3, 16, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_bwd },
 };
 #undef A_
 #undef B_
@@ -136,14 +198,16 @@ int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_
 	for (int i = 0; i < pr->n_use; i++) {
 		const struct res_use *u = &pr->use[i];
 		uint64_t n = u->kind == RES_W ? W : u->kind == RES_NW ? N * W
-					 : u->kind == RES_N ? N : u->k;
-		uint64_t size = u->mem == CSD_MEM_A ? g->a_words : g->b_words;
+					 : u->kind == RES_N ? N
+					 : u->kind == RES_NS ? (N ? (N - 1) * params[u->k] + W : 0)
+							     : u->k;
+		uint64_t size = res_mem_size(g, u->mem);
 		if (params[u->param] + n > size) {
 			snprintf(err, errlen,
 				 "%s: block word %u: %s[%u .. %llu) is past the end of SRAM %s (%llu)",
-				 pr->entry, u->param, u->mem == CSD_MEM_A ? "A" : "B", params[u->param],
-				 (unsigned long long)(params[u->param] + n),
-				 u->mem == CSD_MEM_A ? "A" : "B", (unsigned long long)size);
+				 pr->entry, u->param, res_mem_name(u->mem), params[u->param],
+				 (unsigned long long)(params[u->param] + n), res_mem_name(u->mem),
+				 (unsigned long long)size);
 			return CS_ERR_RANGE;
 		}
 	}

@@ -24,8 +24,9 @@
 #include "driver/plan.h"
 
 /* A region a parameter block names: at the block's word `param`, in mem, of size
- * (kind): the width W, tokens * W, the tokens N, or k words/elements. */
-enum res_size { RES_W, RES_NW, RES_N, RES_K };
+ * (kind): the width W, tokens * W, the tokens N, k words/elements, or N rows of W whose
+ * stride is block word k ((N - 1) * stride + W). */
+enum res_size { RES_W, RES_NW, RES_N, RES_K, RES_NS };
 struct res_use {
 	unsigned char param, mem, kind;
 	unsigned short k;
