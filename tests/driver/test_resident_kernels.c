@@ -284,6 +284,132 @@ static void test_kernels_4x4(void **state)
 	kernels_case(4, 4, 37, 0.9, 16384, 8192);
 }
 
+/* The chain of a layer's forward half with its conversions, on cpu and the mesh model:
+ * ln_fwd (x -> y in A) -> forward (qkv-like, 32 -> 48, onto B) -> cvt_a (to A) -> forward
+ * accumulate onto x (48 -> 32) -> bias_fwd onto x; then cvt_bh of x, a wgrad against it
+ * and bias_bwd. Every PE's SRAM equal after each step; results against the host. */
+#define CC 32 /* features */
+#define CQ 48 /* the qkv-like width */
+/* A elements */
+enum { G = 0, LY = 64, LZ = 320, LR = 560, LAM = 570, ONES = 576, QA = 640 };
+/* B words (XH: Bh elements) */
+enum { X = 0, BE = 256, LS = 320, LT = 400, BLK = 500, QB = 600, BIAS = 1000, XH = 2200,
+       DBI = 1300, SCR2 = 1400 };
+
+static void run_all(struct rig *g, const char *prog, const char *entry, const uint16_t *par)
+{
+	for (int k = 0; k < g->n; k++)
+		ok(g->dev[k], csd_run_program(g->dev[k], prog, entry, BLK, par, 7));
+}
+
+static void chain_case(int rows, int cols, int T)
+{
+	struct rig g;
+	rig_open(&g, rows, cols, 4096, 8192, 0);
+	int P = g.P, tp = (T + P - 1) / P, Tall = P * tp;
+	snprintf(g.when, sizeof g.when, "chain %dx%d T=%d", rows, cols, T);
+	struct kref_layer L1, L2;
+	assert_int_equal(kref_layer_make(&L1, T, CQ, CC, 0.7, KREF_PLAIN, 0), 0);
+	assert_int_equal(kref_layer_make(&L2, T, CC, CQ, 0.8, KREF_PLAIN, 1), 0);
+	float *x = calloc((size_t)Tall * CC, 4), *xr = malloc((size_t)Tall * CC * 4);
+	float *x1 = malloc((size_t)Tall * CC * 4), *q = malloc((size_t)Tall * CQ * 4);
+	uint16_t *qa = malloc((size_t)Tall * CQ * 2), *xh = malloc((size_t)Tall * CC * 2);
+	float *dw = malloc((size_t)L2.sp.nnz * 4 + 4), *dwr = malloc((size_t)L2.sp.nnz * 4 + 4);
+	uint16_t gamma[CC], ones[64];
+	float beta[CC], bias[CC], db[CC], dbr[CC] = { 0 };
+	for (int i = 0; i < T * CC; i++)
+		x[i] = rand_f() + (i % 3 ? 0.0f : 2.0f);
+	for (int j = 0; j < CC; j++) {
+		gamma[j] = nm_bf16_from_f32(0.5f + (float)kref_rng_unif());
+		beta[j] = rand_f() / 16.0f;
+		bias[j] = rand_f() / 4.0f;
+	}
+	for (int j = 0; j < 64; j++)
+		ones[j] = 0x3f80;
+	static const float zeros[CC];
+	csd_region rx = { CSD_MEM_B, X, CC, CC }, ry = { CSD_MEM_A, LY, CC, CC };
+	csd_region rq = { CSD_MEM_B, QB, CQ, CQ }, rqa = { CSD_MEM_A, QA, CQ, CQ };
+	csd_region rxh = { CSD_MEM_BH, XH, CC, CC };
+	ALL(&g, csd_write_tokens(D, &rx, x, T));
+	ALL(&g, csd_write_all(D, CSD_MEM_A, G, gamma, CC));
+	ALL(&g, csd_write_all(D, CSD_MEM_B, BE, beta, CC));
+	ALL(&g, csd_write_all(D, CSD_MEM_A, ONES, ones, 64));
+	ALL(&g, csd_write_all(D, CSD_MEM_B, BIAS, bias, CC));
+	ALL(&g, csd_write_all(D, CSD_MEM_B, DBI, zeros, CC));
+
+	uint16_t inv_c = nm_bf16_from_f32(1.0f / CC), eps = nm_bf16_from_f32(1e-5f);
+	const uint16_t pf[13] = { CC, G, BE, LS, LT, LAM, inv_c, eps, X, LY, LZ, LR, (uint16_t)tp };
+	for (int k = 0; k < g.n; k++)
+		ok(g.dev[k], csd_run_program(g.dev[k], "vec_ln_fwd", "ln_fwd", BLK, pf, 13));
+	ALL(&g, csd_forward_region(D, &rq, &ry, &L1.sp, T, CSD_OVERWRITE));
+	same_sram(&g, "ln_fwd, forward");
+	const uint16_t pa[7] = { CQ, (uint16_t)tp, QB, CQ, QA, CQ, 0 };
+	run_all(&g, "vec_cvt", "cvt_a", pa);
+	read_all(&g, q, &rq, Tall);
+	read_all(&g, qa, &rqa, Tall);
+	for (int i = 0; i < Tall * CQ; i++)
+		assert_int_equal(qa[i], nm_bf16_from_bits(nm_f32_bits(q[i])));
+	read_all(&g, x1, &rx, Tall);
+	ALL(&g, csd_forward_region(D, &rx, &rqa, &L2.sp, T, CSD_ACCUMULATE));
+	read_all(&g, x, &rx, Tall);
+	ref_accum(xr, x1, qa, &L2.sp, Tall, 0);
+	assert_memory_equal(x, xr, (size_t)Tall * CC * 4);
+	same_sram(&g, "cvt_a, forward accumulate");
+
+	const uint16_t pbf[7] = { CC, (uint16_t)tp, X, CC, BIAS, 0, ONES };
+	run_all(&g, "vec_cvt", "bias_fwd", pbf);
+	read_all(&g, x1, &rx, Tall);
+	for (int t = 0; t < Tall; t++)
+		nm_bias_add_bits((uint32_t *)(void *)(x + (size_t)t * CC), (const uint32_t *)(const void *)bias, CC);
+	assert_memory_equal(x1, x, (size_t)Tall * CC * 4);
+	const uint16_t pbh[7] = { CC, (uint16_t)tp, X, CC, XH, CC, 0 };
+	run_all(&g, "vec_cvt", "cvt_bh", pbh);
+	read_all(&g, xh, &rxh, Tall);
+	for (int i = 0; i < Tall * CC; i++)
+		assert_int_equal(xh[i], nm_bf16_from_bits(nm_f32_bits(x[i])));
+	const uint16_t pbb[7] = { CC, (uint16_t)tp, X, CC, DBI, 0, ONES };
+	run_all(&g, "vec_cvt", "bias_bwd", pbb);
+	csd_region rdb = { CSD_MEM_B, DBI, CC, CC };
+	read_all(&g, db, &rdb, 1); /* PE 0's */
+	for (int t = 0; t < tp; t++)
+		nm_bias_add_bits((uint32_t *)(void *)dbr, (const uint32_t *)(const void *)(x + (size_t)t * CC), CC);
+	assert_memory_equal(db, dbr, sizeof db);
+	same_sram(&g, "bias_fwd, cvt_bh, bias_bwd");
+
+	/* a wgrad of the second layer against the packed x, all Tall rows (the padding rows
+	 * went through layernorm too): csd_wgrad's bits for the same partition */
+	csd_dev *ref;
+	char uri[96];
+	snprintf(uri, sizeof uri, "cpu:%dx%d,awords=4096,bwords=8192", rows, cols);
+	ok(NULL, csd_open(&ref, uri));
+	ok(ref, csd_wgrad(ref, dwr, xh, qa, &L2.sp, Tall));
+	for (int k = 0; k < g.n; k++) {
+		ok(g.dev[k], csd_wgrad_region(g.dev[k], dw, &rxh, &rqa, &L2.sp, T, SCR2));
+		assert_memory_equal(dw, dwr, (size_t)L2.sp.nnz * 4);
+	}
+	same_sram(&g, "wgrad");
+	csd_close(ref);
+	free(x);
+	free(xr);
+	free(x1);
+	free(q);
+	free(qa);
+	free(xh);
+	free(dw);
+	free(dwr);
+	kref_layer_free(&L1);
+	kref_layer_free(&L2);
+	rig_close(&g);
+}
+
+static void test_chain(void **state)
+{
+	(void)state;
+	chain_case(1, 1, 7);
+	chain_case(2, 2, 13);
+	chain_case(4, 4, 37);
+}
+
 static void test_bad_regions(void **state)
 {
 	(void)state;
@@ -336,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_kernels_1x1),
 		cmocka_unit_test(test_kernels_2x2),
 		cmocka_unit_test(test_kernels_4x4),
+		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_bad_regions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
