@@ -410,6 +410,151 @@ static void test_chain(void **state)
 	chain_case(4, 4, 37);
 }
 
+/*
+ * The comparison docs/resident-step.md reports (cpu backend, 4x4, awords 65536, bwords
+ * 16384): one small layer's MLP, T = 512, C = 128, fc W1 [512, 128] and fc2 W2 [128, 512] at
+ * 90% sparsity. Old calls: csd_forward of both, csd_backward_wgrad of both (activations up
+ * and results back each time). Resident: forward fc in four 128-output tiles (each cvt_a'd
+ * into h in A), fc2 accumulating onto x; backward: dx -> dY (cvt_a) and packed (cvt_bh),
+ * fc2's wgrad, fc2's backward in four tiles (each cvt_a'd and cvt_bh'd), fc's backward
+ * accumulating onto dx and its wgrad. Only the chain is counted (x, its layernorm and dx
+ * already resident). Printed; the checks are only that it moves fewer bytes.
+ */
+static void sub_block(csd_sparse *sp, const float *w, const uint8_t *m, int n_out, int n_in,
+		      int r0, int c0, int nr, int nc)
+{
+	float *bw = malloc((size_t)nr * nc * 4);
+	uint8_t *bm = malloc((size_t)nr * nc);
+	for (int i = 0; i < nr; i++)
+		for (int j = 0; j < nc; j++) {
+			bw[i * nc + j] = w[(size_t)(r0 + i) * n_in + c0 + j];
+			bm[i * nc + j] = m[(size_t)(r0 + i) * n_in + c0 + j];
+		}
+	(void)n_out;
+	assert_int_equal(csd_sparse_from_dense(sp, bw, bm, nr, nc), CS_OK);
+	free(bw);
+	free(bm);
+}
+
+static void test_measure(void **state)
+{
+	(void)state;
+	enum { T = 512, C4 = 512, C1 = 128, TPM = 32 };
+	const char *uri = "cpu:4x4,awords=65536,bwords=16384";
+	float *w1 = malloc((size_t)C4 * C1 * 4), *w2 = malloc((size_t)C1 * C4 * 4);
+	uint8_t *m1 = malloc((size_t)C4 * C1), *m2 = malloc((size_t)C1 * C4);
+	for (int i = 0; i < C4 * C1; i++) {
+		w1[i] = rand_f() / 16.0f;
+		w2[i] = rand_f() / 16.0f;
+		m1[i] = kref_rng_unif() < 0.1;
+		m2[i] = kref_rng_unif() < 0.1;
+	}
+	csd_sparse W1, W2, W1k[4], W2k[4];
+	assert_int_equal(csd_sparse_from_dense(&W1, w1, m1, C4, C1), CS_OK);
+	assert_int_equal(csd_sparse_from_dense(&W2, w2, m2, C1, C4), CS_OK);
+	for (int k = 0; k < 4; k++) {
+		sub_block(&W1k[k], w1, m1, C4, C1, k * C1, 0, C1, C1); /* fc rows k */
+		sub_block(&W2k[k], w2, m2, C1, C4, 0, k * C1, C1, C1); /* fc2 columns k */
+	}
+	uint16_t *xl = malloc((size_t)T * C1 * 2), *h = malloc((size_t)T * C4 * 2);
+	uint16_t *dy = malloc((size_t)T * C1 * 2), *dh16 = malloc((size_t)T * C4 * 2);
+	float *y1 = malloc((size_t)T * C4 * 4), *y2 = malloc((size_t)T * C1 * 4);
+	float *dh = malloc((size_t)T * C4 * 4), *dx = malloc((size_t)T * C1 * 4);
+	float *dw1 = malloc((size_t)W1.nnz * 4), *dw2 = malloc((size_t)W2.nnz * 4);
+	float *x = malloc((size_t)T * C1 * 4);
+	for (int i = 0; i < T * C1; i++) {
+		xl[i] = nm_bf16_from_f32(rand_f());
+		dy[i] = nm_bf16_from_f32(rand_f());
+		x[i] = rand_f();
+	}
+	csd_dev *dev;
+	csd_counters c[2];
+
+	/* the old calls */
+	ok(NULL, csd_open(&dev, uri));
+	csd_reset_counters(dev);
+	ok(dev, csd_forward(dev, y1, xl, &W1, T));
+	nm_bf16_from_f32_array(h, y1, (size_t)T * C4);
+	ok(dev, csd_forward(dev, y2, h, &W2, T));
+	ok(dev, csd_backward_wgrad(dev, dh, dw2, dy, h, &W2, T));
+	nm_bf16_from_f32_array(dh16, dh, (size_t)T * C4);
+	ok(dev, csd_backward_wgrad(dev, dx, dw1, dh16, xl, &W1, T));
+	ok(dev, csd_get_counters(dev, &c[0]));
+	csd_close(dev);
+
+	/* resident: A xl 0, h 4096, dY 20480, dh 24576; B x / dx 0, dh packed words 4096
+	 * (Bh 8192, also dx packed before it), tiles 12288, partial sums 12288 */
+	ok(NULL, csd_open(&dev, uri));
+	csd_region rxl = { CSD_MEM_A, 0, C1, C1 }, rx = { CSD_MEM_B, 0, C1, C1 };
+	ok(dev, csd_write_tokens(dev, &rxl, xl, T));
+	ok(dev, csd_write_tokens(dev, &rx, x, T));
+	csd_reset_counters(dev);
+	csd_region rt = { CSD_MEM_B, 12288, C1, C1 }, rh = { CSD_MEM_A, 4096, C4, C4 };
+	csd_region rdy = { CSD_MEM_A, 20480, C1, C1 }, rdh = { CSD_MEM_A, 24576, C4, C4 };
+	csd_region rdyh = { CSD_MEM_BH, 8192, C1, C1 }, rdhh = { CSD_MEM_BH, 8192, C4, C4 };
+	for (int k = 0; k < 4; k++) {
+		ok(dev, csd_forward_region(dev, &rt, &rxl, &W1k[k], T, CSD_OVERWRITE));
+		const uint16_t pa[7] = { C1, TPM, 12288, C1, (uint16_t)(4096 + k * C1), C4, 0 };
+		ok(dev, csd_run_program(dev, "vec_cvt", "cvt_a", 16000, pa, 7));
+	}
+	ok(dev, csd_forward_region(dev, &rx, &rh, &W2, T, CSD_ACCUMULATE));
+	const uint16_t pdy[7] = { C1, TPM, 0, C1, 20480, C1, 0 };
+	ok(dev, csd_run_program(dev, "vec_cvt", "cvt_a", 16000, pdy, 7));
+	const uint16_t pdyh[7] = { C1, TPM, 0, C1, 8192, C1, 0 };
+	ok(dev, csd_run_program(dev, "vec_cvt", "cvt_bh", 16000, pdyh, 7));
+	ok(dev, csd_wgrad_region(dev, dw2, &rdyh, &rh, &W2, T, 12288));
+	for (int k = 0; k < 4; k++) {
+		ok(dev, csd_backward_region(dev, &rt, &rdy, &W2k[k], T, CSD_OVERWRITE));
+		const uint16_t pa[7] = { C1, TPM, 12288, C1, (uint16_t)(24576 + k * C1), C4, 0 };
+		ok(dev, csd_run_program(dev, "vec_cvt", "cvt_a", 16000, pa, 7));
+		const uint16_t pb[7] = { C1, TPM, 12288, C1, (uint16_t)(8192 + k * C1), C4, 0 };
+		ok(dev, csd_run_program(dev, "vec_cvt", "cvt_bh", 16000, pb, 7));
+	}
+	ok(dev, csd_backward_region(dev, &rx, &rdh, &W1, T, CSD_ACCUMULATE));
+	ok(dev, csd_wgrad_region(dev, dw1, &rdhh, &rxl, &W1, T, 12288));
+	ok(dev, csd_get_counters(dev, &c[1]));
+	csd_close(dev);
+
+	static const char *const name[] = { "old calls", "resident" };
+	print_message("MLP T=%d C=%d fc %d->%d->%d, 90%% sparse (nnz %lld + %lld), cpu 4x4, awords "
+		      "65536, bwords 16384:\n", T, C1, C1, C4, C1, (long long)W1.nnz,
+		      (long long)W2.nnz);
+	for (int k = 0; k < 2; k++)
+		print_message("  %-9s %9llu cycles, %9llu bytes out (weights %llu, act %llu, prog "
+			      "%llu), %9llu in (act %llu, grad %llu)\n",
+			      name[k], (unsigned long long)c[k].cycles,
+			      (unsigned long long)c[k].link_bytes_out,
+			      (unsigned long long)c[k].weight_bytes,
+			      (unsigned long long)c[k].act_bytes_out,
+			      (unsigned long long)c[k].prog_bytes_out,
+			      (unsigned long long)c[k].link_bytes_in,
+			      (unsigned long long)c[k].act_bytes_in,
+			      (unsigned long long)c[k].grad_bytes_in);
+	assert_true(c[1].link_bytes_out + c[1].link_bytes_in <
+		    c[0].link_bytes_out + c[0].link_bytes_in);
+	for (int k = 0; k < 4; k++) {
+		csd_sparse_free(&W1k[k]);
+		csd_sparse_free(&W2k[k]);
+	}
+	csd_sparse_free(&W1);
+	csd_sparse_free(&W2);
+	free(w1);
+	free(w2);
+	free(m1);
+	free(m2);
+	free(xl);
+	free(h);
+	free(dy);
+	free(dh16);
+	free(y1);
+	free(y2);
+	free(dh);
+	free(dx);
+	free(dw1);
+	free(dw2);
+	free(x);
+}
+
 static void test_bad_regions(void **state)
 {
 	(void)state;
@@ -463,6 +608,7 @@ int main(void)
 		cmocka_unit_test(test_kernels_2x2),
 		cmocka_unit_test(test_kernels_4x4),
 		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_measure),
 		cmocka_unit_test(test_bad_regions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
