@@ -439,6 +439,21 @@ static int sync_point(struct kstate *ks, const char *what)
 	return ws_sync(ks->ws, ks->pl->P, what, ks->err, ks->errlen);
 }
 
+/* The answer of a forward or backward tile's SYNC (sent earlier: a READ's answer may come
+ * between): the pipeline's drain and the answer's trip estimated, the error count checked. */
+static int tile_sync_answer(struct kstate *ks, const char *what)
+{
+	const struct plan_geom *g = &ks->pl->g;
+	unsigned nerr;
+	ks->ws->st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
+	int rc = ws_recv_sync(ks->ws, &nerr, ks->err, ks->errlen);
+	if (!rc && nerr) {
+		snprintf(ks->err, ks->errlen, "%s: device reports %u errors", what, nerr);
+		rc = CS_ERR_DEVICE;
+	}
+	return rc;
+}
+
 static void put_regs(struct kstate *ks, int dt_d)
 {
 	const struct plan *pl = ks->pl;
@@ -523,7 +538,6 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 	int counting = link->send == NULL;
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen };
-	unsigned nerr;
 	int rc = CS_OK;
 	const struct plan_geom *g = &pl->g;
 	const char *what = pl->kernel == PLAN_FWD ? "forward" : "backward";
@@ -617,14 +631,8 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 				if ((rc = read_tile(&ks, d - 1)))
 					goto out_free;
 			}
-			st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
-			if ((rc = ws_recv_sync(&ws, &nerr, err, errlen)))
+			if ((rc = tile_sync_answer(&ks, what)))
 				goto out_free;
-			if (nerr) {
-				snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
-				rc = CS_ERR_DEVICE;
-				goto out_free;
-			}
 			ws_put(&ws, proto_hdr_read(PROTO_T_BCLR, PROTO_PE_ALL,
 						   (unsigned)ks.tp_k * (unsigned)dt_d));
 			ws_put(&ws, bank);
@@ -711,7 +719,6 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen,
 			     .k = pl->kernel, .tp_k = pl->tp, .ntok = pl->T, .o0 = 0,
 			     .o1 = pl->dout, .mbase = rg->abase };
-	const struct plan_geom *g = &pl->g;
 	const char *what = kname[pl->kernel];
 	int rc;
 	if (link->send) {
@@ -748,17 +755,10 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		goto out_free;
 	if (pl->kernel != PLAN_WGRAD) {
 		/* as a kernel tile's SYNC: the pipeline drains, the answer comes back */
-		unsigned nerr;
 		ws_put(&ws, proto_hdr_sync());
 		ws_put(&ws, link->timeout_cycles);
-		st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
-		if ((rc = ws_recv_sync(&ws, &nerr, err, errlen)))
+		if ((rc = tile_sync_answer(&ks, what)))
 			goto out_free;
-		if (nerr) {
-			snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
-			rc = CS_ERR_DEVICE;
-			goto out_free;
-		}
 	}
 	rc = ws_flush(&ws);
 out_free:

@@ -167,13 +167,13 @@ static const struct res_prog progs[] = {
 	{ "vec_gelu", "gelu_bwd", 8, 0, 1, 2, 19, 11, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 7, A_, RES_NW, 0 } }, 4, model_gelu_bwd },
-	{ "vec_cvt", "cvt_a", 7, 0, 1, 1, 4, 16, 0,
+	{ "vec_cvt", "cvt_a", 7, 0, 1, 1, 4, 19, 0,
 	  { { 2, B_, RES_NS, 3 }, { 4, A_, RES_NS, 5 } }, 2, model_cvt_a },
-	{ "vec_cvt", "cvt_bh", 7, 0, 1, 1, 4, 16, 0,
+	{ "vec_cvt", "cvt_bh", 7, 0, 1, 1, 4, 22, 0,
 	  { { 2, B_, RES_NS, 3 }, { 4, CSD_MEM_BH, RES_NS, 5 } }, 2, model_cvt_bh },
-	{ "vec_cvt", "bias_fwd", 7, 0, 1, 1, 3, 16, 0,
+	{ "vec_cvt", "bias_fwd", 7, 0, 1, 1, 3, 26, 0,
 	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_fwd },
-	{ "vec_cvt", "bias_bwd", 7, 0, 1, 1, 3, 16, 0,
+	{ "vec_cvt", "bias_bwd", 7, 0, 1, 1, 3, 29, 0,
 	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_bwd },
 };
 #undef A_
