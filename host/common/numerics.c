@@ -598,3 +598,9 @@ void nm_gelu_bwd_bits(uint16_t *dp, const uint32_t *dh, const uint16_t *d, size_
 	for (size_t j = 0; j < n; j++)
 		dp[j] = nm_bf16_from_bits(nm_fmac_bits(d[j], nm_bf16_from_bits(dh[j]), 0));
 }
+
+void nm_bias_add_bits(uint32_t *y, const uint32_t *b, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		y[j] = nm_fmac_bits(0x3f80, nm_bf16_from_bits(b[j]), y[j]);
+}

@@ -188,4 +188,12 @@ void nm_gelu_fwd_bits(uint16_t *h, uint16_t *d, const uint32_t *pre, size_t n, c
 		      const uint32_t *td);
 void nm_gelu_bwd_bits(uint16_t *dp, const uint32_t *dh, const uint16_t *d, size_t n);
 
+/*
+ * The conversions between kernels (fw/vec_cvt.s), one row: cvt_a and cvt_bh are
+ * nm_bf16_from_bits per element; nm_bias_add_bits: y[j] = fmac(1, bf16(b[j]), y[j]), j
+ * ascending (bias_fwd: y a token's output row, b the fp32 bias; bias_bwd: y the bias
+ * gradient, b a token's fp32 dy row, tokens in order): one vmac against a row of ones.
+ */
+void nm_bias_add_bits(uint32_t *y, const uint32_t *b, size_t n);
+
 #endif /* CS_NUMERICS_H */

@@ -308,7 +308,7 @@ __attribute__((target("avx2"))) static void transpose_out_avx2(float *out, const
  */
 static int cpu_stream_kernel(struct cpu_priv *cp, float *out, const uint16_t *in, int T,
 			     int din, int dout, const int64_t *ptr, const int32_t *minor,
-			     const uint16_t *val, int64_t nnz)
+			     const uint16_t *val, int64_t nnz, const float *init)
 {
 	/* token chunk: keep the chunk's inputs and accumulators near 1 MB */
 	long tc = (256L * 1024) / (din + dout);
@@ -344,7 +344,8 @@ static int cpu_stream_kernel(struct cpu_priv *cp, float *out, const uint16_t *in
 		if (simd) {
 			unsigned xlo, xhi;
 			range_bf16_avx2(ic, (size_t)n * din, &xlo, &xhi);
-			safe = chain_safe(xlo, xhi, wlo, whi, lg);
+			/* chains from any other start than +0 lose chain_safe's proof */
+			safe = !init && chain_safe(xlo, xhi, wlo, whi, lg);
 			transpose_in_avx2(xt, (size_t)tc, ic, n, din);
 		} else
 #endif
@@ -353,7 +354,12 @@ static int cpu_stream_kernel(struct cpu_priv *cp, float *out, const uint16_t *in
 				for (int m = 0; m < din; m++)
 					xt[(size_t)m * tc + t] = nm_bf16_to_f32(ic[(size_t)t * din + m]);
 		}
-		memset(yt, 0, (size_t)dout * tc * sizeof *yt);
+		if (init) /* the chains start from the values in B (resident accumulate) */
+			for (int t = 0; t < n; t++)
+				for (int o = 0; o < dout; o++)
+					yt[(size_t)o * tc + t] = init[(size_t)(c0 + t) * dout + o];
+		else
+			memset(yt, 0, (size_t)dout * tc * sizeof *yt);
 		for (int m = 0; m < din; m++) {
 			const float *xm = xt + (size_t)m * tc;
 			if (safe)
@@ -385,7 +391,7 @@ static int cpu_forward(csd_dev *dev, float *y, const uint16_t *x, const csd_spar
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_FWD, w, T)))
 		return rc;
 	rc = cpu_stream_kernel(dev->priv, y, x, T, w->n_in, w->n_out, w->col_ptr, w->row, w->cval,
-			       w->nnz);
+			       w->nnz, NULL);
 	return rc ? csd_fail(dev, rc, "cpu: forward: out of memory") : CS_OK;
 }
 
@@ -396,7 +402,7 @@ static int cpu_backward(csd_dev *dev, float *dx, const uint16_t *dy, const csd_s
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_BWD, w, T)))
 		return rc;
 	rc = cpu_stream_kernel(dev->priv, dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val,
-			       w->nnz);
+			       w->nnz, NULL);
 	return rc ? csd_fail(dev, rc, "cpu: backward: out of memory") : CS_OK;
 }
 
@@ -597,7 +603,8 @@ static void layout_tile(float *dst, const uint16_t *src, int T, int nf, int t0, 
  * subnormal, infinite or NaN (an exact zero gets the same sign under RNE); such lanes are
  * redone with the reference.
  */
-static void reduce_group_scalar(float *d, const float *accT, int nb, int rows, int cols)
+static void reduce_group_scalar(float *d, float *rsum, const float *accT, int nb, int rows,
+				int cols)
 {
 	for (int b = 0; b < nb; b++) {
 		float s = 0.0f;
@@ -606,6 +613,8 @@ static void reduce_group_scalar(float *d, const float *accT, int nb, int rows, i
 			float v = pr[(size_t)(cols - 1) * WG_GROUP];
 			for (int c = cols - 2; c >= 0; c--)
 				v = nm_add(v, pr[(size_t)c * WG_GROUP]);
+			if (rsum) /* row r's sum s_r, what PE(r, 0) stores (redv.st) */
+				rsum[(size_t)r * WG_GROUP + b] = v;
 			s = r == rows - 1 ? v : nm_add(s, v);
 		}
 		d[b] = s;
@@ -672,10 +681,20 @@ __attribute__((target("avx2,fma"))) static void reduce_group_avx2_safe(float *d,
 }
 #endif
 
+/* What a resident wgrad leaves in the PEs' SRAM: the partial sums of the last batch_cap
+ * nonzeros (CSC order; nonzero c in slot c % batch_cap of every PE), column 0's row sums
+ * over them where the mesh has more than one column (docs/architecture.md 5). */
+struct wg_scratch {
+	uint32_t *b;       /* PE q's B at b + q * b_words */
+	uint32_t b_words, pb, cap;
+};
+
 /* The weight gradient over the token partition of plan pl (PLAN_WGRAD, or PLAN_BWG whose
- * tiles are the backward's): section 5's order for that partition. */
+ * tiles are the backward's): section 5's order for that partition. scr: also the SRAM
+ * scratch (one token tile). */
 static int cpu_wgrad_run(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t *x,
-			 const csd_sparse *w, int T, const struct plan *plp)
+			 const csd_sparse *w, int T, const struct plan *plp,
+			 const struct wg_scratch *scr)
 {
 	const struct plan pl = *plp;
 	struct cpu_priv *cp = dev->priv;
@@ -685,10 +704,12 @@ static int cpu_wgrad_run(csd_dev *dev, float *dw, const uint16_t *dy, const uint
 	float *acc = malloc((size_t)WG_GROUP * P * sizeof *acc);
 	float *accT = calloc((size_t)WG_GROUP * P, sizeof *accT);
 	float d[WG_GROUP];
+	float *rsum = scr ? malloc((size_t)pl.g.rows * WG_GROUP * sizeof *rsum) : NULL;
+	int64_t keep = scr && w->nnz > (int64_t)scr->cap ? w->nnz - (int64_t)scr->cap : 0;
 	if (ws_grow((void **)&cp->xr, &cp->xr_cap, (size_t)K * L, sizeof *cp->xr) ||
 	    ws_grow((void **)&cp->dr, &cp->dr_cap, (size_t)N * L, sizeof *cp->dr) ||
 	    ws_grow((void **)&cp->rng, &cp->rng_cap, 2 * ((size_t)K + N), sizeof *cp->rng) ||
-	    !acc || !accT) {
+	    !acc || !accT || (scr && !rsum)) {
 		rc = csd_fail(dev, CS_ERR_NO_MEM, "cpu: wgrad: out of memory");
 		goto out_free;
 	}
@@ -745,14 +766,30 @@ static int cpu_wgrad_run(csd_dev *dev, float *dw, const uint16_t *dy, const uint
 							accT[(size_t)q * WG_GROUP + b] =
 								acc[(size_t)b * P + q];
 				}
+				int rows_kept = scr && c0 + nb > keep;
 #if defined(__x86_64__)
-				if (safe)
+				if (rows_kept)
+					reduce_group_scalar(d, rsum, accT, nb, pl.g.rows, pl.g.cols);
+				else if (safe)
 					reduce_group_avx2_safe(d, accT, nb, pl.g.rows, pl.g.cols);
 				else if (cp->simd)
 					reduce_group_avx2(d, accT, nb, pl.g.rows, pl.g.cols);
 				else
 #endif
-					reduce_group_scalar(d, accT, nb, pl.g.rows, pl.g.cols);
+					reduce_group_scalar(d, rows_kept ? rsum : NULL, accT, nb,
+							    pl.g.rows, pl.g.cols);
+				for (int b = 0; rows_kept && b < nb; b++) {
+					int64_t c = c0 + b;
+					if (c < keep)
+						continue;
+					uint32_t slot = scr->pb + (uint32_t)(c % scr->cap);
+					for (int q = 0; q < P; q++)
+						scr->b[(size_t)q * scr->b_words + slot] =
+							nm_f32_bits(accT[(size_t)q * WG_GROUP + b]);
+					for (int r = 0; pl.g.cols > 1 && r < pl.g.rows; r++)
+						scr->b[(size_t)r * pl.g.cols * scr->b_words + slot] =
+							nm_f32_bits(rsum[(size_t)r * WG_GROUP + b]);
+				}
 				for (int b = 0; b < nb; b++) {
 					int64_t pos = w->csr_pos[c0 + b];
 					dw[pos] = k == 0 ? d[b] : nm_add(dw[pos], d[b]);
@@ -761,6 +798,7 @@ static int cpu_wgrad_run(csd_dev *dev, float *dw, const uint16_t *dy, const uint
 		}
 	}
 out_free:
+	free(rsum);
 	free(acc);
 	free(accT);
 	return rc;
@@ -775,7 +813,7 @@ static int cpu_wgrad(csd_dev *dev, float *dw, const uint16_t *dy, const uint16_t
 		rc = csd_fail(dev, CS_ERR_INVALID, "wgrad: NULL argument");
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_WGRAD, w, T)))
 		return rc;
-	return cpu_wgrad_run(dev, dw, dy, x, w, T, &pl);
+	return cpu_wgrad_run(dev, dw, dy, x, w, T, &pl, NULL);
 }
 
 static int cpu_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
@@ -788,10 +826,10 @@ static int cpu_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t
 	if (rc || (rc = cpu_plan(dev, &pl, PLAN_BWG, w, T)))
 		return rc;
 	rc = cpu_stream_kernel(dev->priv, dx, dy, T, w->n_out, w->n_in, w->row_ptr, w->col, w->val,
-			       w->nnz);
+			       w->nnz, NULL);
 	if (rc)
 		return csd_fail(dev, rc, "cpu: backward_wgrad: out of memory");
-	return cpu_wgrad_run(dev, dw, dy, x, w, T, &pl);
+	return cpu_wgrad_run(dev, dw, dy, x, w, T, &pl, NULL);
 }
 
 /* ---- resident tensors and vector programs: SRAM per PE ------------------------------- */
@@ -802,7 +840,82 @@ static void *cpu_sram(csd_dev *dev, int mem, int q, size_t addr)
 	struct cpu_priv *cp = dev->priv;
 	if (mem == CSD_MEM_A)
 		return cp->a + (size_t)q * dev->geom.a_words + addr;
+	if (mem == CSD_MEM_BH) /* element 2w the low half of word w (a little-endian host) */
+		return (uint16_t *)(void *)(cp->b + (size_t)q * dev->geom.b_words) + addr;
 	return cp->b + (size_t)q * dev->geom.b_words + addr;
+}
+
+/* Every PE's tp rows of region r into rows [P tp][width] (dir 0), or back (dir 1). */
+static void cpu_rows(csd_dev *dev, void *rows, const csd_region *r, int tp, int dir)
+{
+	int P = dev->geom.rows * dev->geom.cols;
+	size_t row = r->width * (r->mem == CSD_MEM_B ? 4 : 2);
+	for (int q = 0; q < P; q++)
+		for (int u = 0; u < tp; u++) {
+			char *m = cpu_sram(dev, r->mem, q, r->base + (size_t)u * r->stride);
+			char *h = (char *)rows + ((size_t)q * tp + u) * row;
+			if (dir)
+				memcpy(m, h, row);
+			else
+				memcpy(h, m, row);
+		}
+}
+
+/*
+ * A kernel on regions, on the SRAM model: the same C kernels as csd_forward / csd_wgrad
+ * (cpu_stream_kernel, cpu_wgrad_run) over all P * tp rows the PEs hold, padding included,
+ * as one token tile. fwd/bwd: overwrite first zeroes what START fills (tp * stride words),
+ * accumulate starts the chains from B; wgrad also leaves its partial sums in the scratch.
+ */
+static int cpu_kernel(csd_dev *dev, const struct res_op *op)
+{
+	struct cpu_priv *cp = dev->priv;
+	struct plan pl;
+	struct plan_regions rg;
+	char err[256] = "";
+	int rc = res_kernel_plan(&dev->geom, op, &pl, &rg, err, sizeof err);
+	if (rc)
+		return csd_fail(dev, rc, "cpu: %s", err);
+	const csd_sparse *w = op->w;
+	int P = pl.P, tp = rg.tp, n = P * tp;
+	const csd_region *in = &op->in, *out = &op->r;
+	uint16_t *xin = malloc((size_t)n * in->width * sizeof *xin);
+	void *o = malloc((size_t)n * out->width * 4);
+	float *init = NULL;
+	if (!xin || !o) {
+		rc = csd_fail(dev, CS_ERR_NO_MEM, "cpu: kernel: out of memory");
+		goto out_free;
+	}
+	cpu_rows(dev, xin, in, tp, 0);
+	if (op->kernel == PLAN_WGRAD) {
+		struct wg_scratch scr = { cp->b, dev->geom.b_words, rg.pb, pl.batch_cap };
+		cpu_rows(dev, o, out, tp, 0); /* dy, packed bf16 */
+		pl.T = n; /* the padding rows are tokens of the tile too */
+		rc = cpu_wgrad_run(dev, op->dw, o, xin, w, n, &pl, &scr);
+		goto out_free;
+	}
+	int fwd = op->kernel == PLAN_FWD;
+	if (op->accumulate) {
+		init = o;
+		cpu_rows(dev, init, out, tp, 0);
+	} else {
+		for (int q = 0; q < P; q++)
+			memset(cpu_sram(dev, CSD_MEM_B, q, out->base), 0,
+			       (size_t)tp * rg.bstride * sizeof(uint32_t));
+	}
+	rc = fwd ? cpu_stream_kernel(cp, o, xin, n, w->n_in, w->n_out, w->col_ptr, w->row,
+				     w->cval, w->nnz, init)
+		 : cpu_stream_kernel(cp, o, xin, n, w->n_out, w->n_in, w->row_ptr, w->col, w->val,
+				     w->nnz, init);
+	if (rc) {
+		rc = csd_fail(dev, rc, "cpu: kernel: out of memory");
+		goto out_free;
+	}
+	cpu_rows(dev, o, out, tp, 1);
+out_free:
+	free(xin);
+	free(o);
+	return rc;
 }
 
 /* What op's stream does to the PEs' SRAM, or what it reads back. */
@@ -810,7 +923,9 @@ static int cpu_apply(csd_dev *dev, const struct res_op *op)
 {
 	const csd_region *r = &op->r;
 	int P = dev->geom.rows * dev->geom.cols, tp = res_tp(&dev->geom, op->T), rc;
-	size_t esz = r->mem == CSD_MEM_A ? 2 : 4, row = r->width * esz;
+	size_t esz = r->mem == CSD_MEM_B ? 4 : 2, row = r->width * esz;
+	if (op->kind == RES_KERNEL)
+		return cpu_kernel(dev, op);
 	char err[256] = "";
 	for (int q = 0; q < P; q++) {
 		switch (op->kind) {
@@ -839,6 +954,8 @@ static int cpu_apply(csd_dev *dev, const struct res_op *op)
 				return csd_fail(dev, rc, "cpu: PE %d: %s", q, err);
 			break;
 		}
+		case RES_KERNEL: /* cpu_kernel */
+			break;
 		}
 	}
 	return CS_OK;

@@ -342,7 +342,8 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
 		return csd_fail(dev, CS_ERR_NOT_FOUND,
 				"run_program: %s:%s is not a vector program the driver knows "
 				"(vec_ln_fwd:ln_fwd, vec_ln_bwd:ln_bwd, vec_gelu:gelu_fwd, "
-				"vec_gelu:gelu_bwd)",
+				"vec_gelu:gelu_bwd, vec_cvt:cvt_a, vec_cvt:cvt_bh, "
+				"vec_cvt:bias_fwd, vec_cvt:bias_bwd)",
 				program, entry);
 	if (n_params != pr->n_params)
 		return csd_fail(dev, CS_ERR_INVALID,
@@ -377,4 +378,50 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
 	rc = resident_call(dev, "run_program", &op);
 	dev->have_ovl = rc == CS_OK || (dev->have_ovl && !op.ovl);
 	return rc;
+}
+
+/* ---- kernels on resident regions ---------------------------------------------------------- */
+
+static int kernel_op(csd_dev *dev, enum plan_kernel k, const char *what, const csd_region *out,
+		     const csd_region *in, const csd_sparse *w, int T, int mode, float *dw,
+		     uint32_t scratch)
+{
+	char err[400] = "";
+	if (!dev)
+		return CS_ERR_INVALID;
+	dev->err[0] = 0;
+	if (!out || !in || !w || (k == PLAN_WGRAD && !dw))
+		return csd_fail(dev, CS_ERR_INVALID, "%s: NULL argument", what);
+	if (mode != CSD_OVERWRITE && mode != CSD_ACCUMULATE)
+		return csd_fail(dev, CS_ERR_INVALID, "%s: mode %d is neither CSD_OVERWRITE nor "
+				"CSD_ACCUMULATE", what, mode);
+	if (!dev->have_fw)
+		return csd_fail(dev, CS_ERR_NOT_SUPPORTED, "%s: no kernels image loaded", what);
+	struct res_op op = { .kind = RES_KERNEL, .r = *out, .in = *in, .T = T, .kernel = k,
+			     .w = w, .accumulate = mode, .scratch = scratch, .dw = dw,
+			     .fw = &dev->fw };
+	struct plan pl;
+	struct plan_regions rg;
+	int rc = res_kernel_plan(&dev->geom, &op, &pl, &rg, err, sizeof err);
+	if (rc)
+		return csd_fail(dev, rc, "%s", err);
+	return resident_call(dev, what, &op);
+}
+
+int csd_forward_region(csd_dev *dev, const csd_region *y, const csd_region *x,
+		       const csd_sparse *w, int T, int mode)
+{
+	return kernel_op(dev, PLAN_FWD, "forward_region", y, x, w, T, mode, NULL, 0);
+}
+
+int csd_backward_region(csd_dev *dev, const csd_region *dx, const csd_region *dy,
+			const csd_sparse *w, int T, int mode)
+{
+	return kernel_op(dev, PLAN_BWD, "backward_region", dx, dy, w, T, mode, NULL, 0);
+}
+
+int csd_wgrad_region(csd_dev *dev, float *dw, const csd_region *dy, const csd_region *x,
+		     const csd_sparse *w, int T, uint32_t scratch)
+{
+	return kernel_op(dev, PLAN_WGRAD, "wgrad_region", dy, x, w, T, CSD_OVERWRITE, dw, scratch);
 }

@@ -133,15 +133,17 @@ int csd_backward_wgrad(csd_dev *dev, float *dx, float *dw, const uint16_t *dy,
  *
  * A token-split tensor [T, width] lives at the same region of every PE: with tp =
  * ceil(T / PEs), PE q holds tokens [q*tp, (q+1)*tp), its token q*tp + u at base + u*stride;
- * rows past T are zeros when written. Memory A holds bf16 elements (the host gives and
- * gets uint16_t bits), memory B fp32 words (float). Writes to A cover whole 32-bit words:
- * base, and with stride != width also stride and width, must be even, and so must tp *
- * width when stride == width. Nothing checks a region against the kernels' use of SRAM:
+ * rows past T are zeros when written. Memory A (and B seen as CSD_MEM_BH) holds bf16
+ * elements (the host gives and gets uint16_t bits), memory B fp32 words (float). Writes of
+ * bf16 elements cover whole 32-bit words: base, and with stride != width also stride and
+ * width, must be even, and so must tp * width when stride == width. Nothing checks a region against the kernels' use of SRAM:
  * a kernel call (csd_forward, ...) overwrites A from 0 and both B banks.
  */
-enum csd_mem { CSD_MEM_A = 0, CSD_MEM_B = 1 };
+/* CSD_MEM_BH: memory B as packed bf16 elements (element e the low half of word e >> 1
+ * when e is even, else its high half): the wgrad's dY operand (the dot's Bh view). */
+enum csd_mem { CSD_MEM_A = 0, CSD_MEM_B = 1, CSD_MEM_BH = 2 };
 typedef struct csd_region {
-	int mem;         /* CSD_MEM_A (bf16 elements) or CSD_MEM_B (fp32 words) */
+	int mem;         /* CSD_MEM_A or CSD_MEM_BH (bf16 elements), CSD_MEM_B (fp32 words) */
 	uint32_t base;   /* element / word address of the PE's first token */
 	uint32_t stride; /* elements / words from one token to the next (>= width) */
 	uint32_t width;  /* elements / words a token */
@@ -156,7 +158,8 @@ int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T);
 int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_t n);
 /*
  * Run entry `entry` of vector program `program` (fw/<program>.s: "vec_ln_fwd" "ln_fwd",
- * "vec_ln_bwd" "ln_bwd", "vec_gelu" "gelu_fwd" or "gelu_bwd") on every PE, with its
+ * "vec_ln_bwd" "ln_bwd", "vec_gelu" "gelu_fwd" or "gelu_bwd", "vec_cvt" "cvt_a", "cvt_bh",
+ * "bias_fwd" or "bias_bwd": the conversions between kernels) on every PE, with its
  * parameter block params [n_params] (the .equ P_ names of its source, in order) written
  * at B word `block` (below 65536) of every PE. The program is loaded into IMEM after the
  * kernels image when it is not already there. The regions the block names must lie in
@@ -168,5 +171,35 @@ int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_
  */
 int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32_t block,
 		    const uint16_t *params, int n_params);
+
+/*
+ * The kernels on resident regions (docs/architecture.md 7.5): the stationary input is
+ * already in A, the output stays in B; only the nonzero weights cross the link (wgrad:
+ * and its dw). All T tokens are one token tile: PE q's tokens as csd_write_tokens places
+ * them (tp = ceil(T / PEs)), rows past T computed like the others. The output region is
+ * one output tile (width <= 32768). Regions that do not fit SRAM or the registers (16-bit
+ * addresses, tp * stride below 65536 for a fill) are CS_ERR_RANGE, wrong memories or widths
+ * CS_ERR_INVALID. Every backend runs them (sim: the Verilated mesh too); bit-identical.
+ *
+ * csd_forward_region: y (B, fp32, width n_out) of every token = chains of fmac over the
+ * nonzeros of W in ascending j of x (A, bf16, width n_in), as csd_forward. mode
+ * CSD_OVERWRITE starts each chain from +0 (the START fill zeroes B[y.base .. y.base + tp *
+ * y.stride), gaps between rows included); CSD_ACCUMULATE starts it from y's value (the
+ * residual add, for free). csd_backward_region: dx (B, width n_in) from dy (A, width n_out),
+ * likewise.
+ * csd_wgrad_region: dw [nnz] in CSR order = sum_t dy[t, row(k)] * x[t, col(k)] with x in A
+ * (width n_in) and dy as packed bf16 in B (CSD_MEM_BH, width n_out; cvt_bh of vec_cvt
+ * makes it from an fp32 row), section 5's order for one token tile of tp tokens: csd_wgrad's
+ * bits whenever csd_wgrad needs one token tile, if the rows past T are zeros. The partial
+ * sums go to B words [scratch, scratch + min(256, bwords / 2)) (outside dy); what the
+ * reduction leaves there stays.
+ */
+enum csd_accum { CSD_OVERWRITE = 0, CSD_ACCUMULATE = 1 };
+int csd_forward_region(csd_dev *dev, const csd_region *y, const csd_region *x,
+		       const csd_sparse *w, int T, int mode);
+int csd_backward_region(csd_dev *dev, const csd_region *dx, const csd_region *dy,
+			const csd_sparse *w, int T, int mode);
+int csd_wgrad_region(csd_dev *dev, float *dw, const csd_region *dy, const csd_region *x,
+		     const csd_sparse *w, int T, uint32_t scratch);
 
 #endif /* CS_CSD_H */

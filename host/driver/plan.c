@@ -233,6 +233,7 @@ struct kstate {
 	int tk;         /* token tile */
 	int t0, tp_k, ntok;
 	int o0, o1;     /* output tile */
+	uint32_t mbase; /* A address of major 0's token 0 (resident regions; else 0) */
 	/* wgrad batch */
 	uint32_t bcount;
 	int64_t *bpos;  /* CSR positions of the batch (real mode) */
@@ -305,7 +306,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		run_close(ks);
 	int step = 0;
 	if (!rb->n) {
-		rb->major = (unsigned)major;
+		rb->major = (unsigned)major + ks->mbase;
 		rb->segs = 1;
 		rb->cost = 0;
 	} else if (major == rb->last + 1) {
@@ -438,6 +439,21 @@ static int sync_point(struct kstate *ks, const char *what)
 	return ws_sync(ks->ws, ks->pl->P, what, ks->err, ks->errlen);
 }
 
+/* The answer of a forward or backward tile's SYNC (sent earlier: a READ's answer may come
+ * between): the pipeline's drain and the answer's trip estimated, the error count checked. */
+static int tile_sync_answer(struct kstate *ks, const char *what)
+{
+	const struct plan_geom *g = &ks->pl->g;
+	unsigned nerr;
+	ks->ws->st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
+	int rc = ws_recv_sync(ks->ws, &nerr, ks->err, ks->errlen);
+	if (!rc && nerr) {
+		snprintf(ks->err, ks->errlen, "%s: device reports %u errors", what, nerr);
+		rc = CS_ERR_DEVICE;
+	}
+	return rc;
+}
+
 static void put_regs(struct kstate *ks, int dt_d)
 {
 	const struct plan *pl = ks->pl;
@@ -522,7 +538,6 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 	int counting = link->send == NULL;
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen };
-	unsigned nerr;
 	int rc = CS_OK;
 	const struct plan_geom *g = &pl->g;
 	const char *what = pl->kernel == PLAN_FWD ? "forward" : "backward";
@@ -616,14 +631,8 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 				if ((rc = read_tile(&ks, d - 1)))
 					goto out_free;
 			}
-			st->cycles += (uint64_t)g->hazard_cycles + g->rows + g->cols + 4;
-			if ((rc = ws_recv_sync(&ws, &nerr, err, errlen)))
+			if ((rc = tile_sync_answer(&ks, what)))
 				goto out_free;
-			if (nerr) {
-				snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
-				rc = CS_ERR_DEVICE;
-				goto out_free;
-			}
 			ws_put(&ws, proto_hdr_read(PROTO_T_BCLR, PROTO_PE_ALL,
 						   (unsigned)ks.tp_k * (unsigned)dt_d));
 			ws_put(&ws, bank);
@@ -661,6 +670,100 @@ out_nofw:
 	snprintf(err, errlen, "firmware image %s lacks an entry point the %s kernel needs",
 		 fw ? fw->name : "?", ks.k == PLAN_WGRAD ? "wgrad" : "axpy");
 out_free:
+	free(ks.bpos);
+	free(ks.tmp);
+	free(ws.buf);
+	return rc;
+}
+
+/* ---- kernels on resident regions ------------------------------------------------------ */
+
+int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel,
+		       int T, int n_out, int n_in, const struct plan_regions *rg, char *err,
+		       size_t errlen)
+{
+	static const char *const kname[] = { "forward", "backward", "wgrad" };
+	if (kernel == PLAN_BWG) {
+		snprintf(err, errlen, "backward+wgrad has no resident form: call both");
+		return CS_ERR_INVALID;
+	}
+	int rc = plan_make(pl, g, kernel, T, n_out, n_in, err, errlen);
+	if (rc)
+		return rc;
+	if (rg->tp < 1 || rg->tp > 65535 || (long)rg->tp * pl->P < T) {
+		snprintf(err, errlen, "%s: %d tokens a PE do not hold T=%d", kname[kernel], rg->tp, T);
+		return CS_ERR_INVALID;
+	}
+	/* all T tokens in one tile, the output tile the whole row: a minor travels in the
+	 * wavelet's 15 index bits */
+	if (pl->dout > 32768) {
+		snprintf(err, errlen, "%s: %d output features: one output tile carries at most 32768",
+			 kname[kernel], pl->dout);
+		return CS_ERR_RANGE;
+	}
+	pl->tp = rg->tp;
+	pl->n_ttiles = 1;
+	pl->dt = pl->dout;
+	pl->n_otiles = 1;
+	if (kernel == PLAN_WGRAD)
+		pl->pb = rg->pb;
+	return CS_OK;
+}
+
+int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
+		       const struct plan_regions *rg, const struct plan_io *io,
+		       struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
+{
+	static const char *const kname[] = { "forward", "backward", "wgrad" };
+	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
+	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen,
+			     .k = pl->kernel, .tp_k = pl->tp, .ntok = pl->T, .o0 = 0,
+			     .o1 = pl->dout, .mbase = rg->abase };
+	const char *what = kname[pl->kernel];
+	int rc;
+	if (link->send) {
+		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
+		ks.tmp = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.tmp);
+		if (pl->kernel == PLAN_WGRAD)
+			ks.bpos = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.bpos);
+		if (!ws.buf || !ks.tmp || (pl->kernel == PLAN_WGRAD && !ks.bpos)) {
+			snprintf(err, errlen, "%s: out of memory", what);
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+	}
+	if ((rc = write_tables(&ws, pl, fw, pl->kernel))) {
+		snprintf(err, errlen, "firmware image %s lacks an entry point the %s kernel needs",
+			 fw ? fw->name : "?", what);
+		goto out_free;
+	}
+	/* r1 comes with each SET_MAJOR (abase + j), r2/r4 the B operand, r3 the A stride */
+	uint32_t regs[8] = { 0, 0, rg->bbase, rg->astride, rg->bstride, (uint32_t)pl->tp,
+			     pl->kernel == PLAN_WGRAD ? rg->pb : 0, 0 };
+	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
+	if ((rc = sync_point(&ks, what)))
+		goto out_free;
+	if (pl->kernel != PLAN_WGRAD && !rg->accumulate) {
+		ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
+		ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
+		/* START fills tp * stride words from the base (4.5's fill, part of the stream) */
+		uint64_t f = (uint64_t)pl->tp * rg->bstride + 8;
+		st->cycles += f;
+		st->stream_cycles += f;
+	}
+	if ((rc = stream_tile(&ks)))
+		goto out_free;
+	if (pl->kernel != PLAN_WGRAD) {
+		/* as a kernel tile's SYNC: the pipeline drains, the answer comes back */
+		ws_put(&ws, proto_hdr_sync());
+		ws_put(&ws, link->timeout_cycles);
+		if ((rc = tile_sync_answer(&ks, what)))
+			goto out_free;
+	}
+	rc = ws_flush(&ws);
+out_free:
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s: link: %s", what, cs_strerror(rc));
 	free(ks.bpos);
 	free(ks.tmp);
 	free(ws.buf);

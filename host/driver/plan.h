@@ -121,6 +121,30 @@ struct plan_io {
 int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
 	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen);
 
+/*
+ * A kernel on resident regions (docs/architecture.md 7.5): the stationary input already in
+ * A, the output (fwd/bwd) or wgrad's packed dY already in B; one token tile of tp tokens a
+ * PE and one output tile, nothing uploaded, nothing read back but wgrad's COLLECTs.
+ */
+struct plan_regions {
+	uint32_t abase, astride; /* stationary input: A element of token 0, A stride (r3) */
+	uint32_t bbase, bstride; /* fwd/bwd output: B words; wgrad's dY: Bh elements (r2, r4) */
+	int tp;                  /* tokens a PE (r5) */
+	int accumulate;          /* fwd/bwd: 1 adds onto B (no START fill) */
+	uint32_t pb;             /* wgrad: B word of the partial sums (r6), batch_cap words */
+};
+/* The plan of such a call (kernel PLAN_FWD, PLAN_BWD or PLAN_WGRAD): tp, one token tile,
+ * one output tile of all dout minors, the wgrad batch at rg->pb. Checks only the shape;
+ * the regions are resident.c's to check. */
+int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_kernel kernel,
+		       int T, int n_out, int n_in, const struct plan_regions *rg, char *err,
+		       size_t errlen);
+/* Its stream: task tables, registers, SYNC, [START], the RUNs (majors offset by abase),
+ * SYNC (fwd/bwd) or per batch END and COLLECT into io->out (wgrad). */
+int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
+		       const struct plan_regions *rg, const struct plan_io *io,
+		       struct plan_link *link, struct plan_stats *st, char *err, size_t errlen);
+
 /* The words that load a firmware image and the routes (csd_open). */
 int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,
 	      struct plan_stats *st, char *err, size_t errlen);

@@ -1,7 +1,7 @@
 /*
  * resident.c - command streams of the resident tensors and vector programs (resident.h),
  * and the registry of the vector programs with their C definitions. Kernels on resident
- * regions are not here (they still upload their inputs: plan.c).
+ * regions are checked here; their stream is plan.c's (plan_exec_resident).
  */
 #include "driver/resident.h"
 
@@ -91,6 +91,60 @@ static int model_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err
 	return CS_OK;
 }
 
+/* fw/vec_cvt.s: the rows, in the firmware's order (cvt_bh may convert in place). */
+static int model_cvt(uint16_t *a, uint32_t *b, const uint16_t *p, int bh)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], SS = p[3], DST = p[4], DS = p[5];
+	uint16_t *h = bh ? (uint16_t *)(void *)b : a; /* Bh: element 2w the low half of w */
+	for (unsigned t = 0; t < N; t++)
+		for (unsigned j = 0; j < W; j++)
+			h[DST + t * DS + j] = nm_bf16_from_bits(b[SRC + t * SS + j]);
+	return CS_OK;
+}
+
+static int model_cvt_a(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	return model_cvt(a, b, p, 0);
+}
+
+static int model_cvt_bh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	return model_cvt(a, b, p, 1);
+}
+
+/* bias_fwd (fwd = 1) / bias_bwd: per token nm_bias_add_bits, which takes the ones the
+ * firmware multiplies by as exactly 1.0. */
+static int model_bias(uint16_t *a, uint32_t *b, const uint16_t *p, int fwd, char *err,
+		      size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], SS = p[3], DST = p[4], ONES = p[6];
+	for (unsigned j = 0; j < W; j++)
+		if (a[ONES + j] != 0x3f80) {
+			snprintf(err, errlen, "%s: A[%u] of the ones vector is 0x%04x, not 1.0",
+				 fwd ? "bias_fwd" : "bias_bwd", ONES + j, a[ONES + j]);
+			return CS_ERR_INVALID;
+		}
+	for (unsigned t = 0; t < N; t++) {
+		if (fwd)
+			nm_bias_add_bits(b + SRC + t * SS, b + DST, W);
+		else
+			nm_bias_add_bits(b + DST, b + SRC + t * SS, W);
+	}
+	return CS_OK;
+}
+
+static int model_bias_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_bias(a, b, p, 1, err, errlen);
+}
+
+static int model_bias_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_bias(a, b, p, 0, err, errlen);
+}
+
 /* The programs (their sources' .equ P_ names give the block). Scalar instructions a token
  * and the prologue are counted from the sources (li two); engine elements a token are
  * docs/resident-step.md's. */
@@ -113,6 +167,14 @@ static const struct res_prog progs[] = {
 	{ "vec_gelu", "gelu_bwd", 8, 0, 1, 2, 19, 11, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 7, A_, RES_NW, 0 } }, 4, model_gelu_bwd },
+	{ "vec_cvt", "cvt_a", 7, 0, 1, 1, 4, 19, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, A_, RES_NS, 5 } }, 2, model_cvt_a },
+	{ "vec_cvt", "cvt_bh", 7, 0, 1, 1, 4, 22, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, CSD_MEM_BH, RES_NS, 5 } }, 2, model_cvt_bh },
+	{ "vec_cvt", "bias_fwd", 7, 0, 1, 1, 3, 26, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_fwd },
+	{ "vec_cvt", "bias_bwd", 7, 0, 1, 1, 3, 29, 0,
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_bwd },
 };
 #undef A_
 #undef B_
@@ -136,14 +198,16 @@ int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_
 	for (int i = 0; i < pr->n_use; i++) {
 		const struct res_use *u = &pr->use[i];
 		uint64_t n = u->kind == RES_W ? W : u->kind == RES_NW ? N * W
-					 : u->kind == RES_N ? N : u->k;
-		uint64_t size = u->mem == CSD_MEM_A ? g->a_words : g->b_words;
+					 : u->kind == RES_N ? N
+					 : u->kind == RES_NS ? (N ? (N - 1) * params[u->k] + W : 0)
+							     : u->k;
+		uint64_t size = res_mem_size(g, u->mem);
 		if (params[u->param] + n > size) {
 			snprintf(err, errlen,
 				 "%s: block word %u: %s[%u .. %llu) is past the end of SRAM %s (%llu)",
-				 pr->entry, u->param, u->mem == CSD_MEM_A ? "A" : "B", params[u->param],
-				 (unsigned long long)(params[u->param] + n),
-				 u->mem == CSD_MEM_A ? "A" : "B", (unsigned long long)size);
+				 pr->entry, u->param, res_mem_name(u->mem), params[u->param],
+				 (unsigned long long)(params[u->param] + n), res_mem_name(u->mem),
+				 (unsigned long long)size);
 			return CS_ERR_RANGE;
 		}
 	}
@@ -157,6 +221,16 @@ int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_
 
 /* ---- regions ---------------------------------------------------------------------------- */
 
+uint64_t res_mem_size(const struct plan_geom *g, int mem)
+{
+	return mem == CSD_MEM_A ? g->a_words : mem == CSD_MEM_BH ? 2ull * g->b_words : g->b_words;
+}
+
+const char *res_mem_name(int mem)
+{
+	return mem == CSD_MEM_A ? "A" : mem == CSD_MEM_BH ? "Bh" : "B";
+}
+
 int res_tp(const struct plan_geom *g, int T)
 {
 	int P = g->rows * g->cols;
@@ -166,12 +240,13 @@ int res_tp(const struct plan_geom *g, int T)
 int res_check_region(const struct plan_geom *g, const char *what, const csd_region *r, int T,
 		     int write, char *err, size_t errlen)
 {
-	if (T <= 0 || (r->mem != CSD_MEM_A && r->mem != CSD_MEM_B) || !r->width) {
+	if (T <= 0 || (r->mem != CSD_MEM_A && r->mem != CSD_MEM_B && r->mem != CSD_MEM_BH) ||
+	    !r->width) {
 		snprintf(err, errlen, "%s: bad region (mem %d, width %u) or T=%d", what, r->mem,
 			 r->width, T);
 		return CS_ERR_INVALID;
 	}
-	uint64_t tp = (uint64_t)res_tp(g, T), size = r->mem == CSD_MEM_A ? g->a_words : g->b_words;
+	uint64_t tp = (uint64_t)res_tp(g, T), size = res_mem_size(g, r->mem);
 	if (tp > 1 && r->stride < r->width) {
 		snprintf(err, errlen, "%s: stride %u is less than the width %u", what, r->stride,
 			 r->width);
@@ -182,19 +257,99 @@ int res_check_region(const struct plan_geom *g, const char *what, const csd_regi
 		snprintf(err, errlen,
 			 "%s: %llu tokens a PE at %s[%u], stride %u, width %u end at %llu, past the "
 			 "end of SRAM %s (%llu)",
-			 what, (unsigned long long)tp, r->mem == CSD_MEM_A ? "A" : "B", r->base,
-			 r->stride, r->width, (unsigned long long)end, r->mem == CSD_MEM_A ? "A" : "B",
+			 what, (unsigned long long)tp, res_mem_name(r->mem), r->base,
+			 r->stride, r->width, (unsigned long long)end, res_mem_name(r->mem),
 			 (unsigned long long)size);
 		return CS_ERR_RANGE;
 	}
 	int contiguous = r->stride == r->width || tp == 1;
-	if (write && r->mem == CSD_MEM_A &&
+	if (write && r->mem != CSD_MEM_B &&
 	    ((r->base & 1) || (contiguous ? (tp * r->width) & 1 : (r->stride | r->width) & 1))) {
 		snprintf(err, errlen,
-			 "%s: a write to A covers whole words: base %u, stride %u and width %u (tokens "
-			 "%llu a PE) must be even",
-			 what, r->base, r->stride, r->width, (unsigned long long)tp);
+			 "%s: a write to %s covers whole words: base %u, stride %u and width %u "
+			 "(tokens %llu a PE) must be even",
+			 what, res_mem_name(r->mem), r->base, r->stride, r->width, (unsigned long long)tp);
 		return CS_ERR_INVALID;
+	}
+	return CS_OK;
+}
+
+/* ---- kernels on regions ----------------------------------------------------------------- */
+
+int res_kernel_plan(const struct plan_geom *g, const struct res_op *op, struct plan *pl,
+		    struct plan_regions *rg, char *err, size_t errlen)
+{
+	static const char *const kname[] = { "forward_region", "backward_region", "wgrad_region" };
+	const char *what = kname[op->kernel];
+	const csd_sparse *w = op->w;
+	const csd_region *in = &op->in, *out = &op->r;
+	int wg = op->kernel == PLAN_WGRAD, bwd = op->kernel == PLAN_BWD, rc;
+	uint32_t din = (uint32_t)(bwd ? w->n_out : w->n_in);
+	uint32_t dout = (uint32_t)(bwd ? w->n_in : w->n_out);
+	int want = wg ? CSD_MEM_BH : CSD_MEM_B;
+	if (in->mem != CSD_MEM_A || out->mem != want) {
+		snprintf(err, errlen, "%s: the input must be an A region and the %s a %s region "
+			 "(got %s and %s)", what, wg ? "dy" : "output", res_mem_name(want),
+			 res_mem_name(in->mem), res_mem_name(out->mem));
+		return CS_ERR_INVALID;
+	}
+	if (in->width != din || out->width != dout) {
+		snprintf(err, errlen, "%s: region widths %u (input) and %u (%s) do not match the "
+			 "layer's %u and %u", what, in->width, out->width, wg ? "dy" : "output", din,
+			 dout);
+		return CS_ERR_INVALID;
+	}
+	if ((rc = res_check_region(g, what, in, op->T, 0, err, errlen)) ||
+	    (rc = res_check_region(g, what, out, op->T, 0, err, errlen)))
+		return rc;
+	int tp = res_tp(g, op->T);
+	/* r2 .. r5 are 16 bits, and so is every address the engine forms */
+	uint64_t ospan = out->base + (uint64_t)(tp - 1) * out->stride + out->width;
+	if (tp > 65535 || (tp > 1 && (in->stride > 0xffff || out->stride > 0xffff)) ||
+	    ospan > 0x10000) {
+		snprintf(err, errlen, "%s: %d tokens a PE, strides %u and %u, %s end %llu: past the "
+			 "16-bit registers", what, tp, in->stride, out->stride,
+			 res_mem_name(out->mem), (unsigned long long)ospan);
+		return CS_ERR_RANGE;
+	}
+	*rg = (struct plan_regions){ .abase = in->base, .astride = tp > 1 ? in->stride : din,
+				     .bbase = out->base, .bstride = tp > 1 ? out->stride : dout,
+				     .tp = tp, .accumulate = op->accumulate, .pb = op->scratch };
+	if (!wg && !op->accumulate) {
+		/* START fills r5 * r4 words from r2 (a 16-bit product) */
+		uint64_t fill = (uint64_t)tp * rg->bstride;
+		if (fill > 0xffff || out->base + fill > g->b_words) {
+			snprintf(err, errlen, "%s: the START fill of B[%u .. %llu) (%d tokens x stride "
+				 "%u) is past the end of SRAM B (%u) or 65535 words", what,
+				 out->base, (unsigned long long)(out->base + fill), tp, rg->bstride,
+				 g->b_words);
+			return CS_ERR_RANGE;
+		}
+	}
+	if ((rc = plan_make_resident(pl, g, op->kernel, op->T, w->n_out, w->n_in, rg, err,
+				     errlen))) {
+		char e2[256];
+		snprintf(e2, sizeof e2, "%s", err);
+		snprintf(err, errlen, "%s: %s", what, e2);
+		return rc;
+	}
+	if (wg) {
+		/* the partial sums: batch_cap B words, not over the dY words the dots read */
+		uint64_t s0 = op->scratch, s1 = s0 + pl->batch_cap;
+		uint64_t d0 = out->base / 2, d1 = (ospan + 1) / 2;
+		if (s1 > g->b_words || s0 > 0xffff) {
+			snprintf(err, errlen, "%s: partial sums B[%llu .. %llu) past the end of SRAM B "
+				 "(%u)", what, (unsigned long long)s0, (unsigned long long)s1,
+				 g->b_words);
+			return CS_ERR_RANGE;
+		}
+		if (s0 < d1 && d0 < s1) {
+			snprintf(err, errlen, "%s: partial sums B[%llu .. %llu) overlap dy's words "
+				 "B[%llu .. %llu)", what, (unsigned long long)s0,
+				 (unsigned long long)s1, (unsigned long long)d0,
+				 (unsigned long long)d1);
+			return CS_ERR_INVALID;
+		}
 	}
 	return CS_OK;
 }
@@ -206,7 +361,7 @@ int res_check_region(const struct plan_geom *g, const char *what, const csd_regi
 static size_t pack_rows(uint32_t *dst, const csd_region *r, const void *src, int T, int first,
 			int nrows)
 {
-	if (r->mem == CSD_MEM_A)
+	if (r->mem != CSD_MEM_B)
 		return ws_pack_bf16_rows(dst, src, T, (int)r->width, 0, (int)r->width, first, nrows);
 	size_t n = (size_t)nrows * r->width;
 	memset(dst, 0, n * sizeof *dst);
@@ -221,9 +376,9 @@ static void write_tokens(struct wstream *ws, const struct plan_geom *g, const st
 			 uint32_t *tmp)
 {
 	const csd_region *r = &op->r;
-	int P = g->rows * g->cols, tp = res_tp(g, op->T), a = r->mem == CSD_MEM_A;
+	int P = g->rows * g->cols, tp = res_tp(g, op->T), a = r->mem != CSD_MEM_B;
 	int rows = r->stride == r->width || tp == 1 ? tp : 1;
-	unsigned target = a ? PROTO_T_A : PROTO_T_B;
+	unsigned target = r->mem == CSD_MEM_A ? PROTO_T_A : PROTO_T_B;
 	for (int q = 0; q < P; q++)
 		for (int u = 0; u < tp; u += rows) {
 			uint32_t addr = r->base + (uint32_t)u * r->stride;
@@ -239,12 +394,12 @@ static int read_tokens(struct wstream *ws, const struct plan_geom *g, const stru
 		       uint32_t *tmp, char *err, size_t errlen)
 {
 	const csd_region *r = &op->r;
-	int P = g->rows * g->cols, tp = res_tp(g, op->T), a = r->mem == CSD_MEM_A, rc;
+	int P = g->rows * g->cols, tp = res_tp(g, op->T), a = r->mem != CSD_MEM_B, rc;
 	int rows = r->stride == r->width || tp == 1 ? tp : 1;
 	for (int u = 0; u < tp; u += rows) {
 		uint32_t e0 = r->base + (uint32_t)u * r->stride, e1 = e0 + (uint32_t)rows * r->width;
 		uint32_t w0 = a ? e0 / 2 : e0, n = a ? (e1 + 1) / 2 - w0 : e1 - e0;
-		ws_put(ws, proto_hdr_read(a ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL, n));
+		ws_put(ws, proto_hdr_read(r->mem == CSD_MEM_A ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL, n));
 		ws_put(ws, w0);
 		ws->st->act_words_in += (uint64_t)P * (1 + n);
 		ws->st->act_cycles += ws_read_cycles(P, n);
@@ -312,7 +467,8 @@ static int run_program(struct wstream *ws, const struct plan_geom *g, const stru
 int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_link *link,
 	     struct plan_stats *st, char *err, size_t errlen)
 {
-	static const char *const what[] = { "write_tokens", "read_tokens", "write_all", "program" };
+	static const char *const what[] = { "write_tokens", "read_tokens", "write_all", "program",
+					    "kernel" };
 	struct wstream ws = { link, st, NULL, 0, 4096, 0 };
 	uint32_t *tmp = NULL;
 	int P = g->rows * g->cols, rc = CS_OK;
@@ -336,10 +492,11 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 		rc = read_tokens(&ws, g, op, tmp, err, errlen);
 		break;
 	case RES_WRITE_ALL: {
-		int a = op->r.mem == CSD_MEM_A;
+		int a = op->r.mem != CSD_MEM_B;
 		if (ws.buf)
 			pack_rows(tmp, &op->r, op->src, 1, 0, 1);
-		ws_write_to(&ws, &st->prog_words_out, a ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL,
+		ws_write_to(&ws, &st->prog_words_out,
+			    op->r.mem == CSD_MEM_A ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL,
 			    a ? op->r.base / 2 : op->r.base, tmp, op->r.width >> a);
 		rc = ws_sync(&ws, P, what[op->kind], err, errlen);
 		break;
@@ -347,6 +504,16 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 	case RES_PROGRAM:
 		rc = run_program(&ws, g, op, err, errlen);
 		break;
+	case RES_KERNEL: {
+		struct plan pl;
+		struct plan_regions rg;
+		struct plan_io io = { .w = op->w, .out = op->dw };
+		free(ws.buf);
+		ws.buf = NULL;
+		if (!(rc = res_kernel_plan(g, op, &pl, &rg, err, errlen)))
+			rc = plan_exec_resident(&pl, op->fw, &rg, &io, link, st, err, errlen);
+		goto out_free;
+	}
 	}
 	if (!rc)
 		rc = ws_flush(&ws);

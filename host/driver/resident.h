@@ -24,8 +24,9 @@
 #include "driver/plan.h"
 
 /* A region a parameter block names: at the block's word `param`, in mem, of size
- * (kind): the width W, tokens * W, the tokens N, or k words/elements. */
-enum res_size { RES_W, RES_NW, RES_N, RES_K };
+ * (kind): the width W, tokens * W, the tokens N, k words/elements, or N rows of W whose
+ * stride is block word k ((N - 1) * stride + W). */
+enum res_size { RES_W, RES_NW, RES_N, RES_K, RES_NS };
 struct res_use {
 	unsigned char param, mem, kind;
 	unsigned short k;
@@ -54,7 +55,7 @@ const struct res_prog *res_prog_find(const char *image, const char *entry);
 int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_t block,
 		   const uint16_t *params, char *err, size_t errlen);
 
-enum res_kind { RES_WRITE, RES_READ, RES_WRITE_ALL, RES_PROGRAM };
+enum res_kind { RES_WRITE, RES_READ, RES_WRITE_ALL, RES_PROGRAM, RES_KERNEL };
 
 /* One call's operation, as csd.c checked it. */
 struct res_op {
@@ -69,8 +70,24 @@ struct res_op {
 	int base, pc;             /* the overlay's IMEM base, the entry's pc */
 	uint32_t block;
 	const uint16_t *params;
+	/* KERNEL (plan.h's plan_exec_resident): kernel PLAN_FWD, PLAN_BWD or PLAN_WGRAD; r the
+	 * output (fwd/bwd, B) or the wgrad's dY (Bh); in the stationary input (A) */
+	enum plan_kernel kernel;
+	csd_region in;
+	const csd_sparse *w;
+	int accumulate;           /* fwd/bwd: CSD_ACCUMULATE */
+	uint32_t scratch;         /* wgrad: the partial sums' B word */
+	float *dw;                /* wgrad: the result [nnz], CSR order */
+	const struct csd_fw *fw;  /* the kernels image (task entries) */
 };
 
+/* Memory mem's size in its elements (A, Bh) or words (B), and its name. */
+uint64_t res_mem_size(const struct plan_geom *g, int mem);
+const char *res_mem_name(int mem);
+/* A kernel op's plan and registers (op->T, its regions, the partial sums), every check a
+ * call needs before anything is sent: CS_ERR_INVALID / CS_ERR_RANGE with err. */
+int res_kernel_plan(const struct plan_geom *g, const struct res_op *op, struct plan *pl,
+		    struct plan_regions *rg, char *err, size_t errlen);
 /* Tokens a PE holds for T tokens. */
 int res_tp(const struct plan_geom *g, int T);
 /* Check a region for T tokens (write: A's word alignment too). */

@@ -619,6 +619,75 @@ static void test_gelu(void **state)
 	}
 }
 
+/* fw/vec_cvt.s: cvt_a and cvt_bh bit for bit nm_bf16_from_bits over strided rows (cvt_bh
+ * also in place, the packed row over its own source); bias_fwd and bias_bwd bit for bit
+ * nm_bias_add_bits; everything around the rows untouched. */
+static void test_cvt(void **state)
+{
+	(void)state;
+	const uint16_t P = 1900;
+	for (int k = 0; k < 6; k++) {
+		unsigned w = 8 + (unsigned)(rng_next() % 40), ntok = 1 + (unsigned)(rng_next() % 5);
+		unsigned ss = w + (unsigned)(rng_next() % 3), ds = w + (unsigned)(rng_next() % 3);
+		/* cvt_a: B rows from 100 to A rows from 30 */
+		struct pe_model m;
+		setup_image(&m, "vec_cvt", "cvt_a");
+		uint16_t a0[AWORDS], want[AWORDS];
+		memcpy(a0, m.a, sizeof a0);
+		memcpy(want, m.a, sizeof want);
+		for (unsigned t = 0; t < ntok; t++)
+			for (unsigned j = 0; j < w; j++)
+				want[30 + t * ds + j] = nm_bf16_from_bits(m.b[100 + t * ss + j]);
+		const uint16_t pa[7] = { (uint16_t)w, (uint16_t)ntok, 100, (uint16_t)ss, 30,
+					 (uint16_t)ds, 0 };
+		uint32_t b0[BWORDS];
+		memcpy(b0, m.b, sizeof b0);
+		run_block(&m, P, pa, 7);
+		assert_memory_equal(m.a, want, sizeof want);
+		for (int i = 0; i < 7; i++)
+			b0[P + i] = pa[i];
+		assert_memory_equal(m.b, b0, sizeof b0);
+		pe_model_free(&m);
+
+		/* cvt_bh: B rows from 300 to Bh rows from 600, words 300 on: each packed row over
+		 * its own source (ds <= 2 ss, so every word is read before it is written) */
+		setup_image(&m, "vec_cvt", "cvt_bh");
+		memcpy(b0, m.b, sizeof b0);
+		uint16_t *h = (uint16_t *)(void *)b0;
+		for (unsigned t = 0; t < ntok; t++)
+			for (unsigned j = 0; j < w; j++)
+				h[600 + t * ds + j] = nm_bf16_from_bits(m.b[300 + t * ss + j]);
+		const uint16_t pb[7] = { (uint16_t)w, (uint16_t)ntok, 300, (uint16_t)ss, 600,
+					 (uint16_t)ds, 0 };
+		for (int i = 0; i < 7; i++)
+			b0[P + i] = pb[i];
+		run_block(&m, P, pb, 7);
+		assert_memory_equal(m.b, b0, sizeof b0);
+		pe_model_free(&m);
+
+		/* bias_fwd: rows from 200 += bf16(bias at 1000); bias_bwd: db at 1000 += rows */
+		for (int bwd = 0; bwd < 2; bwd++) {
+			setup_image(&m, "vec_cvt", bwd ? "bias_bwd" : "bias_fwd");
+			for (unsigned j = 0; j < w; j++)
+				m.a[500 + j] = 0x3f80;
+			memcpy(b0, m.b, sizeof b0);
+			for (unsigned t = 0; t < ntok; t++) {
+				if (bwd)
+					nm_bias_add_bits(b0 + 1000, b0 + 200 + t * ss, w);
+				else
+					nm_bias_add_bits(b0 + 200 + t * ss, b0 + 1000, w);
+			}
+			const uint16_t pf[7] = { (uint16_t)w, (uint16_t)ntok, 200, (uint16_t)ss, 1000,
+						 0, 500 };
+			for (int i = 0; i < 7; i++)
+				b0[P + i] = pf[i];
+			run_block(&m, P, pf, 7);
+			assert_memory_equal(m.b, b0, sizeof b0);
+			pe_model_free(&m);
+		}
+	}
+}
+
 int main(void)
 {
 	const char *s = getenv("TEST_SEED");
@@ -629,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_ln_fwd),
 		cmocka_unit_test(test_ln_bwd),
 		cmocka_unit_test(test_gelu),
+		cmocka_unit_test(test_cvt),
 		cmocka_unit_test(test_vfma),
 		cmocka_unit_test(test_vmac),
 		cmocka_unit_test(test_vdot),

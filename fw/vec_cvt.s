@@ -1,0 +1,83 @@
+; vec_cvt.s - the conversions between the resident step's kernels (docs/resident-step.md,
+; docs/architecture.md 7.5): an fp32 kernel output in B becomes the next kernel's bf16
+; input, a bias is added onto an output, a bias gradient gathers a token's gradient. Each
+; task is started like vec_ln_fwd.s's (payload low half = P, the parameter block) and works
+; token by token over a row of W elements, rows `stride` apart:
+;   cvt_a:    A[DST + t*DS + j] = bf16(B[SRC + t*SS + j])           (cvt.bf: a kernel input)
+;   cvt_bh:   Bh[DST + t*DS + j] = bf16(B[SRC + t*SS + j])          (cvt.bh: the wgrad's dY)
+;   bias_fwd: B[SRC + t*SS + j] = fmac(1, bf16(B[DST + j]), B[SRC + t*SS + j])   (y += b)
+;   bias_bwd: B[DST + j] = fmac(1, bf16(B[SRC + t*SS + j]), B[DST + j]), t ascending (db += dy)
+; The bias programs multiply by an A row of W ones (vmac), which must hold 1.0
+; (nm_bias_add_bits). Registers: r1 destination / bias / dy row, r2 SS, r3 tokens left,
+; r4 DS or the ones, r6 source / output / bias-gradient row, r7 = W.
+
+.equ P_W, 0		; elements a token
+.equ P_N, 1		; tokens
+.equ P_SRC, 2		; B: token 0's fp32 row (bias_fwd: the row the bias is added onto)
+.equ P_SS, 3		; B words from one token's row to the next
+.equ P_DST, 4		; cvt_a: A element, cvt_bh: Bh element of token 0's row; bias: B word
+.equ P_DS, 5		; cvt_a, cvt_bh: elements from one token's row to the next
+.equ P_ONES, 6		; A: W elements of 1.0 (bias_fwd, bias_bwd)
+
+; Every entry sets its kind in r4 and joins one loader: r3 = N (0: return), r7 = W,
+; r6 = SRC, r2 = SS, r1 = DST, r5 = the block's P_DS word (P_ONES is the next); then the
+; kind picks the loop (kind - 1 until zero).
+.entry cvt_a
+cvt_a:	addi r4, r0, 0
+	jmp cv_load
+.entry cvt_bh
+cvt_bh:	addi r4, r0, 1
+	jmp cv_load
+.entry bias_fwd
+bias_fwd:
+	addi r4, r0, 2
+	jmp cv_load
+.entry bias_bwd
+bias_bwd:
+	addi r4, r0, 3
+cv_load:
+	wlo r5
+	addi r1, r5, P_N
+	ldb r3, [r1]
+	bne r3, r0, cv_go
+	ret
+cv_go:	addi r1, r5, P_W
+	ldb r7, [r1]
+	addi r1, r5, P_SRC
+	ldb r6, [r1]
+	addi r1, r5, P_SS
+	ldb r2, [r1]
+	addi r1, r5, P_DST
+	ldb r1, [r1]
+	addi r5, r5, P_DS
+	bne r4, r0, cv_1
+	ldb r4, [r5]		; cvt_a: r4 = DS
+ca_tok:	cvt.bf r1		; A[r1 + j] = bf16(B[r6 + j])
+	add r6, r6, r2
+	add r1, r1, r4
+	djnz r3, ca_tok
+	ret
+cv_1:	addi r4, r4, -1
+	bne r4, r0, cv_2
+	ldb r4, [r5]		; cvt_bh: r4 = DS
+cb_tok:	cvt.bh r1		; Bh[r1 + j] = bf16(B[r6 + j])
+	add r6, r6, r2
+	add r1, r1, r4
+	djnz r3, cb_tok
+	ret
+cv_2:	addi r5, r5, 1		; P_ONES
+	addi r4, r4, -1
+	bne r4, r0, cv_3
+	ldb r4, [r5]		; bias_fwd: r4 = the ones, r1 the bias
+bf_tok:	vmac r6, r4, r1		; y_j = fmac(1, bf16(b_j), y_j)
+	add r6, r6, r2
+	djnz r3, bf_tok
+	ret
+cv_3:	ldb r4, [r5]		; bias_bwd: r6 = the bias gradient, r1 the dy rows
+	add r5, r6, r0
+	add r6, r1, r0
+	add r1, r5, r0
+bb_tok:	vmac r6, r4, r1		; db_j = fmac(1, bf16(dy_j), db_j)
+	add r1, r1, r2
+	djnz r3, bb_tok
+	ret
