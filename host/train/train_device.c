@@ -30,10 +30,9 @@ struct train_device {
 	char err[256];
 };
 
-static int build_one(train_device *d, int k)
+static int build_one_mask(train_device *d, int k, const uint8_t *mask)
 {
 	const gpt_tensor *t = &d->m->tensors[d->tensor[k]];
-	const uint8_t *mask = ts_mask(d->ts, d->tensor[k]);
 	csd_sparse_free(&d->sp[k]);
 	int rc = csd_sparse_from_dense(&d->sp[k], d->m->params_memory + t->offset,
 				       mask ? mask : d->ones, t->shape[0], t->shape[1]);
@@ -47,6 +46,16 @@ static int build_one(train_device *d, int k)
 		d->dwnz_cap = (size_t)d->sp[k].nnz;
 	}
 	return CS_OK;
+}
+
+static int build_one(train_device *d, int k)
+{
+	return build_one_mask(d, k, ts_mask(d->ts, d->tensor[k]));
+}
+
+int td_dev_use_mask(train_device *d, int layer, int proj, const uint8_t *mask)
+{
+	return build_one_mask(d, layer * GPT_NPROJ + proj, mask);
 }
 
 int td_dev_open(train_device **out, const char *uri, gpt *m, const train_sparsity *ts,
@@ -170,6 +179,16 @@ const char *td_dev_last_error(train_device *d)
 int64_t td_dev_nnz(const train_device *d, int layer, int proj)
 {
 	return d->sp[layer * GPT_NPROJ + proj].nnz;
+}
+
+csd_dev *td_dev_csd(train_device *d)
+{
+	return d->dev;
+}
+
+const csd_sparse *td_dev_sparse(const train_device *d, int layer, int proj)
+{
+	return &d->sp[layer * GPT_NPROJ + proj];
 }
 
 static int dev_forward(void *ctx, float *y, const float *x, const float *w, int layer,

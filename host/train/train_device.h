@@ -57,5 +57,15 @@ struct td_projection {
 int td_dev_project_resident(train_device *d, int link_words, struct td_projection *p);
 /* Nonzeros sent for projection proj of block layer (tests, reports). */
 int64_t td_dev_nnz(const train_device *d, int layer, int proj);
+/* The open device and the nonzero list of a projection (the resident step,
+ * train_resident.h, runs its own command stream on them). */
+struct csd_dev;
+struct csd_sparse;
+struct csd_dev *td_dev_csd(train_device *d);
+/* Rebuild projection proj of block layer from the weights under mask [n_out * n_in] (a
+ * static mask without a train_sparsity: tests, measurements); the next td_dev_sync with
+ * masks_changed < 0 returns to the sparsity's masks. */
+int td_dev_use_mask(train_device *d, int layer, int proj, const uint8_t *mask);
+const struct csd_sparse *td_dev_sparse(const train_device *d, int layer, int proj);
 
 #endif /* CS_TRAIN_TRAIN_DEVICE_H */

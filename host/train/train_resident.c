@@ -1,0 +1,616 @@
+/*
+ * train_resident.c - the resident training step (train_resident.h, docs/resident-step.md).
+ *
+ * Per-PE SRAM (tp = ceil(B*T / PEs) tokens a PE, C features), fixed for the model at
+ * tr_open:
+ *   A (bf16): gamma [C], ones [C], ln scratch [4], staging of a tile read back [tp C],
+ *     the backward kernels' dy [tp 3C], dpre of one fc tile [tp C], then per block the
+ *     stash: ln1's y and z, the attention output, ln2's y and z [tp C each], GELU' and
+ *     GELU of the four fc tiles [4 tp C each], ln1's and ln2's r [tp each].
+ *   B (fp32): x / dx [tp C], a kernel's output tile [tp C], the layernorm backward's dy
+ *     [tp C], a packed dy for the wgrad [tp C / 2], the wgrad's partial sums, then the
+ *     small vectors (beta, a bias, the gradient partials, scratch, the GELU tables, the
+ *     parameter block).
+ * Every kernel output is a tile of C features: qkv runs as its three row blocks (q, k, v),
+ * fc as four row blocks, each through bias and GELU into its own stash tile, fc2 as the
+ * four matching column blocks accumulating onto x (the same fmac chain as one call). The
+ * blocks are rebuilt from the projections' nonzero lists every forward.
+ */
+#include "train/train_resident.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "common/numerics.h"
+#include "driver/csd.h"
+
+/* The stash of one block, A element offsets from its base (n = tp * C). */
+enum { ST_Y1 = 0, ST_Z1 = 1, ST_ATT = 2, ST_Y2 = 3, ST_Z2 = 4, ST_D = 5, ST_H = 9, ST_R = 13 };
+
+struct tr_layout {
+	uint32_t tp, n;    /* tokens a PE, tp * C */
+	/* A elements */
+	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_stash, a_layer, a_end;
+	/* B words */
+	uint32_t b_x, b_tile, b_dln, b_bh, b_scr, b_be, b_bias, b_dg, b_db, b_dbias, b_s, b_t,
+		b_zero, b_tg, b_td, b_blk, b_end;
+};
+
+struct train_resident {
+	train_device *td;
+	csd_dev *dev;
+	gpt *m;
+	int P;
+	struct tr_layout lo;
+	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks */
+	csd_sparse *blk; /* [L][11] */
+	float *wbuf;     /* [4C * C] dense scratch of a block */
+	uint8_t *mbuf;
+	float *dw;       /* [max nnz] */
+	size_t dw_cap;
+	uint16_t *h16;   /* [maxBT, 3C] bf16 transfers */
+	float *part;     /* [P, C] per-PE partials */
+	char err[256];
+};
+
+#define NBLK 11
+#define BQKV 0
+#define BFC 3
+#define BFC2 7
+
+static uint32_t even(uint64_t x)
+{
+	return (uint32_t)(x + (x & 1));
+}
+
+static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t bwords)
+{
+	uint32_t tp = (uint32_t)((BT + P - 1) / P), n = tp * (uint32_t)C;
+	lo->tp = tp;
+	lo->n = n;
+	lo->a_g = 0;
+	lo->a_ones = C;
+	lo->a_am = 2 * C;
+	lo->a_stg = 2 * C + 4;
+	lo->a_dy = lo->a_stg + n;
+	lo->a_dp = lo->a_dy + 3 * n;
+	lo->a_stash = lo->a_dp + n;
+	lo->a_layer = 13 * n + 2 * even(tp);
+	lo->a_end = lo->a_stash + (uint32_t)L * lo->a_layer;
+	lo->b_x = 0;
+	lo->b_tile = n;
+	lo->b_dln = 2 * n;
+	lo->b_bh = even(3 * (uint64_t)n);
+	lo->b_scr = lo->b_bh + even(n / 2 + 1);
+	uint32_t scr = bwords / 2 < 256 ? bwords / 2 : 256;
+	lo->b_be = lo->b_scr + scr;
+	lo->b_bias = lo->b_be + C;
+	lo->b_dg = lo->b_bias + C;
+	lo->b_db = lo->b_dg + C;
+	lo->b_dbias = lo->b_db + C;
+	lo->b_s = lo->b_dbias + C;
+	lo->b_t = lo->b_s + C;
+	lo->b_zero = lo->b_t + 4;
+	lo->b_tg = lo->b_zero + C;
+	lo->b_td = lo->b_tg + 256;
+	lo->b_blk = lo->b_td + 256;
+	lo->b_end = lo->b_blk + 16;
+}
+
+void tr_sram_need(const gpt *m, int pes, int B, int T, uint64_t *a_words, uint64_t *b_words)
+{
+	struct tr_layout lo;
+	layout(&lo, m->cfg.n_layer, m->cfg.n_embd, pes, B * T, 1u << 16);
+	*a_words = lo.a_end;
+	*b_words = lo.b_end;
+}
+
+static uint32_t stash(const struct train_resident *r, int l, int what)
+{
+	uint32_t s = r->lo.a_stash + (uint32_t)l * r->lo.a_layer;
+	if (what == ST_R + 1) /* ln2's r */
+		return s + 13 * r->lo.n + even(r->lo.tp);
+	return s + (uint32_t)what * r->lo.n;
+}
+
+/* A block of sp: rows [r0, r0+nr), columns [c0, c0+nc), its pattern and values. */
+static int sub_sparse(struct train_resident *r, csd_sparse *out, const csd_sparse *sp, int r0,
+		      int nr, int c0, int nc)
+{
+	memset(r->wbuf, 0, sizeof(float) * (size_t)nr * nc);
+	memset(r->mbuf, 0, (size_t)nr * nc);
+	for (int i = 0; i < nr; i++)
+		for (int64_t e = sp->row_ptr[r0 + i]; e < sp->row_ptr[r0 + i + 1]; e++) {
+			int j = sp->col[e] - c0;
+			if (j < 0 || j >= nc)
+				continue;
+			r->wbuf[(size_t)i * nc + j] = nm_bf16_to_f32(sp->val[e]);
+			r->mbuf[(size_t)i * nc + j] = 1;
+		}
+	csd_sparse_free(out);
+	return csd_sparse_from_dense(out, r->wbuf, r->mbuf, nr, nc);
+}
+
+static int build_blocks(struct train_resident *r)
+{
+	int L = r->m->cfg.n_layer, C = r->m->cfg.n_embd, rc = CS_OK;
+	size_t need = 0;
+	for (int l = 0; l < L && !rc; l++) {
+		csd_sparse *b = r->blk + (size_t)l * NBLK;
+		for (int k = 0; k < 3 && !rc; k++)
+			rc = sub_sparse(r, &b[BQKV + k], td_dev_sparse(r->td, l, GPT_QKV), k * C, C, 0, C);
+		for (int k = 0; k < 4 && !rc; k++)
+			rc = sub_sparse(r, &b[BFC + k], td_dev_sparse(r->td, l, GPT_FC), k * C, C, 0, C);
+		for (int k = 0; k < 4 && !rc; k++)
+			rc = sub_sparse(r, &b[BFC2 + k], td_dev_sparse(r->td, l, GPT_FC_PROJ), 0, C, k * C,
+					C);
+		if ((size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz > need)
+			need = (size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz;
+		for (int k = 0; k < NBLK && !rc; k++)
+			if ((size_t)b[k].nnz > need)
+				need = (size_t)b[k].nnz;
+	}
+	if (!rc && need + 1 > r->dw_cap) {
+		float *nb = realloc(r->dw, sizeof(float) * (need + 1));
+		if (!nb)
+			return CS_ERR_NO_MEM;
+		r->dw = nb;
+		r->dw_cap = need + 1;
+	}
+	return rc;
+}
+
+int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t errlen)
+{
+	int L = m->cfg.n_layer, C = m->cfg.n_embd, rc = CS_ERR_NO_MEM;
+	csd_info info;
+	train_resident *r = calloc(1, sizeof *r);
+	if (!r)
+		return CS_ERR_NO_MEM;
+	r->td = td;
+	r->m = m;
+	r->dev = td_dev_csd(td);
+	rc = csd_get_info(r->dev, &info);
+	if (rc) {
+		snprintf(err, errlen, "device: %s", csd_last_error(r->dev));
+		goto out_free;
+	}
+	r->P = info.pes;
+	if (C % 2) {
+		snprintf(err, errlen, "device.resident: model.n_embd %d must be even", C);
+		rc = CS_ERR_INVALID;
+		goto out_free;
+	}
+	layout(&r->lo, L, C, r->P, m->B * m->T, info.b_words);
+	if (r->lo.a_end > info.a_words || r->lo.b_end > info.b_words || r->lo.a_end > 65536 ||
+	    2 * (uint64_t)r->lo.b_bh >= 65536) {
+		snprintf(err, errlen,
+			 "device.resident: %d x %d tokens of a %d-layer model (C %d) on %d PEs need "
+			 "awords >= %u and bwords >= %u a PE (this device: %u and %u; A addresses "
+			 "end at 65536): fewer tokens a step or a larger mesh",
+			 m->B, m->T, L, C, r->P, r->lo.a_end, r->lo.b_end, info.a_words,
+			 info.b_words);
+		rc = CS_ERR_RANGE;
+		goto out_free;
+	}
+	rc = CS_ERR_NO_MEM;
+	r->blk = calloc((size_t)L * NBLK, sizeof *r->blk);
+	r->wbuf = malloc(sizeof(float) * 4 * (size_t)C * C);
+	r->mbuf = malloc(4 * (size_t)C * C);
+	r->h16 = malloc(sizeof(uint16_t) * (size_t)m->B * m->T * 3 * C);
+	r->part = malloc(sizeof(float) * (size_t)r->P * C);
+	if (!r->blk || !r->wbuf || !r->mbuf || !r->h16 || !r->part)
+		goto out_free;
+	*out = r;
+	return CS_OK;
+out_free:
+	tr_close(r);
+	return rc;
+}
+
+void tr_close(train_resident *r)
+{
+	if (!r)
+		return;
+	for (int k = 0; r->blk && k < r->m->cfg.n_layer * NBLK; k++)
+		csd_sparse_free(&r->blk[k]);
+	free(r->blk);
+	free(r->wbuf);
+	free(r->mbuf);
+	free(r->dw);
+	free(r->h16);
+	free(r->part);
+	free(r);
+}
+
+const char *tr_last_error(train_resident *r)
+{
+	return r->err[0] ? r->err : csd_last_error(r->dev);
+}
+
+/* ---- the device phases ------------------------------------------------------------------ */
+
+#define TRY(call)                         \
+	do {                              \
+		rc = (call);              \
+		if (rc)                   \
+			return rc;        \
+	} while (0)
+
+static csd_region rg(int mem, uint32_t base, uint32_t width)
+{
+	csd_region x = { mem, base, width, width };
+	return x;
+}
+
+static int run(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
+	       int n)
+{
+	return csd_run_program(r->dev, prog, entry, r->lo.b_blk, p, n);
+}
+
+static int write_gamma(train_resident *r, const float *gamma)
+{
+	int C = r->m->cfg.n_embd;
+	for (int j = 0; j < C; j++)
+		r->h16[j] = nm_bf16_from_f32(gamma[j]);
+	return csd_write_all(r->dev, CSD_MEM_A, r->lo.a_g, r->h16, (uint32_t)C);
+}
+
+/* x (B) -> y, z, r (A) of every token: layernorm with gamma, beta. */
+static int ln_forward(train_resident *r, int tp, const float *gamma, const float *beta,
+		      uint32_t y, uint32_t z, uint32_t rr)
+{
+	const struct tr_layout *lo = &r->lo;
+	int C = r->m->cfg.n_embd, rc;
+	TRY(write_gamma(r, gamma));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
+	const uint16_t p[13] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->b_be,
+				 (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
+				 nm_bf16_from_f32(1.0f / (float)C), nm_bf16_from_f32(1e-5f),
+				 (uint16_t)lo->b_x, (uint16_t)y, (uint16_t)z, (uint16_t)rr,
+				 (uint16_t)tp };
+	return run(r, "vec_ln_fwd", "ln_fwd", p, 13);
+}
+
+/* rows of C words at src (B), tp of them: += bias */
+static int bias_forward(train_resident *r, int tp, const float *bias, uint32_t src)
+{
+	int C = r->m->cfg.n_embd, rc;
+	TRY(csd_write_all(r->dev, CSD_MEM_B, r->lo.b_bias, bias, (uint32_t)C));
+	const uint16_t p[7] = { (uint16_t)C, (uint16_t)tp, (uint16_t)src, (uint16_t)C,
+				(uint16_t)r->lo.b_bias, 0, (uint16_t)r->lo.a_ones };
+	return run(r, "vec_cvt", "bias_fwd", p, 7);
+}
+
+/* cvt_a (bh 0: into A element dst) or cvt_bh (into Bh element dst) of C-word rows at src */
+static int convert(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst)
+{
+	int C = r->m->cfg.n_embd;
+	const uint16_t p[7] = { (uint16_t)C, (uint16_t)tp, (uint16_t)src, (uint16_t)C,
+				(uint16_t)dst, (uint16_t)C, 0 };
+	return run(r, "vec_cvt", bh ? "cvt_bh" : "cvt_a", p, 7);
+}
+
+/* Sum the per-PE partials [P, C] at B word at into out [C] (+=), PEs in order. */
+static int gather(train_resident *r, float *out, uint32_t at)
+{
+	int C = r->m->cfg.n_embd, rc;
+	csd_region pr = rg(CSD_MEM_B, at, (uint32_t)C);
+	TRY(csd_read_tokens(r->dev, r->part, &pr, r->P));
+	for (int q = 0; q < r->P; q++)
+		for (int j = 0; j < C; j++)
+			out[j] += r->part[(size_t)q * C + j];
+	return CS_OK;
+}
+
+/* out[C] += sum over tokens of the C-word rows at src (bias_bwd partials, then gather) */
+static int bias_backward(train_resident *r, int tp, float *out, uint32_t src)
+{
+	int C = r->m->cfg.n_embd, rc;
+	memset(r->part, 0, sizeof(float) * (size_t)C);
+	TRY(csd_write_all(r->dev, CSD_MEM_B, r->lo.b_dbias, r->part, (uint32_t)C));
+	const uint16_t p[7] = { (uint16_t)C, (uint16_t)tp, (uint16_t)src, (uint16_t)C,
+				(uint16_t)r->lo.b_dbias, 0, (uint16_t)r->lo.a_ones };
+	TRY(run(r, "vec_cvt", "bias_bwd", p, 7));
+	return gather(r, out, r->lo.b_dbias);
+}
+
+/* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
+ * dy packed in Bh, x the A region of width C at xa. */
+static int wgrad(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		 int BT, uint32_t xa, int dyw)
+{
+	int rc;
+	csd_region dy = rg(CSD_MEM_BH, 2 * r->lo.b_bh, (uint32_t)dyw);
+	csd_region x = rg(CSD_MEM_A, xa, (uint32_t)sp->n_in);
+	TRY(csd_wgrad_region(r->dev, r->dw, &dy, &x, sp, BT, r->lo.b_scr));
+	for (int i = 0; i < sp->n_out; i++)
+		for (int64_t e = sp->row_ptr[i]; e < sp->row_ptr[i + 1]; e++)
+			g[(size_t)(r0 + i) * ic + c0 + sp->col[e]] += r->dw[e];
+	return CS_OK;
+}
+
+static void fail_msg(train_resident *r, const char *what, int l)
+{
+	snprintf(r->err, sizeof r->err, "resident step: %s of block %d: %s", what, l,
+		 csd_last_error(r->dev));
+}
+
+static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
+{
+	gpt *m = r->m;
+	const struct tr_layout *lo = &r->lo;
+	gpt_params *p = &m->params;
+	gpt_acts *a = &m->acts;
+	int C = m->cfg.n_embd, NH = m->cfg.n_head, BT = B * T, rc;
+	int tp = (BT + r->P - 1) / r->P;
+	size_t C1 = C, C3 = 3 * C1, C4 = 4 * C1;
+	const csd_sparse *b = r->blk + (size_t)l * NBLK;
+	csd_region x = rg(CSD_MEM_B, lo->b_x, C), tile = rg(CSD_MEM_B, lo->b_tile, C);
+	csd_region y1 = rg(CSD_MEM_A, stash(r, l, ST_Y1), C), att = rg(CSD_MEM_A, stash(r, l, ST_ATT), C);
+	csd_region y2 = rg(CSD_MEM_A, stash(r, l, ST_Y2), C), stg = rg(CSD_MEM_A, lo->a_stg, C);
+	float *qkv = a->qkv + (size_t)l * BT * C3, *atty = a->atty + (size_t)l * BT * C1;
+	float *attp = a->att + (size_t)l * B * NH * T * T;
+
+	/* ln1; q, k, v tile by tile up as bf16 */
+	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
+		       stash(r, l, ST_Z1), stash(r, l, ST_R)));
+	for (int k = 0; k < 3; k++) {
+		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
+		TRY(bias_forward(r, tp, p->qkvb + l * C3 + k * C1, lo->b_tile));
+		TRY(convert(r, tp, 0, lo->b_tile, lo->a_stg));
+		TRY(csd_read_tokens(r->dev, r->h16, &stg, BT));
+		for (int t = 0; t < BT; t++)
+			for (int j = 0; j < C; j++)
+				qkv[(size_t)t * C3 + k * C1 + j] = nm_bf16_to_f32(r->h16[(size_t)t * C + j]);
+	}
+	/* attention on the host; its output down into the stash */
+	attention_forward_pool(m->pool, atty, attp, qkv, scratch, B, T, C, NH);
+	nm_bf16_from_f32_array(r->h16, atty, (size_t)BT * C);
+	TRY(csd_write_tokens(r->dev, &att, r->h16, BT));
+	TRY(csd_forward_region(r->dev, &x, &att, td_dev_sparse(r->td, l, GPT_ATTN_PROJ), BT,
+			       CSD_ACCUMULATE));
+	TRY(bias_forward(r, tp, p->attprojb + l * C1, lo->b_x));
+	/* ln2; the MLP a tile of C hidden features at a time */
+	TRY(ln_forward(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, y2.base,
+		       stash(r, l, ST_Z2), stash(r, l, ST_R + 1)));
+	for (int k = 0; k < 4; k++) {
+		uint32_t hk = stash(r, l, ST_H) + (uint32_t)k * lo->n;
+		uint32_t dk = stash(r, l, ST_D) + (uint32_t)k * lo->n;
+		csd_region h = rg(CSD_MEM_A, hk, C);
+		TRY(csd_forward_region(r->dev, &tile, &y2, &b[BFC + k], BT, CSD_OVERWRITE));
+		TRY(bias_forward(r, tp, p->fcb + l * C4 + k * C1, lo->b_tile));
+		const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_tg,
+					 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
+					 (uint16_t)hk, (uint16_t)dk };
+		TRY(run(r, "vec_gelu", "gelu_fwd", pg, 8));
+		TRY(csd_forward_region(r->dev, &x, &h, &b[BFC2 + k], BT, CSD_ACCUMULATE));
+	}
+	return bias_forward(r, tp, p->fcprojb + l * C1, lo->b_x);
+}
+
+int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, int T,
+	       float *loss)
+{
+	gpt *m = r->m;
+	const gpt_config *c = &m->cfg;
+	int L = c->n_layer, C = c->n_embd, V = c->vocab_size, rc;
+	r->err[0] = 0;
+	if (B < 1 || T < 1 || B * T > m->B * m->T || T > m->T)
+		return CS_ERR_INVALID;
+	for (int i = 0; i < B * T; i++)
+		if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V)))
+			return CS_ERR_INVALID;
+	m->cur_B = B;
+	m->cur_T = T;
+	memcpy(m->inputs, inputs, sizeof(int) * B * T);
+	if (targets)
+		memcpy(m->targets, targets, sizeof(int) * B * T);
+	size_t BT = (size_t)B * T;
+	gpt_acts *a = &m->acts;
+	gpt_params *p = &m->params;
+	int nth = cs_pool_threads(m->pool);
+	size_t per = attention_scratch_floats(m->T, C, c->n_head);
+	float *scratch = malloc(sizeof(float) * per * (size_t)(nth > 0 ? nth : 1));
+	uint32_t tab[512];
+	if (!scratch)
+		return CS_ERR_NO_MEM;
+	rc = build_blocks(r);
+	if (rc) {
+		snprintf(r->err, sizeof r->err, "resident step: cannot build the kernel blocks: %s",
+			 cs_strerror(rc));
+		goto out;
+	}
+	/* the constants: ones, the GELU tables; then the embeddings down into x */
+	for (int j = 0; j < C; j++)
+		r->h16[j] = 0x3f80;
+	nm_gelu_table(tab, 0);
+	nm_gelu_table(tab + 256, 1);
+	encoder_forward_pool(m->pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
+	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C);
+	if ((rc = csd_write_all(r->dev, CSD_MEM_A, r->lo.a_ones, r->h16, (uint32_t)C)) ||
+	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_tg, tab, 512)) ||
+	    (rc = csd_write_tokens(r->dev, &x, a->encoded, (int)BT))) {
+		fail_msg(r, "embeddings", 0);
+		goto out;
+	}
+	for (int l = 0; l < L; l++)
+		if ((rc = block_forward(r, l, B, T, scratch))) {
+			fail_msg(r, "forward", l);
+			goto out;
+		}
+	float *res = a->residual3 + (size_t)(L - 1) * BT * C;
+	if ((rc = csd_read_tokens(r->dev, res, &x, (int)BT))) {
+		fail_msg(r, "output", L - 1);
+		goto out;
+	}
+	layernorm_forward_pool(m->pool, a->lnf, a->lnf_mean, a->lnf_rstd, res, p->lnfw, p->lnfb,
+			       (int)BT, C);
+	matmul_forward_pool(m->pool, a->logits, a->lnf, p->wte, NULL, (int)BT, C, V);
+	softmax_crossentropy_forward_pool(m->pool, a->probs, targets ? a->losses : NULL,
+					  a->logits, targets, (int)BT, V);
+	if (targets) {
+		double sum = 0.0;
+		for (size_t i = 0; i < BT; i++)
+			sum += a->losses[i];
+		m->mean_loss = (float)(sum / BT);
+		if (loss)
+			*loss = m->mean_loss;
+	} else {
+		m->mean_loss = -1.0f;
+	}
+out:
+	free(scratch);
+	return rc;
+}
+
+static int block_backward(train_resident *r, int l, int B, int T, float *scratch)
+{
+	gpt *m = r->m;
+	const struct tr_layout *lo = &r->lo;
+	gpt_params *p = &m->params, *g = &m->grads;
+	gpt_acts *a = &m->acts;
+	int C = m->cfg.n_embd, NH = m->cfg.n_head, BT = B * T, rc;
+	int tp = (BT + r->P - 1) / r->P;
+	size_t C1 = C, C3 = 3 * C1, C4 = 4 * C1;
+	const csd_sparse *b = r->blk + (size_t)l * NBLK;
+	const csd_sparse *wp = td_dev_sparse(r->td, l, GPT_ATTN_PROJ);
+	const csd_sparse *wq = td_dev_sparse(r->td, l, GPT_QKV);
+	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), dln = rg(CSD_MEM_B, lo->b_dln, C);
+	csd_region dya = rg(CSD_MEM_A, lo->a_dy, C), dp = rg(CSD_MEM_A, lo->a_dp, C);
+	csd_region stg = rg(CSD_MEM_A, lo->a_stg, C);
+	const float *qkv = a->qkv + (size_t)l * BT * C3;
+	const float *attp = a->att + (size_t)l * B * NH * T * T;
+	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
+
+	/* fc2: dy = dx as bf16 in A and packed in Bh; its bias, its dW by column block */
+	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
+	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
+	TRY(bias_backward(r, tp, g->fcprojb + l * C1, lo->b_x));
+	for (int k = 0; k < 4; k++)
+		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
+			  stash(r, l, ST_H) + (uint32_t)k * lo->n, C));
+	/* per hidden tile: fc2's input gradient, GELU backward, fc's bias, dW and dx */
+	for (int k = 0; k < 4; k++) {
+		uint32_t dk = stash(r, l, ST_D) + (uint32_t)k * lo->n;
+		TRY(csd_backward_region(r->dev, &tile, &dya, &b[BFC2 + k], BT, CSD_OVERWRITE));
+		const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, 0, 0, (uint16_t)lo->b_s,
+					 (uint16_t)lo->b_tile, (uint16_t)lo->a_dp, (uint16_t)dk };
+		TRY(run(r, "vec_gelu", "gelu_bwd", pg, 8));
+		TRY(bias_backward(r, tp, g->fcb + l * C4 + k * C1, lo->b_tile));
+		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
+		TRY(wgrad(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
+			  stash(r, l, ST_Y2), C));
+		TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC + k], BT,
+					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
+	}
+	/* ln2 backward into dx; its parameter gradients */
+	const float *zeros = r->part; /* C zeros, written before gather overwrites part */
+	memset(r->part, 0, sizeof(float) * (size_t)C);
+	TRY(write_gamma(r, p->ln2w + l * C1));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
+	uint16_t pl[15] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->a_ones,
+			    (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am, inv_c,
+			    (uint16_t)lo->b_zero, (uint16_t)lo->b_dln,
+			    (uint16_t)stash(r, l, ST_Z2), (uint16_t)stash(r, l, ST_R + 1),
+			    (uint16_t)lo->b_x, (uint16_t)lo->b_dg, (uint16_t)lo->b_db,
+			    (uint16_t)tp };
+	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
+	TRY(gather(r, g->ln2w + l * C1, lo->b_dg));
+	TRY(gather(r, g->ln2b + l * C1, lo->b_db));
+	/* proj: dy = dx again; the attention output's gradient up as bf16 */
+	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
+	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
+	TRY(bias_backward(r, tp, g->attprojb + l * C1, lo->b_x));
+	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, stash(r, l, ST_ATT), C));
+	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
+	TRY(convert(r, tp, 0, lo->b_tile, lo->a_stg));
+	TRY(csd_read_tokens(r->dev, r->h16, &stg, BT));
+	nm_bf16_to_f32_array(m->datty, r->h16, (size_t)BT * C);
+	/* attention backward and qkv's bias gradient on the host; dq, dk, dv down as bf16 */
+	attention_backward_pool(m->pool, m->dqkv, m->datty, qkv, attp, scratch, B, T, C, NH);
+	float *dqb = g->qkvb + l * C3;
+	for (int t = 0; t < BT; t++)
+		for (size_t j = 0; j < C3; j++)
+			dqb[j] += m->dqkv[(size_t)t * C3 + j];
+	nm_bf16_from_f32_array(r->h16, m->dqkv, (size_t)BT * C3);
+	csd_region dq3 = rg(CSD_MEM_A, lo->a_dy, (uint32_t)C3);
+	TRY(csd_write_tokens(r->dev, &dq3, r->h16, BT));
+	csd_region bh = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
+	uint16_t *col = r->h16; /* dq, dk, dv are in A: h16 holds one tile at a time */
+	for (int k = 0; k < 3; k++) {
+		for (int t = 0; t < BT; t++)
+			for (int j = 0; j < C; j++)
+				col[(size_t)t * C + j] = nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
+		TRY(csd_write_tokens(r->dev, &bh, col, BT));
+		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
+			  stash(r, l, ST_Y1), C));
+	}
+	csd_region dqa = rg(CSD_MEM_A, lo->a_dy, (uint32_t)C3);
+	TRY(csd_backward_region(r->dev, &dln, &dqa, wq, BT, CSD_OVERWRITE));
+	/* ln1 backward into dx */
+	memset(r->part, 0, sizeof(float) * (size_t)C);
+	TRY(write_gamma(r, p->ln1w + l * C1));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
+	pl[9] = (uint16_t)stash(r, l, ST_Z1);
+	pl[10] = (uint16_t)stash(r, l, ST_R);
+	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
+	TRY(gather(r, g->ln1w + l * C1, lo->b_dg));
+	return gather(r, g->ln1b + l * C1, lo->b_db);
+}
+
+int tr_backward(train_resident *r, float loss_scale)
+{
+	gpt *m = r->m;
+	const gpt_config *c = &m->cfg;
+	int L = c->n_layer, C = c->n_embd, V = c->vocab_size, B = m->cur_B, T = m->cur_T, rc;
+	r->err[0] = 0;
+	if (m->mean_loss < 0.0f)
+		return CS_ERR_INVALID;
+	size_t BT = (size_t)B * T;
+	gpt_params *p = &m->params, *g = &m->grads;
+	gpt_acts *a = &m->acts;
+	int nth = cs_pool_threads(m->pool);
+	size_t per = attention_scratch_floats(m->T, C, c->n_head);
+	float *scratch = malloc(sizeof(float) * per * (size_t)(nth > 0 ? nth : 1));
+	if (!scratch)
+		return CS_ERR_NO_MEM;
+	/* the head on the host, its gradient down into x */
+	softmax_crossentropy_backward_pool(m->pool, m->dlogits, a->probs, m->targets,
+					   loss_scale / (float)BT, (int)BT, V);
+	memset(m->dln, 0, sizeof(float) * BT * C);
+	matmul_backward_pool(m->pool, m->dln, g->wte, NULL, m->dlogits, a->lnf, p->wte, (int)BT,
+			     C, V);
+	memset(m->dresidual, 0, sizeof(float) * BT * C);
+	const float *res = a->residual3 + (size_t)(L - 1) * BT * C;
+	layernorm_backward_pool(m->pool, m->dresidual, g->lnfw, g->lnfb, m->dln, res, p->lnfw,
+				a->lnf_mean, a->lnf_rstd, (int)BT, C);
+	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C);
+	if ((rc = csd_write_tokens(r->dev, &x, m->dresidual, (int)BT))) {
+		fail_msg(r, "output gradient", L - 1);
+		goto out;
+	}
+	for (int l = L - 1; l >= 0; l--) {
+		if ((rc = block_backward(r, l, B, T, scratch))) {
+			fail_msg(r, "backward", l);
+			goto out;
+		}
+		if (m->grads_ready && (rc = m->grads_ready(m->grads_ready_ctx, l)))
+			goto out;
+	}
+	if ((rc = csd_read_tokens(r->dev, m->dresidual, &x, (int)BT))) {
+		fail_msg(r, "embedding gradient", 0);
+		goto out;
+	}
+	encoder_backward_pool(m->pool, g->wte, g->wpe, m->dresidual, m->inputs, B, T, C);
+	if (m->grads_ready)
+		rc = m->grads_ready(m->grads_ready_ctx, -1);
+out:
+	free(scratch);
+	return rc;
+}

@@ -1,0 +1,275 @@
+/*
+ * test_train_resident.c - host/train/train_resident.c: the GPT's blocks resident on the
+ * device (docs/resident-step.md). A tiny model (2 layers, 4 heads, 2 x 16 tokens, C 32
+ * and 64) with static random masks at 50% and 90% on every projection, biases and
+ * layernorm parameters perturbed from their init, on 1x1, 2x2 and 4x4 meshes:
+ *   - forward: logits and loss of the cpu backend equal the mesh model's (sim:...,model,
+ *     the firmware running the vector programs) bit for bit;
+ *   - backward: every gradient (nonzero dW, biases, layernorm parameters, embeddings)
+ *     equal bit for bit;
+ *   - both close to the host's fp32 dense forward and backward of the same (masked)
+ *     weights: the tolerances are stated at the checks, with why.
+ * Seeds are fixed (11 for the weights, 99 for the tokens).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cs_error.h"
+#include "driver/csd.h"
+#include "train/gpt.h"
+#include "train/train_device.h"
+#include "train/train_resident.h"
+
+static uint64_t rs = 1;
+static double unif(void)
+{
+	rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(rs >> 11) / 9007199254740992.0;
+}
+
+enum { NL = 2, NH = 4, BB = 2, TT = 16, VV = 256 };
+
+struct side {
+	gpt m;
+	train_device *td;
+	train_resident *tr;
+};
+
+/* params of a model of width C: GPT-2 init, then biases and layernorm parameters moved off
+ * their 0 / 1 so that the device's handling of each shows, masks applied (masked weights
+ * zero, so the host's dense product is the sparse one). */
+static void make_params(gpt *m, uint8_t **mask, double sparsity, uint64_t seed)
+{
+	gpt_init_params(m, seed);
+	rs = seed * 0x9e3779b97f4a7c15ull + 3;
+	for (int i = 0; i < m->num_tensors; i++) {
+		gpt_tensor *t = &m->tensors[i];
+		float *p = m->params_memory + t->offset;
+		if (strstr(t->name, "ln") && strstr(t->name, "weight"))
+			for (size_t k = 0; k < t->numel; k++)
+				p[k] = (float)(0.8 + 0.4 * unif());
+		else if (strstr(t->name, "bias"))
+			for (size_t k = 0; k < t->numel; k++)
+				p[k] = (float)(0.1 * unif() - 0.05);
+		if (t->proj >= 0) {
+			uint8_t *mk = mask[t->layer * GPT_NPROJ + t->proj];
+			for (size_t k = 0; k < t->numel; k++) {
+				mk[k] = unif() >= sparsity;
+				if (!mk[k])
+					p[k] = 0.0f;
+			}
+		}
+	}
+}
+
+static void side_open(struct side *s, const char *uri, int C, uint8_t **mask, double sparsity,
+		      uint64_t seed)
+{
+	gpt_config cfg = { .n_layer = NL, .n_head = NH, .n_embd = C, .block_size = TT,
+			   .vocab_size = VV };
+	char err[512] = "";
+	memset(s, 0, sizeof *s);
+	assert_int_equal(gpt_create(&s->m, &cfg, BB, TT), CS_OK);
+	make_params(&s->m, mask, sparsity, seed);
+	if (!uri)
+		return;
+	int rc = td_dev_open(&s->td, uri, &s->m, NULL, err, sizeof err);
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, CS_OK);
+	for (int l = 0; l < NL; l++)
+		for (int p = 0; p < GPT_NPROJ; p++)
+			assert_int_equal(td_dev_use_mask(s->td, l, p, mask[l * GPT_NPROJ + p]), CS_OK);
+	rc = tr_open(&s->tr, s->td, &s->m, err, sizeof err);
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, CS_OK);
+}
+
+static void side_close(struct side *s)
+{
+	tr_close(s->tr);
+	td_dev_close(s->td);
+	gpt_free(&s->m);
+}
+
+static void ok(struct side *s, int rc)
+{
+	if (rc)
+		print_error("%s\n", s->tr ? tr_last_error(s->tr) : "host");
+	assert_int_equal(rc, CS_OK);
+}
+
+/* ||a - b|| / ||b|| over n entries where (mask == NULL or mask[i]) */
+static double rel_err(const float *a, const float *b, const uint8_t *mask, size_t n)
+{
+	double num = 0.0, den = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		if (mask && !mask[i])
+			continue;
+		double d = (double)a[i] - (double)b[i];
+		num += d * d;
+		den += (double)b[i] * b[i];
+	}
+	return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/*
+ * Tolerances against the host's fp32 dense step. The device rounds every kernel operand to
+ * bf16 (relative 2^-9 = 0.2%), the layernorm statistics and r to bf16, and GELU is a
+ * 256-segment piecewise-linear table; each is a per-element relative error of a few 2^-9,
+ * mostly uncorrelated, so sums over C or 4C terms stay at that level. Observed (every mesh
+ * and sparsity here): logits within 9e-4 of their range, loss within 5e-6 relative,
+ * every gradient tensor within 1.1e-2 in relative norm (the worst are the layernorm
+ * weights, whose gradient sums z * dy over all tokens with both rounded). Bounds: 5e-3 of
+ * the range for the logits, 1e-4 for the loss, 5e-2 for a gradient tensor, about 5x the
+ * observed; a layout or ordering bug (a wrong tile, a missed bias, a transposed block)
+ * gives order-1 errors.
+ */
+#define TOL_LOGITS 5e-3
+#define TOL_LOSS 1e-4
+#define TOL_GRAD 5e-2
+
+static void step_case(int rows, int cols, int C, double sparsity)
+{
+	char uri[2][128];
+	snprintf(uri[0], sizeof uri[0], "cpu:%dx%d,awords=65536,bwords=16384", rows, cols);
+	snprintf(uri[1], sizeof uri[1], "sim:%dx%d,awords=65536,bwords=16384,model", rows, cols);
+	uint8_t *mask[NL * GPT_NPROJ];
+	for (int k = 0; k < NL * GPT_NPROJ; k++)
+		mask[k] = malloc((size_t)4 * C * C);
+	struct side s[3];
+	uint64_t seed = 11;
+	side_open(&s[0], uri[0], C, mask, sparsity, seed);
+	side_open(&s[1], uri[1], C, mask, sparsity, seed);
+	side_open(&s[2], NULL, C, mask, sparsity, seed); /* the host's fp32 dense step */
+	csd_info info;
+	assert_int_equal(csd_get_info(td_dev_csd(s[1].td), &info), CS_OK);
+	assert_string_equal(info.kind, "sim");
+	int in[BB * TT], tg[BB * TT];
+	rs = 99;
+	for (int i = 0; i < BB * TT; i++) {
+		in[i] = (int)(unif() * VV);
+		tg[i] = (int)(unif() * VV);
+	}
+	float loss[3];
+	ok(&s[0], tr_forward(s[0].tr, in, tg, BB, TT, &loss[0]));
+	ok(&s[1], tr_forward(s[1].tr, in, tg, BB, TT, &loss[1]));
+	ok(&s[2], gpt_forward(&s[2].m, in, tg, BB, TT, &loss[2]));
+	size_t nl = (size_t)BB * TT * VV;
+	assert_memory_equal(s[0].m.acts.logits, s[1].m.acts.logits, nl * sizeof(float));
+	assert_memory_equal(&loss[0], &loss[1], sizeof(float));
+	double lo = 1e30, hi = -1e30, md = 0.0;
+	for (size_t i = 0; i < nl; i++) {
+		double h = s[2].m.acts.logits[i], d = fabs(s[0].m.acts.logits[i] - h);
+		lo = h < lo ? h : lo;
+		hi = h > hi ? h : hi;
+		md = d > md ? d : md;
+	}
+	double el = md / (hi - lo), eloss = fabs(loss[0] - loss[2]) / loss[2];
+	print_message("%dx%d C %d sparsity %.2f: loss %.6f (host %.6f, %.2e), logits max diff "
+		      "%.2e of range %.3f (%.2e)\n", rows, cols, C, sparsity, loss[0], loss[2], eloss,
+		      md, hi - lo, el);
+	assert_true(el < TOL_LOGITS);
+	assert_true(eloss < TOL_LOSS);
+
+	for (int k = 0; k < 3; k++)
+		gpt_zero_grad(&s[k].m);
+	ok(&s[0], tr_backward(s[0].tr, 1.0f));
+	ok(&s[1], tr_backward(s[1].tr, 1.0f));
+	ok(&s[2], gpt_backward(&s[2].m, 1.0f));
+	assert_memory_equal(s[0].m.grads_memory, s[1].m.grads_memory,
+			    s[0].m.num_params * sizeof(float));
+	double worst = 0.0;
+	const char *wname = "";
+	for (int i = 0; i < s[0].m.num_tensors; i++) {
+		const gpt_tensor *t = &s[0].m.tensors[i];
+		const uint8_t *mk = t->proj >= 0 ? mask[t->layer * GPT_NPROJ + t->proj] : NULL;
+		double e = rel_err(s[0].m.grads_memory + t->offset, s[2].m.grads_memory + t->offset,
+				   mk, t->numel);
+		if (e > worst) {
+			worst = e;
+			wname = t->name;
+		}
+		if (e >= TOL_GRAD)
+			print_error("%s: gradient %.3e from the host's\n", t->name, e);
+		assert_true(e < TOL_GRAD);
+	}
+	print_message("  gradients: worst tensor %s %.2e from the host's\n", wname, worst);
+	csd_counters c[2];
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(csd_get_counters(td_dev_csd(s[k].td), &c[k]), CS_OK);
+	assert_int_equal(c[0].link_bytes_out, c[1].link_bytes_out);
+	assert_int_equal(c[0].link_bytes_in, c[1].link_bytes_in);
+	for (int k = 0; k < 3; k++)
+		side_close(&s[k]);
+	for (int k = 0; k < NL * GPT_NPROJ; k++)
+		free(mask[k]);
+}
+
+static void test_1x1(void **state)
+{
+	(void)state;
+	step_case(1, 1, 32, 0.5);
+	step_case(1, 1, 64, 0.9);
+}
+
+static void test_2x2(void **state)
+{
+	(void)state;
+	step_case(2, 2, 32, 0.9);
+	step_case(2, 2, 64, 0.5);
+}
+
+static void test_4x4(void **state)
+{
+	(void)state;
+	step_case(4, 4, 32, 0.5);
+	step_case(4, 4, 64, 0.9);
+}
+
+/* A step that does not fit SRAM is a clear error naming the sizes. */
+static void test_too_small(void **state)
+{
+	(void)state;
+	gpt m;
+	gpt_config cfg = { .n_layer = NL, .n_head = NH, .n_embd = 64, .block_size = TT,
+			   .vocab_size = VV };
+	char err[512] = "";
+	train_device *td;
+	train_resident *tr = NULL;
+	assert_int_equal(gpt_create(&m, &cfg, BB, TT), CS_OK);
+	gpt_init_params(&m, 1);
+	assert_int_equal(td_dev_open(&td, "cpu:1x1,awords=16384,bwords=8192", &m, NULL, err,
+				     sizeof err), CS_OK);
+	assert_int_equal(tr_open(&tr, td, &m, err, sizeof err), CS_ERR_RANGE);
+	print_message("%s\n", err);
+	assert_non_null(strstr(err, "need awords >= "));
+	uint64_t aw, bw;
+	tr_sram_need(&m, 1, BB, TT, &aw, &bw);
+	char want[64];
+	snprintf(want, sizeof want, "awords >= %llu and bwords >= %llu", (unsigned long long)aw,
+		 (unsigned long long)bw);
+	assert_non_null(strstr(err, want));
+	td_dev_close(td);
+	gpt_free(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_1x1),
+		cmocka_unit_test(test_2x2),
+		cmocka_unit_test(test_4x4),
+		cmocka_unit_test(test_too_small),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
