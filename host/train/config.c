@@ -21,6 +21,7 @@
 #include "common/cs_error.h"
 #include "common/cs_yaml.h"
 #include "driver/csd_impl.h"
+#include "train/train_resident.h"
 
 #define OFF(f) offsetof(train_config, f)
 #define SZ(f) sizeof(((train_config *)0)->f)
@@ -69,7 +70,10 @@ static const cs_cfg_key device_keys[] = {
 	  .doc = "how the `native` engine stores the nonzeros (`bf16`: half the memory and the mesh's weight numerics; products and sums stay fp32)" },
 	{ .key = "dense_on_host", .type = CS_CFG_AUTOBOOL, .off = OFF(dense_on_host), .size = 0, .def = "auto",
 	  .doc_allowed = "`auto`, `true`, `false`",
-	  .doc = "run the projections as dense OpenBLAS sgemm on the host; `auto` = true exactly when `device.kind` is `native`, `model` or `cpu` and there is no sparsity" },
+	  .doc = "run the projections as dense OpenBLAS sgemm on the host; `auto` = true exactly when `device.kind` is `native`, `model` or `cpu` and there is no sparsity (and `device.resident` is false)" },
+	{ .key = "resident", .type = CS_CFG_BOOL, .off = OFF(resident), .size = sizeof(int), .flags = CS_CFG_NOCASE, .def = "false",
+	  .doc_allowed = "`true`, `false`",
+	  .doc = "run the whole training step resident on the device (`docs/resident-step.md`): activations stay in PE SRAM, the link carries nonzero weights and gradients, attention's traffic and the embeddings. `model`/`cpu` and `sim` only (`sim` runs it on the firmware-running mesh model, `sim:RxC,model`: the Verilated RTL does not yet run the vector programs); the step's tokens (`train.batch_size` x `model.block_size`) and the backward stash must fit `device.awords` and `device.bwords`, else a config error names the sizes needed. Steps that want the dense weight gradient (sparsity growth) run the per-projection path" },
 };
 
 static const cs_cfg_key model_keys[] = {
@@ -518,6 +522,16 @@ static int check_device(train_config *c, char *err, size_t errlen)
 	int dev = map_get(doc, 1, "device", NULL);
 	int mesh = map_get(doc, dev, "mesh", NULL), pe_node = map_get(doc, dev, "pe", NULL);
 	int sim = !strcmp(c->device_kind, "sim");
+	int res = map_get(doc, dev, "resident", NULL);
+	if (c->resident && (!strcmp(c->device_kind, "usb") || !strcmp(c->device_kind, "native")))
+		FAIL(res, "device.resident: the %s backend cannot run the resident step (%s); "
+			  "use device.kind model, cpu or sim", c->device_kind,
+		     strcmp(c->device_kind, "usb") ? "it has no mesh"
+						   : "the board's RTL does not run the vector "
+						     "programs yet");
+	if (c->resident && c->dense_on_host == 1)
+		FAIL(res, "device.resident: true needs the projections on the device, not "
+			  "device.dense_on_host: true");
 	if (!strcmp(c->device_kind, "usb") || !strcmp(c->device_kind, "native"))
 		return CS_OK;
 	int pes = c->mesh_rows * c->mesh_cols;
@@ -547,6 +561,18 @@ static int check_device(train_config *c, char *err, size_t errlen)
 	if (sim && (a & (a - 1)))
 		FAIL(an, "device.awords: %u is not a power of two, which the Verilated mesh needs",
 		     a);
+	if (c->resident) {
+		uint64_t na, nb;
+		tr_sram_need(c->model.n_layer, c->model.n_embd, pes,
+			     c->batch_size * c->model.block_size, &na, &nb);
+		if (c->model.n_embd % 2 || na > a || na > 65536 || nb > b)
+			FAIL(res, "device.resident: %d x %d tokens a step of a %d-layer model (n_embd "
+				  "%d) on %d PEs need awords >= %llu and bwords >= %llu a PE (device "
+				  "has %u and %u; A addresses end at 65536, n_embd must be even): "
+				  "fewer tokens a step or a larger mesh",
+			     c->batch_size, c->model.block_size, c->model.n_layer, c->model.n_embd,
+			     pes, (unsigned long long)na, (unsigned long long)nb, a, b);
+	}
 	return CS_OK;
 }
 
@@ -647,6 +673,8 @@ int tc_dense_on_host(const train_config *c, int sparsity_on)
 {
 	if (c->dense_on_host >= 0)
 		return c->dense_on_host;
+	if (c->resident)
+		return 0;
 	return !sparsity_on && strcmp(c->device_kind, "sim") && strcmp(c->device_kind, "usb");
 }
 
@@ -683,8 +711,13 @@ void tc_device_uri(const train_config *c, char *buf, size_t len)
 		n += (size_t)snprintf(buf + n, len - n, "%sawords=%d", sep, c->awords);
 		sep = ",";
 	}
-	if (c->bwords && n < len)
-		snprintf(buf + n, len - n, "%sbwords=%d", sep, c->bwords);
+	if (c->bwords && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, "%sbwords=%d", sep, c->bwords);
+		sep = ",";
+	}
+	/* the resident step's vector programs run on the mesh model engine only */
+	if (c->resident && !strcmp(c->device_kind, "sim") && n < len)
+		snprintf(buf + n, len - n, "%smodel", sep);
 }
 
 /* ---- resolved config ---------------------------------------------------------------- */

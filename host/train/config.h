@@ -37,6 +37,7 @@ typedef struct train_config {
 	int mesh_rows, mesh_cols;
 	int awords, bwords;            /* per-PE SRAM sizes; 0: the backend's default */
 	int dense_on_host;             /* -1 auto, 0 false, 1 true (see tc_dense_on_host) */
+	int resident;                  /* the resident training step (train_resident.h) */
 	/* model */
 	gpt_config model;
 	char init_from[TC_PATH_MAX];   /* model.init_from: GPT-2 safetensors to start from */

@@ -861,6 +861,8 @@ int trainer_init(trainer *t, train_config *cfg, int need_data, char *err, size_t
 			goto out_free;
 		t->model.lin = &train_device_linear_ops;
 		t->model.lin_ctx = t->dev;
+		if (c->resident && (rc = tr_open(&t->res, t->dev, &t->model, err, errlen)))
+			goto out_free;
 	}
 	t->rng = c->seed ^ 0x5851f42d4c957f2dull;
 	return CS_OK;
@@ -871,6 +873,7 @@ out_free:
 
 void trainer_free(trainer *t)
 {
+	tr_close(t->res);
 	td_dev_close(t->dev);
 	tn_close(t->nat);
 	ts_free(t->ts);
@@ -918,7 +921,10 @@ void trainer_free(trainer *t)
 
 static int lin_error(trainer *t, int rc, const char *what, char *err, size_t errlen)
 {
-	if (t->dev)
+	if (t->res && tr_last_error(t->res)[0])
+		snprintf(err, errlen, "device: %s failed at step %ld: %s (%s)", what, t->step + 1,
+			 cs_strerror(rc), tr_last_error(t->res));
+	else if (t->dev)
 		snprintf(err, errlen, "device: %s failed at step %ld: %s (%s)", what, t->step + 1,
 			 cs_strerror(rc), td_dev_last_error(t->dev));
 	else
@@ -992,12 +998,17 @@ int trainer_step(trainer *t, train_step_stats *s, char *err, size_t errlen)
 		t->cur_micro = k;
 		t->cur_last = k == per - 1;
 		td_train_batch(&t->data, c->seed, step, first + k, B, T, t->inputs, t->targets);
-		int rc = gpt_forward(m, t->inputs, t->targets, B, T, &loss);
+		/* resident: the blocks on the device, but a step that wants the dense dW (growth)
+		 * takes the per-projection path */
+		int res = t->res && !m->want_dense_dw;
+		int rc = res ? tr_forward(t->res, t->inputs, t->targets, B, T, &loss)
+			     : gpt_forward(m, t->inputs, t->targets, B, T, &loss);
 		if (rc)
 			return lin_error(t, rc, "forward", err, errlen);
 		m->grads_ready = k > 0 || multi ? grads_ready : NULL;
 		m->grads_ready_ctx = t;
-		rc = gpt_backward(m, 1.0f / (float)c->grad_accum);
+		rc = res ? tr_backward(t->res, 1.0f / (float)c->grad_accum)
+			 : gpt_backward(m, 1.0f / (float)c->grad_accum);
 		m->grads_ready = NULL;
 		if (rc)
 			return lin_error(t, rc, "backward", err, errlen);

@@ -29,6 +29,7 @@
 #include "train/gpt.h"
 #include "train/train_device.h"
 #include "train/train_native.h"
+#include "train/train_resident.h"
 #include "train/train_sparsity.h"
 
 typedef struct trainer {
@@ -37,6 +38,7 @@ typedef struct trainer {
 	float *adam_m, *adam_v;  /* [num_params] */
 	train_sparsity *ts;
 	train_device *dev;       /* NULL when the projections run on the host */
+	train_resident *res;     /* device.resident: the blocks resident on dev, else NULL */
 	train_native *nat;       /* the native engine (device.kind: native), else NULL */
 	cs_pool *pool;           /* train.threads host threads */
 	td_data data;

@@ -99,10 +99,11 @@ static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t b
 	lo->b_end = lo->b_blk + 16;
 }
 
-void tr_sram_need(const gpt *m, int pes, int B, int T, uint64_t *a_words, uint64_t *b_words)
+void tr_sram_need(int n_layer, int n_embd, int pes, int tokens, uint64_t *a_words,
+		  uint64_t *b_words)
 {
 	struct tr_layout lo;
-	layout(&lo, m->cfg.n_layer, m->cfg.n_embd, pes, B * T, 1u << 16);
+	layout(&lo, n_layer, n_embd, pes, tokens, 1u << 16);
 	*a_words = lo.a_end;
 	*b_words = lo.b_end;
 }

@@ -30,9 +30,10 @@
 
 typedef struct train_resident train_resident;
 
-/* Per-PE SRAM the resident step of m on a mesh of pes PEs takes (A: bf16 elements,
- * B: 32-bit words), for B x T tokens a step. */
-void tr_sram_need(const gpt *m, int pes, int B, int T, uint64_t *a_words, uint64_t *b_words);
+/* Per-PE SRAM the resident step of a model of n_layer blocks and n_embd channels takes on
+ * a mesh of pes PEs for `tokens` tokens a step (A: bf16 elements, B: 32-bit words). */
+void tr_sram_need(int n_layer, int n_embd, int pes, int tokens, uint64_t *a_words,
+		  uint64_t *b_words);
 /* Lay out the step of m (batches up to m->B x m->T) on d's device. CS_ERR_RANGE with a
  * message naming the sizes needed when the tokens and the stash do not fit its SRAM. */
 int tr_open(train_resident **out, train_device *d, gpt *m, char *err, size_t errlen);
