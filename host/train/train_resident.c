@@ -4,9 +4,13 @@
  * Per-PE SRAM (tp = ceil(B*T / PEs) tokens a PE, C features), fixed for the model at
  * tr_open:
  *   A (bf16): gamma [C], ones [C], ln scratch [4], staging of a tile read back [tp C],
- *     the backward kernels' dy [tp 3C], dpre of one fc tile [tp C], then per block the
+ *     a backward kernel's dy [tp C], dpre of one fc tile [tp C], then per block the
  *     stash: ln1's y and z, the attention output, ln2's y and z [tp C each], GELU' and
- *     GELU of the four fc tiles [4 tp C each], ln1's and ln2's r [tp each].
+ *     GELU of the four fc tiles [4 tp C each], ln1's and ln2's r [tp each]. When that
+ *     does not fit (the reference model: 2 blocks, C 128, 32 tokens a PE need 106 k
+ *     elements), GELU and GELU' are not stashed: the backward runs each fc tile's
+ *     forward again from the stashed ln2 output (bit-identical) into one tile of
+ *     scratch [2 tp C], an extra fc kernel a block; 5 tp C + 2 tp a block remain.
  *   B (fp32): x / dx [tp C], a kernel's output tile [tp C], the layernorm backward's dy
  *     [tp C], a packed dy for the wgrad [tp C / 2], the wgrad's partial sums, then the
  *     small vectors (beta, a bias, the gradient partials, scratch, the GELU tables, the
@@ -26,13 +30,17 @@
 #include "common/numerics.h"
 #include "driver/csd.h"
 
-/* The stash of one block, A element offsets from its base (n = tp * C). */
-enum { ST_Y1 = 0, ST_Z1 = 1, ST_ATT = 2, ST_Y2 = 3, ST_Z2 = 4, ST_D = 5, ST_H = 9, ST_R = 13 };
+/* The stash of one block, A element offsets from its base in units of n = tp * C. With
+ * recompute, GELU and GELU' of the fc tiles are not stashed: the backward runs each fc
+ * tile's forward again from the stashed ln2 output (the same bits) into one tile of
+ * scratch (A: a_hd). */
+enum { ST_Y1 = 0, ST_Z1 = 1, ST_ATT = 2, ST_Y2 = 3, ST_Z2 = 4, ST_D = 5, ST_H = 9 };
 
 struct tr_layout {
 	uint32_t tp, n;    /* tokens a PE, tp * C */
+	int recompute;     /* GELU's input recomputed in the backward, not stashed */
 	/* A elements */
-	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_stash, a_layer, a_end;
+	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_hd, a_stash, a_layer, a_r, a_end;
 	/* B words */
 	uint32_t b_x, b_tile, b_dln, b_bh, b_scr, b_be, b_bias, b_dg, b_db, b_dbias, b_s, b_t,
 		b_zero, b_tg, b_td, b_blk, b_end;
@@ -65,19 +73,23 @@ static uint32_t even(uint64_t x)
 	return (uint32_t)(x + (x & 1));
 }
 
-static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t bwords)
+static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t bwords,
+		   int recompute)
 {
 	uint32_t tp = (uint32_t)((BT + P - 1) / P), n = tp * (uint32_t)C;
 	lo->tp = tp;
 	lo->n = n;
+	lo->recompute = recompute;
 	lo->a_g = 0;
 	lo->a_ones = C;
 	lo->a_am = 2 * C;
 	lo->a_stg = 2 * C + 4;
 	lo->a_dy = lo->a_stg + n;
-	lo->a_dp = lo->a_dy + 3 * n;
-	lo->a_stash = lo->a_dp + n;
-	lo->a_layer = 13 * n + 2 * even(tp);
+	lo->a_dp = lo->a_dy + n;
+	lo->a_hd = lo->a_dp + n;
+	lo->a_stash = lo->a_hd + (recompute ? 2 * n : 0);
+	lo->a_r = (recompute ? 5 : 13) * n;
+	lo->a_layer = lo->a_r + 2 * even(tp);
 	lo->a_end = lo->a_stash + (uint32_t)L * lo->a_layer;
 	lo->b_x = 0;
 	lo->b_tile = n;
@@ -103,17 +115,32 @@ void tr_sram_need(int n_layer, int n_embd, int pes, int tokens, uint64_t *a_word
 		  uint64_t *b_words)
 {
 	struct tr_layout lo;
-	layout(&lo, n_layer, n_embd, pes, tokens, 1u << 16);
+	layout(&lo, n_layer, n_embd, pes, tokens, 1u << 16, 1); /* the smaller */
 	*a_words = lo.a_end;
 	*b_words = lo.b_end;
 }
 
 static uint32_t stash(const struct train_resident *r, int l, int what)
 {
-	uint32_t s = r->lo.a_stash + (uint32_t)l * r->lo.a_layer;
-	if (what == ST_R + 1) /* ln2's r */
-		return s + 13 * r->lo.n + even(r->lo.tp);
-	return s + (uint32_t)what * r->lo.n;
+	return r->lo.a_stash + (uint32_t)l * r->lo.a_layer + (uint32_t)what * r->lo.n;
+}
+
+/* r of ln1 (ln 0) or ln2 (ln 1) of block l */
+static uint32_t stash_r(const struct train_resident *r, int l, int ln)
+{
+	return r->lo.a_stash + (uint32_t)l * r->lo.a_layer + r->lo.a_r +
+	       (uint32_t)ln * even(r->lo.tp);
+}
+
+/* GELU (h) and GELU' (d) of fc tile k of block l */
+static uint32_t tile_h(const struct train_resident *r, int l, int k)
+{
+	return r->lo.recompute ? r->lo.a_hd : stash(r, l, ST_H) + (uint32_t)k * r->lo.n;
+}
+
+static uint32_t tile_d(const struct train_resident *r, int l, int k)
+{
+	return r->lo.recompute ? r->lo.a_hd + r->lo.n : stash(r, l, ST_D) + (uint32_t)k * r->lo.n;
 }
 
 /* A block of sp: rows [r0, r0+nr), columns [c0, c0+nc), its pattern and values. */
@@ -184,7 +211,12 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 		rc = CS_ERR_INVALID;
 		goto out_free;
 	}
-	layout(&r->lo, L, C, r->P, m->B * m->T, info.b_words);
+	/* the whole stash when it fits, else GELU's input recomputed in the backward */
+	for (int rec = 0; rec < 2; rec++) {
+		layout(&r->lo, L, C, r->P, m->B * m->T, info.b_words, rec);
+		if (r->lo.a_end <= info.a_words && r->lo.a_end <= 65536)
+			break;
+	}
 	if (r->lo.a_end > info.a_words || r->lo.b_end > info.b_words || r->lo.a_end > 65536 ||
 	    2 * (uint64_t)r->lo.b_bh >= 65536) {
 		snprintf(err, errlen,
@@ -340,6 +372,21 @@ static void fail_msg(train_resident *r, const char *what, int l)
 		 csd_last_error(r->dev));
 }
 
+/* fc tile k of block l from the stashed ln2 output: its bias, GELU into h, GELU' into d */
+static int fc_tile(train_resident *r, int l, int k, int BT)
+{
+	const struct tr_layout *lo = &r->lo;
+	int C = r->m->cfg.n_embd, tp = (BT + r->P - 1) / r->P, rc;
+	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), y2 = rg(CSD_MEM_A, stash(r, l, ST_Y2), C);
+	TRY(csd_forward_region(r->dev, &tile, &y2, &r->blk[(size_t)l * NBLK + BFC + k], BT,
+			       CSD_OVERWRITE));
+	TRY(bias_forward(r, tp, r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C, lo->b_tile));
+	const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_tg, (uint16_t)lo->b_td,
+				 (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
+				 (uint16_t)tile_h(r, l, k), (uint16_t)tile_d(r, l, k) };
+	return run(r, "vec_gelu", "gelu_fwd", pg, 8);
+}
+
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 {
 	gpt *m = r->m;
@@ -348,7 +395,7 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	gpt_acts *a = &m->acts;
 	int C = m->cfg.n_embd, NH = m->cfg.n_head, BT = B * T, rc;
 	int tp = (BT + r->P - 1) / r->P;
-	size_t C1 = C, C3 = 3 * C1, C4 = 4 * C1;
+	size_t C1 = C, C3 = 3 * C1;
 	const csd_sparse *b = r->blk + (size_t)l * NBLK;
 	csd_region x = rg(CSD_MEM_B, lo->b_x, C), tile = rg(CSD_MEM_B, lo->b_tile, C);
 	csd_region y1 = rg(CSD_MEM_A, stash(r, l, ST_Y1), C), att = rg(CSD_MEM_A, stash(r, l, ST_ATT), C);
@@ -358,7 +405,7 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 
 	/* ln1; q, k, v tile by tile up as bf16 */
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
-		       stash(r, l, ST_Z1), stash(r, l, ST_R)));
+		       stash(r, l, ST_Z1), stash_r(r, l, 0)));
 	for (int k = 0; k < 3; k++) {
 		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
 		TRY(bias_forward(r, tp, p->qkvb + l * C3 + k * C1, lo->b_tile));
@@ -377,17 +424,10 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	TRY(bias_forward(r, tp, p->attprojb + l * C1, lo->b_x));
 	/* ln2; the MLP a tile of C hidden features at a time */
 	TRY(ln_forward(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, y2.base,
-		       stash(r, l, ST_Z2), stash(r, l, ST_R + 1)));
+		       stash(r, l, ST_Z2), stash_r(r, l, 1)));
 	for (int k = 0; k < 4; k++) {
-		uint32_t hk = stash(r, l, ST_H) + (uint32_t)k * lo->n;
-		uint32_t dk = stash(r, l, ST_D) + (uint32_t)k * lo->n;
-		csd_region h = rg(CSD_MEM_A, hk, C);
-		TRY(csd_forward_region(r->dev, &tile, &y2, &b[BFC + k], BT, CSD_OVERWRITE));
-		TRY(bias_forward(r, tp, p->fcb + l * C4 + k * C1, lo->b_tile));
-		const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_tg,
-					 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
-					 (uint16_t)hk, (uint16_t)dk };
-		TRY(run(r, "vec_gelu", "gelu_fwd", pg, 8));
+		TRY(fc_tile(r, l, k, BT));
+		csd_region h = rg(CSD_MEM_A, tile_h(r, l, k), C);
 		TRY(csd_forward_region(r->dev, &x, &h, &b[BFC2 + k], BT, CSD_ACCUMULATE));
 	}
 	return bias_forward(r, tp, p->fcprojb + l * C1, lo->b_x);
@@ -479,7 +519,6 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	size_t C1 = C, C3 = 3 * C1, C4 = 4 * C1;
 	const csd_sparse *b = r->blk + (size_t)l * NBLK;
 	const csd_sparse *wp = td_dev_sparse(r->td, l, GPT_ATTN_PROJ);
-	const csd_sparse *wq = td_dev_sparse(r->td, l, GPT_QKV);
 	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), dln = rg(CSD_MEM_B, lo->b_dln, C);
 	csd_region dya = rg(CSD_MEM_A, lo->a_dy, C), dp = rg(CSD_MEM_A, lo->a_dp, C);
 	csd_region stg = rg(CSD_MEM_A, lo->a_stg, C);
@@ -487,19 +526,22 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const float *attp = a->att + (size_t)l * B * NH * T * T;
 	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
 
-	/* fc2: dy = dx as bf16 in A and packed in Bh; its bias, its dW by column block */
+	/* fc2: dy = dx as bf16 in A (and packed in Bh before each of its wgrads: the Bh
+	 * region also carries fc's dpre); its bias */
 	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
-	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
 	TRY(bias_backward(r, tp, g->fcprojb + l * C1, lo->b_x));
-	for (int k = 0; k < 4; k++)
-		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
-			  stash(r, l, ST_H) + (uint32_t)k * lo->n, C));
-	/* per hidden tile: fc2's input gradient, GELU backward, fc's bias, dW and dx */
+	/* per hidden tile: (recomputed GELU,) fc2's dW and input gradient, GELU backward,
+	 * fc's bias, dW and input gradient */
 	for (int k = 0; k < 4; k++) {
-		uint32_t dk = stash(r, l, ST_D) + (uint32_t)k * lo->n;
+		if (lo->recompute)
+			TRY(fc_tile(r, l, k, BT));
+		TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
+		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
+			  tile_h(r, l, k), C));
 		TRY(csd_backward_region(r->dev, &tile, &dya, &b[BFC2 + k], BT, CSD_OVERWRITE));
 		const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, 0, 0, (uint16_t)lo->b_s,
-					 (uint16_t)lo->b_tile, (uint16_t)lo->a_dp, (uint16_t)dk };
+					 (uint16_t)lo->b_tile, (uint16_t)lo->a_dp,
+					 (uint16_t)tile_d(r, l, k) };
 		TRY(run(r, "vec_gelu", "gelu_bwd", pg, 8));
 		TRY(bias_backward(r, tp, g->fcb + l * C4 + k * C1, lo->b_tile));
 		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
@@ -517,7 +559,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	uint16_t pl[15] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->a_ones,
 			    (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am, inv_c,
 			    (uint16_t)lo->b_zero, (uint16_t)lo->b_dln,
-			    (uint16_t)stash(r, l, ST_Z2), (uint16_t)stash(r, l, ST_R + 1),
+			    (uint16_t)stash(r, l, ST_Z2), (uint16_t)stash_r(r, l, 1),
 			    (uint16_t)lo->b_x, (uint16_t)lo->b_dg, (uint16_t)lo->b_db,
 			    (uint16_t)tp };
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
@@ -538,28 +580,28 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	for (int t = 0; t < BT; t++)
 		for (size_t j = 0; j < C3; j++)
 			dqb[j] += m->dqkv[(size_t)t * C3 + j];
-	nm_bf16_from_f32_array(r->h16, m->dqkv, (size_t)BT * C3);
-	csd_region dq3 = rg(CSD_MEM_A, lo->a_dy, (uint32_t)C3);
-	TRY(csd_write_tokens(r->dev, &dq3, r->h16, BT));
+	/* by row block (q, k, v): its gradient down into A and packed into Bh, its dW, its
+	 * input gradient accumulated (the same chains as one call over 3C) */
 	csd_region bh = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
-	uint16_t *col = r->h16; /* dq, dk, dv are in A: h16 holds one tile at a time */
 	for (int k = 0; k < 3; k++) {
 		for (int t = 0; t < BT; t++)
 			for (int j = 0; j < C; j++)
-				col[(size_t)t * C + j] = nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
-		TRY(csd_write_tokens(r->dev, &bh, col, BT));
+				r->h16[(size_t)t * C + j] =
+					nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
+		TRY(csd_write_tokens(r->dev, &dya, r->h16, BT));
+		TRY(csd_write_tokens(r->dev, &bh, r->h16, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 			  stash(r, l, ST_Y1), C));
+		TRY(csd_backward_region(r->dev, &dln, &dya, &b[BQKV + k], BT,
+					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
-	csd_region dqa = rg(CSD_MEM_A, lo->a_dy, (uint32_t)C3);
-	TRY(csd_backward_region(r->dev, &dln, &dqa, wq, BT, CSD_OVERWRITE));
 	/* ln1 backward into dx */
 	memset(r->part, 0, sizeof(float) * (size_t)C);
 	TRY(write_gamma(r, p->ln1w + l * C1));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
 	pl[9] = (uint16_t)stash(r, l, ST_Z1);
-	pl[10] = (uint16_t)stash(r, l, ST_R);
+	pl[10] = (uint16_t)stash_r(r, l, 0);
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
 	TRY(gather(r, g->ln1w + l * C1, lo->b_dg));
 	return gather(r, g->ln1b + l * C1, lo->b_db);

@@ -6,7 +6,8 @@
  *   - forward: logits and loss of the cpu backend equal the mesh model's (sim:...,model,
  *     the firmware running the vector programs) bit for bit;
  *   - backward: every gradient (nonzero dW, biases, layernorm parameters, embeddings)
- *     equal bit for bit;
+ *     equal bit for bit, and equal to the step on an SRAM so small that the backward
+ *     recomputes GELU's input instead of stashing it;
  *   - both close to the host's fp32 dense forward and backward of the same (masked)
  *     weights: the tolerances are stated at the checks, with why;
  *   - the trainer with device.resident: true: a few steps of a 50%-sparse model identical
@@ -150,11 +151,18 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	uint8_t *mask[NL * GPT_NPROJ];
 	for (int k = 0; k < NL * GPT_NPROJ; k++)
 		mask[k] = malloc((size_t)4 * C * C);
-	struct side s[3];
+	struct side s[4];
 	uint64_t seed = 11;
 	side_open(&s[0], uri[0], C, mask, sparsity, seed);
 	side_open(&s[1], uri[1], C, mask, sparsity, seed);
 	side_open(&s[2], NULL, C, mask, sparsity, seed); /* the host's fp32 dense step */
+	/* the cpu backend with just the SRAM of the recomputing layout */
+	uint64_t aw, bw;
+	char uri_rec[128];
+	tr_sram_need(NL, C, rows * cols, BB * TT, &aw, &bw);
+	snprintf(uri_rec, sizeof uri_rec, "cpu:%dx%d,awords=%llu,bwords=16384", rows, cols,
+		 (unsigned long long)aw);
+	side_open(&s[3], uri_rec, C, mask, sparsity, seed);
 	csd_info info;
 	assert_int_equal(csd_get_info(td_dev_csd(s[1].td), &info), CS_OK);
 	assert_string_equal(info.kind, "sim");
@@ -168,6 +176,9 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	ok(&s[0], tr_forward(s[0].tr, in, tg, BB, TT, &loss[0]));
 	ok(&s[1], tr_forward(s[1].tr, in, tg, BB, TT, &loss[1]));
 	ok(&s[2], gpt_forward(&s[2].m, in, tg, BB, TT, &loss[2]));
+	float loss_rec;
+	ok(&s[3], tr_forward(s[3].tr, in, tg, BB, TT, &loss_rec));
+	assert_memory_equal(&loss[0], &loss_rec, sizeof(float));
 	size_t nl = (size_t)BB * TT * VV;
 	assert_memory_equal(s[0].m.acts.logits, s[1].m.acts.logits, nl * sizeof(float));
 	assert_memory_equal(&loss[0], &loss[1], sizeof(float));
@@ -185,12 +196,16 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	assert_true(el < TOL_LOGITS);
 	assert_true(eloss < TOL_LOSS);
 
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		gpt_zero_grad(&s[k].m);
+	ok(&s[3], tr_backward(s[3].tr, 1.0f));
 	ok(&s[0], tr_backward(s[0].tr, 1.0f));
 	ok(&s[1], tr_backward(s[1].tr, 1.0f));
 	ok(&s[2], gpt_backward(&s[2].m, 1.0f));
 	assert_memory_equal(s[0].m.grads_memory, s[1].m.grads_memory,
+			    s[0].m.num_params * sizeof(float));
+	/* recomputing GELU's input in the backward changes no bit */
+	assert_memory_equal(s[0].m.grads_memory, s[3].m.grads_memory,
 			    s[0].m.num_params * sizeof(float));
 	double worst = 0.0;
 	const char *wname = "";
@@ -213,7 +228,7 @@ static void step_case(int rows, int cols, int C, double sparsity)
 		assert_int_equal(csd_get_counters(td_dev_csd(s[k].td), &c[k]), CS_OK);
 	assert_int_equal(c[0].link_bytes_out, c[1].link_bytes_out);
 	assert_int_equal(c[0].link_bytes_in, c[1].link_bytes_in);
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		side_close(&s[k]);
 	for (int k = 0; k < NL * GPT_NPROJ; k++)
 		free(mask[k]);
@@ -334,7 +349,7 @@ static void test_trainer_steps(void **state)
 	assert_true(cpu[NSTEP - 1] < cpu[0] - 0.05f);
 
 	/* too small a device for the step: a config error naming the sizes */
-	write_cfg("cpu", "1x1", 16384, 8192);
+	write_cfg("cpu", "1x1", 8192, 8192);
 	trainer t;
 	assert_int_equal(tt_make_trainer(&t, tcfg, NULL, 0, terr, sizeof terr), CS_ERR_CONFIG);
 	uint64_t aw, bw;
