@@ -33,8 +33,10 @@ LINK_WORDS_PER_CYCLE = 1
 SIM_CLOCK_HZ = 100e6
 
 
-def step(cshost, device, sparsity, model):
+def step(cshost, device, sparsity, model, resident=False):
     cmd = [cshost, "trainstep", "--device", device, "--sparsity", str(sparsity)] + model.split()
+    if resident:
+        cmd += ["--resident", "1"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -115,6 +117,41 @@ def ptable(title, rows):
             100 * r["share_of_ideal"], r["link_bytes"], r["link_bytes_vs_today_dense"]))
 
 
+def resident_rows(cshost, device, sparsities, model, today_dense):
+    """The resident step (device.resident, host/train/train_resident.c) measured on the cpu
+    backend: cycles and link bytes per step against its own dense step and today's."""
+    runs = [step(cshost, device, s, model, resident=True) for s in sparsities]
+    dense = runs[0]
+    today_bytes = today_dense["link_bytes_out"] + today_dense["link_bytes_in"]
+    out = []
+    for r in runs:
+        s = r["sparsity"]
+        b = r["link_bytes_out"] + r["link_bytes_in"]
+        out.append({
+            "sparsity": s, "cycles": r["cycles"],
+            "speedup_vs_dense": round(dense["cycles"] / r["cycles"], 3),
+            "speedup_vs_today_dense": round(today_dense["cycles"] / r["cycles"], 3),
+            "ideal_speedup": round(1 / (1 - s), 3),
+            "share_of_ideal": round(dense["cycles"] / r["cycles"] * (1 - s), 4),
+            "link_bytes": b, "link_bytes_vs_today_dense": round(b / today_bytes, 4),
+            "weight_bytes": r["weight_bytes"], "grad_bytes": r["grad_bytes"],
+            "act_bytes": r["act_bytes"], "other_bytes": r["other_bytes"],
+            "loss": r["loss"], "digest": r["digest"]})
+    return out
+
+
+def rtable(title, rows):
+    print(title)
+    print("%-8s %11s %8s %8s %7s %11s %9s %10s %10s %11s %9s" % (
+        "sparsity", "cycles", "speedup", "vs_today", "ideal%", "link_bytes", "vs_today",
+        "weights", "grads", "activations", "other"))
+    for r in rows:
+        print("%-8s %11d %7.2fx %7.2fx %6.1f%% %11d %8.3fx %10d %10d %11d %9d" % (
+            r["sparsity"], r["cycles"], r["speedup_vs_dense"], r["speedup_vs_today_dense"],
+            100 * r["share_of_ideal"], r["link_bytes"], r["link_bytes_vs_today_dense"],
+            r["weight_bytes"], r["grad_bytes"], r["act_bytes"], r["other_bytes"]))
+
+
 def sweep(cshost, device, sparsities, model, check_device=None):
     runs, ok = [], True
     for s in sparsities:
@@ -161,6 +198,14 @@ def main():
         for w in (1, 2):
             ptable("  resident-activation design (docs/resident-step.md), projected, host port %d "
                    "word(s)/cycle" % w, proj["w%d" % w])
+        if dev == "cpu:4x4":
+            # the resident step itself, on the SRAM its design assumes
+            rdev = "cpu:4x4,awords=65536,bwords=16384"
+            rrows = resident_rows(cshost, rdev, sp, ref_model, raw[0])
+            res["resident_measured"] = {"device": rdev, "model": ref_model,
+                                        "today_dense_device": dev, "runs": rrows}
+            rtable("  resident step (device.resident), measured on %s, cpu estimate" % rdev,
+                   rrows)
     path = os.path.join(outdir, "report.json")
     rep = {}
     if os.path.exists(path):

@@ -24,12 +24,14 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: cshost trainstep --device DEV [--mesh RxC] [--layers L] [--embd C]\n"
 		   "                        [--heads H] [--batch B] [--ctx T] [--sparsity S]\n"
-		   "                        [--seed X]\n"
+		   "                        [--seed X] [--resident 0|1]\n"
 		   "One training step of a GPT (defaults: 2 layers, 64 channels, 4 heads, 4 x 64\n"
 		   "tokens, vocabulary 256) whose projections run on DEV (cpu, sim; pe=... as in\n"
 		   "spmm) with static random masks at sparsity S. Prints JSON: device cycles, link\n"
 		   "bytes (weights, gradients, activations, other) and a digest of the loss and the\n"
-		   "updated parameters (equal digests: bit-identical steps).\n");
+		   "updated parameters (equal digests: bit-identical steps). --resident 1: the\n"
+		   "resident step (device.resident, docs/resident-step.md); DEV's awords=, bwords=\n"
+		   "set the SRAM sizes.\n");
 }
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -49,7 +51,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 int cmd_trainstep(int argc, char **argv)
 {
 	const char *dev = NULL, *mesh = NULL;
-	int L = 2, C = 64, H = 4, B = 4, T = 64, seed = 1;
+	int L = 2, C = 64, H = 4, B = 4, T = 64, seed = 1, resident = 0;
 	double s = 0.9;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -79,6 +81,8 @@ int cmd_trainstep(int argc, char **argv)
 			s = atof(v);
 		else if (!strcmp(a, "--seed"))
 			seed = atoi(v);
+		else if (!strcmp(a, "--resident"))
+			resident = atoi(v);
 		else {
 			fprintf(stderr, "trainstep: unknown option %s\n", a);
 			usage(stderr);
@@ -126,12 +130,18 @@ int cmd_trainstep(int argc, char **argv)
 	}
 	fclose(f);
 
-	char text[2048], sp[160], devline[512], pe[48] = "";
-	const char *pep = strstr(opts, "pe=");
+	char text[2048], sp[160], devline[512], pe[48] = "", aw[48] = "", bw[48] = "";
+	const char *pep = strstr(opts, "pe="), *awp = strstr(opts, "awords="),
+		   *bwp = strstr(opts, "bwords=");
 	if (pep)
 		snprintf(pe, sizeof pe, ", pe: %.*s", (int)strcspn(pep + 3, ","), pep + 3);
-	snprintf(devline, sizeof devline, "device: {kind: %s%s%s%s, dense_on_host: false}\n",
-		 kind, rxc[0] ? ", mesh: " : "", rxc, pe);
+	if (awp)
+		snprintf(aw, sizeof aw, ", awords: %.*s", (int)strcspn(awp + 7, ","), awp + 7);
+	if (bwp)
+		snprintf(bw, sizeof bw, ", bwords: %.*s", (int)strcspn(bwp + 7, ","), bwp + 7);
+	snprintf(devline, sizeof devline,
+		 "device: {kind: %s%s%s%s%s%s, dense_on_host: false%s}\n", kind,
+		 rxc[0] ? ", mesh: " : "", rxc, pe, aw, bw, resident ? ", resident: true" : "");
 	if (s > 0)
 		snprintf(sp, sizeof sp, "sparsity: {algorithm: static, init_method: random, "
 					"sparsity: %.6f}\n", s);
