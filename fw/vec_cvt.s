@@ -7,17 +7,22 @@
 ;   cvt_bh:   Bh[DST + t*DS + j] = bf16(B[SRC + t*SS + j])          (cvt.bh: the wgrad's dY)
 ;   bias_fwd: B[SRC + t*SS + j] = fmac(1, bf16(B[DST + j]), B[SRC + t*SS + j])   (y += b)
 ;   bias_bwd: B[DST + j] = fmac(1, bf16(B[SRC + t*SS + j]), B[DST + j]), t ascending (db += dy)
+;   cvt_f:    B[DST + t*SS + j] = fmac(A[SRC + t*SS + j], bf16(B[ONES + j]), B[ZERO + j])
+;             (a bf16 row back to fp32: exact, the ones 1.0 and the zeros +0; rows SS apart
+;             in both memories, DS unused)
 ; The bias programs multiply by an A row of W ones (vmac), which must hold 1.0
 ; (nm_bias_add_bits). Registers: r1 destination / bias / dy row, r2 SS, r3 tokens left,
 ; r4 DS or the ones, r6 source / output / bias-gradient row, r7 = W.
 
 .equ P_W, 0		; elements a token
 .equ P_N, 1		; tokens
-.equ P_SRC, 2		; B: token 0's fp32 row (bias_fwd: the row the bias is added onto)
+.equ P_SRC, 2		; B: token 0's fp32 row (bias_fwd: the row the bias is added onto;
+			; cvt_f: token 0's bf16 row in A)
 .equ P_SS, 3		; B words from one token's row to the next
-.equ P_DST, 4		; cvt_a: A element, cvt_bh: Bh element of token 0's row; bias: B word
+.equ P_DST, 4		; cvt_a: A element, cvt_bh: Bh element of token 0's row; bias, cvt_f: B word
 .equ P_DS, 5		; cvt_a, cvt_bh: elements from one token's row to the next
-.equ P_ONES, 6		; A: W elements of 1.0 (bias_fwd, bias_bwd)
+.equ P_ONES, 6		; A: W elements of 1.0 (bias_fwd, bias_bwd); cvt_f: B, W words of 1.0
+.equ P_ZERO, 7		; B: W words of +0 (cvt_f)
 
 ; Every entry sets its kind in r4 and joins one loader: r3 = N (0: return), r7 = W,
 ; r6 = SRC, r2 = SS, r1 = DST, r5 = the block's P_DS word (P_ONES is the next); then the
@@ -35,6 +40,9 @@ bias_fwd:
 .entry bias_bwd
 bias_bwd:
 	addi r4, r0, 3
+	jmp cv_load
+.entry cvt_f
+cvt_f:	addi r4, r0, 4
 cv_load:
 	wlo r5
 	addi r1, r5, P_N
@@ -73,11 +81,24 @@ bf_tok:	vmac r6, r4, r1		; y_j = fmac(1, bf16(b_j), y_j)
 	add r6, r6, r2
 	djnz r3, bf_tok
 	ret
-cv_3:	ldb r4, [r5]		; bias_bwd: r6 = the bias gradient, r1 the dy rows
+cv_3:	addi r4, r4, -1
+	bne r4, r0, cv_4
+	ldb r4, [r5]		; bias_bwd: r6 = the bias gradient, r1 the dy rows
 	add r5, r6, r0
 	add r6, r1, r0
 	add r1, r5, r0
 bb_tok:	vmac r6, r4, r1		; db_j = fmac(1, bf16(dy_j), db_j)
 	add r1, r1, r2
 	djnz r3, bb_tok
+	ret
+cv_4:	add r4, r6, r0		; cvt_f: r6 = the B rows, r1 the A rows
+	add r6, r1, r0
+	add r1, r4, r0
+	ldb r4, [r5]		; r4 = the ones, r5 = the zeros
+	addi r5, r5, 1
+	ldb r5, [r5]
+cf_tok:	vmac r5, r1, r4		; B[r6 + j] = fmac(A[r1 + j], bf16(1.0), +0)
+	add r6, r6, r2
+	add r1, r1, r2
+	djnz r3, cf_tok
 	ret

@@ -604,3 +604,9 @@ void nm_bias_add_bits(uint32_t *y, const uint32_t *b, size_t n)
 	for (size_t j = 0; j < n; j++)
 		y[j] = nm_fmac_bits(0x3f80, nm_bf16_from_bits(b[j]), y[j]);
 }
+
+void nm_widen_bits(uint32_t *y, const uint16_t *x, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		y[j] = nm_fmac_bits(x[j], 0x3f80, 0);
+}

@@ -195,5 +195,8 @@ void nm_gelu_bwd_bits(uint16_t *dp, const uint32_t *dh, const uint16_t *d, size_
  * gradient, b a token's fp32 dy row, tokens in order): one vmac against a row of ones.
  */
 void nm_bias_add_bits(uint32_t *y, const uint32_t *b, size_t n);
+/* cvt_f: a bf16 row back to fp32, y[j] = fmac(x[j], 1, +0) (one vmac against a row of
+ * ones and a row of zeros): x's value, except that -0 becomes +0. */
+void nm_widen_bits(uint32_t *y, const uint16_t *x, size_t n);
 
 #endif /* CS_NUMERICS_H */

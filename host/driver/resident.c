@@ -145,6 +145,22 @@ static int model_bias_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err
 	return model_bias(a, b, p, 0, err, errlen);
 }
 
+/* cvt_f: per token nm_widen_bits, which takes the ones as 1.0 and the zeros as +0. */
+static int model_cvt_f(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], SS = p[3], DST = p[4], ONES = p[6], ZERO = p[7];
+	for (unsigned j = 0; j < W; j++)
+		if (nm_bf16_from_bits(b[ONES + j]) != 0x3f80 || b[ZERO + j]) {
+			snprintf(err, errlen, "cvt_f: B[%u] of the ones is 0x%08x, B[%u] of the "
+				 "zeros 0x%08x, not 1.0 and +0", ONES + j, b[ONES + j], ZERO + j,
+				 b[ZERO + j]);
+			return CS_ERR_INVALID;
+		}
+	for (unsigned t = 0; t < N; t++)
+		nm_widen_bits(b + DST + t * SS, a + SRC + t * SS, W);
+	return CS_OK;
+}
+
 /* The programs (their sources' .equ P_ names give the block). Scalar instructions a token
  * and the prologue are counted from the sources (li two); engine elements a token are
  * docs/resident-step.md's. */
@@ -173,8 +189,11 @@ static const struct res_prog progs[] = {
 	  { { 2, B_, RES_NS, 3 }, { 4, CSD_MEM_BH, RES_NS, 5 } }, 2, model_cvt_bh },
 	{ "vec_cvt", "bias_fwd", 7, 0, 1, 1, 3, 26, 0,
 	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_fwd },
-	{ "vec_cvt", "bias_bwd", 7, 0, 1, 1, 3, 29, 0,
+	{ "vec_cvt", "bias_bwd", 7, 0, 1, 1, 3, 30, 0,
 	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_bwd },
+	{ "vec_cvt", "cvt_f", 8, 0, 1, 1, 3, 30, 0,
+	  { { 2, A_, RES_NS, 3 }, { 4, B_, RES_NS, 3 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 } },
+	  4, model_cvt_f },
 };
 #undef A_
 #undef B_

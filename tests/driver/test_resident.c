@@ -3,7 +3,7 @@
  * the cpu backend (the C definitions of numerics.h on its SRAM model) against the sim
  * backend's model engine (verif/models/mesh_model.c running fw/vec_*.s), bit for bit over
  * the whole SRAM of every PE, and both against nm_ln_fwd_bits, nm_ln_bwd_bits,
- * nm_gelu_fwd_bits and nm_gelu_bwd_bits per token; 1x1, 2x2 and 4x4 meshes with token
+ * nm_gelu_fwd_bits, nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token; 1x1, 2x2 and 4x4 meshes with token
  * counts that do not divide them. Also: a forward kernel after program calls, transfers
  * alone on every backend here (the Verilated mesh when its test build exists), the
  * Verilated mesh refusing programs, and bad arguments.
@@ -31,7 +31,8 @@
 
 /* B words */
 enum { X = 0, BE = 256, S = 320, TS = 400, BLK = 500, DY = 600, DX = 800, DG = 1000, DB = 1100,
-       ZERO = 1200, PRE = 4096, TG = 4700, TD = 5000, S2 = 5300, DH = 5500 };
+       ZERO = 1200, PRE = 4096, TG = 4700, TD = 5000, S2 = 5300, DH = 5500, ONESB = 6400,
+       ZEROB = 6600 };
 /* A elements */
 enum { G = 0, ONES = 64, Y = 128, Z = 256, R = 400, AM = 410, H = 512, D = 1024, DP = 1536 };
 
@@ -284,6 +285,26 @@ static void mesh_case(int rows, int cols, int T)
 	nm_gelu_bwd_bits(wh, (const uint32_t *)dh, d, (size_t)Tall * WG);
 	assert_memory_equal(dp, wh, (size_t)Tall * WG * 2);
 	same_sram(dev, P, when);
+
+	/* cvt_f: dp back to fp32 where pre was, against rows of ones and zeros in B */
+	{
+		static float ones[WG], zeros[WG];
+		for (unsigned j = 0; j < WG; j++)
+			ones[j] = 1.0f;
+		for (int k = 0; k < 2; k++) {
+			ok(dev[k], csd_write_all(dev[k], CSD_MEM_B, ONESB, ones, WG));
+			ok(dev[k], csd_write_all(dev[k], CSD_MEM_B, ZEROB, zeros, WG));
+		}
+		const uint16_t pc[8] = { WG, (uint16_t)tp, DP, WG, PRE, 0, ONESB, ZEROB };
+		run_both(dev, "vec_cvt", "cvt_f", pc, 8);
+		uint32_t *wide = malloc((size_t)Tall * WG * 4), *ww = malloc((size_t)Tall * WG * 4);
+		read_both(dev, wide, &rpre, Tall);
+		nm_widen_bits(ww, dp, (size_t)Tall * WG);
+		assert_memory_equal(wide, ww, (size_t)Tall * WG * 4);
+		same_sram(dev, P, when);
+		free(wide);
+		free(ww);
+	}
 
 	/* a kernel after the programs (they rewrote the control task and IMEM past the
 	 * kernels image), then a program after the kernel (which rewrote the task tables and

@@ -621,7 +621,8 @@ static void test_gelu(void **state)
 
 /* fw/vec_cvt.s: cvt_a and cvt_bh bit for bit nm_bf16_from_bits over strided rows (cvt_bh
  * also in place, the packed row over its own source); bias_fwd and bias_bwd bit for bit
- * nm_bias_add_bits; everything around the rows untouched. */
+ * nm_bias_add_bits; cvt_f bit for bit nm_widen_bits and equal to its input's value;
+ * everything around the rows untouched. */
 static void test_cvt(void **state)
 {
 	(void)state;
@@ -685,6 +686,34 @@ static void test_cvt(void **state)
 			assert_memory_equal(m.b, b0, sizeof b0);
 			pe_model_free(&m);
 		}
+
+		/* cvt_f: A rows from 40 (with -0, NaN, infinities) to B rows from 300, ones at
+		 * 1000, zeros at 1100 */
+		setup_image(&m, "vec_cvt", "cvt_f");
+		static const uint16_t odd[] = { 0x8000, 0x7fc0, 0xff80, 0x0001, 0x7f7f };
+		for (unsigned i = 0; i < ntok * ss; i++)
+			m.a[40 + i] = i < 5 ? odd[i] : (uint16_t)(rng_next() & 0xffff);
+		for (unsigned j = 0; j < w; j++) {
+			m.b[1000 + j] = j & 1 ? 0x3f800000u : 0x3f807fffu; /* bf16 of each is 1.0 */
+			m.b[1100 + j] = 0;
+		}
+		memcpy(b0, m.b, sizeof b0);
+		for (unsigned t = 0; t < ntok; t++)
+			nm_widen_bits(b0 + 300 + t * ss, m.a + 40 + t * ss, w);
+		const uint16_t pc[8] = { (uint16_t)w, (uint16_t)ntok, 40, (uint16_t)ss, 300, 0, 1000,
+					 1100 };
+		for (int i = 0; i < 8; i++)
+			b0[P + i] = pc[i];
+		memcpy(a0, m.a, sizeof a0);
+		run_block(&m, P, pc, 8);
+		assert_memory_equal(m.b, b0, sizeof b0);
+		assert_memory_equal(m.a, a0, sizeof a0);
+		for (unsigned j = 5; j < w; j++) {
+			float v = nm_bits_f32(m.b[300 + j]);
+			if (isfinite(v))
+				assert_true(v == nm_bf16_to_f32(m.a[40 + j]));
+		}
+		pe_model_free(&m);
 	}
 }
 
