@@ -43,7 +43,7 @@ struct tr_layout {
 	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_hd, a_stash, a_layer, a_r, a_end;
 	/* B words */
 	uint32_t b_x, b_tile, b_dln, b_bh, b_scr, b_be, b_bias, b_dg, b_db, b_dbias, b_s, b_t,
-		b_zero, b_tg, b_td, b_blk, b_end;
+		b_zero, b_one, b_tg, b_td, b_blk, b_end;
 };
 
 struct train_resident {
@@ -105,7 +105,8 @@ static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t b
 	lo->b_s = lo->b_dbias + C;
 	lo->b_t = lo->b_s + C;
 	lo->b_zero = lo->b_t + 4;
-	lo->b_tg = lo->b_zero + C;
+	lo->b_one = lo->b_zero + C;
+	lo->b_tg = lo->b_one + C;
 	lo->b_td = lo->b_tg + 256;
 	lo->b_blk = lo->b_td + 256;
 	lo->b_end = lo->b_blk + 16;
@@ -466,14 +467,17 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 		goto out;
 	}
 	/* the constants: ones, the GELU tables; then the embeddings down into x */
-	for (int j = 0; j < C; j++)
+	for (int j = 0; j < C; j++) {
 		r->h16[j] = 0x3f80;
+		r->part[j] = 1.0f;
+	}
 	nm_gelu_table(tab, 0);
 	nm_gelu_table(tab + 256, 1);
 	encoder_forward_pool(m->pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
 	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C);
 	if ((rc = csd_write_all(r->dev, CSD_MEM_A, r->lo.a_ones, r->h16, (uint32_t)C)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_tg, tab, 512)) ||
+	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_one, r->part, (uint32_t)C)) ||
 	    (rc = csd_write_tokens(r->dev, &x, a->encoded, (int)BT))) {
 		fail_msg(r, "embeddings", 0);
 		goto out;
@@ -580,16 +584,20 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	for (int t = 0; t < BT; t++)
 		for (size_t j = 0; j < C3; j++)
 			dqb[j] += m->dqkv[(size_t)t * C3 + j];
-	/* by row block (q, k, v): its gradient down into A and packed into Bh, its dW, its
-	 * input gradient accumulated (the same chains as one call over 3C) */
-	csd_region bh = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
+	/* by row block (q, k, v): its gradient down into A once, widened into the free output
+	 * tile (cvt_f, against B rows of ones and of the zeros ln_bwd left) and packed into Bh
+	 * (cvt_bh) for its dW; its input gradient accumulated (the same chains as one call
+	 * over 3C) */
+	const uint16_t pw[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
+				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero };
 	for (int k = 0; k < 3; k++) {
 		for (int t = 0; t < BT; t++)
 			for (int j = 0; j < C; j++)
 				r->h16[(size_t)t * C + j] =
 					nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
 		TRY(csd_write_tokens(r->dev, &dya, r->h16, BT));
-		TRY(csd_write_tokens(r->dev, &bh, r->h16, BT));
+		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
+		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 			  stash(r, l, ST_Y1), C));
 		TRY(csd_backward_region(r->dev, &dln, &dya, &b[BQKV + k], BT,
