@@ -8,8 +8,9 @@
 ;   bias_fwd: B[SRC + t*SS + j] = fmac(1, bf16(B[DST + j]), B[SRC + t*SS + j])   (y += b)
 ;   bias_bwd: B[DST + j] = fmac(1, bf16(B[SRC + t*SS + j]), B[DST + j]), t ascending (db += dy)
 ;   cvt_f:    B[DST + t*SS + j] = fmac(A[SRC + t*SS + j], bf16(B[ONES + j]), B[ZERO + j])
-;             (a bf16 row back to fp32: exact, the ones 1.0 and the zeros +0; rows SS apart
-;             in both memories, DS unused)
+;             (a bf16 row back to fp32: exact, the ones 1.0 and the zeros +0; with gamma
+;             and beta for ONES and ZERO, a layernorm's y before rounding from z,
+;             nm_fmac_row_bits; rows SS apart in both memories, DS unused)
 ; The bias programs multiply by an A row of W ones (vmac), which must hold 1.0
 ; (nm_bias_add_bits). Registers: r1 destination / bias / dy row, r2 SS, r3 tokens left,
 ; r4 DS or the ones, r6 source / output / bias-gradient row, r7 = W.

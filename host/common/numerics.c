@@ -610,3 +610,10 @@ void nm_widen_bits(uint32_t *y, const uint16_t *x, size_t n)
 	for (size_t j = 0; j < n; j++)
 		y[j] = nm_fmac_bits(x[j], 0x3f80, 0);
 }
+
+void nm_fmac_row_bits(uint32_t *y, const uint16_t *x, const uint32_t *g, const uint32_t *c,
+		      size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		y[j] = nm_fmac_bits(x[j], nm_bf16_from_bits(g[j]), c[j]);
+}

@@ -198,5 +198,10 @@ void nm_bias_add_bits(uint32_t *y, const uint32_t *b, size_t n);
 /* cvt_f: a bf16 row back to fp32, y[j] = fmac(x[j], 1, +0) (one vmac against a row of
  * ones and a row of zeros): x's value, except that -0 becomes +0. */
 void nm_widen_bits(uint32_t *y, const uint16_t *x, size_t n);
+/* cvt_f on any rows: y[j] = fmac(x[j], bf16(g[j]), c[j]). With g gamma (bf16 values) and c
+ * beta it rebuilds nm_ln_fwd_bits's y before rounding from the stashed z (the product is
+ * exact, so the operands' order does not matter): y = bf16 of it. */
+void nm_fmac_row_bits(uint32_t *y, const uint16_t *x, const uint32_t *g, const uint32_t *c,
+		      size_t n);
 
 #endif /* CS_NUMERICS_H */

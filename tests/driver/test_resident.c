@@ -3,7 +3,8 @@
  * the cpu backend (the C definitions of numerics.h on its SRAM model) against the sim
  * backend's model engine (verif/models/mesh_model.c running fw/vec_*.s), bit for bit over
  * the whole SRAM of every PE, and both against nm_ln_fwd_bits, nm_ln_bwd_bits,
- * nm_gelu_fwd_bits, nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token; 1x1, 2x2 and 4x4 meshes with token
+ * nm_gelu_fwd_bits, nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token, cvt_f rebuilding
+ * ln_fwd's y from z (nm_fmac_row_bits, y to the bit); 1x1, 2x2 and 4x4 meshes with token
  * counts that do not divide them. Also: a forward kernel after program calls, transfers
  * alone on every backend here (the Verilated mesh when its test build exists), the
  * Verilated mesh refusing programs, and bad arguments.
@@ -225,6 +226,31 @@ static void mesh_case(int rows, int cols, int T)
 	assert_memory_equal(y2, y, (size_t)T * C * 2);
 	free(y2);
 	same_sram(dev, P, when);
+
+	/* y rebuilt from z (the resident step's 7 C stash): cvt_f with gamma (fp32 in B, in
+	 * ln_fwd's scratch row) for the ones and beta for the zeros, into DY's rows: rounded,
+	 * y to the bit */
+	{
+		float gf[C];
+		for (unsigned j = 0; j < C; j++)
+			gf[j] = nm_bf16_to_f32(gamma[j]);
+		for (int k = 0; k < 2; k++)
+			ok(dev[k], csd_write_all(dev[k], CSD_MEM_B, S, gf, C));
+		const uint16_t pc[8] = { C, (uint16_t)tp, Z, C, DY, 0, S, BE };
+		run_both(dev, "vec_cvt", "cvt_f", pc, 8);
+		csd_region rdy0 = { CSD_MEM_B, DY, C, C };
+		uint32_t *yf = malloc((size_t)Tall * C * 4), *wf = malloc((size_t)Tall * C * 4);
+		read_both(dev, yf, &rdy0, Tall);
+		for (int t = 0; t < Tall; t++)
+			nm_fmac_row_bits(wf + (size_t)t * C, z + (size_t)t * C, (const uint32_t *)gf,
+					 (const uint32_t *)beta, C);
+		assert_memory_equal(yf, wf, (size_t)Tall * C * 4);
+		for (size_t i = 0; i < (size_t)Tall * C; i++)
+			assert_int_equal(nm_bf16_from_bits(yf[i]), y[i]);
+		same_sram(dev, P, when);
+		free(yf);
+		free(wf);
+	}
 
 	/* layernorm backward onto dx, dgamma and dbeta (zeroed) */
 	csd_region rdy = { CSD_MEM_B, DY, C, C }, rdx = { CSD_MEM_B, DX, C, C };
