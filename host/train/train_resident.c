@@ -30,17 +30,30 @@
 #include "common/numerics.h"
 #include "driver/csd.h"
 
-/* The stash of one block, A element offsets from its base in units of n = tp * C. With
- * recompute, GELU and GELU' of the fc tiles are not stashed: the backward runs each fc
- * tile's forward again from the stashed ln2 output (the same bits) into one tile of
- * scratch (A: a_hd). */
+/* The stash of one block, A element offsets from its base in units of n = tp * C, in the
+ * whole stash (TR_FULL) and with recompute (TR_RECOMPUTE: GELU and GELU' of the fc tiles
+ * are not stashed, the backward runs each fc tile's forward again from the stashed ln2
+ * output, the same bits, into one tile of scratch, A: a_hd). */
 enum { ST_Y1 = 0, ST_Z1 = 1, ST_ATT = 2, ST_Y2 = 3, ST_Z2 = 4, ST_D = 5, ST_H = 9 };
+/* The 7 C stash (TR_SMALL): z1, the attention output, z2 and the four fc tiles' bf16
+ * pre-activation. GELU reads only bf16(pre) (nm_lut_bits), so cvt_f of the stashed tile
+ * gives gelu_fwd the forward's bits; y1 and y2 are rebuilt from z by cvt_f against gamma
+ * and beta (nm_fmac_row_bits) and cvt_a. Where the y and the tile buffers live follows
+ * liveness (block_forward, block_backward): y1 in pre tile 0, y2 in pre tile 3 in the
+ * forward and in pre tile 0 in the backward (rebuilt once tile 0's GELU' is dead), h, dy
+ * and dpre in the one tile of scratch S (a_stg), GELU' in its own pre tile, and the
+ * forward's unused GELU' in half a tile (a_junk, gelu_fwd in two halves of tokens). */
+enum { SM_Z1 = 0, SM_ATT = 1, SM_Z2 = 2, SM_PRE = 3 };
 
 struct tr_layout {
 	uint32_t tp, n;    /* tokens a PE, tp * C */
-	int recompute;     /* GELU's input recomputed in the backward, not stashed */
+	int kind;          /* enum tr_stash */
+	int recompute;     /* GELU's input recomputed by a second fc kernel in the backward */
+	int small;         /* the 7 C stash */
+	uint32_t jt;       /* tokens of a_junk (small) */
 	/* A elements */
-	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_hd, a_stash, a_layer, a_r, a_end;
+	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_hd, a_junk, a_stash, a_layer, a_r,
+		a_end;
 	/* B words */
 	uint32_t b_x, b_tile, b_dln, b_bh, b_scr, b_be, b_bias, b_dg, b_db, b_dbias, b_s, b_t,
 		b_zero, b_one, b_tg, b_td, b_blk, b_end;
@@ -74,21 +87,32 @@ static uint32_t even(uint64_t x)
 }
 
 static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t bwords,
-		   int recompute)
+		   int kind)
 {
 	uint32_t tp = (uint32_t)((BT + P - 1) / P), n = tp * (uint32_t)C;
 	lo->tp = tp;
 	lo->n = n;
-	lo->recompute = recompute;
+	lo->kind = kind;
+	lo->recompute = kind == TR_RECOMPUTE;
+	lo->small = kind == TR_SMALL;
+	lo->jt = (tp + 1) / 2;
 	lo->a_g = 0;
 	lo->a_ones = C;
 	lo->a_am = 2 * C;
 	lo->a_stg = 2 * C + 4;
-	lo->a_dy = lo->a_stg + n;
-	lo->a_dp = lo->a_dy + n;
-	lo->a_hd = lo->a_dp + n;
-	lo->a_stash = lo->a_hd + (recompute ? 2 * n : 0);
-	lo->a_r = (recompute ? 5 : 13) * n;
+	if (lo->small) {
+		lo->a_dy = lo->a_dp = lo->a_hd = lo->a_stg;
+		lo->a_junk = lo->a_stg + n;
+		lo->a_stash = lo->a_junk + lo->jt * (uint32_t)C;
+		lo->a_r = 7 * n;
+	} else {
+		lo->a_dy = lo->a_stg + n;
+		lo->a_dp = lo->a_dy + n;
+		lo->a_hd = lo->a_dp + n;
+		lo->a_junk = lo->a_hd;
+		lo->a_stash = lo->a_hd + (lo->recompute ? 2 * n : 0);
+		lo->a_r = (lo->recompute ? 5 : 13) * n;
+	}
 	lo->a_layer = lo->a_r + 2 * even(tp);
 	lo->a_end = lo->a_stash + (uint32_t)L * lo->a_layer;
 	lo->b_x = 0;
@@ -112,13 +136,27 @@ static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t b
 	lo->b_end = lo->b_blk + 16;
 }
 
+void tr_sram_need_stash(int n_layer, int n_embd, int pes, int tokens, enum tr_stash kind,
+			uint64_t *a_words, uint64_t *b_words)
+{
+	struct tr_layout lo;
+	layout(&lo, n_layer, n_embd, pes, tokens, 1u << 16, kind);
+	*a_words = lo.a_end;
+	*b_words = lo.b_end;
+}
+
 void tr_sram_need(int n_layer, int n_embd, int pes, int tokens, uint64_t *a_words,
 		  uint64_t *b_words)
 {
-	struct tr_layout lo;
-	layout(&lo, n_layer, n_embd, pes, tokens, 1u << 16, 1); /* the smaller */
-	*a_words = lo.a_end;
-	*b_words = lo.b_end;
+	uint64_t a, b;
+	*a_words = *b_words = UINT64_MAX;
+	for (int k = TR_FULL; k <= TR_RECOMPUTE; k++) {
+		tr_sram_need_stash(n_layer, n_embd, pes, tokens, (enum tr_stash)k, &a, &b);
+		if (a < *a_words) {
+			*a_words = a;
+			*b_words = b;
+		}
+	}
 }
 
 static uint32_t stash(const struct train_resident *r, int l, int what)
@@ -133,15 +171,53 @@ static uint32_t stash_r(const struct train_resident *r, int l, int ln)
 	       (uint32_t)ln * even(r->lo.tp);
 }
 
-/* GELU (h) and GELU' (d) of fc tile k of block l */
+/* fc tile k's stashed pre-activation (small) */
+static uint32_t tile_pre(const struct train_resident *r, int l, int k)
+{
+	return stash(r, l, SM_PRE + k);
+}
+
+/* GELU (h) and GELU' (d) of fc tile k of block l (small: d in the backward) */
 static uint32_t tile_h(const struct train_resident *r, int l, int k)
 {
+	if (r->lo.small)
+		return r->lo.a_stg;
 	return r->lo.recompute ? r->lo.a_hd : stash(r, l, ST_H) + (uint32_t)k * r->lo.n;
 }
 
 static uint32_t tile_d(const struct train_resident *r, int l, int k)
 {
+	if (r->lo.small)
+		return tile_pre(r, l, k);
 	return r->lo.recompute ? r->lo.a_hd + r->lo.n : stash(r, l, ST_D) + (uint32_t)k * r->lo.n;
+}
+
+/* z1, the attention output, z2 of block l */
+static uint32_t st_z1(const struct train_resident *r, int l)
+{
+	return stash(r, l, r->lo.small ? SM_Z1 : ST_Z1);
+}
+
+static uint32_t st_att(const struct train_resident *r, int l)
+{
+	return stash(r, l, r->lo.small ? SM_ATT : ST_ATT);
+}
+
+static uint32_t st_z2(const struct train_resident *r, int l)
+{
+	return stash(r, l, r->lo.small ? SM_Z2 : ST_Z2);
+}
+
+/* y1 of block l (small: pre tile 0, forward and backward) */
+static uint32_t st_y1(const struct train_resident *r, int l)
+{
+	return r->lo.small ? tile_pre(r, l, 0) : stash(r, l, ST_Y1);
+}
+
+/* y2 of block l: small: pre tile 3 in the forward, pre tile 0 in the backward */
+static uint32_t st_y2(const struct train_resident *r, int l, int bwd)
+{
+	return r->lo.small ? tile_pre(r, l, bwd ? 0 : 3) : stash(r, l, ST_Y2);
 }
 
 /* A block of sp: rows [r0, r0+nr), columns [c0, c0+nc), its pattern and values. */
@@ -212,9 +288,10 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 		rc = CS_ERR_INVALID;
 		goto out_free;
 	}
-	/* the whole stash when it fits, else GELU's input recomputed in the backward */
-	for (int rec = 0; rec < 2; rec++) {
-		layout(&r->lo, L, C, r->P, m->B * m->T, info.b_words, rec);
+	/* the whole stash when it fits, else the 7 C stash, else GELU's input recomputed by
+	 * a second fc kernel in the backward */
+	for (int k = TR_FULL; k <= TR_RECOMPUTE; k++) {
+		layout(&r->lo, L, C, r->P, m->B * m->T, info.b_words, k);
 		if (r->lo.a_end <= info.a_words && r->lo.a_end <= 65536)
 			break;
 	}
@@ -373,15 +450,55 @@ static void fail_msg(train_resident *r, const char *what, int l)
 		 csd_last_error(r->dev));
 }
 
-/* fc tile k of block l from the stashed ln2 output: its bias, GELU into h, GELU' into d */
-static int fc_tile(train_resident *r, int l, int k, int BT)
+/* y of a layernorm rebuilt from its stashed z (small): cvt_f against gamma (its bf16 values,
+ * fp32 in B) and beta into the output tile, cvt_a into A at dst: nm_ln_fwd_bits's y. */
+static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
+		      uint32_t z, uint32_t dst)
+{
+	const struct tr_layout *lo = &r->lo;
+	int C = r->m->cfg.n_embd, rc;
+	for (int j = 0; j < C; j++)
+		r->part[j] = nm_bf16_to_f32(nm_bf16_from_f32(gamma[j]));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, r->part, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
+	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)z, (uint16_t)C,
+				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
+	TRY(run(r, "vec_cvt", "cvt_f", pc, 8));
+	return convert(r, tp, 0, lo->b_tile, dst);
+}
+
+/* fc tile k of block l: its output (fc from the ln2 output and its bias; small, in the
+ * backward: the stashed pre-activation widened by cvt_f), GELU into h, GELU' into d. The
+ * small forward stashes the pre-activation and runs gelu_fwd in halves of tokens, its
+ * GELU' into half a tile of scratch. */
+static int fc_tile(train_resident *r, int l, int k, int BT, int bwd)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, tp = (BT + r->P - 1) / r->P, rc;
-	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), y2 = rg(CSD_MEM_A, stash(r, l, ST_Y2), C);
-	TRY(csd_forward_region(r->dev, &tile, &y2, &r->blk[(size_t)l * NBLK + BFC + k], BT,
-			       CSD_OVERWRITE));
-	TRY(bias_forward(r, tp, r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C, lo->b_tile));
+	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C);
+	if (lo->small && bwd) {
+		const uint16_t pw[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)tile_pre(r, l, k),
+					 (uint16_t)C, (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one,
+					 (uint16_t)lo->b_zero };
+		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
+	} else {
+		TRY(csd_forward_region(r->dev, &tile, &y2, &r->blk[(size_t)l * NBLK + BFC + k], BT,
+				       CSD_OVERWRITE));
+		TRY(bias_forward(r, tp, r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C,
+				 lo->b_tile));
+	}
+	if (lo->small && !bwd) {
+		TRY(convert(r, tp, 0, lo->b_tile, tile_pre(r, l, k)));
+		for (uint32_t t0 = 0; t0 < (uint32_t)tp; t0 += lo->jt) {
+			uint32_t nt = (uint32_t)tp - t0 < lo->jt ? (uint32_t)tp - t0 : lo->jt;
+			const uint16_t ph[8] = { (uint16_t)C, (uint16_t)nt, (uint16_t)lo->b_tg,
+						 (uint16_t)lo->b_td, (uint16_t)lo->b_s,
+						 (uint16_t)(lo->b_tile + t0 * C),
+						 (uint16_t)(lo->a_stg + t0 * C), (uint16_t)lo->a_junk };
+			TRY(run(r, "vec_gelu", "gelu_fwd", ph, 8));
+		}
+		return CS_OK;
+	}
 	const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_tg, (uint16_t)lo->b_td,
 				 (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
 				 (uint16_t)tile_h(r, l, k), (uint16_t)tile_d(r, l, k) };
@@ -399,14 +516,14 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	size_t C1 = C, C3 = 3 * C1;
 	const csd_sparse *b = r->blk + (size_t)l * NBLK;
 	csd_region x = rg(CSD_MEM_B, lo->b_x, C), tile = rg(CSD_MEM_B, lo->b_tile, C);
-	csd_region y1 = rg(CSD_MEM_A, stash(r, l, ST_Y1), C), att = rg(CSD_MEM_A, stash(r, l, ST_ATT), C);
-	csd_region y2 = rg(CSD_MEM_A, stash(r, l, ST_Y2), C), stg = rg(CSD_MEM_A, lo->a_stg, C);
+	csd_region y1 = rg(CSD_MEM_A, st_y1(r, l), C), att = rg(CSD_MEM_A, st_att(r, l), C);
+	csd_region y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C), stg = rg(CSD_MEM_A, lo->a_stg, C);
 	float *qkv = a->qkv + (size_t)l * BT * C3, *atty = a->atty + (size_t)l * BT * C1;
 	float *attp = a->att + (size_t)l * B * NH * T * T;
 
 	/* ln1; q, k, v tile by tile up as bf16 */
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
-		       stash(r, l, ST_Z1), stash_r(r, l, 0)));
+		       st_z1(r, l), stash_r(r, l, 0)));
 	for (int k = 0; k < 3; k++) {
 		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
 		TRY(bias_forward(r, tp, p->qkvb + l * C3 + k * C1, lo->b_tile));
@@ -425,9 +542,9 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	TRY(bias_forward(r, tp, p->attprojb + l * C1, lo->b_x));
 	/* ln2; the MLP a tile of C hidden features at a time */
 	TRY(ln_forward(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, y2.base,
-		       stash(r, l, ST_Z2), stash_r(r, l, 1)));
+		       st_z2(r, l), stash_r(r, l, 1)));
 	for (int k = 0; k < 4; k++) {
-		TRY(fc_tile(r, l, k, BT));
+		TRY(fc_tile(r, l, k, BT, 0));
 		csd_region h = rg(CSD_MEM_A, tile_h(r, l, k), C);
 		TRY(csd_forward_region(r->dev, &x, &h, &b[BFC2 + k], BT, CSD_ACCUMULATE));
 	}
@@ -466,7 +583,8 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 			 cs_strerror(rc));
 		goto out;
 	}
-	/* the constants: ones, the GELU tables; then the embeddings down into x */
+	/* the constants: ones (A and B), the GELU tables, zeros (B: cvt_f's, before any ln_bwd
+	 * has left them); then the embeddings down into x */
 	for (int j = 0; j < C; j++) {
 		r->h16[j] = 0x3f80;
 		r->part[j] = 1.0f;
@@ -478,6 +596,8 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 	if ((rc = csd_write_all(r->dev, CSD_MEM_A, r->lo.a_ones, r->h16, (uint32_t)C)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_tg, tab, 512)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_one, r->part, (uint32_t)C)) ||
+	    (memset(r->part, 0, sizeof(float) * (size_t)C),
+	     rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_zero, r->part, (uint32_t)C)) ||
 	    (rc = csd_write_tokens(r->dev, &x, a->encoded, (int)BT))) {
 		fail_msg(r, "embeddings", 0);
 		goto out;
@@ -531,17 +651,21 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
 
 	/* fc2: dy = dx as bf16 in A (and packed in Bh before each of its wgrads: the Bh
-	 * region also carries fc's dpre); its bias */
-	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
+	 * region also carries fc's dpre; small: into S, where h was, at each tile); its bias */
+	if (!lo->small)
+		TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
 	TRY(bias_backward(r, tp, g->fcprojb + l * C1, lo->b_x));
 	/* per hidden tile: (recomputed GELU,) fc2's dW and input gradient, GELU backward,
-	 * fc's bias, dW and input gradient */
+	 * fc's bias, dW and input gradient (small: y2 rebuilt after tile 0's GELU backward,
+	 * where its GELU' was) */
 	for (int k = 0; k < 4; k++) {
-		if (lo->recompute)
-			TRY(fc_tile(r, l, k, BT));
+		if (lo->recompute || lo->small)
+			TRY(fc_tile(r, l, k, BT, 1));
 		TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
 		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
 			  tile_h(r, l, k), C));
+		if (lo->small)
+			TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
 		TRY(csd_backward_region(r->dev, &tile, &dya, &b[BFC2 + k], BT, CSD_OVERWRITE));
 		const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, 0, 0, (uint16_t)lo->b_s,
 					 (uint16_t)lo->b_tile, (uint16_t)lo->a_dp,
@@ -549,8 +673,11 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(run(r, "vec_gelu", "gelu_bwd", pg, 8));
 		TRY(bias_backward(r, tp, g->fcb + l * C4 + k * C1, lo->b_tile));
 		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
+		if (lo->small && k == 0)
+			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
+				       st_y2(r, l, 1)));
 		TRY(wgrad(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
-			  stash(r, l, ST_Y2), C));
+			  st_y2(r, l, 1), C));
 		TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC + k], BT,
 					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
@@ -563,17 +690,20 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	uint16_t pl[15] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->a_ones,
 			    (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am, inv_c,
 			    (uint16_t)lo->b_zero, (uint16_t)lo->b_dln,
-			    (uint16_t)stash(r, l, ST_Z2), (uint16_t)stash_r(r, l, 1),
+			    (uint16_t)st_z2(r, l), (uint16_t)stash_r(r, l, 1),
 			    (uint16_t)lo->b_x, (uint16_t)lo->b_dg, (uint16_t)lo->b_db,
 			    (uint16_t)tp };
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
 	TRY(gather(r, g->ln2w + l * C1, lo->b_dg));
 	TRY(gather(r, g->ln2b + l * C1, lo->b_db));
+	/* small: y1 rebuilt where y2 was (the pre tiles are dead) */
+	if (lo->small)
+		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l)));
 	/* proj: dy = dx again; the attention output's gradient up as bf16 */
 	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
 	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
 	TRY(bias_backward(r, tp, g->attprojb + l * C1, lo->b_x));
-	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, stash(r, l, ST_ATT), C));
+	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
 	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
 	TRY(convert(r, tp, 0, lo->b_tile, lo->a_stg));
 	TRY(csd_read_tokens(r->dev, r->h16, &stg, BT));
@@ -599,7 +729,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
 		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
-			  stash(r, l, ST_Y1), C));
+			  st_y1(r, l), C));
 		TRY(csd_backward_region(r->dev, &dln, &dya, &b[BQKV + k], BT,
 					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
@@ -608,7 +738,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	TRY(write_gamma(r, p->ln1w + l * C1));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
-	pl[9] = (uint16_t)stash(r, l, ST_Z1);
+	pl[9] = (uint16_t)st_z1(r, l);
 	pl[10] = (uint16_t)stash_r(r, l, 0);
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
 	TRY(gather(r, g->ln1w + l * C1, lo->b_dg));

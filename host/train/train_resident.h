@@ -30,8 +30,19 @@
 
 typedef struct train_resident train_resident;
 
+/* The backward stash a layout keeps (docs/resident-step.md): all of it (y and z of both
+ * layernorms, the attention output, GELU and GELU' of the fc tiles: 13 C a token and
+ * block), the design's 7 C (z of both layernorms, the attention output, fc's bf16
+ * pre-activation; y rebuilt from z, GELU from the pre-activation), or 5 C with fc's
+ * forward run again in the backward. tr_open takes the first that fits; the three give
+ * the same bits. */
+enum tr_stash { TR_FULL, TR_SMALL, TR_RECOMPUTE };
+
 /* Per-PE SRAM the resident step of a model of n_layer blocks and n_embd channels takes on
- * a mesh of pes PEs for `tokens` tokens a step (A: bf16 elements, B: 32-bit words). */
+ * a mesh of pes PEs for `tokens` tokens a step (A: bf16 elements, B: 32-bit words): with
+ * the given stash, or the least of the three. */
+void tr_sram_need_stash(int n_layer, int n_embd, int pes, int tokens, enum tr_stash kind,
+			uint64_t *a_words, uint64_t *b_words);
 void tr_sram_need(int n_layer, int n_embd, int pes, int tokens, uint64_t *a_words,
 		  uint64_t *b_words);
 /* Lay out the step of m (batches up to m->B x m->T) on d's device. CS_ERR_RANGE with a

@@ -7,7 +7,8 @@
  *     the firmware running the vector programs) bit for bit;
  *   - backward: every gradient (nonzero dW, biases, layernorm parameters, embeddings)
  *     equal bit for bit, and equal to the step on an SRAM so small that the backward
- *     recomputes GELU's input instead of stashing it;
+ *     recomputes GELU's input instead of stashing it, and to the step with the 7 C stash
+ *     (y rebuilt from z, GELU from the stashed pre-activation) on cpu and (where a power-of-two SRAM holds it but not the whole stash) the mesh model;
  *   - both close to the host's fp32 dense forward and backward of the same (masked)
  *     weights: the tolerances are stated at the checks, with why;
  *   - the trainer with device.resident: true: a few steps of a 50%-sparse model identical
@@ -151,7 +152,7 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	uint8_t *mask[NL * GPT_NPROJ];
 	for (int k = 0; k < NL * GPT_NPROJ; k++)
 		mask[k] = malloc((size_t)4 * C * C);
-	struct side s[4];
+	struct side s[6];
 	uint64_t seed = 11;
 	side_open(&s[0], uri[0], C, mask, sparsity, seed);
 	side_open(&s[1], uri[1], C, mask, sparsity, seed);
@@ -163,6 +164,25 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	snprintf(uri_rec, sizeof uri_rec, "cpu:%dx%d,awords=%llu,bwords=16384", rows, cols,
 		 (unsigned long long)aw);
 	side_open(&s[3], uri_rec, C, mask, sparsity, seed);
+	/* and with just the SRAM of the 7 C stash (y rebuilt from z, GELU from the stashed
+	 * pre-activation) */
+	char uri_sm[128];
+	tr_sram_need_stash(NL, C, rows * cols, BB * TT, TR_SMALL, &aw, &bw);
+	snprintf(uri_sm, sizeof uri_sm, "cpu:%dx%d,awords=%llu,bwords=16384", rows, cols,
+		 (unsigned long long)aw);
+	side_open(&s[4], uri_sm, C, mask, sparsity, seed);
+	/* and on the mesh model, whose SRAM is a power of two: where that holds the 7 C stash
+	 * but not the whole one */
+	uint64_t aw2 = 1, awf, bwf;
+	while (aw2 < aw)
+		aw2 *= 2;
+	tr_sram_need_stash(NL, C, rows * cols, BB * TT, TR_FULL, &awf, &bwf);
+	int sim_sm = awf > aw2;
+	snprintf(uri_sm, sizeof uri_sm, "sim:%dx%d,awords=%llu,bwords=16384,model", rows, cols,
+		 (unsigned long long)aw2);
+	side_open(&s[5], sim_sm ? uri_sm : NULL, C, mask, sparsity, seed);
+	if (sim_sm)
+		print_message("%dx%d C %d: the 7 C stash on %s\n", rows, cols, C, uri_sm);
 	csd_info info;
 	assert_int_equal(csd_get_info(td_dev_csd(s[1].td), &info), CS_OK);
 	assert_string_equal(info.kind, "sim");
@@ -176,9 +196,15 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	ok(&s[0], tr_forward(s[0].tr, in, tg, BB, TT, &loss[0]));
 	ok(&s[1], tr_forward(s[1].tr, in, tg, BB, TT, &loss[1]));
 	ok(&s[2], gpt_forward(&s[2].m, in, tg, BB, TT, &loss[2]));
-	float loss_rec;
+	float loss_rec, loss_sm;
 	ok(&s[3], tr_forward(s[3].tr, in, tg, BB, TT, &loss_rec));
 	assert_memory_equal(&loss[0], &loss_rec, sizeof(float));
+	ok(&s[4], tr_forward(s[4].tr, in, tg, BB, TT, &loss_sm));
+	assert_memory_equal(&loss[0], &loss_sm, sizeof(float));
+	if (sim_sm) {
+		ok(&s[5], tr_forward(s[5].tr, in, tg, BB, TT, &loss_sm));
+		assert_memory_equal(&loss[0], &loss_sm, sizeof(float));
+	}
 	size_t nl = (size_t)BB * TT * VV;
 	assert_memory_equal(s[0].m.acts.logits, s[1].m.acts.logits, nl * sizeof(float));
 	assert_memory_equal(&loss[0], &loss[1], sizeof(float));
@@ -196,9 +222,12 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	assert_true(el < TOL_LOGITS);
 	assert_true(eloss < TOL_LOSS);
 
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 6; k++)
 		gpt_zero_grad(&s[k].m);
 	ok(&s[3], tr_backward(s[3].tr, 1.0f));
+	ok(&s[4], tr_backward(s[4].tr, 1.0f));
+	if (sim_sm)
+		ok(&s[5], tr_backward(s[5].tr, 1.0f));
 	ok(&s[0], tr_backward(s[0].tr, 1.0f));
 	ok(&s[1], tr_backward(s[1].tr, 1.0f));
 	ok(&s[2], gpt_backward(&s[2].m, 1.0f));
@@ -207,6 +236,12 @@ static void step_case(int rows, int cols, int C, double sparsity)
 	/* recomputing GELU's input in the backward changes no bit */
 	assert_memory_equal(s[0].m.grads_memory, s[3].m.grads_memory,
 			    s[0].m.num_params * sizeof(float));
+	/* nor does the 7 C stash */
+	assert_memory_equal(s[0].m.grads_memory, s[4].m.grads_memory,
+			    s[0].m.num_params * sizeof(float));
+	if (sim_sm)
+		assert_memory_equal(s[0].m.grads_memory, s[5].m.grads_memory,
+				    s[0].m.num_params * sizeof(float));
 	double worst = 0.0;
 	const char *wname = "";
 	for (int i = 0; i < s[0].m.num_tensors; i++) {
@@ -228,7 +263,7 @@ static void step_case(int rows, int cols, int C, double sparsity)
 		assert_int_equal(csd_get_counters(td_dev_csd(s[k].td), &c[k]), CS_OK);
 	assert_int_equal(c[0].link_bytes_out, c[1].link_bytes_out);
 	assert_int_equal(c[0].link_bytes_in, c[1].link_bytes_in);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 6; k++)
 		side_close(&s[k]);
 	for (int k = 0; k < NL * GPT_NPROJ; k++)
 		free(mask[k]);
