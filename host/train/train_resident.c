@@ -8,7 +8,8 @@
  *     stash: ln1's y and z, the attention output, ln2's y and z [tp C each], GELU' and
  *     GELU of the four fc tiles [4 tp C each], ln1's and ln2's r [tp each]. When that
  *     does not fit (the reference model: 2 blocks, C 128, 32 tokens a PE need 106 k
- *     elements), GELU and GELU' are not stashed: the backward runs each fc tile's
+ *     elements), the 7 C stash (TR_SMALL, below: 64 k for the reference model); when
+ *     neither fits, GELU and GELU' are not stashed: the backward runs each fc tile's
  *     forward again from the stashed ln2 output (bit-identical) into one tile of
  *     scratch [2 tp C], an extra fc kernel a block; 5 tp C + 2 tp a block remain.
  *   B (fp32): x / dx [tp C], a kernel's output tile [tp C], the layernorm backward's dy
