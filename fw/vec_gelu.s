@@ -4,6 +4,8 @@
 ; the parameter block) and works token by token, W elements a token.
 ;   gelu_fwd: pre (B, fp32, the fc output) -> h_j = bf16(lut_gelu(pre_j)) (A, fc2's input)
 ;             and the stash d_j = bf16(lut_gelu'(pre_j)) (A); pre is overwritten.
+;   gelu_h:   gelu_fwd without the derivative (h only, 2 W engine cycles a token): the
+;             forward where GELU' is not stashed (P_TD, P_S and P_D unused).
 ;   gelu_bwd: dh (B, fp32) -> dp_j = bf16(fmac(d_j, bf16(dh_j), 0)) (A, the fc backward's
 ;             input); dh is overwritten. First zeroes B[ZERO .. ZERO+W).
 ; (nm_gelu_fwd_bits, nm_gelu_bwd_bits). Registers: r1 = t*W, r3 = tokens left.
@@ -53,6 +55,32 @@ gf_tok:	wlo r5
 	cvt.bf r4		; A[OUT + t*W + j] = h_j
 	add r1, r1, r7
 	djnz r3, gf_tok
+	ret
+
+.entry gelu_h
+gelu_h:
+	wlo r5
+	add r1, r0, r0
+	addi r4, r5, P_N
+	ldb r3, [r4]
+	bne r3, r0, gh_tok
+	ret
+gh_tok:	wlo r5
+	addi r4, r5, P_W
+	ldb r7, [r4]
+	addi r4, r5, P_IN
+	ldb r6, [r4]
+	add r6, r6, r1		; r6 = pre_t
+	addi r4, r5, P_TG
+	ldb r4, [r4]
+	vlut r4			; B[pre_t + j] = lut_gelu(pre_j)
+	wlo r4
+	addi r4, r4, P_OUT
+	ldb r4, [r4]
+	add r4, r4, r1
+	cvt.bf r4		; A[OUT + t*W + j] = h_j
+	add r1, r1, r7
+	djnz r3, gh_tok
 	ret
 
 .entry gelu_bwd

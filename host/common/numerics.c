@@ -588,7 +588,8 @@ void nm_gelu_fwd_bits(uint16_t *h, uint16_t *d, const uint32_t *pre, size_t n, c
 		      const uint32_t *td)
 {
 	for (size_t j = 0; j < n; j++) {
-		d[j] = nm_bf16_from_bits(nm_lut_bits(td, pre[j]));
+		if (d)
+			d[j] = nm_bf16_from_bits(nm_lut_bits(td, pre[j]));
 		h[j] = nm_bf16_from_bits(nm_lut_bits(tg, pre[j]));
 	}
 }

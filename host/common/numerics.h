@@ -183,7 +183,7 @@ void nm_ln_bwd_scratch_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta,
 			    struct nm_ln_scratch *sc, const uint32_t *dy, const uint16_t *z, uint16_t r,
 			    const uint16_t *gamma, size_t c, uint16_t inv_c);
 /* nm_gelu_fwd_bits: h[j] = bf16(lut(tg, pre[j])), d[j] = bf16(lut(td, pre[j])) with the
- * tables tg, td (nm_gelu_table); nm_gelu_bwd_bits: dp[j] = bf16(fmac(d[j], bf16(dh[j]), 0)). */
+ * tables tg, td (nm_gelu_table; d NULL: h only, gelu_h, td unused); nm_gelu_bwd_bits: dp[j] = bf16(fmac(d[j], bf16(dh[j]), 0)). */
 void nm_gelu_fwd_bits(uint16_t *h, uint16_t *d, const uint32_t *pre, size_t n, const uint32_t *tg,
 		      const uint32_t *td);
 void nm_gelu_bwd_bits(uint16_t *dp, const uint32_t *dh, const uint16_t *d, size_t n);

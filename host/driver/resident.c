@@ -74,6 +74,20 @@ static int model_gelu_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err
 	return CS_OK;
 }
 
+/* fw/vec_gelu.s gelu_h: per token nm_gelu_fwd_bits of h only; pre becomes lut_gelu(pre). */
+static int model_gelu_h(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	unsigned W = p[0], N = p[1], TG = p[2], IN = p[5], OUT = p[6];
+	for (unsigned t = 0; t < N; t++) {
+		uint32_t *pre = b + IN + t * W;
+		nm_gelu_fwd_bits(a + OUT + t * W, NULL, pre, W, b + TG, NULL);
+		for (unsigned j = 0; j < W; j++)
+			pre[j] = nm_lut_bits(b + TG, pre[j]);
+	}
+	return CS_OK;
+}
+
 /* fw/vec_gelu.s gelu_bwd: zeroes W words, then per token nm_gelu_bwd_bits; dh becomes
  * the product before rounding. */
 static int model_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
@@ -175,6 +189,8 @@ static const struct res_prog progs[] = {
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 } }, 6,
 	  model_gelu_fwd },
+	{ "vec_gelu", "gelu_h", 8, 0, 1, 2, 16, 6, 0,
+	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 3, model_gelu_h },
 	{ "vec_gelu", "gelu_bwd", 8, 0, 1, 2, 19, 11, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 7, A_, RES_NW, 0 } }, 4, model_gelu_bwd },

@@ -42,8 +42,8 @@ enum { ST_Y1 = 0, ST_Z1 = 1, ST_ATT = 2, ST_Y2 = 3, ST_Z2 = 4, ST_D = 5, ST_H = 
  * and beta (nm_fmac_row_bits) and cvt_a. Where the y and the tile buffers live follows
  * liveness (block_forward, block_backward): y1 in pre tile 0, y2 in pre tile 3 in the
  * forward and in pre tile 0 in the backward (rebuilt once tile 0's GELU' is dead), h, dy
- * and dpre in the one tile of scratch S (a_stg), GELU' in its own pre tile, and the
- * forward's unused GELU' in half a tile (a_junk, gelu_fwd in two halves of tokens). */
+ * and dpre in the one tile of scratch S (a_stg), GELU' (backward only: the forward runs
+ * gelu_h) in its own pre tile. */
 enum { SM_Z1 = 0, SM_ATT = 1, SM_Z2 = 2, SM_PRE = 3 };
 
 struct tr_layout {
@@ -51,10 +51,8 @@ struct tr_layout {
 	int kind;          /* enum tr_stash */
 	int recompute;     /* GELU's input recomputed by a second fc kernel in the backward */
 	int small;         /* the 7 C stash */
-	uint32_t jt;       /* tokens of a_junk (small) */
 	/* A elements */
-	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_hd, a_junk, a_stash, a_layer, a_r,
-		a_end;
+	uint32_t a_g, a_ones, a_am, a_stg, a_dy, a_dp, a_hd, a_stash, a_layer, a_r, a_end;
 	/* B words */
 	uint32_t b_x, b_tile, b_dln, b_bh, b_scr, b_be, b_bias, b_dg, b_db, b_dbias, b_s, b_t,
 		b_zero, b_one, b_tg, b_td, b_blk, b_end;
@@ -96,21 +94,18 @@ static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t b
 	lo->kind = kind;
 	lo->recompute = kind == TR_RECOMPUTE;
 	lo->small = kind == TR_SMALL;
-	lo->jt = (tp + 1) / 2;
 	lo->a_g = 0;
 	lo->a_ones = C;
 	lo->a_am = 2 * C;
 	lo->a_stg = 2 * C + 4;
 	if (lo->small) {
 		lo->a_dy = lo->a_dp = lo->a_hd = lo->a_stg;
-		lo->a_junk = lo->a_stg + n;
-		lo->a_stash = lo->a_junk + lo->jt * (uint32_t)C;
+		lo->a_stash = lo->a_stg + n;
 		lo->a_r = 7 * n;
 	} else {
 		lo->a_dy = lo->a_stg + n;
 		lo->a_dp = lo->a_dy + n;
 		lo->a_hd = lo->a_dp + n;
-		lo->a_junk = lo->a_hd;
 		lo->a_stash = lo->a_hd + (lo->recompute ? 2 * n : 0);
 		lo->a_r = (lo->recompute ? 5 : 13) * n;
 	}
@@ -469,9 +464,9 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 }
 
 /* fc tile k of block l: its output (fc from the ln2 output and its bias; small, in the
- * backward: the stashed pre-activation widened by cvt_f), GELU into h, GELU' into d. The
- * small forward stashes the pre-activation and runs gelu_fwd in halves of tokens, its
- * GELU' into half a tile of scratch. */
+ * backward: the stashed pre-activation widened by cvt_f), GELU into h, GELU' into d (not
+ * in the forward of small and recompute: gelu_h). The small forward stashes the
+ * pre-activation. */
 static int fc_tile(train_resident *r, int l, int k, int BT, int bwd)
 {
 	const struct tr_layout *lo = &r->lo;
@@ -488,22 +483,14 @@ static int fc_tile(train_resident *r, int l, int k, int BT, int bwd)
 		TRY(bias_forward(r, tp, r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C,
 				 lo->b_tile));
 	}
-	if (lo->small && !bwd) {
+	if (lo->small && !bwd)
 		TRY(convert(r, tp, 0, lo->b_tile, tile_pre(r, l, k)));
-		for (uint32_t t0 = 0; t0 < (uint32_t)tp; t0 += lo->jt) {
-			uint32_t nt = (uint32_t)tp - t0 < lo->jt ? (uint32_t)tp - t0 : lo->jt;
-			const uint16_t ph[8] = { (uint16_t)C, (uint16_t)nt, (uint16_t)lo->b_tg,
-						 (uint16_t)lo->b_td, (uint16_t)lo->b_s,
-						 (uint16_t)(lo->b_tile + t0 * C),
-						 (uint16_t)(lo->a_stg + t0 * C), (uint16_t)lo->a_junk };
-			TRY(run(r, "vec_gelu", "gelu_fwd", ph, 8));
-		}
-		return CS_OK;
-	}
 	const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_tg, (uint16_t)lo->b_td,
 				 (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
 				 (uint16_t)tile_h(r, l, k), (uint16_t)tile_d(r, l, k) };
-	return run(r, "vec_gelu", "gelu_fwd", pg, 8);
+	/* GELU' only where the backward reads it: not in the forward of a layout that
+	 * rebuilds it */
+	return run(r, "vec_gelu", bwd || lo->kind == TR_FULL ? "gelu_fwd" : "gelu_h", pg, 8);
 }
 
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch)

@@ -3,7 +3,7 @@
  * the cpu backend (the C definitions of numerics.h on its SRAM model) against the sim
  * backend's model engine (verif/models/mesh_model.c running fw/vec_*.s), bit for bit over
  * the whole SRAM of every PE, and both against nm_ln_fwd_bits, nm_ln_bwd_bits,
- * nm_gelu_fwd_bits, nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token, cvt_f rebuilding
+ * nm_gelu_fwd_bits (gelu_fwd, gelu_h), nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token, cvt_f rebuilding
  * ln_fwd's y from z (nm_fmac_row_bits, y to the bit); 1x1, 2x2 and 4x4 meshes with token
  * counts that do not divide them. Also: a forward kernel after program calls, transfers
  * alone on every backend here (the Verilated mesh when its test build exists), the
@@ -330,6 +330,22 @@ static void mesh_case(int rows, int cols, int T)
 		same_sram(dev, P, when);
 		free(wide);
 		free(ww);
+	}
+
+	/* gelu_h: the pre-activation again, h alone over gelu_fwd's h: the same bits */
+	{
+		static const uint16_t zh[WG];
+		for (int k = 0; k < 2; k++) {
+			ok(dev[k], csd_write_tokens(dev[k], &rpre, pre, T));
+			for (int u = 0; u < tp; u++)
+				ok(dev[k], csd_write_all(dev[k], CSD_MEM_A, H + u * WG, zh, WG));
+		}
+		run_both(dev, "vec_gelu", "gelu_h", pg, 8);
+		uint16_t *h2 = malloc((size_t)Tall * WG * 2);
+		read_both(dev, h2, &rh, Tall);
+		assert_memory_equal(h2, h, (size_t)Tall * WG * 2);
+		same_sram(dev, P, when);
+		free(h2);
 	}
 
 	/* a kernel after the programs (they rewrote the control task and IMEM past the
