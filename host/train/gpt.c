@@ -1304,10 +1304,9 @@ static int lin_backward(gpt *m, float *dx, float *dw, const float *dy, const flo
 				m->want_dense_dw);
 }
 
-int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, float *loss)
+int gpt_set_batch(gpt *m, const int *inputs, const int *targets, int B, int T)
 {
-	const gpt_config *c = &m->cfg;
-	int L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size;
+	int V = m->cfg.vocab_size;
 	if (B < 1 || T < 1 || B * T > m->B * m->T || T > m->T)
 		return CS_ERR_INVALID;
 	for (int i = 0; i < B * T; i++)
@@ -1318,6 +1317,16 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 	memcpy(m->inputs, inputs, sizeof(int) * B * T);
 	if (targets)
 		memcpy(m->targets, targets, sizeof(int) * B * T);
+	return CS_OK;
+}
+
+int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, float *loss)
+{
+	const gpt_config *c = &m->cfg;
+	int L = c->n_layer, C = c->n_embd, NH = c->n_head, V = c->vocab_size;
+	int rc0 = gpt_set_batch(m, inputs, targets, B, T);
+	if (rc0)
+		return rc0;
 	size_t BT = (size_t)B * T;
 	gpt_params *p = &m->params;
 	gpt_acts *a = &m->acts;

@@ -184,6 +184,9 @@ int gpt_find_tensor(const gpt *m, const char *name);
 /* Check a config's sizes; on error write a message naming the key. */
 int gpt_config_check(const gpt_config *cfg, char *err, size_t errlen);
 
+/* Check a batch (B x T tokens within the model's sizes, ids below the vocabulary) and copy
+ * it into the model for the passes that follow; CS_ERR_INVALID if it is not valid. */
+int gpt_set_batch(gpt *m, const int *inputs, const int *targets, int B, int T);
 /* Forward over inputs [B, T] (token ids < V). targets [B, T] may be NULL (logits only);
  * with targets, the mean loss is returned in *loss. */
 int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, float *loss);

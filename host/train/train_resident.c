@@ -546,16 +546,8 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 	const gpt_config *c = &m->cfg;
 	int L = c->n_layer, C = c->n_embd, V = c->vocab_size, rc;
 	r->err[0] = 0;
-	if (B < 1 || T < 1 || B * T > m->B * m->T || T > m->T)
-		return CS_ERR_INVALID;
-	for (int i = 0; i < B * T; i++)
-		if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V)))
-			return CS_ERR_INVALID;
-	m->cur_B = B;
-	m->cur_T = T;
-	memcpy(m->inputs, inputs, sizeof(int) * B * T);
-	if (targets)
-		memcpy(m->targets, targets, sizeof(int) * B * T);
+	if ((rc = gpt_set_batch(m, inputs, targets, B, T)))
+		return rc;
 	size_t BT = (size_t)B * T;
 	gpt_acts *a = &m->acts;
 	gpt_params *p = &m->params;
