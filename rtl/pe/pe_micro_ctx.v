@@ -15,13 +15,18 @@ module pe_micro_ctx #(
   input  wire [AW-1:0]    waddr_i,
   input  wire [Width-1:0] wdata_i,
   input  wire [AW-1:0]    raddr_i,
-  output reg  [Width-1:0] rdata_o
+  output wire [Width-1:0] rdata_o
 );
-  (* ram_style = "block" *) reg [Width-1:0] mem_q [0:N-1];
-  always @(posedge clk_i) begin
+  (* ram_style = "block" *) logic [Width-1:0] mem_q [0:N-1];
+  logic [Width-1:0] rdata_q;
+
+  // one block, no reset: the template Yosys maps to a block RAM (as sram_1r1w's)
+  always_ff @(posedge clk_i) begin
     if (we_i) mem_q[waddr_i] <= wdata_i;
-    rdata_o <= (we_i && waddr_i == raddr_i) ? {Width{1'bx}} : mem_q[raddr_i];
+    rdata_q <= (we_i && waddr_i == raddr_i) ? {Width{1'bx}} : mem_q[raddr_i];
   end
+
+  assign rdata_o = rdata_q;
 endmodule
 
 `default_nettype wire
