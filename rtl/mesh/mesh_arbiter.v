@@ -58,7 +58,7 @@ module mesh_arbiter #(
   end
 
 `ifdef FORMAL
-  always @(*) begin
+  always_comb begin
     assert ((gnt_o & (gnt_o - 1'b1)) == '0);   // at most one grant
     assert ((gnt_o & ~req_i) == '0);           // only to requesters
     assert ((req_i == '0) == (gnt_o == '0));   // work conserving

@@ -106,20 +106,20 @@ module mesh_fifo #(
   // of its choice (f_pick, a free input); the proof tracks the tag's distance from the head
   // (f_pos) and requires: it sits in the slot f_pos after rd_q while stored, it leaves
   // exactly once, unchanged, and only after every beat accepted before it (f_pos == 0).
-  reg f_past_valid = 1'b0;
-  always @(posedge clk_i) f_past_valid <= 1'b1;
-  always @(*) if (!f_past_valid) assume (!rst_ni);
+  logic f_past_valid = 1'b0;
+  always_ff @(posedge clk_i) f_past_valid <= 1'b1;
+  always_comb if (!f_past_valid) assume (!rst_ni);
 
   wire f_pick;                       // unconstrained: which beat to tag
-  reg f_in, f_out;                   // tag accepted / tag delivered
-  reg [CntW-1:0] f_pos;              // beats ahead of the tag while it is stored
-  reg [Width-1:0] f_data;
+  logic f_in, f_out;                 // tag accepted / tag delivered
+  logic [CntW-1:0] f_pos;            // beats ahead of the tag while it is stored
+  logic [Width-1:0] f_data;
   wire f_acc = in_valid_i && in_ready_o;
   wire f_ret = out_valid_o && out_ready_i;
   wire f_tag_now = f_acc && f_pick && !f_in;
   wire [PtrW:0] f_slot_w = (PtrW+1)'(32'(rd_q) + 32'(f_pos));
   wire [PtrW-1:0] f_slot = (f_slot_w >= (PtrW+1)'(Depth)) ? PtrW'(f_slot_w - Depth) : f_slot_w[PtrW-1:0];
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       f_in <= 1'b0; f_out <= 1'b0; f_pos <= '0; f_data <= '0;
     end else begin
@@ -135,7 +135,7 @@ module mesh_fifo #(
       end
     end
   end
-  always @(*) if (rst_ni && f_past_valid) begin
+  always_comb if (rst_ni && f_past_valid) begin
     assert (cnt_q <= Full);
     assert (rd_q <= LastPtr);
     assert (wr_q == ((32'(rd_q) + 32'(cnt_q) >= Depth) ? PtrW'(32'(rd_q) + 32'(cnt_q) - Depth)
@@ -154,14 +154,14 @@ module mesh_fifo #(
   // Reachability (make formal checks every cover is hit, so the assertions above are not
   // vacuous): the FIFO fills, a stored tag leaves the head of a full FIFO, and,
   // deeper than one entry, it takes and gives a beat in one cycle.
-  always @(*) if (rst_ni && f_past_valid) begin
+  always_comb if (rst_ni && f_past_valid) begin
     cover (cnt_q == Full);
     cover (f_in && !f_out && f_ret && f_pos == '0 && cnt_q == Full);
     if (Depth > 1) cover (push && pop);
   end
 `ifdef FORMAL_BROKEN
   // Deliberately false: claims the FIFO can never be full. Must fail.
-  always @(*) if (rst_ni && f_past_valid) assert (cnt_q != Full);
+  always_comb if (rst_ni && f_past_valid) assert (cnt_q != Full);
 `endif
 `endif
 endmodule

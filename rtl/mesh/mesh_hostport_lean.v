@@ -569,7 +569,7 @@ module mesh_hostport_lean #(
 
 `ifdef FORMAL
   // The walker has one user at a time, and a response word is only written when free.
-  always @(*) if (rst_ni) begin
+  always_comb if (rst_ni) begin
     if (re_busy_q) assert (st_q != SWData && st_q != SWAddr && st_q != SRAddr
                            && st_q != SWChk && st_q != SRChk);
     if (rd_out_q) assert (re_busy_q);

@@ -124,43 +124,43 @@ module pe_micro_mt #(
   endfunction
 
   // ------------------------------------------------------------------ the ring
-  reg           z_r   [0:N-1];
-  reg           c_r   [0:N-1];
-  reg  [TW-1:0] t0_q, t1_q, t2_q;  // the PE in stage 1 next cycle, in stage 1, in stage 2
+  logic          z_q   [0:N-1];
+  logic          c_q   [0:N-1];
+  logic [TW-1:0] t0_q, t1_q, t2_q;  // the PE in stage 1 next cycle, in stage 1, in stage 2
   // the rest of a PE's machine registers, in block RAMs indexed by PE (ctx): AR and RA read
   // for stage 1 (ar0, ra0), X, H and MA for stage 2 (x1, h1, ma1; stage 1 needs neither X
   // nor H: a jtx offers its wavelet in stage 2)
-  wire [15:0]   x1, h1;
-  wire [7:0]    ar0;
-  wire [9:0]    ra0;
-  wire [MW-1:0] ma1;
-  reg  [TW:0]   bcnt_q;       // cycles since reset, up to N: each PE's first turn is boot
-  wire          boot_q = (32'(bcnt_q) != N);  // it sets the PE's micro-pc to 0
-  reg  [9:0]    upc0_q;       // the stage-1 PE's micro-pc (the ROM's address a cycle ago)
-  reg  [TW-1:0] tm_q;         // the PE in stage 1 two cycles on (the micro-pc RAM's read)
+  logic [15:0]   x1, h1;
+  logic [7:0]    ar0;
+  logic [9:0]    ra0;
+  logic [MW-1:0] ma1;
+  logic [TW:0]   bcnt_q;       // cycles since reset, up to N: each PE's first turn is boot
+  wire           boot_q = (32'(bcnt_q) != N);  // it sets the PE's micro-pc to 0
+  logic [9:0]    upc0_q;       // the stage-1 PE's micro-pc (the ROM's address a cycle ago)
+  logic [TW-1:0] tm_q;         // the PE in stage 1 two cycles on (the micro-pc RAM's read)
 
-  wire [15:0] uir;            // stage 1: the ROM's output
-  reg  [15:0] uir2_q;
-  reg         v2_q;
-  reg  [7:0]  ea2_q;
+  logic [15:0] uir;            // stage 1: the ROM's output
+  logic [15:0] uir2_q;
+  logic        v2_q;
+  logic [7:0]  ea2_q;
 
   // per PE (indexed by PE): what the stages read of it
-  wire [15:0]      ird_p  [0:N-1];  // IMEM read data
-  wire [15:0]      srd_p  [0:N-1];  // S read data
-  wire [15:0]      mrd_p  [0:N-1];  // M read data
-  wire [N-1:0]     run_p;           // a task runs
-  wire [N-1:0]     txd_p;           // its wavelet was taken in its last turn (jtx goes on)
-  wire [N-1:0]     clr_p;           // CLEAR seen, counters not yet zeroed
-  wire [SlotW-1:0] hs_p   [0:N-1];  // the head slot of the picker's queue
-  wire [N-1:0]     hv_p;            // ... holds a wavelet
-  wire [QW-1:0]    mapr_p [0:N-1];  // the colour map at the config address
+  logic [15:0]      ird_p  [0:N-1];  // IMEM read data
+  logic [15:0]      srd_p  [0:N-1];  // S read data
+  logic [15:0]      mrd_p  [0:N-1];  // M read data
+  logic [N-1:0]     run_p;           // a task runs
+  logic [N-1:0]     txd_p;           // its wavelet was taken in its last turn (jtx goes on)
+  logic [N-1:0]     clr_p;           // CLEAR seen, counters not yet zeroed
+  logic [SlotW-1:0] hs_p   [0:N-1];  // the head slot of the picker's queue
+  logic [N-1:0]     hv_p;            // ... holds a wavelet
+  logic [QW-1:0]    mapr_p [0:N-1];  // the colour map at the config address
 
   // IMEM and M keep their read data until their PE's next read (in its stage 2), so the
   // word a stage will use is taken from its PE's memory a cycle early, into one register:
   // IMEM's for stage 1 (read by the last stage 2 at least N - 2 >= 1 cycles before) and M's
   // for stage 2. No path then runs from the memories, spread over the part, into the ALU.
-  reg  [15:0] ird_q, mrd_q;
-  always @(posedge clk_i) begin
+  logic [15:0] ird_q, mrd_q;
+  always_ff @(posedge clk_i) begin
     ird_q <= ird_p[t0_q];
     mrd_q <= mrd_p[t1_q];
   end
@@ -170,10 +170,10 @@ module pe_micro_mt #(
   wire [SlotW-1:0] hs = hs_p[t1_q];
   wire        hv = hv_p[t1_q];
   wire        c_ab = (cfg_target_i <= 4'd2);
-  wire        j_fmt;
-  wire [3:0]  cond;
-  wire [7:0]  ea;
-  wire [9:0]  upc_d;
+  logic       j_fmt;
+  logic [3:0] cond;
+  logic [7:0] ea;
+  logic [9:0] upc_d;
   pe_micro_seq #(.SlotW(SlotW)) u_seq (
     .uir_i       (uir),
     .ird_i       (ird),
@@ -186,7 +186,7 @@ module pe_micro_mt #(
     .cfg_we_i,
     .cfg_target_i,
     .cond_i      ({!fpu_done_i, !fpu_gnt_i[t1_q], cfg_req_i[t1_q] && c_ab, cfg_req_i[t1_q],
-                   !txd_p[t1_q], clr_p[t1_q], hv, !c_r[0], c_r[0], !z_r[0], z_r[0]}),
+                   !txd_p[t1_q], clr_p[t1_q], hv, !c_q[0], c_q[0], !z_q[0], z_q[0]}),
     .j_fmt_o     (j_fmt),
     .cond_o      (cond),
     .ea_o        (ea),
@@ -208,9 +208,9 @@ module pe_micro_mt #(
   wire          fx_cclr = (fx == FxCclr), fx_run1 = (fx == FxRun1), fx_run0 = (fx == FxRun0);
   wire          fx_freq = (fx == FxFreq), fx_frel = (fx == FxFrel), fx_macev = (fx == FxMacev);
   wire [15:0] x2v = x1;
-  reg  [15:0] e_q;
-  reg  [15:0] ird2_q;  // the stage-1 PE's instruction word, for its stage 2
-  always @(posedge clk_i) begin
+  logic [15:0] e_q;
+  logic [15:0] ird2_q;  // the stage-1 PE's instruction word, for its stage 2
+  always_ff @(posedge clk_i) begin
     case (uir[9:7])
       3'd3: e_q <= 16'(mapr_p[t1_q]);
       3'd4: e_q <= cfg_wdata_i[15:0];
@@ -219,8 +219,8 @@ module pe_micro_mt #(
     endcase
     ird2_q <= ird;
   end
-  reg  [15:0] y;
-  always @(*) begin
+  logic [15:0] y;
+  always_comb begin
     if (s2) y = srd_p[t2_q];
     else begin
       case (src2)
@@ -233,10 +233,10 @@ module pe_micro_mt #(
   end
   wire        alu_v = v2_q && (op2 < OpSt);
   wire        sub = (op2 == OpSub) || (op2 == OpSbc) || (op2 == OpCmp);
-  wire        cin = (op2 == OpAdc || op2 == OpSbc) ? c_r[1] : (op2 == OpSub || op2 == OpCmp);
+  wire        cin = (op2 == OpAdc || op2 == OpSbc) ? c_q[1] : (op2 == OpSub || op2 == OpCmp);
   wire [16:0] sum = {1'b0, x2v} + {1'b0, sub ? ~y : y} + 17'(cin);
-  reg  [15:0] res;
-  always @(*) begin
+  logic [15:0] res;
+  always_comb begin
     case (op2)
       OpLd: res = y;
       OpAnd, OpTst: res = x2v & y;
@@ -248,8 +248,7 @@ module pe_micro_mt #(
   wire arith = (op2 >= OpAdd && op2 <= OpSbc) || op2 == OpCmp;
 
   // the ring moves on; stage 1 writes slot 1, stage 2 slot 2 mod N
-  integer k;
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       bcnt_q <= '0;
       tm_q <= TW'(2 % N);
@@ -266,14 +265,14 @@ module pe_micro_mt #(
       v2_q <= !boot_q && !j_fmt;
     end
   end
-  always @(posedge clk_i) begin
-    for (k = 0; k < N; k = k + 1) begin
-      z_r[(k + 1) % N] <= z_r[k];
-      c_r[(k + 1) % N] <= c_r[k];
+  always_ff @(posedge clk_i) begin
+    for (int k = 0; k < N; k++) begin
+      z_q[(k + 1) % N] <= z_q[k];
+      c_q[(k + 1) % N] <= c_q[k];
     end
     if (alu_v) begin
-      z_r[S2] <= (res == 16'd0);
-      if (arith) c_r[S2] <= sum[16];
+      z_q[S2] <= (res == 16'd0);
+      if (arith) c_q[S2] <= sum[16];
     end
     uir2_q <= uir;
     ea2_q <= ea;
@@ -282,8 +281,8 @@ module pe_micro_mt #(
   // the context RAMs: written by a PE's stage (RA by stage 1, the rest by stage 2) and read
   // for its next instruction's, at least a cycle later when N >= 3 (no collision)
   wire x_we = alu_v && op2 != OpCmp && op2 != OpTst;
-  reg  [MW-1:0] ma_new;
-  always @(*) begin
+  logic [MW-1:0] ma_new;
+  always_comb begin
     ma_new = {1'b0, x2v[AW-1:0]};                           // maa
     if (fx == FxMab) ma_new = {1'b1, x2v[BW-1:0], 1'b0};
     if (fx == FxMabh) ma_new = {1'b1, x2v[BW:0]};
@@ -301,7 +300,7 @@ module pe_micro_mt #(
   // a PE's task-busy cycles (its run flag) are counted N at a time, in its stage 2: its
   // run flag changes only there, so the cycles up to its next stage 2 are known. The count
   // read there is the count up to that cycle; what is written, the count N cycles on.
-  wire [15:0] busy2;
+  logic [15:0] busy2;
   wire        run_old = run_p[t2_q];
   wire        run_new = fx_run1 || (run_old && !fx_run0);
   wire [15:0] busy_new = (fx_bclr ? 16'd0 : busy2) + 16'(run_old) + 16'(N - 1) * 16'(run_new);
@@ -316,10 +315,10 @@ module pe_micro_mt #(
   wire          st2 = s2 && op2 == OpSt;
   // the micro-pcs: written by stage 1, read two cycles before the PE's next stage 1 (the
   // ROM's address, then upc0_q); in its boot turn a PE writes 0
-  wire [9:0]    uaddr;
+  logic [9:0]   uaddr;
   pe_micro_ctx #(.N(N), .Width(10)) u_ctx_upc (
     .clk_i, .we_i(1'b1), .waddr_i(t1_q), .wdata_i(upc_d), .raddr_i(tm_q), .rdata_o(uaddr));
-  always @(posedge clk_i) upc0_q <= uaddr;
+  always_ff @(posedge clk_i) upc0_q <= uaddr;
 
   // ------------------------------------------------------------------ common outputs
   assign fpu_we_o = (fx[6:3] == 4'b0100);
@@ -332,9 +331,9 @@ module pe_micro_mt #(
   // through the decode into the router), with the X, H and instruction of that stage
   wire [3:0] uop = ird2_q[15:12];
   assign tx_data_o = {(uop == 4'h8) && ird2_q[7], ird2_q[11:8], h1, x1};
-  reg        jtx2_q;  // stage 2 holds a jtx
+  logic      jtx2_q;  // stage 2 holds a jtx
   wire       jtx2_d = !boot_q && j_fmt && (cond == CTxnr);
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) jtx2_q <= 1'b0;
     else jtx2_q <= jtx2_d;
   end
@@ -350,188 +349,183 @@ module pe_micro_mt #(
   wire          dcfg = !boot_q && j_fmt && cond == CDcfg;
 
   // ------------------------------------------------------------------ per PE
-  genvar gp;
-  generate
-    for (gp = 0; gp < N; gp = gp + 1) begin : g_pe
-      reg             clr_q, run_q, fpu_req_q;
-      reg  [QW-1:0]   map_q [0:15];
-      reg  [PtrW-1:0] rdp_q [0:NumQueues-1];
-      reg  [PtrW-1:0] wrp_q [0:NumQueues-1];
-      reg  [CntW-1:0] qc_q  [0:NumQueues-1];
-      reg  [QW-1:0]   qs_q;
-      assign run_p[gp] = run_q;
-      assign clr_p[gp] = clr_q;
-      assign hs_p[gp] = {qs_q, rdp_q[qs_q]};
-      assign hv_p[gp] = (qc_q[qs_q] != '0);
-      wire [16*QW-1:0] map_v;  // map_q as a vector (map_rd)
-      for (genvar c = 0; c < 16; c = c + 1) begin : g_map
-        assign map_v[c*QW +: QW] = map_q[c];
-      end
-      assign mapr_p[gp] = map_rd(map_v, cfg_addr_i[3:0]);
-      assign fpu_req_o[gp] = fpu_req_q;
-      wire me1 = (t1_q == TW'(gp));  // in stage 1
-      wire me2 = (t2_q == TW'(gp));  // in stage 2
-
-      sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
-        .clk_i  (clk_i),
-        .we_i   (me2 && fx_iwr),
-        .waddr_i(cfg_addr_i[7:0]),
-        .wdata_i(cfg_wdata_i[15:0]),
-        .re_i   (me2 && fx_ird),
-        .raddr_i((fx == FxFetch) ? x2v[7:0] : cfg_addr_i[7:0]),
-        .rdata_o(ird_p[gp])
-      );
-      sram_sp #(.Depth(2 * AWords), .Width(16)) u_m (
-        .clk_i  (clk_i),
-        .en_i   (me2 && m_en),
-        .we_i   (m_we),
-        .addr_i (m_addr),
-        .wdata_i(x2v),
-        .rdata_o(mrd_p[gp])
-      );
-
-      // the receive stage, drained into S in cycles this PE does not store
-      reg             stg_v_q;
-      reg  [1:0]      stg_k_q;
-      reg  [36:0]     stg_q;
-      reg  [QW-1:0]   stg_qn_q;
-      reg  [PtrW-1:0] stg_p_q;
-      wire            pst = me2 && st2;
-      wire            drain = stg_v_q && !pst;
-      wire            drained = drain && stg_k_q == 2'd2;
-      wire [SlotW-1:0] stg_slot = {stg_qn_q, stg_p_q};
-      wire [7:0]      d_addr = (stg_k_q == 2'd2) ? (8'd128 | 8'(stg_slot))
-                                                 : (8'd64 | 8'({stg_slot, stg_k_q[0]}));
-      wire [15:0]     udata;
-      pe_micro_rom #(.Rom(gp == 0), .OldOnCollide(1'b0)) u_mem (
-        .clk_i   (clk_i),
-        .uaddr_i (uaddr),
-        .udata_o (udata),
-        .swe_i   (pst || drain),
-        .swaddr_i(pst ? ea2_q : d_addr),
-        .swdata_i(pst ? x2v : stg_q[15:0]),
-        .sraddr_i(ea),
-        .srdata_o(srd_p[gp])
-      );
-      if (gp == 0) begin : g_rom
-        assign uir = udata;
-      end else begin : g_norom
-        wire unused_udata = ^udata;
-      end
-
-      // ready for the wavelet on rx_data (the router's bus head, offered or not): its
-      // colour's queue has room; the router looks at no other colour (LocalReadyBus). The
-      // colour is known a cycle ahead (see the header): the router's next FIFO head, or this
-      // PE's jtx wavelet if it offers one next cycle (it is in stage 1 now, and its tx is not
-      // marked taken: that changes only in its stage 2) behind a LocalFirst router. Its queue
-      // is looked up then (a map write makes qr_q low for the next cycle, so the map a
-      // taken wavelet was looked up in is the one it arrives under).
-      reg  [NumQueues-1:0] qr_q;
-      reg  [QW-1:0]  rxq_q;  // the queue of the colour on rx_data
-      reg            txd_q;  // (jtx, below) its wavelet was taken
-      wire [36:0]    rxd = rx_data_i[gp * 37 +: 37];
-      wire           tx_next = LocalFirst[gp] && me1 && jtx2_d && !txd_q;
-      // (keep: abc otherwise copies this multiplexer into the map read's first LUTs, ~7 LUT4
-      // more per PE)
-      (* keep *) wire [3:0] rx_color_d = tx_next ? ird[11:8] : rx_next_color_i[gp * 4 +: 4];
-      wire [QW-1:0]  rx_q = rxq_q;
-      always @(posedge clk_i) rxq_q <= map_rd(map_v, rx_color_d);
-      assign rx_ready_o[gp] = qr_q[rx_q];
-      wire          push = rx_valid_i[gp] && rx_ready_o[gp];
-      wire          ppop = me2 && pop;
-      wire          pmapw = me2 && map_we;
-      wire          stg_v_d = push || (stg_v_q && !drained);
-
-      reg cfg_live_q;
-      always @(posedge clk_i or negedge rst_ni) begin
-        if (!rst_ni) cfg_live_q <= 1'b0;
-        else if (!cfg_req_i[gp]) cfg_live_q <= 1'b0;
-        else if (me1 && dcfg) cfg_live_q <= 1'b1;
-      end
-      assign cfg_gnt_o[gp] = me2 && fx_gnt && cfg_req_i[gp] && cfg_live_q;
-
-      wire [CntW-1:0] qc_d [0:NumQueues-1];
-      wire [NumQueues-1:0] qfull_d;
-      genvar g;
-      for (g = 0; g < NumQueues; g = g + 1) begin : g_q
-        assign qc_d[g] = qc_q[g] + CntW'(drained && stg_qn_q == QW'(g))
-                         - CntW'(ppop && qs_q == QW'(g));
-        assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
-      end
-      reg  [NumQueues-1:0] qr_d;
-      reg                  qall0;
-      integer q;
-      always @(*) begin
-        for (q = 0; q < NumQueues; q = q + 1) qr_d[q] = !stg_v_d && !pmapw && !qfull_d[q];
-        qall0 = 1'b1;
-        for (q = 0; q < NumQueues; q = q + 1) if (qc_q[q] != '0) qall0 = 1'b0;
-      end
-      always @(posedge clk_i or negedge rst_ni) begin
-        if (!rst_ni) begin
-          for (q = 0; q < NumQueues; q = q + 1) begin
-            rdp_q[q] <= '0;
-            wrp_q[q] <= '0;
-            qc_q[q] <= '0;
-          end
-          for (q = 0; q < 16; q = q + 1)
-            map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
-          qs_q <= '0;
-          stg_v_q <= 1'b0;
-          stg_k_q <= 2'd0;
-          qr_q <= '1;
-          run_q <= 1'b0;
-          fpu_req_q <= 1'b0;
-          clr_q <= 1'b0;
-        end else begin
-          for (q = 0; q < NumQueues; q = q + 1) begin
-            if (drained && stg_qn_q == QW'(q))
-              wrp_q[q] <= wrp_q[q] + 1'b1;
-            if (ppop && qs_q == QW'(q))
-              rdp_q[q] <= rdp_q[q] + 1'b1;
-            qc_q[q] <= qc_d[q];
-          end
-          if (me2 && fx_nextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
-          if (pmapw) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
-          stg_v_q <= stg_v_d;
-          if (!stg_v_q) stg_k_q <= 2'd0;
-          else if (drain) stg_k_q <= stg_k_q + 2'd1;
-          qr_q <= qr_d;
-          if (ctr_clear_i) clr_q <= 1'b1;
-          else if (me2 && fx_cclr) clr_q <= 1'b0;
-          if (me2 && fx_run1) run_q <= 1'b1;
-          if (me2 && fx_run0) run_q <= 1'b0;
-          if (me2 && fx_freq) fpu_req_q <= 1'b1;
-          if (me2 && fx_frel) fpu_req_q <= 1'b0;
-        end
-      end
-      // the empty stage loads whatever the router's bus shows (rx_ready is low while it is
-      // full, so a push finds it empty and stops the loading): its enables do not wait for
-      // the push, which is at the end of the router's bus and this PE's map lookup
-      always @(posedge clk_i) begin
-        if (!stg_v_q) begin
-          stg_q <= rxd;
-          stg_qn_q <= rx_q;
-          stg_p_q <= wrp_q[rx_q];
-        end else if (drain) begin
-          stg_q <= {16'd0, stg_q[36:16]};
-        end
-      end
-
-      // jtx (which jumps to itself) offers the wavelet in the PE's stage 2 until the router
-      // takes it; then txd_q is set and the PE's next turn goes on (clearing it): no path
-      // from tx_ready into the micro-pc
-      wire jtx = me2 && jtx2_q;
-      assign tx_valid_o[gp] = jtx && !txd_q;
-      always @(posedge clk_i or negedge rst_ni) begin
-        if (!rst_ni) txd_q <= 1'b0;
-        else if (tx_valid_o[gp] && tx_ready_i[gp]) txd_q <= 1'b1;
-        else if (jtx) txd_q <= 1'b0;
-      end
-      assign txd_p[gp] = txd_q;
-      assign idle_o[gp] = !run_q && !stg_v_q && qall0;
-      assign mac_busy_o[gp] = me2 && fx_macev;
+  for (genvar gp = 0; gp < N; gp++) begin : g_pe
+    logic            clr_q, run_q, fpu_req_q;
+    logic [QW-1:0]   map_q [0:15];
+    logic [PtrW-1:0] rdp_q [0:NumQueues-1];
+    logic [PtrW-1:0] wrp_q [0:NumQueues-1];
+    logic [CntW-1:0] qc_q  [0:NumQueues-1];
+    logic [QW-1:0]   qs_q;
+    assign run_p[gp] = run_q;
+    assign clr_p[gp] = clr_q;
+    assign hs_p[gp] = {qs_q, rdp_q[qs_q]};
+    assign hv_p[gp] = (qc_q[qs_q] != '0);
+    logic [16*QW-1:0] map_v;  // map_q as a vector (map_rd)
+    for (genvar c = 0; c < 16; c++) begin : g_map
+      assign map_v[c*QW +: QW] = map_q[c];
     end
-  endgenerate
+    assign mapr_p[gp] = map_rd(map_v, cfg_addr_i[3:0]);
+    assign fpu_req_o[gp] = fpu_req_q;
+    wire me1 = (t1_q == TW'(gp));  // in stage 1
+    wire me2 = (t2_q == TW'(gp));  // in stage 2
+
+    sram_1r1w #(.Depth(256), .Width(16), .OldOnCollide(1'b0)) u_imem (
+      .clk_i  (clk_i),
+      .we_i   (me2 && fx_iwr),
+      .waddr_i(cfg_addr_i[7:0]),
+      .wdata_i(cfg_wdata_i[15:0]),
+      .re_i   (me2 && fx_ird),
+      .raddr_i((fx == FxFetch) ? x2v[7:0] : cfg_addr_i[7:0]),
+      .rdata_o(ird_p[gp])
+    );
+    sram_sp #(.Depth(2 * AWords), .Width(16)) u_m (
+      .clk_i  (clk_i),
+      .en_i   (me2 && m_en),
+      .we_i   (m_we),
+      .addr_i (m_addr),
+      .wdata_i(x2v),
+      .rdata_o(mrd_p[gp])
+    );
+
+    // the receive stage, drained into S in cycles this PE does not store
+    logic            stg_v_q;
+    logic [1:0]      stg_k_q;
+    logic [36:0]     stg_q;
+    logic [QW-1:0]   stg_qn_q;
+    logic [PtrW-1:0] stg_p_q;
+    wire            pst = me2 && st2;
+    wire            drain = stg_v_q && !pst;
+    wire            drained = drain && stg_k_q == 2'd2;
+    wire [SlotW-1:0] stg_slot = {stg_qn_q, stg_p_q};
+    wire [7:0]      d_addr = (stg_k_q == 2'd2) ? (8'd128 | 8'(stg_slot))
+                                               : (8'd64 | 8'({stg_slot, stg_k_q[0]}));
+    logic [15:0]    udata;
+    pe_micro_rom #(.Rom(gp == 0), .OldOnCollide(1'b0)) u_mem (
+      .clk_i   (clk_i),
+      .uaddr_i (uaddr),
+      .udata_o (udata),
+      .swe_i   (pst || drain),
+      .swaddr_i(pst ? ea2_q : d_addr),
+      .swdata_i(pst ? x2v : stg_q[15:0]),
+      .sraddr_i(ea),
+      .srdata_o(srd_p[gp])
+    );
+    if (gp == 0) begin : g_rom
+      assign uir = udata;
+    end else begin : g_norom
+      wire unused_udata = ^udata;
+    end
+
+    // ready for the wavelet on rx_data (the router's bus head, offered or not): its
+    // colour's queue has room; the router looks at no other colour (LocalReadyBus). The
+    // colour is known a cycle ahead (see the header): the router's next FIFO head, or this
+    // PE's jtx wavelet if it offers one next cycle (it is in stage 1 now, and its tx is not
+    // marked taken: that changes only in its stage 2) behind a LocalFirst router. Its queue
+    // is looked up then (a map write makes qr_q low for the next cycle, so the map a
+    // taken wavelet was looked up in is the one it arrives under).
+    logic [NumQueues-1:0] qr_q;
+    logic [QW-1:0] rxq_q;  // the queue of the colour on rx_data
+    logic          txd_q;  // (jtx, below) its wavelet was taken
+    wire [36:0]    rxd = rx_data_i[gp * 37 +: 37];
+    wire           tx_next = LocalFirst[gp] && me1 && jtx2_d && !txd_q;
+    // (keep: abc otherwise copies this multiplexer into the map read's first LUTs, ~7 LUT4
+    // more per PE)
+    (* keep *) wire [3:0] rx_color_d = tx_next ? ird[11:8] : rx_next_color_i[gp * 4 +: 4];
+    wire [QW-1:0]  rx_q = rxq_q;
+    always_ff @(posedge clk_i) rxq_q <= map_rd(map_v, rx_color_d);
+    assign rx_ready_o[gp] = qr_q[rx_q];
+    wire          push = rx_valid_i[gp] && rx_ready_o[gp];
+    wire          ppop = me2 && pop;
+    wire          pmapw = me2 && map_we;
+    wire          stg_v_d = push || (stg_v_q && !drained);
+
+    logic cfg_live_q;
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) cfg_live_q <= 1'b0;
+      else if (!cfg_req_i[gp]) cfg_live_q <= 1'b0;
+      else if (me1 && dcfg) cfg_live_q <= 1'b1;
+    end
+    assign cfg_gnt_o[gp] = me2 && fx_gnt && cfg_req_i[gp] && cfg_live_q;
+
+    logic [CntW-1:0] qc_d [0:NumQueues-1];
+    logic [NumQueues-1:0] qfull_d;
+    for (genvar g = 0; g < NumQueues; g++) begin : g_q
+      assign qc_d[g] = qc_q[g] + CntW'(drained && stg_qn_q == QW'(g))
+                       - CntW'(ppop && qs_q == QW'(g));
+      assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
+    end
+    logic [NumQueues-1:0] qr_d;
+    logic                 qall0;
+    always_comb begin
+      for (int q = 0; q < NumQueues; q++) qr_d[q] = !stg_v_d && !pmapw && !qfull_d[q];
+      qall0 = 1'b1;
+      for (int q = 0; q < NumQueues; q++) if (qc_q[q] != '0) qall0 = 1'b0;
+    end
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) begin
+        for (int q = 0; q < NumQueues; q++) begin
+          rdp_q[q] <= '0;
+          wrp_q[q] <= '0;
+          qc_q[q] <= '0;
+        end
+        for (int q = 0; q < 16; q++)
+          map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
+        qs_q <= '0;
+        stg_v_q <= 1'b0;
+        stg_k_q <= 2'd0;
+        qr_q <= '1;
+        run_q <= 1'b0;
+        fpu_req_q <= 1'b0;
+        clr_q <= 1'b0;
+      end else begin
+        for (int q = 0; q < NumQueues; q++) begin
+          if (drained && stg_qn_q == QW'(q))
+            wrp_q[q] <= wrp_q[q] + 1'b1;
+          if (ppop && qs_q == QW'(q))
+            rdp_q[q] <= rdp_q[q] + 1'b1;
+          qc_q[q] <= qc_d[q];
+        end
+        if (me2 && fx_nextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
+        if (pmapw) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
+        stg_v_q <= stg_v_d;
+        if (!stg_v_q) stg_k_q <= 2'd0;
+        else if (drain) stg_k_q <= stg_k_q + 2'd1;
+        qr_q <= qr_d;
+        if (ctr_clear_i) clr_q <= 1'b1;
+        else if (me2 && fx_cclr) clr_q <= 1'b0;
+        if (me2 && fx_run1) run_q <= 1'b1;
+        if (me2 && fx_run0) run_q <= 1'b0;
+        if (me2 && fx_freq) fpu_req_q <= 1'b1;
+        if (me2 && fx_frel) fpu_req_q <= 1'b0;
+      end
+    end
+    // the empty stage loads whatever the router's bus shows (rx_ready is low while it is
+    // full, so a push finds it empty and stops the loading): its enables do not wait for
+    // the push, which is at the end of the router's bus and this PE's map lookup
+    always_ff @(posedge clk_i) begin
+      if (!stg_v_q) begin
+        stg_q <= rxd;
+        stg_qn_q <= rx_q;
+        stg_p_q <= wrp_q[rx_q];
+      end else if (drain) begin
+        stg_q <= {16'd0, stg_q[36:16]};
+      end
+    end
+
+    // jtx (which jumps to itself) offers the wavelet in the PE's stage 2 until the router
+    // takes it; then txd_q is set and the PE's next turn goes on (clearing it): no path
+    // from tx_ready into the micro-pc
+    wire jtx = me2 && jtx2_q;
+    assign tx_valid_o[gp] = jtx && !txd_q;
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) txd_q <= 1'b0;
+      else if (tx_valid_o[gp] && tx_ready_i[gp]) txd_q <= 1'b1;
+      else if (jtx) txd_q <= 1'b0;
+    end
+    assign txd_p[gp] = txd_q;
+    assign idle_o[gp] = !run_q && !stg_v_q && qall0;
+    assign mac_busy_o[gp] = me2 && fx_macev;
+  end
 
   wire unused = ^{cfg_addr_i};  // the bits above M's address
 
@@ -540,7 +534,7 @@ module pe_micro_mt #(
   // colour in the map it arrives under, and finds the receive stage empty and its queue not
   // full. Checked at the clock edge (tb_pe_micro_mt builds with --assert -DFORMAL).
   for (genvar a = 0; a < N; a++) begin : g_chk
-    always @(posedge clk_i or negedge rst_ni) begin
+    always_ff @(posedge clk_i or negedge rst_ni) begin
       if (rst_ni && g_pe[a].push) begin
         assert (g_pe[a].rxq_q == g_pe[a].map_q[g_pe[a].rxd[35:32]]);
         assert (!g_pe[a].stg_v_q);

@@ -21,17 +21,18 @@ module pe_micro_rom #(
   input  wire [7:0]  swaddr_i,
   input  wire [15:0] swdata_i,
   input  wire [7:0]  sraddr_i,
-  output reg  [15:0] srdata_o
+  output wire [15:0] srdata_o
 );
-  reg [15:0] rom0 [0:511];
-  reg [15:0] rom1 [0:255];
-  reg [15:0] sm [0:255];
-  reg [15:0] d0, d1;
-  reg sel;
-  integer i;
+  logic [15:0] rom0 [0:511];
+  logic [15:0] rom1 [0:255];
+  logic [15:0] sm_q [0:255];
+  logic [15:0] d0_q, d1_q, srdata_q;
+  logic        sel_q;
+  // the contents (the ROM's, the S RAM's constants) and the read registers' power-up
+  // values: initial values, which synthesis keeps in the block RAMs and flip-flops
   initial begin
-    for (i = 0; i < 512; i = i + 1) rom0[i] = 16'h0000;
-    for (i = 0; i < 256; i = i + 1) rom1[i] = 16'h0000;
+    for (int i = 0; i < 512; i++) rom0[i] = 16'h0000;
+    for (int i = 0; i < 256; i++) rom1[i] = 16'h0000;
     rom0[0] = 16'h8050;
     rom0[1] = 16'hf000;
     rom0[2] = 16'hf000;
@@ -785,36 +786,40 @@ module pe_micro_rom #(
     rom1[238] = 16'hbc00;
     rom1[239] = 16'hf018;
     rom1[240] = 16'hbc00;
-    for (i = 0; i < 256; i = i + 1) sm[i] = 16'h0000;
-    sm[161] = 16'h0001;
-    sm[162] = 16'h0003;
-    sm[163] = 16'h000f;
-    sm[164] = 16'h0010;
-    sm[165] = 16'h0010;
-    sm[166] = 16'h001f;
-    sm[167] = 16'h0020;
-    sm[168] = 16'h003f;
-    sm[169] = 16'h003f;
-    sm[170] = 16'h0080;
-    sm[171] = 16'h00ff;
-    sm[172] = 16'h0100;
-    sm[173] = 16'h0200;
-    sm[174] = 16'h03ff;
-    sm[175] = 16'h0800;
-    sm[176] = 16'hfeff;
-    d0 = 16'h0000;
-    d1 = 16'h0000;
-    sel = 1'b0;
+    for (int i = 0; i < 256; i++) sm_q[i] = 16'h0000;
+    sm_q[161] = 16'h0001;
+    sm_q[162] = 16'h0003;
+    sm_q[163] = 16'h000f;
+    sm_q[164] = 16'h0010;
+    sm_q[165] = 16'h0010;
+    sm_q[166] = 16'h001f;
+    sm_q[167] = 16'h0020;
+    sm_q[168] = 16'h003f;
+    sm_q[169] = 16'h003f;
+    sm_q[170] = 16'h0080;
+    sm_q[171] = 16'h00ff;
+    sm_q[172] = 16'h0100;
+    sm_q[173] = 16'h0200;
+    sm_q[174] = 16'h03ff;
+    sm_q[175] = 16'h0800;
+    sm_q[176] = 16'hfeff;
+    d0_q = 16'h0000;
+    d1_q = 16'h0000;
+    sel_q = 1'b0;
   end
-  always @(posedge clk_i) begin
-    d0 <= rom0[uaddr_i[8:0]];
-    d1 <= rom1[uaddr_i[7:0]];
-    sel <= uaddr_i[9];
-    if (swe_i) sm[swaddr_i] <= swdata_i;
-    srdata_o <= (!OldOnCollide && swe_i && swaddr_i == sraddr_i) ? {16{1'bx}}
-                                                                  : sm[sraddr_i];
+
+  // one block, no reset: the templates Yosys maps to block RAMs
+  always_ff @(posedge clk_i) begin
+    d0_q <= rom0[uaddr_i[8:0]];
+    d1_q <= rom1[uaddr_i[7:0]];
+    sel_q <= uaddr_i[9];
+    if (swe_i) sm_q[swaddr_i] <= swdata_i;
+    srdata_q <= (!OldOnCollide && swe_i && swaddr_i == sraddr_i) ? {16{1'bx}}
+                                                                  : sm_q[sraddr_i];
   end
-  assign udata_o = Rom ? (sel ? d1 : d0) : 16'h0000;
+
+  assign udata_o = Rom ? (sel_q ? d1_q : d0_q) : 16'h0000;
+  assign srdata_o = srdata_q;
 endmodule
 
 `default_nettype wire

@@ -11,27 +11,27 @@
 module pe_micro_seq #(
   parameter int unsigned SlotW = 3  // queue head slot bits
 ) (
-  input  wire [15:0]      uir_i,
-  input  wire [15:0]      ird_i,        // the PE instruction
-  input  wire [7:0]       ar_i,
-  input  wire [4:0]       cfg_addr_i,
-  input  wire [SlotW-1:0] hs_i,         // the picker's queue head slot
-  input  wire [9:0]       upc_i,        // the micro-pc of uir_i
-  input  wire [9:0]       ra_i,
-  input  wire             boot_i,       // reset's first turn: the next micro-pc is 0
-  input  wire             cfg_we_i,
-  input  wire [3:0]       cfg_target_i,
-  input  wire [11:1]      cond_i,       // condition codes 1-11 (uasm.c), true when taken
-  output wire             j_fmt_o,
-  output wire [3:0]       cond_o,
-  output wire [7:0]       ea_o,
-  output reg  [9:0]       upc_d_o
+  input  wire  [15:0]      uir_i,
+  input  wire  [15:0]      ird_i,        // the PE instruction
+  input  wire  [7:0]       ar_i,
+  input  wire  [4:0]       cfg_addr_i,
+  input  wire  [SlotW-1:0] hs_i,         // the picker's queue head slot
+  input  wire  [9:0]       upc_i,        // the micro-pc of uir_i
+  input  wire  [9:0]       ra_i,
+  input  wire              boot_i,       // reset's first turn: the next micro-pc is 0
+  input  wire              cfg_we_i,
+  input  wire  [3:0]       cfg_target_i,
+  input  wire  [11:1]      cond_i,       // condition codes 1-11 (uasm.c), true when taken
+  output wire              j_fmt_o,
+  output wire  [3:0]       cond_o,
+  output wire  [7:0]       ea_o,
+  output logic [9:0]       upc_d_o
 );
   localparam [3:0] CDop = 4'd12, CDfn = 4'd13, CDcfg = 4'd14, CRet = 4'd15;
-  wire [2:0] am = uir_i[10:8];
-  wire [7:0] ua = uir_i[7:0];
-  reg  [2:0] fld;
-  always @(*) begin
+  wire  [2:0] am = uir_i[10:8];
+  wire  [7:0] ua = uir_i[7:0];
+  logic [2:0] fld;
+  always_comb begin
     case (ua[2:0])
       3'd0: fld = ird_i[11:9];
       3'd1: fld = ird_i[8:6];
@@ -43,8 +43,8 @@ module pe_micro_seq #(
     endcase
   end
   // ea = a | the mode's offset (fld: the field alone, a selects it)
-  reg [7:0] eo;
-  always @(*) begin
+  logic [7:0] eo;
+  always_comb begin
     case (am)
       3'd1: eo = ar_i;
       3'd2: eo = 8'(fld);
@@ -62,7 +62,7 @@ module pe_micro_seq #(
   assign cond_o = uir_i[13:10];
   // 0 always; 12-15 (dispatches, ret) always
   wire taken = (cond_o == 4'd0 || cond_o >= 4'd12) ? 1'b1 : cond_i[cond_o];
-  always @(*) begin
+  always_comb begin
     upc_d_o = upc_i + 10'd1;
     if (j_fmt_o && taken) begin
       case (cond_o)

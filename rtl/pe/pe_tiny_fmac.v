@@ -45,47 +45,47 @@ module pe_tiny_fmac #(
   // only a[31:16] of an fmac, which the fmac does not read.
   parameter bit Port = 1'b0
 ) (
-  input  wire        clk_i,
-  input  wire        rst_ni,
-  input  wire        start_i,
-  input  wire        add_i,
-  input  wire [31:0] a_i,
-  input  wire [15:0] b_i,
-  input  wire [31:0] c_i,
-  input  wire        we_i,   // Port: an operand part
-  input  wire [2:0]  sel_i,
-  input  wire [15:0] d_i,
-  output wire        ready_o,
-  output wire        done_o,
-  output reg  [31:0] y_o
+  input  wire         clk_i,
+  input  wire         rst_ni,
+  input  wire         start_i,
+  input  wire         add_i,
+  input  wire  [31:0] a_i,
+  input  wire  [15:0] b_i,
+  input  wire  [31:0] c_i,
+  input  wire         we_i,   // Port: an operand part
+  input  wire  [2:0]  sel_i,
+  input  wire  [15:0] d_i,
+  output wire         ready_o,
+  output wire         done_o,
+  output logic [31:0] y_o
 );
   localparam [3:0] SIdle = 4'd0, SLoad = 4'd1, SSet = 4'd2, SAlign = 4'd3, SAdd = 4'd4,
                    SNeg = 4'd5, SRound = 4'd6, SPack = 4'd7, SDone = 4'd8;
 
   // one-hot in synthesis: the state decodes feed most enables (9 LUT4 fewer than binary)
-  (* fsm_encoding = "one-hot" *) reg [3:0] st_q;
-  reg  [3:0]  st_d;
+  (* fsm_encoding = "one-hot" *) logic [3:0] st_q;
+  logic [3:0]  st_d;
   // until set, b_i[6:0] (b's mantissa) rides in their free bits: x[0], w[2:0], w[28:26]
-  reg  [27:0] x_q, x_d;     // a_i[24:0] at 27:3 after start; then the product (or a)
-  reg  [28:0] w_q, w_d;     // c_i[22:0] at 25:3 after start; then c, the sum, the result
+  logic [27:0] x_q, x_d;     // a_i[24:0] at 27:3 after start; then the product (or a)
+  logic [28:0] w_q, w_d;     // c_i[22:0] at 25:3 after start; then c, the sum, the result
   // a's sign and exponent (fp32 or bf16), b's (127 for an add: a + c = a * 1.0 + c), c's
-  reg  [8:0]  ah_q, bh_q, ch_q;
-  reg         add_q;
+  logic [8:0]  ah_q, bh_q, ch_q;
+  logic        add_q;
   // alignment steps (counting up to 0 for x, to -1 for w: the difference or its complement),
   // then the bit of the add and negate passes, then the leading one's position - 26
-  reg  [5:0]  t_q, t_d;
-  reg         xal_q, xal_d; // x is aligned (else w)
-  reg  [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
-  reg  [7:0]  pe_q;         // the result's exponent field
-  reg  [6:0]  d_q;          // exponent difference (product - c): sign, low 6 bits
-  reg         dfar_q;       // |difference| >= 32
-  reg  [9:0]  el_q;         // exponent of bit 26 after the alignment (packed, unbounded)
-  reg         cy_q, cy_d;   // the serial adder's carry
-  reg         sub_q, sub_d; // x - w (the signs differ)
-  reg         rb_q, rb_d;   // round bit
-  reg         sb_q, sb_d;   // sticky bit
-  reg         nz_q, nz_d;   // a one was seen
-  reg         sign_q, sign_d, nan_q, nan_d, inf_q, inf_d, zero_q, zero_d;
+  logic [5:0]  t_q, t_d;
+  logic        xal_q, xal_d; // x is aligned (else w)
+  logic [4:0]  k_q, k_d;     // position of the last one seen; counts down while rounding
+  logic [7:0]  pe_q;         // the result's exponent field
+  logic [6:0]  d_q;          // exponent difference (product - c): sign, low 6 bits
+  logic        dfar_q;       // |difference| >= 32
+  logic [9:0]  el_q;         // exponent of bit 26 after the alignment (packed, unbounded)
+  logic        cy_q, cy_d;   // the serial adder's carry
+  logic        sub_q, sub_d; // x - w (the signs differ)
+  logic        rb_q, rb_d;   // round bit
+  logic        sb_q, sb_d;   // sticky bit
+  logic        nz_q, nz_d;   // a one was seen
+  logic        sign_q, sign_d, nan_q, nan_d, inf_q, inf_d, zero_q, zero_d;
 
   // ------------------------------------------------ load (SLoad, from the latched operands)
   wire [7:0] ea = ah_q[7:0];
@@ -145,7 +145,7 @@ module pe_tiny_fmac #(
   wire        co    = (xb & wb) | (cy_q & (xb | wb));
   wire        neg   = sub_q && s;               // bit 28 of x - w: the difference is < 0
 
-  always @(*) begin
+  always_comb begin
     st_d = st_q;
     x_d = x_q;
     w_d = w_q;
@@ -271,11 +271,11 @@ module pe_tiny_fmac #(
     if (st_q == SPack && (y_ones || y_zero)) w_d = 29'd0;
   end
 
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) st_q <= SIdle;
     else st_q <= st_d;
   end
-  always @(posedge clk_i) begin
+  always_ff @(posedge clk_i) begin
     if (Port) begin
       if (we_i && st_q == SIdle) begin
         case (sel_i)
@@ -318,7 +318,7 @@ module pe_tiny_fmac #(
   end
 
   // ---------------------------------------------------------------- pack
-  always @(*) begin
+  always_comb begin
     y_o[31] = sign_q;
     y_o[30:23] = pe_q;
     y_o[22] = w_q[27] || nan_q;

@@ -38,8 +38,8 @@ module sram_1r1w #(
   assign rdata_o = rdata_q;
 
 `ifdef FORMAL
-  always @(*) assert (Depth >= 1);
-  always @(*) if (!OldOnCollide) assert (!(we_i && re_i && waddr_i == raddr_i));
+  always_comb assert (Depth >= 1);
+  always_comb if (!OldOnCollide) assert (!(we_i && re_i && waddr_i == raddr_i));
 `endif
 endmodule
 

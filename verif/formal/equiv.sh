@@ -105,7 +105,7 @@ elab() {
 	echo "read_verilog -sv $inc $1;"
 	# a stub's outputs are undriven after flattening: inputs shared by both sides; the
 	# stub's input ports stay as wires (u_sram.raddr_i, ...) proved equal like any other
-	echo "$chp hierarchy -check -top $top; proc; flatten; setundef -undriven -expose;"
+	echo "$chp hierarchy -check -top $top; rename -top $top; proc; flatten; setundef -undriven -expose;"
 	echo "opt_clean; memory -nomap; memory_map;"
 	[ "$3" = gold ] && [ -n "$ren" ] && echo "cd $top; $ren cd ..;"
 	echo "opt_clean; rename $top $3; design -stash $3;"

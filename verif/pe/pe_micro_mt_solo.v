@@ -21,17 +21,17 @@ module pe_micro_mt_solo #(
 `include "pe_ports.vh"
 );
   localparam int unsigned N = 3;
-  wire [N-1:0] rx_ready, tx_valid, gnt, idle, mac_busy, f_req, f_gnt;
-  logic [3:0]  color_q, color_d;  // the colour offered
+  logic [N-1:0] rx_ready, tx_valid, gnt, idle, mac_busy, f_req, f_gnt;
+  logic [3:0]   color_q, color_d;  // the colour offered
   always_comb color_d = (rx_valid_i && rx_ready[0]) ? color_q : color_q + 4'd1;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) color_q <= 4'd0;
     else color_q <= color_d;
   end
-  wire [31:0]  rdata;
-  wire         f_we, f_start, f_add, f_done, f_hsel;
-  wire [2:0]   f_sel;
-  wire [15:0]  f_d, f_y;
+  logic [31:0] rdata;
+  logic        f_we, f_start, f_add, f_done, f_hsel;
+  logic [2:0]  f_sel;
+  logic [15:0] f_d, f_y;
   pe_micro_mt #(.N(N), .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues),
                 .QueueDepth(QueueDepth)) u_pes (
     .clk_i, .rst_ni,
@@ -63,11 +63,11 @@ module pe_micro_mt_solo #(
   assign cfg_gnt_o = gnt[0];
   assign idle_o = idle[0];
   assign mac_busy_o = mac_busy[0];
-  always @(posedge clk_i or negedge rst_ni) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) cfg_rvalid_o <= 1'b0;
     else cfg_rvalid_o <= gnt[0] && !cfg_we_i;
   end
-  always @(posedge clk_i) if (gnt[0]) cfg_rdata_o <= rdata;
+  always_ff @(posedge clk_i) if (gnt[0]) cfg_rdata_o <= rdata;
   wire unused = ^{rx_ready[N-1:1], tx_valid[N-1:1], gnt[N-1:1], idle[N-1:1],
                   mac_busy[N-1:1]};
 endmodule

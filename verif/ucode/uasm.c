@@ -530,25 +530,32 @@ static void write_rom(FILE *f)
 		   "  output wire [15:0] udata_o,\n"
 		   "  input  wire        swe_i,     // S RAM\n  input  wire [7:0]  swaddr_i,\n"
 		   "  input  wire [15:0] swdata_i,\n  input  wire [7:0]  sraddr_i,\n"
-		   "  output reg  [15:0] srdata_o\n);\n"
-		   "  reg [15:0] rom0 [0:511];\n  reg [15:0] rom1 [0:255];\n  reg [15:0] sm [0:255];\n"
-		   "  reg [15:0] d0, d1;\n  reg sel;\n  integer i;\n  initial begin\n"
-		   "    for (i = 0; i < 512; i = i + 1) rom0[i] = 16'h0000;\n"
-		   "    for (i = 0; i < 256; i = i + 1) rom1[i] = 16'h0000;\n");
+		   "  output wire [15:0] srdata_o\n);\n"
+		   "  logic [15:0] rom0 [0:511];\n  logic [15:0] rom1 [0:255];\n"
+		   "  logic [15:0] sm_q [0:255];\n"
+		   "  logic [15:0] d0_q, d1_q, srdata_q;\n  logic        sel_q;\n"
+		   "  // the contents (the ROM's, the S RAM's constants) and the read registers' power-up\n"
+		   "  // values: initial values, which synthesis keeps in the block RAMs and flip-flops\n"
+		   "  initial begin\n"
+		   "    for (int i = 0; i < 512; i++) rom0[i] = 16'h0000;\n"
+		   "    for (int i = 0; i < 256; i++) rom1[i] = 16'h0000;\n");
 	for (int i = 0; i < romlen; i++)
 		if (rom[i]) fprintf(f, "    rom%d[%d] = 16'h%04x;\n", i >= 512, i % 512, rom[i]);
-	fprintf(f, "    for (i = 0; i < 256; i = i + 1) sm[i] = 16'h0000;\n");
+	fprintf(f, "    for (int i = 0; i < 256; i++) sm_q[i] = 16'h0000;\n");
 	for (int i = 0; i < SSIZE; i++)
-		if (sinit[i]) fprintf(f, "    sm[%d] = 16'h%04x;\n", i, sinit[i]);
-	fprintf(f, "    d0 = 16'h0000;\n    d1 = 16'h0000;\n    sel = 1'b0;\n"
-		   "  end\n  always @(posedge clk_i) begin\n    d0 <= rom0[uaddr_i[8:0]];\n"
-		   "    d1 <= rom1[uaddr_i[7:0]];\n    sel <= uaddr_i[9];\n"
-		   "    if (swe_i) sm[swaddr_i] <= swdata_i;\n"
-		   "    srdata_o <= (!OldOnCollide && swe_i && swaddr_i == sraddr_i) ? {16{1'bx}}\n"
-		   "                                                                  : sm[sraddr_i];\n"
-		   "  end\n"
-		   "  assign udata_o = Rom ? %s : 16'h0000;\nendmodule\n\n`default_nettype wire\n",
-		hi ? "(sel ? d1 : d0)" : "d0");
+		if (sinit[i]) fprintf(f, "    sm_q[%d] = 16'h%04x;\n", i, sinit[i]);
+	fprintf(f, "    d0_q = 16'h0000;\n    d1_q = 16'h0000;\n    sel_q = 1'b0;\n"
+		   "  end\n\n"
+		   "  // one block, no reset: the templates Yosys maps to block RAMs\n"
+		   "  always_ff @(posedge clk_i) begin\n    d0_q <= rom0[uaddr_i[8:0]];\n"
+		   "    d1_q <= rom1[uaddr_i[7:0]];\n    sel_q <= uaddr_i[9];\n"
+		   "    if (swe_i) sm_q[swaddr_i] <= swdata_i;\n"
+		   "    srdata_q <= (!OldOnCollide && swe_i && swaddr_i == sraddr_i) ? {16{1'bx}}\n"
+		   "                                                                  : sm_q[sraddr_i];\n"
+		   "  end\n\n"
+		   "  assign udata_o = Rom ? %s : 16'h0000;\n"
+		   "  assign srdata_o = srdata_q;\nendmodule\n\n`default_nettype wire\n",
+		hi ? "(sel_q ? d1_q : d0_q)" : "d0_q");
 }
 
 static void list(void)
