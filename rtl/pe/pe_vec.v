@@ -1,6 +1,7 @@
 // pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
-// (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb; docs/architecture.md 4.3-4.4), the
-// FMAC pipeline and the transmit FIFO.
+// (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb and the 0xF vector group vfma, vsum2,
+// cvt.bf, vlut, rsqrt; docs/architecture.md 4.3-4.4), the FMAC pipeline and the transmit
+// FIFO.
 //
 // Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
 // in the SRAM output registers, FMAC stage 1), FMAC stages, out (k+1+FmacLatency: result
@@ -15,6 +16,19 @@
 //    are gathered from the queue head while lane 0 already issues, so a full group issues
 //    one MAC per cycle.
 //  - redv: one add per cycle, payload from W then from the queue head (waiting for it).
+//  - vfma: one MAC per element and cycle, in place.
+//  - vsum2: two FMAC ops per element (add, then square) on four chains {s0, q0, s1, q1}
+//    taken round-robin like dot lanes (bypass or accumulator register), so 2 cycles per
+//    element; then, with the pipeline drained, the two combining adds (store to r[rd] and
+//    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain).
+//  - cvt.bf: one B read per element; A words are written whole, two elements a write (the
+//    even element waits in a register), with an A read only for an odd first or even last
+//    element (read-modify-write); ends in the last element's R cycle.
+//  - vlut: a side stage X after the x read (bf16 round, table index, table address); the
+//    table read on the second B read port is the MAC's issue, and the next x read goes out
+//    in the same cycle when its bank differs from the table word's (1 element a cycle),
+//    otherwise in the next (2 cycles an element).
+//  - rsqrt: B read, then the ROM read (pe_rsqrt), then the register write: 3 cycles.
 // Transmit: a FIFO of TxDepth; an instruction that sends reserves space for its in-flight
 // wavelets (no stall of the pipeline is ever needed). Sources (scalar send, sendv at R,
 // redv at out) never push in the same cycle: send waits until no send is in flight, sendv
@@ -70,6 +84,8 @@ module pe_vec #(
   // SRAM B (one read, one write per cycle; the bank is the address msb)
   output logic            b_re_o,
   output logic [BAW-1:0]  b_raddr_o,
+  output logic            b_re2_o,    // second read port (vlut's table): never in b_raddr_o's
+  output logic [BAW-1:0]  b_raddr2_o, // bank in the same cycle
   input  wire  [63:0]     b_rdata_i,  // {bank 1, bank 0}
   output logic            b_we_o,
   output logic [BAW-1:0]  b_waddr_o,
@@ -82,7 +98,8 @@ module pe_vec #(
   output wire             idle_o
 );
   localparam [3:0] KNone = 4'd0, KAxpy = 4'd1, KDot = 4'd2, KRedv = 4'd3, KSendv = 4'd4,
-                   KLda = 4'd5, KSta = 4'd6, KLdb = 4'd7, KStb = 4'd8;
+                   KLda = 4'd5, KSta = 4'd6, KLdb = 4'd7, KStb = 4'd8, KVfma = 4'd9,
+                   KVs = 4'd10, KVsF = 4'd11, KCvt = 4'd12, KLut = 4'd13, KRsq = 4'd14;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
@@ -111,6 +128,14 @@ module pe_vec #(
   logic          first_q, first_d;// dot: first group (lane 0 is W)
   logic [15:0]   idx_q [0:DotLanes-1];
   logic [15:0]   idx_d [0:DotLanes-1];
+  logic          fin_q, fin_d;    // vsum2: combining adds (the first issued); rsqrt: ROM read
+  logic [15:0]   lo_q, lo_d;      // cvt.bf: the even element of the A word being assembled
+  // vlut's X stage: the x read's data (bf16 kept while the table read waits)
+  logic          xv_q, xv_d;
+  logic          xbk_q, xbk_d;
+  logic          xheld_q, xheld_d;
+  logic [15:0]   xb_q, xb_d;
+  logic [BAW-1:0] xwa_q, xwa_d;
 
   // ------------------------------------------------------------------ pipeline tags
   // R stage
@@ -127,6 +152,7 @@ module pe_vec #(
   logic [LW-1:0] rln_q, rln_d;
   logic          rfirst_q, rfirst_d;
   logic          rzf_q, rzf_d;
+  logic [AAW-1:0] raw_q, raw_d;   // cvt.bf: A word
   // FMAC stages
   logic          pv_q [0:L-1];
   logic          pdot_q [0:L-1];
@@ -141,10 +167,25 @@ module pe_vec #(
   wire  [31:0] b_word = rbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0];
   wire  [15:0] b_elem = rbh_q ? b_word[31:16] : b_word[15:0];
   wire  [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
-  wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv);
+  wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv ||
+                                  rk_q == KVfma || rk_q == KVs || rk_q == KVsF || rk_q == KLut);
+  wire         r_acc = (rk_q == KDot) || (rk_q == KVs);  // result goes to a lane accumulator
+  wire  [15:0] bw_bf;  // bf16(the B word read), for vfma, vsum2, cvt.bf
+  pe_bf16_rne u_bw_bf (.x_i(b_word), .y_o(bw_bf));
+  wire  [LW-1:0] ln_s = {1'b0, rln_q[0]};   // vsum2's combining add: chains s0/q0 ...
+  wire  [LW-1:0] ln_t = {1'b1, rln_q[0]};   // ... and s1/q1
   logic [31:0] y;
   logic        y_valid;
   wire         byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q);
+  // rsqrt: the ROM stage (B word sampled in the read's R cycle)
+  wire  [15:0] rsq_y;
+  pe_rsqrt u_rsqrt (
+    .clk_i (clk_i),
+    .rst_ni(rst_ni),
+    .en_i  (rv_q && rk_q == KRsq),
+    .x_i   (b_word),
+    .y_o   (rsq_y)
+  );
   logic        f_add;
   logic [31:0] f_a, f_c;
   logic [15:0] f_b;
@@ -162,6 +203,27 @@ module pe_vec #(
       KRedv: begin
         f_add = 1'b1;
         f_a = rval_q;
+      end
+      KVfma: begin  // fmac(r[rd], bf16(B), r[rs] << 16), r[rs] and r[rd] carried in rval
+        f_a = {16'd0, rval_q[15:0]};
+        f_b = bw_bf;
+        f_c = {rval_q[31:16], 16'd0};
+      end
+      KVs: begin  // chain rln: add(s, x) (even lane) or fmac(bf16(x), bf16(x), q) (odd lane)
+        f_add = !rln_q[0];
+        f_a = rln_q[0] ? {16'd0, bw_bf} : b_word;
+        f_b = bw_bf;
+        f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+      end
+      KVsF: begin  // add(chain 0, chain 1); a chain never used is +0
+        f_add = 1'b1;
+        f_a = rzf_q ? 32'd0 : acc_q[ln_s];
+        f_c = rfirst_q ? 32'd0 : acc_q[ln_t];
+      end
+      KLut: begin  // fmac(t[31:16], x, t[15:0] << 16), x carried in rval
+        f_a = {16'd0, b_word[31:16]};
+        f_b = rval_q[15:0];
+        f_c = {b_word[15:0], 16'd0};
       end
       default: ;
     endcase
@@ -197,14 +259,16 @@ module pe_vec #(
   );
 
   // ------------------------------------------------------------------ in-flight summary
-  logic         infl_wb, infl_tx, infl_ftx;
+  logic         infl_wb, infl_tx, infl_ftx, pipe_busy;
   logic [3:0]   infl_txn;
   always_comb begin
+    pipe_busy = rv_q;
     infl_wb  = rv_q && rwen_q;
     infl_tx  = rv_q && rtx_q;
     infl_ftx = rv_q && rtx_q && (rk_q == KRedv);
     infl_txn = {3'd0, rv_q && rtx_q};
     for (int k = 0; k < L; k = k + 1) begin
+      pipe_busy = pipe_busy || pv_q[k];
       infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]);
       infl_tx  = infl_tx || (pv_q[k] && ptx_q[k]);
       infl_ftx = infl_ftx || (pv_q[k] && ptx_q[k]);
@@ -228,6 +292,20 @@ module pe_vec #(
   wire        dot_tlast = (t_q == dot_t_n - 16'd1);
   wire [15:0] n_ptr     = ptr_q + n_q;
   wire        n_last    = (n_q == cnt_q - 16'd1);
+  wire        n_all     = (n_q == cnt_q);           // vector group: every element issued
+  wire [2:0]  xop       = ins_q[5:3];
+  // cvt.bf: A element of this element, whether its A word must be read (odd first, even last)
+  wire [15:0] cv_e      = dat_q[15:0] + n_q;
+  wire        cv_rd     = cv_e[0] ? (n_q == 16'd0) : n_last;
+  wire        r_awr     = rv_q && rk_q == KCvt && (rah_q || rzf_q);  // R writes A this cycle
+  // vlut X stage: x, its table word
+  wire [15:0] x_fresh;
+  pe_bf16_rne u_x_bf (.x_i(xbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0]), .y_o(x_fresh));
+  wire [15:0] x_bf      = xheld_q ? xb_q : x_fresh;
+  wire [7:0]  x_idx;
+  pe_lut_index u_lut_idx (.x_i(x_bf), .idx_o(x_idx));
+  wire [15:0] t_adr     = dat_q[15:0] + {8'd0, x_idx};
+  wire        x_go      = xv_q && !hz(BAW'(t_adr));  // the X stage issues the table read
 
   // dot lane of this slot
   logic         d_act, d_end, d_gath;
@@ -241,7 +319,10 @@ module pe_vec #(
     for (int m = 0; m < DotLanes; m = m + 1) idx_d[m] = idx_q[m];
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbk_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
-    rzf_d = 1'b0;
+    rzf_d = 1'b0; raw_d = '0;
+    fin_d = fin_q; lo_d = lo_q;
+    xv_d = xv_q; xbk_d = xbk_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
+    b_re2_o = 1'b0; b_raddr2_o = '0;
     done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
     a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
     b_re_o = 1'b0; b_raddr_o = '0;
@@ -275,6 +356,19 @@ module pe_vec #(
           b_wdata_o = rbh_q ? {dat_q[15:0], b_word[15:0]} : {b_word[31:16], dat_q[15:0]};
           done_o = 1'b1; busy_d = 1'b0;
         end
+        KCvt: begin  // rah: odd element (write {it, even}); rzf: last; rfirst: first
+          if (rah_q) begin
+            a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = raw_q;
+            a_wdata_o = {bw_bf, rfirst_q ? a_rdata_i[15:0] : lo_q};
+          end else if (rzf_q) begin
+            a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = raw_q;
+            a_wdata_o = {a_rdata_i[31:16], bw_bf};
+          end else begin
+            lo_d = bw_bf;
+          end
+          if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
+        end
+        KRsq: fin_d = 1'b1;
         default: ;
       endcase
     end
@@ -289,7 +383,7 @@ module pe_vec #(
       adr_d = opa_i;
       dat_d = (instr_i[15:12] == 4'h8) ? {opa_i, opb_i} : {16'd0, opd_i};
       t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
-      first_d = 1'b1;
+      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0;
       aa_d = regs_i[16 +: 16];
       ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] : regs_i[32 +: 16] + w_i[31:16];
     end else if (busy_q) begin
@@ -399,7 +493,73 @@ module pe_vec #(
             if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
           end
         end
-        4'hF: begin  // lda / sta / ldb / stb: read now, finish in R
+        4'hF: if (xop == 3'd1) begin  // vfma rd, rs
+          if (n_all) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (!hz(BAW'(n_ptr))) begin
+            mac_o = 1'b1;
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+            rv_d = 1'b1; rk_d = KVfma; rbk_d = n_ptr[BAW-1]; rwen_d = 1'b1;
+            rwa_d = BAW'(n_ptr); rval_d = {adr_q, dat_q[15:0]};
+            n_d = n_q + 16'd1;
+            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end else if (xop == 3'd2) begin  // vsum2 rd: chain {n[0], ph}, then the two adds
+          if (!n_all) begin
+            if (!hz(BAW'(n_ptr))) begin
+              mac_o = 1'b1;
+              b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+              rv_d = 1'b1; rk_d = KVs; rbk_d = n_ptr[BAW-1];
+              rln_d = LW'({n_q[0], ph_q}); rfirst_d = (n_q < 16'd2);
+              ph_d = !ph_q;
+              if (ph_q) n_d = n_q + 16'd1;
+            end
+          end else if (fin_q || !pipe_busy) begin
+            mac_o = 1'b1;
+            rv_d = 1'b1; rk_d = KVsF; rln_d = LW'(fin_q); rwen_d = 1'b1;
+            rwa_d = BAW'(dat_q[15:0] + {15'd0, fin_q});
+            rzf_d = (cnt_q == 16'd0); rfirst_d = (cnt_q < 16'd2);
+            fin_d = 1'b1;
+            if (fin_q) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end else if (xop == 3'd3) begin  // cvt.bf rd: ends in the last element's R
+          if (!n_all && !hz(BAW'(n_ptr)) && !(cv_rd && r_awr)) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+            if (cv_rd) begin a_en_o = 1'b1; a_addr_o = AAW'(cv_e[15:1]); end
+            rv_d = 1'b1; rk_d = KCvt; rbk_d = n_ptr[BAW-1]; raw_d = AAW'(cv_e[15:1]);
+            rah_d = cv_e[0]; rzf_d = n_last; rfirst_d = (n_q == 16'd0);
+            n_d = n_q + 16'd1;
+          end else if (cnt_q == 16'd0) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end
+        end else if (xop == 3'd4) begin  // vlut rd: X stage -> table read (the MAC's issue)
+          if (x_go) begin
+            mac_o = 1'b1;
+            b_re2_o = 1'b1; b_raddr2_o = BAW'(t_adr);
+            rv_d = 1'b1; rk_d = KLut; rbk_d = t_adr[BAW-1]; rwen_d = 1'b1; rwa_d = xwa_q;
+            rval_d = {16'd0, x_bf};
+            xv_d = 1'b0;
+          end else if (xv_q) begin
+            xheld_d = 1'b1;
+          end
+          if (!n_all && (!xv_q || (x_go && t_adr[BAW-1] != n_ptr[BAW-1])) &&
+              !hz(BAW'(n_ptr))) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+            xv_d = 1'b1; xbk_d = n_ptr[BAW-1]; xwa_d = BAW'(n_ptr);
+            n_d = n_q + 16'd1;
+          end
+          if (n_all && (!xv_q || x_go)) begin done_o = 1'b1; busy_d = 1'b0; end
+        end else if (xop == 3'd5) begin  // rsqrt rd, [rs]: B read, ROM (fin), register
+          if (fin_q) begin
+            ld_o = 1'b1; ld_data_o = rsq_y; done_o = 1'b1; busy_d = 1'b0; fin_d = 1'b0;
+          end else if (!ph_q && !hz(BAW'(adr_q))) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(adr_q);
+            rv_d = 1'b1; rk_d = KRsq; rbk_d = adr_q[BAW-1];
+            ph_d = 1'b1;
+          end
+        end else if (xop != 3'd0) begin  // xop 6, 7: nothing
+          done_o = 1'b1; busy_d = 1'b0;
+        end else begin  // lda / sta / ldb / stb: read now, finish in R
           if (!ph_q) begin
             if (!ins_q[1]) begin
               a_en_o = 1'b1; a_addr_o = AAW'(adr_q[15:1]);
@@ -444,7 +604,9 @@ module pe_vec #(
       for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= '0;
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
       rah_q <= 1'b0; rbk_q <= 1'b0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
-      rfirst_q <= 1'b0; rzf_q <= 1'b0;
+      rfirst_q <= 1'b0; rzf_q <= 1'b0; raw_q <= '0;
+      fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xbk_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
+      xwa_q <= '0;
       for (int e = 0; e < L; e = e + 1) begin
         pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pwa_q[e] <= '0;
         ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
@@ -459,8 +621,10 @@ module pe_vec #(
       for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= idx_d[e];
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
       rcol_q <= rcol_d; rah_q <= rah_d; rbk_q <= rbk_d; rbh_q <= rbh_d; rval_q <= rval_d;
-      rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d;
-      pv_q[0] <= f_valid; pdot_q[0] <= (rk_q == KDot); pwen_q[0] <= f_valid && rwen_q;
+      rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; raw_q <= raw_d;
+      fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xbk_q <= xbk_d; xheld_q <= xheld_d;
+      xb_q <= xb_d; xwa_q <= xwa_d;
+      pv_q[0] <= f_valid; pdot_q[0] <= r_acc; pwen_q[0] <= f_valid && rwen_q;
       pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
       for (int e = 1; e < L; e = e + 1) begin
         pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];

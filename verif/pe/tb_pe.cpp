@@ -10,6 +10,14 @@
 //           chaining) on random streams, including wavelets with no task (err_notask)
 //   util    a long forward stream (Tp = 16) fed without gaps: measures MAC-busy / cycles and
 //           asserts zero dead cycles between consecutive nonzeros of a run
+//   vec     (TB_VEC) the 0xF vector group: tasks of random vfma / vsum2 / cvt.bf / vlut /
+//           rsqrt / xop 6-7 sequences interleaved with chaining axpy and dot tasks; counts 0,
+//           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
+//           ties, near overflow); vlut tables in the range's bank and in the other, indices
+//           at the extremes; odd and even cvt.bf targets; 16-bit and memory address wrap.
+//           The rand programs get vector instructions too.
+// TB_VEC (default 1) is 0 for a DUT without the vector group (tb_pe_micro_mt): it then sees
+// exactly the scenarios it saw before the group existed.
 // Every scenario runs with random rx gaps (except util), random tx back-pressure, and
 // random config-port reads of the other B bank while the engine runs. At the end every
 // sent wavelet (in order), all of A and B, the registers, the task table and the counters
@@ -41,6 +49,9 @@ static const unsigned kAWords = 16384, kBWords = 8192, kNumQueues = 4;
 // runs every instruction in micro-code
 #ifndef TB_SLOW
 #define TB_SLOW 1
+#endif
+#ifndef TB_VEC
+#define TB_VEC 1
 #endif
 
 // ----------------------------------------------------------------------------- assembler
@@ -78,6 +89,16 @@ static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
 {
 	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | (hi ? 4 : 0) | sel);
 }
+// the vector group: xop 1 vfma rd, rs; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd; 5 rsqrt rd, [rs]
+static uint16_t vop(unsigned xop, unsigned rd, unsigned rs)
+{
+	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | xop << 3);
+}
+static void li(std::vector<uint16_t> &w, unsigned rd, uint16_t v)
+{
+	w.push_back((uint16_t)(0x1000 | rd << 9));
+	w.push_back(v);
+}
 } // namespace as
 
 static uint64_t wv(unsigned ctrl, unsigned color, uint32_t payload)
@@ -97,6 +118,7 @@ struct Scenario {
 	unsigned rx_gap_pct = 20, tx_stall_pct = 30;
 	bool measure = false; // util: no gaps, count dead cycles (asserted when run_macs is set)
 	std::vector<uint64_t> run_macs; // util: MACs per run, in order
+	uint64_t budget = 0; // extra cycles of the timeout (long vector instructions)
 };
 
 struct Bench {
@@ -647,6 +669,21 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 			p.w.push_back(1);
 			p.w.push_back(redv(8 + r.below(8), r.chance(30)));
 			break;
+		case 15: { // (TB_VEC) a vector-group instruction over the P region
+			if (!TB_VEC || loop_reg == 7) break;
+			unsigned x = 1 + r.below(7), d = rdst(), t = r.below(8);
+			li(p.w, 6, (uint16_t)(4096 + r.below(200)));
+			li(p.w, 7, (uint16_t)r.below(12));
+			if (x == 2) li(p.w, d, (uint16_t)(4096 + r.below(300)));      // vsum2 output
+			else if (x == 4) li(p.w, d, (uint16_t)r.below(64));           // vlut table, bank 0
+			else if (x == 3 || x == 5) li(p.w, d, (uint16_t)r.u32());     // cvt.bf A, rsqrt
+			if (x == 5) {
+				do t = r.below(8); while ((int)t == loop_reg);
+				li(p.w, t, (uint16_t)r.below(320));
+			}
+			p.w.push_back(vop(x, d, t));
+			break;
+		}
 		default: break;
 		}
 	}
@@ -758,6 +795,153 @@ static Scenario gen_rand(Bench &b)
 	return s;
 }
 
+#if TB_VEC
+// fp32 operands of the vector group: specials and the vlut index extremes
+static uint32_t vec_f32(TbRng &r)
+{
+	uint32_t sg = r.below(2) << 31, m = r.u32() & 0x7fffff;
+	switch (r.below(14)) {
+	case 0: return sg;                                    // +-0
+	case 1: return sg | (1 + r.below(0x7fffff));           // subnormal
+	case 2: return sg | 0x7f800000;                        // +-inf
+	case 3: return sg | 0x7f800000 | (1 + r.below(0x7fffff)); // NaN
+	case 4: return sg | (100 + r.below(15)) << 23 | m;     // below 2^-12: binade 0
+	case 5: return sg | (129 + r.below(20)) << 23 | m;     // >= 4: binade 15
+	case 6: return sg | (110 + r.below(30)) << 23 | (m & 0x7f0000) | 0x8000; // RNE tie
+	case 7: return sg | 0x7f7f8000 | (r.u32() & 0x7fff);   // rounds up to inf (or not)
+	case 8: return sg | 0x00800000 | (m & 0x7f0000) | 0x7fff; // smallest normals
+	default: return sg | (112 + r.below(20)) << 23 | m;    // the table's range
+	}
+}
+
+static uint32_t vec_entry(TbRng &r) // a table entry {slope, intercept}
+{
+	return (uint32_t)rand_bf16(r, false) << 16 | rand_bf16(r, false);
+}
+
+// B words [lo, lo + n) (modulo BWords) overlap [t, t + 256)?
+static bool b_overlap(unsigned lo, unsigned n, unsigned t)
+{
+	if (n >= kBWords) return true;
+	for (unsigned k = 0; k < n; k++) {
+		unsigned a = (lo + k) % kBWords, d = (a + kBWords - t % kBWords) % kBWords;
+		if (d < 256) return true;
+	}
+	return false;
+}
+
+static Scenario gen_vec(Bench &b)
+{
+	TbRng &r = b.rng;
+	using namespace as;
+	Scenario s;
+	s.kind = "vec";
+	Prog p;
+	// tid 0 (color 0): prefix; axpy; ret    tid 1 (color 1): prefix; dot; ret
+	// tid 2 (color 2), 16 (ctrl 0): vector-group sequences ending with r6 back in P
+	unsigned pc_axpy = 0;
+	gen_vec_prefix(r, p);
+	p.w.push_back(axpy());
+	p.w.push_back(ret());
+	unsigned pc_dot = (unsigned)p.w.size();
+	gen_vec_prefix(r, p);
+	p.w.push_back(dot());
+	p.w.push_back(ret());
+	// B: data zones Z0 [256, 760) (bank 0), Z1 [4096, 4600), Z2 [7700, 8192) (bank 1);
+	// tables at 1024 (bank 0), 5120 (bank 1), 0xff80 (words 8064-8191 and 0-127)
+	static const unsigned zlo[3] = { 256, 4096, 7700 }, zn[3] = { 504, 504, 492 };
+	static const unsigned tabs[3] = { 1024, 5120, 0xff80 };
+	unsigned pcs[2];
+	for (unsigned tk = 0; tk < 2; tk++) {
+		pcs[tk] = (unsigned)p.w.size();
+		unsigned nops = 1 + r.below(tk ? 3 : 5);
+		for (unsigned k = 0; k < nops && p.w.size() < 200; k++) {
+			unsigned x = 1 + r.below(7);
+			unsigned z = r.below(3), n, lo;
+			unsigned c = r.below(20);
+			n = c == 0 ? 0 : c < 12 ? 1 + r.below(8) : c < 18 ? 9 + r.below(200)
+			  : c == 18 ? 300 + r.below(700) : 1 + r.below(zn[z]);
+			lo = zlo[z] + r.below(zn[z] - (n < zn[z] ? n : zn[z] - 1));
+			uint16_t r6 = (uint16_t)lo;
+			if (r.chance(15)) { // 16-bit wrap: from 0xffxx into word 0
+				r6 = (uint16_t)(0x10000 - 1 - r.below(32));
+				if (n > 200) n = 200;
+			}
+			if ((x == 1 || x == 2 || x == 3) && r.chance(3)) n = 8192 + 1 + r.below(300);
+			unsigned rd = r.below(6), rs = r.below(6);
+			switch (x) {
+			case 1: // vfma: scale, shift
+				li(p.w, rd, rand_bf16(r, false));
+				if (rs != rd) li(p.w, rs, rand_bf16(r, false));
+				break;
+			case 2: // vsum2: results anywhere (also 0xffff: the second wraps to 0)
+				li(p.w, rd, r.chance(10) ? 0xffff : (uint16_t)(zlo[r.below(3)] +
+									 r.below(400)));
+				break;
+			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too
+				li(p.w, rd, r.chance(15) ? (uint16_t)(0x10000 - 1 - r.below(16))
+							 : (uint16_t)r.u32());
+				if (n > 8192) n += 8192; // past AWords: A wraps
+				break;
+			case 4: { // vlut: a table not in the range
+				unsigned t = tabs[r.below(3)];
+				if (b_overlap(r6, n, t)) {
+					r6 = (uint16_t)(zlo[1] + r.below(100));
+					n = n > 300 ? 300 : n;
+					t = b_overlap(r6, n, 1024) ? 5120 : 1024;
+					if (b_overlap(r6, n, t)) n = 0;
+				}
+				li(p.w, rd, (uint16_t)t);
+				break;
+			}
+			case 5: // rsqrt: rd may be r6 or r7 (the model writes it too)
+				rd = r.below(8);
+				li(p.w, rs, (uint16_t)(zlo[r.below(3)] + r.below(400)));
+				break;
+			default: break;
+			}
+			li(p.w, 6, r6);
+			if (!(x == 5 && rd == 7)) li(p.w, 7, (uint16_t)n);
+			p.w.push_back(vop(x, rd, rs));
+			s.budget += 40ull * n + 200;
+		}
+		li(p.w, 6, (uint16_t)(4096 + r.below(64))); // dot's outputs, clear of its inputs
+		p.w.push_back(ret());
+	}
+	if (p.w.size() > 256) p.w.resize(256); // never: at most ~215 words
+	s.imem = p.w;
+	s.tasks = { { 0, (uint16_t)(0x200 | pc_axpy) }, { 1, (uint16_t)(0x200 | pc_dot) },
+		    { 2, (uint16_t)(0x200 | pcs[0]) }, { 16, (uint16_t)(0x200 | pcs[1]) } };
+	for (unsigned c = 0; c < 16; c++) s.qmap.push_back({ c, 0 });
+	for (unsigned i = 0; i < 8; i++) s.regs[i] = (uint16_t)r.u32();
+	s.regs[6] = (uint16_t)(4096 + r.below(64));
+	fill_a_random(b, s, 0, 64);
+	for (unsigned z = 0; z < 3; z++)
+		for (unsigned i = 0; i < zn[z]; i++) s.b_words.push_back({ zlo[z] + i, vec_f32(r) });
+	for (unsigned i = 0; i < 256; i++) s.b_words.push_back({ i, r.chance(50) ? vec_entry(r)
+		: ((uint32_t)rand_bf16(r, false) | (uint32_t)rand_bf16(r, false) << 16) });
+	for (unsigned t = 0; t < 3; t++)
+		for (unsigned i = 0; i < 256; i++)
+			s.b_words.push_back({ (tabs[t] + i) % kBWords, vec_entry(r) });
+	s.streams.resize(1);
+	unsigned nev = 4 + r.below(12);
+	for (unsigned k = 0; k < nev; k++) {
+		unsigned kind = r.below(6);
+		if (kind < 2) { // an axpy or dot burst (chaining)
+			unsigned c = kind;
+			for (unsigned i = 0; i < 1 + r.below(5); i++)
+				s.streams[0].push_back(wv(0, c, r.below(256) << 16 | rand_bf16(r, false)));
+		} else if (kind < 5) {
+			s.streams[0].push_back(wv(0, 2, r.u32()));
+		} else {
+			s.streams[0].push_back(wv(1, 0, r.u32()));
+		}
+	}
+	s.tx_stall_pct = 20;
+	return s;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	TbArgs args(argc, argv, 40);
@@ -774,13 +958,17 @@ int main(int argc, char **argv)
 		else if (kind == 1) s = gen_fwd(b, false);
 		else if (kind == 2) s = i == 2 ? gen_wgrad(b, true) : gen_wgrad(b, false);
 		else if (kind == 3) s = gen_rand(b);
+#if TB_VEC
+		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_vec(b);
+#else
 		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_rand(b);
+#endif
 		unsigned before = b.failed;
 		b.reset();
 		b.setup(s);
 		size_t nw = 0;
 		for (auto &q : s.streams) nw += q.size();
-		if (b.run(s, (200000 + nw * 2000) * TB_SLOW)) b.compare(s.kind);
+		if (b.run(s, (200000 + nw * 2000 + s.budget) * TB_SLOW)) b.compare(s.kind);
 		scen++;
 		if (b.failed == before) passed++;
 		else {
