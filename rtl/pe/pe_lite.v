@@ -5,6 +5,10 @@
 // block RAM, and runs vector instructions one element (one multi-cycle MAC, pe_lite_fmac)
 // at a time. Not for throughput: an axpy element takes about 14 cycles (measured on the
 // board's forward kernel), a scalar instruction 3 to 6.
+// The 0xF vector group runs on the same loop (SVe1 read B, SVe2 round and start the FMAC or
+// write A, SVeW wait, SVeS write B and step): vsum2 as four passes over the range, one per
+// chain (s0, q0, s1, q1: the elements of one parity), each chain kept in DRAM word 8 + pass,
+// then the two combining adds through the result words of B; rsqrt through pe_rsqrt's ROM.
 //
 // Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
@@ -57,7 +61,10 @@ module pe_lite #(
                    SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
                    SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
                    SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43,
-                   SLi1 = 6'd44, SLd3 = 6'd45, SStbA = 6'd46;
+                   SLi1 = 6'd44, SLd3 = 6'd45, SStbA = 6'd46, SVg1 = 6'd47, SVg2 = 6'd48,
+                   SVg3 = 6'd49, SVe1 = 6'd50, SVe2 = 6'd51, SVlA = 6'd52, SVlT = 6'd53,
+                   SVeW = 6'd54, SVeS = 6'd55, SCa = 6'd56, SCb = 6'd57, SCc = 6'd58,
+                   SCd = 6'd59, SCg = 6'd60, SRq2 = 6'd61, SRq3 = 6'd62;
 
   // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
   // single bits); Yosys would not re-encode it by itself because of the default -> SRst
@@ -77,7 +84,10 @@ module pe_lite #(
   logic [15:0] n_q, n_d;        // elements left
   logic [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
   logic        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
-  logic        first_q, first_d;  // redv: element 0 takes W
+  logic        first_q, first_d;  // redv: element 0 takes W; vsum2's combine: the q pair
+  logic [15:0] vr_q, vr_d;      // vfma: r[rs] (the shift)
+  logic [1:0]  vp_q, vp_d;      // vsum2: the pass (chain {parity, square})
+  logic        skip_q, skip_d;  // vsum2: the next element is the other parity's
 
   // ------------------------------------------------------------------ memories
   logic [15:0] ird;            // IMEM read data = the current instruction
@@ -165,6 +175,15 @@ module pe_lite #(
   );
   wire unused_f = f_ready;
 
+  // ------------------------------------------------------------------ vector group helpers
+  wire  [2:0]  xop = ird[5:3];
+  wire  [15:0] xb;              // bf16(the B word read)
+  pe_bf16_rne u_xb (.x_i(brd), .y_o(xb));
+  wire  [7:0]  lut_idx;         // vlut: index of x (held in acc[15:0])
+  pe_lut_index u_lut (.x_i(acc_q[15:0]), .idx_o(lut_idx));
+  wire  [15:0] rsq_y;           // rsqrt of the B word read the cycle before
+  pe_rsqrt u_rsqrt (.clk_i(clk_i), .rst_ni(rst_ni), .en_i(1'b1), .x_i(brd), .y_o(rsq_y));
+
   // ------------------------------------------------------------------ decode
   wire [3:0]  op = ird[15:12];
   wire [2:0]  f_rd = ird[11:9];
@@ -213,6 +232,9 @@ module pe_lite #(
     acc_d = acc_q;
     acc_clr = 1'b0;
     first_d = first_q;
+    vr_d = vr_q;
+    vp_d = vp_q;
+    skip_d = skip_q;
     i_re = 1'b0;
     i_ra = pc_q;
     d_re = 1'b0;
@@ -465,20 +487,175 @@ module pe_lite #(
         st_d = SFetch;
       end
       // ---------------------------------------------------------------- loads, stores
-      SMem2: begin  // rv = address
+      SMem2: begin  // rv = address (vector group: r[rs])
         t_d = rv;
         aa_d = rv;
         ba_d = rv;
-        case (ird[1:0])
-          2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
-          2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStbA; end
-          default: st_d = SLd3;  // loads: the memory address comes from aa, ba next cycle
-        endcase
+        if (xop == 3'd5 || xop == 3'd0) begin
+          case (ird[1:0])
+            2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
+            2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStbA; end
+            default: st_d = SLd3;  // loads, rsqrt: the address comes from aa, ba next cycle
+          endcase
+        end else if (xop[2:1] == 2'b11) begin  // xop 6, 7: nothing
+          pc_d = pc_next;
+          st_d = SFetch;
+        end else begin  // vfma, vsum2, cvt.bf, vlut: r[rd], r7, r6
+          d_re = 1'b1;
+          d_ra = reg_addr(f_rd);
+          st_d = SVg1;
+        end
       end
       SLd3: begin
-        if (ird[1]) b_re = 1'b1;
+        if (ird[1] || xop[2]) b_re = 1'b1;
         else a_en = 1'b1;
-        st_d = ird[1] ? SLdb3 : SLda3;
+        st_d = xop[2] ? SRq2 : ird[1] ? SLdb3 : SLda3;
+      end
+      // ---------------------------------------------------------------- rsqrt
+      SRq2: st_d = SRq3;  // pe_rsqrt's ROM reads the word
+      SRq3: begin
+        d_we = 1'b1;
+        d_wd = rsq_y;
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      // ---------------------------------------------------------------- vector group
+      SVg1: begin  // t = r[rd] (base), vr = r[rs]
+        vr_d = t_q;
+        t_d = rv;
+        aa_d = rv;
+        vp_d = 2'd0;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd7);
+        st_d = SVg2;
+      end
+      SVg2: begin
+        n_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd6);
+        st_d = SVg3;
+      end
+      SVg3: begin  // a vsum2 pass over the odd elements starts by skipping element 0
+        ba_d = rv;
+        acc_clr = 1'b1;
+        skip_d = vp_q[1];
+        st_d = SVe1;
+      end
+      SVe1: begin  // read element ba (ad_s = t + 1: vsum2's second result word)
+        if (n_q == 16'd0) begin
+          if (xop != 3'd2) begin
+            pc_d = pc_next;
+            st_d = SFetch;
+          end else if (vp_q != 2'd3) begin  // vsum2: chain vp to DRAM, the next pass
+            d_we = 1'b1;
+            d_wa = DAW'(8 + 32'(vp_q));
+            d_wd = acc_q[15:0];
+            vp_d = vp_q + 2'd1;
+            d_re = 1'b1;
+            d_ra = reg_addr(3'd7);
+            st_d = SVg2;
+          end else begin  // acc = q1: combine the q pair into B[t + 1], then the s pair
+            vp_d = 2'd0;
+            first_d = 1'b1;
+            ba_d = ad_s;
+            st_d = SCc;
+          end
+        end else if (skip_q) begin
+          st_d = SVeS;
+        end else begin
+          b_re = 1'b1;
+          st_d = SVe2;
+        end
+      end
+      SVe2: begin  // ad_s = aa + 1
+        case (xop)
+          3'd1: begin  // vfma: fmac(r[rd], bf16(x), r[rs] << 16)
+            f_start = 1'b1;
+            mac = 1'b1;
+            f_a = {brd[31:16], t_q};
+            f_b = xb;
+            f_c = {vr_q, 16'd0};
+            st_d = SVeW;
+          end
+          3'd2: begin  // vsum2 (and its combining adds): add(x, acc) or fmac(x, x, acc)
+            f_start = 1'b1;
+            mac = 1'b1;
+            f_add = !vp_q[0];
+            f_a = vp_q[0] ? {brd[31:16], xb} : brd;
+            f_b = xb;
+            st_d = SVeW;
+          end
+          3'd3: begin  // cvt.bf: A element aa = bf16(x)
+            a_en = 1'b1;
+            a_we = 1'b1;
+            a_wm = aa_q[0] ? 2'b10 : 2'b01;
+            aa_d = ad_s;
+            st_d = SVeS;
+          end
+          default: begin  // vlut: x to acc, then the table word
+            acc_d = {16'd0, xb};
+            st_d = SVlA;
+          end
+        endcase
+      end
+      SVlA: begin  // read the table word t + idx(x) (ad_x = t)
+        ad_y = {8'd0, lut_idx};
+        b_re = 1'b1;
+        b_ra = ad_s[BAW-1:0];
+        st_d = SVlT;
+      end
+      SVlT: begin  // fmac(slope, x, intercept << 16)
+        f_start = 1'b1;
+        mac = 1'b1;
+        f_a = {brd[31:16], brd[31:16]};
+        f_b = acc_q[15:0];
+        f_c = {brd[15:0], 16'd0};
+        st_d = SVeW;
+      end
+      SVeW: begin  // n = 0 only in vsum2's combine
+        if (f_done) begin
+          acc_d = f_y;
+          st_d = (n_q == 16'd0) ? SCg : SVeS;
+        end
+      end
+      SVeS: begin  // write the result (vfma, vlut), step (ad_s = ba + 1)
+        if (xop == 3'd1 || xop == 3'd4) b_we = 1'b1;
+        skip_d = (xop == 3'd2) && !skip_q;
+        ba_d = ad_s;
+        n_d = n_dec;
+        st_d = SVe1;
+      end
+      // vsum2's combine: B[ba] = one chain (acc), acc = the other (DRAM), add, B[ba] = sum
+      SCa: begin  // the s pair: s1
+        d_re = 1'b1;
+        d_ra = DAW'(10);
+        st_d = SCb;
+      end
+      SCb: begin
+        acc_d = drd;
+        st_d = SCc;
+      end
+      SCc: begin  // B[ba] = acc (q1 or s1); read q0 or s0
+        b_we = 1'b1;
+        d_re = 1'b1;
+        d_ra = first_q ? DAW'(9) : DAW'(8);
+        st_d = SCd;
+      end
+      SCd: begin
+        acc_d = drd;
+        b_re = 1'b1;
+        st_d = SVe2;  // vp = 0: the add
+      end
+      SCg: begin  // B[ba] = the sum; after the q pair the s pair at ba = t (ad_x = t)
+        b_we = 1'b1;
+        if (first_q) begin
+          first_d = 1'b0;
+          ba_d = ad_s;
+          st_d = SCa;
+        end else begin
+          pc_d = pc_next;
+          st_d = SFetch;
+        end
       end
       SLda3: begin
         d_we = 1'b1;
@@ -697,11 +874,13 @@ module pe_lite #(
   end
 
   always_ff @(posedge clk_i) begin
-    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
+    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN)
+              || (st_d == SVe1) || (st_d == SVlA) || (st_d == SCg);
     xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2)
-              || (st_d == SVx3);
-    xs_a_q <= (st_d == SStep1);
-    ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE);
+              || (st_d == SVx3) || (st_d == SVeS);
+    xs_a_q <= (st_d == SStep1) || (st_d == SVe2);
+    ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE)
+            || (st_d == SVe1) || (st_d == SVeS) || (st_d == SVe2);
   end
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -723,6 +902,9 @@ module pe_lite #(
     ba_q <= ba_d[BAW:0];
     acc_q <= acc_clr ? 32'd0 : acc_d;
     first_q <= first_d;
+    vr_q <= vr_d;
+    vp_q <= vp_d;
+    skip_q <= skip_d;
   end
 
   wire running = (st_q != SRst) && (st_q != SPick) && (st_q != SPick2) && (st_q != SPick3);
@@ -796,11 +978,14 @@ module pe_lite #(
                 || (st_q == SLdb3) || (st_q == SStbA) || (st_q == SDt0) || (st_q == SVx1)
                 || (st_q == SVx2)
                 || (st_q == SMacW) || (st_q == SStep1) || (st_q == SAxN) || (st_q == SAxP)
-                || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL);
-  wire a_busy = (st_q == SLd3) || (st_q == SSta3) || (st_q == SMac);
-  wire br_busy = (st_q == SLd3) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
+                || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL)
+                || (st_q == SRq3) || (st_q == SVg1) || (st_q == SVg2) || (st_q == SVe1)
+                || (st_q == SCa) || (st_q == SCc);
+  wire a_busy = (st_q == SLd3) || (st_q == SSta3) || (st_q == SMac) || (st_q == SVe2);
+  wire br_busy = (st_q == SLd3) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2)
+                 || (st_q == SVe1) || (st_q == SVlA) || (st_q == SCd);
   wire bw_busy = (st_q == SStb3) || (st_q == SStep1) || (st_q == SDtE) || (st_q == SVL)
-                 || (st_q == SRv5);
+                 || (st_q == SRv5) || (st_q == SVeS) || (st_q == SCc) || (st_q == SCg);
 `ifdef FORMAL
   // the grants' busy flags cover every cycle in which the core uses a port (checked in the
   // benches: tb_pe_lite builds with --assert -DFORMAL)
@@ -857,7 +1042,8 @@ module pe_lite #(
     // registers and task entries from the low half): it always takes the staged payload's
     dm_we = 1'b1;
     dm_wa = d_wa;
-    dm_wd = {stg_d_q[31:16], d_wd};
+    // (vsum2 stores a whole chain in SVe1)
+    dm_wd = {(st_q == SVe1) ? acc_q[31:16] : stg_d_q[31:16], d_wd};
     if (!d_we) begin
       if (drain) begin
         dm_wa = stg_a_q;
@@ -887,7 +1073,7 @@ module pe_lite #(
       .en_i   ((a_en && (!a_we || a_wm[g])) || cfg_a),
       .we_i   (a_en ? a_we : cfg_we_i),
       .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
-      .wdata_i(a_en ? rv : cfg_wdata_i[g*16 +: 16]),
+      .wdata_i(a_en ? ((st_q == SVe2) ? xb : rv) : cfg_wdata_i[g*16 +: 16]),
       .rdata_o(ard[g*16 +: 16])
     );
 
