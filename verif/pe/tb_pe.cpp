@@ -619,6 +619,7 @@ static Scenario gen_wgrad(Bench &b, bool util)
 // random programs on one queue
 struct Prog {
 	std::vector<uint16_t> w;
+	unsigned vec_ops = 0; // vector-group instructions (each adds to a run's timeout)
 };
 
 static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loop_reg)
@@ -672,8 +673,7 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 		case 15: { // (TB_VEC) a vector-group instruction over the P region
 			if (!TB_VEC || loop_reg == 7) break;
 			unsigned x = 1 + r.below(7), d = rdst(), t = r.below(8);
-			li(p.w, 6, (uint16_t)(4096 + r.below(200)));
-			li(p.w, 7, (uint16_t)r.below(12));
+			uint16_t v6 = (uint16_t)(4096 + r.below(200)), v7 = (uint16_t)r.below(12);
 			if (x == 2) li(p.w, d, (uint16_t)(4096 + r.below(300)));      // vsum2 output
 			else if (x == 4) li(p.w, d, (uint16_t)r.below(64));           // vlut table, bank 0
 			else if (x == 3 || x == 5) li(p.w, d, (uint16_t)r.u32());     // cvt.bf A, rsqrt
@@ -681,7 +681,10 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 				do t = r.below(8); while ((int)t == loop_reg);
 				li(p.w, t, (uint16_t)r.below(320));
 			}
+			li(p.w, 6, v6); // after rd: rd = 7 must not make the count an address
+			li(p.w, 7, v7);
 			p.w.push_back(vop(x, d, t));
+			p.vec_ops++;
 			break;
 		}
 		default: break;
@@ -792,6 +795,7 @@ static Scenario gen_rand(Bench &b)
 		}
 	}
 	s.tx_stall_pct = r.chance(30) ? 80 : 20;
+	s.budget = (uint64_t)p.vec_ops * 2000 * n; // pe_lite: a vsum2 of 11 is ~700 cycles
 	return s;
 }
 
@@ -903,7 +907,7 @@ static Scenario gen_vec(Bench &b)
 			li(p.w, 6, r6);
 			if (!(x == 5 && rd == 7)) li(p.w, 7, (uint16_t)n);
 			p.w.push_back(vop(x, rd, rs));
-			s.budget += 40ull * n + 200;
+			s.budget += 150ull * n + 500; // pe_lite: vsum2 passes 4 times
 		}
 		li(p.w, 6, (uint16_t)(4096 + r.below(64))); // dot's outputs, clear of its inputs
 		p.w.push_back(ret());
@@ -938,6 +942,7 @@ static Scenario gen_vec(Bench &b)
 		}
 	}
 	s.tx_stall_pct = 20;
+	s.budget *= nev; // a task runs once per wavelet
 	return s;
 }
 #endif
