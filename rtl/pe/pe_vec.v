@@ -636,6 +636,11 @@ module pe_vec #(
   end
 
   wire unused = &{1'b0, y_valid, regs_i[15:0]};  // r0 is not an engine operand
+
+`ifdef FORMAL
+  // vsum2's four chains come back through the bypass exactly one round (4 issues) later
+  initial assert (FmacLatency == 4);
+`endif
 endmodule
 
 `default_nettype wire
