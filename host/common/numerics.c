@@ -499,3 +499,66 @@ uint32_t nm_gelu_grad_lut_bits(uint32_t x)
 {
 	return nm_lut_bits(nm_gelu_std(1), x);
 }
+
+void nm_ln_fwd_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, const uint32_t *x,
+		    const uint16_t *gamma, const uint32_t *beta, size_t c, uint16_t inv_c,
+		    uint16_t eps)
+{
+	uint32_t sq[2];
+	nm_vsum2_bits(sq, x, c);
+	uint32_t m = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[0]), 0);
+	uint32_t e2 = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[1]), 0);
+	uint16_t mb = nm_bf16_from_bits(m);
+	uint32_t var = nm_fmac_bits((uint16_t)(mb ^ 0x8000u), mb, e2);
+	uint16_t r = nm_rsqrt_bits(nm_fmac_bits(0x3f80, nm_bf16_from_bits(var), (uint32_t)eps << 16));
+	uint16_t sh = (uint16_t)(nm_bf16_from_bits(nm_fmac_bits(r, mb, 0)) ^ 0x8000u);
+	for (size_t j = 0; j < c; j++) {
+		z[j] = nm_bf16_from_bits(nm_fmac_bits(r, nm_bf16_from_bits(x[j]), (uint32_t)sh << 16));
+		y[j] = nm_bf16_from_bits(nm_fmac_bits(gamma[j], z[j], beta[j]));
+	}
+	*r_out = r;
+}
+
+/* -bf16(fmac(r, bf16(fmac(inv_c, bf16(s), 0)), 0)): a scale of 1/C and r, negated. */
+static uint16_t nm_neg_scaled(uint32_t s, uint16_t inv_c, uint16_t r)
+{
+	uint16_t mean = nm_bf16_from_bits(nm_fmac_bits(inv_c, nm_bf16_from_bits(s), 0));
+	return (uint16_t)(nm_bf16_from_bits(nm_fmac_bits(r, mean, 0)) ^ 0x8000u);
+}
+
+void nm_ln_bwd_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta, const uint32_t *dy,
+		    const uint16_t *z, uint16_t r, const uint16_t *gamma, size_t c, uint16_t inv_c)
+{
+	/* s1, s2: vdot's two chains by parity from +0, then their sum */
+	uint32_t c1[2] = { 0, 0 }, c2[2] = { 0, 0 };
+	for (size_t j = 0; j < c; j++) {
+		uint16_t d = nm_bf16_from_bits(dy[j]);
+		dgamma[j] = nm_fmac_bits(z[j], d, dgamma[j]);
+		dbeta[j] = nm_fmac_bits(0x3f80, d, dbeta[j]);
+		uint16_t gb = nm_bf16_from_bits(nm_fmac_bits(gamma[j], d, 0));
+		c1[j & 1] = nm_fmac_bits(0x3f80, gb, c1[j & 1]);
+		c2[j & 1] = nm_fmac_bits(z[j], gb, c2[j & 1]);
+	}
+	uint16_t a = nm_neg_scaled(nm_add_bits(c1[0], c1[1]), inv_c, r);
+	uint16_t b = nm_neg_scaled(nm_add_bits(c2[0], c2[1]), inv_c, r);
+	for (size_t j = 0; j < c; j++) {
+		uint16_t gb = nm_bf16_from_bits(nm_fmac_bits(gamma[j], nm_bf16_from_bits(dy[j]), 0));
+		uint32_t u = nm_fmac_bits(b, z[j], nm_fmac_bits(r, gb, (uint32_t)a << 16));
+		dx[j] = nm_fmac_bits(0x3f80, nm_bf16_from_bits(u), dx[j]);
+	}
+}
+
+void nm_gelu_fwd_bits(uint16_t *h, uint16_t *d, const uint32_t *pre, size_t n, const uint32_t *tg,
+		      const uint32_t *td)
+{
+	for (size_t j = 0; j < n; j++) {
+		d[j] = nm_bf16_from_bits(nm_lut_bits(td, pre[j]));
+		h[j] = nm_bf16_from_bits(nm_lut_bits(tg, pre[j]));
+	}
+}
+
+void nm_gelu_bwd_bits(uint16_t *dp, const uint32_t *dh, const uint16_t *d, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		dp[j] = nm_bf16_from_bits(nm_fmac_bits(d[j], nm_bf16_from_bits(dh[j]), 0));
+}

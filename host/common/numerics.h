@@ -143,4 +143,31 @@ void nm_gelu_table(uint32_t t[256], int deriv);
 uint32_t nm_gelu_lut_bits(uint32_t x);
 uint32_t nm_gelu_grad_lut_bits(uint32_t x);
 
+/*
+ * The resident step's vector phases (fw/vec_*.s), one token at a time, each step one
+ * vector instruction of 4.4; the firmware computes exactly these.
+ *
+ * nm_ln_fwd_bits: with s, q = vsum2(x[0..c)), m = fmac(inv_c, bf16(s), 0),
+ * e2 = fmac(inv_c, bf16(q), 0), mb = bf16(m), r = rsqrt(fmac(1, bf16(fmac(-mb, mb, e2)),
+ * eps)), sh = -bf16(fmac(r, mb, 0)): z[j] = bf16(fmac(r, bf16(x[j]), sh)),
+ * y[j] = bf16(fmac(gamma[j], z[j], beta[j])); *r_out = r. inv_c and eps are bf16.
+ */
+void nm_ln_fwd_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, const uint32_t *x,
+		    const uint16_t *gamma, const uint32_t *beta, size_t c, uint16_t inv_c,
+		    uint16_t eps);
+/*
+ * nm_ln_bwd_bits: dgamma[j] = fmac(z[j], bf16(dy[j]), dgamma[j]), dbeta[j] =
+ * fmac(1, bf16(dy[j]), dbeta[j]); g[j] = fmac(gamma[j], bf16(dy[j]), 0), s1 = vdot(1, g),
+ * s2 = vdot(z, g) (two chains by parity, then their sum), a = -bf16(fmac(r,
+ * bf16(fmac(inv_c, bf16(s1), 0)), 0)), b likewise from s2; u = fmac(b, z[j], fmac(r,
+ * bf16(g[j]), a)), dx[j] = fmac(1, bf16(u), dx[j]).
+ */
+void nm_ln_bwd_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta, const uint32_t *dy,
+		    const uint16_t *z, uint16_t r, const uint16_t *gamma, size_t c, uint16_t inv_c);
+/* nm_gelu_fwd_bits: h[j] = bf16(lut(tg, pre[j])), d[j] = bf16(lut(td, pre[j])) with the
+ * tables tg, td (nm_gelu_table); nm_gelu_bwd_bits: dp[j] = bf16(fmac(d[j], bf16(dh[j]), 0)). */
+void nm_gelu_fwd_bits(uint16_t *h, uint16_t *d, const uint32_t *pre, size_t n, const uint32_t *tg,
+		      const uint32_t *td);
+void nm_gelu_bwd_bits(uint16_t *dp, const uint32_t *dh, const uint16_t *d, size_t n);
+
 #endif /* CS_NUMERICS_H */

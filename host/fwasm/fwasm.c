@@ -322,19 +322,46 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 			out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | half << 2 | sel);
 			return 0;
 		}
-	/* The extended 0xF group: xop [5:3] (4.4). */
-	if (!strcmp(mn, "vfma")) {
+	/* The extended 0xF group: xop [5:3], rt [2:0] (4.4). vfma and vlut without a source
+	 * register work in place (rt = r6). */
+	if (!strcmp(mn, "vfma") || !strcmp(mn, "vmac") || !strcmp(mn, "vdot")) {
+		int in_place = mn[1] == 'f';
+		if ((rc = want(a, mn, n, in_place ? 2 : 3, 3)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = reg(a, ops[1], &rs)))
+			return rc;
+		rt = 6;
+		if (n == 3 && (rc = reg(a, ops[2], &rt)))
+			return rc;
+		int xop = in_place ? 1 : mn[1] == 'm' ? 6 : 7;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | xop << 3 | rt);
+		return 0;
+	}
+	if (!strcmp(mn, "vaxpy")) { /* xop 0, [2:0] = 4 */
 		if ((rc = want(a, mn, n, 2, 2)) || (rc = reg(a, ops[0], &rd)) ||
 		    (rc = reg(a, ops[1], &rs)))
 			return rc;
-		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 1 << 3);
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 4);
 		return 0;
 	}
-	if (!strcmp(mn, "vsum2") || !strcmp(mn, "cvt.bf") || !strcmp(mn, "vlut")) {
+	if (!strcmp(mn, "vlut")) {
+		if ((rc = want(a, mn, n, 1, 2)) || (rc = reg(a, ops[0], &rd)))
+			return rc;
+		rt = 6;
+		if (n == 2 && (rc = reg(a, ops[1], &rt)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | 4 << 3 | rt);
+		return 0;
+	}
+	if (!strcmp(mn, "cvt.bh")) { /* xop 0, [2:0] = 5 */
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
 			return rc;
-		int xop = mn[1] == 's' ? 2 : mn[0] == 'c' ? 3 : 4;
-		out[0] = (uint16_t)(0xF000 | rd << 9 | xop << 3);
+		out[0] = (uint16_t)(0xF000 | rd << 9 | 5);
+		return 0;
+	}
+	if (!strcmp(mn, "vsum2") || !strcmp(mn, "cvt.bf")) {
+		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | (mn[1] == 's' ? 2 : 3) << 3);
 		return 0;
 	}
 	if (!strcmp(mn, "rsqrt")) {
@@ -593,21 +620,42 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 		snprintf(out, len, "sendv %d", (w >> 8) & 15);
 		return 1;
 	case 0xF: {
-		int sel = w & 3, half = (w >> 2) & 1, xop = rt;
+		int sel = w & 3, half = (w >> 2) & 1, xop = rt, src = w & 7;
 		if (xop) {
-			if ((w & 7) || xop > 5 || (xop >= 2 && xop <= 4 && rs))
-				return 0;
-			if (xop == 1)
-				snprintf(out, len, "vfma r%d, r%d", rd, rs);
-			else if (xop == 5)
+			switch (xop) {
+			case 1:
+			case 6:
+			case 7:
+				snprintf(out, len, "%s r%d, r%d, r%d",
+					 xop == 1 ? "vfma" : xop == 6 ? "vmac" : "vdot", rd, rs, src);
+				return 1;
+			case 4:
+				if (rs)
+					return 0;
+				snprintf(out, len, "vlut r%d, r%d", rd, src);
+				return 1;
+			case 5:
+				if (src)
+					return 0;
 				snprintf(out, len, "rsqrt r%d, [r%d]", rd, rs);
-			else
-				snprintf(out, len, "%s r%d", xop == 2 ? "vsum2" : xop == 3 ? "cvt.bf" : "vlut",
-					 rd);
+				return 1;
+			default:
+				if (rs || src)
+					return 0;
+				snprintf(out, len, "%s r%d", xop == 2 ? "vsum2" : "cvt.bf", rd);
+				return 1;
+			}
+		}
+		if (half && sel == 1) {
+			if (rs)
+				return 0;
+			snprintf(out, len, "cvt.bh r%d", rd);
 			return 1;
 		}
-		if (half && sel < 2)
-			return 0;
+		if (half && sel == 0) {
+			snprintf(out, len, "vaxpy r%d, r%d", rd, rs);
+			return 1;
+		}
 		static const char *const m[] = { "lda", "sta", "ldb", "stb" };
 		snprintf(out, len, "%s%s r%d, [r%d]", m[sel], half ? ".h" : "", rd, rs);
 		return 1;

@@ -71,11 +71,17 @@ static void test_encodings(void **state)
 		{ "sta r1, [r2]", { 0xf000 | 1 << 9 | 2 << 6 | 1 }, 1 },
 		{ "ldb r3, [r4]", { 0xf000 | 3 << 9 | 4 << 6 | 2 }, 1 },
 		{ "stb.h r3, [r4]", { 0xf000 | 3 << 9 | 4 << 6 | 4 | 3 }, 1 },
-		{ "vfma r3, r4", { 0xf000 | 3 << 9 | 4 << 6 | 1 << 3 }, 1 },
+		{ "vfma r3, r4", { 0xf000 | 3 << 9 | 4 << 6 | 1 << 3 | 6 }, 1 },
+		{ "vfma r3, r4, r2", { 0xf000 | 3 << 9 | 4 << 6 | 1 << 3 | 2 }, 1 },
 		{ "vsum2 r5", { 0xf000 | 5 << 9 | 2 << 3 }, 1 },
 		{ "cvt.bf r1", { 0xf000 | 1 << 9 | 3 << 3 }, 1 },
-		{ "vlut r2", { 0xf000 | 2 << 9 | 4 << 3 }, 1 },
+		{ "vlut r2", { 0xf000 | 2 << 9 | 4 << 3 | 6 }, 1 },
+		{ "vlut r2, r0", { 0xf000 | 2 << 9 | 4 << 3 }, 1 },
 		{ "rsqrt r7, [r6]", { 0xf000 | 7 << 9 | 6 << 6 | 5 << 3 }, 1 },
+		{ "vmac r1, r2, r3", { 0xf000 | 1 << 9 | 2 << 6 | 6 << 3 | 3 }, 1 },
+		{ "vdot r7, r0, r5", { 0xf000 | 7 << 9 | 0 << 6 | 7 << 3 | 5 }, 1 },
+		{ "vaxpy r2, r3", { 0xf000 | 2 << 9 | 3 << 6 | 4 }, 1 },
+		{ "cvt.bh r5", { 0xf000 | 5 << 9 | 5 }, 1 },
 		{ ".equ C, 7\nsendv C", { 0xd700 }, 1 },
 		{ ".word 0x1234", { 0x1234 }, 1 },
 	};
@@ -146,14 +152,19 @@ static void test_ext_group(void **state)
 		uint16_t w;
 		const char *text;
 	} cases[] = {
-		{ 0xf000 | 3 << 9 | 4 << 6 | 1 << 3, "vfma r3, r4" },
+		{ 0xf000 | 3 << 9 | 4 << 6 | 1 << 3 | 6, "vfma r3, r4, r6" },
 		{ 0xf000 | 5 << 9 | 2 << 3, "vsum2 r5" },
 		{ 0xf000 | 1 << 9 | 3 << 3, "cvt.bf r1" },
-		{ 0xf000 | 2 << 9 | 4 << 3, "vlut r2" },
+		{ 0xf000 | 2 << 9 | 4 << 3 | 1, "vlut r2, r1" },
 		{ 0xf000 | 7 << 9 | 6 << 6 | 5 << 3, "rsqrt r7, [r6]" },
+		{ 0xf000 | 1 << 9 | 2 << 6 | 6 << 3 | 3, "vmac r1, r2, r3" },
+		{ 0xf000 | 4 << 9 | 5 << 6 | 7 << 3 | 6, "vdot r4, r5, r6" },
+		{ 0xf000 | 2 << 9 | 3 << 6 | 4, "vaxpy r2, r3" },
+		{ 0xf000 | 2 << 9 | 5, "cvt.bh r2" },
+		{ 0xf000 | 2 << 9 | 3 << 6 | 5, ".word" },      /* cvt.bh with rs != 0 */
 		{ 0xf000 | 2 << 9 | 1 << 6 | 4 << 3, ".word" }, /* vlut with rs != 0 */
-		{ 0xf000 | 1 << 3 | 1, ".word" },               /* low bits set */
-		{ 0xf000 | 6 << 3, ".word" },                   /* reserved xop */
+		{ 0xf000 | 2 << 3 | 1, ".word" },               /* vsum2 with low bits set */
+		{ 0xf000 | 5 << 3 | 1, ".word" },               /* rsqrt with low bits set */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct csd_fw one = { .n_instr = 1 };

@@ -149,15 +149,17 @@ static void dot_one(struct pe_model *m, uint16_t idx, uint16_t lane_ptr)
 }
 
 /* The extended 0xF group (docs/architecture.md 4.4): xop 1 vfma, 2 vsum2, 3 cvt.bf,
- * 4 vlut, 5 rsqrt; 6 and 7 do nothing. B range B[r6 .. r6+r7), r6 and r7 unchanged. */
-static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs)
+ * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot; rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf: A),
+ * elements in index order, each read before its own write; r6 and r7 unchanged. */
+static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, unsigned rt)
 {
 	uint16_t *r = m->r;
 	switch (xop) {
-	case 1: /* vfma rd, rs: B = fmac(r[rd], bf16(B), r[rs] << 16) */
+	case 1: /* vfma rd, rs, rt: B = fmac(r[rd], bf16(B[r[rt] + n]), r[rs] << 16) */
 		for (uint16_t n = 0; n < r[7]; n++) {
-			uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
-			*y = nm_fmac_bits(r[rd], nm_bf16_from_bits(*y), (uint32_t)r[rs] << 16);
+			uint32_t x = *b_word(m, (uint16_t)(r[rt] + n));
+			*b_word(m, (uint16_t)(r[6] + n)) =
+				nm_fmac_bits(r[rd], nm_bf16_from_bits(x), (uint32_t)r[rs] << 16);
 			m->cnt[0]++;
 		}
 		break;
@@ -180,20 +182,39 @@ static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs)
 			m->a[(uint16_t)(r[rd] + n) & (m->awords - 1)] =
 				nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
 		break;
-	case 4: /* vlut rd: B = line B[r[rd] + index](B); the range must not hold the table */
+	case 4: /* vlut rd, rt: B = line B[r[rd] + index](B[r[rt] + n]); no element in the table */
 		for (uint16_t n = 0; n < r[7]; n++) {
-			uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
-			uint16_t xb = nm_bf16_from_bits(*y);
+			uint16_t xb = nm_bf16_from_bits(*b_word(m, (uint16_t)(r[rt] + n)));
 			uint32_t ent = *b_word(m, (uint16_t)(r[rd] + nm_lut_index(xb)));
-			*y = nm_fmac_bits((uint16_t)(ent >> 16), xb, ent << 16);
+			*b_word(m, (uint16_t)(r[6] + n)) =
+				nm_fmac_bits((uint16_t)(ent >> 16), xb, ent << 16);
 			m->cnt[0]++;
 		}
 		break;
 	case 5: /* rsqrt rd, [rs]: r[rd] = rsqrt(B[r[rs]]), bf16 */
 		r[rd] = nm_rsqrt_bits(*b_word(m, r[rs]));
 		break;
-	default:
+	case 6: /* vmac rd, rs, rt: B = fmac(A[r[rs] + n], bf16(B[r[rt] + n]), B[r[rd] + n]) */
+		for (uint16_t n = 0; n < r[7]; n++) {
+			uint16_t a = m->a[(uint16_t)(r[rs] + n) & (m->awords - 1)];
+			uint32_t x = *b_word(m, (uint16_t)(r[rt] + n));
+			uint32_t c = *b_word(m, (uint16_t)(r[rd] + n));
+			*b_word(m, (uint16_t)(r[6] + n)) = nm_fmac_bits(a, nm_bf16_from_bits(x), c);
+			m->cnt[0]++;
+		}
 		break;
+	default: { /* 7, vdot rd, rs, rt: B[r[rd]] = sum of A[r[rs] + n] * bf16(B[r[rt] + n]) */
+		uint32_t acc[2] = { 0, 0 };
+		for (uint16_t n = 0; n < r[7]; n++) {
+			uint16_t a = m->a[(uint16_t)(r[rs] + n) & (m->awords - 1)];
+			uint32_t x = *b_word(m, (uint16_t)(r[rt] + n));
+			acc[n & 1] = nm_fmac_bits(a, nm_bf16_from_bits(x), acc[n & 1]);
+			m->cnt[0]++;
+		}
+		*b_word(m, r[rd]) = nm_add_bits(acc[0], acc[1]);
+		m->cnt[0]++;
+		break;
+	}
 	}
 }
 
@@ -360,12 +381,25 @@ static int step(struct pe_model *m)
 		break;
 	default: { /* 0xF */
 		if (rt) { /* the extended group: xop [5:3] */
-			vec_op(m, rt, rd, rs);
+			vec_op(m, rt, rd, rs, ins & 7u);
 			break;
 		}
 		uint16_t addr = r[rs];
 		unsigned sel = ins & 3, hi = (ins >> 2) & 1;
-		if (sel == 0) {
+		if (hi && sel == 0) { /* 4: vaxpy rd, rs */
+			for (uint16_t n = 0; n < r[7]; n++) {
+				uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
+				*y = nm_fmac_bits(r[rd], m->a[(uint16_t)(addr + n) & (m->awords - 1)], *y);
+				m->cnt[0]++;
+			}
+		} else if (hi && sel == 1) { /* 5: cvt.bh rd: Bh[r[rd] + n] = bf16(B[r6 + n]) */
+			for (uint16_t n = 0; n < r[7]; n++) {
+				uint16_t v = nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
+				uint16_t e = (uint16_t)(r[rd] + n);
+				uint32_t *y = b_word(m, (uint16_t)(e >> 1));
+				*y = (e & 1) ? (*y & 0xffffu) | (uint32_t)v << 16 : (*y & 0xffff0000u) | v;
+			}
+		} else if (sel == 0) {
 			r[rd] = a_elem(m, addr);
 		} else if (sel == 1) {
 			m->a[addr & (m->awords - 1)] = r[rd];

@@ -3,9 +3,9 @@
  *
  * The same state as rtl/pe/pe.v (input queues, color -> queue map, task table, IMEM,
  * registers, W, SRAM A and B, counters) and the same ISA, executed one instruction at a
- * time with no notion of cycles. It also runs the 0xF vector group (xop 1-5, 4.4), which
- * the RTL does not decode yet; the benches' programs do not use it. The benches feed it the wavelets the RTL accepted, in the
- * same order, run it, and compare what it sent (per color, in order) and its final state.
+ * time with no notion of cycles, including the 0xF vector group (xop 1-7, 4.4). The benches
+ * feed it the wavelets the RTL accepted, in the same order, run it, and compare what it
+ * sent (per color, in order) and its final state.
  *
  * Where the RTL's choices depend on timing, the results do not, for programs that obey the
  * rules in docs/architecture.md 4.4 (a task that runs axpy/dot does not count its own
