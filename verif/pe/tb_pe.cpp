@@ -11,7 +11,11 @@
 //   util    a long forward stream (Tp = 16) fed without gaps: measures MAC-busy / cycles and
 //           asserts zero dead cycles between consecutive nonzeros of a run
 //   vec     (TB_VEC) the 0xF vector group: tasks of random vfma / vsum2 / cvt.bf / vlut /
-//           rsqrt / xop 6-7 sequences interleaved with chaining axpy and dot tasks; counts 0,
+//           rsqrt / vmac / vdot / vaxpy / cvt.bh sequences interleaved with chaining axpy and
+//           dot tasks; B sources (rt, vmac's rd) the destination's register, another register
+//           equal to r6, overlapping it by a few words either way, or disjoint (other bank
+//           too); A operands wrapping past AWords and 0xffff; cvt.bh's halves over the source
+//           range (overlapping it), odd and even starts; counts 0,
 //           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
 //           ties, near overflow); vlut tables in the range's bank and in the other, indices
 //           at the extremes; odd and even cvt.bf targets; 16-bit and memory address wrap.
@@ -89,11 +93,15 @@ static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
 {
 	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | (hi ? 4 : 0) | sel);
 }
-// the vector group: xop 1 vfma rd, rs; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd; 5 rsqrt rd, [rs]
-static uint16_t vop(unsigned xop, unsigned rd, unsigned rs)
+// the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
+// 5 rsqrt rd, [rs]; 6 vmac rd, rs, rt; 7 vdot rd, rs, rt (rt = [2:0])
+static uint16_t vop(unsigned xop, unsigned rd, unsigned rs, unsigned rt = 0)
 {
-	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | xop << 3);
+	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | xop << 3 | rt);
 }
+// xop 0: [2:0] = 4 vaxpy rd, rs; 5 cvt.bh rd
+static uint16_t vaxpy(unsigned rd, unsigned rs) { return (uint16_t)(0xF004 | rd << 9 | rs << 6); }
+static uint16_t cvtbh(unsigned rd) { return (uint16_t)(0xF005 | rd << 9); }
 static void li(std::vector<uint16_t> &w, unsigned rd, uint16_t v)
 {
 	w.push_back((uint16_t)(0x1000 | rd << 9));
@@ -672,7 +680,9 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 			break;
 		case 15: { // (TB_VEC) a vector-group instruction over the P region
 			if (!TB_VEC || loop_reg == 7) break;
-			unsigned x = 1 + r.below(7), d = rdst(), t = r.below(8);
+			// x 8: vaxpy, 9: cvt.bh; rt of vfma, vlut, vmac, vdot: any register (the
+			// source anywhere in B) or r6
+			unsigned x = 1 + r.below(9), d = rdst(), t = r.below(8), rt = r.below(8);
 			uint16_t v6 = (uint16_t)(4096 + r.below(200)), v7 = (uint16_t)r.below(12);
 			if (x == 2) li(p.w, d, (uint16_t)(4096 + r.below(300)));      // vsum2 output
 			else if (x == 4) li(p.w, d, (uint16_t)r.below(64));           // vlut table, bank 0
@@ -681,9 +691,10 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 				do t = r.below(8); while ((int)t == loop_reg);
 				li(p.w, t, (uint16_t)r.below(320));
 			}
+			if (x == 9) li(p.w, d, (uint16_t)(8192 + 2 * v6 - 8 + r.below(16))); // Bh near
 			li(p.w, 6, v6); // after rd: rd = 7 must not make the count an address
 			li(p.w, 7, v7);
-			p.w.push_back(vop(x, d, t));
+			p.w.push_back(x == 8 ? vaxpy(d, t) : x == 9 ? cvtbh(d) : vop(x, d, t, rt));
 			p.vec_ops++;
 			break;
 		}
@@ -860,7 +871,7 @@ static Scenario gen_vec(Bench &b)
 		pcs[tk] = (unsigned)p.w.size();
 		unsigned nops = 1 + r.below(tk ? 3 : 5);
 		for (unsigned k = 0; k < nops && p.w.size() < 200; k++) {
-			unsigned x = 1 + r.below(7);
+			unsigned x = 1 + r.below(9); // 8: vaxpy, 9: cvt.bh
 			unsigned z = r.below(3), n, lo;
 			unsigned c = r.below(20);
 			n = c == 0 ? 0 : c < 12 ? 1 + r.below(8) : c < 18 ? 9 + r.below(200)
@@ -872,12 +883,67 @@ static Scenario gen_vec(Bench &b)
 				if (n > 200) n = 200;
 			}
 			if ((x == 1 || x == 2 || x == 3) && r.chance(3)) n = 8192 + 1 + r.below(300);
-			unsigned rd = r.below(6), rs = r.below(6);
+			unsigned rd = r.below(6), rs = r.below(6), rt = 6;
+			// a B source range for r6's destination of n words: in place (r6 itself or
+			// another register holding it), overlapping by a few words, or disjoint
+			auto src = [&]() -> uint16_t {
+				unsigned c2 = r.below(8);
+				if (c2 < 2) return r6;
+				if (c2 < 5) return (uint16_t)(r6 + (int)r.below(9) - 4);
+				unsigned z2 = r.below(3);
+				return (uint16_t)(zlo[z2] + r.below(zn[z2] - (n < zn[z2] ? n : zn[z2] - 1)));
+			};
+			// an A element address: anywhere, or wrapping past AWords or 0xffff
+			auto aadr = [&]() -> uint16_t {
+				unsigned c2 = r.below(4);
+				if (c2 == 0) return (uint16_t)(kAWords - 1 - r.below(16));
+				if (c2 == 1) return (uint16_t)(0x10000 - 1 - r.below(16));
+				return (uint16_t)r.u32();
+			};
+			// rt (and vmac's rd): r6, or a register in 0..5 other than the taken ones
+			auto pick_src_reg = [&](unsigned a, unsigned b2) -> unsigned {
+				if (r.chance(25)) return 6;
+				unsigned g;
+				do g = r.below(6); while (g == a || g == b2);
+				return g;
+			};
 			switch (x) {
 			case 1: // vfma: scale, shift
 				li(p.w, rd, rand_bf16(r, false));
 				if (rs != rd) li(p.w, rs, rand_bf16(r, false));
+				rt = pick_src_reg(rd, rs);
+				if (rt != 6) li(p.w, rt, src());
 				break;
+			case 6: // vmac: c (rd) and x (rt) sources, the same register sometimes
+				rs = r.below(6);
+				li(p.w, rs, aadr());
+				rd = pick_src_reg(rs, 7);
+				if (rd != 6) li(p.w, rd, src());
+				rt = r.chance(15) ? rd : pick_src_reg(rs, rd);
+				if (rt != 6 && rt != rd) li(p.w, rt, src());
+				break;
+			case 7: // vdot: the sum anywhere (in the source range too)
+				rs = r.below(6);
+				li(p.w, rs, aadr());
+				rt = pick_src_reg(rs, 7);
+				if (rt != 6) li(p.w, rt, src());
+				do rd = r.below(6); while (rd == rs || rd == rt);
+				li(p.w, rd, r.chance(30) ? (uint16_t)(r6 + r.below(n + 1)) :
+					    (uint16_t)(zlo[r.below(3)] + r.below(400)));
+				break;
+			case 8: // vaxpy: bf16 scale, A source
+				do rs = r.below(6); while (rs == rd);
+				li(p.w, rd, rand_bf16(r, false));
+				li(p.w, rs, aadr());
+				break;
+			case 9: { // cvt.bh: Bh elements over the source range (2 r6 + k), or elsewhere
+				unsigned c2 = r.below(4);
+				uint16_t e = c2 == 0 ? (uint16_t)(2 * r6 + r.below(8)) :
+					     c2 == 1 ? (uint16_t)(2 * r6 - 1 - r.below(2 * n + 8)) :
+					     (uint16_t)(2 * (zlo[r.below(3)] + r.below(400)) + r.below(2));
+				li(p.w, rd, e);
+				break;
+			}
 			case 2: // vsum2: results anywhere (also 0xffff: the second wraps to 0)
 				li(p.w, rd, r.chance(10) ? 0xffff : (uint16_t)(zlo[r.below(3)] +
 									 r.below(400)));
@@ -896,6 +962,12 @@ static Scenario gen_vec(Bench &b)
 					if (b_overlap(r6, n, t)) n = 0;
 				}
 				li(p.w, rd, (uint16_t)t);
+				rt = pick_src_reg(rd, 7);
+				if (rt != 6) { // a source range clear of the table too
+					uint16_t sv = src();
+					if (b_overlap(sv, n, t)) sv = r6;
+					li(p.w, rt, sv);
+				}
 				break;
 			}
 			case 5: // rsqrt: rd may be r6 or r7 (the model writes it too)
@@ -906,7 +978,7 @@ static Scenario gen_vec(Bench &b)
 			}
 			li(p.w, 6, r6);
 			if (!(x == 5 && rd == 7)) li(p.w, 7, (uint16_t)n);
-			p.w.push_back(vop(x, rd, rs));
+			p.w.push_back(x == 8 ? vaxpy(rd, rs) : x == 9 ? cvtbh(rd) : vop(x, rd, rs, rt));
 			s.budget += 150ull * n + 500; // pe_lite: vsum2 passes 4 times
 		}
 		li(p.w, 6, (uint16_t)(4096 + r.below(64))); // dot's outputs, clear of its inputs
@@ -979,6 +1051,12 @@ int main(int argc, char **argv)
 		else {
 			printf("scenario %" PRIu64 " (%s) failed; replay with --seed=%" PRIu64 "\n", i,
 			       s.kind, args.seed);
+			if (getenv("TB_DEBUG")) { // the program, for a disassembly by hand
+				for (size_t k = 0; k < s.imem.size(); k++)
+					printf("imem %zu %04x\n", k, s.imem[k]);
+				for (auto &q : s.streams)
+					for (uint64_t w : q) printf("wavelet %09" PRIx64 "\n", w);
+			}
 			break;
 		}
 	}
