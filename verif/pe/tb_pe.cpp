@@ -39,6 +39,7 @@ typedef Vpe Vdut;
 #include "verilated.h"
 
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "tb_common.h"
@@ -136,6 +137,7 @@ struct Bench {
 	pe_model model;
 	uint64_t cycle = 0;
 	unsigned failed = 0;
+	uint32_t busy = 0; // counter 1 (task-busy cycles) at the last compare
 	std::vector<uint64_t> sent;
 	// utilization measurement
 	uint64_t mac_cycles = 0, util_cycles = 0, dot_mac_cycles = 0, dot_util_cycles = 0;
@@ -434,6 +436,7 @@ struct Bench {
 			}
 		}
 		std::vector<uint32_t> c = cfg_read_block(8, 0, 5);
+		busy = c.size() > 1 ? c[1] : 0;
 		if (getenv("TB_DEBUG"))
 			printf("counters %u %u %u %u %u model %u %u %u %u %u\n", c[0], c[1], c[2], c[3],
 			       c[4], model.cnt[0], model.cnt[1], model.cnt[2], model.cnt[3],
@@ -1019,6 +1022,197 @@ static Scenario gen_vec(Bench &b)
 }
 #endif
 
+#if TB_VEC
+// ----------------------------------------------------------------------------- fw programs
+// --fw=DIR: fw/vec_ln_fwd.s, vec_ln_bwd.s and vec_gelu.s (DIR/NAME.bin, the assembler's
+// images) on the DUT against the model, with tests/models/test_pe_model.c's parameter
+// blocks and layouts; prints each program's task-busy cycles per token.
+struct FwImage {
+	std::vector<uint16_t> imem;
+	std::vector<std::pair<std::string, uint16_t>> syms;
+};
+
+static bool fw_load(FwImage &f, const std::string &path)
+{
+	FILE *fp = fopen(path.c_str(), "rb");
+	if (!fp) {
+		printf("FAIL fw: cannot open %s (make fw builds it)\n", path.c_str());
+		return false;
+	}
+	std::vector<uint8_t> buf(65536);
+	size_t len = fread(buf.data(), 1, buf.size(), fp);
+	fclose(fp);
+	auto u16 = [&](size_t o) { return (uint16_t)(buf[o] | buf[o + 1] << 8); };
+	if (len < 16 || memcmp(buf.data(), "CSFW", 4) || u16(4) != 1) {
+		printf("FAIL fw: %s: not a version 1 image\n", path.c_str());
+		return false;
+	}
+	unsigned ni = u16(6), ns = u16(8);
+	size_t o = 12;
+	if (len < o + ns * 28 + ni * 2 + 4) {
+		printf("FAIL fw: %s: truncated\n", path.c_str());
+		return false;
+	}
+	for (unsigned k = 0; k < ns; k++, o += 28)
+		f.syms.push_back({ std::string((const char *)&buf[o], strnlen((const char *)&buf[o], 24)),
+				   u16(o + 24) });
+	for (unsigned k = 0; k < ni; k++, o += 2) f.imem.push_back(u16(o));
+	return true;
+}
+
+static int fw_entry(const FwImage &f, const char *name)
+{
+	for (auto &sy : f.syms)
+		if (sy.first == name) return sy.second;
+	printf("FAIL fw: no entry %s\n", name);
+	return -1;
+}
+
+// test_pe_model.c's rand_act: |x| in [0, 8), either sign, plus an offset
+static uint32_t fw_act(TbRng &r, float offset)
+{
+	uint64_t v = r.next();
+	float f = (float)((double)(v >> 40) / (double)(1ull << 24)) * 8.0f;
+	return nm_f32_bits((v & 1 ? -f : f) + offset);
+}
+
+// a scenario running entry `pc` of image f once on the block at B[p]; a and b hold the
+// initial contents of A (elements) and B (words) over [0, 2048)
+static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t> &a,
+			    const std::vector<uint32_t> &bw, uint16_t p)
+{
+	Scenario s;
+	s.kind = "fw";
+	s.imem = f.imem;
+	s.tasks = { { 3, (uint16_t)(0x200 | pc) } };
+	for (unsigned c = 0; c < 16; c++) s.qmap.push_back({ c, 0 });
+	for (size_t w = 0; w < a.size() / 2; w++)
+		s.a_words.push_back({ (uint32_t)w, (uint32_t)a[2 * w] | (uint32_t)a[2 * w + 1] << 16 });
+	for (size_t w = 0; w < bw.size(); w++) s.b_words.push_back({ (uint32_t)w, bw[w] });
+	s.streams.resize(1);
+	s.streams[0].push_back(wv(0, 3, p));
+	s.budget = 20000000;
+	return s;
+}
+
+static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
+{
+	FwImage lf, lb, ge;
+	if (!fw_load(lf, dir + "/vec_ln_fwd.bin") || !fw_load(lb, dir + "/vec_ln_bwd.bin") ||
+	    !fw_load(ge, dir + "/vec_gelu.bin"))
+		return tb_result(0, 1);
+	int pc_lf = fw_entry(lf, "ln_fwd"), pc_lb = fw_entry(lb, "ln_bwd");
+	int pc_gf = fw_entry(ge, "gelu_fwd"), pc_gb = fw_entry(ge, "gelu_bwd");
+	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0) return tb_result(0, 1);
+	TbRng &r = b.rng;
+	unsigned passed = 0, scen = 0;
+	// per program: busy cycles and tokens of the runs at C (w) = 64
+	uint64_t cyc[4] = { 0 }, tok[4] = { 0 };
+	static const char *const names[4] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
+					      "vec_gelu bwd" };
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned prog = (unsigned)(i % 4);
+		std::vector<uint16_t> a(2048);
+		std::vector<uint32_t> bw(2048);
+		for (auto &v : a) v = (uint16_t)r.u32();
+		for (auto &v : bw) v = rand_f32(r);
+		Scenario s;
+		unsigned c = 64, ntok = 1 + r.below(4);
+		if (i < 4) ntok = 4; // the measured runs: C = 64, 4 tokens
+		if (prog == 0) { // ln_fwd: test_ln_fwd's layout
+			static const unsigned cs[] = { 64, 48, 128 };
+			if (i >= 4) c = cs[r.below(3)];
+			const uint16_t X = 0, BE = 1000, S = 1200, T = 1400, P = 1900;
+			const uint16_t G = 0, Y = 128, Z = 512, R = 900, AM = 1000;
+			float offset = r.chance(50) ? 3.0f : 0.0f;
+			for (unsigned k = 0; k < ntok * c; k++) bw[X + k] = fw_act(r, offset);
+			for (unsigned j = 0; j < c; j++) {
+				a[G + j] = nm_bf16_from_f32(0.5f + (float)r.below(1000) / 1000.0f);
+				bw[BE + j] = nm_f32_bits((float)((int)r.below(200) - 100) / 400.0f);
+			}
+			uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)c), eps = nm_bf16_from_f32(1e-5f);
+			const uint16_t par[13] = { (uint16_t)c, G, BE, S, T, AM, inv_c, eps, X, Y, Z, R,
+						   (uint16_t)ntok };
+			for (int k = 0; k < 13; k++) bw[P + k] = par[k];
+			s = fw_scenario(lf, pc_lf, a, bw, P);
+		} else if (prog == 1) { // ln_bwd: test_ln_bwd's layout, z and r from nm_ln_fwd_bits
+			static const unsigned cs[] = { 64, 32, 96 };
+			if (i >= 4) c = cs[r.below(3)];
+			const uint16_t DY = 0, DX = 500, DG = 1000, DB = 1100, S = 1200, T = 1400,
+				       ZERO = 1500, P = 1900;
+			const uint16_t G = 0, ONES = 100, Z = 200, R = 700, AM = 800;
+			std::vector<uint32_t> x(ntok * c), zero(c, 0);
+			float offset = r.chance(50) ? -2.0f : 0.0f;
+			for (unsigned k = 0; k < ntok * c; k++) {
+				x[k] = fw_act(r, offset);
+				bw[DY + k] = fw_act(r, 0.0f);
+				bw[DX + k] = fw_act(r, 0.0f);
+			}
+			for (unsigned j = 0; j < c; j++) {
+				a[G + j] = nm_bf16_from_f32(0.5f + (float)r.below(1000) / 1000.0f);
+				a[ONES + j] = 0x3f80;
+				bw[DG + j] = fw_act(r, 0.0f);
+				bw[DB + j] = fw_act(r, 0.0f);
+			}
+			uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)c), eps = nm_bf16_from_f32(1e-5f);
+			for (unsigned t = 0; t < ntok; t++) {
+				std::vector<uint16_t> y(c);
+				nm_ln_fwd_bits(y.data(), &a[Z + t * c], &a[R + t], &x[t * c], &a[G],
+					       zero.data(), c, inv_c, eps);
+			}
+			const uint16_t par[15] = { (uint16_t)c, G, ONES, S, T, AM, inv_c, ZERO, DY, Z, R,
+						   DX, DG, DB, (uint16_t)ntok };
+			for (int k = 0; k < 15; k++) bw[P + k] = par[k];
+			s = fw_scenario(lb, pc_lb, a, bw, P);
+		} else { // gelu_fwd / gelu_bwd: test_gelu's layout
+			if (i >= 4) c = 64 + 32 * r.below(2);
+			const uint16_t IN = 0, TG = 1024, TD = 1280, S = 1600, P = 1900, D = 400;
+			for (unsigned k = 0; k < ntok * c; k++)
+				bw[IN + k] = k % 17 ? fw_act(r, -1.0f) : rand_f32(r);
+			if (prog == 2) {
+				nm_gelu_table(&bw[TG], 0);
+				nm_gelu_table(&bw[TD], 1);
+				const uint16_t par[8] = { (uint16_t)c, (uint16_t)ntok, TG, TD, S, IN, 0, D };
+				for (int k = 0; k < 8; k++) bw[P + k] = par[k];
+				s = fw_scenario(ge, pc_gf, a, bw, P);
+			} else { // the stash d as gelu_fwd leaves it
+				std::vector<uint32_t> pre(ntok * c);
+				for (auto &v : pre) v = fw_act(r, -1.0f);
+				std::vector<uint32_t> tg(256), td(256);
+				nm_gelu_table(tg.data(), 0);
+				nm_gelu_table(td.data(), 1);
+				std::vector<uint16_t> h(ntok * c);
+				nm_gelu_fwd_bits(h.data(), &a[D], pre.data(), ntok * c, tg.data(), td.data());
+				const uint16_t par[8] = { (uint16_t)c, (uint16_t)ntok, 0, 0, S, IN, 200, D };
+				for (int k = 0; k < 8; k++) bw[P + k] = par[k];
+				s = fw_scenario(ge, pc_gb, a, bw, P);
+			}
+		}
+		unsigned before = b.failed;
+		b.reset();
+		b.setup(s);
+		if (b.run(s, (200000 + s.budget) * TB_SLOW)) b.compare(s.kind);
+		scen++;
+		if (b.failed != before) {
+			printf("fw run %" PRIu64 " (%s, C %u, %u tokens) failed; replay with --seed=%" PRIu64
+			       "\n", i, names[prog], c, ntok, seed);
+			break;
+		}
+		passed++;
+		if (i < 4) {
+			cyc[prog] += b.busy;
+			tok[prog] += ntok;
+		}
+	}
+	for (unsigned k = 0; k < 4; k++)
+		if (tok[k])
+			printf("%s: %.0f task-busy cycles per token (C = 64, %" PRIu64 " tokens, one task)\n",
+			       names[k], (double)cyc[k] / (double)tok[k], tok[k]);
+	printf("tb_pe fw: %u runs, %u passed\n", scen, passed);
+	return tb_result(passed, scen - passed);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	TbArgs args(argc, argv, 40);
@@ -1026,6 +1220,10 @@ int main(int argc, char **argv)
 	ctx.commandArgs(argc, argv);
 	Bench b(&ctx, args.seed);
 	b.reset();
+#if TB_VEC
+	for (int k = 1; k < argc; k++)
+		if (!strncmp(argv[k], "--fw=", 5)) return fw_main(b, argv[k] + 5, args.n, args.seed);
+#endif
 	unsigned passed = 0, scen = 0;
 	uint64_t n = args.n;
 	for (uint64_t i = 0; i < n; i++) {
