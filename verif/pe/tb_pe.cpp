@@ -660,9 +660,11 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 		case 6: p.w.push_back(send(8 + r.below(8), r.below(8), r.below(8), r.below(2))); break;
 		case 7: p.w.push_back(nop()); break;
 		case 8: p.w.push_back(block(24 + r.below(8), r.below(2))); break;
-		case 9: case 10: // loads and stores anywhere
-			p.w.push_back(mem(r.below(4), rdst(), r.below(8), r.below(2)));
+		case 9: case 10: { // loads and stores anywhere ([2] = 1 with sel 0/1 is vaxpy /
+			unsigned sel = r.below(4); // cvt.bh: case 15 makes those, with a short r7)
+			p.w.push_back(mem(sel, rdst(), r.below(8), sel >= 2 && r.below(2)));
 			break;
+		}
 		case 11: case 12: { // sendv / fill in the P region
 			p.w.push_back(0x1000 | 6 << 9);
 			p.w.push_back((uint16_t)(4096 + r.below(200)));
