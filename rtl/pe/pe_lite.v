@@ -258,7 +258,7 @@ module pe_lite #(
     d_ra = reg_addr(f_rs);
     d_we = 1'b0;
     d_wa = reg_addr(f_rd);
-    d_wd = 16'd0;
+    d_wd = acc_q[15:0];  // vsum2's and vdot's chains (SVe1, SW3); SRst writes 0
     a_en = 1'b0;
     a_we = 1'b0;
     a_ad = aa_q[AAW:1];
@@ -287,6 +287,7 @@ module pe_lite #(
       // clear the registers and the task table (DRAM words 0, 63, 62, .. 1: n counts down)
       SRst: begin
         d_we = 1'b1;
+        d_wd = 16'd0;
         d_wa = DAW'(n_q[5:0]);
         n_d = n_dec;
         if (n_q[5:0] == 6'd1) begin
@@ -565,7 +566,6 @@ module pe_lite #(
           end else if (vp_q != 2'd3) begin  // vsum2: chain vp to DRAM, the next pass
             d_we = 1'b1;
             d_wa = DAW'(8 + 32'(vp_q));
-            d_wd = acc_q[15:0];
             vp_d = vp_q + 2'd1;
             d_re = 1'b1;
             d_ra = reg_addr(3'd7);
@@ -684,7 +684,6 @@ module pe_lite #(
           3'd7: begin  // vdot: chain !k[0] to DRAM 8 + !k[0], read chain k[0]
             d_we = 1'b1;
             d_wa = DAW'(8 + 32'(!vr_q[0]));
-            d_wd = acc_q[15:0];
             d_re = 1'b1;
             d_ra = DAW'(8 + 32'(vr_q[0]));
           end
