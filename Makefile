@@ -122,6 +122,7 @@ help:
 	@echo "  make gatesim    link bench on the yosys iCE40 netlist, compared with the RTL"
 	@echo "  make gatesim-mesh  forward kernel on the bitstream's netlist, compared with the RTL"
 	@echo "  make ucode      assemble rtl/pe/pe_micro.us into rtl/pe/pe_micro_rom.v"
+	@echo "  make rsqrt-rom  write rtl/pe/pe_rsqrt_rom.v from nm_rsqrt_table (host/common/numerics.c)"
 	@echo "  make config-doc the key tables of docs/config.md and docs/sparsity.md from the schema"
 	@echo "  make lib, make cshost  the host library, the command-line tool (make builds both)"
 	@echo "  make install    install cshost under PREFIX (default /usr/local)"

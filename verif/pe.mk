@@ -73,7 +73,9 @@ TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=
 	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600 \
 	$(PE_BUILD)/tb_pe_lite_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_lite@--seed=1,--n=600 \
 	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=1,--n=1000000 \
-	$(PE_BUILD)/tb_pe_micro_mt@--seed=1,--n=300
+	$(PE_BUILD)/tb_pe_micro_mt@--seed=1,--n=300 \
+	$(PE_BUILD)/tb_pe@--seed=1,--fw=$(BUILD)/fw,--n=24 \
+	$(PE_BUILD)/tb_pe_lite@--seed=1,--fw=$(BUILD)/fw,--n=12
 REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_sram_sp@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=2,--n=100000000 \
@@ -97,6 +99,20 @@ ucode: $(UASM)
 	$(UASM) rtl/pe/pe_micro.us -o rtl/pe/pe_micro_rom.v
 TEST_DEPS += $(UASM)
 TEST_ENTRIES += $(UASM)@rtl/pe/pe_micro.us,--check,rtl/pe/pe_micro_rom.v
+
+# the rsqrt ROM: verif/ucode/rsqrt_rom writes rtl/pe/pe_rsqrt_rom.v (committed, read by every
+# RTL flow) from host/common/numerics.c's nm_rsqrt_table; `make rsqrt-rom` rewrites it, and
+# `make test` fails when it is not that table.
+RSQRT_ROM := $(BUILD)/ucode/rsqrt_rom
+$(RSQRT_ROM): verif/ucode/rsqrt_rom.c $(BUILD)/obj/host/common/numerics.o host/common/numerics.h
+	@mkdir -p $(@D)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Ihost $< \
+		$(BUILD)/obj/host/common/numerics.o $(SAN_FLAGS) -lm -o $@
+.PHONY: rsqrt-rom
+rsqrt-rom: $(RSQRT_ROM)
+	$(RSQRT_ROM) -o rtl/pe/pe_rsqrt_rom.v
+TEST_DEPS += $(RSQRT_ROM)
+TEST_ENTRIES += $(RSQRT_ROM)@--check,rtl/pe/pe_rsqrt_rom.v
 
 .PHONY: pe-benches
 pe-benches: $(PE_BENCHES)

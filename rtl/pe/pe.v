@@ -163,10 +163,10 @@ module pe #(
   );
 
   // ------------------------------------------------------------------ engine
-  logic           e_a_en, e_a_we, e_b_re, e_b_we, eng_idle, mac;
+  logic           e_a_en, e_a_we, e_b_re, e_b_re2, e_b_we, eng_idle, mac;
   logic [AAW-1:0] e_a_addr;
   logic [31:0]    e_a_wdata, a_rdata, e_b_wdata;
-  logic [BAW-1:0] e_b_raddr, e_b_waddr;
+  logic [BAW-1:0] e_b_raddr, e_b_raddr2, e_b_waddr;
   logic [63:0]    b_rdata;
 
   pe_vec #(
@@ -201,6 +201,8 @@ module pe #(
     .a_rdata_i   (a_rdata),
     .b_re_o      (e_b_re),
     .b_raddr_o   (e_b_raddr),
+    .b_re2_o     (e_b_re2),
+    .b_raddr2_o  (e_b_raddr2),
     .b_rdata_i   (b_rdata),
     .b_we_o      (e_b_we),
     .b_waddr_o   (e_b_waddr),
@@ -225,7 +227,9 @@ module pe #(
 
   // ------------------------------------------------------------------ SRAM B, two banks
   wire       c_bank = cfg_addr_i[BAW-1];
-  wire [1:0] e_rd_bank = {e_b_re && e_b_raddr[BAW-1], e_b_re && !e_b_raddr[BAW-1]};
+  // the engine's two read ports (the second only for vlut's table) never share a bank
+  wire [1:0] e_rd2_bank = {e_b_re2 && e_b_raddr2[BAW-1], e_b_re2 && !e_b_raddr2[BAW-1]};
+  wire [1:0] e_rd_bank = {e_b_re && e_b_raddr[BAW-1], e_b_re && !e_b_raddr[BAW-1]} | e_rd2_bank;
   wire [1:0] e_wr_bank = {e_b_we && e_b_waddr[BAW-1], e_b_we && !e_b_waddr[BAW-1]};
   wire       b_cfg_ok = c_bc ? (!e_wr_bank[c_bank] && !e_rd_bank[c_bank])
                       : cfg_we_i ? !e_wr_bank[c_bank] : !e_rd_bank[c_bank];
@@ -238,7 +242,8 @@ module pe #(
       .waddr_i(e_wr_bank[bk] ? e_b_waddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
       .wdata_i(e_wr_bank[bk] ? e_b_wdata : (c_bc ? 32'd0 : cfg_wdata_i)),
       .re_i   (e_rd_bank[bk] || (cfg_here && !cfg_we_i)),
-      .raddr_i(e_rd_bank[bk] ? e_b_raddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
+      .raddr_i(e_rd2_bank[bk] ? e_b_raddr2[BAW-2:0] :
+               e_rd_bank[bk] ? e_b_raddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
       .rdata_o(b_rdata[bk*32 +: 32])
     );
   end

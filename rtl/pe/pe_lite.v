@@ -5,6 +5,15 @@
 // block RAM, and runs vector instructions one element (one multi-cycle MAC, pe_lite_fmac)
 // at a time. Not for throughput: an axpy element takes about 14 cycles (measured on the
 // board's forward kernel), a scalar instruction 3 to 6.
+// The 0xF vector group: vsum2 and cvt.bf on one loop (SVe1 read B, SVe2 round and start the
+// FMAC or write A, SVeW wait, SVeS step): vsum2 as four passes over the range, one per
+// chain (s0, q0, s1, q1: the elements of one parity), each chain kept in DRAM word 8 + pass,
+// then the two combining adds through the result words of B; rsqrt through pe_rsqrt's ROM.
+// vfma, vlut, vmac, vdot, vaxpy and cvt.bh on a second loop (SW1 .. SWf, SVeW, SVeS) that
+// keeps only the element index k: each element re-reads its operands' base registers from
+// DRAM and adds k on the shared adder (B[r[rt]+k], B[r[rd]+k], A[r[rs]+k]; the destination
+// B[r6+k] is ba), so the completed group costs states, not pointer registers; vdot swaps its
+// two chains through DRAM words 8 and 9 each element, cvt.bh writes one half of a B word.
 //
 // Storage: IMEM is a 256x16 RAM; the registers r0-r7, the task table and the payloads of
 // the queued wavelets share one 32-bit RAM ("DRAM": words 0-7 registers, 32-63 task
@@ -48,22 +57,30 @@ module pe_lite #(
   localparam int unsigned BAW = $clog2(BWords);
 
   // ------------------------------------------------------------------ states
-  localparam [5:0] SRst = 6'd0, SPick = 6'd1, SPick2 = 6'd2, SPick3 = 6'd3, SFetch = 6'd4,
-                   SDec = 6'd5, SLi2 = 6'd6, SAddi2 = 6'd7, SOpB = 6'd8, SAlu3 = 6'd9,
-                   SShift = 6'd10, SBr3 = 6'd11, SSend3 = 6'd12, STx = 6'd13, SDj2 = 6'd14,
-                   SBlk2 = 6'd15, SMem2 = 6'd16, SLda3 = 6'd17, SSta3 = 6'd18, SLdb3 = 6'd19,
-                   SStb3 = 6'd20, SDt0 = 6'd21, SVx1 = 6'd22, SVx2 = 6'd23, SVx3 = 6'd24,
-                   SMac = 6'd25, SMacF = 6'd26, SMacW = 6'd27, SStep1 = 6'd28,
-                   SStep2 = 6'd29, SAxN = 6'd30, SAxP = 6'd31, SDtE = 6'd32, SDtN = 6'd33,
-                   SDtP = 6'd34, SVn1 = 6'd35, SVn2 = 6'd36, SVL = 6'd37, SSv2 = 6'd38,
-                   SRvP = 6'd39, SRv2 = 6'd40, SRv3 = 6'd41, SRv4 = 6'd42, SRv5 = 6'd43,
-                   SLi1 = 6'd44, SLd3 = 6'd45, SStbA = 6'd46;
+  localparam [6:0] SRst = 7'd0, SPick = 7'd1, SPick2 = 7'd2, SPick3 = 7'd3, SFetch = 7'd4,
+                   SDec = 7'd5, SLi2 = 7'd6, SAddi2 = 7'd7, SOpB = 7'd8, SAlu3 = 7'd9,
+                   SShift = 7'd10, SBr3 = 7'd11, SSend3 = 7'd12, STx = 7'd13, SDj2 = 7'd14,
+                   SBlk2 = 7'd15, SMem2 = 7'd16, SLda3 = 7'd17, SSta3 = 7'd18, SLdb3 = 7'd19,
+                   SStb3 = 7'd20, SDt0 = 7'd21, SVx1 = 7'd22, SVx2 = 7'd23, SVx3 = 7'd24,
+                   SMac = 7'd25, SMacF = 7'd26, SMacW = 7'd27, SStep1 = 7'd28,
+                   SStep2 = 7'd29, SAxN = 7'd30, SAxP = 7'd31, SDtE = 7'd32, SDtN = 7'd33,
+                   SDtP = 7'd34, SVn1 = 7'd35, SVn2 = 7'd36, SVL = 7'd37, SSv2 = 7'd38,
+                   SRvP = 7'd39, SRv2 = 7'd40, SRv3 = 7'd41, SRv4 = 7'd42, SRv5 = 7'd43,
+                   SLi1 = 7'd44, SLd3 = 7'd45, SStbA = 7'd46, SVg1 = 7'd47, SVg2 = 7'd48,
+                   SVg3 = 7'd49, SVe1 = 7'd50, SVe2 = 7'd51, SVlA = 7'd52, SVlT = 7'd53,
+                   SVeW = 7'd54, SVeS = 7'd55, SCa = 7'd56, SCb = 7'd57, SCc = 7'd58,
+                   SCd = 7'd59, SCg = 7'd60, SRq2 = 7'd61, SRq3 = 7'd62,
+                   // the completed group's element loop (vfma, vlut, vmac, vdot, vaxpy,
+                   // cvt.bh) and vdot's combining add
+                   SW1 = 7'd63, SW2 = 7'd64, SW3 = 7'd65, SWc1 = 7'd66, SWc2 = 7'd67,
+                   SWa = 7'd68, SWf = 7'd69, SWh = 7'd70, SDf1 = 7'd71, SDf2 = 7'd72,
+                   SDf3 = 7'd73;
 
   // one-hot in synthesis (~70 LUT4 fewer: the state decodes in every next-state mux become
   // single bits); Yosys would not re-encode it by itself because of the default -> SRst
   // recovery branch, which one-hot codes lose
-  (* fsm_encoding = "one-hot" *) logic [5:0] st_q;
-  logic [5:0]  st_d;
+  (* fsm_encoding = "one-hot" *) logic [6:0] st_q;
+  logic [6:0]  st_d;
   logic [7:0]  pc_q, pc_d;
   logic [31:0] w_q, w_d;        // W
   logic [4:0]  tid_q, tid_d;    // task id of the running task
@@ -77,7 +94,10 @@ module pe_lite #(
   logic [15:0] n_q, n_d;        // elements left
   logic [31:0] acc_q, acc_d;    // dot accumulator, redv payload, transmit payload
   logic        acc_clr;         // acc = 0: a synchronous reset of the flip-flops, not a mux input
-  logic        first_q, first_d;  // redv: element 0 takes W
+  logic        first_q, first_d;  // redv: element 0 takes W; vsum2's combine: the q pair
+  logic [15:0] vr_q, vr_d;      // the vector group's element index k (SW1 .. SVeS)
+  logic [1:0]  vp_q, vp_d;      // vsum2: the pass (chain {parity, square})
+  logic        skip_q, skip_d;  // vsum2: the next element is the other parity's
 
   // ------------------------------------------------------------------ memories
   logic [15:0] ird;            // IMEM read data = the current instruction
@@ -165,6 +185,21 @@ module pe_lite #(
   );
   wire unused_f = f_ready;
 
+  // ------------------------------------------------------------------ vector group helpers
+  wire  [2:0]  xop = ird[5:3];
+  // the element loop SW1 .. SVeS: every operand address is a register (re-read from DRAM
+  // each element) plus k, through the shared adder; the destination B[r6 + k] is ba
+  wire         v_x0 = (xop == 3'd0);  // (here) vaxpy: [0] = 0, cvt.bh: [0] = 1
+  wire         v_vax = v_x0 && !ird[0];
+  wire         v_new = (xop == 3'd1) || (xop == 3'd4) || (xop[2:1] == 2'b11) || v_x0;
+  wire         v_k0 = (vr_q == 16'd0);
+  wire  [15:0] xb;              // bf16(the B word read)
+  pe_bf16_rne u_xb (.x_i(brd), .y_o(xb));
+  wire  [7:0]  lut_idx;         // vlut: index of x (held in acc[15:0])
+  pe_lut_index u_lut (.x_i(acc_q[15:0]), .idx_o(lut_idx));
+  wire  [15:0] rsq_y;           // rsqrt of the B word read the cycle before
+  pe_rsqrt u_rsqrt (.clk_i(clk_i), .rst_ni(rst_ni), .en_i(1'b1), .x_i(brd), .y_o(rsq_y));
+
   // ------------------------------------------------------------------ decode
   wire [3:0]  op = ird[15:12];
   wire [2:0]  f_rd = ird[11:9];
@@ -197,8 +232,9 @@ module pe_lite #(
 
   logic drop, mac;
   // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1),
-  // else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments); registered from the next state
-  logic xs_t_q, xs_b_q, xs_a_q, ci_q;
+  // k (SWc1, SW2, SW3, SWh), else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments);
+  // registered from the next state
+  logic xs_t_q, xs_b_q, xs_a_q, xs_k_q, ci_q;
 
   always_comb begin
     st_d = st_q;
@@ -213,13 +249,16 @@ module pe_lite #(
     acc_d = acc_q;
     acc_clr = 1'b0;
     first_d = first_q;
+    vr_d = vr_q;
+    vp_d = vp_q;
+    skip_d = skip_q;
     i_re = 1'b0;
     i_ra = pc_q;
     d_re = 1'b0;
     d_ra = reg_addr(f_rs);
     d_we = 1'b0;
     d_wa = reg_addr(f_rd);
-    d_wd = 16'd0;
+    d_wd = acc_q[15:0];  // vsum2's and vdot's chains (SVe1, SW3); SRst writes 0
     a_en = 1'b0;
     a_we = 1'b0;
     a_ad = aa_q[AAW:1];
@@ -232,7 +271,7 @@ module pe_lite #(
     b_wd = acc_q;  // FMAC results and fill's zeros go through acc
     // the adder's first operand and carry from select registers set with the state
     // (timing: no state decode in front of the adder)
-    ad_x = xs_t_q ? t_q : xs_b_q ? 16'(ba_q) : xs_a_q ? 16'(aa_q) : rv;
+    ad_x = xs_t_q ? t_q : xs_b_q ? 16'(ba_q) : xs_a_q ? 16'(aa_q) : xs_k_q ? vr_q : rv;
     ad_y = 16'd0;
     ad_ci = ci_q;
     pc_off = 8'd0;
@@ -248,6 +287,7 @@ module pe_lite #(
       // clear the registers and the task table (DRAM words 0, 63, 62, .. 1: n counts down)
       SRst: begin
         d_we = 1'b1;
+        d_wd = 16'd0;
         d_wa = DAW'(n_q[5:0]);
         n_d = n_dec;
         if (n_q[5:0] == 6'd1) begin
@@ -465,20 +505,283 @@ module pe_lite #(
         st_d = SFetch;
       end
       // ---------------------------------------------------------------- loads, stores
-      SMem2: begin  // rv = address
+      SMem2: begin  // rv = address (vector group: r[rs])
         t_d = rv;
         aa_d = rv;
         ba_d = rv;
-        case (ird[1:0])
-          2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
-          2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStbA; end
-          default: st_d = SLd3;  // loads: the memory address comes from aa, ba next cycle
-        endcase
+        if (xop == 3'd5) begin  // rsqrt (rt, [2:0], ignored)
+          st_d = SLd3;
+        end else if (xop == 3'd0 && !(ird[2] && !ird[1])) begin
+          case (ird[1:0])
+            2'd1: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SSta3; end
+            2'd3: begin d_re = 1'b1; d_ra = reg_addr(f_rd); st_d = SStbA; end
+            default: st_d = SLd3;  // loads, rsqrt: the address comes from aa, ba next cycle
+          endcase
+        end else begin  // the vector group (vaxpy, cvt.bh too): r[rd], r7, r6
+          d_re = 1'b1;
+          d_ra = reg_addr(f_rd);
+          st_d = SVg1;
+        end
       end
       SLd3: begin
-        if (ird[1]) b_re = 1'b1;
+        if (ird[1] || xop[2]) b_re = 1'b1;
         else a_en = 1'b1;
-        st_d = ird[1] ? SLdb3 : SLda3;
+        st_d = xop[2] ? SRq2 : ird[1] ? SLdb3 : SLda3;
+      end
+      // ---------------------------------------------------------------- rsqrt
+      SRq2: st_d = SRq3;  // pe_rsqrt's ROM reads the word
+      SRq3: begin
+        d_we = 1'b1;
+        d_wd = rsq_y;
+        pc_d = pc_next;
+        st_d = SFetch;
+      end
+      // ---------------------------------------------------------------- vector group
+      SVg1: begin  // t = r[rd] (base), k = 0
+        vr_d = 16'd0;
+        t_d = rv;
+        aa_d = rv;
+        vp_d = 2'd0;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd7);
+        st_d = SVg2;
+      end
+      SVg2: begin
+        n_d = rv;
+        d_re = 1'b1;
+        d_ra = reg_addr(3'd6);
+        st_d = SVg3;
+      end
+      SVg3: begin  // a vsum2 pass over the odd elements starts by skipping element 0
+        ba_d = rv;
+        acc_clr = 1'b1;
+        skip_d = vp_q[1];
+        st_d = v_new ? SW1 : SVe1;
+      end
+      SVe1: begin  // read element ba (ad_s = t + 1: vsum2's second result word)
+        if (n_q == 16'd0) begin
+          if (xop != 3'd2) begin
+            pc_d = pc_next;
+            st_d = SFetch;
+          end else if (vp_q != 2'd3) begin  // vsum2: chain vp to DRAM, the next pass
+            d_we = 1'b1;
+            d_wa = DAW'(8 + 32'(vp_q));
+            vp_d = vp_q + 2'd1;
+            d_re = 1'b1;
+            d_ra = reg_addr(3'd7);
+            st_d = SVg2;
+          end else begin  // acc = q1: combine the q pair into B[t + 1], then the s pair
+            vp_d = 2'd0;
+            first_d = 1'b1;
+            ba_d = ad_s;
+            st_d = SCc;
+          end
+        end else if (skip_q) begin
+          st_d = SVeS;
+        end else begin
+          b_re = 1'b1;
+          st_d = SVe2;
+        end
+      end
+      SVe2: begin  // ad_s = aa + 1
+        case (xop)
+          3'd2: begin  // vsum2 (and its combining adds): add(x, acc) or fmac(x, x, acc)
+            f_start = 1'b1;
+            mac = 1'b1;
+            f_add = !vp_q[0];
+            f_a = vp_q[0] ? {brd[31:16], xb} : brd;
+            f_b = xb;
+            st_d = SVeW;
+          end
+          3'd3: begin  // cvt.bf: A element aa = bf16(x)
+            a_en = 1'b1;
+            a_we = 1'b1;
+            a_wm = aa_q[0] ? 2'b10 : 2'b01;
+            aa_d = ad_s;
+            st_d = SVeS;
+          end
+          default: ;  // (vfma and vlut run in the element loop)
+        endcase
+      end
+      SVlA: begin  // read the table word t + idx(x) (ad_x = t)
+        ad_y = {8'd0, lut_idx};
+        b_re = 1'b1;
+        b_ra = ad_s[BAW-1:0];
+        st_d = SVlT;
+      end
+      SVlT: begin  // fmac(slope, x, intercept << 16)
+        f_start = 1'b1;
+        mac = 1'b1;
+        f_a = {brd[31:16], brd[31:16]};
+        f_b = acc_q[15:0];
+        f_c = {brd[15:0], 16'd0};
+        st_d = SVeW;
+      end
+      SVeW: begin  // n = 0 only in vsum2's combine
+        if (f_done) begin
+          acc_d = f_y;
+          st_d = (n_q == 16'd0) ? SCg : SVeS;
+        end
+      end
+      SVeS: begin  // write the result (vfma, vlut, vmac, vaxpy), step (ad_s = ba + 1)
+        if (xop == 3'd1 || xop == 3'd4 || xop == 3'd6 || v_vax) b_we = 1'b1;
+        skip_d = (xop == 3'd2) && !skip_q;
+        ba_d = ad_s;
+        n_d = n_dec;
+        vr_d = vr_q + 16'd1;
+        st_d = v_new ? SW1 : SVe1;
+      end
+      // ---------------------------------------------------------------- the element loop
+      SW1: begin  // element k: read the B source's register (vmac: c's, r[rd], first)
+        d_ra = (xop == 3'd6) ? reg_addr(f_rd) : v_x0 ? reg_addr(3'd6) : reg_addr(ird[2:0]);
+        if (n_q == 16'd0) begin
+          if (xop == 3'd7) st_d = SDf1;
+          else begin
+            pc_d = pc_next;
+            st_d = SFetch;
+          end
+        end else begin
+          d_re = 1'b1;
+          st_d = (xop == 3'd6) ? SWc1 : SW2;
+        end
+      end
+      SWc1: begin  // vmac: read c = B[r[rd] + k] (ad_x = k)
+        ad_y = rv;
+        b_re = 1'b1;
+        b_ra = ad_s[BAW-1:0];
+        st_d = SWc2;
+      end
+      SWc2: begin  // vmac: acc = c; r[rt]
+        acc_d = brd;
+        d_re = 1'b1;
+        d_ra = reg_addr(ird[2:0]);
+        st_d = SW2;
+      end
+      SW2: begin  // read x = B[r[src] + k] (ad_x = k); r[rs] (A base; vfma's shift)
+        ad_y = rv;
+        b_re = 1'b1;
+        b_ra = ad_s[BAW-1:0];
+        d_re = 1'b1;
+        st_d = SW3;
+      end
+      SW3: begin  // x in brd; aa = r[rs] + k (ad_x = k)
+        ad_y = rv;
+        aa_d = ad_s;
+        st_d = SWa;
+        case (xop)
+          3'd1: begin  // vfma: fmac(r[rd], bf16(x), r[rs] << 16)
+            f_start = 1'b1;
+            mac = 1'b1;
+            f_a = {brd[31:16], t_q};
+            f_b = xb;
+            f_c = {rv, 16'd0};
+            st_d = SVeW;
+          end
+          3'd4: begin  // vlut: x to acc, then the table word
+            acc_d = {xb, xb};
+            st_d = SVlA;
+          end
+          3'd7: begin  // vdot: chain !k[0] to DRAM 8 + !k[0], read chain k[0]
+            d_we = 1'b1;
+            d_wa = DAW'(8 + 32'(!vr_q[0]));
+            d_re = 1'b1;
+            d_ra = DAW'(8 + 32'(vr_q[0]));
+          end
+          3'd0: begin
+            if (ird[0]) begin  // cvt.bh: the half-word write next, at r[rd] + k
+              acc_d = {xb, xb};
+              d_re = 1'b1;
+              d_ra = reg_addr(f_rd);
+              st_d = SWh;
+            end else begin  // vaxpy: r[rd]
+              d_re = 1'b1;
+              d_ra = reg_addr(f_rd);
+            end
+          end
+          default: ;
+        endcase
+      end
+      SWa: begin  // read A; vdot: acc = chain k[0] (+0 for k = 0); vaxpy: acc = r[rd]
+        a_en = 1'b1;
+        if (xop == 3'd7 || v_x0) begin
+          acc_d = drd;
+          if (xop == 3'd7 && v_k0) acc_clr = 1'b1;
+        end
+        st_d = SWf;
+      end
+      SWf: begin  // vmac, vdot: fmac(A, bf16(x), acc); vaxpy: fmac(A, r[rd], B)
+        f_start = 1'b1;
+        mac = 1'b1;
+        if (v_vax) begin
+          f_b = acc_q[15:0];
+          f_c = brd;
+        end else begin
+          f_b = xb;
+        end
+        st_d = SVeW;
+      end
+      SWh: begin  // cvt.bh: Bh[r[rd] + k] = bf16(x) (ad_x = k)
+        ad_y = rv;
+        b_we = 1'b1;
+        b_wa = ad_s[BAW:1];
+        b_wm = ad_s[0] ? 2'b10 : 2'b01;
+        st_d = SVeS;
+      end
+      // vdot's combine: B[r[rd]] = acc (one chain), acc = the other (DRAM 8 + k[0], +0 when
+      // r7 = 0), add, then SCg writes the sum to B[ba = r[rd]] (ad_x = t)
+      SDf1: begin
+        b_we = 1'b1;
+        b_wa = t_q[BAW-1:0];
+        ba_d = ad_s;
+        first_d = 1'b0;
+        d_re = 1'b1;
+        d_ra = DAW'(8 + 32'(vr_q[0]));
+        st_d = SDf2;
+      end
+      SDf2: begin
+        acc_d = drd;
+        if (v_k0) acc_clr = 1'b1;
+        b_re = 1'b1;
+        st_d = SDf3;
+      end
+      SDf3: begin
+        f_start = 1'b1;
+        f_add = 1'b1;
+        f_a = brd;
+        mac = 1'b1;
+        st_d = SVeW;
+      end
+      // vsum2's combine: B[ba] = one chain (acc), acc = the other (DRAM), add, B[ba] = sum
+      SCa: begin  // the s pair: s1
+        d_re = 1'b1;
+        d_ra = DAW'(10);
+        st_d = SCb;
+      end
+      SCb: begin
+        acc_d = drd;
+        st_d = SCc;
+      end
+      SCc: begin  // B[ba] = acc (q1 or s1); read q0 or s0
+        b_we = 1'b1;
+        d_re = 1'b1;
+        d_ra = first_q ? DAW'(9) : DAW'(8);
+        st_d = SCd;
+      end
+      SCd: begin
+        acc_d = drd;
+        b_re = 1'b1;
+        st_d = SVe2;  // vp = 0: the add
+      end
+      SCg: begin  // B[ba] = the sum; after the q pair the s pair at ba = t (ad_x = t)
+        b_we = 1'b1;
+        if (first_q) begin
+          first_d = 1'b0;
+          ba_d = ad_s;
+          st_d = SCa;
+        end else begin
+          pc_d = pc_next;
+          st_d = SFetch;
+        end
       end
       SLda3: begin
         d_we = 1'b1;
@@ -697,11 +1000,16 @@ module pe_lite #(
   end
 
   always_ff @(posedge clk_i) begin
-    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN);
+    xs_t_q <= (st_d == SAlu3) || (st_d == SShift) || (st_d == SDtE) || (st_d == SDtN)
+              || (st_d == SVe1) || (st_d == SVlA) || (st_d == SCg) || (st_d == SDf1);
+    // k on the adder's first operand (the register on the second: rv through ad_y's
+    // existing input, so the element loop adds no input to ad_y's mux)
+    xs_k_q <= (st_d == SWc1) || (st_d == SW2) || (st_d == SW3) || (st_d == SWh);
     xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2)
-              || (st_d == SVx3);
-    xs_a_q <= (st_d == SStep1);
-    ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE);
+              || (st_d == SVx3) || (st_d == SVeS);
+    xs_a_q <= (st_d == SStep1) || (st_d == SVe2);
+    ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE)
+            || (st_d == SVe1) || (st_d == SVeS) || (st_d == SVe2);
   end
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -723,6 +1031,9 @@ module pe_lite #(
     ba_q <= ba_d[BAW:0];
     acc_q <= acc_clr ? 32'd0 : acc_d;
     first_q <= first_d;
+    vr_q <= vr_d;
+    vp_q <= vp_d;
+    skip_q <= skip_d;
   end
 
   wire running = (st_q != SRst) && (st_q != SPick) && (st_q != SPick2) && (st_q != SPick3);
@@ -796,11 +1107,20 @@ module pe_lite #(
                 || (st_q == SLdb3) || (st_q == SStbA) || (st_q == SDt0) || (st_q == SVx1)
                 || (st_q == SVx2)
                 || (st_q == SMacW) || (st_q == SStep1) || (st_q == SAxN) || (st_q == SAxP)
-                || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL);
-  wire a_busy = (st_q == SLd3) || (st_q == SSta3) || (st_q == SMac);
-  wire br_busy = (st_q == SLd3) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2);
+                || (st_q == SDtN) || (st_q == SDtP) || (st_q == SVn1) || (st_q == SVL)
+                || (st_q == SRq3) || (st_q == SVg1) || (st_q == SVg2) || (st_q == SVe1)
+                || (st_q == SCa) || (st_q == SCc) || (st_q == SW1) || (st_q == SW2)
+                || (st_q == SWc2) || (st_q == SW3) || (st_q == SDf1);
+  wire a_busy = (st_q == SLd3) || (st_q == SSta3) || (st_q == SMac) || (st_q == SVe2)
+                || (st_q == SWa);
+  wire br_busy = (st_q == SLd3) || (st_q == SMac) || (st_q == SVL) || (st_q == SRv2)
+                 || (st_q == SVe1) || (st_q == SVlA) || (st_q == SCd) || (st_q == SWc1)
+                 || (st_q == SW2) || (st_q == SDf2)
+                 // x (and vaxpy's B word) stays in brd until SWf: no config read before
+                 || (st_q == SW3) || (st_q == SWa);
   wire bw_busy = (st_q == SStb3) || (st_q == SStep1) || (st_q == SDtE) || (st_q == SVL)
-                 || (st_q == SRv5);
+                 || (st_q == SRv5) || (st_q == SVeS) || (st_q == SCc) || (st_q == SCg)
+                 || (st_q == SWh) || (st_q == SDf1);
 `ifdef FORMAL
   // the grants' busy flags cover every cycle in which the core uses a port (checked in the
   // benches: tb_pe_lite builds with --assert -DFORMAL)
@@ -857,7 +1177,8 @@ module pe_lite #(
     // registers and task entries from the low half): it always takes the staged payload's
     dm_we = 1'b1;
     dm_wa = d_wa;
-    dm_wd = {stg_d_q[31:16], d_wd};
+    // (vsum2 stores a whole chain in SVe1, vdot in SW3)
+    dm_wd = {(st_q == SVe1 || st_q == SW3) ? acc_q[31:16] : stg_d_q[31:16], d_wd};
     if (!d_we) begin
       if (drain) begin
         dm_wa = stg_a_q;
@@ -887,7 +1208,7 @@ module pe_lite #(
       .en_i   ((a_en && (!a_we || a_wm[g])) || cfg_a),
       .we_i   (a_en ? a_we : cfg_we_i),
       .addr_i (a_en ? a_ad : cfg_addr_i[AAW-1:0]),
-      .wdata_i(a_en ? rv : cfg_wdata_i[g*16 +: 16]),
+      .wdata_i(a_en ? ((st_q == SVe2) ? xb : rv) : cfg_wdata_i[g*16 +: 16]),
       .rdata_o(ard[g*16 +: 16])
     );
 

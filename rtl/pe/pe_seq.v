@@ -6,9 +6,9 @@
 // and taken branches both run one instruction per cycle (li takes two, its second word is
 // the immediate). A task starts the cycle after it is picked; a ret lets the picker start
 // the next task in the same cycle. An engine instruction (send, axpy, dot, redv, sendv,
-// fill, lda/sta/ldb/stb) is handed over with eng_start_o and the sequencer waits on it until
-// eng_done_i (which may come with a load result or a new r6); the engine updates W while an
-// axpy chains.
+// fill, every 0xF: lda/sta/ldb/stb and the vector group) is handed over with eng_start_o and
+// the sequencer waits on it until eng_done_i (which may come with a load or rsqrt result or a
+// new r6); the engine updates W while an axpy chains.
 // Config: IMEM writes at any time; IMEM reads only while no task runs (the sequencer owns
 // the read port); register writes only while no task runs (reg_gnt_o).
 `default_nettype none

@@ -1,6 +1,8 @@
 // pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
-// (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb; docs/architecture.md 4.3-4.4), the
-// FMAC pipeline and the transmit FIFO.
+// (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb and the 0xF vector group vfma, vsum2,
+// cvt.bf, vlut, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4), the FMAC
+// pipeline and the transmit
+// FIFO.
 //
 // Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
 // in the SRAM output registers, FMAC stage 1), FMAC stages, out (k+1+FmacLatency: result
@@ -15,6 +17,31 @@
 //    are gathered from the queue head while lane 0 already issues, so a full group issues
 //    one MAC per cycle.
 //  - redv: one add per cycle, payload from W then from the queue head (waiting for it).
+//  - vfma, vaxpy: one MAC per element and cycle (vfma: source B[r[rt]+n], destination
+//    B[r6+n]; a source word with its write in flight waits, so an overlap is sequential).
+//  - vmac: x = B[r[rt]+n] on the first read port and c = B[r[rd]+n] on the second, one
+//    element a cycle when they are in different banks; in one bank c is read a cycle ahead
+//    (kind KPre, held in cw), 2 cycles an element.
+//  - vdot: one MAC every other cycle on chains 0 and 2 (a chain's period is FmacLatency),
+//    then, drained, vsum2's combining add into B[r[rd]].
+//  - cvt.bh: as cvt.bf, into B's packed halves; the words are written at R (it starts once
+//    no MAC write is in flight, so the write port is free), the destination word is read
+//    for an odd first or even last element on the second port (in the source's bank: a
+//    cycle ahead, KPre); a source word being assembled takes its low half from lo, one
+//    written in R is read a cycle later.
+//  - vsum2: two FMAC ops per element (add, then square) on four chains {s0, q0, s1, q1}
+//    taken round-robin like dot lanes (bypass or accumulator register), so 2 cycles per
+//    element; then, with the pipeline drained, the two combining adds (store to r[rd] and
+//    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain).
+//  - cvt.bf: one B read per element; A words are written whole, two elements a write (the
+//    even element waits in a register), with an A read only for an odd first or even last
+//    element (read-modify-write); ends in the last element's R cycle.
+//  - vlut: a side stage X after the x read of B[r[rt]+n] (bf16 round, table index, table
+//    address; a read of the word the element in X will write waits); the
+//    table read on the second B read port is the MAC's issue, and the next x read goes out
+//    in the same cycle when its bank differs from the table word's (1 element a cycle),
+//    otherwise in the next (2 cycles an element).
+//  - rsqrt: B read, then the ROM read (pe_rsqrt), then the register write: 3 cycles.
 // Transmit: a FIFO of TxDepth; an instruction that sends reserves space for its in-flight
 // wavelets (no stall of the pipeline is ever needed). Sources (scalar send, sendv at R,
 // redv at out) never push in the same cycle: send waits until no send is in flight, sendv
@@ -70,6 +97,8 @@ module pe_vec #(
   // SRAM B (one read, one write per cycle; the bank is the address msb)
   output logic            b_re_o,
   output logic [BAW-1:0]  b_raddr_o,
+  output logic            b_re2_o,    // second read port (vlut's table): never in b_raddr_o's
+  output logic [BAW-1:0]  b_raddr2_o, // bank in the same cycle
   input  wire  [63:0]     b_rdata_i,  // {bank 1, bank 0}
   output logic            b_we_o,
   output logic [BAW-1:0]  b_waddr_o,
@@ -81,8 +110,10 @@ module pe_vec #(
   output logic            mac_o,
   output wire             idle_o
 );
-  localparam [3:0] KNone = 4'd0, KAxpy = 4'd1, KDot = 4'd2, KRedv = 4'd3, KSendv = 4'd4,
-                   KLda = 4'd5, KSta = 4'd6, KLdb = 4'd7, KStb = 4'd8;
+  localparam [4:0] KNone = 5'd0, KAxpy = 5'd1, KDot = 5'd2, KRedv = 5'd3, KSendv = 5'd4,
+                   KLda = 5'd5, KSta = 5'd6, KLdb = 5'd7, KStb = 5'd8, KVfma = 5'd9,
+                   KVs = 5'd10, KVsF = 5'd11, KCvt = 5'd12, KLut = 5'd13, KRsq = 5'd14,
+                   KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
@@ -111,11 +142,20 @@ module pe_vec #(
   logic          first_q, first_d;// dot: first group (lane 0 is W)
   logic [15:0]   idx_q [0:DotLanes-1];
   logic [15:0]   idx_d [0:DotLanes-1];
+  logic          fin_q, fin_d;    // vsum2: combining adds (the first issued); rsqrt: ROM read
+  logic [15:0]   lo_q, lo_d;      // cvt.bf/cvt.bh: the even element of the word being assembled
+  logic [31:0]   cw_q, cw_d;      // vmac's c / cvt.bh's destination word, read a cycle ahead
+  // vlut's X stage: the x read's data (bf16 kept while the table read waits)
+  logic          xv_q, xv_d;
+  logic          xbk_q, xbk_d;
+  logic          xheld_q, xheld_d;
+  logic [15:0]   xb_q, xb_d;
+  logic [BAW-1:0] xwa_q, xwa_d;
 
   // ------------------------------------------------------------------ pipeline tags
   // R stage
   logic          rv_q, rv_d;
-  logic [3:0]    rk_q, rk_d;
+  logic [4:0]    rk_q, rk_d;
   logic          rwen_q, rwen_d;
   logic [BAW-1:0] rwa_q, rwa_d;
   logic          rtx_q, rtx_d;
@@ -127,6 +167,8 @@ module pe_vec #(
   logic [LW-1:0] rln_q, rln_d;
   logic          rfirst_q, rfirst_d;
   logic          rzf_q, rzf_d;
+  logic          rfw_q, rfw_d;    // cvt.bh: the source word is the one being assembled
+  logic [AAW-1:0] raw_q, raw_d;   // cvt.bf: A word
   // FMAC stages
   logic          pv_q [0:L-1];
   logic          pdot_q [0:L-1];
@@ -139,12 +181,33 @@ module pe_vec #(
 
   // ------------------------------------------------------------------ FMAC
   wire  [31:0] b_word = rbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0];
+  wire  [31:0] b_other = rbk_q ? b_rdata_i[31:0] : b_rdata_i[63:32];  // second read port
+  // cvt.bh: a source word whose low half is the held even element reads it from lo
+  wire  [31:0] b_src = rfw_q ? {b_word[31:16], lo_q} : b_word;
+  wire  [31:0] b_dw = rbh_q ? b_other : cw_q;  // cvt.bh: the destination word's old value
   wire  [15:0] b_elem = rbh_q ? b_word[31:16] : b_word[15:0];
   wire  [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
-  wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv);
+  wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv ||
+                                  rk_q == KVfma || rk_q == KVs || rk_q == KVsF || rk_q == KLut ||
+                                  rk_q == KVmac || rk_q == KVdot);
+  // result goes to a lane accumulator
+  wire         r_acc = (rk_q == KDot) || (rk_q == KVs) || (rk_q == KVdot);
+  wire  [15:0] bw_bf;  // bf16(the B word read), for vfma, vsum2, cvt.bf, cvt.bh, vmac, vdot
+  pe_bf16_rne u_bw_bf (.x_i(b_src), .y_o(bw_bf));
+  wire  [LW-1:0] ln_s = {1'b0, rln_q[0]};   // vsum2's combining add: chains s0/q0 ...
+  wire  [LW-1:0] ln_t = {1'b1, rln_q[0]};   // ... and s1/q1
   logic [31:0] y;
   logic        y_valid;
   wire         byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q);
+  // rsqrt: the ROM stage (B word sampled in the read's R cycle)
+  wire  [15:0] rsq_y;
+  pe_rsqrt u_rsqrt (
+    .clk_i (clk_i),
+    .rst_ni(rst_ni),
+    .en_i  (rv_q && rk_q == KRsq),
+    .x_i   (b_word),
+    .y_o   (rsq_y)
+  );
   logic        f_add;
   logic [31:0] f_a, f_c;
   logic [15:0] f_b;
@@ -162,6 +225,37 @@ module pe_vec #(
       KRedv: begin
         f_add = 1'b1;
         f_a = rval_q;
+      end
+      KVfma: begin  // fmac(r[rd], bf16(B), r[rs] << 16), r[rs] and r[rd] carried in rval
+        f_a = {16'd0, rval_q[15:0]};
+        f_b = bw_bf;
+        f_c = {rval_q[31:16], 16'd0};
+      end
+      KVs: begin  // chain rln: add(s, x) (even lane) or fmac(bf16(x), bf16(x), q) (odd lane)
+        f_add = !rln_q[0];
+        f_a = rln_q[0] ? {16'd0, bw_bf} : b_word;
+        f_b = bw_bf;
+        f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+      end
+      KVmac: begin  // fmac(A, bf16(x), c); c from the other bank or read a cycle ahead
+        f_a = {16'd0, a_elem};
+        f_b = bw_bf;
+        f_c = rzf_q ? cw_q : b_other;
+      end
+      KVdot: begin  // chain rln (0 or 2): fmac(A, bf16(x), c)
+        f_a = {16'd0, a_elem};
+        f_b = bw_bf;
+        f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+      end
+      KVsF: begin  // add(chain 0, chain 1); a chain never used is +0 (vsum2, vdot)
+        f_add = 1'b1;
+        f_a = rzf_q ? 32'd0 : acc_q[ln_s];
+        f_c = rfirst_q ? 32'd0 : acc_q[ln_t];
+      end
+      KLut: begin  // fmac(t[31:16], x, t[15:0] << 16), x carried in rval
+        f_a = {16'd0, b_word[31:16]};
+        f_b = rval_q[15:0];
+        f_c = {b_word[15:0], 16'd0};
       end
       default: ;
     endcase
@@ -197,14 +291,16 @@ module pe_vec #(
   );
 
   // ------------------------------------------------------------------ in-flight summary
-  logic         infl_wb, infl_tx, infl_ftx;
+  logic         infl_wb, infl_tx, infl_ftx, pipe_busy;
   logic [3:0]   infl_txn;
   always_comb begin
+    pipe_busy = rv_q;
     infl_wb  = rv_q && rwen_q;
     infl_tx  = rv_q && rtx_q;
     infl_ftx = rv_q && rtx_q && (rk_q == KRedv);
     infl_txn = {3'd0, rv_q && rtx_q};
     for (int k = 0; k < L; k = k + 1) begin
+      pipe_busy = pipe_busy || pv_q[k];
       infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]);
       infl_tx  = infl_tx || (pv_q[k] && ptx_q[k]);
       infl_ftx = infl_ftx || (pv_q[k] && ptx_q[k]);
@@ -228,6 +324,32 @@ module pe_vec #(
   wire        dot_tlast = (t_q == dot_t_n - 16'd1);
   wire [15:0] n_ptr     = ptr_q + n_q;
   wire        n_last    = (n_q == cnt_q - 16'd1);
+  wire        n_all     = (n_q == cnt_q);           // vector group: every element issued
+  wire [2:0]  xop       = ins_q[5:3];
+  // cvt.bf: A element of this element, whether its A word must be read (odd first, even last)
+  wire [15:0] cv_e      = dat_q[15:0] + n_q;
+  wire        cv_rd     = cv_e[0] ? (n_q == 16'd0) : n_last;
+  wire        r_awr     = rv_q && rk_q == KCvt && (rah_q || rzf_q);  // R writes A this cycle
+  // vector-group operand addresses of element n: B[r[rt]+n], B[r[rd]+n], A[r[rs]+n]
+  wire [15:0] n_src     = ba_q + n_q;
+  wire [15:0] n_rd      = dat_q[15:0] + n_q;
+  wire [15:0] n_a       = adr_q + n_q;
+  // vmac: x and c in different banks (both read ports in one cycle)
+  wire        vm_split  = n_src[BAW-1] != n_rd[BAW-1];
+  // cvt.bh: the destination word, its read (cv_rd) in the other bank than the source,
+  // a source or destination read of the word written by the element in R
+  wire [15:0] bh_w      = {1'b0, cv_e[15:1]};
+  wire        bh_split  = n_ptr[BAW-1] != bh_w[BAW-1];
+  wire        bh_wr     = rv_q && rk_q == KCbh && (rah_q || rzf_q);
+  wire        bh_hz     = bh_wr && (rwa_q == BAW'(n_ptr) || (cv_rd && rwa_q == BAW'(bh_w)));
+  // vlut X stage: x, its table word
+  wire [15:0] x_fresh;
+  pe_bf16_rne u_x_bf (.x_i(xbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0]), .y_o(x_fresh));
+  wire [15:0] x_bf      = xheld_q ? xb_q : x_fresh;
+  wire [7:0]  x_idx;
+  pe_lut_index u_lut_idx (.x_i(x_bf), .idx_o(x_idx));
+  wire [15:0] t_adr     = dat_q[15:0] + {8'd0, x_idx};
+  wire        x_go      = xv_q && !hz(BAW'(t_adr));  // the X stage issues the table read
 
   // dot lane of this slot
   logic         d_act, d_end, d_gath;
@@ -241,7 +363,10 @@ module pe_vec #(
     for (int m = 0; m < DotLanes; m = m + 1) idx_d[m] = idx_q[m];
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbk_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
-    rzf_d = 1'b0;
+    rzf_d = 1'b0; raw_d = '0;
+    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; rfw_d = 1'b0;
+    xv_d = xv_q; xbk_d = xbk_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
+    b_re2_o = 1'b0; b_raddr2_o = '0;
     done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
     a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
     b_re_o = 1'b0; b_raddr_o = '0;
@@ -275,6 +400,32 @@ module pe_vec #(
           b_wdata_o = rbh_q ? {dat_q[15:0], b_word[15:0]} : {b_word[31:16], dat_q[15:0]};
           done_o = 1'b1; busy_d = 1'b0;
         end
+        KCvt: begin  // rah: odd element (write {it, even}); rzf: last; rfirst: first
+          if (rah_q) begin
+            a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = raw_q;
+            a_wdata_o = {bw_bf, rfirst_q ? a_rdata_i[15:0] : lo_q};
+          end else if (rzf_q) begin
+            a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = raw_q;
+            a_wdata_o = {a_rdata_i[31:16], bw_bf};
+          end else begin
+            lo_d = bw_bf;
+          end
+          if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
+        end
+        KCbh: begin  // as KCvt, into B: the word is written at R (no MAC write in flight)
+          if (rah_q) begin
+            b_we_o = 1'b1; b_waddr_o = rwa_q;
+            b_wdata_o = {bw_bf, rfirst_q ? b_dw[15:0] : lo_q};
+          end else if (rzf_q) begin
+            b_we_o = 1'b1; b_waddr_o = rwa_q;
+            b_wdata_o = {b_dw[31:16], bw_bf};
+          end else begin
+            lo_d = bw_bf;
+          end
+          if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
+        end
+        KPre: cw_d = b_word;
+        KRsq: fin_d = 1'b1;
         default: ;
       endcase
     end
@@ -289,9 +440,11 @@ module pe_vec #(
       adr_d = opa_i;
       dat_d = (instr_i[15:12] == 4'h8) ? {opa_i, opb_i} : {16'd0, opd_i};
       t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
-      first_d = 1'b1;
+      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0;
       aa_d = regs_i[16 +: 16];
-      ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] : regs_i[32 +: 16] + w_i[31:16];
+      ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] :
+             (instr_i[15:12] == 4'hF) ? regs_i[{instr_i[2:0], 4'd0} +: 16] :  // r[rt]
+             regs_i[32 +: 16] + w_i[31:16];
     end else if (busy_q) begin
       case (op)
         4'h8: begin  // send
@@ -399,7 +552,142 @@ module pe_vec #(
             if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
           end
         end
-        4'hF: begin  // lda / sta / ldb / stb: read now, finish in R
+        4'hF: if (xop == 3'd1) begin  // vfma rd, rs, rt
+          if (n_all) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (!hz(BAW'(n_src))) begin
+            mac_o = 1'b1;
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
+            rv_d = 1'b1; rk_d = KVfma; rbk_d = n_src[BAW-1]; rwen_d = 1'b1;
+            rwa_d = BAW'(n_ptr); rval_d = {adr_q, dat_q[15:0]};
+            n_d = n_q + 16'd1;
+            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end else if (xop == 3'd2) begin  // vsum2 rd: chain {n[0], ph}, then the two adds
+          if (!n_all) begin
+            if (!hz(BAW'(n_ptr))) begin
+              mac_o = 1'b1;
+              b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+              rv_d = 1'b1; rk_d = KVs; rbk_d = n_ptr[BAW-1];
+              rln_d = LW'({n_q[0], ph_q}); rfirst_d = (n_q < 16'd2);
+              ph_d = !ph_q;
+              if (ph_q) n_d = n_q + 16'd1;
+            end
+          end else if (fin_q || !pipe_busy) begin
+            mac_o = 1'b1;
+            rv_d = 1'b1; rk_d = KVsF; rln_d = LW'(fin_q); rwen_d = 1'b1;
+            rwa_d = BAW'(dat_q[15:0] + {15'd0, fin_q});
+            rzf_d = (cnt_q == 16'd0); rfirst_d = (cnt_q < 16'd2);
+            fin_d = 1'b1;
+            if (fin_q) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end else if (xop == 3'd3) begin  // cvt.bf rd: ends in the last element's R
+          if (!n_all && !hz(BAW'(n_ptr)) && !(cv_rd && r_awr)) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+            if (cv_rd) begin a_en_o = 1'b1; a_addr_o = AAW'(cv_e[15:1]); end
+            rv_d = 1'b1; rk_d = KCvt; rbk_d = n_ptr[BAW-1]; raw_d = AAW'(cv_e[15:1]);
+            rah_d = cv_e[0]; rzf_d = n_last; rfirst_d = (n_q == 16'd0);
+            n_d = n_q + 16'd1;
+          end else if (cnt_q == 16'd0) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end
+        end else if (xop == 3'd4) begin  // vlut rd, rt: X stage -> table read (the MAC's issue)
+          if (x_go) begin
+            mac_o = 1'b1;
+            b_re2_o = 1'b1; b_raddr2_o = BAW'(t_adr);
+            rv_d = 1'b1; rk_d = KLut; rbk_d = t_adr[BAW-1]; rwen_d = 1'b1; rwa_d = xwa_q;
+            rval_d = {16'd0, x_bf};
+            xv_d = 1'b0;
+          end else if (xv_q) begin
+            xheld_d = 1'b1;
+          end
+          // (the element in X writes its word later: a source read of it waits too)
+          if (!n_all && (!xv_q || (x_go && t_adr[BAW-1] != n_src[BAW-1] &&
+                                   xwa_q != BAW'(n_src))) &&
+              !hz(BAW'(n_src))) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
+            xv_d = 1'b1; xbk_d = n_src[BAW-1]; xwa_d = BAW'(n_ptr);
+            n_d = n_q + 16'd1;
+          end
+          if (n_all && (!xv_q || x_go)) begin done_o = 1'b1; busy_d = 1'b0; end
+        end else if (xop == 3'd5) begin  // rsqrt rd, [rs]: B read, ROM (fin), register
+          if (fin_q) begin
+            ld_o = 1'b1; ld_data_o = rsq_y; done_o = 1'b1; busy_d = 1'b0; fin_d = 1'b0;
+          end else if (!ph_q && !hz(BAW'(adr_q))) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(adr_q);
+            rv_d = 1'b1; rk_d = KRsq; rbk_d = adr_q[BAW-1];
+            ph_d = 1'b1;
+          end
+        end else if (xop == 3'd6) begin  // vmac rd, rs, rt: c read a cycle ahead (ph) when
+          if (n_all) begin                // it shares x's bank
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (vm_split || ph_q) begin
+            if (!hz(BAW'(n_src)) && (ph_q || !hz(BAW'(n_rd)))) begin
+              mac_o = 1'b1;
+              a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
+              b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
+              if (!ph_q) begin b_re2_o = 1'b1; b_raddr2_o = BAW'(n_rd); end
+              rv_d = 1'b1; rk_d = KVmac; rah_d = n_a[0]; rbk_d = n_src[BAW-1]; rzf_d = ph_q;
+              rwen_d = 1'b1; rwa_d = BAW'(n_ptr);
+              ph_d = 1'b0;
+              n_d = n_q + 16'd1;
+              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            end
+          end else if (!hz(BAW'(n_rd))) begin
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_rd);
+            rv_d = 1'b1; rk_d = KPre; rbk_d = n_rd[BAW-1];
+            ph_d = 1'b1;
+          end
+        end else if (xop == 3'd7) begin  // vdot rd, rs, rt: chains 0/2, an issue every other
+          if (!n_all) begin              // cycle (a chain's period is FmacLatency); then the add
+            if (ph_q) ph_d = 1'b0;
+            else if (!hz(BAW'(n_src))) begin
+              mac_o = 1'b1;
+              a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
+              b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
+              rv_d = 1'b1; rk_d = KVdot; rah_d = n_a[0]; rbk_d = n_src[BAW-1];
+              rln_d = LW'({n_q[0], 1'b0}); rfirst_d = (n_q < 16'd2);
+              ph_d = 1'b1;
+              n_d = n_q + 16'd1;
+            end
+          end else if (!pipe_busy) begin
+            mac_o = 1'b1;
+            rv_d = 1'b1; rk_d = KVsF; rln_d = '0; rwen_d = 1'b1; rwa_d = BAW'(dat_q[15:0]);
+            rzf_d = (cnt_q == 16'd0); rfirst_d = (cnt_q < 16'd2);
+            done_o = 1'b1; busy_d = 1'b0;
+          end
+        end else if (ins_q[2:0] == 3'd4) begin  // vaxpy rd, rs: axpy over B[r6 ..)
+          if (n_all) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (!hz(BAW'(n_ptr))) begin
+            mac_o = 1'b1;
+            a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
+            b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+            rv_d = 1'b1; rk_d = KAxpy; rah_d = n_a[0]; rbk_d = n_ptr[BAW-1]; rwen_d = 1'b1;
+            rwa_d = BAW'(n_ptr); rval_d = {16'd0, dat_q[15:0]};
+            n_d = n_q + 16'd1;
+            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end else if (ins_q[2:0] == 3'd5) begin  // cvt.bh rd: as cvt.bf, the words written at R
+          if (cnt_q == 16'd0) begin             // (after the MAC writes drained)
+            done_o = 1'b1; busy_d = 1'b0;
+          end else if (!n_all && !infl_wb && !bh_hz) begin
+            if (!cv_rd || bh_split || ph_q) begin
+              b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+              if (cv_rd && !ph_q) begin b_re2_o = 1'b1; b_raddr2_o = BAW'(bh_w); end
+              rv_d = 1'b1; rk_d = KCbh; rbk_d = n_ptr[BAW-1]; rwa_d = BAW'(bh_w);
+              rah_d = cv_e[0]; rzf_d = n_last; rfirst_d = (n_q == 16'd0);
+              rbh_d = cv_rd && !ph_q;
+              rfw_d = cv_e[0] && (n_q != 16'd0) && (BAW'(n_ptr) == BAW'(bh_w));
+              ph_d = 1'b0;
+              n_d = n_q + 16'd1;
+            end else begin  // the destination word first, in the source's bank
+              b_re_o = 1'b1; b_raddr_o = BAW'(bh_w);
+              rv_d = 1'b1; rk_d = KPre; rbk_d = bh_w[BAW-1];
+              ph_d = 1'b1;
+            end
+          end
+        end else begin  // lda / sta / ldb / stb: read now, finish in R
           if (!ph_q) begin
             if (!ins_q[1]) begin
               a_en_o = 1'b1; a_addr_o = AAW'(adr_q[15:1]);
@@ -444,7 +732,9 @@ module pe_vec #(
       for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= '0;
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
       rah_q <= 1'b0; rbk_q <= 1'b0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
-      rfirst_q <= 1'b0; rzf_q <= 1'b0;
+      rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
+      fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xbk_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
+      xwa_q <= '0;
       for (int e = 0; e < L; e = e + 1) begin
         pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pwa_q[e] <= '0;
         ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
@@ -459,8 +749,11 @@ module pe_vec #(
       for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= idx_d[e];
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
       rcol_q <= rcol_d; rah_q <= rah_d; rbk_q <= rbk_d; rbh_q <= rbh_d; rval_q <= rval_d;
-      rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d;
-      pv_q[0] <= f_valid; pdot_q[0] <= (rk_q == KDot); pwen_q[0] <= f_valid && rwen_q;
+      rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;
+      cw_q <= cw_d;
+      fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xbk_q <= xbk_d; xheld_q <= xheld_d;
+      xb_q <= xb_d; xwa_q <= xwa_d;
+      pv_q[0] <= f_valid; pdot_q[0] <= r_acc; pwen_q[0] <= f_valid && rwen_q;
       pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
       for (int e = 1; e < L; e = e + 1) begin
         pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];
@@ -472,6 +765,11 @@ module pe_vec #(
   end
 
   wire unused = &{1'b0, y_valid, regs_i[15:0]};  // r0 is not an engine operand
+
+`ifdef FORMAL
+  // vsum2's four chains come back through the bypass exactly one round (4 issues) later
+  initial assert (FmacLatency == 4);
+`endif
 endmodule
 
 `default_nettype wire

@@ -10,6 +10,18 @@
 //           chaining) on random streams, including wavelets with no task (err_notask)
 //   util    a long forward stream (Tp = 16) fed without gaps: measures MAC-busy / cycles and
 //           asserts zero dead cycles between consecutive nonzeros of a run
+//   vec     (TB_VEC) the 0xF vector group: tasks of random vfma / vsum2 / cvt.bf / vlut /
+//           rsqrt / vmac / vdot / vaxpy / cvt.bh sequences interleaved with chaining axpy and
+//           dot tasks; B sources (rt, vmac's rd) the destination's register, another register
+//           equal to r6, overlapping it by a few words either way, or disjoint (other bank
+//           too); A operands wrapping past AWords and 0xffff; cvt.bh's halves over the source
+//           range (overlapping it), odd and even starts; counts 0,
+//           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
+//           ties, near overflow); vlut tables in the range's bank and in the other, indices
+//           at the extremes; odd and even cvt.bf targets; 16-bit and memory address wrap.
+//           The rand programs get vector instructions too.
+// TB_VEC (default 1) is 0 for a DUT without the vector group (tb_pe_micro_mt): it then sees
+// exactly the scenarios it saw before the group existed.
 // Every scenario runs with random rx gaps (except util), random tx back-pressure, and
 // random config-port reads of the other B bank while the engine runs. At the end every
 // sent wavelet (in order), all of A and B, the registers, the task table and the counters
@@ -27,6 +39,7 @@ typedef Vpe Vdut;
 #include "verilated.h"
 
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "tb_common.h"
@@ -41,6 +54,9 @@ static const unsigned kAWords = 16384, kBWords = 8192, kNumQueues = 4;
 // runs every instruction in micro-code
 #ifndef TB_SLOW
 #define TB_SLOW 1
+#endif
+#ifndef TB_VEC
+#define TB_VEC 1
 #endif
 
 // ----------------------------------------------------------------------------- assembler
@@ -78,6 +94,20 @@ static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
 {
 	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | (hi ? 4 : 0) | sel);
 }
+// the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
+// 5 rsqrt rd, [rs]; 6 vmac rd, rs, rt; 7 vdot rd, rs, rt (rt = [2:0])
+static uint16_t vop(unsigned xop, unsigned rd, unsigned rs, unsigned rt = 0)
+{
+	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | xop << 3 | rt);
+}
+// xop 0: [2:0] = 4 vaxpy rd, rs; 5 cvt.bh rd
+static uint16_t vaxpy(unsigned rd, unsigned rs) { return (uint16_t)(0xF004 | rd << 9 | rs << 6); }
+static uint16_t cvtbh(unsigned rd) { return (uint16_t)(0xF005 | rd << 9); }
+static void li(std::vector<uint16_t> &w, unsigned rd, uint16_t v)
+{
+	w.push_back((uint16_t)(0x1000 | rd << 9));
+	w.push_back(v);
+}
 } // namespace as
 
 static uint64_t wv(unsigned ctrl, unsigned color, uint32_t payload)
@@ -97,6 +127,7 @@ struct Scenario {
 	unsigned rx_gap_pct = 20, tx_stall_pct = 30;
 	bool measure = false; // util: no gaps, count dead cycles (asserted when run_macs is set)
 	std::vector<uint64_t> run_macs; // util: MACs per run, in order
+	uint64_t budget = 0; // extra cycles of the timeout (long vector instructions)
 };
 
 struct Bench {
@@ -106,6 +137,7 @@ struct Bench {
 	pe_model model;
 	uint64_t cycle = 0;
 	unsigned failed = 0;
+	uint32_t busy = 0; // counter 1 (task-busy cycles) at the last compare
 	std::vector<uint64_t> sent;
 	// utilization measurement
 	uint64_t mac_cycles = 0, util_cycles = 0, dot_mac_cycles = 0, dot_util_cycles = 0;
@@ -404,6 +436,7 @@ struct Bench {
 			}
 		}
 		std::vector<uint32_t> c = cfg_read_block(8, 0, 5);
+		busy = c.size() > 1 ? c[1] : 0;
 		if (getenv("TB_DEBUG"))
 			printf("counters %u %u %u %u %u model %u %u %u %u %u\n", c[0], c[1], c[2], c[3],
 			       c[4], model.cnt[0], model.cnt[1], model.cnt[2], model.cnt[3],
@@ -597,6 +630,7 @@ static Scenario gen_wgrad(Bench &b, bool util)
 // random programs on one queue
 struct Prog {
 	std::vector<uint16_t> w;
+	unsigned vec_ops = 0; // vector-group instructions (each adds to a run's timeout)
 };
 
 static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loop_reg)
@@ -626,9 +660,11 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 		case 6: p.w.push_back(send(8 + r.below(8), r.below(8), r.below(8), r.below(2))); break;
 		case 7: p.w.push_back(nop()); break;
 		case 8: p.w.push_back(block(24 + r.below(8), r.below(2))); break;
-		case 9: case 10: // loads and stores anywhere
-			p.w.push_back(mem(r.below(4), rdst(), r.below(8), r.below(2)));
+		case 9: case 10: { // loads and stores anywhere ([2] = 1 with sel 0/1 is vaxpy /
+			unsigned sel = r.below(4); // cvt.bh: case 15 makes those, with a short r7)
+			p.w.push_back(mem(sel, rdst(), r.below(8), sel >= 2 && r.below(2)));
 			break;
+		}
 		case 11: case 12: { // sendv / fill in the P region
 			p.w.push_back(0x1000 | 6 << 9);
 			p.w.push_back((uint16_t)(4096 + r.below(200)));
@@ -647,6 +683,26 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 			p.w.push_back(1);
 			p.w.push_back(redv(8 + r.below(8), r.chance(30)));
 			break;
+		case 15: { // (TB_VEC) a vector-group instruction over the P region
+			if (!TB_VEC || loop_reg == 7) break;
+			// x 8: vaxpy, 9: cvt.bh; rt of vfma, vlut, vmac, vdot: any register (the
+			// source anywhere in B) or r6
+			unsigned x = 1 + r.below(9), d = rdst(), t = r.below(8), rt = r.below(8);
+			uint16_t v6 = (uint16_t)(4096 + r.below(200)), v7 = (uint16_t)r.below(12);
+			if (x == 2) li(p.w, d, (uint16_t)(4096 + r.below(300)));      // vsum2 output
+			else if (x == 4) li(p.w, d, (uint16_t)r.below(64));           // vlut table, bank 0
+			else if (x == 3 || x == 5) li(p.w, d, (uint16_t)r.u32());     // cvt.bf A, rsqrt
+			if (x == 5) {
+				do t = r.below(8); while ((int)t == loop_reg);
+				li(p.w, t, (uint16_t)r.below(320));
+			}
+			if (x == 9) li(p.w, d, (uint16_t)(8192 + 2 * v6 - 8 + r.below(16))); // Bh near
+			li(p.w, 6, v6); // after rd: rd = 7 must not make the count an address
+			li(p.w, 7, v7);
+			p.w.push_back(x == 8 ? vaxpy(d, t) : x == 9 ? cvtbh(d) : vop(x, d, t, rt));
+			p.vec_ops++;
+			break;
+		}
 		default: break;
 		}
 	}
@@ -755,8 +811,409 @@ static Scenario gen_rand(Bench &b)
 		}
 	}
 	s.tx_stall_pct = r.chance(30) ? 80 : 20;
+	s.budget = (uint64_t)p.vec_ops * 2000 * n; // pe_lite: a vsum2 of 11 is ~700 cycles
 	return s;
 }
+
+#if TB_VEC
+// fp32 operands of the vector group: specials and the vlut index extremes
+static uint32_t vec_f32(TbRng &r)
+{
+	uint32_t sg = r.below(2) << 31, m = r.u32() & 0x7fffff;
+	switch (r.below(14)) {
+	case 0: return sg;                                    // +-0
+	case 1: return sg | (1 + r.below(0x7fffff));           // subnormal
+	case 2: return sg | 0x7f800000;                        // +-inf
+	case 3: return sg | 0x7f800000 | (1 + r.below(0x7fffff)); // NaN
+	case 4: return sg | (100 + r.below(15)) << 23 | m;     // below 2^-12: binade 0
+	case 5: return sg | (129 + r.below(20)) << 23 | m;     // >= 4: binade 15
+	case 6: return sg | (110 + r.below(30)) << 23 | (m & 0x7f0000) | 0x8000; // RNE tie
+	case 7: return sg | 0x7f7f8000 | (r.u32() & 0x7fff);   // rounds up to inf (or not)
+	case 8: return sg | 0x00800000 | (m & 0x7f0000) | 0x7fff; // smallest normals
+	default: return sg | (112 + r.below(20)) << 23 | m;    // the table's range
+	}
+}
+
+static uint32_t vec_entry(TbRng &r) // a table entry {slope, intercept}
+{
+	return (uint32_t)rand_bf16(r, false) << 16 | rand_bf16(r, false);
+}
+
+// B words [lo, lo + n) (modulo BWords) overlap [t, t + 256)?
+static bool b_overlap(unsigned lo, unsigned n, unsigned t)
+{
+	if (n >= kBWords) return true;
+	for (unsigned k = 0; k < n; k++) {
+		unsigned a = (lo + k) % kBWords, d = (a + kBWords - t % kBWords) % kBWords;
+		if (d < 256) return true;
+	}
+	return false;
+}
+
+static Scenario gen_vec(Bench &b)
+{
+	TbRng &r = b.rng;
+	using namespace as;
+	Scenario s;
+	s.kind = "vec";
+	Prog p;
+	// tid 0 (color 0): prefix; axpy; ret    tid 1 (color 1): prefix; dot; ret
+	// tid 2 (color 2), 16 (ctrl 0): vector-group sequences ending with r6 back in P
+	unsigned pc_axpy = 0;
+	gen_vec_prefix(r, p);
+	p.w.push_back(axpy());
+	p.w.push_back(ret());
+	unsigned pc_dot = (unsigned)p.w.size();
+	gen_vec_prefix(r, p);
+	p.w.push_back(dot());
+	p.w.push_back(ret());
+	// B: data zones Z0 [256, 760) (bank 0), Z1 [4096, 4600), Z2 [7700, 8192) (bank 1);
+	// tables at 1024 (bank 0), 5120 (bank 1), 0xff80 (words 8064-8191 and 0-127)
+	static const unsigned zlo[3] = { 256, 4096, 7700 }, zn[3] = { 504, 504, 492 };
+	static const unsigned tabs[3] = { 1024, 5120, 0xff80 };
+	unsigned pcs[2];
+	for (unsigned tk = 0; tk < 2; tk++) {
+		pcs[tk] = (unsigned)p.w.size();
+		unsigned nops = 1 + r.below(tk ? 3 : 5);
+		for (unsigned k = 0; k < nops && p.w.size() < 200; k++) {
+			unsigned x = 1 + r.below(9); // 8: vaxpy, 9: cvt.bh
+			unsigned z = r.below(3), n, lo;
+			unsigned c = r.below(20);
+			n = c == 0 ? 0 : c < 12 ? 1 + r.below(8) : c < 18 ? 9 + r.below(200)
+			  : c == 18 ? 300 + r.below(700) : 1 + r.below(zn[z]);
+			lo = zlo[z] + r.below(zn[z] - (n < zn[z] ? n : zn[z] - 1));
+			uint16_t r6 = (uint16_t)lo;
+			if (r.chance(15)) { // 16-bit wrap: from 0xffxx into word 0
+				r6 = (uint16_t)(0x10000 - 1 - r.below(32));
+				if (n > 200) n = 200;
+			}
+			if ((x == 1 || x == 2 || x == 3) && r.chance(3)) n = 8192 + 1 + r.below(300);
+			unsigned rd = r.below(6), rs = r.below(6), rt = 6;
+			// a B source range for r6's destination of n words: in place (r6 itself or
+			// another register holding it), overlapping by a few words, or disjoint
+			auto src = [&]() -> uint16_t {
+				unsigned c2 = r.below(8);
+				if (c2 < 2) return r6;
+				if (c2 < 5) return (uint16_t)(r6 + (int)r.below(9) - 4);
+				unsigned z2 = r.below(3);
+				return (uint16_t)(zlo[z2] + r.below(zn[z2] - (n < zn[z2] ? n : zn[z2] - 1)));
+			};
+			// an A element address: anywhere, or wrapping past AWords or 0xffff
+			auto aadr = [&]() -> uint16_t {
+				unsigned c2 = r.below(4);
+				if (c2 == 0) return (uint16_t)(kAWords - 1 - r.below(16));
+				if (c2 == 1) return (uint16_t)(0x10000 - 1 - r.below(16));
+				return (uint16_t)r.u32();
+			};
+			// rt (and vmac's rd): r6, or a register in 0..5 other than the taken ones
+			auto pick_src_reg = [&](unsigned a, unsigned b2) -> unsigned {
+				if (r.chance(25)) return 6;
+				unsigned g;
+				do g = r.below(6); while (g == a || g == b2);
+				return g;
+			};
+			switch (x) {
+			case 1: // vfma: scale, shift
+				li(p.w, rd, rand_bf16(r, false));
+				if (rs != rd) li(p.w, rs, rand_bf16(r, false));
+				rt = pick_src_reg(rd, rs);
+				if (rt != 6) li(p.w, rt, src());
+				break;
+			case 6: // vmac: c (rd) and x (rt) sources, the same register sometimes
+				rs = r.below(6);
+				li(p.w, rs, aadr());
+				rd = pick_src_reg(rs, 7);
+				if (rd != 6) li(p.w, rd, src());
+				rt = r.chance(15) ? rd : pick_src_reg(rs, rd);
+				if (rt != 6 && rt != rd) li(p.w, rt, src());
+				break;
+			case 7: // vdot: the sum anywhere (in the source range too)
+				rs = r.below(6);
+				li(p.w, rs, aadr());
+				rt = pick_src_reg(rs, 7);
+				if (rt != 6) li(p.w, rt, src());
+				do rd = r.below(6); while (rd == rs || rd == rt);
+				li(p.w, rd, r.chance(30) ? (uint16_t)(r6 + r.below(n + 1)) :
+					    (uint16_t)(zlo[r.below(3)] + r.below(400)));
+				break;
+			case 8: // vaxpy: bf16 scale, A source
+				do rs = r.below(6); while (rs == rd);
+				li(p.w, rd, rand_bf16(r, false));
+				li(p.w, rs, aadr());
+				break;
+			case 9: { // cvt.bh: Bh elements over the source range (2 r6 + k), or elsewhere
+				unsigned c2 = r.below(4);
+				uint16_t e = c2 == 0 ? (uint16_t)(2 * r6 + r.below(8)) :
+					     c2 == 1 ? (uint16_t)(2 * r6 - 1 - r.below(2 * n + 8)) :
+					     (uint16_t)(2 * (zlo[r.below(3)] + r.below(400)) + r.below(2));
+				li(p.w, rd, e);
+				break;
+			}
+			case 2: // vsum2: results anywhere (also 0xffff: the second wraps to 0)
+				li(p.w, rd, r.chance(10) ? 0xffff : (uint16_t)(zlo[r.below(3)] +
+									 r.below(400)));
+				break;
+			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too
+				li(p.w, rd, r.chance(15) ? (uint16_t)(0x10000 - 1 - r.below(16))
+							 : (uint16_t)r.u32());
+				if (n > 8192) n += 8192; // past AWords: A wraps
+				break;
+			case 4: { // vlut: a table not in the range
+				unsigned t = tabs[r.below(3)];
+				if (b_overlap(r6, n, t)) {
+					r6 = (uint16_t)(zlo[1] + r.below(100));
+					n = n > 300 ? 300 : n;
+					t = b_overlap(r6, n, 1024) ? 5120 : 1024;
+					if (b_overlap(r6, n, t)) n = 0;
+				}
+				li(p.w, rd, (uint16_t)t);
+				rt = pick_src_reg(rd, 7);
+				if (rt != 6) { // a source range clear of the table too
+					uint16_t sv = src();
+					if (b_overlap(sv, n, t)) sv = r6;
+					li(p.w, rt, sv);
+				}
+				break;
+			}
+			case 5: // rsqrt: rd may be r6 or r7 (the model writes it too)
+				rd = r.below(8);
+				li(p.w, rs, (uint16_t)(zlo[r.below(3)] + r.below(400)));
+				break;
+			default: break;
+			}
+			li(p.w, 6, r6);
+			if (!(x == 5 && rd == 7)) li(p.w, 7, (uint16_t)n);
+			p.w.push_back(x == 8 ? vaxpy(rd, rs) : x == 9 ? cvtbh(rd) : vop(x, rd, rs, rt));
+			s.budget += 150ull * n + 500; // pe_lite: vsum2 passes 4 times
+		}
+		li(p.w, 6, (uint16_t)(4096 + r.below(64))); // dot's outputs, clear of its inputs
+		p.w.push_back(ret());
+	}
+	if (p.w.size() > 256) p.w.resize(256); // never: at most ~215 words
+	s.imem = p.w;
+	s.tasks = { { 0, (uint16_t)(0x200 | pc_axpy) }, { 1, (uint16_t)(0x200 | pc_dot) },
+		    { 2, (uint16_t)(0x200 | pcs[0]) }, { 16, (uint16_t)(0x200 | pcs[1]) } };
+	for (unsigned c = 0; c < 16; c++) s.qmap.push_back({ c, 0 });
+	for (unsigned i = 0; i < 8; i++) s.regs[i] = (uint16_t)r.u32();
+	s.regs[6] = (uint16_t)(4096 + r.below(64));
+	fill_a_random(b, s, 0, 64);
+	for (unsigned z = 0; z < 3; z++)
+		for (unsigned i = 0; i < zn[z]; i++) s.b_words.push_back({ zlo[z] + i, vec_f32(r) });
+	for (unsigned i = 0; i < 256; i++) s.b_words.push_back({ i, r.chance(50) ? vec_entry(r)
+		: ((uint32_t)rand_bf16(r, false) | (uint32_t)rand_bf16(r, false) << 16) });
+	for (unsigned t = 0; t < 3; t++)
+		for (unsigned i = 0; i < 256; i++)
+			s.b_words.push_back({ (tabs[t] + i) % kBWords, vec_entry(r) });
+	s.streams.resize(1);
+	unsigned nev = 4 + r.below(12);
+	for (unsigned k = 0; k < nev; k++) {
+		unsigned kind = r.below(6);
+		if (kind < 2) { // an axpy or dot burst (chaining)
+			unsigned c = kind;
+			for (unsigned i = 0; i < 1 + r.below(5); i++)
+				s.streams[0].push_back(wv(0, c, r.below(256) << 16 | rand_bf16(r, false)));
+		} else if (kind < 5) {
+			s.streams[0].push_back(wv(0, 2, r.u32()));
+		} else {
+			s.streams[0].push_back(wv(1, 0, r.u32()));
+		}
+	}
+	s.tx_stall_pct = 20;
+	s.budget *= nev; // a task runs once per wavelet
+	return s;
+}
+#endif
+
+#if TB_VEC
+// ----------------------------------------------------------------------------- fw programs
+// --fw=DIR: fw/vec_ln_fwd.s, vec_ln_bwd.s and vec_gelu.s (DIR/NAME.bin, the assembler's
+// images) on the DUT against the model, with tests/models/test_pe_model.c's parameter
+// blocks and layouts; prints each program's task-busy cycles per token.
+struct FwImage {
+	std::vector<uint16_t> imem;
+	std::vector<std::pair<std::string, uint16_t>> syms;
+};
+
+static bool fw_load(FwImage &f, const std::string &path)
+{
+	FILE *fp = fopen(path.c_str(), "rb");
+	if (!fp) {
+		printf("FAIL fw: cannot open %s (make fw builds it)\n", path.c_str());
+		return false;
+	}
+	std::vector<uint8_t> buf(65536);
+	size_t len = fread(buf.data(), 1, buf.size(), fp);
+	fclose(fp);
+	auto u16 = [&](size_t o) { return (uint16_t)(buf[o] | buf[o + 1] << 8); };
+	if (len < 16 || memcmp(buf.data(), "CSFW", 4) || u16(4) != 1) {
+		printf("FAIL fw: %s: not a version 1 image\n", path.c_str());
+		return false;
+	}
+	unsigned ni = u16(6), ns = u16(8);
+	size_t o = 12;
+	if (len < o + ns * 28 + ni * 2 + 4) {
+		printf("FAIL fw: %s: truncated\n", path.c_str());
+		return false;
+	}
+	for (unsigned k = 0; k < ns; k++, o += 28)
+		f.syms.push_back({ std::string((const char *)&buf[o], strnlen((const char *)&buf[o], 24)),
+				   u16(o + 24) });
+	for (unsigned k = 0; k < ni; k++, o += 2) f.imem.push_back(u16(o));
+	return true;
+}
+
+static int fw_entry(const FwImage &f, const char *name)
+{
+	for (auto &sy : f.syms)
+		if (sy.first == name) return sy.second;
+	printf("FAIL fw: no entry %s\n", name);
+	return -1;
+}
+
+// test_pe_model.c's rand_act: |x| in [0, 8), either sign, plus an offset
+static uint32_t fw_act(TbRng &r, float offset)
+{
+	uint64_t v = r.next();
+	float f = (float)((double)(v >> 40) / (double)(1ull << 24)) * 8.0f;
+	return nm_f32_bits((v & 1 ? -f : f) + offset);
+}
+
+// a scenario running entry `pc` of image f once on the block at B[p]; a and b hold the
+// initial contents of A (elements) and B (words) over [0, 2048)
+static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t> &a,
+			    const std::vector<uint32_t> &bw, uint16_t p)
+{
+	Scenario s;
+	s.kind = "fw";
+	s.imem = f.imem;
+	s.tasks = { { 3, (uint16_t)(0x200 | pc) } };
+	for (unsigned c = 0; c < 16; c++) s.qmap.push_back({ c, 0 });
+	for (size_t w = 0; w < a.size() / 2; w++)
+		s.a_words.push_back({ (uint32_t)w, (uint32_t)a[2 * w] | (uint32_t)a[2 * w + 1] << 16 });
+	for (size_t w = 0; w < bw.size(); w++) s.b_words.push_back({ (uint32_t)w, bw[w] });
+	s.streams.resize(1);
+	s.streams[0].push_back(wv(0, 3, p));
+	s.budget = 20000000;
+	return s;
+}
+
+static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
+{
+	FwImage lf, lb, ge;
+	if (!fw_load(lf, dir + "/vec_ln_fwd.bin") || !fw_load(lb, dir + "/vec_ln_bwd.bin") ||
+	    !fw_load(ge, dir + "/vec_gelu.bin"))
+		return tb_result(0, 1);
+	int pc_lf = fw_entry(lf, "ln_fwd"), pc_lb = fw_entry(lb, "ln_bwd");
+	int pc_gf = fw_entry(ge, "gelu_fwd"), pc_gb = fw_entry(ge, "gelu_bwd");
+	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0) return tb_result(0, 1);
+	TbRng &r = b.rng;
+	unsigned passed = 0, scen = 0;
+	// per program: busy cycles and tokens of the runs at C (w) = 64
+	uint64_t cyc[4] = { 0 }, tok[4] = { 0 };
+	static const char *const names[4] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
+					      "vec_gelu bwd" };
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned prog = (unsigned)(i % 4);
+		std::vector<uint16_t> a(2048);
+		std::vector<uint32_t> bw(2048);
+		for (auto &v : a) v = (uint16_t)r.u32();
+		for (auto &v : bw) v = rand_f32(r);
+		Scenario s;
+		unsigned c = 64, ntok = 1 + r.below(4);
+		if (i < 4) ntok = 4; // the measured runs: C = 64, 4 tokens
+		if (prog == 0) { // ln_fwd: test_ln_fwd's layout
+			static const unsigned cs[] = { 64, 48, 128 };
+			if (i >= 4) c = cs[r.below(3)];
+			const uint16_t X = 0, BE = 1000, S = 1200, T = 1400, P = 1900;
+			const uint16_t G = 0, Y = 128, Z = 512, R = 900, AM = 1000;
+			float offset = r.chance(50) ? 3.0f : 0.0f;
+			for (unsigned k = 0; k < ntok * c; k++) bw[X + k] = fw_act(r, offset);
+			for (unsigned j = 0; j < c; j++) {
+				a[G + j] = nm_bf16_from_f32(0.5f + (float)r.below(1000) / 1000.0f);
+				bw[BE + j] = nm_f32_bits((float)((int)r.below(200) - 100) / 400.0f);
+			}
+			uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)c), eps = nm_bf16_from_f32(1e-5f);
+			const uint16_t par[13] = { (uint16_t)c, G, BE, S, T, AM, inv_c, eps, X, Y, Z, R,
+						   (uint16_t)ntok };
+			for (int k = 0; k < 13; k++) bw[P + k] = par[k];
+			s = fw_scenario(lf, pc_lf, a, bw, P);
+		} else if (prog == 1) { // ln_bwd: test_ln_bwd's layout, z and r from nm_ln_fwd_bits
+			static const unsigned cs[] = { 64, 32, 96 };
+			if (i >= 4) c = cs[r.below(3)];
+			const uint16_t DY = 0, DX = 500, DG = 1000, DB = 1100, S = 1200, T = 1400,
+				       ZERO = 1500, P = 1900;
+			const uint16_t G = 0, ONES = 100, Z = 200, R = 700, AM = 800;
+			std::vector<uint32_t> x(ntok * c), zero(c, 0);
+			float offset = r.chance(50) ? -2.0f : 0.0f;
+			for (unsigned k = 0; k < ntok * c; k++) {
+				x[k] = fw_act(r, offset);
+				bw[DY + k] = fw_act(r, 0.0f);
+				bw[DX + k] = fw_act(r, 0.0f);
+			}
+			for (unsigned j = 0; j < c; j++) {
+				a[G + j] = nm_bf16_from_f32(0.5f + (float)r.below(1000) / 1000.0f);
+				a[ONES + j] = 0x3f80;
+				bw[DG + j] = fw_act(r, 0.0f);
+				bw[DB + j] = fw_act(r, 0.0f);
+			}
+			uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)c), eps = nm_bf16_from_f32(1e-5f);
+			for (unsigned t = 0; t < ntok; t++) {
+				std::vector<uint16_t> y(c);
+				nm_ln_fwd_bits(y.data(), &a[Z + t * c], &a[R + t], &x[t * c], &a[G],
+					       zero.data(), c, inv_c, eps);
+			}
+			const uint16_t par[15] = { (uint16_t)c, G, ONES, S, T, AM, inv_c, ZERO, DY, Z, R,
+						   DX, DG, DB, (uint16_t)ntok };
+			for (int k = 0; k < 15; k++) bw[P + k] = par[k];
+			s = fw_scenario(lb, pc_lb, a, bw, P);
+		} else { // gelu_fwd / gelu_bwd: test_gelu's layout
+			if (i >= 4) c = 64 + 32 * r.below(2);
+			const uint16_t IN = 0, TG = 1024, TD = 1280, S = 1600, P = 1900, D = 400;
+			for (unsigned k = 0; k < ntok * c; k++)
+				bw[IN + k] = k % 17 ? fw_act(r, -1.0f) : rand_f32(r);
+			if (prog == 2) {
+				nm_gelu_table(&bw[TG], 0);
+				nm_gelu_table(&bw[TD], 1);
+				const uint16_t par[8] = { (uint16_t)c, (uint16_t)ntok, TG, TD, S, IN, 0, D };
+				for (int k = 0; k < 8; k++) bw[P + k] = par[k];
+				s = fw_scenario(ge, pc_gf, a, bw, P);
+			} else { // the stash d as gelu_fwd leaves it
+				std::vector<uint32_t> pre(ntok * c);
+				for (auto &v : pre) v = fw_act(r, -1.0f);
+				std::vector<uint32_t> tg(256), td(256);
+				nm_gelu_table(tg.data(), 0);
+				nm_gelu_table(td.data(), 1);
+				std::vector<uint16_t> h(ntok * c);
+				nm_gelu_fwd_bits(h.data(), &a[D], pre.data(), ntok * c, tg.data(), td.data());
+				const uint16_t par[8] = { (uint16_t)c, (uint16_t)ntok, 0, 0, S, IN, 200, D };
+				for (int k = 0; k < 8; k++) bw[P + k] = par[k];
+				s = fw_scenario(ge, pc_gb, a, bw, P);
+			}
+		}
+		unsigned before = b.failed;
+		b.reset();
+		b.setup(s);
+		if (b.run(s, (200000 + s.budget) * TB_SLOW)) b.compare(s.kind);
+		scen++;
+		if (b.failed != before) {
+			printf("fw run %" PRIu64 " (%s, C %u, %u tokens) failed; replay with --seed=%" PRIu64
+			       "\n", i, names[prog], c, ntok, seed);
+			break;
+		}
+		passed++;
+		if (i < 4) {
+			cyc[prog] += b.busy;
+			tok[prog] += ntok;
+		}
+	}
+	for (unsigned k = 0; k < 4; k++)
+		if (tok[k])
+			printf("%s: %.0f task-busy cycles per token (C = 64, %" PRIu64 " tokens, one task)\n",
+			       names[k], (double)cyc[k] / (double)tok[k], tok[k]);
+	printf("tb_pe fw: %u runs, %u passed\n", scen, passed);
+	return tb_result(passed, scen - passed);
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -765,6 +1222,10 @@ int main(int argc, char **argv)
 	ctx.commandArgs(argc, argv);
 	Bench b(&ctx, args.seed);
 	b.reset();
+#if TB_VEC
+	for (int k = 1; k < argc; k++)
+		if (!strncmp(argv[k], "--fw=", 5)) return fw_main(b, argv[k] + 5, args.n, args.seed);
+#endif
 	unsigned passed = 0, scen = 0;
 	uint64_t n = args.n;
 	for (uint64_t i = 0; i < n; i++) {
@@ -774,18 +1235,28 @@ int main(int argc, char **argv)
 		else if (kind == 1) s = gen_fwd(b, false);
 		else if (kind == 2) s = i == 2 ? gen_wgrad(b, true) : gen_wgrad(b, false);
 		else if (kind == 3) s = gen_rand(b);
+#if TB_VEC
+		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_vec(b);
+#else
 		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_rand(b);
+#endif
 		unsigned before = b.failed;
 		b.reset();
 		b.setup(s);
 		size_t nw = 0;
 		for (auto &q : s.streams) nw += q.size();
-		if (b.run(s, (200000 + nw * 2000) * TB_SLOW)) b.compare(s.kind);
+		if (b.run(s, (200000 + nw * 2000 + s.budget) * TB_SLOW)) b.compare(s.kind);
 		scen++;
 		if (b.failed == before) passed++;
 		else {
 			printf("scenario %" PRIu64 " (%s) failed; replay with --seed=%" PRIu64 "\n", i,
 			       s.kind, args.seed);
+			if (getenv("TB_DEBUG")) { // the program, for a disassembly by hand
+				for (size_t k = 0; k < s.imem.size(); k++)
+					printf("imem %zu %04x\n", k, s.imem[k]);
+				for (auto &q : s.streams)
+					for (uint64_t w : q) printf("wavelet %09" PRIx64 "\n", w);
+			}
 			break;
 		}
 	}

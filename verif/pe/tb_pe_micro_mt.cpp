@@ -5,4 +5,5 @@
 #define TB_PE_LITE 1
 #define TB_PE_MICRO_MT 1
 #define TB_SLOW 24
+#define TB_VEC 0 // pe_micro_mt has no vector group
 #include "tb_pe.cpp"
