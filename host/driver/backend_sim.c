@@ -499,11 +499,11 @@ static int sim_resident(csd_dev *dev, const struct res_op *op)
 		return csd_fail(dev, CS_ERR_DEVICE,
 				"sim: an earlier link error left the device in an unknown state; "
 				"reopen it");
-	/* until the RTL decodes the 0xF vector group (docs/architecture.md 4.3) */
-	if (op->kind == RES_PROGRAM && !s->use_model)
+	/* pe_micro_mt does not decode the 0xF vector group (docs/architecture.md 4.6) */
+	if (op->kind == RES_PROGRAM && !s->use_model && dev->pe == CSD_PE_MICRO_MT)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
-				"%s: the Verilated mesh does not decode the vector group yet; run "
-				"vector programs on the model engine (sim:...,model)",
+				"%s: pe=micro_mt does not decode the vector group; run vector "
+				"programs on pe=full or pe=lite, or the model engine (sim:...,model)",
 				op->prog->entry);
 	struct plan_link link = { s, link_send, link_recv, (uint32_t)s->timeout };
 	struct plan_stats st = { 0 };

@@ -73,7 +73,7 @@ static const cs_cfg_key device_keys[] = {
 	  .doc = "run the projections as dense OpenBLAS sgemm on the host; `auto` = true exactly when `device.kind` is `native`, `model` or `cpu` and there is no sparsity (and `device.resident` is false)" },
 	{ .key = "resident", .type = CS_CFG_BOOL, .off = OFF(resident), .size = sizeof(int), .flags = CS_CFG_NOCASE, .def = "false",
 	  .doc_allowed = "`true`, `false`",
-	  .doc = "run the whole training step resident on the device (`docs/resident-step.md`): activations stay in PE SRAM, the link carries nonzero weights and gradients, attention's traffic and the embeddings. `model`/`cpu` and `sim` only (`sim` runs it on the firmware-running mesh model, `sim:RxC,model`: the Verilated RTL does not yet run the vector programs); the step's tokens (`train.batch_size` x `model.block_size`) and the backward stash must fit `device.awords` and `device.bwords`, else a config error names the sizes needed. Steps that want the dense weight gradient (sparsity growth) run the per-projection path" },
+	  .doc = "run the whole training step resident on the device (`docs/resident-step.md`): activations stay in PE SRAM, the link carries nonzero weights and gradients, attention's traffic and the embeddings. `model`/`cpu` and `sim` only (`sim` runs it on the firmware-running mesh model, `sim:RxC,model`); the step's tokens (`train.batch_size` x `model.block_size`) and the backward stash must fit `device.awords` and `device.bwords`, else a config error names the sizes needed. Steps that want the dense weight gradient (sparsity growth) run the per-projection path" },
 };
 
 static const cs_cfg_key model_keys[] = {

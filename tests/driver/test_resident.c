@@ -25,7 +25,7 @@
 #include "driver/fw.h"
 #include "../support/kernel_ref.h"
 
-#define AW 4096u /* SRAM sizes of every device here */
+#define AW 16384u /* SRAM sizes of every device here: the default Verilated meshes' */
 #define BW 8192u
 #define C 32u    /* layernorm features */
 #define WG 128u  /* GELU elements a token */
@@ -42,14 +42,19 @@ static float rand_act(float offset)
 	return (float)(kref_rng_unif() * 8.0 - 4.0) + offset;
 }
 
-/* dev[0] cpu, dev[1] sim's model engine, both RxC at AW/BW */
+/* dev[0] cpu, dev[1] sim's model engine (rtl: the Verilated pe mesh), both RxC at AW/BW */
+static int rtl_case;
+
 static void open_pair(csd_dev *dev[2], int rows, int cols)
 {
 	char uri[128];
 	snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%u,bwords=%u", rows, cols, AW, BW);
 	assert_int_equal(csd_open(&dev[0], uri), CS_OK);
-	snprintf(uri, sizeof uri, "sim:%dx%d,awords=%u,bwords=%u,model", rows, cols, AW, BW);
-	assert_int_equal(csd_open(&dev[1], uri), CS_OK);
+	snprintf(uri, sizeof uri, "sim:%dx%d,awords=%u,bwords=%u%s", rows, cols, AW, BW,
+		 rtl_case ? "" : ",model");
+	if (csd_open(&dev[1], uri))
+		print_error("%s\n", csd_last_error(NULL));
+	assert_non_null(dev[1]);
 	csd_reset_counters(dev[0]); /* the cpu counts the image load at open */
 	csd_reset_counters(dev[1]);
 }
@@ -487,19 +492,21 @@ static void test_transfers(void **state)
 }
 
 /* The Verilated mesh does not decode the vector group: a clear NOT_SUPPORTED. */
-static void test_rtl_refuses_programs(void **state)
+/* The same chain on the Verilated pe meshes (2x2 and 4x4 at the default sizes), and
+ * pe=micro_mt, which does not decode the vector group, refusing programs. */
+static void test_rtl_meshes(void **state)
 {
 	(void)state;
+	rtl_case = 1;
+	mesh_case(2, 2, 7);
+	mesh_case(4, 4, 37);
+	rtl_case = 0;
 	csd_dev *dev;
-	if (csd_open(&dev, "sim:1x1,awords=512,bwords=256")) {
-		print_message("%s (skipped)\n", csd_last_error(NULL));
-		skip();
-		return;
-	}
+	assert_int_equal(csd_open(&dev, "sim:2x2,pe=micro_mt"), CS_OK);
 	const uint16_t pg[8] = { 8, 1, 0, 0, 200, 100, 0, 64 };
 	assert_int_equal(csd_run_program(dev, "vec_gelu", "gelu_bwd", 200, pg, 8),
 			 CS_ERR_NOT_SUPPORTED);
-	assert_non_null(strstr(csd_last_error(dev), "model"));
+	assert_non_null(strstr(csd_last_error(dev), "micro_mt"));
 	csd_close(dev);
 }
 
@@ -580,7 +587,7 @@ int main(void)
 		cmocka_unit_test(test_mesh_2x2),
 		cmocka_unit_test(test_mesh_4x4),
 		cmocka_unit_test(test_transfers),
-		cmocka_unit_test(test_rtl_refuses_programs),
+		cmocka_unit_test(test_rtl_meshes),
 		cmocka_unit_test(test_bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
