@@ -828,7 +828,18 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 	}
 	double copies = 1;
 	int depth = 0, ops = 0;
+	char quant = 0; /* the repetition operator just before, if any */
 	for (const char *q = re; *q; q++) {
+		char was = quant;
+		quant = 0;
+		if ((*q == '*' || *q == '+' || *q == '?' || (*q == '{' && isdigit((unsigned char)q[1]))) &&
+		    was) {
+			/* regcomp copies the operand for each stacked operator: "a++++" doubles
+			 * its tree per '+' */
+			snprintf(why, len, "stacks repetition operators ('%c' after '%c'), whose "
+				 "compile cost doubles with each; write one", *q, was);
+			return 1;
+		}
 		if (*q == '\\' && q[1]) {
 			if (q[1] >= '1' && q[1] <= '9') {
 				snprintf(why, len, "has a back-reference (\\%c), whose matching time "
@@ -862,6 +873,8 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 		}
 		if (*q == ')' && depth > 0)
 			depth--;
+		if (*q == '*' || *q == '+' || *q == '?')
+			quant = *q;
 		if ((*q == '*' || *q == '+' || *q == '?' || *q == '|' || *q == '{') &&
 		    ++ops > SP_PATTERN_MAX_OPS) {
 			snprintf(why, len, "has more than %d operators (* + ? {} |); split it into "
@@ -880,6 +893,10 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 				end++;
 		}
 		copies *= (double)(hi > lo ? hi : lo) + 1;
+		if (*end == '}') {
+			q = end;
+			quant = '}';
+		}
 	}
 	if (copies > SP_PATTERN_MAX_COPIES) {
 		snprintf(why, len, "has repetition counts that multiply to %.0f copies; at most "

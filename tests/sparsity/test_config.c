@@ -218,6 +218,18 @@ static void test_rejects(void **state)
 		"  param_name_patterns: 'a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*'\n",
 		"cfg.yaml:4:24: sparsity.param_name_patterns: 'a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*...' "
 		"has more than 32 operators (* + ? {} |); split it into several patterns");
+	/* stacked repetition operators: regcomp doubles the operand's tree for each one */
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: 'mlp +++++++++++++++++++++++++++++++x'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: 'mlp +++++++++++++++++++++++++++++++x' "
+		"stacks repetition operators ('+' after '+'), whose compile cost doubles with each; "
+		"write one");
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: 'h{1,2}*'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: 'h{1,2}*' stacks repetition operators "
+		"('*' after '}'), whose compile cost doubles with each; write one");
+	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
+			  "  param_name_patterns: '(h+)+x*\\+?'\n"));
 	/* a bracket expression is one character, whatever it holds */
 	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
 			  "  param_name_patterns: '[]*+?|{(\\1][[:alpha:]*(]x[^]((]'\n"));
