@@ -488,6 +488,8 @@ static int run_program(struct wstream *ws, const struct plan_geom *g, const stru
 	ws_put(ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
 	ws_put(ws, op->block);
 	*pw += 2;
+	if (ws->buf) /* a device: it counts its own cycles */
+		return ws_sync(ws, P, pr->entry, err, errlen);
 	/* the task's cycles on pe (every PE runs the same addresses), its last writes, and the
 	 * wavelet's way to the far corner and the mesh's idle back */
 	struct vt_task vt = { op->img->imem, op->base, op->img->n_instr, op->pc, op->block,
