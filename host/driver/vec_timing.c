@@ -273,19 +273,18 @@ int vt_run(const struct vt_task *t, struct vt_result *res, char *err, size_t err
 			pc1 = (pc + 2) & 0xff;
 			break;
 		case 0x2:
-			r[rdn] = (uint16_t)(r[rsn] + (uint16_t)((w & 0x20) ? (w & 0x3f) | 0xffc0 : w & 0x3f));
+			r[rdn] = (uint16_t)(r[rsn] + ((w & 0x20) ? (w & 0x3f) | 0xffc0 : w & 0x3f));
 			break;
 		case 0x3: {
 			uint16_t a = r[rsn], b = r[rtn];
-			static const int sh = 15;
 			switch (w & 7) {
 			case 0: r[rdn] = (uint16_t)(a + b); break;
 			case 1: r[rdn] = (uint16_t)(a - b); break;
 			case 2: r[rdn] = a & b; break;
 			case 3: r[rdn] = a | b; break;
 			case 4: r[rdn] = a ^ b; break;
-			case 5: r[rdn] = (uint16_t)(a << (b & sh)); break;
-			case 6: r[rdn] = (uint16_t)(a >> (b & sh)); break;
+			case 5: r[rdn] = (uint16_t)(a << (b & 15)); break;
+			case 6: r[rdn] = (uint16_t)(a >> (b & 15)); break;
 			default: r[rdn] = (uint16_t)((uint32_t)a * b); break;
 			}
 			break;
