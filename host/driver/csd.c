@@ -375,6 +375,7 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
 		return csd_fail(dev, CS_ERR_NOT_FOUND, "run_program: %s has no entry %s", program,
 				entry);
 	op.pc = op.base + pc;
+	op.img = &dev->ovl;
 	rc = resident_call(dev, "run_program", &op);
 	dev->have_ovl = rc == CS_OK || (dev->have_ovl && !op.ovl);
 	return rc;

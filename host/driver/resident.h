@@ -40,9 +40,6 @@ struct res_prog {
 	const char *image, *entry;
 	int n_params;
 	int p_width, p_tokens;  /* block words holding W (C) and the token count */
-	/* cycles: per token eng_per_w * W engine elements (docs/resident-step.md) and
-	 * scalar instructions; once: the prologue and (fill) a W-word fill */
-	unsigned eng_per_w, scalar, prologue, fill;
 	struct res_use use[RES_MAX_USES];
 	int n_use;
 	/* the C definition on one PE's SRAM, p = its parameter block; 0 or CS_ERR_INVALID
@@ -67,6 +64,7 @@ struct res_op {
 	/* PROGRAM */
 	const struct res_prog *prog;
 	const struct csd_fw *ovl; /* the overlay image to load first; NULL: it is resident */
+	const struct csd_fw *img; /* the overlay image (the cycle estimate runs its code) */
 	int base, pc;             /* the overlay's IMEM base, the entry's pc */
 	uint32_t block;
 	const uint16_t *params;

@@ -3,6 +3,10 @@
  * cycles the Verilated mesh (pe=full) measures for the same command stream: every kernel
  * (forward, backward, wgrad, and backward+wgrad in one call) over a handful of mesh shapes, SRAM sizes (the small ones
  * force token and output tiling), layer shapes and sparsities must agree within 2%.
+ * Every vector program (csd_run_program: the fw/vec_*.s entries) likewise at several widths,
+ * token counts and bank layouts, with equal MAC-busy counts (the estimate runs the
+ * program's own code with pe's timing, host/driver/vec_timing.c, so it is exact there;
+ * VEC_GRID=1 runs a larger grid on one PE with the trainer's SRAM sizes).
  * The estimate is what users see when they train on the cpu backend, so a change to the
  * PE's timing or to the firmware that the estimate does not follow fails here.
  * A table of every case is printed; the seed is fixed (TEST_SEED overrides it).
@@ -125,10 +129,254 @@ static void test_estimate_vs_sim(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* ---- vector programs ------------------------------------------------------------------- */
+
+/* A program call's layout: B rows (tokens x W) from one cursor, the W-word vectors (tables,
+ * scratch, bias, zeros, the parameter block) from another; `lay` 0: rows in bank 0 and the
+ * vectors in bank 1 (the trainer's layout), 1: both from word 0 (one bank while they fit),
+ * 2: rows in bank 1, vectors in bank 0. A elements from 0 (A has no banks). */
+struct pl {
+	uint32_t rows, vec, rows_end, vec_end, a, a_end;
+	int bad;
+};
+
+static uint32_t b_rows(struct pl *l, uint32_t n)
+{
+	uint32_t at = l->rows;
+	l->rows += n + (n & 1);
+	l->bad |= l->rows > l->rows_end;
+	return at;
+}
+
+static uint32_t b_vec(struct pl *l, uint32_t n)
+{
+	uint32_t at = l->vec;
+	l->vec += n + (n & 1);
+	l->bad |= l->vec > l->vec_end;
+	return at;
+}
+
+static uint32_t a_el(struct pl *l, uint32_t n)
+{
+	uint32_t at = l->a;
+	l->a += n + (n & 1);
+	l->bad |= l->a > l->a_end;
+	return at;
+}
+
+static const char *const pname[][2] = {
+	{ "vec_ln_fwd", "ln_fwd" }, { "vec_ln_bwd", "ln_bwd" }, { "vec_gelu", "gelu_fwd" },
+	{ "vec_gelu", "gelu_h" },   { "vec_gelu", "gelu_bwd" }, { "vec_cvt", "cvt_a" },
+	{ "vec_cvt", "cvt_bh" },    { "vec_cvt", "bias_fwd" },  { "vec_cvt", "bias_bwd" },
+	{ "vec_cvt", "cvt_f" },
+};
+enum { NPROG = sizeof pname / sizeof pname[0] };
+
+#define NO_ONES UINT32_MAX
+
+/* Program k's parameter block for W elements a token and N tokens a PE in layout lay:
+ * returns its size (0: it does not fit), the block's B word, the A ones vector (NO_ONES:
+ * none). */
+static int prog_params(int k, uint32_t W, uint32_t N, int lay, uint32_t aw, uint32_t bw,
+		       uint16_t *p, uint32_t *blk, uint32_t *ones)
+{
+	uint32_t h = bw / 2;
+	/* lay 1: the vectors follow the rows (l.vec = l.rows below) */
+	struct pl l = { lay == 2 ? h : 0, lay == 0 ? h : 0, lay == 0 ? h : bw, lay == 2 ? h : bw,
+			0, aw, 0 };
+	uint16_t invc = 0x3c00, eps = 0x3727; /* any values: the timing does not read them */
+	int n;
+	*ones = NO_ONES;
+	uint32_t NW = N * W;
+	switch (k) {
+	case 0: { /* ln_fwd */
+		uint32_t X = b_rows(&l, NW);
+		if (lay == 1)
+			l.vec = l.rows;
+		uint32_t BE = b_vec(&l, W), S = b_vec(&l, W), T = b_vec(&l, 4);
+		uint32_t G = a_el(&l, W), AM = a_el(&l, 2), Y = a_el(&l, NW), Z = a_el(&l, NW),
+			 R = a_el(&l, N);
+		uint16_t q[] = { W, G, BE, S, T, AM, invc, eps, X, Y, Z, R, N };
+		n = 13;
+		memcpy(p, q, sizeof q);
+		break;
+	}
+	case 1: { /* ln_bwd */
+		uint32_t DY = b_rows(&l, NW), DX = b_rows(&l, NW);
+		if (lay == 1)
+			l.vec = l.rows;
+		uint32_t S = b_vec(&l, W), T = b_vec(&l, 2), ZERO = b_vec(&l, W), DG = b_vec(&l, W),
+			 DB = b_vec(&l, W);
+		uint32_t G = a_el(&l, W), ONES = a_el(&l, W), AM = a_el(&l, 2), Z = a_el(&l, NW),
+			 R = a_el(&l, N);
+		*ones = ONES;
+		uint16_t q[] = { W, G, ONES, S, T, AM, invc, ZERO, DY, Z, R, DX, DG, DB, N };
+		n = 15;
+		memcpy(p, q, sizeof q);
+		break;
+	}
+	case 2:
+	case 3:
+	case 4: { /* gelu_fwd, gelu_h, gelu_bwd */
+		uint32_t IN = b_rows(&l, NW);
+		if (lay == 1)
+			l.vec = l.rows;
+		uint32_t TG = b_vec(&l, 256), TD = b_vec(&l, 256), S = b_vec(&l, W);
+		uint32_t OUT = a_el(&l, NW), D = a_el(&l, NW);
+		uint16_t q[] = { W, N, TG, TD, S, IN, OUT, D };
+		n = 8;
+		memcpy(p, q, sizeof q);
+		break;
+	}
+	default: { /* the vec_cvt entries */
+		uint32_t SRC = b_rows(&l, NW), DST = 0, ONES = 0, ZERO = 0;
+		if (k == 5)
+			DST = a_el(&l, NW);
+		else if (k == 6)
+			DST = 2 * b_rows(&l, NW / 2 + 1) + 1; /* odd: the read-modify-writes */
+		else if (k == 9)
+			DST = b_rows(&l, NW);
+		if (lay == 1)
+			l.vec = l.rows;
+		if (k == 7 || k == 8) {
+			DST = b_vec(&l, W);
+			ONES = a_el(&l, W);
+			*ones = ONES;
+		} else if (k == 9) {
+			SRC = a_el(&l, NW);
+			ONES = b_vec(&l, W);
+			ZERO = b_vec(&l, W);
+		}
+		uint16_t q[] = { W, N, SRC, W, DST, W, ONES, ZERO };
+		n = k == 9 ? 8 : 7;
+		memcpy(p, q, sizeof q);
+		break;
+	}
+	}
+	*blk = b_vec(&l, 16);
+	return l.bad ? 0 : n;
+}
+
+/* One call of program k on dev: its cycles and MAC-busy PE-cycles (the ones vector written
+ * first, not counted). */
+static uint64_t prog_cycles(csd_dev *dev, int k, uint32_t W, const uint16_t *p, int n,
+			    uint32_t blk, uint32_t ones, uint64_t *mac)
+{
+	static uint16_t one[4096];
+	for (size_t j = 0; j < sizeof one / sizeof one[0]; j++)
+		one[j] = 0x3f80;
+	if (ones != NO_ONES && csd_write_all(dev, CSD_MEM_A, ones, one, W))
+		print_error("%s\n", csd_last_error(dev));
+	csd_reset_counters(dev);
+	if (csd_run_program(dev, pname[k][0], pname[k][1], blk, p, n))
+		print_error("%s: %s\n", pname[k][1], csd_last_error(dev));
+	csd_counters c;
+	csd_get_counters(dev, &c);
+	*mac = c.mac_busy;
+	return c.cycles;
+}
+
+struct vcase {
+	const char *geom; /* "RxC" with the Verilated default SRAM sizes, or sizes given */
+	uint32_t aw, bw;
+	uint32_t W, N;
+	int lay;
+};
+
+/* make test: every program at a few widths, token counts and layouts on the 2x2 and 4x4
+ * meshes (SRAM B of 8192 words: tp x C up to 4096 in a bank). VEC_GRID=1 runs the grid
+ * (C 64 .. 512, 4C for GELU, 1 .. 64 tokens, the three layouts) on VEC_GRID_DEV (default
+ * 1x1,awords=65536,bwords=16384: make sim-model MESH=1x1 AWORDS=65536 BWORDS=16384). */
+static const struct vcase vcases[] = {
+	{ "2x2", 16384, 8192, 64, 1, 0 },   { "2x2", 16384, 8192, 64, 16, 0 },
+	{ "2x2", 16384, 8192, 128, 5, 1 },  { "2x2", 16384, 8192, 96, 7, 2 },
+	{ "2x2", 16384, 8192, 256, 8, 0 },  { "2x2", 16384, 8192, 512, 2, 2 },
+	{ "4x4", 16384, 8192, 128, 3, 0 },  { "4x4", 16384, 8192, 64, 32, 1 },
+};
+
+static int prog_case(const char *geom, uint32_t aw, uint32_t bw, int k, uint32_t W, uint32_t N,
+		     int lay, double *worst)
+{
+	char uri[128], ref_uri[128];
+	uint16_t p[16];
+	uint32_t blk, ones;
+	int n = prog_params(k, W, N, lay, aw, bw, p, &blk, &ones);
+	if (!n)
+		return 0;
+	csd_dev *dev = NULL, *ref = NULL;
+	snprintf(uri, sizeof uri, "sim:%s", geom);
+	if (strchr(geom, ','))
+		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", geom);
+	else
+		snprintf(ref_uri, sizeof ref_uri, "cpu:%s,awords=%u,bwords=%u", geom, aw, bw);
+	if (csd_open(&dev, uri)) {
+		print_message("%s: %s\n", uri, csd_last_error(NULL));
+		return -1;
+	}
+	assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
+	uint64_t ms, mc;
+	uint64_t cs = prog_cycles(dev, k, W, p, n, blk, ones, &ms);
+	uint64_t cc = prog_cycles(ref, k, W, p, n, blk, ones, &mc);
+	double err = ((double)cc - (double)cs) / (double)cs;
+	int ok = fabs(err) <= TOLERANCE && mc == ms; /* MAC issues: counted, not estimated */
+	print_message("%-28s %-8s %4u %3u %d %9llu %9llu %+6.2f%%%s\n", geom, pname[k][1], W, N,
+		      lay, (unsigned long long)cc, (unsigned long long)cs, err * 100,
+		      ok ? "" : mc != ms ? "  <- MAC-busy differs" : "  <- beyond tolerance");
+	if (fabs(err) > *worst)
+		*worst = fabs(err);
+	csd_close(dev);
+	csd_close(ref);
+	return ok ? 1 : 2;
+}
+
+static void test_programs_vs_sim(void **state)
+{
+	(void)state;
+	double worst = 0.0;
+	int bad = 0, ran = 0, rc;
+	print_message("%-28s %-8s %4s %3s %s %9s %9s %7s\n", "mesh", "program", "W", "N", "l",
+		      "cpu", "sim", "err");
+	if (getenv("VEC_GRID") && atoi(getenv("VEC_GRID"))) {
+		const char *g = getenv("VEC_GRID_DEV") ? getenv("VEC_GRID_DEV")
+						       : "1x1,awords=65536,bwords=16384";
+		const char *a = strstr(g, "awords="), *b = strstr(g, "bwords=");
+		uint32_t aw = a ? (uint32_t)atoi(a + 7) : 16384, bw = b ? (uint32_t)atoi(b + 7) : 8192;
+		static const uint32_t Cs[] = { 64, 96, 128, 192, 256, 384, 512 };
+		static const uint32_t Ns[] = { 1, 2, 3, 8, 16, 31, 64 };
+		for (int k = 0; k < NPROG; k++)
+			for (size_t i = 0; i < sizeof Cs / sizeof Cs[0]; i++)
+				for (int wide = 0; wide < (k >= 2 ? 2 : 1); wide++)
+					for (size_t j = 0; j < sizeof Ns / sizeof Ns[0]; j++)
+						for (int lay = 0; lay < 3; lay++) {
+							uint32_t W = Cs[i] * (wide ? 4 : 1);
+							if ((rc = prog_case(g, aw, bw, k, W, Ns[j], lay,
+									    &worst)) < 0)
+								skip();
+							ran += rc > 0;
+							bad += rc == 2;
+						}
+	} else {
+		for (size_t i = 0; i < sizeof vcases / sizeof vcases[0]; i++)
+			for (int k = 0; k < NPROG; k++) {
+				const struct vcase *v = &vcases[i];
+				if ((rc = prog_case(v->geom, v->aw, v->bw, k, v->W, v->N, v->lay,
+						    &worst)) < 0)
+					skip();
+				ran += rc > 0;
+				bad += rc == 2;
+			}
+	}
+	print_message("%d program calls, worst |error| %.2f%%, %d beyond %.0f%%\n", ran,
+		      worst * 100, bad, TOLERANCE * 100);
+	assert_true(ran > 0);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_estimate_vs_sim),
+		cmocka_unit_test(test_programs_vs_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

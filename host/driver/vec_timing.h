@@ -1,0 +1,46 @@
+/*
+ * vec_timing.h - the cycles of a vector program task on `pe` (rtl/pe/pe_seq.v, pe_vec.v),
+ * for the cpu backend's estimate of csd_run_program (docs/architecture.md 4.4, 7.1).
+ *
+ * The program's own instructions are run on one PE's registers with the timing of `pe`:
+ * scalar instructions one cycle (li two), an engine instruction one cycle to hand over and
+ * its engine cycles, each element issued by pe_vec's rules (the read-after-write interlock
+ * against the B writes in flight, vmac's and vlut's bank rules, vdot's and vsum2's chains,
+ * cvt.bf's and cvt.bh's read-modify-writes, scalar B accesses waiting for no B write in
+ * flight). Only addresses and loop counts decide the timing, so the SRAM is not modelled:
+ * ldb of the parameter block gives the block's words, every other load 0 (and wcol 0).
+ * One exception: vlut's table word is taken in the bank of the table's first word (a table
+ * across the bank boundary would make the timing depend on the data). Every PE runs the
+ * same task on the same addresses, so one PE's cycles are the mesh's.
+ * Not public.
+ */
+#ifndef CS_VEC_TIMING_H
+#define CS_VEC_TIMING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vt_task {
+	const uint16_t *imem; /* the overlay's instructions, at IMEM words [base, base + n) */
+	int base, n_instr;
+	int pc;               /* the entry (absolute) */
+	uint32_t w;           /* the starting wavelet's payload (the programs: {0, block}) */
+	uint32_t block;       /* B word of the parameter block */
+	const uint16_t *params;
+	int n_params;
+	uint32_t a_words, b_words; /* powers of two */
+};
+
+struct vt_result {
+	uint64_t cycles; /* from the task's first instruction to its ret, both included */
+	uint64_t drain;  /* cycles after the ret until the last B write of the engine lands */
+	uint64_t macs;   /* MAC issues (counter 0, mac_busy) */
+	uint64_t instrs; /* instructions executed */
+};
+
+/* 0, or CS_ERR_NOT_SUPPORTED (an instruction the vector programs do not use: send, axpy,
+ * dot, redv, sendv) / CS_ERR_INVALID (no ret within the limit, or a pc outside the
+ * overlay), with err. */
+int vt_run(const struct vt_task *t, struct vt_result *r, char *err, size_t errlen);
+
+#endif /* CS_VEC_TIMING_H */
