@@ -372,9 +372,9 @@ static void test_rtl_full_2x2(void **state)
 }
 
 /* pe_lite, 1x1. The default bitstream's B (512 words) holds no resident step: the GELU
- * tables, the scratch and the parameter block alone take 788 words. 2048 words (its A, 32768
- * elements, unchanged) hold a 2-layer model of C 16 and 16 tokens; Verilated pe_lite is slow
- * (about 10 cycles a MAC), so the model is that small. */
+ * tables (512 words), the scratch (260) and the parameter block (16) alone take 788.
+ * 2048 words (its A, 32768 elements, unchanged) hold a 2-layer model of C 16 and 16 tokens,
+ * kept that small because a pe_lite step takes about 11 times pe's cycles. */
 static void test_rtl_lite_1x1(void **state)
 {
 	(void)state;
