@@ -176,8 +176,9 @@ SIM_DEVICE := $(MESH)$(if $(filter-out $(SIM_DIR)/libmesh_.so,$(call sim_so,,$(P
 # Then (SIM_MODE=all, the default; fwd: the kernel only, step: the step only) the
 # training-step mode (scripts/sim-step.py): one full training step of a small GPT
 # (SIM_STEP_MODEL, cshost trainstep options) on the same mesh at SIM_SPARSITIES, bit-exact
-# against the cpu backend, plus the cpu estimate of the issue-sized model on the 4x4 and
-# the 2x2 board configuration; merged into report.json as "train_step".
+# against the cpu backend, the same for the resident step (device.resident; skipped with
+# the config error on a mesh that cannot run it), plus the cpu estimate of the issue-sized
+# model on the 4x4 and the 2x2 board configuration; merged into report.json as "train_step".
 SIM_MODE ?= all
 SIM_STEP_MODEL ?= --layers 2 --embd 64 --heads 4 --batch 4 --ctx 64
 sim: deps $(CSHOST) $(SIM_MODEL)
