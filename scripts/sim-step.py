@@ -49,13 +49,19 @@ def step(cshost, device, sparsity, model, resident=False):
 def resident_sim(cshost, device, check_device, sparsities, model):
     """The resident step on the Verilated mesh against the cpu backend of the same mesh:
     measured cycles next to the cpu estimate, digests equal. None and the reason when the
-    mesh cannot run it (pe_micro_mt, or SRAM too small for the model: a config error)."""
+    mesh cannot run it (pe_micro_mt, or SRAM too small for the model: a config error) or
+    the step failed (then not ok)."""
     out, ok = [], True
     for s in sparsities:
         try:
             r = step(cshost, device, s, model, resident=True)
         except subprocess.CalledProcessError as e:
-            return None, True, e.stderr.strip()
+            why = e.stderr.strip()
+            # a config error is a mesh that cannot run it; anything else a failure
+            config = "device.resident:" in why or "device.pe:" in why
+            if not config:
+                print("sim: resident step on %s failed: %s" % (device, why), file=sys.stderr)
+            return None, config, why
         c = step(cshost, check_device, s, model, resident=True)
         exact = c["digest"] == r["digest"]
         ok = ok and exact
