@@ -14,6 +14,11 @@ The host link is the host port of docs/architecture.md section 6: one 32-bit wor
 cycle each way (LINK_WORDS_PER_CYCLE), i.e. 4 bytes x f_clk per direction (400 MB/s at
 the simulated 100 MHz).
 
+Then the resident step (device.resident: cshost trainstep --resident 1) of the same model
+on the same Verilated mesh, bit-exact against the cpu backend: measured cycles next to the
+cpu backend's estimate (pe timing). A mesh that cannot run it (pe_micro_mt, or SRAM too
+small for the model) is reported as skipped with the config error.
+
 Besides the simulated model it runs the cpu backend (the cycle estimate users see without
 the simulator, within 2% of the mesh: tests/driver/test_estimate.c) on the reference
 model (2 layers, 128 channels, 8 x 64 tokens) on the 4x4 and on the 2x2 board
@@ -39,6 +44,48 @@ def step(cshost, device, sparsity, model, resident=False):
         cmd += ["--resident", "1"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+def resident_sim(cshost, device, check_device, sparsities, model):
+    """The resident step on the Verilated mesh against the cpu backend of the same mesh:
+    measured cycles next to the cpu estimate, digests equal. None and the reason when the
+    mesh cannot run it (pe_micro_mt, or SRAM too small for the model: a config error) or
+    the step failed (then not ok)."""
+    out, ok = [], True
+    for s in sparsities:
+        try:
+            r = step(cshost, device, s, model, resident=True)
+        except subprocess.CalledProcessError as e:
+            why = e.stderr.strip()
+            # a config error is a mesh that cannot run it; anything else a failure
+            config = "device.resident:" in why or "device.pe:" in why
+            if not config:
+                print("sim: resident step on %s failed: %s" % (device, why), file=sys.stderr)
+            return None, config, why
+        c = step(cshost, check_device, s, model, resident=True)
+        exact = c["digest"] == r["digest"]
+        ok = ok and exact
+        out.append({
+            "sparsity": s, "cycles": r["cycles"], "stream_cycles": r["stream_cycles"],
+            "cpu_estimate_cycles": c["cycles"],
+            "cpu_estimate_error": round(c["cycles"] / r["cycles"] - 1, 5),
+            "speedup_vs_dense": round(out[0]["cycles"] / r["cycles"] if out else 1.0, 3),
+            "link_bytes": r["link_bytes_out"] + r["link_bytes_in"],
+            "weight_bytes": r["weight_bytes"], "grad_bytes": r["grad_bytes"],
+            "act_bytes": r["act_bytes"], "other_bytes": r["other_bytes"],
+            "loss": r["loss"], "digest": r["digest"], "bit_exact_vs_cpu": exact})
+    return out, ok, None
+
+
+def stable(title, rows):
+    print(title)
+    print("%-8s %11s %11s %8s %8s %11s %7s" % (
+        "sparsity", "cycles", "cpu_est", "est_err", "speedup", "link_bytes", "exact"))
+    for r in rows:
+        print("%-8s %11d %11d %7.1f%% %7.2fx %11d %7s" % (
+            r["sparsity"], r["cycles"], r["cpu_estimate_cycles"],
+            100 * r["cpu_estimate_error"], r["speedup_vs_dense"], r["link_bytes"],
+            r["bit_exact_vs_cpu"]))
 
 
 def row(r, dense):
@@ -187,6 +234,17 @@ def main():
     res["simulated"] = {"device": "sim:" + mesh, "model": model, "runs": sim_rows}
     table("training step, sim:%s (%s), measured; cpu digest equal: %s" % (
         mesh, model, all(r["bit_exact_vs_cpu"] for r in sim_rows)), sim_rows)
+    # the resident step (device.resident) on the same Verilated mesh
+    rrows, rok, why = resident_sim(cshost, "sim:" + mesh, "cpu:" + mesh, sp, model)
+    ok = ok and rok
+    if rrows is None:
+        res["resident_simulated"] = {"device": "sim:" + mesh, "model": model,
+                                     "skipped": why}
+        print("resident step, sim:%s: not run: %s" % (mesh, why))
+    else:
+        res["resident_simulated"] = {"device": "sim:" + mesh, "model": model, "runs": rrows}
+        stable("resident step (device.resident), sim:%s (%s), measured; cpu digest equal: %s"
+               % (mesh, model, all(r["bit_exact_vs_cpu"] for r in rrows)), rrows)
     ref_model = "--layers 2 --embd 128 --heads 4 --batch 8 --ctx 64"
     for dev in ("cpu:4x4", "cpu:2x2,pe=micro_mt"):
         rows, _, raw = sweep(cshost, dev, sp, ref_model)

@@ -120,10 +120,14 @@ $(BUILD)/obj/tests/driver/test_sim.o: CPPFLAGS += -DSIM_BOARD_LITE_SO='"$(abspat
 $(BUILD)/obj/tests/driver/test_sim.o: host/driver/sim.mk
 # the 2x2 default build: make train's mesh, and test_train_device's cpu-vs-sim training steps
 TEST_DEPS += $(SIM_DIR)/libmesh_2x2.so
+# the resident training step on pe_lite (test_train_resident): the default bitstream's A
+# and the least B a power of two that holds a step of its tiny model (its 512 words hold none)
+SIM_RESIDENT_LITE_SO := $(call sim_so,1x1,lite,32768,2048)
+TEST_DEPS += $(SIM_RESIDENT_LITE_SO)
 # the models the host unit tests load (test_sim, test_estimate, test_train_device, the
 # resident tests): make test-host
 HOST_TEST_DEPS += $(SIM_TEST_SOS) $(SIM_BOARD_SOS) $(SIM_DIR)/libmesh_2x2.so \
-	$(SIM_DIR)/libmesh_4x4.so
+	$(SIM_DIR)/libmesh_4x4.so $(SIM_RESIDENT_LITE_SO)
 ifneq ($(filter regress,$(MAKECMDGOALS)),)
 TEST_DEPS += $(SIM_REGRESS_SOS)
 endif
@@ -172,8 +176,9 @@ SIM_DEVICE := $(MESH)$(if $(filter-out $(SIM_DIR)/libmesh_.so,$(call sim_so,,$(P
 # Then (SIM_MODE=all, the default; fwd: the kernel only, step: the step only) the
 # training-step mode (scripts/sim-step.py): one full training step of a small GPT
 # (SIM_STEP_MODEL, cshost trainstep options) on the same mesh at SIM_SPARSITIES, bit-exact
-# against the cpu backend, plus the cpu estimate of the issue-sized model on the 4x4 and
-# the 2x2 board configuration; merged into report.json as "train_step".
+# against the cpu backend, the same for the resident step (device.resident; skipped with
+# the config error on a mesh that cannot run it), plus the cpu estimate of the issue-sized
+# model on the 4x4 and the 2x2 board configuration; merged into report.json as "train_step".
 SIM_MODE ?= all
 SIM_STEP_MODEL ?= --layers 2 --embd 64 --heads 4 --batch 4 --ctx 64
 sim: deps $(CSHOST) $(SIM_MODEL)

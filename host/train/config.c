@@ -73,7 +73,7 @@ static const cs_cfg_key device_keys[] = {
 	  .doc = "run the projections as dense OpenBLAS sgemm on the host; `auto` = true exactly when `device.kind` is `native`, `model` or `cpu` and there is no sparsity (and `device.resident` is false)" },
 	{ .key = "resident", .type = CS_CFG_BOOL, .off = OFF(resident), .size = sizeof(int), .flags = CS_CFG_NOCASE, .def = "false",
 	  .doc_allowed = "`true`, `false`",
-	  .doc = "run the whole training step resident on the device (`docs/resident-step.md`): activations stay in PE SRAM, the link carries nonzero weights and gradients, attention's traffic and the embeddings. `model`/`cpu` and `sim` only (`sim` runs it on the firmware-running mesh model, `sim:RxC,model`); the step's tokens (`train.batch_size` x `model.block_size`) and the backward stash must fit `device.awords` and `device.bwords`, else a config error names the sizes needed. Steps that want the dense weight gradient (sparsity growth) run the per-projection path" },
+	  .doc = "run the whole training step resident on the device (`docs/resident-step.md`): activations stay in PE SRAM, the link carries nonzero weights and gradients, attention's traffic and the embeddings. `model`/`cpu` and `sim` with `device.pe` `full` or `lite` (`sim`: the Verilated mesh; `micro_mt` has no vector group and `usb` runs no vector programs: config errors; `lite`'s default 512 words of B hold no step, set `device.bwords`, e.g. 2048); the step's tokens (`train.batch_size` x `model.block_size`) and the backward stash must fit `device.awords` and `device.bwords`, else a config error names the sizes needed. Steps that want the dense weight gradient (sparsity growth) run the per-projection path" },
 };
 
 static const cs_cfg_key model_keys[] = {
@@ -526,9 +526,18 @@ static int check_device(train_config *c, char *err, size_t errlen)
 	if (c->resident && (!strcmp(c->device_kind, "usb") || !strcmp(c->device_kind, "native")))
 		FAIL(res, "device.resident: the %s backend cannot run the resident step (%s); "
 			  "use device.kind model, cpu or sim", c->device_kind,
-		     strcmp(c->device_kind, "usb") ? "it has no mesh"
-						   : "the board's RTL does not run the vector "
-						     "programs yet");
+		     strcmp(c->device_kind, "usb")
+			     ? "it has no mesh"
+			     : "its driver sends no vector programs: the 2x2 board's pe_micro_mt "
+			       "has no vector group, the 1x1 board's 512 words of B hold no step");
+	/* pe_micro_mt does not decode the vector group the step's programs use
+	 * (docs/architecture.md 4.6): the Verilated mesh refuses them, and the cpu model of
+	 * that PE would run a step its RTL cannot */
+	if (c->resident && !strcmp(c->pe, "micro_mt"))
+		FAIL(pe_node ? pe_node : res,
+		     "device.pe: micro_mt cannot run the resident step (device.resident: true): "
+		     "pe_micro_mt has no vector group; use device.pe full or lite, or "
+		     "device.resident: false");
 	if (c->resident && c->dense_on_host == 1)
 		FAIL(res, "device.resident: true needs the projections on the device, not "
 			  "device.dense_on_host: true");
@@ -711,13 +720,8 @@ void tc_device_uri(const train_config *c, char *buf, size_t len)
 		n += (size_t)snprintf(buf + n, len - n, "%sawords=%d", sep, c->awords);
 		sep = ",";
 	}
-	if (c->bwords && n < len) {
-		n += (size_t)snprintf(buf + n, len - n, "%sbwords=%d", sep, c->bwords);
-		sep = ",";
-	}
-	/* the resident step's vector programs run on the mesh model engine only */
-	if (c->resident && !strcmp(c->device_kind, "sim") && n < len)
-		snprintf(buf + n, len - n, "%smodel", sep);
+	if (c->bwords && n < len)
+		snprintf(buf + n, len - n, "%sbwords=%d", sep, c->bwords);
 }
 
 /* ---- resolved config ---------------------------------------------------------------- */

@@ -11,9 +11,14 @@
  *     (y rebuilt from z, GELU from the stashed pre-activation) on cpu and (where a power-of-two SRAM holds it but not the whole stash) the mesh model;
  *   - both close to the host's fp32 dense forward and backward of the same (masked)
  *     weights: the tolerances are stated at the checks, with why;
- *   - the trainer with device.resident: true: a few steps of a 50%-sparse model identical
- *     on cpu and the mesh model, the loss falling, the first loss close to the
- *     per-projection path's; a step that does not fit SRAM, and usb, are config errors.
+ *   - on the Verilated meshes (the sim backend's rtl engine): the forward and backward bit
+ *     for bit with the cpu backend on the 2x2 pe mesh (the whole and the 7 C stash) and on
+ *     a 1x1 pe_lite mesh (the default bitstream's A, B 2048 words: its 512 hold no step);
+ *   - the trainer with device.resident: true: six steps of a 50%-sparse model identical
+ *     (losses and parameters) on cpu and the Verilated 2x2 pe mesh, the loss falling, the
+ *     first loss close to the per-projection path's; two steps identical on cpu and the
+ *     Verilated pe_lite mesh; a step that does not fit SRAM, pe_micro_mt and usb are
+ *     config errors.
  * Seeds are fixed (11 for the weights, 99 for the tokens).
  */
 #include <stdarg.h>
@@ -76,14 +81,15 @@ static void make_params(gpt *m, uint8_t **mask, double sparsity, uint64_t seed)
 	}
 }
 
-static void side_open(struct side *s, const char *uri, int C, uint8_t **mask, double sparsity,
-		      uint64_t seed)
+/* A model of width C, H heads, B x T tokens a step, on uri (NULL: the host only). */
+static void side_open_shape(struct side *s, const char *uri, int C, int H, int B, int T,
+			    uint8_t **mask, double sparsity, uint64_t seed)
 {
-	gpt_config cfg = { .n_layer = NL, .n_head = NH, .n_embd = C, .block_size = TT,
+	gpt_config cfg = { .n_layer = NL, .n_head = H, .n_embd = C, .block_size = T,
 			   .vocab_size = VV };
 	char err[512] = "";
 	memset(s, 0, sizeof *s);
-	assert_int_equal(gpt_create(&s->m, &cfg, BB, TT), CS_OK);
+	assert_int_equal(gpt_create(&s->m, &cfg, B, T), CS_OK);
 	make_params(&s->m, mask, sparsity, seed);
 	if (!uri)
 		return;
@@ -98,6 +104,12 @@ static void side_open(struct side *s, const char *uri, int C, uint8_t **mask, do
 	if (rc)
 		print_error("%s\n", err);
 	assert_int_equal(rc, CS_OK);
+}
+
+static void side_open(struct side *s, const char *uri, int C, uint8_t **mask, double sparsity,
+		      uint64_t seed)
+{
+	side_open_shape(s, uri, C, NH, BB, TT, mask, sparsity, seed);
 }
 
 static void side_close(struct side *s)
@@ -290,6 +302,88 @@ static void test_4x4(void **state)
 	step_case(4, 4, 64, 0.9);
 }
 
+/*
+ * The step on the Verilated meshes (the sim backend's rtl engine) against the cpu backend
+ * of the same shape and SRAM sizes: logits, loss and every gradient bit for bit, the same
+ * link words. H heads, B x T tokens; the layout (whole or 7 C stash) is the one tr_open
+ * picks for the sizes. Prints the measured cycles next to the cpu backend's estimate (the
+ * estimate has pe's timing, 7.1 of docs/architecture.md).
+ */
+static void rtl_case(const char *cpu_uri, const char *sim_uri, int C, int H, int B, int T,
+		     double sparsity)
+{
+	uint8_t *mask[NL * GPT_NPROJ];
+	for (int k = 0; k < NL * GPT_NPROJ; k++)
+		mask[k] = malloc((size_t)4 * C * C);
+	struct side s[2];
+	side_open_shape(&s[0], cpu_uri, C, H, B, T, mask, sparsity, 11);
+	side_open_shape(&s[1], sim_uri, C, H, B, T, mask, sparsity, 11);
+	csd_info info;
+	assert_int_equal(csd_get_info(td_dev_csd(s[1].td), &info), CS_OK);
+	assert_string_equal(info.kind, "sim");
+	int *in = malloc(sizeof(int) * (size_t)B * T), *tg = malloc(sizeof(int) * (size_t)B * T);
+	rs = 99;
+	for (int i = 0; i < B * T; i++) {
+		in[i] = (int)(unif() * VV);
+		tg[i] = (int)(unif() * VV);
+	}
+	float loss[2];
+	for (int k = 0; k < 2; k++)
+		ok(&s[k], tr_forward(s[k].tr, in, tg, B, T, &loss[k]));
+	assert_memory_equal(s[0].m.acts.logits, s[1].m.acts.logits,
+			    (size_t)B * T * VV * sizeof(float));
+	assert_memory_equal(&loss[0], &loss[1], sizeof(float));
+	for (int k = 0; k < 2; k++) {
+		gpt_zero_grad(&s[k].m);
+		ok(&s[k], tr_backward(s[k].tr, 1.0f));
+	}
+	assert_memory_equal(s[0].m.grads_memory, s[1].m.grads_memory,
+			    s[0].m.num_params * sizeof(float));
+	csd_counters c[2];
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(csd_get_counters(td_dev_csd(s[k].td), &c[k]), CS_OK);
+	assert_int_equal(c[0].link_bytes_out, c[1].link_bytes_out);
+	assert_int_equal(c[0].link_bytes_in, c[1].link_bytes_in);
+	/* the rtl engine counts the cycles it ran (the model engine none) */
+	assert_true(c[1].cycles > 0);
+	uint64_t aw, bw, awf, bwf;
+	tr_sram_need_stash(NL, C, info.pes, B * T, TR_FULL, &awf, &bwf);
+	tr_sram_need(NL, C, info.pes, B * T, &aw, &bw);
+	print_message("%s C %d, %d x %d tokens, sparsity %.2f (%s stash): loss %.6f, forward + "
+		      "backward %llu cycles measured, cpu estimate %llu (%+.1f%%)\n", sim_uri, C,
+		      B, T, sparsity, awf <= info.a_words ? "whole" : "7 C", loss[0],
+		      (unsigned long long)c[1].cycles, (unsigned long long)c[0].cycles,
+		      100.0 * ((double)c[0].cycles / (double)c[1].cycles - 1.0));
+	for (int k = 0; k < 2; k++)
+		side_close(&s[k]);
+	free(in);
+	free(tg);
+	for (int k = 0; k < NL * GPT_NPROJ; k++)
+		free(mask[k]);
+}
+
+/* pe (full) on the 2x2 default build: the whole stash, and the 7 C one (4 x 16 tokens of
+ * C 64 do not fit 16384 elements of A with the whole stash) */
+static void test_rtl_full_2x2(void **state)
+{
+	(void)state;
+	rtl_case("cpu:2x2", "sim:2x2", 32, NH, BB, TT, 0.5);
+	rtl_case("cpu:2x2", "sim:2x2", 64, NH, 4, TT, 0.9);
+}
+
+/* pe_lite, 1x1. The default bitstream's B (512 words) holds no resident step: the GELU
+ * tables (512 words), the scratch (260) and the parameter block (16) alone take 788.
+ * 2048 words (its A, 32768 elements, unchanged) hold a 2-layer model of C 16 and 16 tokens,
+ * kept that small because a pe_lite step takes about 11 times pe's cycles. */
+static void test_rtl_lite_1x1(void **state)
+{
+	(void)state;
+	uint64_t aw, bw;
+	tr_sram_need(NL, 2, 1, 1, &aw, &bw);
+	assert_true(bw > 512);
+	rtl_case("cpu:1x1,pe=lite,bwords=2048", "sim:1x1,pe=lite,bwords=2048", 16, 2, 1, TT, 0.5);
+}
+
 /* A step that does not fit SRAM is a clear error naming the sizes. */
 static void test_too_small(void **state)
 {
@@ -321,40 +415,76 @@ static void test_too_small(void **state)
 
 static char tdir[64], tcfg[256], terr[1024];
 
-static void write_cfg(const char *kind, const char *mesh, int awords, int bwords)
+/* The reference trainer model: 2 layers, C 32, 4 heads, 2 x 16 tokens */
+#define TMODEL "n_layer: 2, n_head: 4, n_embd: 32, block_size: 16"
+/* the tiny one pe_lite runs: C 16, 2 heads, 1 x 16 tokens */
+#define TMODEL_LITE "n_layer: 2, n_head: 2, n_embd: 16, block_size: 16"
+
+static void write_cfg_model(const char *kind, const char *mesh, const char *pe, int awords,
+			    int bwords, const char *model, int batch)
 {
 	char text[1024], corpus[128];
 	snprintf(corpus, sizeof corpus, "%s/corpus.txt", tdir);
 	snprintf(text, sizeof text,
 		 "run: {name: r, out_dir: %s/runs, seed: 9}\n"
-		 "device: {kind: %s, mesh: %s, awords: %d, bwords: %d, resident: true}\n"
-		 "model: {n_layer: 2, n_head: 4, n_embd: 32, block_size: 16, vocab_size: 256}\n"
+		 "device: {kind: %s, mesh: %s, pe: %s, awords: %d, bwords: %d, resident: true}\n"
+		 "model: {%s, vocab_size: 256}\n"
 		 "data: {path: %s, val_fraction: 0.1}\n"
-		 "train: {steps: 6, batch_size: 2, lr: 1.0e-2, min_lr: 1.0e-3, warmup_steps: 1,\n"
+		 "train: {steps: 6, batch_size: %d, lr: 1.0e-2, min_lr: 1.0e-3, warmup_steps: 1,\n"
 		 "        eval_every: 0, ckpt_every: 0, sample_tokens: 0}\n"
 		 "sparsity: {algorithm: static, init_method: random, sparsity: 0.5}\n",
-		 tdir, kind, mesh, awords, bwords, corpus);
+		 tdir, kind, mesh, pe, awords, bwords, model, corpus, batch);
 	tt_write(tcfg, text);
+}
+
+static void write_cfg(const char *kind, const char *mesh, int awords, int bwords)
+{
+	write_cfg_model(kind, mesh, "full", awords, bwords, TMODEL, 2);
 }
 
 enum { NSTEP = 6 };
 
-static int run_steps(char *const *ov, int nov, float *loss, int resident_want)
+/* n trainer steps: each step's loss, a digest of the parameters after the last (FNV-1a
+ * over their bits), the device's measured (sim) or estimated (cpu) cycles */
+static int run_steps(char *const *ov, int nov, float *loss, int n, int resident_want,
+		     uint64_t *cycles, uint64_t *digest)
 {
 	trainer t;
 	int rc = tt_make_trainer(&t, tcfg, ov, nov, terr, sizeof terr);
 	if (rc)
 		return rc;
 	assert_int_equal(t.res != NULL, resident_want);
-	for (int i = 0; i < NSTEP && !rc; i++) {
+	uint64_t cyc = 0;
+	for (int i = 0; i < n && !rc; i++) {
 		train_step_stats st;
 		rc = trainer_step(&t, &st, terr, sizeof terr);
 		if (rc)
 			print_error("%s\n", terr);
 		loss[i] = st.loss;
+		cyc += st.device_cycles;
+	}
+	if (cycles)
+		*cycles = cyc;
+	if (digest) {
+		const unsigned char *b = (const unsigned char *)t.model.params_memory;
+		uint64_t h = 0xcbf29ce484222325ull;
+		for (size_t i = 0; i < t.model.num_params * sizeof(float); i++)
+			h = (h ^ b[i]) * 0x100000001b3ull;
+		*digest = h;
 	}
 	trainer_free(&t);
 	return rc;
+}
+
+/* The config that must fail and the text its error must hold. */
+static void expect_config_error(char *const *ov, int nov, const char *want)
+{
+	trainer t;
+	assert_int_equal(tt_make_trainer(&t, tcfg, ov, nov, terr, sizeof terr), CS_ERR_CONFIG);
+	print_message("%s\n", terr);
+	if (!strstr(terr, want))
+		print_error("want '%s' in the error\n", want);
+	assert_non_null(strstr(terr, want));
 }
 
 static void test_trainer_steps(void **state)
@@ -365,41 +495,69 @@ static void test_trainer_steps(void **state)
 	snprintf(p, sizeof p, "%s/corpus.txt", tdir);
 	tt_corpus(p, 30000);
 	snprintf(tcfg, sizeof tcfg, "%s/cfg.yaml", tdir);
-	write_cfg("cpu", "2x2", 65536, 16384);
+	/* the 2x2 pe mesh at its default SRAM sizes: sim is the Verilated libmesh_2x2 */
+	write_cfg("cpu", "2x2", 16384, 8192);
 	float cpu[NSTEP], sim[NSTEP], off[NSTEP];
-	assert_int_equal(run_steps(NULL, 0, cpu, 1), CS_OK);
+	uint64_t cyc[2], dg[2];
+	assert_int_equal(run_steps(NULL, 0, cpu, NSTEP, 1, &cyc[0], &dg[0]), CS_OK);
 	char *ov_sim[] = { "device.kind=sim" };
-	assert_int_equal(run_steps(ov_sim, 1, sim, 1), CS_OK);
+	assert_int_equal(run_steps(ov_sim, 1, sim, NSTEP, 1, &cyc[1], &dg[1]), CS_OK);
 	char *ov_off[] = { "device.resident=false" };
-	assert_int_equal(run_steps(ov_off, 1, off, 0), CS_OK);
+	assert_int_equal(run_steps(ov_off, 1, off, NSTEP, 0, NULL, NULL), CS_OK);
+	/* the parameters after the six steps, bit for bit */
+	assert_int_equal(dg[0], dg[1]);
 	for (int i = 0; i < NSTEP; i++) {
-		print_message("step %d: loss resident cpu %.9g sim-model %.9g, per-projection %.9g\n",
-			      i + 1, cpu[i], sim[i], off[i]);
+		print_message("step %d: loss resident cpu %.9g Verilated pe %.9g, per-projection "
+			      "%.9g\n", i + 1, cpu[i], sim[i], off[i]);
 		assert_memory_equal(&cpu[i], &sim[i], sizeof(float));
 	}
+	print_message("%d steps on the 2x2 pe mesh: %llu cycles measured, cpu estimate %llu\n",
+		      NSTEP, (unsigned long long)cyc[1], (unsigned long long)cyc[0]);
 	/* the first step's loss is the forward of the same weights: bf16 against bf16 with
 	 * the device's layernorm and GELU (the test above: 1e-4); later steps part as the
 	 * weights do */
 	assert_true(fabsf(cpu[0] - off[0]) < 1e-4f * off[0]);
 	assert_true(cpu[NSTEP - 1] < cpu[0] - 0.05f);
 
-	/* too small a device for the step: a config error naming the sizes */
-	write_cfg("cpu", "1x1", 8192, 8192);
-	trainer t;
-	assert_int_equal(tt_make_trainer(&t, tcfg, NULL, 0, terr, sizeof terr), CS_ERR_CONFIG);
+	/* pe_lite, 1x1, B 2048 words (test_rtl_lite_1x1): two steps */
+	enum { NLITE = 2 };
+	write_cfg_model("cpu", "1x1", "lite", 32768, 2048, TMODEL_LITE, 1);
+	float lcpu[NLITE], lsim[NLITE];
+	assert_int_equal(run_steps(NULL, 0, lcpu, NLITE, 1, &cyc[0], &dg[0]), CS_OK);
+	assert_int_equal(run_steps(ov_sim, 1, lsim, NLITE, 1, &cyc[1], &dg[1]), CS_OK);
+	assert_int_equal(dg[0], dg[1]);
+	for (int i = 0; i < NLITE; i++) {
+		print_message("step %d: loss resident cpu %.9g Verilated pe_lite %.9g\n", i + 1,
+			      lcpu[i], lsim[i]);
+		assert_memory_equal(&lcpu[i], &lsim[i], sizeof(float));
+	}
+	print_message("%d steps on the 1x1 pe_lite mesh: %llu cycles measured, cpu estimate "
+		      "(pe timing) %llu\n", NLITE, (unsigned long long)cyc[1],
+		      (unsigned long long)cyc[0]);
+	/* the default bitstream's B holds no step: a config error naming the sizes */
+	write_cfg_model("sim", "1x1", "lite", 32768, 512, TMODEL_LITE, 1);
 	uint64_t aw, bw;
-	tr_sram_need(2, 32, 1, 32, &aw, &bw);
+	tr_sram_need(2, 16, 1, 16, &aw, &bw);
 	char want[96];
 	snprintf(want, sizeof want, "need awords >= %llu and bwords >= %llu",
 		 (unsigned long long)aw, (unsigned long long)bw);
-	print_message("%s\n", terr);
-	assert_non_null(strstr(terr, "device.resident"));
-	assert_non_null(strstr(terr, want));
-	/* usb: not yet */
+	expect_config_error(NULL, 0, want);
+
+	/* too small a device for the step: a config error naming the sizes */
+	write_cfg("cpu", "1x1", 8192, 8192);
+	tr_sram_need(2, 32, 1, 32, &aw, &bw);
+	snprintf(want, sizeof want, "need awords >= %llu and bwords >= %llu",
+		 (unsigned long long)aw, (unsigned long long)bw);
+	expect_config_error(NULL, 0, "device.resident");
+	expect_config_error(NULL, 0, want);
+	/* pe_micro_mt has no vector group: a config error at device.pe, on sim and cpu */
+	write_cfg_model("sim", "2x2", "micro_mt", 8192, 4096, TMODEL, 2);
+	expect_config_error(NULL, 0, "device.pe: micro_mt cannot run the resident step");
+	char *ov_cpu[] = { "device.kind=cpu" };
+	expect_config_error(ov_cpu, 1, "device.pe: micro_mt cannot run the resident step");
+	/* usb: its driver does not run vector programs */
 	write_cfg("usb", "1x1", 0, 0);
-	assert_int_equal(tt_make_trainer(&t, tcfg, NULL, 0, terr, sizeof terr), CS_ERR_CONFIG);
-	print_message("%s\n", terr);
-	assert_non_null(strstr(terr, "device.resident: the usb backend"));
+	expect_config_error(NULL, 0, "device.resident: the usb backend");
 	tt_rmdir(tdir);
 }
 
@@ -409,6 +567,8 @@ int main(void)
 		cmocka_unit_test(test_1x1),
 		cmocka_unit_test(test_2x2),
 		cmocka_unit_test(test_4x4),
+		cmocka_unit_test(test_rtl_full_2x2),
+		cmocka_unit_test(test_rtl_lite_1x1),
 		cmocka_unit_test(test_too_small),
 		cmocka_unit_test(test_trainer_steps),
 	};
