@@ -227,6 +227,7 @@ void csd_count(csd_dev *dev, const struct plan_stats *st)
 	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
 	dev->ctr.prog_bytes_out += 4 * st->prog_words_out;
 	dev->ctr.nnz_streamed += st->nnz;
+	dev->ctr.act_cycles += st->act_cycles;
 }
 
 int csd_check_args(csd_dev *dev, const char *what, const void *out, const void *in,

@@ -92,6 +92,9 @@ typedef struct csd_counters {
 	uint64_t prog_bytes_out;  /* of link_bytes_out: vector program overlays, their task
 				   * entries and parameter blocks, broadcast blocks */
 	uint64_t nnz_streamed;    /* nonzeros sent */
+	uint64_t act_cycles;      /* of cycles: activation transfers (WRITEs and READs of A and
+				   * B) no computation hides, estimated from the stream on
+				   * every backend (sim too: not measured) */
 	uint64_t errors;          /* device error counter */
 } csd_counters;
 
