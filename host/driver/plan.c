@@ -257,16 +257,18 @@ static void side_open(struct kstate *ks, uint64_t hi)
 }
 
 /* The open chunk's answers; the estimate adds what the READ took beyond the stream that
- * ran since it was issued. */
-static int side_close(struct kstate *ks)
+ * ran since it was issued. tail: the cycles of that stream that wait for the command
+ * after the READ (a wgrad batch's COLLECT: the host port takes the reduction's n results
+ * only while a COLLECT runs, so they stream after the READ). */
+static int side_close(struct kstate *ks, uint64_t tail)
 {
 	if (!ks->s_open)
 		return CS_OK;
 	struct plan_stats *st = ks->ws->st;
 	uint64_t sc = st->stream_cycles - ks->s_sc;
-	if (ks->s_cyc > sc) {
-		st->cycles += ks->s_cyc - sc;
-		st->act_cycles += ks->s_cyc - sc;
+	if (ks->s_cyc + tail > sc) {
+		st->cycles += ks->s_cyc + tail - sc;
+		st->act_cycles += ks->s_cyc + tail - sc;
 	}
 	ks->s_open = 0;
 	return ks->side->recv(ks->side->ctx, ks->ws, ks->s_lo, ks->s_done, ks->err, ks->errlen);
@@ -396,7 +398,7 @@ static int wgrad_end_batch(struct kstate *ks)
 	ws->st->stream_cycles += red;
 	ws->st->grad_words_in += 1 + (uint64_t)n;
 	/* a carried READ's chunk answers first (the COLLECT waits for it) */
-	int rc = side_close(ks);
+	int rc = side_close(ks, n);
 	if (rc)
 		return rc;
 	if ((rc = ws_recv(ws, ks->tmp, n, PROTO_COLLECT, n, ks->err, ks->errlen)))
@@ -812,13 +814,13 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		/* as a kernel tile's SYNC: the pipeline drains, the answer comes back */
 		ws_put(&ws, proto_hdr_sync());
 		ws_put(&ws, link->timeout_cycles);
-		if ((rc = side_close(&ks)) || (rc = tile_sync_answer(&ks, what)))
+		if ((rc = side_close(&ks, 0)) || (rc = tile_sync_answer(&ks, what)))
 			goto out_free;
 	}
 	/* wgrad without batches (or words left by the rounding): the rest on its own */
 	if (side && ks.s_done < side->n_words) {
 		side_open(&ks, side->n_words);
-		if ((rc = side_close(&ks)))
+		if ((rc = side_close(&ks, 0)))
 			goto out_free;
 	}
 	rc = ws_flush(&ws);
