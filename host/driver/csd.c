@@ -305,6 +305,8 @@ int csd_flush(csd_dev *dev)
 {
 	if (!dev)
 		return CS_ERR_INVALID;
+	if (!dev->have_pend)
+		return CS_OK; /* the last error stays */
 	dev->err[0] = 0;
 	return flush_pending(dev);
 }

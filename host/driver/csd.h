@@ -161,12 +161,13 @@ int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T);
  * call is a kernel on regions (csd_*_region) whose B words lie in the other bank of B than
  * r (r in B or Bh, within one bank), the read streams up while the kernel computes; before
  * any other call it is performed on its own first. dst holds the tokens once that call
- * returns (csd_flush: now); a failing call leaves dst undefined. The result is
+ * returns (csd_flush: now), and must stay valid until then; a failing call leaves dst
+ * undefined. The result is
  * csd_read_tokens' at this point of the call sequence: nothing the kernel writes is read.
  * One read waits at a time (a second one performs the first); csd_close drops it.
  */
 int csd_read_tokens_next(csd_dev *dev, void *dst, const csd_region *r, int T);
-/* Perform the read csd_read_tokens_next left, if any. */
+/* Perform the read csd_read_tokens_next left, if any (none: CS_OK, csd_last_error kept). */
 int csd_flush(csd_dev *dev);
 /* The same n elements (A: uint16_t, n even, addr even) or words (B: float or uint32_t) at
  * addr of every PE: parameter blocks, GELU tables, gamma and beta. */

@@ -618,6 +618,8 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 		m->mean_loss = -1.0f;
 	}
 out:
+	if (rc)
+		csd_flush(r->dev); /* no read left pending into h16 after a failure */
 	free(scratch);
 	return rc;
 }
@@ -791,6 +793,8 @@ int tr_backward(train_resident *r, float loss_scale)
 	if (m->grads_ready)
 		rc = m->grads_ready(m->grads_ready_ctx, -1);
 out:
+	if (rc)
+		csd_flush(r->dev); /* no read left pending into h16 after a failure */
 	free(scratch);
 	return rc;
 }
