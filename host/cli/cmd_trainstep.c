@@ -181,12 +181,12 @@ int cmd_trainstep(int argc, char **argv)
 				       ", \"link_bytes_in\": %" PRIu64 ", \"weight_bytes\": %" PRIu64
 				       ", \"grad_bytes\": %" PRIu64 ", \"act_bytes\": %" PRIu64
 				       ", \"act_bytes_out\": %" PRIu64 ", \"act_bytes_in\": %" PRIu64
-				       ", \"other_bytes\": %" PRIu64,
+				       ", \"other_bytes\": %" PRIu64 ", \"act_cycles\": %" PRIu64,
 				       dev, L, C, H, B * T, s, (double)st.loss, h, c.cycles,
 				       c.stream_cycles, c.mac_busy, c.nnz_streamed, c.link_bytes_out,
 				       c.link_bytes_in, c.weight_bytes, c.grad_bytes_in,
 				       c.act_bytes_out + c.act_bytes_in, c.act_bytes_out,
-				       c.act_bytes_in, other_out + other_in);
+				       c.act_bytes_in, other_out + other_in, c.act_cycles);
 				/* the resident-activation design's projection (docs/resident-step.md) */
 				for (int w = 1; t.dev && w <= 2; w++) {
 					struct td_projection pr;

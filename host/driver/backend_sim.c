@@ -150,6 +150,7 @@ static void count(csd_dev *dev, const struct sim_snap *a, const struct sim_snap 
 	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
 	dev->ctr.prog_bytes_out += 4 * st->prog_words_out;
 	dev->ctr.nnz_streamed += st->nnz;
+	dev->ctr.act_cycles += st->act_cycles;
 }
 
 /* ---- loading a Verilated build ------------------------------------------------------- */

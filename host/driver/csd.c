@@ -227,6 +227,7 @@ void csd_count(csd_dev *dev, const struct plan_stats *st)
 	dev->ctr.grad_bytes_in += 4 * st->grad_words_in;
 	dev->ctr.prog_bytes_out += 4 * st->prog_words_out;
 	dev->ctr.nnz_streamed += st->nnz;
+	dev->ctr.act_cycles += st->act_cycles;
 }
 
 int csd_check_args(csd_dev *dev, const char *what, const void *out, const void *in,
@@ -242,11 +243,16 @@ int csd_check_args(csd_dev *dev, const char *what, const void *out, const void *
 	return CS_OK;
 }
 
+static int flush_pending(csd_dev *dev);
+
 #define DISPATCH(fn, ...)                                                                    \
 	do {                                                                                 \
 		if (!dev)                                                                    \
 			return CS_ERR_INVALID;                                               \
 		dev->err[0] = 0;                                                             \
+		int rc_ = flush_pending(dev);                                                \
+		if (rc_)                                                                     \
+			return rc_;                                                          \
 		if (!dev->be->fn)                                                            \
 			return csd_fail(dev, CS_ERR_NOT_SUPPORTED, "%s: " #fn                \
 								   " not supported",         \
@@ -286,8 +292,27 @@ static int resident_call(csd_dev *dev, const char *what, const struct res_op *op
 	return dev->be->resident(dev, op);
 }
 
+/* The read csd_read_tokens_next left, on its own. */
+static int flush_pending(csd_dev *dev)
+{
+	if (!dev->have_pend)
+		return CS_OK;
+	dev->have_pend = 0;
+	return resident_call(dev, "read_tokens", &dev->pend);
+}
+
+int csd_flush(csd_dev *dev)
+{
+	if (!dev)
+		return CS_ERR_INVALID;
+	if (!dev->have_pend)
+		return CS_OK; /* the last error stays */
+	dev->err[0] = 0;
+	return flush_pending(dev);
+}
+
 static int tokens_op(csd_dev *dev, enum res_kind kind, const csd_region *r, const void *src,
-		     void *dst, int T)
+		     void *dst, int T, int next)
 {
 	const char *what = kind == RES_WRITE ? "write_tokens" : "read_tokens";
 	char err[256] = "";
@@ -299,18 +324,30 @@ static int tokens_op(csd_dev *dev, enum res_kind kind, const csd_region *r, cons
 	int rc = res_check_region(&dev->geom, what, r, T, kind == RES_WRITE, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "%s", err);
+	if ((rc = flush_pending(dev)))
+		return rc;
 	struct res_op op = { .kind = kind, .r = *r, .T = T, .src = src, .dst = dst };
+	if (next) {
+		dev->pend = op;
+		dev->have_pend = 1;
+		return CS_OK;
+	}
 	return resident_call(dev, what, &op);
 }
 
 int csd_write_tokens(csd_dev *dev, const csd_region *r, const void *src, int T)
 {
-	return tokens_op(dev, RES_WRITE, r, src, NULL, T);
+	return tokens_op(dev, RES_WRITE, r, src, NULL, T, 0);
 }
 
 int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T)
 {
-	return tokens_op(dev, RES_READ, r, NULL, dst, T);
+	return tokens_op(dev, RES_READ, r, NULL, dst, T, 0);
+}
+
+int csd_read_tokens_next(csd_dev *dev, void *dst, const csd_region *r, int T)
+{
+	return tokens_op(dev, RES_READ, r, NULL, dst, T, 1);
 }
 
 int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_t n)
@@ -325,6 +362,8 @@ int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_
 	int rc = res_check_region(&dev->geom, "write_all", &op.r, 1, 1, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "%s", err);
+	if ((rc = flush_pending(dev)))
+		return rc;
 	return resident_call(dev, "write_all", &op);
 }
 
@@ -352,6 +391,8 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
 	int rc = res_prog_check(pr, &dev->geom, block, params, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "run_program: %s", err);
+	if ((rc = flush_pending(dev)))
+		return rc;
 	if (!dev->have_fw)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
 				"run_program: no kernels image loaded, so no overlay base");
@@ -406,6 +447,16 @@ static int kernel_op(csd_dev *dev, enum plan_kernel k, const char *what, const c
 	int rc = res_kernel_plan(&dev->geom, &op, &pl, &rg, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "%s", err);
+	/* a pending read streams during the kernel when it is in the B bank the kernel
+	 * leaves alone; else it goes first, on its own */
+	struct res_op rd;
+	if (dev->have_pend && res_side_fits(&dev->geom, &op, &dev->pend)) {
+		rd = dev->pend;
+		dev->have_pend = 0;
+		op.side = &rd;
+	} else if ((rc = flush_pending(dev))) {
+		return rc;
+	}
 	return resident_call(dev, what, &op);
 }
 

@@ -92,6 +92,9 @@ typedef struct csd_counters {
 	uint64_t prog_bytes_out;  /* of link_bytes_out: vector program overlays, their task
 				   * entries and parameter blocks, broadcast blocks */
 	uint64_t nnz_streamed;    /* nonzeros sent */
+	uint64_t act_cycles;      /* of cycles: activation transfers (WRITEs and READs of A and
+				   * B) no computation hides, estimated from the stream on
+				   * every backend (sim too: not measured) */
 	uint64_t errors;          /* device error counter */
 } csd_counters;
 
@@ -153,6 +156,19 @@ typedef struct csd_region {
 int csd_write_tokens(csd_dev *dev, const csd_region *r, const void *src, int T);
 /* dst [T, width] (uint16_t for A, float for B) from region r of every PE. */
 int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T);
+/*
+ * The same read, performed by the next call on dev (docs/architecture.md 7.5): when that
+ * call is a kernel on regions (csd_*_region) whose B words lie in the other bank of B than
+ * r (r in B or Bh, within one bank), the read streams up while the kernel computes; before
+ * any other call it is performed on its own first. dst holds the tokens once that call
+ * returns (csd_flush: now), and must stay valid until then; a failing call leaves dst
+ * undefined. The result is
+ * csd_read_tokens' at this point of the call sequence: nothing the kernel writes is read.
+ * One read waits at a time (a second one performs the first); csd_close drops it.
+ */
+int csd_read_tokens_next(csd_dev *dev, void *dst, const csd_region *r, int T);
+/* Perform the read csd_read_tokens_next left, if any (none: CS_OK, csd_last_error kept). */
+int csd_flush(csd_dev *dev);
 /* The same n elements (A: uint16_t, n even, addr even) or words (B: float or uint32_t) at
  * addr of every PE: parameter blocks, GELU tables, gamma and beta. */
 int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_t n);

@@ -238,7 +238,55 @@ struct kstate {
 	uint32_t bcount;
 	int64_t *bpos;  /* CSR positions of the batch (real mode) */
 	struct runbuf rb; /* the open RUN */
+	/* a carried READ (plan_exec_resident): words issued so far, the open chunk */
+	const struct plan_side *side;
+	uint64_t s_done, s_lo, s_cyc, s_sc;
+	int s_open, s_batch;
 };
+
+/* Issue the carried READ's next chunk: up to word hi. */
+static void side_open(struct kstate *ks, uint64_t hi)
+{
+	if (!ks->side || ks->s_open || hi <= ks->s_done)
+		return;
+	ks->s_lo = ks->s_done;
+	ks->s_cyc = ks->side->issue(ks->side->ctx, ks->ws, ks->s_lo, hi);
+	ks->s_sc = ks->ws->st->stream_cycles;
+	ks->s_done = hi;
+	ks->s_open = 1;
+}
+
+/* The open chunk's answers; the estimate adds what the READ took beyond the stream that
+ * ran since it was issued. tail: the cycles of that stream that wait for the command
+ * after the READ (a wgrad batch's COLLECT: the host port takes the reduction's n results
+ * only while a COLLECT runs, so they stream after the READ). */
+static int side_close(struct kstate *ks, uint64_t tail)
+{
+	if (!ks->s_open)
+		return CS_OK;
+	struct plan_stats *st = ks->ws->st;
+	uint64_t sc = st->stream_cycles - ks->s_sc;
+	if (ks->s_cyc + tail > sc) {
+		st->cycles += ks->s_cyc + tail - sc;
+		st->act_cycles += ks->s_cyc + tail - sc;
+	}
+	ks->s_open = 0;
+	return ks->side->recv(ks->side->ctx, ks->ws, ks->s_lo, ks->s_done, ks->err, ks->errlen);
+}
+
+/* wgrad: the chunk of batch j ends at the words in proportion to the nonzeros up to the
+ * batch's end. */
+static void side_open_batch(struct kstate *ks)
+{
+	if (!ks->side)
+		return;
+	uint64_t nnz = (uint64_t)ks->io->w->nnz, cap = ks->pl->batch_cap;
+	uint64_t e = (uint64_t)(ks->s_batch + 1) * cap;
+	if (e > nnz)
+		e = nnz;
+	side_open(ks, nnz ? ks->side->n_words * e / nnz : ks->side->n_words);
+	ks->s_batch++;
+}
 
 /*
  * Runs (docs/architecture.md 1, 6): a RUN header carries the major of its first nonzero;
@@ -349,8 +397,11 @@ static int wgrad_end_batch(struct kstate *ks)
 	ws->st->cycles += red + n;
 	ws->st->stream_cycles += red;
 	ws->st->grad_words_in += 1 + (uint64_t)n;
-	int rc = ws_recv(ws, ks->tmp, n, PROTO_COLLECT, n, ks->err, ks->errlen);
+	/* a carried READ's chunk answers first (the COLLECT waits for it) */
+	int rc = side_close(ks, n);
 	if (rc)
+		return rc;
+	if ((rc = ws_recv(ws, ks->tmp, n, PROTO_COLLECT, n, ks->err, ks->errlen)))
 		return rc;
 	if (ws->buf) {
 		float *dw = pl->kernel == PLAN_BWG ? ks->io->out2 : ks->io->out;
@@ -403,6 +454,8 @@ static int stream_tile(struct kstate *ks)
 			size_t m_n = (size_t)(hi - lo);
 			if (ks->k == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
 				m_n = pl->batch_cap - ks->bcount;
+			if (ks->k == PLAN_WGRAD && ks->bcount == 0)
+				side_open_batch(ks); /* before the batch's first RUN */
 			m_n = run_add(ks, m, minor + lo, val + lo, m_n);
 			if (ks->ws->rc)
 				return ks->ws->rc;
@@ -712,13 +765,14 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
 
 int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		       const struct plan_regions *rg, const struct plan_io *io,
-		       struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
+		       const struct plan_side *side, struct plan_link *link,
+		       struct plan_stats *st, char *err, size_t errlen)
 {
 	static const char *const kname[] = { "forward", "backward", "wgrad" };
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen,
 			     .k = pl->kernel, .tp_k = pl->tp, .ntok = pl->T, .o0 = 0,
-			     .o1 = pl->dout, .mbase = rg->abase };
+			     .o1 = pl->dout, .mbase = rg->abase, .side = side };
 	const char *what = kname[pl->kernel];
 	int rc;
 	if (link->send) {
@@ -743,6 +797,9 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
 	if ((rc = sync_point(&ks, what)))
 		goto out_free;
+	/* fwd/bwd: a carried READ streams while the fill and the RUNs run */
+	if (pl->kernel != PLAN_WGRAD && side)
+		side_open(&ks, side->n_words);
 	if (pl->kernel != PLAN_WGRAD && !rg->accumulate) {
 		ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
 		ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
@@ -757,7 +814,13 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		/* as a kernel tile's SYNC: the pipeline drains, the answer comes back */
 		ws_put(&ws, proto_hdr_sync());
 		ws_put(&ws, link->timeout_cycles);
-		if ((rc = tile_sync_answer(&ks, what)))
+		if ((rc = side_close(&ks, 0)) || (rc = tile_sync_answer(&ks, what)))
+			goto out_free;
+	}
+	/* wgrad without batches (or words left by the rounding): the rest on its own */
+	if (side && ks.s_done < side->n_words) {
+		side_open(&ks, side->n_words);
+		if ((rc = side_close(&ks, 0)))
 			goto out_free;
 	}
 	rc = ws_flush(&ws);

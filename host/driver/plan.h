@@ -133,6 +133,23 @@ struct plan_regions {
 	int accumulate;          /* fwd/bwd: 1 adds onto B (no START fill) */
 	uint32_t pb;             /* wgrad: B word of the partial sums (r6), batch_cap words */
 };
+/*
+ * A READ carried by a kernel on regions (docs/architecture.md 7.5): it streams up while the
+ * kernel computes. The carried words are n_words a PE in the order they are read; issue
+ * puts the READ commands of words [lo, hi) into the stream and returns their estimated
+ * cycles, recv reads their answers. fwd/bwd: all of them after the setup SYNC, before the
+ * START and the RUNs, answered before the closing SYNC; wgrad: chunk j (the words in
+ * proportion to batch j's nonzeros) before batch j's RUNs, answered before its COLLECT.
+ */
+struct wstream;
+struct plan_side {
+	void *ctx;
+	uint64_t n_words;
+	uint64_t (*issue)(void *ctx, struct wstream *ws, uint64_t lo, uint64_t hi);
+	int (*recv)(void *ctx, struct wstream *ws, uint64_t lo, uint64_t hi, char *err,
+		    size_t errlen);
+};
+
 /* The plan of such a call (kernel PLAN_FWD, PLAN_BWD or PLAN_WGRAD): tp, one token tile,
  * one output tile of all dout minors, the wgrad batch at rg->pb. Checks only the shape;
  * the regions are resident.c's to check. */
@@ -140,10 +157,13 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
 		       int T, int n_out, int n_in, const struct plan_regions *rg, char *err,
 		       size_t errlen);
 /* Its stream: task tables, registers, SYNC, [START], the RUNs (majors offset by abase),
- * SYNC (fwd/bwd) or per batch END and COLLECT into io->out (wgrad). */
+ * SYNC (fwd/bwd) or per batch END and COLLECT into io->out (wgrad); side (NULL: none) a
+ * READ it carries. The estimate adds of a carried READ only what outlasts the stream it
+ * overlaps (fwd/bwd: the fill and the RUNs; wgrad chunk j: batch j's RUNs and reduction). */
 int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		       const struct plan_regions *rg, const struct plan_io *io,
-		       struct plan_link *link, struct plan_stats *st, char *err, size_t errlen);
+		       const struct plan_side *side, struct plan_link *link,
+		       struct plan_stats *st, char *err, size_t errlen);
 
 /* The words that load a firmware image and the routes (csd_open). */
 int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,

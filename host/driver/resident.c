@@ -418,41 +418,187 @@ static void write_tokens(struct wstream *ws, const struct plan_geom *g, const st
 		}
 }
 
-/* One READ of every PE a PE-span (contiguous) or a row; the real tokens to dst. */
-static int read_tokens(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
-		       uint32_t *tmp, char *err, size_t errlen)
+/*
+ * A token read: one READ of every PE a PE-span (contiguous) or a row. Its words a PE, in
+ * read order, are the spans' words one after the other; a READ a kernel carries
+ * (plan_side) issues them in chunks [lo, hi), each span's part of a chunk one READ. The
+ * answers go to img [P][n] (real link), then the real tokens to dst.
+ */
+struct tread {
+	const struct plan_geom *g;
+	const struct res_op *op;
+	int P, tp, rows, nspan, a;
+	uint64_t n;    /* words a PE */
+	uint32_t *img; /* [P][n]; NULL when counting */
+};
+
+/* Span s (rows u = s * rows ..): its first element and word, its words. */
+static void tread_span(const struct tread *t, int s, uint32_t *e0, uint32_t *w0, uint32_t *n)
+{
+	const csd_region *r = &t->op->r;
+	uint32_t a0 = r->base + (uint32_t)(s * t->rows) * r->stride;
+	uint32_t a1 = a0 + (uint32_t)t->rows * r->width;
+	*e0 = a0;
+	*w0 = t->a ? a0 / 2 : a0;
+	*n = t->a ? (a1 + 1) / 2 - *w0 : a1 - a0;
+}
+
+static int tread_init(struct tread *t, const struct plan_geom *g, const struct res_op *op,
+		      int real)
 {
 	const csd_region *r = &op->r;
-	int P = g->rows * g->cols, tp = res_tp(g, op->T), a = r->mem != CSD_MEM_B, rc;
-	int rows = r->stride == r->width || tp == 1 ? tp : 1;
-	for (int u = 0; u < tp; u += rows) {
-		uint32_t e0 = r->base + (uint32_t)u * r->stride, e1 = e0 + (uint32_t)rows * r->width;
-		uint32_t w0 = a ? e0 / 2 : e0, n = a ? (e1 + 1) / 2 - w0 : e1 - e0;
-		ws_put(ws, proto_hdr_read(r->mem == CSD_MEM_A ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL, n));
-		ws_put(ws, w0);
-		ws->st->act_words_in += (uint64_t)P * (1 + n);
-		ws->st->act_cycles += ws_read_cycles(P, n);
-		ws->st->cycles += ws_read_cycles(P, n);
-		for (int q = 0; q < P; q++) {
-			if ((rc = ws_recv(ws, tmp, n, PROTO_READ, n, err, errlen)))
-				return rc;
-			if (!ws->buf)
-				continue;
-			for (int v = 0; v < rows; v++) {
-				int t = q * tp + u + v;
-				if (t >= op->T)
-					break;
-				if (a)
-					memcpy((uint16_t *)op->dst + (size_t)t * r->width,
-					       (const uint16_t *)tmp + (e0 & 1) + (size_t)v * r->width,
-					       r->width * 2);
-				else
-					memcpy((uint32_t *)op->dst + (size_t)t * r->width,
-					       tmp + (size_t)v * r->width, r->width * 4);
+	memset(t, 0, sizeof *t);
+	t->g = g;
+	t->op = op;
+	t->P = g->rows * g->cols;
+	t->tp = res_tp(g, op->T);
+	t->a = r->mem != CSD_MEM_B;
+	t->rows = r->stride == r->width || t->tp == 1 ? t->tp : 1;
+	t->nspan = t->tp / t->rows;
+	for (int s = 0; s < t->nspan; s++) {
+		uint32_t e0, w0, n;
+		tread_span(t, s, &e0, &w0, &n);
+		t->n += n;
+	}
+	if (real && !(t->img = malloc((size_t)t->P * t->n * sizeof *t->img + 1)))
+		return CS_ERR_NO_MEM;
+	return CS_OK;
+}
+
+/* Visit the READs of words [lo, hi): issue them (recv 0) or read their answers (recv 1). */
+static int tread_walk(struct tread *t, struct wstream *ws, uint64_t lo, uint64_t hi, int recv,
+		      uint64_t *cycles, char *err, size_t errlen)
+{
+	const csd_region *r = &t->op->r;
+	uint64_t at = 0;
+	int rc;
+	for (int s = 0; s < t->nspan && at < hi; s++) {
+		uint32_t e0, w0, n;
+		tread_span(t, s, &e0, &w0, &n);
+		uint64_t b0 = lo > at ? lo : at, b1 = hi < at + n ? hi : at + n;
+		if (b0 < b1) {
+			uint32_t m = (uint32_t)(b1 - b0), off = (uint32_t)(b0 - at);
+			if (!recv) {
+				ws_put(ws, proto_hdr_read(r->mem == CSD_MEM_A ? PROTO_T_A : PROTO_T_B,
+							  PROTO_PE_ALL, m));
+				ws_put(ws, w0 + off);
+				ws->st->act_words_in += (uint64_t)t->P * (1 + m);
+				*cycles += ws_read_cycles(t->P, m);
+			} else {
+				for (int q = 0; q < t->P; q++)
+					if ((rc = ws_recv(ws, t->img ? t->img + (size_t)q * t->n + b0 : NULL,
+							  m, PROTO_READ, m, err, errlen)))
+						return rc;
 			}
 		}
+		at += n;
 	}
 	return CS_OK;
+}
+
+static uint64_t tread_issue(void *ctx, struct wstream *ws, uint64_t lo, uint64_t hi)
+{
+	uint64_t c = 0;
+	tread_walk(ctx, ws, lo, hi, 0, &c, NULL, 0);
+	return c;
+}
+
+static int tread_recv(void *ctx, struct wstream *ws, uint64_t lo, uint64_t hi, char *err,
+		      size_t errlen)
+{
+	return tread_walk(ctx, ws, lo, hi, 1, NULL, err, errlen);
+}
+
+/* The real tokens from img to dst. */
+static void tread_finish(struct tread *t)
+{
+	const csd_region *r = &t->op->r;
+	if (!t->img)
+		return;
+	for (int q = 0; q < t->P; q++) {
+		const uint32_t *w = t->img + (size_t)q * t->n;
+		for (int s = 0; s < t->nspan; s++) {
+			uint32_t e0, w0, n;
+			tread_span(t, s, &e0, &w0, &n);
+			for (int v = 0; v < t->rows; v++) {
+				int tok = q * t->tp + s * t->rows + v;
+				if (tok >= t->op->T)
+					break;
+				if (t->a)
+					memcpy((uint16_t *)t->op->dst + (size_t)tok * r->width,
+					       (const uint16_t *)(const void *)w + (e0 & 1) +
+						       (size_t)v * r->width,
+					       r->width * 2);
+				else
+					memcpy((uint32_t *)t->op->dst + (size_t)tok * r->width,
+					       w + (size_t)v * r->width, r->width * 4);
+			}
+			w += n;
+		}
+	}
+}
+
+/* A read on its own: every READ, then the answers. */
+static int read_tokens(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
+		       char *err, size_t errlen)
+{
+	struct tread t;
+	uint64_t c = 0;
+	int rc = tread_init(&t, g, op, ws->buf != NULL);
+	if (rc) {
+		snprintf(err, errlen, "read_tokens: out of memory");
+		return rc;
+	}
+	/* one READ at a time: each answer before the next READ (the same words and cycles) */
+	for (int s = 0, at = 0; s < t.nspan && !rc; s++) {
+		uint32_t e0, w0, n;
+		tread_span(&t, s, &e0, &w0, &n);
+		tread_walk(&t, ws, (uint64_t)at, (uint64_t)at + n, 0, &c, NULL, 0);
+		rc = tread_walk(&t, ws, (uint64_t)at, (uint64_t)at + n, 1, NULL, err, errlen);
+		at += (int)n;
+	}
+	ws->st->act_cycles += c;
+	ws->st->cycles += c;
+	if (!rc)
+		tread_finish(&t);
+	free(t.img);
+	return rc;
+}
+
+/* The words [lo, hi) of B a region covers (Bh: the words holding its elements). */
+static void b_words(const csd_region *r, int tp, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t e0 = r->base, e1 = r->base + (uint64_t)(tp - 1) * r->stride + r->width;
+	if (r->mem == CSD_MEM_BH) {
+		e0 /= 2;
+		e1 = (e1 + 1) / 2;
+	}
+	*lo = e0;
+	*hi = e1;
+}
+
+int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struct res_op *rd)
+{
+	if (k->kind != RES_KERNEL || rd->kind != RES_READ || rd->r.mem == CSD_MEM_A)
+		return 0;
+	uint64_t half = g->b_words / 2, lo, hi, klo, khi;
+	b_words(&rd->r, res_tp(g, rd->T), &lo, &hi);
+	if (hi <= lo || lo / half != (hi - 1) / half)
+		return 0;
+	uint64_t bank = lo / half, b0 = bank * half, b1 = b0 + half;
+	int tp = res_tp(g, k->T);
+	b_words(&k->r, tp, &klo, &khi);
+	if (k->kernel != PLAN_WGRAD && !k->accumulate && tp > 1 &&
+	    k->r.base + (uint64_t)tp * k->r.stride > khi)
+		khi = k->r.base + (uint64_t)tp * k->r.stride; /* START fills the gaps too */
+	if (klo < b1 && b0 < khi)
+		return 0;
+	if (k->kernel == PLAN_WGRAD) {
+		uint64_t cap = g->b_words / 2 < 256 ? g->b_words / 2 : 256;
+		if (k->scratch < b1 && b0 < k->scratch + cap)
+			return 0;
+	}
+	return 1;
 }
 
 #define TID_CTRL_BCAST (16 + PROTO_C_BCAST)
@@ -534,7 +680,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 		rc = ws_sync(&ws, P, what[op->kind], err, errlen);
 		break;
 	case RES_READ:
-		rc = read_tokens(&ws, g, op, tmp, err, errlen);
+		rc = read_tokens(&ws, g, op, err, errlen);
 		break;
 	case RES_WRITE_ALL: {
 		int a = op->r.mem != CSD_MEM_B;
@@ -553,10 +699,21 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 		struct plan pl;
 		struct plan_regions rg;
 		struct plan_io io = { .w = op->w, .out = op->dw };
+		struct tread t = { 0 };
+		struct plan_side side = { &t, 0, tread_issue, tread_recv };
 		free(ws.buf);
 		ws.buf = NULL;
+		if (op->side && (rc = tread_init(&t, g, op->side, link->send != NULL))) {
+			snprintf(err, errlen, "kernel: out of memory");
+			goto out_free;
+		}
+		side.n_words = t.n;
 		if (!(rc = res_kernel_plan(g, op, &pl, &rg, err, errlen)))
-			rc = plan_exec_resident(&pl, op->fw, &rg, &io, link, st, err, errlen);
+			rc = plan_exec_resident(&pl, op->fw, &rg, &io, op->side ? &side : NULL,
+						link, st, err, errlen);
+		if (!rc && op->side)
+			tread_finish(&t);
+		free(t.img);
 		goto out_free;
 	}
 	}

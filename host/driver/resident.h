@@ -7,7 +7,8 @@
  * Streams (docs/architecture.md 7.5), every one closed by a SYNC that checks the host
  * port's error count:
  *   tokens write: per PE one WRITE of its rows (stride == width) or one a row; SYNC
- *   tokens read:  one READ of every PE (pe 0xff) of the rows' words, or one a row
+ *   tokens read:  one READ of every PE (pe 0xff) of the rows' words, or one a row; or
+ *                 carried by the next kernel on regions (res_side_fits, plan_side)
  *   write all:    one broadcast WRITE; SYNC
  *   program:      [WRITE IMEM of the overlay at its base, when not resident]; WRITE of the
  *                 BCAST control task's entry; WRITE r0 = 0; WRITE of the parameter block
@@ -77,7 +78,14 @@ struct res_op {
 	uint32_t scratch;         /* wgrad: the partial sums' B word */
 	float *dw;                /* wgrad: the result [nnz], CSR order */
 	const struct csd_fw *fw;  /* the kernels image (task entries) */
+	const struct res_op *side; /* KERNEL: a READ it carries (res_side_fits), or NULL */
 };
+
+/* Whether kernel op k may carry read rd (docs/architecture.md 7.5): rd is in B (or Bh),
+ * within one bank, and k's B words (its output and START fill, or its dY and partial
+ * sums) lie in the other bank: the READ then streams at full rate while k computes, and
+ * nothing k writes is read. */
+int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struct res_op *rd);
 
 /* Memory mem's size in its elements (A, Bh) or words (B), and its name. */
 uint64_t res_mem_size(const struct plan_geom *g, int mem);

@@ -493,6 +493,15 @@ static int fc_tile(train_resident *r, int l, int k, int BT, int bwd)
 	return run(r, "vec_gelu", bwd || lo->kind == TR_FULL ? "gelu_fwd" : "gelu_h", pg, 8);
 }
 
+/* Row block k of qkv [BT, 3C] from the bf16 tile read into h16. */
+static void unpack_qkv(train_resident *r, float *qkv, int k, int BT)
+{
+	size_t C = (size_t)r->m->cfg.n_embd;
+	for (int t = 0; t < BT; t++)
+		for (size_t j = 0; j < C; j++)
+			qkv[(size_t)t * 3 * C + k * C + j] = nm_bf16_to_f32(r->h16[(size_t)t * C + j]);
+}
+
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 {
 	gpt *m = r->m;
@@ -505,22 +514,23 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	const csd_sparse *b = r->blk + (size_t)l * NBLK;
 	csd_region x = rg(CSD_MEM_B, lo->b_x, C), tile = rg(CSD_MEM_B, lo->b_tile, C);
 	csd_region y1 = rg(CSD_MEM_A, st_y1(r, l), C), att = rg(CSD_MEM_A, st_att(r, l), C);
-	csd_region y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C), stg = rg(CSD_MEM_A, lo->a_stg, C);
+	csd_region y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C), qb = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
 	float *qkv = a->qkv + (size_t)l * BT * C3, *atty = a->atty + (size_t)l * BT * C1;
 	float *attp = a->att + (size_t)l * B * NH * T * T;
 
-	/* ln1; q, k, v tile by tile up as bf16 */
+	/* ln1; q, k, v tile by tile up as bf16, packed in Bh: q's streams up while k's row
+	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
 		       st_z1(r, l), stash_r(r, l, 0)));
 	for (int k = 0; k < 3; k++) {
 		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
+		if (k)
+			unpack_qkv(r, qkv, k - 1, BT);
 		TRY(bias_forward(r, tp, p->qkvb + l * C3 + k * C1, lo->b_tile));
-		TRY(convert(r, tp, 0, lo->b_tile, lo->a_stg));
-		TRY(csd_read_tokens(r->dev, r->h16, &stg, BT));
-		for (int t = 0; t < BT; t++)
-			for (int j = 0; j < C; j++)
-				qkv[(size_t)t * C3 + k * C1 + j] = nm_bf16_to_f32(r->h16[(size_t)t * C + j]);
+		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
+		TRY((k < 2 ? csd_read_tokens_next : csd_read_tokens)(r->dev, r->h16, &qb, BT));
 	}
+	unpack_qkv(r, qkv, 2, BT);
 	/* attention on the host; its output down into the stash */
 	attention_forward_pool(m->pool, atty, attp, qkv, scratch, B, T, C, NH);
 	nm_bf16_from_f32_array(r->h16, atty, (size_t)BT * C);
@@ -608,11 +618,15 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 		m->mean_loss = -1.0f;
 	}
 out:
+	if (rc)
+		csd_flush(r->dev); /* no read left pending into h16 after a failure */
 	free(scratch);
 	return rc;
 }
 
-static int block_backward(train_resident *r, int l, int B, int T, float *scratch)
+/* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
+static int block_backward(train_resident *r, int l, int B, int T, float *scratch,
+			  float *dx_out)
 {
 	gpt *m = r->m;
 	const struct tr_layout *lo = &r->lo;
@@ -625,7 +639,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const csd_sparse *wp = td_dev_sparse(r->td, l, GPT_ATTN_PROJ);
 	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), dln = rg(CSD_MEM_B, lo->b_dln, C);
 	csd_region dya = rg(CSD_MEM_A, lo->a_dy, C), dp = rg(CSD_MEM_A, lo->a_dp, C);
-	csd_region stg = rg(CSD_MEM_A, lo->a_stg, C);
+	csd_region datt = rg(CSD_MEM_BH, 2 * lo->b_tile, C);
 	const float *qkv = a->qkv + (size_t)l * BT * C3;
 	const float *attp = a->att + (size_t)l * B * NH * T * T;
 	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
@@ -679,14 +693,15 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	/* small: y1 rebuilt where y2 was (the pre tiles are dead) */
 	if (lo->small)
 		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l)));
-	/* proj: dy = dx again; the attention output's gradient up as bf16 */
+	/* proj: dy = dx again; the attention output's gradient up as bf16, packed in place in
+	 * the output tile: it streams up while proj's dW computes (B's other bank) */
 	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
 	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
 	TRY(bias_backward(r, tp, g->attprojb + l * C1, lo->b_x));
-	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
 	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
-	TRY(convert(r, tp, 0, lo->b_tile, lo->a_stg));
-	TRY(csd_read_tokens(r->dev, r->h16, &stg, BT));
+	TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
+	TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
+	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
 	nm_bf16_to_f32_array(m->datty, r->h16, (size_t)BT * C);
 	/* attention backward and qkv's bias gradient on the host; dq, dk, dv down as bf16 */
 	attention_backward_pool(m->pool, m->dqkv, m->datty, qkv, attp, scratch, B, T, C, NH);
@@ -708,8 +723,9 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(csd_write_tokens(r->dev, &dya, r->h16, BT));
 		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
 		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
-		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
-			  st_y1(r, l), C));
+		if (k < 2 || !dx_out)
+			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
+				  st_y1(r, l), C));
 		TRY(csd_backward_region(r->dev, &dln, &dya, &b[BQKV + k], BT,
 					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
@@ -722,7 +738,15 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	pl[10] = (uint16_t)stash_r(r, l, 0);
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
 	TRY(gather(r, g->ln1w + l * C1, lo->b_dg));
-	return gather(r, g->ln1b + l * C1, lo->b_db);
+	TRY(gather(r, g->ln1b + l * C1, lo->b_db));
+	if (!dx_out)
+		return CS_OK;
+	/* the first block: dx (the embeddings' gradient, B's first bank) streams up while v's
+	 * dW, kept for last (its dy packed in Bh, y1 in A: ln1's backward leaves both),
+	 * computes */
+	csd_region x = rg(CSD_MEM_B, lo->b_x, C);
+	TRY(csd_read_tokens_next(r->dev, dx_out, &x, BT));
+	return wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT, st_y1(r, l), C);
 }
 
 int tr_backward(train_resident *r, float loss_scale)
@@ -756,22 +780,21 @@ int tr_backward(train_resident *r, float loss_scale)
 		fail_msg(r, "output gradient", L - 1);
 		goto out;
 	}
+	/* block 0 leaves the embeddings' gradient in dresidual */
 	for (int l = L - 1; l >= 0; l--) {
-		if ((rc = block_backward(r, l, B, T, scratch))) {
+		if ((rc = block_backward(r, l, B, T, scratch, l ? NULL : m->dresidual))) {
 			fail_msg(r, "backward", l);
 			goto out;
 		}
 		if (m->grads_ready && (rc = m->grads_ready(m->grads_ready_ctx, l)))
 			goto out;
 	}
-	if ((rc = csd_read_tokens(r->dev, m->dresidual, &x, (int)BT))) {
-		fail_msg(r, "embedding gradient", 0);
-		goto out;
-	}
 	encoder_backward_pool(m->pool, g->wte, g->wpe, m->dresidual, m->inputs, B, T, C);
 	if (m->grads_ready)
 		rc = m->grads_ready(m->grads_ready_ctx, -1);
 out:
+	if (rc)
+		csd_flush(r->dev); /* no read left pending into h16 after a failure */
 	free(scratch);
 	return rc;
 }

@@ -586,6 +586,154 @@ static void test_bad_regions(void **state)
 	csd_close(dev);
 }
 
+/*
+ * A READ carried by a kernel (csd_read_tokens_next, docs/architecture.md 7.5): the tokens
+ * equal a plain read's on every device, the SRAM stays equal, and the cpu backend's cycle
+ * estimate of the overlapped stream is within 2% of the Verilated pe mesh's (when built):
+ * a forward with a Bh read (packed bf16, as the step reads q, k, v) and an fp32 read of
+ * the other bank, long and short kernels against the read; a wgrad carrying a chunked
+ * read of B bank 0; a read in the kernel's own bank goes first, on its own.
+ */
+#define OV_TOL 0.02
+
+static void ov_check(struct rig *g, const char *what, const uint64_t *cyc, int *bad)
+{
+	if (g->n < 3)
+		return;
+	double err = ((double)cyc[0] - (double)cyc[2]) / (double)cyc[2];
+	int good = err <= OV_TOL && err >= -OV_TOL;
+	print_message("  %-34s cpu %8llu  pe %8llu  %+6.2f%%%s\n", what,
+		      (unsigned long long)cyc[0], (unsigned long long)cyc[2], err * 100,
+		      good ? "" : "  <- beyond tolerance");
+	*bad += !good;
+}
+
+/* Run one call sequence on every device: the carried (next = 1) or plain read of rd into
+ * out[k], then kernel kind (0 forward into ry, 2 wgrad of dy rdh, partial sums at ps);
+ * cycles to cyc[k]. */
+static void ov_run(struct rig *g, int next, const csd_region *rd, void **out, int kind,
+		   const csd_region *ry, const csd_region *rx, const csd_region *rdh,
+		   uint32_t ps, const csd_sparse *w, int T, float *dw, uint64_t *cyc)
+{
+	for (int k = 0; k < g->n; k++) {
+		csd_dev *D = g->dev[k];
+		csd_counters c;
+		csd_reset_counters(D);
+		ok(D, (next ? csd_read_tokens_next : csd_read_tokens)(D, out[k], rd, T));
+		if (kind == 0)
+			ok(D, csd_forward_region(D, ry, rx, w, T, CSD_OVERWRITE));
+		else
+			ok(D, csd_wgrad_region(D, dw, rdh, rx, w, T, ps));
+		ok(D, csd_get_counters(D, &c));
+		cyc[k] = c.cycles;
+	}
+}
+
+/* A W x W layer at tp tokens a PE (tp * W <= 4096) on the pe mesh's default sizes. */
+static void overlap_case(int rows, int cols, double sparsity, int W, int tp, int *bad)
+{
+	struct rig g;
+	rig_open(&g, rows, cols, 16384, 8192, 1);
+	int P = g.P, T = P * tp - 3;
+	snprintf(g.when, sizeof g.when, "overlap %dx%d sparsity %.2f", rows, cols, sparsity);
+	print_message(" %dx%d, %dx%d layer, %.0f%% sparse, %d tokens a PE:\n", rows, cols, W, W,
+		      sparsity * 100, tp);
+	struct kref_layer L;
+	assert_int_equal(kref_layer_make(&L, T, W, W, sparsity, KREF_PLAIN, 0), 0);
+	const csd_sparse *w = &L.sp;
+	/* A: x at 0; B bank 0: y at 0 (tp W words); bank 1 (words h = 4096 ..): a packed bf16
+	 * [T, W] at h and an fp32 [T, W/2] after it; then for the wgrad, dy packed where the
+	 * bf16 one was and the partial sums where the fp32 one was */
+	uint32_t h = 4096, hw = (uint32_t)(tp * W / 2), uw = (uint32_t)W;
+	csd_region rx = { CSD_MEM_A, 0, uw, uw }, ry = { CSD_MEM_B, 0, uw, uw };
+	csd_region rq = { CSD_MEM_BH, 2 * h, uw, uw }, rf = { CSD_MEM_B, h + hw, uw / 2, uw / 2 };
+	csd_region rdh = rq;
+	size_t nq = (size_t)T * W;
+	float *f = malloc(nq * 4), *dw = malloc(((size_t)w->nnz + 1) * 4);
+	void *o[MAXDEV], *o2[MAXDEV];
+	for (size_t i = 0; i < nq; i++)
+		f[i] = (float)((int)(i % 97) - 48) / 16.0f;
+	ALL(&g, csd_write_tokens(D, &rx, L.x, T));
+	ALL(&g, csd_write_tokens(D, &rq, L.dy, T)); /* [T, W] bf16 */
+	ALL(&g, csd_write_tokens(D, &rf, f, T));
+	for (int k = 0; k < g.n; k++) {
+		o[k] = malloc(nq * 4);
+		o2[k] = malloc(nq * 4);
+	}
+	uint64_t c1[MAXDEV], c2[MAXDEV];
+	char what[64];
+	/* forward carrying the Bh read, then the fp32 read; plain reads for reference */
+	const csd_region *rds[2] = { &rq, &rf };
+	for (int i = 0; i < 2; i++) {
+		size_t bytes = nq * 2; /* [T, W] bf16 or [T, W/2] fp32 */
+		ov_run(&g, 0, rds[i], o2, 0, &ry, &rx, NULL, 0, w, T, NULL, c1);
+		ov_run(&g, 1, rds[i], o, 0, &ry, &rx, NULL, 0, w, T, NULL, c2);
+		for (int k = 0; k < g.n; k++) {
+			assert_memory_equal(o[k], o2[0], bytes);
+			assert_memory_equal(o2[k], o2[0], bytes);
+		}
+		snprintf(what, sizeof what, "fwd + %s read, alone", i ? "fp32" : "Bh");
+		ov_check(&g, what, c1, bad);
+		snprintf(what, sizeof what, "fwd + %s read, carried", i ? "fp32" : "Bh");
+		ov_check(&g, what, c2, bad);
+		assert_true(c2[0] < c1[0]);
+	}
+	same_sram(&g, "forward carrying a read");
+	/* wgrad (dy and partial sums in bank 1) carrying the read of y in bank 0 */
+	ALL(&g, csd_write_tokens(D, &rdh, L.dy, T));
+	ov_run(&g, 0, &ry, o2, 2, NULL, &rx, &rdh, h + hw, w, T, dw, c1);
+	ov_run(&g, 1, &ry, o, 2, NULL, &rx, &rdh, h + hw, w, T, dw, c2);
+	for (int k = 0; k < g.n; k++) {
+		assert_memory_equal(o[k], o2[0], nq * 4);
+		assert_memory_equal(o2[k], o2[0], nq * 4);
+	}
+	ov_check(&g, "wgrad + fp32 read, alone", c1, bad);
+	ov_check(&g, "wgrad + fp32 read, carried", c2, bad);
+	assert_true(c2[0] < c1[0]);
+	same_sram(&g, "wgrad carrying a read");
+	/* a read in the kernel's own bank: performed first, the same as alone */
+	ov_run(&g, 0, &ry, o2, 0, &ry, &rx, NULL, 0, w, T, NULL, c1);
+	ov_run(&g, 1, &ry, o, 0, &ry, &rx, NULL, 0, w, T, NULL, c2);
+	for (int k = 0; k < g.n; k++)
+		assert_memory_equal(o[k], o2[k], nq * 4);
+	assert_int_equal(c1[0], c2[0]);
+	/* csd_flush performs a waiting read; any other call performs it first */
+	ALL(&g, csd_write_tokens(D, &rf, f, T));
+	ALL(&g, csd_read_tokens_next(D, o[k_], &rf, T));
+	ALL(&g, csd_flush(D));
+	for (int k = 0; k < g.n; k++)
+		assert_memory_equal(o[k], f, nq * 2);
+	ALL(&g, csd_read_tokens_next(D, o[k_], &rq, T));
+	ALL(&g, csd_write_tokens(D, &rq, L.x, T));
+	for (int k = 0; k < g.n; k++)
+		assert_memory_equal(o[k], L.dy, nq * 2);
+	same_sram(&g, "flush");
+	for (int k = 0; k < g.n; k++) {
+		free(o[k]);
+		free(o2[k]);
+	}
+	free(f);
+	free(dw);
+	kref_layer_free(&L);
+	rig_close(&g);
+}
+
+static void test_overlap(void **state)
+{
+	(void)state;
+	int bad = 0;
+	print_message("carried reads: cpu estimate against the Verilated pe mesh (%.0f%%)\n",
+		      OV_TOL * 100);
+	overlap_case(2, 2, 0.9, 64, 24, &bad);
+	overlap_case(2, 2, 0.99, 64, 24, &bad);
+	overlap_case(4, 4, 0.9, 64, 24, &bad);
+	overlap_case(4, 4, 0.97, 64, 24, &bad);
+	/* the step's shapes: C = 128, 32 tokens a PE (a q tile, proj's dW) */
+	overlap_case(4, 4, 0.9, 128, 32, &bad);
+	overlap_case(4, 4, 0.95, 128, 32, &bad);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const char *s = getenv("TEST_SEED");
@@ -599,6 +747,7 @@ int main(void)
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_measure),
 		cmocka_unit_test(test_bad_regions),
+		cmocka_unit_test(test_overlap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
