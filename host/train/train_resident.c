@@ -76,6 +76,8 @@ struct train_resident {
 };
 
 #define NBLK 11
+
+static void prof_print(void);
 #define BQKV 0
 #define BFC 3
 #define BFC2 7
@@ -321,6 +323,7 @@ void tr_close(train_resident *r)
 {
 	if (!r)
 		return;
+	prof_print();
 	for (int k = 0; r->blk && k < r->m->cfg.n_layer * NBLK; k++)
 		csd_sparse_free(&r->blk[k]);
 	free(r->blk);
@@ -352,10 +355,61 @@ static csd_region rg(int mem, uint32_t base, uint32_t width)
 	return x;
 }
 
-static int run(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
-	       int n)
+/* CS_TR_PROFILE=1: each program call's device cycles (its overlay, block, SYNCs and run),
+ * summed per entry and call site (the caller's line), printed to stderr at tr_close. */
+#define PROF_MAX 64
+static struct prof_site {
+	const char *entry;
+	int line;
+	uint64_t calls, cycles;
+} prof[PROF_MAX];
+static int n_prof = -1; /* -1: CS_TR_PROFILE not yet read; 0 off or empty */
+static int prof_on;
+
+static int run_at(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
+		  int n, int line)
 {
-	return csd_run_program(r->dev, prog, entry, r->lo.b_blk, p, n);
+	if (n_prof < 0) {
+		const char *e = getenv("CS_TR_PROFILE");
+		prof_on = e && *e && strcmp(e, "0");
+		n_prof = 0;
+	}
+	csd_counters c0, c1;
+	if (prof_on)
+		csd_get_counters(r->dev, &c0);
+	int rc = csd_run_program(r->dev, prog, entry, r->lo.b_blk, p, n);
+	if (!prof_on || rc)
+		return rc;
+	csd_get_counters(r->dev, &c1);
+	int i = 0;
+	while (i < n_prof && (prof[i].line != line || strcmp(prof[i].entry, entry)))
+		i++;
+	if (i == n_prof) {
+		if (n_prof == PROF_MAX)
+			return rc;
+		prof[n_prof++] = (struct prof_site){ entry, line, 0, 0 };
+	}
+	prof[i].calls++;
+	prof[i].cycles += c1.cycles - c0.cycles;
+	return rc;
+}
+
+#define run(r, prog, entry, p, n) run_at(r, prog, entry, p, n, __LINE__)
+
+static void prof_print(void)
+{
+	uint64_t tot = 0, calls = 0;
+	for (int i = 0; i < n_prof; i++) {
+		fprintf(stderr, "profile: %-9s line %4d  calls %4llu  cycles %9llu\n", prof[i].entry,
+			prof[i].line, (unsigned long long)prof[i].calls,
+			(unsigned long long)prof[i].cycles);
+		tot += prof[i].cycles;
+		calls += prof[i].calls;
+	}
+	if (n_prof > 0)
+		fprintf(stderr, "profile: all programs  calls %4llu  cycles %9llu\n",
+			(unsigned long long)calls, (unsigned long long)tot);
+	n_prof = n_prof > 0 ? 0 : n_prof;
 }
 
 static int write_gamma(train_resident *r, const float *gamma)
@@ -426,18 +480,25 @@ static int bias_backward(train_resident *r, int tp, float *out, uint32_t src)
 }
 
 /* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
- * dy packed in Bh, x the A region of width C at xa. */
-static int wgrad(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
-		 int BT, uint32_t xa, int dyw)
+ * dy packed in Bh from element dyh, x the A region of width C at xa. */
+static int wgrad_at(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		    int BT, uint32_t xa, int dyw, uint32_t dyh)
 {
 	int rc;
-	csd_region dy = rg(CSD_MEM_BH, 2 * r->lo.b_bh, (uint32_t)dyw);
+	csd_region dy = rg(CSD_MEM_BH, dyh, (uint32_t)dyw);
 	csd_region x = rg(CSD_MEM_A, xa, (uint32_t)sp->n_in);
 	TRY(csd_wgrad_region(r->dev, r->dw, &dy, &x, sp, BT, r->lo.b_scr));
 	for (int i = 0; i < sp->n_out; i++)
 		for (int64_t e = sp->row_ptr[i]; e < sp->row_ptr[i + 1]; e++)
 			g[(size_t)(r0 + i) * ic + c0 + sp->col[e]] += r->dw[e];
 	return CS_OK;
+}
+
+/* the same, dy packed in the Bh region (b_bh) */
+static int wgrad(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		 int BT, uint32_t xa, int dyw)
+{
+	return wgrad_at(r, g, ic, r0, c0, sp, BT, xa, dyw, 2 * r->lo.b_bh);
 }
 
 static void fail_msg(train_resident *r, const char *what, int l)
@@ -447,9 +508,9 @@ static void fail_msg(train_resident *r, const char *what, int l)
 }
 
 /* y of a layernorm rebuilt from its stashed z (small): cvt_f against gamma (its bf16 values,
- * fp32 in B) and beta into the output tile, cvt_a into A at dst: nm_ln_fwd_bits's y. */
+ * fp32 in B) and beta into the B tile scr, cvt_a into A at dst: nm_ln_fwd_bits's y. */
 static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
-		      uint32_t z, uint32_t dst)
+		      uint32_t z, uint32_t dst, uint32_t scr)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, rc;
@@ -458,39 +519,47 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, r->part, (uint32_t)C));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
 	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)z, (uint16_t)C,
-				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
+				 (uint16_t)scr, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
 	TRY(run(r, "vec_cvt", "cvt_f", pc, 8));
-	return convert(r, tp, 0, lo->b_tile, dst);
+	return convert(r, tp, 0, scr, dst);
+}
+
+#define NONE 0xffff
+/* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
+static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
+		  int mode, uint32_t bv, uint32_t st)
+{
+	const struct tr_layout *lo = &r->lo;
+	const uint16_t p[13] = { (uint16_t)r->m->cfg.n_embd, (uint16_t)tp, (uint16_t)lo->b_tg,
+				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
+				 (uint16_t)out, (uint16_t)d, (uint16_t)mode,
+				 (uint16_t)lo->a_ones, (uint16_t)bv, (uint16_t)lo->b_zero,
+				 (uint16_t)st };
+	return run(r, "vec_fc", entry, p, 13);
 }
 
 /* fc tile k of block l: its output (fc from the ln2 output and its bias; small, in the
- * backward: the stashed pre-activation widened by cvt_f), GELU into h, GELU' into d (not
- * in the forward of small and recompute: gelu_h). The small forward stashes the
- * pre-activation. */
+ * backward: the stashed pre-activation widened), GELU into h, GELU' into d (not in the
+ * forward of small and recompute), one vec_fc call after the kernel. The small forward
+ * stashes the pre-activation. */
 static int fc_tile(train_resident *r, int l, int k, int BT, int bwd)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, tp = (BT + r->P - 1) / r->P, rc;
 	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C);
-	if (lo->small && bwd) {
-		const uint16_t pw[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)tile_pre(r, l, k),
-					 (uint16_t)C, (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one,
-					 (uint16_t)lo->b_zero };
-		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
-	} else {
-		TRY(csd_forward_region(r->dev, &tile, &y2, &r->blk[(size_t)l * NBLK + BFC + k], BT,
-				       CSD_OVERWRITE));
-		TRY(bias_forward(r, tp, r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C,
-				 lo->b_tile));
-	}
-	if (lo->small && !bwd)
-		TRY(convert(r, tp, 0, lo->b_tile, tile_pre(r, l, k)));
-	const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_tg, (uint16_t)lo->b_td,
-				 (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
-				 (uint16_t)tile_h(r, l, k), (uint16_t)tile_d(r, l, k) };
-	/* GELU' only where the backward reads it: not in the forward of a layout that
-	 * rebuilds it */
-	return run(r, "vec_gelu", bwd || lo->kind == TR_FULL ? "gelu_fwd" : "gelu_h", pg, 8);
+	uint32_t h = tile_h(r, l, k), d = tile_d(r, l, k);
+	if (lo->small && bwd)
+		return run_fc(r, "fc_gelu_wd", tp, h, d, 1, lo->b_one, tile_pre(r, l, k));
+	TRY(csd_forward_region(r->dev, &tile, &y2, &r->blk[(size_t)l * NBLK + BFC + k], BT,
+			       CSD_OVERWRITE));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_bias,
+			  r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C, (uint32_t)C));
+	if (lo->small)
+		return run_fc(r, "fc_gelu_sh", tp, h, NONE, 0, lo->b_bias, tile_pre(r, l, k));
+	/* GELU' only where the backward reads it: not in the recomputing forward */
+	if (bwd || lo->kind == TR_FULL)
+		return run_fc(r, "fc_gelu_hd", tp, h, d, 0, lo->b_bias, NONE);
+	return run_fc(r, "fc_gelu_h", tp, h, NONE, 0, lo->b_bias, NONE);
 }
 
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
@@ -630,34 +699,37 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const float *attp = a->att + (size_t)l * B * NH * T * T;
 	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
 
-	/* fc2: dy = dx as bf16 in A (and packed in Bh before each of its wgrads: the Bh
-	 * region also carries fc's dpre; small: into S, where h was, at each tile); its bias */
+	/* fc2: dy = dx as bf16 in A (small: into S, where h was, at each tile) and packed in
+	 * Bh once for its four wgrads; its bias */
 	if (!lo->small)
 		TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
 	TRY(bias_backward(r, tp, g->fcprojb + l * C1, lo->b_x));
-	/* per hidden tile: (recomputed GELU,) fc2's dW and input gradient, GELU backward,
-	 * fc's bias, dW and input gradient (small: y2 rebuilt after tile 0's GELU backward,
-	 * where its GELU' was) */
+	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
+	/* per hidden tile: (recomputed GELU,) fc2's dW and input gradient, GELU backward with
+	 * fc's bias gradient and its dY packed in place in the tile, fc's dW and input
+	 * gradient (small: y2 rebuilt after tile 0's GELU backward, where its GELU' was) */
 	for (int k = 0; k < 4; k++) {
 		if (lo->recompute || lo->small)
 			TRY(fc_tile(r, l, k, BT, 1));
-		TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
 		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
 			  tile_h(r, l, k), C));
-		if (lo->small)
-			TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
+		if (lo->small) {
+			const uint16_t pd[13] = { (uint16_t)C, (uint16_t)tp, 0, 0, 0, (uint16_t)lo->b_x,
+						  (uint16_t)lo->a_dy };
+			TRY(run(r, "vec_fc", "fc_cvt", pd, 13));
+		}
 		TRY(csd_backward_region(r->dev, &tile, &dya, &b[BFC2 + k], BT, CSD_OVERWRITE));
-		const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, 0, 0, (uint16_t)lo->b_s,
-					 (uint16_t)lo->b_tile, (uint16_t)lo->a_dp,
-					 (uint16_t)tile_d(r, l, k) };
-		TRY(run(r, "vec_gelu", "gelu_bwd", pg, 8));
-		TRY(bias_backward(r, tp, g->fcb + l * C4 + k * C1, lo->b_tile));
-		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
+		memset(r->part, 0, sizeof(float) * (size_t)C);
+		TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
+		TRY(run_fc(r, "fc_gelu_bwd", tp, lo->a_dp, tile_d(r, l, k), 0, lo->b_dbias,
+			   2 * lo->b_tile));
+		TRY(gather(r, g->fcb + l * C4 + k * C1, lo->b_dbias));
+		/* the rebuild's B scratch: dln, free until fc's first input gradient */
 		if (lo->small && k == 0)
 			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
-				       st_y2(r, l, 1)));
-		TRY(wgrad(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
-			  st_y2(r, l, 1), C));
+				       st_y2(r, l, 1), lo->b_dln));
+		TRY(wgrad_at(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
+			     st_y2(r, l, 1), C, 2 * lo->b_tile));
 		TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC + k], BT,
 					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
@@ -678,7 +750,8 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	TRY(gather(r, g->ln2b + l * C1, lo->b_db));
 	/* small: y1 rebuilt where y2 was (the pre tiles are dead) */
 	if (lo->small)
-		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l)));
+		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l),
+			       lo->b_tile));
 	/* proj: dy = dx again; the attention output's gradient up as bf16 */
 	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
 	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
