@@ -582,13 +582,16 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
 		       st_z1(r, l), stash_r(r, l, 0)));
 	for (int k = 0; k < 3; k++) {
+		const float *qb = p->qkvb + l * C3 + k * C1;
 		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
-		TRY(bias_forward(r, tp, p->qkvb + l * C3 + k * C1, lo->b_tile));
 		TRY(convert(r, tp, 0, lo->b_tile, lo->a_stg));
 		TRY(csd_read_tokens(r->dev, r->h16, &stg, BT));
+		/* the bias on the host, which reads q, k, v for attention anyway (and sums their
+		 * bias gradient): fp32 onto the bf16 output */
 		for (int t = 0; t < BT; t++)
 			for (int j = 0; j < C; j++)
-				qkv[(size_t)t * C3 + k * C1 + j] = nm_bf16_to_f32(r->h16[(size_t)t * C + j]);
+				qkv[(size_t)t * C3 + k * C1 + j] =
+					nm_bf16_to_f32(r->h16[(size_t)t * C + j]) + qb[j];
 	}
 	/* attention on the host; its output down into the stash */
 	attention_forward_pool(m->pool, atty, attp, qkv, scratch, B, T, C, NH);
