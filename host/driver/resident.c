@@ -170,6 +170,68 @@ static int model_cvt_f(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, s
 	return CS_OK;
 }
 
+/* cvt_fbh: cvt_f with the rows W apart, then the N*W words packed into Bh at OUT. */
+static int model_cvt_fbh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], DST = p[4], ONES = p[6], ZERO = p[7], OUT = p[8];
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "cvt_fbh: %u tokens of %u elements are past a 16-bit count", N, W);
+		return CS_ERR_INVALID;
+	}
+	uint16_t *bh = (uint16_t *)(void *)b;
+	for (unsigned t = 0; t < N; t++)
+		nm_fmac_row_bits(b + DST + t * W, a + SRC + t * W, b + ONES, b + ZERO, W);
+	for (unsigned i = 0; i < N * W; i++)
+		bh[OUT + i] = nm_bf16_from_bits(b[DST + i]);
+	return CS_OK;
+}
+
+static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *what,
+		      char *err, size_t errlen);
+
+/* dy_abh (a = 1) / dy_bh: the rows' bias gradient (nm_bias_add_bits, tokens in order), then
+ * the N*W words as bf16 into A at DST (dy_abh; dy_bh takes DST 0xffff) and packed into Bh at
+ * OUT. */
+static int model_dy(uint16_t *a, uint32_t *b, const uint16_t *p, int ta, char *err,
+		    size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], DST = p[4], ONES = p[6], OUT = p[8], DB = p[9];
+	const char *what = ta ? "dy_abh" : "dy_bh";
+	if ((DST != 0xffff) != ta) {
+		snprintf(err, errlen, "%s: block DST 0x%04x: the entry takes %s", what, DST,
+			 ta ? "an A element" : "0xffff");
+		return CS_ERR_INVALID;
+	}
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "%s: %u tokens of %u elements are past a 16-bit count", what,
+			 N, W);
+		return CS_ERR_INVALID;
+	}
+	int rc = check_ones(a, ONES, W, what, err, errlen);
+	if (rc)
+		return rc;
+	uint16_t *bh = (uint16_t *)(void *)b;
+	for (unsigned t = 0; t < N; t++)
+		nm_bias_add_bits(b + DB, b + SRC + t * W, W);
+	for (unsigned i = 0; i < N * W; i++) {
+		uint16_t v = nm_bf16_from_bits(b[SRC + i]);
+		if (ta)
+			a[DST + i] = v;
+		bh[OUT + i] = v;
+	}
+	return CS_OK;
+}
+
+static int model_dy_abh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_dy(a, b, p, 1, err, errlen);
+}
+
+static int model_dy_bh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_dy(a, b, p, 0, err, errlen);
+}
+
 /* the W ones a program multiplies by (bias_fwd, bias_bwd, fw/vec_fc.s) */
 static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *what,
 		      char *err, size_t errlen)
@@ -319,6 +381,15 @@ static const struct res_prog progs[] = {
 	{ "vec_cvt", "cvt_f", 8, 0, 1, 1, 3, 30, 0,
 	  { { 2, A_, RES_NS, 3 }, { 4, B_, RES_NS, 3 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 } },
 	  4, model_cvt_f },
+	{ "vec_cvt", "cvt_fbh", 9, 0, 1, 2, 4, 43, 0,
+	  { { 2, A_, RES_NW, 0 }, { 4, B_, RES_NW, 0 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 },
+	    { 8, CSD_MEM_BH, RES_NW, 0 } }, 5, model_cvt_fbh },
+	{ "vec_cvt", "dy_abh", 10, 0, 1, 3, 3, 33, 0,
+	  { { 2, B_, RES_NW, 0 }, { 4, A_, RES_NW, 0 }, { 6, A_, RES_W, 0 },
+	    { 8, CSD_MEM_BH, RES_NW, 0 }, { 9, B_, RES_W, 0 } }, 5, model_dy_abh },
+	{ "vec_cvt", "dy_bh", 10, 0, 1, 2, 3, 26, 0,
+	  { { 2, B_, RES_NW, 0 }, { 6, A_, RES_W, 0 }, { 8, CSD_MEM_BH, RES_NW, 0 },
+	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh },
 	/* vec_fc: block W N TG TD S IN OUT D MODE ONES B ZERO ST; scalar from the source */
 	{ "vec_fc", "fc_gelu_sh", 13, 0, 1, 4, 38, 6, 0,
 	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },

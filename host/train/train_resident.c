@@ -17,9 +17,11 @@
  *     small vectors (beta, a bias, the gradient partials, scratch, the GELU tables, the
  *     parameter block).
  * Every kernel output is a tile of C features: qkv runs as its three row blocks (q, k, v),
- * fc as four row blocks, each through bias and GELU into its own stash tile, fc2 as the
- * four matching column blocks accumulating onto x (the same fmac chain as one call). The
- * blocks are rebuilt from the projections' nonzero lists every forward.
+ * fc as four row blocks, each through bias and GELU into its own stash tile (one vec_fc
+ * call), fc2 as the four matching column blocks accumulating onto x (the same fmac chain
+ * as one call). The blocks are rebuilt from the projections' nonzero lists every forward.
+ * In the backward the packed dy of fc2's four wgrads is packed once a block (B: the Bh
+ * region) and fc's packed dY lives in the output tile it was packed from.
  */
 #include "train/train_resident.h"
 
@@ -56,6 +58,10 @@ struct tr_layout {
 	/* B words */
 	uint32_t b_x, b_tile, b_dln, b_bh, b_scr, b_be, b_bias, b_dg, b_db, b_dbias, b_s, b_t,
 		b_zero, b_one, b_tg, b_td, b_blk, b_end;
+	/* ln_fwd's scratch row and ln_bwd's dgamma, dbeta and zeros: in the output tile, free
+	 * during a layernorm and in the other B bank than the small vectors they meet in a
+	 * vmac, so that it reads both operands in one cycle (docs/architecture.md 4.4) */
+	uint32_t b_lns, b_lndg, b_lndb, b_lnz;
 };
 
 struct train_resident {
@@ -76,6 +82,7 @@ struct train_resident {
 };
 
 #define NBLK 11
+#define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
 #define BQKV 0
@@ -132,6 +139,11 @@ static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t b
 	lo->b_td = lo->b_tg + 256;
 	lo->b_blk = lo->b_td + 256;
 	lo->b_end = lo->b_blk + 16;
+	lo->b_lns = lo->b_tile;
+	int fits = tp >= 3; /* three rows of C in the tile */
+	lo->b_lndg = fits ? lo->b_tile : lo->b_dg;
+	lo->b_lndb = fits ? lo->b_tile + (uint32_t)C : lo->b_db;
+	lo->b_lnz = fits ? lo->b_tile + 2 * (uint32_t)C : lo->b_zero;
 }
 
 void tr_sram_need_stash(int n_layer, int n_embd, int pes, int tokens, enum tr_stash kind,
@@ -429,7 +441,7 @@ static int ln_forward(train_resident *r, int tp, const float *gamma, const float
 	TRY(write_gamma(r, gamma));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
 	const uint16_t p[13] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->b_be,
-				 (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
+				 (uint16_t)lo->b_lns, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
 				 nm_bf16_from_f32(1.0f / (float)C), nm_bf16_from_f32(1e-5f),
 				 (uint16_t)lo->b_x, (uint16_t)y, (uint16_t)z, (uint16_t)rr,
 				 (uint16_t)tp };
@@ -467,16 +479,21 @@ static int gather(train_resident *r, float *out, uint32_t at)
 	return CS_OK;
 }
 
-/* out[C] += sum over tokens of the C-word rows at src (bias_bwd partials, then gather) */
-static int bias_backward(train_resident *r, int tp, float *out, uint32_t src)
+/* The resident gradient dx as a backward kernel's input: out[C] += its bias gradient (per-PE
+ * partials, gathered), bf16 into A at dya (NONE: not) and packed into the Bh region, one
+ * vec_cvt call (dy_abh / dy_bh). */
+static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 {
+	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, rc;
 	memset(r->part, 0, sizeof(float) * (size_t)C);
-	TRY(csd_write_all(r->dev, CSD_MEM_B, r->lo.b_dbias, r->part, (uint32_t)C));
-	const uint16_t p[7] = { (uint16_t)C, (uint16_t)tp, (uint16_t)src, (uint16_t)C,
-				(uint16_t)r->lo.b_dbias, 0, (uint16_t)r->lo.a_ones };
-	TRY(run(r, "vec_cvt", "bias_bwd", p, 7));
-	return gather(r, out, r->lo.b_dbias);
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
+	const uint16_t p[10] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_x, (uint16_t)C,
+				 (uint16_t)dya, (uint16_t)C, (uint16_t)lo->a_ones,
+				 (uint16_t)lo->b_zero, (uint16_t)(2 * lo->b_bh),
+				 (uint16_t)lo->b_dbias };
+	TRY(run(r, "vec_cvt", dya == 0xffff ? "dy_bh" : "dy_abh", p, 10));
+	return gather(r, out, lo->b_dbias);
 }
 
 /* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
@@ -524,7 +541,6 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 	return convert(r, tp, 0, scr, dst);
 }
 
-#define NONE 0xffff
 /* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
 static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
 		  int mode, uint32_t bv, uint32_t st)
@@ -635,8 +651,8 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 			 cs_strerror(rc));
 		goto out;
 	}
-	/* the constants: ones (A and B), the GELU tables, zeros (B: cvt_f's, before any ln_bwd
-	 * has left them); then the embeddings down into x */
+	/* the constants: ones (A and B), the GELU tables, zeros (B: the widening's; nothing
+	 * writes them but a ln_bwd that zeroes them again); then the embeddings down into x */
 	for (int j = 0; j < C; j++) {
 		r->h16[j] = 0x3f80;
 		r->part[j] = 1.0f;
@@ -704,10 +720,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 
 	/* fc2: dy = dx as bf16 in A (small: into S, where h was, at each tile) and packed in
 	 * Bh once for its four wgrads; its bias */
-	if (!lo->small)
-		TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
-	TRY(bias_backward(r, tp, g->fcprojb + l * C1, lo->b_x));
-	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
+	TRY(dy_prepare(r, tp, g->fcprojb + l * C1, lo->small ? NONE : lo->a_dy));
 	/* per hidden tile: (recomputed GELU,) fc2's dW and input gradient, GELU backward with
 	 * fc's bias gradient and its dY packed in place in the tile, fc's dW and input
 	 * gradient (small: y2 rebuilt after tile 0's GELU backward, where its GELU' was) */
@@ -740,25 +753,23 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const float *zeros = r->part; /* C zeros, written before gather overwrites part */
 	memset(r->part, 0, sizeof(float) * (size_t)C);
 	TRY(write_gamma(r, p->ln2w + l * C1));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndg, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndb, zeros, (uint32_t)C));
 	uint16_t pl[15] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->a_ones,
 			    (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am, inv_c,
-			    (uint16_t)lo->b_zero, (uint16_t)lo->b_dln,
+			    (uint16_t)lo->b_lnz, (uint16_t)lo->b_dln,
 			    (uint16_t)st_z2(r, l), (uint16_t)stash_r(r, l, 1),
-			    (uint16_t)lo->b_x, (uint16_t)lo->b_dg, (uint16_t)lo->b_db,
+			    (uint16_t)lo->b_x, (uint16_t)lo->b_lndg, (uint16_t)lo->b_lndb,
 			    (uint16_t)tp };
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln2w + l * C1, lo->b_dg));
-	TRY(gather(r, g->ln2b + l * C1, lo->b_db));
+	TRY(gather(r, g->ln2w + l * C1, lo->b_lndg));
+	TRY(gather(r, g->ln2b + l * C1, lo->b_lndb));
 	/* small: y1 rebuilt where y2 was (the pre tiles are dead) */
 	if (lo->small)
 		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l),
 			       lo->b_tile));
 	/* proj: dy = dx again; the attention output's gradient up as bf16 */
-	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
-	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
-	TRY(bias_backward(r, tp, g->attprojb + l * C1, lo->b_x));
+	TRY(dy_prepare(r, tp, g->attprojb + l * C1, lo->a_dy));
 	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
 	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
 	TRY(convert(r, tp, 0, lo->b_tile, lo->a_stg));
@@ -771,19 +782,19 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		for (size_t j = 0; j < C3; j++)
 			dqb[j] += m->dqkv[(size_t)t * C3 + j];
 	/* by row block (q, k, v): its gradient down into A once, widened into the free output
-	 * tile (cvt_f, against B rows of ones and of the zeros ln_bwd left) and packed into Bh
-	 * (cvt_bh) for its dW; its input gradient accumulated (the same chains as one call
+	 * tile (against B rows of ones and of zeros) and packed into Bh for
+	 * its dW (one cvt_fbh); its input gradient accumulated (the same chains as one call
 	 * over 3C) */
-	const uint16_t pw[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
-				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero };
+	const uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
+				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
+				 (uint16_t)(2 * lo->b_bh) };
 	for (int k = 0; k < 3; k++) {
 		for (int t = 0; t < BT; t++)
 			for (int j = 0; j < C; j++)
 				r->h16[(size_t)t * C + j] =
 					nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
 		TRY(csd_write_tokens(r->dev, &dya, r->h16, BT));
-		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
-		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 			  st_y1(r, l), C));
 		TRY(csd_backward_region(r->dev, &dln, &dya, &b[BQKV + k], BT,
@@ -792,13 +803,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	/* ln1 backward into dx */
 	memset(r->part, 0, sizeof(float) * (size_t)C);
 	TRY(write_gamma(r, p->ln1w + l * C1));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndg, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndb, zeros, (uint32_t)C));
 	pl[9] = (uint16_t)st_z1(r, l);
 	pl[10] = (uint16_t)stash_r(r, l, 0);
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln1w + l * C1, lo->b_dg));
-	return gather(r, g->ln1b + l * C1, lo->b_db);
+	TRY(gather(r, g->ln1w + l * C1, lo->b_lndg));
+	return gather(r, g->ln1b + l * C1, lo->b_lndb);
 }
 
 int tr_backward(train_resident *r, float loss_scale)

@@ -4,8 +4,9 @@
  * backend's model engine (verif/models/mesh_model.c running fw/vec_*.s), bit for bit over
  * the whole SRAM of every PE, and both against nm_ln_fwd_bits, nm_ln_bwd_bits,
  * nm_gelu_fwd_bits (gelu_fwd, gelu_h), nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token, cvt_f rebuilding
- * ln_fwd's y from z (nm_fmac_row_bits, y to the bit), vec_fc's entries on both (their
- * firmware against their definitions: test_pe_model.c); 1x1, 2x2 and 4x4 meshes with token
+ * ln_fwd's y from z (nm_fmac_row_bits, y to the bit), vec_fc's entries and vec_cvt's
+ * cvt_fbh, dy_abh and dy_bh on both (their firmware against their definitions:
+ * test_pe_model.c); 1x1, 2x2 and 4x4 meshes with token
  * counts that do not divide them. Also: a forward kernel after program calls, transfers
  * alone on every backend here (the Verilated mesh when its test build exists), the
  * Verilated mesh refusing programs, and bad arguments.
@@ -393,6 +394,19 @@ static void mesh_case(int rows, int cols, int T)
 		const uint16_t pcv[13] = { WG, (uint16_t)tp, 0, 0, 0, PRE, H };
 		run_both(dev, "vec_fc", "fc_cvt", pcv, 13);
 		same_sram(dev, P, when);
+		/* vec_cvt's fused entries: dp widened into PRE and packed over DH (cvt_fbh); PRE's
+		 * rows' bias gradient, bf16 into H and packed over DH (dy_abh, dy_bh) */
+		const uint16_t pfh[9] = { WG, (uint16_t)tp, DP, WG, PRE, 0, ONESB, ZEROB, 2 * DH };
+		run_both(dev, "vec_cvt", "cvt_fbh", pfh, 9);
+		same_sram(dev, P, when);
+		for (int ta = 0; ta < 2; ta++) {
+			for (int k = 0; k < 2; k++)
+				ok(dev[k], csd_write_all(dev[k], CSD_MEM_B, DBG, zeros, WG));
+			const uint16_t pdy[10] = { WG, (uint16_t)tp, PRE, WG, ta ? H : 0xffff, WG, ONESFC,
+						   ZEROB, 2 * DH, DBG };
+			run_both(dev, "vec_cvt", ta ? "dy_abh" : "dy_bh", pdy, 10);
+			same_sram(dev, P, when);
+		}
 		/* a block naming other steps than its entry's is refused */
 		const uint16_t bad[13] = { WG, (uint16_t)tp, TG, TD, S2, PRE, H, D, 0, ONESFC, BIASB,
 					   ZEROB, 0xffff };

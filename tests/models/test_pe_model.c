@@ -730,6 +730,66 @@ static void test_cvt(void **state)
 	}
 }
 
+/* fw/vec_cvt.s cvt_fbh: cvt_f over contiguous rows, then the rows packed into Bh; dy_abh and
+ * dy_bh: the bias gradient (nm_bias_add_bits, tokens in order), the rows as bf16 into A
+ * (dy_abh) and packed into Bh; bit for bit, everything else in A and B untouched. */
+static void test_cvt_fused(void **state)
+{
+	(void)state;
+	const uint16_t P = 1900;
+	for (int k = 0; k < 6; k++) {
+		unsigned w = 8 + (unsigned)(rng_next() % 40), ntok = 1 + (unsigned)(rng_next() % 5);
+		struct pe_model m;
+		uint32_t b0[BWORDS];
+		uint16_t a0[AWORDS];
+		uint16_t *bh = (uint16_t *)(void *)b0;
+		/* cvt_fbh: A rows from 40 widened to B from 300 (ones 1000, zeros 1100), packed
+		 * to Bh from 1400 (B words 700..) */
+		setup_image(&m, "vec_cvt", "cvt_fbh");
+		for (unsigned j = 0; j < w; j++) {
+			m.b[1000 + j] = j & 1 ? 0x3f800000u : 0x3f807fffu;
+			m.b[1100 + j] = 0;
+		}
+		const uint16_t pf[9] = { (uint16_t)w, (uint16_t)ntok, 40, (uint16_t)w, 300, 0, 1000,
+					 1100, 1400 };
+		memcpy(b0, m.b, sizeof b0);
+		memcpy(a0, m.a, sizeof a0);
+		for (int i = 0; i < 9; i++)
+			b0[P + i] = pf[i];
+		for (unsigned t = 0; t < ntok; t++)
+			nm_fmac_row_bits(b0 + 300 + t * w, a0 + 40 + t * w, b0 + 1000, b0 + 1100, w);
+		for (unsigned i = 0; i < ntok * w; i++)
+			bh[1400 + i] = nm_bf16_from_bits(b0[300 + i]);
+		run_block(&m, P, pf, 9);
+		assert_memory_equal(m.b, b0, sizeof b0);
+		assert_memory_equal(m.a, a0, sizeof a0);
+		pe_model_free(&m);
+		/* dy_abh / dy_bh: rows from 200, db at 1000, ones at A 500, A rows to 30, Bh to 1400 */
+		for (int ta = 0; ta < 2; ta++) {
+			setup_image(&m, "vec_cvt", ta ? "dy_abh" : "dy_bh");
+			for (unsigned j = 0; j < w; j++)
+				m.a[500 + j] = 0x3f80;
+			const uint16_t pd[10] = { (uint16_t)w, (uint16_t)ntok, 200, 7,
+						  ta ? 30 : 0xffff, 9, 500, 0, 1400, 1000 };
+			memcpy(b0, m.b, sizeof b0);
+			memcpy(a0, m.a, sizeof a0);
+			for (int i = 0; i < 10; i++)
+				b0[P + i] = pd[i];
+			for (unsigned t = 0; t < ntok; t++)
+				nm_bias_add_bits(b0 + 1000, b0 + 200 + t * w, w);
+			for (unsigned i = 0; i < ntok * w; i++) {
+				if (ta)
+					a0[30 + i] = nm_bf16_from_bits(b0[200 + i]);
+				bh[1400 + i] = nm_bf16_from_bits(b0[200 + i]);
+			}
+			run_block(&m, P, pd, 10);
+			assert_memory_equal(m.b, b0, sizeof b0);
+			assert_memory_equal(m.a, a0, sizeof a0);
+			pe_model_free(&m);
+		}
+	}
+}
+
 /* fw/vec_fc.s: each fc_gelu entry bit for bit its composition of nm_bias_add_bits (or
  * nm_fmac_row_bits), the stash, nm_gelu_fwd_bits and the LUT; fc_gelu_bwd bit for bit
  * nm_gelu_bwd_bits, nm_bias_add_bits and the in-place packing; fc_cvt nm_bf16_from_bits;
@@ -850,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_gelu),
 		cmocka_unit_test(test_cvt),
 		cmocka_unit_test(test_fc),
+		cmocka_unit_test(test_cvt_fused),
 		cmocka_unit_test(test_vfma),
 		cmocka_unit_test(test_vmac),
 		cmocka_unit_test(test_vdot),
