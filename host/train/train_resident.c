@@ -377,6 +377,8 @@ static struct prof_site {
 } prof[PROF_MAX];
 static int n_prof = -1; /* -1: CS_TR_PROFILE not yet read; 0 off or empty */
 static int prof_on;
+static const char *prof_image; /* the last call's image: a switch loads an overlay */
+static uint64_t prof_switches;
 
 static int run_at(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
 		  int n, int line)
@@ -403,6 +405,9 @@ static int run_at(train_resident *r, const char *prog, const char *entry, const 
 	}
 	prof[i].calls++;
 	prof[i].cycles += c1.cycles - c0.cycles;
+	if (!prof_image || strcmp(prof_image, prog))
+		prof_switches++;
+	prof_image = prog;
 	return rc;
 }
 
@@ -419,8 +424,9 @@ static void prof_print(void)
 		calls += prof[i].calls;
 	}
 	if (n_prof > 0)
-		fprintf(stderr, "profile: all programs  calls %4llu  cycles %9llu\n",
-			(unsigned long long)calls, (unsigned long long)tot);
+		fprintf(stderr, "profile: all programs  calls %4llu  cycles %9llu  image switches "
+			"%llu\n", (unsigned long long)calls, (unsigned long long)tot,
+			(unsigned long long)prof_switches);
 	n_prof = n_prof > 0 ? 0 : n_prof;
 }
 
