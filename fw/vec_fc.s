@@ -2,8 +2,10 @@
 ; in one overlay so that a tile's calls never switch images: the bias, the stash and GELU
 ; of the forward, GELU again from the stash in the backward, and GELU's backward with the
 ; bias gradient and the fc wgrad's packed dY. Each task is started like vec_ln_fwd.s's
-; (payload low half = P, the parameter block) and works token by token, W elements a
-; token, token t's row at base + t*W in every memory (rows contiguous).
+; (payload low half = P, the parameter block); the rows of N tokens, W elements a token,
+; are contiguous (token t's row at base + t*W in every memory, N*W below 65536), so what
+; is elementwise runs over all N*W elements in one instruction and only the steps with a
+; per-row operand (a bias, the ones, S) go row by row.
 ;   fc_gelu_*:   four entries of one loop, each named for the block it takes (the block's
 ;                MODE, ST and D select the steps; the driver checks they match the entry):
 ;                MODE 0: pre_j = fmac(1, bf16(b_j), pre_j)              (the bias, bias_fwd)
@@ -25,7 +27,7 @@
 ;   fc_cvt:      A[OUT + i] = bf16(B[IN + i]), i < N*W (below 65536): cvt_a of the whole
 ;                rows at once.
 ; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
-; Registers: r1 = t*W, r3 = tokens left, r7 = W; the others are scratch.
+; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
 
 .equ P_W, 0		; elements a token
 .equ P_N, 1		; tokens
@@ -50,64 +52,71 @@ fc_gelu_hd:
 fc_gelu_h:
 fc_gelu_wd:
 	wlo r5
-	add r1, r0, r0
 	addi r4, r5, P_N
 	ldb r3, [r4]
-	bne r3, r0, fg_tok
+	bne r3, r0, fg_go
 	ret
-fg_tok:	wlo r5
-	addi r4, r5, P_W
+fg_go:	addi r4, r5, P_W
 	ldb r7, [r4]
-	addi r4, r5, P_IN
-	ldb r6, [r4]
-	add r6, r6, r1		; r6 = pre_t
-	addi r4, r5, P_ST
-	ldb r4, [r4]
-	add r4, r4, r1		; r4 = the stash row
+	addi r6, r5, P_IN
+	ldb r6, [r6]		; r6 = the rows
+	addi r1, r5, P_ST
+	ldb r1, [r1]		; r1 = the stash rows
 	addi r2, r5, P_MODE
 	ldb r2, [r2]
 	bne r2, r0, fg_wid
 	addi r2, r5, P_ONES
 	ldb r2, [r2]
-	addi r5, r5, P_B
-	ldb r5, [r5]
-	vmac r6, r2, r5		; pre_j = fmac(1, bf16(b_j), pre_j)
-	wlo r5
-	addi r2, r5, P_ST
-	ldb r2, [r2]
-	addi r2, r2, 1
-	beq r2, r0, fg_d	; no stash
-	cvt.bf r4		; A[ST + t*W + j] = bf16(pre_j)
+	addi r4, r5, P_B
+	ldb r4, [r4]
+fg_bias: vmac r6, r2, r4	; pre_j = fmac(1, bf16(b_j), pre_j)
+	add r6, r6, r7
+	djnz r3, fg_bias
 	jmp fg_d
 fg_wid:	addi r2, r5, P_B
 	ldb r2, [r2]		; r2 = the ones
-	addi r5, r5, P_ZERO
-	ldb r5, [r5]		; r5 = the zeros
-	vmac r5, r4, r2		; pre_j = fmac(A[ST + t*W + j], bf16(1.0), +0)
-fg_d:	wlo r5
-	addi r4, r5, P_D
-	ldb r4, [r4]
-	addi r2, r4, 1
-	beq r2, r0, fg_h	; no GELU'
-	add r2, r6, r0		; r2 = pre_t
+	addi r4, r5, P_ZERO
+	ldb r4, [r4]		; r4 = the zeros
+fg_w:	vmac r4, r1, r2		; pre_j = fmac(A[ST + t*W + j], bf16(1.0), +0)
+	add r6, r6, r7
+	add r1, r1, r7
+	djnz r3, fg_w
+fg_d:	addi r4, r5, P_D	; GELU' a row at a time, through S
+	ldb r1, [r4]
+	addi r2, r1, 1
+	beq r2, r0, fg_st	; no GELU'
+	addi r4, r5, P_N
+	ldb r3, [r4]
+	addi r2, r5, P_IN
+	ldb r2, [r2]
 	addi r6, r5, P_S
 	ldb r6, [r6]		; r6 = S
-	addi r5, r5, P_TD
-	ldb r5, [r5]
-	vlut r5, r2		; B[S + j] = lut_gelu'(pre_j)
-	add r4, r4, r1
-	cvt.bf r4		; A[D + t*W + j] = d_j
-	add r6, r2, r0		; r6 = pre_t
-	wlo r5
+	addi r4, r5, P_TD
+	ldb r4, [r4]
+fg_dt:	vlut r4, r2		; B[S + j] = lut_gelu'(pre_j)
+	cvt.bf r1		; A[D + t*W + j] = d_j
+	add r2, r2, r7
+	add r1, r1, r7
+	djnz r3, fg_dt
+fg_st:	addi r4, r5, P_N	; the rest over all N*W elements at once
+	ldb r3, [r4]
+	mul r7, r7, r3
+	addi r6, r5, P_IN
+	ldb r6, [r6]
+	addi r2, r5, P_MODE
+	ldb r2, [r2]
+	bne r2, r0, fg_h	; MODE 1: the stash is the source
+	addi r4, r5, P_ST
+	ldb r4, [r4]
+	addi r2, r4, 1
+	beq r2, r0, fg_h	; no stash
+	cvt.bf r4		; A[ST + i] = bf16(pre_i)
 fg_h:	addi r4, r5, P_TG
 	ldb r4, [r4]
-	vlut r4			; pre_j = lut_gelu(pre_j)
+	vlut r4			; pre_i = lut_gelu(pre_i)
 	addi r4, r5, P_OUT
 	ldb r4, [r4]
-	add r4, r4, r1
-	cvt.bf r4		; A[OUT + t*W + j] = h_j
-	add r1, r1, r7
-	djnz r3, fg_tok
+	cvt.bf r4		; A[OUT + i] = h_i
 	ret
 
 .entry fc_gelu_bwd
@@ -117,40 +126,42 @@ fc_gelu_bwd:
 	ldb r6, [r4]
 	addi r4, r5, P_W
 	ldb r7, [r4]
-	fill
-	add r1, r0, r0
+	fill			; the zeros
 	addi r4, r5, P_N
 	ldb r3, [r4]
-	bne r3, r0, fb_tok
+	bne r3, r0, fb_go
 	ret
-fb_tok:	wlo r5
-	addi r4, r5, P_IN
-	ldb r6, [r4]
-	add r6, r6, r1		; r6 = dh_t
+fb_go:	add r2, r6, r0		; r2 = the zeros
 	addi r4, r5, P_D
 	ldb r4, [r4]
-	add r4, r4, r1		; r4 = d_t
-	addi r5, r5, P_S
-	ldb r5, [r5]		; r5 = the zeros
-	vmac r5, r4, r6		; dh_j = fmac(d_j, bf16(dh_j), 0)
-	wlo r5
-	addi r4, r5, P_OUT
-	ldb r4, [r4]
-	add r4, r4, r1
-	cvt.bf r4		; A[OUT + t*W + j] = dp_j
-	add r2, r6, r0		; r2 = dh_t
+	addi r6, r5, P_IN
+	ldb r6, [r6]
+fb_p:	vmac r2, r4, r6		; dh_j = fmac(d_j, bf16(dh_j), 0)
+	add r4, r4, r7
+	add r6, r6, r7
+	djnz r3, fb_p
+	addi r4, r5, P_N
+	ldb r3, [r4]
 	addi r4, r5, P_ONES
 	ldb r4, [r4]
+	addi r1, r5, P_IN
+	ldb r1, [r1]
 	addi r6, r5, P_B
 	ldb r6, [r6]		; r6 = the bias gradient
-	vmac r6, r4, r2		; db_j = fmac(1, bf16(dh_j), db_j)
-	add r6, r2, r0		; r6 = dh_t
+fb_b:	vmac r6, r4, r1		; db_j = fmac(1, bf16(dh_j), db_j), tokens in order
+	add r1, r1, r7
+	djnz r3, fb_b
+	addi r4, r5, P_N	; then all N*W elements at once
+	ldb r3, [r4]
+	mul r7, r7, r3
+	addi r6, r5, P_IN
+	ldb r6, [r6]
+	addi r4, r5, P_OUT
+	ldb r4, [r4]
+	cvt.bf r4		; A[OUT + i] = dp_i
 	addi r4, r5, P_ST
 	ldb r4, [r4]
-	add r4, r4, r1
-	cvt.bh r4		; Bh[ST + t*W + j] = dp_j
-	add r1, r1, r7
-	djnz r3, fb_tok
+	cvt.bh r4		; Bh[ST + i] = dp_i (in place: each word read first)
 	ret
 
 .entry fc_cvt

@@ -261,11 +261,18 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 			 d ? "a D" : "D 0xffff");
 		return CS_ERR_INVALID;
 	}
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "%s: %u tokens of %u elements are past a 16-bit count", what,
+			 N, W);
+		return CS_ERR_INVALID;
+	}
 	if (!mode) {
 		int rc = check_ones(a, ONES, W, what, err, errlen);
 		if (rc)
 			return rc;
 	}
+	/* per token (the firmware's rows, then its passes over all N*W: the same bits and
+	 * the same scratch, the last row's GELU') */
 	for (unsigned t = 0; t < N; t++) {
 		uint32_t *pre = b + IN + t * W;
 		if (!mode) {
@@ -308,13 +315,19 @@ static int model_fc_gelu_wd(uint16_t *a, uint32_t *b, const uint16_t *p, char *e
 }
 
 /* fw/vec_fc.s fc_gelu_bwd: zeroes W words, then per token nm_gelu_bwd_bits (dh becomes the
- * product before rounding), nm_bias_add_bits of it into the bias gradient, and its bf16
- * packed into Bh (in place when ST = 2 IN: each word is read before it is written). */
+ * product before rounding) and nm_bias_add_bits of it into the bias gradient, then the
+ * N*W products' bf16 packed into Bh (in place when ST = 2 IN: each word is read before it
+ * is written). */
 static int model_fc_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
 			     size_t errlen)
 {
 	unsigned W = p[0], N = p[1], S = p[4], IN = p[5], OUT = p[6], D = p[7], ONES = p[9],
 		 DB = p[10], ST = p[12];
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "fc_gelu_bwd: %u tokens of %u elements are past a 16-bit "
+			 "count", N, W);
+		return CS_ERR_INVALID;
+	}
 	int rc = check_ones(a, ONES, W, "fc_gelu_bwd", err, errlen);
 	if (rc)
 		return rc;
@@ -327,9 +340,9 @@ static int model_fc_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *
 		for (unsigned j = 0; j < W; j++)
 			dh[j] = nm_fmac_bits(d[j], nm_bf16_from_bits(dh[j]), b[S + j]);
 		nm_bias_add_bits(b + DB, dh, W);
-		for (unsigned j = 0; j < W; j++)
-			bh[ST + t * W + j] = nm_bf16_from_bits(dh[j]);
 	}
+	for (unsigned i = 0; i < N * W; i++)
+		bh[ST + i] = nm_bf16_from_bits(b[IN + i]);
 	return CS_OK;
 }
 
@@ -391,23 +404,23 @@ static const struct res_prog progs[] = {
 	  { { 2, B_, RES_NW, 0 }, { 6, A_, RES_W, 0 }, { 8, CSD_MEM_BH, RES_NW, 0 },
 	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh },
 	/* vec_fc: block W N TG TD S IN OUT D MODE ONES B ZERO ST; scalar from the source */
-	{ "vec_fc", "fc_gelu_sh", 13, 0, 1, 4, 38, 6, 0,
+	{ "vec_fc", "fc_gelu_sh", 13, 0, 1, 4, 3, 42, 0,
 	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 6,
 	  model_fc_gelu_sh },
-	{ "vec_fc", "fc_gelu_hd", 13, 0, 1, 5, 46, 6, 0,
+	{ "vec_fc", "fc_gelu_hd", 13, 0, 1, 5, 8, 49, 0,
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
 	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 8, model_fc_gelu_hd },
-	{ "vec_fc", "fc_gelu_h", 13, 0, 1, 3, 36, 6, 0,
+	{ "vec_fc", "fc_gelu_h", 13, 0, 1, 3, 3, 41, 0,
 	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 5, model_fc_gelu_h },
-	{ "vec_fc", "fc_gelu_wd", 13, 0, 1, 5, 41, 6, 0,
+	{ "vec_fc", "fc_gelu_wd", 13, 0, 1, 5, 9, 44, 0,
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
 	    { 10, B_, RES_W, 0 }, { 11, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 9,
 	  model_fc_gelu_wd },
-	{ "vec_fc", "fc_gelu_bwd", 13, 0, 1, 4, 28, 11, 1,
+	{ "vec_fc", "fc_gelu_bwd", 13, 0, 1, 4, 7, 34, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 7, A_, RES_NW, 0 }, { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 },
 	    { 12, CSD_MEM_BH, RES_NW, 0 } }, 7, model_fc_gelu_bwd },
