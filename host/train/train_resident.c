@@ -498,7 +498,7 @@ static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 				 (uint16_t)dya, (uint16_t)C, (uint16_t)lo->a_ones,
 				 (uint16_t)lo->b_zero, (uint16_t)(2 * lo->b_bh),
 				 (uint16_t)lo->b_dbias };
-	TRY(run(r, "vec_cvt", dya == 0xffff ? "dy_bh" : "dy_abh", p, 10));
+	TRY(run(r, "vec_cvt", dya == NONE ? "dy_bh" : "dy_abh", p, 10));
 	return gather(r, out, lo->b_dbias);
 }
 
