@@ -382,7 +382,9 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
 				"run_program: %s:%s is not a vector program the driver knows "
 				"(vec_ln_fwd:ln_fwd, vec_ln_bwd:ln_bwd, vec_gelu:gelu_fwd, "
 				"vec_gelu:gelu_bwd, vec_cvt:cvt_a, vec_cvt:cvt_bh, "
-				"vec_cvt:bias_fwd, vec_cvt:bias_bwd)",
+				"vec_cvt:bias_fwd, vec_cvt:bias_bwd, vec_cvt:cvt_f, vec_gelu:gelu_h, "
+				"vec_fc:fc_gelu_sh, vec_fc:fc_gelu_hd, vec_fc:fc_gelu_h, "
+				"vec_fc:fc_gelu_wd, vec_fc:fc_gelu_bwd, vec_fc:fc_cvt)",
 				program, entry);
 	if (n_params != pr->n_params)
 		return csd_fail(dev, CS_ERR_INVALID,

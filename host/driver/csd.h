@@ -175,7 +175,9 @@ int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_
 /*
  * Run entry `entry` of vector program `program` (fw/<program>.s: "vec_ln_fwd" "ln_fwd",
  * "vec_ln_bwd" "ln_bwd", "vec_gelu" "gelu_fwd" or "gelu_bwd", "vec_cvt" "cvt_a", "cvt_bh",
- * "bias_fwd" or "bias_bwd": the conversions between kernels) on every PE, with its
+ * "bias_fwd", "bias_bwd" or "cvt_f": the conversions between kernels, "vec_fc"
+ * "fc_gelu_sh", "fc_gelu_hd", "fc_gelu_h", "fc_gelu_wd", "fc_gelu_bwd" or "fc_cvt": a fc
+ * tile's vector work in one overlay) on every PE, with its
  * parameter block params [n_params] (the .equ P_ names of its source, in order) written
  * at B word `block` (below 65536) of every PE. The program is loaded into IMEM after the
  * kernels image when it is not already there. The regions the block names must lie in

@@ -171,6 +171,195 @@ static int model_cvt_f(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, s
 	return CS_OK;
 }
 
+/* cvt_fbh: cvt_f with the rows W apart, then the N*W words packed into Bh at OUT. */
+static int model_cvt_fbh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], DST = p[4], ONES = p[6], ZERO = p[7], OUT = p[8];
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "cvt_fbh: %u tokens of %u elements are past a 16-bit count", N, W);
+		return CS_ERR_INVALID;
+	}
+	uint16_t *bh = (uint16_t *)(void *)b;
+	for (unsigned t = 0; t < N; t++)
+		nm_fmac_row_bits(b + DST + t * W, a + SRC + t * W, b + ONES, b + ZERO, W);
+	for (unsigned i = 0; i < N * W; i++)
+		bh[OUT + i] = nm_bf16_from_bits(b[DST + i]);
+	return CS_OK;
+}
+
+static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *what,
+		      char *err, size_t errlen);
+
+/* dy_abh (a = 1) / dy_bh: the rows' bias gradient (nm_bias_add_bits, tokens in order), then
+ * the N*W words as bf16 into A at DST (dy_abh; dy_bh takes DST 0xffff) and packed into Bh at
+ * OUT. */
+static int model_dy(uint16_t *a, uint32_t *b, const uint16_t *p, int ta, char *err,
+		    size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], DST = p[4], ONES = p[6], OUT = p[8], DB = p[9];
+	const char *what = ta ? "dy_abh" : "dy_bh";
+	if ((DST != 0xffff) != ta) {
+		snprintf(err, errlen, "%s: block DST 0x%04x: the entry takes %s", what, DST,
+			 ta ? "an A element" : "0xffff");
+		return CS_ERR_INVALID;
+	}
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "%s: %u tokens of %u elements are past a 16-bit count", what,
+			 N, W);
+		return CS_ERR_INVALID;
+	}
+	int rc = check_ones(a, ONES, W, what, err, errlen);
+	if (rc)
+		return rc;
+	uint16_t *bh = (uint16_t *)(void *)b;
+	for (unsigned t = 0; t < N; t++)
+		nm_bias_add_bits(b + DB, b + SRC + t * W, W);
+	for (unsigned i = 0; i < N * W; i++) {
+		uint16_t v = nm_bf16_from_bits(b[SRC + i]);
+		if (ta)
+			a[DST + i] = v;
+		bh[OUT + i] = v;
+	}
+	return CS_OK;
+}
+
+static int model_dy_abh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_dy(a, b, p, 1, err, errlen);
+}
+
+static int model_dy_bh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_dy(a, b, p, 0, err, errlen);
+}
+
+/* the W ones a program multiplies by (bias_fwd, bias_bwd, fw/vec_fc.s) */
+static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *what,
+		      char *err, size_t errlen)
+{
+	for (unsigned j = 0; j < W; j++)
+		if (a[ones + j] != 0x3f80) {
+			snprintf(err, errlen, "%s: A[%u] of the ones vector is 0x%04x, not 1.0", what,
+				 ones + j, a[ones + j]);
+			return CS_ERR_INVALID;
+		}
+	return CS_OK;
+}
+
+/* fw/vec_fc.s fc_gelu_*: per token the bias (MODE 0, nm_bias_add_bits) and the stash, or
+ * the stash widened (MODE 1, nm_fmac_row_bits), then nm_gelu_fwd_bits (GELU' unless
+ * D = 0xffff); pre becomes lut_gelu(pre), the scratch the last token's GELU'. The entry
+ * names the block's MODE, stash (MODE 0) and D (the estimate's steps): mode, st, d. */
+static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char *what,
+			 unsigned mode, int st, int d, char *err, size_t errlen)
+{
+	unsigned W = p[0], N = p[1], TG = p[2], TD = p[3], S = p[4], IN = p[5], OUT = p[6],
+		 D = p[7], MODE = p[8], ONES = p[9], BV = p[10], ZERO = p[11], ST = p[12];
+	int has_st = ST != 0xffff, has_d = D != 0xffff;
+	if (MODE != mode || (!mode && has_st != st) || (mode && !has_st) || has_d != d) {
+		snprintf(err, errlen, "%s: block MODE %u, ST 0x%04x, D 0x%04x: the entry takes MODE %u, "
+			 "%s and %s", what, MODE, ST, D, mode, st ? "a stash" : "ST 0xffff",
+			 d ? "a D" : "D 0xffff");
+		return CS_ERR_INVALID;
+	}
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "%s: %u tokens of %u elements are past a 16-bit count", what,
+			 N, W);
+		return CS_ERR_INVALID;
+	}
+	if (!mode) {
+		int rc = check_ones(a, ONES, W, what, err, errlen);
+		if (rc)
+			return rc;
+	}
+	/* per token (the firmware's rows, then its passes over all N*W: the same bits and
+	 * the same scratch, the last row's GELU') */
+	for (unsigned t = 0; t < N; t++) {
+		uint32_t *pre = b + IN + t * W;
+		if (!mode) {
+			nm_bias_add_bits(pre, b + BV, W);
+			if (st)
+				for (unsigned j = 0; j < W; j++)
+					a[ST + t * W + j] = nm_bf16_from_bits(pre[j]);
+		} else {
+			nm_fmac_row_bits(pre, a + ST + t * W, b + BV, b + ZERO, W);
+		}
+		nm_gelu_fwd_bits(a + OUT + t * W, d ? a + D + t * W : NULL, pre, W, b + TG,
+				 d ? b + TD : NULL);
+		for (unsigned j = 0; j < W; j++) {
+			if (d)
+				b[S + j] = nm_lut_bits(b + TD, pre[j]);
+			pre[j] = nm_lut_bits(b + TG, pre[j]);
+		}
+	}
+	return CS_OK;
+}
+
+static int model_fc_gelu_sh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_sh", 0, 1, 0, err, errlen);
+}
+
+static int model_fc_gelu_hd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_hd", 0, 0, 1, err, errlen);
+}
+
+static int model_fc_gelu_h(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_h", 0, 0, 0, err, errlen);
+}
+
+static int model_fc_gelu_wd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_wd", 1, 1, 1, err, errlen);
+}
+
+/* fw/vec_fc.s fc_gelu_bwd: zeroes W words, then per token nm_gelu_bwd_bits (dh becomes the
+ * product before rounding) and nm_bias_add_bits of it into the bias gradient, then the
+ * N*W products' bf16 packed into Bh (in place when ST = 2 IN: each word is read before it
+ * is written). */
+static int model_fc_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+			     size_t errlen)
+{
+	unsigned W = p[0], N = p[1], S = p[4], IN = p[5], OUT = p[6], D = p[7], ONES = p[9],
+		 DB = p[10], ST = p[12];
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "fc_gelu_bwd: %u tokens of %u elements are past a 16-bit "
+			 "count", N, W);
+		return CS_ERR_INVALID;
+	}
+	int rc = check_ones(a, ONES, W, "fc_gelu_bwd", err, errlen);
+	if (rc)
+		return rc;
+	uint16_t *bh = (uint16_t *)(void *)b; /* Bh: element 2w the low half of w */
+	memset(b + S, 0, W * sizeof *b);
+	for (unsigned t = 0; t < N; t++) {
+		uint32_t *dh = b + IN + t * W;
+		const uint16_t *d = a + D + t * W;
+		nm_gelu_bwd_bits(a + OUT + t * W, dh, d, W);
+		for (unsigned j = 0; j < W; j++)
+			dh[j] = nm_fmac_bits(d[j], nm_bf16_from_bits(dh[j]), b[S + j]);
+		nm_bias_add_bits(b + DB, dh, W);
+	}
+	for (unsigned i = 0; i < N * W; i++)
+		bh[ST + i] = nm_bf16_from_bits(b[IN + i]);
+	return CS_OK;
+}
+
+/* fw/vec_fc.s fc_cvt: N*W elements at once (the firmware's 16-bit count). */
+static int model_fc_cvt(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	unsigned W = p[0], N = p[1], IN = p[5], OUT = p[6];
+	if ((uint64_t)N * W > 0xffff) {
+		snprintf(err, errlen, "fc_cvt: %u tokens of %u elements are past a 16-bit count", N, W);
+		return CS_ERR_INVALID;
+	}
+	for (unsigned i = 0; i < N * W; i++)
+		a[OUT + i] = nm_bf16_from_bits(b[IN + i]);
+	return CS_OK;
+}
+
 /* The programs (their sources' .equ P_ names give the block). */
 #define A_ CSD_MEM_A
 #define B_ CSD_MEM_B
@@ -204,6 +393,38 @@ static const struct res_prog progs[] = {
 	{ "vec_cvt", "cvt_f", 8, 0, 1,
 	  { { 2, A_, RES_NS, 3 }, { 4, B_, RES_NS, 3 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 } },
 	  4, model_cvt_f },
+	{ "vec_cvt", "cvt_fbh", 9, 0, 1,
+	  { { 2, A_, RES_NW, 0 }, { 4, B_, RES_NW, 0 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 },
+	    { 8, CSD_MEM_BH, RES_NW, 0 } }, 5, model_cvt_fbh },
+	{ "vec_cvt", "dy_abh", 10, 0, 1,
+	  { { 2, B_, RES_NW, 0 }, { 4, A_, RES_NW, 0 }, { 6, A_, RES_W, 0 },
+	    { 8, CSD_MEM_BH, RES_NW, 0 }, { 9, B_, RES_W, 0 } }, 5, model_dy_abh },
+	{ "vec_cvt", "dy_bh", 10, 0, 1,
+	  { { 2, B_, RES_NW, 0 }, { 6, A_, RES_W, 0 }, { 8, CSD_MEM_BH, RES_NW, 0 },
+	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh },
+	/* vec_fc: block W N TG TD S IN OUT D MODE ONES B ZERO ST */
+	{ "vec_fc", "fc_gelu_sh", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 6,
+	  model_fc_gelu_sh },
+	{ "vec_fc", "fc_gelu_hd", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
+	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 8, model_fc_gelu_hd },
+	{ "vec_fc", "fc_gelu_h", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 5, model_fc_gelu_h },
+	{ "vec_fc", "fc_gelu_wd", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
+	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
+	    { 10, B_, RES_W, 0 }, { 11, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 9,
+	  model_fc_gelu_wd },
+	{ "vec_fc", "fc_gelu_bwd", 13, 0, 1,
+	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
+	    { 7, A_, RES_NW, 0 }, { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 },
+	    { 12, CSD_MEM_BH, RES_NW, 0 } }, 7, model_fc_gelu_bwd },
+	{ "vec_fc", "fc_cvt", 13, 0, 1,
+	  { { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 2, model_fc_cvt },
 };
 #undef A_
 #undef B_

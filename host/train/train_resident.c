@@ -17,9 +17,11 @@
  *     small vectors (beta, a bias, the gradient partials, scratch, the GELU tables, the
  *     parameter block).
  * Every kernel output is a tile of C features: qkv runs as its three row blocks (q, k, v),
- * fc as four row blocks, each through bias and GELU into its own stash tile, fc2 as the
- * four matching column blocks accumulating onto x (the same fmac chain as one call). The
- * blocks are rebuilt from the projections' nonzero lists every forward.
+ * fc as four row blocks, each through bias and GELU into its own stash tile (one vec_fc
+ * call), fc2 as the four matching column blocks accumulating onto x (the same fmac chain
+ * as one call). The blocks are rebuilt from the projections' nonzero lists every forward.
+ * In the backward the packed dy of fc2's four wgrads is packed once a block (B: the Bh
+ * region) and fc's packed dY lives in the output tile it was packed from.
  */
 #include "train/train_resident.h"
 
@@ -56,6 +58,10 @@ struct tr_layout {
 	/* B words */
 	uint32_t b_x, b_tile, b_dln, b_bh, b_scr, b_be, b_bias, b_dg, b_db, b_dbias, b_s, b_t,
 		b_zero, b_one, b_tg, b_td, b_blk, b_end;
+	/* ln_fwd's scratch row and ln_bwd's dgamma, dbeta and zeros: in the output tile, free
+	 * during a layernorm and in the other B bank than the small vectors they meet in a
+	 * vmac, so that it reads both operands in one cycle (docs/architecture.md 4.4) */
+	uint32_t b_lns, b_lndg, b_lndb, b_lnz;
 };
 
 struct train_resident {
@@ -76,6 +82,9 @@ struct train_resident {
 };
 
 #define NBLK 11
+#define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
+
+static void prof_print(void);
 #define BQKV 0
 #define BFC 3
 #define BFC2 7
@@ -130,6 +139,11 @@ static void layout(struct tr_layout *lo, int L, int C, int P, int BT, uint32_t b
 	lo->b_td = lo->b_tg + 256;
 	lo->b_blk = lo->b_td + 256;
 	lo->b_end = lo->b_blk + 16;
+	lo->b_lns = lo->b_tile;
+	int fits = tp >= 3; /* three rows of C in the tile */
+	lo->b_lndg = fits ? lo->b_tile : lo->b_dg;
+	lo->b_lndb = fits ? lo->b_tile + (uint32_t)C : lo->b_db;
+	lo->b_lnz = fits ? lo->b_tile + 2 * (uint32_t)C : lo->b_zero;
 }
 
 void tr_sram_need_stash(int n_layer, int n_embd, int pes, int tokens, enum tr_stash kind,
@@ -321,6 +335,7 @@ void tr_close(train_resident *r)
 {
 	if (!r)
 		return;
+	prof_print();
 	for (int k = 0; r->blk && k < r->m->cfg.n_layer * NBLK; k++)
 		csd_sparse_free(&r->blk[k]);
 	free(r->blk);
@@ -352,10 +367,67 @@ static csd_region rg(int mem, uint32_t base, uint32_t width)
 	return x;
 }
 
-static int run(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
-	       int n)
+/* CS_TR_PROFILE=1: each program call's device cycles (its overlay, block, SYNCs and run),
+ * summed per entry and call site (the caller's line), printed to stderr at tr_close. */
+#define PROF_MAX 64
+static struct prof_site {
+	const char *entry;
+	int line;
+	uint64_t calls, cycles;
+} prof[PROF_MAX];
+static int n_prof = -1; /* -1: CS_TR_PROFILE not yet read; 0 off or empty */
+static int prof_on;
+static const char *prof_image; /* the last call's image: a switch loads an overlay */
+static uint64_t prof_switches;
+
+static int run_at(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
+		  int n, int line)
 {
-	return csd_run_program(r->dev, prog, entry, r->lo.b_blk, p, n);
+	if (n_prof < 0) {
+		const char *e = getenv("CS_TR_PROFILE");
+		prof_on = e && *e && strcmp(e, "0");
+		n_prof = 0;
+	}
+	csd_counters c0, c1;
+	if (prof_on)
+		csd_get_counters(r->dev, &c0);
+	int rc = csd_run_program(r->dev, prog, entry, r->lo.b_blk, p, n);
+	if (!prof_on || rc)
+		return rc;
+	csd_get_counters(r->dev, &c1);
+	int i = 0;
+	while (i < n_prof && (prof[i].line != line || strcmp(prof[i].entry, entry)))
+		i++;
+	if (i == n_prof) {
+		if (n_prof == PROF_MAX)
+			return rc;
+		prof[n_prof++] = (struct prof_site){ entry, line, 0, 0 };
+	}
+	prof[i].calls++;
+	prof[i].cycles += c1.cycles - c0.cycles;
+	if (!prof_image || strcmp(prof_image, prog))
+		prof_switches++;
+	prof_image = prog;
+	return rc;
+}
+
+#define run(r, prog, entry, p, n) run_at(r, prog, entry, p, n, __LINE__)
+
+static void prof_print(void)
+{
+	uint64_t tot = 0, calls = 0;
+	for (int i = 0; i < n_prof; i++) {
+		fprintf(stderr, "profile: %-9s line %4d  calls %4llu  cycles %9llu\n", prof[i].entry,
+			prof[i].line, (unsigned long long)prof[i].calls,
+			(unsigned long long)prof[i].cycles);
+		tot += prof[i].cycles;
+		calls += prof[i].calls;
+	}
+	if (n_prof > 0)
+		fprintf(stderr, "profile: all programs  calls %4llu  cycles %9llu  image switches "
+			"%llu\n", (unsigned long long)calls, (unsigned long long)tot,
+			(unsigned long long)prof_switches);
+	n_prof = n_prof > 0 ? 0 : n_prof;
 }
 
 static int write_gamma(train_resident *r, const float *gamma)
@@ -375,7 +447,7 @@ static int ln_forward(train_resident *r, int tp, const float *gamma, const float
 	TRY(write_gamma(r, gamma));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
 	const uint16_t p[13] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->b_be,
-				 (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
+				 (uint16_t)lo->b_lns, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
 				 nm_bf16_from_f32(1.0f / (float)C), nm_bf16_from_f32(1e-5f),
 				 (uint16_t)lo->b_x, (uint16_t)y, (uint16_t)z, (uint16_t)rr,
 				 (uint16_t)tp };
@@ -413,31 +485,43 @@ static int gather(train_resident *r, float *out, uint32_t at)
 	return CS_OK;
 }
 
-/* out[C] += sum over tokens of the C-word rows at src (bias_bwd partials, then gather) */
-static int bias_backward(train_resident *r, int tp, float *out, uint32_t src)
+/* The resident gradient dx as a backward kernel's input: out[C] += its bias gradient (per-PE
+ * partials, gathered), bf16 into A at dya (NONE: not) and packed into the Bh region, one
+ * vec_cvt call (dy_abh / dy_bh). */
+static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 {
+	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, rc;
 	memset(r->part, 0, sizeof(float) * (size_t)C);
-	TRY(csd_write_all(r->dev, CSD_MEM_B, r->lo.b_dbias, r->part, (uint32_t)C));
-	const uint16_t p[7] = { (uint16_t)C, (uint16_t)tp, (uint16_t)src, (uint16_t)C,
-				(uint16_t)r->lo.b_dbias, 0, (uint16_t)r->lo.a_ones };
-	TRY(run(r, "vec_cvt", "bias_bwd", p, 7));
-	return gather(r, out, r->lo.b_dbias);
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
+	const uint16_t p[10] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_x, (uint16_t)C,
+				 (uint16_t)dya, (uint16_t)C, (uint16_t)lo->a_ones,
+				 (uint16_t)lo->b_zero, (uint16_t)(2 * lo->b_bh),
+				 (uint16_t)lo->b_dbias };
+	TRY(run(r, "vec_cvt", dya == NONE ? "dy_bh" : "dy_abh", p, 10));
+	return gather(r, out, lo->b_dbias);
 }
 
 /* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
- * dy packed in Bh, x the A region of width C at xa. */
-static int wgrad(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
-		 int BT, uint32_t xa, int dyw)
+ * dy packed in Bh from element dyh, x the A region of width C at xa. */
+static int wgrad_at(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		    int BT, uint32_t xa, int dyw, uint32_t dyh)
 {
 	int rc;
-	csd_region dy = rg(CSD_MEM_BH, 2 * r->lo.b_bh, (uint32_t)dyw);
+	csd_region dy = rg(CSD_MEM_BH, dyh, (uint32_t)dyw);
 	csd_region x = rg(CSD_MEM_A, xa, (uint32_t)sp->n_in);
 	TRY(csd_wgrad_region(r->dev, r->dw, &dy, &x, sp, BT, r->lo.b_scr));
 	for (int i = 0; i < sp->n_out; i++)
 		for (int64_t e = sp->row_ptr[i]; e < sp->row_ptr[i + 1]; e++)
 			g[(size_t)(r0 + i) * ic + c0 + sp->col[e]] += r->dw[e];
 	return CS_OK;
+}
+
+/* the same, dy packed in the Bh region (b_bh) */
+static int wgrad(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		 int BT, uint32_t xa, int dyw)
+{
+	return wgrad_at(r, g, ic, r0, c0, sp, BT, xa, dyw, 2 * r->lo.b_bh);
 }
 
 static void fail_msg(train_resident *r, const char *what, int l)
@@ -447,9 +531,9 @@ static void fail_msg(train_resident *r, const char *what, int l)
 }
 
 /* y of a layernorm rebuilt from its stashed z (small): cvt_f against gamma (its bf16 values,
- * fp32 in B) and beta into the output tile, cvt_a into A at dst: nm_ln_fwd_bits's y. */
+ * fp32 in B) and beta into the B tile scr, cvt_a into A at dst: nm_ln_fwd_bits's y. */
 static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
-		      uint32_t z, uint32_t dst)
+		      uint32_t z, uint32_t dst, uint32_t scr)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, rc;
@@ -458,48 +542,58 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, r->part, (uint32_t)C));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
 	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)z, (uint16_t)C,
-				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
+				 (uint16_t)scr, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
 	TRY(run(r, "vec_cvt", "cvt_f", pc, 8));
-	return convert(r, tp, 0, lo->b_tile, dst);
+	return convert(r, tp, 0, scr, dst);
+}
+
+/* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
+static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
+		  int mode, uint32_t bv, uint32_t st)
+{
+	const struct tr_layout *lo = &r->lo;
+	const uint16_t p[13] = { (uint16_t)r->m->cfg.n_embd, (uint16_t)tp, (uint16_t)lo->b_tg,
+				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
+				 (uint16_t)out, (uint16_t)d, (uint16_t)mode,
+				 (uint16_t)lo->a_ones, (uint16_t)bv, (uint16_t)lo->b_zero,
+				 (uint16_t)st };
+	return run(r, "vec_fc", entry, p, 13);
 }
 
 /* fc tile k of block l: its output (fc from the ln2 output and its bias; small, in the
- * backward: the stashed pre-activation widened by cvt_f), GELU into h, GELU' into d (not
- * in the forward of small and recompute: gelu_h). The small forward stashes the
- * pre-activation. */
+ * backward: the stashed pre-activation widened), GELU into h, GELU' into d (not in the
+ * forward of small and recompute), one vec_fc call after the kernel. The small forward
+ * stashes the pre-activation. */
 static int fc_tile(train_resident *r, int l, int k, int BT, int bwd)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, tp = (BT + r->P - 1) / r->P, rc;
 	csd_region tile = rg(CSD_MEM_B, lo->b_tile, C), y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C);
-	if (lo->small && bwd) {
-		const uint16_t pw[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)tile_pre(r, l, k),
-					 (uint16_t)C, (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one,
-					 (uint16_t)lo->b_zero };
-		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
-	} else {
-		TRY(csd_forward_region(r->dev, &tile, &y2, &r->blk[(size_t)l * NBLK + BFC + k], BT,
-				       CSD_OVERWRITE));
-		TRY(bias_forward(r, tp, r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C,
-				 lo->b_tile));
-	}
-	if (lo->small && !bwd)
-		TRY(convert(r, tp, 0, lo->b_tile, tile_pre(r, l, k)));
-	const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->b_tg, (uint16_t)lo->b_td,
-				 (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
-				 (uint16_t)tile_h(r, l, k), (uint16_t)tile_d(r, l, k) };
-	/* GELU' only where the backward reads it: not in the forward of a layout that
-	 * rebuilds it */
-	return run(r, "vec_gelu", bwd || lo->kind == TR_FULL ? "gelu_fwd" : "gelu_h", pg, 8);
+	uint32_t h = tile_h(r, l, k), d = tile_d(r, l, k);
+	if (lo->small && bwd)
+		return run_fc(r, "fc_gelu_wd", tp, h, d, 1, lo->b_one, tile_pre(r, l, k));
+	TRY(csd_forward_region(r->dev, &tile, &y2, &r->blk[(size_t)l * NBLK + BFC + k], BT,
+			       CSD_OVERWRITE));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_bias,
+			  r->m->params.fcb + (size_t)l * 4 * C + (size_t)k * C, (uint32_t)C));
+	if (lo->small)
+		return run_fc(r, "fc_gelu_sh", tp, h, NONE, 0, lo->b_bias, tile_pre(r, l, k));
+	/* GELU' only where the backward reads it: not in the recomputing forward */
+	if (bwd || lo->kind == TR_FULL)
+		return run_fc(r, "fc_gelu_hd", tp, h, d, 0, lo->b_bias, NONE);
+	return run_fc(r, "fc_gelu_h", tp, h, NONE, 0, lo->b_bias, NONE);
 }
 
 /* Row block k of qkv [BT, 3C] from the bf16 tile read into h16. */
-static void unpack_qkv(train_resident *r, float *qkv, int k, int BT)
+/* Row block k of q, k, v from its bf16 read, plus its bias on the host, which reads q, k,
+ * v for attention anyway (and sums their bias gradient): fp32 onto the bf16 output. */
+static void unpack_qkv(train_resident *r, float *qkv, int k, int BT, const float *bias)
 {
 	size_t C = (size_t)r->m->cfg.n_embd;
 	for (int t = 0; t < BT; t++)
 		for (size_t j = 0; j < C; j++)
-			qkv[(size_t)t * 3 * C + k * C + j] = nm_bf16_to_f32(r->h16[(size_t)t * C + j]);
+			qkv[(size_t)t * 3 * C + k * C + j] =
+				nm_bf16_to_f32(r->h16[(size_t)t * C + j]) + bias[j];
 }
 
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
@@ -514,7 +608,7 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	const csd_sparse *b = r->blk + (size_t)l * NBLK;
 	csd_region x = rg(CSD_MEM_B, lo->b_x, C), tile = rg(CSD_MEM_B, lo->b_tile, C);
 	csd_region y1 = rg(CSD_MEM_A, st_y1(r, l), C), att = rg(CSD_MEM_A, st_att(r, l), C);
-	csd_region y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C), qb = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
+	csd_region y2 = rg(CSD_MEM_A, st_y2(r, l, 0), C), qbh = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
 	float *qkv = a->qkv + (size_t)l * BT * C3, *atty = a->atty + (size_t)l * BT * C1;
 	float *attp = a->att + (size_t)l * B * NH * T * T;
 
@@ -525,12 +619,11 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	for (int k = 0; k < 3; k++) {
 		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
 		if (k)
-			unpack_qkv(r, qkv, k - 1, BT);
-		TRY(bias_forward(r, tp, p->qkvb + l * C3 + k * C1, lo->b_tile));
+			unpack_qkv(r, qkv, k - 1, BT, p->qkvb + l * C3 + (k - 1) * C1);
 		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
-		TRY((k < 2 ? csd_read_tokens_next : csd_read_tokens)(r->dev, r->h16, &qb, BT));
+		TRY((k < 2 ? csd_read_tokens_next : csd_read_tokens)(r->dev, r->h16, &qbh, BT));
 	}
-	unpack_qkv(r, qkv, 2, BT);
+	unpack_qkv(r, qkv, 2, BT, p->qkvb + l * C3 + 2 * C1);
 	/* attention on the host; its output down into the stash */
 	attention_forward_pool(m->pool, atty, attp, qkv, scratch, B, T, C, NH);
 	nm_bf16_from_f32_array(r->h16, atty, (size_t)BT * C);
@@ -573,8 +666,8 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 			 cs_strerror(rc));
 		goto out;
 	}
-	/* the constants: ones (A and B), the GELU tables, zeros (B: cvt_f's, before any ln_bwd
-	 * has left them); then the embeddings down into x */
+	/* the constants: ones (A and B), the GELU tables, zeros (B: the widening's; nothing
+	 * writes them but a ln_bwd that zeroes them again); then the embeddings down into x */
 	for (int j = 0; j < C; j++) {
 		r->h16[j] = 0x3f80;
 		r->part[j] = 1.0f;
@@ -644,34 +737,34 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const float *attp = a->att + (size_t)l * B * NH * T * T;
 	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
 
-	/* fc2: dy = dx as bf16 in A (and packed in Bh before each of its wgrads: the Bh
-	 * region also carries fc's dpre; small: into S, where h was, at each tile); its bias */
-	if (!lo->small)
-		TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
-	TRY(bias_backward(r, tp, g->fcprojb + l * C1, lo->b_x));
-	/* per hidden tile: (recomputed GELU,) fc2's dW and input gradient, GELU backward,
-	 * fc's bias, dW and input gradient (small: y2 rebuilt after tile 0's GELU backward,
-	 * where its GELU' was) */
+	/* fc2: dy = dx as bf16 in A (small: into S, where h was, at each tile) and packed in
+	 * Bh once for its four wgrads; its bias */
+	TRY(dy_prepare(r, tp, g->fcprojb + l * C1, lo->small ? NONE : lo->a_dy));
+	/* per hidden tile: (recomputed GELU,) fc2's dW and input gradient, GELU backward with
+	 * fc's bias gradient and its dY packed in place in the tile, fc's dW and input
+	 * gradient (small: y2 rebuilt after tile 0's GELU backward, where its GELU' was) */
 	for (int k = 0; k < 4; k++) {
 		if (lo->recompute || lo->small)
 			TRY(fc_tile(r, l, k, BT, 1));
-		TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
 		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
 			  tile_h(r, l, k), C));
-		if (lo->small)
-			TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
+		if (lo->small) {
+			const uint16_t pd[13] = { (uint16_t)C, (uint16_t)tp, 0, 0, 0, (uint16_t)lo->b_x,
+						  (uint16_t)lo->a_dy };
+			TRY(run(r, "vec_fc", "fc_cvt", pd, 13));
+		}
 		TRY(csd_backward_region(r->dev, &tile, &dya, &b[BFC2 + k], BT, CSD_OVERWRITE));
-		const uint16_t pg[8] = { (uint16_t)C, (uint16_t)tp, 0, 0, (uint16_t)lo->b_s,
-					 (uint16_t)lo->b_tile, (uint16_t)lo->a_dp,
-					 (uint16_t)tile_d(r, l, k) };
-		TRY(run(r, "vec_gelu", "gelu_bwd", pg, 8));
-		TRY(bias_backward(r, tp, g->fcb + l * C4 + k * C1, lo->b_tile));
-		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
+		memset(r->part, 0, sizeof(float) * (size_t)C);
+		TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
+		TRY(run_fc(r, "fc_gelu_bwd", tp, lo->a_dp, tile_d(r, l, k), 0, lo->b_dbias,
+			   2 * lo->b_tile));
+		TRY(gather(r, g->fcb + l * C4 + k * C1, lo->b_dbias));
+		/* the rebuild's B scratch: dln, free until fc's first input gradient */
 		if (lo->small && k == 0)
 			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
-				       st_y2(r, l, 1)));
-		TRY(wgrad(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
-			  st_y2(r, l, 1), C));
+				       st_y2(r, l, 1), lo->b_dln));
+		TRY(wgrad_at(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
+			     st_y2(r, l, 1), C, 2 * lo->b_tile));
 		TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC + k], BT,
 					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
@@ -679,25 +772,24 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const float *zeros = r->part; /* C zeros, written before gather overwrites part */
 	memset(r->part, 0, sizeof(float) * (size_t)C);
 	TRY(write_gamma(r, p->ln2w + l * C1));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndg, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndb, zeros, (uint32_t)C));
 	uint16_t pl[15] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->a_ones,
 			    (uint16_t)lo->b_s, (uint16_t)lo->b_t, (uint16_t)lo->a_am, inv_c,
-			    (uint16_t)lo->b_zero, (uint16_t)lo->b_dln,
+			    (uint16_t)lo->b_lnz, (uint16_t)lo->b_dln,
 			    (uint16_t)st_z2(r, l), (uint16_t)stash_r(r, l, 1),
-			    (uint16_t)lo->b_x, (uint16_t)lo->b_dg, (uint16_t)lo->b_db,
+			    (uint16_t)lo->b_x, (uint16_t)lo->b_lndg, (uint16_t)lo->b_lndb,
 			    (uint16_t)tp };
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln2w + l * C1, lo->b_dg));
-	TRY(gather(r, g->ln2b + l * C1, lo->b_db));
+	TRY(gather(r, g->ln2w + l * C1, lo->b_lndg));
+	TRY(gather(r, g->ln2b + l * C1, lo->b_lndb));
 	/* small: y1 rebuilt where y2 was (the pre tiles are dead) */
 	if (lo->small)
-		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l)));
+		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l),
+			       lo->b_tile));
 	/* proj: dy = dx again; the attention output's gradient up as bf16, packed in place in
 	 * the output tile: it streams up while proj's dW computes (B's other bank) */
-	TRY(convert(r, tp, 0, lo->b_x, lo->a_dy));
-	TRY(convert(r, tp, 1, lo->b_x, 2 * lo->b_bh));
-	TRY(bias_backward(r, tp, g->attprojb + l * C1, lo->b_x));
+	TRY(dy_prepare(r, tp, g->attprojb + l * C1, lo->a_dy));
 	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
 	TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
 	TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
@@ -710,19 +802,19 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		for (size_t j = 0; j < C3; j++)
 			dqb[j] += m->dqkv[(size_t)t * C3 + j];
 	/* by row block (q, k, v): its gradient down into A once, widened into the free output
-	 * tile (cvt_f, against B rows of ones and of the zeros ln_bwd left) and packed into Bh
-	 * (cvt_bh) for its dW; its input gradient accumulated (the same chains as one call
+	 * tile (against B rows of ones and of zeros) and packed into Bh for
+	 * its dW (one cvt_fbh); its input gradient accumulated (the same chains as one call
 	 * over 3C) */
-	const uint16_t pw[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
-				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero };
+	const uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
+				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
+				 (uint16_t)(2 * lo->b_bh) };
 	for (int k = 0; k < 3; k++) {
 		for (int t = 0; t < BT; t++)
 			for (int j = 0; j < C; j++)
 				r->h16[(size_t)t * C + j] =
 					nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
 		TRY(csd_write_tokens(r->dev, &dya, r->h16, BT));
-		TRY(run(r, "vec_cvt", "cvt_f", pw, 8));
-		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
 		if (k < 2 || !dx_out)
 			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 				  st_y1(r, l), C));
@@ -732,13 +824,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	/* ln1 backward into dx */
 	memset(r->part, 0, sizeof(float) * (size_t)C);
 	TRY(write_gamma(r, p->ln1w + l * C1));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, zeros, (uint32_t)C));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_db, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndg, zeros, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_lndb, zeros, (uint32_t)C));
 	pl[9] = (uint16_t)st_z1(r, l);
 	pl[10] = (uint16_t)stash_r(r, l, 0);
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln1w + l * C1, lo->b_dg));
-	TRY(gather(r, g->ln1b + l * C1, lo->b_db));
+	TRY(gather(r, g->ln1w + l * C1, lo->b_lndg));
+	TRY(gather(r, g->ln1b + l * C1, lo->b_lndb));
 	if (!dx_out)
 		return CS_OK;
 	/* the first block: dx (the embeddings' gradient, B's first bank) streams up while v's

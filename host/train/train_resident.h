@@ -4,14 +4,16 @@
  *
  * The residual stream x (fp32, B) and each block's backward stash (A, bf16) stay in the
  * PEs, split by token (csd_write_tokens). Per block the device runs ln1 (vec_ln_fwd), the
- * qkv kernel and its bias (vec_cvt bias_fwd), q, k, v go up as bf16, the host runs
- * attention, its output comes down into A, the proj kernel accumulates onto x, then ln2,
- * fc + bias, GELU (vec_gelu, stashing GELU'), fc2 accumulating onto x. The backward mirrors
- * it with ln_bwd, gelu_bwd, bias_bwd, the cvt_a / cvt_bh conversions, the kernels on
- * regions and csd_wgrad_region for every projection's dW (CSR order, scattered into the
- * dense gradient). Layernorm and bias gradients come back as per-PE partials, summed on the
- * host in PE order. The embeddings, the final layernorm, the LM head, the loss, attention's
- * core (and qkv's bias gradient, from the dq, dk, dv the host computed) stay on the host.
+ * qkv kernel, q, k, v go up as bf16 (the host adds their bias), the host runs attention,
+ * its output comes down into A, the proj kernel accumulates onto x, then ln2, per fc tile
+ * the kernel and one vec_fc call (bias, stash, GELU), fc2 accumulating onto x. The backward
+ * mirrors it with ln_bwd, vec_fc's GELU and GELU backward (with the bias gradient and the
+ * packed dY), vec_cvt's conversions of the resident gradient, the kernels on regions and
+ * csd_wgrad_region for every projection's dW (CSR order, scattered into the dense
+ * gradient). Layernorm and bias gradients come back as per-PE partials, summed on the host
+ * in PE order. The embeddings, the final layernorm, the LM head, the loss, attention's
+ * core and qkv's bias (forward, and its gradient from the dq, dk, dv the host computed)
+ * stay on the host. CS_TR_PROFILE=1 prints each program call site's device cycles.
  *
  * Not here: the projections' nonzero lists and their refresh (train_device.h), the
  * optimizer. tr_forward / tr_backward stand in for gpt_forward / gpt_backward and leave

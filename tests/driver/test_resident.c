@@ -4,7 +4,9 @@
  * backend's model engine (verif/models/mesh_model.c running fw/vec_*.s), bit for bit over
  * the whole SRAM of every PE, and both against nm_ln_fwd_bits, nm_ln_bwd_bits,
  * nm_gelu_fwd_bits (gelu_fwd, gelu_h), nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token, cvt_f rebuilding
- * ln_fwd's y from z (nm_fmac_row_bits, y to the bit); 1x1, 2x2 and 4x4 meshes with token
+ * ln_fwd's y from z (nm_fmac_row_bits, y to the bit), vec_fc's entries and vec_cvt's
+ * cvt_fbh, dy_abh and dy_bh on both (their firmware against their definitions:
+ * test_pe_model.c); 1x1, 2x2 and 4x4 meshes with token
  * counts that do not divide them. Also: a forward kernel after program calls, transfers
  * alone on every backend here (the Verilated mesh when its test build exists), the
  * Verilated mesh refusing programs, and bad arguments.
@@ -33,9 +35,10 @@
 /* B words */
 enum { X = 0, BE = 256, S = 320, TS = 400, BLK = 500, DY = 600, DX = 800, DG = 1000, DB = 1100,
        ZERO = 1200, PRE = 4096, TG = 4700, TD = 5000, S2 = 5300, DH = 5500, ONESB = 6400,
-       ZEROB = 6600 };
+       ZEROB = 6600, BIASB = 6800, DBG = 7000 };
 /* A elements */
-enum { G = 0, ONES = 64, Y = 128, Z = 256, R = 400, AM = 410, H = 512, D = 1024, DP = 1536 };
+enum { G = 0, ONES = 64, Y = 128, Z = 256, R = 400, AM = 410, H = 512, D = 1024, DP = 1536,
+       ONESFC = 2048, ST = 2304 };
 
 static float rand_act(float offset)
 {
@@ -351,6 +354,64 @@ static void mesh_case(int rows, int cols, int T)
 		assert_memory_equal(h2, h, (size_t)Tall * WG * 2);
 		same_sram(dev, P, when);
 		free(h2);
+	}
+
+	/* vec_fc: a fc tile's forward of each layout (the bias, the stash, GELU, GELU'), the
+	 * backward's GELU from the stash (d over the stash), GELU's backward with the bias
+	 * gradient and dY packed in place, fc_cvt */
+	{
+		static uint16_t onesfc[WG];
+		static float bias[WG], zeros[WG];
+		for (unsigned j = 0; j < WG; j++) {
+			onesfc[j] = 0x3f80;
+			bias[j] = rand_act(0.0f) / 4.0f;
+		}
+		for (int k = 0; k < 2; k++) {
+			ok(dev[k], csd_write_all(dev[k], CSD_MEM_A, ONESFC, onesfc, WG));
+			ok(dev[k], csd_write_all(dev[k], CSD_MEM_B, BIASB, bias, WG));
+		}
+		static const char *const ent[4] = { "fc_gelu_sh", "fc_gelu_wd", "fc_gelu_hd",
+						    "fc_gelu_h" };
+		const uint16_t dd[4] = { 0xffff, ST, D, 0xffff }, md[4] = { 0, 1, 0, 0 };
+		const uint16_t bv[4] = { BIASB, ONESB, BIASB, BIASB }, st[4] = { ST, ST, 0xffff, 0xffff };
+		for (int e = 0; e < 4; e++) {
+			for (int k = 0; k < 2 && e != 1; k++)
+				ok(dev[k], csd_write_tokens(dev[k], &rpre, pre, T));
+			const uint16_t pfc[13] = { WG, (uint16_t)tp, TG, TD, S2, PRE, H, dd[e], md[e],
+						   ONESFC, bv[e], ZEROB, st[e] };
+			run_both(dev, "vec_fc", ent[e], pfc, 13);
+			same_sram(dev, P, when);
+		}
+		/* GELU's backward on the GELU' fc_gelu_hd left */
+		for (int k = 0; k < 2; k++) {
+			ok(dev[k], csd_write_tokens(dev[k], &rdh, dh, T));
+			ok(dev[k], csd_write_all(dev[k], CSD_MEM_B, DBG, zeros, WG));
+		}
+		const uint16_t pfb[13] = { WG, (uint16_t)tp, 0, 0, S2, DH, DP, D, 0, ONESFC, DBG, 0,
+					   2 * DH };
+		run_both(dev, "vec_fc", "fc_gelu_bwd", pfb, 13);
+		same_sram(dev, P, when);
+		const uint16_t pcv[13] = { WG, (uint16_t)tp, 0, 0, 0, PRE, H };
+		run_both(dev, "vec_fc", "fc_cvt", pcv, 13);
+		same_sram(dev, P, when);
+		/* vec_cvt's fused entries: dp widened into PRE and packed over DH (cvt_fbh); PRE's
+		 * rows' bias gradient, bf16 into H and packed over DH (dy_abh, dy_bh) */
+		const uint16_t pfh[9] = { WG, (uint16_t)tp, DP, WG, PRE, 0, ONESB, ZEROB, 2 * DH };
+		run_both(dev, "vec_cvt", "cvt_fbh", pfh, 9);
+		same_sram(dev, P, when);
+		for (int ta = 0; ta < 2; ta++) {
+			for (int k = 0; k < 2; k++)
+				ok(dev[k], csd_write_all(dev[k], CSD_MEM_B, DBG, zeros, WG));
+			const uint16_t pdy[10] = { WG, (uint16_t)tp, PRE, WG, ta ? H : 0xffff, WG, ONESFC,
+						   ZEROB, 2 * DH, DBG };
+			run_both(dev, "vec_cvt", ta ? "dy_abh" : "dy_bh", pdy, 10);
+			same_sram(dev, P, when);
+		}
+		/* a block naming other steps than its entry's is refused */
+		const uint16_t bad[13] = { WG, (uint16_t)tp, TG, TD, S2, PRE, H, D, 0, ONESFC, BIASB,
+					   ZEROB, 0xffff };
+		assert_int_equal(csd_run_program(dev[0], "vec_fc", "fc_gelu_h", BLK, bad, 13),
+				 CS_ERR_INVALID);
 	}
 
 	/* a kernel after the programs (they rewrote the control task and IMEM past the

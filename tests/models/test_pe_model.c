@@ -730,6 +730,174 @@ static void test_cvt(void **state)
 	}
 }
 
+/* fw/vec_cvt.s cvt_fbh: cvt_f over contiguous rows, then the rows packed into Bh; dy_abh and
+ * dy_bh: the bias gradient (nm_bias_add_bits, tokens in order), the rows as bf16 into A
+ * (dy_abh) and packed into Bh; bit for bit, everything else in A and B untouched. */
+static void test_cvt_fused(void **state)
+{
+	(void)state;
+	const uint16_t P = 1900;
+	for (int k = 0; k < 6; k++) {
+		unsigned w = 8 + (unsigned)(rng_next() % 40), ntok = 1 + (unsigned)(rng_next() % 5);
+		struct pe_model m;
+		uint32_t b0[BWORDS];
+		uint16_t a0[AWORDS];
+		uint16_t *bh = (uint16_t *)(void *)b0;
+		/* cvt_fbh: A rows from 40 widened to B from 300 (ones 1000, zeros 1100), packed
+		 * to Bh from 1400 (B words 700..) */
+		setup_image(&m, "vec_cvt", "cvt_fbh");
+		for (unsigned j = 0; j < w; j++) {
+			m.b[1000 + j] = j & 1 ? 0x3f800000u : 0x3f807fffu;
+			m.b[1100 + j] = 0;
+		}
+		const uint16_t pf[9] = { (uint16_t)w, (uint16_t)ntok, 40, (uint16_t)w, 300, 0, 1000,
+					 1100, 1400 };
+		memcpy(b0, m.b, sizeof b0);
+		memcpy(a0, m.a, sizeof a0);
+		for (int i = 0; i < 9; i++)
+			b0[P + i] = pf[i];
+		for (unsigned t = 0; t < ntok; t++)
+			nm_fmac_row_bits(b0 + 300 + t * w, a0 + 40 + t * w, b0 + 1000, b0 + 1100, w);
+		for (unsigned i = 0; i < ntok * w; i++)
+			bh[1400 + i] = nm_bf16_from_bits(b0[300 + i]);
+		run_block(&m, P, pf, 9);
+		assert_memory_equal(m.b, b0, sizeof b0);
+		assert_memory_equal(m.a, a0, sizeof a0);
+		pe_model_free(&m);
+		/* dy_abh / dy_bh: rows from 200, db at 1000, ones at A 500, A rows to 30, Bh to 1400 */
+		for (int ta = 0; ta < 2; ta++) {
+			setup_image(&m, "vec_cvt", ta ? "dy_abh" : "dy_bh");
+			for (unsigned j = 0; j < w; j++)
+				m.a[500 + j] = 0x3f80;
+			const uint16_t pd[10] = { (uint16_t)w, (uint16_t)ntok, 200, 7,
+						  ta ? 30 : 0xffff, 9, 500, 0, 1400, 1000 };
+			memcpy(b0, m.b, sizeof b0);
+			memcpy(a0, m.a, sizeof a0);
+			for (int i = 0; i < 10; i++)
+				b0[P + i] = pd[i];
+			for (unsigned t = 0; t < ntok; t++)
+				nm_bias_add_bits(b0 + 1000, b0 + 200 + t * w, w);
+			for (unsigned i = 0; i < ntok * w; i++) {
+				if (ta)
+					a0[30 + i] = nm_bf16_from_bits(b0[200 + i]);
+				bh[1400 + i] = nm_bf16_from_bits(b0[200 + i]);
+			}
+			run_block(&m, P, pd, 10);
+			assert_memory_equal(m.b, b0, sizeof b0);
+			assert_memory_equal(m.a, a0, sizeof a0);
+			pe_model_free(&m);
+		}
+	}
+}
+
+/* fw/vec_fc.s: each fc_gelu entry bit for bit its composition of nm_bias_add_bits (or
+ * nm_fmac_row_bits), the stash, nm_gelu_fwd_bits and the LUT; fc_gelu_bwd bit for bit
+ * nm_gelu_bwd_bits, nm_bias_add_bits and the in-place packing; fc_cvt nm_bf16_from_bits;
+ * everything else in A and B untouched. B: pre 0, tables 1024 and 1280, S 1600, bias /
+ * ones 1700, zeros 1800, block 1900; A: h 0, d 256, stash 512 (fc_gelu_bwd: dp), ones 768. */
+static void test_fc(void **state)
+{
+	(void)state;
+	static const char *const entry[4] = { "fc_gelu_sh", "fc_gelu_hd", "fc_gelu_h",
+					       "fc_gelu_wd" };
+	const uint16_t IN = 0, TG = 1024, TD = 1280, S = 1600, BV = 1700, ZERO = 1800, P = 1900;
+	const uint16_t OUT = 0, D = 256, ST = 512, ONES = 768, NONE = 0xffff;
+	for (int k = 0; k < 8; k++) {
+		unsigned w = 16 + 16 * (unsigned)(rng_next() % 4), ntok = 1 + (unsigned)(rng_next() % 4);
+		int e = k % 4, mode = e == 3, st = e == 0 || e == 3, d = e == 1 || e == 3;
+		struct pe_model m;
+		setup_image(&m, "vec_fc", entry[e]);
+		for (unsigned i = 0; i < ntok * w; i++)
+			m.b[IN + i] = i % 17 ? rand_act(-1.0f) : rand_f32();
+		nm_gelu_table(m.b + TG, 0);
+		nm_gelu_table(m.b + TD, 1);
+		for (unsigned j = 0; j < w; j++) {
+			m.a[ONES + j] = 0x3f80;
+			if (mode) {
+				m.b[BV + j] = j & 1 ? 0x3f800000u : 0x3f807fffu; /* bf16: 1.0 */
+				m.b[ZERO + j] = 0;
+			}
+		}
+		if (mode) /* the stash: bf16 pre-activations */
+			for (unsigned i = 0; i < ntok * w; i++)
+				m.a[ST + i] = nm_bf16_from_bits(rand_act(-1.0f));
+		const uint16_t par[13] = { (uint16_t)w, (uint16_t)ntok, TG, TD, S, IN, OUT,
+					   d ? (uint16_t)(mode ? ST : D) : NONE, (uint16_t)mode, ONES,
+					   BV, ZERO, st ? ST : NONE };
+		uint32_t bw[BWORDS];
+		uint16_t aw[AWORDS];
+		memcpy(bw, m.b, sizeof bw);
+		memcpy(aw, m.a, sizeof aw);
+		for (int i = 0; i < 13; i++)
+			bw[P + i] = par[i];
+		uint16_t *dd = mode ? aw + ST : aw + D;
+		for (unsigned t = 0; t < ntok; t++) {
+			uint32_t *pre = bw + IN + t * w;
+			if (!mode) {
+				nm_bias_add_bits(pre, bw + BV, w);
+				if (st)
+					for (unsigned j = 0; j < w; j++)
+						aw[ST + t * w + j] = nm_bf16_from_bits(pre[j]);
+			} else {
+				nm_fmac_row_bits(pre, aw + ST + t * w, bw + BV, bw + ZERO, w);
+			}
+			nm_gelu_fwd_bits(aw + OUT + t * w, d ? dd + t * w : NULL, pre, w, bw + TG,
+					 d ? bw + TD : NULL);
+			for (unsigned j = 0; j < w; j++) {
+				if (d)
+					bw[S + j] = nm_lut_bits(bw + TD, pre[j]);
+				pre[j] = nm_lut_bits(bw + TG, pre[j]);
+			}
+		}
+		run_block(&m, P, par, 13);
+		assert_memory_equal(m.a, aw, sizeof aw);
+		assert_memory_equal(m.b, bw, sizeof bw);
+		pe_model_free(&m);
+
+		/* fc_gelu_bwd: dh at IN, d in A at D, dp to A at ST, the bias gradient at BV,
+		 * packed in place (block ST = 2 IN) */
+		setup_image(&m, "vec_fc", "fc_gelu_bwd");
+		for (unsigned i = 0; i < ntok * w; i++)
+			m.b[IN + i] = rand_act(0.0f);
+		for (unsigned j = 0; j < w; j++)
+			m.a[ONES + j] = 0x3f80;
+		const uint16_t pb[13] = { (uint16_t)w, (uint16_t)ntok, 0, 0, S, IN, ST, D, 0, ONES, BV, 0, (uint16_t)(2 * IN) };
+		memcpy(bw, m.b, sizeof bw);
+		memcpy(aw, m.a, sizeof aw);
+		for (int i = 0; i < 13; i++)
+			bw[P + i] = pb[i];
+		uint16_t *bh = (uint16_t *)(void *)bw;
+		memset(bw + S, 0, w * sizeof bw[0]);
+		for (unsigned t = 0; t < ntok; t++) {
+			uint32_t *dh = bw + IN + t * w;
+			nm_gelu_bwd_bits(aw + pb[6] + t * w, dh, aw + D + t * w, w);
+			for (unsigned j = 0; j < w; j++)
+				dh[j] = nm_fmac_bits(aw[D + t * w + j], nm_bf16_from_bits(dh[j]), 0);
+			nm_bias_add_bits(bw + BV, dh, w);
+			for (unsigned j = 0; j < w; j++)
+				bh[2 * IN + t * w + j] = nm_bf16_from_bits(dh[j]);
+		}
+		run_block(&m, P, pb, 13);
+		assert_memory_equal(m.a, aw, sizeof aw);
+		assert_memory_equal(m.b, bw, sizeof bw);
+		pe_model_free(&m);
+
+		/* fc_cvt: the N*W words at 300 to A at 31 */
+		setup_image(&m, "vec_fc", "fc_cvt");
+		const uint16_t pc[13] = { (uint16_t)w, (uint16_t)ntok, 0, 0, 0, 300, 31 };
+		memcpy(bw, m.b, sizeof bw);
+		memcpy(aw, m.a, sizeof aw);
+		for (int i = 0; i < 13; i++)
+			bw[P + i] = pc[i];
+		for (unsigned i = 0; i < ntok * w; i++)
+			aw[31 + i] = nm_bf16_from_bits(bw[300 + i]);
+		run_block(&m, P, pc, 13);
+		assert_memory_equal(m.a, aw, sizeof aw);
+		assert_memory_equal(m.b, bw, sizeof bw);
+		pe_model_free(&m);
+	}
+}
+
 int main(void)
 {
 	const char *s = getenv("TEST_SEED");
@@ -741,6 +909,8 @@ int main(void)
 		cmocka_unit_test(test_ln_bwd),
 		cmocka_unit_test(test_gelu),
 		cmocka_unit_test(test_cvt),
+		cmocka_unit_test(test_fc),
+		cmocka_unit_test(test_cvt_fused),
 		cmocka_unit_test(test_vfma),
 		cmocka_unit_test(test_vmac),
 		cmocka_unit_test(test_vdot),

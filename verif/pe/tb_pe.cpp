@@ -1026,9 +1026,11 @@ static Scenario gen_vec(Bench &b)
 
 #if TB_VEC
 // ----------------------------------------------------------------------------- fw programs
-// --fw=DIR: fw/vec_ln_fwd.s, vec_ln_bwd.s and vec_gelu.s (DIR/NAME.bin, the assembler's
-// images) on the DUT against the model, with tests/models/test_pe_model.c's parameter
-// blocks and layouts; prints each program's task-busy cycles per token.
+// --fw=DIR: fw/vec_ln_fwd.s, vec_ln_bwd.s, vec_gelu.s and vec_fc.s (DIR/NAME.bin, the
+// assembler's images) on the DUT against the model, with tests/models/test_pe_model.c's
+// parameter blocks and layouts, the layernorms and vec_fc's entries with the resident
+// step's banks (the rows in bank 0; sums, tables, bias, ones, zeros and scratch in bank 1;
+// vec_gelu all in bank 0); prints each program's task-busy cycles per token.
 struct FwImage {
 	std::vector<uint16_t> imem;
 	std::vector<std::pair<std::string, uint16_t>> syms;
@@ -1079,7 +1081,7 @@ static uint32_t fw_act(TbRng &r, float offset)
 }
 
 // a scenario running entry `pc` of image f once on the block at B[p]; a and b hold the
-// initial contents of A (elements) and B (words) over [0, 2048)
+// initial contents of A (elements) and B (words) over their length
 static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t> &a,
 			    const std::vector<uint32_t> &bw, uint16_t p)
 {
@@ -1099,32 +1101,38 @@ static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t
 
 static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 {
-	FwImage lf, lb, ge;
+	FwImage lf, lb, ge, fc;
 	if (!fw_load(lf, dir + "/vec_ln_fwd.bin") || !fw_load(lb, dir + "/vec_ln_bwd.bin") ||
-	    !fw_load(ge, dir + "/vec_gelu.bin"))
+	    !fw_load(ge, dir + "/vec_gelu.bin") || !fw_load(fc, dir + "/vec_fc.bin"))
 		return tb_result(0, 1);
 	int pc_lf = fw_entry(lf, "ln_fwd"), pc_lb = fw_entry(lb, "ln_bwd");
 	int pc_gf = fw_entry(ge, "gelu_fwd"), pc_gb = fw_entry(ge, "gelu_bwd");
-	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0) return tb_result(0, 1);
+	int pc_fs = fw_entry(fc, "fc_gelu_sh"), pc_fw = fw_entry(fc, "fc_gelu_wd");
+	int pc_fb = fw_entry(fc, "fc_gelu_bwd");
+	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0 || pc_fs < 0 || pc_fw < 0 || pc_fb < 0)
+		return tb_result(0, 1);
 	TbRng &r = b.rng;
 	unsigned passed = 0, scen = 0;
 	// per program: busy cycles and tokens of the runs at C (w) = 64
-	uint64_t cyc[4] = { 0 }, tok[4] = { 0 };
-	static const char *const names[4] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
-					      "vec_gelu bwd" };
+	enum { NPROG = 7 };
+	uint64_t cyc[NPROG] = { 0 }, tok[NPROG] = { 0 };
+	static const char *const names[NPROG] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
+						  "vec_gelu bwd", "vec_fc fc_gelu_sh",
+						  "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd" };
 	for (uint64_t i = 0; i < n; i++) {
-		unsigned prog = (unsigned)(i % 4);
+		unsigned prog = (unsigned)(i % NPROG);
 		std::vector<uint16_t> a(2048);
-		std::vector<uint32_t> bw(2048);
+		std::vector<uint32_t> bw(prog == 0 || prog == 1 || prog >= 4 ? 6144 : 2048);
 		for (auto &v : a) v = (uint16_t)r.u32();
 		for (auto &v : bw) v = rand_f32(r);
 		Scenario s;
 		unsigned c = 64, ntok = 1 + r.below(4);
-		if (i < 4) ntok = 4; // the measured runs: C = 64, 4 tokens
+		if (i < NPROG) ntok = 4; // the measured runs: C = 64, 4 tokens
 		if (prog == 0) { // ln_fwd: test_ln_fwd's layout
 			static const unsigned cs[] = { 64, 48, 128 };
 			if (i >= 4) c = cs[r.below(3)];
-			const uint16_t X = 0, BE = 1000, S = 1200, T = 1400, P = 1900;
+			// S in the other bank than BE (4096..): the affine's vmac reads both at once
+			const uint16_t X = 0, BE = 1000, S = 5296, T = 1400, P = 1900;
 			const uint16_t G = 0, Y = 128, Z = 512, R = 900, AM = 1000;
 			float offset = r.chance(50) ? 3.0f : 0.0f;
 			for (unsigned k = 0; k < ntok * c; k++) bw[X + k] = fw_act(r, offset);
@@ -1140,8 +1148,10 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 		} else if (prog == 1) { // ln_bwd: test_ln_bwd's layout, z and r from nm_ln_fwd_bits
 			static const unsigned cs[] = { 64, 32, 96 };
 			if (i >= 4) c = cs[r.below(3)];
-			const uint16_t DY = 0, DX = 500, DG = 1000, DB = 1100, S = 1200, T = 1400,
-				       ZERO = 1500, P = 1900;
+			// dy and dx in bank 0, the sums, zeros and scratch in bank 1 (4096..): every
+			// vmac reads its two B operands in one cycle, as in the resident step
+			const uint16_t DY = 0, DX = 500, DG = 5096, DB = 5196, S = 5296, T = 1400,
+				       ZERO = 5596, P = 1900;
 			const uint16_t G = 0, ONES = 100, Z = 200, R = 700, AM = 800;
 			std::vector<uint32_t> x(ntok * c), zero(c, 0);
 			float offset = r.chance(50) ? -2.0f : 0.0f;
@@ -1166,6 +1176,38 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 						   DX, DG, DB, (uint16_t)ntok };
 			for (int k = 0; k < 15; k++) bw[P + k] = par[k];
 			s = fw_scenario(lb, pc_lb, a, bw, P);
+		} else if (prog >= 4) { // vec_fc: the rows in bank 0, the rest in bank 1 (4096..)
+			if (i >= NPROG) c = 32 + 32 * r.below(2);
+			const uint16_t IN = 0, TG = 4096, TD = 4352, S = 4608, BV = 4800, ZERO = 4900,
+				       P = 5000;
+			const uint16_t OUT = 0, D = 256, ST = 512, ONES = 768;
+			for (unsigned k = 0; k < ntok * c; k++)
+				bw[IN + k] = k % 17 ? fw_act(r, -1.0f) : rand_f32(r);
+			nm_gelu_table(&bw[TG], 0);
+			nm_gelu_table(&bw[TD], 1);
+			for (unsigned j = 0; j < c; j++) {
+				a[ONES + j] = 0x3f80;
+				if (prog == 5) {
+					bw[BV + j] = 0x3f800000u;
+					bw[ZERO + j] = 0;
+				}
+			}
+			int pc = prog == 4 ? pc_fs : prog == 5 ? pc_fw : pc_fb;
+			uint16_t par[13] = { (uint16_t)c, (uint16_t)ntok, TG, TD, S, IN, OUT, 0xffff, 0,
+					     ONES, BV, ZERO, ST };
+			if (prog == 5) {
+				par[7] = ST;
+				par[8] = 1;
+				for (unsigned k = 0; k < ntok * c; k++)
+					a[ST + k] = nm_bf16_from_bits(fw_act(r, -1.0f));
+			} else if (prog == 6) {
+				par[6] = ST;
+				par[7] = D;
+				par[12] = 2 * IN;
+				for (unsigned k = 0; k < ntok * c; k++) bw[IN + k] = fw_act(r, 0.0f);
+			}
+			for (int k = 0; k < 13; k++) bw[P + k] = par[k];
+			s = fw_scenario(fc, pc, a, bw, P);
 		} else { // gelu_fwd / gelu_bwd: test_gelu's layout
 			if (i >= 4) c = 64 + 32 * r.below(2);
 			const uint16_t IN = 0, TG = 1024, TD = 1280, S = 1600, P = 1900, D = 400;
@@ -1201,12 +1243,12 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 			break;
 		}
 		passed++;
-		if (i < 4) {
+		if (i < NPROG) {
 			cyc[prog] += b.busy;
 			tok[prog] += ntok;
 		}
 	}
-	for (unsigned k = 0; k < 4; k++)
+	for (unsigned k = 0; k < NPROG; k++)
 		if (tok[k])
 			printf("%s: %.0f task-busy cycles per token (C = 64, %" PRIu64 " tokens, one task)\n",
 			       names[k], (double)cyc[k] / (double)tok[k], tok[k]);
