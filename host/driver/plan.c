@@ -464,7 +464,8 @@ static int tile_sync_answer(struct kstate *ks, const char *what)
 static void put_regs(struct kstate *ks, int dt_d)
 {
 	const struct plan *pl = ks->pl;
-	/* r0 = 0 (zero register; A base xa = 0), r1 set by SET_MAJOR, r2 B base (yb / db = 0),
+	/* r0 = 0 (zero register; A base xa = 0), r1 set by SET_MAJOR (wgrad: 0, the majors in
+	 * the positions' vals), r2 B base (yb / db = 0),
 	 * r3 A stride, r4 B stride, r5 tokens, r6 B pointer (wgrad: pb), r7 count */
 	uint32_t regs[8] = { 0, 0, 0, (uint32_t)pl->din, (uint32_t)dt_d, (uint32_t)ks->tp_k,
 			     ks->k == PLAN_WGRAD ? pl->pb : 0, 0 };
@@ -744,7 +745,8 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 			 fw ? fw->name : "?", what);
 		goto out_free;
 	}
-	/* r1 comes with each SET_MAJOR (abase + j), r2/r4 the B operand, r3 the A stride */
+	/* r1 comes with each SET_MAJOR (abase + j; wgrad: abase, the major in each val), r2/r4
+	 * the B operand, r3 the A stride */
 	uint32_t regs[8] = { 0, 0, rg->bbase, rg->astride, rg->bstride, (uint32_t)pl->tp,
 			     pl->kernel == PLAN_WGRAD ? rg->pb : 0, 0 };
 	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
