@@ -232,8 +232,8 @@ module pe_lite #(
 
   logic drop, mac;
   // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1,
-  // SVe2, dot's SVx2), k (SWc1, SW2, SW3, SWh), else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments);
-  // registered from the next state
+  // SVe2, dot's SVx2), k (SWc1, SW2, SW3, SWh), else rv; carry in 1 in STx, SVL, SRv5,
+  // SDtE (increments); registered from the next state
   logic xs_t_q, xs_b_q, xs_a_q, xs_k_q, ci_q;
 
   always_comb begin

@@ -201,7 +201,7 @@ static void test_rtl_wgrad_majors(void **state)
 				struct kref_layer L;
 				layer_make(&L, cs[c].T, cs[c].N, cs[c].K, cs[c].s, 0, (int)c % 2);
 				char what[192];
-				snprintf(what, sizeof what, "%s kernel %d T=%d N=%d K=%d sparsity %.2f",
+				snprintf(what, sizeof what, "%s kernel %d T=%d N=%d K=%d s %.2f",
 					 uris[u], k, cs[c].T, cs[c].N, cs[c].K, cs[c].s);
 				long bad = run_cmp(dev, ref, k, &L, what);
 				if (bad)
@@ -415,8 +415,8 @@ static void zero_skip(const char *engine)
 						while (cnt > 0) {
 							long part = k == 2 && cnt > cap - bc ? cap - bc : cnt;
 							for (long left = part; left > 0;) {
-								if (rn && (rn == 255 || (k != 2 && m != last &&
-											 m != last + 1)))
+								int skip = k != 2 && m != last && m != last + 1;
+								if (rn && (rn == 255 || skip))
 									rn = 0;
 								if (!rn)
 									runs++;

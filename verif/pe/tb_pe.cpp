@@ -1276,8 +1276,8 @@ int main(int argc, char **argv)
 		printf("axpy utilization (Tp=16): %.2f%% MAC-busy over %" PRIu64 " cycles\n",
 		       100.0 * (double)b.mac_cycles / (double)b.util_cycles, b.util_cycles);
 	if (b.dot_util_cycles)
-		printf("dot utilization (Tp=16, ~4 positions a major, groups across majors): %.2f%% "
-		       "MAC-busy over %" PRIu64
+		printf("dot utilization (Tp=16, ~4 positions a major, groups across majors): "
+		       "%.2f%% MAC-busy over %" PRIu64
 		       " cycles\n", 100.0 * (double)b.dot_mac_cycles / (double)b.dot_util_cycles,
 		       b.dot_util_cycles);
 	printf("tb_pe: %u scenarios, %u passed, %" PRIu64 " cycles; %" PRIu64 " wavelets in, %" PRIu64
