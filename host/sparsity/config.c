@@ -888,9 +888,15 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 		if (end == q + 1)
 			continue; /* a literal '{': regcomp decides */
 		if (*end == ',') {
-			hi = isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : lo + 1;
+			hi = isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10)
+			     : lo > SP_PATTERN_MAX_COPIES ? lo : lo + 1;
 			if (*end == ',')
 				end++;
+		}
+		if (lo > SP_PATTERN_MAX_COPIES || hi > SP_PATTERN_MAX_COPIES) {
+			snprintf(why, len, "has a repetition count above %d (write the names out, or "
+				 "use * and +)", SP_PATTERN_MAX_COPIES);
+			return 1;
 		}
 		copies *= (double)(hi > lo ? hi : lo) + 1;
 		if (*end == '}') {

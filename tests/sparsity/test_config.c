@@ -230,6 +230,11 @@ static void test_rejects(void **state)
 		"('*' after '}'), whose compile cost doubles with each; write one");
 	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
 			  "  param_name_patterns: '(h+)+x*\\+?'\n"));
+	/* a count past long's range once overflowed computing {n,}'s bound */
+	rejects("sparsity:\n  type: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: 'h{99999999999999999999999,}'\n",
+		"cfg.yaml:4:24: sparsity.param_name_patterns: 'h{99999999999999999999999,}' has a "
+		"repetition count above 1000 (write the names out, or use * and +)");
 	/* a bracket expression is one character, whatever it holds */
 	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
 			  "  param_name_patterns: '[]*+?|{(\\1][[:alpha:]*(]x[^]((]'\n"));
