@@ -3,6 +3,8 @@
  * cycles the Verilated mesh (pe=full) measures for the same command stream: every kernel
  * (forward, backward, wgrad, and backward+wgrad in one call) over a handful of mesh shapes, SRAM sizes (the small ones
  * force token and output tiling), layer shapes and sparsities must agree within 2%.
+ * The resident transfers (csd_write_tokens, csd_read_tokens, csd_write_all) likewise over
+ * shapes, memories, strides and token counts (exact there too).
  * Every vector program (csd_run_program: the fw/vec_*.s entries) likewise at several widths,
  * token counts and bank layouts, with equal MAC-busy counts (the estimate runs the
  * program's own code with pe's timing, host/driver/vec_timing.c, so it is exact there;
@@ -372,11 +374,103 @@ static void test_programs_vs_sim(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* ---- resident transfers ---------------------------------------------------------------- */
+
+/* csd_write_tokens, csd_read_tokens (one READ a PE-span or a token) and csd_write_all on
+ * the meshes above: A and B, contiguous and strided regions, 1 .. 64 tokens a call. The
+ * estimate models the config chain's and the read engine's timing (7.1 of
+ * docs/architecture.md); the table shows how close. */
+struct xcase {
+	const char *geom;
+	int op; /* 0 write_tokens, 1 read_tokens, 2 write_all */
+	csd_region r;
+	int T;
+};
+
+static const struct xcase xcases[] = {
+	{ "2x2", 0, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "2x2", 0, { CSD_MEM_B, 256, 32, 32 }, 7 },
+	{ "2x2", 0, { CSD_MEM_A, 64, 96, 32 }, 40 },	{ "2x2", 0, { CSD_MEM_B, 0, 80, 64 }, 16 },
+	{ "2x2", 1, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "2x2", 1, { CSD_MEM_B, 8, 32, 32 }, 5 },
+	{ "2x2", 1, { CSD_MEM_A, 2, 96, 33 }, 40 },	{ "2x2", 1, { CSD_MEM_B, 0, 80, 64 }, 16 },
+	{ "2x2", 2, { CSD_MEM_A, 128, 64, 64 }, 1 },	{ "2x2", 2, { CSD_MEM_B, 0, 512, 512 }, 1 },
+	{ "4x4", 0, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "4x4", 0, { CSD_MEM_B, 0, 96, 64 }, 40 },
+	{ "4x4", 1, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "4x4", 1, { CSD_MEM_B, 0, 96, 64 }, 40 },
+	{ "4x4", 1, { CSD_MEM_B, 64, 32, 32 }, 3 },	{ "4x4", 2, { CSD_MEM_B, 64, 16, 16 }, 1 },
+	{ "4x4", 2, { CSD_MEM_A, 0, 256, 256 }, 1 },
+	{ "2x3,awords=512,bwords=256", 0, { CSD_MEM_A, 0, 40, 40 }, 30 },
+	{ "2x3,awords=512,bwords=256", 1, { CSD_MEM_B, 16, 24, 20 }, 13 },
+	{ "2x3,awords=512,bwords=256", 2, { CSD_MEM_B, 0, 16, 16 }, 1 },
+	{ "1x1,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 24, 24 }, 9 },
+	{ "1x1,awords=512,bwords=256", 1, { CSD_MEM_A, 0, 30, 30 }, 12 },
+	{ "1x1,awords=512,bwords=256", 2, { CSD_MEM_A, 32, 64, 64 }, 1 },
+	{ "1x1,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 30, 24 }, 4 },
+	{ "1x1,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 4, 4 }, 1 },
+	{ "2x3,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 4, 4 }, 1 },
+	{ "4x4", 0, { CSD_MEM_B, 0, 200, 200 }, 48 },
+	{ "4x4", 1, { CSD_MEM_B, 0, 4, 4 }, 3 },
+};
+
+static uint64_t xfer_cycles(csd_dev *dev, const struct xcase *x, void *buf)
+{
+	csd_reset_counters(dev);
+	int rc = x->op == 0 ? csd_write_tokens(dev, &x->r, buf, x->T)
+		 : x->op == 1 ? csd_read_tokens(dev, buf, &x->r, x->T)
+			      : csd_write_all(dev, x->r.mem, x->r.base, buf, x->r.width);
+	if (rc)
+		print_error("%s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	csd_counters c;
+	csd_get_counters(dev, &c);
+	return c.cycles;
+}
+
+static void test_transfers_vs_sim(void **state)
+{
+	(void)state;
+	static const char *const xname[] = { "write_tokens", "read_tokens", "write_all" };
+	static uint32_t buf[64 * 512];
+	double worst = 0.0;
+	int bad = 0, ran = 0;
+	for (size_t j = 0; j < sizeof buf / sizeof buf[0]; j++)
+		buf[j] = 0x3f803f80u + (uint32_t)j;
+	print_message("%-28s %-12s %-2s %4s %4s %4s %3s %8s %8s %7s\n", "mesh", "call", "m", "base",
+		      "str", "w", "T", "cpu", "sim", "err");
+	for (size_t i = 0; i < sizeof xcases / sizeof xcases[0]; i++) {
+		const struct xcase *x = &xcases[i];
+		char uri[96], ref_uri[96];
+		snprintf(uri, sizeof uri, "sim:%s", x->geom);
+		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", x->geom);
+		csd_dev *dev = NULL, *ref = NULL;
+		if (csd_open(&dev, uri)) {
+			print_message("%s: %s\n", uri, csd_last_error(NULL));
+			skip();
+		}
+		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
+		uint64_t cs = xfer_cycles(dev, x, buf), cc = xfer_cycles(ref, x, buf);
+		double err = ((double)cc - (double)cs) / (double)cs;
+		int ok = fabs(err) <= TOLERANCE;
+		print_message("%-28s %-12s %-2s %4u %4u %4u %3d %8llu %8llu %+6.2f%%%s\n", x->geom,
+			      xname[x->op], x->r.mem == CSD_MEM_A ? "A" : "B", x->r.base,
+			      x->r.stride, x->r.width, x->T, (unsigned long long)cc,
+			      (unsigned long long)cs, err * 100, ok ? "" : "  <- beyond tolerance");
+		if (fabs(err) > worst)
+			worst = fabs(err);
+		bad += !ok;
+		ran++;
+		csd_close(dev);
+		csd_close(ref);
+	}
+	print_message("%d transfers, worst |error| %.2f%%, %d beyond %.0f%%\n", ran, worst * 100,
+		      bad, TOLERANCE * 100);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_estimate_vs_sim),
 		cmocka_unit_test(test_programs_vs_sim),
+		cmocka_unit_test(test_transfers_vs_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
