@@ -4,7 +4,8 @@
  * (forward, backward, wgrad, and backward+wgrad in one call) over a handful of mesh shapes, SRAM sizes (the small ones
  * force token and output tiling), layer shapes and sparsities must agree within 2%.
  * The resident transfers (csd_write_tokens, csd_read_tokens, csd_write_all) likewise over
- * shapes, memories, strides and token counts (exact there too).
+ * shapes, memories, strides and token counts (exact there too), and the kernels on
+ * resident regions (forward overwriting and accumulating, backward, wgrad).
  * Every vector program (csd_run_program: the fw/vec_*.s entries) likewise at several widths,
  * token counts and bank layouts, with equal MAC-busy counts (the estimate runs the
  * program's own code with pe's timing, host/driver/vec_timing.c, so it is exact there;
@@ -465,12 +466,106 @@ static void test_transfers_vs_sim(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* ---- kernels on resident regions ------------------------------------------------------ */
+
+/* csd_forward_region (overwriting and accumulating), csd_backward_region and
+ * csd_wgrad_region on one layer (W [N, K], T tokens) with the operands written first;
+ * T * K and T * N small enough that all T tokens are one token tile. */
+struct rcase {
+	const char *geom;
+	int T, K, N;
+	double sparsity;
+};
+
+static const struct rcase rcases[] = {
+	{ "2x2", 32, 64, 96, 0.5 },
+	{ "2x2", 64, 128, 64, 0.9 },
+	{ "4x4", 64, 64, 64, 0.0 },
+	{ "4x4", 64, 96, 128, 0.8 },
+};
+
+/* the cycles of call j (0 forward overwrite, 1 forward accumulate, 2 backward, 3 wgrad) */
+static uint64_t region_cycles(csd_dev *dev, int j, const struct kref_layer *L, float *dw)
+{
+	csd_region rx = { CSD_MEM_A, 0, (uint32_t)L->K, (uint32_t)L->K };
+	csd_region ry = { CSD_MEM_B, 0, (uint32_t)L->N, (uint32_t)L->N };
+	csd_region rdy = { CSD_MEM_A, 0, (uint32_t)L->N, (uint32_t)L->N };
+	csd_region rdx = { CSD_MEM_B, 0, (uint32_t)L->K, (uint32_t)L->K };
+	csd_region rdh = { CSD_MEM_BH, 0, (uint32_t)L->N, (uint32_t)L->N };
+	int rc = j < 2 ? csd_write_tokens(dev, &rx, L->x, L->T)
+		 : j == 2 ? csd_write_tokens(dev, &rdy, L->dy, L->T)
+			  : csd_write_tokens(dev, &rx, L->x, L->T) ||
+				    csd_write_tokens(dev, &rdh, L->dy, L->T);
+	if (rc)
+		print_error("%s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	csd_reset_counters(dev);
+	rc = j < 2 ? csd_forward_region(dev, &ry, &rx, &L->sp, L->T, j)
+	     : j == 2 ? csd_backward_region(dev, &rdx, &rdy, &L->sp, L->T, CSD_OVERWRITE)
+		      : csd_wgrad_region(dev, dw, &rdh, &rx, &L->sp, L->T, 4096);
+	if (rc)
+		print_error("%s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	csd_counters c;
+	csd_get_counters(dev, &c);
+	return c.cycles;
+}
+
+static void test_regions_vs_sim(void **state)
+{
+	(void)state;
+	static const char *const rname[] = { "fwd", "fwd+", "bwd", "wgrad" };
+	double worst = 0.0;
+	int bad = 0, ran = 0;
+	print_message("%-6s %3s %4s %4s %5s %-5s %9s %9s %7s\n", "mesh", "T", "K", "N", "s",
+		      "call", "cpu", "sim", "err");
+	for (size_t i = 0; i < sizeof rcases / sizeof rcases[0]; i++) {
+		const struct rcase *e = &rcases[i];
+		char uri[64], ref_uri[64];
+		snprintf(uri, sizeof uri, "sim:%s", e->geom);
+		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", e->geom);
+		csd_dev *dev = NULL, *ref = NULL;
+		if (csd_open(&dev, uri)) {
+			print_message("%s: %s\n", uri, csd_last_error(NULL));
+			skip();
+		}
+		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
+		kref_rng_state = 77u + (uint64_t)i * 7919u;
+		struct kref_layer L;
+		assert_int_equal(kref_layer_make(&L, e->T, e->N, e->K, e->sparsity, KREF_PLAIN, 0),
+				 0);
+		float *dw = malloc(((size_t)L.sp.nnz + 1) * sizeof *dw);
+		assert_non_null(dw);
+		for (int j = 0; j < 4; j++) {
+			uint64_t cs = region_cycles(dev, j, &L, dw), cc = region_cycles(ref, j, &L, dw);
+			double err = ((double)cc - (double)cs) / (double)cs;
+			int ok = fabs(err) <= TOLERANCE;
+			print_message("%-6s %3d %4d %4d %5.2f %-5s %9llu %9llu %+6.2f%%%s\n", e->geom,
+				      e->T, e->K, e->N, e->sparsity, rname[j], (unsigned long long)cc,
+				      (unsigned long long)cs, err * 100,
+				      ok ? "" : "  <- beyond tolerance");
+			if (fabs(err) > worst)
+				worst = fabs(err);
+			bad += !ok;
+			ran++;
+		}
+		free(dw);
+		kref_layer_free(&L);
+		csd_close(dev);
+		csd_close(ref);
+	}
+	print_message("%d kernels on regions, worst |error| %.2f%%, %d beyond %.0f%%\n", ran,
+		      worst * 100, bad, TOLERANCE * 100);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_estimate_vs_sim),
 		cmocka_unit_test(test_programs_vs_sim),
 		cmocka_unit_test(test_transfers_vs_sim),
+		cmocka_unit_test(test_regions_vs_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
