@@ -804,7 +804,8 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	uint32_t regs[8] = { 0, 0, rg->bbase, rg->astride, rg->bstride, (uint32_t)pl->tp,
 			     pl->kernel == PLAN_WGRAD ? rg->pb : 0, 0 };
 	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
-	if ((rc = sync_point(&ks, what)))
+	/* sync_point's SYNC, right behind broadcast writes (ws_sync_writes) */
+	if ((rc = ws_sync_writes(&ws, pl->P, 1, what, err, errlen)))
 		goto out_free;
 	/* fwd/bwd: a carried READ streams while the fill and the RUNs run */
 	if (pl->kernel != PLAN_WGRAD && side)
@@ -812,8 +813,9 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	if (pl->kernel != PLAN_WGRAD && !rg->accumulate) {
 		ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
 		ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
-		/* START fills tp * stride words from the base (4.5's fill, part of the stream) */
-		uint64_t f = (uint64_t)pl->tp * rg->bstride + 8;
+		/* START fills tp * stride words from the base (4.5's fill, part of the stream),
+		 * its wavelet's injection and trip included */
+		uint64_t f = (uint64_t)pl->tp * rg->bstride + 9;
 		st->cycles += f;
 		st->stream_cycles += f;
 	}

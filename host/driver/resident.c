@@ -759,6 +759,10 @@ static void tread_finish(struct tread *t)
 	}
 }
 
+/* A READ that nothing overlaps: its header and address take the host port 2 cycles, the
+ * engine its first beat a cycle later (measured on pe, 1x1 .. 4x4) */
+#define RES_READ_ISSUE 3
+
 /* A read on its own: every READ, then the answers. */
 static int read_tokens(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
 		       char *err, size_t errlen)
@@ -775,6 +779,7 @@ static int read_tokens(struct wstream *ws, const struct plan_geom *g, const stru
 		uint32_t e0, w0, n;
 		tread_span(&t, s, &e0, &w0, &n);
 		tread_walk(&t, ws, (uint64_t)at, (uint64_t)at + n, 0, &c, NULL, 0);
+		c += RES_READ_ISSUE;
 		rc = tread_walk(&t, ws, (uint64_t)at, (uint64_t)at + n, 1, NULL, err, errlen);
 		at += (int)n;
 	}
@@ -898,7 +903,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 	switch (op->kind) {
 	case RES_WRITE:
 		write_tokens(&ws, g, op, tmp);
-		rc = ws_sync(&ws, P, what[op->kind], err, errlen);
+		rc = ws_sync_writes(&ws, P, 0, what[op->kind], err, errlen);
 		break;
 	case RES_READ:
 		rc = read_tokens(&ws, g, op, err, errlen);
@@ -910,7 +915,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 		ws_write_to(&ws, &st->prog_words_out,
 			    op->r.mem == CSD_MEM_A ? PROTO_T_A : PROTO_T_B, PROTO_PE_ALL,
 			    a ? op->r.base / 2 : op->r.base, tmp, op->r.width >> a);
-		rc = ws_sync(&ws, P, what[op->kind], err, errlen);
+		rc = ws_sync_writes(&ws, P, 1, what[op->kind], err, errlen);
 		break;
 	}
 	case RES_PROGRAM:

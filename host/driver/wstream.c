@@ -142,16 +142,31 @@ size_t ws_pack_bf16_rows(uint32_t *dst, const uint16_t *src, int T, int ld, int 
 	return nw;
 }
 
-int ws_sync(struct wstream *ws, int P, const char *what, char *err, size_t errlen)
+static int sync_cost(struct wstream *ws, uint64_t cycles, const char *what, char *err,
+		     size_t errlen)
 {
 	unsigned nerr;
 	ws_put(ws, proto_hdr_sync());
 	ws_put(ws, ws->link->timeout_cycles);
-	ws->st->cycles += (uint64_t)P + 4;
+	ws->st->cycles += cycles;
 	int rc = ws_recv_sync(ws, &nerr, err, errlen);
 	if (!rc && nerr) {
 		snprintf(err, errlen, "%s: device reports %u errors", what, nerr);
 		rc = CS_ERR_DEVICE;
 	}
 	return rc;
+}
+
+int ws_sync(struct wstream *ws, int P, const char *what, char *err, size_t errlen)
+{
+	return sync_cost(ws, (uint64_t)P + 4, what, err, errlen);
+}
+
+/* Behind WRITEs alone (measured on pe, 1x1 .. 4x4): the SYNC answers P + 2 cycles after
+ * the last data word entered the chain when a unicast WRITE to PE P - 1 took it, a cycle
+ * later when it was broadcast (passed on past the last stage) or the mesh is 1x1. */
+int ws_sync_writes(struct wstream *ws, int P, int bcast, const char *what, char *err,
+		   size_t errlen)
+{
+	return sync_cost(ws, (uint64_t)P + 2 + (bcast || P == 1), what, err, errlen);
 }

@@ -39,6 +39,10 @@ int ws_recv_sync(struct wstream *ws, unsigned *nerr, char *err, size_t errlen);
  * error count since CLEAR must be 0 (else CS_ERR_DEVICE, "what: device reports N errors").
  * Estimated P + 4 cycles. */
 int ws_sync(struct wstream *ws, int P, const char *what, char *err, size_t errlen);
+/* The same right behind WRITEs whose last one went to PE P - 1 (bcast 0) or to every PE
+ * (bcast 1): estimated P + 2 cycles, P + 3 broadcast or on a 1x1. */
+int ws_sync_writes(struct wstream *ws, int P, int bcast, const char *what, char *err,
+		   size_t errlen);
 /* WRITE of n words at addr of target on pe (PROTO_PE_ALL: every PE). data may be NULL when
  * counting. Counts the words, the config chain's cycles and, for targets A and B, the
  * words and cycles as activation traffic. */

@@ -3,6 +3,9 @@
  * cycles the Verilated mesh (pe=full) measures for the same command stream: every kernel
  * (forward, backward, wgrad, and backward+wgrad in one call) over a handful of mesh shapes, SRAM sizes (the small ones
  * force token and output tiling), layer shapes and sparsities must agree within 2%.
+ * The resident transfers (csd_write_tokens, csd_read_tokens, csd_write_all) likewise over
+ * shapes, memories, strides and token counts (exact there too), and the kernels on
+ * resident regions (forward overwriting and accumulating, backward, wgrad).
  * Every vector program (csd_run_program: the fw/vec_*.s entries) likewise at several widths,
  * token counts and bank layouts, with equal MAC-busy counts (the estimate runs the
  * program's own code with pe's timing, host/driver/vec_timing.c, so it is exact there;
@@ -375,11 +378,197 @@ static void test_programs_vs_sim(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* ---- resident transfers ---------------------------------------------------------------- */
+
+/* csd_write_tokens, csd_read_tokens (one READ a PE-span or a token) and csd_write_all on
+ * the meshes above: A and B, contiguous and strided regions, 1 .. 64 tokens a call. The
+ * estimate models the config chain's and the read engine's timing (7.1 of
+ * docs/architecture.md); the table shows how close. */
+struct xcase {
+	const char *geom;
+	int op; /* 0 write_tokens, 1 read_tokens, 2 write_all */
+	csd_region r;
+	int T;
+};
+
+static const struct xcase xcases[] = {
+	{ "2x2", 0, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "2x2", 0, { CSD_MEM_B, 256, 32, 32 }, 7 },
+	{ "2x2", 0, { CSD_MEM_A, 64, 96, 32 }, 40 },	{ "2x2", 0, { CSD_MEM_B, 0, 80, 64 }, 16 },
+	{ "2x2", 1, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "2x2", 1, { CSD_MEM_B, 8, 32, 32 }, 5 },
+	{ "2x2", 1, { CSD_MEM_A, 2, 96, 33 }, 40 },	{ "2x2", 1, { CSD_MEM_B, 0, 80, 64 }, 16 },
+	{ "2x2", 2, { CSD_MEM_A, 128, 64, 64 }, 1 },	{ "2x2", 2, { CSD_MEM_B, 0, 512, 512 }, 1 },
+	{ "4x4", 0, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "4x4", 0, { CSD_MEM_B, 0, 96, 64 }, 40 },
+	{ "4x4", 1, { CSD_MEM_A, 0, 64, 64 }, 64 },	{ "4x4", 1, { CSD_MEM_B, 0, 96, 64 }, 40 },
+	{ "4x4", 1, { CSD_MEM_B, 64, 32, 32 }, 3 },	{ "4x4", 2, { CSD_MEM_B, 64, 16, 16 }, 1 },
+	{ "4x4", 2, { CSD_MEM_A, 0, 256, 256 }, 1 },
+	{ "2x3,awords=512,bwords=256", 0, { CSD_MEM_A, 0, 40, 40 }, 30 },
+	{ "2x3,awords=512,bwords=256", 1, { CSD_MEM_B, 16, 24, 20 }, 13 },
+	{ "2x3,awords=512,bwords=256", 2, { CSD_MEM_B, 0, 16, 16 }, 1 },
+	{ "1x1,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 24, 24 }, 9 },
+	{ "1x1,awords=512,bwords=256", 1, { CSD_MEM_A, 0, 30, 30 }, 12 },
+	{ "1x1,awords=512,bwords=256", 2, { CSD_MEM_A, 32, 64, 64 }, 1 },
+	{ "1x1,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 30, 24 }, 4 },
+	{ "1x1,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 4, 4 }, 1 },
+	{ "2x3,awords=512,bwords=256", 0, { CSD_MEM_B, 0, 4, 4 }, 1 },
+	{ "4x4", 0, { CSD_MEM_B, 0, 200, 200 }, 48 },
+	{ "4x4", 1, { CSD_MEM_B, 0, 4, 4 }, 3 },
+};
+
+static uint64_t xfer_cycles(csd_dev *dev, const struct xcase *x, void *buf)
+{
+	csd_reset_counters(dev);
+	int rc = x->op == 0 ? csd_write_tokens(dev, &x->r, buf, x->T)
+		 : x->op == 1 ? csd_read_tokens(dev, buf, &x->r, x->T)
+			      : csd_write_all(dev, x->r.mem, x->r.base, buf, x->r.width);
+	if (rc)
+		print_error("%s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	csd_counters c;
+	csd_get_counters(dev, &c);
+	return c.cycles;
+}
+
+static void test_transfers_vs_sim(void **state)
+{
+	(void)state;
+	static const char *const xname[] = { "write_tokens", "read_tokens", "write_all" };
+	static uint32_t buf[64 * 512];
+	double worst = 0.0;
+	int bad = 0, ran = 0;
+	for (size_t j = 0; j < sizeof buf / sizeof buf[0]; j++)
+		buf[j] = 0x3f803f80u + (uint32_t)j;
+	print_message("%-28s %-12s %-2s %4s %4s %4s %3s %8s %8s %7s\n", "mesh", "call", "m", "base",
+		      "str", "w", "T", "cpu", "sim", "err");
+	for (size_t i = 0; i < sizeof xcases / sizeof xcases[0]; i++) {
+		const struct xcase *x = &xcases[i];
+		char uri[96], ref_uri[96];
+		snprintf(uri, sizeof uri, "sim:%s", x->geom);
+		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", x->geom);
+		csd_dev *dev = NULL, *ref = NULL;
+		if (csd_open(&dev, uri)) {
+			print_message("%s: %s\n", uri, csd_last_error(NULL));
+			skip();
+		}
+		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
+		uint64_t cs = xfer_cycles(dev, x, buf), cc = xfer_cycles(ref, x, buf);
+		double err = ((double)cc - (double)cs) / (double)cs;
+		int ok = fabs(err) <= TOLERANCE;
+		print_message("%-28s %-12s %-2s %4u %4u %4u %3d %8llu %8llu %+6.2f%%%s\n", x->geom,
+			      xname[x->op], x->r.mem == CSD_MEM_A ? "A" : "B", x->r.base,
+			      x->r.stride, x->r.width, x->T, (unsigned long long)cc,
+			      (unsigned long long)cs, err * 100, ok ? "" : "  <- beyond tolerance");
+		if (fabs(err) > worst)
+			worst = fabs(err);
+		bad += !ok;
+		ran++;
+		csd_close(dev);
+		csd_close(ref);
+	}
+	print_message("%d transfers, worst |error| %.2f%%, %d beyond %.0f%%\n", ran, worst * 100,
+		      bad, TOLERANCE * 100);
+	assert_int_equal(bad, 0);
+}
+
+/* ---- kernels on resident regions ------------------------------------------------------ */
+
+/* csd_forward_region (overwriting and accumulating), csd_backward_region and
+ * csd_wgrad_region on one layer (W [N, K], T tokens) with the operands written first;
+ * T * K and T * N small enough that all T tokens are one token tile. */
+struct rcase {
+	const char *geom;
+	int T, K, N;
+	double sparsity;
+};
+
+static const struct rcase rcases[] = {
+	{ "2x2", 32, 64, 96, 0.5 },
+	{ "2x2", 64, 128, 64, 0.9 },
+	{ "4x4", 64, 64, 64, 0.0 },
+	{ "4x4", 64, 96, 128, 0.8 },
+};
+
+/* the cycles of call j (0 forward overwrite, 1 forward accumulate, 2 backward, 3 wgrad) */
+static uint64_t region_cycles(csd_dev *dev, int j, const struct kref_layer *L, float *dw)
+{
+	csd_region rx = { CSD_MEM_A, 0, (uint32_t)L->K, (uint32_t)L->K };
+	csd_region ry = { CSD_MEM_B, 0, (uint32_t)L->N, (uint32_t)L->N };
+	csd_region rdy = { CSD_MEM_A, 0, (uint32_t)L->N, (uint32_t)L->N };
+	csd_region rdx = { CSD_MEM_B, 0, (uint32_t)L->K, (uint32_t)L->K };
+	csd_region rdh = { CSD_MEM_BH, 0, (uint32_t)L->N, (uint32_t)L->N };
+	int rc = j < 2 ? csd_write_tokens(dev, &rx, L->x, L->T)
+		 : j == 2 ? csd_write_tokens(dev, &rdy, L->dy, L->T)
+			  : csd_write_tokens(dev, &rx, L->x, L->T) ||
+				    csd_write_tokens(dev, &rdh, L->dy, L->T);
+	if (rc)
+		print_error("%s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	csd_reset_counters(dev);
+	rc = j < 2 ? csd_forward_region(dev, &ry, &rx, &L->sp, L->T, j)
+	     : j == 2 ? csd_backward_region(dev, &rdx, &rdy, &L->sp, L->T, CSD_OVERWRITE)
+		      : csd_wgrad_region(dev, dw, &rdh, &rx, &L->sp, L->T, 4096);
+	if (rc)
+		print_error("%s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	csd_counters c;
+	csd_get_counters(dev, &c);
+	return c.cycles;
+}
+
+static void test_regions_vs_sim(void **state)
+{
+	(void)state;
+	static const char *const rname[] = { "fwd", "fwd+", "bwd", "wgrad" };
+	double worst = 0.0;
+	int bad = 0, ran = 0;
+	print_message("%-6s %3s %4s %4s %5s %-5s %9s %9s %7s\n", "mesh", "T", "K", "N", "s",
+		      "call", "cpu", "sim", "err");
+	for (size_t i = 0; i < sizeof rcases / sizeof rcases[0]; i++) {
+		const struct rcase *e = &rcases[i];
+		char uri[64], ref_uri[64];
+		snprintf(uri, sizeof uri, "sim:%s", e->geom);
+		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", e->geom);
+		csd_dev *dev = NULL, *ref = NULL;
+		if (csd_open(&dev, uri)) {
+			print_message("%s: %s\n", uri, csd_last_error(NULL));
+			skip();
+		}
+		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
+		kref_rng_state = 77u + (uint64_t)i * 7919u;
+		struct kref_layer L;
+		assert_int_equal(kref_layer_make(&L, e->T, e->N, e->K, e->sparsity, KREF_PLAIN, 0),
+				 0);
+		float *dw = malloc(((size_t)L.sp.nnz + 1) * sizeof *dw);
+		assert_non_null(dw);
+		for (int j = 0; j < 4; j++) {
+			uint64_t cs = region_cycles(dev, j, &L, dw), cc = region_cycles(ref, j, &L, dw);
+			double err = ((double)cc - (double)cs) / (double)cs;
+			int ok = fabs(err) <= TOLERANCE;
+			print_message("%-6s %3d %4d %4d %5.2f %-5s %9llu %9llu %+6.2f%%%s\n", e->geom,
+				      e->T, e->K, e->N, e->sparsity, rname[j], (unsigned long long)cc,
+				      (unsigned long long)cs, err * 100,
+				      ok ? "" : "  <- beyond tolerance");
+			if (fabs(err) > worst)
+				worst = fabs(err);
+			bad += !ok;
+			ran++;
+		}
+		free(dw);
+		kref_layer_free(&L);
+		csd_close(dev);
+		csd_close(ref);
+	}
+	print_message("%d kernels on regions, worst |error| %.2f%%, %d beyond %.0f%%\n", ran,
+		      worst * 100, bad, TOLERANCE * 100);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_estimate_vs_sim),
 		cmocka_unit_test(test_programs_vs_sim),
+		cmocka_unit_test(test_transfers_vs_sim),
+		cmocka_unit_test(test_regions_vs_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
