@@ -171,14 +171,21 @@ static int model_cvt_f(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, s
 	return CS_OK;
 }
 
+/* The programs that pass over all N*W elements at once count them in 16 bits. */
+static int check_count(unsigned N, unsigned W, const char *what, char *err, size_t errlen)
+{
+	if ((uint64_t)N * W <= 0xffff)
+		return CS_OK;
+	snprintf(err, errlen, "%s: %u tokens of %u elements are past a 16-bit count", what, N, W);
+	return CS_ERR_INVALID;
+}
+
 /* cvt_fbh: cvt_f with the rows W apart, then the N*W words packed into Bh at OUT. */
 static int model_cvt_fbh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
 {
 	unsigned W = p[0], N = p[1], SRC = p[2], DST = p[4], ONES = p[6], ZERO = p[7], OUT = p[8];
-	if ((uint64_t)N * W > 0xffff) {
-		snprintf(err, errlen, "cvt_fbh: %u tokens of %u elements are past a 16-bit count", N, W);
+	if (check_count(N, W, "cvt_fbh", err, errlen))
 		return CS_ERR_INVALID;
-	}
 	uint16_t *bh = (uint16_t *)(void *)b;
 	for (unsigned t = 0; t < N; t++)
 		nm_fmac_row_bits(b + DST + t * W, a + SRC + t * W, b + ONES, b + ZERO, W);
@@ -203,11 +210,8 @@ static int model_dy(uint16_t *a, uint32_t *b, const uint16_t *p, int ta, char *e
 			 ta ? "an A element" : "0xffff");
 		return CS_ERR_INVALID;
 	}
-	if ((uint64_t)N * W > 0xffff) {
-		snprintf(err, errlen, "%s: %u tokens of %u elements are past a 16-bit count", what,
-			 N, W);
+	if (check_count(N, W, what, err, errlen))
 		return CS_ERR_INVALID;
-	}
 	int rc = check_ones(a, ONES, W, what, err, errlen);
 	if (rc)
 		return rc;
@@ -262,11 +266,8 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 			 d ? "a D" : "D 0xffff");
 		return CS_ERR_INVALID;
 	}
-	if ((uint64_t)N * W > 0xffff) {
-		snprintf(err, errlen, "%s: %u tokens of %u elements are past a 16-bit count", what,
-			 N, W);
+	if (check_count(N, W, what, err, errlen))
 		return CS_ERR_INVALID;
-	}
 	if (!mode) {
 		int rc = check_ones(a, ONES, W, what, err, errlen);
 		if (rc)
@@ -351,10 +352,8 @@ static int model_fc_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *
 static int model_fc_cvt(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
 {
 	unsigned W = p[0], N = p[1], IN = p[5], OUT = p[6];
-	if ((uint64_t)N * W > 0xffff) {
-		snprintf(err, errlen, "fc_cvt: %u tokens of %u elements are past a 16-bit count", N, W);
+	if (check_count(N, W, "fc_cvt", err, errlen))
 		return CS_ERR_INVALID;
-	}
 	for (unsigned i = 0; i < N * W; i++)
 		a[OUT + i] = nm_bf16_from_bits(b[IN + i]);
 	return CS_OK;

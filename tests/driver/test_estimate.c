@@ -51,6 +51,22 @@ static const struct est_case cases[] = {
 	{ "1x1,awords=512,bwords=256", 33, 50, 40, 0.5, 0 },
 };
 
+/* The Verilated mesh sim:SIM and the cpu backend cpu:CPU; nonzero (after saying why) when the
+ * mesh's model is not built. */
+static int open_pair(const char *sim, const char *cpu, csd_dev **dev, csd_dev **ref)
+{
+	char uri[128];
+	*dev = *ref = NULL;
+	snprintf(uri, sizeof uri, "sim:%s", sim);
+	if (csd_open(dev, uri)) {
+		print_message("%s: %s\n", uri, csd_last_error(NULL));
+		return -1;
+	}
+	snprintf(uri, sizeof uri, "cpu:%s", cpu);
+	assert_int_equal(csd_open(ref, uri), CS_OK);
+	return 0;
+}
+
 static const char *const kname[] = { "fwd", "bwd", "wgrad", "bwg" };
 
 /* out: room for the larger of the outputs; out2: nnz (bwg's dw) */
@@ -80,15 +96,9 @@ static void test_estimate_vs_sim(void **state)
 		      "kern", "cpu", "sim", "err");
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct est_case *e = &cases[i];
-		char uri[96], ref_uri[96];
-		snprintf(uri, sizeof uri, "sim:%s", e->geom);
-		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", e->geom);
-		csd_dev *dev = NULL, *ref = NULL;
-		if (csd_open(&dev, uri)) {
-			print_message("%s: %s\n", uri, csd_last_error(NULL));
+		csd_dev *dev, *ref;
+		if (open_pair(e->geom, e->geom, &dev, &ref))
 			skip();
-		}
-		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
 		kref_rng_state = seed * 1000003u + (uint64_t)i * 7919u;
 		struct kref_layer L;
 		assert_int_equal(kref_layer_make(&L, e->T, e->N, e->K, e->sparsity, KREF_PLAIN,
@@ -300,23 +310,19 @@ static const struct vcase vcases[] = {
 static int prog_case(const char *geom, uint32_t aw, uint32_t bw, int k, uint32_t W, uint32_t N,
 		     int lay, double *worst)
 {
-	char uri[128], ref_uri[128];
+	char cpu[128];
 	uint16_t p[16];
 	uint32_t blk, ones;
 	int n = prog_params(k, W, N, lay, aw, bw, p, &blk, &ones);
 	if (!n)
 		return 0;
-	csd_dev *dev = NULL, *ref = NULL;
-	snprintf(uri, sizeof uri, "sim:%s", geom);
+	csd_dev *dev, *ref;
 	if (strchr(geom, ','))
-		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", geom);
+		snprintf(cpu, sizeof cpu, "%s", geom);
 	else
-		snprintf(ref_uri, sizeof ref_uri, "cpu:%s,awords=%u,bwords=%u", geom, aw, bw);
-	if (csd_open(&dev, uri)) {
-		print_message("%s: %s\n", uri, csd_last_error(NULL));
+		snprintf(cpu, sizeof cpu, "%s,awords=%u,bwords=%u", geom, aw, bw);
+	if (open_pair(geom, cpu, &dev, &ref))
 		return -1;
-	}
-	assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
 	uint64_t ms, mc;
 	uint64_t cs = prog_cycles(dev, k, W, p, n, blk, ones, &ms);
 	uint64_t cc = prog_cycles(ref, k, W, p, n, blk, ones, &mc);
@@ -438,15 +444,9 @@ static void test_transfers_vs_sim(void **state)
 		      "str", "w", "T", "cpu", "sim", "err");
 	for (size_t i = 0; i < sizeof xcases / sizeof xcases[0]; i++) {
 		const struct xcase *x = &xcases[i];
-		char uri[96], ref_uri[96];
-		snprintf(uri, sizeof uri, "sim:%s", x->geom);
-		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", x->geom);
-		csd_dev *dev = NULL, *ref = NULL;
-		if (csd_open(&dev, uri)) {
-			print_message("%s: %s\n", uri, csd_last_error(NULL));
+		csd_dev *dev, *ref;
+		if (open_pair(x->geom, x->geom, &dev, &ref))
 			skip();
-		}
-		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
 		uint64_t cs = xfer_cycles(dev, x, buf), cc = xfer_cycles(ref, x, buf);
 		double err = ((double)cc - (double)cs) / (double)cs;
 		int ok = fabs(err) <= TOLERANCE;
@@ -521,15 +521,9 @@ static void test_regions_vs_sim(void **state)
 		      "call", "cpu", "sim", "err");
 	for (size_t i = 0; i < sizeof rcases / sizeof rcases[0]; i++) {
 		const struct rcase *e = &rcases[i];
-		char uri[64], ref_uri[64];
-		snprintf(uri, sizeof uri, "sim:%s", e->geom);
-		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", e->geom);
-		csd_dev *dev = NULL, *ref = NULL;
-		if (csd_open(&dev, uri)) {
-			print_message("%s: %s\n", uri, csd_last_error(NULL));
+		csd_dev *dev, *ref;
+		if (open_pair(e->geom, e->geom, &dev, &ref))
 			skip();
-		}
-		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
 		kref_rng_state = 77u + (uint64_t)i * 7919u;
 		struct kref_layer L;
 		assert_int_equal(kref_layer_make(&L, e->T, e->N, e->K, e->sparsity, KREF_PLAIN, 0),
