@@ -35,15 +35,23 @@ name_of() {
 	printf '%s' "$name"
 }
 
+# The entry's log name: its path and arguments (two programs may share a basename).
+key_of() {
+	local k
+	k=$(printf '%s' "$1" | tr ' /=@,' '_____')
+	# within a file name's 255 bytes: a long one keeps its start and a checksum of the rest
+	[ ${#k} -gt 200 ] && k="${k:0:180}_$(printf '%s' "$1" | cksum | cut -d' ' -f1)"
+	printf '%s' "$k"
+}
+
 # Run entry i; write "rc secs" to $resdir/i when done.
 run_one() {
 	local i=$1 entry=${entries[$1]} prog=${entries[$1]%%@*} args=()
 	if [[ "$entry" == *@* ]]; then
 		IFS=',' read -r -a args <<<"${entry#*@}"
 	fi
-	local name log start rc secs
-	name=$(name_of "$entry")
-	log="$logdir/$(printf '%s' "$name" | tr ' /=' '___').log"
+	local log start rc secs
+	log="$logdir/$(key_of "$entry").log"
 	start=$EPOCHREALTIME
 	timeout "$timeout_s" "$prog" "${args[@]}" >"$log" 2>&1
 	rc=$?
@@ -56,8 +64,8 @@ run_one() {
 order=()
 while read -r _ i; do order+=("$i"); done < <(
 	for ((i = 0; i < n; i++)); do
-		name=$(name_of "${entries[$i]}")
-		d=$( [ -f "$durfile" ] && awk -F'\t' -v k="$name" '$2 == k { print $1; exit }' "$durfile")
+		key=$(key_of "${entries[$i]}")
+		d=$( [ -f "$durfile" ] && awk -F'\t' -v k="$key" '$2 == k { print $1; exit }' "$durfile")
 		printf '%s %d\n' "${d:-1e9}" "$i"
 	done | sort -s -k1,1gr)
 
@@ -74,8 +82,8 @@ flush() {
 		local i=$next_print entry=${entries[$next_print]} name log rc secs p=0 f=0 s=0 line verdict
 		read -r rc secs <"$resdir/$i"
 		name=$(name_of "$entry")
-		log="$logdir/$(printf '%s' "$name" | tr ' /=' '___').log"
-		durations+=("$secs	$name")
+		log="$logdir/$(key_of "$entry").log"
+		durations+=("$secs	$(key_of "$entry")")
 		if grep -q '^\[==========\]' "$log"; then
 			p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
 			f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
