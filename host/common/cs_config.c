@@ -646,8 +646,14 @@ void cs_cfg_write_doc_row(FILE *f, const char *name, const cs_cfg_key *k)
 	fprintf(f, " | %s | %s |\n", allowed, k->doc ? k->doc : "");
 }
 
-void cs_cfg_write_doc(FILE *f, const cs_cfg_table *root)
+static int doc_incomplete(const cs_cfg_key *k)
 {
+	return !k->doc || (!k->def && !k->doc_def);
+}
+
+int cs_cfg_write_doc(FILE *f, const cs_cfg_table *root)
+{
+	int missing = 0;
 	cs_cfg_write_doc_head(f);
 	for (int s = 0; s < root->n; s++) {
 		const cs_cfg_key *sec = &root->keys[s];
@@ -655,6 +661,7 @@ void cs_cfg_write_doc(FILE *f, const cs_cfg_table *root)
 		if (sec->type != CS_CFG_TABLE) {
 			snprintf(name, sizeof name, "`%s`", sec->key);
 			cs_cfg_write_doc_row(f, name, sec);
+			missing += doc_incomplete(sec);
 			continue;
 		}
 		for (int i = 0; i < sec->sub->n; i++) {
@@ -662,6 +669,8 @@ void cs_cfg_write_doc(FILE *f, const cs_cfg_table *root)
 			join(full, sizeof full, sec->key, sec->sub->keys[i].key);
 			snprintf(name, sizeof name, "`%s`", full);
 			cs_cfg_write_doc_row(f, name, &sec->sub->keys[i]);
+			missing += doc_incomplete(&sec->sub->keys[i]);
 		}
 	}
+	return missing;
 }

@@ -120,8 +120,9 @@ void cs_cfg_write_value(FILE *f, const cs_cfg_key *k, const void *src);
 void cs_cfg_write_string(FILE *f, const char *s);
 /* The shortest text that reads back to the same double. */
 void cs_cfg_write_double(FILE *f, double x);
-/* docs/config.md's key table of root (a table of sections): one row per key. */
-void cs_cfg_write_doc(FILE *f, const cs_cfg_table *root);
+/* docs/config.md's key table of root (a table of sections): one row per key. Returns how
+ * many keys lack a doc line or a default (def or doc_def): 0 when every row is complete. */
+int cs_cfg_write_doc(FILE *f, const cs_cfg_table *root);
 /* The parts of such a table, for other layouts (docs/sparsity.md): the header, and one
  * row of key k named `name` (markdown, e.g. "`update.freq`"). */
 void cs_cfg_write_doc_head(FILE *f);

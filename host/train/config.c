@@ -1,8 +1,9 @@
 /*
  * config.c - the run configuration: its schema (one table per section, read by the
  * config front end host/common/cs_config.c for the walk, the defaults, the resolved
- * config and docs/config.md's key table), command-line overrides, and the checks
- * across keys that run after the walk.
+ * config and docs/config.md's key table; the sparsity block's tables are host/sparsity's,
+ * walked as one key of this root), command-line overrides, and the checks across keys
+ * that run after the walk.
  *
  * Overrides are applied to the YAML document itself before validation, so that they go
  * through exactly the same checks as the file (and reach the sparsity block too).
@@ -21,6 +22,7 @@
 #include "common/cs_error.h"
 #include "common/cs_yaml.h"
 #include "driver/csd_impl.h"
+#include "sparsity/sparsity.h"
 #include "train/train_resident.h"
 
 #define OFF(f) offsetof(train_config, f)
@@ -234,7 +236,7 @@ static const cs_cfg_key root_keys[] = {
 	{ .key = "imp", .type = CS_CFG_TABLE, .sub = &imp_table },
 	{ .key = "sparsity", .type = CS_CFG_CUSTOM, .set = set_sparsity,
 	  .doc_def = "absent (dense)", .doc_allowed = "see `docs/sparsity.md`",
-	  .doc = "parsed by `host/sparsity` from the same document" },
+	  .doc = "the sparsity groups; validated in the same walk by `host/sparsity`'s tables (`cshost config doc sparsity`)" },
 };
 static const cs_cfg_table root_table = { "", "section", root_keys,
 					 (int)(sizeof root_keys / sizeof root_keys[0]), 0 };
@@ -261,19 +263,9 @@ int tc_edit_distance(const char *a, const char *b)
 	return cs_cfg_edit_distance(a, b);
 }
 
-int tc_schema_key(int i, const char **section, const char **key, const char **def)
+int tc_write_doc(FILE *f)
 {
-	const cs_cfg_key *k = schema_at(i, section);
-	if (!k)
-		return CS_ERR_NOT_FOUND;
-	*key = k->key;
-	*def = k->def;
-	return CS_OK;
-}
-
-void tc_write_doc(FILE *f)
-{
-	cs_cfg_write_doc(f, &root_table);
+	return cs_cfg_write_doc(f, &root_table);
 }
 
 void tc_where(const train_config *c, int node_id, char *buf, size_t len)
@@ -307,8 +299,6 @@ static const char *scalar(yaml_node_t *n)
 	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-/* One UTF-8 code point at s (valid: the loader checked files, apply_override checks
- * overrides); its length in *len, -1 when malformed. */
 /* "4x4": stored normalized, with its rows and columns. */
 static int set_mesh(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
 		    const char *path, void *dest)
@@ -331,8 +321,9 @@ static int set_mesh(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_
 	return CS_OK;
 }
 
-/* The sparsity block is host/sparsity's (sp_config_parse_where walks it with its own
- * tables); the trainer keeps where it is. */
+/* The sparsity block: walked here, in the same walk, by host/sparsity's tables (its
+ * nested groups, pattern dicts and schedules); the trainer keeps the typed result and
+ * where the block is (the resolved config writes it as given). */
 static int set_sparsity(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
 			const char *path, void *dest)
 {
@@ -341,7 +332,8 @@ static int set_sparsity(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_n
 	(void)path;
 	train_config *c = dest;
 	c->sparsity_node = (int)(val - cc->doc->nodes.start) + 1;
-	return CS_OK;
+	return sp_config_parse_where(&c->sparsity, cc->file, cc->doc, val, cc->where,
+				     cc->where_ctx, cc->err, cc->errlen);
 }
 
 void tc_defaults(train_config *c)
@@ -355,6 +347,8 @@ void tc_defaults(train_config *c)
 
 void tc_free(train_config *c)
 {
+	sp_config_free(c->sparsity);
+	c->sparsity = NULL;
 	if (c->doc_loaded)
 		yaml_document_delete(&c->doc);
 	c->doc_loaded = 0;

@@ -2,12 +2,15 @@
  * config.h - the YAML run configuration of `cshost train` (docs/config.md lists every key).
  *
  * One file (libyaml, walked by the schema-driven front end host/common/cs_config.h) plus
- * dotted command-line overrides ("train.steps=50"). Every error
- * names where the value came from, the key and what is allowed:
+ * dotted command-line overrides ("train.steps=50"), validated in one walk: every section,
+ * the `sparsity:` block included (its tables are host/sparsity's; the result is the typed
+ * sp_config in `sparsity`). Every error names where the value came from, the key and what
+ * is allowed:
  *   cfg.yaml:14:3: train.lr: -1 is not in [0, 10]
  *   cfg.yaml:3:3: model.n_embed: unknown key (did you mean 'n_embd'?)
- * The parsed YAML document stays alive so that host/sparsity can read the `sparsity:`
- * block from it (train_sparsity.c). Not here: what the values do.
+ *   override 'sparsity.sparsity=1.5': sparsity.sparsity: 1.5 is not in [0, 1)
+ * The YAML document stays alive for the resolved config (the sparsity block is written as
+ * given) and for messages about positions. Not here: what the values do.
  */
 #ifndef CS_TRAIN_CONFIG_H
 #define CS_TRAIN_CONFIG_H
@@ -71,6 +74,8 @@ typedef struct train_config {
 	yaml_document_t doc;
 	int doc_loaded;
 	int sparsity_node;
+	struct sp_config *sparsity;    /* the block parsed (sparsity.h); NULL when absent.
+					  Owned: tc_free frees it, an sp_state borrows it */
 	/* command-line overrides: node ids they created, and their text (for messages) */
 	int n_override_nodes, n_overrides;
 	int override_node[256];        /* node id ... */
@@ -100,11 +105,10 @@ int tc_dense_on_host(const train_config *c, int sparsity_on);
 int tc_native(const train_config *c);
 /* Device URI for csd_open ("cpu:4x4", "sim:4x4", "usb"); not for native. */
 void tc_device_uri(const train_config *c, char *buf, size_t len);
-/* The schema's keys, in order (docs/config.md's table is checked against them): key i's
- * section, name and default as YAML text; CS_ERR_NOT_FOUND past the last. */
-int tc_schema_key(int i, const char **section, const char **key, const char **def);
-/* docs/config.md's key table, generated from the schema (`cshost config doc`). */
-void tc_write_doc(FILE *f);
+/* docs/config.md's key table, generated from the schema (`cshost config doc`, make
+ * config-doc; make test fails while the committed table differs). Returns how many keys
+ * lack a doc line or a default (0: every row is complete). */
+int tc_write_doc(FILE *f);
 /* imp: the steps of round 0 (S); the later rounds have S - imp.rewind_step each, and
  * train.steps = S + rounds*(S - rewind_step). train.steps when imp is off. */
 long tc_imp_round_steps(const train_config *c);

@@ -19,7 +19,7 @@
 
 struct train_sparsity {
 	gpt *m;
-	sp_config *cfg;
+	const sp_config *cfg;  /* the train_config's (tc_load parsed it), borrowed */
 	sp_state *st;
 	sp_param *params;
 	/* the sparsity layer's tensors (q/k/v split) and the model tensor of each */
@@ -40,13 +40,6 @@ struct train_sparsity {
 	int flops_valid, flops_dense, flops_seq, flops_n;
 	sp_flops flops;
 };
-
-/* Messages about the sparsity block name the override for nodes an override made. */
-static void where_node(void *ctx, const yaml_node_t *n, char *buf, size_t len)
-{
-	const train_config *cfg = ctx;
-	tc_where(cfg, (int)(n - cfg->doc.nodes.start) + 1, buf, len);
-}
 
 /* Assemble the masks of split tensors (a dense part contributes ones). */
 static int refresh_fused(train_sparsity *ts)
@@ -87,15 +80,10 @@ int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, fl
 		return CS_ERR_NO_MEM;
 	ts->m = m;
 	*out = ts;
-	if (!cfg->sparsity_node)
-		return CS_OK;
-	yaml_node_t *node = yaml_document_get_node(&cfg->doc, cfg->sparsity_node);
-	int rc = sp_config_parse_where(&ts->cfg, cfg->file, &cfg->doc, node, where_node, cfg, err,
-				       errlen);
-	if (rc)
-		goto out_free;
+	ts->cfg = cfg->sparsity;
 	if (sp_config_is_dense(ts->cfg))
 		return CS_OK;
+	int rc;
 	ts->params = calloc(m->num_tensors, sizeof *ts->params);
 	if (!ts->params) {
 		rc = CS_ERR_NO_MEM;
@@ -157,7 +145,6 @@ void ts_free(train_sparsity *ts)
 	if (!ts)
 		return;
 	sp_free(ts->st);
-	sp_config_free(ts->cfg);
 	free(ts->params);
 	for (int i = 0; ts->fused && i < ts->m->num_tensors; i++)
 		free(ts->fused[i]);

@@ -16,9 +16,10 @@
 
 typedef struct train_sparsity train_sparsity;
 
-/* Parse cfg's sparsity block and build the t = 0 masks (applied to the model's weights
- * and to adam_m / adam_v, which may be NULL). A config without sparsity gives a disabled
- * state. Errors name the config location. */
+/* Build the t = 0 masks of cfg's sparsity block (parsed by tc_load; cfg must outlive the
+ * state) and apply them to the model's weights and to adam_m / adam_v, which may be NULL.
+ * A config without sparsity gives a disabled state. Errors (a pattern matching no tensor,
+ * a distribution that cannot be realised) name the config location. */
 int ts_create(train_sparsity **out, train_config *cfg, gpt *m, float *adam_m, float *adam_v,
 	      long total_steps, char *err, size_t errlen);
 void ts_free(train_sparsity *ts);
