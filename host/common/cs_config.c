@@ -429,6 +429,8 @@ int cs_cfg_walk(cs_cfg *c, const cs_cfg_table *t, yaml_node_t *map, const char *
 		int rc = cs_cfg_set(c, k, kn, vn, sub, dest);
 		if (rc)
 			return rc;
+		if (c->given)
+			c->given(c, k, kn, vn);
 	}
 	return 0;
 }

@@ -91,7 +91,10 @@ struct cs_cfg {
 	void *where_ctx;
 	char *err;
 	size_t errlen;
-	void *user;            /* the caller's parser state, for setters */
+	void *user;            /* the caller's state, for setters and given */
+	/* NULL, or called for every key the walk stored, with its key and value nodes: where
+	 * each value came from, for the caller's checks after the walk */
+	void (*given)(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val);
 	/* a table of sections: an unknown key may be suggested from another section
 	 * ("model.lr" -> "train.lr") */
 	const cs_cfg_table *root;

@@ -241,6 +241,11 @@ static const cs_cfg_key root_keys[] = {
 static const cs_cfg_table root_table = { "", "section", root_keys,
 					 (int)(sizeof root_keys / sizeof root_keys[0]), 0 };
 #define NSECTIONS ((int)(sizeof root_keys / sizeof root_keys[0]))
+#define NKEYS_OF(a) (sizeof a / sizeof a[0])
+_Static_assert(NKEYS_OF(run_keys) + NKEYS_OF(device_keys) + NKEYS_OF(model_keys) +
+			       NKEYS_OF(data_keys) + NKEYS_OF(train_keys) + NKEYS_OF(imp_keys) <=
+		       TC_MAX_KEYS,
+	       "train_config.key_node holds a node per schema key");
 
 /* Key i of the flattened schema and its section; NULL past the last. */
 static const cs_cfg_key *schema_at(int i, const char **section)
@@ -256,6 +261,41 @@ static const cs_cfg_key *schema_at(int i, const char **section)
 		i -= t->n;
 	}
 	return NULL;
+}
+
+/* The place of key k in the flattened schema, or -1 (a section, the sparsity block). */
+static int key_index(const cs_cfg_key *k)
+{
+	int base = 0;
+	for (int s = 0; s < NSECTIONS; s++) {
+		const cs_cfg_table *t = root_keys[s].sub;
+		if (!t)
+			continue;
+		if (k >= t->keys && k < t->keys + t->n)
+			return base + (int)(k - t->keys);
+		base += t->n;
+	}
+	return -1;
+}
+
+static void key_given(cs_cfg *cc, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val)
+{
+	(void)kn;
+	train_config *c = cc->user;
+	int i = key_index(k);
+	if (i >= 0 && i < TC_MAX_KEYS)
+		c->key_node[i] = (int)(val - cc->doc->nodes.start) + 1;
+}
+
+/* The node of section.key's value as the walk found it (for messages), 0 when not given. */
+static int given_at(const train_config *c, const char *section, const char *key)
+{
+	const char *sec;
+	const cs_cfg_key *k;
+	for (int i = 0; i < TC_MAX_KEYS && (k = schema_at(i, &sec)); i++)
+		if (!strcmp(sec, section) && !strcmp(k->key, key))
+			return c->key_node[i];
+	return 0;
 }
 
 int tc_edit_distance(const char *a, const char *b)
@@ -512,11 +552,9 @@ static int load_document(train_config *c, const char *path, const char *text, ch
  * the data is loaded. usb: the shape and PE are the bitstream's; native: no mesh. */
 static int check_device(train_config *c, char *err, size_t errlen)
 {
-	yaml_document_t *doc = &c->doc;
-	int dev = map_get(doc, 1, "device", NULL);
-	int mesh = map_get(doc, dev, "mesh", NULL), pe_node = map_get(doc, dev, "pe", NULL);
+	int mesh = given_at(c, "device", "mesh"), pe_node = given_at(c, "device", "pe");
 	int sim = !strcmp(c->device_kind, "sim");
-	int res = map_get(doc, dev, "resident", NULL);
+	int res = given_at(c, "device", "resident");
 	if (c->resident && (!strcmp(c->device_kind, "usb") || !strcmp(c->device_kind, "native")))
 		FAIL(res, "device.resident: the %s backend cannot run the resident step (%s); "
 			  "use device.kind model, cpu or sim", c->device_kind,
@@ -557,7 +595,7 @@ static int check_device(train_config *c, char *err, size_t errlen)
 	 * RTL defaults (full) otherwise */
 	unsigned a = c->awords ? (unsigned)c->awords : im->a_words;
 	unsigned b = c->bwords ? (unsigned)c->bwords : im->b_words;
-	int an = map_get(doc, dev, "awords", NULL);
+	int an = given_at(c, "device", "awords");
 	if (im->a_is_2b && a != 2 * b)
 		FAIL(an ? an : pe_node, "device.awords: pe=%s keeps A and B in one memory: awords "
 					"(%u) must be 2 * bwords (%u)", im->name, a, b);
@@ -589,51 +627,51 @@ static int validate(train_config *c, char *err, size_t errlen)
 {
 	yaml_document_t *doc = &c->doc;
 	cs_cfg cc = { .file = c->file, .doc = doc, .where = where_node, .where_ctx = c,
-		      .err = err, .errlen = errlen, .root = &root_table };
+		      .err = err, .errlen = errlen, .root = &root_table, .user = c,
+		      .given = key_given };
 	int rc = cs_cfg_walk(&cc, &root_table, yaml_document_get_node(doc, 1), "", c, NULL);
 	if (rc)
 		return rc;
 	/* cross-key checks, reported at the key that has to change */
-	int node = map_get(doc, map_get(doc, 1, "model", NULL), "n_head", NULL);
+	int node = given_at(c, "model", "n_head");
 	if (c->model.n_embd % c->model.n_head)
 		FAIL(node, "model.n_head: n_embd %d is not divisible by n_head %d",
 		     c->model.n_embd, c->model.n_head);
-	node = map_get(doc, map_get(doc, 1, "device", NULL), "awords", NULL);
+	node = given_at(c, "device", "awords");
 	if (c->awords % 2)
 		FAIL(node, "device.awords: %d is odd (A holds pairs of bf16 elements)", c->awords);
-	node = map_get(doc, map_get(doc, 1, "device", NULL), "bwords", NULL);
+	node = given_at(c, "device", "bwords");
 	if (c->bwords & (c->bwords - 1))
 		FAIL(node, "device.bwords: %d is not a power of two", c->bwords);
 	rc = check_device(c, err, errlen);
 	if (rc)
 		return rc;
-	node = map_get(doc, map_get(doc, 1, "train", NULL), "min_lr", NULL);
+	node = given_at(c, "train", "min_lr");
 	if (c->min_lr > c->lr)
 		FAIL(node, "train.min_lr: %g is above train.lr %g", c->min_lr, c->lr);
-	int imp = map_get(doc, 1, "imp", NULL);
 	if (c->imp_rounds > 0) {
 		long R = c->imp_rounds, k = c->imp_rewind_step, S = tc_imp_round_steps(c);
 		if ((c->imp_fraction > 0) == (c->imp_sparsity > 0))
-			FAIL(map_get(doc, imp, "rounds", NULL),
+			FAIL(given_at(c, "imp", "rounds"),
 			     "imp: give one of imp.fraction (pruned per round) and imp.sparsity "
 			     "(final), not %s", c->imp_fraction > 0 ? "both" : "neither");
 		if (!c->imp_steps_per_round && (c->steps + R * k) % (R + 1))
-			FAIL(map_get(doc, imp, "rounds", NULL),
+			FAIL(given_at(c, "imp", "rounds"),
 			     "imp.rounds: train.steps %d does not split into round 0 of S steps "
 			     "and %ld rounds of S - %ld: S = %ld needs train.steps %ld (or set "
 			     "imp.steps_per_round)",
 			     c->steps, R, k, S, S + R * (S - k));
 		if (k >= S)
-			FAIL(map_get(doc, imp, "rewind_step", NULL),
+			FAIL(given_at(c, "imp", "rewind_step"),
 			     "imp.rewind_step: %ld is not below the %ld steps of a round", k, S);
 		if (c->imp_steps_per_round && c->steps != S + R * (S - k))
-			FAIL(map_get(doc, imp, "steps_per_round", NULL),
+			FAIL(given_at(c, "imp", "steps_per_round"),
 			     "imp.steps_per_round: %ld steps in round 0 and %ld in each of %ld "
 			     "rounds after (rewound to step %ld) make %ld; train.steps is %d (set "
 			     "train.steps: %ld)",
 			     S, S - k, R, k, S + R * (S - k), c->steps, S + R * (S - k));
 		if (!c->sparsity_node)
-			FAIL(map_get(doc, imp, "rounds", NULL),
+			FAIL(given_at(c, "imp", "rounds"),
 			     "imp.rounds: needs a sparsity block choosing the tensors to prune "
 			     "(e.g. sparsity: {algorithm: static, sparsity: 0.0} for a dense start)");
 	}

@@ -70,6 +70,10 @@ typedef struct train_config {
 	int imp_steps_per_round;       /* 0: from train.steps */
 	char imp_rewind[8];            /* lr | weights */
 	int imp_rewind_step;
+	/* where each key's value came from: its node in the document (0: the default), by
+	 * the key's place in the schema; filled by the walk, read by the checks after it */
+#define TC_MAX_KEYS 64
+	int key_node[TC_MAX_KEYS];
 	/* the document and its sparsity: node (0 when absent) */
 	yaml_document_t doc;
 	int doc_loaded;
