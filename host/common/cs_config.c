@@ -238,6 +238,15 @@ static int set_scalar(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *val, const ch
 		return 0;
 	int nocase = (k->flags & CS_CFG_NOCASE) != 0;
 	switch (k->type) {
+	case CS_CFG_STRP: {
+		if (!*v)
+			return cs_cfg_error(c, val, path, "an empty string");
+		char *d = strdup(v);
+		if (!d)
+			return CS_ERR_NO_MEM;
+		*(char **)base = d;
+		return 0;
+	}
 	case CS_CFG_STR:
 		if (strlen(v) >= k->size)
 			return cs_cfg_error(c, val, path, "value is longer than %zu characters",
@@ -324,6 +333,72 @@ static int set_scalar(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *val, const ch
 	}
 }
 
+/* "path[i]" for messages about element i; truncation is harmless */
+static void join_index(char *dst, size_t n, const char *path, int i)
+{
+	snprintf(dst, n, "%s[%d]", path, i);
+}
+
+int cs_cfg_list(cs_cfg *c, const cs_cfg_key *item, size_t elem_size, yaml_node_t *val,
+		const char *path, int one_ok, const char *what, void **arr, int *n)
+{
+	*arr = NULL;
+	*n = 0;
+	int seq = val && val->type == YAML_SEQUENCE_NODE;
+	int cnt = seq ? (int)(val->data.sequence.items.top - val->data.sequence.items.start) : 1;
+	if (!seq && (!one_ok || !val || val->type != YAML_SCALAR_NODE))
+		return cs_cfg_error(c, val, path, one_ok ? "%s is not one value or a list of %s" :
+							   "%s is not a list of %s",
+				    cs_cfg_show(val), what);
+	if (cnt == 0)
+		return cs_cfg_error(c, val, path, "empty list of %s", what);
+	if (elem_size) {
+		*arr = calloc((size_t)cnt, elem_size);
+		if (!*arr)
+			return CS_ERR_NO_MEM;
+	}
+	for (int i = 0; i < cnt; i++) {
+		yaml_node_t *it = seq ? yaml_document_get_node(c->doc, val->data.sequence.items.start[i])
+				      : val;
+		char p[256];
+		if (seq)
+			join_index(p, sizeof p, path, i);
+		else
+			snprintf(p, sizeof p, "%s", path);
+		int rc = cs_cfg_set(c, item, NULL, it, p, elem_size ? (char *)*arr + i * elem_size
+								 : NULL);
+		if (rc)
+			return rc;
+		*n = i + 1;
+	}
+	return 0;
+}
+
+static int set_list(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *val, const char *path,
+		    void *dest)
+{
+	char *base = (char *)dest;
+	void *arr;
+	int n;
+	int rc = cs_cfg_list(c, k->item, k->size, val, path, (k->flags & CS_CFG_ONE_OK) != 0,
+			     k->allowed ? k->allowed : "values", &arr, &n);
+	if (rc && k->item->type == CS_CFG_STRP)
+		for (int i = 0; i < n; i++)
+			free(((char **)arr)[i]);
+	if (rc) {
+		free(arr);
+		return rc;
+	}
+	void **slot = (void **)(base + k->off);
+	if (k->item->type == CS_CFG_STRP)
+		for (int i = 0; i < *(int *)(base + k->off_n); i++)
+			free(((char **)*slot)[i]);
+	free(*slot);
+	*slot = arr;
+	*(int *)(base + k->off_n) = n;
+	return 0;
+}
+
 int cs_cfg_set(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
 	       const char *path, void *dest)
 {
@@ -335,6 +410,9 @@ int cs_cfg_set(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val
 		return k->set(c, k, kn, val, path, dest);
 	case CS_CFG_TABLE:
 		rc = cs_cfg_walk(c, k->sub, val, path, dest, NULL);
+		break;
+	case CS_CFG_LIST:
+		rc = set_list(c, k, val, path, dest);
 		break;
 	default:
 		rc = set_scalar(c, k, val, path, dest);

@@ -32,6 +32,9 @@ enum cs_cfg_type {
 	CS_CFG_BOOL,     /* int 0/1: true/yes/on, false/no/off */
 	CS_CFG_AUTOBOOL, /* int -1/0/1: auto or a boolean */
 	CS_CFG_TABLE,    /* a mapping of the keys of `sub` (into the same destination) */
+	CS_CFG_LIST,     /* a non-empty list of values of `item`: a malloc'd array of `size`-byte
+			    elements at off (the old one freed), its length (int) at off_n */
+	CS_CFG_STRP,     /* char *, a malloc'd copy (free() it); not empty */
 	CS_CFG_IGNORED,  /* accepted and ignored */
 	CS_CFG_CUSTOM,   /* set() does it all (values of several shapes) */
 };
@@ -45,6 +48,7 @@ enum cs_cfg_type {
 #define CS_CFG_NULL_OK 32u   /* null leaves the value as it was */
 #define CS_CFG_REQUIRED 64u  /* the key must be given */
 #define CS_CFG_NAME 128u     /* a plain directory name: not empty, no '/', not . or .. */
+#define CS_CFG_ONE_OK 256u   /* LIST: a single value is a list of one */
 
 typedef struct cs_cfg cs_cfg;
 typedef struct cs_cfg_key cs_cfg_key;
@@ -63,10 +67,12 @@ struct cs_cfg_key {
 	size_t size;            /* strings: the buffer; integers: 4 or 8 */
 	double min, max;        /* numbers: the range (flags say which ends are open) */
 	unsigned flags;
-	const char *allowed;    /* ENUM, CHOICE: "a|b|c" */
+	const char *allowed;    /* ENUM, CHOICE: "a|b|c"; LIST: the elements in messages */
 	const int *values;      /* CHOICE: the value of each name (NULL: its index) */
 	const char *def;        /* the default as YAML text ("\"\"": empty); NULL: none */
 	const cs_cfg_table *sub; /* TABLE */
+	const cs_cfg_key *item; /* LIST: each element (its off is 0: the element itself) */
+	size_t off_n;           /* LIST: the element count (int) */
 	cs_cfg_set_fn set;
 	/* the docs' row: allowed values (NULL: from the type and range, cs_cfg_doc_allowed)
 	 * and meaning; doc_def follows the default */
@@ -113,6 +119,14 @@ int cs_cfg_walk(cs_cfg *c, const cs_cfg_table *t, yaml_node_t *map, const char *
 /* Store one value (checked against k) into dest; what the walker does per key. */
 int cs_cfg_set(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val,
 	       const char *path, void *dest);
+/* A list at node val (a sequence; with one_ok also a single value) of values checked and
+ * stored by item into a new array of elem_size-byte elements: *arr and *n. An empty list
+ * is an error, and so is a mapping; `what` names the elements in messages ("steps"). On
+ * error too, *arr (free() it) holds the *n elements stored before it, for the caller to
+ * release as on success. elem_size 0: nothing is stored (item's set() does the work, with
+ * dest NULL). */
+int cs_cfg_list(cs_cfg *c, const cs_cfg_key *item, size_t elem_size, yaml_node_t *val,
+		const char *path, int one_ok, const char *what, void **arr, int *n);
 /* The defaults of every key of t (and of its nested tables) into dest. */
 void cs_cfg_defaults(const cs_cfg_table *t, void *dest);
 /* Key `name` of t, or NULL. */

@@ -69,54 +69,15 @@ static const cs_cfg_key step_key = { .key = "", .type = CS_CFG_INT, .size = size
 
 /* ---- hyperparameter schedules ------------------------------------------------------- */
 
-static int parse_values(cs_cfg *c, yaml_node_t *seq, const char *path, int range, double **vals,
-			int *nv)
-{
-	int n = seq_len(seq);
-	if (n == 0)
-		return perr(c, seq, path, "empty list");
-	double *v = calloc((size_t)n, sizeof *v);
-	if (!v)
-		return CS_ERR_NO_MEM;
-	for (int i = 0; i < n; i++) {
-		char p[160];
-		pindex(p, sizeof p, path, i);
-		int rc = set_one(c, &ranged[range], item(c, seq, i), p, &v[i]);
-		if (rc) {
-			free(v);
-			return rc;
-		}
-	}
-	free(*vals);
-	*vals = v;
-	*nv = n;
-	return 0;
-}
-
-static int set_values(cs_cfg *c, yaml_node_t *vn, const char *p, int range, sp_sched *s)
-{
-	if (vn->type != YAML_SEQUENCE_NODE)
-		return perr(c, vn, p, "%s is not a list", show(vn));
-	return parse_values(c, vn, p, range, &s->values, &s->n_values);
-}
-
-static int set_values_s(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
-			const char *p, void *dest)
-{
-	(void)k;
-	(void)kn;
-	return set_values(c, vn, p, R_SPARSITY, dest);
-}
-
-static int set_values_f(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
-			const char *p, void *dest)
-{
-	(void)k;
-	(void)kn;
-	return set_values(c, vn, p, R_FRACTION, dest);
-}
-
 #define SO(f) offsetof(sp_sched, f)
+#define REQ "required"
+/* a list of values in range R: `cycling`'s values, and a bare list (= cycling) */
+#define VALUES_KEY(R)                                                                        \
+	{ .key = "values", .type = CS_CFG_LIST, .off = SO(values), .off_n = SO(n_values),     \
+	  .size = sizeof(double), .item = &ranged[R], .allowed = "numbers", .doc_def = REQ,   \
+	  .doc_allowed = "a non-empty list of numbers in the range of `init`",                \
+	  .doc = "the values" }
+static const cs_cfg_key values_list[2] = { VALUES_KEY(R_SPARSITY), VALUES_KEY(R_FRACTION) };
 #define ANY (CS_CFG_NO_MIN | CS_CFG_NO_MAX)
 /* A schedule's keys for values in range R (RF: flags of the range); `type` comes first
  * (its doc line: the formula, t = completed optimizer steps), then the required keys of
@@ -131,8 +92,7 @@ static int set_values_f(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_no
 	{ .key = name, .type = CS_CFG_INTD, .off = SO(f), .min = 0, .flags = CS_CFG_NO_MAX,   \
 	  .doc_def = REQ, .doc = DOC }
 #define SCHED_TYPE(DOC) { .key = "type", .type = CS_CFG_IGNORED, .doc = DOC }
-#define REQ "required"
-#define SCHED_TABLES(R, RF, VALUES_SET)                                                      \
+#define SCHED_TABLES(R, RF, RANGE)                                                           \
 	static const cs_cfg_key constant_##R[] = {                                           \
 		SCHED_TYPE("the same value at every step (a bare number is this)"),           \
 		SCHED_KEY_RANGED("value", value, RF, REQ, "the value") };                     \
@@ -161,9 +121,7 @@ static int set_values_f(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_no
 		SCHED_TYPE("values in turn (a bare list is this): t = 0 uses values[0], the " \
 			   "index advances once per update step (also at t = 0 if it is one) " \
 			   "and wraps"),                                                      \
-		{ .key = "values", .type = CS_CFG_CUSTOM, .set = VALUES_SET, .doc_def = REQ,  \
-		  .doc_allowed = "a non-empty list of numbers in the range of `init`",         \
-		  .doc = "the values" } };                                                   \
+		VALUES_KEY(RANGE) };                                                          \
 	static const cs_cfg_key poly_##R[] = {                                               \
 		SCHED_TYPE("Zhu-Gupta: final + (initial - final)·(1 - p)^power, p = "        \
 			   "clip((t - begin)/(end - begin), 0, 1), evaluated at update steps " \
@@ -175,8 +133,8 @@ static int set_values_f(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_no
 		SCHED_KEY_ANY("power", power, "`3`", "the exponent") };
 #define TAB(a) { "schedule", "key", a, (int)(sizeof a / sizeof a[0]), 1 }
 
-SCHED_TABLES(s, CS_CFG_MAX_OPEN, set_values_s)
-SCHED_TABLES(f, 0, set_values_f)
+SCHED_TABLES(s, CS_CFG_MAX_OPEN, R_SPARSITY)
+SCHED_TABLES(f, 0, R_FRACTION)
 
 static const struct sched_kind {
 	const char *name;
@@ -207,7 +165,7 @@ static int parse_sched(cs_cfg *c, yaml_node_t *n, const char *path, int range, s
 	}
 	if (n->type == YAML_SEQUENCE_NODE) {
 		s->type = SP_SCHED_CYCLING;
-		return parse_values(c, n, path, range, &s->values, &s->n_values);
+		return set_one(c, &values_list[range], n, path, s);
 	}
 	yaml_node_t *tn = map_get(c, n, "type");
 	const char *ty = scalar(tn);
@@ -263,29 +221,6 @@ typedef struct gparse {
 	int have_stop, update_type;
 } gparse;
 
-static int parse_steps(cs_cfg *c, yaml_node_t *seq, const char *path, sp_update *u)
-{
-	int n = seq_len(seq);
-	if (n == 0)
-		return perr(c, seq, path, "empty list of update steps");
-	long *v = calloc((size_t)n, sizeof *v);
-	if (!v)
-		return CS_ERR_NO_MEM;
-	for (int i = 0; i < n; i++) {
-		char p[160];
-		pindex(p, sizeof p, path, i);
-		int rc = set_one(c, &step_key, item(c, seq, i), p, &v[i]);
-		if (rc) {
-			free(v);
-			return rc;
-		}
-	}
-	free(u->steps);
-	u->steps = v;
-	u->n_steps = n;
-	return 0;
-}
-
 /* stop is exclusive, end inclusive; null: no end */
 static int set_stop(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
 		    const char *p, void *dest)
@@ -303,17 +238,8 @@ static int set_stop(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t
 	return rc;
 }
 
-static int set_steps(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
-		     const char *p, void *dest)
-{
-	(void)k;
-	(void)kn;
-	if (vn->type != YAML_SEQUENCE_NODE)
-		return perr(c, vn, p, "%s is not a list of steps", show(vn));
-	return parse_steps(c, vn, p, &((gparse *)dest)->g.update);
-}
-
 #define UO(f) offsetof(gparse, g.update.f)
+enum { UPDATE_STEPS = 4 }; /* the list form's key */
 static const cs_cfg_key update_keys[] = {
 	{ .key = "freq", .type = CS_CFG_INT, .off = UO(freq), .size = sizeof(long), .min = 1,
 	  .flags = CS_CFG_NO_MAX, .doc_def = "`1`",
@@ -327,7 +253,8 @@ static const cs_cfg_key update_keys[] = {
 	{ .key = "end", .type = CS_CFG_CUSTOM, .set = set_stop, .doc_def = "none",
 	  .doc_allowed = "integer >= 0; `null`",
 	  .doc = "or: the inclusive end (stop = end + 1); not both" },
-	{ .key = "steps", .type = CS_CFG_CUSTOM, .set = set_steps, .doc_def = "none",
+	{ .key = "steps", .type = CS_CFG_LIST, .off = UO(steps), .off_n = UO(n_steps),
+	  .size = sizeof(long), .item = &step_key, .allowed = "update steps", .doc_def = "none",
 	  .doc_allowed = "a non-empty list of integers >= 0",
 	  .doc = "update at exactly these steps (`freq`, `start` and `stop` then do not apply)" },
 	{ .key = "type", .type = CS_CFG_CHOICE, .off = offsetof(gparse, update_type),
@@ -352,7 +279,7 @@ static int parse_update(cs_cfg *c, yaml_node_t *n, const char *path, gparse *gp)
 		return set_one(c, &freq, n, path, &u->freq);
 	}
 	if (n->type == YAML_SEQUENCE_NODE)
-		return parse_steps(c, n, path, u);
+		return set_one(c, &update_keys[UPDATE_STEPS], n, path, gp);
 	gp->have_stop = 0;
 	int rc = cs_cfg_walk(c, &update_table, n, path, gp, NULL);
 	if (rc)
@@ -540,8 +467,6 @@ static int set_grow_init(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_n
 }
 
 static int add_patterns(cs_cfg *c, sp_group *g, yaml_node_t *vn, const char *p, int is_glob);
-static int str_list(cs_cfg *c, yaml_node_t *vn, const char *p, char ***out, int *n,
-		    yaml_node_t ***nodes);
 
 static int set_patterns(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
 			const char *p, void *dest)
@@ -555,19 +480,7 @@ static int set_patterns(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_no
 	return vn->type == YAML_MAPPING_NODE ? 0 : add_patterns(c, &gp->g, vn, p, 0);
 }
 
-static int set_dense_layers(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
-			    const char *p, void *dest)
-{
-	(void)k;
-	(void)kn;
-	sp_group *g = &((gparse *)dest)->g;
-	for (int i = 0; i < g->n_dense; i++)
-		free(g->dense_layers[i]);
-	free(g->dense_layers);
-	g->dense_layers = NULL;
-	g->n_dense = 0;
-	return str_list(c, vn, p, &g->dense_layers, &g->n_dense, NULL);
-}
+static const cs_cfg_key glob_item = { .key = "", .type = CS_CFG_STRP };
 
 static const int init_values[] = { SP_INIT_RANDOM, SP_INIT_TOPK, SP_INIT_FROM_ZEROS };
 #define DENSITY(name, f, DEF, DOC)                                                          \
@@ -663,7 +576,9 @@ static const cs_cfg_key group_keys[NGKEYS] = {
 		    .min = 0, .flags = CS_CFG_NO_MAX, .doc_def = "`1`",
 		    .doc = "ERK's exponent: a tensor's raw density is (sum of its dims / their "
 			   "product)^erk_power_scale; `er` ignores it" },
-	[K_DENSE] = { .key = "dense_layers", .type = CS_CFG_CUSTOM, .set = set_dense_layers,
+	[K_DENSE] = { .key = "dense_layers", .type = CS_CFG_LIST, .off = GO(dense_layers),
+		      .off_n = GO(n_dense), .size = sizeof(char *), .item = &glob_item,
+		      .flags = CS_CFG_ONE_OK, .allowed = "globs",
 		      .doc_def = "none", .doc_allowed = "glob string or list",
 		      .doc = "tensors of the group forced dense; with `er`/`erk` their zeros are "
 			     "carried by the others" },
@@ -765,46 +680,6 @@ int sp_config_write_doc(FILE *f)
 		}
 	}
 	return missing;
-}
-
-static int str_list(cs_cfg *c, yaml_node_t *vn, const char *p, char ***out, int *n,
-		    yaml_node_t ***nodes)
-{
-	int cnt = vn->type == YAML_SEQUENCE_NODE ?
-			  (int)(vn->data.sequence.items.top - vn->data.sequence.items.start) :
-			  1;
-	if (vn->type == YAML_MAPPING_NODE || cnt == 0)
-		return perr(c, vn, p, "%s is not a string or a list of strings", show(vn));
-	char **v = calloc((size_t)cnt, sizeof *v);
-	yaml_node_t **nd = calloc((size_t)cnt, sizeof *nd);
-	if (!v || !nd) {
-		free(v);
-		free(nd);
-		return CS_ERR_NO_MEM;
-	}
-	for (int i = 0; i < cnt; i++) {
-		yaml_node_t *it = vn->type == YAML_SEQUENCE_NODE ?
-					  yaml_document_get_node(c->doc,
-								 vn->data.sequence.items.start[i]) :
-					  vn;
-		const char *s = scalar(it);
-		if (!s || !*s) {
-			for (int j = 0; j < i; j++)
-				free(v[j]);
-			free(v);
-			free(nd);
-			return perr(c, it, p, "%s is not a string", show(it));
-		}
-		v[i] = strdup(s);
-		nd[i] = it;
-	}
-	*out = v;
-	*n = cnt;
-	if (nodes)
-		*nodes = nd;
-	else
-		free(nd);
-	return 0;
 }
 
 /* glibc's regcomp copies a subexpression once per count of a bounded repetition, so
@@ -912,53 +787,68 @@ static int pattern_too_costly(const char *re, char *why, size_t len)
 	return 0;
 }
 
+/* One pattern (a list element: dest is its sp_pattern): a glob, or a regex within the
+ * cost bounds above that compiles. On error nothing of it is left to free. */
+static int set_pattern(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		       const char *p, void *dest)
+{
+	(void)kn;
+	sp_pattern *pt = dest;
+	const char *s = scalar(vn);
+	if (!s || !*s)
+		return perr(c, vn, p, "%s is not a string", show(vn));
+	memset(pt, 0, sizeof *pt);
+	pt->is_glob = !strcmp(k->key, "glob");
+	pt->line = (int)vn->start_mark.line + 1;
+	pt->col = (int)vn->start_mark.column + 1;
+	char why[160];
+	if (!pt->is_glob && pattern_too_costly(s, why, sizeof why))
+		return perr(c, vn, p, "'%.40s%s' %s", s, strlen(s) > 40 ? "..." : "", why);
+	if (!pt->is_glob) {
+		int e = regcomp(&pt->re, s, REG_EXTENDED | REG_NOSUB);
+		if (e) {
+			char msg[128];
+			regerror(e, &pt->re, msg, sizeof msg);
+			return perr(c, vn, p, "'%s' does not compile: %s", s, msg);
+		}
+	}
+	pt->text = strdup(s);
+	if (!pt->text) {
+		if (!pt->is_glob)
+			regfree(&pt->re);
+		return CS_ERR_NO_MEM;
+	}
+	return 0;
+}
+
+static const cs_cfg_key pattern_items[2] = {
+	{ .key = "regex", .type = CS_CFG_CUSTOM, .set = set_pattern },
+	{ .key = "glob", .type = CS_CFG_CUSTOM, .set = set_pattern },
+};
+
+/* A pattern or a list of them, appended to g's (what was stored before an error too, so
+ * that group_free releases it). */
 static int add_patterns(cs_cfg *c, sp_group *g, yaml_node_t *vn, const char *p, int is_glob)
 {
-	char **strs;
+	void *arr;
 	int n;
-	yaml_node_t **nodes;
-	int rc = str_list(c, vn, p, &strs, &n, &nodes);
-	if (rc)
-		return rc;
-	sp_pattern *np = realloc(g->patterns, sizeof *np * (size_t)(g->n_patterns + n));
-	if (!np) {
-		rc = CS_ERR_NO_MEM;
-		n = 0;
-	} else {
-		g->patterns = np;
-	}
-	for (int i = 0; i < n; i++) {
-		sp_pattern *pt = &g->patterns[g->n_patterns];
-		memset(pt, 0, sizeof *pt);
-		pt->text = strs[i];
-		strs[i] = NULL;
-		pt->is_glob = is_glob;
-		pt->line = (int)nodes[i]->start_mark.line + 1;
-		pt->col = (int)nodes[i]->start_mark.column + 1;
-		char why[160];
-		if (!is_glob && pattern_too_costly(pt->text, why, sizeof why)) {
-			rc = perr(c, nodes[i], p, "'%.40s%s' %s", pt->text,
-				  strlen(pt->text) > 40 ? "..." : "", why);
+	int rc = cs_cfg_list(c, &pattern_items[is_glob], sizeof(sp_pattern), vn, p, 1, "patterns",
+			     &arr, &n);
+	sp_pattern *np = n ? realloc(g->patterns, sizeof *np * (size_t)(g->n_patterns + n)) : NULL;
+	if (n && !np) {
+		for (int i = 0; i < n; i++) {
+			sp_pattern *pt = (sp_pattern *)arr + i;
+			if (!pt->is_glob)
+				regfree(&pt->re);
 			free(pt->text);
-			break;
 		}
-		if (!is_glob) {
-			int e = regcomp(&pt->re, pt->text, REG_EXTENDED | REG_NOSUB);
-			if (e) {
-				char msg[128];
-				regerror(e, &pt->re, msg, sizeof msg);
-				free(pt->text);
-				rc = perr(c, nodes[i], p, "'%s' does not compile: %s", scalar(nodes[i]),
-					  msg);
-				break;
-			}
-		}
-		g->n_patterns++;
+		rc = CS_ERR_NO_MEM;
+	} else if (n) {
+		g->patterns = np;
+		memcpy(g->patterns + g->n_patterns, arr, sizeof *np * (size_t)n);
+		g->n_patterns += n;
 	}
-	for (int i = 0; i < n; i++)
-		free(strs[i]);
-	free(strs);
-	free(nodes);
+	free(arr);
 	return rc;
 }
 

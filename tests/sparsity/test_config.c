@@ -198,7 +198,7 @@ static void test_rejects(void **state)
 		for (int i = 0; i < 300; i++)
 			y[n++] = 'a';
 		snprintf(y + n, sizeof y - (size_t)n, "]\n");
-		rejects(y, "cfg.yaml:4:25: sparsity.param_name_patterns: "
+		rejects(y, "cfg.yaml:4:25: sparsity.param_name_patterns[0]: "
 			   "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is 300 characters; at most 256");
 	}
 	sp_config_free(ok("sparsity:\n  type: static\n  sparsity: 0.5\n"
@@ -296,6 +296,26 @@ static void test_rejects(void **state)
 	rejects("sparsity: {algorithm: rigl, sparsity: 0.5, grow_init: random}\n",
 		"cfg.yaml:1:55: sparsity.grow_init: 'random' is not supported (only zeros)");
 	rejects("sparsity: [\n", "cfg.yaml:2:1: invalid YAML: did not find expected node content");
+	/* lists: the front end's list walk, each element checked at its position */
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  update: {steps: []}\n",
+		"cfg.yaml:4:19: sparsity.update.steps: empty list of update steps");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  update: {steps: 5}\n",
+		"cfg.yaml:4:19: sparsity.update.steps: 5 is not a list of update steps");
+	rejects("sparsity:\n  algorithm: rigl\n  sparsity: 0.5\n  update: [10, -1]\n",
+		"cfg.yaml:4:16: sparsity.update[1]: -1 is less than 0");
+	rejects("sparsity:\n  algorithm: gmp\n  sparsity: {type: cycling, values: []}\n",
+		"cfg.yaml:3:37: sparsity.sparsity.values: empty list of numbers");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n  dense_layers: {a: 1}\n",
+		"cfg.yaml:4:17: sparsity.dense_layers: {...} is not one value or a list of globs");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n  dense_layers: ['h.*', '']\n",
+		"cfg.yaml:4:25: sparsity.dense_layers[1]: an empty string");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: ['mlp', [a]]\n",
+		"cfg.yaml:4:32: sparsity.param_name_patterns[1]: [...] is not a string");
+	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n"
+		"  param_name_patterns: ['mlp', 'a{1,9}{1,9}']\n",
+		"cfg.yaml:4:32: sparsity.param_name_patterns[1]: 'a{1,9}{1,9}' stacks repetition "
+		"operators ('{' after '}'), whose compile cost doubles with each; write one");
 }
 
 static void has_row(const char *gen, const char *row)
