@@ -374,6 +374,21 @@ int cs_cfg_list(cs_cfg *c, const cs_cfg_key *item, size_t elem_size, yaml_node_t
 	return 0;
 }
 
+int cs_cfg_tuple(cs_cfg *c, const cs_cfg_key *const *keys, void *const *dests, int n,
+		 yaml_node_t *val, const char *path, const char *what)
+{
+	if (!val || val->type != YAML_SEQUENCE_NODE ||
+	    val->data.sequence.items.top - val->data.sequence.items.start != n)
+		return cs_cfg_error(c, val, path, "%s is not %s", cs_cfg_show(val), what);
+	for (int i = 0; i < n; i++) {
+		yaml_node_t *it = yaml_document_get_node(c->doc, val->data.sequence.items.start[i]);
+		int rc = cs_cfg_set(c, keys[i], NULL, it, path, dests[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int set_list(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *val, const char *path,
 		    void *dest)
 {

@@ -127,6 +127,10 @@ int cs_cfg_set(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *val
  * dest NULL). */
 int cs_cfg_list(cs_cfg *c, const cs_cfg_key *item, size_t elem_size, yaml_node_t *val,
 		const char *path, int one_ok, const char *what, void **arr, int *n);
+/* A list of exactly n values at val ("[step, sparsity]"), element i checked by keys[i]
+ * into dests[i]; `what` names it in messages ("a [step, sparsity] pair"). */
+int cs_cfg_tuple(cs_cfg *c, const cs_cfg_key *const *keys, void *const *dests, int n,
+		 yaml_node_t *val, const char *path, const char *what);
 /* The defaults of every key of t (and of its nested tables) into dest. */
 void cs_cfg_defaults(const cs_cfg_table *t, void *dest);
 /* Key `name` of t, or NULL. */

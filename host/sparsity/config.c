@@ -32,24 +32,9 @@
 #define show cs_cfg_show
 #define perr cs_cfg_error
 
-__attribute__((noinline)) static void pindex(char *dst, size_t n, const char *a, int i)
-{
-	snprintf(dst, n, "%s[%d]", a, i);
-}
-
 static yaml_node_t *map_get(cs_cfg *c, yaml_node_t *map, const char *key)
 {
 	return cs_cfg_map_get(c->doc, map, key);
-}
-
-static yaml_node_t *item(cs_cfg *c, yaml_node_t *seq, int i)
-{
-	return yaml_document_get_node(c->doc, seq->data.sequence.items.start[i]);
-}
-
-static int seq_len(const yaml_node_t *seq)
-{
-	return (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
 }
 
 /* One value checked against a key of no table (list items, a bare number) into *dst. */
@@ -355,15 +340,39 @@ static int set_schedule(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_no
 }
 
 /* 1.8: [[step, sparsity], ...] = listed update steps + cycling values */
+typedef struct step_pair {
+	long step;
+	double value;
+} step_pair;
+
+static int set_pair(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+		    const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	step_pair *sp = dest;
+	static const cs_cfg_key *const keys[2] = { &step_key, &ranged[R_SPARSITY] };
+	void *const dests[2] = { &sp->step, &sp->value };
+	return cs_cfg_tuple(c, keys, dests, 2, vn, p, "a [step, sparsity] pair");
+}
+
+static const cs_cfg_key pair_item = { .key = "", .type = CS_CFG_CUSTOM, .set = set_pair };
+
 static int set_sparsity_schedule(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn,
 				 yaml_node_t *vn, const char *p, void *dest)
 {
 	(void)k;
 	gparse *gp = dest;
 	sp_group *g = &gp->g;
-	int n = vn->type == YAML_SEQUENCE_NODE ? seq_len(vn) : 0;
-	if (n == 0)
-		return perr(c, vn, p, "%s is not a list of [step, sparsity] pairs", show(vn));
+	void *arr;
+	int n;
+	int rc = cs_cfg_list(c, &pair_item, sizeof(step_pair), vn, p, 0, "[step, sparsity] pairs",
+			     &arr, &n);
+	if (rc) {
+		free(arr);
+		return rc;
+	}
+	const step_pair *pairs = arr;
 	sp_sched_free(&g->sparsity);
 	free(g->update.steps);
 	memset(&g->update, 0, sizeof g->update);
@@ -372,24 +381,18 @@ static int set_sparsity_schedule(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn
 	g->update.stop = -1;
 	g->update.steps = calloc((size_t)n, sizeof(long));
 	g->sparsity.values = calloc((size_t)n, sizeof(double));
-	if (!g->update.steps || !g->sparsity.values)
+	if (!g->update.steps || !g->sparsity.values) {
+		free(arr);
 		return CS_ERR_NO_MEM;
+	}
 	g->update.n_steps = n;
 	g->sparsity.type = SP_SCHED_CYCLING;
 	g->sparsity.n_values = n;
 	for (int i = 0; i < n; i++) {
-		yaml_node_t *it = item(c, vn, i);
-		char q[208];
-		pindex(q, sizeof q, p, i);
-		if (it->type != YAML_SEQUENCE_NODE || seq_len(it) != 2)
-			return perr(c, it, q, "%s is not a [step, sparsity] pair", show(it));
-		int rc = set_one(c, &step_key, item(c, it, 0), q, &g->update.steps[i]);
-		if (!rc)
-			rc = set_one(c, &ranged[R_SPARSITY], item(c, it, 1), q,
-				     &g->sparsity.values[i]);
-		if (rc)
-			return rc;
+		g->update.steps[i] = pairs[i].step;
+		g->sparsity.values[i] = pairs[i].value;
 	}
+	free(arr);
 	gp->sparsity_node = gp->update_given = 1;
 	gp->sparsity_at = kn;
 	return 0;
@@ -932,7 +935,7 @@ static int finish_group(cs_cfg *c, gparse *gp, const yaml_node_t *n)
 				return perr(c, n, path, "final_density %g must be in (0, init_density]",
 					    sn->final_density);
 		}
-		if (!map_get(c, (yaml_node_t *)n, "scope"))
+		if (!sn->seen[K_SCOPE])
 			g->scope = SP_SCOPE_GLOBAL; /* GraNet ranks globally (spec 2.6) */
 	}
 	if (!sn->sparsity_node && g->algo != SP_GRANET)
@@ -1052,6 +1055,17 @@ static int parse_mapping(cs_cfg *c, sp_config *cfg, yaml_node_t *map, const char
 	return rc;
 }
 
+static int set_group_item(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			  const char *p, void *dest)
+{
+	(void)k;
+	(void)kn;
+	(void)dest;
+	if (vn->type != YAML_MAPPING_NODE)
+		return perr(c, vn, p, "%s is not a mapping (a group)", show(vn));
+	return parse_mapping(c, c->user, vn, p);
+}
+
 void sp_config_free(sp_config *cfg)
 {
 	if (!cfg)
@@ -1067,6 +1081,11 @@ int sp_config_is_dense(const sp_config *cfg)
 {
 	return !cfg || cfg->dense || cfg->n_groups == 0;
 }
+
+/* an element of a list of groups (c->user: the sp_config) */
+static int set_group_item(cs_cfg *c, const cs_cfg_key *k, yaml_node_t *kn, yaml_node_t *vn,
+			  const char *p, void *dest);
+static const cs_cfg_key group_item = { .key = "", .type = CS_CFG_CUSTOM, .set = set_group_item };
 
 int sp_config_parse(sp_config **out, const char *file, yaml_document_t *doc, yaml_node_t *node,
 		    char *err, size_t errlen)
@@ -1102,16 +1121,13 @@ int sp_config_parse_where(sp_config **out, const char *file, yaml_document_t *do
 		if (!rc)
 			rc = push_group(cfg, &g);
 	} else if (node->type == YAML_SEQUENCE_NODE) {
-		int n = (int)(node->data.sequence.items.top - node->data.sequence.items.start);
-		for (int i = 0; i < n && !rc; i++) {
-			yaml_node_t *it = yaml_document_get_node(doc, node->data.sequence.items.start[i]);
-			char path[32];
-			snprintf(path, sizeof path, "sparsity[%d]", i);
-			if (it->type != YAML_MAPPING_NODE)
-				rc = perr(&c, it, path, "%s is not a mapping (a group)", show(it));
-			else
-				rc = parse_mapping(&c, cfg, it, path);
-		}
+		/* a list of groups; [] is none (dense) */
+		void *none;
+		int n;
+		c.user = cfg;
+		if (node->data.sequence.items.top != node->data.sequence.items.start)
+			rc = cs_cfg_list(&c, &group_item, 0, node, "sparsity", 0, "groups", &none,
+					 &n);
 	} else {
 		rc = parse_mapping(&c, cfg, node, "sparsity");
 	}

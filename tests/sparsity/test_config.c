@@ -169,6 +169,27 @@ static void test_ours(void **state)
 	sp_config_free(c);
 }
 
+/* GraNet ranks globally unless the group says otherwise, in the dict form too (its scope
+ * was once looked up on the dict's key, where it never is) */
+static void test_granet_scope(void **state)
+{
+	(void)state;
+	const char *base = "sparsity:\n  algorithm: granet\n  final_density: 0.2\n"
+			   "  prune_end: 100\n";
+	char y[512];
+	snprintf(y, sizeof y, "%s  scope: per_tensor\n  param_name_patterns:\n    'mlp': null\n"
+		 "    'attn': {scope: global}\n", base);
+	sp_config *c = ok(y);
+	assert_int_equal(c->n_groups, 2);
+	assert_int_equal(c->groups[0].scope, SP_SCOPE_PER_TENSOR);
+	assert_int_equal(c->groups[1].scope, SP_SCOPE_GLOBAL);
+	sp_config_free(c);
+	snprintf(y, sizeof y, "%s  param_name_patterns:\n    'mlp': null\n", base);
+	c = ok(y);
+	assert_int_equal(c->groups[0].scope, SP_SCOPE_GLOBAL);
+	sp_config_free(c);
+}
+
 static void test_rejects(void **state)
 {
 	(void)state;
@@ -312,6 +333,13 @@ static void test_rejects(void **state)
 	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n"
 		"  param_name_patterns: ['mlp', [a]]\n",
 		"cfg.yaml:4:32: sparsity.param_name_patterns[1]: [...] is not a string");
+	rejects("sparsity:\n  type: sideband\n  sparsity_schedule: [[0, 0.5], [10, 1.5]]\n",
+		"cfg.yaml:3:38: sparsity.sparsity_schedule[1]: 1.5 is not in [0, 1)");
+	rejects("sparsity:\n  type: sideband\n  sparsity_schedule: [[0, 0.5], 7]\n",
+		"cfg.yaml:3:33: sparsity.sparsity_schedule[1]: 7 is not a [step, sparsity] pair");
+	rejects("sparsity:\n  type: sideband\n  sparsity_schedule: 3\n",
+		"cfg.yaml:3:22: sparsity.sparsity_schedule: 3 is not a list of [step, sparsity] "
+		"pairs");
 	rejects("sparsity:\n  algorithm: static\n  sparsity: 0.5\n"
 		"  param_name_patterns: ['mlp', 'a{1,9}{1,9}']\n",
 		"cfg.yaml:4:32: sparsity.param_name_patterns[1]: 'a{1,9}{1,9}' stacks repetition "
@@ -413,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_groups_22),
 		cmocka_unit_test(test_ours),
 		cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_granet_scope),
 		cmocka_unit_test(test_doc_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
