@@ -716,8 +716,16 @@ void cs_cfg_doc_allowed(const cs_cfg_key *k, char *buf, size_t n)
 		snprintf(buf, n, "anything (ignored)");
 		return;
 	case CS_CFG_STR:
+	case CS_CFG_STRP:
 		snprintf(buf, n, "string");
 		return;
+	case CS_CFG_LIST: {
+		char item[256];
+		cs_cfg_doc_allowed(k->item, item, sizeof item);
+		snprintf(buf, n, "%sa non-empty list of: %s",
+			 (f & CS_CFG_ONE_OK) ? "one value or " : "", item);
+		return;
+	}
 	default:
 		buf[0] = 0;
 		return;

@@ -60,7 +60,6 @@ static const cs_cfg_key step_key = { .key = "", .type = CS_CFG_INT, .size = size
 #define VALUES_KEY(R)                                                                        \
 	{ .key = "values", .type = CS_CFG_LIST, .off = SO(values), .off_n = SO(n_values),     \
 	  .size = sizeof(double), .item = &ranged[R], .allowed = "numbers", .doc_def = REQ,   \
-	  .doc_allowed = "a non-empty list of numbers in the range of `init`",                \
 	  .doc = "the values" }
 static const cs_cfg_key values_list[2] = { VALUES_KEY(R_SPARSITY), VALUES_KEY(R_FRACTION) };
 #define ANY (CS_CFG_NO_MIN | CS_CFG_NO_MAX)
@@ -240,7 +239,6 @@ static const cs_cfg_key update_keys[] = {
 	  .doc = "or: the inclusive end (stop = end + 1); not both" },
 	{ .key = "steps", .type = CS_CFG_LIST, .off = UO(steps), .off_n = UO(n_steps),
 	  .size = sizeof(long), .item = &step_key, .allowed = "update steps", .doc_def = "none",
-	  .doc_allowed = "a non-empty list of integers >= 0",
 	  .doc = "update at exactly these steps (`freq`, `start` and `stop` then do not apply)" },
 	{ .key = "type", .type = CS_CFG_CHOICE, .off = offsetof(gparse, update_type),
 	  .allowed = "periodic|freq|list",
