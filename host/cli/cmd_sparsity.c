@@ -1,110 +1,41 @@
 /*
- * cmd_sparsity.c - `cshost sparsity show cfg.yaml [--steps N]`: what a training config's
- * `sparsity:` block does to the GPT of its `model:` block, without training: per tensor
- * whether it is sparsified, by which algorithm, its initial and final target sparsity and
- * the nonzeros they imply.
+ * cmd_sparsity.c - `cshost sparsity show cfg.yaml [--steps N] [section.key=value ...]`:
+ * what a training config's `sparsity:` block does to the GPT of its `model:` block,
+ * without training: per tensor whether it is sparsified, by which algorithm, its initial
+ * and final target sparsity and the nonzeros they imply. The config is loaded as
+ * `cshost train` loads it (tc_load: the whole file and the overrides validated, defaults
+ * applied).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <yaml.h>
-
 #include "cli/cli.h"
 #include "cli/cli_num.h"
-#include "common/cs_yaml.h"
 #include "sparsity/sparsity.h"
+#include "train/config.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cshost sparsity show CONFIG.yaml [--steps N]\n"
+	fprintf(f, "usage: cshost sparsity show CONFIG.yaml [--steps N] [section.key=value ...]\n"
 		   "  prints, per parameter of the config's model, whether it is sparsified,\n"
 		   "  the algorithm, the target sparsity (at start and end) and the nonzeros.\n"
-		   "  --steps N  length of training, for schedules without a stop (default: none)\n");
+		   "  --steps N  length of training, for schedules without a stop (default: none)\n"
+		   "  section.key=value  overrides, as for cshost train\n");
 }
 
-/* model: {n_layer, n_head, n_embd, block_size, vocab_size} */
-static int read_model(const char *path, sp_gpt_dims *d)
+static int show(const char *path, char *const *overrides, int n_overrides, long steps)
 {
-	char *text = NULL, err[1200];
-	size_t len;
-	yaml_document_t doc;
-	int rc = -1;
-	if (cs_yaml_read_file(path, &text, &len, err, sizeof err) ||
-	    cs_yaml_load(&doc, path, text, len, err, sizeof err)) {
-		if (text)
-			free(text);
+	static train_config c;
+	char err[2048] = "";
+	if (tc_load(&c, path, NULL, overrides, n_overrides, err, sizeof err)) {
 		fprintf(stderr, "cshost sparsity: %s\n", err);
-		return -1;
-	}
-	free(text);
-	yaml_node_t *root = yaml_document_get_root_node(&doc), *model = NULL;
-	for (yaml_node_pair_t *q = root && root->type == YAML_MAPPING_NODE ?
-					   root->data.mapping.pairs.start :
-					   NULL;
-	     q && q < root->data.mapping.pairs.top; q++) {
-		yaml_node_t *k = yaml_document_get_node(&doc, q->key);
-		if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, "model"))
-			model = yaml_document_get_node(&doc, q->value);
-	}
-	if (!model || model->type != YAML_MAPPING_NODE) {
-		fprintf(stderr, "%s: no model: block (n_layer, n_head, n_embd, block_size, "
-				"vocab_size)\n",
-			path);
-		goto out_doc;
-	}
-	struct {
-		const char *key;
-		int *dst;
-	} keys[] = { { "n_layer", &d->n_layer }, { "n_head", &d->n_head }, { "n_embd", &d->n_embd },
-		     { "block_size", &d->block_size }, { "vocab_size", &d->vocab_size } };
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		*keys[i].dst = -1;
-		for (yaml_node_pair_t *q = model->data.mapping.pairs.start;
-		     q < model->data.mapping.pairs.top; q++) {
-			yaml_node_t *k = yaml_document_get_node(&doc, q->key);
-			yaml_node_t *v = yaml_document_get_node(&doc, q->value);
-			if (k->type != YAML_SCALAR_NODE || strcmp((char *)k->data.scalar.value, keys[i].key))
-				continue;
-			long long x = -1;
-			if (v->type != YAML_SCALAR_NODE ||
-			    cli_parse_int((char *)v->data.scalar.value, 1, 1 << 24, &x)) {
-				fprintf(stderr, "%s:%lu:%lu: model.%s: not a positive integer\n", path,
-					(unsigned long)v->start_mark.line + 1,
-					(unsigned long)v->start_mark.column + 1, keys[i].key);
-				goto out_doc;
-			}
-			*keys[i].dst = (int)x;
-		}
-		if (*keys[i].dst < 0) {
-			fprintf(stderr, "%s: model.%s is missing\n", path, keys[i].key);
-			goto out_doc;
-		}
-	}
-	rc = 0;
-out_doc:
-	yaml_document_delete(&doc);
-	return rc;
-}
-
-static int show(const char *path, long steps)
-{
-	sp_gpt_dims d;
-	if (read_model(path, &d))
-		return 1;
-	char err[512] = "";
-	sp_config *cfg = NULL;
-	if (sp_config_load_file(&cfg, path, err, sizeof err)) {
-		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
-	int n = sp_gpt_tensors(&d, NULL, 0);
-	if (n < 0) {
-		fprintf(stderr, "%s: model: n_embd must be divisible by n_head\n", path);
-		sp_config_free(cfg);
-		return 1;
-	}
+	const sp_config *cfg = c.sparsity;
+	sp_gpt_dims d = { c.model.n_layer, c.model.n_head, c.model.n_embd, c.model.block_size,
+			  c.model.vocab_size };
+	int n = sp_gpt_tensors(&d, NULL, 0); /* n_embd % n_head: checked by tc_load */
 	sp_gpt_tensor *tab = calloc((size_t)n, sizeof *tab);
 	sp_param *p = calloc((size_t)n, sizeof *p), *v = NULL;
 	int nv = 0, *vsrc = NULL;
@@ -132,7 +63,7 @@ static int show(const char *path, long steps)
 		goto out;
 	sp_split_qkv(p, n, v, vsrc, voff, vnames);
 	if (sp_create(&st, cfg, v, nv, 0, steps, err, sizeof err)) {
-		fprintf(stderr, "%s\n", err);
+		fprintf(stderr, "cshost sparsity: %s\n", err);
 		goto out;
 	}
 	printf("%-24s %-10s %-7s %10s %10s %10s %10s\n", "tensor", "shape", "algo", "s_start",
@@ -172,7 +103,7 @@ out:
 	free(vnames);
 	free(p);
 	free(tab);
-	sp_config_free(cfg);
+	tc_free(&c);
 	return ret;
 }
 
@@ -187,16 +118,21 @@ int cmd_sparsity(int argc, char **argv)
 		return 2;
 	}
 	long steps = 0;
+	char *ov[64];
+	int nov = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
 			long long x;
 			if (cli_int("sparsity", "--steps", argv[++i], 0, 1000000000, &x))
 				return 2;
 			steps = (long)x;
+		} else if (argv[i][0] != '-' && strchr(argv[i], '=') &&
+			   nov < (int)(sizeof ov / sizeof ov[0])) {
+			ov[nov++] = argv[i];
 		} else {
 			usage(stderr);
 			return 2;
 		}
 	}
-	return show(argv[2], steps);
+	return show(argv[2], ov, nov, steps);
 }

@@ -630,6 +630,9 @@ static int validate(train_config *c, char *err, size_t errlen)
 		      .err = err, .errlen = errlen, .root = &root_table, .user = c,
 		      .given = key_given };
 	int rc = cs_cfg_walk(&cc, &root_table, yaml_document_get_node(doc, 1), "", c, NULL);
+	if (!rc && !c->sparsity) /* no block: dense training */
+		rc = sp_config_parse_where(&c->sparsity, c->file, doc, NULL, NULL, NULL, err,
+					   errlen);
 	if (rc)
 		return rc;
 	/* cross-key checks, reported at the key that has to change */

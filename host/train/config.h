@@ -78,8 +78,8 @@ typedef struct train_config {
 	yaml_document_t doc;
 	int doc_loaded;
 	int sparsity_node;
-	struct sp_config *sparsity;    /* the block parsed (sparsity.h); NULL when absent.
-					  Owned: tc_free frees it, an sp_state borrows it */
+	struct sp_config *sparsity;    /* the block parsed (sparsity.h); absent: a dense
+					  one. Owned: tc_free frees it, an sp_state borrows it */
 	/* command-line overrides: node ids they created, and their text (for messages) */
 	int n_override_nodes, n_overrides;
 	int override_node[256];        /* node id ... */

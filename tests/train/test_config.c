@@ -57,6 +57,8 @@ static void test_defaults_and_issue_example(void **state)
 	assert_int_equal(c.steps, 200);
 	assert_true(c.lr == 3.0e-3 && c.beta2 == 0.95);
 	assert_int_equal(c.sparsity_node, 0);
+	assert_non_null(c.sparsity); /* no block: a dense sparsity config */
+	assert_true(sp_config_is_dense(c.sparsity));
 	tc_free(&c);
 	const char *issue =
 		"run:      {name: tiny, out_dir: runs, seed: 1234}\n"
