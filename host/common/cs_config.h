@@ -6,7 +6,8 @@
  * line and where its value goes (an offset into the destination struct, or a setter for
  * values of several shapes). The walker looks every key of a mapping up in its table,
  * refuses unknown keys (suggesting the nearest one) and values of the wrong type or out
- * of range, stores the rest, and descends into nested tables. Every error is one line,
+ * of range, stores the rest, and descends into nested tables and lists (each element
+ * checked by the list's item key, "path[i]" in messages). Every error is one line,
  * "where: key.path: what is wrong", where is file:line:col or what the caller's where
  * function says (a command-line override). The same tables give the defaults, the
  * resolved values and the key reference in docs/config.md (cs_cfg_write_doc).

@@ -7,8 +7,10 @@
  *
  * The keys are schema tables walked by the config front end (host/common/cs_config.h):
  * a group's keys, a schedule's keys per schedule type, an update schedule's and a
- * tiebreak's. Values of several shapes (a schedule is a number, a list or a mapping) are
- * setters here; what depends on several keys (defaults by algorithm, granet's densities,
+ * tiebreak's; lists (update steps, cycling values, globs, patterns, [step, sparsity]
+ * pairs, groups) are the front end's list walks with an item key. Values of several
+ * shapes (a schedule is a number, a list or a mapping) are setters here, which pick the
+ * table by the shape and the `type` key; what depends on several keys (defaults by algorithm, granet's densities,
  * which keys go with which algorithm) is checked after the walk, in finish_group. Every
  * error names file:line:col, the key path and the offending value. Reference of the keys
  * and defaults: docs/sparsity.md.
