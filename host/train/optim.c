@@ -236,6 +236,10 @@ void adamw_update_packed(float *w, float *m, float *v, const float *g, const uin
 	}
 }
 
+/* How many kept entries ahead adamw_update_nz prefetches its weight: 32-64 measured best
+ * on Zen 4 (a third less time than none at 90-95 %). */
+#define ADAMW_PF 32
+
 void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_t *idx,
 		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd, long t,
 		     float *wnz)
@@ -243,6 +247,11 @@ void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_
 	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
 	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
 	for (size_t k = 0; k < nidx; k++) {
+		/* the kept weights are scattered over the dense tensor (a line each at 95%),
+		 * which the step has evicted: fetch them ahead (the other streams are
+		 * sequential) */
+		if (k + ADAMW_PF < nidx)
+			__builtin_prefetch(w + idx[k + ADAMW_PF], 1);
 		size_t i = idx[k];
 		float gi = g[k];
 		float mi = beta1 * m[k] + (1.0f - beta1) * gi;
