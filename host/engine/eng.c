@@ -461,6 +461,7 @@ struct tm_job {
 	const void *val;
 	int bf16, nrows, ncols, T;
 	int y_tm;              /* output token-minor ([rows][ld]) */
+	const float *mul;      /* token-minor output times mul ([rows][ld]), or NULL */
 	atomic_int failed;
 };
 
@@ -508,15 +509,15 @@ static void spmm_part(void *arg, int tid, int nth)
 			 * transposed into y */
 			for (int r0 = 0; r0 < j->nrows; r0 += ENG_YROWS) {
 				int nr = j->nrows - r0 < ENG_YROWS ? j->nrows - r0 : ENG_YROWS;
-				j->k->spmm_rows(sl->yb, ENG_TB, j->ptr + r0, j->idx, j->val, j->bf16,
-						j->xt + t0, ld, tl, nr);
+				j->k->spmm_rows(sl->yb, ENG_TB, NULL, j->ptr + r0, j->idx, j->val,
+						j->bf16, j->xt + t0, ld, tl, nr);
 				j->k->transpose(j->y + (size_t)t0 * j->nrows + r0, (size_t)j->nrows,
 						sl->yb, ENG_TB, nr, nt);
 			}
 			continue;
 		}
-		j->k->spmm_rows(j->y + t0, ld, j->ptr, j->idx, j->val, j->bf16, j->xt + t0, ld, tl,
-				j->nrows);
+		j->k->spmm_rows(j->y + t0, ld, j->mul ? j->mul + t0 : NULL, j->ptr, j->idx, j->val,
+				j->bf16, j->xt + t0, ld, tl, j->nrows);
 		if (t0 + nt == j->T) /* the output's padding tokens, zero */
 			for (int r = 0; r < j->nrows; r++)
 				memset(j->y + (size_t)r * ld + j->T, 0,
@@ -524,8 +525,8 @@ static void spmm_part(void *arg, int tid, int nth)
 	}
 }
 
-int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
-		int x_tm, int T, float *xt)
+static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spmat *w,
+		    int by_col, const float *x, int x_tm, int T, float *xt)
 {
 	int ncols = by_col ? w->n_out : w->n_in;
 	if (T < 1)
@@ -555,9 +556,24 @@ int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, 
 		.ncols = ncols,
 		.T = T,
 		.y_tm = y_tm != 0,
+		.mul = mul,
 	};
 	cs_pool_run(e->pool, spmm_part, &j);
 	return atomic_load(&j.failed) ? CS_ERR_NO_MEM : CS_OK;
+}
+
+int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
+		int x_tm, int T, float *xt)
+{
+	return spmm_run(e, y, y_tm, NULL, w, by_col, x, x_tm, T, xt);
+}
+
+int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int by_col,
+		 const float *x, int x_tm, int T, float *xt)
+{
+	if (!mul)
+		return CS_ERR_INVALID;
+	return spmm_run(e, y, 1, mul, w, by_col, x, x_tm, T, xt);
 }
 
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
