@@ -69,11 +69,13 @@ typedef struct eng_spmat {
 	int64_t *col_ptr;
 	int32_t *row;
 	void *cval;
+	int32_t *csr_pos;    /* [nnz]: cval[q] is val[csr_pos[q]] (the CSC refresh's gather) */
 	int64_t cap;         /* allocated entries (nnz <= cap) */
 } eng_spmat;
 
 /* Build (or rebuild in place, reusing storage when it fits) from dense w [n_out, n_in] and
- * mask (1 = kept; NULL keeps every entry). Kept entries whose value is zero stay. */
+ * mask (1 = kept; NULL keeps every entry). Kept entries whose value is zero stay.
+ * CS_ERR_INVALID for bad sizes or more than INT32_MAX kept entries, CS_ERR_NO_MEM. */
 int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out, int n_in,
 		    int vtype);
 /* Refresh the values of the same pattern from dense w. */

@@ -421,6 +421,10 @@ static void test_layout(void **state)
 				assert_true(p.mask[(size_t)s.row[c] * p.n_in + j]);
 				if (c > s.col_ptr[j])
 					assert_true(s.row[c] > s.row[c - 1]);
+				/* csr_pos: the same entry's CSR place */
+				int64_t q = s.csr_pos[c];
+				assert_true(q >= s.row_ptr[s.row[c]] && q < s.row_ptr[s.row[c] + 1]);
+				assert_int_equal(s.col[q], j);
 			}
 		/* new values: refresh == fresh build; new mask: rebuild in place == fresh */
 		for (size_t q = 0; q < (size_t)p.n_out * p.n_in; q++)
