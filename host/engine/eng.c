@@ -2,6 +2,7 @@
 #include "engine/eng.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,12 +103,14 @@ static int reserve(eng_spmat *s, int64_t nnz, int vtype)
 	free(s->val);
 	free(s->row);
 	free(s->cval);
+	free(s->csr_pos);
 	s->col = malloc(sizeof(int32_t) * (size_t)cap);
 	s->val = malloc(vsize(vtype) * (size_t)cap);
 	s->row = malloc(sizeof(int32_t) * (size_t)cap);
 	s->cval = malloc(vsize(vtype) * (size_t)cap);
+	s->csr_pos = malloc(sizeof(int32_t) * (size_t)cap);
 	s->cap = cap;
-	if (!s->col || !s->val || !s->row || !s->cval) {
+	if (!s->col || !s->val || !s->row || !s->cval || !s->csr_pos) {
 		s->cap = 0;
 		return CS_ERR_NO_MEM;
 	}
@@ -144,6 +147,10 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 	}
 	for (int j = 0; j < n_in; j++)
 		s->col_ptr[j + 1] += s->col_ptr[j];
+	if (nnz > INT32_MAX) { /* csr_pos is 32-bit */
+		eng_spmat_free(s);
+		return CS_ERR_INVALID;
+	}
 	if (reserve(s, nnz, vtype))
 		goto out_nomem;
 	s->vtype = vtype;
@@ -164,6 +171,7 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 			put_val(s->val, vtype, k, wr[j]);
 			int64_t c = next[j]++;
 			s->row[c] = i;
+			s->csr_pos[c] = (int32_t)k;
 			put_val(s->cval, vtype, c, wr[j]);
 			k++;
 		}
@@ -203,66 +211,26 @@ static void upd_part(void *arg, int tid, int nth)
 	}
 }
 
-/* First entry of row i whose column is >= c. */
-static int64_t row_lower(const eng_spmat *s, int i, int c)
-{
-	int64_t lo = s->row_ptr[i], hi = s->row_ptr[i + 1];
-	while (lo < hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		if (s->col[mid] < c)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* CSC values from the fresh CSR values (columns split): the rows are visited in order, so
- * each column's entries come in its CSC order, as in the build; the strided gather from
- * the dense weights is not needed. */
+/* CSC values from the fresh CSR values (entries split): each is gathered from its CSR
+ * place (csr_pos), so the writes run in order and no entry waits on another. */
 static void upd_csc_part(void *arg, int tid, int nth)
 {
 	struct upd_job *j = arg;
 	eng_spmat *s = j->s;
 	size_t lo, hi;
-	cs_split((size_t)s->n_in, tid, nth, &lo, &hi);
-	if (lo >= hi)
-		return;
-	int64_t *next = malloc(sizeof(int64_t) * (hi - lo));
-	if (!next) { /* no memory: gather by column from the dense weights, or search the
-		      * CSR rows when there are none (eng_spmat_update_csc) */
-		size_t vs = vsize(s->vtype);
-		for (size_t c = lo; c < hi; c++)
-			for (int64_t q = s->col_ptr[c]; q < s->col_ptr[c + 1]; q++) {
-				if (j->w) {
-					put_val(s->cval, s->vtype, q,
-						j->w[(size_t)s->row[q] * s->n_in + c]);
-					continue;
-				}
-				int64_t k = row_lower(s, s->row[q], (int)c);
-				memcpy((char *)s->cval + (size_t)q * vs, (char *)s->val + (size_t)k * vs,
-				       vs);
-			}
-		return;
+	cs_split((size_t)s->nnz, tid, nth, &lo, &hi);
+	const int32_t *pos = s->csr_pos;
+	if (s->vtype == ENG_BF16) {
+		const uint16_t *v = s->val;
+		uint16_t *cv = s->cval;
+		for (size_t q = lo; q < hi; q++)
+			cv[q] = v[pos[q]];
+	} else {
+		const float *v = s->val;
+		float *cv = s->cval;
+		for (size_t q = lo; q < hi; q++)
+			cv[q] = v[pos[q]];
 	}
-	for (size_t c = lo; c < hi; c++)
-		next[c - lo] = s->col_ptr[c];
-	for (int i = 0; i < s->n_out; i++) {
-		int64_t k = lo ? row_lower(s, i, (int)lo) : s->row_ptr[i];
-		int64_t ke = s->row_ptr[i + 1];
-		if (s->vtype == ENG_BF16) {
-			const uint16_t *v = s->val;
-			uint16_t *cv = s->cval;
-			for (; k < ke && (size_t)s->col[k] < hi; k++)
-				cv[next[s->col[k] - lo]++] = v[k];
-		} else {
-			const float *v = s->val;
-			float *cv = s->cval;
-			for (; k < ke && (size_t)s->col[k] < hi; k++)
-				cv[next[s->col[k] - lo]++] = v[k];
-		}
-	}
-	free(next);
 }
 
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool)
@@ -286,6 +254,7 @@ void eng_spmat_free(eng_spmat *s)
 	free(s->col_ptr);
 	free(s->row);
 	free(s->cval);
+	free(s->csr_pos);
 	memset(s, 0, sizeof *s);
 }
 
@@ -299,12 +268,13 @@ int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b)
 	       !memcmp(a->col_ptr, b->col_ptr, sizeof(int64_t) * ((size_t)a->n_in + 1)) &&
 	       !memcmp(a->col, b->col, sizeof(int32_t) * n) &&
 	       !memcmp(a->row, b->row, sizeof(int32_t) * n) &&
+	       !memcmp(a->csr_pos, b->csr_pos, sizeof(int32_t) * n) &&
 	       !memcmp(a->val, b->val, vs * n) && !memcmp(a->cval, b->cval, vs * n);
 }
 
 size_t eng_spmat_bytes(const eng_spmat *s)
 {
-	size_t per = 2 * sizeof(int32_t) + 2 * vsize(s->vtype);
+	size_t per = 3 * sizeof(int32_t) + 2 * vsize(s->vtype);
 	return (size_t)s->cap * per + sizeof(int64_t) * ((size_t)s->n_out + s->n_in + 2);
 }
 
@@ -461,6 +431,7 @@ struct tm_job {
 	const void *val;
 	int bf16, nrows, ncols, T;
 	int y_tm;              /* output token-minor ([rows][ld]) */
+	const float *mul;      /* token-minor output times mul ([rows][ld]), or NULL */
 	atomic_int failed;
 };
 
@@ -508,15 +479,15 @@ static void spmm_part(void *arg, int tid, int nth)
 			 * transposed into y */
 			for (int r0 = 0; r0 < j->nrows; r0 += ENG_YROWS) {
 				int nr = j->nrows - r0 < ENG_YROWS ? j->nrows - r0 : ENG_YROWS;
-				j->k->spmm_rows(sl->yb, ENG_TB, j->ptr + r0, j->idx, j->val, j->bf16,
-						j->xt + t0, ld, tl, nr);
+				j->k->spmm_rows(sl->yb, ENG_TB, NULL, j->ptr + r0, j->idx, j->val,
+						j->bf16, j->xt + t0, ld, tl, nr);
 				j->k->transpose(j->y + (size_t)t0 * j->nrows + r0, (size_t)j->nrows,
 						sl->yb, ENG_TB, nr, nt);
 			}
 			continue;
 		}
-		j->k->spmm_rows(j->y + t0, ld, j->ptr, j->idx, j->val, j->bf16, j->xt + t0, ld, tl,
-				j->nrows);
+		j->k->spmm_rows(j->y + t0, ld, j->mul ? j->mul + t0 : NULL, j->ptr, j->idx, j->val,
+				j->bf16, j->xt + t0, ld, tl, j->nrows);
 		if (t0 + nt == j->T) /* the output's padding tokens, zero */
 			for (int r = 0; r < j->nrows; r++)
 				memset(j->y + (size_t)r * ld + j->T, 0,
@@ -524,8 +495,8 @@ static void spmm_part(void *arg, int tid, int nth)
 	}
 }
 
-int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
-		int x_tm, int T, float *xt)
+static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spmat *w,
+		    int by_col, const float *x, int x_tm, int T, float *xt)
 {
 	int ncols = by_col ? w->n_out : w->n_in;
 	if (T < 1)
@@ -555,9 +526,24 @@ int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, 
 		.ncols = ncols,
 		.T = T,
 		.y_tm = y_tm != 0,
+		.mul = mul,
 	};
 	cs_pool_run(e->pool, spmm_part, &j);
 	return atomic_load(&j.failed) ? CS_ERR_NO_MEM : CS_OK;
+}
+
+int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
+		int x_tm, int T, float *xt)
+{
+	return spmm_run(e, y, y_tm, NULL, w, by_col, x, x_tm, T, xt);
+}
+
+int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int by_col,
+		 const float *x, int x_tm, int T, float *xt)
+{
+	if (!mul)
+		return CS_ERR_INVALID;
+	return spmm_run(e, y, 1, mul, w, by_col, x, x_tm, T, xt);
 }
 
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,

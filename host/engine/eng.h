@@ -69,11 +69,13 @@ typedef struct eng_spmat {
 	int64_t *col_ptr;
 	int32_t *row;
 	void *cval;
+	int32_t *csr_pos;    /* [nnz]: cval[q] is val[csr_pos[q]] (the CSC refresh's gather) */
 	int64_t cap;         /* allocated entries (nnz <= cap) */
 } eng_spmat;
 
 /* Build (or rebuild in place, reusing storage when it fits) from dense w [n_out, n_in] and
- * mask (1 = kept; NULL keeps every entry). Kept entries whose value is zero stay. */
+ * mask (1 = kept; NULL keeps every entry). Kept entries whose value is zero stay.
+ * CS_ERR_INVALID for bad sizes or more than INT32_MAX kept entries, CS_ERR_NO_MEM. */
 int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out, int n_in,
 		    int vtype);
 /* Refresh the values of the same pattern from dense w. */
@@ -123,6 +125,13 @@ int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *
  * transpose at all. */
 int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
 		int x_tm, int T, float *xt);
+/* The token-minor product of eng_spmm_ex (y_tm = 1) with each output element multiplied by
+ * the element of mul at the same place (mul [rows][eng_ld(T)], as y) while the output rows
+ * are in L1: y = (x W^T or x W) * mul elementwise, the same bits as the product followed by
+ * a separate pass of y[i] * mul[i] (the backward of an elementwise function whose
+ * derivative is kept, as GELU's). 0, CS_ERR_INVALID (mul NULL) or CS_ERR_NO_MEM. */
+int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int by_col,
+		 const float *x, int x_tm, int T, float *xt);
 /* Token-minor weight gradient (inputs [rows][eng_ld(T)], transposed with eng_transpose_in
  * or handed out by eng_spmm): dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] *
  * x [col k][t] over the T tokens. */

@@ -20,9 +20,9 @@ AI __m256 bcast_w(const void *val, int64_t k, int bf16)
 
 /* Whole rows over a block of 8 * NV tokens (NV <= 8): eight accumulators are the eight
  * FMA chains two 256-bit pipes need */
-AI void spmm_rows_t(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
-		    const void *val, const int bf16, const float *x, size_t ld, int nrows,
-		    const int NV)
+AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
+		    const int32_t *idx, const void *val, const int bf16, const float *x, size_t ld,
+		    int nrows, const int NV)
 {
 	const int64_t kend = ptr[nrows];
 	for (int r = 0; r < nrows; r++) {
@@ -44,16 +44,23 @@ AI void spmm_rows_t(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
 				a[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(p + 8 * v), a[v]);
 		}
 		float *o = y + (size_t)r * ly;
+		if (mul) {
+			const float *mr = mul + (size_t)r * ly;
+#pragma GCC unroll 8
+			for (int v = 0; v < NV; v++)
+				a[v] = _mm256_mul_ps(a[v], _mm256_loadu_ps(mr + 8 * v));
+		}
 #pragma GCC unroll 8
 		for (int v = 0; v < NV; v++)
 			_mm256_storeu_ps(o + 8 * v, a[v]);
 	}
 }
 
-static void spmm_rows_avx2(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
-			   const void *val, int bf16, const float *x, size_t ld, int tl, int nrows)
+static void spmm_rows_avx2(float *y, size_t ly, const float *mul, const int64_t *ptr,
+			   const int32_t *idx, const void *val, int bf16, const float *x, size_t ld,
+			   int tl, int nrows)
 {
-#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, ptr, idx, val, 1, x, ld, nrows, nv);              		else                                                                         			spmm_rows_t(y, ly, ptr, idx, val, 0, x, ld, nrows, nv);              		break;
+#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, mul, ptr, idx, val, 1, x, ld, nrows, nv);          		else                                                                         			spmm_rows_t(y, ly, mul, ptr, idx, val, 0, x, ld, nrows, nv);          		break;
 	switch (tl / 8) {
 		SP_CASE(8)
 		SP_CASE(6)

@@ -35,9 +35,9 @@ AI __m512 bcast_w(const void *val, int64_t k, int bf16)
  * registers for the row's entries, so there is no per-panel reload; each entry is one
  * broadcast and NV fused multiply-adds on a row of the token-minor input (L2-resident for
  * the block: n_in * 256 B), whose lines are prefetched SP_PF entries ahead. */
-AI void spmm_rows_t(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
-		    const void *val, const int bf16, const float *x, size_t ld, int nrows,
-		    const int NV)
+AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
+		    const int32_t *idx, const void *val, const int bf16, const float *x, size_t ld,
+		    int nrows, const int NV)
 {
 	const int64_t kend = ptr[nrows];
 	for (int r = 0; r < nrows; r++) {
@@ -59,17 +59,23 @@ AI void spmm_rows_t(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
 				a[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + 16 * v), a[v]);
 		}
 		float *o = y + (size_t)r * ly;
+		if (mul) {
+			const float *mr = mul + (size_t)r * ly;
+#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				a[v] = _mm512_mul_ps(a[v], _mm512_loadu_ps(mr + 16 * v));
+		}
 #pragma GCC unroll 4
 		for (int v = 0; v < NV; v++)
 			_mm512_storeu_ps(o + 16 * v, a[v]);
 	}
 }
 
-static void spmm_rows_avx512(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
-			     const void *val, int bf16, const float *x, size_t ld, int tl,
-			     int nrows)
+static void spmm_rows_avx512(float *y, size_t ly, const float *mul, const int64_t *ptr,
+			     const int32_t *idx, const void *val, int bf16, const float *x,
+			     size_t ld, int tl, int nrows)
 {
-#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, ptr, idx, val, 1, x, ld, nrows, nv);              		else                                                                         			spmm_rows_t(y, ly, ptr, idx, val, 0, x, ld, nrows, nv);              		break;
+#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, mul, ptr, idx, val, 1, x, ld, nrows, nv);          		else                                                                         			spmm_rows_t(y, ly, mul, ptr, idx, val, 0, x, ld, nrows, nv);          		break;
 	switch (tl / 16) {
 		SP_CASE(4)
 		SP_CASE(3)

@@ -50,9 +50,11 @@ typedef struct eng_kern {
 	 * x is the block's first token in the token-minor input (rows ld floats apart), y the
 	 * block's first token of the token-minor output (rows ly apart); tl a multiple of 16,
 	 * at most ENG_TB. Each output vector sums its row's entries in order, in one chain:
-	 * the bits do not depend on the block's place or width. */
-	void (*spmm_rows)(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
-			  const void *val, int bf16, const float *x, size_t ld, int tl, int nrows);
+	 * the bits do not depend on the block's place or width. mul, when not NULL, is
+	 * addressed as y (rows ly apart) and each sum is stored times its element of mul. */
+	void (*spmm_rows)(float *y, size_t ly, const float *mul, const int64_t *ptr,
+			  const int32_t *idx, const void *val, int bf16, const float *x, size_t ld,
+			  int tl, int nrows);
 	/* dw[k] = <dy [r][0..tl), x [idx[k]][0..tl)> for the entries k of rows [r0, r1); rows
 	 * ld apart, tl a multiple of 16 (the padding past the tokens is not visited) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,

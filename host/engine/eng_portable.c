@@ -8,9 +8,9 @@
 #include "common/cs_exp.h"
 #include "engine/eng_impl.h"
 
-static void spmm_rows_portable(float *y, size_t ly, const int64_t *ptr, const int32_t *idx,
-			       const void *val, int bf16, const float *x, size_t ld, int tl,
-			       int nrows)
+static void spmm_rows_portable(float *y, size_t ly, const float *mul, const int64_t *ptr,
+			       const int32_t *idx, const void *val, int bf16, const float *x,
+			       size_t ld, int tl, int nrows)
 {
 	const float *vf = val;
 	const uint16_t *vh = val;
@@ -22,6 +22,9 @@ static void spmm_rows_portable(float *y, size_t ly, const int64_t *ptr, const in
 			for (int t = 0; t < tl; t++)
 				acc[t] += w * xr[t];
 		}
+		if (mul)
+			for (int t = 0; t < tl; t++)
+				acc[t] *= mul[(size_t)r * ly + t];
 		memcpy(y + (size_t)r * ly, acc, sizeof(float) * (size_t)tl);
 	}
 }

@@ -962,7 +962,7 @@ static void tm_bias_grad_job(void *va, int tid, int nth)
 static int tm_reserve(gpt *m, int ld)
 {
 	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
-	size_t need = ((2 * L + 2) * C4 + (L + 1) * C3) * (size_t)ld;
+	size_t need = ((2 * L + 1) * C4 + (L + 1) * C3) * (size_t)ld;
 	if (need > m->tm_cap) {
 		/* rows start on cache lines (ld is a multiple of 16), so threads writing
 		 * different token blocks of a row never share a line */
@@ -977,8 +977,7 @@ static int tm_reserve(gpt *m, int ld)
 	m->tm_fch = m->tm_memory;
 	m->tm_fch_gelu = m->tm_fch + L * C4 * (size_t)ld;
 	m->tm_dfch = m->tm_fch_gelu + L * C4 * (size_t)ld;
-	m->tm_dfch_gelu = m->tm_dfch + C4 * (size_t)ld;
-	m->tm_qkv = m->tm_dfch_gelu + C4 * (size_t)ld;
+	m->tm_qkv = m->tm_dfch + C4 * (size_t)ld;
 	m->tm_dqkv = m->tm_qkv + L * C3 * (size_t)ld;
 	return CS_OK;
 }
@@ -1489,17 +1488,18 @@ int gpt_backward(gpt *m, float loss_scale)
 		if (tld > 0) { /* the hidden activations token-minor */
 			const float *fcht = m->tm_fch + l * C4 * tld;
 			const float *gelut = m->tm_fch_gelu + l * C4 * tld;
-			rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch_gelu,
+			/* GELU's backward (dfch = GELU' dfch_gelu) comes out of mlp.proj's */
+			rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch, fcht,
 						 g->fcprojw + l * C1 * C4, dfcproj, gelut,
 						 p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT,
 						 (int)C4, C, tld, m->want_dense_dw);
 			if (rc)
 				return rc;
-			gelu_backward_d_pool(pool, m->tm_dfch, fcht, m->tm_dfch_gelu, C4 * tld);
 			struct tm_job tj = { .db = g->fcb + l * C4, .d = m->tm_dfch, .rows = (int)C4,
 					     .BT = (int)BT, .ld = tld };
 			cs_pool_run(pool, tm_bias_grad_job, &tj);
-			rc = m->lin->backward_tm(m->lin_ctx, m->dln, g->fcw + l * C4 * C, m->tm_dfch,
+			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->fcw + l * C4 * C,
+						 m->tm_dfch,
 						 ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
 						 (int)C4, tld, m->want_dense_dw);
 		} else {
@@ -1534,7 +1534,7 @@ int gpt_backward(gpt *m, float loss_scale)
 			struct tm_job tj = { .db = g->qkvb + l * C3, .d = m->tm_dqkv,
 					     .rows = (int)C3, .BT = (int)BT, .ld = qld };
 			cs_pool_run(pool, tm_bias_grad_job, &tj);
-			rc = m->lin->backward_tm(m->lin_ctx, m->dln, g->qkvw + l * C3 * C,
+			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->qkvw + l * C3 * C,
 						 m->tm_dqkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV,
 						 (int)BT, C, (int)C3, qld, m->want_dense_dw);
 		} else {

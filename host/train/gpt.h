@@ -65,9 +65,12 @@ typedef struct gpt_linear_ops {
 	int (*qkv_ld)(void *ctx, int layer, int BT);
 	int (*forward_tm)(void *ctx, float *y, const float *x, const float *w, int layer,
 			  int proj, int BT, int IC, int OC, int ld);
-	int (*backward_tm)(void *ctx, float *dx, float *dw, const float *dy, const float *x,
-			   const float *w, int layer, int proj, int BT, int IC, int OC, int ld,
-			   int want_dense_dw);
+	/* dx_mul (GPT_FC_PROJ only, else NULL): the token-minor dx comes out multiplied by it
+	 * elementwise ([IC][ld], as dx): mlp.proj's backward hands out GELU's backward, the
+	 * gradient times the derivative kept in fch, with no pass of its own. */
+	int (*backward_tm)(void *ctx, float *dx, const float *dx_mul, float *dw, const float *dy,
+			   const float *x, const float *w, int layer, int proj, int BT, int IC,
+			   int OC, int ld, int want_dense_dw);
 } gpt_linear_ops;
 
 /* llm.c layout: each parameter kind is one array over the layers. */
@@ -153,7 +156,6 @@ typedef struct gpt {
 	float *tm_fch;          /* [L, 4C, ld] fch (GELU'), token-minor */
 	float *tm_fch_gelu;     /* [L, 4C, ld] */
 	float *tm_dfch;         /* [4C, ld] */
-	float *tm_dfch_gelu;    /* [4C, ld] */
 	float *tm_qkv;          /* [L, 3C, ld] */
 	float *tm_dqkv;         /* [3C, ld] */
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */

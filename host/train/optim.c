@@ -236,24 +236,52 @@ void adamw_update_packed(float *w, float *m, float *v, const float *g, const uin
 	}
 }
 
-void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_t *idx,
-		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd, long t,
-		     float *wnz)
+/* How many kept entries ahead adamw_update_nz prefetches its weight: 32-64 measured best
+ * on Zen 4 (a third less time than none at 90-95 %). */
+#define ADAMW_PF 32
+/* adamw_update_nz's chunk of entries: the moments' step over the chunk (contiguous: it
+ * vectorizes, the square root and the division with it), then the scattered weights */
+#define ADAMW_CHUNK 256
+
+static __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
+adamw_moments(float *restrict u, float *restrict m, float *restrict v, const float *restrict g,
+	      size_t n, float beta1, float beta2, float eps, float c1, float c2)
 {
-	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
-	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
-	for (size_t k = 0; k < nidx; k++) {
-		size_t i = idx[k];
+	for (size_t k = 0; k < n; k++) {
 		float gi = g[k];
 		float mi = beta1 * m[k] + (1.0f - beta1) * gi;
 		float vi = beta2 * v[k] + (1.0f - beta2) * gi * gi;
 		m[k] = mi;
 		v[k] = vi;
 		float mhat = mi * c1, vhat = vi * c2;
-		float wi = w[i] - lr * (mhat / (sqrtf(vhat) + eps) + wd * w[i]);
-		w[i] = wi;
-		if (wnz)
-			wnz[k] = wi;
+		u[k] = mhat / (sqrtf(vhat) + eps);
+	}
+}
+
+/* The same expressions as adamw_update_idx, in two passes per chunk (identical bits: no
+ * operation is fused or reordered, -ffp-contract=off). */
+void adamw_update_nz(float *w, float *m, float *v, const float *g, const uint32_t *idx,
+		     size_t nidx, float lr, float beta1, float beta2, float eps, float wd, long t,
+		     float *wnz)
+{
+	float c1 = 1.0f / (1.0f - powf(beta1, (float)t));
+	float c2 = 1.0f / (1.0f - powf(beta2, (float)t));
+	float u[ADAMW_CHUNK];
+	for (size_t k0 = 0; k0 < nidx; k0 += ADAMW_CHUNK) {
+		size_t n = nidx - k0 < ADAMW_CHUNK ? nidx - k0 : ADAMW_CHUNK;
+		adamw_moments(u, m + k0, v + k0, g + k0, n, beta1, beta2, eps, c1, c2);
+		for (size_t q = 0; q < n; q++) {
+			size_t k = k0 + q;
+			/* the kept weights are scattered over the dense tensor (a line each at
+			 * 95 %), which the step has evicted: fetch them ahead */
+			if (k + ADAMW_PF < nidx)
+				__builtin_prefetch(w + idx[k + ADAMW_PF], 1);
+			size_t i = idx[k];
+			float wi = w[i] - lr * (u[q] + wd * w[i]);
+			w[i] = wi;
+			if (wnz)
+				wnz[k] = wi;
+		}
 	}
 }
 

@@ -372,19 +372,21 @@ static int nat_forward_tm(void *ctx, float *y, const float *x, const float *w, i
 	return eng_spmm_ex(n->e, y, 0, &n->sp[k], 0, x, 1, BT, NULL);
 }
 
-static int nat_backward_tm(void *ctx, float *dx, float *dw, const float *dy, const float *x,
-			   const float *w, int layer, int proj, int BT, int IC, int OC, int ld,
-			   int want_dense_dw)
+static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
+			   const float *dy, const float *x, const float *w, int layer, int proj,
+			   int BT, int IC, int OC, int ld, int want_dense_dw)
 {
 	(void)w;
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
 	const eng_spmat *s = &n->sp[k];
-	if (!s->row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ)
+	if (!s->row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ ||
+	    (dx_mul && proj != GPT_FC_PROJ))
 		return CS_ERR_INVALID;
 	int rc;
 	if (proj == GPT_FC_PROJ) { /* dy token-major, dx and x token-minor */
-		rc = eng_spmm_ex(n->e, dx, 1, s, 1, dy, 0, BT, n->dyt);
+		rc = dx_mul ? eng_spmm_mul(n->e, dx, dx_mul, s, 1, dy, 0, BT, n->dyt)
+			    : eng_spmm_ex(n->e, dx, 1, s, 1, dy, 0, BT, n->dyt);
 		if (rc)
 			return rc;
 		if (want_dense_dw) { /* dW += dy^T x */

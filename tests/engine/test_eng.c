@@ -173,6 +173,30 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 			for (int t = 0; t < ld; t++)
 				assert_true(t < T ? dxt[j * ld + t] == dx[(size_t)t * ni + j]
 						  : dxt[j * ld + t] == 0.0f);
+		/* the product times a multiplier as it is stored: the bits of the product followed
+		 * by the multiplication, padding tokens zero; no multiplier is an error */
+		float *mt = malloc(sizeof(float) * ni * ld), *dxm = malloc(sizeof(float) * ni * ld);
+		assert_true(mt && dxm);
+		for (size_t q = 0; q < ni * ld; q++)
+			mt[q] = (float)((q * 2654435761u) % 2001) / 1000.0f - 1.0f;
+		memset(dxm, 0x7f, sizeof(float) * ni * ld);
+		assert_int_equal(eng_spmm_mul(e, dxm, mt, &s, 1, p->dy, 0, T, NULL), CS_OK);
+		for (size_t j = 0; j < ni; j++)
+			for (int t = 0; t < ld; t++) {
+				float want = t < T ? dxt[j * ld + t] * mt[j * ld + t] : 0.0f;
+				assert_memory_equal(&dxm[j * ld + t], &want, sizeof want);
+			}
+		memset(dxm, 0x7f, sizeof(float) * ni * ld);
+		assert_int_equal(eng_spmm_mul(e, dxm, mt, &s, 1, dyt, 1, T, NULL), CS_OK);
+		for (size_t j = 0; j < ni; j++)
+			for (int t = 0; t < T; t++) {
+				float want = dxt[j * ld + t] * mt[j * ld + t];
+				assert_memory_equal(&dxm[j * ld + t], &want, sizeof want);
+			}
+		assert_int_equal(eng_spmm_mul(e, dxm, NULL, &s, 1, dyt, 1, T, NULL),
+				 CS_ERR_INVALID);
+		free(mt);
+		free(dxm);
 		free(yt);
 		free(y3);
 		free(dxt);
@@ -397,6 +421,10 @@ static void test_layout(void **state)
 				assert_true(p.mask[(size_t)s.row[c] * p.n_in + j]);
 				if (c > s.col_ptr[j])
 					assert_true(s.row[c] > s.row[c - 1]);
+				/* csr_pos: the same entry's CSR place */
+				int64_t q = s.csr_pos[c];
+				assert_true(q >= s.row_ptr[s.row[c]] && q < s.row_ptr[s.row[c] + 1]);
+				assert_int_equal(s.col[q], j);
 			}
 		/* new values: refresh == fresh build; new mask: rebuild in place == fresh */
 		for (size_t q = 0; q < (size_t)p.n_out * p.n_in; q++)

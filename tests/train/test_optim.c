@@ -125,6 +125,49 @@ static void test_norm_partials_sharded(void **state)
 	free(g);
 }
 
+/* AdamW over kept entries with packed moments and gradient (adamw_update_nz, in chunks:
+ * more entries than one chunk, and a partial last one) = adamw_update on each entry alone,
+ * bit for bit; the packed copy of the new weights equals them; other weights untouched. */
+static void test_adamw_nz(void **state)
+{
+	(void)state;
+	size_t n = 4099, nk = 0;
+	float *w = malloc(n * sizeof *w), *w2 = malloc(n * sizeof *w);
+	float *m = calloc(n, sizeof *m), *v = calloc(n, sizeof *v), *g = malloc(n * sizeof *g);
+	float *m2 = calloc(n, sizeof *m), *v2 = calloc(n, sizeof *v), *wnz = malloc(n * sizeof *w);
+	uint32_t *idx = malloc(n * sizeof *idx);
+	assert_true(w && w2 && m && v && g && m2 && v2 && wnz && idx);
+	for (size_t i = 0; i < n; i++) {
+		w[i] = w2[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+		if ((i * 40503u) % 7 < 3) { /* about 3 in 7 kept */
+			idx[nk] = (uint32_t)i;
+			g[nk] = (float)((i * 7919u) % 1001) / 500.0f - 1.0f;
+			nk++;
+		}
+	}
+	assert_true(nk > 600 && nk % 256);
+	for (long t = 1; t <= 3; t++) {
+		adamw_update_nz(w, m, v, g, idx, nk, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t, wnz);
+		for (size_t k = 0; k < nk; k++)
+			adamw_update(w2 + idx[k], m2 + k, v2 + k, g + k, 1, 1e-3f, 0.9f, 0.95f, 1e-8f,
+				     0.1f, t);
+		for (size_t k = 0; k < nk; k++)
+			assert_memory_equal(&wnz[k], &w[idx[k]], sizeof *w);
+	}
+	assert_memory_equal(w, w2, n * sizeof *w);
+	assert_memory_equal(m, m2, nk * sizeof *m);
+	assert_memory_equal(v, v2, nk * sizeof *v);
+	free(w);
+	free(w2);
+	free(m);
+	free(v);
+	free(g);
+	free(m2);
+	free(v2);
+	free(wnz);
+	free(idx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +175,7 @@ int main(void)
 		cmocka_unit_test(test_adamw),
 		cmocka_unit_test(test_norm_and_scale),
 		cmocka_unit_test(test_norm_partials_sharded),
+		cmocka_unit_test(test_adamw_nz),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
