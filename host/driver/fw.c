@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_crc32.h"
 #include "common/cs_error.h"
 #include "driver/fw.h"
 #include "fwasm/fwasm.h"
@@ -14,17 +15,6 @@ int csd_fw_find(const struct csd_fw *fw, const char *sym)
 		if (!strcmp(fw->syms[i].name, sym))
 			return fw->syms[i].pc;
 	return -1;
-}
-
-uint32_t csd_crc32(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-	}
-	return ~c;
 }
 
 static void put16(uint8_t *p, unsigned v)
@@ -60,7 +50,7 @@ long csd_fw_serialize(const struct csd_fw *fw, uint8_t *buf, size_t cap)
 	}
 	for (int i = 0; i < fw->n_instr; i++, p += 2)
 		put16(p, fw->imem[i]);
-	uint32_t crc = csd_crc32(buf, (size_t)(p - buf));
+	uint32_t crc = cs_crc32(buf, (size_t)(p - buf));
 	put16(p, crc & 0xffff);
 	put16(p + 2, crc >> 16);
 	return (long)need;
@@ -91,7 +81,7 @@ int csd_fw_parse(struct csd_fw *fw, const uint8_t *buf, size_t len, char *err, s
 		return CS_ERR_FORMAT;
 	}
 	uint32_t crc = (uint32_t)get16(buf + len - 4) | (uint32_t)get16(buf + len - 2) << 16;
-	if (crc != csd_crc32(buf, len - 4)) {
+	if (crc != cs_crc32(buf, len - 4)) {
 		snprintf(err, errlen, "image checksum mismatch (corrupted): reassemble it");
 		return CS_ERR_FORMAT;
 	}

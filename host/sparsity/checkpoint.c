@@ -13,21 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_crc32.h"
 #include "sparsity/sp_internal.h"
 
 #define SP_CKPT_MAGIC "CSSPMASK"
 #define SP_CKPT_VERSION 1u
-
-static uint32_t crc32_ieee(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xffffffffu;
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-	}
-	return ~c;
-}
 
 typedef struct wbuf {
 	uint8_t *p;
@@ -112,7 +102,7 @@ int sp_state_save_buf(const sp_state *st, uint8_t **buf, size_t *len)
 			put(&b, &byte, 1);
 		}
 	}
-	put_u(&b, crc32_ieee(b.p, b.n), 4);
+	put_u(&b, cs_crc32(b.p, b.n), 4);
 	if (b.oom) {
 		free(b.p);
 		return CS_ERR_NO_MEM;
@@ -208,7 +198,7 @@ int sp_state_load_buf(sp_state *st, const uint8_t *buf, size_t len, char *err, s
 	rbuf r = { buf, len - 4, 0, 0 };
 	uint32_t crc = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 |
 		       (uint32_t)buf[len - 2] << 16 | (uint32_t)buf[len - 1] << 24;
-	if (crc32_ieee(buf, len - 4) != crc)
+	if (cs_crc32(buf, len - 4) != crc)
 		LOAD_ERR(CS_ERR_FORMAT, "sparsity checkpoint: checksum mismatch (file corrupt or "
 					"truncated; use an older checkpoint)");
 	get_bytes(&r, 8);

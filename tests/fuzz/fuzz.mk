@@ -10,7 +10,7 @@ FUZZ_SMOKE_S ?= 5
 FUZZ_CC ?= clang
 FUZZ_TARGETS := config ckpt spstate fwasm frame data resp
 # the units under test are compiled instrumented; the rest comes from the library
-FUZZ_SRCS := host/common/cs_yaml.c host/common/cs_config.c host/train/config.c host/sparsity/config.c host/train/ckpt.c \
+FUZZ_SRCS := host/common/cs_crc32.c host/common/cs_yaml.c host/common/cs_config.c host/train/config.c host/sparsity/config.c host/train/ckpt.c \
 	host/sparsity/checkpoint.c host/fwasm/fwasm.c host/driver/fw.c host/driver/frame.c \
 	host/train/data.c host/driver/proto.c host/driver/plan.c host/driver/usb_rx.c host/driver/ftdi.c
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

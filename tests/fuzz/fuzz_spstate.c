@@ -1,13 +1,15 @@
 /*
  * fuzz_spstate.c - libFuzzer target: the sparsity-state loader (host/sparsity/checkpoint.c,
  * sp_state_load_buf) against a fixed RigL state of a small GPT. Any input must load or be
- * refused with a message.
+ * refused with a message. The loader checks the CRC-32 trailer before the body, so each
+ * input is also loaded with its trailer recomputed: mutations then reach the body's parser.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cs_crc32.h"
 #include "common/cs_error.h"
 #include "sparsity/sparsity.h"
 
@@ -48,13 +50,30 @@ sp_state *fuzz_spstate_make(void)
 	return st; /* cfg lives as long as the state */
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void load_one(sp_state *st, const uint8_t *buf, size_t size)
 {
-	sp_state *st = fuzz_spstate_make();
 	char err[512] = "";
-	if (sp_state_load_buf(st, data, size, err, sizeof err) != CS_OK && !err[0]) {
+	if (sp_state_load_buf(st, buf, size, err, sizeof err) != CS_OK && !err[0]) {
 		fprintf(stderr, "fuzz_spstate: refused without a message\n");
 		abort();
 	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	sp_state *st = fuzz_spstate_make();
+	load_one(st, data, size);
+	if (size < 4)
+		return 0;
+	uint8_t *fixed = malloc(size);
+	if (!fixed)
+		return 0;
+	memcpy(fixed, data, size);
+	uint32_t crc = cs_crc32(fixed, size - 4);
+	for (int i = 0; i < 4; i++)
+		fixed[size - 4 + i] = (uint8_t)(crc >> (8 * i));
+	if (memcmp(fixed + size - 4, data + size - 4, 4))
+		load_one(st, fixed, size);
+	free(fixed);
 	return 0;
 }
