@@ -29,7 +29,7 @@ uint64_t ck_checksum(const void *p, size_t n)
 }
 
 /* A record's checksum covers its name, kind and size as well as its data. */
-static uint64_t rec_checksum(const char *name, uint32_t kind, uint64_t nbytes, const void *data)
+uint64_t ck_record_checksum(const char *name, uint32_t kind, uint64_t nbytes, const void *data)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	const uint8_t *parts[3] = { (const uint8_t *)name, (const uint8_t *)&kind,
@@ -94,7 +94,7 @@ int ck_save(const char *path, const ck_header *h, const ck_record *recs, int n, 
 			recs[i].fill(recs[i].fill_ctx, made);
 			data = made;
 		}
-		uint64_t sum = rec_checksum(recs[i].name, recs[i].kind, nb, data);
+		uint64_t sum = ck_record_checksum(recs[i].name, recs[i].kind, nb, data);
 		fwrite(&nl, 4, 1, a.f);
 		fwrite(recs[i].name, 1, nl, a.f);
 		fwrite(&recs[i].kind, 4, 1, a.f);
@@ -193,7 +193,7 @@ int ck_load(const char *path, ck_file *out, char *err, size_t errlen)
 		if (fread(r->data, 1, r->nbytes, f) != r->nbytes)
 			BAD("%s: truncated checkpoint (%s)", path, r->name);
 		left -= r->nbytes;
-		if (rec_checksum(r->name, r->kind, r->nbytes, r->data) != r->checksum)
+		if (ck_record_checksum(r->name, r->kind, r->nbytes, r->data) != r->checksum)
 			BAD("%s: corrupt checkpoint: checksum mismatch in %s", path, r->name);
 	}
 	char end[8];

@@ -61,5 +61,7 @@ void ck_free(ck_file *f);
 int ck_check_model(const ck_file *f, const gpt_config *c, const char *path, char *err,
 		   size_t errlen);
 uint64_t ck_checksum(const void *p, size_t n);
+/* A record's checksum: over its name, kind and size as well as its data. */
+uint64_t ck_record_checksum(const char *name, uint32_t kind, uint64_t nbytes, const void *data);
 
 #endif /* CS_TRAIN_CKPT_H */
