@@ -19,7 +19,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Recompute the header checksum and every complete record's, in place. */
-static void reseal(uint8_t *b, size_t size)
+static void ckpt_reseal(uint8_t *b, size_t size)
 {
 	if (size < 80)
 		return;
@@ -48,7 +48,7 @@ static void reseal(uint8_t *b, size_t size)
 	}
 }
 
-static void load_one(const uint8_t *data, size_t size)
+static void ckpt_load_one(const uint8_t *data, size_t size)
 {
 	int fd = memfd_create("fuzz_ckpt", 0);
 	if (fd < 0)
@@ -75,14 +75,14 @@ static void load_one(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	load_one(data, size);
+	ckpt_load_one(data, size);
 	uint8_t *sealed = malloc(size ? size : 1);
 	if (!sealed)
 		return 0;
 	memcpy(sealed, data, size);
-	reseal(sealed, size);
+	ckpt_reseal(sealed, size);
 	if (memcmp(sealed, data, size))
-		load_one(sealed, size);
+		ckpt_load_one(sealed, size);
 	free(sealed);
 	return 0;
 }

@@ -50,7 +50,7 @@ sp_state *fuzz_spstate_make(void)
 	return st; /* cfg lives as long as the state */
 }
 
-static void load_one(sp_state *st, const uint8_t *buf, size_t size)
+static void spstate_load_one(sp_state *st, const uint8_t *buf, size_t size)
 {
 	char err[512] = "";
 	if (sp_state_load_buf(st, buf, size, err, sizeof err) != CS_OK && !err[0]) {
@@ -62,7 +62,7 @@ static void load_one(sp_state *st, const uint8_t *buf, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	sp_state *st = fuzz_spstate_make();
-	load_one(st, data, size);
+	spstate_load_one(st, data, size);
 	if (size < 4)
 		return 0;
 	uint8_t *fixed = malloc(size);
@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 4; i++)
 		fixed[size - 4 + i] = (uint8_t)(crc >> (8 * i));
 	if (memcmp(fixed + size - 4, data + size - 4, 4))
-		load_one(st, fixed, size);
+		spstate_load_one(st, fixed, size);
 	free(fixed);
 	return 0;
 }
