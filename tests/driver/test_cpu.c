@@ -186,9 +186,10 @@ static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R
 			}
 			uint64_t tile_nnz = 0, tile_runs = 0, inbatch = 0, batches = 0;
 			/* RUNs (section 6): one spans consecutive nonempty majors (a step bit on
-			 * the first nonzero of the next major); a new one at the tile's (and a
-			 * wgrad batch's) first nonzero, after 255 nonzeros, and where a major
-			 * is skipped. rn: nonzeros in the open RUN (0: none) */
+			 * the first nonzero of the next major; wgrad: any majors, each position's
+			 * val its major); a new one at the tile's (and a wgrad batch's) first
+			 * nonzero, after 255 nonzeros, and (but wgrad) where a major is skipped.
+			 * rn: nonzeros in the open RUN (0: none) */
 			uint64_t rn = 0;
 			int last = -2;
 			for (int m = 0; m < din; m++) {
@@ -205,7 +206,8 @@ static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R
 					if (kernel == 2 && part > cap - inbatch)
 						part = cap - inbatch;
 					for (uint64_t left = part; left;) {
-						if (rn && (rn == 255 || (m != last && m != last + 1)))
+						if (rn && (rn == 255 || (kernel != 2 && m != last &&
+									 m != last + 1)))
 							rn = 0;
 						if (!rn)
 							tile_runs++;
