@@ -231,9 +231,9 @@ module pe_lite #(
   endfunction
 
   logic drop, mac;
-  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1,
-  // SVe2, SVx2), k (SWc1, SW2, SW3, SWh), else rv; carry in 1 in STx, SVL, SRv5,
-  // SDtE (increments); registered from the next state
+  // ad_x = t (SAlu3, SShift, SDtE, SDtN), ba (STx, SVL, SRv5, SStep2, SVx3), aa (SStep1),
+  // k (SWc1, SW2, SW3, SWh), else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments);
+  // registered from the next state
   logic xs_t_q, xs_b_q, xs_a_q, xs_k_q, ci_q;
 
   always_comb begin
@@ -385,19 +385,17 @@ module pe_lite #(
             pc_d = pc_q;
             st_d = SBlk2;
           end
-          4'hA: begin  // axpy: r5, then r1, r2; aa = 0 (no A offset)
+          4'hA: begin  // axpy: r5, then r1, r2
             d_re = 1'b1;
             d_ra = reg_addr(3'd5);
             ba_d = w_q[31:16];
-            aa_d = 16'd0;
             pc_d = pc_q;
             st_d = SVx1;
           end
-          4'hB: begin  // dot: r6 (output pointer), then r5, r1, r2; aa = the A offset
+          4'hB: begin  // dot: r6 (output pointer), then r5, r1, r2
             d_re = 1'b1;
             d_ra = reg_addr(3'd6);
             ba_d = w_q[31:16];
-            aa_d = w_q[15:0];
             pc_d = pc_q;
             st_d = SDt0;
           end
@@ -834,9 +832,8 @@ module pe_lite #(
           st_d = SVx2;
         end
       end
-      SVx2: begin  // aa = aa + r1: the A offset (dot: the lane's val; axpy: 0) + r1
-        ad_y = rv;
-        aa_d = ad_s;
+      SVx2: begin
+        aa_d = rv;
         acc_clr = 1'b1;
         d_re = 1'b1;
         d_ra = reg_addr(3'd2);
@@ -894,7 +891,6 @@ module pe_lite #(
       SAxP: begin
         w_d = drd;
         ba_d = drd[31:16];
-        aa_d = 16'd0;
         pop = 1'b1;
         d_re = 1'b1;
         d_ra = reg_addr(3'd5);
@@ -921,7 +917,6 @@ module pe_lite #(
       end
       SDtP: begin
         ba_d = drd[31:16];
-        aa_d = rv;  // the A offset (val)
         pop = 1'b1;
         d_re = 1'b1;
         d_ra = reg_addr(3'd5);
@@ -1012,7 +1007,7 @@ module pe_lite #(
     xs_k_q <= (st_d == SWc1) || (st_d == SW2) || (st_d == SW3) || (st_d == SWh);
     xs_b_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SStep2)
               || (st_d == SVx3) || (st_d == SVeS);
-    xs_a_q <= (st_d == SStep1) || (st_d == SVe2) || (st_d == SVx2);
+    xs_a_q <= (st_d == SStep1) || (st_d == SVe2);
     ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE)
             || (st_d == SVe1) || (st_d == SVeS) || (st_d == SVe2);
   end

@@ -68,7 +68,9 @@ static long run_cmp(csd_dev *dev, csd_dev *ref, int k, const struct kref_layer *
 static const double sparsities[] = { 0, 0.3, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0 };
 
 struct sweep {
-	const char *engine; /* "model" or "" (rtl), or "pe=IMPL" (rtl of that implementation) */
+	const char *engine; /* "model" or "" (rtl), or "pe=IMPL" (rtl of that implementation),
+			     * or "model,pe=IMPL" (the model with that implementation's dot and
+			     * streams) */
 	int cases;
 	int max_t, max_f; /* largest T and K, N (0: 3 * PEs + 40 and min(awords, 80)) */
 	const int (*shapes)[2];
@@ -137,6 +139,10 @@ static void test_model_random(void **state)
 	static const uint32_t sizes[][2] = { { 512, 256 }, { 128, 64 }, { 64, 32 }, { 4096, 2048 } };
 	struct sweep sw = { "model", env_on("REGRESS", 0) ? 4800 : 480, 0, 0, shapes, 6, sizes, 4 };
 	random_sweep(&sw);
+	/* the boards' wgrad stream (a SET_MAJOR per major) on PEs whose dot reads no offset */
+	struct sweep lite = { "model,pe=lite", env_on("REGRESS", 0) ? 1200 : 120, 0, 0, shapes,
+			      6, sizes, 4 };
+	random_sweep(&lite);
 }
 
 static void test_rtl_random(void **state)
@@ -172,7 +178,8 @@ static void test_rtl_random_4x4(void **state)
 /* wgrad's dot groups across majors (docs/architecture.md 4.4: each position's val is its
  * major's A offset) on the Verilated pe meshes 2x2 and 4x4 at the default sizes: sparse
  * layers whose majors hold a few positions each (so nearly every group mixes majors),
- * batches of two RUNs (cut at 255), Tp from 1 to 32, csd_wgrad and csd_backward_wgrad. */
+ * batches of two RUNs (cut at 255), Tp from 1 to 32, csd_wgrad and csd_backward_wgrad;
+ * and the boards' stream (dotspan=0: a SET_MAJOR per major, val 0) on the pe 2x2. */
 static void test_rtl_wgrad_majors(void **state)
 {
 	(void)state;
@@ -180,14 +187,14 @@ static void test_rtl_wgrad_majors(void **state)
 		skip();
 		return;
 	}
-	static const char *const uris[] = { "sim:2x2", "sim:4x4" };
+	static const char *const uris[] = { "sim:2x2", "sim:4x4", "sim:2x2,dotspan=0" };
 	static const struct { int T, K, N; double s; } cs[] = {
 		{ 64, 96, 80, 0.9 }, { 128, 64, 128, 0.95 }, { 7, 40, 72, 0.8 },
 		{ 100, 96, 96, 0.5 }, { 256, 128, 64, 0.99 }, { 33, 128, 128, 0.9 },
 	};
 	long total_bad = 0;
 	int ran = 0;
-	for (int u = 0; u < 2; u++) {
+	for (int u = 0; u < 3; u++) {
 		char ref_uri[32];
 		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", uris[u] + 4);
 		csd_dev *dev = NULL, *ref = NULL;
@@ -353,10 +360,12 @@ static void test_models_and_errors(void **state)
 
 /* Zero skipping: the words the device took = those of the all-zero layer of the same shape
  * (pure protocol overhead) + one per nonzero + one RUN header per run (consecutive nonempty
- * majors of one output tile, cut at 255; wgrad: any majors of a batch, cut at 255).
- * Counted by the device side of the link. */
+ * majors of one output tile, cut at 255; wgrad on pe: any majors of a batch, cut at 255;
+ * on pe_lite, and on pe with dotspan=0, as fwd/bwd). Counted by the device side of the
+ * link. */
 static void zero_skip(const char *engine)
 {
+	int span = !strstr(engine, "pe=lite") && !strstr(engine, "dotspan=0");
 	static const int shapes[][3] = { { 37, 50, 45 }, { 64, 300, 20 }, { 9, 7, 500 } };
 	for (int s = 0; s < 3; s++) {
 		int T = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
@@ -398,10 +407,10 @@ static void zero_skip(const char *engine)
 				/* per token tile: runs (one major of one output tile, cut at 255 and,
 				 * for wgrad, at batch ends) and wgrad batches (4 words out each:
 				 * INJECT END, COLLECT + timeout) */
-				/* a RUN spans consecutive nonempty majors (wgrad: any majors); a
-				 * new one at the tile's and a batch's first nonzero, after 255, and
-				 * (but wgrad) where a major is skipped (rn: nonzeros in the open
-				 * RUN) */
+				/* a RUN spans consecutive nonempty majors (wgrad with span: any
+				 * majors); a new one at the tile's and a batch's first nonzero,
+				 * after 255, and (but wgrad with span) where a major is skipped
+				 * (rn: nonzeros in the open RUN) */
 				uint64_t runs = 0, batches = 0;
 				for (long d0 = 0; d0 < dout; d0 += dt) {
 					long bc = 0, rn = 0;
@@ -415,7 +424,8 @@ static void zero_skip(const char *engine)
 						while (cnt > 0) {
 							long part = k == 2 && cnt > cap - bc ? cap - bc : cnt;
 							for (long left = part; left > 0;) {
-								int skip = k != 2 && m != last && m != last + 1;
+								int skip = (k != 2 || !span) && m != last &&
+									   m != last + 1;
 								if (rn && (rn == 255 || skip))
 									rn = 0;
 								if (!rn)
@@ -463,6 +473,7 @@ static void test_zero_skip_model(void **state)
 {
 	(void)state;
 	zero_skip("model");
+	zero_skip("model,pe=lite");
 }
 
 static void test_zero_skip_rtl(void **state)
@@ -473,6 +484,7 @@ static void test_zero_skip_rtl(void **state)
 		return;
 	}
 	zero_skip("");
+	zero_skip("dotspan=0");
 }
 
 /* ---- raw host-port access: the self-test and error paths ----------------------------- */
@@ -492,7 +504,7 @@ static void raw_open(struct raw *r, int model, int R, int C)
 	memset(r, 0, sizeof *r);
 	r->model = model;
 	if (model) {
-		assert_int_equal(mesh_model_init(&r->mm, R, C, 512, 256), 0);
+		assert_int_equal(mesh_model_init(&r->mm, R, C, 512, 256, 0), 0);
 		return;
 	}
 	char path[512];

@@ -143,7 +143,7 @@ static struct board boards[2] = {
 static int board_flash(struct board *b, int rows, int cols, unsigned awords, unsigned bwords)
 {
 	mesh_model_free(&b->mm);
-	if (mesh_model_init(&b->mm, rows, cols, awords, bwords))
+	if (mesh_model_init(&b->mm, rows, cols, awords, bwords, 1)) /* the boards' PEs */
 		return -1;
 	b->rows = rows;
 	b->cols = cols;

@@ -136,10 +136,11 @@ static void axpy_one(struct pe_model *m)
 	}
 }
 
-/* One dot lane of the wavelet {idx, off}: A from r1 + off (the lane's major) */
+/* One dot lane of the wavelet {idx, off}: A from r1 + off (the lane's major; pe_lite and
+ * pe_micro_mt, dot_by_major: from r1, val ignored) */
 static void dot_one(struct pe_model *m, uint32_t w, uint16_t lane_ptr)
 {
-	uint16_t idx = (uint16_t)(w >> 16), off = (uint16_t)w;
+	uint16_t idx = (uint16_t)(w >> 16), off = m->dot_by_major ? 0 : (uint16_t)w;
 	uint32_t acc = 0;
 	for (uint16_t t = 0; t < m->r[5]; t++) {
 		uint16_t aa = (uint16_t)(m->r[1] + off + t * m->r[3]);
