@@ -805,8 +805,8 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 			 fw ? fw->name : "?", what);
 		goto out_free;
 	}
-	/* r1 comes with each SET_MAJOR (abase + j; wgrad on pe: abase, the major in each val), r2/r4
-	 * the B operand, r3 the A stride */
+	/* r1 comes with each SET_MAJOR (abase + j; wgrad on pe: abase, the major in each
+	 * val), r2/r4 the B operand, r3 the A stride */
 	uint32_t regs[8] = { 0, 0, rg->bbase, rg->astride, rg->bstride, (uint32_t)pl->tp,
 			     pl->kernel == PLAN_WGRAD ? rg->pb : 0, 0 };
 	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
