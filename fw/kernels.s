@@ -5,9 +5,12 @@
 ; r5 tokens in this PE, r6 B pointer (wgrad: partial sums, pb), r7 count / scratch.
 ;
 ; forward / backward: the BCAST data task is `axpy`, the control task `ctl`.
-; wgrad: the data task is `dot`; the control task is one of wg_ctl_* chosen per PE by its
-; reduction role (the host writes each PE's task table); the row (RR) and column (CR) tasks
-; start blocked and are unblocked by END, then re-block themselves after their count.
+; wgrad: the data task is `dot` (on pe each position's val is its major's A offset from r1,
+; so a group takes positions of several majors; pe_lite and pe_micro_mt read A at r1, val
+; ignored, and take a SET_MAJOR per major: one kernel for both streams); the control task
+; is one of wg_ctl_* chosen per PE by its reduction role (the host writes each PE's task
+; table); the row (RR) and column (CR) tasks start blocked and are unblocked by END, then
+; re-block themselves after their count.
 
 .equ BCAST, 0
 .equ RR0, 1
@@ -57,7 +60,8 @@ ctl_ret:
 
 ; ---- wgrad ----------------------------------------------------------------------------
 .entry dot
-dot:	dot			; B[r6 + n] = sum_t A[r1 + t*r3] * Bh[r2 + idx_n + t*r4]; r6 += lanes
+dot:	dot			; B[r6 + n] = sum_t A[r1 + val_n + t*r3] * Bh[r2 + idx_n + t*r4]
+				; (pe_lite, pe_micro_mt: A[r1 + t*r3]); r6 += lanes
 	ret
 
 ; Control tasks: SET_MAJOR as above; END(count): r7 = count, r6 back to pb, then the role.

@@ -107,6 +107,18 @@ int cmd_trainstep(int argc, char **argv)
 		snprintf(rxc, sizeof rxc, "%s", mesh);
 	if (comma)
 		snprintf(opts, sizeof opts, "%s", comma + 1);
+	/* the trainer's config carries pe, awords and bwords only: refuse the device options
+	 * it would drop (tune=, dotspan=, ...) rather than run without them */
+	for (const char *o = opts; *o;) {
+		size_t n = strcspn(o, ",");
+		if (strncmp(o, "pe=", 3) && strncmp(o, "awords=", 7) && strncmp(o, "bwords=", 7)) {
+			fprintf(stderr, "trainstep: device option '%.*s' in '%s' does not reach the "
+					"trainer (it takes pe=, awords=, bwords=)\n",
+				(int)n, o, dev);
+			return 2;
+		}
+		o += n + (o[n] == ',');
+	}
 
 	char dir[] = "/tmp/cshost-trainstep-XXXXXX";
 	if (!mkdtemp(dir)) {

@@ -395,7 +395,8 @@ static int sim_open(csd_dev *dev, const char *arg)
 	}
 	const struct plan_geom *g = &dev->geom;
 	if (s->use_model) {
-		if (mesh_model_init(&s->mm, g->rows, g->cols, g->a_words, g->b_words)) {
+		if (mesh_model_init(&s->mm, g->rows, g->cols, g->a_words, g->b_words,
+				    g->dot_by_major)) {
 			sim_close(dev);
 			return csd_fail(dev, CS_ERR_NO_MEM, "sim: cannot build the mesh model");
 		}

@@ -49,6 +49,7 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 	const char *p = arg;
 	struct plan_geom g = dev->geom;
 	int pe = dev->pe < 0 ? CSD_PE_FULL : dev->pe, have_pe = 0, have_a = 0, have_b = 0;
+	int span = -1; /* dotspan=: -1 the implementation's */
 	while (*p) {
 		const char *end = strchr(p, ',');
 		if (!end)
@@ -67,6 +68,9 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 			have_b = 1;
 		} else if (!strncmp(p, "tune=", 5) && end - p == 6 && (p[5] == '0' || p[5] == '1')) {
 			g.no_tune = p[5] == '0';
+		} else if (!strncmp(p, "dotspan=", 8) && end - p == 9 &&
+			   (p[8] == '0' || p[8] == '1')) {
+			span = p[8] == '1';
 		} else if (!strncmp(p, "pe=", 3)) {
 			int k = 0;
 			while (k < CSD_PE_COUNT && (strlen(csd_pe_impls[k].name) != (size_t)(end - p - 3) ||
@@ -105,13 +109,21 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 				"%s: pe=%s keeps A and B in one memory: awords (%u) must be 2 * "
 				"bwords (%u)",
 				dev->be->name, im->name, g.a_words, g.b_words);
+	/* wgrad's dot groups across majors need pe's per-lane A offset; pe_lite and
+	 * pe_micro_mt read none and take a SET_MAJOR per major, which pe runs too */
+	if (span == 1 && pe != CSD_PE_FULL)
+		return csd_fail(dev, CS_ERR_INVALID,
+				"%s: dotspan=1 needs pe=full (pe=%s's dot reads no per-lane A "
+				"offset)",
+				dev->be->name, im->name);
+	g.dot_by_major = span < 0 ? pe != CSD_PE_FULL : !span;
 	dev->geom = g;
 	dev->pe = pe;
 	return CS_OK;
 bad:
 	return csd_fail(dev, CS_ERR_INVALID,
 			"%s: bad device options '%s' (want RxC with 1..16 each, awords=EVEN<=65536, "
-			"bwords=POWER_OF_2<=32768, pe=full|lite|micro_mt, tune=0|1)",
+			"bwords=POWER_OF_2<=32768, pe=full|lite|micro_mt, tune=0|1, dotspan=0|1)",
 			dev->be->name, arg);
 }
 

@@ -15,10 +15,15 @@
  *                8192 = 2 * bwords 4096)
  * tune=0 keeps the widest output tiles (the default narrows a forward's or backward's
  * tiles where the read-back then hides behind the next tile's compute: plan_tune).
+ * dotspan=0 sends wgrad's stream as the boards take it (a SET_MAJOR per major) to pe too;
+ * pe's default is dotspan=1, dot groups across majors (docs/architecture.md 4.4), which
+ * pe_lite and pe_micro_mt cannot run.
  * Without awords=/bwords= an implementation gets its bitstream's sizes, so
  * "sim:1x1,pe=lite" is the default bitstream's mesh and "sim:2x2,pe=micro_mt" the 2x2
  * board's, with exactly their Verilog parameters. Results do not depend on pe= (one ISA,
- * one numerics): the cpu model takes it for the sizes and checks, sim loads that RTL.
+ * one numerics; only pe's dot reads a per-lane A offset, and the driver sends each its
+ * wgrad stream): the cpu model takes it for the sizes, checks and streams, sim loads that
+ * RTL.
  * sim never builds RTL: each (shape, sizes, pe) is a Verilated model that make builds
  * (make sim-model MESH=RxC PE=... AWORDS=N BWORDS=N); a missing or stale one is an error
  * naming that command (csd_sim_model gives it).

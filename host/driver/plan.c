@@ -293,8 +293,13 @@ static void side_open_batch(struct kstate *ks)
  * a nonzero word with PROTO_RUN_STEP set belongs to the next major (the host port emits
  * SET_MAJOR major+1 before it). So one RUN spans consecutive nonempty majors, and a new
  * RUN starts only at the first nonzero of a tile (and of a wgrad batch), after 255
- * nonzeros, and where the major skips one or more empty majors. The open RUN's words wait
- * in ks->rb until it is closed (its header carries the count).
+ * nonzeros, and where the major skips one or more empty majors. On pe (g.dot_by_major 0)
+ * wgrad positions carry their major in the value field instead (dot's A offset, section
+ * 4.4): the header's major is the A base (mbase), no word steps, and a RUN spans any
+ * majors of its batch. pe_lite and pe_micro_mt (g.dot_by_major 1) read no offset: their
+ * wgrad RUNs follow the rule above, each position's val 0 (so pe runs that stream too,
+ * dotspan=0). The open RUN's words wait in ks->rb until it is closed (its header carries
+ * the count).
  */
 static void run_close(struct kstate *ks)
 {
@@ -323,16 +328,17 @@ static void run_close(struct kstate *ks)
 }
 
 /*
- * Estimated cycles of m consecutive nonzeros of one major (one SET_MAJOR segment: a
- * control wavelet ends every axpy chain and dot group). axpy: tp_k per nonzero (chained
- * AXPYs of one major write distinct B words, so B's read-to-write depth never stalls
- * them). dot (pe_vec.v): the nonzeros
- * form groups of up to DotLanes = hazard lanes; every token step of a group takes
- * DotLanes cycles, whatever its lanes, except the last, which takes one cycle per lane:
- * hazard * (tp_k - 1) + lanes. So a short group costs nearly as much as a full one (a
- * 90%-sparse layer's majors hold few nonzeros). The dot instruction then needs
- * PLAN_DOT_END cycles beyond axpy's to close (its end check and the r6 write) before
- * the control task of the next major runs.
+ * Estimated cycles of m consecutive nonzeros of one SET_MAJOR segment (a control wavelet
+ * ends every axpy chain and dot group). axpy: tp_k per nonzero (chained AXPYs of one
+ * major write distinct B words, so B's read-to-write depth never stalls them); a segment
+ * is one major. dot (pe_vec.v): a segment is a whole RUN of positions of any majors (pe;
+ * with g.dot_by_major one major, as axpy); they form groups of up to DotLanes = hazard
+ * lanes; every token step of a group takes DotLanes cycles, whatever its lanes, except
+ * the last, which takes one cycle per lane: hazard * (tp_k - 1) + lanes, so about tp_k
+ * cycles a position across majors, while a short group of one major (a 90%-sparse layer's
+ * majors hold few positions) costs nearly as much as a full one. The dot instruction then
+ * needs PLAN_DOT_END cycles beyond axpy's to close (its end check and the r6 write)
+ * before the control task of the next segment runs.
  */
 #define PLAN_DOT_END 2
 static uint64_t seg_cycles(const struct plan *pl, enum plan_kernel k, int tp_k, size_t m)
@@ -350,14 +356,16 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		      size_t m)
 {
 	struct runbuf *rb = &ks->rb;
-	if (rb->n && (rb->n == PROTO_RUN_MAX || (major != rb->last && major != rb->last + 1)))
+	int dot = ks->k == PLAN_WGRAD, span = dot && !ks->pl->g.dot_by_major;
+	if (rb->n && (rb->n == PROTO_RUN_MAX ||
+		      (!span && major != rb->last && major != rb->last + 1)))
 		run_close(ks);
 	int step = 0;
 	if (!rb->n) {
-		rb->major = (unsigned)major + ks->mbase;
+		rb->major = span ? ks->mbase : (unsigned)major + ks->mbase;
 		rb->segs = 1;
 		rb->cost = 0;
-	} else if (major == rb->last + 1) {
+	} else if (!span && major == rb->last + 1) {
 		step = 1;
 		rb->segs++;
 	}
@@ -366,13 +374,18 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		m = PROTO_RUN_MAX - rb->n;
 	if (ks->ws->buf) {
 		uint32_t *w = rb->w + rb->n;
+		/* a position's val: dot's A offset from r1 (its major, or 0 by majors) */
 		for (size_t k = 0; k < m; k++)
-			w[k] = proto_nz((unsigned)(minor[k] - ks->o0), val[k]);
+			w[k] = proto_nz((unsigned)(minor[k] - ks->o0),
+					span ? (uint16_t)major : dot ? 0 : val[k]);
 		if (step)
 			w[0] |= PROTO_RUN_STEP;
 	}
 	rb->n += (uint32_t)m;
-	rb->cost += seg_cycles(ks->pl, ks->k, ks->tp_k, m);
+	if (!span)
+		rb->cost += seg_cycles(ks->pl, ks->k, ks->tp_k, m);
+	else /* one segment: the RUN's positions so far */
+		rb->cost = seg_cycles(ks->pl, ks->k, ks->tp_k, rb->n);
 	return m;
 }
 
@@ -510,7 +523,8 @@ static int tile_sync_answer(struct kstate *ks, const char *what)
 static void put_regs(struct kstate *ks, int dt_d)
 {
 	const struct plan *pl = ks->pl;
-	/* r0 = 0 (zero register; A base xa = 0), r1 set by SET_MAJOR, r2 B base (yb / db = 0),
+	/* r0 = 0 (zero register; A base xa = 0), r1 set by SET_MAJOR (wgrad on pe: 0, the
+	 * majors in the positions' vals), r2 B base (yb / db = 0),
 	 * r3 A stride, r4 B stride, r5 tokens, r6 B pointer (wgrad: pb), r7 count */
 	uint32_t regs[8] = { 0, 0, 0, (uint32_t)pl->din, (uint32_t)dt_d, (uint32_t)ks->tp_k,
 			     ks->k == PLAN_WGRAD ? pl->pb : 0, 0 };
@@ -791,7 +805,8 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 			 fw ? fw->name : "?", what);
 		goto out_free;
 	}
-	/* r1 comes with each SET_MAJOR (abase + j), r2/r4 the B operand, r3 the A stride */
+	/* r1 comes with each SET_MAJOR (abase + j; wgrad on pe: abase, the major in each
+	 * val), r2/r4 the B operand, r3 the A stride */
 	uint32_t regs[8] = { 0, 0, rg->bbase, rg->astride, rg->bstride, (uint32_t)pl->tp,
 			     pl->kernel == PLAN_WGRAD ? rg->pb : 0, 0 };
 	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);

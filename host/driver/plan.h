@@ -33,6 +33,10 @@ struct plan_geom {
 	int no_tune;       /* 1: keep the widest output tiles (plan_tune does nothing) */
 	int ctl_cycles;    /* cycles from a chain's last MAC through the SET_MAJOR task to the
 			    * next major's first (measured on pe: 6) */
+	int dot_by_major;  /* wgrad's stream: 0 (pe): a position's val is its major's A offset
+			    * for dot, so a RUN and a dot group span majors; 1 (pe_lite,
+			    * pe_micro_mt: the boards): a SET_MAJOR per major, val 0 (which
+			    * those ignore and pe reads as offset 0) */
 };
 
 /*

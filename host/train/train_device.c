@@ -229,7 +229,8 @@ static uint64_t est_cycles(const struct plan_geom *g, enum plan_kernel k, const 
  * features a token), and every token tile streams all positions again: on small SRAMs
  * with wide outputs (the boards' fc) at low sparsity the separate calls win. Depends only
  * on the mesh, the layer's shape and its nonzeros, so every backend of one mesh decides
- * alike (and so computes the same bits).
+ * alike (and so computes the same bits); every PE implementation too: the estimate takes
+ * the boards' wgrad stream (dot_by_major) whatever the device's.
  */
 static int fuse_backward_wgrad(train_device *d, const csd_sparse *sp, int BT)
 {
@@ -237,7 +238,8 @@ static int fuse_backward_wgrad(train_device *d, const csd_sparse *sp, int BT)
 	if (csd_get_info(d->dev, &info))
 		return 0;
 	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = info.a_words,
-			       .b_words = info.b_words, .hazard_cycles = 4, .ctl_cycles = 6 };
+			       .b_words = info.b_words, .hazard_cycles = 4, .ctl_cycles = 6,
+			       .dot_by_major = 1 };
 	uint64_t fused = est_cycles(&g, PLAN_BWG, sp, BT);
 	uint64_t two = est_cycles(&g, PLAN_BWD, sp, BT) + est_cycles(&g, PLAN_WGRAD, sp, BT);
 	return fused && fused <= two;
@@ -313,8 +315,10 @@ int td_dev_project_resident(train_device *d, int link_words, struct td_projectio
 	int rc = csd_get_info(d->dev, &info);
 	if (rc)
 		return rc;
+	/* the device's wgrad stream: across majors on pe ("full"), by majors on the boards */
 	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = TD_RES_AWORDS,
-			       .b_words = TD_RES_BWORDS, .hazard_cycles = 4, .ctl_cycles = 6 };
+			       .b_words = TD_RES_BWORDS, .hazard_cycles = 4, .ctl_cycles = 6,
+			       .dot_by_major = strcmp(info.pe, "full") != 0 };
 	int L = d->m->cfg.n_layer;
 	uint64_t C = (uint64_t)d->m->cfg.n_embd, BT = (uint64_t)d->m->B * (uint64_t)d->m->T;
 	uint64_t P = (uint64_t)info.pes, tp = (BT + P - 1) / P, W = (uint64_t)link_words;

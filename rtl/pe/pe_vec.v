@@ -15,7 +15,8 @@
 //  - dot: lanes take slots round-robin (DotLanes = FmacLatency slots), each lane's running
 //    sum comes back from the FMAC (bypass) or from its accumulator register; a group's lanes
 //    are gathered from the queue head while lane 0 already issues, so a full group issues
-//    one MAC per cycle.
+//    one MAC per cycle. Each lane reads A at its own offset (its wavelet's val: lanes of
+//    different majors), one A read a MAC.
 //  - redv: one add per cycle, payload from W then from the queue head (waiting for it).
 //  - vfma, vaxpy: one MAC per element and cycle (vfma: source B[r[rt]+n], destination
 //    B[r6+n]; a source word with its write in flight waits, so an overlap is sequential).
@@ -142,6 +143,8 @@ module pe_vec #(
   logic          first_q, first_d;// dot: first group (lane 0 is W)
   logic [15:0]   idx_q [0:DotLanes-1];
   logic [15:0]   idx_d [0:DotLanes-1];
+  logic [15:0]   off_q [0:DotLanes-1];  // dot: the lane's A offset (its wavelet's val)
+  logic [15:0]   off_d [0:DotLanes-1];
   logic          fin_q, fin_d;    // vsum2: combining adds (the first issued); rsqrt: ROM read
   logic [15:0]   lo_q, lo_d;      // cvt.bf/cvt.bh: the even element of the word being assembled
   logic [31:0]   cw_q, cw_d;      // vmac's c / cvt.bh's destination word, read a cycle ahead
@@ -353,14 +356,16 @@ module pe_vec #(
 
   // dot lane of this slot
   logic         d_act, d_end, d_gath;
-  logic [15:0]  d_idx, d_e;
+  logic [15:0]  d_idx, d_e, d_off, d_a;
   logic [LW:0]  d_lanes;
   always_comb begin
     busy_d = busy_q; ins_d = ins_q; ra_d = ra_q; rb_d = rb_q; sa_d = sa_q; sb_d = sb_q;
     len_d = len_q; ptr_d = ptr_q; cnt_d = cnt_q; tid_d = tid_q; q_d = q_q; w_d = w_q;
     dat_d = dat_q; adr_d = adr_q; t_d = t_q; n_d = n_q; aa_d = aa_q; ba_d = ba_q; ph_d = ph_q;
     slot_d = slot_q; lanes_d = lanes_q; gath_d = gath_q; first_d = first_q;
-    for (int m = 0; m < DotLanes; m = m + 1) idx_d[m] = idx_q[m];
+    for (int m = 0; m < DotLanes; m = m + 1) begin
+      idx_d[m] = idx_q[m]; off_d[m] = off_q[m];
+    end
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbk_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
     rzf_d = 1'b0; raw_d = '0;
@@ -374,6 +379,7 @@ module pe_vec #(
     txp_valid = 1'b0; txp_data = '0;
     mac_o = 1'b0;
     d_act = 1'b0; d_end = 1'b0; d_gath = 1'b0; d_idx = '0; d_e = '0; d_lanes = lanes_q;
+    d_off = '0; d_a = '0;
 
     // pushes to the transmit FIFO from the pipeline (space was reserved at issue)
     if (rv_q && rk_q == KSendv) begin
@@ -478,14 +484,18 @@ module pe_vec #(
           if (d_gath && slot_q == '0) begin
             d_act = first_q || same_task;
             d_idx = first_q ? w_q[31:16] : head_data_i[31:16];
+            d_off = first_q ? w_q[15:0] : head_data_i[15:0];
           end else if (d_gath) begin
             d_act = same_task;
             d_idx = head_data_i[31:16];
+            d_off = head_data_i[15:0];
           end else begin
             d_act = ({1'b0, slot_q} < lanes_q);
             d_idx = idx_q[slot_q];
+            d_off = off_q[slot_q];
           end
           d_e = ba_q + d_idx;
+          d_a = aa_q + d_off;  // the lane's major: one A read a MAC
           d_lanes = d_gath ? (d_act ? {1'b0, slot_q} + 1'b1 : {1'b0, slot_q}) : lanes_q;
           if (d_gath && slot_q == '0 && !d_act) begin
             // no further group: the instruction ends
@@ -493,13 +503,14 @@ module pe_vec #(
           end else if (!(d_act && hz(BAW'(d_e[15:1])))) begin
             if (d_act) begin
               mac_o = (len_q != 16'd0);
-              a_en_o = 1'b1; a_addr_o = AAW'(aa_q[15:1]);
+              a_en_o = 1'b1; a_addr_o = AAW'(d_a[15:1]);
               b_re_o = 1'b1; b_raddr_o = BAW'(d_e[15:1]);
-              rv_d = 1'b1; rk_d = KDot; rah_d = aa_q[0]; rbk_d = d_e[BAW]; rbh_d = d_e[0];
+              rv_d = 1'b1; rk_d = KDot; rah_d = d_a[0]; rbk_d = d_e[BAW]; rbh_d = d_e[0];
               rln_d = slot_q; rfirst_d = (t_q == 16'd0); rzf_d = (len_q == 16'd0);
               rwen_d = dot_tlast; rwa_d = BAW'(ptr_q + 16'(slot_q));
               if (d_gath) begin
                 idx_d[slot_q] = d_idx;
+                off_d[slot_q] = d_off;
                 if (!(first_q && slot_q == '0)) pop_o = 1'b1;
               end
             end
@@ -729,7 +740,7 @@ module pe_vec #(
       len_q <= '0; ptr_q <= '0; cnt_q <= '0; tid_q <= '0; q_q <= '0; w_q <= '0;
       dat_q <= '0; adr_q <= '0; t_q <= '0; n_q <= '0; aa_q <= '0; ba_q <= '0; ph_q <= 1'b0;
       slot_q <= '0; lanes_q <= '0; gath_q <= 1'b0; first_q <= 1'b0;
-      for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= '0;
+      for (int e = 0; e < DotLanes; e = e + 1) begin idx_q[e] <= '0; off_q[e] <= '0; end
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
       rah_q <= 1'b0; rbk_q <= 1'b0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
       rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
@@ -746,7 +757,9 @@ module pe_vec #(
       q_q <= q_d; w_q <= w_d; dat_q <= dat_d; adr_q <= adr_d; t_q <= t_d; n_q <= n_d;
       aa_q <= aa_d; ba_q <= ba_d; ph_q <= ph_d; slot_q <= slot_d; lanes_q <= lanes_d;
       gath_q <= gath_d; first_q <= first_d;
-      for (int e = 0; e < DotLanes; e = e + 1) idx_q[e] <= idx_d[e];
+      for (int e = 0; e < DotLanes; e = e + 1) begin
+        idx_q[e] <= idx_d[e]; off_q[e] <= off_d[e];
+      end
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
       rcol_q <= rcol_d; rah_q <= rah_d; rbk_q <= rbk_d; rbh_q <= rbh_d; rval_q <= rval_d;
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;

@@ -154,9 +154,11 @@ static void test_sparsity_sweep(void **state)
 
 /* ---- link bytes: the words of section 6, counted here from the doc -------------------- */
 
-/* host -> device words of one kernel call on a RxC mesh (see plan.c's stream comment) */
+/* host -> device words of one kernel call on a RxC mesh (see plan.c's stream comment);
+ * span: wgrad RUNs span majors (pe), else a RUN per run of consecutive majors (the boards) */
 static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R, int C, int aw,
-				   int bw, uint64_t *runs_out, uint64_t *nnz_out, uint64_t *batches_out)
+				   int bw, int span, uint64_t *runs_out, uint64_t *nnz_out,
+				   uint64_t *batches_out)
 {
 	int P = R * C;
 	int din = kernel == 1 ? L->N : L->K, dout = kernel == 1 ? L->K : L->N;
@@ -186,9 +188,10 @@ static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R
 			}
 			uint64_t tile_nnz = 0, tile_runs = 0, inbatch = 0, batches = 0;
 			/* RUNs (section 6): one spans consecutive nonempty majors (a step bit on
-			 * the first nonzero of the next major); a new one at the tile's (and a
-			 * wgrad batch's) first nonzero, after 255 nonzeros, and where a major
-			 * is skipped. rn: nonzeros in the open RUN (0: none) */
+			 * the first nonzero of the next major; wgrad on pe: any majors, each
+			 * position's val its major); a new one at the tile's (and a wgrad
+			 * batch's) first nonzero, after 255 nonzeros, and (but wgrad on pe)
+			 * where a major is skipped. rn: nonzeros in the open RUN (0: none) */
 			uint64_t rn = 0;
 			int last = -2;
 			for (int m = 0; m < din; m++) {
@@ -205,7 +208,8 @@ static uint64_t words_out_expected(int kernel, const struct kref_layer *L, int R
 					if (kernel == 2 && part > cap - inbatch)
 						part = cap - inbatch;
 					for (uint64_t left = part; left;) {
-						if (rn && (rn == 255 || (m != last && m != last + 1)))
+						if (rn && (rn == 255 || ((kernel != 2 || !span) &&
+									 m != last && m != last + 1)))
 							rn = 0;
 						if (!rn)
 							tile_runs++;
@@ -247,19 +251,22 @@ static void test_link_bytes(void **state)
 	(void)state;
 	static const struct dev_cfg cfgs[] = { { 4, 4, 16384, 8192 }, { 2, 3, 128, 64 },
 					       { 1, 2, 64, 16 } };
-	for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
-		const struct dev_cfg *dc = &cfgs[c];
+	/* pe (wgrad RUNs across majors) and pe_lite (the boards' stream, a RUN per run of
+	 * consecutive majors) */
+	for (size_t c = 0; c < 2 * (sizeof cfgs / sizeof cfgs[0]); c++) {
+		const struct dev_cfg *dc = &cfgs[c % (sizeof cfgs / sizeof cfgs[0])];
+		int lite = c >= sizeof cfgs / sizeof cfgs[0];
 		char uri[96];
 		/* tune=0: the widest output tiles, as the count below derives them */
-		snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%d,bwords=%d,tune=0", dc->R, dc->C,
-			 dc->awords, dc->bwords);
+		snprintf(uri, sizeof uri, "cpu:%dx%d,awords=%d,bwords=%d,tune=0%s", dc->R, dc->C,
+			 dc->awords, dc->bwords, lite ? ",pe=lite" : "");
 		csd_dev *dev;
 		assert_int_equal(csd_open(&dev, uri), CS_OK);
 		int64_t overhead[3] = { -1, -1, -1 };
 		for (size_t s = 0; s < 8; s++) {
 			struct kref_layer L;
 			/* a shape where the 255-nonzero run cut happens at the default size */
-			int big = c == 0;
+			int big = dc == &cfgs[0];
 			layer_make(&L, big ? 50 : 37, big ? 600 : 41, big ? 20 : 29, sparsities[s], 0,
 				   0);
 			float *out = malloc(((size_t)L.T * (L.N + L.K) + (size_t)L.sp.nnz + 1) * 4);
@@ -273,7 +280,8 @@ static void test_link_bytes(void **state)
 				assert_int_equal(csd_get_counters(dev, &ct), CS_OK);
 				uint64_t runs, nnz, batches;
 				uint64_t w = words_out_expected(k, &L, dc->R, dc->C, dc->awords,
-								dc->bwords, &runs, &nnz, &batches);
+								dc->bwords, !lite, &runs, &nnz,
+								&batches);
 				if (ct.link_bytes_out != 4 * w)
 					print_error("%s kernel %d sparsity %.2f: %llu bytes, want %llu\n", uri, k, sparsities[s], (unsigned long long)ct.link_bytes_out, (unsigned long long)(4 * w));
 				assert_int_equal(ct.link_bytes_out, 4 * w);

@@ -49,6 +49,12 @@ static const struct est_case cases[] = {
 	{ "2x3,awords=512,bwords=256", 45, 70, 90, 0.9, 0 },  /* token and output tiles */
 	{ "2x3,awords=512,bwords=256", 20, 30, 300, 0.8, 1 },
 	{ "1x1,awords=512,bwords=256", 33, 50, 40, 0.5, 0 },
+	/* tp = 16: wgrad's dot groups across majors (a few positions a major) */
+	{ "4x4", 256, 128, 128, 0.95, 0 },
+	{ "2x2", 128, 128, 96, 0.9, 1 },
+	/* and the boards' stream (a SET_MAJOR per major: short groups) on pe */
+	{ "2x2,dotspan=0", 128, 128, 96, 0.9, 1 },
+	{ "4x4,dotspan=0", 64, 96, 80, 0.8, 0 },
 };
 
 /* The Verilated mesh sim:SIM and the cpu backend cpu:CPU; nonzero (after saying why) when the

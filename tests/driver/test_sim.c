@@ -4,8 +4,9 @@
  *   - the word-level device model (sim:RxC,model: verif/models/mesh_model.c, pe_model per
  *     tile): the first execution of fw/kernels.s, many random cases, and
  *   - the Verilated mesh_top with the real PE (sim:RxC,awords=512,bwords=256: the builds
- *     host/driver/sim.mk makes for the tests; 1x1, 2x2, 2x3), and with the board PEs in
- *     their bitstreams' configurations (pe=lite 1x1, pe=micro_mt 2x2).
+ *     host/driver/sim.mk makes for the tests; 1x1, 2x2, 2x3; wgrad's cross-major dot
+ *     groups also on the default 2x2 and 4x4), and with the board PEs in their bitstreams'
+ *     configurations (pe=lite 1x1, pe=micro_mt 2x2).
  * Also: which model file a sim URI needs and the make command named when it is missing or
  * stale (the backend builds nothing).
  * Random shapes (tiled and not, not dividing the mesh), sparsities 0..0.99 and 1 (all
@@ -67,7 +68,9 @@ static long run_cmp(csd_dev *dev, csd_dev *ref, int k, const struct kref_layer *
 static const double sparsities[] = { 0, 0.3, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0 };
 
 struct sweep {
-	const char *engine; /* "model" or "" (rtl), or "pe=IMPL" (rtl of that implementation) */
+	const char *engine; /* "model" or "" (rtl), or "pe=IMPL" (rtl of that implementation),
+			     * or "model,pe=IMPL" (the model with that implementation's dot and
+			     * streams) */
 	int cases;
 	int max_t, max_f; /* largest T and K, N (0: 3 * PEs + 40 and min(awords, 80)) */
 	const int (*shapes)[2];
@@ -136,6 +139,10 @@ static void test_model_random(void **state)
 	static const uint32_t sizes[][2] = { { 512, 256 }, { 128, 64 }, { 64, 32 }, { 4096, 2048 } };
 	struct sweep sw = { "model", env_on("REGRESS", 0) ? 4800 : 480, 0, 0, shapes, 6, sizes, 4 };
 	random_sweep(&sw);
+	/* the boards' wgrad stream (a SET_MAJOR per major) on PEs whose dot reads no offset */
+	struct sweep lite = { "model,pe=lite", env_on("REGRESS", 0) ? 1200 : 120, 0, 0, shapes,
+			      6, sizes, 4 };
+	random_sweep(&lite);
 }
 
 static void test_rtl_random(void **state)
@@ -166,6 +173,56 @@ static void test_rtl_random_4x4(void **state)
 	static const uint32_t sizes[][2] = { { 16384, 8192 } };
 	struct sweep sw = { "", env_on("REGRESS", 0) ? 600 : 45, 0, 0, shapes, 1, sizes, 1 };
 	random_sweep(&sw);
+}
+
+/* wgrad's dot groups across majors (docs/architecture.md 4.4: each position's val is its
+ * major's A offset) on the Verilated pe meshes 2x2 and 4x4 at the default sizes: sparse
+ * layers whose majors hold a few positions each (so nearly every group mixes majors),
+ * batches of two RUNs (cut at 255), Tp from 1 to 32, csd_wgrad and csd_backward_wgrad;
+ * and the boards' stream (dotspan=0: a SET_MAJOR per major, val 0) on the pe 2x2. */
+static void test_rtl_wgrad_majors(void **state)
+{
+	(void)state;
+	if (!env_on("SIM_RTL", 1)) {
+		skip();
+		return;
+	}
+	static const char *const uris[] = { "sim:2x2", "sim:4x4", "sim:2x2,dotspan=0" };
+	static const struct { int T, K, N; double s; } cs[] = {
+		{ 64, 96, 80, 0.9 }, { 128, 64, 128, 0.95 }, { 7, 40, 72, 0.8 },
+		{ 100, 96, 96, 0.5 }, { 256, 128, 64, 0.99 }, { 33, 128, 128, 0.9 },
+	};
+	long total_bad = 0;
+	int ran = 0;
+	for (int u = 0; u < 3; u++) {
+		char ref_uri[32];
+		snprintf(ref_uri, sizeof ref_uri, "cpu:%s", uris[u] + 4);
+		csd_dev *dev = NULL, *ref = NULL;
+		if (csd_open(&dev, uris[u]))
+			print_error("%s: %s\n", uris[u], csd_last_error(NULL));
+		assert_non_null(dev);
+		assert_int_equal(csd_open(&ref, ref_uri), CS_OK);
+		for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+			for (int k = 2; k <= 3; k++) {
+				kref_rng_state = 4242u + c;
+				struct kref_layer L;
+				layer_make(&L, cs[c].T, cs[c].N, cs[c].K, cs[c].s, 0, (int)c % 2);
+				char what[192];
+				snprintf(what, sizeof what, "%s kernel %d T=%d N=%d K=%d s %.2f",
+					 uris[u], k, cs[c].T, cs[c].N, cs[c].K, cs[c].s);
+				long bad = run_cmp(dev, ref, k, &L, what);
+				if (bad)
+					print_error("%s: %ld mismatches\n", what, bad);
+				total_bad += bad;
+				ran++;
+				kref_layer_free(&L);
+			}
+		csd_close(dev);
+		csd_close(ref);
+	}
+	print_message("%d wgrad cases on the pe meshes, %ld mismatching outputs\n", ran,
+		      total_bad);
+	assert_int_equal(total_bad, 0);
 }
 
 /* The shipping board implementations in their bitstreams' configurations (pe=lite: the
@@ -302,10 +359,13 @@ static void test_models_and_errors(void **state)
 }
 
 /* Zero skipping: the words the device took = those of the all-zero layer of the same shape
- * (pure protocol overhead) + one per nonzero + one RUN header per run (a run is one major
- * index of one output tile, cut at 255). Counted by the device side of the link. */
+ * (pure protocol overhead) + one per nonzero + one RUN header per run (consecutive nonempty
+ * majors of one output tile, cut at 255; wgrad on pe: any majors of a batch, cut at 255;
+ * on pe_lite, and on pe with dotspan=0, as fwd/bwd). Counted by the device side of the
+ * link. */
 static void zero_skip(const char *engine)
 {
+	int span = !strstr(engine, "pe=lite") && !strstr(engine, "dotspan=0");
 	static const int shapes[][3] = { { 37, 50, 45 }, { 64, 300, 20 }, { 9, 7, 500 } };
 	for (int s = 0; s < 3; s++) {
 		int T = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
@@ -347,9 +407,10 @@ static void zero_skip(const char *engine)
 				/* per token tile: runs (one major of one output tile, cut at 255 and,
 				 * for wgrad, at batch ends) and wgrad batches (4 words out each:
 				 * INJECT END, COLLECT + timeout) */
-				/* a RUN spans consecutive nonempty majors; a new one at the tile's
-				 * and a batch's first nonzero, after 255, and where a major is
-				 * skipped (rn: nonzeros in the open RUN) */
+				/* a RUN spans consecutive nonempty majors (wgrad with span: any
+				 * majors); a new one at the tile's and a batch's first nonzero,
+				 * after 255, and (but wgrad with span) where a major is skipped
+				 * (rn: nonzeros in the open RUN) */
 				uint64_t runs = 0, batches = 0;
 				for (long d0 = 0; d0 < dout; d0 += dt) {
 					long bc = 0, rn = 0;
@@ -363,7 +424,9 @@ static void zero_skip(const char *engine)
 						while (cnt > 0) {
 							long part = k == 2 && cnt > cap - bc ? cap - bc : cnt;
 							for (long left = part; left > 0;) {
-								if (rn && (rn == 255 || (m != last && m != last + 1)))
+								int skip = (k != 2 || !span) && m != last &&
+									   m != last + 1;
+								if (rn && (rn == 255 || skip))
 									rn = 0;
 								if (!rn)
 									runs++;
@@ -410,6 +473,7 @@ static void test_zero_skip_model(void **state)
 {
 	(void)state;
 	zero_skip("model");
+	zero_skip("model,pe=lite");
 }
 
 static void test_zero_skip_rtl(void **state)
@@ -420,6 +484,7 @@ static void test_zero_skip_rtl(void **state)
 		return;
 	}
 	zero_skip("");
+	zero_skip("dotspan=0");
 }
 
 /* ---- raw host-port access: the self-test and error paths ----------------------------- */
@@ -439,7 +504,7 @@ static void raw_open(struct raw *r, int model, int R, int C)
 	memset(r, 0, sizeof *r);
 	r->model = model;
 	if (model) {
-		assert_int_equal(mesh_model_init(&r->mm, R, C, 512, 256), 0);
+		assert_int_equal(mesh_model_init(&r->mm, R, C, 512, 256, 0), 0);
 		return;
 	}
 	char path[512];
@@ -730,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_zero_skip_rtl),
 		cmocka_unit_test(test_rtl_random),
 		cmocka_unit_test(test_rtl_random_4x4),
+		cmocka_unit_test(test_rtl_wgrad_majors),
 		cmocka_unit_test(test_models_and_errors),
 		cmocka_unit_test(test_rtl_random_boards),
 		cmocka_unit_test(test_hostport_diff),

@@ -379,7 +379,8 @@ int main(int argc, char **argv)
 			struct kcase k;
 			kcase_of(&k, hdr);
 			struct mesh_model mm;
-			if (mesh_model_init(&mm, k.g.rows, k.g.cols, k.g.a_words, k.g.b_words))
+			if (mesh_model_init(&mm, k.g.rows, k.g.cols, k.g.a_words, k.g.b_words,
+					    k.g.dot_by_major))
 				return 1;
 			struct fake_link fl = { .model = &mm };
 			struct plan_link link = { .ctx = &fl, .send = model_send, .recv = model_recv,
@@ -419,7 +420,7 @@ int main(int argc, char **argv)
 		}
 	/* each op's answer alone, as the pure decoders take it */
 	struct mesh_model mm;
-	if (mesh_model_init(&mm, 2, 2, 512, 256))
+	if (mesh_model_init(&mm, 2, 2, 512, 256, 0))
 		return 1;
 	static const struct {
 		const char *name;

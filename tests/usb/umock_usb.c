@@ -143,7 +143,7 @@ static struct board boards[2] = {
 static int board_flash(struct board *b, int rows, int cols, unsigned awords, unsigned bwords)
 {
 	mesh_model_free(&b->mm);
-	if (mesh_model_init(&b->mm, rows, cols, awords, bwords))
+	if (mesh_model_init(&b->mm, rows, cols, awords, bwords, 1)) /* the boards' PEs */
 		return -1;
 	b->rows = rows;
 	b->cols = cols;
@@ -568,7 +568,8 @@ struct geo {
 static void geo_uris(const struct geo *g, const char *serial, char *uri, char *ref, size_t cap)
 {
 	snprintf(uri, cap, "usb:%s,%dx%d,awords=%u,bwords=%u", serial, g->R, g->C, g->aw, g->bw);
-	snprintf(ref, cap, "cpu:%dx%d,awords=%u,bwords=%u", g->R, g->C, g->aw, g->bw);
+	/* the boards' wgrad stream (a SET_MAJOR per major), as the usb backend sends it */
+	snprintf(ref, cap, "cpu:%dx%d,awords=%u,bwords=%u,dotspan=0", g->R, g->C, g->aw, g->bw);
 }
 
 static uint64_t kernel_frames_resent;

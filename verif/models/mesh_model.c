@@ -32,7 +32,8 @@ static int wq_push(struct mesh_model_wq *q, uint64_t w)
 	return 0;
 }
 
-int mesh_model_init(struct mesh_model *m, int rows, int cols, unsigned awords, unsigned bwords)
+int mesh_model_init(struct mesh_model *m, int rows, int cols, unsigned awords, unsigned bwords,
+		    int dot_by_major)
 {
 	memset(m, 0, sizeof *m);
 	if (rows < 1 || cols < 1 || rows * cols > 255 || awords < 2 || bwords < 2 ||
@@ -49,9 +50,11 @@ int mesh_model_init(struct mesh_model *m, int rows, int cols, unsigned awords, u
 	m->rctr = calloc((size_t)m->P, sizeof *m->rctr);
 	if (!m->pe || !m->route || !m->rctr)
 		goto fail;
-	for (int q = 0; q < m->P; q++)
+	for (int q = 0; q < m->P; q++) {
 		if (pe_model_init(&m->pe[q], awords, bwords, 4))
 			goto fail;
+		m->pe[q].dot_by_major = dot_by_major;
+	}
 	return 0;
 fail:
 	mesh_model_free(m);

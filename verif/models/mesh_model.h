@@ -57,7 +57,10 @@ struct mesh_model {
 	int fault; /* a PE program did not terminate / out of memory */
 };
 
-int mesh_model_init(struct mesh_model *m, int rows, int cols, unsigned awords, unsigned bwords);
+/* dot_by_major: the PEs' pe_model.dot_by_major (0: pe, 1: pe_lite and pe_micro_mt, the
+ * boards), which wgrad stream they run (plan_geom.dot_by_major) */
+int mesh_model_init(struct mesh_model *m, int rows, int cols, unsigned awords, unsigned bwords,
+		    int dot_by_major);
 void mesh_model_free(struct mesh_model *m);
 /* Feed command words (a command may span calls). Returns 0, or -1 on a model fault. */
 int mesh_model_send(struct mesh_model *m, const uint32_t *w, size_t n);

@@ -136,11 +136,14 @@ static void axpy_one(struct pe_model *m)
 	}
 }
 
-static void dot_one(struct pe_model *m, uint16_t idx, uint16_t lane_ptr)
+/* One dot lane of the wavelet {idx, off}: A from r1 + off (the lane's major; pe_lite and
+ * pe_micro_mt, dot_by_major: from r1, val ignored) */
+static void dot_one(struct pe_model *m, uint32_t w, uint16_t lane_ptr)
 {
+	uint16_t idx = (uint16_t)(w >> 16), off = m->dot_by_major ? 0 : (uint16_t)w;
 	uint32_t acc = 0;
 	for (uint16_t t = 0; t < m->r[5]; t++) {
-		uint16_t aa = (uint16_t)(m->r[1] + t * m->r[3]);
+		uint16_t aa = (uint16_t)(m->r[1] + off + t * m->r[3]);
 		uint16_t e = (uint16_t)(m->r[2] + idx + t * m->r[4]);
 		acc = nm_fmac_bits(a_elem(m, aa), bh_elem(m, e), acc);
 		m->cnt[0]++;
@@ -336,11 +339,11 @@ static int step(struct pe_model *m)
 	case 0xB: {
 		uint64_t h;
 		uint16_t n = 0;
-		dot_one(m, (uint16_t)(m->w >> 16), r[6]);
+		dot_one(m, m->w, r[6]);
 		n++;
 		while (same_task_head(m, &h)) {
 			pop(m);
-			dot_one(m, (uint16_t)((uint32_t)h >> 16), (uint16_t)(r[6] + n));
+			dot_one(m, (uint32_t)h, (uint16_t)(r[6] + n));
 			n++;
 		}
 		r[6] = (uint16_t)(r[6] + n);

@@ -3,8 +3,11 @@
 // Scenarios, each on a freshly reset PE (SRAM contents carry over, in the model too):
 //   fwd     forward-kernel axpy streams: SET_MAJOR control wavelets + nonzeros, random Tp
 //           (including Tp < the B pipeline depth, where the read/write interlock works)
-//   wgrad   dot groups over positions, then END unblocks a reduction task whose redv (send
-//           or store) consumes partial sums from another queue
+//   wgrad   dot groups over positions (a SET_MAJOR before each major, or positions of many
+//           majors behind one SET_MAJOR with their A offsets in val, wrapping; TB_PE_LITE,
+//           whose dot reads no offset: a SET_MAJOR before each major, val random), then END
+//           unblocks a reduction task whose redv (send or store) consumes partial sums from
+//           another queue; one (dotutil, Tp = 16) is fed without gaps and measured
 //   rand    random programs (ALU, forward branches, loops closed by djnz or by a backward
 //           branch, W access, loads/stores, send, sendv, fill, block/unblock, axpy/dot with
 //           chaining) on random streams, including wavelets with no task (err_notask)
@@ -151,6 +154,9 @@ struct Bench {
 			printf("FAIL: model init\n");
 			exit(1);
 		}
+#ifdef TB_PE_LITE
+		model.dot_by_major = 1; // pe_lite, pe_micro_mt: dot reads A at r1, val ignored
+#endif
 	}
 	~Bench()
 	{
@@ -607,6 +613,8 @@ static Scenario gen_wgrad(Bench &b, bool util)
 							(uint32_t)rand_bf16(r, false) << 16 });
 	s.streams.resize(2);
 	unsigned count = 0;
+#ifdef TB_PE_LITE
+	// pe_lite, pe_micro_mt: a SET_MAJOR j before each major; dot ignores val (random here)
 	for (unsigned j = 0; j < K; j++) {
 		std::vector<unsigned> rows;
 		for (unsigned i = 0; i < N; i++)
@@ -616,6 +624,27 @@ static Scenario gen_wgrad(Bench &b, bool util)
 		for (unsigned i : rows) s.streams[0].push_back(wv(0, 0, i << 16 | r.below(65536)));
 		count += (unsigned)rows.size();
 	}
+#else
+	// majors: 0 a SET_MAJOR j before each major, positions with A offset 0; 1 one SET_MAJOR
+	// base, each position's val its major's offset from it (wrapping below 0), so groups
+	// take lanes of different majors; 2 as 1 with a new base before some majors
+	unsigned mode = util ? 1 : r.below(3), base = 0;
+	bool first = true;
+	for (unsigned j = 0; j < K; j++) {
+		std::vector<unsigned> rows;
+		for (unsigned i = 0; i < N; i++)
+			if (r.chance(util ? 6 : 30)) rows.push_back(i);
+		if (rows.empty()) continue;
+		if (mode == 0 || first || (mode == 2 && r.chance(25))) {
+			base = mode == 0 ? j : r.below(K + 1);
+			s.streams[0].push_back(wv(1, 0, base));
+		}
+		first = false;
+		for (unsigned i : rows)
+			s.streams[0].push_back(wv(0, 0, i << 16 | ((j - base) & 0xffffu)));
+		count += (unsigned)rows.size();
+	}
+#endif
 	s.streams[0].push_back(wv(1, 6, 2u << 28 | count)); // END
 	for (unsigned n = 0; n < count; n++) s.streams[1].push_back(wv(0, 1, rand_f32(r)));
 	if (count == 0) s.streams[1].clear();
@@ -1306,7 +1335,12 @@ int main(int argc, char **argv)
 		printf("axpy utilization (Tp=16): %.2f%% MAC-busy over %" PRIu64 " cycles\n",
 		       100.0 * (double)b.mac_cycles / (double)b.util_cycles, b.util_cycles);
 	if (b.dot_util_cycles)
+#ifdef TB_PE_LITE
 		printf("dot utilization (Tp=16, groups cut by runs): %.2f%% MAC-busy over %" PRIu64
+#else
+		printf("dot utilization (Tp=16, ~4 positions a major, groups across majors): "
+		       "%.2f%% MAC-busy over %" PRIu64
+#endif
 		       " cycles\n", 100.0 * (double)b.dot_mac_cycles / (double)b.dot_util_cycles,
 		       b.dot_util_cycles);
 	printf("tb_pe: %u scenarios, %u passed, %" PRIu64 " cycles; %" PRIu64 " wavelets in, %" PRIu64
