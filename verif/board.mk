@@ -26,7 +26,7 @@ ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosy
 # The mesh replaces the echo double as soon as it is in the tree (FPGA_PORT=echo still builds
 # the link-loopback bitstream, useful to bring up a board).
 MESH_SRCS := $(sort $(wildcard rtl/mesh/*.v rtl/pe/*.v rtl/sram/*.v))
-# The board configuration (docs/architecture.md, "Board"): what fits the UP5K. FPGA_PE is
+# The board configuration (docs/implementations.md, "Boards"): what fits the UP5K. FPGA_PE is
 # mesh_top's Impl: lite (pe_lite, the default 1x1 bitstream) or micro_mt (one pe_micro_mt
 # for the PEs of the 2x2 bitstream; AWords must be 2 * BWords); the shape and SRAM sizes
 # default to that implementation's board. The ISA, the numerics and the host protocol are
