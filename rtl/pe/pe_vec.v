@@ -1,8 +1,7 @@
 // pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
 // (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb and the 0xF vector group vfma, vsum2,
-// cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4), the FMAC
-// pipeline and the transmit
-// FIFO.
+// cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
+// the FMAC pipeline and the transmit FIFO.
 //
 // Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
 // in the SRAM output registers, FMAC stage 1), FMAC stages, out (k+1+FmacLatency: result
