@@ -74,7 +74,7 @@ TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=
 	$(PE_BUILD)/tb_pe_lite_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_lite@--seed=1,--n=600 \
 	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=1,--n=1000000 \
 	$(PE_BUILD)/tb_pe_micro_mt@--seed=1,--n=300 \
-	$(PE_BUILD)/tb_pe@--seed=1,--fw=$(BUILD)/fw,--n=28 \
+	$(PE_BUILD)/tb_pe@--seed=1,--fw=$(BUILD)/fw,--n=36 \
 	$(PE_BUILD)/tb_pe_lite@--seed=1,--fw=$(BUILD)/fw,--n=14
 REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_sram_sp@--seed=2,--n=5000000 \

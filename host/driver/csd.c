@@ -388,7 +388,8 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
 	dev->err[0] = 0;
 	if (!program || !entry || !params)
 		return csd_fail(dev, CS_ERR_INVALID, "run_program: NULL argument");
-	const struct res_prog *pr = res_prog_find(program, entry);
+	/* pe runs its own build of an image where there is one (vlut.bf: vec_fc_bf) */
+	const struct res_prog *pr = res_prog_find(program, entry, dev->pe == CSD_PE_FULL);
 	if (!pr)
 		return csd_fail(dev, CS_ERR_NOT_FOUND,
 				"run_program: %s:%s is not a vector program the driver knows "
@@ -413,21 +414,22 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
 	struct res_op op = { .kind = RES_PROGRAM, .prog = pr, .block = block, .params = params,
 			     .base = dev->fw.n_instr };
 	/* the overlay goes right after the kernels image (its branches are pc-relative) */
-	if (!dev->have_ovl || strcmp(dev->ovl.name, program)) {
+	const char *src = pr->src ? pr->src : program;
+	if (!dev->have_ovl || strcmp(dev->ovl.name, src)) {
 		dev->have_ovl = 0;
-		if ((rc = csd_fw_get(&dev->ovl, program, err, sizeof err)))
+		if ((rc = csd_fw_get(&dev->ovl, src, err, sizeof err)))
 			return csd_fail(dev, rc, "run_program: %s", err);
-		snprintf(dev->ovl.name, sizeof dev->ovl.name, "%s", program);
+		snprintf(dev->ovl.name, sizeof dev->ovl.name, "%s", src);
 		if (op.base + dev->ovl.n_instr > CSD_FW_IMEM)
 			return csd_fail(dev, CS_ERR_RANGE,
 					"run_program: %s (%d instructions) does not fit IMEM after "
 					"the kernels image (%d of %d words)",
-					program, dev->ovl.n_instr, op.base, CSD_FW_IMEM);
+					src, dev->ovl.n_instr, op.base, CSD_FW_IMEM);
 		op.ovl = &dev->ovl;
 	}
 	int pc = csd_fw_find(&dev->ovl, entry);
 	if (pc < 0)
-		return csd_fail(dev, CS_ERR_NOT_FOUND, "run_program: %s has no entry %s", program,
+		return csd_fail(dev, CS_ERR_NOT_FOUND, "run_program: %s has no entry %s", src,
 				entry);
 	op.pc = op.base + pc;
 	op.img = &dev->ovl;

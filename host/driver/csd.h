@@ -182,8 +182,8 @@ int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_
  * "vec_ln_bwd" "ln_bwd", "vec_gelu" "gelu_fwd" or "gelu_bwd", "vec_cvt" "cvt_a", "cvt_bh",
  * "bias_fwd", "bias_bwd" or "cvt_f": the conversions between kernels, "vec_fc"
  * "fc_gelu_sh", "fc_gelu_hd", "fc_gelu_h", "fc_gelu_wd", "fc_gelu_bwd" or "fc_cvt": a fc
- * tile's vector work in one overlay) on every PE, with its
- * parameter block params [n_params] (the .equ P_ names of its source, in order) written
+ * tile's vector work in one overlay; on pe=full its pe build fw/vec_fc_bf.s, the same
+ * results in A by vlut.bf) on every PE, with its parameter block params [n_params] (the .equ P_ names of its source, in order) written
  * at B word `block` (below 65536) of every PE. The program is loaded into IMEM after the
  * kernels image when it is not already there. The regions the block names must lie in
  * SRAM and not overlap; its token count is the same on every PE, normally tp =

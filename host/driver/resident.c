@@ -253,9 +253,10 @@ static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *
 /* fw/vec_fc.s fc_gelu_*: per token the bias (MODE 0, nm_bias_add_bits) and the stash, or
  * the stash widened (MODE 1, nm_fmac_row_bits), then nm_gelu_fwd_bits (GELU' unless
  * D = 0xffff); pre becomes lut_gelu(pre), the scratch the last token's GELU'. The entry
- * names the block's MODE, stash (MODE 0) and D (the estimate's steps): mode, st, d. */
+ * names the block's MODE, stash (MODE 0) and D (the estimate's steps): mode, st, d.
+ * fw/vec_fc_bf.s (bf): the same A; pre stays, the scratch is not written. */
 static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char *what,
-			 unsigned mode, int st, int d, char *err, size_t errlen)
+			 unsigned mode, int st, int d, int bf, char *err, size_t errlen)
 {
 	unsigned W = p[0], N = p[1], TG = p[2], TD = p[3], S = p[4], IN = p[5], OUT = p[6],
 		 D = p[7], MODE = p[8], ONES = p[9], BV = p[10], ZERO = p[11], ST = p[12];
@@ -287,7 +288,7 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 		}
 		nm_gelu_fwd_bits(a + OUT + t * W, d ? a + D + t * W : NULL, pre, W, b + TG,
 				 d ? b + TD : NULL);
-		for (unsigned j = 0; j < W; j++) {
+		for (unsigned j = 0; j < W && !bf; j++) {
 			if (d)
 				b[S + j] = nm_lut_bits(b + TD, pre[j]);
 			pre[j] = nm_lut_bits(b + TG, pre[j]);
@@ -298,22 +299,46 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 
 static int model_fc_gelu_sh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
 {
-	return model_fc_gelu(a, b, p, "fc_gelu_sh", 0, 1, 0, err, errlen);
+	return model_fc_gelu(a, b, p, "fc_gelu_sh", 0, 1, 0, 0, err, errlen);
+}
+
+static int model_fc_gelu_sh_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+			       size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_sh", 0, 1, 0, 1, err, errlen);
 }
 
 static int model_fc_gelu_hd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
 {
-	return model_fc_gelu(a, b, p, "fc_gelu_hd", 0, 0, 1, err, errlen);
+	return model_fc_gelu(a, b, p, "fc_gelu_hd", 0, 0, 1, 0, err, errlen);
+}
+
+static int model_fc_gelu_hd_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+			       size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_hd", 0, 0, 1, 1, err, errlen);
 }
 
 static int model_fc_gelu_h(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
 {
-	return model_fc_gelu(a, b, p, "fc_gelu_h", 0, 0, 0, err, errlen);
+	return model_fc_gelu(a, b, p, "fc_gelu_h", 0, 0, 0, 0, err, errlen);
+}
+
+static int model_fc_gelu_h_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+			       size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_h", 0, 0, 0, 1, err, errlen);
 }
 
 static int model_fc_gelu_wd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
 {
-	return model_fc_gelu(a, b, p, "fc_gelu_wd", 1, 1, 1, err, errlen);
+	return model_fc_gelu(a, b, p, "fc_gelu_wd", 1, 1, 1, 0, err, errlen);
+}
+
+static int model_fc_gelu_wd_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+			       size_t errlen)
+{
+	return model_fc_gelu(a, b, p, "fc_gelu_wd", 1, 1, 1, 1, err, errlen);
 }
 
 /* fw/vec_fc.s fc_gelu_bwd: zeroes W words, then per token nm_gelu_bwd_bits (dh becomes the
@@ -366,74 +391,102 @@ static const struct res_prog progs[] = {
 	{ "vec_ln_fwd", "ln_fwd", 13, 0, 12,
 	  { { 1, A_, RES_W, 0 }, { 2, B_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 3 },
 	    { 5, A_, RES_K, 1 }, { 8, B_, RES_NW, 0 }, { 9, A_, RES_NW, 0 },
-	    { 10, A_, RES_NW, 0 }, { 11, A_, RES_N, 0 } }, 9, model_ln_fwd },
+	    { 10, A_, RES_NW, 0 }, { 11, A_, RES_N, 0 } }, 9, model_ln_fwd, 0, NULL },
 	{ "vec_ln_bwd", "ln_bwd", 15, 0, 14,
 	  { { 1, A_, RES_W, 0 }, { 2, A_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 2 },
 	    { 5, A_, RES_K, 2 }, { 7, B_, RES_W, 0 }, { 8, B_, RES_NW, 0 },
 	    { 9, A_, RES_NW, 0 }, { 10, A_, RES_N, 0 }, { 11, B_, RES_NW, 0 },
-	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd },
+	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd, 0, NULL },
 	{ "vec_gelu", "gelu_fwd", 8, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 } }, 6,
-	  model_gelu_fwd },
+	  model_gelu_fwd, 0, NULL },
 	{ "vec_gelu", "gelu_h", 8, 0, 1,
-	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 3, model_gelu_h },
+	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 3, model_gelu_h, 0, NULL },
 	{ "vec_gelu", "gelu_bwd", 8, 0, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
-	    { 7, A_, RES_NW, 0 } }, 4, model_gelu_bwd },
+	    { 7, A_, RES_NW, 0 } }, 4, model_gelu_bwd, 0, NULL },
 	{ "vec_cvt", "cvt_a", 7, 0, 1,
-	  { { 2, B_, RES_NS, 3 }, { 4, A_, RES_NS, 5 } }, 2, model_cvt_a },
+	  { { 2, B_, RES_NS, 3 }, { 4, A_, RES_NS, 5 } }, 2, model_cvt_a, 0, NULL },
 	{ "vec_cvt", "cvt_bh", 7, 0, 1,
-	  { { 2, B_, RES_NS, 3 }, { 4, CSD_MEM_BH, RES_NS, 5 } }, 2, model_cvt_bh },
+	  { { 2, B_, RES_NS, 3 }, { 4, CSD_MEM_BH, RES_NS, 5 } }, 2, model_cvt_bh, 0, NULL },
 	{ "vec_cvt", "bias_fwd", 7, 0, 1,
-	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_fwd },
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_fwd, 0, NULL },
 	{ "vec_cvt", "bias_bwd", 7, 0, 1,
-	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_bwd },
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_bwd, 0, NULL },
 	{ "vec_cvt", "cvt_f", 8, 0, 1,
 	  { { 2, A_, RES_NS, 3 }, { 4, B_, RES_NS, 3 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 } },
-	  4, model_cvt_f },
+	  4, model_cvt_f, 0, NULL },
 	{ "vec_cvt", "cvt_fbh", 9, 0, 1,
 	  { { 2, A_, RES_NW, 0 }, { 4, B_, RES_NW, 0 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 },
-	    { 8, CSD_MEM_BH, RES_NW, 0 } }, 5, model_cvt_fbh },
+	    { 8, CSD_MEM_BH, RES_NW, 0 } }, 5, model_cvt_fbh, 0, NULL },
 	{ "vec_cvt", "dy_abh", 10, 0, 1,
 	  { { 2, B_, RES_NW, 0 }, { 4, A_, RES_NW, 0 }, { 6, A_, RES_W, 0 },
-	    { 8, CSD_MEM_BH, RES_NW, 0 }, { 9, B_, RES_W, 0 } }, 5, model_dy_abh },
+	    { 8, CSD_MEM_BH, RES_NW, 0 }, { 9, B_, RES_W, 0 } }, 5, model_dy_abh, 0, NULL },
 	{ "vec_cvt", "dy_bh", 10, 0, 1,
 	  { { 2, B_, RES_NW, 0 }, { 6, A_, RES_W, 0 }, { 8, CSD_MEM_BH, RES_NW, 0 },
-	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh },
+	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh, 0, NULL },
 	/* vec_fc: block W N TG TD S IN OUT D MODE ONES B ZERO ST */
 	{ "vec_fc", "fc_gelu_sh", 13, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 6,
-	  model_fc_gelu_sh },
+	  model_fc_gelu_sh, 0, NULL },
 	{ "vec_fc", "fc_gelu_hd", 13, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
-	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 8, model_fc_gelu_hd },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 8, model_fc_gelu_hd, 0, NULL },
 	{ "vec_fc", "fc_gelu_h", 13, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
-	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 5, model_fc_gelu_h },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 5, model_fc_gelu_h, 0, NULL },
 	{ "vec_fc", "fc_gelu_wd", 13, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
 	    { 10, B_, RES_W, 0 }, { 11, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 9,
-	  model_fc_gelu_wd },
+	  model_fc_gelu_wd, 0, NULL },
 	{ "vec_fc", "fc_gelu_bwd", 13, 0, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 7, A_, RES_NW, 0 }, { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 },
-	    { 12, CSD_MEM_BH, RES_NW, 0 } }, 7, model_fc_gelu_bwd },
+	    { 12, CSD_MEM_BH, RES_NW, 0 } }, 7, model_fc_gelu_bwd, 0, NULL },
 	{ "vec_fc", "fc_cvt", 13, 0, 1,
-	  { { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 2, model_fc_cvt },
+	  { { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 2, model_fc_cvt, 0, NULL },
+	/* vec_fc on pe: fw/vec_fc_bf.s, GELU by vlut.bf */
+	{ "vec_fc", "fc_gelu_sh", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 6,
+	  model_fc_gelu_sh_bf, 1, "vec_fc_bf" },
+	{ "vec_fc", "fc_gelu_hd", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
+	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 8, model_fc_gelu_hd_bf, 1, "vec_fc_bf" },
+	{ "vec_fc", "fc_gelu_h", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
+	    { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 } }, 5, model_fc_gelu_h_bf, 1, "vec_fc_bf" },
+	{ "vec_fc", "fc_gelu_wd", 13, 0, 1,
+	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
+	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 },
+	    { 10, B_, RES_W, 0 }, { 11, B_, RES_W, 0 }, { 12, A_, RES_NW, 0 } }, 9,
+	  model_fc_gelu_wd_bf, 1, "vec_fc_bf" },
+	{ "vec_fc", "fc_gelu_bwd", 13, 0, 1,
+	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
+	    { 7, A_, RES_NW, 0 }, { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 },
+	    { 12, CSD_MEM_BH, RES_NW, 0 } }, 7, model_fc_gelu_bwd, 1, "vec_fc_bf" },
+	{ "vec_fc", "fc_cvt", 13, 0, 1,
+	  { { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 2, model_fc_cvt, 1, "vec_fc_bf" },
 };
 #undef A_
 #undef B_
 
-const struct res_prog *res_prog_find(const char *image, const char *entry)
+const struct res_prog *res_prog_find(const char *image, const char *entry, int full)
 {
+	const struct res_prog *any = NULL;
 	for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
-		if (!strcmp(progs[i].image, image) && !strcmp(progs[i].entry, entry))
-			return &progs[i];
-	return NULL;
+		if (!strcmp(progs[i].image, image) && !strcmp(progs[i].entry, entry)) {
+			if (progs[i].pe_only == full)
+				return &progs[i];
+			if (!progs[i].pe_only)
+				any = &progs[i];
+		}
+	return any;
 }
 
 int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_t block,

@@ -46,9 +46,14 @@ struct res_prog {
 	/* the C definition on one PE's SRAM, p = its parameter block; 0 or CS_ERR_INVALID
 	 * when the SRAM holds what the definition cannot model (err says what) */
 	int (*model)(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen);
+	/* pe's build of the image (pe_only = 1): the fw source the overlay is assembled from,
+	 * whose instructions pe_lite does not decode; 0 and NULL: the image's own source */
+	int pe_only;
+	const char *src;
 };
 
-const struct res_prog *res_prog_find(const char *image, const char *entry);
+/* The program image:entry; with full (a pe=full device), pe's build where there is one. */
+const struct res_prog *res_prog_find(const char *image, const char *entry, int full);
 /* The block's regions against the geometry: CS_ERR_RANGE / CS_ERR_INVALID with err. */
 int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_t block,
 		   const uint16_t *params, char *err, size_t errlen);

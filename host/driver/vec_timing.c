@@ -175,18 +175,25 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		}
 		return d;
 	}
-	case 4: { /* vlut: x read, X stage, table read (the MAC) on the second port */
+	case 4: { /* vlut: x read, X stage, table read (the MAC) on the second port; vlut.bf
+		   (rs != 0): first two A reads, no B write, done as its last A write leaves */
 		uint32_t tab = r[rdn], src = r[rtn], xwa = 0;
-		int tb = bank(v, tab), xv = 0;
+		int tb = bank(v, tab), xv = 0, lb = rsn != 0;
+		uint64_t alast = 0; /* vlut.bf: the cycle of its last A write */
+		if (lb)
+			c += 2;
 		for (uint32_t n = 0;; c++) {
 			int all = n == cnt, go = xv && !HZ(c, tab);
 			uint32_t s = (src + n) & 0xffff;
 			int rdok = !all &&
-				   (!xv || (go && tb != bank(v, s) && (xwa & v->bmask) != (s & v->bmask))) &&
+				   (!xv || (go && tb != bank(v, s) &&
+					    (lb || (xwa & v->bmask) != (s & v->bmask)))) &&
 				   !HZ(c, s);
-			int done = all && (!xv || go);
-			if (go)
-				mac(v, c, xwa, 1);
+			int done = lb ? all && !xv && c >= alast : all && (!xv || go);
+			if (go) {
+				mac(v, c, xwa, !lb);
+				alast = c + 1 + LAT;
+			}
 			if (rdok) {
 				xv = 1;
 				xwa = ptr + n;

@@ -352,6 +352,18 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | 4 << 3 | rt);
 		return 0;
 	}
+	if (!strcmp(mn, "vlut.bf")) { /* vlut with rs != 0: bf16 into A[r[rs]+n] (pe only) */
+		if ((rc = want(a, mn, n, 2, 3)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = reg(a, ops[1], &rs)))
+			return rc;
+		if (!rs)
+			return fail(a, "vlut.bf: the A destination cannot be r0 (rs = 0 is vlut)");
+		rt = 6;
+		if (n == 3 && (rc = reg(a, ops[2], &rt)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 4 << 3 | rt);
+		return 0;
+	}
 	if (!strcmp(mn, "cvt.bh")) { /* xop 0, [2:0] = 5 */
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
 			return rc;
@@ -631,8 +643,9 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 				return 1;
 			case 4:
 				if (rs)
-					return 0;
-				snprintf(out, len, "vlut r%d, r%d", rd, src);
+					snprintf(out, len, "vlut.bf r%d, r%d, r%d", rd, rs, src);
+				else
+					snprintf(out, len, "vlut r%d, r%d", rd, src);
 				return 1;
 			case 5:
 				if (src)

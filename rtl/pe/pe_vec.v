@@ -1,8 +1,7 @@
 // pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
 // (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb and the 0xF vector group vfma, vsum2,
-// cvt.bf, vlut, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4), the FMAC
-// pipeline and the transmit
-// FIFO.
+// cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
+// the FMAC pipeline and the transmit FIFO.
 //
 // Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
 // in the SRAM output registers, FMAC stage 1), FMAC stages, out (k+1+FmacLatency: result
@@ -42,6 +41,11 @@
 //    table read on the second B read port is the MAC's issue, and the next x read goes out
 //    in the same cycle when its bank differs from the table word's (1 element a cycle),
 //    otherwise in the next (2 cycles an element).
+//  - vlut.bf (vlut with rs != 0): the same element flow with no B write; first the A words
+//    of the first and the last element are read (2 cycles: their halves outside the range),
+//    then each result leaves the FMAC as bf16 into A[r[rs]+n], two elements a word (the even
+//    one waits in lo); the instruction ends when the last A write leaves, so the next one
+//    finds A's port free.
 //  - rsqrt: B read, then the ROM read (pe_rsqrt), then the register write: 3 cycles.
 // Transmit: a FIFO of TxDepth; an instruction that sends reserves space for its in-flight
 // wavelets (no stall of the pipeline is ever needed). Sources (scalar send, sendv at R,
@@ -147,7 +151,9 @@ module pe_vec #(
   logic [15:0]   off_d [0:DotLanes-1];
   logic          fin_q, fin_d;    // vsum2: combining adds (the first issued); rsqrt: ROM read
   logic [15:0]   lo_q, lo_d;      // cvt.bf/cvt.bh: the even element of the word being assembled
-  logic [31:0]   cw_q, cw_d;      // vmac's c / cvt.bh's destination word, read a cycle ahead
+  logic [31:0]   cw_q, cw_d;      // vmac's c / cvt.bh's destination word, read a cycle ahead;
+                                  // vlut.bf: {last word's high half, first word's low half}
+  logic [15:0]   on_q, on_d;      // vlut.bf: elements written to A
   // vlut's X stage: the x read's data (bf16 kept while the table read waits)
   logic          xv_q, xv_d;
   logic          xbk_q, xbk_d;
@@ -172,10 +178,12 @@ module pe_vec #(
   logic          rzf_q, rzf_d;
   logic          rfw_q, rfw_d;    // cvt.bh: the source word is the one being assembled
   logic [AAW-1:0] raw_q, raw_d;   // cvt.bf: A word
+  logic          rab_q, rab_d;    // vlut.bf: the result goes to A as bf16
   // FMAC stages
   logic          pv_q [0:L-1];
   logic          pdot_q [0:L-1];
   logic          pwen_q [0:L-1];
+  logic          pab_q [0:L-1];   // vlut.bf: writes A at out
   logic [BAW-1:0] pwa_q [0:L-1];
   logic          ptx_q [0:L-1];
   logic [3:0]    pcol_q [0:L-1];
@@ -201,6 +209,8 @@ module pe_vec #(
   wire  [LW-1:0] ln_t = {1'b1, rln_q[0]};   // ... and s1/q1
   logic [31:0] y;
   logic        y_valid;
+  wire  [15:0] y_bf;   // vlut.bf: bf16(the FMAC result)
+  pe_bf16_rne u_y_bf (.x_i(y), .y_o(y_bf));
   wire         byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q);
   // rsqrt: the ROM stage (B word sampled in the read's R cycle)
   wire  [15:0] rsq_y;
@@ -311,6 +321,12 @@ module pe_vec #(
     end
   end
   wire credit = (32'(tx_count) + 32'(infl_txn)) < TxDepth;
+  // vlut.bf: an A write still to come after this cycle (R or an FMAC stage before out)
+  logic a_infl;
+  always_comb begin
+    a_infl = rv_q && rab_q;
+    for (int k = 0; k < L - 1; k = k + 1) a_infl = a_infl || (pv_q[k] && pab_q[k]);
+  end
 
   function automatic hz(input [BAW-1:0] addr);
     begin
@@ -353,6 +369,10 @@ module pe_vec #(
   pe_lut_index u_lut_idx (.x_i(x_bf), .idx_o(x_idx));
   wire [15:0] t_adr     = dat_q[15:0] + {8'd0, x_idx};
   wire        x_go      = xv_q && !hz(BAW'(t_adr));  // the X stage issues the table read
+  // vlut.bf: A destination r[rs] (adr), its last element, the element leaving the FMAC
+  wire        lb        = ins_q[8:6] != 3'd0;
+  wire [15:0] lb_last   = adr_q + cnt_q - 16'd1;
+  wire [15:0] lb_e      = adr_q + on_q;
 
   // dot lane of this slot
   logic         d_act, d_end, d_gath;
@@ -369,7 +389,7 @@ module pe_vec #(
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbk_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
     rzf_d = 1'b0; raw_d = '0;
-    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; rfw_d = 1'b0;
+    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; rfw_d = 1'b0; rab_d = 1'b0; on_d = on_q;
     xv_d = xv_q; xbk_d = xbk_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
     b_re2_o = 1'b0; b_raddr2_o = '0;
     done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
@@ -389,6 +409,20 @@ module pe_vec #(
     if (pv_q[L-1] && ptx_q[L-1]) begin
       txp_valid = 1'b1;
       txp_data = {1'b0, pcol_q[L-1], y};
+    end
+    // vlut.bf's results into A: an odd element writes its word {it, the even one}, the
+    // last even one {the word's old high half, it}
+    if (pv_q[L-1] && pab_q[L-1]) begin
+      on_d = on_q + 16'd1;
+      if (lb_e[0]) begin
+        a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = AAW'(lb_e[15:1]);
+        a_wdata_o = {y_bf, (on_q == 16'd0) ? cw_q[15:0] : lo_q};
+      end else if (on_q == cnt_q - 16'd1) begin
+        a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = AAW'(lb_e[15:1]);
+        a_wdata_o = {cw_q[31:16], y_bf};
+      end else begin
+        lo_d = y_bf;
+      end
     end
 
     // scalar memory ops complete in their R cycle
@@ -446,7 +480,7 @@ module pe_vec #(
       adr_d = opa_i;
       dat_d = (instr_i[15:12] == 4'h8) ? {opa_i, opb_i} : {16'd0, opd_i};
       t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
-      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0;
+      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0; on_d = '0;
       aa_d = regs_i[16 +: 16];
       ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] :
              (instr_i[15:12] == 4'hF) ? regs_i[{instr_i[2:0], 4'd0} +: 16] :  // r[rt]
@@ -602,11 +636,17 @@ module pe_vec #(
           end else if (cnt_q == 16'd0) begin
             done_o = 1'b1; busy_d = 1'b0;
           end
+        end else if (xop == 3'd4 && lb && !fin_q) begin  // vlut.bf: the two A word reads
+          a_en_o = 1'b1; a_addr_o = AAW'(ph_q ? lb_last[15:1] : adr_q[15:1]);
+          if (ph_q) begin cw_d[15:0] = a_rdata_i[15:0]; fin_d = 1'b1; end
+          ph_d = 1'b1;
         end else if (xop == 3'd4) begin  // vlut rd, rt: X stage -> table read (the MAC's issue)
+          if (lb && ph_q) begin cw_d[31:16] = a_rdata_i[31:16]; ph_d = 1'b0; end
           if (x_go) begin
             mac_o = 1'b1;
             b_re2_o = 1'b1; b_raddr2_o = BAW'(t_adr);
-            rv_d = 1'b1; rk_d = KLut; rbk_d = t_adr[BAW-1]; rwen_d = 1'b1; rwa_d = xwa_q;
+            rv_d = 1'b1; rk_d = KLut; rbk_d = t_adr[BAW-1]; rwen_d = !lb; rwa_d = xwa_q;
+            rab_d = lb;
             rval_d = {16'd0, x_bf};
             xv_d = 1'b0;
           end else if (xv_q) begin
@@ -614,13 +654,15 @@ module pe_vec #(
           end
           // (the element in X writes its word later: a source read of it waits too)
           if (!n_all && (!xv_q || (x_go && t_adr[BAW-1] != n_src[BAW-1] &&
-                                   xwa_q != BAW'(n_src))) &&
+                                   (lb || xwa_q != BAW'(n_src)))) &&
               !hz(BAW'(n_src))) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
             xv_d = 1'b1; xbk_d = n_src[BAW-1]; xwa_d = BAW'(n_ptr);
             n_d = n_q + 16'd1;
           end
-          if (n_all && (!xv_q || x_go)) begin done_o = 1'b1; busy_d = 1'b0; end
+          if (n_all && (lb ? (!xv_q && !a_infl) : (!xv_q || x_go))) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end
         end else if (xop == 3'd5) begin  // rsqrt rd, [rs]: B read, ROM (fin), register
           if (fin_q) begin
             ld_o = 1'b1; ld_data_o = rsq_y; done_o = 1'b1; busy_d = 1'b0; fin_d = 1'b0;
@@ -744,10 +786,11 @@ module pe_vec #(
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
       rah_q <= 1'b0; rbk_q <= 1'b0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
       rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
+      rab_q <= 1'b0; on_q <= '0;
       fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xbk_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
       xwa_q <= '0;
       for (int e = 0; e < L; e = e + 1) begin
-        pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pwa_q[e] <= '0;
+        pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pab_q[e] <= 1'b0; pwa_q[e] <= '0;
         ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
       end
       for (int e = 0; e < DotLanes; e = e + 1) acc_q[e] <= '0;
@@ -763,13 +806,15 @@ module pe_vec #(
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
       rcol_q <= rcol_d; rah_q <= rah_d; rbk_q <= rbk_d; rbh_q <= rbh_d; rval_q <= rval_d;
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;
-      cw_q <= cw_d;
+      cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d;
       fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xbk_q <= xbk_d; xheld_q <= xheld_d;
       xb_q <= xb_d; xwa_q <= xwa_d;
       pv_q[0] <= f_valid; pdot_q[0] <= r_acc; pwen_q[0] <= f_valid && rwen_q;
+      pab_q[0] <= f_valid && rab_q;
       pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
       for (int e = 1; e < L; e = e + 1) begin
         pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];
+        pab_q[e] <= pab_q[e-1];
         pwa_q[e] <= pwa_q[e-1]; ptx_q[e] <= ptx_q[e-1]; pcol_q[e] <= pcol_q[e-1];
         pln_q[e] <= pln_q[e-1];
       end
@@ -777,7 +822,7 @@ module pe_vec #(
     end
   end
 
-  wire unused = &{1'b0, y_valid, regs_i[15:0]};  // r0 is not an engine operand
+  wire unused = &{1'b0, y_valid, regs_i[15:0], lb_last[0]};  // r0 is not an engine operand
 
 `ifdef FORMAL
   // vsum2's four chains come back through the bypass exactly one round (4 issues) later

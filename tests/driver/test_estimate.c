@@ -187,7 +187,8 @@ static const char *const pname[][2] = {
 	{ "vec_ln_fwd", "ln_fwd" }, { "vec_ln_bwd", "ln_bwd" }, { "vec_gelu", "gelu_fwd" },
 	{ "vec_gelu", "gelu_h" },   { "vec_gelu", "gelu_bwd" }, { "vec_cvt", "cvt_a" },
 	{ "vec_cvt", "cvt_bh" },    { "vec_cvt", "bias_fwd" },  { "vec_cvt", "bias_bwd" },
-	{ "vec_cvt", "cvt_f" },
+	{ "vec_cvt", "cvt_f" },	    { "vec_fc", "fc_gelu_sh" }, { "vec_fc", "fc_gelu_hd" },
+	{ "vec_fc", "fc_gelu_h" },  { "vec_fc", "fc_gelu_wd" },
 };
 enum { NPROG = sizeof pname / sizeof pname[0] };
 
@@ -244,6 +245,27 @@ static int prog_params(int k, uint32_t W, uint32_t N, int lay, uint32_t aw, uint
 		uint32_t OUT = a_el(&l, NW), D = a_el(&l, NW);
 		uint16_t q[] = { W, N, TG, TD, S, IN, OUT, D };
 		n = 8;
+		memcpy(p, q, sizeof q);
+		break;
+	}
+	case 10:
+	case 11:
+	case 12:
+	case 13: { /* fc_gelu_sh, _hd, _h, _wd (pe: vec_fc_bf, GELU by vlut.bf) */
+		uint32_t IN = b_rows(&l, NW);
+		if (lay == 1)
+			l.vec = l.rows;
+		uint32_t TG = b_vec(&l, 256), TD = b_vec(&l, 256), S = b_vec(&l, W), BV = b_vec(&l, W),
+			 ZERO = b_vec(&l, W);
+		uint32_t OUT = a_el(&l, NW), ONES = a_el(&l, W);
+		uint32_t D = k == 11 || k == 13 ? a_el(&l, NW) : 0xffff;
+		uint32_t ST = k == 10 || k == 13 ? a_el(&l, NW) : 0xffff;
+		if (k != 13)
+			*ones = ONES;
+		if (NW > 0xffff)
+			return 0;
+		uint16_t q[] = { W, N, TG, TD, S, IN, OUT, D, k == 13, ONES, BV, ZERO, ST };
+		n = 13;
 		memcpy(p, q, sizeof q);
 		break;
 	}

@@ -1,8 +1,8 @@
 /*
  * test_pe_model.c - the PE model's extended 0xF group (verif/models/pe_model.c,
- * docs/architecture.md 4.4): vfma, vsum2, cvt.bf, vlut, rsqrt, vmac and vdot, each run by a task the
- * way firmware runs it (assembled by host/fwasm, started by a wavelet) and compared bit for
- * bit with a plain loop over the host/common/numerics.h primitives. Also: the words around
+ * docs/architecture.md 4.4): vfma, vsum2, cvt.bf, vlut, vlut.bf, rsqrt, vmac and vdot, each
+ * run by a task the way firmware runs it (assembled by host/fwasm, started by a wavelet)
+ * and compared bit for bit with a plain loop over the host/common/numerics.h primitives. Also: the words around
  * each range are untouched, r6 and r7 are unchanged, r7 = 0 does nothing, the MAC counter
  * counts fmac and add issues; sources that overlap the destination read in index order. The RTL benches
  * (verif/pe/) compare the RTL with this model for the rest of the ISA.
@@ -323,6 +323,23 @@ static void test_vlut(void **state)
 		want[i] = nm_lut_bits(m.b + 1500, want[300 + i]);
 	run(&m);
 	assert_memory_equal(m.b, want, sizeof want);
+	pe_model_free(&m);
+
+	/* vlut.bf (pe): the same lines as bf16 into A from an odd element, B untouched */
+	setup(&m, "vlut.bf r5, r3, r4\nret");
+	m.r[3] = 77;
+	m.r[4] = 300;
+	m.r[5] = 1500;
+	m.r[7] = 600;
+	uint16_t awant[AWORDS];
+	memcpy(want, m.b, sizeof want);
+	memcpy(awant, m.a, sizeof awant);
+	for (unsigned i = 0; i < 600; i++)
+		awant[77 + i] = nm_bf16_from_bits(nm_lut_bits(m.b + 1500, want[300 + i]));
+	run(&m);
+	assert_memory_equal(m.b, want, sizeof want);
+	assert_memory_equal(m.a, awant, sizeof awant);
+	assert_int_equal(m.cnt[0], 600);
 	pe_model_free(&m);
 }
 
@@ -793,7 +810,8 @@ static void test_cvt_fused(void **state)
 /* fw/vec_fc.s: each fc_gelu entry bit for bit its composition of nm_bias_add_bits (or
  * nm_fmac_row_bits), the stash, nm_gelu_fwd_bits and the LUT; fc_gelu_bwd bit for bit
  * nm_gelu_bwd_bits, nm_bias_add_bits and the in-place packing; fc_cvt nm_bf16_from_bits;
- * everything else in A and B untouched. B: pre 0, tables 1024 and 1280, S 1600, bias /
+ * everything else in A and B untouched. fw/vec_fc_bf.s (k >= 8, pe's vlut.bf): the same A,
+ * pre left as the bias or the widening leaves it, S untouched. B: pre 0, tables 1024 and 1280, S 1600, bias /
  * ones 1700, zeros 1800, block 1900; A: h 0, d 256, stash 512 (fc_gelu_bwd: dp), ones 768. */
 static void test_fc(void **state)
 {
@@ -802,11 +820,12 @@ static void test_fc(void **state)
 					       "fc_gelu_wd" };
 	const uint16_t IN = 0, TG = 1024, TD = 1280, S = 1600, BV = 1700, ZERO = 1800, P = 1900;
 	const uint16_t OUT = 0, D = 256, ST = 512, ONES = 768, NONE = 0xffff;
-	for (int k = 0; k < 8; k++) {
+	for (int k = 0; k < 16; k++) {
 		unsigned w = 16 + 16 * (unsigned)(rng_next() % 4), ntok = 1 + (unsigned)(rng_next() % 4);
-		int e = k % 4, mode = e == 3, st = e == 0 || e == 3, d = e == 1 || e == 3;
+		int e = k % 4, mode = e == 3, st = e == 0 || e == 3, d = e == 1 || e == 3, bf = k >= 8;
+		const char *img = bf ? "vec_fc_bf" : "vec_fc";
 		struct pe_model m;
-		setup_image(&m, "vec_fc", entry[e]);
+		setup_image(&m, img, entry[e]);
 		for (unsigned i = 0; i < ntok * w; i++)
 			m.b[IN + i] = i % 17 ? rand_act(-1.0f) : rand_f32();
 		nm_gelu_table(m.b + TG, 0);
@@ -843,7 +862,7 @@ static void test_fc(void **state)
 			}
 			nm_gelu_fwd_bits(aw + OUT + t * w, d ? dd + t * w : NULL, pre, w, bw + TG,
 					 d ? bw + TD : NULL);
-			for (unsigned j = 0; j < w; j++) {
+			for (unsigned j = 0; j < w && !bf; j++) {
 				if (d)
 					bw[S + j] = nm_lut_bits(bw + TD, pre[j]);
 				pre[j] = nm_lut_bits(bw + TG, pre[j]);
@@ -856,7 +875,7 @@ static void test_fc(void **state)
 
 		/* fc_gelu_bwd: dh at IN, d in A at D, dp to A at ST, the bias gradient at BV,
 		 * packed in place (block ST = 2 IN) */
-		setup_image(&m, "vec_fc", "fc_gelu_bwd");
+		setup_image(&m, img, "fc_gelu_bwd");
 		for (unsigned i = 0; i < ntok * w; i++)
 			m.b[IN + i] = rand_act(0.0f);
 		for (unsigned j = 0; j < w; j++)
@@ -883,7 +902,7 @@ static void test_fc(void **state)
 		pe_model_free(&m);
 
 		/* fc_cvt: the N*W words at 300 to A at 31 */
-		setup_image(&m, "vec_fc", "fc_cvt");
+		setup_image(&m, img, "fc_cvt");
 		const uint16_t pc[13] = { (uint16_t)w, (uint16_t)ntok, 0, 0, 0, 300, 31 };
 		memcpy(bw, m.b, sizeof bw);
 		memcpy(aw, m.a, sizeof aw);

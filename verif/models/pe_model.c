@@ -152,7 +152,8 @@ static void dot_one(struct pe_model *m, uint32_t w, uint16_t lane_ptr)
 }
 
 /* The extended 0xF group (docs/architecture.md 4.4): xop 1 vfma, 2 vsum2, 3 cvt.bf,
- * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot; rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf: A),
+ * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot; rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf,
+ * vlut.bf: A),
  * elements in index order, each read before its own write; r6 and r7 unchanged. */
 static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, unsigned rt)
 {
@@ -185,12 +186,16 @@ static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, u
 			m->a[(uint16_t)(r[rd] + n) & (m->awords - 1)] =
 				nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
 		break;
-	case 4: /* vlut rd, rt: B = line B[r[rd] + index](B[r[rt] + n]); no element in the table */
+	case 4: /* vlut rd, rt: B = line B[r[rd] + index](B[r[rt] + n]); no element in the table;
+		 * vlut.bf rd, rs, rt (rs != 0, pe only): A[r[rs] + n] = bf16(the line) */
 		for (uint16_t n = 0; n < r[7]; n++) {
 			uint16_t xb = nm_bf16_from_bits(*b_word(m, (uint16_t)(r[rt] + n)));
 			uint32_t ent = *b_word(m, (uint16_t)(r[rd] + nm_lut_index(xb)));
-			*b_word(m, (uint16_t)(r[6] + n)) =
-				nm_fmac_bits((uint16_t)(ent >> 16), xb, ent << 16);
+			uint32_t y = nm_fmac_bits((uint16_t)(ent >> 16), xb, ent << 16);
+			if (rs)
+				m->a[(uint16_t)(r[rs] + n) & (m->awords - 1)] = nm_bf16_from_bits(y);
+			else
+				*b_word(m, (uint16_t)(r[6] + n)) = y;
 			m->cnt[0]++;
 		}
 		break;

@@ -21,7 +21,8 @@
 //           range (overlapping it), odd and even starts; counts 0,
 //           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
 //           ties, near overflow); vlut tables in the range's bank and in the other, indices
-//           at the extremes; odd and even cvt.bf targets; 16-bit and memory address wrap.
+//           at the extremes; vlut.bf into A (pe; pe_lite: vlut only); odd and even cvt.bf
+//           targets; 16-bit and memory address wrap.
 //           The rand programs get vector instructions too.
 // TB_VEC (default 1) is 0 for a DUT without the vector group (tb_pe_micro_mt): it then sees
 // exactly the scenarios it saw before the group existed.
@@ -97,6 +98,11 @@ static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
 {
 	return (uint16_t)(0xF000 | rd << 9 | rs << 6 | (hi ? 4 : 0) | sel);
 }
+#ifdef TB_PE_LITE
+static const bool kVlutBf = false; // pe_lite decodes vlut with rs = 0 only
+#else
+static const bool kVlutBf = true; // vlut with rs != 0: vlut.bf, bf16 into A[r[rs] + n]
+#endif
 // the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
 // 5 rsqrt rd, [rs]; 6 vmac rd, rs, rt; 7 vdot rd, rs, rt (rt = [2:0])
 static uint16_t vop(unsigned xop, unsigned rd, unsigned rs, unsigned rt = 0)
@@ -725,6 +731,7 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 				do t = r.below(8); while ((int)t == loop_reg);
 				li(p.w, t, (uint16_t)r.below(320));
 			}
+			if (x == 4 && (!kVlutBf || r.chance(50))) t = 0; // vlut; else vlut.bf into A
 			if (x == 9) li(p.w, d, (uint16_t)(8192 + 2 * v6 - 8 + r.below(16))); // Bh near
 			li(p.w, 6, v6); // after rd: rd = 7 must not make the count an address
 			li(p.w, 7, v7);
@@ -1002,6 +1009,13 @@ static Scenario gen_vec(Bench &b)
 					if (b_overlap(sv, n, t)) sv = r6;
 					li(p.w, rt, sv);
 				}
+				// vlut.bf (pe): bf16 into A at rs (a register of its own, or rd's,
+				// rt's, r6's or r7's value); pe_lite has only vlut (rs = 0)
+				rs = 0;
+				if (kVlutBf && r.chance(50)) {
+					rs = 1 + r.below(7);
+					if (rs != rd && rs != rt && rs < 6) li(p.w, rs, aadr());
+				}
 				break;
 			}
 			case 5: // rsqrt: rd may be r6 or r7 (the model writes it too)
@@ -1055,8 +1069,8 @@ static Scenario gen_vec(Bench &b)
 
 #if TB_VEC
 // ----------------------------------------------------------------------------- fw programs
-// --fw=DIR: fw/vec_ln_fwd.s, vec_ln_bwd.s, vec_gelu.s and vec_fc.s (DIR/NAME.bin, the
-// assembler's images) on the DUT against the model, with tests/models/test_pe_model.c's
+// --fw=DIR: fw/vec_ln_fwd.s, vec_ln_bwd.s, vec_gelu.s, vec_fc.s and, on pe, vec_fc_bf.s
+// (DIR/NAME.bin, the assembler's images) on the DUT against the model, with tests/models/test_pe_model.c's
 // parameter blocks and layouts, the layernorms and vec_fc's entries with the resident
 // step's banks (the rows in bank 0; sums, tables, bias, ones, zeros and scratch in bank 1;
 // vec_gelu all in bank 0); prints each program's task-busy cycles per token.
@@ -1130,26 +1144,32 @@ static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t
 
 static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 {
-	FwImage lf, lb, ge, fc;
+	FwImage lf, lb, ge, fc, fcb;
 	if (!fw_load(lf, dir + "/vec_ln_fwd.bin") || !fw_load(lb, dir + "/vec_ln_bwd.bin") ||
-	    !fw_load(ge, dir + "/vec_gelu.bin") || !fw_load(fc, dir + "/vec_fc.bin"))
+	    !fw_load(ge, dir + "/vec_gelu.bin") || !fw_load(fc, dir + "/vec_fc.bin") ||
+	    (as::kVlutBf && !fw_load(fcb, dir + "/vec_fc_bf.bin")))
 		return tb_result(0, 1);
 	int pc_lf = fw_entry(lf, "ln_fwd"), pc_lb = fw_entry(lb, "ln_bwd");
 	int pc_gf = fw_entry(ge, "gelu_fwd"), pc_gb = fw_entry(ge, "gelu_bwd");
 	int pc_fs = fw_entry(fc, "fc_gelu_sh"), pc_fw = fw_entry(fc, "fc_gelu_wd");
 	int pc_fb = fw_entry(fc, "fc_gelu_bwd");
-	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0 || pc_fs < 0 || pc_fw < 0 || pc_fb < 0)
+	int pc_bs = as::kVlutBf ? fw_entry(fcb, "fc_gelu_sh") : 0;
+	int pc_bw = as::kVlutBf ? fw_entry(fcb, "fc_gelu_wd") : 0;
+	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0 || pc_fs < 0 || pc_fw < 0 ||
+	    pc_fb < 0 || pc_bs < 0 || pc_bw < 0)
 		return tb_result(0, 1);
 	TbRng &r = b.rng;
 	unsigned passed = 0, scen = 0;
-	// per program: busy cycles and tokens of the runs at C (w) = 64
-	enum { NPROG = 7 };
-	uint64_t cyc[NPROG] = { 0 }, tok[NPROG] = { 0 };
-	static const char *const names[NPROG] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
-						  "vec_gelu bwd", "vec_fc fc_gelu_sh",
-						  "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd" };
+	// per program: busy cycles and tokens of the runs at C (w) = 64 (7, 8: vec_fc_bf, pe)
+	const unsigned NPROG = as::kVlutBf ? 9 : 7;
+	uint64_t cyc[9] = { 0 }, tok[9] = { 0 };
+	static const char *const names[9] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
+					      "vec_gelu bwd", "vec_fc fc_gelu_sh",
+					      "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd",
+					      "vec_fc_bf fc_gelu_sh", "vec_fc_bf fc_gelu_wd" };
 	for (uint64_t i = 0; i < n; i++) {
 		unsigned prog = (unsigned)(i % NPROG);
+		unsigned fk = prog >= 7 ? prog - 3 : prog; // vec_fc's entry (4 sh, 5 wd, 6 bwd)
 		std::vector<uint16_t> a(2048);
 		std::vector<uint32_t> bw(prog == 0 || prog == 1 || prog >= 4 ? 6144 : 2048);
 		for (auto &v : a) v = (uint16_t)r.u32();
@@ -1206,6 +1226,7 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 			for (int k = 0; k < 15; k++) bw[P + k] = par[k];
 			s = fw_scenario(lb, pc_lb, a, bw, P);
 		} else if (prog >= 4) { // vec_fc: the rows in bank 0, the rest in bank 1 (4096..)
+			prog = fk;
 			if (i >= NPROG) c = 32 + 32 * r.below(2);
 			const uint16_t IN = 0, TG = 4096, TD = 4352, S = 4608, BV = 4800, ZERO = 4900,
 				       P = 5000;
@@ -1221,7 +1242,8 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 					bw[ZERO + j] = 0;
 				}
 			}
-			int pc = prog == 4 ? pc_fs : prog == 5 ? pc_fw : pc_fb;
+			int pc = fk != (unsigned)(i % NPROG) ? (fk == 4 ? pc_bs : pc_bw)
+				 : prog == 4 ? pc_fs : prog == 5 ? pc_fw : pc_fb;
 			uint16_t par[13] = { (uint16_t)c, (uint16_t)ntok, TG, TD, S, IN, OUT, 0xffff, 0,
 					     ONES, BV, ZERO, ST };
 			if (prog == 5) {
@@ -1236,7 +1258,8 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 				for (unsigned k = 0; k < ntok * c; k++) bw[IN + k] = fw_act(r, 0.0f);
 			}
 			for (int k = 0; k < 13; k++) bw[P + k] = par[k];
-			s = fw_scenario(fc, pc, a, bw, P);
+			prog = (unsigned)(i % NPROG);
+			s = fw_scenario(prog >= 7 ? fcb : fc, pc, a, bw, P);
 		} else { // gelu_fwd / gelu_bwd: test_gelu's layout
 			if (i >= 4) c = 64 + 32 * r.below(2);
 			const uint16_t IN = 0, TG = 1024, TD = 1280, S = 1600, P = 1900, D = 400;

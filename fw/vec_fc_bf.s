@@ -1,0 +1,154 @@
+; vec_fc_bf.s - fw/vec_fc.s for `pe`: the vector work of one fc tile of the resident step
+; (docs/resident-step.md) with GELU and GELU' written by `vlut.bf` (docs/architecture.md
+; 4.4), a table line's bf16 straight into A, so each is one pass over all N*W elements where
+; vec_fc.s takes a vlut into B and a cvt.bf. The same entries, blocks and results in A; the
+; driver loads it in place of vec_fc on `pe` (pe_lite does not decode vlut.bf). What it
+; leaves in B differs: the rows keep pre (the bias added, or the stash widened) and the
+; scratch S is not written. Started like vec_fc.s (payload low half = P, the block).
+;   fc_gelu_*:   MODE 0: pre_j = fmac(1, bf16(b_j), pre_j) row by row, and, unless ST =
+;                0xffff, A[ST + i] = bf16(pre_i); MODE 1: pre_j = fmac(A[ST + t*W + j],
+;                bf16(1.0), +0) row by row; then, unless D = 0xffff, A[D + i] =
+;                bf16(lut_gelu'(pre_i)), and A[OUT + i] = h_i = bf16(lut_gelu(pre_i))
+;                (nm_gelu_fwd_bits; D may be the stash: it is widened first), i < N*W.
+;   fc_gelu_bwd, fc_cvt: as in vec_fc.s.
+; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
+; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
+
+.equ P_W, 0		; elements a token
+.equ P_N, 1		; tokens
+.equ P_TG, 2		; B: the GELU table (256 words)
+.equ P_TD, 3		; B: the derivative's table (256 words)
+.equ P_S, 4		; B: scratch, W words
+.equ P_IN, 5		; B: token 0's pre / dh
+.equ P_OUT, 6		; A: token 0's h / dp
+.equ P_D, 7		; A: token 0's GELU' (0xffff: none, fc_gelu)
+.equ P_MODE, 8		; fc_gelu: 0 bias, 1 widen the stash
+.equ P_ONES, 9		; A: W elements of 1.0
+.equ P_B, 10		; B: the bias (MODE 0) / W words of 1.0 (MODE 1) / the bias gradient
+.equ P_ZERO, 11		; B: W words of +0 (MODE 1)
+.equ P_ST, 12		; A: token 0's stash (0xffff: none, MODE 0) / Bh: the packed dY
+
+.entry fc_gelu_sh
+.entry fc_gelu_hd
+.entry fc_gelu_h
+.entry fc_gelu_wd
+fc_gelu_sh:
+fc_gelu_hd:
+fc_gelu_h:
+fc_gelu_wd:
+	wlo r5
+	addi r4, r5, P_N
+	ldb r3, [r4]
+	bne r3, r0, fg_go
+	ret
+fg_go:	addi r4, r5, P_W
+	ldb r7, [r4]
+	addi r6, r5, P_IN
+	ldb r6, [r6]		; r6 = the rows
+	addi r1, r5, P_ST
+	ldb r1, [r1]		; r1 = the stash rows
+	addi r2, r5, P_MODE
+	ldb r2, [r2]
+	bne r2, r0, fg_wid
+	addi r2, r5, P_ONES
+	ldb r2, [r2]
+	addi r4, r5, P_B
+	ldb r4, [r4]
+fg_bias: vmac r6, r2, r4	; pre_j = fmac(1, bf16(b_j), pre_j)
+	add r6, r6, r7
+	djnz r3, fg_bias
+	jmp fg_d
+fg_wid:	addi r2, r5, P_B
+	ldb r2, [r2]		; r2 = the ones
+	addi r4, r5, P_ZERO
+	ldb r4, [r4]		; r4 = the zeros
+fg_w:	vmac r4, r1, r2		; pre_j = fmac(A[ST + t*W + j], bf16(1.0), +0)
+	add r6, r6, r7
+	add r1, r1, r7
+	djnz r3, fg_w
+fg_d:	addi r4, r5, P_N	; the rest over all N*W elements at once
+	ldb r3, [r4]
+	mul r7, r7, r3
+	addi r6, r5, P_IN
+	ldb r6, [r6]		; r6 = the rows
+	addi r4, r5, P_D
+	ldb r1, [r4]
+	addi r2, r1, 1
+	beq r2, r0, fg_st	; no GELU'
+	addi r4, r5, P_TD
+	ldb r4, [r4]
+	vlut.bf r4, r1		; A[D + i] = bf16(lut_gelu'(pre_i))
+fg_st:	addi r2, r5, P_MODE
+	ldb r2, [r2]
+	bne r2, r0, fg_h	; MODE 1: the stash is the source
+	addi r4, r5, P_ST
+	ldb r4, [r4]
+	addi r2, r4, 1
+	beq r2, r0, fg_h	; no stash
+	cvt.bf r4		; A[ST + i] = bf16(pre_i)
+fg_h:	addi r4, r5, P_TG
+	ldb r4, [r4]
+	addi r1, r5, P_OUT
+	ldb r1, [r1]
+	vlut.bf r4, r1		; A[OUT + i] = h_i = bf16(lut_gelu(pre_i))
+	ret
+
+.entry fc_gelu_bwd
+fc_gelu_bwd:
+	wlo r5
+	addi r4, r5, P_S
+	ldb r6, [r4]
+	addi r4, r5, P_W
+	ldb r7, [r4]
+	fill			; the zeros
+	addi r4, r5, P_N
+	ldb r3, [r4]
+	bne r3, r0, fb_go
+	ret
+fb_go:	add r2, r6, r0		; r2 = the zeros
+	addi r4, r5, P_D
+	ldb r4, [r4]
+	addi r6, r5, P_IN
+	ldb r6, [r6]
+fb_p:	vmac r2, r4, r6		; dh_j = fmac(d_j, bf16(dh_j), 0)
+	add r4, r4, r7
+	add r6, r6, r7
+	djnz r3, fb_p
+	addi r4, r5, P_N
+	ldb r3, [r4]
+	addi r4, r5, P_ONES
+	ldb r4, [r4]
+	addi r1, r5, P_IN
+	ldb r1, [r1]
+	addi r6, r5, P_B
+	ldb r6, [r6]		; r6 = the bias gradient
+fb_b:	vmac r6, r4, r1		; db_j = fmac(1, bf16(dh_j), db_j), tokens in order
+	add r1, r1, r7
+	djnz r3, fb_b
+	addi r4, r5, P_N	; then all N*W elements at once
+	ldb r3, [r4]
+	mul r7, r7, r3
+	addi r6, r5, P_IN
+	ldb r6, [r6]
+	addi r4, r5, P_OUT
+	ldb r4, [r4]
+	cvt.bf r4		; A[OUT + i] = dp_i
+	addi r4, r5, P_ST
+	ldb r4, [r4]
+	cvt.bh r4		; Bh[ST + i] = dp_i (in place: each word read first)
+	ret
+
+.entry fc_cvt
+fc_cvt:	wlo r5
+	addi r4, r5, P_N
+	ldb r3, [r4]
+	addi r4, r5, P_W
+	ldb r7, [r4]
+	mul r7, r7, r3		; N*W
+	beq r7, r0, fc_end
+	addi r4, r5, P_IN
+	ldb r6, [r4]
+	addi r4, r5, P_OUT
+	ldb r4, [r4]
+	cvt.bf r4		; A[OUT + i] = bf16(B[IN + i])
+fc_end:	ret
