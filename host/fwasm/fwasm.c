@@ -469,7 +469,9 @@ static int include(struct asmctx *a, const char *op, int pass, struct csd_fw *fw
 			return fail(a, ".include %s: more than %d files included", op, MAXFILES);
 		char msg[MAXPATH + 128] = "";
 		char *text = NULL, *p = strdup(path);
-		int rc = p ? a->files->read(a->files->arg, path, &text, msg, sizeof msg) : CS_ERR_NO_MEM;
+		int rc = CS_ERR_NO_MEM;
+		if (p)
+			rc = a->files->read(a->files->arg, path, &text, msg, sizeof msg);
 		if (rc) {
 			free(p);
 			fail(a, ".include %s: %s", op, msg[0] ? msg : cs_strerror(rc));

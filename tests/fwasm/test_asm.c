@@ -332,8 +332,8 @@ static void test_include(void **state)
 	struct csd_fw fw;
 	char err[512] = "";
 	/* found beside the including file, nested, constants and entries shared */
-	int rc = fwasm_assemble_files(&fw, ".include \"blk.inc\"\nnop\n.include \"body.inc\"\nret\n",
-				      "d/top.s", &files, err, sizeof err);
+	const char *top = ".include \"blk.inc\"\nnop\n.include \"body.inc\"\nret\n";
+	int rc = fwasm_assemble_files(&fw, top, "d/top.s", &files, err, sizeof err);
 	if (rc)
 		print_error("%s\n", err);
 	assert_int_equal(rc, CS_OK);
@@ -363,12 +363,14 @@ static void test_include(void **state)
 		{ "nop\n.include \"top.s\"\n", CS_ERR_FORMAT, "d/top.s:2:",
 		  "a cycle (d/top.s -> d/top.s)" },
 		{ ".include \"deep1.inc\"\n", CS_ERR_FORMAT, "d/deep8.inc:1:",
-		  ".include \"deep9.inc\": includes nested deeper than 8 (included from d/deep7.inc:1" },
+		  ".include \"deep9.inc\": includes nested deeper than 8 "
+		  "(included from d/deep7.inc:1" },
 		{ ".include \"ent.inc\"\n", CS_ERR_FORMAT, "d/ent.inc:2:", "no label 'nolabel'" },
 		{ "x: ret\n.include \"twice.inc\"\n", CS_ERR_FORMAT, "d/twice.inc:1:",
 		  "'x' defined twice (included from d/top.s:2)" },
 		{ ".include blk.inc\n", CS_ERR_FORMAT, "d/top.s:1:", "want \"NAME\"" },
-		{ ".include \"../blk.inc\"\n", CS_ERR_FORMAT, "d/top.s:1:", "a file beside this one" },
+		{ ".include \"../blk.inc\"\n", CS_ERR_FORMAT, "d/top.s:1:",
+		  "a file beside this one" },
 		{ ".include \"blk.inc\", \"leaf.inc\"\n", CS_ERR_FORMAT, "d/top.s:1:",
 		  ".include takes 1 operand" },
 	};
@@ -377,8 +379,8 @@ static void test_include(void **state)
 		rc = fwasm_assemble_files(&fw, cases[i].src, "d/top.s", &files, err, sizeof err);
 		if (rc != cases[i].rc || strncmp(err, cases[i].where, strlen(cases[i].where)) ||
 		    !strstr(err, cases[i].what)) {
-			print_error("case %zu: rc %d, message '%s', want %d '%s ... %s'\n", i, rc, err,
-				    cases[i].rc, cases[i].where, cases[i].what);
+			print_error("case %zu: rc %d, message '%s', want %d '%s ... %s'\n", i, rc,
+				    err, cases[i].rc, cases[i].where, cases[i].what);
 			fail();
 		}
 	}
