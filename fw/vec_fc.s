@@ -19,29 +19,11 @@
 ;                fc_gelu_hd: MODE 0, no stash, D (the whole stash's forward, recompute's
 ;                backward); fc_gelu_h: MODE 0, no stash, no D (recompute's forward);
 ;                fc_gelu_wd: MODE 1, D (the backward of the 7 C stash).
-;   fc_gelu_bwd: dh_j = fmac(d_j, bf16(dh_j), 0) in place, A[OUT + t*W + j] = dp_j =
-;                bf16(dh_j) (nm_gelu_bwd_bits), the bias gradient B[B + j] =
-;                fmac(1, bf16(dh_j), B[B + j]) in token order (bias_bwd), then
-;                Bh[ST + t*W + j] = dp_j (the fc wgrad's dY; ST = 2*IN packs in place). First
-;                zeroes B[S .. S+W).
-;   fc_cvt:      A[OUT + i] = bf16(B[IN + i]), i < N*W (below 65536): cvt_a of the whole
-;                rows at once.
+;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc.
 ; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
 ; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
 
-.equ P_W, 0		; elements a token
-.equ P_N, 1		; tokens
-.equ P_TG, 2		; B: the GELU table (256 words)
-.equ P_TD, 3		; B: the derivative's table (256 words)
-.equ P_S, 4		; B: scratch, W words
-.equ P_IN, 5		; B: token 0's pre / dh
-.equ P_OUT, 6		; A: token 0's h / dp
-.equ P_D, 7		; A: token 0's GELU' (0xffff: none, fc_gelu)
-.equ P_MODE, 8		; fc_gelu: 0 bias, 1 widen the stash
-.equ P_ONES, 9		; A: W elements of 1.0
-.equ P_B, 10		; B: the bias (MODE 0) / W words of 1.0 (MODE 1) / the bias gradient
-.equ P_ZERO, 11		; B: W words of +0 (MODE 1)
-.equ P_ST, 12		; A: token 0's stash (0xffff: none, MODE 0) / Bh: the packed dY
+.include "vec_fc_block.inc"
 
 .entry fc_gelu_sh
 .entry fc_gelu_hd
@@ -119,62 +101,4 @@ fg_h:	addi r4, r5, P_TG
 	cvt.bf r4		; A[OUT + i] = h_i
 	ret
 
-.entry fc_gelu_bwd
-fc_gelu_bwd:
-	wlo r5
-	addi r4, r5, P_S
-	ldb r6, [r4]
-	addi r4, r5, P_W
-	ldb r7, [r4]
-	fill			; the zeros
-	addi r4, r5, P_N
-	ldb r3, [r4]
-	bne r3, r0, fb_go
-	ret
-fb_go:	add r2, r6, r0		; r2 = the zeros
-	addi r4, r5, P_D
-	ldb r4, [r4]
-	addi r6, r5, P_IN
-	ldb r6, [r6]
-fb_p:	vmac r2, r4, r6		; dh_j = fmac(d_j, bf16(dh_j), 0)
-	add r4, r4, r7
-	add r6, r6, r7
-	djnz r3, fb_p
-	addi r4, r5, P_N
-	ldb r3, [r4]
-	addi r4, r5, P_ONES
-	ldb r4, [r4]
-	addi r1, r5, P_IN
-	ldb r1, [r1]
-	addi r6, r5, P_B
-	ldb r6, [r6]		; r6 = the bias gradient
-fb_b:	vmac r6, r4, r1		; db_j = fmac(1, bf16(dh_j), db_j), tokens in order
-	add r1, r1, r7
-	djnz r3, fb_b
-	addi r4, r5, P_N	; then all N*W elements at once
-	ldb r3, [r4]
-	mul r7, r7, r3
-	addi r6, r5, P_IN
-	ldb r6, [r6]
-	addi r4, r5, P_OUT
-	ldb r4, [r4]
-	cvt.bf r4		; A[OUT + i] = dp_i
-	addi r4, r5, P_ST
-	ldb r4, [r4]
-	cvt.bh r4		; Bh[ST + i] = dp_i (in place: each word read first)
-	ret
-
-.entry fc_cvt
-fc_cvt:	wlo r5
-	addi r4, r5, P_N
-	ldb r3, [r4]
-	addi r4, r5, P_W
-	ldb r7, [r4]
-	mul r7, r7, r3		; N*W
-	beq r7, r0, fc_end
-	addi r4, r5, P_IN
-	ldb r6, [r4]
-	addi r4, r5, P_OUT
-	ldb r4, [r4]
-	cvt.bf r4		; A[OUT + i] = bf16(B[IN + i])
-fc_end:	ret
+.include "vec_fc_shared.inc"

@@ -113,8 +113,24 @@ static int fw_load_file(struct csd_fw *fw, const char *path, char *err, size_t e
 	return rc;
 }
 
+/* fwasm_files.read for the built-in sources: an include file by its name in fw/ */
+static int read_builtin(void *arg, const char *path, char **text, char *err, size_t errlen)
+{
+	(void)arg;
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (const struct csd_fw_source *s = csd_fw_includes; s->name; s++)
+		if (!strcmp(s->name, base)) {
+			*text = strdup(s->text);
+			return *text ? CS_OK : CS_ERR_NO_MEM;
+		}
+	snprintf(err, errlen, "%s: no such include file in fw/", path);
+	return CS_ERR_NOT_FOUND;
+}
+
 int csd_fw_get(struct csd_fw *fw, const char *name, char *err, size_t errlen)
 {
+	static const struct fwasm_files builtin = { .read = read_builtin };
 	const char *dir = getenv("CSD_FW_DIR");
 	if (dir && *dir) {
 		char path[4096];
@@ -128,7 +144,7 @@ int csd_fw_get(struct csd_fw *fw, const char *name, char *err, size_t errlen)
 		if (!strcmp(s->name, name)) {
 			char fname[64];
 			snprintf(fname, sizeof fname, "fw/%s.s", name);
-			return fwasm_assemble(fw, s->text, fname, err, errlen);
+			return fwasm_assemble_files(fw, s->text, fname, &builtin, err, errlen);
 		}
 	snprintf(err, errlen, "firmware %s: no such program in fw/", name);
 	return CS_ERR_NOT_FOUND;

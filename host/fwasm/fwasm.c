@@ -16,6 +16,9 @@
 
 #define MAXLAB 256
 #define MAXTOK 8
+#define MAXDEPTH 8  /* .include nesting below the file assembled */
+#define MAXFILES 16 /* distinct files one program includes */
+#define MAXPATH 512
 
 struct sym {
 	char name[CSD_FW_SYMLEN];
@@ -23,16 +26,35 @@ struct sym {
 	int is_label;
 };
 
-struct asmctx {
+/* an included file, read once (pass 1) and kept for pass 2 and the messages */
+struct srcfile {
+	char *path;
+	char *text;
+};
+
+/* where an .include was read: the includer's file and line */
+struct frame {
 	const char *fname;
+	int line;
+};
+
+struct asmctx {
+	const char *fname; /* the file being read (the top one, or an included one) */
 	int line;
 	char *err;
 	size_t errlen;
+	int pc;
 	struct sym syms[MAXLAB];
 	int nsyms;
 	char entries[CSD_FW_MAXSYMS][CSD_FW_SYMLEN];
 	int nentries;
 	int entry_line[CSD_FW_MAXSYMS];
+	const char *entry_file[CSD_FW_MAXSYMS];
+	const struct fwasm_files *files;
+	struct srcfile inc[MAXFILES];
+	int ninc;
+	struct frame stack[MAXDEPTH]; /* the includers of fname, outermost first */
+	int depth;
 };
 
 static int fail(struct asmctx *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -44,6 +66,13 @@ static int fail(struct asmctx *a, const char *fmt, ...)
 	if (n >= 0 && (size_t)n < a->errlen)
 		vsnprintf(a->err + n, a->errlen - (size_t)n, fmt, ap);
 	va_end(ap);
+	for (int d = a->depth - 1; d >= 0; d--) {
+		size_t k = strlen(a->err);
+		if (k + 1 < a->errlen)
+			snprintf(a->err + k, a->errlen - k, "%s%s:%d%s",
+				 d == a->depth - 1 ? " (included from " : ", ", a->stack[d].fname,
+				 a->stack[d].line, d ? "" : ")");
+	}
 	return CS_ERR_FORMAT;
 }
 
@@ -400,9 +429,73 @@ static int sym_cmp(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
-static int run_pass(struct asmctx *a, const char *src, int pass, struct csd_fw *fw)
+static int run_text(struct asmctx *a, const char *src, int pass, struct csd_fw *fw);
+
+/* .include "NAME": NAME's text beside the including file, assembled in place. */
+static int include(struct asmctx *a, const char *op, int pass, struct csd_fw *fw)
 {
-	int pc = 0, rc;
+	size_t l = strlen(op);
+	if (l < 3 || op[0] != '"' || op[l - 1] != '"' || memchr(op + 1, '"', l - 2) ||
+	    memchr(op + 1, '/', l - 2))
+		return fail(a, ".include: want \"NAME\", a file beside this one, not %s", op);
+	if (!a->files)
+		return fail(a, ".include %s: this source has no files beside it", op);
+	char path[MAXPATH];
+	const char *slash = strrchr(a->fname, '/');
+	int dl = slash ? (int)(slash - a->fname + 1) : 0;
+	if (snprintf(path, sizeof path, "%.*s%.*s", dl, a->fname, (int)(l - 2), op + 1) >=
+	    (int)sizeof path)
+		return fail(a, ".include %s: path longer than %d characters", op, MAXPATH - 1);
+	int cycle = !strcmp(path, a->fname);
+	for (int d = 0; d < a->depth; d++)
+		cycle |= !strcmp(path, a->stack[d].fname);
+	if (cycle) {
+		char chain[1024] = "";
+		size_t k = 0;
+		for (int d = 0; d <= a->depth && k < sizeof chain; d++)
+			k += (size_t)snprintf(chain + k, sizeof chain - k, "%s -> ",
+					      d < a->depth ? a->stack[d].fname : a->fname);
+		return fail(a, ".include %s: a cycle (%s%s)", op, k < sizeof chain ? chain : "...",
+			    path);
+	}
+	if (a->depth == MAXDEPTH)
+		return fail(a, ".include %s: includes nested deeper than %d", op, MAXDEPTH);
+	struct srcfile *f = NULL;
+	for (int i = 0; i < a->ninc; i++)
+		if (!strcmp(a->inc[i].path, path))
+			f = &a->inc[i];
+	if (!f) {
+		if (a->ninc == MAXFILES)
+			return fail(a, ".include %s: more than %d files included", op, MAXFILES);
+		char msg[MAXPATH + 128] = "";
+		char *text = NULL, *p = strdup(path);
+		int rc = CS_ERR_NO_MEM;
+		if (p)
+			rc = a->files->read(a->files->arg, path, &text, msg, sizeof msg);
+		if (rc) {
+			free(p);
+			fail(a, ".include %s: %s", op, msg[0] ? msg : cs_strerror(rc));
+			return rc;
+		}
+		f = &a->inc[a->ninc++];
+		f->path = p;
+		f->text = text;
+	}
+	a->stack[a->depth++] = (struct frame){ a->fname, a->line };
+	a->fname = f->path;
+	int rc = run_text(a, f->text, pass, fw);
+	if (!rc) {
+		a->depth--;
+		a->fname = a->stack[a->depth].fname;
+		a->line = a->stack[a->depth].line;
+	}
+	return rc;
+}
+
+/* One file's lines at a->pc (the file, or one it includes). */
+static int run_text(struct asmctx *a, const char *src, int pass, struct csd_fw *fw)
+{
+	int rc;
 	const char *p = src;
 	char line[512];
 	a->line = 0;
@@ -419,10 +512,15 @@ static int run_pass(struct asmctx *a, const char *src, int pass, struct csd_fw *
 		int n = tokenize(a, line, &label, &mn, ops);
 		if (n < 0)
 			return n;
-		if (label && pass == 1 && (rc = add_sym(a, label, pc, 1)))
+		if (label && pass == 1 && (rc = add_sym(a, label, a->pc, 1)))
 			return rc;
 		if (!mn)
 			continue;
+		if (!strcmp(mn, ".include")) {
+			if ((rc = want(a, mn, n, 1, 1)) || (rc = include(a, ops[0], pass, fw)))
+				return rc;
+			continue;
+		}
 		if (!strcmp(mn, ".equ")) {
 			if (pass == 2)
 				continue;
@@ -443,50 +541,62 @@ static int run_pass(struct asmctx *a, const char *src, int pass, struct csd_fw *
 					return fail(a, "more than %d entries", CSD_FW_MAXSYMS);
 				snprintf(a->entries[a->nentries], CSD_FW_SYMLEN, "%.*s",
 					 CSD_FW_SYMLEN - 1, ops[0]);
+				a->entry_file[a->nentries] = a->fname;
 				a->entry_line[a->nentries++] = a->line;
 			}
 			continue;
 		}
 		uint16_t w[2] = { 0, 0 };
 		int nw = 0;
-		if ((rc = encode(a, mn, ops, n, pc, w, &nw, pass == 2)))
+		if ((rc = encode(a, mn, ops, n, a->pc, w, &nw, pass == 2)))
 			return rc;
-		if (pc + nw > CSD_FW_IMEM)
+		if (a->pc + nw > CSD_FW_IMEM)
 			return fail(a, "program longer than IMEM (%d instructions)", CSD_FW_IMEM);
 		if (pass == 2)
 			for (int k = 0; k < nw; k++)
-				fw->imem[pc + k] = w[k];
-		pc += nw;
+				fw->imem[a->pc + k] = w[k];
+		a->pc += nw;
 	}
-	fw->n_instr = pc;
 	return 0;
 }
 
-int fwasm_assemble(struct csd_fw *fw, const char *src, const char *fname, char *err,
-		   size_t errlen)
+static int run_pass(struct asmctx *a, const char *src, const char *fname, int pass,
+		    struct csd_fw *fw)
+{
+	a->fname = fname;
+	a->pc = 0;
+	a->depth = 0;
+	int rc = run_text(a, src, pass, fw);
+	fw->n_instr = a->pc;
+	return rc;
+}
+
+int fwasm_assemble_files(struct csd_fw *fw, const char *src, const char *fname,
+			 const struct fwasm_files *files, char *err, size_t errlen)
 {
 	struct asmctx *a = calloc(1, sizeof *a);
 	if (!a)
 		return CS_ERR_NO_MEM;
-	a->fname = fname ? fname : "<input>";
+	fname = fname ? fname : "<input>";
 	a->err = err;
 	a->errlen = errlen;
+	a->files = files;
 	memset(fw, 0, sizeof *fw);
-	int rc = run_pass(a, src, 1, fw);
+	int rc = run_pass(a, src, fname, 1, fw);
 	if (!rc)
-		rc = run_pass(a, src, 2, fw);
+		rc = run_pass(a, src, fname, 2, fw);
+	a->depth = 0;
 	for (int i = 0; !rc && i < a->nentries; i++) {
 		struct sym *s = find_sym(a, a->entries[i]);
+		a->fname = a->entry_file[i];
+		a->line = a->entry_line[i];
 		if (!s || !s->is_label) {
-			a->line = a->entry_line[i];
 			rc = fail(a, ".entry: no label '%s'", a->entries[i]);
 			break;
 		}
 		for (int k = 0; k < fw->n_syms; k++)
-			if (!strcmp(fw->syms[k].name, s->name)) {
-				a->line = a->entry_line[i];
+			if (!strcmp(fw->syms[k].name, s->name))
 				rc = fail(a, ".entry '%s' given twice", s->name);
-			}
 		if (rc)
 			break;
 		snprintf(fw->syms[fw->n_syms].name, CSD_FW_SYMLEN, "%s", s->name);
@@ -494,16 +604,29 @@ int fwasm_assemble(struct csd_fw *fw, const char *src, const char *fname, char *
 	}
 	if (!rc) {
 		qsort(fw->syms, (size_t)fw->n_syms, sizeof fw->syms[0], sym_cmp);
-		const char *base = strrchr(a->fname, '/');
-		base = base ? base + 1 : a->fname;
+		const char *base = strrchr(fname, '/');
+		base = base ? base + 1 : fname;
 		snprintf(fw->name, sizeof fw->name, "%.*s", (int)strcspn(base, "."), base);
+	}
+	for (int i = 0; i < a->ninc; i++) {
+		free(a->inc[i].path);
+		free(a->inc[i].text);
 	}
 	free(a);
 	return rc;
 }
 
-int fwasm_assemble_file(struct csd_fw *fw, const char *path, char *err, size_t errlen)
+int fwasm_assemble(struct csd_fw *fw, const char *src, const char *fname, char *err,
+		   size_t errlen)
 {
+	return fwasm_assemble_files(fw, src, fname, NULL, err, errlen);
+}
+
+/* fwasm_files.read for files on disk */
+static int read_disk(void *arg, const char *path, char **text, char *err, size_t errlen)
+{
+	(void)arg;
+	*text = NULL;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -518,7 +641,7 @@ int fwasm_assemble_file(struct csd_fw *fw, const char *path, char *err, size_t e
 			char *nb = realloc(buf, cap);
 			if (!nb) {
 				rc = CS_ERR_NO_MEM;
-				goto out;
+				goto out_free;
 			}
 			buf = nb;
 		}
@@ -530,18 +653,32 @@ int fwasm_assemble_file(struct csd_fw *fw, const char *path, char *err, size_t e
 	if (ferror(f)) {
 		snprintf(err, errlen, "%s: read error", path);
 		rc = CS_ERR_IO;
-		goto out;
+		goto out_free;
 	}
 	buf[len] = 0;
 	if (strlen(buf) != len) {
 		snprintf(err, errlen, "%s: not a text file (NUL byte)", path);
 		rc = CS_ERR_FORMAT;
-		goto out;
+		goto out_free;
 	}
-	rc = fwasm_assemble(fw, buf, path, err, errlen);
-out:
+	*text = buf;
+	fclose(f);
+	return CS_OK;
+out_free:
 	free(buf);
 	fclose(f);
+	return rc;
+}
+
+int fwasm_assemble_file(struct csd_fw *fw, const char *path, char *err, size_t errlen)
+{
+	static const struct fwasm_files disk = { .read = read_disk };
+	char *text;
+	int rc = read_disk(NULL, path, &text, err, errlen);
+	if (rc)
+		return rc;
+	rc = fwasm_assemble_files(fw, text, path, &disk, err, errlen);
+	free(text);
 	return rc;
 }
 

@@ -3,7 +3,8 @@
  * (host/fwasm/fwasm.c) and the image parser (host/driver/fw.c). Source text that assembles
  * must disassemble to text that reassembles to the same image; bytes that parse as an
  * image must disassemble and reassemble likewise. Input: a first byte choosing text (even)
- * or image (odd), then the data.
+ * or image (odd), then the data; text up to its first NUL is the program, the rest the
+ * file every .include in it reads (so includes nest, repeat and cycle).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +34,16 @@ static void round_trip(const struct csd_fw *fw)
 	free(text);
 }
 
+/* fwasm_files.read: every path names the text after the program's NUL */
+static int read_rest(void *arg, const char *path, char **text, char *err, size_t errlen)
+{
+	(void)path;
+	(void)err;
+	(void)errlen;
+	*text = strdup(arg);
+	return *text ? CS_OK : CS_ERR_NO_MEM;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!size)
@@ -52,7 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		memcpy(src, data + 1, size - 1);
 		src[size - 1] = 0;
-		rc = fwasm_assemble(fw, src, "fuzz.s", err, sizeof err);
+		size_t l = strlen(src);
+		const struct fwasm_files files = { .read = read_rest,
+						   .arg = src + (l < size - 1 ? l + 1 : l) };
+		rc = fwasm_assemble_files(fw, src, "fuzz/in.s", &files, err, sizeof err);
 		free(src);
 	}
 	if (rc == CS_OK)

@@ -7,7 +7,10 @@
  *   - the kernels image has every entry point the driver's task tables name, for many
  *     mesh shapes;
  *   - .bin serialization: round trip, and rejection of bad magic, version, size, CRC;
- *   - malformed source is rejected with "file:line: what".
+ *   - malformed source is rejected with "file:line: what";
+ *   - .include: files beside the including one, nested, their errors with both positions,
+ *     missing files, cycles and the depth limit refused; the fw/ programs built into the
+ *     library assemble to the images `cshost asm` makes from the files.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cs_error.h"
 #include "driver/fw.h"
 #include "driver/plan.h"
 #include "fwasm/fwasm.h"
+#include "../support/repo_file.h"
 
 static void asm_ok(struct csd_fw *fw, const char *src)
 {
@@ -284,12 +289,188 @@ static void test_malformed(void **state)
 	assert_non_null(strstr(err, "/nonexistent/x.s"));
 }
 
+/* fwasm_files over an in-memory table {path, text}; "d/deepN.inc" includes deep(N+1) up
+ * to *(int *)arg levels. */
+static const char *const inc_files[][2] = {
+	{ "d/blk.inc", "; the constants\n.equ K, 5\n" },
+	{ "d/body.inc", "x:\taddi r1, r1, K\n.include \"leaf.inc\"\n.entry x\n" },
+	{ "d/leaf.inc", "\tnop\n" },
+	{ "d/bad.inc", "ret\nfrob r1\n" },
+	{ "d/mid.inc", "nop\n.include \"bad.inc\"\n" },
+	{ "d/c1.inc", ".include \"c2.inc\"\n" },
+	{ "d/c2.inc", ".include \"c1.inc\"\n" },
+	{ "d/ent.inc", "nop\n.entry nolabel\n" },
+	{ "d/twice.inc", "x: nop\n" },
+};
+
+static int read_table(void *arg, const char *path, char **text, char *err, size_t errlen)
+{
+	int n;
+	if (sscanf(path, "d/deep%d.inc", &n) == 1) {
+		char buf[64];
+		if (n < *(int *)arg)
+			snprintf(buf, sizeof buf, ".include \"deep%d.inc\"\n", n + 1);
+		else
+			snprintf(buf, sizeof buf, "nop\n");
+		*text = strdup(buf);
+		return CS_OK;
+	}
+	for (size_t i = 0; i < sizeof inc_files / sizeof inc_files[0]; i++)
+		if (!strcmp(inc_files[i][0], path)) {
+			*text = strdup(inc_files[i][1]);
+			return CS_OK;
+		}
+	snprintf(err, errlen, "%s: not in the table", path);
+	return CS_ERR_NOT_FOUND;
+}
+
+static void test_include(void **state)
+{
+	(void)state;
+	int levels = 8;
+	const struct fwasm_files files = { .read = read_table, .arg = &levels };
+	struct csd_fw fw;
+	char err[512] = "";
+	/* found beside the including file, nested, constants and entries shared */
+	const char *top = ".include \"blk.inc\"\nnop\n.include \"body.inc\"\nret\n";
+	int rc = fwasm_assemble_files(&fw, top, "d/top.s", &files, err, sizeof err);
+	if (rc)
+		print_error("%s\n", err);
+	assert_int_equal(rc, CS_OK);
+	static const uint16_t want[] = { 0x0001, 0x2000 | 1 << 9 | 1 << 6 | 5, 0x0001, 0x0000 };
+	assert_int_equal(fw.n_instr, 4);
+	assert_memory_equal(fw.imem, want, sizeof want);
+	assert_int_equal(csd_fw_find(&fw, "x"), 1);
+	assert_string_equal(fw.name, "top");
+	/* 8 levels below the file are allowed, a 9th is not */
+	assert_int_equal(fwasm_assemble_files(&fw, ".include \"deep1.inc\"\n", "d/top.s", &files,
+					      err, sizeof err),
+			 CS_OK);
+	assert_int_equal(fw.n_instr, 1);
+	levels = 9;
+	static const struct {
+		const char *src;
+		int rc;
+		const char *where;
+		const char *what;
+	} cases[] = {
+		{ "nop\n\n.include \"nosuch.inc\"\n", CS_ERR_NOT_FOUND, "d/top.s:3:",
+		  ".include \"nosuch.inc\": d/nosuch.inc: not in the table" },
+		{ "nop\n.include \"mid.inc\"\n", CS_ERR_FORMAT, "d/bad.inc:2:",
+		  "unknown instruction 'frob' (included from d/mid.inc:2, d/top.s:2)" },
+		{ ".include \"c1.inc\"\n", CS_ERR_FORMAT, "d/c2.inc:1:",
+		  "a cycle (d/top.s -> d/c1.inc -> d/c2.inc -> d/c1.inc)" },
+		{ "nop\n.include \"top.s\"\n", CS_ERR_FORMAT, "d/top.s:2:",
+		  "a cycle (d/top.s -> d/top.s)" },
+		{ ".include \"deep1.inc\"\n", CS_ERR_FORMAT, "d/deep8.inc:1:",
+		  ".include \"deep9.inc\": includes nested deeper than 8 "
+		  "(included from d/deep7.inc:1" },
+		{ ".include \"ent.inc\"\n", CS_ERR_FORMAT, "d/ent.inc:2:", "no label 'nolabel'" },
+		{ "x: ret\n.include \"twice.inc\"\n", CS_ERR_FORMAT, "d/twice.inc:1:",
+		  "'x' defined twice (included from d/top.s:2)" },
+		{ ".include blk.inc\n", CS_ERR_FORMAT, "d/top.s:1:", "want \"NAME\"" },
+		{ ".include \"../blk.inc\"\n", CS_ERR_FORMAT, "d/top.s:1:",
+		  "a file beside this one" },
+		{ ".include \"blk.inc\", \"leaf.inc\"\n", CS_ERR_FORMAT, "d/top.s:1:",
+		  ".include takes 1 operand" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		err[0] = 0;
+		rc = fwasm_assemble_files(&fw, cases[i].src, "d/top.s", &files, err, sizeof err);
+		if (rc != cases[i].rc || strncmp(err, cases[i].where, strlen(cases[i].where)) ||
+		    !strstr(err, cases[i].what)) {
+			print_error("case %zu: rc %d, message '%s', want %d '%s ... %s'\n", i, rc,
+				    err, cases[i].rc, cases[i].where, cases[i].what);
+			fail();
+		}
+	}
+	/* without files (fwasm_assemble) there is nothing to include */
+	assert_int_equal(fwasm_assemble(&fw, "nop\n.include \"blk.inc\"\n", "t.s", err, sizeof err),
+			 CS_ERR_FORMAT);
+	assert_non_null(strstr(err, "t.s:2: .include \"blk.inc\": this source has no files"));
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* fwasm_files.read over the source tree, wherever the test runs */
+static int read_tree(void *arg, const char *path, char **text, char *err, size_t errlen)
+{
+	(void)arg;
+	*text = repo_file_read(path);
+	if (*text)
+		return CS_OK;
+	snprintf(err, errlen, "%s: not in the source tree", path);
+	return CS_ERR_NOT_FOUND;
+}
+
+/* From files: includes read beside the file; the library's fw/ table gives the same images. */
+static void test_include_files(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_asm.XXXXXX", top[64], inc[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(top, sizeof top, "%s/top.s", dir);
+	snprintf(inc, sizeof inc, "%s/part.inc", dir);
+	write_file(top, "nop\n.include \"part.inc\"\n");
+	struct csd_fw fw, lib;
+	char err[512] = "";
+	assert_int_equal(fwasm_assemble_file(&fw, top, err, sizeof err), CS_ERR_NOT_FOUND);
+	char where[256];
+	snprintf(where, sizeof where, "%s:2: .include \"part.inc\": %s: ", top, inc);
+	if (strncmp(err, where, strlen(where))) {
+		print_error("'%s', want '%s...'\n", err, where);
+		fail();
+	}
+	write_file(inc, "e: ret\n.entry e\n");
+	assert_int_equal(fwasm_assemble_file(&fw, top, err, sizeof err), CS_OK);
+	assert_int_equal(fw.n_instr, 2);
+	assert_int_equal(csd_fw_find(&fw, "e"), 1);
+	unlink(inc);
+	unlink(top);
+	rmdir(dir);
+	/* the fw/ programs, from the tree's files and from the library's table */
+	static const struct fwasm_files tree = { .read = read_tree };
+	int n = 0;
+	for (const struct csd_fw_source *s = csd_fw_sources; s->name; s++) {
+		char path[128], *text;
+		snprintf(path, sizeof path, "fw/%s.s", s->name);
+		assert_int_equal(read_tree(NULL, path, &text, err, sizeof err), CS_OK);
+		int rc = fwasm_assemble_files(&fw, text, path, &tree, err, sizeof err);
+		free(text);
+		if (rc)
+			print_error("%s\n", err);
+		assert_int_equal(rc, CS_OK);
+		assert_int_equal(csd_fw_get(&lib, s->name, err, sizeof err), CS_OK);
+		assert_int_equal(lib.n_instr, fw.n_instr);
+		assert_memory_equal(lib.imem, fw.imem, (size_t)fw.n_instr * 2);
+		assert_int_equal(lib.n_syms, fw.n_syms);
+		assert_memory_equal(lib.syms, fw.syms, (size_t)fw.n_syms * sizeof fw.syms[0]);
+		n++;
+	}
+	assert_true(n >= 2);
+	/* and vec_fc_bf does include (its fc_gelu_bwd and fc_cvt are vec_fc's words) */
+	struct csd_fw bf;
+	assert_int_equal(csd_fw_get(&fw, "vec_fc", err, sizeof err), CS_OK);
+	assert_int_equal(csd_fw_get(&bf, "vec_fc_bf", err, sizeof err), CS_OK);
+	int a = csd_fw_find(&fw, "fc_gelu_bwd"), b = csd_fw_find(&bf, "fc_gelu_bwd");
+	assert_true(a > 0 && b > 0);
+	assert_int_equal(fw.n_instr - a, bf.n_instr - b);
+	assert_memory_equal(fw.imem + a, bf.imem + b, (size_t)(fw.n_instr - a) * 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_encodings),      cmocka_unit_test(test_fw_round_trip),
 		cmocka_unit_test(test_kernel_entries), cmocka_unit_test(test_bin_format),
 		cmocka_unit_test(test_malformed),      cmocka_unit_test(test_ext_group),
+		cmocka_unit_test(test_include),        cmocka_unit_test(test_include_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
