@@ -18,6 +18,7 @@
 #define MAXTOK 8
 #define MAXDEPTH 8  /* .include nesting below the file assembled */
 #define MAXFILES 16 /* distinct files one program includes */
+#define MAXINCS 256 /* .include lines one pass follows (files included many times) */
 #define MAXPATH 512
 
 struct sym {
@@ -55,6 +56,7 @@ struct asmctx {
 	int ninc;
 	struct frame stack[MAXDEPTH]; /* the includers of fname, outermost first */
 	int depth;
+	int nincs; /* .include lines followed in this pass */
 };
 
 static int fail(struct asmctx *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -460,6 +462,8 @@ static int include(struct asmctx *a, const char *op, int pass, struct csd_fw *fw
 	}
 	if (a->depth == MAXDEPTH)
 		return fail(a, ".include %s: includes nested deeper than %d", op, MAXDEPTH);
+	if (++a->nincs > MAXINCS)
+		return fail(a, ".include %s: more than %d includes in one program", op, MAXINCS);
 	struct srcfile *f = NULL;
 	for (int i = 0; i < a->ninc; i++)
 		if (!strcmp(a->inc[i].path, path))
@@ -566,6 +570,7 @@ static int run_pass(struct asmctx *a, const char *src, const char *fname, int pa
 	a->fname = fname;
 	a->pc = 0;
 	a->depth = 0;
+	a->nincs = 0;
 	int rc = run_text(a, src, pass, fw);
 	fw->n_instr = a->pc;
 	return rc;

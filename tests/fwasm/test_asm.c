@@ -290,8 +290,14 @@ static void test_malformed(void **state)
 }
 
 /* fwasm_files over an in-memory table {path, text}; "d/deepN.inc" includes deep(N+1) up
- * to *(int *)arg levels. */
+ * to *(int *)arg levels; fan.inc includes fan2.inc 16 times, which includes empty.inc 16
+ * times: 273 includes, more than one program may follow. */
+#define X4(s) s s s s
+#define X16(s) X4(X4(s))
 static const char *const inc_files[][2] = {
+	{ "d/fan.inc", X16(".include \"fan2.inc\"\n") },
+	{ "d/fan2.inc", X16(".include \"empty.inc\"\n") },
+	{ "d/empty.inc", "; nothing\n" },
 	{ "d/blk.inc", "; the constants\n.equ K, 5\n" },
 	{ "d/body.inc", "x:\taddi r1, r1, K\n.include \"leaf.inc\"\n.entry x\n" },
 	{ "d/leaf.inc", "\tnop\n" },
@@ -373,6 +379,8 @@ static void test_include(void **state)
 		  "a file beside this one" },
 		{ ".include \"blk.inc\", \"leaf.inc\"\n", CS_ERR_FORMAT, "d/top.s:1:",
 		  ".include takes 1 operand" },
+		{ ".include \"fan.inc\"\n", CS_ERR_FORMAT, "d/fan.inc:16:",
+		  "more than 256 includes in one program" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		err[0] = 0;
