@@ -213,10 +213,8 @@ static void upd_part(void *arg, int tid, int nth)
 
 /* CSC values from the fresh CSR values (entries split): each is gathered from its CSR
  * place (csr_pos), so the writes run in order and no entry waits on another. */
-static void upd_csc_part(void *arg, int tid, int nth)
+static void upd_csc_one(eng_spmat *s, int tid, int nth)
 {
-	struct upd_job *j = arg;
-	eng_spmat *s = j->s;
 	size_t lo, hi;
 	cs_split((size_t)s->nnz, tid, nth, &lo, &hi);
 	const int32_t *pos = s->csr_pos;
@@ -233,6 +231,25 @@ static void upd_csc_part(void *arg, int tid, int nth)
 	}
 }
 
+static void upd_csc_part(void *arg, int tid, int nth)
+{
+	struct upd_job *j = arg;
+	upd_csc_one(j->s, tid, nth);
+}
+
+struct upd_many_job {
+	eng_spmat *const *s;
+	int n;
+};
+
+/* each thread its share of every matrix's entries */
+static void upd_csc_many_part(void *arg, int tid, int nth)
+{
+	struct upd_many_job *j = arg;
+	for (int i = 0; i < j->n; i++)
+		upd_csc_one(j->s[i], tid, nth);
+}
+
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool)
 {
 	struct upd_job j = { s, w };
@@ -244,6 +261,14 @@ void eng_spmat_update_csc(eng_spmat *s, cs_pool *pool)
 {
 	struct upd_job j = { s, NULL };
 	cs_pool_run(pool, upd_csc_part, &j);
+}
+
+void eng_spmat_update_csc_many(eng_spmat *const *s, int n, cs_pool *pool)
+{
+	if (n < 1)
+		return;
+	struct upd_many_job j = { s, n };
+	cs_pool_run(pool, upd_csc_many_part, &j);
 }
 
 void eng_spmat_free(eng_spmat *s)

@@ -82,6 +82,9 @@ int eng_spmat_build(eng_spmat *s, const float *w, const uint8_t *mask, int n_out
 void eng_spmat_update_values(eng_spmat *s, const float *w, cs_pool *pool);
 /* Refresh the CSC values from the CSR values alone (the caller wrote val). */
 void eng_spmat_update_csc(eng_spmat *s, cs_pool *pool);
+/* eng_spmat_update_csc on each of s[0..n-1] in one pool job (a training step refreshes
+ * every projection at once: one fork/join instead of one per matrix). */
+void eng_spmat_update_csc_many(eng_spmat *const *s, int n, cs_pool *pool);
 void eng_spmat_free(eng_spmat *s);
 /* 1 when a and b hold the same pattern and values bit for bit (tests). */
 int eng_spmat_equal(const eng_spmat *a, const eng_spmat *b);

@@ -33,6 +33,7 @@ struct train_native {
 	uint8_t *gfresh;       /* [L * 4] 1: the next backward overwrites gnz */
 	int *proj_of;          /* [num_tensors] L * 4 index, or -1 */
 	uint8_t *vfresh;       /* [L * 4] 1: the CSR values were written (tn_take_values) */
+	eng_spmat **csc_todo;  /* [L * 4] tn_sync's list of CSC refreshes */
 };
 
 
@@ -95,9 +96,11 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->gfresh = calloc(n->n, sizeof *n->gfresh);
 	n->proj_of = malloc(sizeof *n->proj_of * (size_t)m->num_tensors);
 	n->vfresh = calloc(n->n, sizeof *n->vfresh);
+	n->csc_todo = calloc(n->n, sizeof *n->csc_todo);
 	int rc = CS_ERR_NO_MEM;
 	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt || !n->gnz ||
-	    !n->gnz_cap || !n->gfresh || !n->proj_of || !n->vfresh || eng_ctx_create(&n->e, pool))
+	    !n->gnz_cap || !n->gfresh || !n->proj_of || !n->vfresh || !n->csc_todo ||
+	    eng_ctx_create(&n->e, pool))
 		goto out_nomem;
 	for (int i = 0; i < m->num_tensors; i++) {
 		n->proj_of[i] = -1;
@@ -141,6 +144,7 @@ void tn_close(train_native *n)
 	free(n->gfresh);
 	free(n->proj_of);
 	free(n->vfresh);
+	free(n->csc_todo);
 	free(n->sp);
 	free(n->tensor);
 	free(n->xt);
@@ -151,25 +155,29 @@ void tn_close(train_native *n)
 	free(n);
 }
 
+/* The projections whose CSR values the optimizer wrote (tn_take_values) get their CSC
+ * values in one pool job after the loop: a fork/join per projection cost more than the copy
+ * itself at 95% sparsity. */
 int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen)
 {
+	int ncsc = 0, rc = CS_OK;
 	for (int k = 0; k < n->n; k++) {
 		const gpt_tensor *t = &n->m->tensors[n->tensor[k]];
-		int rc = CS_OK;
 		if (masks_changed < 0 || (masks_changed && ts_mask_changed(n->ts, n->tensor[k])))
 			rc = build_one(n, k);
 		else if (n->sp[k].row_ptr && n->vfresh[k])
-			eng_spmat_update_csc(&n->sp[k], n->pool);
+			n->csc_todo[ncsc++] = &n->sp[k];
 		else if (n->sp[k].row_ptr)
 			eng_spmat_update_values(&n->sp[k], n->m->params_memory + t->offset, n->pool);
 		n->vfresh[k] = 0;
 		if (rc) {
 			snprintf(err, errlen, "native: cannot rebuild the nonzeros of %s: %s",
 				 t->name, cs_strerror(rc));
-			return rc;
+			break;
 		}
 	}
-	return CS_OK;
+	eng_spmat_update_csc_many(n->csc_todo, ncsc, n->pool);
+	return rc;
 }
 
 void tn_mark_grads_clean(const train_native *n, train_sparsity *ts)
@@ -275,6 +283,22 @@ static void scatter_part(void *arg, int tid, int nth)
 	}
 }
 
+struct acc_job {
+	float *g;
+	const float *d;
+	size_t n;
+};
+
+/* g += d, entries split (each sum is one thread's, so the bits do not depend on the split) */
+static void acc_part(void *arg, int tid, int nth)
+{
+	struct acc_job *a = arg;
+	size_t lo, hi;
+	cs_split(a->n, tid, nth, &lo, &hi);
+	for (size_t q = lo; q < hi; q++)
+		a->g[q] += a->d[q];
+}
+
 /* dW at the nonzeros of projection k from token-minor dy and x: into its packed array, or
  * scattered into the dense buffer dw */
 static int wgrad(train_native *n, int k, float *dw, const float *dyt, const float *xt, int BT)
@@ -287,9 +311,8 @@ static int wgrad(train_native *n, int k, float *dw, const float *dyt, const floa
 	}
 	eng_sddmm(n->pool, n->dwnz, s, dyt, xt, BT);
 	if (n->packed) { /* a later micro-batch: accumulate */
-		float *g = n->gnz[k];
-		for (int64_t q = 0; q < s->nnz; q++)
-			g[q] += n->dwnz[q];
+		struct acc_job a = { n->gnz[k], n->dwnz, (size_t)s->nnz };
+		cs_pool_run(n->pool, acc_part, &a);
 		return CS_OK;
 	}
 	struct scatter_job j = { dw, n->dwnz, s };

@@ -440,6 +440,16 @@ static void test_layout(void **state)
 		memset(s.cval, 0x5a, vs * (size_t)s.nnz);
 		eng_spmat_update_csc(&s, pool);
 		assert_true(eng_spmat_equal(&s, &fresh));
+		/* several matrices' CSC copies in one job: each as refreshed alone */
+		eng_spmat twin = { 0 };
+		assert_int_equal(eng_spmat_build(&twin, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
+		memset(s.cval, 0x5a, vs * (size_t)s.nnz);
+		memset(twin.cval, 0xa5, vs * (size_t)twin.nnz);
+		eng_spmat *const many[2] = { &s, &twin };
+		eng_spmat_update_csc_many(many, 2, pool);
+		assert_true(eng_spmat_equal(&s, &fresh));
+		assert_true(eng_spmat_equal(&twin, &fresh));
+		eng_spmat_free(&twin);
 		for (size_t q = 0; q < (size_t)p.n_out * p.n_in; q++)
 			p.mask[q] = (rnd() & 3) == 0;
 		assert_int_equal(eng_spmat_build(&s, p.w, p.mask, p.n_out, p.n_in, vt), CS_OK);
