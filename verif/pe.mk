@@ -32,6 +32,7 @@ $(PE_BUILD)/$(1): verif/$(if $(filter tb_sram%,$(1)),sram,pe)/$(1).cpp $(3) $(4)
 	verilator $(PE_VFLAGS) $(6) --top-module $(2) -Mdir $(PE_BUILD)/$(1).obj \
 		$(wildcard $(PE_WAIVERS)) $(3) $$(abspath $$<) $(abspath $(4)) -o $$(abspath $$@) \
 		> $(PE_BUILD)/$(1).build.log 2>&1 || { tail -n 40 $(PE_BUILD)/$(1).build.log; exit 1; }
+	@touch $$@ # verilator leaves an unchanged binary's time alone, which would rebuild it again
 endef
 
 $(eval $(call pe_bench,tb_sram_1r1w,sram_1r1w,rtl/sram/sram_1r1w.v,,,-GDepth=256 -GWidth=32))
