@@ -10,50 +10,11 @@
 ;                bf16(1.0), +0) row by row; then, unless D = 0xffff, A[D + i] =
 ;                bf16(lut_gelu'(pre_i)), and A[OUT + i] = h_i = bf16(lut_gelu(pre_i))
 ;                (nm_gelu_fwd_bits; D may be the stash: it is widened first), i < N*W.
-;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc.
+;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc; fc_gelu_*'s row step: fw/vec_fc_rows.inc.
 ; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
 ; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
 
-.include "vec_fc_block.inc"
-
-.entry fc_gelu_sh
-.entry fc_gelu_hd
-.entry fc_gelu_h
-.entry fc_gelu_wd
-fc_gelu_sh:
-fc_gelu_hd:
-fc_gelu_h:
-fc_gelu_wd:
-	wlo r5
-	addi r4, r5, P_N
-	ldb r3, [r4]
-	bne r3, r0, fg_go
-	ret
-fg_go:	addi r4, r5, P_W
-	ldb r7, [r4]
-	addi r6, r5, P_IN
-	ldb r6, [r6]		; r6 = the rows
-	addi r1, r5, P_ST
-	ldb r1, [r1]		; r1 = the stash rows
-	addi r2, r5, P_MODE
-	ldb r2, [r2]
-	bne r2, r0, fg_wid
-	addi r2, r5, P_ONES
-	ldb r2, [r2]
-	addi r4, r5, P_B
-	ldb r4, [r4]
-fg_bias: vmac r6, r2, r4	; pre_j = fmac(1, bf16(b_j), pre_j)
-	add r6, r6, r7
-	djnz r3, fg_bias
-	jmp fg_d
-fg_wid:	addi r2, r5, P_B
-	ldb r2, [r2]		; r2 = the ones
-	addi r4, r5, P_ZERO
-	ldb r4, [r4]		; r4 = the zeros
-fg_w:	vmac r4, r1, r2		; pre_j = fmac(A[ST + t*W + j], bf16(1.0), +0)
-	add r6, r6, r7
-	add r1, r1, r7
-	djnz r3, fg_w
+.include "vec_fc_rows.inc"
 fg_d:	addi r4, r5, P_N	; the rest over all N*W elements at once
 	ldb r3, [r4]
 	mul r7, r7, r3

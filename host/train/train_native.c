@@ -33,7 +33,7 @@ struct train_native {
 	uint8_t *gfresh;       /* [L * 4] 1: the next backward overwrites gnz */
 	int *proj_of;          /* [num_tensors] L * 4 index, or -1 */
 	uint8_t *vfresh;       /* [L * 4] 1: the CSR values were written (tn_take_values) */
-	eng_spmat **csc_todo;  /* [L * 4] tn_sync's list of CSC refreshes */
+	eng_spmat **csc_due;  /* [L * 4] tn_sync's list of CSC refreshes */
 };
 
 
@@ -96,10 +96,10 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->gfresh = calloc(n->n, sizeof *n->gfresh);
 	n->proj_of = malloc(sizeof *n->proj_of * (size_t)m->num_tensors);
 	n->vfresh = calloc(n->n, sizeof *n->vfresh);
-	n->csc_todo = calloc(n->n, sizeof *n->csc_todo);
+	n->csc_due = calloc(n->n, sizeof *n->csc_due);
 	int rc = CS_ERR_NO_MEM;
 	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt || !n->gnz ||
-	    !n->gnz_cap || !n->gfresh || !n->proj_of || !n->vfresh || !n->csc_todo ||
+	    !n->gnz_cap || !n->gfresh || !n->proj_of || !n->vfresh || !n->csc_due ||
 	    eng_ctx_create(&n->e, pool))
 		goto out_nomem;
 	for (int i = 0; i < m->num_tensors; i++) {
@@ -144,7 +144,7 @@ void tn_close(train_native *n)
 	free(n->gfresh);
 	free(n->proj_of);
 	free(n->vfresh);
-	free(n->csc_todo);
+	free(n->csc_due);
 	free(n->sp);
 	free(n->tensor);
 	free(n->xt);
@@ -166,7 +166,7 @@ int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen)
 		if (masks_changed < 0 || (masks_changed && ts_mask_changed(n->ts, n->tensor[k])))
 			rc = build_one(n, k);
 		else if (n->sp[k].row_ptr && n->vfresh[k])
-			n->csc_todo[ncsc++] = &n->sp[k];
+			n->csc_due[ncsc++] = &n->sp[k];
 		else if (n->sp[k].row_ptr)
 			eng_spmat_update_values(&n->sp[k], n->m->params_memory + t->offset, n->pool);
 		n->vfresh[k] = 0;
@@ -176,7 +176,7 @@ int tn_sync(train_native *n, int masks_changed, char *err, size_t errlen)
 			break;
 		}
 	}
-	eng_spmat_update_csc_many(n->csc_todo, ncsc, n->pool);
+	eng_spmat_update_csc_many(n->csc_due, ncsc, n->pool);
 	return rc;
 }
 
