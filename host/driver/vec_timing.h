@@ -1,6 +1,7 @@
 /*
  * vec_timing.h - the cycles of a vector program task on `pe` (rtl/pe/pe_seq.v, pe_vec.v),
- * for the cpu backend's estimate of csd_run_program (docs/architecture.md 4.4, 7.1).
+ * for the cpu backend's estimate of csd_run_program (docs/driver.md; cycles of `pe`:
+ * docs/implementations.md).
  *
  * The program's own instructions are run on one PE's registers with the timing of `pe`:
  * scalar instructions one cycle (li two), an engine instruction one cycle to hand over and

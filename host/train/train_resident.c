@@ -60,7 +60,8 @@ struct tr_layout {
 		b_zero, b_one, b_tg, b_td, b_blk, b_end;
 	/* ln_fwd's scratch row and ln_bwd's dgamma, dbeta and zeros: in the output tile, free
 	 * during a layernorm and in the other B bank than the small vectors they meet in a
-	 * vmac, so that it reads both operands in one cycle (docs/architecture.md 4.4) */
+	 * vmac, so that it reads both operands in one cycle (docs/implementations.md,
+	 * "Vector group cycles") */
 	uint32_t b_lns, b_lndg, b_lndb, b_lnz;
 };
 

@@ -44,7 +44,7 @@ module board_top #(
   output wire led_green_no
 );
   localparam integer ClksPerBit = ClkHz / Baud;
-  localparam integer TimeoutClks = 1024 * ClksPerBit;  // 1024 bit times (architecture.md)
+  localparam integer TimeoutClks = 1024 * ClksPerBit;  // 1024 bit times (docs/link.md)
 
   wire clk, locked, rst_n;
 

@@ -413,8 +413,8 @@ static void test_programs_vs_sim(void **state)
 
 /* csd_write_tokens, csd_read_tokens (one READ a PE-span or a token) and csd_write_all on
  * the meshes above: A and B, contiguous and strided regions, 1 .. 64 tokens a call. The
- * estimate models the config chain's and the read engine's timing (7.1 of
- * docs/architecture.md); the table shows how close. */
+ * estimate models the config chain's and the read engine's timing (docs/driver.md);
+ * the table shows how close. */
 struct xcase {
 	const char *geom;
 	int op; /* 0 write_tokens, 1 read_tokens, 2 write_all */

@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
                 t.v.check(t.cyc, "cycles plausible", 1, r[1] > 100 && r[1] <= t.cyc && r[2] == 0);
                 t.v.check(t.cyc, "PE 0 wavelets sent (echoes since the last CLEAR)", 12u, r[7]);
 #ifdef TB_LEAN
-                // mesh_router_lean keeps no per-port counters (architecture.md section 3)
+                // mesh_router_lean keeps no per-port counters (docs/implementations.md)
                 t.v.check(t.cyc, "router 0 W-out wavelets (lean: not kept, 0)", 0u, r[11]);
 #else
                 t.v.check(t.cyc, "router 0 W-out wavelets (echoes to host)", 12u, r[11]);
