@@ -796,10 +796,12 @@ static int usb_resident(csd_dev *dev, const struct res_op *op)
 	char err[256] = "";
 	struct usb_priv *p = dev->priv;
 	struct plan_stats st = { 0 };
-	/* until the board's RTL decodes the 0xF vector group (docs/architecture.md 4.3) */
+	/* the 1x1 board's pe_lite decodes the 0xF vector group, the 2x2 board's pe_micro_mt
+	 * does not (docs/architecture.md 4.6); this backend sends no vector programs */
 	if (op->kind == RES_PROGRAM)
 		return csd_fail(dev, CS_ERR_NOT_SUPPORTED,
-				"usb: %s: the board's PEs do not decode the vector group yet",
+				"usb: %s: the usb backend does not run vector programs (cpu and "
+				"sim do)",
 				op->prog->entry);
 	struct plan_link link = usb_link(dev);
 	int rc = link_ready(dev);

@@ -40,7 +40,7 @@
 `default_nettype none
 
 module pe_micro_mt #(
-  parameter int unsigned N = 4,           // PEs (threads), at least 2
+  parameter int unsigned N = 4,           // PEs (threads), at least 3
   parameter int unsigned AWords = 16384,  // bf16 elements; must be 2 * BWords
   parameter int unsigned BWords = 8192,   // 32-bit words
   parameter int unsigned NumQueues = 4,   // input queues per PE
@@ -86,6 +86,9 @@ module pe_micro_mt #(
   localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
   localparam int unsigned PtrW = (QueueDepth > 1) ? $clog2(QueueDepth) : 1;
   localparam int unsigned CntW = $clog2(QueueDepth + 1);
+  if (N < 3) begin : g_bad_n
+    $error("pe_micro_mt: N must be at least 3 (a context word is never read as it is written)");
+  end
   localparam int unsigned SlotW = QW + PtrW;
   localparam int unsigned AW = $clog2(AWords);
   localparam int unsigned BW = $clog2(BWords);

@@ -1048,7 +1048,7 @@ int main(void)
 		CHECK(c.link_bytes_out > 4u * (uint64_t)fw.n_instr, "load counted %llu bytes",
 		      (unsigned long long)c.link_bytes_out);
 		/* resident transfers round-trip over the link; vector programs are refused (the
-		 * board's PEs do not decode the vector group yet) */
+		 * usb backend sends none) */
 		float tin[5 * 3], tout[5 * 3];
 		for (int i = 0; i < 15; i++)
 			tin[i] = (float)i - 7.5f;
