@@ -9,23 +9,30 @@
 #include "engine/eng_impl.h"
 
 static void spmm_rows_portable(float *y, size_t ly, const float *mul, const int64_t *ptr,
-			       const int32_t *idx, const void *val, int bf16, const float *x,
-			       size_t ld, int tl, int nrows)
+			       int64_t *cur, int32_t cend, int acc, const int32_t *idx,
+			       const void *val, int bf16, const float *x, size_t ld, int tl,
+			       int nrows)
 {
 	const float *vf = val;
 	const uint16_t *vh = val;
 	for (int r = 0; r < nrows; r++) {
-		float acc[ENG_TB] = { 0 };
-		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+		float *o = y + (size_t)r * ly;
+		float a[ENG_TB] = { 0 };
+		if (cur && acc)
+			memcpy(a, o, sizeof(float) * (size_t)tl);
+		int64_t k = cur ? cur[r] : ptr[r];
+		for (; k < ptr[r + 1] && (!cur || idx[k] < cend); k++) {
 			float w = bf16 ? eng_bf16_to_f32(vh[k]) : vf[k];
 			const float *xr = x + (size_t)idx[k] * ld;
 			for (int t = 0; t < tl; t++)
-				acc[t] += w * xr[t];
+				a[t] += w * xr[t];
 		}
+		if (cur)
+			cur[r] = k;
 		if (mul)
 			for (int t = 0; t < tl; t++)
-				acc[t] *= mul[(size_t)r * ly + t];
-		memcpy(y + (size_t)r * ly, acc, sizeof(float) * (size_t)tl);
+				a[t] *= mul[(size_t)r * ly + t];
+		memcpy(o, a, sizeof(float) * (size_t)tl);
 	}
 }
 
