@@ -528,9 +528,7 @@ static void spmm_part(void *arg, int tid, int nth)
 		const float *xb = j->xt + t0;
 		size_t xld = ld;
 		if (pack) {
-			for (int c = 0; c < j->ncols; c++)
-				memcpy(sl->xp + (size_t)c * ENG_TB, xb + (size_t)c * ld,
-				       sizeof(float) * (size_t)tl);
+			j->k->pack(sl->xp, xb, ld, j->ncols, tl);
 			xb = sl->xp;
 			xld = ENG_TB;
 		}

@@ -87,6 +87,35 @@ static void spmm_rows_avx2(float *y, size_t ly, const float *mul, const int64_t 
 #undef SP_CALL
 }
 
+AI void pack_t(float *dst, const float *src, size_t lds, int n, const int NV)
+{
+	for (int c = 0; c < n; c++)
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			_mm256_store_ps(dst + (size_t)c * ENG_TB + 8 * v,
+					_mm256_loadu_ps(src + (size_t)c * lds + 8 * v));
+}
+
+static void pack_avx2(float *dst, const float *src, size_t lds, int n, int tl)
+{
+	switch (tl / 16) {
+	case 4:
+		pack_t(dst, src, lds, n, 8);
+		break;
+	case 3:
+		pack_t(dst, src, lds, n, 6);
+		break;
+	case 2:
+		pack_t(dst, src, lds, n, 4);
+		break;
+	case 1:
+		pack_t(dst, src, lds, n, 2);
+		break;
+	default:
+		break;
+	}
+}
+
 AI float hsum256(__m256 v)
 {
 	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -265,6 +294,7 @@ AI __m256 vexp_nonpos(__m256 x)
 const eng_kern eng_kern_avx2 = {
 	.spmm_rows = spmm_rows_avx2,
 	.sddmm = sddmm_avx2,
+	.pack = pack_avx2,
 	.transpose = transpose_avx2,
 	.attn_fwd = attn_fwd_avx2,
 	.attn_bwd = attn_bwd_avx2,

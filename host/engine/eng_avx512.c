@@ -105,6 +105,35 @@ static void spmm_rows_avx512(float *y, size_t ly, const float *mul, const int64_
 #undef SP_CALL
 }
 
+AI void pack_t(float *dst, const float *src, size_t lds, int n, const int NV)
+{
+	for (int c = 0; c < n; c++)
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			_mm512_store_ps(dst + (size_t)c * ENG_TB + 16 * v,
+					_mm512_loadu_ps(src + (size_t)c * lds + 16 * v));
+}
+
+static void pack_avx512(float *dst, const float *src, size_t lds, int n, int tl)
+{
+	switch (tl / 16) {
+	case 4:
+		pack_t(dst, src, lds, n, 4);
+		break;
+	case 3:
+		pack_t(dst, src, lds, n, 3);
+		break;
+	case 2:
+		pack_t(dst, src, lds, n, 2);
+		break;
+	case 1:
+		pack_t(dst, src, lds, n, 1);
+		break;
+	default:
+		break;
+	}
+}
+
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 		    const float *x, int ld, int r0, int r1, int t0, const int nv)
 {
@@ -263,6 +292,7 @@ AI __m512 vexp_nonpos(__m512 x)
 const eng_kern eng_kern_avx512 = {
 	.spmm_rows = spmm_rows_avx512,
 	.sddmm = sddmm_avx512,
+	.pack = pack_avx512,
 	.transpose = transpose_avx512,
 	.attn_fwd = attn_fwd_avx512,
 	.attn_bwd = attn_bwd_avx512,

@@ -64,6 +64,9 @@ typedef struct eng_kern {
 	 * ld apart, tl a multiple of 16 (the padding past the tokens is not visited) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 		      const float *x, int ld, int tl, int r0, int r1);
+	/* dst [c][0..tl) = src [c * lds + 0..tl) for c < n: a token block packed, rows ENG_TB
+	 * floats apart; tl a multiple of 16, at most ENG_TB */
+	void (*pack)(float *dst, const float *src, size_t lds, int n, int tl);
 	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */
 	void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int rows,
 			  int cols);

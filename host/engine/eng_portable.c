@@ -36,6 +36,12 @@ static void spmm_rows_portable(float *y, size_t ly, const float *mul, const int6
 	}
 }
 
+static void pack_portable(float *dst, const float *src, size_t lds, int n, int tl)
+{
+	for (int c = 0; c < n; c++)
+		memcpy(dst + (size_t)c * ENG_TB, src + (size_t)c * lds, sizeof(float) * (size_t)tl);
+}
+
 static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 			   const float *x, int ld, int tl, int r0, int r1)
 {
@@ -106,6 +112,7 @@ AI float vexp_nonpos(float x)
 const eng_kern eng_kern_portable = {
 	.spmm_rows = spmm_rows_portable,
 	.sddmm = sddmm_portable,
+	.pack = pack_portable,
 	.transpose = transpose_portable,
 	.attn_fwd = attn_fwd_portable,
 	.attn_bwd = attn_bwd_portable,
