@@ -400,8 +400,8 @@ struct k_job {
 #define ENG_YROWS 64
 /* An input of more columns than this is taken in chunks of ENG_KC columns, ENG_YROWS rows
  * at a time: the rows' sums go back to their (L1-resident) block between chunks, and the
- * chunk's part of the packed input block (64 KB) is what the entries read, not the whole
- * block (256 KB at 1024 columns), so more of the loads hit L1. */
+ * entries of a chunk read 64 KB of the packed input block, not all of it (256 KB at 1024
+ * columns): 10-25 % faster at 80-90 % on Zen 4 (docs/measurements.md). */
 #define ENG_KC 256
 /* A token-minor input is packed when its columns are read this many times a block on
  * average (entries per column): below, the copy of the cold strided block (256 KB at 1024
@@ -479,9 +479,8 @@ struct tm_job {
 /* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
  * every column, zero past the last token: no other thread reads them), packs the block into
- * its own contiguous copy (columns ENG_TB floats apart, not ld: on Zen 4 the rows over it
- * run 15-25 % faster than over the strided copy, each entry's lines in a few pages and
- * without prefetches), then runs the rows over it, in column chunks when the input is
+ * its own contiguous copy (columns ENG_TB floats apart, not ld: on Zen 4 the rows over it,
+ * with no prefetch, run 15-25 % faster than over the strided copy with one), then runs the rows over it, in column chunks when the input is
  * wide; a token-major output's block is transposed back from the thread's result block. */
 static void spmm_part(void *arg, int tid, int nth)
 {
