@@ -39,8 +39,8 @@
 /* Activations are padded to a multiple of this many tokens (one AVX-512 vector). */
 #define ENG_TPAD 16
 /* The products work on blocks of ENG_TB tokens: an output row's block (four AVX-512
- * vectors) is accumulated in registers over the row's nonzeros, reading the block of the
- * token-minor input (n_in * ENG_TB floats: 64 KB at n_in = 256) from L2. */
+ * vectors) is accumulated in registers over the row's nonzeros, reading the packed block
+ * of the input (n_in * ENG_TB floats: 64 KB at n_in = 256) from L1 and L2. */
 #define ENG_TB 64
 
 enum eng_isa { ENG_ISA_PORTABLE = 0, ENG_ISA_AVX2 = 1, ENG_ISA_AVX512 = 2, ENG_ISA_N };
@@ -115,9 +115,10 @@ cs_pool *eng_ctx_pool(const eng_ctx *e);
  *   by_col = 0 (forward):       y [T][n_out] = x [T][n_in] W^T
  *   by_col = 1 (backward data): y [T][n_in]  = x [T][n_out] W
  * Token blocks of ENG_TB tokens are split between the threads. Each thread transposes its
- * blocks of x into the token-minor copy of the input, then accumulates each output row's
- * block in registers over the row's nonzeros (a broadcast and ENG_TB/16 fused multiply-adds
- * per nonzero) and transposes the result block back into y. xt, when not NULL, is where
+ * blocks of x into the token-minor copy of the input and packs each block contiguous, then
+ * accumulates each output row's block in registers over the row's nonzeros (a broadcast
+ * and ENG_TB/16 fused multiply-adds per nonzero; a wide input a column chunk at a time,
+ * the same sums) and transposes the result block back into y. xt, when not NULL, is where
  * that copy goes ([ncols][eng_ld(T)], zero-padded: what eng_sddmm takes); else the context
  * keeps one. 0 or CS_ERR_NO_MEM. */
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,

@@ -18,20 +18,23 @@ AI __m256 bcast_w(const void *val, int64_t k, int bf16)
 	return _mm256_set1_ps(((const float *)val)[k]);
 }
 
-/* Whole rows over a block of 8 * NV tokens (NV <= 8): eight accumulators are the eight
- * FMA chains two 256-bit pipes need */
-AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
-		    const int32_t *idx, const void *val, const int bf16, const float *x, size_t ld,
-		    int nrows, const int NV)
+/* Rows over a block of 8 * NV tokens (NV <= 8): eight accumulators are the eight FMA chains
+ * two 256-bit pipes need; packed or strided input (PF) and CH as in eng_avx512.c */
+AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr, int64_t *cur,
+		    int32_t cend, int acc, const int32_t *idx, const void *val, const int bf16,
+		    const float *x, size_t ld, int nrows, const int NV, const int CH, const int PF)
 {
 	const int64_t kend = ptr[nrows];
 	for (int r = 0; r < nrows; r++) {
+		float *o = y + (size_t)r * ly;
 		__m256 a[8];
 #pragma GCC unroll 8
 		for (int v = 0; v < NV; v++)
-			a[v] = _mm256_setzero_ps();
-		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			if (k + 8 < kend) { /* as eng_avx512.c */
+			a[v] = CH && acc ? _mm256_loadu_ps(o + 8 * v) : _mm256_setzero_ps();
+		int64_t k = CH ? cur[r] : ptr[r];
+		const int64_t ke = ptr[r + 1];
+		for (; k < ke && (!CH || idx[k] < cend); k++) {
+			if (PF && k + 8 < kend) {
 				const float *q = x + (size_t)idx[k + 8] * ld;
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v += 2)
@@ -43,7 +46,8 @@ AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
 			for (int v = 0; v < NV; v++)
 				a[v] = _mm256_fmadd_ps(w, _mm256_loadu_ps(p + 8 * v), a[v]);
 		}
-		float *o = y + (size_t)r * ly;
+		if (CH)
+			cur[r] = k;
 		if (mul) {
 			const float *mr = mul + (size_t)r * ly;
 #pragma GCC unroll 8
@@ -57,10 +61,20 @@ AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
 }
 
 static void spmm_rows_avx2(float *y, size_t ly, const float *mul, const int64_t *ptr,
-			   const int32_t *idx, const void *val, int bf16, const float *x, size_t ld,
-			   int tl, int nrows)
+			   int64_t *cur, int32_t cend, int acc, const int32_t *idx, const void *val,
+			   int bf16, const float *x, size_t ld, int tl, int nrows)
 {
-#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, mul, ptr, idx, val, 1, x, ld, nrows, nv);          		else                                                                         			spmm_rows_t(y, ly, mul, ptr, idx, val, 0, x, ld, nrows, nv);          		break;
+#define SP_CALL(nv, b, ch, pf)                                                               \
+	spmm_rows_t(y, ly, mul, ptr, cur, cend, acc, idx, val, b, x, ld, nrows, nv, ch, pf)
+#define SP_CASE(nv)                                                                          \
+	case nv:                                                                             \
+		if (cur)                                                                     \
+			bf16 ? SP_CALL(nv, 1, 1, 0) : SP_CALL(nv, 0, 1, 0);                   \
+		else if (ld == ENG_TB)                                                       \
+			bf16 ? SP_CALL(nv, 1, 0, 0) : SP_CALL(nv, 0, 0, 0);                   \
+		else                                                                         \
+			bf16 ? SP_CALL(nv, 1, 0, 1) : SP_CALL(nv, 0, 0, 1);                   \
+		break;
 	switch (tl / 8) {
 		SP_CASE(8)
 		SP_CASE(6)
@@ -70,6 +84,36 @@ static void spmm_rows_avx2(float *y, size_t ly, const float *mul, const int64_t 
 		break;
 	}
 #undef SP_CASE
+#undef SP_CALL
+}
+
+AI void pack_t(float *dst, const float *src, size_t lds, int n, const int NV)
+{
+	for (int c = 0; c < n; c++)
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			_mm256_store_ps(dst + (size_t)c * ENG_TB + 8 * v,
+					_mm256_loadu_ps(src + (size_t)c * lds + 8 * v));
+}
+
+static void pack_avx2(float *dst, const float *src, size_t lds, int n, int tl)
+{
+	switch (tl / 16) {
+	case 4:
+		pack_t(dst, src, lds, n, 8);
+		break;
+	case 3:
+		pack_t(dst, src, lds, n, 6);
+		break;
+	case 2:
+		pack_t(dst, src, lds, n, 4);
+		break;
+	case 1:
+		pack_t(dst, src, lds, n, 2);
+		break;
+	default:
+		break;
+	}
 }
 
 AI float hsum256(__m256 v)
@@ -250,6 +294,7 @@ AI __m256 vexp_nonpos(__m256 x)
 const eng_kern eng_kern_avx2 = {
 	.spmm_rows = spmm_rows_avx2,
 	.sddmm = sddmm_avx2,
+	.pack = pack_avx2,
 	.transpose = transpose_avx2,
 	.attn_fwd = attn_fwd_avx2,
 	.attn_bwd = attn_bwd_avx2,

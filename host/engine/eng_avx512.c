@@ -2,9 +2,9 @@
  * eng_avx512.c - the engine's kernels with AVX-512F (compiled with -mavx512f -mfma; called
  * only when the CPU has them, see eng.c).
  *
- * spmm: the ENG_TB tokens of an output row are accumulated in four registers over the whole
- * row; each nonzero is one broadcast and four fused multiply-adds on a row of the
- * token-minor input.
+ * spmm: the ENG_TB tokens of an output row are accumulated in four registers over the row
+ * (or its column chunk); each nonzero is one broadcast and four fused multiply-adds on a row
+ * of the packed input block.
  * sddmm: the output-gradient row's block (up to 256 tokens) sits in registers; each nonzero
  * of the row costs NV loads and NV FMAs into four chains, and one horizontal sum.
  */
@@ -14,7 +14,8 @@
 #include "engine/eng_impl.h"
 
 #define AI static inline __attribute__((always_inline))
-/* The products prefetch the input row of the entry SP_PF ahead (make bench: 8 best of 0-16). */
+/* The products prefetch the input row of the entry SP_PF ahead when they read the strided
+ * token-minor input itself (make bench: 8 best of 0-16); the packed block needs none. */
 #ifndef SP_PF
 #define SP_PF 8
 #endif
@@ -31,22 +32,26 @@ AI __m512 bcast_w(const void *val, int64_t k, int bf16)
 	return _mm512_set1_ps(((const float *)val)[k]);
 }
 
-/* Whole rows over a block of 16 * NV tokens (NV <= 4): the block's NV accumulators stay in
- * registers for the row's entries, so there is no per-panel reload; each entry is one
- * broadcast and NV fused multiply-adds on a row of the token-minor input (L2-resident for
- * the block: n_in * 256 B), whose lines are prefetched SP_PF entries ahead. */
-AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
-		    const int32_t *idx, const void *val, const int bf16, const float *x, size_t ld,
-		    int nrows, const int NV)
+/* Rows over a block of 16 * NV tokens (NV <= 4): the block's NV accumulators stay in
+ * registers for the row's entries; each entry is one broadcast and NV fused multiply-adds
+ * on a row of the input block, packed (contiguous, L2-resident: no prefetch, which only
+ * costs issue slots there) or strided (PF: its lines prefetched SP_PF entries ahead).
+ * CH: the row's entries of one column chunk (cur, cend, acc). */
+AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr, int64_t *cur,
+		    int32_t cend, int acc, const int32_t *idx, const void *val, const int bf16,
+		    const float *x, size_t ld, int nrows, const int NV, const int CH, const int PF)
 {
 	const int64_t kend = ptr[nrows];
 	for (int r = 0; r < nrows; r++) {
+		float *o = y + (size_t)r * ly;
 		__m512 a[4];
 #pragma GCC unroll 4
 		for (int v = 0; v < NV; v++)
-			a[v] = _mm512_setzero_ps();
-		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			if (SP_PF && k + SP_PF < kend) {
+			a[v] = CH && acc ? _mm512_loadu_ps(o + 16 * v) : _mm512_setzero_ps();
+		int64_t k = CH ? cur[r] : ptr[r];
+		const int64_t ke = ptr[r + 1];
+		for (; k < ke && (!CH || idx[k] < cend); k++) {
+			if (PF && k + SP_PF < kend) {
 				const float *q = x + (size_t)idx[k + SP_PF] * ld;
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)
@@ -58,7 +63,8 @@ AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
 			for (int v = 0; v < NV; v++)
 				a[v] = _mm512_fmadd_ps(w, _mm512_loadu_ps(p + 16 * v), a[v]);
 		}
-		float *o = y + (size_t)r * ly;
+		if (CH)
+			cur[r] = k;
 		if (mul) {
 			const float *mr = mul + (size_t)r * ly;
 #pragma GCC unroll 4
@@ -72,10 +78,21 @@ AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr,
 }
 
 static void spmm_rows_avx512(float *y, size_t ly, const float *mul, const int64_t *ptr,
-			     const int32_t *idx, const void *val, int bf16, const float *x,
-			     size_t ld, int tl, int nrows)
+			     int64_t *cur, int32_t cend, int acc, const int32_t *idx,
+			     const void *val, int bf16, const float *x, size_t ld, int tl,
+			     int nrows)
 {
-#define SP_CASE(nv)                                                                          	case nv:                                                                             		if (bf16)                                                                    			spmm_rows_t(y, ly, mul, ptr, idx, val, 1, x, ld, nrows, nv);          		else                                                                         			spmm_rows_t(y, ly, mul, ptr, idx, val, 0, x, ld, nrows, nv);          		break;
+#define SP_CALL(nv, b, ch, pf)                                                               \
+	spmm_rows_t(y, ly, mul, ptr, cur, cend, acc, idx, val, b, x, ld, nrows, nv, ch, pf)
+#define SP_CASE(nv)                                                                          \
+	case nv:                                                                             \
+		if (cur)                                                                     \
+			bf16 ? SP_CALL(nv, 1, 1, 0) : SP_CALL(nv, 0, 1, 0);                   \
+		else if (ld == ENG_TB)                                                       \
+			bf16 ? SP_CALL(nv, 1, 0, 0) : SP_CALL(nv, 0, 0, 0);                   \
+		else                                                                         \
+			bf16 ? SP_CALL(nv, 1, 0, 1) : SP_CALL(nv, 0, 0, 1);                   \
+		break;
 	switch (tl / 16) {
 		SP_CASE(4)
 		SP_CASE(3)
@@ -85,6 +102,36 @@ static void spmm_rows_avx512(float *y, size_t ly, const float *mul, const int64_
 		break;
 	}
 #undef SP_CASE
+#undef SP_CALL
+}
+
+AI void pack_t(float *dst, const float *src, size_t lds, int n, const int NV)
+{
+	for (int c = 0; c < n; c++)
+#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			_mm512_store_ps(dst + (size_t)c * ENG_TB + 16 * v,
+					_mm512_loadu_ps(src + (size_t)c * lds + 16 * v));
+}
+
+static void pack_avx512(float *dst, const float *src, size_t lds, int n, int tl)
+{
+	switch (tl / 16) {
+	case 4:
+		pack_t(dst, src, lds, n, 4);
+		break;
+	case 3:
+		pack_t(dst, src, lds, n, 3);
+		break;
+	case 2:
+		pack_t(dst, src, lds, n, 2);
+		break;
+	case 1:
+		pack_t(dst, src, lds, n, 1);
+		break;
+	default:
+		break;
+	}
 }
 
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
@@ -245,6 +292,7 @@ AI __m512 vexp_nonpos(__m512 x)
 const eng_kern eng_kern_avx512 = {
 	.spmm_rows = spmm_rows_avx512,
 	.sddmm = sddmm_avx512,
+	.pack = pack_avx512,
 	.transpose = transpose_avx512,
 	.attn_fwd = attn_fwd_avx512,
 	.attn_bwd = attn_bwd_avx512,

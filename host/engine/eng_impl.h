@@ -47,18 +47,26 @@ typedef struct eng_attn_head {
 typedef struct eng_kern {
 	/* One token block of a product, for the rows r in [0, nrows):
 	 *   y [r][0..tl) = sum_{k in ptr[r]..ptr[r+1]} val[k] * x [idx[k]][0..tl)
-	 * x is the block's first token in the token-minor input (rows ld floats apart), y the
-	 * block's first token of the token-minor output (rows ly apart); tl a multiple of 16,
-	 * at most ENG_TB. Each output vector sums its row's entries in order, in one chain:
-	 * the bits do not depend on the block's place or width. mul, when not NULL, is
-	 * addressed as y (rows ly apart) and each sum is stored times its element of mul. */
+	 * x is the block's first token in the token-minor input, or its packed copy (rows ld
+	 * floats apart), y the block's first token of the output (rows ly apart); tl a
+	 * multiple of 16, at most ENG_TB. Each output vector sums its row's entries in order,
+	 * in one chain: the bits do not depend on the block's place or width. mul, when not
+	 * NULL, is addressed as y (rows ly apart) and each sum is stored times its element of
+	 * mul.
+	 * A row's entries can be taken in column chunks (cur not NULL): the entries from
+	 * cur[r] on whose column is below cend, cur[r] left past them; acc adds them to the
+	 * sums already in y (a later chunk). Storing and reloading a sum rounds nothing, so
+	 * the chunks give the bits of the whole row. */
 	void (*spmm_rows)(float *y, size_t ly, const float *mul, const int64_t *ptr,
-			  const int32_t *idx, const void *val, int bf16, const float *x, size_t ld,
-			  int tl, int nrows);
+			  int64_t *cur, int32_t cend, int acc, const int32_t *idx,
+			  const void *val, int bf16, const float *x, size_t ld, int tl, int nrows);
 	/* dw[k] = <dy [r][0..tl), x [idx[k]][0..tl)> for the entries k of rows [r0, r1); rows
 	 * ld apart, tl a multiple of 16 (the padding past the tokens is not visited) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
 		      const float *x, int ld, int tl, int r0, int r1);
+	/* dst [c][0..tl) = src [c * lds + 0..tl) for c < n: a token block packed, rows ENG_TB
+	 * floats apart; tl a multiple of 16, at most ENG_TB */
+	void (*pack)(float *dst, const float *src, size_t lds, int n, int tl);
 	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */
 	void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int rows,
 			  int cols);

@@ -9,24 +9,37 @@
 #include "engine/eng_impl.h"
 
 static void spmm_rows_portable(float *y, size_t ly, const float *mul, const int64_t *ptr,
-			       const int32_t *idx, const void *val, int bf16, const float *x,
-			       size_t ld, int tl, int nrows)
+			       int64_t *cur, int32_t cend, int acc, const int32_t *idx,
+			       const void *val, int bf16, const float *x, size_t ld, int tl,
+			       int nrows)
 {
 	const float *vf = val;
 	const uint16_t *vh = val;
 	for (int r = 0; r < nrows; r++) {
-		float acc[ENG_TB] = { 0 };
-		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
+		float *o = y + (size_t)r * ly;
+		float a[ENG_TB] = { 0 };
+		if (cur && acc)
+			memcpy(a, o, sizeof(float) * (size_t)tl);
+		int64_t k = cur ? cur[r] : ptr[r];
+		for (; k < ptr[r + 1] && (!cur || idx[k] < cend); k++) {
 			float w = bf16 ? eng_bf16_to_f32(vh[k]) : vf[k];
 			const float *xr = x + (size_t)idx[k] * ld;
 			for (int t = 0; t < tl; t++)
-				acc[t] += w * xr[t];
+				a[t] += w * xr[t];
 		}
+		if (cur)
+			cur[r] = k;
 		if (mul)
 			for (int t = 0; t < tl; t++)
-				acc[t] *= mul[(size_t)r * ly + t];
-		memcpy(y + (size_t)r * ly, acc, sizeof(float) * (size_t)tl);
+				a[t] *= mul[(size_t)r * ly + t];
+		memcpy(o, a, sizeof(float) * (size_t)tl);
 	}
+}
+
+static void pack_portable(float *dst, const float *src, size_t lds, int n, int tl)
+{
+	for (int c = 0; c < n; c++)
+		memcpy(dst + (size_t)c * ENG_TB, src + (size_t)c * lds, sizeof(float) * (size_t)tl);
 }
 
 static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
@@ -99,6 +112,7 @@ AI float vexp_nonpos(float x)
 const eng_kern eng_kern_portable = {
 	.spmm_rows = spmm_rows_portable,
 	.sddmm = sddmm_portable,
+	.pack = pack_portable,
 	.transpose = transpose_portable,
 	.attn_fwd = attn_fwd_portable,
 	.attn_bwd = attn_bwd_portable,

@@ -19,3 +19,10 @@ bench-engine: $(ENGINE_BENCH)
 	$(ENGINE_BENCH) $(BUILD)/bench/engine.json
 
 BENCH_TARGETS += bench-engine
+
+# The products and the weight gradient at the training step's shapes (T 512, one thread).
+.PHONY: bench-engine-step
+bench-engine-step: $(ENGINE_BENCH)
+	$(ENGINE_BENCH) $(BUILD)/bench/engine_step.json step
+
+BENCH_TARGETS += bench-engine-step

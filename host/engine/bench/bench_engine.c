@@ -8,10 +8,17 @@
  * trainer pays; the two products read and write token-major data themselves),
  * the useful GFLOP/s (2 nnz T / t) and the ratio to dense. Numbers only, never a verdict.
  *
- * usage: bench_engine [OUT.json [T K N]]   (CSHOST_ISA picks the kernels; default the best)
+ * With "step", the products in the variants a training step of the benchmark model runs
+ * (T = 512 tokens: batch 4 x context 128; attn.qkv 256->768, attn.proj 256->256, mlp.fc
+ * 256->1024, mlp.proj 1024->256 at 80/90/95%), one thread, least process CPU time of 30
+ * calls each.
+ *
+ * usage: bench_engine [OUT.json [T K N | step]]   (CSHOST_ISA picks the kernels; default
+ * the best)
  */
 #include <cblas.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +34,135 @@ static uint64_t rnd(void) { return cs_xorshift(&rs); }
 static float frnd(void) { return cs_xorshift_f(&rs); }
 #define BEST CS_BEST
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* var = the least process CPU time of reps runs of stmt, in seconds */
+#define LEAST_CPU(var, reps, stmt)                                                           \
+	do {                                                                                 \
+		var = 1e30;                                                                  \
+		for (int r_ = 0; r_ < (reps); r_++) {                                        \
+			double t_ = cpu_now();                                               \
+			stmt;                                                                \
+			t_ = cpu_now() - t_;                                                 \
+			if (t_ < var)                                                        \
+				var = t_;                                                    \
+		}                                                                            \
+	} while (0)
+
+enum { P_QKV, P_ATTN_PROJ, P_FC, P_FC_PROJ, P_N };
+
+/* The training step's products, each projection in the layout the step gives it: attn.qkv
+ * and mlp.fc read a token-major input and write token-minor (forward), the reverse
+ * backward; attn.proj is token-major both ways; mlp.proj reads a token-minor input
+ * (forward) and writes token-minor dX times GELU' (backward). */
+static int step_shapes(const char *out_path)
+{
+	static const char *const names[P_N] = { "attn.qkv", "attn.proj", "mlp.fc", "mlp.proj" };
+	static const int shape[P_N][2] = { { 256, 768 }, { 256, 256 }, { 256, 1024 }, { 1024, 256 } };
+	const double sp[] = { 0.8, 0.9, 0.95 };
+	const int T = 512, ld = eng_ld(T), REPS = 30;
+	FILE *js = fopen(out_path, "w");
+	cs_pool *pool;
+	eng_ctx *e;
+	if (!js) {
+		perror(out_path);
+		return 1;
+	}
+	if (cs_pool_create(&pool, 1) || eng_ctx_create(&e, pool))
+		return 1;
+	char cpu[128];
+	cs_cpu_model(cpu, sizeof cpu);
+	printf("engine products at the training step's shapes: T=%d, 1 thread; CPU %s; engine "
+	       "ISA %s; least process CPU time of %d calls\n", T, cpu, eng_isa_name(eng_isa()),
+	       REPS);
+	fprintf(js, "{\"cpu\": \"%s\", \"isa\": \"%s\", \"T\": %d, \"rows\": [", cpu,
+		eng_isa_name(eng_isa()), T);
+	int first = 1;
+	for (int pi = 0; pi < P_N; pi++) {
+		int K = shape[pi][0], N = shape[pi][1], M = K > N ? K : N;
+		float *x = malloc(sizeof(float) * T * K), *dy = malloc(sizeof(float) * T * N);
+		float *w = malloc(sizeof(float) * N * K), *dw = malloc(sizeof(float) * N * K);
+		float *y = aligned_alloc(64, sizeof(float) * (size_t)M * ld);
+		float *dx = aligned_alloc(64, sizeof(float) * (size_t)M * ld);
+		float *xt = aligned_alloc(64, sizeof(float) * (size_t)K * ld);
+		float *dyt = aligned_alloc(64, sizeof(float) * (size_t)N * ld);
+		float *mul = aligned_alloc(64, sizeof(float) * (size_t)K * ld);
+		uint8_t *mask = malloc((size_t)N * K);
+		if (!x || !dy || !w || !dw || !y || !dx || !xt || !dyt || !mul || !mask)
+			return 1;
+		for (int i = 0; i < T * K; i++)
+			x[i] = frnd();
+		for (int i = 0; i < T * N; i++)
+			dy[i] = frnd();
+		for (int i = 0; i < N * K; i++)
+			w[i] = frnd();
+		for (int i = 0; i < K * ld; i++)
+			mul[i] = frnd();
+		eng_transpose_in(pool, xt, x, T, K, ld);
+		eng_transpose_in(pool, dyt, dy, T, N, ld);
+		for (int si = 0; si < 3; si++) {
+			for (int i = 0; i < N * K; i++)
+				mask[i] = (double)(rnd() >> 11) / 9007199254740992.0 >= sp[si];
+			eng_spmat s = { 0 };
+			if (eng_spmat_build(&s, w, mask, N, K, ENG_F32))
+				return 1;
+			double f, b, g;
+			if (pi == P_ATTN_PROJ) {
+				LEAST_CPU(f, REPS, eng_spmm(e, y, &s, 0, x, T, xt));
+				LEAST_CPU(b, REPS, eng_spmm(e, dx, &s, 1, dy, T, dyt));
+			} else if (pi == P_FC_PROJ) {
+				LEAST_CPU(f, REPS, eng_spmm_ex(e, y, 0, &s, 0, xt, 1, T, NULL));
+				LEAST_CPU(b, REPS, eng_spmm_mul(e, dx, mul, &s, 1, dy, 0, T, dyt));
+			} else {
+				LEAST_CPU(f, REPS, eng_spmm_ex(e, y, 1, &s, 0, x, 0, T, xt));
+				LEAST_CPU(b, REPS, eng_spmm_ex(e, dx, 0, &s, 1, dyt, 1, T, NULL));
+			}
+			LEAST_CPU(g, REPS, eng_sddmm(pool, dw, &s, dyt, xt, T));
+			double fl = 2.0 * (double)s.nnz * T * 1e-9;
+			printf("%-9s %4.0f%%  fwd %7.1f us %5.1f GF/s | bwd %7.1f us %5.1f GF/s | "
+			       "wgrad %7.1f us %5.1f GF/s\n", names[pi], 100 * sp[si], f * 1e6,
+			       fl / f, b * 1e6, fl / b, g * 1e6, fl / g);
+			fprintf(js, "%s\n  {\"proj\": \"%s\", \"sparsity\": %.2f, \"nnz\": %lld, "
+				"\"us\": {\"fwd\": %.1f, \"bwd\": %.1f, \"wgrad\": %.1f}, "
+				"\"useful_gflops\": {\"fwd\": %.2f, \"bwd\": %.2f, \"wgrad\": %.2f}}",
+				first ? "" : ",", names[pi], sp[si], (long long)s.nnz, f * 1e6, b * 1e6,
+				g * 1e6, fl / f, fl / b, fl / g);
+			first = 0;
+			eng_spmat_free(&s);
+		}
+		free(x);
+		free(dy);
+		free(w);
+		free(dw);
+		free(y);
+		free(dx);
+		free(xt);
+		free(dyt);
+		free(mul);
+		free(mask);
+	}
+	fprintf(js, "\n]}\n");
+	fclose(js);
+	eng_ctx_free(e);
+	cs_pool_free(pool);
+	printf("wrote %s\n", out_path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *out_path = argc > 1 ? argv[1] : "build/bench/engine.json";
+	if (argc == 3 && !strcmp(argv[2], "step"))
+		return step_shapes(out_path);
 	const int T = argc > 4 ? atoi(argv[2]) : 256, K = argc > 4 ? atoi(argv[3]) : 1024,
 		  N = argc > 4 ? atoi(argv[4]) : 1024, ld = eng_ld(T), REPS = 7;
 	if (T < 1 || K < 1 || N < 1) {
-		fprintf(stderr, "usage: bench_engine [OUT.json [T K N]]\n");
+		fprintf(stderr, "usage: bench_engine [OUT.json [T K N | step]]\n");
 		return 2;
 	}
 	const double sp[] = { 0.0, 0.5, 0.8, 0.9, 0.95 };
