@@ -118,7 +118,7 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *in
 struct ln_job {
 	float *out, *mean, *rstd, *dinp, *dweight, *dbias;
 	const float *inp, *weight, *bias, *dout, *cmean, *crstd;
-	int N, C;
+	int N, C, ld;
 };
 
 /* Row sums in 16 lane-wise partial sums added in a fixed order: one latency-bound chain
@@ -137,38 +137,105 @@ static inline __attribute__((always_inline)) float lane_total(const float *l)
 #define ROW_CLONES \
 	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
-static ROW_CLONES void layernorm_forward_rows(struct ln_job *a, size_t lo, size_t hi)
+/* The mean and 1/sqrt(var + eps) of one row of C */
+static inline __attribute__((always_inline)) void ln_stats(const float *x, int C, float *mean,
+							   float *rstd)
 {
 	const float eps = 1e-5f;
-	int C = a->C, Cv = C / LANES * LANES;
+	int Cv = C / LANES * LANES;
+	float l[LANES] = { 0 };
+	for (int i = 0; i < Cv; i += LANES)
+		for (int v = 0; v < LANES; v++)
+			l[v] += x[i + v];
+	for (int i = Cv; i < C; i++)
+		l[i - Cv] += x[i];
+	float m = lane_total(l) / C;
+	for (int v = 0; v < LANES; v++)
+		l[v] = 0.0f;
+	for (int i = 0; i < Cv; i += LANES)
+		for (int v = 0; v < LANES; v++) {
+			float d = x[i + v] - m;
+			l[v] += d * d;
+		}
+	for (int i = Cv; i < C; i++) {
+		float d = x[i] - m;
+		l[i - Cv] += d * d;
+	}
+	float var = lane_total(l) / C;
+	*mean = m;
+	*rstd = 1.0f / sqrtf(var + eps);
+}
+
+static ROW_CLONES void layernorm_forward_rows(struct ln_job *a, size_t lo, size_t hi)
+{
+	int C = a->C;
 	for (size_t n = lo; n < hi; n++) {
 		const float *x = a->inp + n * C;
-		float l[LANES] = { 0 };
-		for (int i = 0; i < Cv; i += LANES)
-			for (int v = 0; v < LANES; v++)
-				l[v] += x[i + v];
-		for (int i = Cv; i < C; i++)
-			l[i - Cv] += x[i];
-		float m = lane_total(l) / C;
-		for (int v = 0; v < LANES; v++)
-			l[v] = 0.0f;
-		for (int i = 0; i < Cv; i += LANES)
-			for (int v = 0; v < LANES; v++) {
-				float d = x[i + v] - m;
-				l[v] += d * d;
-			}
-		for (int i = Cv; i < C; i++) {
-			float d = x[i] - m;
-			l[i - Cv] += d * d;
-		}
-		float var = lane_total(l) / C;
-		float s = 1.0f / sqrtf(var + eps);
+		float m, s;
+		ln_stats(x, C, &m, &s);
 		float *o = a->out + n * C;
 		for (int i = 0; i < C; i++)
 			o[i] = (s * (x[i] - m)) * a->weight[i] + a->bias[i];
 		a->mean[n] = m;
 		a->rstd[n] = s;
 	}
+}
+
+/*
+ * The same into a token-minor out [C][ld], 16 tokens at a time: their rows (16 C floats)
+ * stay in L1 while each feature's 16 outputs, one 64-byte line, are written. The same
+ * expressions (no contraction in ISO C), so the same bits as the token-major rows. The
+ * thread holding the last tokens zeroes the padding N..ld-1.
+ */
+#define LN_TB 16
+static ROW_CLONES void layernorm_forward_tm_rows(struct ln_job *a, size_t lo, size_t hi)
+{
+	int C = a->C;
+	size_t ld = (size_t)a->ld;
+	for (size_t n0 = lo; n0 < hi; n0 += LN_TB) {
+		size_t nb = hi - n0 < LN_TB ? hi - n0 : LN_TB;
+		const float *x = a->inp + n0 * C;
+		float m[LN_TB], s[LN_TB];
+		for (size_t t = 0; t < nb; t++) {
+			ln_stats(x + t * C, C, &m[t], &s[t]);
+			a->mean[n0 + t] = m[t];
+			a->rstd[n0 + t] = s[t];
+		}
+		float *o = a->out + n0;
+		if (nb == LN_TB) {
+			for (int i = 0; i < C; i++) {
+				float w = a->weight[i], b = a->bias[i];
+				for (int t = 0; t < LN_TB; t++)
+					o[i * ld + t] = (s[t] * (x[(size_t)t * C + i] - m[t])) * w + b;
+			}
+		} else {
+			for (int i = 0; i < C; i++)
+				for (size_t t = 0; t < nb; t++)
+					o[i * ld + t] = (s[t] * (x[t * C + i] - m[t])) * a->weight[i] +
+							a->bias[i];
+		}
+	}
+	if (hi == (size_t)a->N && ld > hi)
+		for (int i = 0; i < C; i++)
+			memset(a->out + i * ld + hi, 0, (ld - hi) * sizeof(float));
+}
+
+static void layernorm_forward_tm_job(void *va, int tid, int nth)
+{
+	struct ln_job *a = va;
+	size_t lo, hi;
+	split_aligned((size_t)a->N, LN_TB, tid, nth, &lo, &hi);
+	if (lo < hi)
+		layernorm_forward_tm_rows(a, lo, hi);
+}
+
+void layernorm_forward_tm_pool(cs_pool *pool, float *out, float *mean, float *rstd,
+			       const float *inp, const float *weight, const float *bias, int N,
+			       int C, int ld)
+{
+	struct ln_job a = { .out = out, .mean = mean, .rstd = rstd, .inp = inp, .weight = weight,
+			    .bias = bias, .N = N, .C = C, .ld = ld };
+	cs_pool_run(pool, layernorm_forward_tm_job, &a);
 }
 
 static void layernorm_forward_job(void *va, int tid, int nth)
@@ -962,7 +1029,8 @@ static void tm_bias_grad_job(void *va, int tid, int nth)
 static int tm_reserve(gpt *m, int ld)
 {
 	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
-	size_t need = ((2 * L + 1) * C4 + (L + 1) * C3) * (size_t)ld;
+	size_t C1 = (size_t)m->cfg.n_embd;
+	size_t need = ((2 * L + 1) * C4 + (L + 1) * C3 + 2 * L * C1) * (size_t)ld;
 	if (need > m->tm_cap) {
 		/* rows start on cache lines (ld is a multiple of 16), so threads writing
 		 * different token blocks of a row never share a line */
@@ -979,6 +1047,8 @@ static int tm_reserve(gpt *m, int ld)
 	m->tm_dfch = m->tm_fch_gelu + L * C4 * (size_t)ld;
 	m->tm_qkv = m->tm_dfch + C4 * (size_t)ld;
 	m->tm_dqkv = m->tm_qkv + L * C3 * (size_t)ld;
+	m->tm_ln1 = m->tm_dqkv + C3 * (size_t)ld;
+	m->tm_ln2 = m->tm_ln1 + L * C1 * (size_t)ld;
 	return CS_OK;
 }
 
@@ -1353,17 +1423,19 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		float *residual3 = a->residual3 + l * BT * C;
 		size_t C1 = C, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C;
 
-		layernorm_forward_pool(pool, ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C1,
-				       p->ln1b + l * C1, (int)BT, C);
 		int qld = m->lin->qkv_ld ? m->lin->qkv_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[L + l] = 0;
-		if (qld > 0) { /* q, k, v token-minor */
+		if (qld > 0) { /* ln1, q, k, v token-minor */
 			rc = tm_reserve(m, qld);
 			if (rc)
 				return rc;
 			m->tm_ld[L + l] = qld;
 			float *qkvt = m->tm_qkv + l * C3 * qld;
-			rc = m->lin->forward_tm(m->lin_ctx, qkvt, ln1, p->qkvw + l * C3 * C, l,
+			float *ln1t = m->tm_ln1 + l * C1 * qld;
+			layernorm_forward_tm_pool(pool, ln1t, ln1_mean, ln1_rstd, residual,
+						  p->ln1w + l * C1, p->ln1b + l * C1, (int)BT, C,
+						  qld);
+			rc = m->lin->forward_tm(m->lin_ctx, qkvt, ln1t, p->qkvw + l * C3 * C, l,
 						GPT_QKV, (int)BT, C, 3 * C, qld);
 			if (rc)
 				return rc;
@@ -1372,6 +1444,8 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			cs_pool_run(pool, tm_bias_add_job, &tj);
 			attention_forward_tm_pool(pool, atty, att, qkvt, qld, scratch, B, T, C, NH);
 		} else {
+			layernorm_forward_pool(pool, ln1, ln1_mean, ln1_rstd, residual,
+					       p->ln1w + l * C1, p->ln1b + l * C1, (int)BT, C);
 			rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
 					 3 * C);
 			if (rc)
@@ -1385,19 +1459,21 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			return rc;
 		bias_add_pool(pool, attproj, p->attprojb + l * C1, (int)BT, C);
 		residual_forward_pool(pool, residual2, residual, attproj, (int)(BT * C));
-		layernorm_forward_pool(pool, ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C1,
-				       p->ln2b + l * C1, (int)BT, C);
 		int tld = m->lin->mlp_ld ? m->lin->mlp_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[l] = 0;
-		if (tld > 0) { /* the hidden activations token-minor */
+		if (tld > 0) { /* ln2 and the hidden activations token-minor */
 			rc = tm_reserve(m, tld);
 			if (rc)
 				return rc;
 			m->tm_ld[l] = tld;
 			float *fcht = m->tm_fch + l * C4 * tld;
 			float *gelut = m->tm_fch_gelu + l * C4 * tld;
-			rc = m->lin->forward_tm(m->lin_ctx, fcht, ln2, p->fcw + l * C4 * C, l, GPT_FC,
-						(int)BT, C, 4 * C, tld);
+			float *ln2t = m->tm_ln2 + l * C1 * tld;
+			layernorm_forward_tm_pool(pool, ln2t, ln2_mean, ln2_rstd, residual2,
+						  p->ln2w + l * C1, p->ln2b + l * C1, (int)BT, C,
+						  tld);
+			rc = m->lin->forward_tm(m->lin_ctx, fcht, ln2t, p->fcw + l * C4 * C, l,
+						GPT_FC, (int)BT, C, 4 * C, tld);
 			if (rc)
 				return rc;
 			struct tm_job tj = { .y = fcht, .g = gelut, .b = p->fcb + l * C4,
@@ -1406,6 +1482,8 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			rc = m->lin->forward_tm(m->lin_ctx, fcproj, gelut, p->fcprojw + l * C1 * C4,
 						l, GPT_FC_PROJ, (int)BT, 4 * C, C, tld);
 		} else {
+			layernorm_forward_pool(pool, ln2, ln2_mean, ln2_rstd, residual2,
+					       p->ln2w + l * C1, p->ln2b + l * C1, (int)BT, C);
 			rc = lin_forward(m, fch, ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
 					 4 * C);
 			if (rc)
@@ -1499,8 +1577,8 @@ int gpt_backward(gpt *m, float loss_scale)
 					     .BT = (int)BT, .ld = tld };
 			cs_pool_run(pool, tm_bias_grad_job, &tj);
 			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->fcw + l * C4 * C,
-						 m->tm_dfch,
-						 ln2, p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
+						 m->tm_dfch, m->tm_ln2 + l * C1 * tld,
+						 p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
 						 (int)C4, tld, m->want_dense_dw);
 		} else {
 			rc = lin_backward(m, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj,
@@ -1535,8 +1613,9 @@ int gpt_backward(gpt *m, float loss_scale)
 					     .rows = (int)C3, .BT = (int)BT, .ld = qld };
 			cs_pool_run(pool, tm_bias_grad_job, &tj);
 			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->qkvw + l * C3 * C,
-						 m->tm_dqkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV,
-						 (int)BT, C, (int)C3, qld, m->want_dense_dw);
+						 m->tm_dqkv, m->tm_ln1 + l * C1 * qld,
+						 p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
+						 (int)C3, qld, m->want_dense_dw);
 		} else {
 			attention_backward_pool(pool, m->dqkv, m->datty, qkv, att, scratch, B, T, C,
 						NH);

@@ -56,12 +56,13 @@ typedef struct gpt_linear_ops {
 	 * GELU, mlp.proj's input and their gradients as [4C][ld] (a row per feature, tokens
 	 * BT..ld-1 zero), which spares the transposes of the widest activations. mlp_ld gives
 	 * ld (>= BT) when block `layer` runs so, else 0; then forward_tm / backward_tm run
-	 * GPT_FC with y / dy token-minor and GPT_FC_PROJ with x / dx token-minor (the other
-	 * side token-major, as forward / backward). */
+	 * GPT_FC with x and y / dy token-minor (dx token-major) and GPT_FC_PROJ with x / dx
+	 * token-minor (dy and y token-major). x of GPT_FC, [C][ld], is the LayerNorm's output
+	 * written so (layernorm_forward_tm_pool). */
 	int (*mlp_ld)(void *ctx, int layer, int BT);
 	/* The same for attn.qkv's output: q, k, v (and their gradient) as [3C][ld]; then
-	 * forward_tm / backward_tm run GPT_QKV with y / dy token-minor, and attention reads
-	 * them so (attention_forward_tm_pool). */
+	 * forward_tm / backward_tm run GPT_QKV as GPT_FC (x, y and dy token-minor), and
+	 * attention reads them so (attention_forward_tm_pool). */
 	int (*qkv_ld)(void *ctx, int layer, int BT);
 	int (*forward_tm)(void *ctx, float *y, const float *x, const float *w, int layer,
 			  int proj, int BT, int IC, int OC, int ld);
@@ -158,6 +159,8 @@ typedef struct gpt {
 	float *tm_dfch;         /* [4C, ld] */
 	float *tm_qkv;          /* [L, 3C, ld] */
 	float *tm_dqkv;         /* [3C, ld] */
+	float *tm_ln1;          /* [L, C, ld] ln1 when q, k, v are token-minor */
+	float *tm_ln2;          /* [L, C, ld] ln2 when the MLP is token-minor */
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
 	int cur_B, cur_T;
 	float mean_loss;        /* of the last forward with targets, else -1 */
@@ -262,6 +265,10 @@ void encoder_backward_pool(cs_pool *pool, float *dwte, float *dwpe, const float 
 void layernorm_forward_pool(cs_pool *pool, float *out, float *mean, float *rstd,
 			    const float *inp, const float *weight, const float *bias, int N,
 			    int C);
+/* The same with out token-minor: [C][ld] (ld >= N), tokens N..ld-1 zeroed; the same bits */
+void layernorm_forward_tm_pool(cs_pool *pool, float *out, float *mean, float *rstd,
+			       const float *inp, const float *weight, const float *bias, int N,
+			       int C, int ld);
 void layernorm_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
 			     const float *dout, const float *inp, const float *weight,
 			     const float *mean, const float *rstd, int N, int C);

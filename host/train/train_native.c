@@ -236,8 +236,8 @@ const struct eng_spmat *tn_spmat(const train_native *n, int layer, int proj)
 	return s->row_ptr ? s : NULL;
 }
 
-/* The token-minor copy of projection k's input, allocated at first use (mlp.proj's input is
- * token-minor itself when the MLP runs so, and never needs one). */
+/* The token-minor copy of projection k's input, allocated at first use (none when the input
+ * is token-minor itself: attn.qkv's and the MLP's when they run so). */
 static float *xt_buf(train_native *n, int k)
 {
 	if (!n->xt[k]) {
@@ -381,18 +381,11 @@ static int nat_forward_tm(void *ctx, float *y, const float *x, const float *w, i
 	int k = layer * GPT_NPROJ + proj;
 	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ)
 		return CS_ERR_INVALID;
-	if (proj != GPT_FC_PROJ) { /* qkv, fc: y token-minor; x's token-minor copy made for
-				    * the wgrad */
-		if (!xt_buf(n, k))
-			return CS_ERR_NO_MEM;
-		n->xt_src[k] = x;
-		n->xt_bt[k] = BT;
-		return eng_spmm_ex(n->e, y, 1, &n->sp[k], 0, x, 0, BT, n->xt[k]);
-	}
-	/* GPT_FC_PROJ: x token-minor, the wgrad's input itself */
+	/* x token-minor (qkv, fc: the LayerNorm's output; mlp.proj: GELU's), the wgrad's
+	 * input itself */
 	n->xt_src[k] = NULL;
 	n->xt_bt[k] = 0;
-	return eng_spmm_ex(n->e, y, 0, &n->sp[k], 0, x, 1, BT, NULL);
+	return eng_spmm_ex(n->e, y, proj != GPT_FC_PROJ, &n->sp[k], 0, x, 1, BT, NULL);
 }
 
 static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
@@ -419,23 +412,16 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 		}
 		return wgrad(n, k, dw, n->dyt, x, BT);
 	}
-	/* qkv, fc: dy token-minor, dx and x token-major */
+	/* qkv, fc: dy and x token-minor, dx token-major */
 	rc = eng_spmm_ex(n->e, dx, 0, s, 1, dy, 1, BT, NULL);
 	if (rc)
 		return rc;
-	if (want_dense_dw) {
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, IC, BT, 1.0f, dy, ld, x,
-			    IC, 1.0f, dw, IC);
+	if (want_dense_dw) { /* dW += dy x^T over [rows][ld] */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, IC, BT, 1.0f, dy, ld, x,
+			    ld, 1.0f, dw, IC);
 		return CS_OK;
 	}
-	if (n->xt_src[k] != x || n->xt_bt[k] != BT) {
-		if (!xt_buf(n, k))
-			return CS_ERR_NO_MEM;
-		eng_transpose_in(n->pool, n->xt[k], x, BT, IC, ld);
-		n->xt_src[k] = x;
-		n->xt_bt[k] = BT;
-	}
-	return wgrad(n, k, dw, dy, n->xt[k], BT);
+	return wgrad(n, k, dw, dy, x, BT);
 }
 
 const gpt_linear_ops train_native_linear_ops = {
