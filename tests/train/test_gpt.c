@@ -610,6 +610,25 @@ static void pooled_layers(cs_pool *p, int nth)
 		assert_bits("layernorm_forward", nth, o2, o1, NX);
 		assert_bits("layernorm_forward mean", nth, m2, m1, BT);
 		assert_bits("layernorm_forward rstd", nth, r2, r1, BT);
+		/* token-minor out: the same bits, transposed, the padding tokens zeroed */
+		size_t ld = (BT + 15) / 16 * 16 + 16;
+		float *ot = NEWF(ld * C), *mt = NEWF(BT), *rt = NEWF(BT);
+		for (size_t i = 0; i < ld * C; i++)
+			ot[i] = NAN;
+		layernorm_forward_tm_pool(p, ot, mt, rt, x, lw, lb, (int)BT, C, (int)ld);
+		for (int i = 0; i < C; i++)
+			for (size_t n = 0; n < ld; n++) {
+				float want = n < BT ? o1[n * C + i] : 0.0f;
+				if (memcmp(&ot[i * ld + n], &want, sizeof want)) {
+					fprintf(stderr, "layernorm_forward_tm, %d threads: feature %d "
+						"token %zu: %.9g vs %.9g\n", nth, i, n,
+						ot[i * ld + n], want);
+					fail();
+				}
+			}
+		assert_bits("layernorm_forward_tm mean", nth, mt, m1, BT);
+		assert_bits("layernorm_forward_tm rstd", nth, rt, r1, BT);
+		free(ot), free(mt), free(rt);
 		float *dx1 = calloc(NX, 4), *dx2 = calloc(NX, 4), *dw1 = calloc(C, 4);
 		float *dw2 = calloc(C, 4), *db1 = calloc(C, 4), *db2 = calloc(C, 4);
 		layernorm_backward(dx1, dw1, db1, dout, x, lw, m1, r1, (int)BT, C);
