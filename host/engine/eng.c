@@ -347,6 +347,12 @@ static void tr_out_part(void *arg, int tid, int nth)
 			(int)(hi - lo));
 }
 
+void eng_transpose_block(float *dst, size_t ldd, const float *src, size_t lds, int rows,
+			 int cols)
+{
+	kern()->transpose(dst, ldd, src, lds, rows, cols);
+}
+
 void eng_transpose_in(cs_pool *pool, float *dst, const float *src, int R, int C, int ld)
 {
 	struct tr_job j = { kern(), dst, src, R, C, ld };

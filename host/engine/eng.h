@@ -105,6 +105,12 @@ void eng_transpose_in(cs_pool *pool, float *dst, const float *src, int R, int C,
 /* dst [R][C] = src [C][ld] transposed back (the first R columns of src). */
 void eng_transpose_out(cs_pool *pool, float *dst, const float *src, int R, int C, int ld);
 
+/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) on the
+ * caller's thread: a small block for a pass that fuses its own transpose (LayerNorm's
+ * token-minor output), best from and into L1 or L2. */
+void eng_transpose_block(float *dst, size_t ldd, const float *src, size_t lds, int rows,
+			 int cols);
+
 /* Scratch of the kernels, per pool thread; one per pool, reused across calls. */
 typedef struct eng_ctx eng_ctx;
 int eng_ctx_create(eng_ctx **e, cs_pool *pool);

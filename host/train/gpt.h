@@ -265,10 +265,11 @@ void encoder_backward_pool(cs_pool *pool, float *dwte, float *dwpe, const float 
 void layernorm_forward_pool(cs_pool *pool, float *out, float *mean, float *rstd,
 			    const float *inp, const float *weight, const float *bias, int N,
 			    int C);
-/* The same with out token-minor: [C][ld] (ld >= N), tokens N..ld-1 zeroed; the same bits */
-void layernorm_forward_tm_pool(cs_pool *pool, float *out, float *mean, float *rstd,
-			       const float *inp, const float *weight, const float *bias, int N,
-			       int C, int ld);
+/* The same with out token-minor: [C][ld] (ld >= N), tokens N..ld-1 zeroed; the same bits.
+ * 0 or CS_ERR_NO_MEM (its per-thread blocks). */
+int layernorm_forward_tm_pool(cs_pool *pool, float *out, float *mean, float *rstd,
+			      const float *inp, const float *weight, const float *bias, int N,
+			      int C, int ld);
 void layernorm_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
 			     const float *dout, const float *inp, const float *weight,
 			     const float *mean, const float *rstd, int N, int C);

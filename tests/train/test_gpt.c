@@ -615,7 +615,8 @@ static void pooled_layers(cs_pool *p, int nth)
 		float *ot = NEWF(ld * C), *mt = NEWF(BT), *rt = NEWF(BT);
 		for (size_t i = 0; i < ld * C; i++)
 			ot[i] = NAN;
-		layernorm_forward_tm_pool(p, ot, mt, rt, x, lw, lb, (int)BT, C, (int)ld);
+		assert_int_equal(layernorm_forward_tm_pool(p, ot, mt, rt, x, lw, lb, (int)BT, C,
+							   (int)ld), CS_OK);
 		for (int i = 0; i < C; i++)
 			for (size_t n = 0; n < ld; n++) {
 				float want = n < BT ? o1[n * C + i] : 0.0f;
