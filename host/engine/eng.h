@@ -161,6 +161,10 @@ size_t eng_attention_scratch(int T, int hs);
  * thread count. */
 void eng_attention_forward(cs_pool *pool, float *out, float *att, const float *qkv, int ld,
 			   float *scratch, int B, int T, int C, int NH);
+/* The same from token-minor qkv [3C][ld] into a token-minor out [C][ld] (columns B*T..ld-1
+ * zeroed): the same bits. */
+void eng_attention_forward_tmo(cs_pool *pool, float *outt, float *att, const float *qkvt,
+			       int ld, float *scratch, int B, int T, int C, int NH);
 /* dqkv (the layout of qkv) overwritten with the gradient of q, k and v from dout
  * [B*T][C]; a token-minor dqkv's columns past B*T are not written. */
 void eng_attention_backward(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,

@@ -3,7 +3,7 @@
  * that splits (sequence, head) pairs between threads and lays each pair's q, k, v out for
  * the per-head kernel (eng_attn_body.h). Token-major operands are read and written in
  * place through their strides; what the kernel wants the other way round (k^T and v^T of
- * token-major q, k, v; q, k and v of token-minor ones; token-minor gradients) goes through
+ * token-major q, k, v; q, k and v of token-minor ones; token-minor gradients and output) goes through
  * the pair's transposes in the thread's scratch, T x hs floats each.
  */
 #include <math.h>
@@ -29,6 +29,7 @@ struct attn_job {
 	float *out, *att, *dqkv, *scratch;
 	const float *qkv, *catt, *dout;
 	int ld, B, T, C, NH, bwd;
+	int out_tm; /* forward: out token-minor [C][ld] */
 };
 
 static void attn_job(void *va, int tid, int nth)
@@ -94,6 +95,10 @@ static void attn_job(void *va, int tid, int nth)
 				kr->transpose(s0, (size_t)hs, vt, (size_t)ld, hs, T);
 				e.v = s0;
 				e.ldv = (size_t)hs;
+				if (a->out_tm) { /* o made in the scratch, then transposed */
+					e.o = s1;
+					e.ldo = (size_t)hs;
+				}
 			} else {
 				kr->transpose(s0, (size_t)hs, qt, (size_t)ld, hs, T);
 				kr->transpose(s1, (size_t)hs, kt, (size_t)ld, hs, T);
@@ -108,6 +113,14 @@ static void attn_job(void *va, int tid, int nth)
 		}
 		if (!a->bwd) {
 			kr->attn_fwd(&e);
+			if (a->out_tm) {
+				float *ot = a->out + h * hs * (size_t)ld;
+				kr->transpose(ot + b * T, (size_t)ld, s1, (size_t)hs, T, hs);
+				if (b == (size_t)a->B - 1) /* the padding tokens of its rows */
+					for (int i = 0; i < hs; i++)
+						memset(ot + i * (size_t)ld + (b + 1) * T, 0,
+						       sizeof(float) * (ld - (b + 1) * T));
+			}
 			continue;
 		}
 		kr->attn_bwd(&e);
@@ -125,6 +138,15 @@ void eng_attention_forward(cs_pool *pool, float *out, float *att, const float *q
 {
 	struct attn_job a = { .k = eng_kern_cur(), .out = out, .att = att, .qkv = qkv,
 			      .scratch = scratch, .ld = ld, .B = B, .T = T, .C = C, .NH = NH };
+	cs_pool_run(pool, attn_job, &a);
+}
+
+void eng_attention_forward_tmo(cs_pool *pool, float *outt, float *att, const float *qkvt,
+			       int ld, float *scratch, int B, int T, int C, int NH)
+{
+	struct attn_job a = { .k = eng_kern_cur(), .out = outt, .att = att, .qkv = qkvt,
+			      .scratch = scratch, .ld = ld, .B = B, .T = T, .C = C, .NH = NH,
+			      .out_tm = 1 };
 	cs_pool_run(pool, attn_job, &a);
 }
 

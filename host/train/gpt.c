@@ -568,6 +568,12 @@ void attention_forward_tm_pool(cs_pool *pool, float *out, float *att, const floa
 	eng_attention_forward(pool, out, att, qkvt, ld, scratch, B, T, C, NH);
 }
 
+void attention_forward_tmo_pool(cs_pool *pool, float *outt, float *att, const float *qkvt,
+				int ld, float *scratch, int B, int T, int C, int NH)
+{
+	eng_attention_forward_tmo(pool, outt, att, qkvt, ld, scratch, B, T, C, NH);
+}
+
 void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
 				const float *qkvt, int ld, const float *att, float *scratch,
 				int B, int T, int C, int NH)
@@ -1031,7 +1037,7 @@ static int tm_reserve(gpt *m, int ld)
 {
 	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
 	size_t C1 = (size_t)m->cfg.n_embd;
-	size_t need = ((2 * L + 1) * C4 + (L + 1) * C3 + 2 * L * C1) * (size_t)ld;
+	size_t need = ((2 * L + 1) * C4 + (L + 1) * C3 + 3 * L * C1) * (size_t)ld;
 	if (need > m->tm_cap) {
 		/* rows start on cache lines (ld is a multiple of 16), so threads writing
 		 * different token blocks of a row never share a line */
@@ -1050,6 +1056,7 @@ static int tm_reserve(gpt *m, int ld)
 	m->tm_dqkv = m->tm_qkv + L * C3 * (size_t)ld;
 	m->tm_ln1 = m->tm_dqkv + C3 * (size_t)ld;
 	m->tm_ln2 = m->tm_ln1 + L * C1 * (size_t)ld;
+	m->tm_atty = m->tm_ln2 + L * C1 * (size_t)ld;
 	return CS_OK;
 }
 
@@ -1234,7 +1241,7 @@ int gpt_create(gpt *m, const gpt_config *cfg, int B, int T)
 	m->bwd_memory = malloc(n_bwd * sizeof(float));
 	m->inputs = malloc(BT * sizeof(int));
 	m->targets = malloc(BT * sizeof(int));
-	m->tm_ld = calloc(2 * L, sizeof(int));
+	m->tm_ld = calloc(3 * L, sizeof(int));
 	if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->bwd_memory ||
 	    !m->inputs || !m->targets || !m->tm_ld) {
 		gpt_free(m);
@@ -1445,8 +1452,10 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
 					     .BT = (int)BT, .ld = qld };
 			cs_pool_run(pool, tm_bias_add_job, &tj);
-			attention_forward_tm_pool(pool, atty, att, qkvt, qld, scratch, B, T, C, NH);
+			int old = m->lin->attn_ld ? m->lin->attn_ld(m->lin_ctx, l, (int)BT) : 0;
+			m->tm_ld[2 * L + l] = old == qld ? qld : 0;
 		} else {
+			m->tm_ld[2 * L + l] = 0;
 			layernorm_forward_pool(pool, ln1, ln1_mean, ln1_rstd, residual,
 					       p->ln1w + l * C1, p->ln1b + l * C1, (int)BT, C);
 			rc = lin_forward(m, qkv, ln1, p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
@@ -1456,8 +1465,21 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			bias_add_pool(pool, qkv, p->qkvb + l * C3, (int)BT, (int)C3);
 			attention_forward_pool(pool, atty, att, qkv, scratch, B, T, C, NH);
 		}
-		rc = lin_forward(m, attproj, atty, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
-				 (int)BT, C, C);
+		int ald = m->tm_ld[2 * L + l];
+		if (ald > 0) { /* attention's output token-minor */
+			float *attyt = m->tm_atty + l * C1 * ald;
+			attention_forward_tmo_pool(pool, attyt, att, m->tm_qkv + l * C3 * ald, ald,
+						   scratch, B, T, C, NH);
+			rc = m->lin->forward_tm(m->lin_ctx, attproj, attyt,
+						p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
+						(int)BT, C, C, ald);
+		} else {
+			if (qld > 0)
+				attention_forward_tm_pool(pool, atty, att, m->tm_qkv + l * C3 * qld,
+							  qld, scratch, B, T, C, NH);
+			rc = lin_forward(m, attproj, atty, p->attprojw + l * C1 * C, l,
+					 GPT_ATTN_PROJ, (int)BT, C, C);
+		}
 		if (rc)
 			return rc;
 		bias_add_pool(pool, attproj, p->attprojb + l * C1, (int)BT, C);
@@ -1605,8 +1627,17 @@ int gpt_backward(gpt *m, float loss_scale)
 		/* residual2 = residual + attproj: dattproj is dresidual */
 		const float *dattproj = m->dresidual;
 		bias_grad_pool(pool, g->attprojb + l * C1, dattproj, (int)BT, C);
-		rc = lin_backward(m, m->datty, g->attprojw + l * C1 * C, dattproj, atty,
-				  p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C);
+		int ald = m->tm_ld[2 * L + l];
+		if (ald > 0)
+			rc = m->lin->backward_tm(m->lin_ctx, m->datty, NULL,
+						 g->attprojw + l * C1 * C, dattproj,
+						 m->tm_atty + l * C1 * ald, p->attprojw + l * C1 * C,
+						 l, GPT_ATTN_PROJ, (int)BT, C, C, ald,
+						 m->want_dense_dw);
+		else
+			rc = lin_backward(m, m->datty, g->attprojw + l * C1 * C, dattproj, atty,
+					  p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C,
+					  C);
 		if (rc)
 			return rc;
 		int qld = m->tm_ld[L + l];

@@ -64,6 +64,10 @@ typedef struct gpt_linear_ops {
 	 * forward_tm / backward_tm run GPT_QKV as GPT_FC (x, y and dy token-minor), and
 	 * attention reads them so (attention_forward_tm_pool). */
 	int (*qkv_ld)(void *ctx, int layer, int BT);
+	/* attn.proj's input, attention's output, as [C][ld] too, when q, k, v are token-minor
+	 * (qkv_ld) and attn_ld gives the same ld; then forward_tm / backward_tm run
+	 * GPT_ATTN_PROJ with x token-minor (y, dy and dx token-major). */
+	int (*attn_ld)(void *ctx, int layer, int BT);
 	int (*forward_tm)(void *ctx, float *y, const float *x, const float *w, int layer,
 			  int proj, int BT, int IC, int OC, int ld);
 	/* dx_mul (GPT_FC_PROJ only, else NULL): the token-minor dx comes out multiplied by it
@@ -150,7 +154,7 @@ typedef struct gpt {
 	float *att_scratch;     /* [att_scratch_threads, attention_scratch_floats]: attention */
 	int att_scratch_threads;
 	/* token-minor MLP activations (gpt_linear_ops.mlp_ld), allocated at first use */
-	int *tm_ld;             /* [2L] ld of each block's last forward (MLP, then qkv),
+	int *tm_ld;             /* [3L] ld of each block's last forward (MLP, qkv, atty),
 				   0: token-major */
 	float *tm_memory;
 	size_t tm_cap;          /* floats */
@@ -161,6 +165,7 @@ typedef struct gpt {
 	float *tm_dqkv;         /* [3C, ld] */
 	float *tm_ln1;          /* [L, C, ld] ln1 when q, k, v are token-minor */
 	float *tm_ln2;          /* [L, C, ld] ln2 when the MLP is token-minor */
+	float *tm_atty;         /* [L, C, ld] attention's output when attn_ld */
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
 	int cur_B, cur_T;
 	float mean_loss;        /* of the last forward with targets, else -1 */
@@ -235,6 +240,9 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
  * (ld >= B*T); scratch [cs_pool_threads(pool), attention_scratch_floats] */
 void attention_forward_tm_pool(cs_pool *pool, float *out, float *att, const float *qkvt,
 			       int ld, float *scratch, int B, int T, int C, int NH);
+/* ... and out token-minor [C][ld] (columns B*T..ld-1 zeroed); the same bits */
+void attention_forward_tmo_pool(cs_pool *pool, float *outt, float *att, const float *qkvt,
+				int ld, float *scratch, int B, int T, int C, int NH);
 void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
 				const float *qkvt, int ld, const float *att, float *scratch,
 				int B, int T, int C, int NH);

@@ -364,6 +364,15 @@ static int nat_mlp_ld(void *ctx, int layer, int BT)
 		       : 0;
 }
 
+/* attention's output token-minor when attn.proj runs here (and attn.qkv: qkv_ld). */
+static int nat_attn_ld(void *ctx, int layer, int BT)
+{
+	train_native *n = ctx;
+	if (BT < 1 || BT > n->m->B * n->m->T)
+		return 0;
+	return n->sp[layer * GPT_NPROJ + GPT_ATTN_PROJ].row_ptr ? eng_ld(BT) : 0;
+}
+
 /* q, k, v token-minor when attn.qkv runs here. */
 static int nat_qkv_ld(void *ctx, int layer, int BT)
 {
@@ -379,13 +388,14 @@ static int nat_forward_tm(void *ctx, float *y, const float *x, const float *w, i
 	(void)w, (void)IC, (void)OC;
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
-	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ)
+	if (!n->sp[k].row_ptr || ld != eng_ld(BT))
 		return CS_ERR_INVALID;
-	/* x token-minor (qkv, fc: the LayerNorm's output; mlp.proj: GELU's), the wgrad's
-	 * input itself */
+	/* x token-minor (qkv, fc: the LayerNorm's output; attn.proj: attention's; mlp.proj:
+	 * GELU's), the wgrad's input itself; y token-minor for qkv and fc */
 	n->xt_src[k] = NULL;
 	n->xt_bt[k] = 0;
-	return eng_spmm_ex(n->e, y, proj != GPT_FC_PROJ, &n->sp[k], 0, x, 1, BT, NULL);
+	return eng_spmm_ex(n->e, y, proj == GPT_QKV || proj == GPT_FC, &n->sp[k], 0, x, 1, BT,
+			   NULL);
 }
 
 static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
@@ -396,13 +406,13 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
 	const eng_spmat *s = &n->sp[k];
-	if (!s->row_ptr || ld != eng_ld(BT) || proj == GPT_ATTN_PROJ ||
-	    (dx_mul && proj != GPT_FC_PROJ))
+	if (!s->row_ptr || ld != eng_ld(BT) || (dx_mul && proj != GPT_FC_PROJ))
 		return CS_ERR_INVALID;
 	int rc;
-	if (proj == GPT_FC_PROJ) { /* dy token-major, dx and x token-minor */
+	if (proj == GPT_FC_PROJ || proj == GPT_ATTN_PROJ) { /* dy token-major, x token-minor,
+							     * dx too for mlp.proj */
 		rc = dx_mul ? eng_spmm_mul(n->e, dx, dx_mul, s, 1, dy, 0, BT, n->dyt)
-			    : eng_spmm_ex(n->e, dx, 1, s, 1, dy, 0, BT, n->dyt);
+			    : eng_spmm_ex(n->e, dx, proj == GPT_FC_PROJ, s, 1, dy, 0, BT, n->dyt);
 		if (rc)
 			return rc;
 		if (want_dense_dw) { /* dW += dy^T x */
@@ -429,6 +439,7 @@ const gpt_linear_ops train_native_linear_ops = {
 	.backward = nat_backward,
 	.mlp_ld = nat_mlp_ld,
 	.qkv_ld = nat_qkv_ld,
+	.attn_ld = nat_attn_ld,
 	.forward_tm = nat_forward_tm,
 	.backward_tm = nat_backward_tm,
 };

@@ -273,6 +273,18 @@ static void check_attention_tm(int B, int T, int C, int NH)
 	attention_forward_tm_pool(NULL, out2, att2, qkvt, ld, scratch, B, T, C, NH);
 	assert_memory_equal(out, out2, NO * 4);
 	assert_memory_equal(att, att2, NA * 4);
+	/* the output token-minor too: the same bits, the padding tokens zeroed */
+	float *outt = malloc((size_t)C * ld * 4);
+	for (size_t i = 0; i < (size_t)C * ld; i++)
+		outt[i] = NAN;
+	attention_forward_tmo_pool(NULL, outt, att2, qkvt, ld, scratch, B, T, C, NH);
+	assert_memory_equal(att, att2, NA * 4);
+	for (int i = 0; i < C; i++)
+		for (int t = 0; t < ld; t++) {
+			float want = t < BT ? out[(size_t)t * C + i] : 0.0f;
+			assert_memory_equal(&outt[(size_t)i * ld + t], &want, 4);
+		}
+	free(outt);
 	attention_backward(dqkv, r, qkv, att, scratch, B, T, C, NH);
 	for (size_t i = 0; i < (size_t)C3 * ld; i++)
 		dqkvt[i] = 7.0f;
