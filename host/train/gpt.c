@@ -463,6 +463,41 @@ static void bias_add_pool(cs_pool *pool, float *out, const float *bias, int N, i
 	cs_pool_run(pool, matmul_job, &a);
 }
 
+/* out [N, C] = res + (y + bias): a projection's bias and the residual add in one pass (the
+ * same expressions as the bias add followed by the residual add: the same bits); y keeps
+ * no bias, which nothing reads */
+struct bres_job {
+	float *out;
+	const float *res, *y, *bias;
+	int N, C;
+};
+
+static ROW_CLONES void bias_residual_rows(struct bres_job *a, size_t lo, size_t hi)
+{
+	size_t C = (size_t)a->C;
+	for (size_t n = lo; n < hi; n++) {
+		float *o = a->out + n * C;
+		const float *r = a->res + n * C, *y = a->y + n * C;
+		for (size_t i = 0; i < C; i++)
+			o[i] = r[i] + (y[i] + a->bias[i]);
+	}
+}
+
+static void bias_residual_job(void *va, int tid, int nth)
+{
+	struct bres_job *a = va;
+	size_t lo, hi;
+	cs_split((size_t)a->N, tid, nth, &lo, &hi);
+	bias_residual_rows(a, lo, hi);
+}
+
+static void bias_residual_pool(cs_pool *pool, float *out, const float *res, const float *y,
+			       const float *bias, int N, int C)
+{
+	struct bres_job a = { .out = out, .res = res, .y = y, .bias = bias, .N = N, .C = C };
+	cs_pool_run(pool, bias_residual_job, &a);
+}
+
 void matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
 			int N, int C, int OC)
 {
@@ -1482,8 +1517,8 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		}
 		if (rc)
 			return rc;
-		bias_add_pool(pool, attproj, p->attprojb + l * C1, (int)BT, C);
-		residual_forward_pool(pool, residual2, residual, attproj, (int)(BT * C));
+		bias_residual_pool(pool, residual2, residual, attproj, p->attprojb + l * C1,
+				   (int)BT, C);
 		int tld = m->lin->mlp_ld ? m->lin->mlp_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[l] = 0;
 		if (tld > 0) { /* ln2 and the hidden activations token-minor */
@@ -1522,8 +1557,8 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		}
 		if (rc)
 			return rc;
-		bias_add_pool(pool, fcproj, p->fcprojb + l * C1, (int)BT, C);
-		residual_forward_pool(pool, residual3, residual2, fcproj, (int)(BT * C));
+		bias_residual_pool(pool, residual3, residual2, fcproj, p->fcprojb + l * C1,
+				   (int)BT, C);
 	}
 	const float *residual = a->residual3 + (L - 1) * BT * C;
 	layernorm_forward_pool(pool, a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb,

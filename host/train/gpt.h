@@ -111,14 +111,14 @@ typedef struct gpt_acts {
 	float *qkv;       /* [L, B, T, 3C] */
 	float *atty;      /* [L, B, T, C] */
 	float *att;       /* [L, B, NH, T, T] softmax probabilities, zero above the diagonal */
-	float *attproj;   /* [L, B, T, C] */
+	float *attproj;   /* [L, B, T, C] without its bias (added with the residual) */
 	float *residual2; /* [L, B, T, C] */
 	float *ln2;       /* [L, B, T, C] */
 	float *ln2_mean;  /* [L, B, T] */
 	float *ln2_rstd;  /* [L, B, T] */
 	float *fch;       /* [L, B, T, 4C] GELU'(fc's output): what the backward reads of it */
 	float *fch_gelu;  /* [L, B, T, 4C] */
-	float *fcproj;    /* [L, B, T, C] */
+	float *fcproj;    /* [L, B, T, C] without its bias (added with the residual) */
 	float *residual3; /* [L, B, T, C] */
 	float *lnf;       /* [B, T, C] */
 	float *lnf_mean;  /* [B, T] */
