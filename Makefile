@@ -27,7 +27,13 @@ SAN_FLAGS :=
 OPT ?= -O2
 endif
 PREFIX ?= /usr/local
+# Jobs at a time, for every compile of the tree: the Verilator builds' own makes take their
+# jobs from make's jobserver (their recipes start with +), so they share these JOBS with
+# everything else. A -j on the command line wins; make clean alone runs serially.
 JOBS ?= 2
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+MAKEFLAGS += -j$(JOBS)
+endif
 
 CC := gcc
 CXX := g++
@@ -76,6 +82,33 @@ ifneq ($(.SHELLSTATUS),0)
 $(error make deps failed (scripts/deps.sh, see above))
 endif
 endif
+
+# --- Verilator runtime -------------------------------------------------------------------
+# Every Verilated model of the tree (benches, the sim backend's shared objects) links one
+# copy of Verilator's runtime, compiled here once with the flags verilated.mk gives it
+# (no tracing or coverage in it; -fPIC for the shared objects) rather than once per model.
+# Not under $(BUILD): SAN=1 links the same objects (Verilated code is never instrumented).
+VLT_ROOT := $(or $(shell verilator --getenv VERILATOR_ROOT 2>/dev/null),/usr/share/verilator)
+VLT_RT_DIR := build/verilator
+VLT_RT := $(VLT_RT_DIR)/verilated.o $(VLT_RT_DIR)/verilated_threads.o
+VLT_RT_CXXFLAGS := -I$(VLT_ROOT)/include -I$(VLT_ROOT)/include/vltstd -DVM_COVERAGE=0 -DVM_SC=0 \
+	-DVM_TRACE=0 -DVM_TRACE_FST=0 -DVM_TRACE_VCD=0 -faligned-new -fcf-protection=none \
+	-std=c++17 -O2 -fPIC
+# verilator arguments: the model's make links $(VLT_RT) and compiles no runtime of its own
+VLT_RT_ARGS = -MAKEFLAGS VM_GLOBAL_FAST= -MAKEFLAGS VM_GLOBAL_SLOW= $(abspath $(VLT_RT))
+$(VLT_RT_DIR)/%.o: $(VLT_ROOT)/include/%.cpp | deps
+	@mkdir -p $(@D)
+	$(CXX) $(VLT_RT_CXXFLAGS) -MMD -MP -c $< -o $@
+-include $(wildcard $(VLT_RT_DIR)/*.d)
+# $(call vlt_deps,Mdir,top,fallback): the sources a Verilated model was built from, by
+# Verilator's own record of what it read (<Mdir>/V<top>__ver.d: every Verilog file and
+# include it opened, and verilator_bin), so that a change rebuilds only the models that
+# read it; before the first build, the fallback. A file it read that is gone rebuilds it.
+# A model finds its modules through -I search paths (one module per file, named after it),
+# so it reads only what it instantiates.
+vlt_deps = $(if $(wildcard $(1)/V$(2)__ver.d),$(call vlt_deps_of,$(sort $(filter-out \
+	$(1)/% :,$(file <$(1)/V$(2)__ver.d)))),$(3))
+vlt_deps_of = $(wildcard $(1)) $(if $(filter-out $(wildcard $(1)),$(1)),FORCE)
 
 FRAGMENTS := $(sort $(wildcard rtl/*.mk verif/*.mk host/*/*.mk fw/*.mk configs/*.mk tests/*/*.mk))
 include $(FRAGMENTS)
