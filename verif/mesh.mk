@@ -5,9 +5,8 @@
 # objects live in $(BUILD)/verif/mesh/<bench>.obj and are rebuilt only when an RTL file or
 # the harness changes. The recipes start with + so that the C++ compiles take their jobs
 # from make's jobserver (-jN bounds them all; make -n runs them too). Single-threaded model,
-# linked with the shared Verilator runtime ($(VLT_RT)); its C++ at -O1: each bench runs for
-# about a second in make test, so the build is the cost (-O1 builds 35-40 % faster than -O2,
-# and simulates 10-25 % slower).
+# linked with the shared Verilator runtime ($(VLT_RT)); its C++ at -O1: make test runs them
+# for about 1.5 s in all, so the build is the cost (about a third less CPU than -O2).
 
 MESH_RTL := $(sort $(wildcard rtl/mesh/*.v))
 MESH_PE_RTL := $(sort $(wildcard rtl/pe/*.v rtl/sram/*.v))
