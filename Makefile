@@ -29,11 +29,16 @@ endif
 PREFIX ?= /usr/local
 # Jobs at a time, for every compile of the tree: the Verilator builds' own makes take their
 # jobs from make's jobserver (their recipes start with +), so they share these JOBS with
-# everything else. A -j on the command line wins; make clean alone runs serially.
+# everything else. A -j on the command line wins; make clean alone runs serially, and a
+# sub-make takes its jobs from its parent's.
 JOBS ?= 2
-ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifeq ($(MAKELEVEL)$(filter clean,$(MAKECMDGOALS)),0)
 MAKEFLAGS += -j$(JOBS)
 endif
+# Those recipes run even under make -n, -q and -t (make runs a + line to let a sub-make
+# show what it would do); $(DRY_SKIP) in front of their command skips it there.
+DRY_SKIP = $(if $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword \
+	-$(MAKEFLAGS)))$(findstring t,$(firstword -$(MAKEFLAGS))),true || )
 
 CC := gcc
 CXX := g++

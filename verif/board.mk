@@ -71,7 +71,7 @@ $(BOARD_OUT)/tb_board_link: $(BOARD_RTL) $(BOARD_DOUBLE) $(BOARD_TB) $(BOARD_OUT
 		| deps
 	@mkdir -p $(BOARD_OUT)/rtl
 	@rm -f $(BOARD_OUT)/rtl/tb_board_link # relinked: Verilator's make does not see $(VLT_RT)
-	+verilator $(BOARD_VFLAGS) --assert -DFORMAL -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
+	+$(DRY_SKIP)verilator $(BOARD_VFLAGS) --assert -DFORMAL -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
 		-CFLAGS "$(BOARD_TB_CFLAGS)" -o tb_board_link \
 		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) $(BOARD_RTL) $(BOARD_DOUBLE) \
 		>$(BOARD_OUT)/rtl-build.log 2>&1 || { tail -30 $(BOARD_OUT)/rtl-build.log; exit 1; }
@@ -138,7 +138,7 @@ define board_mesh_bench
 $(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) $(VLT_RT) | deps
 	@mkdir -p $(BOARD_OUT)/$(1).obj
 	@rm -f $(BOARD_OUT)/$(1).obj/$(1)
-	+verilator $(BOARD_VFLAGS) -GRows=$(2) -GCols=$(3) -GAWords=$(4) -GBWords=$(5) $(6) \
+	+$$(DRY_SKIP)verilator $(BOARD_VFLAGS) -GRows=$(2) -GCols=$(3) -GAWords=$(4) -GBWords=$(5) $(6) \
 		-Mdir $(BOARD_OUT)/$(1).obj -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT \
 		-DTB_PES=$(2)*$(3) -DTB_ROWS=$(2) -DTB_COLS=$(3) -DTB_AWORDS=$(4) \
 		-DTB_BWORDS=$(5)" -LDFLAGS "$(abspath $(LIB)) $$(LDLIBS)" \

@@ -25,7 +25,7 @@ define mesh_bench
 $(MESH_VDIR)/$(1): verif/mesh/$(1).cpp verif/mesh/tb_common.h rtl/mesh/$(2).v $(4) $(call mesh_deps,$(1),$(2)) | deps
 	@mkdir -p $(MESH_VDIR)
 	@rm -f $$@ # relinked every time: Verilator's make does not see the runtime objects change
-	+verilator $(MESH_VFLAGS) --top-module $(2) $(3) \
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module $(2) $(3) \
 		--Mdir $(MESH_VDIR)/$(1).obj -o ../$(1) \
 		$(abspath verif/mesh/$(1).cpp) rtl/mesh/$(2).v $(4) >$(MESH_VDIR)/$(1).build.log 2>&1 \
 		|| { tail -n 40 $(MESH_VDIR)/$(1).build.log; exit 1; }
@@ -38,7 +38,7 @@ $(MESH_VDIR)/tb_mesh_fabric_$(1): verif/mesh/tb_mesh_fabric.cpp verif/mesh/tb_co
 		$(call mesh_deps,tb_mesh_fabric_$(1),mesh_fabric) | deps
 	@mkdir -p $(MESH_VDIR)
 	@rm -f $$@
-	+verilator $(MESH_VFLAGS) --top-module mesh_fabric \
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_fabric \
 		-GRows=$(word 1,$(subst x, ,$(1))) -GCols=$(word 2,$(subst x, ,$(1))) \
 		-CFLAGS -DROWS=$(word 1,$(subst x, ,$(1))) -CFLAGS -DCOLS=$(word 2,$(subst x, ,$(1))) \
 		--Mdir $(MESH_VDIR)/tb_mesh_fabric_$(1).obj -o ../tb_mesh_fabric_$(1) \
@@ -54,7 +54,7 @@ $(MESH_VDIR)/$(1): verif/mesh/tb_mesh_fifo.cpp verif/mesh/tb_common.h rtl/mesh/m
 		$(call mesh_deps,$(1),mesh_fifo) | deps
 	@mkdir -p $(MESH_VDIR)
 	@rm -f $$@
-	+verilator $(MESH_VFLAGS) --top-module mesh_fifo -GDepth=$(2) -GBypass=$(3) \
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_fifo -GDepth=$(2) -GBypass=$(3) \
 		-CFLAGS -DFIFO_DEPTH=$(2) -CFLAGS -DFIFO_BYPASS=$(3) \
 		--Mdir $(MESH_VDIR)/$(1).obj -o ../$(1) \
 		$(abspath verif/mesh/tb_mesh_fifo.cpp) rtl/mesh/mesh_fifo.v >$(MESH_VDIR)/$(1).build.log 2>&1 \
@@ -68,7 +68,7 @@ $(MESH_VDIR)/tb_mesh_router_lean: verif/mesh/tb_mesh_router.cpp verif/mesh/tb_co
 		$(call mesh_deps,tb_mesh_router_lean,mesh_router_lean) | deps
 	@mkdir -p $(MESH_VDIR)
 	@rm -f $$@
-	+verilator $(MESH_VFLAGS) --top-module mesh_router_lean -CFLAGS -DTB_LEAN \
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_router_lean -CFLAGS -DTB_LEAN \
 		--Mdir $(MESH_VDIR)/tb_mesh_router_lean.obj -o ../tb_mesh_router_lean \
 		$(abspath verif/mesh/tb_mesh_router.cpp) rtl/mesh/mesh_router_lean.v >$(MESH_VDIR)/tb_mesh_router_lean.build.log 2>&1 \
 		|| { tail -n 40 $(MESH_VDIR)/tb_mesh_router_lean.build.log; exit 1; }
@@ -94,7 +94,7 @@ $(MESH_VDIR)/tb_mesh_hostport_lean: verif/mesh/tb_mesh_hostport.cpp verif/mesh/t
 		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v | deps
 	@mkdir -p $(MESH_VDIR)
 	@rm -f $$@
-	+verilator $(MESH_VFLAGS) --top-module mesh_top -GRows=2 -GCols=2 -GImpl='"lite"' \
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_top -GRows=2 -GCols=2 -GImpl='"lite"' \
 		-Wno-DECLFILENAME -CFLAGS -DTB_LEAN --Mdir $(MESH_VDIR)/tb_mesh_hostport_lean.obj \
 		-o ../tb_mesh_hostport_lean $(abspath verif/mesh/tb_mesh_hostport.cpp) rtl/mesh/mesh_top.v \
 		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v \

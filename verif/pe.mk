@@ -33,7 +33,7 @@ $(PE_BUILD)/$(1): verif/$(if $(filter tb_sram%,$(1)),sram,pe)/$(1).cpp $(3) $(4)
 		$(call vlt_deps,$(PE_BUILD)/$(1).obj,$(2),$(PE_RTL) $(SRAM_RTL) $(wildcard rtl/pe/*.vh))
 	@mkdir -p $(PE_BUILD)
 	@rm -f $$@ # relinked every time: Verilator's make does not see the runtime objects change
-	+verilator $(PE_VFLAGS) $(5) --top-module $(2) -Mdir $(PE_BUILD)/$(1).obj \
+	+$$(DRY_SKIP)verilator $(PE_VFLAGS) $(5) --top-module $(2) -Mdir $(PE_BUILD)/$(1).obj \
 		$(wildcard $(PE_WAIVERS)) $(3) $$(abspath $$<) $(abspath $(4)) $(VLT_RT_ARGS) \
 		-o $$(abspath $$@) \
 		> $(PE_BUILD)/$(1).build.log 2>&1 || { tail -n 40 $(PE_BUILD)/$(1).build.log; exit 1; }

@@ -70,7 +70,7 @@ sim_build_args = $(word 1,$(call sim_dims,$(1))) $(word 2,$(call sim_dims,$(1)))
 define sim_so_rule
 $(SIM_DIR)/libmesh_%$(1).so: $(SIM_SO_DEPS) $(SIM_DIR)/params_$(2).txt $(VLT_RT) | deps
 	@mkdir -p $$(@D)
-	+VLT_RT="$(abspath $(VLT_RT))" ./host/driver/sim_build.sh $$@ $$(call sim_build_args,$$*,$(2)) $(2) $(3) $$(SIM_GPARAMS_$(2))
+	+$$(DRY_SKIP)VLT_RT="$(abspath $(VLT_RT))" ./host/driver/sim_build.sh $$@ $$(call sim_build_args,$$*,$(2)) $(2) $(3) $$(SIM_GPARAMS_$(2))
 endef
 $(eval $(call sim_so_rule,,full,plain))
 $(eval $(call sim_so_rule,_fst,full,fst))
