@@ -101,7 +101,8 @@ VLT_RT_CXXFLAGS := -I$(VLT_ROOT)/include -I$(VLT_ROOT)/include/vltstd -DVM_COVER
 	-std=c++17 -O2 -fPIC
 # verilator arguments: the model's make links $(VLT_RT) and compiles no runtime of its own
 VLT_RT_ARGS = -MAKEFLAGS VM_GLOBAL_FAST= -MAKEFLAGS VM_GLOBAL_SLOW= $(abspath $(VLT_RT))
-$(VLT_RT_DIR)/%.o: $(VLT_ROOT)/include/%.cpp | deps
+# (no | deps: the packages are checked while the Makefile is read, and make -q stays usable)
+$(VLT_RT_DIR)/%.o: $(VLT_ROOT)/include/%.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(VLT_RT_CXXFLAGS) -MMD -MP -c $< -o $@
 -include $(wildcard $(VLT_RT_DIR)/*.d)
