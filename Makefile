@@ -35,8 +35,9 @@ JOBS ?= 2
 ifeq ($(MAKELEVEL)$(filter clean,$(MAKECMDGOALS)),0)
 MAKEFLAGS += -j$(JOBS)
 endif
-# Those recipes run even under make -n, -q and -t (make runs a + line to let a sub-make
-# show what it would do); $(DRY_SKIP) in front of their command skips it there.
+# A recipe line that starts with + runs even under make -n, -q and -t (make runs it to let a
+# sub-make show what it would do); $(DRY_SKIP) in front of the Verilator builds' commands
+# skips them there.
 DRY_SKIP = $(if $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword \
 	-$(MAKEFLAGS)))$(findstring t,$(firstword -$(MAKEFLAGS))),true || )
 
