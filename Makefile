@@ -27,7 +27,19 @@ SAN_FLAGS :=
 OPT ?= -O2
 endif
 PREFIX ?= /usr/local
+# Jobs at a time, for every compile of the tree: the Verilator builds' own makes take their
+# jobs from make's jobserver (their recipes start with +), so they share these JOBS with
+# everything else. A -j on the command line wins; make clean alone runs serially, and a
+# sub-make takes its jobs from its parent's.
 JOBS ?= 2
+ifeq ($(MAKELEVEL)$(filter clean,$(MAKECMDGOALS)),0)
+MAKEFLAGS += -j$(JOBS)
+endif
+# A recipe line that starts with + runs even under make -n, -q and -t (make runs it to let a
+# sub-make show what it would do); $(DRY_SKIP) in front of the Verilator builds' commands
+# skips them there.
+DRY_SKIP = $(if $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword \
+	-$(MAKEFLAGS)))$(findstring t,$(firstword -$(MAKEFLAGS))),true || )
 
 CC := gcc
 CXX := g++
@@ -77,6 +89,34 @@ $(error make deps failed (scripts/deps.sh, see above))
 endif
 endif
 
+# --- Verilator runtime -------------------------------------------------------------------
+# Every Verilated model of the tree (benches, the sim backend's shared objects) links one
+# copy of Verilator's runtime, compiled here once with the flags verilated.mk gives it
+# (no tracing or coverage in it; -fPIC for the shared objects) rather than once per model.
+# Not under $(BUILD): SAN=1 links the same objects (Verilated code is never instrumented).
+VLT_ROOT := $(or $(shell verilator --getenv VERILATOR_ROOT 2>/dev/null),/usr/share/verilator)
+VLT_RT_DIR := build/verilator
+VLT_RT := $(VLT_RT_DIR)/verilated.o $(VLT_RT_DIR)/verilated_threads.o
+VLT_RT_CXXFLAGS := -I$(VLT_ROOT)/include -I$(VLT_ROOT)/include/vltstd -DVM_COVERAGE=0 -DVM_SC=0 \
+	-DVM_TRACE=0 -DVM_TRACE_FST=0 -DVM_TRACE_VCD=0 -faligned-new -fcf-protection=none \
+	-std=c++17 -O2 -fPIC
+# verilator arguments: the model's make links $(VLT_RT) and compiles no runtime of its own
+VLT_RT_ARGS = -MAKEFLAGS VM_GLOBAL_FAST= -MAKEFLAGS VM_GLOBAL_SLOW= $(abspath $(VLT_RT))
+# (no | deps: the packages are checked while the Makefile is read, and make -q stays usable)
+$(VLT_RT_DIR)/%.o: $(VLT_ROOT)/include/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(VLT_RT_CXXFLAGS) -MMD -MP -c $< -o $@
+-include $(wildcard $(VLT_RT_DIR)/*.d)
+# $(call vlt_deps,Mdir,top,fallback): the sources a Verilated model was built from, by
+# Verilator's own record of what it read (<Mdir>/V<top>__ver.d: every Verilog file and
+# include it opened, and verilator_bin), so that a change rebuilds only the models that
+# read it; before the first build, the fallback. A file it read that is gone rebuilds it.
+# A model finds its modules through -I search paths (one module per file, named after it),
+# so it reads only what it instantiates.
+vlt_deps = $(if $(wildcard $(1)/V$(2)__ver.d),$(call vlt_deps_of,$(sort $(filter-out \
+	$(1)/% :,$(file <$(1)/V$(2)__ver.d)))),$(3))
+vlt_deps_of = $(wildcard $(1)) $(if $(filter-out $(wildcard $(1)),$(1)),FORCE)
+
 FRAGMENTS := $(sort $(wildcard rtl/*.mk verif/*.mk host/*/*.mk fw/*.mk configs/*.mk tests/*/*.mk))
 include $(FRAGMENTS)
 
@@ -94,7 +134,8 @@ help:
 	@echo "  make            build the host library and build/bin/cshost"
 	@echo "  make train      train the default tiny sparse GPT on the simulated mesh"
 	@echo "  make test       host tests, RTL unit regressions and integration tests"
-	@echo "                  (make test SAN=1: the same under ASan+UBSan)"
+	@echo "                  (make test SAN=1: the same under ASan+UBSan); builds run"
+	@echo "                  JOBS=2 jobs at a time (-jN wins), the tests TEST_JOBS at a time"
 	@echo "  make test-host  the host unit tests only (tests/*/test_*.c); CI also runs"
 	@echo "                  make SAN=1 test-host: them under ASan+UBSan+LeakSanitizer"
 	@echo "  make regress    long sweeps: many seeds and shapes, pass/fail table"
@@ -164,7 +205,10 @@ regress: deps $(TEST_BINS) $(CSHOST) $(TEST_DEPS)
 	@REGRESS=1 TEST_TIMEOUT=7200 ./scripts/run-tests.sh $(BUILD)/regress-logs \
 		$(TEST_BINS) $(TEST_ENTRIES) $(REGRESS_ENTRIES)
 
-bench: deps $(CSHOST) $(BENCH_TARGETS)
+# The measurements one after another (make runs JOBS jobs: two benches side by side would
+# measure each other); each part builds what it needs with the jobs as usual.
+bench: deps $(CSHOST)
+	@set -e; for t in $(BENCH_TARGETS); do $(MAKE) --no-print-directory $$t; done
 
 install: $(CSHOST)
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -9,7 +9,9 @@
 # otherwise a program counts as one test, passed iff it exits 0. A program that exits
 # non-zero never counts as all-passed. Each program gets TEST_TIMEOUT seconds (default 900).
 # Programs run TEST_JOBS at a time (default: the number of CPUs), the longest first by the
-# durations the last run recorded in LOGDIR/durations; results print in ENTRY order.
+# durations the last run recorded in LOGDIR/durations, else by scripts/test-durations (a
+# make test on an idle 2-core machine: a fresh checkout starts its long entries first too);
+# results print in ENTRY order.
 # Exit status: 0 iff nothing failed.
 set -u
 logdir=$1
@@ -19,6 +21,7 @@ timeout_s=${TEST_TIMEOUT:-900}
 jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 [ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 durfile=$logdir/durations
+seedfile=$(dirname "$0")/test-durations
 entries=("$@")
 n=${#entries[@]}
 resdir=$(mktemp -d "$logdir/.run.XXXXXX") || exit 1
@@ -64,10 +67,14 @@ run_one() {
 order=()
 while read -r _ i; do order+=("$i"); done < <(
 	for ((i = 0; i < n; i++)); do
-		key=$(key_of "${entries[$i]}")
-		d=$( [ -f "$durfile" ] && awk -F'\t' -v k="$key" '$2 == k { print $1; exit }' "$durfile")
-		printf '%s %d\n' "${d:-1e9}" "$i"
-	done | sort -s -k1,1gr)
+		printf '%s\t%d\n' "$(key_of "${entries[$i]}")" "$i"
+	done | awk -F'\t' -v dur="$durfile" -v seed="$seedfile" '
+		function load(f,   l, a) {
+			while ((getline l < f) > 0)
+				if (l !~ /^#/ && split(l, a, "\t") == 2 && !(a[2] in d)) d[a[2]] = a[1]
+		}
+		BEGIN { load(dur); load(seed) }
+		{ printf "%s %d\n", ($1 in d) ? d[$1] : 1e9, $2 }' | sort -s -k1,1gr)
 
 tot_pass=0
 tot_fail=0

@@ -15,12 +15,15 @@ BOARD_OUT := $(BUILD)/verif/board
 BOARD_CLK_HZ ?= 21000000
 BOARD_BAUD ?= 3000000
 BOARD_TB := verif/board/tb_board_link.cpp
-BOARD_TB_CFLAGS := -O2 -std=c++17 -I$(abspath host) -DTB_CLK_HZ=$(BOARD_CLK_HZ) -DTB_BAUD=$(BOARD_BAUD)
-# Verilator C++ at -O2 (toolchain notes: faster than the default -Os), no threads. The RTL's
-# `ifdef FORMAL assertions are checked during the bench too (--assert -DFORMAL).
-BOARD_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --top-module board_top -Irtl/pe \
-	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
-	-GClkHz=$(BOARD_CLK_HZ) -GBaud=$(BOARD_BAUD)
+BOARD_TB_CFLAGS := -std=c++17 -I$(abspath host) -DTB_CLK_HZ=$(BOARD_CLK_HZ) -DTB_BAUD=$(BOARD_BAUD)
+# Verilator C++ at -O2 (toolchain notes: faster than the default -Os), -O1 for the code it
+# marks slow (run once: half the C++, half the build time at -O1), no threads, linked
+# with the shared Verilator runtime ($(VLT_RT)). The RTL's `ifdef FORMAL assertions are
+# checked during the bench too (--assert -DFORMAL). The RTL benches' recipes start with + so
+# that the C++ compiles take their jobs from make's jobserver (make -n runs them too).
+BOARD_VFLAGS := --cc --exe --build -Wno-fatal --top-module board_top -Irtl/pe \
+	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_SLOW=-O1 \
+	-GClkHz=$(BOARD_CLK_HZ) -GBaud=$(BOARD_BAUD) $(VLT_RT_ARGS)
 ICE40_CELLS := $(shell yosys-config --datdir 2>/dev/null || echo /usr/share/yosys)/ice40/cells_sim.v
 
 # The mesh replaces the echo double as soon as it is in the tree (FPGA_PORT=echo still builds
@@ -64,9 +67,11 @@ $(BOARD_OUT)/frame.o: host/driver/frame.c host/driver/frame.h
 	gcc -std=c11 -O2 -Wall -Wextra -Werror -Ihost -c $< -o $@
 
 # RTL bench (Verilator keeps its objects in $(BOARD_OUT)/rtl; rebuilt only when inputs change)
-$(BOARD_OUT)/tb_board_link: $(BOARD_RTL) $(BOARD_DOUBLE) $(BOARD_TB) $(BOARD_OUT)/frame.o | deps
+$(BOARD_OUT)/tb_board_link: $(BOARD_RTL) $(BOARD_DOUBLE) $(BOARD_TB) $(BOARD_OUT)/frame.o $(VLT_RT) \
+		| deps
 	@mkdir -p $(BOARD_OUT)/rtl
-	verilator $(BOARD_VFLAGS) --assert -DFORMAL -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
+	@rm -f $(BOARD_OUT)/rtl/tb_board_link # relinked: Verilator's make does not see $(VLT_RT)
+	+$(DRY_SKIP)verilator $(BOARD_VFLAGS) --assert -DFORMAL -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
 		-CFLAGS "$(BOARD_TB_CFLAGS)" -o tb_board_link \
 		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) $(BOARD_RTL) $(BOARD_DOUBLE) \
 		>$(BOARD_OUT)/rtl-build.log 2>&1 || { tail -30 $(BOARD_OUT)/rtl-build.log; exit 1; }
@@ -88,7 +93,7 @@ $(BOARD_OUT)/tb_board_link_gl: $(BOARD_OUT)/gl/board_top_gl.v $(BOARD_OUT)/gl/ce
 	verilator --cc --exe --build -j 2 -Wno-fatal -Wno-lint -Wno-style --top-module board_top \
 		-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 		-DNO_ICE40_DEFAULT_ASSIGNMENTS -DICE40_U --no-timing \
-		-Mdir $(BOARD_OUT)/gl/obj -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_GATE" -o tb_board_link_gl \
+		-Mdir $(BOARD_OUT)/gl/obj -CFLAGS "$(BOARD_TB_CFLAGS) -O2 -DTB_GATE" -o tb_board_link_gl \
 		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) \
 		$(BOARD_OUT)/gl/board_top_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
 		verif/board/board_gl_pll_model.v \
@@ -130,9 +135,10 @@ lint: board-lint-mesh
 # tb_board_lean: the board configuration that `make bitstream` builds (FPGA_* below).
 # $(call board_mesh_bench,name,rows,cols,awords,bwords,extra -G parameters)
 define board_mesh_bench
-$(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) | deps
+$(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) $(VLT_RT) | deps
 	@mkdir -p $(BOARD_OUT)/$(1).obj
-	verilator $(BOARD_VFLAGS) -GRows=$(2) -GCols=$(3) -GAWords=$(4) -GBWords=$(5) $(6) \
+	@rm -f $(BOARD_OUT)/$(1).obj/$(1)
+	+$$(DRY_SKIP)verilator $(BOARD_VFLAGS) -GRows=$(2) -GCols=$(3) -GAWords=$(4) -GBWords=$(5) $(6) \
 		-Mdir $(BOARD_OUT)/$(1).obj -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT \
 		-DTB_PES=$(2)*$(3) -DTB_ROWS=$(2) -DTB_COLS=$(3) -DTB_AWORDS=$(4) \
 		-DTB_BWORDS=$(5)" -LDFLAGS "$(abspath $(LIB)) $$(LDLIBS)" \
@@ -174,7 +180,7 @@ $(BOARD_OUT)/tb_board_lean_gl: $(BOARD_OUT)/gl/board_lean_gl.v $(BOARD_OUT)/gl/c
 	nice verilator --cc --exe --build -j 2 -Wno-fatal -Wno-lint -Wno-style --top-module board_top \
 		-MAKEFLAGS OPT_FAST=-O1 -MAKEFLAGS OPT_GLOBAL=-O1 \
 		-DNO_ICE40_DEFAULT_ASSIGNMENTS -DICE40_U --no-timing \
-		-Mdir $(BOARD_OUT)/gl/lean -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_GATE -DTB_REAL_PORT \
+		-Mdir $(BOARD_OUT)/gl/lean -CFLAGS "$(BOARD_TB_CFLAGS) -O2 -DTB_GATE -DTB_REAL_PORT \
 		-DTB_PES=$(FPGA_ROWS)*$(FPGA_COLS) -DTB_ROWS=$(FPGA_ROWS) -DTB_COLS=$(FPGA_COLS) \
 		-DTB_AWORDS=$(FPGA_AWORDS) -DTB_BWORDS=$(FPGA_BWORDS)" \
 		-LDFLAGS "$(abspath $(LIB)) $(LDLIBS)" -o tb_board_lean_gl $(abspath $(BOARD_TB)) \

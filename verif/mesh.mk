@@ -3,37 +3,46 @@
 #
 # Each bench is a Verilator C++ harness built into $(BUILD)/verif/mesh/<bench>; the model
 # objects live in $(BUILD)/verif/mesh/<bench>.obj and are rebuilt only when an RTL file or
-# the harness changes. Builds are serialized with flock (one Verilator build at a time on
-# these 2-core machines); the C++ is compiled at -O2, single-threaded model.
+# the harness changes. The recipes start with + so that the C++ compiles take their jobs
+# from make's jobserver (-jN bounds them all; make -n runs them too). Single-threaded model,
+# linked with the shared Verilator runtime ($(VLT_RT)); its C++ at -O1: make test runs them
+# for about 1.5 s in all, so the build is the cost (about a third less CPU than -O2).
 
 MESH_RTL := $(sort $(wildcard rtl/mesh/*.v))
 MESH_PE_RTL := $(sort $(wildcard rtl/pe/*.v rtl/sram/*.v))
 MESH_VDIR := $(BUILD)/verif/mesh
-MESH_VFLAGS := --cc --exe --build -j 2 -Wno-fatal --x-assign fast --x-initial fast --assert -DMESH_FAIRNESS \
-	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 -CFLAGS -O2 -CFLAGS -std=c++17 \
-	-Irtl/mesh -Irtl/pe -Iverif/mesh
-MESH_LOCK := flock $(BUILD)/verif/.verilator.lock
+# Each bench names only its top's file: Verilator finds the modules it instantiates in
+# rtl/mesh and rtl/pe (-I), and the bench depends on what it read ($(call mesh_deps,bench,top),
+# the top Makefile's vlt_deps; before the first build, every RTL file).
+mesh_deps = $(call vlt_deps,$(MESH_VDIR)/$(1).obj,$(2),$(MESH_RTL) $(MESH_PE_RTL) \
+	$(wildcard rtl/*/*.vh))
+MESH_VFLAGS := --cc --exe --build -Wno-fatal --x-assign fast --x-initial fast --assert -DMESH_FAIRNESS \
+	-MAKEFLAGS OPT_FAST=-O1 -MAKEFLAGS OPT_SLOW=-O1 -CFLAGS -std=c++17 \
+	-Irtl/mesh -Irtl/pe -Iverif/mesh $(VLT_RT_ARGS)
 
 # $(call mesh_bench,bench,top,extra verilator args,extra sources)
 define mesh_bench
-$(MESH_VDIR)/$(1): verif/mesh/$(1).cpp verif/mesh/tb_common.h $(MESH_RTL) $(4) | deps
-	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
-	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module $(2) $(3) \
+$(MESH_VDIR)/$(1): verif/mesh/$(1).cpp verif/mesh/tb_common.h rtl/mesh/$(2).v $(4) $(call mesh_deps,$(1),$(2)) | deps
+	@mkdir -p $(MESH_VDIR)
+	@rm -f $$@ # relinked every time: Verilator's make does not see the runtime objects change
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module $(2) $(3) \
 		--Mdir $(MESH_VDIR)/$(1).obj -o ../$(1) \
-		$(abspath verif/mesh/$(1).cpp) $(MESH_RTL) $(4) >$(MESH_VDIR)/$(1).build.log 2>&1 \
+		$(abspath verif/mesh/$(1).cpp) rtl/mesh/$(2).v $(4) >$(MESH_VDIR)/$(1).build.log 2>&1 \
 		|| { tail -n 40 $(MESH_VDIR)/$(1).build.log; exit 1; }
 MESH_BENCHES += $(MESH_VDIR)/$(1)
 endef
 
 # $(call mesh_bench_fabric,RxC): tb_mesh_fabric built for one shape
 define mesh_bench_fabric
-$(MESH_VDIR)/tb_mesh_fabric_$(1): verif/mesh/tb_mesh_fabric.cpp verif/mesh/tb_common.h $(MESH_RTL) | deps
-	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
-	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_fabric \
+$(MESH_VDIR)/tb_mesh_fabric_$(1): verif/mesh/tb_mesh_fabric.cpp verif/mesh/tb_common.h rtl/mesh/mesh_fabric.v \
+		$(call mesh_deps,tb_mesh_fabric_$(1),mesh_fabric) | deps
+	@mkdir -p $(MESH_VDIR)
+	@rm -f $$@
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_fabric \
 		-GRows=$(word 1,$(subst x, ,$(1))) -GCols=$(word 2,$(subst x, ,$(1))) \
 		-CFLAGS -DROWS=$(word 1,$(subst x, ,$(1))) -CFLAGS -DCOLS=$(word 2,$(subst x, ,$(1))) \
 		--Mdir $(MESH_VDIR)/tb_mesh_fabric_$(1).obj -o ../tb_mesh_fabric_$(1) \
-		$(abspath verif/mesh/tb_mesh_fabric.cpp) $(MESH_RTL) >$(MESH_VDIR)/tb_mesh_fabric_$(1).build.log 2>&1 \
+		$(abspath verif/mesh/tb_mesh_fabric.cpp) rtl/mesh/mesh_fabric.v >$(MESH_VDIR)/tb_mesh_fabric_$(1).build.log 2>&1 \
 		|| { tail -n 40 $(MESH_VDIR)/tb_mesh_fabric_$(1).build.log; exit 1; }
 MESH_BENCHES += $(MESH_VDIR)/tb_mesh_fabric_$(1)
 endef
@@ -41,23 +50,27 @@ endef
 # $(call mesh_bench_fifo,name,depth,bypass): tb_mesh_fifo built for another configuration
 # (depths >= 16 use the block-RAM storage of mesh_fifo, UseRam)
 define mesh_bench_fifo
-$(MESH_VDIR)/$(1): verif/mesh/tb_mesh_fifo.cpp verif/mesh/tb_common.h $(MESH_RTL) | deps
-	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
-	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_fifo -GDepth=$(2) -GBypass=$(3) \
+$(MESH_VDIR)/$(1): verif/mesh/tb_mesh_fifo.cpp verif/mesh/tb_common.h rtl/mesh/mesh_fifo.v \
+		$(call mesh_deps,$(1),mesh_fifo) | deps
+	@mkdir -p $(MESH_VDIR)
+	@rm -f $$@
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_fifo -GDepth=$(2) -GBypass=$(3) \
 		-CFLAGS -DFIFO_DEPTH=$(2) -CFLAGS -DFIFO_BYPASS=$(3) \
 		--Mdir $(MESH_VDIR)/$(1).obj -o ../$(1) \
-		$(abspath verif/mesh/tb_mesh_fifo.cpp) $(MESH_RTL) >$(MESH_VDIR)/$(1).build.log 2>&1 \
+		$(abspath verif/mesh/tb_mesh_fifo.cpp) rtl/mesh/mesh_fifo.v >$(MESH_VDIR)/$(1).build.log 2>&1 \
 		|| { tail -n 40 $(MESH_VDIR)/$(1).build.log; exit 1; }
 MESH_BENCHES += $(MESH_VDIR)/$(1)
 endef
 
 # the router bench on the board's lean router (mesh_router_lean; tb_mesh_router.cpp TB_LEAN)
 define mesh_bench_router_lean
-$(MESH_VDIR)/tb_mesh_router_lean: verif/mesh/tb_mesh_router.cpp verif/mesh/tb_common.h $(MESH_RTL) | deps
-	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
-	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_router_lean -CFLAGS -DTB_LEAN \
+$(MESH_VDIR)/tb_mesh_router_lean: verif/mesh/tb_mesh_router.cpp verif/mesh/tb_common.h rtl/mesh/mesh_router_lean.v \
+		$(call mesh_deps,tb_mesh_router_lean,mesh_router_lean) | deps
+	@mkdir -p $(MESH_VDIR)
+	@rm -f $$@
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_router_lean -CFLAGS -DTB_LEAN \
 		--Mdir $(MESH_VDIR)/tb_mesh_router_lean.obj -o ../tb_mesh_router_lean \
-		$(abspath verif/mesh/tb_mesh_router.cpp) $(MESH_RTL) >$(MESH_VDIR)/tb_mesh_router_lean.build.log 2>&1 \
+		$(abspath verif/mesh/tb_mesh_router.cpp) rtl/mesh/mesh_router_lean.v >$(MESH_VDIR)/tb_mesh_router_lean.build.log 2>&1 \
 		|| { tail -n 40 $(MESH_VDIR)/tb_mesh_router_lean.build.log; exit 1; }
 MESH_BENCHES += $(MESH_VDIR)/tb_mesh_router_lean
 endef
@@ -76,12 +89,14 @@ $(eval $(call mesh_bench,tb_mesh_hostport,mesh_top,-GRows=2 -GCols=2 -Wno-DECLFI
 # the same bench on mesh_top Impl "lite" (the board's host port mesh_hostport_lean and router
 # mesh_router_lean), the PE test double under pe_lite's name (verif/mesh/pe_lite_stub.v)
 define mesh_bench_hostport_lean
-$(MESH_VDIR)/tb_mesh_hostport_lean: verif/mesh/tb_mesh_hostport.cpp verif/mesh/tb_common.h $(MESH_RTL) \
+$(MESH_VDIR)/tb_mesh_hostport_lean: verif/mesh/tb_mesh_hostport.cpp verif/mesh/tb_common.h rtl/mesh/mesh_top.v \
+		$(call mesh_deps,tb_mesh_hostport_lean,mesh_top) \
 		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v | deps
-	@mkdir -p $(MESH_VDIR) $(BUILD)/verif
-	$(MESH_LOCK) verilator $(MESH_VFLAGS) --top-module mesh_top -GRows=2 -GCols=2 -GImpl='"lite"' \
+	@mkdir -p $(MESH_VDIR)
+	@rm -f $$@
+	+$$(DRY_SKIP)verilator $(MESH_VFLAGS) --top-module mesh_top -GRows=2 -GCols=2 -GImpl='"lite"' \
 		-Wno-DECLFILENAME -CFLAGS -DTB_LEAN --Mdir $(MESH_VDIR)/tb_mesh_hostport_lean.obj \
-		-o ../tb_mesh_hostport_lean $(abspath verif/mesh/tb_mesh_hostport.cpp) $(MESH_RTL) \
+		-o ../tb_mesh_hostport_lean $(abspath verif/mesh/tb_mesh_hostport.cpp) rtl/mesh/mesh_top.v \
 		verif/mesh/pe_stub.v verif/mesh/pe_lite_stub.v \
 		>$(MESH_VDIR)/tb_mesh_hostport_lean.build.log 2>&1 \
 		|| { tail -n 40 $(MESH_VDIR)/tb_mesh_hostport_lean.build.log; exit 1; }
@@ -93,10 +108,7 @@ $(eval $(call mesh_bench_hostport_lean))
 MESH_SHAPES := 1x1 2x2 2x4 4x4 8x8
 $(foreach sh,$(MESH_SHAPES),$(eval $(call mesh_bench_fabric,$(sh))))
 
-# the routers' included assertion files (the benches build with --assert -DMESH_FAIRNESS)
-$(MESH_BENCHES): $(wildcard rtl/mesh/*.vh)
-# the PE port list the PE test doubles include
-$(MESH_VDIR)/tb_mesh_hostport $(MESH_VDIR)/tb_mesh_hostport_lean: $(wildcard rtl/pe/*.vh)
+$(MESH_BENCHES): $(VLT_RT)
 
 # make test builds the small shapes; the 8x8 build (1-3 minutes) only for make regress
 MESH_TEST_BENCHES := $(filter-out %_8x8,$(MESH_BENCHES))

@@ -3,8 +3,9 @@
 # Each bench is a Verilated model plus a C++ harness, built with `verilator --build` into its
 # own object directory under $(BUILD)/verif/pe/ (kept between runs: Verilator's make rebuilds
 # only what the RTL or the harness changed). C models (host/common/numerics.c,
-# verif/models/*.c) are compiled by the top Makefile's C rule and linked in.
-# Builds are chained order-only so that only one Verilator build runs at a time under -j2.
+# verif/models/*.c) are compiled by the top Makefile's C rule and linked in, and so is the
+# shared Verilator runtime ($(VLT_RT)). The recipes start with + so that the C++ compiles
+# take their jobs from make's jobserver (-jN bounds them all; make -n runs them too).
 
 PE_BUILD := $(BUILD)/verif/pe
 PE_RTL := $(sort $(wildcard rtl/pe/*.v))
@@ -14,7 +15,7 @@ PE_COBJS := $(BUILD)/obj/host/common/numerics.o
 PE_MODEL_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard verif/models/pe_*.c)))
 PE_WAIVERS := verif/lint_waivers.vlt
 
-PE_VFLAGS := --cc --exe --build -j 2 -Wall -Wno-fatal --x-assign fast --x-initial fast -Irtl/pe \
+PE_VFLAGS := --cc --exe --build -Wall -Wno-fatal --x-assign fast --x-initial fast -Irtl/pe -Irtl/sram \
 	-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 	-CFLAGS "-O2 -std=c++17 -I$(abspath host) -I$(abspath verif/pe) -I$(abspath verif/models)"
 # SAN=1: the C models linked in are sanitized, so the bench links the sanitizer runtimes
@@ -23,41 +24,40 @@ ifneq ($(SAN_FLAGS),)
 PE_VFLAGS += -LDFLAGS "$(SAN_FLAGS)"
 endif
 
-# $(1) bench name, $(2) top module, $(3) RTL files, $(4) extra objects, $(5) previous bench,
-# $(6) extra verilator flags (parameters)
+# $(1) bench name, $(2) top module, $(3) the top's file (Verilator finds the modules it
+# instantiates in rtl/pe and rtl/sram; the bench depends on what it read: vlt_deps),
+# $(4) extra objects, $(5) extra verilator flags (parameters)
 define pe_bench
 $(PE_BUILD)/$(1): verif/$(if $(filter tb_sram%,$(1)),sram,pe)/$(1).cpp $(3) $(4) $(PE_TB_HDRS) \
-		$(wildcard $(PE_WAIVERS)) | $(5)
+		$(wildcard $(PE_WAIVERS)) $(VLT_RT) \
+		$(call vlt_deps,$(PE_BUILD)/$(1).obj,$(2),$(PE_RTL) $(SRAM_RTL) $(wildcard rtl/pe/*.vh))
 	@mkdir -p $(PE_BUILD)
-	verilator $(PE_VFLAGS) $(6) --top-module $(2) -Mdir $(PE_BUILD)/$(1).obj \
-		$(wildcard $(PE_WAIVERS)) $(3) $$(abspath $$<) $(abspath $(4)) -o $$(abspath $$@) \
+	@rm -f $$@ # relinked every time: Verilator's make does not see the runtime objects change
+	+$$(DRY_SKIP)verilator $(PE_VFLAGS) $(5) --top-module $(2) -Mdir $(PE_BUILD)/$(1).obj \
+		$(wildcard $(PE_WAIVERS)) $(3) $$(abspath $$<) $(abspath $(4)) $(VLT_RT_ARGS) \
+		-o $$(abspath $$@) \
 		> $(PE_BUILD)/$(1).build.log 2>&1 || { tail -n 40 $(PE_BUILD)/$(1).build.log; exit 1; }
-	@touch $$@ # verilator leaves an unchanged binary's time alone, which would rebuild it again
 endef
 
-$(eval $(call pe_bench,tb_sram_1r1w,sram_1r1w,rtl/sram/sram_1r1w.v,,,-GDepth=256 -GWidth=32))
-$(eval $(call pe_bench,tb_sram_sp,sram_sp,rtl/sram/sram_sp.v,,$(PE_BUILD)/tb_sram_1r1w,\
-	-GDepth=8192 -GWidth=32))
-$(eval $(call pe_bench,tb_pe_fmac,pe_fmac,rtl/pe/pe_fmac.v,$(PE_COBJS),$(PE_BUILD)/tb_sram_sp))
+$(eval $(call pe_bench,tb_sram_1r1w,sram_1r1w,rtl/sram/sram_1r1w.v,,-GDepth=256 -GWidth=32))
+$(eval $(call pe_bench,tb_sram_sp,sram_sp,rtl/sram/sram_sp.v,,-GDepth=8192 -GWidth=32))
+$(eval $(call pe_bench,tb_pe_fmac,pe_fmac,rtl/pe/pe_fmac.v,$(PE_COBJS)))
 
-$(eval $(call pe_bench,tb_pe_queue,pe_queue,rtl/pe/pe_queue.v,,$(PE_BUILD)/tb_pe_fmac))
-$(eval $(call pe_bench,tb_pe_tasktab,pe_tasktab,rtl/pe/pe_tasktab.v,,$(PE_BUILD)/tb_pe_queue))
-$(eval $(call pe_bench,tb_pe,pe,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
-	$(PE_BUILD)/tb_pe_tasktab))
+$(eval $(call pe_bench,tb_pe_queue,pe_queue,rtl/pe/pe_queue.v,))
+$(eval $(call pe_bench,tb_pe_tasktab,pe_tasktab,rtl/pe/pe_tasktab.v,))
+$(eval $(call pe_bench,tb_pe,pe,rtl/pe/pe.v,$(PE_COBJS) $(PE_MODEL_OBJS)))
 # pe_lite (the area-minimal PE): its multi-cycle FMAC, and tb_pe's harness with pe_lite as
 # the DUT (TB_PE_LITE: model class Vpe_lite, no zero-dead-cycle assertion: that is the fast
 # PE's timing; verif/pe/tb_pe_lite.cpp defines it and includes tb_pe.cpp)
-$(eval $(call pe_bench,tb_pe_lite_fmac,pe_lite_fmac,rtl/pe/pe_lite_fmac.v,$(PE_COBJS),\
-	$(PE_BUILD)/tb_pe))
-$(eval $(call pe_bench,tb_pe_lite,pe_lite,$(PE_RTL) $(SRAM_RTL),$(PE_COBJS) $(PE_MODEL_OBJS),\
-	$(PE_BUILD)/tb_pe_lite_fmac,--assert -DFORMAL))
+$(eval $(call pe_bench,tb_pe_lite_fmac,pe_lite_fmac,rtl/pe/pe_lite_fmac.v,$(PE_COBJS)))
+$(eval $(call pe_bench,tb_pe_lite,pe_lite,rtl/pe/pe_lite.v,$(PE_COBJS) $(PE_MODEL_OBJS),\
+	--assert -DFORMAL))
 # the bit-serial FMAC (a smaller drop-in for pe_lite_fmac), tb_pe_lite_fmac's harness
-$(eval $(call pe_bench,tb_pe_tiny_fmac,pe_tiny_fmac,rtl/pe/pe_tiny_fmac.v,$(PE_COBJS),\
-	$(PE_BUILD)/tb_pe_lite))
+$(eval $(call pe_bench,tb_pe_tiny_fmac,pe_tiny_fmac,rtl/pe/pe_tiny_fmac.v,$(PE_COBJS)))
 # PE 0 of a pe_micro_mt (one micro-machine for three PEs), tb_pe's harness, with
 # pe_micro_mt's assertions (its registered ready)
-$(eval $(call pe_bench,tb_pe_micro_mt,pe_micro_mt_solo,$(PE_RTL) $(SRAM_RTL) \
-	verif/pe/pe_micro_mt_solo.v,$(PE_COBJS) $(PE_MODEL_OBJS),$(PE_BUILD)/tb_pe_tiny_fmac,\
+$(eval $(call pe_bench,tb_pe_micro_mt,pe_micro_mt_solo,verif/pe/pe_micro_mt_solo.v,\
+	$(PE_COBJS) $(PE_MODEL_OBJS),\
 	--assert -DFORMAL))
 $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_micro_mt: verif/pe/tb_pe.cpp
 $(PE_BUILD)/tb_pe_tiny_fmac: verif/pe/tb_pe_lite_fmac.cpp
@@ -67,8 +67,6 @@ PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_
 	$(PE_BUILD)/tb_pe_lite_fmac $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_tiny_fmac \
 	$(PE_BUILD)/tb_pe_micro_mt
 TEST_DEPS += $(PE_BENCHES)
-# the port list every PE includes
-$(PE_BENCHES): $(wildcard rtl/pe/*.vh)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
 	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600 \

@@ -3,8 +3,9 @@
 # The mesh shape, SRAM sizes and PE implementation are Verilog parameters, so each (shape,
 # sizes, implementation) is its own shared object $(SIM_DIR)/libmesh_RxC.so (pe=full,
 # default sizes 16384/8192) or libmesh_RxC_aA_bB[_lite|_micro_mt].so, made by
-# host/driver/sim_build.sh (Verilator + sim_harness.cpp, one build at a time under the
-# verilator lock) and dlopened by the backend. Only make builds them: `make sim-model
+# host/driver/sim_build.sh (Verilator + sim_harness.cpp + the shared Verilator runtime; the
+# recipe starts with + so that its compiles take their jobs from make's jobserver) and
+# dlopened by the backend. Only make builds them: `make sim-model
 # MESH=RxC PE=full|lite|micro_mt AWORDS=N BWORDS=N`, and every target that runs one lists
 # it as a prerequisite; the backend reports a missing or stale one with that command.
 # Rebuilt only when the RTL, the harness or the implementation's parameters change.
@@ -67,9 +68,9 @@ sim_build_args = $(word 1,$(call sim_dims,$(1))) $(word 2,$(call sim_dims,$(1)))
 	$(or $(patsubst b%,%,$(word 4,$(call sim_dims,$(1)))),$(SIM_BWORDS_$(2)))
 # $(call sim_so_rule,file suffix,pe,fst|plain)
 define sim_so_rule
-$(SIM_DIR)/libmesh_%$(1).so: $(SIM_SO_DEPS) $(SIM_DIR)/params_$(2).txt | deps
+$(SIM_DIR)/libmesh_%$(1).so: $(SIM_SO_DEPS) $(SIM_DIR)/params_$(2).txt $(VLT_RT) | deps
 	@mkdir -p $$(@D)
-	./host/driver/sim_build.sh $$@ $$(call sim_build_args,$$*,$(2)) $(2) $(3) $$(SIM_GPARAMS_$(2))
+	+$$(DRY_SKIP)VLT_RT="$(abspath $(VLT_RT))" ./host/driver/sim_build.sh $$@ $$(call sim_build_args,$$*,$(2)) $(2) $(3) $$(SIM_GPARAMS_$(2))
 endef
 $(eval $(call sim_so_rule,,full,plain))
 $(eval $(call sim_so_rule,_fst,full,fst))

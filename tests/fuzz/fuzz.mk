@@ -18,10 +18,16 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
 FUZZ_RUN_FLAGS := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
+# Each unit is compiled once and linked into every target (the flags are the same for all).
+FUZZ_OBJS := $(FUZZ_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
+
 .PHONY: fuzz
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRCS) $(LIB)
+$(BUILD)/fuzz/obj/%.o: %.c | deps
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRCS) $(LIB) $(LDLIBS) -lstdc++
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_OBJS) $(LIB)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_OBJS) $(LIB) $(LDLIBS) -lstdc++
+-include $(wildcard $(BUILD)/fuzz/obj/*/*/*.d)
 
 fuzz: deps $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do \
