@@ -32,6 +32,13 @@ extern void openblas_set_num_threads(int);
 static uint64_t rs = 88172645463325252ull;
 static uint64_t rnd(void) { return cs_xorshift(&rs); }
 static float frnd(void) { return cs_xorshift_f(&rs); }
+
+/* a[0..n) = uniform random values */
+static void fill(float *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] = frnd();
+}
 #define BEST CS_BEST
 
 static double cpu_now(void)
@@ -95,14 +102,10 @@ static int step_shapes(const char *out_path)
 		uint8_t *mask = malloc((size_t)N * K);
 		if (!x || !dy || !w || !dw || !y || !dx || !xt || !dyt || !mul || !mask)
 			return 1;
-		for (int i = 0; i < T * K; i++)
-			x[i] = frnd();
-		for (int i = 0; i < T * N; i++)
-			dy[i] = frnd();
-		for (int i = 0; i < N * K; i++)
-			w[i] = frnd();
-		for (int i = 0; i < K * ld; i++)
-			mul[i] = frnd();
+		fill(x, (size_t)T * K);
+		fill(dy, (size_t)T * N);
+		fill(w, (size_t)N * K);
+		fill(mul, (size_t)K * ld);
 		eng_transpose_in(pool, xt, x, T, K, ld);
 		eng_transpose_in(pool, dyt, dy, T, N, ld);
 		for (int si = 0; si < 3; si++) {
@@ -178,16 +181,13 @@ int main(int argc, char **argv)
 	float *w = malloc(sizeof(float) * N * K), *y = malloc(sizeof(float) * T * N);
 	float *dx = malloc(sizeof(float) * T * K), *dwd = malloc(sizeof(float) * N * K);
 	float *xt = malloc(sizeof(float) * K * ld), *dyt = malloc(sizeof(float) * N * ld);
-		float *dw = malloc(sizeof(float) * N * K);
+	float *dw = malloc(sizeof(float) * N * K);
 	uint8_t *mask = malloc((size_t)N * K);
 	if (!x || !dy || !w || !y || !dx || !dwd || !xt || !dyt || !dw || !mask)
 		return 1;
-	for (int i = 0; i < T * K; i++)
-		x[i] = frnd();
-	for (int i = 0; i < T * N; i++)
-		dy[i] = frnd();
-	for (int i = 0; i < N * K; i++)
-		w[i] = frnd();
+	fill(x, (size_t)T * K);
+	fill(dy, (size_t)T * N);
+	fill(w, (size_t)N * K);
 	printf("engine kernels: T=%d K=%d N=%d; CPU %s; engine ISA %s; OpenBLAS %s\n", T, K, N,
 	       cpu, eng_isa_name(eng_isa()), cs_blas_corename());
 	printf("%-3s %-6s %9s %9s %9s | %9s %9s %9s | %7s %7s %7s | %7s %7s %7s\n", "thr",
