@@ -41,25 +41,8 @@ static void fill(float *a, size_t n)
 }
 #define BEST CS_BEST
 
-static double cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* var = the least process CPU time of reps runs of stmt, in seconds */
-#define LEAST_CPU(var, reps, stmt)                                                           \
-	do {                                                                                 \
-		var = 1e30;                                                                  \
-		for (int r_ = 0; r_ < (reps); r_++) {                                        \
-			double t_ = cpu_now();                                               \
-			stmt;                                                                \
-			t_ = cpu_now() - t_;                                                 \
-			if (t_ < var)                                                        \
-				var = t_;                                                    \
-		}                                                                            \
-	} while (0)
+#define LEAST_CPU(var, reps, stmt) CS_LEAST(cs_cpu_now, var, reps, stmt)
 
 enum { P_QKV, P_ATTN_PROJ, P_FC, P_FC_PROJ, P_N };
 
