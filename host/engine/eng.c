@@ -624,20 +624,44 @@ int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *
 	return eng_spmm_ex(e, y, 0, w, by_col, x, 0, T, xt);
 }
 
+struct sd_job {
+	struct k_job k;
+	float *db, *lanes;
+};
+
 static void sddmm_part(void *arg, int tid, int nth)
 {
-	struct k_job *j = arg;
-	const eng_spmat *w = j->w;
+	struct sd_job *j = arg;
+	const eng_spmat *w = j->k.w;
 	int r0, r1;
 	split_rows(w->row_ptr, w->n_out, tid, nth, &r0, &r1);
-	if (r0 < r1)
-		j->k->sddmm(j->out, w->row_ptr, w->col, j->dy, j->x, j->ld, j->tl, r0, r1);
+	if (r0 >= r1)
+		return;
+	j->k.k->sddmm(j->k.out, w->row_ptr, w->col, j->k.dy, j->k.x, j->k.ld, j->k.tl, r0, r1,
+		      j->lanes);
+	if (!j->db)
+		return;
+	for (int r = r0; r < r1; r++) { /* the lanes in order, as the model's row sums */
+		const float *l = j->lanes + (size_t)r * 16;
+		float s = 0.0f;
+		for (int v = 0; v < 16; v++)
+			s += l[v];
+		j->db[r] += s;
+	}
 }
 
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
 	       int T)
 {
-	struct k_job j = { .k = kern(), .out = dw, .w = w, .x = x, .dy = dy, .ld = eng_ld(T),
-			   .tl = (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD };
+	eng_sddmm_db(pool, dw, NULL, NULL, w, dy, x, T);
+}
+
+void eng_sddmm_db(cs_pool *pool, float *dw, float *db, float *lanes, const eng_spmat *w,
+		  const float *dy, const float *x, int T)
+{
+	struct sd_job j = { .k = { .k = kern(), .out = dw, .w = w, .x = x, .dy = dy,
+				   .ld = eng_ld(T),
+				   .tl = (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD },
+			    .db = db, .lanes = db ? lanes : NULL };
 	cs_pool_run(pool, sddmm_part, &j);
 }

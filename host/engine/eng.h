@@ -147,6 +147,13 @@ int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int
  * x [col k][t] over the T tokens. */
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
 	       int T);
+/* eng_sddmm, and db [n_out] += the sum of each row of dy over the tokens while the row is in
+ * registers (a bias gradient with no pass of its own): 16 lane-wise sums, lane v over the
+ * tokens t = v, v + 16, ... in order from +0, then the 16 lanes in order from +0, the order
+ * of the model's token-minor bias gradient, so the same bits. dy's padding tokens T..ld-1
+ * must be zero (they are summed); lanes [n_out][16] is scratch. db NULL: eng_sddmm. */
+void eng_sddmm_db(cs_pool *pool, float *dw, float *db, float *lanes, const eng_spmat *w,
+		  const float *dy, const float *x, int T);
 
 /* ---- causal self-attention (eng_attn.c) ---------------------------------------------- */
 

@@ -125,7 +125,7 @@ AI float hsum256(__m256 v)
 }
 
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		    const float *x, int ld, int r0, int r1, int t0, const int nv)
+		    const float *x, int ld, int r0, int r1, int t0, float *lanes, const int nv)
 {
 	for (int r = r0; r < r1; r++) {
 		__m256 d[8];
@@ -133,6 +133,18 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 #pragma GCC unroll 8
 		for (int v = 0; v < nv; v++)
 			d[v] = _mm256_loadu_ps(dp + 8 * v);
+		if (lanes) { /* the row's 16 lane-wise sums in token order: lanes 0-7, 8-15 */
+			float *lp = lanes + (size_t)r * 16;
+			__m256 lo = t0 ? _mm256_loadu_ps(lp) : _mm256_setzero_ps();
+			__m256 hi = t0 ? _mm256_loadu_ps(lp + 8) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+			for (int v = 0; v < nv; v += 2) {
+				lo = _mm256_add_ps(lo, d[v]);
+				hi = _mm256_add_ps(hi, d[v + 1]);
+			}
+			_mm256_storeu_ps(lp, lo);
+			_mm256_storeu_ps(lp + 8, hi);
+		}
 		const float *xb = x + t0;
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			const float *xp = xb + (size_t)idx[k] * ld;
@@ -157,18 +169,18 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 }
 
 static void sddmm_avx2(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		       const float *x, int ld, int tl, int r0, int r1)
+		       const float *x, int ld, int tl, int r0, int r1, float *lanes)
 {
 	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
 	int t0 = 0;
 	for (; t0 + 64 <= tl; t0 += 64)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 8);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 8);
 	if (t0 + 32 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 4);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 4);
 		t0 += 32;
 	}
 	if (t0 + 16 <= tl)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 2);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 2);
 }
 
 /* 8x8 tile transpose in registers: dst[c][r] = src[r][c] */

@@ -135,7 +135,7 @@ static void pack_avx512(float *dst, const float *src, size_t lds, int n, int tl)
 }
 
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		    const float *x, int ld, int r0, int r1, int t0, const int nv)
+		    const float *x, int ld, int r0, int r1, int t0, float *lanes, const int nv)
 {
 	for (int r = r0; r < r1; r++) {
 		__m512 d[16];
@@ -143,6 +143,14 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 #pragma GCC unroll 16
 		for (int v = 0; v < nv; v++)
 			d[v] = _mm512_loadu_ps(dp + 16 * v);
+		if (lanes) { /* the row's 16 lane-wise sums, in token order */
+			float *lp = lanes + (size_t)r * 16;
+			__m512 l = t0 ? _mm512_loadu_ps(lp) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+			for (int v = 0; v < nv; v++)
+				l = _mm512_add_ps(l, d[v]);
+			_mm512_storeu_ps(lp, l);
+		}
 		const float *xb = x + t0;
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			const float *xp = xb + (size_t)idx[k] * ld;
@@ -167,26 +175,26 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 }
 
 static void sddmm_avx512(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-			 const float *x, int ld, int tl, int r0, int r1)
+			 const float *x, int ld, int tl, int r0, int r1, float *lanes)
 {
 	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
 	int t0 = 0;
 	for (; t0 + 256 <= tl; t0 += 256)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 16);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 16);
 	if (t0 + 128 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 8);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 8);
 		t0 += 128;
 	}
 	if (t0 + 64 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 4);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 4);
 		t0 += 64;
 	}
 	if (t0 + 32 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 2);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 2);
 		t0 += 32;
 	}
 	if (t0 + 16 <= tl)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, 1);
+		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 1);
 }
 
 /* 16x16 tile transpose in registers: dst[c][r] = src[r][c] */

@@ -43,10 +43,18 @@ static void pack_portable(float *dst, const float *src, size_t lds, int n, int t
 }
 
 static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-			   const float *x, int ld, int tl, int r0, int r1)
+			   const float *x, int ld, int tl, int r0, int r1, float *lanes)
 {
 	for (int r = r0; r < r1; r++) {
 		const float *d = dy + (size_t)r * ld;
+		if (lanes) { /* the row's 16 lane-wise sums, in token order */
+			float *lp = lanes + (size_t)r * 16;
+			for (int v = 0; v < 16; v++)
+				lp[v] = 0.0f;
+			for (int t = 0; t < tl; t += 16)
+				for (int v = 0; v < 16; v++)
+					lp[v] += d[t + v];
+		}
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
 			const float *xr = x + (size_t)idx[k] * ld;
 			/* ENG_TPAD lane-wise partial sums (ld is a multiple): they vectorize

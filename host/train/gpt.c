@@ -1066,6 +1066,12 @@ static void tm_bias_grad_job(void *va, int tid, int nth)
 	tm_bias_grad_rows(a, lo, hi);
 }
 
+void bias_grad_tm_pool(cs_pool *pool, float *db, const float *d, int rows, int BT, int ld)
+{
+	struct tm_job tj = { .db = db, .d = d, .rows = rows, .BT = BT, .ld = ld };
+	cs_pool_run(pool, tm_bias_grad_job, &tj);
+}
+
 /* Room for the token-minor activations of ld tokens; fresh memory is zeroed, the padding
  * tokens of every row stay so. */
 static int tm_reserve(gpt *m, int ld)
@@ -1630,16 +1636,15 @@ int gpt_backward(gpt *m, float loss_scale)
 			const float *gelut = m->tm_fch_gelu + l * C4 * tld;
 			/* GELU's backward (dfch = GELU' dfch_gelu) comes out of mlp.proj's */
 			rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch, fcht,
-						 g->fcprojw + l * C1 * C4, dfcproj, gelut,
+						 g->fcprojw + l * C1 * C4, NULL, dfcproj, gelut,
 						 p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT,
 						 (int)C4, C, tld, m->want_dense_dw);
 			if (rc)
 				return rc;
-			struct tm_job tj = { .db = g->fcb + l * C4, .d = m->tm_dfch, .rows = (int)C4,
-					     .BT = (int)BT, .ld = tld };
-			cs_pool_run(pool, tm_bias_grad_job, &tj);
+			/* fc's bias gradient comes out of its weight gradient */
 			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->fcw + l * C4 * C,
-						 m->tm_dfch, m->tm_ln2 + l * C1 * tld,
+						 g->fcb + l * C4, m->tm_dfch,
+						 m->tm_ln2 + l * C1 * tld,
 						 p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
 						 (int)C4, tld, m->want_dense_dw);
 		} else {
@@ -1665,7 +1670,7 @@ int gpt_backward(gpt *m, float loss_scale)
 		int ald = m->tm_ld[2 * L + l];
 		if (ald > 0)
 			rc = m->lin->backward_tm(m->lin_ctx, m->datty, NULL,
-						 g->attprojw + l * C1 * C, dattproj,
+						 g->attprojw + l * C1 * C, NULL, dattproj,
 						 m->tm_atty + l * C1 * ald, p->attprojw + l * C1 * C,
 						 l, GPT_ATTN_PROJ, (int)BT, C, C, ald,
 						 m->want_dense_dw);
@@ -1680,11 +1685,9 @@ int gpt_backward(gpt *m, float loss_scale)
 			const float *qkvt = m->tm_qkv + l * C3 * qld;
 			attention_backward_tm_pool(pool, m->tm_dqkv, m->datty, qkvt, qld, att,
 						   scratch, B, T, C, NH);
-			struct tm_job tj = { .db = g->qkvb + l * C3, .d = m->tm_dqkv,
-					     .rows = (int)C3, .BT = (int)BT, .ld = qld };
-			cs_pool_run(pool, tm_bias_grad_job, &tj);
 			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->qkvw + l * C3 * C,
-						 m->tm_dqkv, m->tm_ln1 + l * C1 * qld,
+						 g->qkvb + l * C3, m->tm_dqkv,
+						 m->tm_ln1 + l * C1 * qld,
 						 p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
 						 (int)C3, qld, m->want_dense_dw);
 		} else {

@@ -72,10 +72,13 @@ typedef struct gpt_linear_ops {
 			  int proj, int BT, int IC, int OC, int ld);
 	/* dx_mul (GPT_FC_PROJ only, else NULL): the token-minor dx comes out multiplied by it
 	 * elementwise ([IC][ld], as dx): mlp.proj's backward hands out GELU's backward, the
-	 * gradient times the derivative kept in fch, with no pass of its own. */
-	int (*backward_tm)(void *ctx, float *dx, const float *dx_mul, float *dw, const float *dy,
-			   const float *x, const float *w, int layer, int proj, int BT, int IC,
-			   int OC, int ld, int want_dense_dw);
+	 * gradient times the derivative kept in fch, with no pass of its own.
+	 * db (GPT_QKV and GPT_FC only, else NULL): the bias gradient, db [OC] += the sum of
+	 * each row of the token-minor dy over the BT tokens in bias_grad_tm_pool's order (the
+	 * same bits), which the hook may take while its weight gradient reads dy. */
+	int (*backward_tm)(void *ctx, float *dx, const float *dx_mul, float *dw, float *db,
+			   const float *dy, const float *x, const float *w, int layer, int proj,
+			   int BT, int IC, int OC, int ld, int want_dense_dw);
 } gpt_linear_ops;
 
 /* llm.c layout: each parameter kind is one array over the layers. */
@@ -275,6 +278,9 @@ void layernorm_forward_pool(cs_pool *pool, float *out, float *mean, float *rstd,
 			    int C);
 /* The same with out token-minor: [C][ld] (ld >= N), tokens N..ld-1 zeroed; the same bits.
  * 0 or CS_ERR_NO_MEM (its per-thread blocks). */
+/* db [rows] += the sum over the BT tokens of each row of the token-minor d [rows][ld]: 16
+ * lane-wise sums (lane v the tokens v, v + 16, ... in order), then the lanes in order. */
+void bias_grad_tm_pool(cs_pool *pool, float *db, const float *d, int rows, int BT, int ld);
 int layernorm_forward_tm_pool(cs_pool *pool, float *out, float *mean, float *rstd,
 			      const float *inp, const float *weight, const float *bias, int N,
 			      int C, int ld);

@@ -23,6 +23,7 @@ struct train_native {
 	const float **xt_src;  /* the token-major input it was made from */
 	int *xt_bt;            /* and its BT (0: none) */
 	float *dyt;            /* token-minor output gradient [4C][ld] */
+	float *dbl;            /* [4C][16]: the bias gradient's lane-wise sums (eng_sddmm_db) */
 	float *dwnz;           /* [max nnz] */
 	size_t dwnz_cap;
 	/* packed gradients (tn_set_packed_grads): each sparse projection's dW at its nonzeros,
@@ -91,6 +92,7 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->xt_src = calloc(n->n, sizeof *n->xt_src);
 	n->xt_bt = calloc(n->n, sizeof *n->xt_bt);
 	n->dyt = aligned_alloc(64, sizeof(float) * ld * 4 * C);
+	n->dbl = aligned_alloc(64, sizeof(float) * 16 * 4 * C);
 	n->gnz = calloc(n->n, sizeof *n->gnz);
 	n->gnz_cap = calloc(n->n, sizeof *n->gnz_cap);
 	n->gfresh = calloc(n->n, sizeof *n->gfresh);
@@ -98,8 +100,8 @@ int tn_open(train_native **out, gpt *m, const train_sparsity *ts, cs_pool *pool,
 	n->vfresh = calloc(n->n, sizeof *n->vfresh);
 	n->csc_due = calloc(n->n, sizeof *n->csc_due);
 	int rc = CS_ERR_NO_MEM;
-	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt || !n->gnz ||
-	    !n->gnz_cap || !n->gfresh || !n->proj_of || !n->vfresh || !n->csc_due ||
+	if (!n->sp || !n->tensor || !n->xt || !n->xt_src || !n->xt_bt || !n->dyt || !n->dbl ||
+	    !n->gnz || !n->gnz_cap || !n->gfresh || !n->proj_of || !n->vfresh || !n->csc_due ||
 	    eng_ctx_create(&n->e, pool))
 		goto out_nomem;
 	for (int i = 0; i < m->num_tensors; i++) {
@@ -151,6 +153,7 @@ void tn_close(train_native *n)
 	free(n->xt_src);
 	free(n->xt_bt);
 	free(n->dyt);
+	free(n->dbl);
 	free(n->dwnz);
 	free(n);
 }
@@ -300,16 +303,17 @@ static void acc_part(void *arg, int tid, int nth)
 }
 
 /* dW at the nonzeros of projection k from token-minor dy and x: into its packed array, or
- * scattered into the dense buffer dw */
-static int wgrad(train_native *n, int k, float *dw, const float *dyt, const float *xt, int BT)
+ * scattered into the dense buffer dw; db, when not NULL, += dy's row sums (eng_sddmm_db) */
+static int wgrad(train_native *n, int k, float *dw, float *db, const float *dyt,
+		 const float *xt, int BT)
 {
 	const eng_spmat *s = &n->sp[k];
 	if (n->packed && n->gfresh[k]) {
-		eng_sddmm(n->pool, n->gnz[k], s, dyt, xt, BT);
+		eng_sddmm_db(n->pool, n->gnz[k], db, n->dbl, s, dyt, xt, BT);
 		n->gfresh[k] = 0;
 		return CS_OK;
 	}
-	eng_sddmm(n->pool, n->dwnz, s, dyt, xt, BT);
+	eng_sddmm_db(n->pool, n->dwnz, db, n->dbl, s, dyt, xt, BT);
 	if (n->packed) { /* a later micro-batch: accumulate */
 		struct acc_job a = { n->gnz[k], n->dwnz, (size_t)s->nnz };
 		cs_pool_run(n->pool, acc_part, &a);
@@ -349,7 +353,7 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 		n->xt_src[k] = x;
 		n->xt_bt[k] = BT;
 	}
-	return wgrad(n, k, dw, n->dyt, n->xt[k], BT);
+	return wgrad(n, k, dw, NULL, n->dyt, n->xt[k], BT);
 }
 
 /* The MLP's hidden activations token-minor when both of its projections run here. */
@@ -398,7 +402,7 @@ static int nat_forward_tm(void *ctx, float *y, const float *x, const float *w, i
 			   NULL);
 }
 
-static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
+static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw, float *db,
 			   const float *dy, const float *x, const float *w, int layer, int proj,
 			   int BT, int IC, int OC, int ld, int want_dense_dw)
 {
@@ -406,7 +410,9 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
 	const eng_spmat *s = &n->sp[k];
-	if (!s->row_ptr || ld != eng_ld(BT) || (dx_mul && proj != GPT_FC_PROJ))
+	int dy_tm = proj == GPT_QKV || proj == GPT_FC;
+	if (!s->row_ptr || ld != eng_ld(BT) || (dx_mul && proj != GPT_FC_PROJ) ||
+	    (db && !dy_tm))
 		return CS_ERR_INVALID;
 	int rc;
 	if (proj == GPT_FC_PROJ || proj == GPT_ATTN_PROJ) { /* dy token-major, x token-minor,
@@ -420,7 +426,7 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 				    x, ld, 1.0f, dw, IC);
 			return CS_OK;
 		}
-		return wgrad(n, k, dw, n->dyt, x, BT);
+		return wgrad(n, k, dw, NULL, n->dyt, x, BT);
 	}
 	/* qkv, fc: dy and x token-minor, dx token-major */
 	rc = eng_spmm_ex(n->e, dx, 0, s, 1, dy, 1, BT, NULL);
@@ -429,9 +435,13 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 	if (want_dense_dw) { /* dW += dy x^T over [rows][ld] */
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, IC, BT, 1.0f, dy, ld, x,
 			    ld, 1.0f, dw, IC);
+		if (db)
+			bias_grad_tm_pool(n->pool, db, dy, OC, BT, ld);
 		return CS_OK;
 	}
-	return wgrad(n, k, dw, dy, x, BT);
+	/* the bias gradient read with dy's rows in the weight gradient (the padding tokens of
+	 * dy, which it sums, are zero: the model's token-minor arrays keep them so) */
+	return wgrad(n, k, dw, db, dy, x, BT);
 }
 
 const gpt_linear_ops train_native_linear_ops = {

@@ -151,6 +151,52 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 	free(xt2);
 	free(dyt2);
 	eng_sddmm(pool, dw, &s, dyt, xt, T);
+	/* the weight gradient with the bias gradient: the same dw, and db += each dy row's sum
+	 * in 16 lane-wise sums then the lanes, in order (the bits of the model's row sums),
+	 * rows with no nonzeros included */
+	{
+		size_t no = (size_t)p->n_out;
+		float *dw2 = malloc(sizeof(float) * ((size_t)s.nnz + 1));
+		float *db = malloc(sizeof(float) * no), *lanes = malloc(sizeof(float) * 16 * no);
+		assert_true(dw2 && db && lanes);
+		memset(dw2, 0x7f, sizeof(float) * ((size_t)s.nnz + 1));
+		memset(lanes, 0x7f, sizeof(float) * 16 * no);
+		for (size_t i = 0; i < no; i++)
+			db[i] = rnd_f();
+		float *db0 = malloc(sizeof(float) * no);
+		assert_true(db0);
+		memcpy(db0, db, sizeof(float) * no);
+		eng_sddmm_db(pool, dw2, db, lanes, &s, dyt, xt, T);
+		assert_memory_equal(dw2, dw, sizeof(float) * (size_t)s.nnz);
+		for (size_t i = 0; i < no; i++) {
+			float l[16] = { 0 }, tot = 0.0f;
+			double ref = 0, sa = 0;
+			for (int t = 0; t < T; t++) {
+				l[t % 16] += dyt[i * ld + t];
+				ref += dyt[i * ld + t];
+				sa += fabs(dyt[i * ld + t]);
+			}
+			for (int v = 0; v < 16; v++)
+				tot += l[v];
+			float want = db0[i] + tot;
+			assert_memory_equal(&db[i], &want, sizeof want);
+			assert_close(db[i], db0[i] + ref, sa + fabs(db0[i]), T + 1, "bias", (int)i, 0);
+		}
+		/* db NULL: eng_sddmm, lanes untouched */
+		memset(dw2, 0x7f, sizeof(float) * ((size_t)s.nnz + 1));
+		memset(lanes, 0x7f, sizeof(float) * 16 * no);
+		eng_sddmm_db(pool, dw2, NULL, lanes, &s, dyt, xt, T);
+		assert_memory_equal(dw2, dw, sizeof(float) * (size_t)s.nnz);
+		for (size_t q = 0; q < 16 * no; q++) {
+			uint32_t u;
+			memcpy(&u, &lanes[q], sizeof u);
+			assert_int_equal(u, 0x7f7f7f7fu);
+		}
+		free(dw2);
+		free(db);
+		free(db0);
+		free(lanes);
+	}
 	/* token-minor sides: the same sums, so the same bits; padding tokens of a token-minor
 	 * output zero */
 	{
