@@ -479,8 +479,24 @@ struct tm_job {
 	int bf16, nrows, ncols, T;
 	int y_tm;              /* output token-minor ([rows][ld]) */
 	const float *mul;      /* token-minor output times mul ([rows][ld]), or NULL */
+	const float *res;      /* token-major output: y = res + (sum + bias), or NULL */
+	const float *bias;
 	atomic_int failed;
 };
+
+/* y [t][r] = res [t][r] + (y [t][r] + bias [r]) for t < nt, r < nr (rows n apart): the
+ * residual add and the bias on a token-major output block just transposed, still in L1.
+ * Plain adds in the order of the model's pass (bias_residual_pool): the same bits. */
+static void res_bias_rows(float *restrict y, const float *restrict res,
+			  const float *restrict bias, size_t n, int nt, int nr)
+{
+	for (int t = 0; t < nt; t++) {
+		float *yr = y + (size_t)t * n;
+		const float *rr = res + (size_t)t * n;
+		for (int r = 0; r < nr; r++)
+			yr[r] = rr[r] + (yr[r] + bias[r]);
+	}
+}
 
 /* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
@@ -556,9 +572,14 @@ static void spmm_part(void *arg, int tid, int nth)
 							xld, tl, nr);
 				}
 			}
-			if (!j->y_tm)
-				j->k->transpose(j->y + (size_t)t0 * j->nrows + r0, (size_t)j->nrows,
-						sl->yb, ENG_TB, nr, nt);
+			if (!j->y_tm) {
+				size_t at = (size_t)t0 * j->nrows + r0;
+				j->k->transpose(j->y + at, (size_t)j->nrows, sl->yb, ENG_TB, nr,
+						nt);
+				if (j->res)
+					res_bias_rows(j->y + at, j->res + at, j->bias + r0,
+						      (size_t)j->nrows, nt, nr);
+			}
 		}
 		if (j->y_tm && t0 + nt == j->T) /* the output's padding tokens, zero */
 			for (int r = 0; r < j->nrows; r++)
@@ -567,8 +588,9 @@ static void spmm_part(void *arg, int tid, int nth)
 	}
 }
 
-static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spmat *w,
-		    int by_col, const float *x, int x_tm, int T, float *xt)
+static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const float *res,
+		    const float *bias, const eng_spmat *w, int by_col, const float *x, int x_tm,
+		    int T, float *xt)
 {
 	int ncols = by_col ? w->n_out : w->n_in;
 	if (T < 1)
@@ -599,6 +621,8 @@ static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_
 		.T = T,
 		.y_tm = y_tm != 0,
 		.mul = mul,
+		.res = res,
+		.bias = bias,
 	};
 	cs_pool_run(e->pool, spmm_part, &j);
 	return atomic_load(&j.failed) ? CS_ERR_NO_MEM : CS_OK;
@@ -607,7 +631,7 @@ static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_
 int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
 		int x_tm, int T, float *xt)
 {
-	return spmm_run(e, y, y_tm, NULL, w, by_col, x, x_tm, T, xt);
+	return spmm_run(e, y, y_tm, NULL, NULL, NULL, w, by_col, x, x_tm, T, xt);
 }
 
 int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int by_col,
@@ -615,7 +639,15 @@ int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int
 {
 	if (!mul)
 		return CS_ERR_INVALID;
-	return spmm_run(e, y, 1, mul, w, by_col, x, x_tm, T, xt);
+	return spmm_run(e, y, 1, mul, NULL, NULL, w, by_col, x, x_tm, T, xt);
+}
+
+int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, const eng_spmat *w,
+		 const float *x, int x_tm, int T, float *xt)
+{
+	if (!res || !bias || res == y)
+		return CS_ERR_INVALID;
+	return spmm_run(e, y, 0, NULL, res, bias, w, 0, x, x_tm, T, xt);
 }
 
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,

@@ -142,6 +142,13 @@ int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, 
  * derivative is kept, as GELU's). 0, CS_ERR_INVALID (mul NULL) or CS_ERR_NO_MEM. */
 int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int by_col,
 		 const float *x, int x_tm, int T, float *xt);
+/* The forward product into a token-major y with a residual add and a bias in its output
+ * pass: y [T][n_out] = res + (x W^T + bias), each element res + (sum + bias) in that order
+ * while the output block is in L1, the bits of the product followed by a separate pass.
+ * res [T][n_out] (not y), bias [n_out]; x and xt as eng_spmm_ex. 0, CS_ERR_INVALID (res or
+ * bias NULL, res == y) or CS_ERR_NO_MEM. */
+int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, const eng_spmat *w,
+		 const float *x, int x_tm, int T, float *xt);
 /* Token-minor weight gradient (inputs [rows][eng_ld(T)], transposed with eng_transpose_in
  * or handed out by eng_spmm): dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] *
  * x [col k][t] over the T tokens. */

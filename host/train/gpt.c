@@ -1486,8 +1486,9 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 						       qld);
 			if (rc)
 				return rc;
-			rc = m->lin->forward_tm(m->lin_ctx, qkvt, ln1t, p->qkvw + l * C3 * C, l,
-						GPT_QKV, (int)BT, C, 3 * C, qld);
+			rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, NULL, ln1t,
+						p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
+						3 * C, qld);
 			if (rc)
 				return rc;
 			struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
@@ -1511,20 +1512,23 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			float *attyt = m->tm_atty + l * C1 * ald;
 			attention_forward_tmo_pool(pool, attyt, att, m->tm_qkv + l * C3 * ald, ald,
 						   scratch, B, T, C, NH);
-			rc = m->lin->forward_tm(m->lin_ctx, attproj, attyt,
-						p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
+			/* the bias and the residual add in attn.proj's output pass */
+			rc = m->lin->forward_tm(m->lin_ctx, residual2, residual, p->attprojb + l * C1,
+						attyt, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
 						(int)BT, C, C, ald);
+			if (rc)
+				return rc;
 		} else {
 			if (qld > 0)
 				attention_forward_tm_pool(pool, atty, att, m->tm_qkv + l * C3 * qld,
 							  qld, scratch, B, T, C, NH);
 			rc = lin_forward(m, attproj, atty, p->attprojw + l * C1 * C, l,
 					 GPT_ATTN_PROJ, (int)BT, C, C);
+			if (rc)
+				return rc;
+			bias_residual_pool(pool, residual2, residual, attproj,
+					   p->attprojb + l * C1, (int)BT, C);
 		}
-		if (rc)
-			return rc;
-		bias_residual_pool(pool, residual2, residual, attproj, p->attprojb + l * C1,
-				   (int)BT, C);
 		int tld = m->lin->mlp_ld ? m->lin->mlp_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[l] = 0;
 		if (tld > 0) { /* ln2 and the hidden activations token-minor */
@@ -1540,15 +1544,20 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 						       tld);
 			if (rc)
 				return rc;
-			rc = m->lin->forward_tm(m->lin_ctx, fcht, ln2t, p->fcw + l * C4 * C, l,
-						GPT_FC, (int)BT, C, 4 * C, tld);
+			rc = m->lin->forward_tm(m->lin_ctx, fcht, NULL, NULL, ln2t,
+						p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, 4 * C,
+						tld);
 			if (rc)
 				return rc;
 			struct tm_job tj = { .y = fcht, .g = gelut, .b = p->fcb + l * C4,
 					     .rows = (int)C4, .BT = (int)BT, .ld = tld };
 			cs_pool_run(pool, tm_bias_gelu_job, &tj);
-			rc = m->lin->forward_tm(m->lin_ctx, fcproj, gelut, p->fcprojw + l * C1 * C4,
+			/* the bias and the residual add in mlp.proj's output pass */
+			rc = m->lin->forward_tm(m->lin_ctx, residual3, residual2,
+						p->fcprojb + l * C1, gelut, p->fcprojw + l * C1 * C4,
 						l, GPT_FC_PROJ, (int)BT, 4 * C, C, tld);
+			if (rc)
+				return rc;
 		} else {
 			layernorm_forward_pool(pool, ln2, ln2_mean, ln2_rstd, residual2,
 					       p->ln2w + l * C1, p->ln2b + l * C1, (int)BT, C);
@@ -1560,11 +1569,11 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			gelu_forward_d_pool(pool, fch_gelu, fch, BT * C4); /* fch: GELU' */
 			rc = lin_forward(m, fcproj, fch_gelu, p->fcprojw + l * C1 * C4, l,
 					 GPT_FC_PROJ, (int)BT, 4 * C, C);
+			if (rc)
+				return rc;
+			bias_residual_pool(pool, residual3, residual2, fcproj,
+					   p->fcprojb + l * C1, (int)BT, C);
 		}
-		if (rc)
-			return rc;
-		bias_residual_pool(pool, residual3, residual2, fcproj, p->fcprojb + l * C1,
-				   (int)BT, C);
 	}
 	const float *residual = a->residual3 + (L - 1) * BT * C;
 	layernorm_forward_pool(pool, a->lnf, a->lnf_mean, a->lnf_rstd, residual, p->lnfw, p->lnfb,

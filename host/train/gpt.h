@@ -68,8 +68,12 @@ typedef struct gpt_linear_ops {
 	 * (qkv_ld) and attn_ld gives the same ld; then forward_tm / backward_tm run
 	 * GPT_ATTN_PROJ with x token-minor (y, dy and dx token-major). */
 	int (*attn_ld)(void *ctx, int layer, int BT);
-	int (*forward_tm)(void *ctx, float *y, const float *x, const float *w, int layer,
-			  int proj, int BT, int IC, int OC, int ld);
+	/* res (GPT_ATTN_PROJ and GPT_FC_PROJ, whose y is token-major; else NULL): y = res +
+	 * (x W^T + bias) [BT, OC], the projection's bias and the residual add in the product's
+	 * output pass (bias_residual_pool's expressions: the same bits); res is not y. */
+	int (*forward_tm)(void *ctx, float *y, const float *res, const float *bias,
+			  const float *x, const float *w, int layer, int proj, int BT, int IC,
+			  int OC, int ld);
 	/* dx_mul (GPT_FC_PROJ only, else NULL): the token-minor dx comes out multiplied by it
 	 * elementwise ([IC][ld], as dx): mlp.proj's backward hands out GELU's backward, the
 	 * gradient times the derivative kept in fch, with no pass of its own.

@@ -386,18 +386,22 @@ static int nat_qkv_ld(void *ctx, int layer, int BT)
 	return n->sp[layer * GPT_NPROJ + GPT_QKV].row_ptr ? eng_ld(BT) : 0;
 }
 
-static int nat_forward_tm(void *ctx, float *y, const float *x, const float *w, int layer,
-			  int proj, int BT, int IC, int OC, int ld)
+static int nat_forward_tm(void *ctx, float *y, const float *res, const float *bias,
+			  const float *x, const float *w, int layer, int proj, int BT, int IC,
+			  int OC, int ld)
 {
 	(void)w, (void)IC, (void)OC;
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
-	if (!n->sp[k].row_ptr || ld != eng_ld(BT))
+	int y_tm = proj == GPT_QKV || proj == GPT_FC;
+	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || (res && y_tm))
 		return CS_ERR_INVALID;
 	/* x token-minor (qkv, fc: the LayerNorm's output; attn.proj: attention's; mlp.proj:
 	 * GELU's), the wgrad's input itself; y token-minor for qkv and fc */
 	n->xt_src[k] = NULL;
 	n->xt_bt[k] = 0;
+	if (res) /* attn.proj, mlp.proj: the bias and residual add in the output pass */
+		return eng_spmm_res(n->e, y, res, bias, &n->sp[k], x, 1, BT, NULL);
 	return eng_spmm_ex(n->e, y, proj == GPT_QKV || proj == GPT_FC, &n->sp[k], 0, x, 1, BT,
 			   NULL);
 }

@@ -241,6 +241,36 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 			}
 		assert_int_equal(eng_spmm_mul(e, dxm, NULL, &s, 1, dyt, 1, T, NULL),
 				 CS_ERR_INVALID);
+		/* the forward product with a residual add and a bias in its output pass: the bits
+		 * of res + (y + bias), from a token-major and a token-minor input */
+		float *res = malloc(sizeof(float) * T * no), *bias = malloc(sizeof(float) * no);
+		float *yr = malloc(sizeof(float) * T * no);
+		assert_true(res && bias && yr);
+		for (size_t q = 0; q < T * no; q++)
+			res[q] = rnd_f();
+		for (size_t i = 0; i < no; i++)
+			bias[i] = rnd_f();
+		for (int tm = 0; tm < 2; tm++) {
+			memset(yr, 0x7f, sizeof(float) * T * no);
+			assert_int_equal(eng_spmm_res(e, yr, res, bias, &s, tm ? xt : p->x, tm, T,
+						      NULL),
+					 CS_OK);
+			for (int t = 0; t < T; t++)
+				for (size_t i = 0; i < no; i++) {
+					size_t q = (size_t)t * no + i;
+					float want = res[q] + (y[q] + bias[i]);
+					assert_memory_equal(&yr[q], &want, sizeof want);
+				}
+		}
+		assert_int_equal(eng_spmm_res(e, yr, NULL, bias, &s, xt, 1, T, NULL),
+				 CS_ERR_INVALID);
+		assert_int_equal(eng_spmm_res(e, yr, res, NULL, &s, xt, 1, T, NULL),
+				 CS_ERR_INVALID);
+		assert_int_equal(eng_spmm_res(e, res, res, bias, &s, xt, 1, T, NULL),
+				 CS_ERR_INVALID);
+		free(res);
+		free(bias);
+		free(yr);
 		free(mt);
 		free(dxm);
 		free(yt);
