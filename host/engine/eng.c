@@ -477,7 +477,8 @@ struct tm_job {
 	const int32_t *idx;
 	const void *val;
 	int bf16, nrows, ncols, T;
-	int y_tm;              /* output token-minor ([rows][ld]) */
+	int y_tm;              /* output token-minor: ENG_TM_ROWS or ENG_TM_BLOCKED */
+	int x_blk;             /* input in blocks (ENG_TM_BLOCKED) */
 	const float *mul;      /* token-minor output times mul ([rows][ld]), or NULL */
 	const float *res;      /* token-major output: y = res + (sum + bias), or NULL */
 	const float *bias;
@@ -502,7 +503,8 @@ static void res_bias_rows(float *restrict y, const float *restrict res,
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
  * every column, zero past the last token: no other thread reads them), packs the block into
  * its own contiguous copy (columns ENG_TB floats apart, not ld: on Zen 4 the rows over it,
- * with no prefetch, run 15-25 % faster than over the strided copy with one), then runs the rows over it, in column chunks when the input is
+ * with no prefetch, run 15-25 % faster than over the strided copy with one; a blocked input
+ * is that copy already), then runs the rows over it, in column chunks when the input is
  * wide; a token-major output's block is transposed back from the thread's result block. */
 static void spmm_part(void *arg, int tid, int nth)
 {
@@ -519,7 +521,9 @@ static void spmm_part(void *arg, int tid, int nth)
 		sl->yb = aligned_alloc(64, sizeof(float) * need);
 		sl->yb_cap = sl->yb ? need : 0;
 	}
-	const int pack = j->x || j->ptr[j->nrows] >= (int64_t)ENG_PACK_MIN * j->ncols;
+	/* a blocked input is read as its packed copy would be, in place */
+	const int pack = !j->x_blk &&
+			 (j->x || j->ptr[j->nrows] >= (int64_t)ENG_PACK_MIN * j->ncols);
 	need = (size_t)j->ncols * ENG_TB;
 	if (pack && sl->xp_cap < need) {
 		free(sl->xp);
@@ -530,7 +534,8 @@ static void spmm_part(void *arg, int tid, int nth)
 		atomic_store(&j->failed, 1);
 		return;
 	}
-	const int nch = pack ? (j->ncols + ENG_KC - 1) / ENG_KC : 1;
+	const int nch = pack || j->x_blk ? (j->ncols + ENG_KC - 1) / ENG_KC : 1;
+	const int y_blk = j->y_tm == ENG_TM_BLOCKED;
 	/* a token-minor output needs no result block: all rows at once unless chunked */
 	const int grp = j->y_tm && nch == 1 ? j->nrows : ENG_YROWS;
 	size_t tpad = ((size_t)j->T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD;
@@ -548,16 +553,21 @@ static void spmm_part(void *arg, int tid, int nth)
 		}
 		const float *xb = j->xt + t0;
 		size_t xld = ld;
-		if (pack) {
+		if (j->x_blk) {
+			xb = j->xt + b * (size_t)j->ncols * ENG_TB;
+			xld = ENG_TB;
+		} else if (pack) {
 			j->k->pack(sl->xp, xb, ld, j->ncols, tl);
 			xb = sl->xp;
 			xld = ENG_TB;
 		}
 		for (int r0 = 0; r0 < j->nrows; r0 += grp) {
 			int nr = j->nrows - r0 < grp ? j->nrows - r0 : grp;
-			float *o = j->y_tm ? j->y + (size_t)r0 * ld + t0 : sl->yb;
-			size_t lo = j->y_tm ? ld : ENG_TB;
-			const float *mul = j->mul ? j->mul + (size_t)r0 * ld + t0 : NULL;
+			size_t yo = y_blk ? (b * (size_t)j->nrows + (size_t)r0) * ENG_TB
+					  : (size_t)r0 * ld + (size_t)t0;
+			float *o = j->y_tm ? j->y + yo : sl->yb;
+			size_t lo = j->y_tm && !y_blk ? ld : ENG_TB;
+			const float *mul = j->mul ? j->mul + yo : NULL;
 			if (nch == 1) {
 				j->k->spmm_rows(o, lo, mul, j->ptr + r0, NULL, 0, 0, j->idx, j->val,
 						j->bf16, xb, xld, tl, nr);
@@ -581,7 +591,11 @@ static void spmm_part(void *arg, int tid, int nth)
 						      (size_t)j->nrows, nt, nr);
 			}
 		}
-		if (j->y_tm && t0 + nt == j->T) /* the output's padding tokens, zero */
+		if (y_blk && nt < ENG_TB) /* the last block's padding tokens, zero */
+			for (int r = 0; r < j->nrows; r++)
+				memset(j->y + (b * (size_t)j->nrows + (size_t)r) * ENG_TB + nt, 0,
+				       sizeof(float) * (size_t)(ENG_TB - nt));
+		else if (j->y_tm && !y_blk && t0 + nt == j->T) /* the padding tokens, zero */
 			for (int r = 0; r < j->nrows; r++)
 				memset(j->y + (size_t)r * ld + j->T, 0,
 				       sizeof(float) * (ld - (size_t)j->T));
@@ -593,7 +607,7 @@ static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const floa
 		    int T, float *xt)
 {
 	int ncols = by_col ? w->n_out : w->n_in;
-	if (T < 1)
+	if (T < 1 || y_tm < 0 || y_tm > ENG_TM_BLOCKED || x_tm < 0 || x_tm > ENG_TM_BLOCKED)
 		return CS_ERR_INVALID;
 	if (!x_tm && !xt) {
 		size_t need = (size_t)ncols * (size_t)eng_ld(T);
@@ -619,7 +633,8 @@ static int spmm_run(eng_ctx *e, float *y, int y_tm, const float *mul, const floa
 		.nrows = by_col ? w->n_in : w->n_out,
 		.ncols = ncols,
 		.T = T,
-		.y_tm = y_tm != 0,
+		.y_tm = y_tm,
+		.x_blk = x_tm == ENG_TM_BLOCKED,
 		.mul = mul,
 		.res = res,
 		.bias = bias,
@@ -634,12 +649,12 @@ int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, 
 	return spmm_run(e, y, y_tm, NULL, NULL, NULL, w, by_col, x, x_tm, T, xt);
 }
 
-int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int by_col,
-		 const float *x, int x_tm, int T, float *xt)
+int eng_spmm_mul(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spmat *w,
+		 int by_col, const float *x, int x_tm, int T, float *xt)
 {
-	if (!mul)
+	if (!mul || !y_tm)
 		return CS_ERR_INVALID;
-	return spmm_run(e, y, 1, mul, NULL, NULL, w, by_col, x, x_tm, T, xt);
+	return spmm_run(e, y, y_tm, mul, NULL, NULL, w, by_col, x, x_tm, T, xt);
 }
 
 int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, const eng_spmat *w,
@@ -659,6 +674,7 @@ int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *
 struct sd_job {
 	struct k_job k;
 	float *db, *lanes;
+	size_t dyr, dys, xr, xs; /* row and 64-token segment strides of dy and x */
 };
 
 static void sddmm_part(void *arg, int tid, int nth)
@@ -669,8 +685,8 @@ static void sddmm_part(void *arg, int tid, int nth)
 	split_rows(w->row_ptr, w->n_out, tid, nth, &r0, &r1);
 	if (r0 >= r1)
 		return;
-	j->k.k->sddmm(j->k.out, w->row_ptr, w->col, j->k.dy, j->k.x, j->k.ld, j->k.tl, r0, r1,
-		      j->lanes);
+	j->k.k->sddmm(j->k.out, w->row_ptr, w->col, j->k.dy, j->dyr, j->dys, j->k.x, j->xr,
+		      j->xs, j->k.tl, r0, r1, j->lanes);
 	if (!j->db)
 		return;
 	for (int r = r0; r < r1; r++) { /* the lanes in order, as the model's row sums */
@@ -685,15 +701,41 @@ static void sddmm_part(void *arg, int tid, int nth)
 void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, const float *x,
 	       int T)
 {
-	eng_sddmm_db(pool, dw, NULL, NULL, w, dy, x, T);
+	eng_sddmm_ex(pool, dw, NULL, NULL, w, dy, ENG_TM_ROWS, x, ENG_TM_ROWS, T);
 }
 
 void eng_sddmm_db(cs_pool *pool, float *dw, float *db, float *lanes, const eng_spmat *w,
 		  const float *dy, const float *x, int T)
 {
+	eng_sddmm_ex(pool, dw, db, lanes, w, dy, ENG_TM_ROWS, x, ENG_TM_ROWS, T);
+}
+
+void eng_sddmm_ex(cs_pool *pool, float *dw, float *db, float *lanes, const eng_spmat *w,
+		  const float *dy, int dy_tm, const float *x, int x_tm, int T)
+{
+	size_t ld = (size_t)eng_ld(T);
 	struct sd_job j = { .k = { .k = kern(), .out = dw, .w = w, .x = x, .dy = dy,
-				   .ld = eng_ld(T),
+				   .ld = (int)ld,
 				   .tl = (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD },
 			    .db = db, .lanes = db ? lanes : NULL };
+	/* a row's tokens: ld floats a row, or ENG_TB a row and the row's next 64 tokens a
+	 * block (all the rows' ENG_TB tokens) further */
+	j.dyr = dy_tm == ENG_TM_BLOCKED ? ENG_TB : ld;
+	j.dys = dy_tm == ENG_TM_BLOCKED ? (size_t)w->n_out * ENG_TB : ENG_TB;
+	j.xr = x_tm == ENG_TM_BLOCKED ? ENG_TB : ld;
+	j.xs = x_tm == ENG_TM_BLOCKED ? (size_t)w->n_in * ENG_TB : ENG_TB;
 	cs_pool_run(pool, sddmm_part, &j);
+}
+
+void eng_tm_unblock(float *dst, const float *src, int rows, int T)
+{
+	size_t ld = (size_t)eng_ld(T), nblk = ((size_t)T + ENG_TB - 1) / ENG_TB;
+	for (size_t r = 0; r < (size_t)rows; r++) {
+		float *d = dst + r * ld;
+		for (size_t b = 0; b < nblk; b++) {
+			size_t t0 = b * ENG_TB, nt = (size_t)T - t0 < ENG_TB ? (size_t)T - t0 : ENG_TB;
+			memcpy(d + t0, src + (b * (size_t)rows + r) * ENG_TB, sizeof(float) * nt);
+		}
+		memset(d + T, 0, sizeof(float) * (ld - (size_t)T));
+	}
 }

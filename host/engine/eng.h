@@ -100,6 +100,24 @@ static inline int eng_ld(int T)
 	return ld % 128 ? ld : ld + ENG_TPAD;
 }
 
+/* Token-minor layouts of an activation of `rows` features over T tokens:
+ *   ENG_TM_ROWS     [rows][eng_ld(T)]: a row per feature;
+ *   ENG_TM_BLOCKED  [nblk][rows][ENG_TB], nblk = ceil(T / ENG_TB): the tokens in blocks of
+ *                   ENG_TB, each block's rows contiguous, as the products work on them (a
+ *                   blocked input needs no packing, a blocked output is written whole).
+ * Tokens past T (to ld, or to the end of the last block) are zero. */
+enum eng_tm { ENG_TM_ROWS = 1, ENG_TM_BLOCKED = 2 };
+
+/* Floats of a blocked token-minor activation of `rows` features over T tokens. */
+static inline size_t eng_blk_size(int rows, int T)
+{
+	return ((size_t)T + ENG_TB - 1) / ENG_TB * ENG_TB * (size_t)rows;
+}
+
+/* dst [rows][eng_ld(T)] (ENG_TM_ROWS, padding zeroed) = src blocked (ENG_TM_BLOCKED), on the
+ * caller's thread: for a consumer that wants rows (the dense-gradient steps' sgemm). */
+void eng_tm_unblock(float *dst, const float *src, int rows, int T);
+
 /* dst [C][ld] = src [R][C] transposed; columns R..ld-1 of dst are zeroed. */
 void eng_transpose_in(cs_pool *pool, float *dst, const float *src, int R, int C, int ld);
 /* dst [R][C] = src [C][ld] transposed back (the first R columns of src). */
@@ -129,19 +147,21 @@ cs_pool *eng_ctx_pool(const eng_ctx *e);
  * keeps one. 0 or CS_ERR_NO_MEM. */
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,
 	     float *xt);
-/* The same with either side token-minor ([cols][eng_ld(T)]): x_tm takes the input so (its
- * tokens T..ld-1 are not read into any output; xt is ignored, x is that copy already), y_tm
- * gives the output so, tokens T..ld-1 of each row zeroed. A token-minor side needs no
- * transpose at all. */
+/* The same with either side token-minor, x_tm and y_tm 0 (token-major) or an enum eng_tm
+ * layout: x_tm takes the input so (its tokens past T are not read into any output; xt is
+ * ignored, x is that copy already), y_tm gives the output so, its tokens past T zeroed. A
+ * token-minor side needs no transpose at all, a blocked input no packing. 0,
+ * CS_ERR_INVALID (a layout out of range) or CS_ERR_NO_MEM. */
 int eng_spmm_ex(eng_ctx *e, float *y, int y_tm, const eng_spmat *w, int by_col, const float *x,
 		int x_tm, int T, float *xt);
-/* The token-minor product of eng_spmm_ex (y_tm = 1) with each output element multiplied by
- * the element of mul at the same place (mul [rows][eng_ld(T)], as y) while the output rows
- * are in L1: y = (x W^T or x W) * mul elementwise, the same bits as the product followed by
- * a separate pass of y[i] * mul[i] (the backward of an elementwise function whose
- * derivative is kept, as GELU's). 0, CS_ERR_INVALID (mul NULL) or CS_ERR_NO_MEM. */
-int eng_spmm_mul(eng_ctx *e, float *y, const float *mul, const eng_spmat *w, int by_col,
-		 const float *x, int x_tm, int T, float *xt);
+/* The token-minor product of eng_spmm_ex (y_tm an enum eng_tm layout) with each output
+ * element multiplied by the element of mul at the same place (mul in y's layout) while the
+ * output rows are in L1: y = (x W^T or x W) * mul elementwise, the same bits as the product
+ * followed by a separate pass of y[i] * mul[i] (the backward of an elementwise function
+ * whose derivative is kept, as GELU's). 0, CS_ERR_INVALID (mul NULL, y_tm 0) or
+ * CS_ERR_NO_MEM. */
+int eng_spmm_mul(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spmat *w,
+		 int by_col, const float *x, int x_tm, int T, float *xt);
 /* The forward product into a token-major y with a residual add and a bias in its output
  * pass: y [T][n_out] = res + (x W^T + bias), each element res + (sum + bias) in that order
  * while the output block is in L1, the bits of the product followed by a separate pass.
@@ -161,6 +181,10 @@ void eng_sddmm(cs_pool *pool, float *dw, const eng_spmat *w, const float *dy, co
  * must be zero (they are summed); lanes [n_out][16] is scratch. db NULL: eng_sddmm. */
 void eng_sddmm_db(cs_pool *pool, float *dw, float *db, float *lanes, const eng_spmat *w,
 		  const float *dy, const float *x, int T);
+/* eng_sddmm_db with dy and x each in an enum eng_tm layout (dy_tm, x_tm): the same sums in
+ * the same order, so the same bits. */
+void eng_sddmm_ex(cs_pool *pool, float *dw, float *db, float *lanes, const eng_spmat *w,
+		  const float *dy, int dy_tm, const float *x, int x_tm, int T);
 
 /* ---- causal self-attention (eng_attn.c) ---------------------------------------------- */
 

@@ -124,12 +124,16 @@ AI float hsum256(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
+/* Token u of a row sits at (u / 64) * s + u % 64 from the row's start (s = 64: rows of ld
+ * floats; s = rows * 64: blocked); a block of at most 64 tokens lies in one such piece. */
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		    const float *x, int ld, int r0, int r1, int t0, float *lanes, const int nv)
+		    size_t dyr, size_t dys, const float *x, size_t xr, size_t xs, int r0, int r1,
+		    int t0, float *lanes, const int nv)
 {
+	const float *dyb = dy + (size_t)(t0 / 64) * dys + t0 % 64;
 	for (int r = r0; r < r1; r++) {
 		__m256 d[8];
-		const float *dp = dy + (size_t)r * ld + t0;
+		const float *dp = dyb + (size_t)r * dyr;
 #pragma GCC unroll 8
 		for (int v = 0; v < nv; v++)
 			d[v] = _mm256_loadu_ps(dp + 8 * v);
@@ -145,11 +149,11 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 			_mm256_storeu_ps(lp, lo);
 			_mm256_storeu_ps(lp + 8, hi);
 		}
-		const float *xb = x + t0;
+		const float *xb = x + (size_t)(t0 / 64) * xs + t0 % 64;
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			const float *xp = xb + (size_t)idx[k] * ld;
+			const float *xp = xb + (size_t)idx[k] * xr;
 			if (k + 4 < ptr[r1]) { /* as eng_avx512.c: a later row, every other line */
-				const float *pf = xb + (size_t)idx[k + 4] * ld;
+				const float *pf = xb + (size_t)idx[k + 4] * xr;
 #pragma GCC unroll 4
 				for (int v = 0; v < nv; v += 4)
 					_mm_prefetch((const char *)(pf + 8 * v), _MM_HINT_T0);
@@ -169,18 +173,19 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 }
 
 static void sddmm_avx2(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		       const float *x, int ld, int tl, int r0, int r1, float *lanes)
+		       size_t dyr, size_t dys, const float *x, size_t xr, size_t xs, int tl, int r0,
+		       int r1, float *lanes)
 {
 	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
 	int t0 = 0;
 	for (; t0 + 64 <= tl; t0 += 64)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 8);
+		sddmm_block(dw, ptr, idx, dy, dyr, dys, x, xr, xs, r0, r1, t0, lanes, 8);
 	if (t0 + 32 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 4);
+		sddmm_block(dw, ptr, idx, dy, dyr, dys, x, xr, xs, r0, r1, t0, lanes, 4);
 		t0 += 32;
 	}
 	if (t0 + 16 <= tl)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 2);
+		sddmm_block(dw, ptr, idx, dy, dyr, dys, x, xr, xs, r0, r1, t0, lanes, 2);
 }
 
 /* 8x8 tile transpose in registers: dst[c][r] = src[r][c] */

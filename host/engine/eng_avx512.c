@@ -134,15 +134,23 @@ static void pack_avx512(float *dst, const float *src, size_t lds, int n, int tl)
 	}
 }
 
+/* Token u of a row sits at (u / 64) * s + u % 64 from the row's start (s = 64: rows of ld
+ * floats; s = rows * 64: blocked); a block's vector v at SD_AT(v, s) from its first token
+ * (t0 % 64 is 0, or 32 when nv is 1). */
+#define SD_AT(v, s) ((size_t)((v) / 4) * (s) + 16 * ((v) % 4))
+
 AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		    const float *x, int ld, int r0, int r1, int t0, float *lanes, const int nv)
+		    size_t dyr, size_t dys, const float *x, size_t xr, size_t xs, int r0, int r1,
+		    int t0, float *lanes, const int nv)
 {
+	const float *dyb = dy + (size_t)(t0 / 64) * dys + t0 % 64;
+	const float *xb = x + (size_t)(t0 / 64) * xs + t0 % 64;
 	for (int r = r0; r < r1; r++) {
 		__m512 d[16];
-		const float *dp = dy + (size_t)r * ld + t0;
+		const float *dp = dyb + (size_t)r * dyr;
 #pragma GCC unroll 16
 		for (int v = 0; v < nv; v++)
-			d[v] = _mm512_loadu_ps(dp + 16 * v);
+			d[v] = _mm512_loadu_ps(dp + SD_AT(v, dys));
 		if (lanes) { /* the row's 16 lane-wise sums, in token order */
 			float *lp = lanes + (size_t)r * 16;
 			__m512 l = t0 ? _mm512_loadu_ps(lp) : _mm512_setzero_ps();
@@ -151,23 +159,23 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 				l = _mm512_add_ps(l, d[v]);
 			_mm512_storeu_ps(lp, l);
 		}
-		const float *xb = x + t0;
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			const float *xp = xb + (size_t)idx[k] * ld;
+			const float *xp = xb + (size_t)idx[k] * xr;
 			if (SD_PF && k + SD_PF < ptr[r1]) { /* a later row: its lines come from L2 */
-				const float *pf = xb + (size_t)idx[k + SD_PF] * ld;
+				const float *pf = xb + (size_t)idx[k + SD_PF] * xr;
 #pragma GCC unroll 8
 				for (int v = 0; v < nv; v += 2)
-					_mm_prefetch((const char *)(pf + 16 * v), _MM_HINT_T0);
+					_mm_prefetch((const char *)(pf + SD_AT(v, xs)), _MM_HINT_T0);
 			}
 			__m512 a[4];
 #pragma GCC unroll 4
 			for (int v = 0; v < 4; v++)
-				a[v] = v < nv ? _mm512_mul_ps(d[v], _mm512_loadu_ps(xp + 16 * v))
+				a[v] = v < nv ? _mm512_mul_ps(d[v], _mm512_loadu_ps(xp + SD_AT(v, xs)))
 					      : _mm512_setzero_ps();
 #pragma GCC unroll 16
 			for (int v = 4; v < nv; v++)
-				a[v & 3] = _mm512_fmadd_ps(d[v], _mm512_loadu_ps(xp + 16 * v), a[v & 3]);
+				a[v & 3] = _mm512_fmadd_ps(d[v], _mm512_loadu_ps(xp + SD_AT(v, xs)),
+							   a[v & 3]);
 			__m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
 			dw[k] += _mm512_reduce_add_ps(s);
 		}
@@ -175,26 +183,29 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 }
 
 static void sddmm_avx512(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-			 const float *x, int ld, int tl, int r0, int r1, float *lanes)
+			 size_t dyr, size_t dys, const float *x, size_t xr, size_t xs, int tl,
+			 int r0, int r1, float *lanes)
 {
+#define SD_CALL(nv) sddmm_block(dw, ptr, idx, dy, dyr, dys, x, xr, xs, r0, r1, t0, lanes, nv)
 	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
 	int t0 = 0;
 	for (; t0 + 256 <= tl; t0 += 256)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 16);
+		SD_CALL(16);
 	if (t0 + 128 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 8);
+		SD_CALL(8);
 		t0 += 128;
 	}
 	if (t0 + 64 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 4);
+		SD_CALL(4);
 		t0 += 64;
 	}
 	if (t0 + 32 <= tl) {
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 2);
+		SD_CALL(2);
 		t0 += 32;
 	}
 	if (t0 + 16 <= tl)
-		sddmm_block(dw, ptr, idx, dy, x, ld, r0, r1, t0, lanes, 1);
+		SD_CALL(1);
+#undef SD_CALL
 }
 
 /* 16x16 tile transpose in registers: dst[c][r] = src[r][c] */

@@ -60,13 +60,16 @@ typedef struct eng_kern {
 	void (*spmm_rows)(float *y, size_t ly, const float *mul, const int64_t *ptr,
 			  int64_t *cur, int32_t cend, int acc, const int32_t *idx,
 			  const void *val, int bf16, const float *x, size_t ld, int tl, int nrows);
-	/* dw[k] = <dy [r][0..tl), x [idx[k]][0..tl)> for the entries k of rows [r0, r1); rows
-	 * ld apart, tl a multiple of 16 (the padding past the tokens is not visited). lanes,
+	/* dw[k] = <dy [r][0..tl), x [idx[k]][0..tl)> for the entries k of rows [r0, r1); tl a
+	 * multiple of 16 (the padding past the tokens is not visited). Token t of row r of dy
+	 * is at dy [r * dyr + (t / 64) * dys + t % 64] (rows ld apart: dyr = ld, dys = 64), x
+	 * likewise with xr, xs. lanes,
 	 * when not NULL, gets each row's 16 lane-wise sums of dy: lanes [r][v] = the sum of
 	 * dy [r][t] over t = v, v + 16, ... < tl in that order, from +0 (the bias gradient's
 	 * order, read while the row is in registers) */
 	void (*sddmm)(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-		      const float *x, int ld, int tl, int r0, int r1, float *lanes);
+		      size_t dyr, size_t dys, const float *x, size_t xr, size_t xs, int tl, int r0,
+		      int r1, float *lanes);
 	/* dst [c][0..tl) = src [c * lds + 0..tl) for c < n: a token block packed, rows ENG_TB
 	 * floats apart; tl a multiple of 16, at most ENG_TB */
 	void (*pack)(float *dst, const float *src, size_t lds, int n, int tl);

@@ -42,27 +42,34 @@ static void pack_portable(float *dst, const float *src, size_t lds, int n, int t
 		memcpy(dst + (size_t)c * ENG_TB, src + (size_t)c * lds, sizeof(float) * (size_t)tl);
 }
 
+/* Token t of a row at (t / 64) * s + t % 64 from its start (s = 64: rows of ld floats) */
 static void sddmm_portable(float *dw, const int64_t *ptr, const int32_t *idx, const float *dy,
-			   const float *x, int ld, int tl, int r0, int r1, float *lanes)
+			   size_t dyr, size_t dys, const float *x, size_t xr, size_t xs, int tl,
+			   int r0, int r1, float *lanes)
 {
 	for (int r = r0; r < r1; r++) {
-		const float *d = dy + (size_t)r * ld;
+		const float *d = dy + (size_t)r * dyr;
 		if (lanes) { /* the row's 16 lane-wise sums, in token order */
 			float *lp = lanes + (size_t)r * 16;
 			for (int v = 0; v < 16; v++)
 				lp[v] = 0.0f;
-			for (int t = 0; t < tl; t += 16)
+			for (int t = 0; t < tl; t += 16) {
+				const float *dt = d + (size_t)(t / 64) * dys + t % 64;
 				for (int v = 0; v < 16; v++)
-					lp[v] += d[t + v];
+					lp[v] += dt[v];
+			}
 		}
 		for (int64_t k = ptr[r]; k < ptr[r + 1]; k++) {
-			const float *xr = x + (size_t)idx[k] * ld;
+			const float *xr0 = x + (size_t)idx[k] * xr;
 			/* ENG_TPAD lane-wise partial sums (ld is a multiple): they vectorize
 			 * without reassociation, and sum in the SIMD paths' lane order */
 			float lane[16] = { 0 };
-			for (int t = 0; t < tl; t += 16)
+			for (int t = 0; t < tl; t += 16) {
+				const float *dt = d + (size_t)(t / 64) * dys + t % 64;
+				const float *xt = xr0 + (size_t)(t / 64) * xs + t % 64;
 				for (int v = 0; v < 16; v++)
-					lane[v] += d[t + v] * xr[t + v];
+					lane[v] += dt[v] * xt[v];
+			}
 			float s = 0.0f;
 			for (int v = 0; v < 16; v++)
 				s += lane[v];

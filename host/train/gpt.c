@@ -1001,22 +1001,30 @@ struct tm_job {
 	int rows, BT, ld;
 };
 
-/* g = GELU(y + b) and y = GELU'(y + b) on the BT tokens of y [rows][ld], b [rows]
- * (padding tokens stay zero in both; y keeps the derivative, as gelu_forward_d_range):
- * one pass over the rows */
+/* g = GELU(y + b) and y = GELU'(y + b) on the BT tokens of y and g, blocked token-minor
+ * [nblk][rows][ENG_TB] (engine.h, ENG_TM_BLOCKED), b [rows] (padding tokens stay zero in
+ * both; y keeps the derivative, as gelu_forward_d_range): one pass over rows lo..hi-1 of
+ * every block */
 static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi)
 {
-	for (size_t i = lo; i < hi; i++) {
-		float *y = a->y + i * a->ld, *g = a->g + i * a->ld, b = a->b[i];
-		for (int t = 0; t < a->BT; t++) {
-			float x = y[t] + b;
-			float cube = 0.044715f * x * x * x;
-			float th = tanh_fast(GELU_SCALE * (x + cube));
-			y[t] = gelu_grad_of(x, th);
-			g[t] = 0.5f * x * (1.0f + th);
+	size_t rows = (size_t)a->rows;
+	for (int t0 = 0; t0 < a->BT; t0 += ENG_TB) {
+		int nt = a->BT - t0 < ENG_TB ? a->BT - t0 : ENG_TB;
+		size_t blk = (size_t)t0 / ENG_TB * rows;
+		for (size_t i = lo; i < hi; i++) {
+			float *restrict y = a->y + (blk + i) * ENG_TB;
+			float *restrict g = a->g + (blk + i) * ENG_TB;
+			float b = a->b[i];
+			for (int t = 0; t < nt; t++) {
+				float x = y[t] + b;
+				float cube = 0.044715f * x * x * x;
+				float th = tanh_fast(GELU_SCALE * (x + cube));
+				y[t] = gelu_grad_of(x, th);
+				g[t] = 0.5f * x * (1.0f + th);
+			}
+			for (int t = nt; t < ENG_TB; t++)
+				g[t] = 0.0f;
 		}
-		for (int t = a->BT; t < a->ld; t++)
-			g[t] = 0.0f;
 	}
 }
 
@@ -1072,13 +1080,13 @@ void bias_grad_tm_pool(cs_pool *pool, float *db, const float *d, int rows, int B
 	cs_pool_run(pool, tm_bias_grad_job, &tj);
 }
 
-/* Room for the token-minor activations of ld tokens; fresh memory is zeroed, the padding
- * tokens of every row stay so. */
-static int tm_reserve(gpt *m, int ld)
+/* Room for the token-minor activations of BT tokens (rows of ld, the MLP's hidden ones
+ * blocked); fresh memory is zeroed, the padding tokens of every row stay so. */
+static int tm_reserve(gpt *m, int ld, size_t BT)
 {
 	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
-	size_t C1 = (size_t)m->cfg.n_embd;
-	size_t need = ((2 * L + 1) * C4 + (L + 1) * C3 + 3 * L * C1) * (size_t)ld;
+	size_t C1 = (size_t)m->cfg.n_embd, hsz = eng_blk_size((int)C4, (int)BT);
+	size_t need = (2 * L + 1) * hsz + ((L + 1) * C3 + 3 * L * C1) * (size_t)ld;
 	if (need > m->tm_cap) {
 		/* rows start on cache lines (ld is a multiple of 16), so threads writing
 		 * different token blocks of a row never share a line */
@@ -1091,9 +1099,9 @@ static int tm_reserve(gpt *m, int ld)
 		m->tm_cap = need;
 	}
 	m->tm_fch = m->tm_memory;
-	m->tm_fch_gelu = m->tm_fch + L * C4 * (size_t)ld;
-	m->tm_dfch = m->tm_fch_gelu + L * C4 * (size_t)ld;
-	m->tm_qkv = m->tm_dfch + C4 * (size_t)ld;
+	m->tm_fch_gelu = m->tm_fch + L * hsz;
+	m->tm_dfch = m->tm_fch_gelu + L * hsz;
+	m->tm_qkv = m->tm_dfch + hsz;
 	m->tm_dqkv = m->tm_qkv + L * C3 * (size_t)ld;
 	m->tm_ln1 = m->tm_dqkv + C3 * (size_t)ld;
 	m->tm_ln2 = m->tm_ln1 + L * C1 * (size_t)ld;
@@ -1475,7 +1483,7 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		int qld = m->lin->qkv_ld ? m->lin->qkv_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[L + l] = 0;
 		if (qld > 0) { /* ln1, q, k, v token-minor */
-			rc = tm_reserve(m, qld);
+			rc = tm_reserve(m, qld, BT);
 			if (rc)
 				return rc;
 			m->tm_ld[L + l] = qld;
@@ -1532,12 +1540,13 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		int tld = m->lin->mlp_ld ? m->lin->mlp_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[l] = 0;
 		if (tld > 0) { /* ln2 and the hidden activations token-minor */
-			rc = tm_reserve(m, tld);
+			rc = tm_reserve(m, tld, BT);
 			if (rc)
 				return rc;
 			m->tm_ld[l] = tld;
-			float *fcht = m->tm_fch + l * C4 * tld;
-			float *gelut = m->tm_fch_gelu + l * C4 * tld;
+			size_t hsz = eng_blk_size((int)C4, (int)BT); /* blocked */
+			float *fcht = m->tm_fch + l * hsz;
+			float *gelut = m->tm_fch_gelu + l * hsz;
 			float *ln2t = m->tm_ln2 + l * C1 * tld;
 			rc = layernorm_forward_tm_pool(pool, ln2t, ln2_mean, ln2_rstd, residual2,
 						       p->ln2w + l * C1, p->ln2b + l * C1, (int)BT, C,
@@ -1641,8 +1650,9 @@ int gpt_backward(gpt *m, float loss_scale)
 		bias_grad_pool(pool, g->fcprojb + l * C1, dfcproj, (int)BT, C);
 		int tld = m->tm_ld[l];
 		if (tld > 0) { /* the hidden activations token-minor */
-			const float *fcht = m->tm_fch + l * C4 * tld;
-			const float *gelut = m->tm_fch_gelu + l * C4 * tld;
+			size_t hsz = eng_blk_size((int)C4, (int)BT); /* blocked */
+			const float *fcht = m->tm_fch + l * hsz;
+			const float *gelut = m->tm_fch_gelu + l * hsz;
 			/* GELU's backward (dfch = GELU' dfch_gelu) comes out of mlp.proj's */
 			rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch, fcht,
 						 g->fcprojw + l * C1 * C4, NULL, dfcproj, gelut,

@@ -53,8 +53,9 @@ typedef struct gpt_linear_ops {
 			const float *w, int layer, int proj, int BT, int IC, int OC,
 			int want_dense_dw);
 	/* Optional (NULL: never). The MLP's hidden activations token-minor: mlp.fc's output,
-	 * GELU, mlp.proj's input and their gradients as [4C][ld] (a row per feature, tokens
-	 * BT..ld-1 zero), which spares the transposes of the widest activations. mlp_ld gives
+	 * GELU, mlp.proj's input and their gradients in the engine's blocked layout
+	 * (ENG_TM_BLOCKED, [nblk][4C][ENG_TB], tokens past BT zero), which spares the
+	 * transposes of the widest activations and the products' packing. mlp_ld gives
 	 * ld (>= BT) when block `layer` runs so, else 0; then forward_tm / backward_tm run
 	 * GPT_FC with x and y / dy token-minor (dx token-major) and GPT_FC_PROJ with x / dx
 	 * token-minor (dy and y token-major). x of GPT_FC, [C][ld], is the LayerNorm's output
@@ -165,9 +166,9 @@ typedef struct gpt {
 				   0: token-major */
 	float *tm_memory;
 	size_t tm_cap;          /* floats */
-	float *tm_fch;          /* [L, 4C, ld] fch (GELU'), token-minor */
-	float *tm_fch_gelu;     /* [L, 4C, ld] */
-	float *tm_dfch;         /* [4C, ld] */
+	float *tm_fch;          /* [L][nblk][4C][ENG_TB] fch (GELU'), token-minor blocked */
+	float *tm_fch_gelu;     /* [L][nblk][4C][ENG_TB] */
+	float *tm_dfch;         /* [nblk][4C][ENG_TB] */
 	float *tm_qkv;          /* [L, 3C, ld] */
 	float *tm_dqkv;         /* [3C, ld] */
 	float *tm_ln1;          /* [L, C, ld] ln1 when q, k, v are token-minor */

@@ -302,18 +302,19 @@ static void acc_part(void *arg, int tid, int nth)
 		a->g[q] += a->d[q];
 }
 
-/* dW at the nonzeros of projection k from token-minor dy and x: into its packed array, or
- * scattered into the dense buffer dw; db, when not NULL, += dy's row sums (eng_sddmm_db) */
-static int wgrad(train_native *n, int k, float *dw, float *db, const float *dyt,
-		 const float *xt, int BT)
+/* dW at the nonzeros of projection k from token-minor dy and x (enum eng_tm layouts dy_tm,
+ * x_tm): into its packed array, or scattered into the dense buffer dw; db, when not NULL,
+ * += dy's row sums (eng_sddmm_ex) */
+static int wgrad(train_native *n, int k, float *dw, float *db, const float *dyt, int dy_tm,
+		 const float *xt, int x_tm, int BT)
 {
 	const eng_spmat *s = &n->sp[k];
 	if (n->packed && n->gfresh[k]) {
-		eng_sddmm_db(n->pool, n->gnz[k], db, n->dbl, s, dyt, xt, BT);
+		eng_sddmm_ex(n->pool, n->gnz[k], db, n->dbl, s, dyt, dy_tm, xt, x_tm, BT);
 		n->gfresh[k] = 0;
 		return CS_OK;
 	}
-	eng_sddmm_db(n->pool, n->dwnz, db, n->dbl, s, dyt, xt, BT);
+	eng_sddmm_ex(n->pool, n->dwnz, db, n->dbl, s, dyt, dy_tm, xt, x_tm, BT);
 	if (n->packed) { /* a later micro-batch: accumulate */
 		struct acc_job a = { n->gnz[k], n->dwnz, (size_t)s->nnz };
 		cs_pool_run(n->pool, acc_part, &a);
@@ -353,7 +354,7 @@ static int nat_backward(void *ctx, float *dx, float *dw, const float *dy, const 
 		n->xt_src[k] = x;
 		n->xt_bt[k] = BT;
 	}
-	return wgrad(n, k, dw, NULL, n->dyt, n->xt[k], BT);
+	return wgrad(n, k, dw, NULL, n->dyt, ENG_TM_ROWS, n->xt[k], ENG_TM_ROWS, BT);
 }
 
 /* The MLP's hidden activations token-minor when both of its projections run here. */
@@ -400,10 +401,12 @@ static int nat_forward_tm(void *ctx, float *y, const float *res, const float *bi
 	 * GELU's), the wgrad's input itself; y token-minor for qkv and fc */
 	n->xt_src[k] = NULL;
 	n->xt_bt[k] = 0;
+	/* the MLP's hidden activations (fc's output, mlp.proj's input) blocked */
+	int x_tm = proj == GPT_FC_PROJ ? ENG_TM_BLOCKED : ENG_TM_ROWS;
 	if (res) /* attn.proj, mlp.proj: the bias and residual add in the output pass */
-		return eng_spmm_res(n->e, y, res, bias, &n->sp[k], x, 1, BT, NULL);
-	return eng_spmm_ex(n->e, y, proj == GPT_QKV || proj == GPT_FC, &n->sp[k], 0, x, 1, BT,
-			   NULL);
+		return eng_spmm_res(n->e, y, res, bias, &n->sp[k], x, x_tm, BT, NULL);
+	return eng_spmm_ex(n->e, y, proj == GPT_FC ? ENG_TM_BLOCKED : ENG_TM_ROWS, &n->sp[k], 0,
+			   x, x_tm, BT, NULL);
 }
 
 static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw, float *db,
@@ -414,38 +417,57 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
 	const eng_spmat *s = &n->sp[k];
-	int dy_tm = proj == GPT_QKV || proj == GPT_FC;
+	int dy_minor = proj == GPT_QKV || proj == GPT_FC;
 	if (!s->row_ptr || ld != eng_ld(BT) || (dx_mul && proj != GPT_FC_PROJ) ||
-	    (db && !dy_tm))
+	    (db && !dy_minor))
 		return CS_ERR_INVALID;
 	int rc;
-	if (proj == GPT_FC_PROJ || proj == GPT_ATTN_PROJ) { /* dy token-major, x token-minor,
-							     * dx too for mlp.proj */
-		rc = dx_mul ? eng_spmm_mul(n->e, dx, dx_mul, s, 1, dy, 0, BT, n->dyt)
-			    : eng_spmm_ex(n->e, dx, proj == GPT_FC_PROJ, s, 1, dy, 0, BT, n->dyt);
+	if (proj == GPT_FC_PROJ || proj == GPT_ATTN_PROJ) { /* dy token-major, x token-minor
+							     * (mlp.proj's blocked), dx too for
+							     * mlp.proj (blocked) */
+		int x_tm = proj == GPT_FC_PROJ ? ENG_TM_BLOCKED : ENG_TM_ROWS;
+		rc = dx_mul ? eng_spmm_mul(n->e, dx, ENG_TM_BLOCKED, dx_mul, s, 1, dy, 0, BT,
+					   n->dyt)
+			    : eng_spmm_ex(n->e, dx, proj == GPT_FC_PROJ ? ENG_TM_BLOCKED : 0, s, 1,
+					  dy, 0, BT, n->dyt);
 		if (rc)
 			return rc;
 		if (want_dense_dw) { /* dW += dy^T x */
+			const float *xr = x;
+			if (x_tm == ENG_TM_BLOCKED) { /* sgemm wants rows */
+				if (!xt_buf(n, k))
+					return CS_ERR_NO_MEM;
+				eng_tm_unblock(n->xt[k], x, IC, BT);
+				n->xt_src[k] = NULL;
+				n->xt_bt[k] = 0;
+				xr = n->xt[k];
+			}
 			cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, OC, IC, BT, 1.0f, dy, OC,
-				    x, ld, 1.0f, dw, IC);
+				    xr, ld, 1.0f, dw, IC);
 			return CS_OK;
 		}
-		return wgrad(n, k, dw, NULL, n->dyt, x, BT);
+		return wgrad(n, k, dw, NULL, n->dyt, ENG_TM_ROWS, x, x_tm, BT);
 	}
-	/* qkv, fc: dy and x token-minor, dx token-major */
-	rc = eng_spmm_ex(n->e, dx, 0, s, 1, dy, 1, BT, NULL);
+	/* qkv, fc: dy (fc's blocked) and x token-minor, dx token-major */
+	int dy_tm = proj == GPT_FC ? ENG_TM_BLOCKED : ENG_TM_ROWS;
+	rc = eng_spmm_ex(n->e, dx, 0, s, 1, dy, dy_tm, BT, NULL);
 	if (rc)
 		return rc;
 	if (want_dense_dw) { /* dW += dy x^T over [rows][ld] */
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, IC, BT, 1.0f, dy, ld, x,
+		const float *dyr = dy;
+		if (dy_tm == ENG_TM_BLOCKED) { /* sgemm wants rows */
+			eng_tm_unblock(n->dyt, dy, OC, BT);
+			dyr = n->dyt;
+		}
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, IC, BT, 1.0f, dyr, ld, x,
 			    ld, 1.0f, dw, IC);
 		if (db)
-			bias_grad_tm_pool(n->pool, db, dy, OC, BT, ld);
+			bias_grad_tm_pool(n->pool, db, dyr, OC, BT, ld);
 		return CS_OK;
 	}
 	/* the bias gradient read with dy's rows in the weight gradient (the padding tokens of
 	 * dy, which it sums, are zero: the model's token-minor arrays keep them so) */
-	return wgrad(n, k, dw, db, dy, x, BT);
+	return wgrad(n, k, dw, db, dy, dy_tm, x, ENG_TM_ROWS, BT);
 }
 
 const gpt_linear_ops train_native_linear_ops = {

@@ -118,6 +118,22 @@ static void assert_close(double got, double ref, double sum_abs, int n, const ch
 	}
 }
 
+/* src [rows][ld] (ENG_TM_ROWS) in the blocked layout [nblk][rows][ENG_TB], padding zero */
+static float *to_blocked(const float *src, int rows, int T, int ld)
+{
+	size_t n = eng_blk_size(rows, T), nblk = ((size_t)T + ENG_TB - 1) / ENG_TB;
+	float *d = malloc(sizeof(float) * n);
+	assert_non_null(d);
+	for (size_t b = 0; b < nblk; b++)
+		for (size_t r = 0; r < (size_t)rows; r++)
+			for (size_t t = 0; t < ENG_TB; t++) {
+				size_t u = b * ENG_TB + t;
+				d[(b * rows + r) * ENG_TB + t] =
+					u < (size_t)T ? src[r * (size_t)ld + u] : 0.0f;
+			}
+	return d;
+}
+
 /* Run the three kernels on p with the current ISA and pool; check against double. */
 static void check_problem(const problem *p, cs_pool *pool, int vtype)
 {
@@ -226,20 +242,20 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 		for (size_t q = 0; q < ni * ld; q++)
 			mt[q] = (float)((q * 2654435761u) % 2001) / 1000.0f - 1.0f;
 		memset(dxm, 0x7f, sizeof(float) * ni * ld);
-		assert_int_equal(eng_spmm_mul(e, dxm, mt, &s, 1, p->dy, 0, T, NULL), CS_OK);
+		assert_int_equal(eng_spmm_mul(e, dxm, ENG_TM_ROWS, mt, &s, 1, p->dy, 0, T, NULL), CS_OK);
 		for (size_t j = 0; j < ni; j++)
 			for (int t = 0; t < ld; t++) {
 				float want = t < T ? dxt[j * ld + t] * mt[j * ld + t] : 0.0f;
 				assert_memory_equal(&dxm[j * ld + t], &want, sizeof want);
 			}
 		memset(dxm, 0x7f, sizeof(float) * ni * ld);
-		assert_int_equal(eng_spmm_mul(e, dxm, mt, &s, 1, dyt, 1, T, NULL), CS_OK);
+		assert_int_equal(eng_spmm_mul(e, dxm, ENG_TM_ROWS, mt, &s, 1, dyt, 1, T, NULL), CS_OK);
 		for (size_t j = 0; j < ni; j++)
 			for (int t = 0; t < T; t++) {
 				float want = dxt[j * ld + t] * mt[j * ld + t];
 				assert_memory_equal(&dxm[j * ld + t], &want, sizeof want);
 			}
-		assert_int_equal(eng_spmm_mul(e, dxm, NULL, &s, 1, dyt, 1, T, NULL),
+		assert_int_equal(eng_spmm_mul(e, dxm, ENG_TM_ROWS, NULL, &s, 1, dyt, 1, T, NULL),
 				 CS_ERR_INVALID);
 		/* the forward product with a residual add and a bias in its output pass: the bits
 		 * of res + (y + bias), from a token-major and a token-minor input */
@@ -271,6 +287,75 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 		free(res);
 		free(bias);
 		free(yr);
+		/* the blocked layout: the same bits as the rows, whichever side is blocked,
+		 * padding tokens zero; eng_tm_unblock gives the rows back */
+		{
+			size_t bo = eng_blk_size((int)no, T), bi = eng_blk_size((int)ni, T);
+			float *xb = to_blocked(xt, (int)ni, T, ld), *dyb = to_blocked(dyt, (int)no, T, ld);
+			float *ytb = to_blocked(yt, (int)no, T, ld), *dxtb = to_blocked(dxt, (int)ni, T, ld);
+			float *mb = to_blocked(mt, (int)ni, T, ld);
+			float *ob = malloc(sizeof(float) * (bo > bi ? bo : bi));
+			float *orow = malloc(sizeof(float) * (no > ni ? no : ni) * ld);
+			float *ot = malloc(sizeof(float) * T * (no > ni ? no : ni));
+			assert_true(ob && orow && ot);
+			memset(ob, 0x7f, sizeof(float) * bo);
+			assert_int_equal(eng_spmm_ex(e, ob, ENG_TM_BLOCKED, &s, 0, xb, ENG_TM_BLOCKED,
+						     T, NULL),
+					 CS_OK);
+			assert_memory_equal(ob, ytb, sizeof(float) * bo);
+			memset(ob, 0x7f, sizeof(float) * bo);
+			assert_int_equal(eng_spmm_ex(e, ob, ENG_TM_BLOCKED, &s, 0, p->x, 0, T, NULL),
+					 CS_OK);
+			assert_memory_equal(ob, ytb, sizeof(float) * bo);
+			assert_int_equal(eng_spmm_ex(e, ot, 0, &s, 0, xb, ENG_TM_BLOCKED, T, NULL),
+					 CS_OK);
+			assert_memory_equal(ot, y, sizeof(float) * T * no);
+			memset(ob, 0x7f, sizeof(float) * bi);
+			assert_int_equal(eng_spmm_ex(e, ob, ENG_TM_BLOCKED, &s, 1, dyb, ENG_TM_BLOCKED,
+						     T, NULL),
+					 CS_OK);
+			assert_memory_equal(ob, dxtb, sizeof(float) * bi);
+			memset(ob, 0x7f, sizeof(float) * bi);
+			assert_int_equal(eng_spmm_mul(e, ob, ENG_TM_BLOCKED, mb, &s, 1, p->dy, 0, T,
+						      NULL),
+					 CS_OK);
+			for (size_t q = 0; q < bi; q++) {
+				float want = dxtb[q] * mb[q];
+				assert_memory_equal(&ob[q], &want, sizeof want);
+			}
+			eng_tm_unblock(orow, dxtb, (int)ni, T);
+			assert_memory_equal(orow, dxt, sizeof(float) * ni * ld);
+			/* the weight gradient and the bias from either layout of either side */
+			float *dwb = malloc(sizeof(float) * ((size_t)s.nnz + 1));
+			float *db1 = calloc(no, sizeof(float)), *db2 = calloc(no, sizeof(float));
+			float *lanes = malloc(sizeof(float) * 16 * no);
+			assert_true(dwb && db1 && db2 && lanes);
+			eng_sddmm_db(pool, dwb, db1, lanes, &s, dyt, xt, T);
+			for (int c = 1; c < 4; c++) {
+				int dyl = c & 1 ? ENG_TM_BLOCKED : ENG_TM_ROWS;
+				int xl = c & 2 ? ENG_TM_BLOCKED : ENG_TM_ROWS;
+				memset(dwb, 0x7f, sizeof(float) * ((size_t)s.nnz + 1));
+				memset(db2, 0, sizeof(float) * no);
+				eng_sddmm_ex(pool, dwb, db2, lanes, &s, c & 1 ? dyb : dyt, dyl,
+					     c & 2 ? xb : xt, xl, T);
+				assert_memory_equal(dwb, dw, sizeof(float) * (size_t)s.nnz);
+				assert_memory_equal(db2, db1, sizeof(float) * no);
+			}
+			assert_int_equal(eng_spmm_ex(e, ob, 3, &s, 0, xb, ENG_TM_BLOCKED, T, NULL),
+					 CS_ERR_INVALID);
+			free(dwb);
+			free(db1);
+			free(db2);
+			free(lanes);
+			free(xb);
+			free(dyb);
+			free(ytb);
+			free(dxtb);
+			free(mb);
+			free(ob);
+			free(orow);
+			free(ot);
+		}
 		free(mt);
 		free(dxm);
 		free(yt);
