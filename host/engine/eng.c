@@ -485,19 +485,6 @@ struct tm_job {
 	atomic_int failed;
 };
 
-/* y [t][r] = res [t][r] + (y [t][r] + bias [r]) for t < nt, r < nr (rows n apart): the
- * residual add and the bias on a token-major output block just transposed, still in L1.
- * Plain adds in the order of the model's pass (bias_residual_pool): the same bits. */
-static void res_bias_rows(float *restrict y, const float *restrict res,
-			  const float *restrict bias, size_t n, int nt, int nr)
-{
-	for (int t = 0; t < nt; t++) {
-		float *yr = y + (size_t)t * n;
-		const float *rr = res + (size_t)t * n;
-		for (int r = 0; r < nr; r++)
-			yr[r] = rr[r] + (yr[r] + bias[r]);
-	}
-}
 
 /* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
@@ -587,8 +574,8 @@ static void spmm_part(void *arg, int tid, int nth)
 				j->k->transpose(j->y + at, (size_t)j->nrows, sl->yb, ENG_TB, nr,
 						nt);
 				if (j->res)
-					res_bias_rows(j->y + at, j->res + at, j->bias + r0,
-						      (size_t)j->nrows, nt, nr);
+					j->k->res_bias(j->y + at, j->res + at, j->bias + r0,
+						       (size_t)j->nrows, nt, nr);
 			}
 		}
 		if (y_blk && nt < ENG_TB) /* the last block's padding tokens, zero */

@@ -313,6 +313,7 @@ const eng_kern eng_kern_avx2 = {
 	.sddmm = sddmm_avx2,
 	.pack = pack_avx2,
 	.transpose = transpose_avx2,
+	.res_bias = eng_res_bias_rows,
 	.attn_fwd = attn_fwd_avx2,
 	.attn_bwd = attn_bwd_avx2,
 };

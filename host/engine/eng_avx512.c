@@ -313,6 +313,7 @@ const eng_kern eng_kern_avx512 = {
 	.sddmm = sddmm_avx512,
 	.pack = pack_avx512,
 	.transpose = transpose_avx512,
+	.res_bias = eng_res_bias_rows,
 	.attn_fwd = attn_fwd_avx512,
 	.attn_bwd = attn_bwd_avx512,
 };

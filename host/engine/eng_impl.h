@@ -76,6 +76,10 @@ typedef struct eng_kern {
 	/* dst [c][r] = src [r][c] for r < rows, c < cols (leading dimensions ldd, lds) */
 	void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int rows,
 			  int cols);
+	/* y [t][r] = res [t][r] + (y [t][r] + bias [r]) for t < nt, r < nr (rows n apart): a
+	 * token-major output block's bias and residual add (eng_res_bias_rows) */
+	void (*res_bias)(float *y, const float *res, const float *bias, size_t n, int nt,
+			 int nr);
 	/* causal attention of one head: forward writes att and o, backward dq, dk, dv */
 	void (*attn_fwd)(const eng_attn_head *h);
 	void (*attn_bwd)(const eng_attn_head *h);
@@ -87,6 +91,20 @@ const eng_kern *eng_kern_cur(void);
 extern const eng_kern eng_kern_portable;
 extern const eng_kern eng_kern_avx2;
 extern const eng_kern eng_kern_avx512;
+
+/* The residual add and the bias on a token-major output block just transposed, still in
+ * L1: plain adds in the order of the model's pass (bias_residual_pool), so the same bits on
+ * every ISA; each ISA file compiles its own copy, vectorized for it. */
+static inline void eng_res_bias_rows(float *restrict y, const float *restrict res,
+				     const float *restrict bias, size_t n, int nt, int nr)
+{
+	for (int t = 0; t < nt; t++) {
+		float *yr = y + (size_t)t * n;
+		const float *rr = res + (size_t)t * n;
+		for (int r = 0; r < nr; r++)
+			yr[r] = rr[r] + (yr[r] + bias[r]);
+	}
+}
 
 static inline float eng_bf16_to_f32(uint16_t h)
 {

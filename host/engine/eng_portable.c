@@ -129,6 +129,7 @@ const eng_kern eng_kern_portable = {
 	.sddmm = sddmm_portable,
 	.pack = pack_portable,
 	.transpose = transpose_portable,
+	.res_bias = eng_res_bias_rows,
 	.attn_fwd = attn_fwd_portable,
 	.attn_bwd = attn_bwd_portable,
 };
