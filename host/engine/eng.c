@@ -479,12 +479,11 @@ struct tm_job {
 	int bf16, nrows, ncols, T;
 	int y_tm;              /* output token-minor: ENG_TM_ROWS or ENG_TM_BLOCKED */
 	int x_blk;             /* input in blocks (ENG_TM_BLOCKED) */
-	const float *mul;      /* token-minor output times mul ([rows][ld]), or NULL */
+	const float *mul;      /* token-minor output times mul (in y's layout), or NULL */
 	const float *res;      /* token-major output: y = res + (sum + bias), or NULL */
 	const float *bias;
 	atomic_int failed;
 };
-
 
 /* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
