@@ -718,6 +718,15 @@ out:
 	return rc;
 }
 
+/* Row block k (q, k, v) of dqkv [BT, 3C] as bf16 into h16 [BT, C]. */
+static void qkv_grad16(train_resident *r, const float *dqkv, int BT, int C, int k)
+{
+	for (int t = 0; t < BT; t++)
+		for (int j = 0; j < C; j++)
+			r->h16[(size_t)t * C + j] =
+				nm_bf16_from_f32(dqkv[(size_t)t * 3 * C + k * C + j]);
+}
+
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
 static int block_backward(train_resident *r, int l, int B, int T, float *scratch,
 			  float *dx_out)
@@ -805,21 +814,30 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	/* by row block (q, k, v): its gradient down into A once, widened into the free output
 	 * tile (against B rows of ones and of zeros) and packed into Bh for
 	 * its dW (one cvt_fbh); its input gradient accumulated (the same chains as one call
-	 * over 3C) */
-	const uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
-				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
-				 (uint16_t)(2 * lo->b_bh) };
+	 * over 3C). k's and v's gradients go down while the previous row block's input
+	 * gradient computes (a write A takes beside the kernel's reads on pe,
+	 * csd_write_tokens_next), so they alternate between S and a free A tile: one of the
+	 * dead pre tiles (small) or the dpre tile */
+	csd_region dyq[2] = { dya, rg(CSD_MEM_A, lo->small ? tile_pre(r, l, 1) : lo->a_dp, C) };
+	uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
+			   (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
+			   (uint16_t)(2 * lo->b_bh) };
 	for (int k = 0; k < 3; k++) {
-		for (int t = 0; t < BT; t++)
-			for (int j = 0; j < C; j++)
-				r->h16[(size_t)t * C + j] =
-					nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
-		TRY(csd_write_tokens(r->dev, &dya, r->h16, BT));
+		const csd_region *dyk = &dyq[k & 1];
+		if (k == 0) {
+			qkv_grad16(r, m->dqkv, BT, C, 0);
+			TRY(csd_write_tokens(r->dev, dyk, r->h16, BT));
+		}
+		pw[2] = (uint16_t)dyk->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
 		if (k < 2 || !dx_out)
 			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 				  st_y1(r, l), C));
-		TRY(csd_backward_region(r->dev, &dln, &dya, &b[BQKV + k], BT,
+		if (k < 2) {
+			qkv_grad16(r, m->dqkv, BT, C, k + 1);
+			TRY(csd_write_tokens_next(r->dev, &dyq[(k + 1) & 1], r->h16, BT));
+		}
+		TRY(csd_backward_region(r->dev, &dln, dyk, &b[BQKV + k], BT,
 					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
 	/* ln1 backward into dx */
