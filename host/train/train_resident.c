@@ -71,8 +71,9 @@ struct train_resident {
 	gpt *m;
 	int P;
 	struct tr_layout lo;
-	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks */
-	csd_sparse *blk; /* [L][11] */
+	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks, v's row
+	 * block's two halves (C even) */
+	csd_sparse *blk; /* [L][13] */
 	float *wbuf;     /* [4C * C] dense scratch of a block */
 	uint8_t *mbuf;
 	float *dw;       /* [max nnz] */
@@ -82,13 +83,14 @@ struct train_resident {
 	char err[256];
 };
 
-#define NBLK 11
+#define NBLK 13
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
 #define BQKV 0
 #define BFC 3
 #define BFC2 7
+#define BVH 11
 
 static uint32_t even(uint64_t x)
 {
@@ -262,6 +264,9 @@ static int build_blocks(struct train_resident *r)
 		for (int k = 0; k < 4 && !rc; k++)
 			rc = sub_sparse(r, &b[BFC2 + k], td_dev_sparse(r->td, l, GPT_FC_PROJ), 0, C, k * C,
 					C);
+		for (int h = 0; h < 2 && !rc && C % 2 == 0; h++)
+			rc = sub_sparse(r, &b[BVH + h], td_dev_sparse(r->td, l, GPT_QKV),
+					2 * C + h * (C / 2), C / 2, 0, C);
 		if ((size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz > need)
 			need = (size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz;
 		for (int k = 0; k < NBLK && !rc; k++)
@@ -466,12 +471,16 @@ static int bias_forward(train_resident *r, int tp, const float *bias, uint32_t s
 }
 
 /* cvt_a (bh 0: into A element dst) or cvt_bh (into Bh element dst) of C-word rows at src */
+static int convert_w(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst, int w)
+{
+	const uint16_t p[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)src, (uint16_t)w,
+				(uint16_t)dst, (uint16_t)w, 0 };
+	return run(r, "vec_cvt", bh ? "cvt_bh" : "cvt_a", p, 7);
+}
+
 static int convert(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst)
 {
-	int C = r->m->cfg.n_embd;
-	const uint16_t p[7] = { (uint16_t)C, (uint16_t)tp, (uint16_t)src, (uint16_t)C,
-				(uint16_t)dst, (uint16_t)C, 0 };
-	return run(r, "vec_cvt", bh ? "cvt_bh" : "cvt_a", p, 7);
+	return convert_w(r, tp, bh, src, dst, r->m->cfg.n_embd);
 }
 
 /* Sum the per-PE partials [P, C] at B word at into out [C] (+=), PEs in order. */
@@ -617,12 +626,41 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
 		       st_z1(r, l), stash_r(r, l, 0)));
-	for (int k = 0; k < 3; k++) {
+	/* v in two halves (below) when its row block computes at least as long as its read
+	 * takes (tp cycles a nonzero against P (tp C / 2 + P + 2), the read of every PE): then
+	 * k's read still hides behind the first half and the first half's behind the second;
+	 * at higher sparsity the halves hide nothing more and add a kernel */
+	int vsplit = C % 2 == 0 &&
+		     (uint64_t)b[BQKV + 2].nnz * (uint64_t)tp >=
+			     (uint64_t)r->P * ((uint64_t)tp * (uint64_t)(C / 2) + (uint64_t)r->P + 2);
+	for (int k = 0; k < 3 - vsplit; k++) {
 		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
 		if (k)
 			unpack_qkv(r, qkv, k - 1, BT, p->qkvb + l * C3 + (k - 1) * C1);
 		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
 		TRY((k < 2 ? csd_read_tokens_next : csd_read_tokens)(r->dev, r->h16, &qbh, BT));
+	}
+	if (vsplit) {
+		/* v's row block in two halves of C / 2 outputs (the same chains): the first
+		 * half's read streams while the second computes; the halves into h16's spare
+		 * rows, then merged */
+		int H = C / 2;
+		csd_region th = rg(CSD_MEM_B, lo->b_tile, (uint32_t)H);
+		csd_region vbh = rg(CSD_MEM_BH, 2 * lo->b_bh, (uint32_t)H);
+		uint16_t *vh = r->h16 + (size_t)BT * C;
+		for (int h = 0; h < 2; h++) {
+			TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + h], BT, CSD_OVERWRITE));
+			if (!h)
+				unpack_qkv(r, qkv, 1, BT, p->qkvb + l * C3 + C1);
+			TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
+			TRY((h ? csd_read_tokens : csd_read_tokens_next)(r->dev,
+									 vh + (size_t)h * BT * H,
+									 &vbh, BT));
+		}
+		for (int t = 0; t < BT; t++)
+			for (int h = 0; h < 2; h++)
+				memcpy(r->h16 + (size_t)t * C + h * H,
+				       vh + (size_t)h * BT * H + (size_t)t * H, sizeof(uint16_t) * H);
 	}
 	unpack_qkv(r, qkv, 2, BT, p->qkvb + l * C3 + 2 * C1);
 	/* attention on the host; its output down into the stash */
