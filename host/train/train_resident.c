@@ -79,7 +79,7 @@ struct train_resident {
 	float *dw;       /* [max nnz] */
 	size_t dw_cap;
 	uint16_t *h16;   /* [maxBT, 3C] bf16 transfers */
-	float *part;     /* [P, C] per-PE partials */
+	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's) */
 	char err[256];
 };
 
@@ -327,7 +327,7 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	r->wbuf = malloc(sizeof(float) * 4 * (size_t)C * C);
 	r->mbuf = malloc(4 * (size_t)C * C);
 	r->h16 = malloc(sizeof(uint16_t) * (size_t)m->B * m->T * 3 * C);
-	r->part = malloc(sizeof(float) * (size_t)r->P * C);
+	r->part = malloc(sizeof(float) * 2 * (size_t)r->P * C);
 	if (!r->blk || !r->wbuf || !r->mbuf || !r->h16 || !r->part)
 		goto out_free;
 	*out = r;
@@ -495,9 +495,28 @@ static int gather(train_resident *r, float *out, uint32_t at)
 	return CS_OK;
 }
 
+/* The same read of the partials at B word at, left to the next call (a kernel whose B words
+ * lie in the other bank carries it, csd_read_tokens_next); gather_sum adds them into out
+ * once that call returned. */
+static int gather_next(train_resident *r, uint32_t at)
+{
+	int C = r->m->cfg.n_embd;
+	csd_region pr = rg(CSD_MEM_B, at, (uint32_t)C);
+	return csd_read_tokens_next(r->dev, r->part + (size_t)r->P * C, &pr, r->P);
+}
+
+static void gather_sum(train_resident *r, float *out)
+{
+	int C = r->m->cfg.n_embd;
+	const float *part = r->part + (size_t)r->P * C;
+	for (int q = 0; q < r->P; q++)
+		for (int j = 0; j < C; j++)
+			out[j] += part[(size_t)q * C + j];
+}
+
 /* The resident gradient dx as a backward kernel's input: out[C] += its bias gradient (per-PE
- * partials, gathered), bf16 into A at dya (NONE: not) and packed into the Bh region, one
- * vec_cvt call (dy_abh / dy_bh). */
+ * partials, gathered; out NULL: left to the next call, gather_next), bf16 into A at dya
+ * (NONE: not) and packed into the Bh region, one vec_cvt call (dy_abh / dy_bh). */
 static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 {
 	const struct tr_layout *lo = &r->lo;
@@ -509,7 +528,7 @@ static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 				 (uint16_t)lo->b_zero, (uint16_t)(2 * lo->b_bh),
 				 (uint16_t)lo->b_dbias };
 	TRY(run(r, "vec_cvt", dya == NONE ? "dy_bh" : "dy_abh", p, 10));
-	return gather(r, out, lo->b_dbias);
+	return out ? gather(r, out, lo->b_dbias) : gather_next(r, lo->b_dbias);
 }
 
 /* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
@@ -835,10 +854,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	if (lo->small)
 		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l),
 			       lo->b_tile));
-	/* proj: dy = dx again; the attention output's gradient up as bf16, packed in place in
-	 * the output tile: it streams up while proj's dW computes (B's other bank) */
-	TRY(dy_prepare(r, tp, g->attprojb + l * C1, lo->a_dy));
+	/* proj: dy = dx again (its bias gradient's partials stream up while proj's input
+	 * gradient computes in the output tile, the other bank); the attention output's
+	 * gradient up as bf16, packed in place in the output tile: it streams up while proj's
+	 * dW computes (B's other bank) */
+	TRY(dy_prepare(r, tp, NULL, lo->a_dy));
 	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
+	gather_sum(r, g->attprojb + l * C1);
 	TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
 	TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
 	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
