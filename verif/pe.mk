@@ -126,7 +126,8 @@ lint-pe:
 	done; echo "lint-pe: $(words $(PE_LINT_MODS)) modules clean"
 lint: lint-pe
 
-# --- synthesis estimate of one PE (iCE40 UP5K cells; A maps to SPRAM with -spram)
+# --- synthesis estimate of one PE (iCE40 UP5K cells; A, one read and one write port, takes
+# EBR, not SPRAM)
 .PHONY: synth-pe
 synth-pe:
 	@mkdir -p $(BUILD)/synth

@@ -924,7 +924,7 @@ static int cpu_apply(csd_dev *dev, const struct res_op *op)
 	const csd_region *r = &op->r;
 	int P = dev->geom.rows * dev->geom.cols, tp = res_tp(&dev->geom, op->T), rc;
 	size_t esz = r->mem == CSD_MEM_B ? 4 : 2, row = r->width * esz;
-	/* a carried read touches nothing the kernel does: read it first */
+	/* a carried read or write touches nothing the kernel does: it goes first */
 	if (op->side && (rc = cpu_apply(dev, op->side)))
 		return rc;
 	if (op->kind == RES_KERNEL)

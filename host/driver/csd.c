@@ -117,6 +117,7 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 				"offset)",
 				dev->be->name, im->name);
 	g.dot_by_major = span < 0 ? pe != CSD_PE_FULL : !span;
+	g.a_wport = pe == CSD_PE_FULL;
 	dev->geom = g;
 	dev->pe = pe;
 	return CS_OK;
@@ -130,7 +131,7 @@ bad:
 void csd_dev_defaults(csd_dev *dev)
 {
 	dev->geom = (struct plan_geom){ .rows = 4, .cols = 4, .a_words = 16384, .b_words = 8192,
-					.hazard_cycles = 4, .ctl_cycles = 6 };
+					.hazard_cycles = 4, .ctl_cycles = 6, .a_wport = 1 };
 	dev->pe = CSD_PE_FULL;
 	dev->clock_hz = 100e6;
 }
@@ -304,13 +305,14 @@ static int resident_call(csd_dev *dev, const char *what, const struct res_op *op
 	return dev->be->resident(dev, op);
 }
 
-/* The read csd_read_tokens_next left, on its own. */
+/* The read or write csd_read_tokens_next / csd_write_tokens_next left, on its own. */
 static int flush_pending(csd_dev *dev)
 {
 	if (!dev->have_pend)
 		return CS_OK;
 	dev->have_pend = 0;
-	return resident_call(dev, "read_tokens", &dev->pend);
+	return resident_call(dev, dev->pend.kind == RES_WRITE ? "write_tokens" : "read_tokens",
+			     &dev->pend);
 }
 
 int csd_flush(csd_dev *dev)
@@ -360,6 +362,11 @@ int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T)
 int csd_read_tokens_next(csd_dev *dev, void *dst, const csd_region *r, int T)
 {
 	return tokens_op(dev, RES_READ, r, NULL, dst, T, 1);
+}
+
+int csd_write_tokens_next(csd_dev *dev, const csd_region *r, const void *src, int T)
+{
+	return tokens_op(dev, RES_WRITE, r, src, NULL, T, 1);
 }
 
 int csd_write_all(csd_dev *dev, int mem, uint32_t addr, const void *src, uint32_t n)
@@ -463,8 +470,16 @@ static int kernel_op(csd_dev *dev, enum plan_kernel k, const char *what, const c
 	int rc = res_kernel_plan(&dev->geom, &op, &pl, &rg, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "%s", err);
+	/* a pending write must not touch what the kernel reads or writes (it is refused and
+	 * dropped), wherever it goes */
+	if (dev->have_pend && dev->pend.kind == RES_WRITE &&
+	    (rc = res_side_conflict(&dev->geom, &op, &dev->pend, err, sizeof err))) {
+		dev->have_pend = 0;
+		return csd_fail(dev, rc, "%s: %s", what, err);
+	}
 	/* a pending read streams during the kernel when it is in the B bank the kernel
-	 * leaves alone; else it goes first, on its own */
+	 * leaves alone, a pending write of A between its majors when A has a write port of
+	 * its own (pe); else it goes first, on its own */
 	struct res_op rd;
 	if (dev->have_pend && res_side_fits(&dev->geom, &op, &dev->pend)) {
 		rd = dev->pend;

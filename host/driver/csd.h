@@ -172,7 +172,19 @@ int csd_read_tokens(csd_dev *dev, void *dst, const csd_region *r, int T);
  * One read waits at a time (a second one performs the first); csd_close drops it.
  */
 int csd_read_tokens_next(csd_dev *dev, void *dst, const csd_region *r, int T);
-/* Perform the read csd_read_tokens_next left, if any (none: CS_OK, csd_last_error kept). */
+/*
+ * The same write, performed by the next call on dev (docs/architecture.md 7.5): a forward
+ * or backward kernel on regions carries it (its WRITEs between the kernel's majors) when r
+ * is in A and the PE's A has a write port of its own (pe=full); otherwise, and before any
+ * other call, it is performed on its own first. src must stay valid until then. When the
+ * next call is a kernel on regions, r must not overlap what the kernel reads or writes (its
+ * input in A, its output or dy, the START fill, the partial sums): that call then fails
+ * with CS_ERR_INVALID and the write is dropped, on every implementation. The result is
+ * csd_write_tokens' at this point of the call sequence. One read or write waits at a time.
+ */
+int csd_write_tokens_next(csd_dev *dev, const csd_region *r, const void *src, int T);
+/* Perform the read or write csd_*_tokens_next left, if any (none: CS_OK, csd_last_error
+ * kept). */
 int csd_flush(csd_dev *dev);
 /* The same n elements (A: uint16_t, n even, addr even) or words (B: float or uint32_t) at
  * addr of every PE: parameter blocks, GELU tables, gamma and beta. */

@@ -51,7 +51,7 @@ struct csd_dev {
 	int have_fw;
 	struct csd_fw ovl; /* the vector program overlay in IMEM after fw */
 	int have_ovl;      /* ovl is loaded on every PE */
-	struct res_op pend; /* csd_read_tokens_next's read, not yet performed */
+	struct res_op pend; /* csd_*_tokens_next's read or write, not yet performed */
 	int have_pend;
 	csd_counters ctr;
 	char err[512];

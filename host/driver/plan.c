@@ -242,6 +242,10 @@ struct kstate {
 	const struct plan_side *side;
 	uint64_t s_done, s_lo, s_cyc, s_sc;
 	int s_open, s_batch;
+	/* a carried WRITE (fwd/bwd): words issued so far, nonzeros streamed since the last
+	 * chunk */
+	const struct plan_wside *wside;
+	uint64_t w_done, w_nz;
 };
 
 /* Issue the carried READ's next chunk: up to word hi. */
@@ -272,6 +276,54 @@ static int side_close(struct kstate *ks, uint64_t tail)
 	}
 	ks->s_open = 0;
 	return ks->side->recv(ks->side->ctx, ks->ws, ks->s_lo, ks->s_done, ks->err, ks->errlen);
+}
+
+/*
+ * A carried WRITE of A (plan_wside) holds the host port: the RUNs behind a chunk wait for
+ * it, while every PE computes what its input queue holds. So a chunk goes where that work
+ * covers it: after the START (its fill) and between majors (the RUN closed there; the next
+ * major's SET_MAJOR comes with the new RUN's header instead of a step, so the PEs run the
+ * same tasks), at most the queued work less the trip of the next wavelet. Queued between
+ * majors: the last min(k, PLAN_WQUEUE) of the k nonzeros since the last chunk, tp_k cycles
+ * each, less the cycles their words took. What is left goes after the last RUN; the
+ * estimate adds of it what the queued work does not cover.
+ */
+#define PLAN_WQUEUE 8 /* pe's input queue depth (mesh_tile's QueueDepth) */
+static void run_close(struct kstate *ks);
+
+static uint64_t wside_queued(const struct kstate *ks)
+{
+	const struct plan_geom *g = &ks->pl->g;
+	uint64_t q = ks->w_nz < PLAN_WQUEUE ? ks->w_nz : PLAN_WQUEUE;
+	uint64_t work = q * (uint64_t)ks->tp_k, lat = q + 2 + (uint64_t)(g->rows + g->cols) + 8;
+	return work > lat ? work - lat : 0;
+}
+
+static void wside_put(struct kstate *ks, uint64_t budget, int last)
+{
+	const struct plan_wside *s = ks->wside;
+	if (!s || ks->w_done >= s->n_words)
+		return;
+	uint64_t hi = ks->w_done;
+	uint64_t c = s->issue(s->ctx, ks->ws, ks->w_done, last ? UINT64_MAX : budget, &hi);
+	ks->w_done = hi;
+	ks->w_nz = 0;
+	if (last && c > budget) {
+		ks->ws->st->cycles += c - budget;
+		ks->ws->st->act_cycles += c - budget;
+	}
+}
+
+/* Before major m's first nonzero (fwd/bwd): a chunk of the carried WRITE, if any fits. */
+static void wside_between(struct kstate *ks)
+{
+	if (!ks->wside || ks->w_done >= ks->wside->n_words || !ks->w_nz)
+		return;
+	uint64_t budget = wside_queued(ks);
+	if (budget < 3) /* a WRITE of one word takes 3 cycles */
+		return;
+	run_close(ks);
+	wside_put(ks, budget, 0);
 }
 
 /* wgrad: the chunk of batch j ends at the words in proportion to the nonzeros up to the
@@ -463,6 +515,8 @@ static int stream_tile(struct kstate *ks)
 			}
 			hi = a;
 		}
+		if (lo < hi && ks->k != PLAN_WGRAD)
+			wside_between(ks);
 		while (lo < hi) {
 			size_t m_n = (size_t)(hi - lo);
 			if (ks->k == PLAN_WGRAD && m_n > pl->batch_cap - ks->bcount)
@@ -472,6 +526,7 @@ static int stream_tile(struct kstate *ks)
 			m_n = run_add(ks, m, minor + lo, val + lo, m_n);
 			if (ks->ws->rc)
 				return ks->ws->rc;
+			ks->w_nz += m_n;
 			if (ks->k == PLAN_WGRAD) {
 				if (ks->bpos)
 					for (size_t k = 0; k < m_n; k++)
@@ -779,16 +834,21 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
 
 int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		       const struct plan_regions *rg, const struct plan_io *io,
-		       const struct plan_side *side, struct plan_link *link,
-		       struct plan_stats *st, char *err, size_t errlen)
+		       const struct plan_side *side, const struct plan_wside *wside,
+		       struct plan_link *link, struct plan_stats *st, char *err,
+		       size_t errlen)
 {
 	static const char *const kname[] = { "forward", "backward", "wgrad" };
 	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
 	struct kstate ks = { .pl = pl, .io = io, .ws = &ws, .err = err, .errlen = errlen,
 			     .k = pl->kernel, .tp_k = pl->tp, .ntok = pl->T, .o0 = 0,
-			     .o1 = pl->dout, .mbase = rg->abase, .side = side };
+			     .o1 = pl->dout, .mbase = rg->abase, .side = side, .wside = wside };
 	const char *what = kname[pl->kernel];
 	int rc;
+	if (wside && pl->kernel == PLAN_WGRAD) {
+		snprintf(err, errlen, "%s: a carried WRITE needs a forward or backward kernel", what);
+		return CS_ERR_INVALID;
+	}
 	if (link->send) {
 		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
 		ks.tmp = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.tmp);
@@ -824,9 +884,15 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		uint64_t f = (uint64_t)pl->tp * rg->bstride + 9;
 		st->cycles += f;
 		st->stream_cycles += f;
+		/* the fill reads no A: a chunk of a carried WRITE while it runs */
+		uint64_t lat = (uint64_t)(pl->g.rows + pl->g.cols) + 8;
+		if (f > lat + 3)
+			wside_put(&ks, f - lat, 0);
 	}
 	if ((rc = stream_tile(&ks)))
 		goto out_free;
+	/* the carried WRITE's rest, behind the last RUN */
+	wside_put(&ks, wside_queued(&ks), 1);
 	if (pl->kernel != PLAN_WGRAD) {
 		/* as a kernel tile's SYNC: the pipeline drains, the answer comes back */
 		ws_put(&ws, proto_hdr_sync());

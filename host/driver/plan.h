@@ -37,6 +37,9 @@ struct plan_geom {
 			    * for dot, so a RUN and a dot group span majors; 1 (pe_lite,
 			    * pe_micro_mt: the boards): a SET_MAJOR per major, val 0 (which
 			    * those ignore and pe reads as offset 0) */
+	int a_wport;       /* 1 (pe): A has a write port of its own, so a config WRITE of A
+			    * proceeds while a kernel reads A (a kernel may carry it); 0 (pe_lite,
+			    * pe_micro_mt): a WRITE of A waits for the engine */
 };
 
 /*
@@ -154,6 +157,21 @@ struct plan_side {
 		    size_t errlen);
 };
 
+/*
+ * A WRITE of A carried by a forward or backward kernel on regions (plan_geom.a_wport): its
+ * n_words data words in order; issue puts WRITEs of words from lo on into the stream, as
+ * many as their host-port cycles (a WRITE of m words: m + 2) fit in budget, and returns
+ * those cycles with *hi the next word. The kernel puts them after its START and between
+ * its majors, each chunk at most what the PEs have queued to compute then (plan.c); what is
+ * left goes after the last RUN.
+ */
+struct plan_wside {
+	void *ctx;
+	uint64_t n_words;
+	uint64_t (*issue)(void *ctx, struct wstream *ws, uint64_t lo, uint64_t budget,
+			  uint64_t *hi);
+};
+
 /* The plan of such a call (kernel PLAN_FWD, PLAN_BWD or PLAN_WGRAD): tp, one token tile,
  * one output tile of all dout minors, the wgrad batch at rg->pb. Checks only the shape;
  * the regions are resident.c's to check. */
@@ -162,12 +180,15 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
 		       size_t errlen);
 /* Its stream: task tables, registers, SYNC, [START], the RUNs (majors offset by abase),
  * SYNC (fwd/bwd) or per batch END and COLLECT into io->out (wgrad); side (NULL: none) a
- * READ it carries. The estimate adds of a carried READ only what outlasts the stream it
- * overlaps (fwd/bwd: the fill and the RUNs; wgrad chunk j: batch j's RUNs and reduction). */
+ * READ it carries, wside (NULL: none; fwd/bwd only) a WRITE it carries. The estimate adds
+ * of a carried READ only what outlasts the stream it overlaps (fwd/bwd: the fill and the
+ * RUNs; wgrad chunk j: batch j's RUNs and reduction), of a carried WRITE only what is left
+ * after the last RUN beyond the work queued then. */
 int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		       const struct plan_regions *rg, const struct plan_io *io,
-		       const struct plan_side *side, struct plan_link *link,
-		       struct plan_stats *st, char *err, size_t errlen);
+		       const struct plan_side *side, const struct plan_wside *wside,
+		       struct plan_link *link, struct plan_stats *st, char *err,
+		       size_t errlen);
 
 /* The words that load a firmware image and the routes (csd_open). */
 int plan_load(const struct plan_geom *g, const struct csd_fw *fw, struct plan_link *link,

@@ -692,6 +692,75 @@ static void write_tokens(struct wstream *ws, const struct plan_geom *g, const st
 }
 
 /*
+ * A token write a kernel carries (plan_wside): the words of write_tokens' WRITEs one after
+ * the other (PE 0's spans, then PE 1's, ...), issued from any word on as WRITEs of parts of
+ * spans, the same words at the same addresses.
+ */
+struct twrite {
+	const struct plan_geom *g;
+	const struct res_op *op;
+	int P, tp, rows, nspan, a;
+	uint64_t n;    /* words a PE */
+	uint64_t span; /* words a span */
+	uint32_t *tmp; /* the packed span `have` (PE q, span s: q * nspan + s); NULL counting */
+	int64_t have;
+};
+
+static int twrite_init(struct twrite *t, const struct plan_geom *g, const struct res_op *op,
+		       int real)
+{
+	const csd_region *r = &op->r;
+	memset(t, 0, sizeof *t);
+	t->g = g;
+	t->op = op;
+	t->P = g->rows * g->cols;
+	t->tp = res_tp(g, op->T);
+	t->a = r->mem != CSD_MEM_B;
+	t->rows = r->stride == r->width || t->tp == 1 ? t->tp : 1;
+	t->nspan = t->tp / t->rows;
+	t->span = ((uint64_t)t->rows * r->width + (uint64_t)t->a) >> t->a;
+	t->n = t->span * (uint64_t)t->nspan;
+	t->have = -1;
+	if (real && !(t->tmp = malloc(((size_t)t->rows * r->width + 2) * sizeof *t->tmp)))
+		return CS_ERR_NO_MEM;
+	return CS_OK;
+}
+
+static uint64_t twrite_issue(void *ctx, struct wstream *ws, uint64_t lo, uint64_t budget,
+			     uint64_t *hi)
+{
+	struct twrite *t = ctx;
+	const csd_region *r = &t->op->r;
+	unsigned target = r->mem == CSD_MEM_A ? PROTO_T_A : PROTO_T_B;
+	uint64_t c = 0, end = (uint64_t)t->P * t->n;
+	while (lo < end && budget - c >= 3) {
+		uint64_t q = lo / t->n, s = (lo % t->n) / t->span, off = lo % t->span;
+		uint64_t m = t->span - off;
+		if (m + 2 > budget - c)
+			m = budget - c - 2;
+		int64_t id = (int64_t)(q * (uint64_t)t->nspan + s);
+		if (t->tmp && t->have != id) {
+			pack_rows(t->tmp, r, t->op->src, t->op->T, (int)q * t->tp + (int)s * t->rows,
+				  t->rows);
+			t->have = id;
+		}
+		uint32_t addr = r->base + (uint32_t)s * (uint32_t)t->rows * r->stride;
+		ws_put(ws, proto_hdr_write(target, (unsigned)q, (unsigned)m));
+		ws_put(ws, (t->a ? addr / 2 : addr) + (uint32_t)off);
+		if (t->tmp)
+			for (uint64_t k = 0; k < m; k++)
+				ws_put(ws, t->tmp[off + k]);
+		else
+			ws->st->words_out += m;
+		ws->st->act_words_out += m + 2;
+		c += m + 2;
+		lo += m;
+	}
+	*hi = lo;
+	return c;
+}
+
+/*
  * A token read: one READ of every PE a PE-span (contiguous) or a row. Its words a PE, in
  * read order, are the spans' words one after the other; a READ a kernel carries
  * (plan_side) issues them in chunks [lo, hi), each span's part of a chunk one READ. The
@@ -855,9 +924,62 @@ static void b_words(const csd_region *r, int tp, uint64_t *lo, uint64_t *hi)
 	*hi = e1;
 }
 
+/* The words [lo, hi) of A a region covers (its elements' words). */
+static void region_a_words(const csd_region *r, int tp, uint64_t *lo, uint64_t *hi)
+{
+	*lo = r->base / 2;
+	*hi = (r->base + (uint64_t)(tp - 1) * r->stride + r->width + 1) / 2;
+}
+
+/* Kernel k's words of B: its output or dY and the START fill's gaps. */
+static void k_b_words(const struct res_op *k, int tp, uint64_t *klo, uint64_t *khi)
+{
+	b_words(&k->r, tp, klo, khi);
+	if (k->kernel != PLAN_WGRAD && !k->accumulate && tp > 1 &&
+	    k->r.base + (uint64_t)tp * k->r.stride > *khi)
+		*khi = k->r.base + (uint64_t)tp * k->r.stride; /* START fills the gaps too */
+}
+
+int res_side_conflict(const struct plan_geom *g, const struct res_op *k, const struct res_op *wr,
+		      char *err, size_t errlen)
+{
+	static const char *const kname[] = { "forward", "backward", "wgrad" };
+	int tp = res_tp(g, k->T), wtp = res_tp(g, wr->T), n = 1;
+	uint64_t lo, hi, klo[2], khi[2];
+	const char *what[2] = { "its input", "its partial sums" };
+	if (wr->r.mem == CSD_MEM_A) {
+		region_a_words(&wr->r, wtp, &lo, &hi);
+		region_a_words(&k->in, tp, &klo[0], &khi[0]);
+	} else {
+		b_words(&wr->r, wtp, &lo, &hi);
+		k_b_words(k, tp, &klo[0], &khi[0]);
+		what[0] = k->kernel == PLAN_WGRAD ? "its dy" : "its output";
+		if (k->kernel == PLAN_WGRAD) {
+			klo[1] = k->scratch;
+			khi[1] = k->scratch + (g->b_words / 2 < 256 ? g->b_words / 2 : 256);
+			n = 2;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (lo < khi[i] && klo[i] < hi) {
+			snprintf(err, errlen,
+				 "the write left by write_tokens_next (%s words [%llu, %llu)) overlaps "
+				 "what the %s kernel reads or writes (%s: words [%llu, %llu))",
+				 res_mem_name(wr->r.mem), (unsigned long long)lo,
+				 (unsigned long long)hi, kname[k->kernel], what[i],
+				 (unsigned long long)klo[i], (unsigned long long)khi[i]);
+			return CS_ERR_INVALID;
+		}
+	return CS_OK;
+}
+
 int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struct res_op *rd)
 {
-	if (k->kind != RES_KERNEL || rd->kind != RES_READ || rd->r.mem == CSD_MEM_A)
+	if (k->kind != RES_KERNEL)
+		return 0;
+	if (rd->kind == RES_WRITE) /* res_side_conflict checked it */
+		return g->a_wport && rd->r.mem == CSD_MEM_A && k->kernel != PLAN_WGRAD;
+	if (rd->kind != RES_READ || rd->r.mem == CSD_MEM_A)
 		return 0;
 	uint64_t half = g->b_words / 2, lo, hi, klo, khi;
 	b_words(&rd->r, res_tp(g, rd->T), &lo, &hi);
@@ -865,10 +987,7 @@ int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struc
 		return 0;
 	uint64_t bank = lo / half, b0 = bank * half, b1 = b0 + half;
 	int tp = res_tp(g, k->T);
-	b_words(&k->r, tp, &klo, &khi);
-	if (k->kernel != PLAN_WGRAD && !k->accumulate && tp > 1 &&
-	    k->r.base + (uint64_t)tp * k->r.stride > khi)
-		khi = k->r.base + (uint64_t)tp * k->r.stride; /* START fills the gaps too */
+	k_b_words(k, tp, &klo, &khi);
 	if (klo < b1 && b0 < khi)
 		return 0;
 	if (k->kernel == PLAN_WGRAD) {
@@ -978,20 +1097,28 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 		struct plan_regions rg;
 		struct plan_io io = { .w = op->w, .out = op->dw };
 		struct tread t = { 0 };
+		struct twrite tw = { 0 };
 		struct plan_side side = { &t, 0, tread_issue, tread_recv };
+		struct plan_wside wside = { &tw, 0, twrite_issue };
+		int rd = op->side && op->side->kind == RES_READ;
+		int wr = op->side && op->side->kind == RES_WRITE;
 		free(ws.buf);
 		ws.buf = NULL;
-		if (op->side && (rc = tread_init(&t, g, op->side, link->send != NULL))) {
+		if ((rd && (rc = tread_init(&t, g, op->side, link->send != NULL))) ||
+		    (wr && (rc = twrite_init(&tw, g, op->side, link->send != NULL)))) {
 			snprintf(err, errlen, "kernel: out of memory");
-			goto out_free;
+			goto out_kernel;
 		}
 		side.n_words = t.n;
+		wside.n_words = (uint64_t)tw.P * tw.n;
 		if (!(rc = res_kernel_plan(g, op, &pl, &rg, err, errlen)))
-			rc = plan_exec_resident(&pl, op->fw, &rg, &io, op->side ? &side : NULL,
-						link, st, err, errlen);
-		if (!rc && op->side)
+			rc = plan_exec_resident(&pl, op->fw, &rg, &io, rd ? &side : NULL,
+						wr ? &wside : NULL, link, st, err, errlen);
+		if (!rc && rd)
 			tread_finish(&t);
+	out_kernel:
 		free(t.img);
+		free(tw.tmp);
 		goto out_free;
 	}
 	}

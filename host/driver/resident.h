@@ -9,6 +9,8 @@
  *   tokens write: per PE one WRITE of its rows (stride == width) or one a row; SYNC
  *   tokens read:  one READ of every PE (pe 0xff) of the rows' words, or one a row; or
  *                 carried by the next kernel on regions (res_side_fits, plan_side)
+ *   tokens write carried by a forward or backward kernel (pe: plan_wside): the same words
+ *                 at the same addresses as WRITEs of parts of rows, between its majors
  *   write all:    one broadcast WRITE; SYNC
  *   program:      [WRITE IMEM of the overlay at its base, when not resident]; WRITE of the
  *                 BCAST control task's entry; WRITE r0 = 0; WRITE of the parameter block
@@ -83,14 +85,19 @@ struct res_op {
 	uint32_t scratch;         /* wgrad: the partial sums' B word */
 	float *dw;                /* wgrad: the result [nnz], CSR order */
 	const struct csd_fw *fw;  /* the kernels image (task entries) */
-	const struct res_op *side; /* KERNEL: a READ it carries (res_side_fits), or NULL */
+	const struct res_op *side; /* KERNEL: a READ or WRITE it carries (res_side_fits), or NULL */
 };
 
-/* Whether kernel op k may carry read rd (docs/architecture.md 7.5): rd is in B (or Bh),
- * within one bank, and k's B words (its output and START fill, or its dY and partial
- * sums) lie in the other bank: the READ then streams at full rate while k computes, and
- * nothing k writes is read. */
+/* Whether kernel op k may carry read or write rd (docs/architecture.md 7.5). A READ: rd is
+ * in B (or Bh), within one bank, and k's B words (its output and START fill, or its dY and
+ * partial sums) lie in the other bank: the READ then streams at full rate while k
+ * computes, and nothing k writes is read. A WRITE (checked by res_side_conflict): rd is in
+ * A, k a forward or backward kernel, and A has its own write port (g->a_wport). */
 int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struct res_op *rd);
+/* Whether write wr overlaps what kernel k reads or writes (A: its input; B: its output and
+ * START fill, or its dY and partial sums): CS_ERR_INVALID with err, else CS_OK. */
+int res_side_conflict(const struct plan_geom *g, const struct res_op *k, const struct res_op *wr,
+		      char *err, size_t errlen);
 
 /* Memory mem's size in its elements (A, Bh) or words (B), and its name. */
 uint64_t res_mem_size(const struct plan_geom *g, int mem);

@@ -71,24 +71,26 @@ struct train_resident {
 	gpt *m;
 	int P;
 	struct tr_layout lo;
-	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks */
-	csd_sparse *blk; /* [L][11] */
+	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks, v's row
+	 * block's two halves (C even) */
+	csd_sparse *blk; /* [L][13] */
 	float *wbuf;     /* [4C * C] dense scratch of a block */
 	uint8_t *mbuf;
 	float *dw;       /* [max nnz] */
 	size_t dw_cap;
 	uint16_t *h16;   /* [maxBT, 3C] bf16 transfers */
-	float *part;     /* [P, C] per-PE partials */
+	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's) */
 	char err[256];
 };
 
-#define NBLK 11
+#define NBLK 13
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
 #define BQKV 0
 #define BFC 3
 #define BFC2 7
+#define BVH 11
 
 static uint32_t even(uint64_t x)
 {
@@ -262,6 +264,9 @@ static int build_blocks(struct train_resident *r)
 		for (int k = 0; k < 4 && !rc; k++)
 			rc = sub_sparse(r, &b[BFC2 + k], td_dev_sparse(r->td, l, GPT_FC_PROJ), 0, C, k * C,
 					C);
+		for (int h = 0; h < 2 && !rc && C % 2 == 0; h++)
+			rc = sub_sparse(r, &b[BVH + h], td_dev_sparse(r->td, l, GPT_QKV),
+					2 * C + h * (C / 2), C / 2, 0, C);
 		if ((size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz > need)
 			need = (size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz;
 		for (int k = 0; k < NBLK && !rc; k++)
@@ -322,7 +327,7 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	r->wbuf = malloc(sizeof(float) * 4 * (size_t)C * C);
 	r->mbuf = malloc(4 * (size_t)C * C);
 	r->h16 = malloc(sizeof(uint16_t) * (size_t)m->B * m->T * 3 * C);
-	r->part = malloc(sizeof(float) * (size_t)r->P * C);
+	r->part = malloc(sizeof(float) * 2 * (size_t)r->P * C);
 	if (!r->blk || !r->wbuf || !r->mbuf || !r->h16 || !r->part)
 		goto out_free;
 	*out = r;
@@ -466,12 +471,16 @@ static int bias_forward(train_resident *r, int tp, const float *bias, uint32_t s
 }
 
 /* cvt_a (bh 0: into A element dst) or cvt_bh (into Bh element dst) of C-word rows at src */
+static int convert_w(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst, int w)
+{
+	const uint16_t p[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)src, (uint16_t)w,
+				(uint16_t)dst, (uint16_t)w, 0 };
+	return run(r, "vec_cvt", bh ? "cvt_bh" : "cvt_a", p, 7);
+}
+
 static int convert(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst)
 {
-	int C = r->m->cfg.n_embd;
-	const uint16_t p[7] = { (uint16_t)C, (uint16_t)tp, (uint16_t)src, (uint16_t)C,
-				(uint16_t)dst, (uint16_t)C, 0 };
-	return run(r, "vec_cvt", bh ? "cvt_bh" : "cvt_a", p, 7);
+	return convert_w(r, tp, bh, src, dst, r->m->cfg.n_embd);
 }
 
 /* Sum the per-PE partials [P, C] at B word at into out [C] (+=), PEs in order. */
@@ -486,9 +495,28 @@ static int gather(train_resident *r, float *out, uint32_t at)
 	return CS_OK;
 }
 
+/* The same read of the partials at B word at, left to the next call (a kernel whose B words
+ * lie in the other bank carries it, csd_read_tokens_next); gather_sum adds them into out
+ * once that call returned. */
+static int gather_next(train_resident *r, uint32_t at)
+{
+	int C = r->m->cfg.n_embd;
+	csd_region pr = rg(CSD_MEM_B, at, (uint32_t)C);
+	return csd_read_tokens_next(r->dev, r->part + (size_t)r->P * C, &pr, r->P);
+}
+
+static void gather_sum(train_resident *r, float *out)
+{
+	int C = r->m->cfg.n_embd;
+	const float *part = r->part + (size_t)r->P * C;
+	for (int q = 0; q < r->P; q++)
+		for (int j = 0; j < C; j++)
+			out[j] += part[(size_t)q * C + j];
+}
+
 /* The resident gradient dx as a backward kernel's input: out[C] += its bias gradient (per-PE
- * partials, gathered), bf16 into A at dya (NONE: not) and packed into the Bh region, one
- * vec_cvt call (dy_abh / dy_bh). */
+ * partials, gathered; out NULL: left to the next call, gather_next), bf16 into A at dya
+ * (NONE: not) and packed into the Bh region, one vec_cvt call (dy_abh / dy_bh). */
 static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 {
 	const struct tr_layout *lo = &r->lo;
@@ -500,7 +528,7 @@ static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 				 (uint16_t)lo->b_zero, (uint16_t)(2 * lo->b_bh),
 				 (uint16_t)lo->b_dbias };
 	TRY(run(r, "vec_cvt", dya == NONE ? "dy_bh" : "dy_abh", p, 10));
-	return gather(r, out, lo->b_dbias);
+	return out ? gather(r, out, lo->b_dbias) : gather_next(r, lo->b_dbias);
 }
 
 /* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
@@ -617,12 +645,41 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
 		       st_z1(r, l), stash_r(r, l, 0)));
-	for (int k = 0; k < 3; k++) {
+	/* v in two halves (below) when its row block computes at least as long as its read
+	 * takes (tp cycles a nonzero against P (tp C / 2 + P + 2), the read of every PE): then
+	 * k's read still hides behind the first half and the first half's behind the second;
+	 * at higher sparsity the halves hide nothing more and add a kernel */
+	int vsplit = C % 2 == 0 &&
+		     (uint64_t)b[BQKV + 2].nnz * (uint64_t)tp >=
+			     (uint64_t)r->P * ((uint64_t)tp * (uint64_t)(C / 2) + (uint64_t)r->P + 2);
+	for (int k = 0; k < 3 - vsplit; k++) {
 		TRY(csd_forward_region(r->dev, &tile, &y1, &b[BQKV + k], BT, CSD_OVERWRITE));
 		if (k)
 			unpack_qkv(r, qkv, k - 1, BT, p->qkvb + l * C3 + (k - 1) * C1);
 		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_bh));
 		TRY((k < 2 ? csd_read_tokens_next : csd_read_tokens)(r->dev, r->h16, &qbh, BT));
+	}
+	if (vsplit) {
+		/* v's row block in two halves of C / 2 outputs (the same chains): the first
+		 * half's read streams while the second computes; the halves into h16's spare
+		 * rows, then merged */
+		int H = C / 2;
+		csd_region th = rg(CSD_MEM_B, lo->b_tile, (uint32_t)H);
+		csd_region vbh = rg(CSD_MEM_BH, 2 * lo->b_bh, (uint32_t)H);
+		uint16_t *vh = r->h16 + (size_t)BT * C;
+		for (int h = 0; h < 2; h++) {
+			TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + h], BT, CSD_OVERWRITE));
+			if (!h)
+				unpack_qkv(r, qkv, 1, BT, p->qkvb + l * C3 + C1);
+			TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
+			TRY((h ? csd_read_tokens : csd_read_tokens_next)(r->dev,
+									 vh + (size_t)h * BT * H,
+									 &vbh, BT));
+		}
+		for (int t = 0; t < BT; t++)
+			for (int h = 0; h < 2; h++)
+				memcpy(r->h16 + (size_t)t * C + h * H,
+				       vh + (size_t)h * BT * H + (size_t)t * H, sizeof(uint16_t) * H);
 	}
 	unpack_qkv(r, qkv, 2, BT, p->qkvb + l * C3 + 2 * C1);
 	/* attention on the host; its output down into the stash */
@@ -718,6 +775,15 @@ out:
 	return rc;
 }
 
+/* Row block k (q, k, v) of dqkv [BT, 3C] as bf16 into h16 [BT, C]. */
+static void qkv_grad16(train_resident *r, const float *dqkv, int BT, int C, int k)
+{
+	for (int t = 0; t < BT; t++)
+		for (int j = 0; j < C; j++)
+			r->h16[(size_t)t * C + j] =
+				nm_bf16_from_f32(dqkv[(size_t)t * 3 * C + k * C + j]);
+}
+
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
 static int block_backward(train_resident *r, int l, int B, int T, float *scratch,
 			  float *dx_out)
@@ -788,10 +854,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	if (lo->small)
 		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l),
 			       lo->b_tile));
-	/* proj: dy = dx again; the attention output's gradient up as bf16, packed in place in
-	 * the output tile: it streams up while proj's dW computes (B's other bank) */
-	TRY(dy_prepare(r, tp, g->attprojb + l * C1, lo->a_dy));
+	/* proj: dy = dx again (its bias gradient's partials stream up while proj's input
+	 * gradient computes in the output tile, the other bank); the attention output's
+	 * gradient up as bf16, packed in place in the output tile: it streams up while proj's
+	 * dW computes (B's other bank) */
+	TRY(dy_prepare(r, tp, NULL, lo->a_dy));
 	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
+	gather_sum(r, g->attprojb + l * C1);
 	TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
 	TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
 	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
@@ -805,21 +874,30 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	/* by row block (q, k, v): its gradient down into A once, widened into the free output
 	 * tile (against B rows of ones and of zeros) and packed into Bh for
 	 * its dW (one cvt_fbh); its input gradient accumulated (the same chains as one call
-	 * over 3C) */
-	const uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
-				 (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
-				 (uint16_t)(2 * lo->b_bh) };
+	 * over 3C). k's and v's gradients go down while the previous row block's input
+	 * gradient computes (a write A takes beside the kernel's reads on pe,
+	 * csd_write_tokens_next), so they alternate between S and a free A tile: one of the
+	 * dead pre tiles (small) or the dpre tile */
+	csd_region dyq[2] = { dya, rg(CSD_MEM_A, lo->small ? tile_pre(r, l, 1) : lo->a_dp, C) };
+	uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
+			   (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
+			   (uint16_t)(2 * lo->b_bh) };
 	for (int k = 0; k < 3; k++) {
-		for (int t = 0; t < BT; t++)
-			for (int j = 0; j < C; j++)
-				r->h16[(size_t)t * C + j] =
-					nm_bf16_from_f32(m->dqkv[(size_t)t * C3 + k * C1 + j]);
-		TRY(csd_write_tokens(r->dev, &dya, r->h16, BT));
+		const csd_region *dyk = &dyq[k & 1];
+		if (k == 0) {
+			qkv_grad16(r, m->dqkv, BT, C, 0);
+			TRY(csd_write_tokens(r->dev, dyk, r->h16, BT));
+		}
+		pw[2] = (uint16_t)dyk->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
 		if (k < 2 || !dx_out)
 			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 				  st_y1(r, l), C));
-		TRY(csd_backward_region(r->dev, &dln, &dya, &b[BQKV + k], BT,
+		if (k < 2) {
+			qkv_grad16(r, m->dqkv, BT, C, k + 1);
+			TRY(csd_write_tokens_next(r->dev, &dyq[(k + 1) & 1], r->h16, BT));
+		}
+		TRY(csd_backward_region(r->dev, &dln, dyk, &b[BQKV + k], BT,
 					k ? CSD_ACCUMULATE : CSD_OVERWRITE));
 	}
 	/* ln1 backward into dx */

@@ -1,13 +1,14 @@
 // pe - one processing element (docs/architecture.md section 4): input queues with the
 // color -> queue map, task table and picker, sequencer with IMEM and registers, the engine
-// (FMAC pipeline, vector instructions, transmit FIFO), SRAM A (activations, single port,
-// SPRAM-shaped), SRAM B (accumulators, two banks of one read + one write port each), the
+// (FMAC pipeline, vector instructions, transmit FIFO), SRAM A (activations, one read + one
+// write port), SRAM B (accumulators, two banks of one read + one write port each), the
 // config slave and the counters.
 //
 // Config slave: a request (cfg_req_i) is accepted in the cycle cfg_gnt_o is high; a read's
 // data comes exactly one cycle later on cfg_rvalid_o/cfg_rdata_o (so responses keep request
-// order). The engine has priority on A and on each port of each B bank: a config access to a
-// port the engine uses in this cycle waits; the other bank is always free for config. IMEM
+// order). The engine has priority on each port of A and of each B bank: a config access to a
+// port the engine uses in this cycle waits; so a config write of A proceeds while a kernel
+// reads A (kernels never write it), and the other B bank is always free for config. IMEM
 // reads and register writes wait until no task runs. Targets: 0 A (32-bit words), 1 B,
 // 2 B read-and-clear (a read returns the word and zeroes it in the same cycle, using both
 // ports of its bank: it waits while the engine uses either; writes are ignored), 3 IMEM,
@@ -215,13 +216,19 @@ module pe #(
   );
 
   // ------------------------------------------------------------------ SRAM A
-  wire a_cfg = c_a && !e_a_en;
-  sram_sp #(.Depth(AWords / 2), .Width(32)) u_sram_a (
+  // one read and one write port: a config write waits only for an engine write (cvt.bf,
+  // vlut.bf, sta), a config read only for an engine read; the host never writes a word a
+  // running kernel reads, so a collision's old word (OldOnCollide) is never used
+  wire a_cfg = c_a && (cfg_we_i ? !(e_a_en && e_a_we) : !(e_a_en && !e_a_we));
+  wire a_e_re = e_a_en && !e_a_we;
+  wire a_e_we = e_a_en && e_a_we;
+  sram_1r1w #(.Depth(AWords / 2), .Width(32)) u_sram_a (
     .clk_i  (clk_i),
-    .en_i   (e_a_en || a_cfg),
-    .we_i   (e_a_en ? e_a_we : cfg_we_i),
-    .addr_i (e_a_en ? e_a_addr : cfg_addr_i[AAW-1:0]),
-    .wdata_i(e_a_en ? e_a_wdata : cfg_wdata_i),
+    .we_i   (a_e_we || (a_cfg && cfg_we_i)),
+    .waddr_i(a_e_we ? e_a_addr : cfg_addr_i[AAW-1:0]),
+    .wdata_i(a_e_we ? e_a_wdata : cfg_wdata_i),
+    .re_i   (a_e_re || (a_cfg && !cfg_we_i)),
+    .raddr_i(a_e_re ? e_a_addr : cfg_addr_i[AAW-1:0]),
     .rdata_o(a_rdata)
   );
 

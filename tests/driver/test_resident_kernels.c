@@ -10,7 +10,10 @@
  *     (when its build exists) bit for bit over every PE's whole SRAM, and in link bytes;
  *   - a chain ln_fwd -> forward -> cvt_a -> forward accumulate onto x, and the other
  *     conversions (cvt_bh, bias_fwd, bias_bwd), cpu against the model;
- *   - bad regions give clear errors.
+ *   - bad regions give clear errors;
+ *   - reads and writes carried by a kernel (csd_read_tokens_next, csd_write_tokens_next)
+ *     equal the plain ones, the estimate within 2% of the Verilated pe mesh, overlapping
+ *     writes refused, pe=lite writing first.
  * Also prints (not a check) the resident chain's cycles and link bytes against the old
  * calls on a 4x4 cpu device. TEST_SEED replays.
  */
@@ -734,6 +737,143 @@ static void test_overlap(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/*
+ * A WRITE of A carried by a kernel (csd_write_tokens_next, docs/architecture.md 7.5): on pe
+ * its WRITEs go between the kernel's majors, A's write port taking them while the kernel
+ * reads A. Forward and backward, overwrite and accumulate: the region and the kernel's
+ * output equal a plain write's before the kernel on every device, the SRAM stays equal, the
+ * cpu backend's estimate is within 2% of the Verilated pe mesh's (when built) and below the
+ * plain sequence's. A write over what the next kernel reads or writes is refused (and
+ * dropped); on pe=lite the write goes first, on its own: the plain sequence's cycles.
+ */
+static void wr_run(struct rig *g, int next, const csd_region *wr, const void *src, int bwd,
+		   const csd_region *ry, const csd_region *rx, const csd_sparse *w, int T,
+		   int mode, uint64_t *cyc)
+{
+	for (int k = 0; k < g->n; k++) {
+		csd_dev *D = g->dev[k];
+		csd_counters c;
+		csd_reset_counters(D);
+		ok(D, (next ? csd_write_tokens_next : csd_write_tokens)(D, wr, src, T));
+		ok(D, (bwd ? csd_backward_region : csd_forward_region)(D, ry, rx, w, T, mode));
+		ok(D, csd_get_counters(D, &c));
+		cyc[k] = c.cycles;
+	}
+}
+
+/* A W x W layer at tp tokens a PE (tp * W <= 8192). */
+static void wcarry_case(int rows, int cols, double sparsity, int W, int tp, int *bad)
+{
+	struct rig g;
+	rig_open(&g, rows, cols, 16384, 8192, 1);
+	int P = g.P, T = P * tp - 3;
+	snprintf(g.when, sizeof g.when, "carried write %dx%d sparsity %.2f", rows, cols,
+		 sparsity);
+	print_message(" %dx%d, %dx%d layer, %.0f%% sparse, %d tokens a PE:\n", rows, cols, W, W,
+		      sparsity * 100, tp);
+	struct kref_layer L;
+	assert_int_equal(kref_layer_make(&L, T, W, W, sparsity, KREF_PLAIN, 0), 0);
+	const csd_sparse *w = &L.sp;
+	uint32_t uw = (uint32_t)W;
+	/* A: the kernel's input at 0, the written region at 8192; B: the output at 0 */
+	csd_region rx = { CSD_MEM_A, 0, uw, uw }, rw = { CSD_MEM_A, 8192, uw, uw };
+	csd_region ry = { CSD_MEM_B, 0, uw, uw };
+	size_t nq = (size_t)T * W;
+	uint16_t *got = malloc(nq * 2);
+	float *y1 = malloc(nq * 4), *y2 = malloc(nq * 4);
+	ALL(&g, csd_write_tokens(D, &rx, L.x, T));
+	uint64_t c1[MAXDEV], c2[MAXDEV];
+	char what[64];
+	for (int i = 0; i < 4; i++) {
+		int bwd = i & 1, mode = i & 2 ? CSD_ACCUMULATE : CSD_OVERWRITE;
+		/* plain: x's data written; carried: dy's, so the carried one must land */
+		wr_run(&g, 0, &rw, L.x, bwd, &ry, &rx, w, T, mode, c1);
+		read_all(&g, y1, &ry, T);
+		wr_run(&g, 1, &rw, L.dy, bwd, &ry, &rx, w, T, mode, c2);
+		read_all(&g, y2, &ry, T);
+		read_all(&g, got, &rw, T);
+		assert_memory_equal(got, L.dy, nq * 2);
+		if (mode == CSD_OVERWRITE)
+			assert_memory_equal(y1, y2, nq * 4);
+		snprintf(what, sizeof what, "%s%s + A write, alone", bwd ? "bwd" : "fwd",
+			 mode == CSD_ACCUMULATE ? " acc" : "");
+		ov_check(&g, what, c1, bad);
+		snprintf(what, sizeof what, "%s%s + A write, carried", bwd ? "bwd" : "fwd",
+			 mode == CSD_ACCUMULATE ? " acc" : "");
+		ov_check(&g, what, c2, bad);
+		assert_true(c2[0] < c1[0]);
+	}
+	same_sram(&g, "kernels carrying a write");
+	read_all(&g, y1, &ry, T);
+	/* refused, on every device: a write over the kernel's input, over its output (B) */
+	csd_region rin = { CSD_MEM_A, 2 * uw, uw, uw };
+	for (int k = 0; k < g.n; k++) {
+		csd_dev *D = g.dev[k];
+		ok(D, csd_write_tokens_next(D, &rin, L.dy, T));
+		expect(D, csd_forward_region(D, &ry, &rx, w, T, CSD_OVERWRITE), CS_ERR_INVALID,
+		       "overlaps what the forward kernel reads or writes (its input");
+		ok(D, csd_write_tokens_next(D, &ry, L.x, T));
+		expect(D, csd_backward_region(D, &ry, &rx, w, T, CSD_ACCUMULATE), CS_ERR_INVALID,
+		       "overlaps what the backward kernel reads or writes (its output");
+		/* dropped: nothing was written, and the next call runs */
+		ok(D, csd_flush(D));
+	}
+	read_all(&g, y2, &ry, T);
+	assert_memory_equal(y1, y2, nq * 4);
+	same_sram(&g, "refused writes");
+	free(got);
+	free(y1);
+	free(y2);
+	kref_layer_free(&L);
+	rig_close(&g);
+}
+
+/* pe=lite (A's one port): the write goes first, on its own; the same cycles and SRAM. */
+static void wcarry_lite(void)
+{
+	csd_dev *d[2];
+	ok(NULL, csd_open(&d[0], "cpu:2x2,awords=16384,bwords=8192,pe=lite"));
+	ok(NULL, csd_open(&d[1], "cpu:2x2,awords=16384,bwords=8192"));
+	int T = 4 * 24 - 3, W = 64;
+	struct kref_layer L;
+	assert_int_equal(kref_layer_make(&L, T, W, W, 0.9, KREF_PLAIN, 0), 0);
+	csd_region rx = { CSD_MEM_A, 0, 64, 64 }, rw = { CSD_MEM_A, 8192, 64, 64 };
+	csd_region ry = { CSD_MEM_B, 0, 64, 64 };
+	uint64_t cyc[2][2];
+	for (int k = 0; k < 2; k++)
+		for (int next = 0; next < 2; next++) {
+			csd_counters c;
+			ok(d[k], csd_write_tokens(d[k], &rx, L.x, T));
+			csd_reset_counters(d[k]);
+			ok(d[k], (next ? csd_write_tokens_next : csd_write_tokens)(d[k], &rw, L.dy, T));
+			ok(d[k], csd_backward_region(d[k], &ry, &rx, &L.sp, T, CSD_OVERWRITE));
+			ok(d[k], csd_get_counters(d[k], &c));
+			cyc[k][next] = c.cycles;
+		}
+	print_message(" pe=lite: %llu cycles plain, %llu carried; pe: %llu, %llu\n",
+		      (unsigned long long)cyc[0][0], (unsigned long long)cyc[0][1],
+		      (unsigned long long)cyc[1][0], (unsigned long long)cyc[1][1]);
+	assert_int_equal(cyc[0][0], cyc[0][1]);
+	assert_true(cyc[1][1] < cyc[1][0]);
+	kref_layer_free(&L);
+	csd_close(d[0]);
+	csd_close(d[1]);
+}
+
+static void test_carried_write(void **state)
+{
+	(void)state;
+	int bad = 0;
+	print_message("carried writes: cpu estimate against the Verilated pe mesh (%.0f%%)\n",
+		      OV_TOL * 100);
+	wcarry_case(2, 2, 0.9, 64, 24, &bad);
+	wcarry_case(2, 2, 0.5, 64, 24, &bad);
+	/* the step's shape: C = 128, 32 tokens a PE */
+	wcarry_case(4, 4, 0.95, 128, 32, &bad);
+	wcarry_lite();
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const char *s = getenv("TEST_SEED");
@@ -748,6 +888,7 @@ int main(void)
 		cmocka_unit_test(test_measure),
 		cmocka_unit_test(test_bad_regions),
 		cmocka_unit_test(test_overlap),
+		cmocka_unit_test(test_carried_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

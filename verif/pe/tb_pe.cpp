@@ -27,7 +27,11 @@
 // TB_VEC (default 1) is 0 for a DUT without the vector group (tb_pe_micro_mt): it then sees
 // exactly the scenarios it saw before the group existed.
 // Every scenario runs with random rx gaps (except util), random tx back-pressure, and
-// random config-port reads of the other B bank while the engine runs. At the end every
+// random config-port reads of the other B bank while the engine runs. fwd, wgrad and the fw
+// runs also take random config writes into A words nothing else touches while the engine
+// runs (on pe, A's write port: in fwd, whose engine never writes A, each is granted in the
+// cycle it is asked, util included; in the fw runs the programs' A writes win); the
+// final compare of A sees a lost engine write or a lost config write. At the end every
 // sent wavelet (in order), all of A and B, the registers, the task table and the counters
 // are compared with the model. Each scenario has a cycle timeout.
 #if defined(TB_PE_MICRO_MT)
@@ -137,7 +141,25 @@ struct Scenario {
 	bool measure = false; // util: no gaps, count dead cycles (asserted when run_macs is set)
 	std::vector<uint64_t> run_macs; // util: MACs per run, in order
 	uint64_t budget = 0; // extra cycles of the timeout (long vector instructions)
+	// A words [acfg_word, acfg_word + acfg_n) take config writes while the engine runs
+	// (nothing else touches them); acfg_free: the engine never writes A (fwd)
+	unsigned acfg_word = 0, acfg_n = 0;
+	bool acfg_free = false;
 };
+
+// pe: A has a write port of its own (config writes of A proceed while the engine reads it).
+// pe_micro_mt takes a config request only after holding it (its grant comes a cycle behind
+// the request, from the shared micro-machine), so the one-cycle asks are not made there.
+#if defined(TB_PE_LITE) || defined(TB_PE_MICRO_MT)
+static const bool kAWritePort = false;
+#else
+static const bool kAWritePort = true;
+#endif
+#if defined(TB_PE_MICRO_MT)
+static const bool kACfgWrites = false;
+#else
+static const bool kACfgWrites = true;
+#endif
 
 struct Bench {
 	VerilatedContext *ctx;
@@ -152,6 +174,8 @@ struct Bench {
 	uint64_t mac_cycles = 0, util_cycles = 0, dot_mac_cycles = 0, dot_util_cycles = 0;
 	// coverage-ish totals from the model
 	uint64_t tot_macs = 0, tot_sent = 0, tot_drop = 0, tot_rx = 0;
+	// config writes of A while the engine runs: asked, granted, granted while not idle
+	uint64_t acfg_asked = 0, acfg_done = 0, acfg_busy = 0;
 
 	Bench(VerilatedContext *c, uint64_t seed) : ctx(c), rng(seed)
 	{
@@ -331,13 +355,30 @@ struct Bench {
 				dut->rx_data_i = s.streams[chosen].front();
 			}
 			dut->tx_ready_i = !rng.chance(s.tx_stall_pct);
-			// config reads of B while the engine runs (they must not disturb it)
-			bool probe = !s.measure && rng.chance(10);
-			dut->cfg_req_i = probe;
-			dut->cfg_we_i = 0;
-			dut->cfg_target_i = 1;
-			dut->cfg_addr_i = (uint16_t)(4096 + (bank_probe++ % 64));
+			// config reads of B and writes of A while the engine runs (they must not
+			// disturb it); util: A writes only where A has its own write port
+			bool awr = kACfgWrites && s.acfg_n && (!s.measure || kAWritePort) && rng.chance(10);
+			bool probe = !awr && !s.measure && rng.chance(10);
+			uint32_t aw = awr ? s.acfg_word + rng.below(s.acfg_n) : 0, ad = rng.u32();
+			dut->cfg_req_i = probe || awr;
+			dut->cfg_we_i = awr;
+			dut->cfg_target_i = awr ? 0 : 1;
+			dut->cfg_addr_i = awr ? (uint16_t)aw : (uint16_t)(4096 + (bank_probe++ % 64));
+			dut->cfg_wdata_i = ad;
 			dut->eval();
+			if (awr) {
+				acfg_asked++;
+				if (dut->cfg_gnt_o) {
+					acfg_done++;
+					acfg_busy += !dut->idle_o;
+					model.a[(aw * 2) % kAWords] = (uint16_t)ad;
+					model.a[(aw * 2 + 1) % kAWords] = (uint16_t)(ad >> 16);
+				} else if (kAWritePort && s.acfg_free) {
+					printf("FAIL %s: cycle %" PRIu64 ": a config write of A word %u waits "
+					       "although the engine never writes A\n", s.kind, cycle, aw);
+					failed++;
+				}
+			}
 			if (dut->rx_valid_i && dut->rx_ready_o) {
 				pe_model_rx(&model, s.streams[chosen].front());
 				s.streams[chosen].pop_front();
@@ -567,6 +608,9 @@ static Scenario gen_fwd(Bench &b, bool util)
 	s.regs[4] = (uint16_t)N;
 	s.regs[5] = (uint16_t)tp;
 	fill_a_random(b, s, xa / 2, (tp * K + 3) / 2 + 1);
+	s.acfg_word = 6144; // elements 12288 .. 16383: far above X
+	s.acfg_n = 2048;
+	s.acfg_free = true;
 	if (r.chance(50))
 		for (unsigned i = 0; i < tp * N; i++)
 			s.b_words.push_back({ yb + i, r.chance(50) ? 0u : rand_f32(r) });
@@ -1139,6 +1183,8 @@ static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t
 	s.streams.resize(1);
 	s.streams[0].push_back(wv(0, 3, p));
 	s.budget = 20000000;
+	s.acfg_word = 6144; // elements 12288 .. 16383: the programs' A lies below 2048
+	s.acfg_n = 2048;
 	return s;
 }
 
@@ -1304,6 +1350,8 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 		if (tok[k])
 			printf("%s: %.0f task-busy cycles per token (C = 64, %" PRIu64 " tokens, one task)\n",
 			       names[k], (double)cyc[k] / (double)tok[k], tok[k]);
+	printf("config writes of A during the runs: %" PRIu64 " asked, %" PRIu64 " granted, %" PRIu64
+	       " of them while the PE was busy\n", b.acfg_asked, b.acfg_done, b.acfg_busy);
 	printf("tb_pe fw: %u runs, %u passed\n", scen, passed);
 	return tb_result(passed, scen - passed);
 }
@@ -1366,6 +1414,8 @@ int main(int argc, char **argv)
 #endif
 		       " cycles\n", 100.0 * (double)b.dot_mac_cycles / (double)b.dot_util_cycles,
 		       b.dot_util_cycles);
+	printf("config writes of A during the runs: %" PRIu64 " asked, %" PRIu64 " granted, %" PRIu64
+	       " of them while the PE was busy\n", b.acfg_asked, b.acfg_done, b.acfg_busy);
 	printf("tb_pe: %u scenarios, %u passed, %" PRIu64 " cycles; %" PRIu64 " wavelets in, %" PRIu64
 	       " sent, %" PRIu64 " MACs, %" PRIu64 " dropped (no task)\n",
 	       scen, passed, b.cycle, b.tot_rx, b.tot_sent, b.tot_macs, b.tot_drop);
