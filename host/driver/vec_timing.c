@@ -235,8 +235,8 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		rd(v, c);
 		r[rdn] = 0x3f80;
 		return c + 2;
-	case 6: /* vmac: x = B[r[rt]+n], c = B[r[rd]+n]; one bank: c a cycle ahead; banks apart:
-		 * a pair at an even A element when both pairs stay in their banks */
+	case 6: /* vmac: x = B[r[rt]+n], c = B[r[rd]+n]; one bank: c a cycle ahead; a pair at an
+		 * even A element (banks apart: when both pairs stay in their banks) */
 		for (uint32_t i = 0; i < cnt; c++) {
 			uint32_t x = r[rtn] + i, cc = r[rdn] + i;
 			int pair = 0;
@@ -247,10 +247,13 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 				       !HZ(c, cc + 1) && bank(v, x + 1) == bank(v, x) &&
 				       bank(v, cc + 1) == bank(v, cc) && !same(v, x + 1, ptr + i) &&
 				       !same(v, cc + 1, ptr + i);
-			} else {
+			} else { /* c (a pair when it may be) read ahead, then x's pair */
 				c = WAIT_HZ(c, cc);
 				rd(v, c);
+				pair = cnt - i >= 2 && !((r[rsn] + i) & 1) && !HZ(c, cc + 1) &&
+				       !same(v, cc + 1, ptr + i) && !same(v, x + 1, ptr + i);
 				c = WAIT_HZ(c + 1, x);
+				pair = pair && !HZ(c, x + 1);
 			}
 			mac(v, c, ptr + i, 1);
 			if (pair)

@@ -164,6 +164,8 @@ module pe_vec #(
   logic [31:0]   cw_q, cw_d;      // vmac's c / cvt.bh's destination word, read a cycle ahead;
                                   // vlut.bf: {last word's high half, first word's low half}
   logic [15:0]   on_q, on_d;      // vlut.bf: elements written to A
+  logic [31:0]   cw2_q, cw2_d;    // vmac: the second lane's c, read a cycle ahead with cw
+  logic          ph2_q, ph2_d;    // vmac: the read ahead was a pair (c of n and n + 1)
   // vlut's X stage: the x read's data (bf16 kept while the table read waits)
   logic          xv_q, xv_d;
   logic          xheld_q, xheld_d;
@@ -315,6 +317,7 @@ module pe_vec #(
     case (rk_q)
       KAxpy: begin f2_a = rval_q; f2_b = a_rdata_i[31:16]; f2_c = b_word2; end
       KVfma: begin f2_a = {16'd0, rval_q[15:0]}; f2_c = {rval_q[31:16], 16'd0}; end
+      KVmac: f2_c = rzf_q ? cw2_q : b_other2;
       default: ;
     endcase
   end
@@ -421,6 +424,8 @@ module pe_vec #(
   wire        vm_pair   = n_two && !n_a[0] && !hz(BAW'(n_src1)) && !hz(BAW'(n_rd1)) &&
                           n_src1[BAW-1] == n_src[BAW-1] && n_rd1[BAW-1] == n_rd[BAW-1] &&
                           BAW'(n_src1) != BAW'(n_ptr) && BAW'(n_rd1) != BAW'(n_ptr);
+  wire        vp_pair   = n_two && !n_a[0] && !hz(n_rd1) && n_rd1 != BAW'(n_ptr) &&
+                          n_src1 != BAW'(n_ptr);  // vmac, one bank: c's pair read ahead
   wire        cv_pair   = n_two && !cv_e[0] && !hz(BAW'(n_ptr1));
   wire        bh_pair   = n_two && !cv_e[0] && BAW'(n_ptr1) != BAW'(bh_w) &&
                           !(bh_wr && rwa_q == BAW'(n_ptr1));
@@ -452,7 +457,7 @@ module pe_vec #(
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
     rzf_d = 1'b0; raw_d = '0; rp_d = 1'b0; rv2_d = 1'b0; rwa2_d = '0;
-    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; rfw_d = 1'b0; rab_d = 1'b0; on_d = on_q;
+    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; cw2_d = cw2_q; ph2_d = ph2_q; rfw_d = 1'b0; rab_d = 1'b0; on_d = on_q;
     xv_d = xv_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
     b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
     b_re4_o = 1'b0; b_raddr4_o = '0;
@@ -535,7 +540,7 @@ module pe_vec #(
           end
           if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
         end
-        KPre: cw_d = b_word;
+        KPre: begin cw_d = b_word; cw2_d = b_word2; end
         KRsq: fin_d = 1'b1;
         default: ;
       endcase
@@ -767,10 +772,12 @@ module pe_vec #(
               rv_d = 1'b1; rk_d = KVmac; rah_d = n_a[0]; rzf_d = ph_q;
               rwen_d = 1'b1; rwa_d = BAW'(n_ptr);
               ph_d = 1'b0;
-              if (!ph_q && vm_pair) begin  // (split banks: x and c pairs on ports 1/3, 2/4)
+              if (ph_q ? (ph2_q && !hz(n_src1)) : vm_pair) begin
+                // split banks: x and c pairs on ports 1/3 and 2/4; one bank: x's pair, c's
+                // read ahead
                 mac2_o = 1'b1;
                 b_re3_o = 1'b1; b_raddr3_o = BAW'(n_src1);
-                b_re4_o = 1'b1; b_raddr4_o = BAW'(n_rd1);
+                if (!ph_q) begin b_re4_o = 1'b1; b_raddr4_o = BAW'(n_rd1); end
                 rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
                 n_d = n_q + 16'd2;
                 if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
@@ -782,7 +789,8 @@ module pe_vec #(
           end else if (!hz(BAW'(n_rd))) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(n_rd);
             rv_d = 1'b1; rk_d = KPre;
-            ph_d = 1'b1;
+            ph_d = 1'b1; ph2_d = vp_pair;
+            if (vp_pair) begin b_re3_o = 1'b1; b_raddr3_o = n_rd1; end
           end
         end else if (xop == 3'd7) begin  // vdot rd, rs, rt: chains 0/2, an issue every other
           if (!n_all) begin              // cycle (a chain's period is FmacLatency); then the add
@@ -892,7 +900,7 @@ module pe_vec #(
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
       rah_q <= 1'b0; rp_q <= 1'b0; rv2_q <= 1'b0; rwa2_q <= '0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
       rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
-      rab_q <= 1'b0; on_q <= '0;
+      rab_q <= 1'b0; on_q <= '0; cw2_q <= '0; ph2_q <= 1'b0;
       fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
       xwa_q <= '0;
       for (int e = 0; e < L; e = e + 1) begin
@@ -913,7 +921,7 @@ module pe_vec #(
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
       rcol_q <= rcol_d; rah_q <= rah_d; rp_q <= rp_d; rv2_q <= rv2_d; rwa2_q <= rwa2_d; rbh_q <= rbh_d; rval_q <= rval_d;
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;
-      cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d;
+      cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d; cw2_q <= cw2_d; ph2_q <= ph2_d;
       fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xheld_q <= xheld_d;
       xb_q <= xb_d; xwa_q <= xwa_d;
       pv_q[0] <= f_valid; pdot_q[0] <= r_acc; pwen_q[0] <= f_valid && rwen_q;
