@@ -27,7 +27,8 @@ struct vt {
 	struct vt_op ring[RING];
 	int head;
 	uint32_t bmask, bank;   /* B address mask, the bank bit */
-	uint64_t macs, wb_last; /* MAC issues; the cycle of the last B write of a MAC */
+	uint64_t macs, wb_last; /* MAC-busy cycles; the cycle of the last B write of a MAC */
+	uint64_t mac_c;         /* the last cycle counted in macs, + 1 */
 };
 
 static void push(struct vt *v, uint64_t c, uint64_t last, uint32_t addr, int wen)
@@ -38,11 +39,14 @@ static void push(struct vt *v, uint64_t c, uint64_t last, uint32_t addr, int wen
 		v->wb_last = last;
 }
 
-/* A MAC issued in cycle c (writing B[addr] when wen). */
+/* A MAC issued in cycle c (writing B[addr] when wen); the second lane's MAC of a pair
+ * issues in the same cycle, which mac_busy counts once. */
 static void mac(struct vt *v, uint64_t c, uint32_t addr, int wen)
 {
 	push(v, c, c + 1 + LAT, addr, wen);
-	v->macs++;
+	if (v->mac_c != c + 1)
+		v->macs++;
+	v->mac_c = c + 1;
 }
 
 /* A read without a MAC issued in cycle c (its R stage keeps the pipeline busy). */
