@@ -17,11 +17,18 @@
 //    one MAC per cycle. Each lane reads A at its own offset (its wavelet's val: lanes of
 //    different majors), one A read a MAC.
 //  - redv: one add per cycle, payload from W then from the queue head (waiting for it).
-//  - vfma, vaxpy: one MAC per element and cycle (vfma: source B[r[rt]+n], destination
-//    B[r6+n]; a source word with its write in flight waits, so an overlap is sequential).
-//  - vmac: x = B[r[rt]+n] on the first read port and c = B[r[rd]+n] on the second, one
-//    element a cycle when they are in different banks; in one bank c is read a cycle ahead
-//    (kind KPre, held in cw), 2 cycles an element.
+//  - Two lanes (vfma, vaxpy, vmac, cvt.bf, cvt.bh): elements n and n + 1 issue in one cycle
+//    (a pair) when two are left, the A element (vaxpy, vmac) or A/Bh destination (cvt.bf,
+//    cvt.bh) of n is even (the pair's halves are one word), element n + 1's B words have no
+//    write in flight and are not element n's destination, and vmac's x and c pairs stay in
+//    their banks; otherwise n issues alone. Element n + 1 reads the word after element n's
+//    on read port 3 (vmac's c: port 4), always the other sub-bank (pe.v), runs on a second
+//    FMAC (u_fmac2, tags rv2/p2v) and writes on the second write port.
+//  - vfma, vaxpy: a MAC (or a pair) a cycle (vfma: source B[r[rt]+n], destination B[r6+n]; a
+//    source word with its write in flight waits, so an overlap is sequential).
+//  - vmac: x = B[r[rt]+n] on the first read port and c = B[r[rd]+n] on the second, a pair a
+//    cycle when they are in different banks; in one bank c (c's pair) is read a cycle ahead
+//    (kind KPre, held in cw and cw2), 2 cycles an issue.
 //  - vdot: one MAC every other cycle on chains 0 and 2 (a chain's period is FmacLatency),
 //    then, drained, vsum2's combining add into B[r[rd]].
 //  - cvt.bh: as cvt.bf, into B's packed halves; the words are written at R (it starts once
@@ -33,9 +40,9 @@
 //    taken round-robin like dot lanes (bypass or accumulator register), so 2 cycles per
 //    element; then, with the pipeline drained, the two combining adds (store to r[rd] and
 //    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain).
-//  - cvt.bf: one B read per element; A words are written whole, two elements a write (the
-//    even element waits in a register), with an A read only for an odd first or even last
-//    element (read-modify-write); ends in the last element's R cycle.
+//  - cvt.bf: one B read per element; A words are written whole, two elements a write (a
+//    pair's, or an even element held in lo with the next), with an A read only for an odd
+//    first or even last element (read-modify-write); ends in the last element's R cycle.
 //  - vlut: a side stage X after the x read of B[r[rt]+n] (bf16 round, table index, table
 //    address; a read of the word the element in X will write waits); the
 //    table read on the second B read port is the MAC's issue, and the next x read goes out
