@@ -371,6 +371,19 @@ module pe #(
 
   assign idle_o = !running && q_empty && eng_idle;
   assign mac_busy_o = mac;
+
+`ifdef FORMAL
+  // B's sub-banks take one engine read and one engine write a cycle: pe_vec never sends two
+  // reads, or two writes, to one sub-bank (g_bank takes one address per port)
+  always_comb begin
+    for (int p = 0; p < 4; p = p + 1)
+      for (int q = p + 1; q < 4; q = q + 1)
+        assert (!(e_re[p] && e_re[q] && e_ra[p][BAW-1] == e_ra[q][BAW-1] &&
+                  e_ra[p][0] == e_ra[q][0]));
+    assert (!(e_b_we && e_b_we2 && e_b_waddr[BAW-1] == e_b_waddr2[BAW-1] &&
+              e_b_waddr[0] == e_b_waddr2[0]));
+  end
+`endif
 endmodule
 
 `default_nettype wire
