@@ -464,7 +464,8 @@ module pe_vec #(
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
     rzf_d = 1'b0; raw_d = '0; rp_d = 1'b0; rv2_d = 1'b0; rwa2_d = '0;
-    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; cw2_d = cw2_q; ph2_d = ph2_q; rfw_d = 1'b0; rab_d = 1'b0; on_d = on_q;
+    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; cw2_d = cw2_q; ph2_d = ph2_q; rfw_d = 1'b0;
+    rab_d = 1'b0; on_d = on_q;
     xv_d = xv_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
     b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
     b_re4_o = 1'b0; b_raddr4_o = '0;
