@@ -906,7 +906,8 @@ module pe_vec #(
       slot_q <= '0; lanes_q <= '0; gath_q <= 1'b0; first_q <= 1'b0;
       for (int e = 0; e < DotLanes; e = e + 1) begin idx_q[e] <= '0; off_q[e] <= '0; end
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
-      rah_q <= 1'b0; rp_q <= 1'b0; rv2_q <= 1'b0; rwa2_q <= '0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
+      rah_q <= 1'b0; rp_q <= 1'b0; rv2_q <= 1'b0; rwa2_q <= '0; rbh_q <= 1'b0; rval_q <= '0;
+      rln_q <= '0;
       rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
       rab_q <= 1'b0; on_q <= '0; cw2_q <= '0; ph2_q <= 1'b0;
       fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
@@ -927,7 +928,8 @@ module pe_vec #(
         idx_q[e] <= idx_d[e]; off_q[e] <= off_d[e];
       end
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
-      rcol_q <= rcol_d; rah_q <= rah_d; rp_q <= rp_d; rv2_q <= rv2_d; rwa2_q <= rwa2_d; rbh_q <= rbh_d; rval_q <= rval_d;
+      rcol_q <= rcol_d; rah_q <= rah_d; rp_q <= rp_d; rv2_q <= rv2_d; rwa2_q <= rwa2_d;
+      rbh_q <= rbh_d; rval_q <= rval_d;
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;
       cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d; cw2_q <= cw2_d; ph2_q <= ph2_d;
       fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xheld_q <= xheld_d;
@@ -947,7 +949,8 @@ module pe_vec #(
     end
   end
 
-  wire unused = &{1'b0, y_valid, y2_valid, regs_i[15:0], lb_last[0]};  // r0 is not an engine operand
+  // r0 is not an engine operand
+  wire unused = &{1'b0, y_valid, y2_valid, regs_i[15:0], lb_last[0]};
 
 `ifdef FORMAL
   // vsum2's four chains come back through the bypass exactly one round (4 issues) later
