@@ -45,7 +45,8 @@ $(eval $(call pe_bench,tb_pe_fmac,pe_fmac,rtl/pe/pe_fmac.v,$(PE_COBJS)))
 
 $(eval $(call pe_bench,tb_pe_queue,pe_queue,rtl/pe/pe_queue.v,))
 $(eval $(call pe_bench,tb_pe_tasktab,pe_tasktab,rtl/pe/pe_tasktab.v,))
-$(eval $(call pe_bench,tb_pe,pe,rtl/pe/pe.v,$(PE_COBJS) $(PE_MODEL_OBJS)))
+# pe with its assertions (B's sub-banks: one engine read and one write each a cycle)
+$(eval $(call pe_bench,tb_pe,pe,rtl/pe/pe.v,$(PE_COBJS) $(PE_MODEL_OBJS),--assert -DFORMAL))
 # pe_lite (the area-minimal PE): its multi-cycle FMAC, and tb_pe's harness with pe_lite as
 # the DUT (TB_PE_LITE: model class Vpe_lite, no zero-dead-cycle assertion: that is the fast
 # PE's timing; verif/pe/tb_pe_lite.cpp defines it and includes tb_pe.cpp)

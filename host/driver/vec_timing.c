@@ -1,7 +1,9 @@
 /*
  * vec_timing.c - the cycles of a vector program task on `pe` (vec_timing.h). Each engine
- * instruction is scheduled element by element with pe_vec.v's issue conditions; the cycle
- * numbers below are the sequencer's and the engine's (one clock).
+ * instruction is scheduled element by element with pe_vec.v's issue conditions, including
+ * its second lane (vfma, vaxpy, vmac, cvt.bf and cvt.bh issue elements n and n + 1 in one
+ * cycle under the conditions of pe_vec.v's *_pair wires); the cycle numbers below are the
+ * sequencer's and the engine's (one clock).
  */
 #include "driver/vec_timing.h"
 
@@ -25,7 +27,8 @@ struct vt {
 	struct vt_op ring[RING];
 	int head;
 	uint32_t bmask, bank;   /* B address mask, the bank bit */
-	uint64_t macs, wb_last; /* MAC issues; the cycle of the last B write of a MAC */
+	uint64_t macs, wb_last; /* MAC-busy cycles; the cycle of the last B write of a MAC */
+	uint64_t mac_c;         /* the last cycle counted in macs, + 1 */
 };
 
 static void push(struct vt *v, uint64_t c, uint64_t last, uint32_t addr, int wen)
@@ -36,11 +39,14 @@ static void push(struct vt *v, uint64_t c, uint64_t last, uint32_t addr, int wen
 		v->wb_last = last;
 }
 
-/* A MAC issued in cycle c (writing B[addr] when wen). */
+/* A MAC issued in cycle c (writing B[addr] when wen); the second lane's MAC of a pair
+ * issues in the same cycle, which mac_busy counts once. */
 static void mac(struct vt *v, uint64_t c, uint32_t addr, int wen)
 {
 	push(v, c, c + 1 + LAT, addr, wen);
-	v->macs++;
+	if (v->mac_c != c + 1)
+		v->macs++;
+	v->mac_c = c + 1;
 }
 
 /* A read without a MAC issued in cycle c (its R stage keeps the pipeline busy). */
@@ -77,6 +83,11 @@ static int bank(const struct vt *v, uint32_t a)
 	return (int)((a & v->bmask) >> v->bank);
 }
 
+static int same(const struct vt *v, uint32_t a, uint32_t b)
+{
+	return ((a ^ b) & v->bmask) == 0;
+}
+
 /* The engine instruction w starting in cycle e0 (the sequencer's hand-over was e0 - 1) on
  * registers r; returns its done cycle, or 0 when it is not a vector program's. */
 static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16_t *r,
@@ -95,10 +106,16 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		return 0;
 	switch (xop) {
 	case 0:
-		if (lo3 == 4) { /* vaxpy: B[r6+n] += r[rd] A[r[rs]+n] */
-			for (uint32_t i = 0; i < cnt; i++, c++) {
+		if (lo3 == 4) { /* vaxpy: B[r6+n] += r[rd] A[r[rs]+n]; a pair at an even A element */
+			for (uint32_t i = 0; i < cnt; c++) {
 				d = c = WAIT_HZ(c, ptr + i);
 				mac(v, c, ptr + i, 1);
+				if (cnt - i >= 2 && !((r[rsn] + i) & 1) && !HZ(c, ptr + i + 1)) {
+					mac(v, c, ptr + i + 1, 1);
+					i += 2;
+				} else {
+					i++;
+				}
 			}
 		} else if (lo3 == 5) { /* cvt.bh */
 			uint32_t dst = r[rdn];
@@ -116,11 +133,15 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 					continue;
 				rd(v, c);
 				if (!cvrd || bank(v, src) != bank(v, bw) || ph) {
+					/* a pair: an even element, the next source word not the word
+					 * written (now by the pair, or in R) */
+					int pair = cnt - i >= 2 && !(e & 1) && !same(v, src + 1, bw) &&
+						   !(bhwr && same(v, pwa, src + 1));
 					pc = c + 1;
 					pwa = bw;
-					pw = (e & 1) || last;
+					pw = (e & 1) || last || pair;
 					ph = 0;
-					i++;
+					i += pair ? 2 : 1;
 					d = c + 1;
 				} else {
 					ph = 1; /* the destination word first, in the source's bank */
@@ -143,10 +164,16 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 				r[rdn] = 0;
 		}
 		return d;
-	case 1: /* vfma: B[r6+n] from B[r[rt]+n] */
-		for (uint32_t i = 0; i < cnt; i++, c++) {
+	case 1: /* vfma: B[r6+n] from B[r[rt]+n]; a pair unless n + 1 reads n's destination */
+		for (uint32_t i = 0; i < cnt; c++) {
 			d = c = WAIT_HZ(c, r[rtn] + i);
 			mac(v, c, ptr + i, 1);
+			if (cnt - i >= 2 && !HZ(c, r[rtn] + i + 1u) && !same(v, r[rtn] + i + 1u, ptr + i)) {
+				mac(v, c, ptr + i + 1, 1);
+				i += 2;
+			} else {
+				i++;
+			}
 		}
 		return d;
 	case 2: /* vsum2: two MACs an element, then (drained) the two adds */
@@ -162,16 +189,18 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		uint32_t dst = r[rdn];
 		uint64_t pc = 0;
 		int pw = 0;
-		for (uint32_t i = 0; i < cnt; i++, c++) {
+		for (uint32_t i = 0; i < cnt; c++) {
 			uint32_t e = (dst + i) & 0xffff;
 			int last = i == cnt - 1, cvrd = (e & 1) ? i == 0 : last;
-			/* an A read waits out the R stage's A write (odd element or last) */
+			/* an A read waits out the R stage's A write (odd element, pair or last) */
 			while (HZ(c, ptr + i) || (cvrd && pw && pc == c))
 				c++;
 			rd(v, c);
+			int pair = cnt - i >= 2 && !(e & 1) && !HZ(c, ptr + i + 1);
 			pc = c + 1;
-			pw = (e & 1) || last;
+			pw = (e & 1) || last || pair;
 			d = c + 1;
+			i += pair ? 2 : 1;
 		}
 		return d;
 	}
@@ -210,18 +239,30 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		rd(v, c);
 		r[rdn] = 0x3f80;
 		return c + 2;
-	case 6: /* vmac: x = B[r[rt]+n], c = B[r[rd]+n]; one bank: c a cycle ahead */
-		for (uint32_t i = 0; i < cnt; i++, c++) {
+	case 6: /* vmac: x = B[r[rt]+n], c = B[r[rd]+n]; one bank: c a cycle ahead; a pair at an
+		 * even A element (banks apart: when both pairs stay in their banks) */
+		for (uint32_t i = 0; i < cnt; c++) {
 			uint32_t x = r[rtn] + i, cc = r[rdn] + i;
+			int pair = 0;
 			if (bank(v, x) != bank(v, cc)) {
 				while (HZ(c, x) || HZ(c, cc))
 					c++;
-			} else {
+				pair = cnt - i >= 2 && !((r[rsn] + i) & 1) && !HZ(c, x + 1) &&
+				       !HZ(c, cc + 1) && bank(v, x + 1) == bank(v, x) &&
+				       bank(v, cc + 1) == bank(v, cc) && !same(v, x + 1, ptr + i) &&
+				       !same(v, cc + 1, ptr + i);
+			} else { /* c (a pair when it may be) read ahead, then x's pair */
 				c = WAIT_HZ(c, cc);
 				rd(v, c);
+				pair = cnt - i >= 2 && !((r[rsn] + i) & 1) && !HZ(c, cc + 1) &&
+				       !same(v, cc + 1, ptr + i) && !same(v, x + 1, ptr + i);
 				c = WAIT_HZ(c + 1, x);
+				pair = pair && !HZ(c, x + 1);
 			}
 			mac(v, c, ptr + i, 1);
+			if (pair)
+				mac(v, c, ptr + i + 1, 1);
+			i += pair ? 2 : 1;
 			d = c;
 		}
 		return d;

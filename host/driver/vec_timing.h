@@ -35,7 +35,7 @@ struct vt_task {
 struct vt_result {
 	uint64_t cycles; /* from the task's first instruction to its ret, both included */
 	uint64_t drain;  /* cycles after the ret until the last B write of the engine lands */
-	uint64_t macs;   /* MAC issues (counter 0, mac_busy) */
+	uint64_t macs;   /* MAC-busy cycles (mac_busy: a cycle issuing two MACs counts once) */
 	uint64_t instrs; /* instructions executed */
 };
 

@@ -1,17 +1,18 @@
 // pe - one processing element (docs/architecture.md section 4): input queues with the
 // color -> queue map, task table and picker, sequencer with IMEM and registers, the engine
 // (FMAC pipeline, vector instructions, transmit FIFO), SRAM A (activations, one read + one
-// write port), SRAM B (accumulators, two banks of one read + one write port each), the
-// config slave and the counters.
+// write port), SRAM B (accumulators, two banks, each of an even-word and an odd-word
+// sub-bank of one read + one write port: two consecutive words of a bank are read, and two
+// written, in one cycle at either alignment), the config slave and the counters.
 //
 // Config slave: a request (cfg_req_i) is accepted in the cycle cfg_gnt_o is high; a read's
 // data comes exactly one cycle later on cfg_rvalid_o/cfg_rdata_o (so responses keep request
-// order). The engine has priority on each port of A and of each B bank: a config access to a
-// port the engine uses in this cycle waits; so a config write of A proceeds while a kernel
-// reads A (kernels never write it), and the other B bank is always free for config. IMEM
+// order). The engine has priority on each port of A and of each B sub-bank: a config access
+// to a port the engine uses in this cycle waits; so a config write of A proceeds while a
+// kernel reads A (kernels never write it), and the other B bank is always free for config. IMEM
 // reads and register writes wait until no task runs. Targets: 0 A (32-bit words), 1 B,
 // 2 B read-and-clear (a read returns the word and zeroes it in the same cycle, using both
-// ports of its bank: it waits while the engine uses either; writes are ignored), 3 IMEM,
+// ports of its sub-bank: it waits while the engine uses either; writes are ignored), 3 IMEM,
 // 4 task table, 6 queue map, 7 registers, 8 counters (a write clears the addressed counter;
 // ctr_clear_i, the host port's CLEAR, clears all five); other targets are accepted, writes
 // ignored, reads return 0. Addresses are taken modulo the target's size (the host port
@@ -164,11 +165,12 @@ module pe #(
   );
 
   // ------------------------------------------------------------------ engine
-  logic           e_a_en, e_a_we, e_b_re, e_b_re2, e_b_we, eng_idle, mac;
+  logic           e_a_en, e_a_we, e_b_re, e_b_re2, e_b_re3, e_b_re4, e_b_we, e_b_we2;
+  logic           eng_idle, mac, mac2;
   logic [AAW-1:0] e_a_addr;
-  logic [31:0]    e_a_wdata, a_rdata, e_b_wdata;
-  logic [BAW-1:0] e_b_raddr, e_b_raddr2, e_b_waddr;
-  logic [63:0]    b_rdata;
+  logic [31:0]    e_a_wdata, a_rdata, e_b_wdata, e_b_wdata2;
+  logic [BAW-1:0] e_b_raddr, e_b_raddr2, e_b_raddr3, e_b_raddr4, e_b_waddr, e_b_waddr2;
+  logic [127:0]   b_rdata;
 
   pe_vec #(
     .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .FmacLatency(FmacLatency)
@@ -204,14 +206,22 @@ module pe #(
     .b_raddr_o   (e_b_raddr),
     .b_re2_o     (e_b_re2),
     .b_raddr2_o  (e_b_raddr2),
+    .b_re3_o     (e_b_re3),
+    .b_raddr3_o  (e_b_raddr3),
+    .b_re4_o     (e_b_re4),
+    .b_raddr4_o  (e_b_raddr4),
     .b_rdata_i   (b_rdata),
     .b_we_o      (e_b_we),
     .b_waddr_o   (e_b_waddr),
     .b_wdata_o   (e_b_wdata),
+    .b_we2_o     (e_b_we2),
+    .b_waddr2_o  (e_b_waddr2),
+    .b_wdata2_o  (e_b_wdata2),
     .tx_valid_o  (tx_valid_o),
     .tx_data_o   (tx_data_o),
     .tx_ready_i  (tx_ready_i),
     .mac_o       (mac),
+    .mac2_o      (mac2),
     .idle_o      (eng_idle)
   );
 
@@ -233,25 +243,73 @@ module pe #(
   );
 
   // ------------------------------------------------------------------ SRAM B, two banks
-  wire       c_bank = cfg_addr_i[BAW-1];
-  // the engine's two read ports (the second only for vlut's table) never share a bank
-  wire [1:0] e_rd2_bank = {e_b_re2 && e_b_raddr2[BAW-1], e_b_re2 && !e_b_raddr2[BAW-1]};
-  wire [1:0] e_rd_bank = {e_b_re && e_b_raddr[BAW-1], e_b_re && !e_b_raddr[BAW-1]} | e_rd2_bank;
-  wire [1:0] e_wr_bank = {e_b_we && e_b_waddr[BAW-1], e_b_we && !e_b_waddr[BAW-1]};
-  wire       b_cfg_ok = c_bc ? (!e_wr_bank[c_bank] && !e_rd_bank[c_bank])
-                      : cfg_we_i ? !e_wr_bank[c_bank] : !e_rd_bank[c_bank];
+  // Sub-bank {bank, word lsb} of 2 bits. pe_vec never sends two reads, or two writes, to one
+  // sub-bank in a cycle (vlut's table and vmac's c: the other bank; a lane's second word:
+  // the next word, the other parity), so each sub-bank takes its port's address and every
+  // read port's data comes from the sub-bank it read.
+  localparam int unsigned SAW = BAW - 2;
+  wire [1:0] c_sb = {cfg_addr_i[BAW-1], cfg_addr_i[0]};
+  logic [3:0]     e_rd_sb, e_wr_sb;
+  logic [SAW-1:0] sb_raddr [0:3];
+  logic [SAW-1:0] sb_waddr [0:3];
+  logic [31:0]    sb_wdata [0:3];
+  logic [31:0]    sb_rdata [0:3];
+  logic [1:0]     port_sb_q [0:3];
+  logic [1:0]     port_sb_d [0:3];
+  wire  [3:0]     e_re = {e_b_re4, e_b_re3, e_b_re2, e_b_re};
+  wire  [BAW-1:0] e_ra [0:3];
+  assign e_ra[0] = e_b_raddr;
+  assign e_ra[1] = e_b_raddr2;
+  assign e_ra[2] = e_b_raddr3;
+  assign e_ra[3] = e_b_raddr4;
+  always_comb begin
+    e_rd_sb = '0; e_wr_sb = '0;
+    for (int s = 0; s < 4; s = s + 1) begin
+      sb_raddr[s] = cfg_addr_i[BAW-2:1]; sb_waddr[s] = cfg_addr_i[BAW-2:1];
+      sb_wdata[s] = c_bc ? 32'd0 : cfg_wdata_i;
+    end
+    for (int p = 0; p < 4; p = p + 1) begin
+      port_sb_d[p] = port_sb_q[p];
+      if (e_re[p]) begin
+        e_rd_sb[{e_ra[p][BAW-1], e_ra[p][0]}] = 1'b1;
+        sb_raddr[{e_ra[p][BAW-1], e_ra[p][0]}] = e_ra[p][BAW-2:1];
+        port_sb_d[p] = {e_ra[p][BAW-1], e_ra[p][0]};
+      end
+    end
+    if (e_b_we) begin
+      e_wr_sb[{e_b_waddr[BAW-1], e_b_waddr[0]}] = 1'b1;
+      sb_waddr[{e_b_waddr[BAW-1], e_b_waddr[0]}] = e_b_waddr[BAW-2:1];
+      sb_wdata[{e_b_waddr[BAW-1], e_b_waddr[0]}] = e_b_wdata;
+    end
+    if (e_b_we2) begin
+      e_wr_sb[{e_b_waddr2[BAW-1], e_b_waddr2[0]}] = 1'b1;
+      sb_waddr[{e_b_waddr2[BAW-1], e_b_waddr2[0]}] = e_b_waddr2[BAW-2:1];
+      sb_wdata[{e_b_waddr2[BAW-1], e_b_waddr2[0]}] = e_b_wdata2;
+    end
+  end
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (int p = 0; p < 4; p = p + 1) port_sb_q[p] <= '0;
+    end else begin
+      for (int p = 0; p < 4; p = p + 1) port_sb_q[p] <= port_sb_d[p];
+    end
+  end
+  for (genvar p = 0; p < 4; p = p + 1) begin : g_port
+    assign b_rdata[p*32 +: 32] = sb_rdata[port_sb_q[p]];
+  end
+  wire       b_cfg_ok = c_bc ? (!e_wr_sb[c_sb] && !e_rd_sb[c_sb])
+                      : cfg_we_i ? !e_wr_sb[c_sb] : !e_rd_sb[c_sb];
   wire       b_cfg = (c_b || c_bc) && b_cfg_ok;
-  for (genvar bk = 0; bk < 2; bk = bk + 1) begin : g_bank
-    wire cfg_here = b_cfg && (c_bank == bk[0]);
-    sram_1r1w #(.Depth(BWords / 2), .Width(32)) u_sram_b (
+  for (genvar sb = 0; sb < 4; sb = sb + 1) begin : g_bank
+    wire cfg_here = b_cfg && (c_sb == sb[1:0]);
+    sram_1r1w #(.Depth(BWords / 4), .Width(32)) u_sram_b (
       .clk_i  (clk_i),
-      .we_i   (e_wr_bank[bk] || (cfg_here && (cfg_we_i || c_bc))),
-      .waddr_i(e_wr_bank[bk] ? e_b_waddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
-      .wdata_i(e_wr_bank[bk] ? e_b_wdata : (c_bc ? 32'd0 : cfg_wdata_i)),
-      .re_i   (e_rd_bank[bk] || (cfg_here && !cfg_we_i)),
-      .raddr_i(e_rd2_bank[bk] ? e_b_raddr2[BAW-2:0] :
-               e_rd_bank[bk] ? e_b_raddr[BAW-2:0] : cfg_addr_i[BAW-2:0]),
-      .rdata_o(b_rdata[bk*32 +: 32])
+      .we_i   (e_wr_sb[sb] || (cfg_here && (cfg_we_i || c_bc))),
+      .waddr_i(sb_waddr[sb]),
+      .wdata_i(sb_wdata[sb]),
+      .re_i   (e_rd_sb[sb] || (cfg_here && !cfg_we_i)),
+      .raddr_i(sb_raddr[sb]),
+      .rdata_o(sb_rdata[sb])
     );
   end
 
@@ -259,9 +317,10 @@ module pe #(
   logic [31:0] cnt_q [0:4];
   logic [31:0] cnt_d [0:4];
   wire   [4:0] cnt_inc = {tx_valid_o && tx_ready_i, rx_valid_i && rx_ready_o, drop, running, mac};
+  // counter 0 counts MAC issues: two in a cycle when the vector group's second lane issues
   always_comb begin
     for (int ci = 0; ci < 5; ci = ci + 1) begin
-      cnt_d[ci] = cnt_q[ci] + 32'(cnt_inc[ci]);
+      cnt_d[ci] = cnt_q[ci] + 32'(cnt_inc[ci]) + ((ci == 0) ? 32'(mac2) : 32'd0);
       if ((c_n && cfg_we_i && cfg_addr_i == 16'(ci)) || ctr_clear_i) cnt_d[ci] = '0;
     end
   end
@@ -275,7 +334,8 @@ module pe #(
 
   // ------------------------------------------------------------------ config responses
   logic [31:0] rreg_d, rreg_q;
-  logic        rvalid_q, rbank_q;
+  logic        rvalid_q;
+  logic [1:0]  rsb_q;
   logic [1:0]  rsrc_q, rsrc_d;  // 0 register value, 1 A, 2 B, 3 IMEM
   always_comb begin
     cfg_gnt_o = cfg_req_i;
@@ -297,19 +357,19 @@ module pe #(
     if (!rst_ni) begin
       rvalid_q <= 1'b0;
       rsrc_q   <= '0;
-      rbank_q  <= 1'b0;
+      rsb_q    <= '0;
       rreg_q   <= '0;
     end else begin
       rvalid_q <= cfg_gnt_o && !cfg_we_i;
       rsrc_q   <= rsrc_d;
-      rbank_q  <= c_bank;
+      rsb_q    <= c_sb;
       rreg_q   <= rreg_d;
     end
   end
   always_comb begin
     case (rsrc_q)
       2'd1: cfg_rdata_o = a_rdata;
-      2'd2: cfg_rdata_o = rbank_q ? b_rdata[63:32] : b_rdata[31:0];
+      2'd2: cfg_rdata_o = sb_rdata[rsb_q];
       2'd3: cfg_rdata_o = {16'd0, imem_rdata};
       default: cfg_rdata_o = rreg_q;
     endcase
@@ -318,6 +378,19 @@ module pe #(
 
   assign idle_o = !running && q_empty && eng_idle;
   assign mac_busy_o = mac;
+
+`ifdef FORMAL
+  // B's sub-banks take one engine read and one engine write a cycle: pe_vec never sends two
+  // reads, or two writes, to one sub-bank (g_bank takes one address per port)
+  always_comb begin
+    for (int p = 0; p < 4; p = p + 1)
+      for (int q = p + 1; q < 4; q = q + 1)
+        assert (!(e_re[p] && e_re[q] && e_ra[p][BAW-1] == e_ra[q][BAW-1] &&
+                  e_ra[p][0] == e_ra[q][0]));
+    assert (!(e_b_we && e_b_we2 && e_b_waddr[BAW-1] == e_b_waddr2[BAW-1] &&
+              e_b_waddr[0] == e_b_waddr2[0]));
+  end
+`endif
 endmodule
 
 `default_nettype wire

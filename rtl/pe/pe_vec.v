@@ -17,11 +17,18 @@
 //    one MAC per cycle. Each lane reads A at its own offset (its wavelet's val: lanes of
 //    different majors), one A read a MAC.
 //  - redv: one add per cycle, payload from W then from the queue head (waiting for it).
-//  - vfma, vaxpy: one MAC per element and cycle (vfma: source B[r[rt]+n], destination
-//    B[r6+n]; a source word with its write in flight waits, so an overlap is sequential).
-//  - vmac: x = B[r[rt]+n] on the first read port and c = B[r[rd]+n] on the second, one
-//    element a cycle when they are in different banks; in one bank c is read a cycle ahead
-//    (kind KPre, held in cw), 2 cycles an element.
+//  - Two lanes (vfma, vaxpy, vmac, cvt.bf, cvt.bh): elements n and n + 1 issue in one cycle
+//    (a pair) when two are left, the A element (vaxpy, vmac) or A/Bh destination (cvt.bf,
+//    cvt.bh) of n is even (the pair's halves are one word), element n + 1's B words have no
+//    write in flight and are not element n's destination, and vmac's x and c pairs stay in
+//    their banks; otherwise n issues alone. Element n + 1 reads the word after element n's
+//    on read port 3 (vmac's c: port 4), always the other sub-bank (pe.v), runs on a second
+//    FMAC (u_fmac2, tags rv2/p2v) and writes on the second write port.
+//  - vfma, vaxpy: a MAC (or a pair) a cycle (vfma: source B[r[rt]+n], destination B[r6+n]; a
+//    source word with its write in flight waits, so an overlap is sequential).
+//  - vmac: x = B[r[rt]+n] on the first read port and c = B[r[rd]+n] on the second, a pair a
+//    cycle when they are in different banks; in one bank c (c's pair) is read a cycle ahead
+//    (kind KPre, held in cw and cw2), 2 cycles an issue.
 //  - vdot: one MAC every other cycle on chains 0 and 2 (a chain's period is FmacLatency),
 //    then, drained, vsum2's combining add into B[r[rd]].
 //  - cvt.bh: as cvt.bf, into B's packed halves; the words are written at R (it starts once
@@ -33,9 +40,9 @@
 //    taken round-robin like dot lanes (bypass or accumulator register), so 2 cycles per
 //    element; then, with the pipeline drained, the two combining adds (store to r[rd] and
 //    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain).
-//  - cvt.bf: one B read per element; A words are written whole, two elements a write (the
-//    even element waits in a register), with an A read only for an odd first or even last
-//    element (read-modify-write); ends in the last element's R cycle.
+//  - cvt.bf: one B read per element; A words are written whole, two elements a write (a
+//    pair's, or an even element held in lo with the next), with an A read only for an odd
+//    first or even last element (read-modify-write); ends in the last element's R cycle.
 //  - vlut: a side stage X after the x read of B[r[rt]+n] (bf16 round, table index, table
 //    address; a read of the word the element in X will write waits); the
 //    table read on the second B read port is the MAC's issue, and the next x read goes out
@@ -99,20 +106,30 @@ module pe_vec #(
   output logic [AAW-1:0]  a_addr_o,
   output logic [31:0]     a_wdata_o,
   input  wire  [31:0]     a_rdata_i,
-  // SRAM B (one read, one write per cycle; the bank is the address msb)
+  // SRAM B (the bank is the address msb; each bank is an even-word and an odd-word sub-bank
+  // of one read and one write port: no two reads, and no two writes, of one cycle go to one
+  // sub-bank)
   output logic            b_re_o,
   output logic [BAW-1:0]  b_raddr_o,
-  output logic            b_re2_o,    // second read port (vlut's table): never in b_raddr_o's
-  output logic [BAW-1:0]  b_raddr2_o, // bank in the same cycle
-  input  wire  [63:0]     b_rdata_i,  // {bank 1, bank 0}
+  output logic            b_re2_o,    // second read port (vlut's table, vmac's c, cvt.bh's
+  output logic [BAW-1:0]  b_raddr2_o, // destination): never in b_raddr_o's bank
+  output logic            b_re3_o,    // the second lane's word: b_raddr_o + 1
+  output logic [BAW-1:0]  b_raddr3_o,
+  output logic            b_re4_o,    // the second lane's vmac c: b_raddr2_o + 1
+  output logic [BAW-1:0]  b_raddr4_o,
+  input  wire  [127:0]    b_rdata_i,  // {port 4, 3, 2, 1}: each port's word, read a cycle ago
   output logic            b_we_o,
   output logic [BAW-1:0]  b_waddr_o,
   output logic [31:0]     b_wdata_o,
+  output logic            b_we2_o,    // the second lane's write: the word after b_waddr_o's
+  output logic [BAW-1:0]  b_waddr2_o,
+  output logic [31:0]     b_wdata2_o,
   // transmit
   output wire             tx_valid_o,
   output wire  [36:0]     tx_data_o,
   input  wire             tx_ready_i,
   output logic            mac_o,
+  output logic            mac2_o,     // the second lane issues a MAC too (counter 0 adds 2)
   output wire             idle_o
 );
   localparam [4:0] KNone = 5'd0, KAxpy = 5'd1, KDot = 5'd2, KRedv = 5'd3, KSendv = 5'd4,
@@ -154,9 +171,10 @@ module pe_vec #(
   logic [31:0]   cw_q, cw_d;      // vmac's c / cvt.bh's destination word, read a cycle ahead;
                                   // vlut.bf: {last word's high half, first word's low half}
   logic [15:0]   on_q, on_d;      // vlut.bf: elements written to A
+  logic [31:0]   cw2_q, cw2_d;    // vmac: the second lane's c, read a cycle ahead with cw
+  logic          ph2_q, ph2_d;    // vmac: the read ahead was a pair (c of n and n + 1)
   // vlut's X stage: the x read's data (bf16 kept while the table read waits)
   logic          xv_q, xv_d;
-  logic          xbk_q, xbk_d;
   logic          xheld_q, xheld_d;
   logic [15:0]   xb_q, xb_d;
   logic [BAW-1:0] xwa_q, xwa_d;
@@ -170,7 +188,9 @@ module pe_vec #(
   logic          rtx_q, rtx_d;
   logic [3:0]    rcol_q, rcol_d;
   logic          rah_q, rah_d;    // A half
-  logic          rbk_q, rbk_d;    // B bank read
+  logic          rp_q, rp_d;      // cvt.bf/cvt.bh: a pair (the second word on port 3)
+  logic          rv2_q, rv2_d;    // the second lane's MAC (element n + 1)
+  logic [BAW-1:0] rwa2_q, rwa2_d;
   logic          rbh_q, rbh_d;    // B half (dot, scalar)
   logic [31:0]   rval_q, rval_d;
   logic [LW-1:0] rln_q, rln_d;
@@ -189,10 +209,14 @@ module pe_vec #(
   logic [3:0]    pcol_q [0:L-1];
   logic [LW-1:0] pln_q [0:L-1];
   logic [31:0]   acc_q [0:DotLanes-1];
+  logic          p2v_q [0:L-1];   // the second lane's FMAC stages (every op writes B)
+  logic [BAW-1:0] p2wa_q [0:L-1];
 
   // ------------------------------------------------------------------ FMAC
-  wire  [31:0] b_word = rbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0];
-  wire  [31:0] b_other = rbk_q ? b_rdata_i[31:0] : b_rdata_i[63:32];  // second read port
+  wire  [31:0] b_word = b_rdata_i[31:0];
+  wire  [31:0] b_other = b_rdata_i[63:32];   // second read port
+  wire  [31:0] b_word2 = b_rdata_i[95:64];   // the second lane's x (port 3), c (port 4)
+  wire  [31:0] b_other2 = b_rdata_i[127:96];
   // cvt.bh: a source word whose low half is the held even element reads it from lo
   wire  [31:0] b_src = rfw_q ? {b_word[31:16], lo_q} : b_word;
   wire  [31:0] b_dw = rbh_q ? b_other : cw_q;  // cvt.bh: the destination word's old value
@@ -205,6 +229,8 @@ module pe_vec #(
   wire         r_acc = (rk_q == KDot) || (rk_q == KVs) || (rk_q == KVdot);
   wire  [15:0] bw_bf;  // bf16(the B word read), for vfma, vsum2, cvt.bf, cvt.bh, vmac, vdot
   pe_bf16_rne u_bw_bf (.x_i(b_src), .y_o(bw_bf));
+  wire  [15:0] bw2_bf; // the second lane's bf16(B word)
+  pe_bf16_rne u_bw2_bf (.x_i(b_word2), .y_o(bw2_bf));
   wire  [LW-1:0] ln_s = {1'b0, rln_q[0]};   // vsum2's combining add: chains s0/q0 ...
   wire  [LW-1:0] ln_t = {1'b1, rln_q[0]};   // ... and s1/q1
   logic [31:0] y;
@@ -265,10 +291,10 @@ module pe_vec #(
         f_a = rzf_q ? 32'd0 : acc_q[ln_s];
         f_c = rfirst_q ? 32'd0 : acc_q[ln_t];
       end
-      KLut: begin  // fmac(t[31:16], x, t[15:0] << 16), x carried in rval
-        f_a = {16'd0, b_word[31:16]};
+      KLut: begin  // fmac(t[31:16], x, t[15:0] << 16), x carried in rval, t on port 2
+        f_a = {16'd0, b_other[31:16]};
         f_b = rval_q[15:0];
-        f_c = {b_word[15:0], 16'd0};
+        f_c = {b_other[15:0], 16'd0};
       end
       default: ;
     endcase
@@ -284,6 +310,34 @@ module pe_vec #(
     .c_i    (f_c),
     .valid_o(y_valid),
     .y_o    (y)
+  );
+
+  // the second lane (vfma, vaxpy, vmac on element n + 1; A's high half: the pair's A word
+  // is aligned)
+  logic [31:0] f2_a, f2_c, y2;
+  logic [15:0] f2_b;
+  logic        y2_valid;
+  always_comb begin
+    f2_a = {16'd0, a_rdata_i[31:16]};
+    f2_b = bw2_bf;
+    f2_c = b_other2;
+    case (rk_q)
+      KAxpy: begin f2_a = rval_q; f2_b = a_rdata_i[31:16]; f2_c = b_word2; end
+      KVfma: begin f2_a = {16'd0, rval_q[15:0]}; f2_c = {rval_q[31:16], 16'd0}; end
+      KVmac: f2_c = rzf_q ? cw2_q : b_other2;
+      default: ;
+    endcase
+  end
+  pe_fmac #(.FmacLatency(L)) u_fmac2 (
+    .clk_i  (clk_i),
+    .rst_ni (rst_ni),
+    .valid_i(rv2_q),
+    .add_i  (1'b0),
+    .a_i    (f2_a),
+    .b_i    (f2_b),
+    .c_i    (f2_c),
+    .valid_o(y2_valid),
+    .y_o    (y2)
   );
 
   // ------------------------------------------------------------------ transmit FIFO
@@ -307,14 +361,14 @@ module pe_vec #(
   logic         infl_wb, infl_tx, infl_ftx, pipe_busy;
   logic [3:0]   infl_txn;
   always_comb begin
-    pipe_busy = rv_q;
-    infl_wb  = rv_q && rwen_q;
+    pipe_busy = rv_q || rv2_q;
+    infl_wb  = (rv_q && rwen_q) || rv2_q;
     infl_tx  = rv_q && rtx_q;
     infl_ftx = rv_q && rtx_q && (rk_q == KRedv);
     infl_txn = {3'd0, rv_q && rtx_q};
     for (int k = 0; k < L; k = k + 1) begin
-      pipe_busy = pipe_busy || pv_q[k];
-      infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]);
+      pipe_busy = pipe_busy || pv_q[k] || p2v_q[k];
+      infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]) || p2v_q[k];
       infl_tx  = infl_tx || (pv_q[k] && ptx_q[k]);
       infl_ftx = infl_ftx || (pv_q[k] && ptx_q[k]);
       infl_txn = infl_txn + {3'd0, pv_q[k] && ptx_q[k]};
@@ -330,8 +384,10 @@ module pe_vec #(
 
   function automatic hz(input [BAW-1:0] addr);
     begin
-      hz = rv_q && rwen_q && (rwa_q == addr);
-      for (int j = 0; j < L; j = j + 1) hz = hz || (pv_q[j] && pwen_q[j] && (pwa_q[j] == addr));
+      hz = (rv_q && rwen_q && (rwa_q == addr)) || (rv2_q && (rwa2_q == addr));
+      for (int j = 0; j < L; j = j + 1)
+        hz = hz || (pv_q[j] && pwen_q[j] && (pwa_q[j] == addr)) ||
+             (p2v_q[j] && (p2wa_q[j] == addr));
     end
   endfunction
 
@@ -348,7 +404,7 @@ module pe_vec #(
   // cvt.bf: A element of this element, whether its A word must be read (odd first, even last)
   wire [15:0] cv_e      = dat_q[15:0] + n_q;
   wire        cv_rd     = cv_e[0] ? (n_q == 16'd0) : n_last;
-  wire        r_awr     = rv_q && rk_q == KCvt && (rah_q || rzf_q);  // R writes A this cycle
+  wire        r_awr     = rv_q && rk_q == KCvt && (rah_q || rzf_q || rp_q);  // R writes A
   // vector-group operand addresses of element n: B[r[rt]+n], B[r[rd]+n], A[r[rs]+n]
   wire [15:0] n_src     = ba_q + n_q;
   wire [15:0] n_rd      = dat_q[15:0] + n_q;
@@ -359,11 +415,30 @@ module pe_vec #(
   // a source or destination read of the word written by the element in R
   wire [15:0] bh_w      = {1'b0, cv_e[15:1]};
   wire        bh_split  = n_ptr[BAW-1] != bh_w[BAW-1];
-  wire        bh_wr     = rv_q && rk_q == KCbh && (rah_q || rzf_q);
+  wire        bh_wr     = rv_q && rk_q == KCbh && (rah_q || rzf_q || rp_q);
   wire        bh_hz     = bh_wr && (rwa_q == BAW'(n_ptr) || (cv_rd && rwa_q == BAW'(bh_w)));
+  // two lanes: elements n and n + 1 issue together when two are left, the A element (vaxpy,
+  // vmac) or A/Bh destination (cvt.bf, cvt.bh) of n is even (one aligned A word or Bh word),
+  // element n + 1's B words have no write in flight and are not element n's destination
+  // (the element read before it is written), and vmac's x and c pairs stay in their banks
+  wire        n_two     = !n_all && !n_last;
+  wire        n_end2    = (n_q + 16'd2 == cnt_q);
+  wire [BAW-1:0] n_src1 = BAW'(n_src) + 1'b1;
+  wire [BAW-1:0] n_ptr1 = BAW'(n_ptr) + 1'b1;
+  wire [BAW-1:0] n_rd1  = BAW'(n_rd) + 1'b1;
+  wire        vf_pair   = n_two && !hz(BAW'(n_src1)) && BAW'(n_src1) != BAW'(n_ptr);
+  wire        vx_pair   = n_two && !n_a[0] && !hz(BAW'(n_ptr1));
+  wire        vm_pair   = n_two && !n_a[0] && !hz(BAW'(n_src1)) && !hz(BAW'(n_rd1)) &&
+                          n_src1[BAW-1] == n_src[BAW-1] && n_rd1[BAW-1] == n_rd[BAW-1] &&
+                          BAW'(n_src1) != BAW'(n_ptr) && BAW'(n_rd1) != BAW'(n_ptr);
+  wire        vp_pair   = n_two && !n_a[0] && !hz(n_rd1) && n_rd1 != BAW'(n_ptr) &&
+                          n_src1 != BAW'(n_ptr);  // vmac, one bank: c's pair read ahead
+  wire        cv_pair   = n_two && !cv_e[0] && !hz(BAW'(n_ptr1));
+  wire        bh_pair   = n_two && !cv_e[0] && BAW'(n_ptr1) != BAW'(bh_w) &&
+                          !(bh_wr && rwa_q == BAW'(n_ptr1));
   // vlut X stage: x, its table word
   wire [15:0] x_fresh;
-  pe_bf16_rne u_x_bf (.x_i(xbk_q ? b_rdata_i[63:32] : b_rdata_i[31:0]), .y_o(x_fresh));
+  pe_bf16_rne u_x_bf (.x_i(b_word), .y_o(x_fresh));
   wire [15:0] x_bf      = xheld_q ? xb_q : x_fresh;
   wire [7:0]  x_idx;
   pe_lut_index u_lut_idx (.x_i(x_bf), .idx_o(x_idx));
@@ -387,17 +462,20 @@ module pe_vec #(
       idx_d[m] = idx_q[m]; off_d[m] = off_q[m];
     end
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
-    rah_d = 1'b0; rbk_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
-    rzf_d = 1'b0; raw_d = '0;
-    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; rfw_d = 1'b0; rab_d = 1'b0; on_d = on_q;
-    xv_d = xv_q; xbk_d = xbk_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
-    b_re2_o = 1'b0; b_raddr2_o = '0;
+    rah_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
+    rzf_d = 1'b0; raw_d = '0; rp_d = 1'b0; rv2_d = 1'b0; rwa2_d = '0;
+    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; cw2_d = cw2_q; ph2_d = ph2_q; rfw_d = 1'b0;
+    rab_d = 1'b0; on_d = on_q;
+    xv_d = xv_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
+    b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
+    b_re4_o = 1'b0; b_raddr4_o = '0;
+    b_we2_o = p2v_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
     done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
     a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
     b_re_o = 1'b0; b_raddr_o = '0;
     b_we_o = pv_q[L-1] && pwen_q[L-1]; b_waddr_o = pwa_q[L-1]; b_wdata_o = y;
     txp_valid = 1'b0; txp_data = '0;
-    mac_o = 1'b0;
+    mac_o = 1'b0; mac2_o = 1'b0;
     d_act = 1'b0; d_end = 1'b0; d_gath = 1'b0; d_idx = '0; d_e = '0; d_lanes = lanes_q;
     d_off = '0; d_a = '0;
 
@@ -440,8 +518,11 @@ module pe_vec #(
           b_wdata_o = rbh_q ? {dat_q[15:0], b_word[15:0]} : {b_word[31:16], dat_q[15:0]};
           done_o = 1'b1; busy_d = 1'b0;
         end
-        KCvt: begin  // rah: odd element (write {it, even}); rzf: last; rfirst: first
-          if (rah_q) begin
+        KCvt: begin  // rp: a pair (write both); rah: odd element (write {it, even}); rzf: last
+          if (rp_q) begin
+            a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = raw_q;
+            a_wdata_o = {bw2_bf, bw_bf};
+          end else if (rah_q) begin
             a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = raw_q;
             a_wdata_o = {bw_bf, rfirst_q ? a_rdata_i[15:0] : lo_q};
           end else if (rzf_q) begin
@@ -453,7 +534,10 @@ module pe_vec #(
           if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
         end
         KCbh: begin  // as KCvt, into B: the word is written at R (no MAC write in flight)
-          if (rah_q) begin
+          if (rp_q) begin
+            b_we_o = 1'b1; b_waddr_o = rwa_q;
+            b_wdata_o = {bw2_bf, bw_bf};
+          end else if (rah_q) begin
             b_we_o = 1'b1; b_waddr_o = rwa_q;
             b_wdata_o = {bw_bf, rfirst_q ? b_dw[15:0] : lo_q};
           end else if (rzf_q) begin
@@ -464,7 +548,7 @@ module pe_vec #(
           end
           if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
         end
-        KPre: cw_d = b_word;
+        KPre: begin cw_d = b_word; cw2_d = b_word2; end
         KRsq: fin_d = 1'b1;
         default: ;
       endcase
@@ -502,7 +586,7 @@ module pe_vec #(
             a_en_o = 1'b1; a_addr_o = AAW'(aa_q[15:1]);
             b_re_o = 1'b1; b_raddr_o = BAW'(ba_q);
             rv_d = 1'b1; rk_d = KAxpy; rwen_d = 1'b1; rwa_d = BAW'(ba_q); rah_d = aa_q[0];
-            rbk_d = ba_q[BAW-1]; rval_d = {16'd0, w_q[15:0]};
+            rval_d = {16'd0, w_q[15:0]};
             if (!t_last) begin
               t_d = t_q + 16'd1; aa_d = aa_q + sa_q; ba_d = ba_q + sb_q;
             end else if (same_task) begin
@@ -539,7 +623,7 @@ module pe_vec #(
               mac_o = (len_q != 16'd0);
               a_en_o = 1'b1; a_addr_o = AAW'(d_a[15:1]);
               b_re_o = 1'b1; b_raddr_o = BAW'(d_e[15:1]);
-              rv_d = 1'b1; rk_d = KDot; rah_d = d_a[0]; rbk_d = d_e[BAW]; rbh_d = d_e[0];
+              rv_d = 1'b1; rk_d = KDot; rah_d = d_a[0]; rbh_d = d_e[0];
               rln_d = slot_q; rfirst_d = (t_q == 16'd0); rzf_d = (len_q == 16'd0);
               rwen_d = dot_tlast; rwa_d = BAW'(ptr_q + 16'(slot_q));
               if (d_gath) begin
@@ -570,7 +654,7 @@ module pe_vec #(
                        !hz(BAW'(n_ptr))) begin
             mac_o = 1'b1;
             b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
-            rv_d = 1'b1; rk_d = KRedv; rbk_d = n_ptr[BAW-1];
+            rv_d = 1'b1; rk_d = KRedv;
             rval_d = (n_q == 16'd0) ? w_q : head_data_i[31:0];
             rwen_d = ins_q[7]; rwa_d = BAW'(n_ptr); rtx_d = !ins_q[7];
             if (n_q != 16'd0) pop_o = 1'b1;
@@ -583,7 +667,7 @@ module pe_vec #(
             done_o = 1'b1; busy_d = 1'b0;
           end else if (credit && !infl_ftx && !hz(BAW'(n_ptr))) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
-            rv_d = 1'b1; rk_d = KSendv; rbk_d = n_ptr[BAW-1]; rtx_d = 1'b1;
+            rv_d = 1'b1; rk_d = KSendv; rtx_d = 1'b1;
             n_d = n_q + 16'd1;
             if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
           end
@@ -603,17 +687,25 @@ module pe_vec #(
           end else if (!hz(BAW'(n_src))) begin
             mac_o = 1'b1;
             b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
-            rv_d = 1'b1; rk_d = KVfma; rbk_d = n_src[BAW-1]; rwen_d = 1'b1;
+            rv_d = 1'b1; rk_d = KVfma; rwen_d = 1'b1;
             rwa_d = BAW'(n_ptr); rval_d = {adr_q, dat_q[15:0]};
-            n_d = n_q + 16'd1;
-            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            if (vf_pair) begin
+              mac2_o = 1'b1;
+              b_re3_o = 1'b1; b_raddr3_o = BAW'(n_src1);
+              rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
+              n_d = n_q + 16'd2;
+              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
+            end else begin
+              n_d = n_q + 16'd1;
+              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            end
           end
         end else if (xop == 3'd2) begin  // vsum2 rd: chain {n[0], ph}, then the two adds
           if (!n_all) begin
             if (!hz(BAW'(n_ptr))) begin
               mac_o = 1'b1;
               b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
-              rv_d = 1'b1; rk_d = KVs; rbk_d = n_ptr[BAW-1];
+              rv_d = 1'b1; rk_d = KVs;
               rln_d = LW'({n_q[0], ph_q}); rfirst_d = (n_q < 16'd2);
               ph_d = !ph_q;
               if (ph_q) n_d = n_q + 16'd1;
@@ -630,9 +722,14 @@ module pe_vec #(
           if (!n_all && !hz(BAW'(n_ptr)) && !(cv_rd && r_awr)) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
             if (cv_rd) begin a_en_o = 1'b1; a_addr_o = AAW'(cv_e[15:1]); end
-            rv_d = 1'b1; rk_d = KCvt; rbk_d = n_ptr[BAW-1]; raw_d = AAW'(cv_e[15:1]);
+            rv_d = 1'b1; rk_d = KCvt; raw_d = AAW'(cv_e[15:1]);
             rah_d = cv_e[0]; rzf_d = n_last; rfirst_d = (n_q == 16'd0);
             n_d = n_q + 16'd1;
+            if (cv_pair) begin
+              b_re3_o = 1'b1; b_raddr3_o = BAW'(n_ptr1);
+              rp_d = 1'b1; rzf_d = n_end2;
+              n_d = n_q + 16'd2;
+            end
           end else if (cnt_q == 16'd0) begin
             done_o = 1'b1; busy_d = 1'b0;
           end
@@ -645,7 +742,7 @@ module pe_vec #(
           if (x_go) begin
             mac_o = 1'b1;
             b_re2_o = 1'b1; b_raddr2_o = BAW'(t_adr);
-            rv_d = 1'b1; rk_d = KLut; rbk_d = t_adr[BAW-1]; rwen_d = !lb; rwa_d = xwa_q;
+            rv_d = 1'b1; rk_d = KLut; rwen_d = !lb; rwa_d = xwa_q;
             rab_d = lb;
             rval_d = {16'd0, x_bf};
             xv_d = 1'b0;
@@ -657,7 +754,7 @@ module pe_vec #(
                                    (lb || xwa_q != BAW'(n_src)))) &&
               !hz(BAW'(n_src))) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
-            xv_d = 1'b1; xbk_d = n_src[BAW-1]; xwa_d = BAW'(n_ptr);
+            xv_d = 1'b1; xwa_d = BAW'(n_ptr);
             n_d = n_q + 16'd1;
           end
           if (n_all && (lb ? (!xv_q && !a_infl) : (!xv_q || x_go))) begin
@@ -668,7 +765,7 @@ module pe_vec #(
             ld_o = 1'b1; ld_data_o = rsq_y; done_o = 1'b1; busy_d = 1'b0; fin_d = 1'b0;
           end else if (!ph_q && !hz(BAW'(adr_q))) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(adr_q);
-            rv_d = 1'b1; rk_d = KRsq; rbk_d = adr_q[BAW-1];
+            rv_d = 1'b1; rk_d = KRsq;
             ph_d = 1'b1;
           end
         end else if (xop == 3'd6) begin  // vmac rd, rs, rt: c read a cycle ahead (ph) when
@@ -680,16 +777,28 @@ module pe_vec #(
               a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
               b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
               if (!ph_q) begin b_re2_o = 1'b1; b_raddr2_o = BAW'(n_rd); end
-              rv_d = 1'b1; rk_d = KVmac; rah_d = n_a[0]; rbk_d = n_src[BAW-1]; rzf_d = ph_q;
+              rv_d = 1'b1; rk_d = KVmac; rah_d = n_a[0]; rzf_d = ph_q;
               rwen_d = 1'b1; rwa_d = BAW'(n_ptr);
               ph_d = 1'b0;
-              n_d = n_q + 16'd1;
-              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+              if (ph_q ? (ph2_q && !hz(n_src1)) : vm_pair) begin
+                // split banks: x and c pairs on ports 1/3 and 2/4; one bank: x's pair, c's
+                // read ahead
+                mac2_o = 1'b1;
+                b_re3_o = 1'b1; b_raddr3_o = BAW'(n_src1);
+                if (!ph_q) begin b_re4_o = 1'b1; b_raddr4_o = BAW'(n_rd1); end
+                rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
+                n_d = n_q + 16'd2;
+                if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
+              end else begin
+                n_d = n_q + 16'd1;
+                if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+              end
             end
           end else if (!hz(BAW'(n_rd))) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(n_rd);
-            rv_d = 1'b1; rk_d = KPre; rbk_d = n_rd[BAW-1];
-            ph_d = 1'b1;
+            rv_d = 1'b1; rk_d = KPre;
+            ph_d = 1'b1; ph2_d = vp_pair;
+            if (vp_pair) begin b_re3_o = 1'b1; b_raddr3_o = n_rd1; end
           end
         end else if (xop == 3'd7) begin  // vdot rd, rs, rt: chains 0/2, an issue every other
           if (!n_all) begin              // cycle (a chain's period is FmacLatency); then the add
@@ -698,7 +807,7 @@ module pe_vec #(
               mac_o = 1'b1;
               a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
               b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
-              rv_d = 1'b1; rk_d = KVdot; rah_d = n_a[0]; rbk_d = n_src[BAW-1];
+              rv_d = 1'b1; rk_d = KVdot; rah_d = n_a[0];
               rln_d = LW'({n_q[0], 1'b0}); rfirst_d = (n_q < 16'd2);
               ph_d = 1'b1;
               n_d = n_q + 16'd1;
@@ -716,10 +825,18 @@ module pe_vec #(
             mac_o = 1'b1;
             a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
             b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
-            rv_d = 1'b1; rk_d = KAxpy; rah_d = n_a[0]; rbk_d = n_ptr[BAW-1]; rwen_d = 1'b1;
+            rv_d = 1'b1; rk_d = KAxpy; rah_d = n_a[0]; rwen_d = 1'b1;
             rwa_d = BAW'(n_ptr); rval_d = {16'd0, dat_q[15:0]};
-            n_d = n_q + 16'd1;
-            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            if (vx_pair) begin
+              mac2_o = 1'b1;
+              b_re3_o = 1'b1; b_raddr3_o = BAW'(n_ptr1);
+              rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
+              n_d = n_q + 16'd2;
+              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
+            end else begin
+              n_d = n_q + 16'd1;
+              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            end
           end
         end else if (ins_q[2:0] == 3'd5) begin  // cvt.bh rd: as cvt.bf, the words written at R
           if (cnt_q == 16'd0) begin             // (after the MAC writes drained)
@@ -728,15 +845,20 @@ module pe_vec #(
             if (!cv_rd || bh_split || ph_q) begin
               b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
               if (cv_rd && !ph_q) begin b_re2_o = 1'b1; b_raddr2_o = BAW'(bh_w); end
-              rv_d = 1'b1; rk_d = KCbh; rbk_d = n_ptr[BAW-1]; rwa_d = BAW'(bh_w);
+              rv_d = 1'b1; rk_d = KCbh; rwa_d = BAW'(bh_w);
               rah_d = cv_e[0]; rzf_d = n_last; rfirst_d = (n_q == 16'd0);
               rbh_d = cv_rd && !ph_q;
               rfw_d = cv_e[0] && (n_q != 16'd0) && (BAW'(n_ptr) == BAW'(bh_w));
               ph_d = 1'b0;
               n_d = n_q + 16'd1;
+              if (bh_pair) begin
+                b_re3_o = 1'b1; b_raddr3_o = BAW'(n_ptr1);
+                rp_d = 1'b1; rzf_d = n_end2;
+                n_d = n_q + 16'd2;
+              end
             end else begin  // the destination word first, in the source's bank
               b_re_o = 1'b1; b_raddr_o = BAW'(bh_w);
-              rv_d = 1'b1; rk_d = KPre; rbk_d = bh_w[BAW-1];
+              rv_d = 1'b1; rk_d = KPre;
               ph_d = 1'b1;
             end
           end
@@ -748,7 +870,7 @@ module pe_vec #(
               ph_d = 1'b1;
             end else if (!infl_wb) begin
               b_re_o = 1'b1; b_raddr_o = BAW'(adr_q);
-              rv_d = 1'b1; rk_d = ins_q[0] ? KStb : KLdb; rbk_d = adr_q[BAW-1];
+              rv_d = 1'b1; rk_d = ins_q[0] ? KStb : KLdb;
               rbh_d = ins_q[2];
               ph_d = 1'b1;
             end
@@ -784,12 +906,14 @@ module pe_vec #(
       slot_q <= '0; lanes_q <= '0; gath_q <= 1'b0; first_q <= 1'b0;
       for (int e = 0; e < DotLanes; e = e + 1) begin idx_q[e] <= '0; off_q[e] <= '0; end
       rv_q <= 1'b0; rk_q <= KNone; rwen_q <= 1'b0; rwa_q <= '0; rtx_q <= 1'b0; rcol_q <= '0;
-      rah_q <= 1'b0; rbk_q <= 1'b0; rbh_q <= 1'b0; rval_q <= '0; rln_q <= '0;
+      rah_q <= 1'b0; rp_q <= 1'b0; rv2_q <= 1'b0; rwa2_q <= '0; rbh_q <= 1'b0; rval_q <= '0;
+      rln_q <= '0;
       rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
-      rab_q <= 1'b0; on_q <= '0;
-      fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xbk_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
+      rab_q <= 1'b0; on_q <= '0; cw2_q <= '0; ph2_q <= 1'b0;
+      fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
       xwa_q <= '0;
       for (int e = 0; e < L; e = e + 1) begin
+        p2v_q[e] <= 1'b0; p2wa_q[e] <= '0;
         pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pab_q[e] <= 1'b0; pwa_q[e] <= '0;
         ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
       end
@@ -804,15 +928,18 @@ module pe_vec #(
         idx_q[e] <= idx_d[e]; off_q[e] <= off_d[e];
       end
       rv_q <= rv_d; rk_q <= rk_d; rwen_q <= rwen_d; rwa_q <= rwa_d; rtx_q <= rtx_d;
-      rcol_q <= rcol_d; rah_q <= rah_d; rbk_q <= rbk_d; rbh_q <= rbh_d; rval_q <= rval_d;
+      rcol_q <= rcol_d; rah_q <= rah_d; rp_q <= rp_d; rv2_q <= rv2_d; rwa2_q <= rwa2_d;
+      rbh_q <= rbh_d; rval_q <= rval_d;
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;
-      cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d;
-      fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xbk_q <= xbk_d; xheld_q <= xheld_d;
+      cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d; cw2_q <= cw2_d; ph2_q <= ph2_d;
+      fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xheld_q <= xheld_d;
       xb_q <= xb_d; xwa_q <= xwa_d;
       pv_q[0] <= f_valid; pdot_q[0] <= r_acc; pwen_q[0] <= f_valid && rwen_q;
       pab_q[0] <= f_valid && rab_q;
       pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
+      p2v_q[0] <= rv2_q; p2wa_q[0] <= rwa2_q;
       for (int e = 1; e < L; e = e + 1) begin
+        p2v_q[e] <= p2v_q[e-1]; p2wa_q[e] <= p2wa_q[e-1];
         pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];
         pab_q[e] <= pab_q[e-1];
         pwa_q[e] <= pwa_q[e-1]; ptx_q[e] <= ptx_q[e-1]; pcol_q[e] <= pcol_q[e-1];
@@ -822,7 +949,8 @@ module pe_vec #(
     end
   end
 
-  wire unused = &{1'b0, y_valid, regs_i[15:0], lb_last[0]};  // r0 is not an engine operand
+  // r0 is not an engine operand
+  wire unused = &{1'b0, y_valid, y2_valid, regs_i[15:0], lb_last[0]};
 
 `ifdef FORMAL
   // vsum2's four chains come back through the bypass exactly one round (4 issues) later

@@ -24,6 +24,11 @@
 //           at the extremes; vlut.bf into A (pe; pe_lite: vlut only); odd and even cvt.bf
 //           targets; 16-bit and memory address wrap.
 //           The rand programs get vector instructions too.
+//   pairs   (TB_VEC) the instructions pe issues two elements a cycle (vfma, vaxpy, vmac,
+//           cvt.bf, cvt.bh) on short ranges: sources 0-3 words either side of the
+//           destination, odd and even A and Bh elements, counts 0-9 (and longer), vmac's x
+//           and c in one bank and in two, ranges across the bank boundary and the 16-bit
+//           wrap, each often right after one that writes its sources (the interlock).
 // TB_VEC (default 1) is 0 for a DUT without the vector group (tb_pe_micro_mt): it then sees
 // exactly the scenarios it saw before the group existed.
 // Every scenario runs with random rx gaps (except util), random tx back-pressure, and
@@ -1112,6 +1117,88 @@ static Scenario gen_vec(Bench &b)
 #endif
 
 #if TB_VEC
+static Scenario gen_pairs(Bench &b)
+{
+	TbRng &r = b.rng;
+	using namespace as;
+	Scenario s;
+	s.kind = "pairs";
+	Prog p;
+	// B zones of 64 words: bank 0, across the bank boundary (4096), bank 1, the 16-bit wrap
+	// (0xffe0: words 8160.. and 0..)
+	static const unsigned zb[4] = { 200, 4064, 6000, 0xffe0 };
+	uint16_t prev = (uint16_t)(zb[0] + 20);
+	unsigned nops = 3 + r.below(10);
+	for (unsigned k = 0; k < nops && p.w.size() < 200; k++) {
+		unsigned x = r.below(5); // 0 vfma, 1 vaxpy, 2 vmac, 3 cvt.bf, 4 cvt.bh
+		unsigned n = r.chance(25) ? r.below(3) : r.chance(80) ? r.below(10) : 10 + r.below(30);
+		// the destination: near the last one's (its writes may be in flight), or a zone's
+		uint16_t r6 = r.chance(50) ? (uint16_t)(prev + (int)r.below(9) - 4)
+				       : (uint16_t)(zb[r.below(4)] + 4 + r.below(16));
+		auto near = [&]() { return (uint16_t)(r6 + (int)r.below(7) - 3); };
+		// a source in the other bank (vmac's x and c apart) or anywhere in a zone
+		auto far = [&]() {
+			return r.chance(50) ? (uint16_t)(r6 ^ 4096) : (uint16_t)(zb[r.below(4)] + r.below(24));
+		};
+		auto aadr = [&]() -> uint16_t {
+			uint16_t a = r.chance(20) ? (uint16_t)(0x10000 - 1 - r.below(8)) : (uint16_t)r.below(120);
+			return r.chance(50) ? (uint16_t)(a | 1) : (uint16_t)(a & ~1u);
+		};
+		switch (x) {
+		case 0: // vfma rd, rs, rt: source in place (rt = r6), near or far
+			li(p.w, 1, rand_bf16(r, false));
+			li(p.w, 2, rand_bf16(r, false));
+			li(p.w, 3, r.chance(70) ? near() : far());
+			p.w.push_back(vop(1, 1, 2, r.chance(20) ? 6 : 3));
+			break;
+		case 1: // vaxpy rd, rs
+			li(p.w, 1, rand_bf16(r, false));
+			li(p.w, 2, aadr());
+			p.w.push_back(vaxpy(1, 2));
+			break;
+		case 2: { // vmac rd, rs, rt: c (rd) and x (rt) near, far or in place
+			li(p.w, 2, aadr());
+			li(p.w, 1, r.chance(50) ? near() : far());
+			unsigned rt = r.chance(15) ? 1 : r.chance(15) ? 6 : 3;
+			if (rt == 3) li(p.w, 3, r.chance(50) ? near() : far());
+			p.w.push_back(vop(6, 1, 2, rt));
+			break;
+		}
+		case 3: // cvt.bf rd: an A element, odd or even
+			li(p.w, 1, aadr());
+			break;
+		default: // cvt.bh rd: Bh elements over the source (2 r6 + k) or elsewhere
+			li(p.w, 1, r.chance(60) ? (uint16_t)(2 * r6 + (int)r.below(13) - 6)
+						: (uint16_t)(2 * (zb[r.below(4)] + r.below(24)) + r.below(2)));
+			break;
+		}
+		if (x >= 3) p.w.push_back(x == 3 ? vop(3, 1, 0) : cvtbh(1));
+		// r6 and r7 are set before the instruction: move it behind them
+		uint16_t ins = p.w.back();
+		p.w.pop_back();
+		li(p.w, 6, r6);
+		li(p.w, 7, (uint16_t)n);
+		p.w.push_back(ins);
+		prev = r6;
+		s.budget += 150ull * n + 500;
+	}
+	p.w.push_back(ret());
+	s.imem = p.w;
+	s.tasks = { { 2, (uint16_t)(0x200 | 0) } };
+	for (unsigned c = 0; c < 16; c++) s.qmap.push_back({ c, 0 });
+	for (unsigned i = 0; i < 8; i++) s.regs[i] = (uint16_t)r.u32();
+	fill_a_random(b, s, 0, 64);
+	for (unsigned z = 0; z < 4; z++)
+		for (unsigned i = 0; i < 64; i++)
+			s.b_words.push_back({ (zb[z] + i) % kBWords, vec_f32(r) });
+	s.streams.resize(1);
+	unsigned nev = 1 + r.below(3);
+	for (unsigned k = 0; k < nev; k++) s.streams[0].push_back(wv(0, 2, r.u32()));
+	s.tx_stall_pct = 20;
+	s.budget *= nev;
+	return s;
+}
+
 // ----------------------------------------------------------------------------- fw programs
 // --fw=DIR: fw/vec_ln_fwd.s, vec_ln_bwd.s, vec_gelu.s, vec_fc.s and, on pe, vec_fc_bf.s
 // (DIR/NAME.bin, the assembler's images) on the DUT against the model, with tests/models/test_pe_model.c's
@@ -1378,7 +1465,7 @@ int main(int argc, char **argv)
 		else if (kind == 2) s = i == 2 ? gen_wgrad(b, true) : gen_wgrad(b, false);
 		else if (kind == 3) s = gen_rand(b);
 #if TB_VEC
-		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_vec(b);
+		else s = i % 16 == 0 ? gen_fwd(b, true) : i % 8 == 4 ? gen_pairs(b) : gen_vec(b);
 #else
 		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_rand(b);
 #endif
