@@ -1,7 +1,8 @@
 // mesh_hostport_lean_formal.vh: framing properties of mesh_hostport_lean, the board's host
 // port (included at the bottom of the module under `ifdef FORMAL; checked by
-// verif/formal/mesh_formal.sh, `hostport_lean`: bounded, as mesh_hostport_formal.vh, whose
-// properties these are, with HoldWrite 0 (the 1x1 board) and 1 (the 2x2 pe_micro_mt board)).
+// verif/formal/mesh_formal.sh, `hostport_lean`: bounded, 9 cycles from power-up, with
+// HoldWrite 0 (the 1x1 board) and 1 (the 2x2 pe_micro_mt board); the properties are
+// mesh_hostport_formal.vh's).
 // Command framing: a parser of the command stream that knows only each opcode's word count
 // (docs/architecture.md section 6: ECHO n, WRITE 1 + n, READ 1, RUN pe, INJECT n, COLLECT 1,
 // SYNC 1, the others 0 after the header) says which words are headers; the port takes a
