@@ -50,8 +50,8 @@
 #             invariants in the .vh make inductive; the covers (10 frames); a broken
 #             property must FAIL.
 #   hostport_lean: the same framing on mesh_hostport_lean (mesh_hostport_lean_formal.vh),
-#             HoldWrite 0 and 1 (the 1x1 and 2x2 boards); bounded, bmc3
-#             FORMAL_HOSTPORT_LEAN_BMC (9) frames.
+#             HoldWrite 0 and 1 (the 1x1 and 2x2 boards); unbounded the same way (with the
+#             walker's assertions in mesh_hostport_lean.v as invariants).
 #   cfgbus:   the 2x2 pe_micro_mt board's config bus (verif/formal/mesh_cfgbus_check.v):
 #             every read answered once with its word, in order; each access once (a PE
 #             write taken once every PE it names has granted it); PDR, the covers (12
@@ -387,8 +387,8 @@ job_cfgbus() {
 # false property that must fail.
 HF="$R/mesh_hostport.v $R/mesh_hostport_dec.v $R/mesh_fifo.v $R/mesh_route.v"
 HP="-set NumPes 2 -set AWords 8 -set BWords 4 -set CollectDepth 2"
-HK=${FORMAL_HOSTPORT_K:-2}   # induction depth; the base case is deeper
-[ "${FORMAL_HOSTPORT_BMC:-5}" -gt "$HK" ] || { echo "FAIL formal hostport: base case depth must exceed $HK"; exit 1; }
+HK=${FORMAL_HOSTPORT_K:-2}   # induction depth (mesh_hostport_lean: HK + 1); the base case is deeper
+[ "${FORMAL_HOSTPORT_BMC:-5}" -gt $((HK + 1)) ] || { echo "FAIL formal hostport: base case depth must exceed $((HK + 1))"; exit 1; }
 # fifo_range: globs for mesh_fifo.v's count and pointer range assertions (the source range
 # of a flattened assertion ends on its statement's last line)
 fifo_range() {
@@ -413,19 +413,22 @@ job_hostport() {
 	abc_run hostport_broken.bmc fail hostport_broken "bmc3 -F 12"
 }
 
-# The board's host port (rtl/mesh/mesh_hostport_lean_formal.vh): the same framing, bounded:
-# bmc3 from power-up, FORMAL_HOSTPORT_LEAN_BMC frames (9), with HoldWrite 0 (the 1x1 board) and 1 (the 2x2 pe_micro_mt board: a
-# WRITE's word stays on cmd_* until its beat has left mesh_top's slice)
+# The board's host port (rtl/mesh/mesh_hostport_lean_formal.vh): the same framing, unbounded
+# the same way (bmc3 FORMAL_HOSTPORT_BMC frames, then 3-induction with the invariants in the
+# .vh and the walker's in mesh_hostport_lean.v), with HoldWrite 0 (the 1x1 board) and 1 (the
+# 2x2 pe_micro_mt board: a WRITE's word stays on cmd_* until its beat has left mesh_top's
+# slice)
 LHF="$R/mesh_hostport_lean.v $R/mesh_hostport_dec.v"
 job_hostport_lean() {
 	local hw
 	for hw in 0 1; do
 		base hostport_lean_w$hw mesh_hostport_lean "$HP -set HoldWrite $hw" "" $LHF \
 			|| { fail=1; return; }
-		gen_aig hostport_lean_w$hw hostport_lean_w$hw "*mesh_hostport_lean_formal.vh* !*|*" \
-			|| fail=1
+		gen_aig hostport_lean_w$hw hostport_lean_w$hw \
+			"*mesh_hostport_lean_formal.vh* *mesh_hostport_lean.v:* !*|*" || fail=1
 		abc_run hostport_lean_w$hw.bmc pass hostport_lean_w$hw \
-			"bmc3 -F ${FORMAL_HOSTPORT_LEAN_BMC:-9}"
+			"bmc3 -F ${FORMAL_HOSTPORT_BMC:-5}"
+		abc_run hostport_lean_w$hw.ind pass hostport_lean_w$hw "orpos; ind -F $((HK + 1))"
 		gen_cov hostport_lean_w${hw}_cov hostport_lean_w$hw \
 			"*mesh_hostport_lean_formal.vh* !*|*" || fail=1
 		cov_run hostport_lean_w$hw.cov hostport_lean_w${hw}_cov 10
