@@ -1,6 +1,6 @@
 // mesh_hostport_formal.vh: framing properties of mesh_hostport (included at the bottom of the
-// module under `ifdef FORMAL; checked by verif/formal/mesh_formal.sh, `hostport`: bounded,
-// 9 cycles from power-up, which holds any command of up to 3 words and its answer).
+// module under `ifdef FORMAL; checked by verif/formal/mesh_formal.sh, `hostport`: unbounded,
+// by 2-induction with the strengthening invariants below and a base case from power-up).
 // Command framing: a parser of the command stream that knows only each opcode's word count
 // (docs/architecture.md section 6: ECHO n, WRITE 1 + n, READ 1, RUN pe, INJECT n, COLLECT 1,
 // SYNC 1, the others 0 after the header) says which words are headers; the port takes a
@@ -18,6 +18,16 @@
   always @(posedge clk_i) f_rv <= 1'b1;
   always @(*) if (!f_rv) assume (!rst_ni);
 
+  // the words that follow header h in the command stream
+  function automatic [17:0] f_cmd_words(input [31:0] h);
+    case (h[31:28])
+      OpEcho, OpInject: f_cmd_words = {2'b0, h[15:0]};
+      OpWrite: f_cmd_words = {2'b0, h[15:0]} + 18'd1;
+      OpRun: f_cmd_words = {10'b0, h[23:16]};
+      OpRead, OpCollect, OpSync: f_cmd_words = 18'd1;
+      default: f_cmd_words = '0;
+    endcase
+  endfunction
   wire        f_ctake = cmd_valid_i && cmd_ready_o;
   wire        f_rtake = rsp_valid_o && rsp_ready_i;
   wire [3:0]  f_op = cmd_data_i[31:28];
@@ -43,13 +53,7 @@
         if (f_cleft != '0) f_cleft <= f_cleft - 1'b1;
         else begin
           f_cmd_seen <= 1'b1;
-          case (f_op)
-            OpEcho, OpInject: f_cleft <= {2'b0, cmd_data_i[15:0]};
-            OpWrite: f_cleft <= {2'b0, cmd_data_i[15:0]} + 18'd1;
-            OpRun: f_cleft <= {10'b0, cmd_data_i[23:16]};
-            OpRead, OpCollect, OpSync: f_cleft <= 18'd1;
-            default: f_cleft <= '0;
-          endcase
+          f_cleft <= f_cmd_words(cmd_data_i);
         end
       end
       if (f_rtake) begin
@@ -95,6 +99,66 @@
     if (f_rsp_v_q) assert (rsp_valid_o && rsp_data_o == f_rsp_d_q);
     if (f_inj_v_q) assert (inj_valid_o && inj_data_o == f_inj_d_q);
     if (f_cfg_v_q) assert (cfg_out_valid_o && cfg_out_data_o == f_cfg_d_q);
+  end
+
+  // Strengthening invariants: with them the properties above are k-inductive, so the proof
+  // is unbounded (mesh_formal.sh: ind). They say what the parsers' counts are in terms of the
+  // port's state. f_cexp: the words the port still takes as part of the current command.
+  // f_left: the words it still answers in the current response frame, not counting the one
+  // offered (the read engine's frame while it is busy: the decoder answers nothing then);
+  // an offered word is a header exactly when the response parser is at a frame boundary,
+  // and that header announces f_left words. The COLLECT buffer holds the k_q words counted.
+  logic [17:0] f_cexp;
+  logic [16:0] f_dleft;
+  always @(*) begin
+    case (st_q)
+      SHold: f_cexp = f_cmd_words(hold_q);
+      SEcho, SWData, SInj, SStep, SDrop, SRun: f_cexp = {1'b0, n_q - k_q};
+      SWAddr: f_cexp = {1'b0, n_q} + 18'd1;
+      SRAddr, SCTmo, SSTmo: f_cexp = 18'd1;
+      default: f_cexp = '0;
+    endcase
+    case (st_q)
+      SEcho: f_dleft = n_q - k_q;
+      SCDrain: f_dleft = k_q;
+      SCntPre: f_dleft = (k_q == '0) ? '0 : 17'd15 - k_q;  // header, 2 cycle words, 11, 1
+      SCntRd: f_dleft = 17'd12 - k_q;
+      SCntPost: f_dleft = 17'd1;
+      default: f_dleft = '0;
+    endcase
+  end
+  wire [16:0] f_left = !re_busy_q ? f_dleft : re_hdr_q ? '0 : re_n_q - re_k_q;
+  wire [16:0] f_hlen = (rsp_q[27:24] == OpSync) ? '0 : {1'b0, rsp_q[15:0]};
+  wire        f_collecting = (st_q == SCollect) || (st_q == SCHdr) || (st_q == SCDrain);
+  always @(*) if (rst_ni && f_rv) begin
+    assert (st_q <= SCntPost);
+    assert (!n_q[16] && !re_n_q[16]);  // counts come from 16-bit fields
+    assert (f_cleft == f_cexp);
+    if (st_q == SHold) begin
+      assert (hold_q[15:2] == 14'd0);
+      if (hold_q[31:28] == OpRun) assert (hold_q[23:18] == 6'd0);
+    end
+    if (st_q == SEcho || st_q == SWData || st_q == SInj) assert (k_q < n_q);
+    if (st_q == SStep || st_q == SDrop) assert (k_q <= n_q);
+    if (st_q == SRun || st_q == SWAddr || st_q == SCTmo) assert (k_q == '0);
+    if (st_q == SRun) assert (n_q != '0);
+    if (st_q == SCTmo && status_q == StOk) assert (32'(n_q) <= CollectDepth);
+    if (st_q == SCollect) assert (k_q <= n_q && 32'(n_q) <= CollectDepth);
+    if (st_q == SCHdr || st_q == SCDrain) assert (32'(k_q) <= CollectDepth);
+    if (st_q == SCntPre) assert (k_q <= 17'd2);
+    if (st_q == SCntRd) assert (n_q == 17'd11 && k_q < 17'd11);
+    if (re_busy_q) begin
+      assert (st_q == SCmd || st_q == SHold || st_q == SRun || st_q == SInj || st_q == SStep
+              || st_q == SDrop || st_q == SErr || st_q == SSTmo || st_q == SSync);
+      if (re_hdr_q) assert (re_k_q == '0);
+      else assert (re_k_q < re_n_q);
+    end
+    if (!rsp_v_q) assert (f_rleft == f_left);
+    else if (f_rleft != '0) assert (f_rleft == f_left + 17'd1);
+    else assert (rsp_q[31:28] == 4'hA && f_hlen == f_left);
+    if (!f_cmd_seen) assert (st_q == SCmd && !re_busy_q && !rsp_v_q);
+    assert (cb_empty == (!f_collecting || k_q == '0));
+    assert (cb_in_ready == (!f_collecting || 32'(k_q) != CollectDepth));
   end
 
   // reachability: frames of ECHO, READ, COLLECT (with words) end, a COUNTERS frame and an

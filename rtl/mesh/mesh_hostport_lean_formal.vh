@@ -1,7 +1,8 @@
 // mesh_hostport_lean_formal.vh: framing properties of mesh_hostport_lean, the board's host
 // port (included at the bottom of the module under `ifdef FORMAL; checked by
-// verif/formal/mesh_formal.sh, `hostport_lean`: bounded, as mesh_hostport_formal.vh, whose
-// properties these are, with HoldWrite 0 (the 1x1 board) and 1 (the 2x2 pe_micro_mt board)).
+// verif/formal/mesh_formal.sh, `hostport_lean`: unbounded, by 3-induction with the
+// strengthening invariants below and a base case from power-up, with HoldWrite 0 (the 1x1
+// board) and 1 (the 2x2 pe_micro_mt board); the properties are mesh_hostport_formal.vh's).
 // Command framing: a parser of the command stream that knows only each opcode's word count
 // (docs/architecture.md section 6: ECHO n, WRITE 1 + n, READ 1, RUN pe, INJECT n, COLLECT 1,
 // SYNC 1, the others 0 after the header) says which words are headers; the port takes a
@@ -106,6 +107,71 @@
     if (f_cfg_v_q) assert (cfg_out_valid_o && cfg_out_data_o[61:32] == f_cfg_d_q[61:32]
                            && (cfg_out_data_o[61:60] == KindRead
                                || cfg_out_data_o[31:0] == f_cfg_d_q[31:0]));
+  end
+
+  // Strengthening invariants: with them (and the walker's, in mesh_hostport_lean.v) the
+  // properties above are k-inductive, so the proof is unbounded (mesh_formal.sh: ind). As in
+  // mesh_hostport_formal.vh: f_cexp is the words the port still takes as part of the current
+  // command, f_left the words it still answers in the current frame besides the one offered
+  // (the read engine's frame while it runs a READ; COUNTERS' frame spans the decoder and the
+  // engine); an offered word is a header exactly at a frame boundary, announcing f_left.
+  logic [17:0] f_cexp;
+  logic [16:0] f_dleft;
+  wire  [16:0] f_nk = {1'b0, n_q - k_q};
+  wire  [16:0] f_rek = 17'(re_n_q) - 17'(re_k_q);
+  always @(*) begin
+    case (st_q)
+      SEcho, SInj, SDrop, SRun: f_cexp = {1'b0, f_nk};
+      SWAddr: f_cexp = {2'b0, n_q} + 18'd1;
+      SWChk: f_cexp = {2'b0, n_q};
+      SWData: f_cexp = {1'b0, f_rek} + 18'(wpend_q);
+      SRAddr, SCTmo, SSTmo: f_cexp = 18'd1;
+      default: f_cexp = '0;
+    endcase
+    case (st_q)
+      SEcho, SCDrain: f_dleft = f_nk;
+      SCntPre: f_dleft = (k_q == '0) ? '0 : 17'd15 - 17'(k_q);  // header, 2 cycle words,
+      SCntPost: f_dleft = re_busy_q ? f_rek + 17'd1 : 17'd1;    // 11 counters, errors
+      default: f_dleft = '0;
+    endcase
+  end
+  wire [16:0] f_left = (!re_busy_q || re_cnt_q) ? f_dleft : re_hdr_q ? '0 : f_rek;
+  wire [16:0] f_hlen = (rsp_q[27:24] == OpSync) ? '0 : {1'b0, rsp_q[15:0]};
+  always @(*) if (rst_ni && f_rv) begin
+    assert (st_q <= SCntPost);
+    assert (f_cleft == f_cexp);
+    if (st_q == SEcho || st_q == SInj || st_q == SDrop || st_q == SRun) assert (k_q <= n_q);
+    if (st_q == SWAddr || st_q == SWChk || st_q == SCTmo) assert (k_q == '0);
+    if (st_q == SWAddr || st_q == SWChk)
+      assert (re_n_q == TW'(n_q) && n_hi_q == ((n_q >> TW) != 16'd0));
+    if (st_q == SWChk) assert (re_k_q == '0);
+    if (st_q == SWData) assert (re_k_q <= re_n_q && (!wpend_q || re_k_q != '0));
+    if (wpend_q) assert (f_cmd_v_q);  // its word still offered
+    if (st_q == SCTmo && status_q == StOk) assert (32'(n_q) <= CollectDepth);
+    if (st_q == SCollect) assert (k_q <= n_q && 32'(n_q) <= CollectDepth);
+    if (st_q == SCHdr) assert (32'(k_q) <= CollectDepth);
+    if (st_q == SCDrain) assert (k_q <= n_q && 32'(n_q) <= CollectDepth);
+    if (st_q == SCntPre) assert (k_q <= 16'd2);
+    // the headers the decoder writes name op_q
+    if (st_q == SSTmo || st_q == SSync) assert (op_q == OpSync);
+    if (st_q == SCTmo || st_q == SCollect || st_q == SCHdr || st_q == SCDrain)
+      assert (op_q == OpCollect);
+    if (st_q == SCntPre) assert (op_q == OpCounters && !re_all_q);
+    if (re_cnt_q)
+      assert (re_busy_q && st_q == SCntPost && !re_hdr_q && !re_all_q && re_n_q == TW'(11)
+              && re_k_q <= re_n_q);
+    if (re_busy_q && !re_cnt_q) begin
+      assert (st_q == SCmd || st_q == SRun || st_q == SInj || st_q == SDrop || st_q == SErr
+              || st_q == SSTmo || st_q == SSync);
+      if (re_hdr_q) assert (re_k_q == '0);
+      else assert (re_k_q <= re_n_q);
+    end
+    if (rd_out_q) assert (!re_hdr_q && re_k_q < re_n_q);
+    if (!re_busy_q) assert (!re_hdr_q && !rd_out_q);
+    if (!rsp_v_q) assert (f_rleft == f_left);
+    else if (f_rleft != '0) assert (f_rleft == f_left + 17'd1);
+    else assert (rsp_q[31:28] == 4'hA && f_hlen == f_left);
+    if (!f_cmd_seen) assert (st_q == SCmd && !re_busy_q && !rsp_v_q);
   end
 
   // reachability: frames of ECHO, READ, COLLECT (with words) end, a COUNTERS frame and an

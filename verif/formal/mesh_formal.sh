@@ -45,10 +45,13 @@
 #   hostport: mesh_hostport's framing (rtl/mesh/mesh_hostport_formal.vh): a command word is
 #             taken as a header exactly when the opcodes' word counts say, a header at every
 #             response frame boundary, nothing before the first command, offered words held
-#             under back-pressure; 2 PEs, small buffers; bounded, bmc3 FORMAL_HOSTPORT_BMC
-#             (9) frames; the covers (10 frames); a broken property must FAIL.
+#             under back-pressure; 2 PEs, small buffers; unbounded: bmc3 from power-up
+#             (FORMAL_HOSTPORT_BMC, 5 frames) + 2-induction (ind), which the strengthening
+#             invariants in the .vh make inductive; the covers (10 frames); a broken
+#             property must FAIL.
 #   hostport_lean: the same framing on mesh_hostport_lean (mesh_hostport_lean_formal.vh),
-#             HoldWrite 0 and 1 (the 1x1 and 2x2 boards); bounded the same way.
+#             HoldWrite 0 and 1 (the 1x1 and 2x2 boards); unbounded the same way (with the
+#             walker's assertions in mesh_hostport_lean.v as invariants).
 #   cfgbus:   the 2x2 pe_micro_mt board's config bus (verif/formal/mesh_cfgbus_check.v):
 #             every read answered once with its word, in order; each access once (a PE
 #             write taken once every PE it names has granted it); PDR, the covers (12
@@ -376,15 +379,31 @@ job_cfgbus() {
 # The host port's framing (rtl/mesh/mesh_hostport_formal.vh): every command's words taken
 # exactly (a header where the opcode's word count says), a header at every response frame
 # boundary, nothing before the first command, offered words held under back-pressure.
-# Small sizes (2 PEs, 2-word COLLECT buffer, SRAM of 8 and 4 words). Bounded: bmc3 from
-# power-up, FORMAL_HOSTPORT_BMC frames (9, ~10 s; PDR did not finish in 4 minutes, a frame
-# more doubles the time), the covers, and a deliberately false property that must fail.
+# Small sizes (2 PEs, 2-word COLLECT buffer, SRAM of 8 and 4 words). Unbounded: bmc3 from
+# power-up (FORMAL_HOSTPORT_BMC frames, 5) for the base case, then 2-induction (ind), which
+# the strengthening invariants in mesh_hostport_formal.vh make inductive, with the COLLECT
+# buffer's own range invariants (mesh_fifo.v's first three assertions, proved with the
+# rest; PDR had not finished in 4 minutes without them); the covers, and a deliberately
+# false property that must fail.
 HF="$R/mesh_hostport.v $R/mesh_hostport_dec.v $R/mesh_fifo.v $R/mesh_route.v"
 HP="-set NumPes 2 -set AWords 8 -set BWords 4 -set CollectDepth 2"
+HK=${FORMAL_HOSTPORT_K:-2}   # induction depth (mesh_hostport_lean: HK + 1); the base case is deeper
+[ "${FORMAL_HOSTPORT_BMC:-5}" -gt $((HK + 1)) ] || { echo "FAIL formal hostport: base case depth must exceed $((HK + 1))"; exit 1; }
+# fifo_range: globs for mesh_fifo.v's count and pointer range assertions (the source range
+# of a flattened assertion ends on its statement's last line)
+fifo_range() {
+	local p st en
+	for p in "assert (cnt_q <= Full)" "assert (rd_q <= LastPtr)" "assert (wr_q =="; do
+		st=$(grep -nF "$p" $R/mesh_fifo.v | cut -d: -f1)
+		en=$(awk -v s="$st" 'NR >= s && /\);/ { print NR; exit }' $R/mesh_fifo.v)
+		printf '*mesh_fifo.v:*-%s.* ' "$en"
+	done
+}
 job_hostport() {
 	base hostport mesh_hostport "$HP" "" $HF || { fail=1; return; }
-	gen_aig hostport hostport "*mesh_hostport_formal.vh* !*|*" || fail=1
-	abc_run hostport.bmc pass hostport "bmc3 -F ${FORMAL_HOSTPORT_BMC:-9}"
+	gen_aig hostport hostport "*mesh_hostport_formal.vh* $(fifo_range)" || fail=1
+	abc_run hostport.bmc pass hostport "bmc3 -F ${FORMAL_HOSTPORT_BMC:-5}"
+	abc_run hostport.ind pass hostport "orpos; ind -F $HK"
 	gen_cov hostport_cov hostport "*mesh_hostport_formal.vh* !*|*" || fail=1
 	cov_run hostport.cov hostport_cov 10
 	local bl
@@ -394,19 +413,22 @@ job_hostport() {
 	abc_run hostport_broken.bmc fail hostport_broken "bmc3 -F 12"
 }
 
-# The board's host port (rtl/mesh/mesh_hostport_lean_formal.vh): the same framing, bounded
-# the same way, with HoldWrite 0 (the 1x1 board) and 1 (the 2x2 pe_micro_mt board: a
-# WRITE's word stays on cmd_* until its beat has left mesh_top's slice)
+# The board's host port (rtl/mesh/mesh_hostport_lean_formal.vh): the same framing, unbounded
+# the same way (bmc3 FORMAL_HOSTPORT_BMC frames, then 3-induction with the invariants in the
+# .vh and the walker's in mesh_hostport_lean.v), with HoldWrite 0 (the 1x1 board) and 1 (the
+# 2x2 pe_micro_mt board: a WRITE's word stays on cmd_* until its beat has left mesh_top's
+# slice)
 LHF="$R/mesh_hostport_lean.v $R/mesh_hostport_dec.v"
 job_hostport_lean() {
 	local hw
 	for hw in 0 1; do
 		base hostport_lean_w$hw mesh_hostport_lean "$HP -set HoldWrite $hw" "" $LHF \
 			|| { fail=1; return; }
-		gen_aig hostport_lean_w$hw hostport_lean_w$hw "*mesh_hostport_lean_formal.vh* !*|*" \
-			|| fail=1
+		gen_aig hostport_lean_w$hw hostport_lean_w$hw \
+			"*mesh_hostport_lean_formal.vh* *mesh_hostport_lean.v:* !*|*" || fail=1
 		abc_run hostport_lean_w$hw.bmc pass hostport_lean_w$hw \
-			"bmc3 -F ${FORMAL_HOSTPORT_BMC:-9}"
+			"bmc3 -F ${FORMAL_HOSTPORT_BMC:-5}"
+		abc_run hostport_lean_w$hw.ind pass hostport_lean_w$hw "orpos; ind -F $((HK + 1))"
 		gen_cov hostport_lean_w${hw}_cov hostport_lean_w$hw \
 			"*mesh_hostport_lean_formal.vh* !*|*" || fail=1
 		cov_run hostport_lean_w$hw.cov hostport_lean_w${hw}_cov 10
