@@ -868,8 +868,9 @@ static void test_carried_write(void **state)
 		      OV_TOL * 100);
 	wcarry_case(2, 2, 0.9, 64, 24, &bad);
 	wcarry_case(2, 2, 0.5, 64, 24, &bad);
-	/* the step's shape: C = 128, 32 tokens a PE */
-	wcarry_case(4, 4, 0.95, 128, 32, &bad);
+	/* the 4x4, whose writes cross more routers (the step's shape, C 128 at 32 tokens a PE,
+	 * takes minutes on the Verilated mesh: C 64 at 16) */
+	wcarry_case(4, 4, 0.95, 64, 16, &bad);
 	wcarry_lite();
 	assert_int_equal(bad, 0);
 }
