@@ -235,6 +235,10 @@ module pe_lite #(
   // k (SWc1, SW2, SW3, SWh), else rv; carry in 1 in STx, SVL, SRv5, SDtE (increments);
   // registered from the next state
   logic xs_t_q, xs_b_q, xs_a_q, xs_k_q, ci_q;
+  // ad_y's selects, and wd_ad_q: DRAM's write data is ad_s (SAddi2, add and sub, SShift,
+  // SDj2, SDtN), muxed last into dm_wd (timing: no state decode between the adder and DRAM)
+  logic ys_rv_q, ys_inv_q, ys_imm_q, ys_ones_q, ys_lut_q, wd_ad_q;
+  wire  alu_addsub = ird[2:1] == 2'b00;  // SAlu3's add (0) and sub (1), decided in SOpB
 
   always_comb begin
     st_d = st_q;
@@ -272,7 +276,10 @@ module pe_lite #(
     // the adder's first operand and carry from select registers set with the state
     // (timing: no state decode in front of the adder)
     ad_x = xs_t_q ? t_q : xs_b_q ? 16'(ba_q) : xs_a_q ? 16'(aa_q) : xs_k_q ? vr_q : rv;
-    ad_y = 16'd0;
+    // the second operand from select registers too: rv (SAlu3's add, the element and
+    // stream address steps), ~rv (sub), addi's immediate, -1 (djnz), the LUT index (SVlA)
+    ad_y = ({16{ys_rv_q}} & (ys_inv_q ? ~rv : rv)) | ({16{ys_imm_q}} & {{10{ird[5]}}, ird[5:0]})
+           | {16{ys_ones_q}} | ({16{ys_lut_q}} & {8'd0, lut_idx});
     ad_ci = ci_q;
     pc_off = 8'd0;
     f_start = 1'b0;
@@ -427,8 +434,6 @@ module pe_lite #(
       end
       SAddi2: begin
         d_we = 1'b1;
-        ad_y = {{10{ird[5]}}, ird[5:0]};
-        d_wd = ad_s;
         pc_d = pc_next;
         st_d = SFetch;
       end
@@ -443,8 +448,7 @@ module pe_lite #(
         pc_d = pc_next;
         st_d = SFetch;
         case (ird[2:0])
-          3'd0: begin ad_y = rv; d_wd = ad_s; end
-          3'd1: begin ad_y = ~rv; ad_ci = 1'b1; d_wd = ad_s; end
+          3'd0, 3'd1: ;  // add, sub: ad_s (ad_y and the carry from the selects)
           3'd2, 3'd3, 3'd4: d_wd = logic_y;
           3'd7: d_wd = mul_y;
           default: begin  // shifts: one bit per cycle
@@ -458,7 +462,6 @@ module pe_lite #(
       SShift: begin
         if (n_q[3:0] == 4'd0) begin
           d_we = 1'b1;
-          d_wd = ad_s;
           pc_d = pc_next;
           st_d = SFetch;
         end else begin
@@ -491,8 +494,6 @@ module pe_lite #(
       end
       SDj2: begin
         d_we = 1'b1;
-        ad_y = 16'hffff;
-        d_wd = ad_s;
         if (rv != 16'd1) pc_off = ird[7:0];  // rv - 1 != 0, without the adder (timing)
         pc_d = pc_next;
         st_d = SFetch;
@@ -604,7 +605,6 @@ module pe_lite #(
         endcase
       end
       SVlA: begin  // read the table word t + idx(x) (ad_x = t)
-        ad_y = {8'd0, lut_idx};
         b_re = 1'b1;
         b_ra = ad_s[BAW-1:0];
         st_d = SVlT;
@@ -646,7 +646,6 @@ module pe_lite #(
         end
       end
       SWc1: begin  // vmac: read c = B[r[rd] + k] (ad_x = k)
-        ad_y = rv;
         b_re = 1'b1;
         b_ra = ad_s[BAW-1:0];
         st_d = SWc2;
@@ -658,14 +657,12 @@ module pe_lite #(
         st_d = SW2;
       end
       SW2: begin  // read x = B[r[src] + k] (ad_x = k); r[rs] (A base; vfma's shift)
-        ad_y = rv;
         b_re = 1'b1;
         b_ra = ad_s[BAW-1:0];
         d_re = 1'b1;
         st_d = SW3;
       end
       SW3: begin  // x in brd; aa = r[rs] + k (ad_x = k)
-        ad_y = rv;
         aa_d = ad_s;
         st_d = SWa;
         case (xop)
@@ -721,7 +718,6 @@ module pe_lite #(
         st_d = SVeW;
       end
       SWh: begin  // cvt.bh: Bh[r[rd] + k] = bf16(x) (ad_x = k)
-        ad_y = rv;
         b_we = 1'b1;
         b_wa = ad_s[BAW:1];
         b_wm = ad_s[0] ? 2'b10 : 2'b01;
@@ -840,7 +836,6 @@ module pe_lite #(
         st_d = SVx3;
       end
       SVx3: begin  // ba = idx + r2 (ad_x = ba)
-        ad_y = rv;
         ba_d = ad_s;
         st_d = (n_q == 16'd0) ? SDtE : SMac;
       end
@@ -867,14 +862,12 @@ module pe_lite #(
       end
       SStep1: begin  // axpy: B[ba] = the result
         if (is_axpy) b_we = 1'b1;
-        ad_y = rv;
         aa_d = ad_s;
         d_re = 1'b1;
         d_ra = reg_addr(3'd4);
         st_d = SStep2;
       end
       SStep2: begin
-        ad_y = rv;
         ba_d = ad_s;
         st_d = (n_q != 16'd0) ? SMac : is_axpy ? SAxN : SDtE;
       end
@@ -910,7 +903,6 @@ module pe_lite #(
         end else begin  // r6 = t
           d_we = 1'b1;
           d_wa = reg_addr(3'd6);
-          d_wd = ad_s;
           pc_d = pc_next;
           st_d = SFetch;
         end
@@ -1009,7 +1001,17 @@ module pe_lite #(
               || (st_d == SVx3) || (st_d == SVeS);
     xs_a_q <= (st_d == SStep1) || (st_d == SVe2);
     ci_q <= (st_d == STx) || (st_d == SVL) || (st_d == SRv5) || (st_d == SDtE)
-            || (st_d == SVe1) || (st_d == SVeS) || (st_d == SVe2);
+            || (st_d == SVe1) || (st_d == SVeS) || (st_d == SVe2)
+            || ((st_d == SAlu3) && ird[2:0] == 3'd1);
+    ys_rv_q <= ((st_d == SAlu3) && alu_addsub) || (st_d == SWc1) || (st_d == SW2)
+               || (st_d == SW3) || (st_d == SWh) || (st_d == SVx3) || (st_d == SStep1)
+               || (st_d == SStep2);
+    ys_inv_q <= (st_d == SAlu3) && ird[2:0] == 3'd1;
+    ys_imm_q <= st_d == SAddi2;
+    ys_ones_q <= st_d == SDj2;
+    ys_lut_q <= st_d == SVlA;
+    wd_ad_q <= (st_d == SAddi2) || ((st_d == SAlu3) && alu_addsub) || (st_d == SShift)
+               || (st_d == SDj2) || (st_d == SDtN);
   end
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -1179,6 +1181,7 @@ module pe_lite #(
     dm_wa = d_wa;
     // (vsum2 stores a whole chain in SVe1, vdot in SW3)
     dm_wd = {(st_q == SVe1 || st_q == SW3) ? acc_q[31:16] : stg_d_q[31:16], d_wd};
+    if (d_we && wd_ad_q) dm_wd[15:0] = ad_s;
     if (!d_we) begin
       if (drain) begin
         dm_wa = stg_a_q;
