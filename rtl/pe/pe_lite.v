@@ -1058,6 +1058,9 @@ module pe_lite #(
     .rx_ready_o   (rx_ready_o),
     .color_ready_o(color_ready_o),
     .hold_i       (stg_v_d),     // a stage that stays full takes nothing next cycle
+    .next_color_i (4'd0),
+    .push_i       (1'b0),
+    .push_q_i     ('0),
     .push_q_o     (rx_q),
     .push_ptr_o   (rx_ptr),
     .map_we_i     (map_we),

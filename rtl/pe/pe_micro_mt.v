@@ -32,11 +32,14 @@
 // bits; cfg_rdata_o is common to all PEs and valid in the cycle of a read's grant. The FPU
 // port is common too: only the PE that owns pe_fpu_share writes to it.
 //
-// rx_ready_o is a register: the router tells the colour of its next bus head a cycle ahead
-// (rx_next_color_i, mesh_router_lean RegGnt), or, behind a LocalFirst router, that head is
-// the PE's own jtx wavelet, whose colour the PE knows. The PE looks the colour up in its map
-// then (rxq_q), and ready is that queue's room bit (qr_q), so no path runs from the router's
-// bus through the map into the router's take logic.
+// Each PE's input queues are a pe_queue keeping no part of the wavelet (Width 0: the receive
+// stage moves it into S) with pe_queue's Lookahead and StagedPush. rx_ready_o is a register:
+// the router tells the colour of its next bus head a cycle ahead (rx_next_color_i,
+// mesh_router_lean RegGnt), or, behind a LocalFirst router, that head is the PE's own jtx
+// wavelet, whose colour the PE knows. pe_queue looks the colour up in its map then, and
+// ready is that queue's room bit, so no path runs from the router's bus through the map into
+// the router's take logic. A taken wavelet enters its queue when the receive stage has
+// drained it into S.
 `default_nettype none
 
 module pe_micro_mt #(
@@ -44,7 +47,7 @@ module pe_micro_mt #(
   parameter int unsigned AWords = 16384,  // bf16 elements; must be 2 * BWords
   parameter int unsigned BWords = 8192,   // 32-bit words
   parameter int unsigned NumQueues = 4,   // input queues per PE
-  parameter int unsigned QueueDepth = 8,  // wavelets per input queue (a power of two)
+  parameter int unsigned QueueDepth = 8,  // wavelets per input queue (a power of two, >= 2)
   parameter bit [N-1:0] LocalFirst = '0   // PEs whose router gives their tx the bus at once
                                           // (mesh_router_lean LocalFirst): their rx head
                                           // next cycle is then their own wavelet
@@ -84,8 +87,8 @@ module pe_micro_mt #(
 );
   localparam int unsigned TW = $clog2(N);
   localparam int unsigned QW = (NumQueues > 1) ? $clog2(NumQueues) : 1;
-  localparam int unsigned PtrW = (QueueDepth > 1) ? $clog2(QueueDepth) : 1;
-  localparam int unsigned CntW = $clog2(QueueDepth + 1);
+  localparam int unsigned PtrW = $clog2(QueueDepth);
+  localparam int unsigned CntW = $clog2(QueueDepth + 1);  // pe_queue's count_o, per queue
   if (N < 3) begin : g_bad_n
     $error("pe_micro_mt: N must be at least 3 (a context word is never read as it is written)");
   end
@@ -106,25 +109,6 @@ module pe_micro_mt #(
                    FxRun0 = 7'h1c, FxMacev = 7'h1d, FxLink = 7'h1f,
                    FxFreq = 7'h38, FxFrel = 7'h39, FxBclr = 7'h3a, FxCclr = 7'h3b,
                    FxMapw = 7'h3c;
-
-  // a 4:1 multiplexer in the form that fits two 4-input LUTs, a 16:1 of five (mesh_route's),
-  // and the colour map's read with them: about 2/3 of the LUT4s yosys maps an array read to
-  function automatic logic mux4(input logic [3:0] d, input logic [1:0] s);
-    logic l;
-    l = s[1] ? s[0] : (s[0] ? d[1] : d[0]);
-    mux4 = s[1] ? (l ? d[3] : d[2]) : l;
-  endfunction
-  function automatic logic mux16(input logic [15:0] d, input logic [3:0] s);
-    mux16 = mux4({mux4(d[15:12], s[1:0]), mux4(d[11:8], s[1:0]), mux4(d[7:4], s[1:0]),
-                  mux4(d[3:0], s[1:0])}, s[3:2]);
-  endfunction
-  function automatic logic [QW-1:0] map_rd(input logic [16*QW-1:0] m, input logic [3:0] c);
-    logic [15:0] d;
-    for (int unsigned b = 0; b < QW; b++) begin
-      for (int unsigned k = 0; k < 16; k++) d[k] = m[k*QW + b];
-      map_rd[b] = mux16(d, c);
-    end
-  endfunction
 
   // ------------------------------------------------------------------ the ring
   logic          z_q   [0:N-1];
@@ -354,20 +338,18 @@ module pe_micro_mt #(
   // ------------------------------------------------------------------ per PE
   for (genvar gp = 0; gp < N; gp++) begin : g_pe
     logic            clr_q, run_q, fpu_req_q;
-    logic [QW-1:0]   map_q [0:15];
-    logic [PtrW-1:0] rdp_q [0:NumQueues-1];
-    logic [PtrW-1:0] wrp_q [0:NumQueues-1];
-    logic [CntW-1:0] qc_q  [0:NumQueues-1];
-    logic [QW-1:0]   qs_q;
+    logic [QW-1:0]   qs_q;                    // the picker's queue
+    logic [NumQueues-1:0]      qv;            // each queue holds a wavelet
+    logic [NumQueues*PtrW-1:0] qptr;          // each head's pointer
+    logic                      qempty;        // all queues empty
+    logic [15:0]               q_cr;          // (Lookahead: 0)
+    logic                      q_hd;          // (Width 0: 0)
+    logic [NumQueues*CntW-1:0] q_cnt;
+    wire                       unused_q = ^{q_cr, q_hd, q_cnt};
     assign run_p[gp] = run_q;
     assign clr_p[gp] = clr_q;
-    assign hs_p[gp] = {qs_q, rdp_q[qs_q]};
-    assign hv_p[gp] = (qc_q[qs_q] != '0);
-    logic [16*QW-1:0] map_v;  // map_q as a vector (map_rd)
-    for (genvar c = 0; c < 16; c++) begin : g_map
-      assign map_v[c*QW +: QW] = map_q[c];
-    end
-    assign mapr_p[gp] = map_rd(map_v, cfg_addr_i[3:0]);
+    assign hs_p[gp] = {qs_q, qptr[32'(qs_q) * PtrW +: PtrW]};
+    assign hv_p[gp] = qv[qs_q];
     assign fpu_req_o[gp] = fpu_req_q;
     wire me1 = (t1_q == TW'(gp));  // in stage 1
     wire me2 = (t2_q == TW'(gp));  // in stage 2
@@ -423,20 +405,15 @@ module pe_micro_mt #(
     // colour's queue has room; the router looks at no other colour (LocalReadyBus). The
     // colour is known a cycle ahead (see the header): the router's next FIFO head, or this
     // PE's jtx wavelet if it offers one next cycle (it is in stage 1 now, and its tx is not
-    // marked taken: that changes only in its stage 2) behind a LocalFirst router. Its queue
-    // is looked up then (a map write makes qr_q low for the next cycle, so the map a
-    // taken wavelet was looked up in is the one it arrives under).
-    logic [NumQueues-1:0] qr_q;
-    logic [QW-1:0] rxq_q;  // the queue of the colour on rx_data
+    // marked taken: that changes only in its stage 2) behind a LocalFirst router.
     logic          txd_q;  // (jtx, below) its wavelet was taken
     wire [36:0]    rxd = rx_data_i[gp * 37 +: 37];
     wire           tx_next = LocalFirst[gp] && me1 && jtx2_d && !txd_q;
     // (keep: abc otherwise copies this multiplexer into the map read's first LUTs, ~7 LUT4
     // more per PE)
     (* keep *) wire [3:0] rx_color_d = tx_next ? ird[11:8] : rx_next_color_i[gp * 4 +: 4];
-    wire [QW-1:0]  rx_q = rxq_q;
-    always_ff @(posedge clk_i) rxq_q <= map_rd(map_v, rx_color_d);
-    assign rx_ready_o[gp] = qr_q[rx_q];
+    logic [QW-1:0]   rx_q;    // the queue of the colour on rx_data
+    logic [PtrW-1:0] rx_ptr;  // its slot there
     wire          push = rx_valid_i[gp] && rx_ready_o[gp];
     wire          ppop = me2 && pop;
     wire          pmapw = me2 && map_we;
@@ -450,50 +427,52 @@ module pe_micro_mt #(
     end
     assign cfg_gnt_o[gp] = me2 && fx_gnt && cfg_req_i[gp] && cfg_live_q;
 
-    logic [CntW-1:0] qc_d [0:NumQueues-1];
-    logic [NumQueues-1:0] qfull_d;
-    for (genvar g = 0; g < NumQueues; g++) begin : g_q
-      assign qc_d[g] = qc_q[g] + CntW'(drained && stg_qn_q == QW'(g))
-                       - CntW'(ppop && qs_q == QW'(g));
-      assign qfull_d[g] = (qc_d[g] == CntW'(QueueDepth));
-    end
-    logic [NumQueues-1:0] qr_d;
-    logic                 qall0;
-    always_comb begin
-      for (int q = 0; q < NumQueues; q++) qr_d[q] = !stg_v_d && !pmapw && !qfull_d[q];
-      qall0 = 1'b1;
-      for (int q = 0; q < NumQueues; q++) if (qc_q[q] != '0) qall0 = 1'b0;
-    end
+    // the queues: ready (registered) drops while the stage is full and after a map write
+    pe_queue #(
+      .NumQueues (NumQueues),
+      .QueueDepth(QueueDepth),
+      .Width     (0),
+      .RegReady  (1'b1),
+      .Lookahead (1'b1),
+      .StagedPush(1'b1)
+    ) u_queue (
+      .clk_i        (clk_i),
+      .rst_ni       (rst_ni),
+      .rx_valid_i   (rx_valid_i[gp]),
+      .rx_data_i    (rxd),
+      .rx_ready_o   (rx_ready_o[gp]),
+      .color_ready_o(q_cr),
+      .hold_i       (stg_v_d),
+      .next_color_i (rx_color_d),
+      .push_i       (drained),
+      .push_q_i     (stg_qn_q),
+      .push_q_o     (rx_q),
+      .push_ptr_o   (rx_ptr),
+      .map_we_i     (pmapw),
+      .map_addr_i   (cfg_addr_i[3:0]),
+      .map_wdata_i  (cfg_wdata_i[QW-1:0]),
+      .map_rdata_o  (mapr_p[gp]),
+      .head_valid_o (qv),
+      .head_data_o  (q_hd),
+      .head_ptr_o   (qptr),
+      .count_o      (q_cnt),
+      .pop_i        (ppop),
+      .pop_q_i      (qs_q),
+      .empty_o      (qempty)
+    );
     always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) begin
-        for (int q = 0; q < NumQueues; q++) begin
-          rdp_q[q] <= '0;
-          wrp_q[q] <= '0;
-          qc_q[q] <= '0;
-        end
-        for (int q = 0; q < 16; q++)
-          map_q[q] <= QW'(((q == 0) ? 0 : (q <= 2) ? 1 : (q <= 4) ? 2 : 3) % NumQueues);
         qs_q <= '0;
         stg_v_q <= 1'b0;
         stg_k_q <= 2'd0;
-        qr_q <= '1;
         run_q <= 1'b0;
         fpu_req_q <= 1'b0;
         clr_q <= 1'b0;
       end else begin
-        for (int q = 0; q < NumQueues; q++) begin
-          if (drained && stg_qn_q == QW'(q))
-            wrp_q[q] <= wrp_q[q] + 1'b1;
-          if (ppop && qs_q == QW'(q))
-            rdp_q[q] <= rdp_q[q] + 1'b1;
-          qc_q[q] <= qc_d[q];
-        end
         if (me2 && fx_nextq) qs_q <= (32'(qs_q) == NumQueues - 1) ? '0 : qs_q + 1'b1;
-        if (pmapw) map_q[cfg_addr_i[3:0]] <= cfg_wdata_i[QW-1:0];
         stg_v_q <= stg_v_d;
         if (!stg_v_q) stg_k_q <= 2'd0;
         else if (drain) stg_k_q <= stg_k_q + 2'd1;
-        qr_q <= qr_d;
         if (ctr_clear_i) clr_q <= 1'b1;
         else if (me2 && fx_cclr) clr_q <= 1'b0;
         if (me2 && fx_run1) run_q <= 1'b1;
@@ -509,7 +488,7 @@ module pe_micro_mt #(
       if (!stg_v_q) begin
         stg_q <= rxd;
         stg_qn_q <= rx_q;
-        stg_p_q <= wrp_q[rx_q];
+        stg_p_q <= rx_ptr;
       end else if (drain) begin
         stg_q <= {16'd0, stg_q[36:16]};
       end
@@ -526,23 +505,19 @@ module pe_micro_mt #(
       else if (jtx) txd_q <= 1'b0;
     end
     assign txd_p[gp] = txd_q;
-    assign idle_o[gp] = !run_q && !stg_v_q && qall0;
+    assign idle_o[gp] = !run_q && !stg_v_q && qempty;
     assign mac_busy_o[gp] = me2 && fx_macev;
   end
 
   wire unused = ^{cfg_addr_i};  // the bits above M's address
 
 `ifdef FORMAL
-  // The registered ready's claim: a wavelet taken was looked up (a cycle ahead) under its own
-  // colour in the map it arrives under, and finds the receive stage empty and its queue not
-  // full. Checked at the clock edge (tb_pe_micro_mt builds with --assert -DFORMAL).
+  // The registered ready's claim (pe_queue checks the map lookup and the room): a wavelet
+  // taken finds the receive stage empty. Checked at the clock edge (tb_pe_micro_mt builds
+  // with --assert -DFORMAL).
   for (genvar a = 0; a < N; a++) begin : g_chk
     always_ff @(posedge clk_i or negedge rst_ni) begin
-      if (rst_ni && g_pe[a].push) begin
-        assert (g_pe[a].rxq_q == g_pe[a].map_q[g_pe[a].rxd[35:32]]);
-        assert (!g_pe[a].stg_v_q);
-        assert (32'(g_pe[a].qc_q[g_pe[a].rxq_q]) < QueueDepth);
-      end
+      if (rst_ni && g_pe[a].push) assert (!g_pe[a].stg_v_q);
     end
   end
 `endif
