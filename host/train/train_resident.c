@@ -72,18 +72,23 @@ struct train_resident {
 	int P;
 	struct tr_layout lo;
 	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks, v's row
-	 * block's two halves (C even) */
-	csd_sparse *blk; /* [L][13] */
+	 * block's two halves (C even), q's and k's halves, proj's two column blocks (the
+	 * head groups: heads_split) */
+	csd_sparse *blk; /* [L][NBLK] */
 	float *wbuf;     /* [4C * C] dense scratch of a block */
 	uint8_t *mbuf;
 	float *dw;       /* [max nnz] */
 	size_t dw_cap;
 	uint16_t *h16;   /* [maxBT, 3C] bf16 transfers */
 	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's) */
+	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
+	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
+	float *gqkv, *gout, *gatt;
+	uint16_t *g16;
 	char err[256];
 };
 
-#define NBLK 13
+#define NBLK 19
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
@@ -91,6 +96,9 @@ static void prof_print(void);
 #define BFC 3
 #define BFC2 7
 #define BVH 11
+#define BQH 13
+#define BKH 15
+#define BPH 17
 
 static uint32_t even(uint64_t x)
 {
@@ -251,6 +259,18 @@ static int sub_sparse(struct train_resident *r, csd_sparse *out, const csd_spars
 	return csd_sparse_from_dense(out, r->wbuf, r->mbuf, nr, nc);
 }
 
+/*
+ * The forward's q, k, v in two groups of heads (an even head count, C / 2 even): the
+ * first group's attention output goes down while the second group's row blocks compute,
+ * the second's while proj's first column block does (csd_write_tokens_next: a write of
+ * A beside the kernel's reads of other columns).
+ */
+static int heads_split(const struct train_resident *r)
+{
+	int C = r->m->cfg.n_embd, NH = r->m->cfg.n_head;
+	return NH % 2 == 0 && C % 4 == 0;
+}
+
 static int build_blocks(struct train_resident *r)
 {
 	int L = r->m->cfg.n_layer, C = r->m->cfg.n_embd, rc = CS_OK;
@@ -264,9 +284,17 @@ static int build_blocks(struct train_resident *r)
 		for (int k = 0; k < 4 && !rc; k++)
 			rc = sub_sparse(r, &b[BFC2 + k], td_dev_sparse(r->td, l, GPT_FC_PROJ), 0, C, k * C,
 					C);
-		for (int h = 0; h < 2 && !rc && C % 2 == 0; h++)
-			rc = sub_sparse(r, &b[BVH + h], td_dev_sparse(r->td, l, GPT_QKV),
-					2 * C + h * (C / 2), C / 2, 0, C);
+		for (int h = 0; h < 2 && !rc && C % 2 == 0; h++) {
+			const csd_sparse *qkv = td_dev_sparse(r->td, l, GPT_QKV);
+			rc = sub_sparse(r, &b[BVH + h], qkv, 2 * C + h * (C / 2), C / 2, 0, C);
+			if (!rc && heads_split(r))
+				rc = sub_sparse(r, &b[BQH + h], qkv, h * (C / 2), C / 2, 0, C);
+			if (!rc && heads_split(r))
+				rc = sub_sparse(r, &b[BKH + h], qkv, C + h * (C / 2), C / 2, 0, C);
+			if (!rc && heads_split(r))
+				rc = sub_sparse(r, &b[BPH + h], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
+						0, C, h * (C / 2), C / 2);
+		}
 		if ((size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz > need)
 			need = (size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz;
 		for (int k = 0; k < NBLK && !rc; k++)
@@ -330,6 +358,15 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	r->part = malloc(sizeof(float) * 2 * (size_t)r->P * C);
 	if (!r->blk || !r->wbuf || !r->mbuf || !r->h16 || !r->part)
 		goto out_free;
+	if (heads_split(r)) {
+		size_t BT = (size_t)m->B * m->T, H = (size_t)C / 2;
+		r->gqkv = malloc(sizeof(float) * BT * 3 * H);
+		r->gout = malloc(sizeof(float) * BT * H);
+		r->gatt = malloc(sizeof(float) * (size_t)m->B * (m->cfg.n_head / 2) * m->T * m->T);
+		r->g16 = malloc(sizeof(uint16_t) * BT * C);
+		if (!r->gqkv || !r->gout || !r->gatt || !r->g16)
+			goto out_free;
+	}
 	*out = r;
 	return CS_OK;
 out_free:
@@ -350,6 +387,10 @@ void tr_close(train_resident *r)
 	free(r->dw);
 	free(r->h16);
 	free(r->part);
+	free(r->gqkv);
+	free(r->gout);
+	free(r->gatt);
+	free(r->g16);
 	free(r);
 }
 
@@ -625,6 +666,111 @@ static void unpack_qkv(train_resident *r, float *qkv, int k, int BT, const float
 				nm_bf16_to_f32(r->h16[(size_t)t * C + j]) + bias[j];
 }
 
+/* Part (q, k, v: kind) of head group g, H = C / 2 columns, from its bf16 read (rows ld
+ * elements apart), plus its bias on the host: fp32 onto the bf16 output. */
+static void unpack_group(train_resident *r, float *qkv, int kind, int g, const uint16_t *src,
+			 size_t ld, int BT, const float *bias)
+{
+	size_t C = (size_t)r->m->cfg.n_embd, H = C / 2, c0 = (size_t)kind * C + (size_t)g * H;
+	for (int t = 0; t < BT; t++)
+		for (size_t j = 0; j < H; j++)
+			qkv[(size_t)t * 3 * C + c0 + j] =
+				nm_bf16_to_f32(src[(size_t)t * ld + j]) + bias[c0 + j];
+}
+
+/* Attention of head group g (heads g NH/2 ..) on the host: its columns of q, k, v to
+ * gqkv, the engine's attention over its NH/2 heads (the same bits a head as over all:
+ * a head's work depends on its size only), the output into atty's columns and as bf16
+ * into g16's group g [BT, H], the probabilities into att's heads. */
+static void attention_group(train_resident *r, float *atty, float *att, const float *qkv,
+			    float *scratch, int B, int T, int g)
+{
+	gpt *m = r->m;
+	size_t C = (size_t)m->cfg.n_embd, H = C / 2, BT = (size_t)B * T;
+	int NH = m->cfg.n_head, NG = NH / 2;
+	for (size_t t = 0; t < BT; t++)
+		for (int k = 0; k < 3; k++)
+			memcpy(r->gqkv + t * 3 * H + (size_t)k * H, qkv + t * 3 * C + k * C + g * H,
+			       sizeof(float) * H);
+	attention_forward_pool(m->pool, r->gout, r->gatt, r->gqkv, scratch, B, T, (int)H, NG);
+	uint16_t *o16 = r->g16 + (size_t)g * BT * H;
+	nm_bf16_from_f32_array(o16, r->gout, BT * H);
+	for (size_t t = 0; t < BT; t++)
+		memcpy(atty + t * C + g * H, r->gout + t * H, sizeof(float) * H);
+	size_t TT = (size_t)T * T;
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NG; h++)
+			memcpy(att + ((size_t)b * NH + (size_t)g * NG + h) * TT,
+			       r->gatt + ((size_t)b * NG + h) * TT, sizeof(float) * TT);
+}
+
+/*
+ * q, k, v, attention and proj of block l by head groups (heads_split): row blocks of C / 2
+ * outputs in the order q0 k0 v0 q1 k1 v1, each packed (cvt_bh) and read up while the next
+ * computes, q1 and k1 side by side in Bh (one read, while v1 computes); group 0's attention
+ * output goes down while k1 computes, group 1's while proj's first column block (its
+ * majors: group 0's columns) accumulates onto x; then the second column block.
+ */
+static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scratch)
+{
+	gpt *m = r->m;
+	const struct tr_layout *lo = &r->lo;
+	gpt_params *p = &m->params;
+	gpt_acts *a = &m->acts;
+	int C = m->cfg.n_embd, NH = m->cfg.n_head, BT = B * T, H = C / 2, rc;
+	int tp = (BT + r->P - 1) / r->P;
+	size_t C1 = C, C3 = 3 * C1, bh = (size_t)BT * H;
+	const csd_sparse *b = r->blk + (size_t)l * NBLK;
+	const float *bias = p->qkvb + l * C3;
+	float *qkv = a->qkv + (size_t)l * BT * C3, *atty = a->atty + (size_t)l * BT * C1;
+	float *attp = a->att + (size_t)l * B * NH * T * T;
+	csd_region x = rg(CSD_MEM_B, lo->b_x, C), th = rg(CSD_MEM_B, lo->b_tile, (uint32_t)H);
+	csd_region y1 = rg(CSD_MEM_A, st_y1(r, l), C);
+	csd_region gbh = rg(CSD_MEM_BH, 2 * lo->b_bh, (uint32_t)H);
+	csd_region qk1 = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
+	/* h16: q0, k0, v0 [BT, H] each, then q1 and k1 [BT, C], then v1 [BT, H] */
+	uint16_t *h0 = r->h16, *hqk1 = r->h16 + 3 * bh, *hv1 = hqk1 + (size_t)BT * C;
+	/* group 0: q0, k0, v0; each read rides on the next row block */
+	static const int blk0[3] = { BQH, BKH, BVH };
+	for (int k = 0; k < 3; k++) {
+		TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
+		if (k)
+			unpack_group(r, qkv, k - 1, 0, h0 + (size_t)(k - 1) * bh, (size_t)H, BT, bias);
+		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
+		TRY(csd_read_tokens_next(r->dev, h0 + (size_t)k * bh, &gbh, BT));
+	}
+	/* q1 (carrying v0's read), then group 0's attention and its output down while k1
+	 * computes */
+	TRY(csd_forward_region(r->dev, &th, &y1, &b[BQH + 1], BT, CSD_OVERWRITE));
+	unpack_group(r, qkv, 1, 0, h0 + bh, (size_t)H, BT, bias);
+	unpack_group(r, qkv, 2, 0, h0 + 2 * bh, (size_t)H, BT, bias);
+	const uint16_t pq[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
+				 (uint16_t)(2 * lo->b_bh), (uint16_t)C, 0 };
+	TRY(run(r, "vec_cvt", "cvt_bh", pq, 7));
+	attention_group(r, atty, attp, qkv, scratch, B, T, 0);
+	csd_region att0 = { CSD_MEM_A, st_att(r, l), C, (uint32_t)H };
+	csd_region att1 = { CSD_MEM_A, st_att(r, l) + (uint32_t)H, C, (uint32_t)H };
+	TRY(csd_write_tokens_next(r->dev, &att0, r->g16, BT));
+	TRY(csd_forward_region(r->dev, &th, &y1, &b[BKH + 1], BT, CSD_OVERWRITE));
+	const uint16_t pk[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
+				 (uint16_t)(2 * lo->b_bh + H), (uint16_t)C, 0 };
+	TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
+	/* q1 and k1 up while v1 computes; v1's read on its own */
+	TRY(csd_read_tokens_next(r->dev, hqk1, &qk1, BT));
+	TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
+	unpack_group(r, qkv, 0, 1, hqk1, C1, BT, bias);
+	unpack_group(r, qkv, 1, 1, hqk1 + H, C1, BT, bias);
+	TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
+	TRY(csd_read_tokens(r->dev, hv1, &gbh, BT));
+	unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
+	attention_group(r, atty, attp, qkv, scratch, B, T, 1);
+	/* proj by column blocks (the same chains, majors in order), group 1's output down
+	 * during the first */
+	TRY(csd_write_tokens_next(r->dev, &att1, r->g16 + bh, BT));
+	TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
+	return csd_forward_region(r->dev, &x, &att1, &b[BPH + 1], BT, CSD_ACCUMULATE);
+}
+
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 {
 	gpt *m = r->m;
@@ -645,6 +791,10 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
 		       st_z1(r, l), stash_r(r, l, 0)));
+	if (heads_split(r)) {
+		TRY(qkv_heads_forward(r, l, B, T, scratch));
+		goto mlp;
+	}
 	/* v in two halves (below) when its row block computes at least as long as its read
 	 * takes (tp cycles a nonzero against P (tp C / 2 + P + 2), the read of every PE): then
 	 * k's read still hides behind the first half and the first half's behind the second;
@@ -688,6 +838,7 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	TRY(csd_write_tokens(r->dev, &att, r->h16, BT));
 	TRY(csd_forward_region(r->dev, &x, &att, td_dev_sparse(r->td, l, GPT_ATTN_PROJ), BT,
 			       CSD_ACCUMULATE));
+mlp:
 	TRY(bias_forward(r, tp, p->attprojb + l * C1, lo->b_x));
 	/* ln2; the MLP a tile of C hidden features at a time */
 	TRY(ln_forward(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, y2.base,
