@@ -926,13 +926,13 @@ out:
 	return rc;
 }
 
-/* Row block k (q, k, v) of dqkv [BT, 3C] as bf16 into h16 [BT, C]. */
-static void qkv_grad16(train_resident *r, const float *dqkv, int BT, int C, int k)
+/* Columns [c0, c0 + w) of row block k (q, k, v) of dqkv [BT, 3C] as bf16 into dst [BT, w]. */
+static void qkv_grad16(uint16_t *dst, const float *dqkv, int BT, int C, int k, int c0, int w)
 {
 	for (int t = 0; t < BT; t++)
-		for (int j = 0; j < C; j++)
-			r->h16[(size_t)t * C + j] =
-				nm_bf16_from_f32(dqkv[(size_t)t * 3 * C + k * C + j]);
+		for (int j = 0; j < w; j++)
+			dst[(size_t)t * w + j] =
+				nm_bf16_from_f32(dqkv[(size_t)t * 3 * C + k * C + c0 + j]);
 }
 
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
@@ -1010,12 +1010,37 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	 * gradient up as bf16, packed in place in the output tile: it streams up while proj's
 	 * dW computes (B's other bank) */
 	TRY(dy_prepare(r, tp, NULL, lo->a_dy));
-	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
-	gather_sum(r, g->attprojb + l * C1);
-	TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
-	TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
-	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
-	nm_bf16_to_f32_array(m->datty, r->h16, (size_t)BT * C);
+	int H = C / 2, split = heads_split(r);
+	if (split) {
+		/* by proj's column blocks (the heads' groups; the same chains): group 0's
+		 * gradient into the output tile, then group 1's into dln (the other bank) while
+		 * group 0's streams up, then group 1's up during proj's dW */
+		csd_region th = rg(CSD_MEM_B, lo->b_tile, (uint32_t)H);
+		csd_region dh = rg(CSD_MEM_B, lo->b_dln, (uint32_t)H);
+		uint32_t e1 = 2 * lo->b_tile + (uint32_t)(tp * H);
+		csd_region d0 = rg(CSD_MEM_BH, 2 * lo->b_tile, (uint32_t)H);
+		csd_region d1 = rg(CSD_MEM_BH, e1, (uint32_t)H);
+		TRY(csd_backward_region(r->dev, &th, &dya, &b[BPH], BT, CSD_OVERWRITE));
+		gather_sum(r, g->attprojb + l * C1);
+		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_tile, H));
+		TRY(csd_read_tokens_next(r->dev, r->h16, &d0, BT));
+		TRY(csd_backward_region(r->dev, &dh, &dya, &b[BPH + 1], BT, CSD_OVERWRITE));
+		TRY(convert_w(r, tp, 1, lo->b_dln, e1, H));
+		TRY(csd_read_tokens_next(r->dev, r->h16 + (size_t)BT * H, &d1, BT));
+		TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
+		for (int t = 0; t < BT; t++)
+			for (int h = 0; h < 2; h++)
+				nm_bf16_to_f32_array(m->datty + (size_t)t * C + h * H,
+						     r->h16 + (size_t)h * BT * H + (size_t)t * H,
+						     (size_t)H);
+	} else {
+		TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
+		gather_sum(r, g->attprojb + l * C1);
+		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
+		TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
+		TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
+		nm_bf16_to_f32_array(m->datty, r->h16, (size_t)BT * C);
+	}
 	/* attention backward and qkv's bias gradient on the host; dq, dk, dv down as bf16 */
 	attention_backward_pool(m->pool, m->dqkv, m->datty, qkv, attp, scratch, B, T, C, NH);
 	float *dqb = g->qkvb + l * C3;
@@ -1033,10 +1058,42 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
 			   (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
 			   (uint16_t)(2 * lo->b_bh) };
-	for (int k = 0; k < 3; k++) {
+	static const int hblk[3] = { BQH, BKH, BVH };
+	for (int k = 0; split && k < 3; k++)
+		for (int h = 0; h < 2; h++) {
+			/* by head groups: every row block in two row halves (the same chains), the
+			 * next half's gradient down while a half computes; the first half on its
+			 * own. After a block's first half its gradient is whole in A: widened,
+			 * packed and its dW */
+			const csd_region *dyk = &dyq[k & 1];
+			uint16_t *buf = r->h16 + (size_t)((2 * k + h) & 1) * BT * H;
+			csd_region cur = { CSD_MEM_A, dyk->base + (uint32_t)(h * H), C, (uint32_t)H };
+			if (k == 0 && h == 0) {
+				qkv_grad16(buf, m->dqkv, BT, C, 0, 0, H);
+				TRY(csd_write_tokens(r->dev, &cur, buf, BT));
+			}
+			if (k < 2 || h == 0) {
+				int kn = k + h, hn = !h;
+				csd_region nx = { CSD_MEM_A, dyq[kn & 1].base + (uint32_t)(hn * H), C,
+						  (uint32_t)H };
+				uint16_t *nb = r->h16 + (size_t)((2 * k + h + 1) & 1) * BT * H;
+				qkv_grad16(nb, m->dqkv, BT, C, kn, hn * H, H);
+				TRY(csd_write_tokens_next(r->dev, &nx, nb, BT));
+			}
+			TRY(csd_backward_region(r->dev, &dln, &cur, &b[hblk[k] + h], BT,
+						k || h ? CSD_ACCUMULATE : CSD_OVERWRITE));
+			if (h)
+				continue;
+			pw[2] = (uint16_t)dyk->base;
+			TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+			if (k < 2 || !dx_out)
+				TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
+					  st_y1(r, l), C));
+		}
+	for (int k = 0; !split && k < 3; k++) {
 		const csd_region *dyk = &dyq[k & 1];
 		if (k == 0) {
-			qkv_grad16(r, m->dqkv, BT, C, 0);
+			qkv_grad16(r->h16, m->dqkv, BT, C, 0, 0, C);
 			TRY(csd_write_tokens(r->dev, dyk, r->h16, BT));
 		}
 		pw[2] = (uint16_t)dyk->base;
@@ -1045,7 +1102,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 				  st_y1(r, l), C));
 		if (k < 2) {
-			qkv_grad16(r, m->dqkv, BT, C, k + 1);
+			qkv_grad16(r->h16, m->dqkv, BT, C, k + 1, 0, C);
 			TRY(csd_write_tokens_next(r->dev, &dyq[(k + 1) & 1], r->h16, BT));
 		}
 		TRY(csd_backward_region(r->dev, &dln, dyk, &b[BQKV + k], BT,
