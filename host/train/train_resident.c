@@ -617,6 +617,17 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 	return convert(r, tp, 0, scr, dst);
 }
 
+/* bf16 rows in A (tp of C elements from a) widened into fp32 rows of B at b: cvt_f against
+ * the ones and zeros (exact: fmac(x, 1, +0)) */
+static int widen(train_resident *r, int tp, uint32_t a, uint32_t b)
+{
+	const struct tr_layout *lo = &r->lo;
+	int C = r->m->cfg.n_embd;
+	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)a, (uint16_t)C,
+				 (uint16_t)b, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero };
+	return run(r, "vec_cvt", "cvt_f", pc, 8);
+}
+
 /* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
 static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
 		  int mode, uint32_t bv, uint32_t st)
@@ -884,13 +895,16 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 	nm_gelu_table(tab, 0);
 	nm_gelu_table(tab + 256, 1);
 	encoder_forward_pool(m->pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
-	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C);
+	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C), e16 = rg(CSD_MEM_A, st_y1(r, 0), C);
+	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
 	if ((rc = csd_write_all(r->dev, CSD_MEM_A, r->lo.a_ones, r->h16, (uint32_t)C)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_tg, tab, 512)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_one, r->part, (uint32_t)C)) ||
 	    (memset(r->part, 0, sizeof(float) * (size_t)C),
 	     rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_zero, r->part, (uint32_t)C)) ||
-	    (rc = csd_write_tokens(r->dev, &x, a->encoded, (int)BT))) {
+	    (nm_bf16_from_f32_array(r->h16, a->encoded, BT * C),
+	     rc = csd_write_tokens(r->dev, &e16, r->h16, (int)BT)) ||
+	    (rc = widen(r, tp, e16.base, x.base))) {
 		fail_msg(r, "embeddings", 0);
 		goto out;
 	}
@@ -899,11 +913,15 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 			fail_msg(r, "forward", l);
 			goto out;
 		}
+	/* the last block's output up as bf16 (packed in Bh) */
 	float *res = a->residual3 + (size_t)(L - 1) * BT * C;
-	if ((rc = csd_read_tokens(r->dev, res, &x, (int)BT))) {
+	csd_region xo = rg(CSD_MEM_BH, 2 * r->lo.b_bh, C);
+	if ((rc = convert(r, tp, 1, x.base, xo.base)) ||
+	    (rc = csd_read_tokens(r->dev, r->h16, &xo, (int)BT))) {
 		fail_msg(r, "output", L - 1);
 		goto out;
 	}
+	nm_bf16_to_f32_array(res, r->h16, BT * C);
 	layernorm_forward_pool(m->pool, a->lnf, a->lnf_mean, a->lnf_rstd, res, p->lnfw, p->lnfb,
 			       (int)BT, C);
 	matmul_forward_pool(m->pool, a->logits, a->lnf, p->wte, NULL, (int)BT, C, V);
@@ -1120,12 +1138,15 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	TRY(gather(r, g->ln1b + l * C1, lo->b_lndb));
 	if (!dx_out)
 		return CS_OK;
-	/* the first block: dx (the embeddings' gradient, B's first bank) streams up while v's
-	 * dW, kept for last (its dy packed in Bh, y1 in A: ln1's backward leaves both),
-	 * computes */
-	csd_region x = rg(CSD_MEM_B, lo->b_x, C);
-	TRY(csd_read_tokens_next(r->dev, dx_out, &x, BT));
-	return wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT, st_y1(r, l), C);
+	/* the first block: dx (the embeddings' gradient) packed as bf16 into the output tile
+	 * (B's first bank) streams up while v's dW, kept for last (its dy packed in Bh, y1 in
+	 * A: ln1's backward leaves both), computes */
+	csd_region xg = rg(CSD_MEM_BH, 2 * lo->b_tile, C);
+	TRY(convert(r, tp, 1, lo->b_x, xg.base));
+	TRY(csd_read_tokens_next(r->dev, r->h16, &xg, BT));
+	TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT, st_y1(r, l), C));
+	nm_bf16_to_f32_array(dx_out, r->h16, (size_t)BT * C);
+	return CS_OK;
 }
 
 int tr_backward(train_resident *r, float loss_scale)
@@ -1154,8 +1175,12 @@ int tr_backward(train_resident *r, float loss_scale)
 	const float *res = a->residual3 + (size_t)(L - 1) * BT * C;
 	layernorm_backward_pool(m->pool, m->dresidual, g->lnfw, g->lnfb, m->dln, res, p->lnfw,
 				a->lnf_mean, a->lnf_rstd, (int)BT, C);
-	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C);
-	if ((rc = csd_write_tokens(r->dev, &x, m->dresidual, (int)BT))) {
+	/* down as bf16 into A, widened into x */
+	csd_region d16 = rg(CSD_MEM_A, r->lo.a_dy, C);
+	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
+	nm_bf16_from_f32_array(r->h16, m->dresidual, BT * C);
+	if ((rc = csd_write_tokens(r->dev, &d16, r->h16, (int)BT)) ||
+	    (rc = widen(r, tp, d16.base, r->lo.b_x))) {
 		fail_msg(r, "output gradient", L - 1);
 		goto out;
 	}
