@@ -314,10 +314,13 @@ static void wside_put(struct kstate *ks, uint64_t budget, int last)
 	}
 }
 
-/* Before major m's first nonzero (fwd/bwd): a chunk of the carried WRITE, if any fits. */
+/* Before major m's first nonzero: a chunk of the carried WRITE, if any fits (wgrad: within
+ * a batch, whose positions the PEs work off as dot groups, about tp_k cycles each; after
+ * its COLLECT nothing is queued). */
 static void wside_between(struct kstate *ks)
 {
-	if (!ks->wside || ks->w_done >= ks->wside->n_words || !ks->w_nz)
+	if (!ks->wside || ks->w_done >= ks->wside->n_words || !ks->w_nz ||
+	    (ks->k == PLAN_WGRAD && !ks->bcount))
 		return;
 	uint64_t budget = wside_queued(ks);
 	if (budget < 3) /* a WRITE of one word takes 3 cycles */
@@ -477,6 +480,7 @@ static int wgrad_end_batch(struct kstate *ks)
 		}
 	}
 	ks->bcount = 0;
+	ks->w_nz = 0; /* the batch's work is done: nothing queued covers a WRITE */
 	return ws->rc;
 }
 
@@ -515,7 +519,7 @@ static int stream_tile(struct kstate *ks)
 			}
 			hi = a;
 		}
-		if (lo < hi && ks->k != PLAN_WGRAD)
+		if (lo < hi)
 			wside_between(ks);
 		while (lo < hi) {
 			size_t m_n = (size_t)(hi - lo);
@@ -845,10 +849,6 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 			     .o1 = pl->dout, .mbase = rg->abase, .side = side, .wside = wside };
 	const char *what = kname[pl->kernel];
 	int rc;
-	if (wside && pl->kernel == PLAN_WGRAD) {
-		snprintf(err, errlen, "%s: a carried WRITE needs a forward or backward kernel", what);
-		return CS_ERR_INVALID;
-	}
 	if (link->send) {
 		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
 		ks.tmp = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.tmp);

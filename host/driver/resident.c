@@ -1003,7 +1003,7 @@ int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struc
 	if (k->kind != RES_KERNEL)
 		return 0;
 	if (rd->kind == RES_WRITE) /* res_side_conflict checked it */
-		return g->a_wport && rd->r.mem == CSD_MEM_A && k->kernel != PLAN_WGRAD;
+		return g->a_wport && rd->r.mem == CSD_MEM_A;
 	if (rd->kind != RES_READ || rd->r.mem == CSD_MEM_A)
 		return 0;
 	uint64_t half = g->b_words / 2, lo, hi, klo, khi;

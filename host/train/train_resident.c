@@ -83,7 +83,7 @@ struct train_resident {
 	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's) */
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
-	float *gqkv, *gout, *gatt;
+	float *gqkv, *gout, *gatt, *gdq;
 	uint16_t *g16;
 	char err[256];
 };
@@ -364,7 +364,8 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 		r->gout = malloc(sizeof(float) * BT * H);
 		r->gatt = malloc(sizeof(float) * (size_t)m->B * (m->cfg.n_head / 2) * m->T * m->T);
 		r->g16 = malloc(sizeof(uint16_t) * BT * C);
-		if (!r->gqkv || !r->gout || !r->gatt || !r->g16)
+		r->gdq = malloc(sizeof(float) * BT * 3 * H);
+		if (!r->gqkv || !r->gout || !r->gatt || !r->g16 || !r->gdq)
 			goto out_free;
 	}
 	*out = r;
@@ -391,6 +392,7 @@ void tr_close(train_resident *r)
 	free(r->gout);
 	free(r->gatt);
 	free(r->g16);
+	free(r->gdq);
 	free(r);
 }
 
@@ -574,17 +576,24 @@ static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 
 /* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
  * dy packed in Bh from element dyh, x the A region of width C at xa. */
-static int wgrad_at(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
-		    int BT, uint32_t xa, int dyw, uint32_t dyh)
+static int wgrad_xs(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		    int BT, uint32_t xa, uint32_t xs, int dyw, uint32_t dyh)
 {
 	int rc;
 	csd_region dy = rg(CSD_MEM_BH, dyh, (uint32_t)dyw);
-	csd_region x = rg(CSD_MEM_A, xa, (uint32_t)sp->n_in);
+	csd_region x = { CSD_MEM_A, xa, xs, (uint32_t)sp->n_in };
 	TRY(csd_wgrad_region(r->dev, r->dw, &dy, &x, sp, BT, r->lo.b_scr));
 	for (int i = 0; i < sp->n_out; i++)
 		for (int64_t e = sp->row_ptr[i]; e < sp->row_ptr[i + 1]; e++)
 			g[(size_t)(r0 + i) * ic + c0 + sp->col[e]] += r->dw[e];
 	return CS_OK;
+}
+
+/* the same, X's rows n_in apart */
+static int wgrad_at(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		    int BT, uint32_t xa, int dyw, uint32_t dyh)
+{
+	return wgrad_xs(r, g, ic, r0, c0, sp, BT, xa, (uint32_t)sp->n_in, dyw, dyh);
 }
 
 /* the same, dy packed in the Bh region (b_bh) */
@@ -713,6 +722,34 @@ static void attention_group(train_resident *r, float *atty, float *att, const fl
 		for (int h = 0; h < NG; h++)
 			memcpy(att + ((size_t)b * NH + (size_t)g * NG + h) * TT,
 			       r->gatt + ((size_t)b * NG + h) * TT, sizeof(float) * TT);
+}
+
+/* Attention backward of head group g on the host (as attention_group): from its columns
+ * of q, k, v, of the output's gradient datty and its heads' probabilities, its columns of
+ * dqkv. */
+static void attention_backward_group(train_resident *r, const float *qkv, const float *att,
+				     float *scratch, int B, int T, int g)
+{
+	gpt *m = r->m;
+	size_t C = (size_t)m->cfg.n_embd, H = C / 2, BT = (size_t)B * T, TT = (size_t)T * T;
+	int NH = m->cfg.n_head, NG = NH / 2;
+	for (size_t t = 0; t < BT; t++) {
+		for (int k = 0; k < 3; k++)
+			memcpy(r->gqkv + t * 3 * H + (size_t)k * H, qkv + t * 3 * C + k * C + g * H,
+			       sizeof(float) * H);
+		memcpy(r->gout + t * H, m->datty + t * C + g * H, sizeof(float) * H);
+	}
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NG; h++)
+			memcpy(r->gatt + ((size_t)b * NG + h) * TT,
+			       att + ((size_t)b * NH + (size_t)g * NG + h) * TT, sizeof(float) * TT);
+	memset(r->gdq, 0, sizeof(float) * BT * 3 * H);
+	attention_backward_pool(m->pool, r->gdq, r->gout, r->gqkv, r->gatt, scratch, B, T, (int)H,
+				NG);
+	for (size_t t = 0; t < BT; t++)
+		for (int k = 0; k < 3; k++)
+			memcpy(m->dqkv + t * 3 * C + k * C + g * H, r->gdq + t * 3 * H + (size_t)k * H,
+			       sizeof(float) * H);
 }
 
 /*
@@ -1045,12 +1082,22 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(csd_backward_region(r->dev, &dh, &dya, &b[BPH + 1], BT, CSD_OVERWRITE));
 		TRY(convert_w(r, tp, 1, lo->b_dln, e1, H));
 		TRY(csd_read_tokens_next(r->dev, r->h16 + (size_t)BT * H, &d1, BT));
-		TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
+		/* proj's dW by column blocks too: the first carries group 1's read; group 0's
+		 * attention backward, its dq down during the second */
+		float *gw = g->attprojw + l * C1 * C1;
+		TRY(wgrad_xs(r, gw, C, 0, 0, &b[BPH], BT, st_att(r, l), C, C, 2 * lo->b_bh));
 		for (int t = 0; t < BT; t++)
 			for (int h = 0; h < 2; h++)
 				nm_bf16_to_f32_array(m->datty + (size_t)t * C + h * H,
 						     r->h16 + (size_t)h * BT * H + (size_t)t * H,
 						     (size_t)H);
+		attention_backward_group(r, qkv, attp, scratch, B, T, 0);
+		csd_region q0 = { CSD_MEM_A, dya.base, C, (uint32_t)H };
+		qkv_grad16(r->g16, m->dqkv, BT, C, 0, 0, H);
+		TRY(csd_write_tokens_next(r->dev, &q0, r->g16, BT));
+		TRY(wgrad_xs(r, gw, C, 0, H, &b[BPH + 1], BT, st_att(r, l) + (uint32_t)H, C, C,
+			     2 * lo->b_bh));
+		attention_backward_group(r, qkv, attp, scratch, B, T, 1);
 	} else {
 		TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
 		gather_sum(r, g->attprojb + l * C1);
@@ -1060,7 +1107,9 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		nm_bf16_to_f32_array(m->datty, r->h16, (size_t)BT * C);
 	}
 	/* attention backward and qkv's bias gradient on the host; dq, dk, dv down as bf16 */
-	attention_backward_pool(m->pool, m->dqkv, m->datty, qkv, attp, scratch, B, T, C, NH);
+	if (!split)
+		attention_backward_pool(m->pool, m->dqkv, m->datty, qkv, attp, scratch, B, T, C,
+					NH);
 	float *dqb = g->qkvb + l * C3;
 	for (int t = 0; t < BT; t++)
 		for (size_t j = 0; j < C3; j++)
@@ -1076,38 +1125,45 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
 			   (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
 			   (uint16_t)(2 * lo->b_bh) };
-	static const int hblk[3] = { BQH, BKH, BVH };
-	for (int k = 0; split && k < 3; k++)
+	if (split) {
+		/* by head groups (dq's group 0 went down during proj's dW): q's input gradient
+		 * by row halves (the same chains), the first carrying dq's group 1 down; then q
+		 * whole in A: widened, packed, its dW carrying dk's group 0, q's second half dk's
+		 * group 1; k's dW carries dv's group 0, k's input gradient dv's group 1 */
+		const csd_region *dq = &dyq[0], *dk = &dyq[1], *dv = &dyq[0];
+		csd_region q[2], kh[2], vh[2];
 		for (int h = 0; h < 2; h++) {
-			/* by head groups: every row block in two row halves (the same chains), the
-			 * next half's gradient down while a half computes; the first half on its
-			 * own. After a block's first half its gradient is whole in A: widened,
-			 * packed and its dW */
-			const csd_region *dyk = &dyq[k & 1];
-			uint16_t *buf = r->h16 + (size_t)((2 * k + h) & 1) * BT * H;
-			csd_region cur = { CSD_MEM_A, dyk->base + (uint32_t)(h * H), C, (uint32_t)H };
-			if (k == 0 && h == 0) {
-				qkv_grad16(buf, m->dqkv, BT, C, 0, 0, H);
-				TRY(csd_write_tokens(r->dev, &cur, buf, BT));
-			}
-			if (k < 2 || h == 0) {
-				int kn = k + h, hn = !h;
-				csd_region nx = { CSD_MEM_A, dyq[kn & 1].base + (uint32_t)(hn * H), C,
-						  (uint32_t)H };
-				uint16_t *nb = r->h16 + (size_t)((2 * k + h + 1) & 1) * BT * H;
-				qkv_grad16(nb, m->dqkv, BT, C, kn, hn * H, H);
-				TRY(csd_write_tokens_next(r->dev, &nx, nb, BT));
-			}
-			TRY(csd_backward_region(r->dev, &dln, &cur, &b[hblk[k] + h], BT,
-						k || h ? CSD_ACCUMULATE : CSD_OVERWRITE));
-			if (h)
-				continue;
-			pw[2] = (uint16_t)dyk->base;
-			TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-			if (k < 2 || !dx_out)
-				TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
-					  st_y1(r, l), C));
+			q[h] = (csd_region){ CSD_MEM_A, dq->base + (uint32_t)(h * H), C, (uint32_t)H };
+			kh[h] = (csd_region){ CSD_MEM_A, dk->base + (uint32_t)(h * H), C, (uint32_t)H };
+			vh[h] = (csd_region){ CSD_MEM_A, dv->base + (uint32_t)(h * H), C, (uint32_t)H };
 		}
+		uint16_t *h0 = r->h16, *h1 = r->h16 + (size_t)BT * H;
+		qkv_grad16(h0, m->dqkv, BT, C, 0, H, H);
+		TRY(csd_write_tokens_next(r->dev, &q[1], h0, BT));
+		TRY(csd_backward_region(r->dev, &dln, &q[0], &b[BQH], BT, CSD_OVERWRITE));
+		pw[2] = (uint16_t)dq->base;
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+		qkv_grad16(h1, m->dqkv, BT, C, 1, 0, H);
+		TRY(csd_write_tokens_next(r->dev, &kh[0], h1, BT));
+		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 0, 0, &b[BQKV], BT, st_y1(r, l), C));
+		qkv_grad16(h0, m->dqkv, BT, C, 1, H, H);
+		TRY(csd_write_tokens_next(r->dev, &kh[1], h0, BT));
+		TRY(csd_backward_region(r->dev, &dln, &q[1], &b[BQH + 1], BT, CSD_ACCUMULATE));
+		pw[2] = (uint16_t)dk->base;
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+		qkv_grad16(h1, m->dqkv, BT, C, 2, 0, H);
+		TRY(csd_write_tokens_next(r->dev, &vh[0], h1, BT));
+		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, C, 0, &b[BQKV + 1], BT, st_y1(r, l), C));
+		qkv_grad16(h0, m->dqkv, BT, C, 2, H, H);
+		TRY(csd_write_tokens_next(r->dev, &vh[1], h0, BT));
+		TRY(csd_backward_region(r->dev, &dln, dk, &b[BQKV + 1], BT, CSD_ACCUMULATE));
+		pw[2] = (uint16_t)dv->base;
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+		if (!dx_out)
+			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT,
+				  st_y1(r, l), C));
+		TRY(csd_backward_region(r->dev, &dln, dv, &b[BQKV + 2], BT, CSD_ACCUMULATE));
+	}
 	for (int k = 0; !split && k < 3; k++) {
 		const csd_region *dyk = &dyq[k & 1];
 		if (k == 0) {
