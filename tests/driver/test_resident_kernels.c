@@ -740,11 +740,13 @@ static void test_overlap(void **state)
 /*
  * A WRITE of A carried by a kernel (csd_write_tokens_next, docs/architecture.md 7.5): on pe
  * its WRITEs go between the kernel's majors, A's write port taking them while the kernel
- * reads A. Forward and backward, overwrite and accumulate: the region and the kernel's
- * output equal a plain write's before the kernel on every device, the SRAM stays equal, the
- * cpu backend's estimate is within 2% of the Verilated pe mesh's (when built) and below the
- * plain sequence's. A write over what the next kernel reads or writes is refused (and
- * dropped); on pe=lite the write goes first, on its own: the plain sequence's cycles.
+ * reads A. Forward and backward, overwrite and accumulate, and wgrad (between a batch's
+ * majors): the region and the kernel's output equal a plain write's before the kernel on
+ * every device, the SRAM stays equal, the cpu backend's estimate is within 2% of the
+ * Verilated pe mesh's (when built) and below the plain sequence's. A write of other columns
+ * of the rows the kernel reads is carried too (the step's head groups). A write over what
+ * the next kernel reads or writes is refused (and dropped); on pe=lite the write goes
+ * first, on its own: the plain sequence's cycles.
  */
 static void wr_run(struct rig *g, int next, const csd_region *wr, const void *src, int bwd,
 		   const csd_region *ry, const csd_region *rx, const csd_sparse *w, int T,
@@ -804,6 +806,76 @@ static void wcarry_case(int rows, int cols, double sparsity, int W, int tp, int 
 		assert_true(c2[0] < c1[0]);
 	}
 	same_sram(&g, "kernels carrying a write");
+	/* wgrad (dy packed and the partial sums in B's second bank) carrying the write */
+	{
+		uint32_t h = 4096, ps = h + (uint32_t)(tp * W / 2) + 2;
+		csd_region rdh = { CSD_MEM_BH, 2 * h, uw, uw };
+		float *dw1 = malloc(((size_t)w->nnz + 1) * 4), *dw2 = malloc(((size_t)w->nnz + 1) * 4);
+		ALL(&g, csd_write_tokens(D, &rdh, L.dy, T));
+		for (int next = 0; next < 2; next++)
+			for (int k = 0; k < g.n; k++) {
+				csd_dev *D = g.dev[k];
+				csd_counters c;
+				csd_reset_counters(D);
+				ok(D, (next ? csd_write_tokens_next : csd_write_tokens)(D, &rw,
+										next ? L.dy : L.x, T));
+				ok(D, csd_wgrad_region(D, next ? dw2 : dw1, &rdh, &rx, w, T, ps));
+				ok(D, csd_get_counters(D, &c));
+				(next ? c2 : c1)[k] = c.cycles;
+				if (next) {
+					assert_memory_equal(dw1, dw2, (size_t)w->nnz * 4);
+					ok(D, csd_read_tokens(D, got, &rw, T));
+					assert_memory_equal(got, L.dy, nq * 2);
+				}
+			}
+		ov_check(&g, "wgrad + A write, alone", c1, bad);
+		ov_check(&g, "wgrad + A write, carried", c2, bad);
+		assert_true(c2[0] < c1[0]);
+		same_sram(&g, "wgrad carrying a write");
+		free(dw1);
+		free(dw2);
+	}
+	/* a forward reading the first half of the columns of rows 2W apart while the write
+	 * goes into the second half; a write that shares one word with its input is refused */
+	{
+		struct kref_layer Lh;
+		int H = W / 2;
+		assert_int_equal(kref_layer_make(&Lh, T, W, H, sparsity, KREF_PLAIN, 0), 0);
+		uint32_t s2 = 2 * uw, uh = (uint32_t)H;
+		csd_region xh = { CSD_MEM_A, 8192, s2, uh }, wh = { CSD_MEM_A, 8192 + uh, s2, uh };
+		csd_region bad1 = { CSD_MEM_A, 8192 + uh - 2, s2, 4 };
+		uint16_t *src = malloc((size_t)T * H * 2);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			src[i] = L.dy[i];
+		ALL(&g, csd_write_tokens(D, &xh, Lh.x, T));
+		for (int next = 0; next < 2; next++) {
+			for (int k = 0; k < g.n; k++) {
+				csd_dev *D = g.dev[k];
+				csd_counters c;
+				csd_reset_counters(D);
+				ok(D, (next ? csd_write_tokens_next : csd_write_tokens)(D, &wh, src, T));
+				ok(D, csd_forward_region(D, &ry, &xh, &Lh.sp, T, CSD_OVERWRITE));
+				ok(D, csd_get_counters(D, &c));
+				(next ? c2 : c1)[k] = c.cycles;
+			}
+			read_all(&g, next ? y2 : y1, &ry, T);
+		}
+		assert_memory_equal(y1, y2, nq * 4);
+		read_all(&g, got, &wh, T);
+		assert_memory_equal(got, src, (size_t)T * H * 2);
+		ov_check(&g, "fwd + other columns, alone", c1, bad);
+		ov_check(&g, "fwd + other columns, carried", c2, bad);
+		assert_true(c2[0] < c1[0]);
+		for (int k = 0; k < g.n; k++) {
+			csd_dev *D = g.dev[k];
+			ok(D, csd_write_tokens_next(D, &bad1, src, T));
+			expect(D, csd_forward_region(D, &ry, &xh, &Lh.sp, T, CSD_OVERWRITE),
+			       CS_ERR_INVALID, "overlaps what the forward kernel reads or writes");
+		}
+		same_sram(&g, "a write of other columns");
+		free(src);
+		kref_layer_free(&Lh);
+	}
 	read_all(&g, y1, &ry, T);
 	/* refused, on every device: a write over the kernel's input, over its output (B) */
 	csd_region rin = { CSD_MEM_A, 2 * uw, uw, uw };
