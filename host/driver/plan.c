@@ -916,6 +916,65 @@ out_free:
 	return rc;
 }
 
+int plan_exec_reduce(const struct plan_geom *g, const struct csd_fw *fw, uint32_t base,
+		     uint32_t n, float *out, struct plan_link *link, struct plan_stats *st,
+		     char *err, size_t errlen)
+{
+	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
+	struct plan pl;
+	uint32_t *tmp = NULL;
+	int P = g->rows * g->cols, rc;
+	memset(&pl, 0, sizeof pl);
+	pl.g = *g;
+	pl.P = P;
+	pl.kernel = PLAN_WGRAD;
+	if (link->send) {
+		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
+		tmp = malloc(((size_t)n + 1) * sizeof *tmp);
+		if (!ws.buf || !tmp) {
+			snprintf(err, errlen, "reduce: out of memory");
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+	}
+	if ((rc = write_tables(&ws, &pl, fw, PLAN_WGRAD))) {
+		snprintf(err, errlen, "firmware image %s lacks an entry point the reduction needs",
+			 fw ? fw->name : "?");
+		goto out_free;
+	}
+	/* END n takes r6 back by n to the words' base, as after a batch's dots */
+	uint32_t regs[8] = { 0, 0, 0, 0, 0, 1, base + n, 0 };
+	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
+	if ((rc = ws_sync_writes(&ws, P, 1, "reduce", err, errlen)))
+		goto out_free;
+	ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
+	ws_put(&ws, proto_ctl(PROTO_CTL_END, n));
+	ws_put(&ws, proto_hdr_collect(n));
+	ws_put(&ws, link->timeout_cycles);
+	/* a wgrad batch's reduction and COLLECT (wgrad_end_batch), and its start with nothing
+	 * before it: the END's way to every PE and the row and column tasks' first picks, which
+	 * a batch's dots otherwise cover (measured on the Verilated pe meshes 1x1, 2x2, 2x3 and
+	 * 4x4: P + Rows + 3 Cols - 6 cycles, whatever n) */
+	uint64_t red = (uint64_t)(g->cols > 1 ? 2 : 1) * n +
+		       (uint64_t)(g->rows + g->cols) * (uint64_t)(g->hazard_cycles + 2) + 4 +
+		       (uint64_t)(P + g->rows + 3 * g->cols) - 6;
+	st->cycles += red + n;
+	st->stream_cycles += red;
+	st->grad_words_in += 1 + (uint64_t)n;
+	if ((rc = ws_recv(&ws, tmp, n, PROTO_COLLECT, n, err, errlen)))
+		goto out_free;
+	if (tmp)
+		for (uint32_t k = 0; k < n; k++)
+			out[k] = nm_bits_f32(tmp[k]);
+	rc = ws_flush(&ws);
+	if (rc && !err[0])
+		snprintf(err, errlen, "reduce: link: %s", cs_strerror(rc));
+out_free:
+	free(tmp);
+	free(ws.buf);
+	return rc;
+}
+
 void plan_tune(struct plan *pl, const csd_sparse *w)
 {
 	if (pl->kernel == PLAN_WGRAD || pl->g.no_tune)

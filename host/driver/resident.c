@@ -1081,7 +1081,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 	     struct plan_stats *st, char *err, size_t errlen)
 {
 	static const char *const what[] = { "write_tokens", "read_tokens", "write_all", "program",
-					    "kernel" };
+					    "kernel", "reduce" };
 	struct wstream ws = { link, st, NULL, 0, 4096, 0 };
 	uint32_t *tmp = NULL;
 	int P = g->rows * g->cols, rc = CS_OK;
@@ -1117,6 +1117,12 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 	case RES_PROGRAM:
 		rc = run_program(&ws, g, op, err, errlen);
 		break;
+	case RES_REDUCE:
+		free(ws.buf);
+		ws.buf = NULL;
+		rc = plan_exec_reduce(g, op->fw, op->r.base, op->r.width, op->dst, link, st, err,
+				      errlen);
+		goto out_free;
 	case RES_KERNEL: {
 		struct plan pl;
 		struct plan_regions rg;

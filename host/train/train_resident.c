@@ -80,7 +80,9 @@ struct train_resident {
 	float *dw;       /* [max nnz] */
 	size_t dw_cap;
 	uint16_t *h16;   /* [maxBT, 3C] bf16 transfers */
-	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's) */
+	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's); the
+			  * mesh's sums of them (reduce) */
+	uint32_t bcap;   /* csd_reduce_region's words at a time: min(256, bwords / 2) */
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
 	float *gqkv, *gout, *gatt, *gdq;
@@ -327,6 +329,7 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 		goto out_free;
 	}
 	r->P = info.pes;
+	r->bcap = info.b_words / 2 < 256 ? info.b_words / 2 : 256;
 	if (C % 2) {
 		snprintf(err, errlen, "device.resident: model.n_embd %d must be even", C);
 		rc = CS_ERR_INVALID;
@@ -526,15 +529,38 @@ static int convert(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst
 	return convert_w(r, tp, bh, src, dst, r->m->cfg.n_embd);
 }
 
-/* Sum the per-PE partials [P, C] at B word at into out [C] (+=), PEs in order. */
+/* Sum the per-PE partials [P, w] at B word at on the mesh (csd_reduce_region: the wgrad
+ * reduction's order, a batch of words at a time) into r->part [w]. */
+static int reduce(train_resident *r, uint32_t at, int w)
+{
+	int rc;
+	for (int j0 = 0; j0 < w; j0 += (int)r->bcap) {
+		int n = w - j0 < (int)r->bcap ? w - j0 : (int)r->bcap;
+		csd_region pr = rg(CSD_MEM_B, at + (uint32_t)j0, (uint32_t)n);
+		TRY(csd_reduce_region(r->dev, r->part + j0, &pr));
+	}
+	return CS_OK;
+}
+
+/* The per-PE partials [P, C] at B word at summed into out [C] (+=). */
 static int gather(train_resident *r, float *out, uint32_t at)
 {
 	int C = r->m->cfg.n_embd, rc;
-	csd_region pr = rg(CSD_MEM_B, at, (uint32_t)C);
-	TRY(csd_read_tokens(r->dev, r->part, &pr, r->P));
-	for (int q = 0; q < r->P; q++)
-		for (int j = 0; j < C; j++)
-			out[j] += r->part[(size_t)q * C + j];
+	TRY(reduce(r, at, C));
+	for (int j = 0; j < C; j++)
+		out[j] += r->part[j];
+	return CS_OK;
+}
+
+/* A layernorm's dgamma and dbeta partials (side by side: b_lndb = b_lndg + C) into g, b. */
+static int gather_ln(train_resident *r, float *g, float *b)
+{
+	int C = r->m->cfg.n_embd, rc;
+	TRY(reduce(r, r->lo.b_lndg, 2 * C));
+	for (int j = 0; j < C; j++) {
+		g[j] += r->part[j];
+		b[j] += r->part[C + j];
+	}
 	return CS_OK;
 }
 
@@ -1054,8 +1080,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			    (uint16_t)lo->b_x, (uint16_t)lo->b_lndg, (uint16_t)lo->b_lndb,
 			    (uint16_t)tp };
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln2w + l * C1, lo->b_lndg));
-	TRY(gather(r, g->ln2b + l * C1, lo->b_lndb));
+	TRY(gather_ln(r, g->ln2w + l * C1, g->ln2b + l * C1));
 	/* small: y1 rebuilt where y2 was (the pre tiles are dead) */
 	if (lo->small)
 		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l),
@@ -1190,8 +1215,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	pl[9] = (uint16_t)st_z1(r, l);
 	pl[10] = (uint16_t)stash_r(r, l, 0);
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln1w + l * C1, lo->b_lndg));
-	TRY(gather(r, g->ln1b + l * C1, lo->b_lndb));
+	TRY(gather_ln(r, g->ln1w + l * C1, g->ln1b + l * C1));
 	if (!dx_out)
 		return CS_OK;
 	/* the first block: dx (the embeddings' gradient) packed as bf16 into the output tile
