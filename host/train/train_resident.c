@@ -80,8 +80,8 @@ struct train_resident {
 	float *dw;       /* [max nnz] */
 	size_t dw_cap;
 	uint16_t *h16;   /* [maxBT, 3C] bf16 transfers */
-	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's); the
-			  * mesh's sums of them (reduce) */
+	float *part;     /* [4][P, C]: the sums of per-PE partials (first), a carried gather's
+			  * partials (second), partials read up (third and fourth) */
 	uint32_t bcap;   /* csd_reduce_region's words at a time: min(256, bwords / 2) */
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
@@ -358,7 +358,7 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	r->wbuf = malloc(sizeof(float) * 4 * (size_t)C * C);
 	r->mbuf = malloc(4 * (size_t)C * C);
 	r->h16 = malloc(sizeof(uint16_t) * (size_t)m->B * m->T * 3 * C);
-	r->part = malloc(sizeof(float) * 2 * (size_t)r->P * C);
+	r->part = malloc(sizeof(float) * 4 * (size_t)r->P * C);
 	if (!r->blk || !r->wbuf || !r->mbuf || !r->h16 || !r->part)
 		goto out_free;
 	if (heads_split(r)) {
@@ -542,11 +542,37 @@ static int reduce(train_resident *r, uint32_t at, int w)
 	return CS_OK;
 }
 
+/* Whether w words of partials are summed on the mesh or read up: a read moves P w words, the
+ * reduction about 34 P (the wgrad's task tables) and 3 w cycles. */
+static int on_mesh(const train_resident *r, int w)
+{
+	return (int64_t)w * (r->P - 3) > 34 * (int64_t)r->P;
+}
+
+/* The per-PE partials [P, w] at B word at summed into r->part [w]: on the mesh, or read up
+ * and summed in PE order. */
+static int partials(train_resident *r, uint32_t at, int w)
+{
+	int rc;
+	if (on_mesh(r, w))
+		return reduce(r, at, w);
+	csd_region pr = rg(CSD_MEM_B, at, (uint32_t)w);
+	float *up = r->part + 2 * (size_t)r->P * r->m->cfg.n_embd; /* [P, w], w <= 2 C */
+	TRY(csd_read_tokens(r->dev, up, &pr, r->P));
+	for (int j = 0; j < w; j++) {
+		float s = up[j];
+		for (int q = 1; q < r->P; q++)
+			s += up[(size_t)q * w + j];
+		r->part[j] = s;
+	}
+	return CS_OK;
+}
+
 /* The per-PE partials [P, C] at B word at summed into out [C] (+=). */
 static int gather(train_resident *r, float *out, uint32_t at)
 {
 	int C = r->m->cfg.n_embd, rc;
-	TRY(reduce(r, at, C));
+	TRY(partials(r, at, C));
 	for (int j = 0; j < C; j++)
 		out[j] += r->part[j];
 	return CS_OK;
@@ -556,7 +582,7 @@ static int gather(train_resident *r, float *out, uint32_t at)
 static int gather_ln(train_resident *r, float *g, float *b)
 {
 	int C = r->m->cfg.n_embd, rc;
-	TRY(reduce(r, r->lo.b_lndg, 2 * C));
+	TRY(partials(r, r->lo.b_lndg, 2 * C));
 	for (int j = 0; j < C; j++) {
 		g[j] += r->part[j];
 		b[j] += r->part[C + j];
