@@ -929,6 +929,26 @@ static int cpu_apply(csd_dev *dev, const struct res_op *op)
 		return rc;
 	if (op->kind == RES_KERNEL)
 		return cpu_kernel(dev, op);
+	if (op->kind == RES_REDUCE) {
+		/* a wgrad batch's reduction (reduce_group_scalar's order); column 0 keeps its
+		 * row's sums (redv.st) on a mesh of more than one column */
+		int R = dev->geom.rows, Cc = dev->geom.cols;
+		for (uint32_t i = 0; i < r->width; i++) {
+			uint32_t s = 0;
+			for (int rr = R - 1; rr >= 0; rr--) {
+				uint32_t v = *(uint32_t *)cpu_sram(dev, CSD_MEM_B, rr * Cc + Cc - 1,
+								   r->base + i);
+				for (int c = Cc - 2; c >= 0; c--)
+					v = nm_add_bits(v, *(uint32_t *)cpu_sram(dev, CSD_MEM_B,
+										 rr * Cc + c, r->base + i));
+				if (Cc > 1)
+					*(uint32_t *)cpu_sram(dev, CSD_MEM_B, rr * Cc, r->base + i) = v;
+				s = rr == R - 1 ? v : nm_add_bits(s, v);
+			}
+			((float *)op->dst)[i] = nm_bits_f32(s);
+		}
+		return CS_OK;
+	}
 	char err[256] = "";
 	for (int q = 0; q < P; q++) {
 		switch (op->kind) {
@@ -958,6 +978,7 @@ static int cpu_apply(csd_dev *dev, const struct res_op *op)
 			break;
 		}
 		case RES_KERNEL: /* cpu_kernel */
+		case RES_REDUCE: /* above */
 			break;
 		}
 	}

@@ -508,3 +508,29 @@ int csd_wgrad_region(csd_dev *dev, float *dw, const csd_region *dy, const csd_re
 {
 	return kernel_op(dev, PLAN_WGRAD, "wgrad_region", dy, x, w, T, CSD_OVERWRITE, dw, scratch);
 }
+
+int csd_reduce_region(csd_dev *dev, float *out, const csd_region *r)
+{
+	if (!dev)
+		return CS_ERR_INVALID;
+	dev->err[0] = 0;
+	if (!out || !r)
+		return csd_fail(dev, CS_ERR_INVALID, "reduce_region: NULL argument");
+	if (!dev->have_fw)
+		return csd_fail(dev, CS_ERR_NOT_SUPPORTED, "reduce_region: no kernels image loaded");
+	uint32_t cap = dev->geom.b_words / 2 < 256 ? dev->geom.b_words / 2 : 256;
+	if (r->mem != CSD_MEM_B || r->width < 1 || r->width > cap)
+		return csd_fail(dev, CS_ERR_INVALID, "reduce_region: %s region of %u words: a region "
+				"of B of 1 to %u words (one wgrad batch)",
+				r->mem == CSD_MEM_B ? "a B" : "not a B", r->width, cap);
+	if ((uint64_t)r->base + r->width > dev->geom.b_words ||
+	    (uint64_t)r->base + r->width > 0xffff)
+		return csd_fail(dev, CS_ERR_RANGE, "reduce_region: B[%u .. %llu) is past the end of "
+				"SRAM B (%u) or the 16-bit registers", r->base,
+				(unsigned long long)r->base + r->width, dev->geom.b_words);
+	int rc = flush_pending(dev);
+	if (rc)
+		return rc;
+	struct res_op op = { .kind = RES_REDUCE, .r = *r, .T = 1, .dst = out, .fw = &dev->fw };
+	return resident_call(dev, "reduce_region", &op);
+}

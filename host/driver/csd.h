@@ -229,6 +229,15 @@ int csd_run_program(csd_dev *dev, const char *program, const char *entry, uint32
  * sums go to B words [scratch, scratch + min(256, bwords / 2)) (outside dy); what the
  * reduction leaves there stays.
  */
+/*
+ * csd_reduce_region: out[i] = the sum over every PE of B[r->base + i], i < r->width, in the
+ * order of a wgrad batch's reduction (docs/architecture.md 5: each row's PEs from the east
+ * edge to column 0, then the rows' sums from the south edge to row 0); on a mesh of more
+ * than one column each row's sums stay in its column-0 PE's words, the other words as they
+ * were. r: CSD_MEM_B, 1 .. min(256, bwords / 2) words within SRAM B. The kernels image's
+ * wgrad tasks run it (their task tables, r6 past the words, END, COLLECT): per-PE partials
+ * summed on the mesh, width words over the link instead of PEs * width.
+ */
 enum csd_accum { CSD_OVERWRITE = 0, CSD_ACCUMULATE = 1 };
 int csd_forward_region(csd_dev *dev, const csd_region *y, const csd_region *x,
 		       const csd_sparse *w, int T, int mode);
@@ -236,5 +245,6 @@ int csd_backward_region(csd_dev *dev, const csd_region *dx, const csd_region *dy
 			const csd_sparse *w, int T, int mode);
 int csd_wgrad_region(csd_dev *dev, float *dw, const csd_region *dy, const csd_region *x,
 		     const csd_sparse *w, int T, uint32_t scratch);
+int csd_reduce_region(csd_dev *dev, float *out, const csd_region *r);
 
 #endif /* CS_CSD_H */

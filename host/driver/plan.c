@@ -314,10 +314,13 @@ static void wside_put(struct kstate *ks, uint64_t budget, int last)
 	}
 }
 
-/* Before major m's first nonzero (fwd/bwd): a chunk of the carried WRITE, if any fits. */
+/* Before major m's first nonzero: a chunk of the carried WRITE, if any fits (wgrad: within
+ * a batch, whose positions the PEs work off as dot groups, about tp_k cycles each; after
+ * its COLLECT nothing is queued). */
 static void wside_between(struct kstate *ks)
 {
-	if (!ks->wside || ks->w_done >= ks->wside->n_words || !ks->w_nz)
+	if (!ks->wside || ks->w_done >= ks->wside->n_words || !ks->w_nz ||
+	    (ks->k == PLAN_WGRAD && !ks->bcount))
 		return;
 	uint64_t budget = wside_queued(ks);
 	if (budget < 3) /* a WRITE of one word takes 3 cycles */
@@ -477,6 +480,7 @@ static int wgrad_end_batch(struct kstate *ks)
 		}
 	}
 	ks->bcount = 0;
+	ks->w_nz = 0; /* the batch's work is done: nothing queued covers a WRITE */
 	return ws->rc;
 }
 
@@ -515,7 +519,7 @@ static int stream_tile(struct kstate *ks)
 			}
 			hi = a;
 		}
-		if (lo < hi && ks->k != PLAN_WGRAD)
+		if (lo < hi)
 			wside_between(ks);
 		while (lo < hi) {
 			size_t m_n = (size_t)(hi - lo);
@@ -845,10 +849,6 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 			     .o1 = pl->dout, .mbase = rg->abase, .side = side, .wside = wside };
 	const char *what = kname[pl->kernel];
 	int rc;
-	if (wside && pl->kernel == PLAN_WGRAD) {
-		snprintf(err, errlen, "%s: a carried WRITE needs a forward or backward kernel", what);
-		return CS_ERR_INVALID;
-	}
 	if (link->send) {
 		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
 		ks.tmp = malloc((pl->batch_cap ? pl->batch_cap : 1) * sizeof *ks.tmp);
@@ -912,6 +912,65 @@ out_free:
 		snprintf(err, errlen, "%s: link: %s", what, cs_strerror(rc));
 	free(ks.bpos);
 	free(ks.tmp);
+	free(ws.buf);
+	return rc;
+}
+
+int plan_exec_reduce(const struct plan_geom *g, const struct csd_fw *fw, uint32_t base,
+		     uint32_t n, float *out, struct plan_link *link, struct plan_stats *st,
+		     char *err, size_t errlen)
+{
+	struct wstream ws = { link, st, NULL, 0, WBUF_WORDS, 0 };
+	struct plan pl;
+	uint32_t *tmp = NULL;
+	int P = g->rows * g->cols, rc;
+	memset(&pl, 0, sizeof pl);
+	pl.g = *g;
+	pl.P = P;
+	pl.kernel = PLAN_WGRAD;
+	if (link->send) {
+		ws.buf = malloc(WBUF_WORDS * sizeof *ws.buf);
+		tmp = malloc(((size_t)n + 1) * sizeof *tmp);
+		if (!ws.buf || !tmp) {
+			snprintf(err, errlen, "reduce: out of memory");
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+	}
+	if ((rc = write_tables(&ws, &pl, fw, PLAN_WGRAD))) {
+		snprintf(err, errlen, "firmware image %s lacks an entry point the reduction needs",
+			 fw ? fw->name : "?");
+		goto out_free;
+	}
+	/* END n takes r6 back by n to the words' base, as after a batch's dots */
+	uint32_t regs[8] = { 0, 0, 0, 0, 0, 1, base + n, 0 };
+	ws_write(&ws, PROTO_T_REG, PROTO_PE_ALL, 0, regs, 8);
+	if ((rc = ws_sync_writes(&ws, P, 1, "reduce", err, errlen)))
+		goto out_free;
+	ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
+	ws_put(&ws, proto_ctl(PROTO_CTL_END, n));
+	ws_put(&ws, proto_hdr_collect(n));
+	ws_put(&ws, link->timeout_cycles);
+	/* a wgrad batch's reduction and COLLECT (wgrad_end_batch), and its start with nothing
+	 * before it: the END's way to every PE and the row and column tasks' first picks, which
+	 * a batch's dots otherwise cover (measured on the Verilated pe meshes 1x1, 2x2, 2x3 and
+	 * 4x4: P + Rows + 3 Cols - 6 cycles, whatever n) */
+	uint64_t red = (uint64_t)(g->cols > 1 ? 2 : 1) * n +
+		       (uint64_t)(g->rows + g->cols) * (uint64_t)(g->hazard_cycles + 2) + 4 +
+		       (uint64_t)(P + g->rows + 3 * g->cols) - 6;
+	st->cycles += red + n;
+	st->stream_cycles += red;
+	st->grad_words_in += 1 + (uint64_t)n;
+	if ((rc = ws_recv(&ws, tmp, n, PROTO_COLLECT, n, err, errlen)))
+		goto out_free;
+	if (tmp)
+		for (uint32_t k = 0; k < n; k++)
+			out[k] = nm_bits_f32(tmp[k]);
+	rc = ws_flush(&ws);
+	if (rc && !err[0])
+		snprintf(err, errlen, "reduce: link: %s", cs_strerror(rc));
+out_free:
+	free(tmp);
 	free(ws.buf);
 	return rc;
 }

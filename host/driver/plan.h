@@ -184,6 +184,12 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
  * of a carried READ only what outlasts the stream it overlaps (fwd/bwd: the fill and the
  * RUNs; wgrad chunk j: batch j's RUNs and reduction), of a carried WRITE only what is left
  * after the last RUN beyond the work queued then. */
+/* csd_reduce_region's stream: the wgrad task tables, r6 = base + n, SYNC, END n, COLLECT n
+ * (a wgrad batch's reduction of B[base .. base + n) with no dots before it); the sums to
+ * out (a device; counting: the cycles only). */
+int plan_exec_reduce(const struct plan_geom *g, const struct csd_fw *fw, uint32_t base,
+		     uint32_t n, float *out, struct plan_link *link, struct plan_stats *st,
+		     char *err, size_t errlen);
 int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		       const struct plan_regions *rg, const struct plan_io *io,
 		       const struct plan_side *side, const struct plan_wside *wside,

@@ -940,6 +940,29 @@ static void k_b_words(const struct res_op *k, int tp, uint64_t *klo, uint64_t *k
 		*khi = k->r.base + (uint64_t)tp * k->r.stride; /* START fills the gaps too */
 }
 
+/* Whether two A regions of one even stride, each row's elements within a stride, share no
+ * word: their rows or their columns' words apart (a write of some columns of the rows a
+ * kernel reads other columns of: heads of the attention output). */
+static int a_strided_apart(const csd_region *x, int xtp, const csd_region *y, int ytp)
+{
+	uint32_t s = x->stride;
+	if (s == 0 || (s & 1) || y->stride != s || (xtp > 1) != (ytp > 1) || xtp <= 1)
+		return 0;
+	/* rows from the lower base o: element o + row s + column */
+	uint64_t o = x->base < y->base ? x->base : y->base;
+	uint64_t xc = (x->base - o) % s, yc = (y->base - o) % s;
+	if (xc + x->width > s || yc + y->width > s)
+		return 0;
+	uint64_t xr = (x->base - o) / s, yr = (y->base - o) / s;
+	if (xr + (uint64_t)xtp <= yr || yr + (uint64_t)ytp <= xr)
+		return 1;
+	/* a row's words: (o + row s + column) / 2, s even */
+	xc += o & 1;
+	yc += o & 1;
+	uint64_t x0 = xc / 2, x1 = (xc + x->width + 1) / 2, y0 = yc / 2, y1 = (yc + y->width + 1) / 2;
+	return x1 <= y0 || y1 <= x0;
+}
+
 int res_side_conflict(const struct plan_geom *g, const struct res_op *k, const struct res_op *wr,
 		      char *err, size_t errlen)
 {
@@ -960,6 +983,8 @@ int res_side_conflict(const struct plan_geom *g, const struct res_op *k, const s
 			n = 2;
 		}
 	}
+	if (wr->r.mem == CSD_MEM_A && a_strided_apart(&wr->r, wtp, &k->in, tp))
+		return CS_OK;
 	for (int i = 0; i < n; i++)
 		if (lo < khi[i] && klo[i] < hi) {
 			snprintf(err, errlen,
@@ -978,7 +1003,7 @@ int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struc
 	if (k->kind != RES_KERNEL)
 		return 0;
 	if (rd->kind == RES_WRITE) /* res_side_conflict checked it */
-		return g->a_wport && rd->r.mem == CSD_MEM_A && k->kernel != PLAN_WGRAD;
+		return g->a_wport && rd->r.mem == CSD_MEM_A;
 	if (rd->kind != RES_READ || rd->r.mem == CSD_MEM_A)
 		return 0;
 	uint64_t half = g->b_words / 2, lo, hi, klo, khi;
@@ -1056,7 +1081,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 	     struct plan_stats *st, char *err, size_t errlen)
 {
 	static const char *const what[] = { "write_tokens", "read_tokens", "write_all", "program",
-					    "kernel" };
+					    "kernel", "reduce" };
 	struct wstream ws = { link, st, NULL, 0, 4096, 0 };
 	uint32_t *tmp = NULL;
 	int P = g->rows * g->cols, rc = CS_OK;
@@ -1092,6 +1117,12 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 	case RES_PROGRAM:
 		rc = run_program(&ws, g, op, err, errlen);
 		break;
+	case RES_REDUCE:
+		free(ws.buf);
+		ws.buf = NULL;
+		rc = plan_exec_reduce(g, op->fw, op->r.base, op->r.width, op->dst, link, st, err,
+				      errlen);
+		goto out_free;
 	case RES_KERNEL: {
 		struct plan pl;
 		struct plan_regions rg;

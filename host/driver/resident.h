@@ -60,7 +60,7 @@ const struct res_prog *res_prog_find(const char *image, const char *entry, int f
 int res_prog_check(const struct res_prog *pr, const struct plan_geom *g, uint32_t block,
 		   const uint16_t *params, char *err, size_t errlen);
 
-enum res_kind { RES_WRITE, RES_READ, RES_WRITE_ALL, RES_PROGRAM, RES_KERNEL };
+enum res_kind { RES_WRITE, RES_READ, RES_WRITE_ALL, RES_PROGRAM, RES_KERNEL, RES_REDUCE };
 
 /* One call's operation, as csd.c checked it. */
 struct res_op {
@@ -68,7 +68,7 @@ struct res_op {
 	csd_region r;        /* WRITE, READ; WRITE_ALL: base = addr, width = stride = n */
 	int T;               /* WRITE, READ; WRITE_ALL: 1 */
 	const void *src;     /* WRITE, WRITE_ALL */
-	void *dst;           /* READ */
+	void *dst;           /* READ; REDUCE: the sums (float [r.width]) */
 	/* PROGRAM */
 	const struct res_prog *prog;
 	const struct csd_fw *ovl; /* the overlay image to load first; NULL: it is resident */

@@ -72,18 +72,25 @@ struct train_resident {
 	int P;
 	struct tr_layout lo;
 	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks, v's row
-	 * block's two halves (C even) */
-	csd_sparse *blk; /* [L][13] */
+	 * block's two halves (C even), q's and k's halves, proj's two column blocks (the
+	 * head groups: heads_split) */
+	csd_sparse *blk; /* [L][NBLK] */
 	float *wbuf;     /* [4C * C] dense scratch of a block */
 	uint8_t *mbuf;
 	float *dw;       /* [max nnz] */
 	size_t dw_cap;
 	uint16_t *h16;   /* [maxBT, 3C] bf16 transfers */
-	float *part;     /* [2][P, C] per-PE partials (the second: a carried gather's) */
+	float *part;     /* [4][P, C]: the sums of per-PE partials (first), a carried gather's
+			  * partials (second), partials read up (third and fourth) */
+	uint32_t bcap;   /* csd_reduce_region's words at a time: min(256, bwords / 2) */
+	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
+	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
+	float *gqkv, *gout, *gatt, *gdq;
+	uint16_t *g16;
 	char err[256];
 };
 
-#define NBLK 13
+#define NBLK 19
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
@@ -91,6 +98,9 @@ static void prof_print(void);
 #define BFC 3
 #define BFC2 7
 #define BVH 11
+#define BQH 13
+#define BKH 15
+#define BPH 17
 
 static uint32_t even(uint64_t x)
 {
@@ -251,6 +261,18 @@ static int sub_sparse(struct train_resident *r, csd_sparse *out, const csd_spars
 	return csd_sparse_from_dense(out, r->wbuf, r->mbuf, nr, nc);
 }
 
+/*
+ * The forward's q, k, v in two groups of heads (an even head count, C / 2 even): the
+ * first group's attention output goes down while the second group's row blocks compute,
+ * the second's while proj's first column block does (csd_write_tokens_next: a write of
+ * A beside the kernel's reads of other columns).
+ */
+static int heads_split(const struct train_resident *r)
+{
+	int C = r->m->cfg.n_embd, NH = r->m->cfg.n_head;
+	return NH % 2 == 0 && C % 4 == 0;
+}
+
 static int build_blocks(struct train_resident *r)
 {
 	int L = r->m->cfg.n_layer, C = r->m->cfg.n_embd, rc = CS_OK;
@@ -264,9 +286,17 @@ static int build_blocks(struct train_resident *r)
 		for (int k = 0; k < 4 && !rc; k++)
 			rc = sub_sparse(r, &b[BFC2 + k], td_dev_sparse(r->td, l, GPT_FC_PROJ), 0, C, k * C,
 					C);
-		for (int h = 0; h < 2 && !rc && C % 2 == 0; h++)
-			rc = sub_sparse(r, &b[BVH + h], td_dev_sparse(r->td, l, GPT_QKV),
-					2 * C + h * (C / 2), C / 2, 0, C);
+		for (int h = 0; h < 2 && !rc && C % 2 == 0; h++) {
+			const csd_sparse *qkv = td_dev_sparse(r->td, l, GPT_QKV);
+			rc = sub_sparse(r, &b[BVH + h], qkv, 2 * C + h * (C / 2), C / 2, 0, C);
+			if (!rc && heads_split(r))
+				rc = sub_sparse(r, &b[BQH + h], qkv, h * (C / 2), C / 2, 0, C);
+			if (!rc && heads_split(r))
+				rc = sub_sparse(r, &b[BKH + h], qkv, C + h * (C / 2), C / 2, 0, C);
+			if (!rc && heads_split(r))
+				rc = sub_sparse(r, &b[BPH + h], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
+						0, C, h * (C / 2), C / 2);
+		}
 		if ((size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz > need)
 			need = (size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz;
 		for (int k = 0; k < NBLK && !rc; k++)
@@ -299,6 +329,7 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 		goto out_free;
 	}
 	r->P = info.pes;
+	r->bcap = info.b_words / 2 < 256 ? info.b_words / 2 : 256;
 	if (C % 2) {
 		snprintf(err, errlen, "device.resident: model.n_embd %d must be even", C);
 		rc = CS_ERR_INVALID;
@@ -327,9 +358,19 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	r->wbuf = malloc(sizeof(float) * 4 * (size_t)C * C);
 	r->mbuf = malloc(4 * (size_t)C * C);
 	r->h16 = malloc(sizeof(uint16_t) * (size_t)m->B * m->T * 3 * C);
-	r->part = malloc(sizeof(float) * 2 * (size_t)r->P * C);
+	r->part = malloc(sizeof(float) * 4 * (size_t)r->P * C);
 	if (!r->blk || !r->wbuf || !r->mbuf || !r->h16 || !r->part)
 		goto out_free;
+	if (heads_split(r)) {
+		size_t BT = (size_t)m->B * m->T, H = (size_t)C / 2;
+		r->gqkv = malloc(sizeof(float) * BT * 3 * H);
+		r->gout = malloc(sizeof(float) * BT * H);
+		r->gatt = malloc(sizeof(float) * (size_t)m->B * (m->cfg.n_head / 2) * m->T * m->T);
+		r->g16 = malloc(sizeof(uint16_t) * BT * C);
+		r->gdq = malloc(sizeof(float) * BT * 3 * H);
+		if (!r->gqkv || !r->gout || !r->gatt || !r->g16 || !r->gdq)
+			goto out_free;
+	}
 	*out = r;
 	return CS_OK;
 out_free:
@@ -350,6 +391,11 @@ void tr_close(train_resident *r)
 	free(r->dw);
 	free(r->h16);
 	free(r->part);
+	free(r->gqkv);
+	free(r->gout);
+	free(r->gatt);
+	free(r->g16);
+	free(r->gdq);
 	free(r);
 }
 
@@ -483,15 +529,64 @@ static int convert(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst
 	return convert_w(r, tp, bh, src, dst, r->m->cfg.n_embd);
 }
 
-/* Sum the per-PE partials [P, C] at B word at into out [C] (+=), PEs in order. */
+/* Sum the per-PE partials [P, w] at B word at on the mesh (csd_reduce_region: the wgrad
+ * reduction's order, a batch of words at a time) into r->part [w]. */
+static int reduce(train_resident *r, uint32_t at, int w)
+{
+	int rc;
+	for (int j0 = 0; j0 < w; j0 += (int)r->bcap) {
+		int n = w - j0 < (int)r->bcap ? w - j0 : (int)r->bcap;
+		csd_region pr = rg(CSD_MEM_B, at + (uint32_t)j0, (uint32_t)n);
+		TRY(csd_reduce_region(r->dev, r->part + j0, &pr));
+	}
+	return CS_OK;
+}
+
+/* Whether w words of partials are summed on the mesh or read up: a read moves P w words, the
+ * reduction about 34 P (the wgrad's task tables) and 3 w cycles. */
+static int on_mesh(const train_resident *r, int w)
+{
+	return (int64_t)w * (r->P - 3) > 34 * (int64_t)r->P;
+}
+
+/* The per-PE partials [P, w] at B word at summed into r->part [w]: on the mesh, or read up
+ * and summed in PE order. */
+static int partials(train_resident *r, uint32_t at, int w)
+{
+	int rc;
+	if (on_mesh(r, w))
+		return reduce(r, at, w);
+	csd_region pr = rg(CSD_MEM_B, at, (uint32_t)w);
+	float *up = r->part + 2 * (size_t)r->P * r->m->cfg.n_embd; /* [P, w], w <= 2 C */
+	TRY(csd_read_tokens(r->dev, up, &pr, r->P));
+	for (int j = 0; j < w; j++) {
+		float s = up[j];
+		for (int q = 1; q < r->P; q++)
+			s += up[(size_t)q * w + j];
+		r->part[j] = s;
+	}
+	return CS_OK;
+}
+
+/* The per-PE partials [P, C] at B word at summed into out [C] (+=). */
 static int gather(train_resident *r, float *out, uint32_t at)
 {
 	int C = r->m->cfg.n_embd, rc;
-	csd_region pr = rg(CSD_MEM_B, at, (uint32_t)C);
-	TRY(csd_read_tokens(r->dev, r->part, &pr, r->P));
-	for (int q = 0; q < r->P; q++)
-		for (int j = 0; j < C; j++)
-			out[j] += r->part[(size_t)q * C + j];
+	TRY(partials(r, at, C));
+	for (int j = 0; j < C; j++)
+		out[j] += r->part[j];
+	return CS_OK;
+}
+
+/* A layernorm's dgamma and dbeta partials (side by side: b_lndb = b_lndg + C) into g, b. */
+static int gather_ln(train_resident *r, float *g, float *b)
+{
+	int C = r->m->cfg.n_embd, rc;
+	TRY(partials(r, r->lo.b_lndg, 2 * C));
+	for (int j = 0; j < C; j++) {
+		g[j] += r->part[j];
+		b[j] += r->part[C + j];
+	}
 	return CS_OK;
 }
 
@@ -533,17 +628,24 @@ static int dy_prepare(train_resident *r, int tp, float *out, uint32_t dya)
 
 /* dW of a block (rows r0.., columns c0.. of a dense [.., ic] gradient) += its wgrad:
  * dy packed in Bh from element dyh, x the A region of width C at xa. */
-static int wgrad_at(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
-		    int BT, uint32_t xa, int dyw, uint32_t dyh)
+static int wgrad_xs(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		    int BT, uint32_t xa, uint32_t xs, int dyw, uint32_t dyh)
 {
 	int rc;
 	csd_region dy = rg(CSD_MEM_BH, dyh, (uint32_t)dyw);
-	csd_region x = rg(CSD_MEM_A, xa, (uint32_t)sp->n_in);
+	csd_region x = { CSD_MEM_A, xa, xs, (uint32_t)sp->n_in };
 	TRY(csd_wgrad_region(r->dev, r->dw, &dy, &x, sp, BT, r->lo.b_scr));
 	for (int i = 0; i < sp->n_out; i++)
 		for (int64_t e = sp->row_ptr[i]; e < sp->row_ptr[i + 1]; e++)
 			g[(size_t)(r0 + i) * ic + c0 + sp->col[e]] += r->dw[e];
 	return CS_OK;
+}
+
+/* the same, X's rows n_in apart */
+static int wgrad_at(train_resident *r, float *g, int ic, int r0, int c0, const csd_sparse *sp,
+		    int BT, uint32_t xa, int dyw, uint32_t dyh)
+{
+	return wgrad_xs(r, g, ic, r0, c0, sp, BT, xa, (uint32_t)sp->n_in, dyw, dyh);
 }
 
 /* the same, dy packed in the Bh region (b_bh) */
@@ -574,6 +676,17 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 				 (uint16_t)scr, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
 	TRY(run(r, "vec_cvt", "cvt_f", pc, 8));
 	return convert(r, tp, 0, scr, dst);
+}
+
+/* bf16 rows in A (tp of C elements from a) widened into fp32 rows of B at b: cvt_f against
+ * the ones and zeros (exact: fmac(x, 1, +0)) */
+static int widen(train_resident *r, int tp, uint32_t a, uint32_t b)
+{
+	const struct tr_layout *lo = &r->lo;
+	int C = r->m->cfg.n_embd;
+	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)a, (uint16_t)C,
+				 (uint16_t)b, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero };
+	return run(r, "vec_cvt", "cvt_f", pc, 8);
 }
 
 /* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
@@ -625,6 +738,139 @@ static void unpack_qkv(train_resident *r, float *qkv, int k, int BT, const float
 				nm_bf16_to_f32(r->h16[(size_t)t * C + j]) + bias[j];
 }
 
+/* Part (q, k, v: kind) of head group g, H = C / 2 columns, from its bf16 read (rows ld
+ * elements apart), plus its bias on the host: fp32 onto the bf16 output. */
+static void unpack_group(train_resident *r, float *qkv, int kind, int g, const uint16_t *src,
+			 size_t ld, int BT, const float *bias)
+{
+	size_t C = (size_t)r->m->cfg.n_embd, H = C / 2, c0 = (size_t)kind * C + (size_t)g * H;
+	for (int t = 0; t < BT; t++)
+		for (size_t j = 0; j < H; j++)
+			qkv[(size_t)t * 3 * C + c0 + j] =
+				nm_bf16_to_f32(src[(size_t)t * ld + j]) + bias[c0 + j];
+}
+
+/* Attention of head group g (heads g NH/2 ..) on the host: its columns of q, k, v to
+ * gqkv, the engine's attention over its NH/2 heads (the same bits a head as over all:
+ * a head's work depends on its size only), the output into atty's columns and as bf16
+ * into g16's group g [BT, H], the probabilities into att's heads. */
+static void attention_group(train_resident *r, float *atty, float *att, const float *qkv,
+			    float *scratch, int B, int T, int g)
+{
+	gpt *m = r->m;
+	size_t C = (size_t)m->cfg.n_embd, H = C / 2, BT = (size_t)B * T;
+	int NH = m->cfg.n_head, NG = NH / 2;
+	for (size_t t = 0; t < BT; t++)
+		for (int k = 0; k < 3; k++)
+			memcpy(r->gqkv + t * 3 * H + (size_t)k * H, qkv + t * 3 * C + k * C + g * H,
+			       sizeof(float) * H);
+	attention_forward_pool(m->pool, r->gout, r->gatt, r->gqkv, scratch, B, T, (int)H, NG);
+	uint16_t *o16 = r->g16 + (size_t)g * BT * H;
+	nm_bf16_from_f32_array(o16, r->gout, BT * H);
+	for (size_t t = 0; t < BT; t++)
+		memcpy(atty + t * C + g * H, r->gout + t * H, sizeof(float) * H);
+	size_t TT = (size_t)T * T;
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NG; h++)
+			memcpy(att + ((size_t)b * NH + (size_t)g * NG + h) * TT,
+			       r->gatt + ((size_t)b * NG + h) * TT, sizeof(float) * TT);
+}
+
+/* Attention backward of head group g on the host (as attention_group): from its columns
+ * of q, k, v, of the output's gradient datty and its heads' probabilities, its columns of
+ * dqkv. */
+static void attention_backward_group(train_resident *r, const float *qkv, const float *att,
+				     float *scratch, int B, int T, int g)
+{
+	gpt *m = r->m;
+	size_t C = (size_t)m->cfg.n_embd, H = C / 2, BT = (size_t)B * T, TT = (size_t)T * T;
+	int NH = m->cfg.n_head, NG = NH / 2;
+	for (size_t t = 0; t < BT; t++) {
+		for (int k = 0; k < 3; k++)
+			memcpy(r->gqkv + t * 3 * H + (size_t)k * H, qkv + t * 3 * C + k * C + g * H,
+			       sizeof(float) * H);
+		memcpy(r->gout + t * H, m->datty + t * C + g * H, sizeof(float) * H);
+	}
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NG; h++)
+			memcpy(r->gatt + ((size_t)b * NG + h) * TT,
+			       att + ((size_t)b * NH + (size_t)g * NG + h) * TT, sizeof(float) * TT);
+	memset(r->gdq, 0, sizeof(float) * BT * 3 * H);
+	attention_backward_pool(m->pool, r->gdq, r->gout, r->gqkv, r->gatt, scratch, B, T, (int)H,
+				NG);
+	for (size_t t = 0; t < BT; t++)
+		for (int k = 0; k < 3; k++)
+			memcpy(m->dqkv + t * 3 * C + k * C + g * H, r->gdq + t * 3 * H + (size_t)k * H,
+			       sizeof(float) * H);
+}
+
+/*
+ * q, k, v, attention and proj of block l by head groups (heads_split): row blocks of C / 2
+ * outputs in the order q0 k0 v0 q1 k1 v1, each packed (cvt_bh) and read up while the next
+ * computes, q1 and k1 side by side in Bh (one read, while v1 computes); group 0's attention
+ * output goes down while k1 computes, group 1's while proj's first column block (its
+ * majors: group 0's columns) accumulates onto x; then the second column block.
+ */
+static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scratch)
+{
+	gpt *m = r->m;
+	const struct tr_layout *lo = &r->lo;
+	gpt_params *p = &m->params;
+	gpt_acts *a = &m->acts;
+	int C = m->cfg.n_embd, NH = m->cfg.n_head, BT = B * T, H = C / 2, rc;
+	int tp = (BT + r->P - 1) / r->P;
+	size_t C1 = C, C3 = 3 * C1, bh = (size_t)BT * H;
+	const csd_sparse *b = r->blk + (size_t)l * NBLK;
+	const float *bias = p->qkvb + l * C3;
+	float *qkv = a->qkv + (size_t)l * BT * C3, *atty = a->atty + (size_t)l * BT * C1;
+	float *attp = a->att + (size_t)l * B * NH * T * T;
+	csd_region x = rg(CSD_MEM_B, lo->b_x, C), th = rg(CSD_MEM_B, lo->b_tile, (uint32_t)H);
+	csd_region y1 = rg(CSD_MEM_A, st_y1(r, l), C);
+	csd_region gbh = rg(CSD_MEM_BH, 2 * lo->b_bh, (uint32_t)H);
+	csd_region qk1 = rg(CSD_MEM_BH, 2 * lo->b_bh, C);
+	/* h16: q0, k0, v0 [BT, H] each, then q1 and k1 [BT, C], then v1 [BT, H] */
+	uint16_t *h0 = r->h16, *hqk1 = r->h16 + 3 * bh, *hv1 = hqk1 + (size_t)BT * C;
+	/* group 0: q0, k0, v0; each read rides on the next row block */
+	static const int blk0[3] = { BQH, BKH, BVH };
+	for (int k = 0; k < 3; k++) {
+		TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
+		if (k)
+			unpack_group(r, qkv, k - 1, 0, h0 + (size_t)(k - 1) * bh, (size_t)H, BT, bias);
+		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
+		TRY(csd_read_tokens_next(r->dev, h0 + (size_t)k * bh, &gbh, BT));
+	}
+	/* q1 (carrying v0's read), then group 0's attention and its output down while k1
+	 * computes */
+	TRY(csd_forward_region(r->dev, &th, &y1, &b[BQH + 1], BT, CSD_OVERWRITE));
+	unpack_group(r, qkv, 1, 0, h0 + bh, (size_t)H, BT, bias);
+	unpack_group(r, qkv, 2, 0, h0 + 2 * bh, (size_t)H, BT, bias);
+	const uint16_t pq[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
+				 (uint16_t)(2 * lo->b_bh), (uint16_t)C, 0 };
+	TRY(run(r, "vec_cvt", "cvt_bh", pq, 7));
+	attention_group(r, atty, attp, qkv, scratch, B, T, 0);
+	csd_region att0 = { CSD_MEM_A, st_att(r, l), C, (uint32_t)H };
+	csd_region att1 = { CSD_MEM_A, st_att(r, l) + (uint32_t)H, C, (uint32_t)H };
+	TRY(csd_write_tokens_next(r->dev, &att0, r->g16, BT));
+	TRY(csd_forward_region(r->dev, &th, &y1, &b[BKH + 1], BT, CSD_OVERWRITE));
+	const uint16_t pk[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
+				 (uint16_t)(2 * lo->b_bh + H), (uint16_t)C, 0 };
+	TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
+	/* q1 and k1 up while v1 computes; v1's read on its own */
+	TRY(csd_read_tokens_next(r->dev, hqk1, &qk1, BT));
+	TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
+	unpack_group(r, qkv, 0, 1, hqk1, C1, BT, bias);
+	unpack_group(r, qkv, 1, 1, hqk1 + H, C1, BT, bias);
+	TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
+	TRY(csd_read_tokens(r->dev, hv1, &gbh, BT));
+	unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
+	attention_group(r, atty, attp, qkv, scratch, B, T, 1);
+	/* proj by column blocks (the same chains, majors in order), group 1's output down
+	 * during the first */
+	TRY(csd_write_tokens_next(r->dev, &att1, r->g16 + bh, BT));
+	TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
+	return csd_forward_region(r->dev, &x, &att1, &b[BPH + 1], BT, CSD_ACCUMULATE);
+}
+
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 {
 	gpt *m = r->m;
@@ -645,6 +891,10 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
 	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
 		       st_z1(r, l), stash_r(r, l, 0)));
+	if (heads_split(r)) {
+		TRY(qkv_heads_forward(r, l, B, T, scratch));
+		goto mlp;
+	}
 	/* v in two halves (below) when its row block computes at least as long as its read
 	 * takes (tp cycles a nonzero against P (tp C / 2 + P + 2), the read of every PE): then
 	 * k's read still hides behind the first half and the first half's behind the second;
@@ -688,6 +938,7 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 	TRY(csd_write_tokens(r->dev, &att, r->h16, BT));
 	TRY(csd_forward_region(r->dev, &x, &att, td_dev_sparse(r->td, l, GPT_ATTN_PROJ), BT,
 			       CSD_ACCUMULATE));
+mlp:
 	TRY(bias_forward(r, tp, p->attprojb + l * C1, lo->b_x));
 	/* ln2; the MLP a tile of C hidden features at a time */
 	TRY(ln_forward(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, y2.base,
@@ -733,13 +984,16 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 	nm_gelu_table(tab, 0);
 	nm_gelu_table(tab + 256, 1);
 	encoder_forward_pool(m->pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
-	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C);
+	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C), e16 = rg(CSD_MEM_A, st_y1(r, 0), C);
+	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
 	if ((rc = csd_write_all(r->dev, CSD_MEM_A, r->lo.a_ones, r->h16, (uint32_t)C)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_tg, tab, 512)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_one, r->part, (uint32_t)C)) ||
 	    (memset(r->part, 0, sizeof(float) * (size_t)C),
 	     rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_zero, r->part, (uint32_t)C)) ||
-	    (rc = csd_write_tokens(r->dev, &x, a->encoded, (int)BT))) {
+	    (nm_bf16_from_f32_array(r->h16, a->encoded, BT * C),
+	     rc = csd_write_tokens(r->dev, &e16, r->h16, (int)BT)) ||
+	    (rc = widen(r, tp, e16.base, x.base))) {
 		fail_msg(r, "embeddings", 0);
 		goto out;
 	}
@@ -748,11 +1002,15 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 			fail_msg(r, "forward", l);
 			goto out;
 		}
+	/* the last block's output up as bf16 (packed in Bh) */
 	float *res = a->residual3 + (size_t)(L - 1) * BT * C;
-	if ((rc = csd_read_tokens(r->dev, res, &x, (int)BT))) {
+	csd_region xo = rg(CSD_MEM_BH, 2 * r->lo.b_bh, C);
+	if ((rc = convert(r, tp, 1, x.base, xo.base)) ||
+	    (rc = csd_read_tokens(r->dev, r->h16, &xo, (int)BT))) {
 		fail_msg(r, "output", L - 1);
 		goto out;
 	}
+	nm_bf16_to_f32_array(res, r->h16, BT * C);
 	layernorm_forward_pool(m->pool, a->lnf, a->lnf_mean, a->lnf_rstd, res, p->lnfw, p->lnfb,
 			       (int)BT, C);
 	matmul_forward_pool(m->pool, a->logits, a->lnf, p->wte, NULL, (int)BT, C, V);
@@ -775,13 +1033,13 @@ out:
 	return rc;
 }
 
-/* Row block k (q, k, v) of dqkv [BT, 3C] as bf16 into h16 [BT, C]. */
-static void qkv_grad16(train_resident *r, const float *dqkv, int BT, int C, int k)
+/* Columns [c0, c0 + w) of row block k (q, k, v) of dqkv [BT, 3C] as bf16 into dst [BT, w]. */
+static void qkv_grad16(uint16_t *dst, const float *dqkv, int BT, int C, int k, int c0, int w)
 {
 	for (int t = 0; t < BT; t++)
-		for (int j = 0; j < C; j++)
-			r->h16[(size_t)t * C + j] =
-				nm_bf16_from_f32(dqkv[(size_t)t * 3 * C + k * C + j]);
+		for (int j = 0; j < w; j++)
+			dst[(size_t)t * w + j] =
+				nm_bf16_from_f32(dqkv[(size_t)t * 3 * C + k * C + c0 + j]);
 }
 
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
@@ -848,8 +1106,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			    (uint16_t)lo->b_x, (uint16_t)lo->b_lndg, (uint16_t)lo->b_lndb,
 			    (uint16_t)tp };
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln2w + l * C1, lo->b_lndg));
-	TRY(gather(r, g->ln2b + l * C1, lo->b_lndb));
+	TRY(gather_ln(r, g->ln2w + l * C1, g->ln2b + l * C1));
 	/* small: y1 rebuilt where y2 was (the pre tiles are dead) */
 	if (lo->small)
 		TRY(ln_rebuild(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, st_z1(r, l), st_y1(r, l),
@@ -859,14 +1116,51 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	 * gradient up as bf16, packed in place in the output tile: it streams up while proj's
 	 * dW computes (B's other bank) */
 	TRY(dy_prepare(r, tp, NULL, lo->a_dy));
-	TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
-	gather_sum(r, g->attprojb + l * C1);
-	TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
-	TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
-	TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
-	nm_bf16_to_f32_array(m->datty, r->h16, (size_t)BT * C);
+	int H = C / 2, split = heads_split(r);
+	if (split) {
+		/* by proj's column blocks (the heads' groups; the same chains): group 0's
+		 * gradient into the output tile, then group 1's into dln (the other bank) while
+		 * group 0's streams up, then group 1's up during proj's dW */
+		csd_region th = rg(CSD_MEM_B, lo->b_tile, (uint32_t)H);
+		csd_region dh = rg(CSD_MEM_B, lo->b_dln, (uint32_t)H);
+		uint32_t e1 = 2 * lo->b_tile + (uint32_t)(tp * H);
+		csd_region d0 = rg(CSD_MEM_BH, 2 * lo->b_tile, (uint32_t)H);
+		csd_region d1 = rg(CSD_MEM_BH, e1, (uint32_t)H);
+		TRY(csd_backward_region(r->dev, &th, &dya, &b[BPH], BT, CSD_OVERWRITE));
+		gather_sum(r, g->attprojb + l * C1);
+		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_tile, H));
+		TRY(csd_read_tokens_next(r->dev, r->h16, &d0, BT));
+		TRY(csd_backward_region(r->dev, &dh, &dya, &b[BPH + 1], BT, CSD_OVERWRITE));
+		TRY(convert_w(r, tp, 1, lo->b_dln, e1, H));
+		TRY(csd_read_tokens_next(r->dev, r->h16 + (size_t)BT * H, &d1, BT));
+		/* proj's dW by column blocks too: the first carries group 1's read; group 0's
+		 * attention backward, its dq down during the second */
+		float *gw = g->attprojw + l * C1 * C1;
+		TRY(wgrad_xs(r, gw, C, 0, 0, &b[BPH], BT, st_att(r, l), C, C, 2 * lo->b_bh));
+		for (int t = 0; t < BT; t++)
+			for (int h = 0; h < 2; h++)
+				nm_bf16_to_f32_array(m->datty + (size_t)t * C + h * H,
+						     r->h16 + (size_t)h * BT * H + (size_t)t * H,
+						     (size_t)H);
+		attention_backward_group(r, qkv, attp, scratch, B, T, 0);
+		csd_region q0 = { CSD_MEM_A, dya.base, C, (uint32_t)H };
+		qkv_grad16(r->g16, m->dqkv, BT, C, 0, 0, H);
+		TRY(csd_write_tokens_next(r->dev, &q0, r->g16, BT));
+		TRY(wgrad_xs(r, gw, C, 0, H, &b[BPH + 1], BT, st_att(r, l) + (uint32_t)H, C, C,
+			     2 * lo->b_bh));
+		attention_backward_group(r, qkv, attp, scratch, B, T, 1);
+	} else {
+		TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
+		gather_sum(r, g->attprojb + l * C1);
+		TRY(convert(r, tp, 1, lo->b_tile, 2 * lo->b_tile));
+		TRY(csd_read_tokens_next(r->dev, r->h16, &datt, BT));
+		TRY(wgrad(r, g->attprojw + l * C1 * C1, C, 0, 0, wp, BT, st_att(r, l), C));
+		nm_bf16_to_f32_array(m->datty, r->h16, (size_t)BT * C);
+	}
 	/* attention backward and qkv's bias gradient on the host; dq, dk, dv down as bf16 */
-	attention_backward_pool(m->pool, m->dqkv, m->datty, qkv, attp, scratch, B, T, C, NH);
+	if (!split)
+		attention_backward_pool(m->pool, m->dqkv, m->datty, qkv, attp, scratch, B, T, C,
+					NH);
 	float *dqb = g->qkvb + l * C3;
 	for (int t = 0; t < BT; t++)
 		for (size_t j = 0; j < C3; j++)
@@ -882,10 +1176,49 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
 			   (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
 			   (uint16_t)(2 * lo->b_bh) };
-	for (int k = 0; k < 3; k++) {
+	if (split) {
+		/* by head groups (dq's group 0 went down during proj's dW): q's input gradient
+		 * by row halves (the same chains), the first carrying dq's group 1 down; then q
+		 * whole in A: widened, packed, its dW carrying dk's group 0, q's second half dk's
+		 * group 1; k's dW carries dv's group 0, k's input gradient dv's group 1 */
+		const csd_region *dq = &dyq[0], *dk = &dyq[1], *dv = &dyq[0];
+		csd_region q[2], kh[2], vh[2];
+		for (int h = 0; h < 2; h++) {
+			q[h] = (csd_region){ CSD_MEM_A, dq->base + (uint32_t)(h * H), C, (uint32_t)H };
+			kh[h] = (csd_region){ CSD_MEM_A, dk->base + (uint32_t)(h * H), C, (uint32_t)H };
+			vh[h] = (csd_region){ CSD_MEM_A, dv->base + (uint32_t)(h * H), C, (uint32_t)H };
+		}
+		uint16_t *h0 = r->h16, *h1 = r->h16 + (size_t)BT * H;
+		qkv_grad16(h0, m->dqkv, BT, C, 0, H, H);
+		TRY(csd_write_tokens_next(r->dev, &q[1], h0, BT));
+		TRY(csd_backward_region(r->dev, &dln, &q[0], &b[BQH], BT, CSD_OVERWRITE));
+		pw[2] = (uint16_t)dq->base;
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+		qkv_grad16(h1, m->dqkv, BT, C, 1, 0, H);
+		TRY(csd_write_tokens_next(r->dev, &kh[0], h1, BT));
+		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 0, 0, &b[BQKV], BT, st_y1(r, l), C));
+		qkv_grad16(h0, m->dqkv, BT, C, 1, H, H);
+		TRY(csd_write_tokens_next(r->dev, &kh[1], h0, BT));
+		TRY(csd_backward_region(r->dev, &dln, &q[1], &b[BQH + 1], BT, CSD_ACCUMULATE));
+		pw[2] = (uint16_t)dk->base;
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+		qkv_grad16(h1, m->dqkv, BT, C, 2, 0, H);
+		TRY(csd_write_tokens_next(r->dev, &vh[0], h1, BT));
+		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, C, 0, &b[BQKV + 1], BT, st_y1(r, l), C));
+		qkv_grad16(h0, m->dqkv, BT, C, 2, H, H);
+		TRY(csd_write_tokens_next(r->dev, &vh[1], h0, BT));
+		TRY(csd_backward_region(r->dev, &dln, dk, &b[BQKV + 1], BT, CSD_ACCUMULATE));
+		pw[2] = (uint16_t)dv->base;
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+		if (!dx_out)
+			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT,
+				  st_y1(r, l), C));
+		TRY(csd_backward_region(r->dev, &dln, dv, &b[BQKV + 2], BT, CSD_ACCUMULATE));
+	}
+	for (int k = 0; !split && k < 3; k++) {
 		const csd_region *dyk = &dyq[k & 1];
 		if (k == 0) {
-			qkv_grad16(r, m->dqkv, BT, C, 0);
+			qkv_grad16(r->h16, m->dqkv, BT, C, 0, 0, C);
 			TRY(csd_write_tokens(r->dev, dyk, r->h16, BT));
 		}
 		pw[2] = (uint16_t)dyk->base;
@@ -894,7 +1227,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, k * C, 0, &b[BQKV + k], BT,
 				  st_y1(r, l), C));
 		if (k < 2) {
-			qkv_grad16(r, m->dqkv, BT, C, k + 1);
+			qkv_grad16(r->h16, m->dqkv, BT, C, k + 1, 0, C);
 			TRY(csd_write_tokens_next(r->dev, &dyq[(k + 1) & 1], r->h16, BT));
 		}
 		TRY(csd_backward_region(r->dev, &dln, dyk, &b[BQKV + k], BT,
@@ -908,16 +1241,18 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	pl[9] = (uint16_t)st_z1(r, l);
 	pl[10] = (uint16_t)stash_r(r, l, 0);
 	TRY(run(r, "vec_ln_bwd", "ln_bwd", pl, 15));
-	TRY(gather(r, g->ln1w + l * C1, lo->b_lndg));
-	TRY(gather(r, g->ln1b + l * C1, lo->b_lndb));
+	TRY(gather_ln(r, g->ln1w + l * C1, g->ln1b + l * C1));
 	if (!dx_out)
 		return CS_OK;
-	/* the first block: dx (the embeddings' gradient, B's first bank) streams up while v's
-	 * dW, kept for last (its dy packed in Bh, y1 in A: ln1's backward leaves both),
-	 * computes */
-	csd_region x = rg(CSD_MEM_B, lo->b_x, C);
-	TRY(csd_read_tokens_next(r->dev, dx_out, &x, BT));
-	return wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT, st_y1(r, l), C);
+	/* the first block: dx (the embeddings' gradient) packed as bf16 into the output tile
+	 * (B's first bank) streams up while v's dW, kept for last (its dy packed in Bh, y1 in
+	 * A: ln1's backward leaves both), computes */
+	csd_region xg = rg(CSD_MEM_BH, 2 * lo->b_tile, C);
+	TRY(convert(r, tp, 1, lo->b_x, xg.base));
+	TRY(csd_read_tokens_next(r->dev, r->h16, &xg, BT));
+	TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT, st_y1(r, l), C));
+	nm_bf16_to_f32_array(dx_out, r->h16, (size_t)BT * C);
+	return CS_OK;
 }
 
 int tr_backward(train_resident *r, float loss_scale)
@@ -946,8 +1281,12 @@ int tr_backward(train_resident *r, float loss_scale)
 	const float *res = a->residual3 + (size_t)(L - 1) * BT * C;
 	layernorm_backward_pool(m->pool, m->dresidual, g->lnfw, g->lnfb, m->dln, res, p->lnfw,
 				a->lnf_mean, a->lnf_rstd, (int)BT, C);
-	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C);
-	if ((rc = csd_write_tokens(r->dev, &x, m->dresidual, (int)BT))) {
+	/* down as bf16 into A, widened into x */
+	csd_region d16 = rg(CSD_MEM_A, r->lo.a_dy, C);
+	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
+	nm_bf16_from_f32_array(r->h16, m->dresidual, BT * C);
+	if ((rc = csd_write_tokens(r->dev, &d16, r->h16, (int)BT)) ||
+	    (rc = widen(r, tp, d16.base, r->lo.b_x))) {
 		fail_msg(r, "output gradient", L - 1);
 		goto out;
 	}

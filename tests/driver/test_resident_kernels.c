@@ -740,11 +740,13 @@ static void test_overlap(void **state)
 /*
  * A WRITE of A carried by a kernel (csd_write_tokens_next, docs/architecture.md 7.5): on pe
  * its WRITEs go between the kernel's majors, A's write port taking them while the kernel
- * reads A. Forward and backward, overwrite and accumulate: the region and the kernel's
- * output equal a plain write's before the kernel on every device, the SRAM stays equal, the
- * cpu backend's estimate is within 2% of the Verilated pe mesh's (when built) and below the
- * plain sequence's. A write over what the next kernel reads or writes is refused (and
- * dropped); on pe=lite the write goes first, on its own: the plain sequence's cycles.
+ * reads A. Forward and backward, overwrite and accumulate, and wgrad (between a batch's
+ * majors): the region and the kernel's output equal a plain write's before the kernel on
+ * every device, the SRAM stays equal, the cpu backend's estimate is within 2% of the
+ * Verilated pe mesh's (when built) and below the plain sequence's. A write of other columns
+ * of the rows the kernel reads is carried too (the step's head groups). A write over what
+ * the next kernel reads or writes is refused (and dropped); on pe=lite the write goes
+ * first, on its own: the plain sequence's cycles.
  */
 static void wr_run(struct rig *g, int next, const csd_region *wr, const void *src, int bwd,
 		   const csd_region *ry, const csd_region *rx, const csd_sparse *w, int T,
@@ -804,6 +806,70 @@ static void wcarry_case(int rows, int cols, double sparsity, int W, int tp, int 
 		assert_true(c2[0] < c1[0]);
 	}
 	same_sram(&g, "kernels carrying a write");
+	/* wgrad (dy packed and the partial sums in B's second bank) carrying the write */
+	{
+		uint32_t h = 4096, ps = h + (uint32_t)(tp * W / 2) + 2;
+		csd_region rdh = { CSD_MEM_BH, 2 * h, uw, uw };
+		float *dw1 = malloc(((size_t)w->nnz + 1) * 4), *dw2 = malloc(((size_t)w->nnz + 1) * 4);
+		ALL(&g, csd_write_tokens(D, &rdh, L.dy, T));
+		for (int next = 0; next < 2; next++)
+			for (int k = 0; k < g.n; k++) {
+				csd_dev *D = g.dev[k];
+				csd_counters c;
+				csd_reset_counters(D);
+				ok(D, (next ? csd_write_tokens_next : csd_write_tokens)(D, &rw,
+										next ? L.dy : L.x, T));
+				ok(D, csd_wgrad_region(D, next ? dw2 : dw1, &rdh, &rx, w, T, ps));
+				ok(D, csd_get_counters(D, &c));
+				(next ? c2 : c1)[k] = c.cycles;
+				if (next) {
+					assert_memory_equal(dw1, dw2, (size_t)w->nnz * 4);
+					ok(D, csd_read_tokens(D, got, &rw, T));
+					assert_memory_equal(got, L.dy, nq * 2);
+				}
+			}
+		ov_check(&g, "wgrad + A write, alone", c1, bad);
+		ov_check(&g, "wgrad + A write, carried", c2, bad);
+		assert_true(c2[0] < c1[0]);
+		same_sram(&g, "wgrad carrying a write");
+		free(dw1);
+		free(dw2);
+	}
+	/* the layer reading its input from the first half of the columns of rows 2W apart
+	 * while the write goes into the second half; a write that shares one word with its
+	 * input is refused */
+	{
+		uint32_t s2 = 2 * uw;
+		csd_region xh = { CSD_MEM_A, 8192, s2, uw }, wh = { CSD_MEM_A, 8192 + uw, s2, uw };
+		csd_region bad1 = { CSD_MEM_A, 8192 + uw - 2, s2, 4 };
+		const uint16_t *src = L.dy;
+		ALL(&g, csd_write_tokens(D, &xh, L.x, T));
+		for (int next = 0; next < 2; next++) {
+			for (int k = 0; k < g.n; k++) {
+				csd_dev *D = g.dev[k];
+				csd_counters c;
+				csd_reset_counters(D);
+				ok(D, (next ? csd_write_tokens_next : csd_write_tokens)(D, &wh, src, T));
+				ok(D, csd_forward_region(D, &ry, &xh, w, T, CSD_OVERWRITE));
+				ok(D, csd_get_counters(D, &c));
+				(next ? c2 : c1)[k] = c.cycles;
+			}
+			read_all(&g, next ? y2 : y1, &ry, T);
+		}
+		assert_memory_equal(y1, y2, nq * 4);
+		read_all(&g, got, &wh, T);
+		assert_memory_equal(got, src, nq * 2);
+		ov_check(&g, "fwd + other columns, alone", c1, bad);
+		ov_check(&g, "fwd + other columns, carried", c2, bad);
+		assert_true(c2[0] < c1[0]);
+		for (int k = 0; k < g.n; k++) {
+			csd_dev *D = g.dev[k];
+			ok(D, csd_write_tokens_next(D, &bad1, src, T));
+			expect(D, csd_forward_region(D, &ry, &xh, w, T, CSD_OVERWRITE),
+			       CS_ERR_INVALID, "overlaps what the forward kernel reads or writes");
+		}
+		same_sram(&g, "a write of other columns");
+	}
 	read_all(&g, y1, &ry, T);
 	/* refused, on every device: a write over the kernel's input, over its output (B) */
 	csd_region rin = { CSD_MEM_A, 2 * uw, uw, uw };
@@ -875,6 +941,96 @@ static void test_carried_write(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/*
+ * csd_reduce_region (docs/architecture.md 7.5): the per-PE words summed on the mesh in the
+ * order of a wgrad batch's reduction, each row's PEs from the east edge to column 0 and the
+ * rows' sums from the south edge to row 0, the row sums left in column 0's words: the sums
+ * and every PE's SRAM equal on every device and to that order computed here, the cpu
+ * backend's cycle estimate within 2% of the Verilated pe mesh's (when built), a batch of
+ * words at most.
+ */
+static void reduce_case(int rows, int cols, uint32_t aw, uint32_t bw, uint32_t base, uint32_t n,
+			int *bad)
+{
+	struct rig g;
+	rig_open(&g, rows, cols, aw, bw, 1);
+	int P = g.P;
+	snprintf(g.when, sizeof g.when, "reduce %dx%d", rows, cols);
+	uint32_t *w = malloc((size_t)P * n * 4), want[256];
+	for (size_t i = 0; i < (size_t)P * n; i++) /* mixed signs and exponents, some zeros */
+		w[i] = i % 29 == 0 ? 0x80000000u
+				   : nm_f32_bits((float)((int)((i * 2654435761u) % 2001) - 1000) /
+						 (float)(1u << (i % 9)));
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = 0;
+		for (int r = rows - 1; r >= 0; r--) {
+			uint32_t v = w[(size_t)(r * cols + cols - 1) * n + i];
+			for (int c = cols - 2; c >= 0; c--)
+				v = nm_add_bits(v, w[(size_t)(r * cols + c) * n + i]);
+			s = r == rows - 1 ? v : nm_add_bits(s, v);
+		}
+		want[i] = s;
+	}
+	csd_region rw = { CSD_MEM_B, base, n, n };
+	float got[MAXDEV][256];
+	uint64_t cyc[MAXDEV];
+	ALL(&g, csd_write_tokens(D, &rw, w, P));
+	for (int k = 0; k < g.n; k++) {
+		csd_counters c;
+		csd_reset_counters(g.dev[k]);
+		ok(g.dev[k], csd_reduce_region(g.dev[k], got[k], &rw));
+		ok(g.dev[k], csd_get_counters(g.dev[k], &c));
+		cyc[k] = c.cycles;
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(nm_f32_bits(got[k][i]), want[i]);
+	}
+	char what[64];
+	snprintf(what, sizeof what, "reduce %dx%d, %u words", rows, cols, n);
+	ov_check(&g, what, cyc, bad);
+	same_sram(&g, "reduce");
+	/* column 0 keeps its row's sums (more than one column), the others their words */
+	uint32_t *back = malloc((size_t)P * n * 4);
+	read_all(&g, back, &rw, P);
+	for (int q = 0; q < P; q++)
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t e = w[(size_t)q * n + i];
+			if (cols > 1 && q % cols == 0) {
+				e = w[(size_t)(q + cols - 1) * n + i];
+				for (int c = cols - 2; c >= 0; c--)
+					e = nm_add_bits(e, w[(size_t)(q + c) * n + i]);
+			}
+			assert_int_equal(back[(size_t)q * n + i], e);
+		}
+	free(back);
+	free(w);
+	rig_close(&g);
+}
+
+static void test_reduce(void **state)
+{
+	(void)state;
+	int bad = 0;
+	print_message("reduce: cpu estimate against the Verilated pe mesh (%.0f%%)\n", OV_TOL * 100);
+	/* the Verilated meshes the other tests build: 1x1 and 2x3 of 256 words of B */
+	reduce_case(1, 1, 512, 256, 100, 77, &bad);
+	reduce_case(2, 3, 512, 256, 128, 128, &bad);
+	reduce_case(2, 2, 16384, 8192, 4096, 256, &bad);
+	reduce_case(2, 2, 16384, 8192, 8192 - 77, 77, &bad);
+	reduce_case(4, 4, 16384, 8192, 5000, 128, &bad);
+	assert_int_equal(bad, 0);
+	csd_dev *dev;
+	ok(NULL, csd_open(&dev, "cpu:2x2,awords=512,bwords=256"));
+	float out[256];
+	csd_region r0 = { CSD_MEM_B, 0, 0, 0 }, big = { CSD_MEM_B, 0, 129, 129 };
+	csd_region ra = { CSD_MEM_A, 0, 8, 8 }, far = { CSD_MEM_B, 250, 8, 8 };
+	expect(dev, csd_reduce_region(dev, out, &r0), CS_ERR_INVALID, "1 to 128 words");
+	expect(dev, csd_reduce_region(dev, out, &big), CS_ERR_INVALID, "1 to 128 words");
+	expect(dev, csd_reduce_region(dev, out, &ra), CS_ERR_INVALID, "not a B region");
+	expect(dev, csd_reduce_region(dev, out, &far), CS_ERR_RANGE, "past the end of SRAM B");
+	expect(dev, csd_reduce_region(dev, NULL, &far), CS_ERR_INVALID, "NULL");
+	csd_close(dev);
+}
+
 int main(void)
 {
 	const char *s = getenv("TEST_SEED");
@@ -890,6 +1046,7 @@ int main(void)
 		cmocka_unit_test(test_bad_regions),
 		cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_carried_write),
+		cmocka_unit_test(test_reduce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
