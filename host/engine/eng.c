@@ -485,6 +485,20 @@ struct tm_job {
 	atomic_int failed;
 };
 
+/* y [r][t] = res [r][t] + (y [r][t] + bias [r]) for r < nr, t < tl over rows ENG_TB apart:
+ * a blocked output's bias and residual add (eng_res_bias_rows' expressions, so the same
+ * bits); the block's padding tokens are zeroed after it */
+static void res_bias_blk(float *restrict y, const float *restrict res,
+			 const float *restrict bias, int nr, int tl)
+{
+	for (int r = 0; r < nr; r++) {
+		float b = bias[r];
+		for (int t = 0; t < tl; t++)
+			y[(size_t)r * ENG_TB + t] = res[(size_t)r * ENG_TB + t] +
+						    (y[(size_t)r * ENG_TB + t] + b);
+	}
+}
+
 /* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
  * every column, zero past the last token: no other thread reads them), packs the block into
@@ -568,6 +582,8 @@ static void spmm_part(void *arg, int tid, int nth)
 							xld, tl, nr);
 				}
 			}
+			if (j->res && y_blk) /* the rows' bias and residual add, from L1/L2 */
+				res_bias_blk(o, j->res + yo, j->bias + r0, nr, tl);
 			if (!j->y_tm) {
 				size_t at = (size_t)t0 * j->nrows + r0;
 				j->k->transpose(j->y + at, (size_t)j->nrows, sl->yb, ENG_TB, nr,
@@ -646,9 +662,15 @@ int eng_spmm_mul(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spm
 int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, const eng_spmat *w,
 		 const float *x, int x_tm, int T, float *xt)
 {
-	if (!res || !bias || res == y)
+	return eng_spmm_res_ex(e, y, 0, res, bias, w, x, x_tm, T, xt);
+}
+
+int eng_spmm_res_ex(eng_ctx *e, float *y, int y_tm, const float *res, const float *bias,
+		    const eng_spmat *w, const float *x, int x_tm, int T, float *xt)
+{
+	if (!res || !bias || res == y || y_tm == ENG_TM_ROWS)
 		return CS_ERR_INVALID;
-	return spmm_run(e, y, 0, NULL, res, bias, w, 0, x, x_tm, T, xt);
+	return spmm_run(e, y, y_tm, NULL, res, bias, w, 0, x, x_tm, T, xt);
 }
 
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,

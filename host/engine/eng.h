@@ -169,6 +169,12 @@ int eng_spmm_mul(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spm
  * bias NULL, res == y) or CS_ERR_NO_MEM. */
 int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, const eng_spmat *w,
 		 const float *x, int x_tm, int T, float *xt);
+/* The same with y and res blocked token-minor (y_tm ENG_TM_BLOCKED, both [nblk][n_out][ENG_TB])
+ * or token-major (y_tm 0): each output row's block gets res + (sum + bias) while it is in
+ * L1 or L2, the same bits; y's padding tokens zeroed. CS_ERR_INVALID also for
+ * ENG_TM_ROWS. */
+int eng_spmm_res_ex(eng_ctx *e, float *y, int y_tm, const float *res, const float *bias,
+		    const eng_spmat *w, const float *x, int x_tm, int T, float *xt);
 /* Token-minor weight gradient (inputs [rows][eng_ld(T)], transposed with eng_transpose_in
  * or handed out by eng_spmm): dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] *
  * x [col k][t] over the T tokens. */
