@@ -499,6 +499,17 @@ static void res_bias_blk(float *restrict y, const float *restrict res,
 	}
 }
 
+/* y [r][t] += bias [r] for r < nr, t < nt, rows ly apart: a token-minor output's bias
+ * (the model's separate pass y + b, so the same bits); its padding tokens stay zero */
+static void bias_tm(float *restrict y, size_t ly, const float *restrict bias, int nr, int nt)
+{
+	for (int r = 0; r < nr; r++) {
+		float b = bias[r];
+		for (int t = 0; t < nt; t++)
+			y[(size_t)r * ly + t] += b;
+	}
+}
+
 /* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
  * every column, zero past the last token: no other thread reads them), packs the block into
@@ -584,6 +595,8 @@ static void spmm_part(void *arg, int tid, int nth)
 			}
 			if (j->res && y_blk) /* the rows' bias and residual add, from L1/L2 */
 				res_bias_blk(o, j->res + yo, j->bias + r0, nr, tl);
+			else if (j->bias && j->y_tm) /* the bias alone, real tokens only */
+				bias_tm(o, lo, j->bias + r0, nr, nt);
 			if (!j->y_tm) {
 				size_t at = (size_t)t0 * j->nrows + r0;
 				j->k->transpose(j->y + at, (size_t)j->nrows, sl->yb, ENG_TB, nr,
@@ -663,6 +676,14 @@ int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, cons
 		 const float *x, int x_tm, int T, float *xt)
 {
 	return eng_spmm_res_ex(e, y, 0, res, bias, w, x, x_tm, T, xt);
+}
+
+int eng_spmm_bias(eng_ctx *e, float *y, int y_tm, const float *bias, const eng_spmat *w,
+		  const float *x, int x_tm, int T)
+{
+	if (!bias || !y_tm)
+		return CS_ERR_INVALID;
+	return spmm_run(e, y, y_tm, NULL, NULL, bias, w, 0, x, x_tm, T, NULL);
 }
 
 int eng_spmm_res_ex(eng_ctx *e, float *y, int y_tm, const float *res, const float *bias,

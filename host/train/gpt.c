@@ -1268,19 +1268,6 @@ static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi
 	}
 }
 
-/* y [rows][ld] += b [rows] on the BT tokens (padding stays zero); rows split */
-static void tm_bias_add_job(void *va, int tid, int nth)
-{
-	struct tm_job *a = va;
-	size_t lo, hi;
-	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
-	for (size_t i = lo; i < hi; i++) {
-		float *y = a->y + i * a->ld, b = a->b[i];
-		for (int t = 0; t < a->BT; t++)
-			y[t] += b;
-	}
-}
-
 /* rows split */
 static void tm_bias_gelu_job(void *va, int tid, int nth)
 {
@@ -1752,13 +1739,11 @@ static int forward_blocks_blk(gpt *m, int B, int T, int ld, float *scratch)
 		float *att = a->att + (size_t)l * B * NH * T * T;
 		layernorm_forward_blk_pool(pool, ln1t, a->ln1_mean + l * BT, a->ln1_rstd + l * BT,
 					   resin, p->ln1w + l * C1, p->ln1b + l * C1, (int)BT, C);
-		rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, NULL, ln1t, p->qkvw + l * C3 * C, l,
-					GPT_QKV, (int)BT, C, 3 * C, ld, 1);
+		/* qkv's bias in its output pass */
+		rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, p->qkvb + l * C3, ln1t,
+					p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, 3 * C, ld, 1);
 		if (rc)
 			return rc;
-		struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
-				     .BT = (int)BT, .ld = ld };
-		cs_pool_run(pool, tm_bias_add_job, &tj);
 		attention_forward_tmo_pool(pool, attyt, att, qkvt, ld, scratch, B, T, C, NH);
 		rc = m->lin->forward_tm(m->lin_ctx, res2, resin, p->attprojb + l * C1, attyt,
 					p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C,
@@ -1771,7 +1756,7 @@ static int forward_blocks_blk(gpt *m, int B, int T, int ld, float *scratch)
 					GPT_FC, (int)BT, C, 4 * C, ld, 1);
 		if (rc)
 			return rc;
-		tj = (struct tm_job){ .y = fcht, .g = gelut, .b = p->fcb + l * C4, .rows = (int)C4,
+		struct tm_job tj = { .y = fcht, .g = gelut, .b = p->fcb + l * C4, .rows = (int)C4,
 				      .BT = (int)BT, .ld = ld };
 		cs_pool_run(pool, tm_bias_gelu_job, &tj);
 		rc = m->lin->forward_tm(m->lin_ctx, res3, res2, p->fcprojb + l * C1, gelut,
@@ -1899,14 +1884,12 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 						       qld);
 			if (rc)
 				return rc;
-			rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, NULL, ln1t,
+			/* qkv's bias in its output pass */
+			rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, p->qkvb + l * C3, ln1t,
 						p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
 						3 * C, qld, 0);
 			if (rc)
 				return rc;
-			struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
-					     .BT = (int)BT, .ld = qld };
-			cs_pool_run(pool, tm_bias_add_job, &tj);
 			int old = m->lin->attn_ld ? m->lin->attn_ld(m->lin_ctx, l, (int)BT) : 0;
 			m->tm_ld[2 * L + l] = old == qld ? qld : 0;
 		} else {

@@ -71,7 +71,9 @@ typedef struct gpt_linear_ops {
 	int (*attn_ld)(void *ctx, int layer, int BT);
 	/* res (GPT_ATTN_PROJ and GPT_FC_PROJ, whose y is token-major; else NULL): y = res +
 	 * (x W^T + bias) [BT, OC], the projection's bias and the residual add in the product's
-	 * output pass (bias_residual_pool's expressions: the same bits); res is not y. */
+	 * output pass (bias_residual_pool's expressions: the same bits); res is not y.
+	 * bias without res (GPT_QKV): y = x W^T + bias, the bias added in the output pass
+	 * (the same bits as a separate pass; padding tokens stay zero). */
 	int (*forward_tm)(void *ctx, float *y, const float *res, const float *bias,
 			  const float *x, const float *w, int layer, int proj, int BT, int IC,
 			  int OC, int ld, int blk);

@@ -407,6 +407,9 @@ static int nat_forward_tm(void *ctx, float *y, const float *res, const float *bi
 	if (res) /* attn.proj, mlp.proj: the bias and residual add in the output pass */
 		return eng_spmm_res_ex(n->e, y, blk ? ENG_TM_BLOCKED : 0, res, bias, &n->sp[k], x,
 				       x_tm, BT, NULL);
+	if (bias) /* qkv: its bias in the output pass */
+		return eng_spmm_bias(n->e, y, proj == GPT_FC ? ENG_TM_BLOCKED : ENG_TM_ROWS, bias,
+				     &n->sp[k], x, x_tm, BT);
 	return eng_spmm_ex(n->e, y, proj == GPT_FC ? ENG_TM_BLOCKED : ENG_TM_ROWS, &n->sp[k], 0,
 			   x, x_tm, BT, NULL);
 }
