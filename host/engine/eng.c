@@ -485,31 +485,6 @@ struct tm_job {
 	atomic_int failed;
 };
 
-/* y [r][t] = res [r][t] + (y [r][t] + bias [r]) for r < nr, t < tl over rows ENG_TB apart:
- * a blocked output's bias and residual add (eng_res_bias_rows' expressions, so the same
- * bits); the block's padding tokens are zeroed after it */
-static void res_bias_blk(float *restrict y, const float *restrict res,
-			 const float *restrict bias, int nr, int tl)
-{
-	for (int r = 0; r < nr; r++) {
-		float b = bias[r];
-		for (int t = 0; t < tl; t++)
-			y[(size_t)r * ENG_TB + t] = res[(size_t)r * ENG_TB + t] +
-						    (y[(size_t)r * ENG_TB + t] + b);
-	}
-}
-
-/* y [r][t] += bias [r] for r < nr, t < nt, rows ly apart: a token-minor output's bias
- * (the model's separate pass y + b, so the same bits); its padding tokens stay zero */
-static void bias_tm(float *restrict y, size_t ly, const float *restrict bias, int nr, int nt)
-{
-	for (int r = 0; r < nr; r++) {
-		float b = bias[r];
-		for (int t = 0; t < nt; t++)
-			y[(size_t)r * ly + t] += b;
-	}
-}
-
 /* Token blocks of ENG_TB are split between the threads. For each of its blocks a thread
  * transposes the block of a token-major input into the token-minor copy (its own tokens of
  * every column, zero past the last token: no other thread reads them), packs the block into
@@ -594,9 +569,9 @@ static void spmm_part(void *arg, int tid, int nth)
 				}
 			}
 			if (j->res && y_blk) /* the rows' bias and residual add, from L1/L2 */
-				res_bias_blk(o, j->res + yo, j->bias + r0, nr, tl);
+				j->k->res_bias_blk(o, j->res + yo, j->bias + r0, nr, tl);
 			else if (j->bias && j->y_tm) /* the bias alone, real tokens only */
-				bias_tm(o, lo, j->bias + r0, nr, nt);
+				j->k->bias_tm(o, lo, j->bias + r0, nr, nt);
 			if (!j->y_tm) {
 				size_t at = (size_t)t0 * j->nrows + r0;
 				j->k->transpose(j->y + at, (size_t)j->nrows, sl->yb, ENG_TB, nr,
