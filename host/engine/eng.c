@@ -568,6 +568,10 @@ static void spmm_part(void *arg, int tid, int nth)
 							xld, tl, nr);
 				}
 			}
+			if (j->res && y_blk) /* the rows' bias and residual add, from L1/L2 */
+				j->k->res_bias_blk(o, j->res + yo, j->bias + r0, nr, tl);
+			else if (j->bias && j->y_tm) /* the bias alone, real tokens only */
+				j->k->bias_tm(o, lo, j->bias + r0, nr, nt);
 			if (!j->y_tm) {
 				size_t at = (size_t)t0 * j->nrows + r0;
 				j->k->transpose(j->y + at, (size_t)j->nrows, sl->yb, ENG_TB, nr,
@@ -646,9 +650,23 @@ int eng_spmm_mul(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spm
 int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, const eng_spmat *w,
 		 const float *x, int x_tm, int T, float *xt)
 {
-	if (!res || !bias || res == y)
+	return eng_spmm_res_ex(e, y, 0, res, bias, w, x, x_tm, T, xt);
+}
+
+int eng_spmm_bias(eng_ctx *e, float *y, int y_tm, const float *bias, const eng_spmat *w,
+		  const float *x, int x_tm, int T)
+{
+	if (!bias || !y_tm)
 		return CS_ERR_INVALID;
-	return spmm_run(e, y, 0, NULL, res, bias, w, 0, x, x_tm, T, xt);
+	return spmm_run(e, y, y_tm, NULL, NULL, bias, w, 0, x, x_tm, T, NULL);
+}
+
+int eng_spmm_res_ex(eng_ctx *e, float *y, int y_tm, const float *res, const float *bias,
+		    const eng_spmat *w, const float *x, int x_tm, int T, float *xt)
+{
+	if (!res || !bias || res == y || y_tm == ENG_TM_ROWS)
+		return CS_ERR_INVALID;
+	return spmm_run(e, y, y_tm, NULL, res, bias, w, 0, x, x_tm, T, xt);
 }
 
 int eng_spmm(eng_ctx *e, float *y, const eng_spmat *w, int by_col, const float *x, int T,

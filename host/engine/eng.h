@@ -169,6 +169,19 @@ int eng_spmm_mul(eng_ctx *e, float *y, int y_tm, const float *mul, const eng_spm
  * bias NULL, res == y) or CS_ERR_NO_MEM. */
 int eng_spmm_res(eng_ctx *e, float *y, const float *res, const float *bias, const eng_spmat *w,
 		 const float *x, int x_tm, int T, float *xt);
+/* The forward product into a token-minor y (y_tm an enum eng_tm layout) with its bias
+ * added in the output pass: y = x W^T + bias on the T tokens (padding tokens zero), the
+ * bits of the product followed by a separate pass. x and x_tm as eng_spmm_ex (a
+ * token-major x copied into the context's scratch). 0, CS_ERR_INVALID (bias NULL, y_tm 0)
+ * or CS_ERR_NO_MEM. */
+int eng_spmm_bias(eng_ctx *e, float *y, int y_tm, const float *bias, const eng_spmat *w,
+		  const float *x, int x_tm, int T);
+/* The same with y and res blocked token-minor (y_tm ENG_TM_BLOCKED, both [nblk][n_out][ENG_TB])
+ * or token-major (y_tm 0): each output row's block gets res + (sum + bias) while it is in
+ * L1 or L2, the same bits; y's padding tokens zeroed. CS_ERR_INVALID also for
+ * ENG_TM_ROWS. */
+int eng_spmm_res_ex(eng_ctx *e, float *y, int y_tm, const float *res, const float *bias,
+		    const eng_spmat *w, const float *x, int x_tm, int T, float *xt);
 /* Token-minor weight gradient (inputs [rows][eng_ld(T)], transposed with eng_transpose_in
  * or handed out by eng_spmm): dw [nnz] in CSR order: dw[k] = sum_t dy [row k][t] *
  * x [col k][t] over the T tokens. */

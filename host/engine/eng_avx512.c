@@ -314,6 +314,8 @@ const eng_kern eng_kern_avx512 = {
 	.pack = pack_avx512,
 	.transpose = transpose_avx512,
 	.res_bias = eng_res_bias_rows,
+	.res_bias_blk = eng_res_bias_blk,
+	.bias_tm = eng_bias_tm,
 	.attn_fwd = attn_fwd_avx512,
 	.attn_bwd = attn_bwd_avx512,
 };

@@ -80,6 +80,12 @@ typedef struct eng_kern {
 	 * token-major output block's bias and residual add (eng_res_bias_rows) */
 	void (*res_bias)(float *y, const float *res, const float *bias, size_t n, int nt,
 			 int nr);
+	/* y [r][t] = res [r][t] + (y [r][t] + bias [r]) for r < nr, t < tl, rows ENG_TB
+	 * apart: a blocked output's bias and residual add (eng_res_bias_blk) */
+	void (*res_bias_blk)(float *y, const float *res, const float *bias, int nr, int tl);
+	/* y [r][t] += bias [r] for r < nr, t < nt, rows ly apart: a token-minor output's
+	 * bias (eng_bias_tm) */
+	void (*bias_tm)(float *y, size_t ly, const float *bias, int nr, int nt);
 	/* causal attention of one head: forward writes att and o, backward dq, dk, dv */
 	void (*attn_fwd)(const eng_attn_head *h);
 	void (*attn_bwd)(const eng_attn_head *h);
@@ -103,6 +109,32 @@ static inline void eng_res_bias_rows(float *restrict y, const float *restrict re
 		const float *rr = res + (size_t)t * n;
 		for (int r = 0; r < nr; r++)
 			yr[r] = rr[r] + (yr[r] + bias[r]);
+	}
+}
+
+/* The same on a blocked output's row group (rows ENG_TB apart), and a token-minor
+ * output's bias alone on its real tokens (its padding stays zero): the model's separate
+ * passes' expressions, so the same bits. */
+static inline void eng_res_bias_blk(float *restrict y, const float *restrict res,
+				    const float *restrict bias, int nr, int tl)
+{
+	for (int r = 0; r < nr; r++) {
+		float b = bias[r];
+		float *restrict yr = y + (size_t)r * ENG_TB;
+		const float *restrict rr = res + (size_t)r * ENG_TB;
+		for (int t = 0; t < tl; t++)
+			yr[t] = rr[t] + (yr[t] + b);
+	}
+}
+
+static inline void eng_bias_tm(float *restrict y, size_t ly, const float *restrict bias, int nr,
+			       int nt)
+{
+	for (int r = 0; r < nr; r++) {
+		float b = bias[r];
+		float *restrict yr = y + (size_t)r * ly;
+		for (int t = 0; t < nt; t++)
+			yr[t] += b;
 	}
 }
 

@@ -130,6 +130,8 @@ const eng_kern eng_kern_portable = {
 	.pack = pack_portable,
 	.transpose = transpose_portable,
 	.res_bias = eng_res_bias_rows,
+	.res_bias_blk = eng_res_bias_blk,
+	.bias_tm = eng_bias_tm,
 	.attn_fwd = attn_fwd_portable,
 	.attn_bwd = attn_bwd_portable,
 };

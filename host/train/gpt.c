@@ -343,6 +343,246 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 	layernorm_backward_pool(NULL, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
+/*
+ * LayerNorm over the blocked token-minor residual stream ([nblk][C][ENG_TB], engine.h's
+ * ENG_TM_BLOCKED): a block's 64 tokens are the vector lanes, so a token's 16 lane-wise
+ * partial sums over the features (l [v] sums features v, v + 16, ... in order) are 16
+ * accumulators over the block's rows, added in the same order: the same expressions as
+ * the token-major rows above, the same bits, with no transpose. dweight and dbias sum
+ * each feature over the tokens in 16 lane-wise sums instead (lane v the tokens v, v + 16,
+ * ... in order, then the lanes in order: bias_grad_tm_pool's order), the rows of a block
+ * being contiguous tokens. Tokens past N are zero in and out.
+ */
+struct lnb_job {
+	float *out, *mean, *rstd, *dinp, *dweight, *dbias;
+	const float *inp, *weight, *bias, *dout, *cmean, *crstd;
+	int N, C;
+};
+
+#define TB ENG_TB
+
+static ROW_CLONES void lnb_forward_block(float *restrict o, float *restrict mean,
+					  float *restrict rstd, const float *restrict x,
+					  const float *restrict w, const float *restrict b, int C,
+					  int nt)
+{
+	const float eps = 1e-5f;
+	int Cv = C / LANES * LANES;
+	float l[LANES][TB], m[TB], s[TB];
+	memset(l, 0, sizeof l);
+	for (int i = 0; i < Cv; i += LANES)
+		for (int v = 0; v < LANES; v++)
+			for (int t = 0; t < TB; t++)
+				l[v][t] += x[(size_t)(i + v) * TB + t];
+	for (int i = Cv; i < C; i++)
+		for (int t = 0; t < TB; t++)
+			l[i - Cv][t] += x[(size_t)i * TB + t];
+	for (int t = 0; t < TB; t++) {
+		float tot = 0.0f;
+		for (int v = 0; v < LANES; v++)
+			tot += l[v][t];
+		m[t] = tot / C;
+	}
+	memset(l, 0, sizeof l);
+	for (int i = 0; i < Cv; i += LANES)
+		for (int v = 0; v < LANES; v++)
+			for (int t = 0; t < TB; t++) {
+				float d = x[(size_t)(i + v) * TB + t] - m[t];
+				l[v][t] += d * d;
+			}
+	for (int i = Cv; i < C; i++)
+		for (int t = 0; t < TB; t++) {
+			float d = x[(size_t)i * TB + t] - m[t];
+			l[i - Cv][t] += d * d;
+		}
+	for (int t = 0; t < TB; t++) {
+		float tot = 0.0f;
+		for (int v = 0; v < LANES; v++)
+			tot += l[v][t];
+		float var = tot / C;
+		s[t] = 1.0f / sqrtf(var + eps);
+	}
+	for (int i = 0; i < C; i++) {
+		float wi = w[i], bi = b[i];
+		float *restrict oi = o + (size_t)i * TB;
+		const float *restrict xi = x + (size_t)i * TB;
+		for (int t = 0; t < TB; t++)
+			oi[t] = (s[t] * (xi[t] - m[t])) * wi + bi;
+		for (int t = nt; t < TB; t++)
+			oi[t] = 0.0f;
+	}
+	for (int t = 0; t < nt; t++) {
+		mean[t] = m[t];
+		rstd[t] = s[t];
+	}
+}
+
+static void lnb_forward_job(void *va, int tid, int nth)
+{
+	struct lnb_job *a = va;
+	size_t nblk = ((size_t)a->N + TB - 1) / TB, b0, b1, C = (size_t)a->C;
+	cs_split(nblk, tid, nth, &b0, &b1);
+	for (size_t b = b0; b < b1; b++) {
+		int nt = a->N - (int)b * TB < TB ? a->N - (int)b * TB : TB;
+		lnb_forward_block(a->out + b * C * TB, a->mean + b * TB, a->rstd + b * TB,
+				  a->inp + b * C * TB, a->weight, a->bias, a->C, nt);
+	}
+}
+
+void layernorm_forward_blk_pool(cs_pool *pool, float *out, float *mean, float *rstd,
+				const float *inp, const float *weight, const float *bias, int N,
+				int C)
+{
+	struct lnb_job a = { .out = out, .mean = mean, .rstd = rstd, .inp = inp, .weight = weight,
+			     .bias = bias, .N = N, .C = C };
+	cs_pool_run(pool, lnb_forward_job, &a);
+}
+
+static ROW_CLONES void lnb_backward_block(float *restrict dx, const float *restrict d,
+					   const float *restrict x, const float *restrict w,
+					   const float *restrict mean, const float *restrict rstd,
+					   int C, int nt)
+{
+	int Cv = C / LANES * LANES;
+	float l1[LANES][TB], l2[LANES][TB], m[TB], s[TB], dm[TB], dnm[TB];
+	for (int t = 0; t < TB; t++) { /* padding tokens: d is zero, so is what they add */
+		m[t] = t < nt ? mean[t] : 0.0f;
+		s[t] = t < nt ? rstd[t] : 0.0f;
+	}
+	memset(l1, 0, sizeof l1);
+	memset(l2, 0, sizeof l2);
+	for (int i = 0; i < Cv; i += LANES)
+		for (int v = 0; v < LANES; v++)
+			for (int t = 0; t < TB; t++)
+				l1[v][t] += w[i + v] * d[(size_t)(i + v) * TB + t];
+	for (int i = 0; i < Cv; i += LANES)
+		for (int v = 0; v < LANES; v++)
+			for (int t = 0; t < TB; t++) {
+				size_t q = (size_t)(i + v) * TB + t;
+				l2[v][t] += (w[i + v] * d[q]) * ((x[q] - m[t]) * s[t]);
+			}
+	for (int i = Cv; i < C; i++)
+		for (int t = 0; t < TB; t++) {
+			size_t q = (size_t)i * TB + t;
+			float norm = (x[q] - m[t]) * s[t];
+			float dnorm = w[i] * d[q];
+			l1[i - Cv][t] += dnorm;
+			l2[i - Cv][t] += dnorm * norm;
+		}
+	for (int t = 0; t < TB; t++) {
+		float t1 = 0.0f, t2 = 0.0f;
+		for (int v = 0; v < LANES; v++) {
+			t1 += l1[v][t];
+			t2 += l2[v][t];
+		}
+		dm[t] = t1 / C;
+		dnm[t] = t2 / C;
+	}
+	for (int i = 0; i < C; i++) {
+		float wi = w[i];
+		float *restrict dxi = dx + (size_t)i * TB;
+		const float *restrict xi = x + (size_t)i * TB, *restrict di = d + (size_t)i * TB;
+		for (int t = 0; t < nt; t++) {
+			float norm = (xi[t] - m[t]) * s[t];
+			float dnorm = wi * di[t];
+			dxi[t] += (dnorm - dm[t] - norm * dnm[t]) * s[t];
+		}
+	}
+}
+
+static ROW_CLONES void lnb_backward_cols(struct lnb_job *a, size_t lo, size_t hi)
+{
+	size_t C = (size_t)a->C, nblk = ((size_t)a->N + TB - 1) / TB;
+	for (size_t i = lo; i < hi; i++) {
+		float lb[LANES] = { 0 }, lw[LANES] = { 0 };
+		for (size_t b = 0; b < nblk; b++) {
+			const float *d = a->dout + (b * C + i) * TB, *x = a->inp + (b * C + i) * TB;
+			const float *m = a->cmean + b * TB, *s = a->crstd + b * TB;
+			int nt = a->N - (int)b * TB < TB ? a->N - (int)b * TB : TB;
+			int nv = nt / LANES * LANES;
+			for (int t = 0; t < nv; t += LANES)
+				for (int v = 0; v < LANES; v++) {
+					float norm = (x[t + v] - m[t + v]) * s[t + v];
+					lb[v] += d[t + v];
+					lw[v] += norm * d[t + v];
+				}
+			for (int t = nv; t < nt; t++) {
+				float norm = (x[t] - m[t]) * s[t];
+				lb[t - nv] += d[t];
+				lw[t - nv] += norm * d[t];
+			}
+		}
+		a->dbias[i] += lane_total(lb);
+		a->dweight[i] += lane_total(lw);
+	}
+}
+
+/* dinp by token blocks, then dweight / dbias by features: one job, as the token-major one */
+static void lnb_backward_job(void *va, int tid, int nth)
+{
+	struct lnb_job *a = va;
+	size_t nblk = ((size_t)a->N + TB - 1) / TB, b0, b1, C = (size_t)a->C, lo, hi;
+	cs_split(nblk, tid, nth, &b0, &b1);
+	for (size_t b = b0; b < b1; b++) {
+		int nt = a->N - (int)b * TB < TB ? a->N - (int)b * TB : TB;
+		lnb_backward_block(a->dinp + b * C * TB, a->dout + b * C * TB,
+				   a->inp + b * C * TB, a->weight, a->cmean + b * TB,
+				   a->crstd + b * TB, a->C, nt);
+	}
+	split_aligned(C, 16, tid, nth, &lo, &hi);
+	lnb_backward_cols(a, lo, hi);
+}
+
+void layernorm_backward_blk_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
+				 const float *dout, const float *inp, const float *weight,
+				 const float *mean, const float *rstd, int N, int C)
+{
+	struct lnb_job a = { .dinp = dinp, .dweight = dweight, .dbias = dbias, .dout = dout,
+			     .inp = inp, .weight = weight, .cmean = mean, .crstd = rstd, .N = N,
+			     .C = C };
+	cs_pool_run(pool, lnb_backward_job, &a);
+}
+
+/* Token-major [N][C] and blocked [nblk][C][ENG_TB] (padding tokens zero), by token blocks */
+struct blk_job {
+	float *dst;
+	const float *src;
+	int N, C, to_blk;
+};
+
+static void blk_job_run(void *va, int tid, int nth)
+{
+	struct blk_job *a = va;
+	size_t nblk = ((size_t)a->N + TB - 1) / TB, b0, b1, C = (size_t)a->C;
+	cs_split(nblk, tid, nth, &b0, &b1);
+	for (size_t b = b0; b < b1; b++) {
+		int nt = a->N - (int)b * TB < TB ? a->N - (int)b * TB : TB;
+		if (a->to_blk) {
+			float *d = a->dst + b * C * TB;
+			eng_transpose_block(d, TB, a->src + b * TB * C, C, nt, a->C);
+			for (size_t i = 0; nt < TB && i < C; i++)
+				memset(d + i * TB + nt, 0, sizeof(float) * (size_t)(TB - nt));
+		} else {
+			eng_transpose_block(a->dst + b * TB * C, C, a->src + b * C * TB, TB, a->C,
+					    nt);
+		}
+	}
+}
+
+void tm_block_pool(cs_pool *pool, float *dst, const float *src, int N, int C)
+{
+	struct blk_job a = { .dst = dst, .src = src, .N = N, .C = C, .to_blk = 1 };
+	cs_pool_run(pool, blk_job_run, &a);
+}
+
+void tm_unblock_pool(cs_pool *pool, float *dst, const float *src, int N, int C)
+{
+	struct blk_job a = { .dst = dst, .src = src, .N = N, .C = C, .to_blk = 0 };
+	cs_pool_run(pool, blk_job_run, &a);
+}
+
+#undef TB
+
 /* ---- matmul ------------------------------------------------------------------------- */
 
 /*
@@ -1028,19 +1268,6 @@ static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi
 	}
 }
 
-/* y [rows][ld] += b [rows] on the BT tokens (padding stays zero); rows split */
-static void tm_bias_add_job(void *va, int tid, int nth)
-{
-	struct tm_job *a = va;
-	size_t lo, hi;
-	cs_split((size_t)a->rows, tid, nth, &lo, &hi);
-	for (size_t i = lo; i < hi; i++) {
-		float *y = a->y + i * a->ld, b = a->b[i];
-		for (int t = 0; t < a->BT; t++)
-			y[t] += b;
-	}
-}
-
 /* rows split */
 static void tm_bias_gelu_job(void *va, int tid, int nth)
 {
@@ -1080,13 +1307,26 @@ void bias_grad_tm_pool(cs_pool *pool, float *db, const float *d, int rows, int B
 	cs_pool_run(pool, tm_bias_grad_job, &tj);
 }
 
+/* The floats of each block's LayerNorm output when token-minor: [C][ld] rows, or blocked
+ * with the blocked residual stream, whichever is larger. */
+static size_t tm_ln_size(const gpt *m, int ld, size_t BT)
+{
+	size_t C1 = (size_t)m->cfg.n_embd, rows = C1 * (size_t)ld;
+	size_t blk = eng_blk_size((int)C1, (int)BT);
+	return rows > blk ? rows : blk;
+}
+
 /* Room for the token-minor activations of BT tokens (rows of ld, the MLP's hidden ones
- * blocked); fresh memory is zeroed, the padding tokens of every row stay so. */
-static int tm_reserve(gpt *m, int ld, size_t BT)
+ * blocked), and with res the blocked residual stream; fresh memory is zeroed, the padding
+ * tokens of every row stay so. */
+static int tm_reserve(gpt *m, int ld, size_t BT, int res)
 {
 	size_t L = m->cfg.n_layer, C4 = 4 * (size_t)m->cfg.n_embd, C3 = 3 * (size_t)m->cfg.n_embd;
 	size_t C1 = (size_t)m->cfg.n_embd, hsz = eng_blk_size((int)C4, (int)BT);
-	size_t need = (2 * L + 1) * hsz + ((L + 1) * C3 + 3 * L * C1) * (size_t)ld;
+	size_t lnsz = tm_ln_size(m, ld, BT), rsz = eng_blk_size((int)C1, (int)BT);
+	size_t need = (2 * L + 1) * hsz + ((L + 1) * C3 + L * C1) * (size_t)ld + 2 * L * lnsz;
+	if (res)
+		need += (2 * L + 3) * rsz;
 	if (need > m->tm_cap) {
 		/* rows start on cache lines (ld is a multiple of 16), so threads writing
 		 * different token blocks of a row never share a line */
@@ -1104,8 +1344,12 @@ static int tm_reserve(gpt *m, int ld, size_t BT)
 	m->tm_qkv = m->tm_dfch + hsz;
 	m->tm_dqkv = m->tm_qkv + L * C3 * (size_t)ld;
 	m->tm_ln1 = m->tm_dqkv + C3 * (size_t)ld;
-	m->tm_ln2 = m->tm_ln1 + L * C1 * (size_t)ld;
-	m->tm_atty = m->tm_ln2 + L * C1 * (size_t)ld;
+	m->tm_ln2 = m->tm_ln1 + L * lnsz;
+	m->tm_atty = m->tm_ln2 + L * lnsz;
+	m->tm_res = res ? m->tm_atty + L * C1 * (size_t)ld : NULL;
+	m->tm_res2 = res ? m->tm_res + (L + 1) * rsz : NULL;
+	m->tm_dres = res ? m->tm_res2 + L * rsz : NULL;
+	m->tm_dln = res ? m->tm_dres + rsz : NULL;
 	return CS_OK;
 }
 
@@ -1446,6 +1690,145 @@ int gpt_set_batch(gpt *m, const int *inputs, const int *targets, int B, int T)
 	return CS_OK;
 }
 
+/* The ld of the blocked residual stream (gpt_linear_ops.res_blocked) for BT tokens: every
+ * block's four projections token-minor with one ld; else 0. */
+static int res_blocked_ld(gpt *m, int BT)
+{
+	const gpt_linear_ops *o = m->lin;
+	if (!o->res_blocked || !o->qkv_ld || !o->attn_ld || !o->mlp_ld)
+		return 0;
+	int ld = 0;
+	for (int l = 0; l < m->cfg.n_layer; l++) {
+		int q = o->qkv_ld(m->lin_ctx, l, BT);
+		if (q <= 0 || (ld && q != ld) || o->attn_ld(m->lin_ctx, l, BT) != q ||
+		    o->mlp_ld(m->lin_ctx, l, BT) != q)
+			return 0;
+		ld = q;
+	}
+	return ld;
+}
+
+/*
+ * The blocks with the blocked residual stream (res_blocked_ld): the embeddings are blocked
+ * once, each LayerNorm reads the stream and writes its output blocked, attn.proj and
+ * mlp.proj add the bias and the residual into it as they write their blocks, and the last
+ * block's output is made token-major once for the final LayerNorm. The expressions are the
+ * token-major path's, so the bits are too.
+ */
+static int forward_blocks_blk(gpt *m, int B, int T, int ld, float *scratch)
+{
+	const gpt_config *c = &m->cfg;
+	int L = c->n_layer, C = c->n_embd, NH = c->n_head;
+	size_t BT = (size_t)B * T, C1 = C, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C;
+	gpt_params *p = &m->params;
+	gpt_acts *a = &m->acts;
+	cs_pool *pool = m->pool;
+	int rc = tm_reserve(m, ld, BT, 1);
+	if (rc)
+		return rc;
+	size_t rsz = eng_blk_size(C, (int)BT), lnsz = tm_ln_size(m, ld, BT);
+	size_t hsz = eng_blk_size((int)C4, (int)BT);
+	tm_block_pool(pool, m->tm_res, a->encoded, (int)BT, C);
+	for (int l = 0; l < L; l++) {
+		m->tm_ld[l] = m->tm_ld[L + l] = m->tm_ld[2 * L + l] = ld;
+		float *resin = m->tm_res + l * rsz, *res2 = m->tm_res2 + l * rsz;
+		float *res3 = m->tm_res + (l + 1) * rsz;
+		float *ln1t = m->tm_ln1 + l * lnsz, *ln2t = m->tm_ln2 + l * lnsz;
+		float *qkvt = m->tm_qkv + l * C3 * ld, *attyt = m->tm_atty + l * C1 * ld;
+		float *fcht = m->tm_fch + l * hsz, *gelut = m->tm_fch_gelu + l * hsz;
+		float *att = a->att + (size_t)l * B * NH * T * T;
+		layernorm_forward_blk_pool(pool, ln1t, a->ln1_mean + l * BT, a->ln1_rstd + l * BT,
+					   resin, p->ln1w + l * C1, p->ln1b + l * C1, (int)BT, C);
+		/* qkv's bias in its output pass */
+		rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, p->qkvb + l * C3, ln1t,
+					p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C, 3 * C, ld, 1);
+		if (rc)
+			return rc;
+		attention_forward_tmo_pool(pool, attyt, att, qkvt, ld, scratch, B, T, C, NH);
+		rc = m->lin->forward_tm(m->lin_ctx, res2, resin, p->attprojb + l * C1, attyt,
+					p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C,
+					ld, 1);
+		if (rc)
+			return rc;
+		layernorm_forward_blk_pool(pool, ln2t, a->ln2_mean + l * BT, a->ln2_rstd + l * BT,
+					   res2, p->ln2w + l * C1, p->ln2b + l * C1, (int)BT, C);
+		rc = m->lin->forward_tm(m->lin_ctx, fcht, NULL, NULL, ln2t, p->fcw + l * C4 * C, l,
+					GPT_FC, (int)BT, C, 4 * C, ld, 1);
+		if (rc)
+			return rc;
+		struct tm_job tj = { .y = fcht, .g = gelut, .b = p->fcb + l * C4, .rows = (int)C4,
+				      .BT = (int)BT, .ld = ld };
+		cs_pool_run(pool, tm_bias_gelu_job, &tj);
+		rc = m->lin->forward_tm(m->lin_ctx, res3, res2, p->fcprojb + l * C1, gelut,
+					p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT, 4 * C, C,
+					ld, 1);
+		if (rc)
+			return rc;
+	}
+	tm_unblock_pool(pool, a->residual3 + (L - 1) * BT * C, m->tm_res + L * rsz, (int)BT, C);
+	return CS_OK;
+}
+
+/* The blocks' backward with the blocked residual stream: dresidual (token-major, from the
+ * final LayerNorm) is blocked once and made token-major again for the embeddings. */
+static int backward_blocks_blk(gpt *m, float *scratch)
+{
+	const gpt_config *c = &m->cfg;
+	int L = c->n_layer, C = c->n_embd, NH = c->n_head;
+	int B = m->cur_B, T = m->cur_T, ld = m->tm_ld[0], rc;
+	size_t BT = (size_t)B * T, C1 = C, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C;
+	gpt_params *p = &m->params, *g = &m->grads;
+	gpt_acts *a = &m->acts;
+	cs_pool *pool = m->pool;
+	size_t rsz = eng_blk_size(C, (int)BT), lnsz = tm_ln_size(m, ld, BT);
+	size_t hsz = eng_blk_size((int)C4, (int)BT);
+	int dd = m->want_dense_dw;
+	tm_block_pool(pool, m->tm_dres, m->dresidual, (int)BT, C);
+	for (int l = L - 1; l >= 0; l--) {
+		const float *resin = m->tm_res + l * rsz, *res2 = m->tm_res2 + l * rsz;
+		const float *ln1t = m->tm_ln1 + l * lnsz, *ln2t = m->tm_ln2 + l * lnsz;
+		const float *qkvt = m->tm_qkv + l * C3 * ld, *attyt = m->tm_atty + l * C1 * ld;
+		const float *fcht = m->tm_fch + l * hsz, *gelut = m->tm_fch_gelu + l * hsz;
+		const float *att = a->att + (size_t)l * B * NH * T * T;
+		/* mlp.proj's backward gives GELU's (dfch = GELU' dfch_gelu) and its bias
+		 * gradient, fc's its own */
+		rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch, fcht, g->fcprojw + l * C1 * C4,
+					 g->fcprojb + l * C1, m->tm_dres, gelut,
+					 p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT, (int)C4,
+					 C, ld, 1, dd);
+		if (rc)
+			return rc;
+		rc = m->lin->backward_tm(m->lin_ctx, m->tm_dln, NULL, g->fcw + l * C4 * C,
+					 g->fcb + l * C4, m->tm_dfch, ln2t, p->fcw + l * C4 * C, l,
+					 GPT_FC, (int)BT, C, (int)C4, ld, 1, dd);
+		if (rc)
+			return rc;
+		layernorm_backward_blk_pool(pool, m->tm_dres, g->ln2w + l * C1, g->ln2b + l * C1,
+					    m->tm_dln, res2, p->ln2w + l * C1, a->ln2_mean + l * BT,
+					    a->ln2_rstd + l * BT, (int)BT, C);
+		rc = m->lin->backward_tm(m->lin_ctx, m->datty, NULL, g->attprojw + l * C1 * C,
+					 g->attprojb + l * C1, m->tm_dres, attyt,
+					 p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C,
+					 ld, 1, dd);
+		if (rc)
+			return rc;
+		attention_backward_tm_pool(pool, m->tm_dqkv, m->datty, qkvt, ld, att, scratch, B, T,
+					   C, NH);
+		rc = m->lin->backward_tm(m->lin_ctx, m->tm_dln, NULL, g->qkvw + l * C3 * C,
+					 g->qkvb + l * C3, m->tm_dqkv, ln1t, p->qkvw + l * C3 * C,
+					 l, GPT_QKV, (int)BT, C, (int)C3, ld, 1, dd);
+		if (rc)
+			return rc;
+		layernorm_backward_blk_pool(pool, m->tm_dres, g->ln1w + l * C1, g->ln1b + l * C1,
+					    m->tm_dln, resin, p->ln1w + l * C1, a->ln1_mean + l * BT,
+					    a->ln1_rstd + l * BT, (int)BT, C);
+		if (m->grads_ready && (rc = m->grads_ready(m->grads_ready_ctx, l)))
+			return rc;
+	}
+	tm_unblock_pool(pool, m->dresidual, m->tm_dres, (int)BT, C);
+	return CS_OK;
+}
+
 int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, float *loss)
 {
 	const gpt_config *c = &m->cfg;
@@ -1463,7 +1846,14 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		return rc;
 
 	encoder_forward_pool(pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
-	for (int l = 0; l < L; l++) {
+	int rld = res_blocked_ld(m, (int)BT);
+	m->tm_res_on = rld > 0;
+	if (rld > 0) {
+		rc = forward_blocks_blk(m, B, T, rld, scratch);
+		if (rc)
+			return rc;
+	}
+	for (int l = 0; l < L && rld == 0; l++) {
 		const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C;
 		float *ln1 = a->ln1 + l * BT * C;
 		float *ln1_mean = a->ln1_mean + l * BT, *ln1_rstd = a->ln1_rstd + l * BT;
@@ -1483,25 +1873,23 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		int qld = m->lin->qkv_ld ? m->lin->qkv_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[L + l] = 0;
 		if (qld > 0) { /* ln1, q, k, v token-minor */
-			rc = tm_reserve(m, qld, BT);
+			rc = tm_reserve(m, qld, BT, 0);
 			if (rc)
 				return rc;
 			m->tm_ld[L + l] = qld;
 			float *qkvt = m->tm_qkv + l * C3 * qld;
-			float *ln1t = m->tm_ln1 + l * C1 * qld;
+			float *ln1t = m->tm_ln1 + l * tm_ln_size(m, qld, BT);
 			rc = layernorm_forward_tm_pool(pool, ln1t, ln1_mean, ln1_rstd, residual,
 						       p->ln1w + l * C1, p->ln1b + l * C1, (int)BT, C,
 						       qld);
 			if (rc)
 				return rc;
-			rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, NULL, ln1t,
+			/* qkv's bias in its output pass */
+			rc = m->lin->forward_tm(m->lin_ctx, qkvt, NULL, p->qkvb + l * C3, ln1t,
 						p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
-						3 * C, qld);
+						3 * C, qld, 0);
 			if (rc)
 				return rc;
-			struct tm_job tj = { .y = qkvt, .b = p->qkvb + l * C3, .rows = (int)C3,
-					     .BT = (int)BT, .ld = qld };
-			cs_pool_run(pool, tm_bias_add_job, &tj);
 			int old = m->lin->attn_ld ? m->lin->attn_ld(m->lin_ctx, l, (int)BT) : 0;
 			m->tm_ld[2 * L + l] = old == qld ? qld : 0;
 		} else {
@@ -1523,7 +1911,7 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			/* the bias and the residual add in attn.proj's output pass */
 			rc = m->lin->forward_tm(m->lin_ctx, residual2, residual, p->attprojb + l * C1,
 						attyt, p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ,
-						(int)BT, C, C, ald);
+						(int)BT, C, C, ald, 0);
 			if (rc)
 				return rc;
 		} else {
@@ -1540,14 +1928,14 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 		int tld = m->lin->mlp_ld ? m->lin->mlp_ld(m->lin_ctx, l, (int)BT) : 0;
 		m->tm_ld[l] = 0;
 		if (tld > 0) { /* ln2 and the hidden activations token-minor */
-			rc = tm_reserve(m, tld, BT);
+			rc = tm_reserve(m, tld, BT, 0);
 			if (rc)
 				return rc;
 			m->tm_ld[l] = tld;
 			size_t hsz = eng_blk_size((int)C4, (int)BT); /* blocked */
 			float *fcht = m->tm_fch + l * hsz;
 			float *gelut = m->tm_fch_gelu + l * hsz;
-			float *ln2t = m->tm_ln2 + l * C1 * tld;
+			float *ln2t = m->tm_ln2 + l * tm_ln_size(m, tld, BT);
 			rc = layernorm_forward_tm_pool(pool, ln2t, ln2_mean, ln2_rstd, residual2,
 						       p->ln2w + l * C1, p->ln2b + l * C1, (int)BT, C,
 						       tld);
@@ -1555,7 +1943,7 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 				return rc;
 			rc = m->lin->forward_tm(m->lin_ctx, fcht, NULL, NULL, ln2t,
 						p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C, 4 * C,
-						tld);
+						tld, 0);
 			if (rc)
 				return rc;
 			struct tm_job tj = { .y = fcht, .g = gelut, .b = p->fcb + l * C4,
@@ -1564,7 +1952,7 @@ int gpt_forward(gpt *m, const int *inputs, const int *targets, int B, int T, flo
 			/* the bias and the residual add in mlp.proj's output pass */
 			rc = m->lin->forward_tm(m->lin_ctx, residual3, residual2,
 						p->fcprojb + l * C1, gelut, p->fcprojw + l * C1 * C4,
-						l, GPT_FC_PROJ, (int)BT, 4 * C, C, tld);
+						l, GPT_FC_PROJ, (int)BT, 4 * C, C, tld, 0);
 			if (rc)
 				return rc;
 		} else {
@@ -1634,7 +2022,12 @@ int gpt_backward(gpt *m, float loss_scale)
 	layernorm_backward_pool(pool, m->dresidual, g->lnfw, g->lnfb, m->dln, residual, p->lnfw,
 				a->lnf_mean, a->lnf_rstd, (int)BT, C);
 
-	for (int l = L - 1; l >= 0; l--) {
+	if (m->tm_res_on) {
+		rc = backward_blocks_blk(m, scratch);
+		if (rc)
+			return rc;
+	}
+	for (int l = L - 1; l >= 0 && !m->tm_res_on; l--) {
 		residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BT * C;
 		const float *ln1 = a->ln1 + l * BT * C;
 		const float *qkv = a->qkv + l * BT * C3;
@@ -1657,15 +2050,15 @@ int gpt_backward(gpt *m, float loss_scale)
 			rc = m->lin->backward_tm(m->lin_ctx, m->tm_dfch, fcht,
 						 g->fcprojw + l * C1 * C4, NULL, dfcproj, gelut,
 						 p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ, (int)BT,
-						 (int)C4, C, tld, m->want_dense_dw);
+						 (int)C4, C, tld, 0, m->want_dense_dw);
 			if (rc)
 				return rc;
 			/* fc's bias gradient comes out of its weight gradient */
 			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->fcw + l * C4 * C,
 						 g->fcb + l * C4, m->tm_dfch,
-						 m->tm_ln2 + l * C1 * tld,
+						 m->tm_ln2 + l * tm_ln_size(m, tld, BT),
 						 p->fcw + l * C4 * C, l, GPT_FC, (int)BT, C,
-						 (int)C4, tld, m->want_dense_dw);
+						 (int)C4, tld, 0, m->want_dense_dw);
 		} else {
 			rc = lin_backward(m, m->dfch_gelu, g->fcprojw + l * C1 * C4, dfcproj,
 					  fch_gelu, p->fcprojw + l * C1 * C4, l, GPT_FC_PROJ,
@@ -1691,7 +2084,7 @@ int gpt_backward(gpt *m, float loss_scale)
 			rc = m->lin->backward_tm(m->lin_ctx, m->datty, NULL,
 						 g->attprojw + l * C1 * C, NULL, dattproj,
 						 m->tm_atty + l * C1 * ald, p->attprojw + l * C1 * C,
-						 l, GPT_ATTN_PROJ, (int)BT, C, C, ald,
+						 l, GPT_ATTN_PROJ, (int)BT, C, C, ald, 0,
 						 m->want_dense_dw);
 		else
 			rc = lin_backward(m, m->datty, g->attprojw + l * C1 * C, dattproj, atty,
@@ -1706,9 +2099,9 @@ int gpt_backward(gpt *m, float loss_scale)
 						   scratch, B, T, C, NH);
 			rc = m->lin->backward_tm(m->lin_ctx, m->dln, NULL, g->qkvw + l * C3 * C,
 						 g->qkvb + l * C3, m->tm_dqkv,
-						 m->tm_ln1 + l * C1 * qld,
+						 m->tm_ln1 + l * tm_ln_size(m, qld, BT),
 						 p->qkvw + l * C3 * C, l, GPT_QKV, (int)BT, C,
-						 (int)C3, qld, m->want_dense_dw);
+						 (int)C3, qld, 0, m->want_dense_dw);
 		} else {
 			attention_backward_pool(pool, m->dqkv, m->datty, qkv, att, scratch, B, T, C,
 						NH);

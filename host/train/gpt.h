@@ -71,10 +71,12 @@ typedef struct gpt_linear_ops {
 	int (*attn_ld)(void *ctx, int layer, int BT);
 	/* res (GPT_ATTN_PROJ and GPT_FC_PROJ, whose y is token-major; else NULL): y = res +
 	 * (x W^T + bias) [BT, OC], the projection's bias and the residual add in the product's
-	 * output pass (bias_residual_pool's expressions: the same bits); res is not y. */
+	 * output pass (bias_residual_pool's expressions: the same bits); res is not y.
+	 * bias without res (GPT_QKV): y = x W^T + bias, the bias added in the output pass
+	 * (the same bits as a separate pass; padding tokens stay zero). */
 	int (*forward_tm)(void *ctx, float *y, const float *res, const float *bias,
 			  const float *x, const float *w, int layer, int proj, int BT, int IC,
-			  int OC, int ld);
+			  int OC, int ld, int blk);
 	/* dx_mul (GPT_FC_PROJ only, else NULL): the token-minor dx comes out multiplied by it
 	 * elementwise ([IC][ld], as dx): mlp.proj's backward hands out GELU's backward, the
 	 * gradient times the derivative kept in fch, with no pass of its own.
@@ -83,7 +85,15 @@ typedef struct gpt_linear_ops {
 	 * same bits), which the hook may take while its weight gradient reads dy. */
 	int (*backward_tm)(void *ctx, float *dx, const float *dx_mul, float *dw, float *db,
 			   const float *dy, const float *x, const float *w, int layer, int proj,
-			   int BT, int IC, int OC, int ld, int want_dense_dw);
+			   int BT, int IC, int OC, int ld, int blk, int want_dense_dw);
+	/* 1: forward_tm / backward_tm take blk = 1, the blocked residual stream: when every
+	 * block runs its four projections token-minor (qkv_ld, attn_ld and mlp_ld give the
+	 * same ld), the residual stream, its gradient, the LayerNorm outputs and their
+	 * gradients are blocked too ([nblk][C][ENG_TB]); then GPT_QKV and GPT_FC take x and
+	 * give dx blocked, GPT_ATTN_PROJ and GPT_FC_PROJ give y (with res blocked) and take
+	 * dy blocked, and db is taken for all four (attn.proj's dx stays token-major for
+	 * attention). blk = 0: the layouts above. */
+	int res_blocked;
 } gpt_linear_ops;
 
 /* llm.c layout: each parameter kind is one array over the layers. */
@@ -171,9 +181,17 @@ typedef struct gpt {
 	float *tm_dfch;         /* [nblk][4C][ENG_TB] */
 	float *tm_qkv;          /* [L, 3C, ld] */
 	float *tm_dqkv;         /* [3C, ld] */
-	float *tm_ln1;          /* [L, C, ld] ln1 when q, k, v are token-minor */
-	float *tm_ln2;          /* [L, C, ld] ln2 when the MLP is token-minor */
+	float *tm_ln1;          /* [L][lnsz] ln1 when q, k, v are token-minor: [C][ld], or
+				   blocked with the blocked residual stream (lnsz the larger) */
+	float *tm_ln2;          /* [L][lnsz] ln2 when the MLP is token-minor, the same */
 	float *tm_atty;         /* [L, C, ld] attention's output when attn_ld */
+	/* the blocked residual stream (gpt_linear_ops.res_blocked), [nblk][C][ENG_TB] each */
+	int tm_res_on;          /* 1: the last forward ran with it */
+	float *tm_res;          /* [L + 1] block l's input (0: the embeddings), then the
+				   last block's output */
+	float *tm_res2;         /* [L] the residual after attention */
+	float *tm_dres;         /* the residual stream's gradient */
+	float *tm_dln;          /* a LayerNorm output's gradient */
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
 	int cur_B, cur_T;
 	float mean_loss;        /* of the last forward with targets, else -1 */
@@ -292,6 +310,19 @@ int layernorm_forward_tm_pool(cs_pool *pool, float *out, float *mean, float *rst
 void layernorm_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
 			     const float *dout, const float *inp, const float *weight,
 			     const float *mean, const float *rstd, int N, int C);
+/* LayerNorm over the blocked token-minor residual stream: inp, out, dout and dinp
+ * [nblk][C][ENG_TB] (engine.h's ENG_TM_BLOCKED), tokens N.. zero. The forward and dinp
+ * have the token-major forms' bits; dweight and dbias sum each feature over the tokens in
+ * bias_grad_tm_pool's order. */
+void layernorm_forward_blk_pool(cs_pool *pool, float *out, float *mean, float *rstd,
+				const float *inp, const float *weight, const float *bias, int N,
+				int C);
+void layernorm_backward_blk_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,
+				 const float *dout, const float *inp, const float *weight,
+				 const float *mean, const float *rstd, int N, int C);
+/* dst blocked [nblk][C][ENG_TB] (padding zeroed) = src token-major [N][C], and back */
+void tm_block_pool(cs_pool *pool, float *dst, const float *src, int N, int C);
+void tm_unblock_pool(cs_pool *pool, float *dst, const float *src, int N, int C);
 void matmul_forward_pool(cs_pool *pool, float *out, const float *inp, const float *weight,
 			 const float *bias, int N, int C, int OC);
 void matmul_backward_pool(cs_pool *pool, float *dinp, float *dweight, float *dbias,

@@ -389,39 +389,83 @@ static int nat_qkv_ld(void *ctx, int layer, int BT)
 
 static int nat_forward_tm(void *ctx, float *y, const float *res, const float *bias,
 			  const float *x, const float *w, int layer, int proj, int BT, int IC,
-			  int OC, int ld)
+			  int OC, int ld, int blk)
 {
 	(void)w, (void)IC, (void)OC;
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
-	int y_tm = proj == GPT_QKV || proj == GPT_FC;
-	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || (res && y_tm))
+	int y_minor = proj == GPT_QKV || proj == GPT_FC;
+	if (!n->sp[k].row_ptr || ld != eng_ld(BT) || (res && y_minor) || (blk && !y_minor && !res))
 		return CS_ERR_INVALID;
 	/* x token-minor (qkv, fc: the LayerNorm's output; attn.proj: attention's; mlp.proj:
 	 * GELU's), the wgrad's input itself; y token-minor for qkv and fc */
 	n->xt_src[k] = NULL;
 	n->xt_bt[k] = 0;
-	/* the MLP's hidden activations (fc's output, mlp.proj's input) blocked */
-	int x_tm = proj == GPT_FC_PROJ ? ENG_TM_BLOCKED : ENG_TM_ROWS;
+	/* the MLP's hidden activations (fc's output, mlp.proj's input) blocked, and with blk
+	 * the LayerNorm outputs (qkv's and fc's input) and the residual stream */
+	int x_tm = proj == GPT_FC_PROJ || (blk && y_minor) ? ENG_TM_BLOCKED : ENG_TM_ROWS;
 	if (res) /* attn.proj, mlp.proj: the bias and residual add in the output pass */
-		return eng_spmm_res(n->e, y, res, bias, &n->sp[k], x, x_tm, BT, NULL);
+		return eng_spmm_res_ex(n->e, y, blk ? ENG_TM_BLOCKED : 0, res, bias, &n->sp[k], x,
+				       x_tm, BT, NULL);
+	if (bias) /* qkv: its bias in the output pass */
+		return eng_spmm_bias(n->e, y, proj == GPT_FC ? ENG_TM_BLOCKED : ENG_TM_ROWS, bias,
+				     &n->sp[k], x, x_tm, BT);
 	return eng_spmm_ex(n->e, y, proj == GPT_FC ? ENG_TM_BLOCKED : ENG_TM_ROWS, &n->sp[k], 0,
 			   x, x_tm, BT, NULL);
 }
 
+/* dW += dy^T x on a growth step by sgemm, which wants rows: a blocked operand is made rows
+ * first (dy into dyt, x into the projection's xt); db += dy's row sums */
+static int dense_dw_tm(train_native *n, int k, float *dw, float *db, const float *dy,
+		       int dy_tm, const float *x, int x_tm, int BT, int IC, int OC)
+{
+	int ld = eng_ld(BT);
+	if (dy_tm == ENG_TM_BLOCKED) {
+		eng_tm_unblock(n->dyt, dy, OC, BT);
+		dy = n->dyt;
+	}
+	if (x_tm == ENG_TM_BLOCKED) {
+		if (!xt_buf(n, k))
+			return CS_ERR_NO_MEM;
+		eng_tm_unblock(n->xt[k], x, IC, BT);
+		n->xt_src[k] = NULL;
+		n->xt_bt[k] = 0;
+		x = n->xt[k];
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, IC, BT, 1.0f, dy, ld, x, ld,
+		    1.0f, dw, IC);
+	if (db)
+		bias_grad_tm_pool(n->pool, db, dy, OC, BT, ld);
+	return CS_OK;
+}
+
 static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw, float *db,
 			   const float *dy, const float *x, const float *w, int layer, int proj,
-			   int BT, int IC, int OC, int ld, int want_dense_dw)
+			   int BT, int IC, int OC, int ld, int blk, int want_dense_dw)
 {
 	(void)w;
 	train_native *n = ctx;
 	int k = layer * GPT_NPROJ + proj;
 	const eng_spmat *s = &n->sp[k];
-	int dy_minor = proj == GPT_QKV || proj == GPT_FC;
+	int dy_minor = proj == GPT_QKV || proj == GPT_FC || blk;
 	if (!s->row_ptr || ld != eng_ld(BT) || (dx_mul && proj != GPT_FC_PROJ) ||
 	    (db && !dy_minor))
 		return CS_ERR_INVALID;
 	int rc;
+	if (blk) { /* the blocked residual stream (gpt_linear_ops.res_blocked) */
+		int dy_tm = proj == GPT_QKV ? ENG_TM_ROWS : ENG_TM_BLOCKED;
+		int x_tm = proj == GPT_ATTN_PROJ ? ENG_TM_ROWS : ENG_TM_BLOCKED;
+		/* dx: attention's gradient token-major (attn.proj), else blocked (fc's dY
+		 * times GELU' for mlp.proj; the LayerNorm's dY for qkv and fc) */
+		int dx_tm = proj == GPT_ATTN_PROJ ? 0 : ENG_TM_BLOCKED;
+		rc = dx_mul ? eng_spmm_mul(n->e, dx, dx_tm, dx_mul, s, 1, dy, dy_tm, BT, NULL)
+			    : eng_spmm_ex(n->e, dx, dx_tm, s, 1, dy, dy_tm, BT, NULL);
+		if (rc)
+			return rc;
+		if (want_dense_dw)
+			return dense_dw_tm(n, k, dw, db, dy, dy_tm, x, x_tm, BT, IC, OC);
+		return wgrad(n, k, dw, db, dy, dy_tm, x, x_tm, BT);
+	}
 	if (proj == GPT_FC_PROJ || proj == GPT_ATTN_PROJ) { /* dy token-major, x token-minor
 							     * (mlp.proj's blocked), dx too for
 							     * mlp.proj (blocked) */
@@ -453,18 +497,8 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 	rc = eng_spmm_ex(n->e, dx, 0, s, 1, dy, dy_tm, BT, NULL);
 	if (rc)
 		return rc;
-	if (want_dense_dw) { /* dW += dy x^T over [rows][ld] */
-		const float *dyr = dy;
-		if (dy_tm == ENG_TM_BLOCKED) { /* sgemm wants rows */
-			eng_tm_unblock(n->dyt, dy, OC, BT);
-			dyr = n->dyt;
-		}
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, IC, BT, 1.0f, dyr, ld, x,
-			    ld, 1.0f, dw, IC);
-		if (db)
-			bias_grad_tm_pool(n->pool, db, dyr, OC, BT, ld);
-		return CS_OK;
-	}
+	if (want_dense_dw)
+		return dense_dw_tm(n, k, dw, db, dy, dy_tm, x, ENG_TM_ROWS, BT, IC, OC);
 	/* the bias gradient read with dy's rows in the weight gradient (the padding tokens of
 	 * dy, which it sums, are zero: the model's token-minor arrays keep them so) */
 	return wgrad(n, k, dw, db, dy, dy_tm, x, ENG_TM_ROWS, BT);
@@ -478,4 +512,5 @@ const gpt_linear_ops train_native_linear_ops = {
 	.attn_ld = nat_attn_ld,
 	.forward_tm = nat_forward_tm,
 	.backward_tm = nat_backward_tm,
+	.res_blocked = 1,
 };

@@ -278,6 +278,67 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 					assert_memory_equal(&yr[q], &want, sizeof want);
 				}
 		}
+		/* into a blocked output with a blocked residual: the same bits, padding tokens
+		 * zero, from a token-major, a rows and a blocked input */
+		{
+			size_t bo = eng_blk_size((int)no, T);
+			float *rest = malloc(sizeof(float) * no * ld), *yb = malloc(sizeof(float) * bo);
+			assert_true(rest && yb);
+			for (size_t i = 0; i < no; i++)
+				for (int t = 0; t < ld; t++)
+					rest[i * ld + t] = t < T ? res[(size_t)t * no + i] : 0.0f;
+			float *resb = to_blocked(rest, (int)no, T, ld);
+			float *xb = to_blocked(xt, (int)p->n_in, T, ld);
+			for (int tm = 0; tm < 3; tm++) {
+				const float *xin = tm == 0 ? p->x : tm == 1 ? xt : xb;
+				memset(yb, 0x7f, sizeof(float) * bo);
+				assert_int_equal(eng_spmm_res_ex(e, yb, ENG_TM_BLOCKED, resb, bias, &s,
+								 xin, tm, T, NULL),
+						 CS_OK);
+				for (size_t q = 0; q < bo; q++) {
+					size_t b = q / (no * ENG_TB), i = q / ENG_TB % no;
+					size_t t = b * ENG_TB + q % ENG_TB;
+					float want = 0.0f;
+					if (t < (size_t)T) {
+						size_t r = t * no + i;
+						want = res[r] + (y[r] + bias[i]);
+					}
+					assert_memory_equal(&yb[q], &want, sizeof want);
+				}
+			}
+			assert_int_equal(eng_spmm_res_ex(e, yb, ENG_TM_ROWS, resb, bias, &s, xt, 1, T,
+							 NULL),
+					 CS_ERR_INVALID);
+			/* the bias alone into a token-minor output: the bits of y + bias on the
+			 * real tokens, padding zero, rows and blocked */
+			float *yrow = malloc(sizeof(float) * no * ld);
+			assert_true(yrow != NULL);
+			memset(yrow, 0x7f, sizeof(float) * no * ld);
+			assert_int_equal(eng_spmm_bias(e, yrow, ENG_TM_ROWS, bias, &s, xb,
+						       ENG_TM_BLOCKED, T),
+					 CS_OK);
+			for (size_t i = 0; i < no; i++)
+				for (int t = 0; t < ld; t++) {
+					float want = t < T ? y[(size_t)t * no + i] + bias[i] : 0.0f;
+					assert_memory_equal(&yrow[i * ld + t], &want, sizeof want);
+				}
+			memset(yb, 0x7f, sizeof(float) * bo);
+			assert_int_equal(eng_spmm_bias(e, yb, ENG_TM_BLOCKED, bias, &s, xt,
+						       ENG_TM_ROWS, T),
+					 CS_OK);
+			for (size_t q = 0; q < bo; q++) {
+				size_t b = q / (no * ENG_TB), i = q / ENG_TB % no;
+				size_t t = b * ENG_TB + q % ENG_TB;
+				float want = t < (size_t)T ? y[t * no + i] + bias[i] : 0.0f;
+				assert_memory_equal(&yb[q], &want, sizeof want);
+			}
+			assert_int_equal(eng_spmm_bias(e, yrow, 0, bias, &s, xt, 1, T),
+					 CS_ERR_INVALID);
+			assert_int_equal(eng_spmm_bias(e, yrow, 1, NULL, &s, xt, 1, T),
+					 CS_ERR_INVALID);
+			free(yrow);
+			free(rest), free(yb), free(resb), free(xb);
+		}
 		assert_int_equal(eng_spmm_res(e, yr, NULL, bias, &s, xt, 1, T, NULL),
 				 CS_ERR_INVALID);
 		assert_int_equal(eng_spmm_res(e, yr, res, NULL, &s, xt, 1, T, NULL),

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/cs_error.h"
+#include "engine/eng.h"
 #include "gpt64.h"
 #include "train/gpt.h"
 
@@ -649,6 +650,51 @@ static void pooled_layers(cs_pool *p, int nth)
 		assert_bits("layernorm_backward dinp", nth, dx2, dx1, NX);
 		assert_bits("layernorm_backward dweight", nth, dw2, dw1, C);
 		assert_bits("layernorm_backward dbias", nth, db2, db1, C);
+		/* over the blocked residual stream: the forward and dinp the same bits,
+		 * dweight and dbias (another order) close and the same on every thread count;
+		 * padding tokens zero; tm_unblock_pool undoes tm_block_pool */
+		{
+			size_t NB = eng_blk_size(C, (int)BT);
+			float *xb = NEWF(NB), *ob = NEWF(NB), *dob = NEWF(NB), *dxb = NEWF(NB);
+			float *back = NEWF(NX), *mb = NEWF(BT), *rb = NEWF(BT);
+			float *dwb = calloc(C, 4), *dbb = calloc(C, 4), *dwb1 = calloc(C, 4);
+			float *dbb1 = calloc(C, 4), *dxb1 = NEWF(NB);
+			for (size_t q = 0; q < NB; q++)
+				xb[q] = ob[q] = NAN;
+			tm_block_pool(p, xb, x, (int)BT, C);
+			tm_block_pool(p, dob, dout, (int)BT, C);
+			tm_unblock_pool(p, back, xb, (int)BT, C);
+			assert_bits("tm_unblock_pool", nth, back, x, NX);
+			layernorm_forward_blk_pool(p, ob, mb, rb, xb, lw, lb, (int)BT, C);
+			for (size_t q = 0; q < NB; q++) {
+				size_t b = q / ((size_t)C * ENG_TB), i = q / ENG_TB % C;
+				size_t n = b * ENG_TB + q % ENG_TB;
+				float want = n < BT ? o1[n * C + i] : 0.0f;
+				float wx = n < BT ? x[n * C + i] : 0.0f;
+				assert_memory_equal(&xb[q], &wx, sizeof wx);
+				if (memcmp(&ob[q], &want, sizeof want)) {
+					fprintf(stderr, "layernorm_forward_blk, %d threads: feature %zu "
+						"token %zu: %.9g vs %.9g\n", nth, i, n, ob[q], want);
+					fail();
+				}
+			}
+			assert_bits("layernorm_forward_blk mean", nth, mb, m1, BT);
+			assert_bits("layernorm_forward_blk rstd", nth, rb, r1, BT);
+			memset(dxb, 0, sizeof(float) * NB);
+			memset(dxb1, 0, sizeof(float) * NB);
+			layernorm_backward_blk_pool(p, dxb, dwb, dbb, dob, xb, lw, m1, r1, (int)BT, C);
+			layernorm_backward_blk_pool(NULL, dxb1, dwb1, dbb1, dob, xb, lw, m1, r1,
+						    (int)BT, C);
+			tm_unblock_pool(p, back, dxb, (int)BT, C);
+			assert_bits("layernorm_backward_blk dinp", nth, back, dx1, NX);
+			assert_bits("layernorm_backward_blk dinp, 1 thread", nth, dxb1, dxb, NB);
+			assert_bits("layernorm_backward_blk dweight, 1 thread", nth, dwb1, dwb, C);
+			assert_bits("layernorm_backward_blk dbias, 1 thread", nth, dbb1, dbb, C);
+			assert_close("layernorm_backward_blk dweight", nth, dwb, dw1, C);
+			assert_close("layernorm_backward_blk dbias", nth, dbb, db1, C);
+			free(xb), free(ob), free(dob), free(dxb), free(back), free(mb), free(rb);
+			free(dwb), free(dbb), free(dwb1), free(dbb1), free(dxb1);
+		}
 		free(o1), free(o2), free(m1), free(m2), free(r1), free(r2);
 		free(dx1), free(dx2), free(dw1), free(dw2), free(db1), free(db2);
 

@@ -5,7 +5,8 @@
  *     untouched), with fp32 and bf16 weight storage, the dense-gradient mode, and packed
  *     gradients (dW at the kept entries in the engine's own array, accumulated);
  *   - training: the native engine against the dense host path (OpenBLAS) with the same
- *     masks: per-step losses within fp32 noise (1e-4 relative over 6 steps);
+ *     masks: per-step losses within fp32 noise (1e-4 relative over 6 steps), the engine's
+ *     steps with the blocked residual stream (gpt_linear_ops.res_blocked);
  *   - bit-identical reruns for a fixed thread count (2 threads), and a resumed run equal
  *     bit for bit to an uninterrupted one;
  *   - after every step of SET, RigL, GraNet and GMP runs (masks updated every 2 steps), the
@@ -192,14 +193,19 @@ static void test_hook_against_reference(void **state)
 	check_hook("bf16");
 }
 
-static void run_losses(char *const *ov, int nov, int steps, float *loss)
+/* res_on, when not NULL, gets how many steps ran with the blocked residual stream */
+static void run_losses(char *const *ov, int nov, int steps, float *loss, int *res_on)
 {
 	trainer t;
 	assert_int_equal(make_trainer(&t, ov, nov), CS_OK);
+	if (res_on)
+		*res_on = 0;
 	for (int s = 0; s < steps; s++) {
 		train_step_stats st;
 		assert_int_equal(trainer_step(&t, &st, err, sizeof err), CS_OK);
 		loss[s] = st.loss;
+		if (res_on)
+			*res_on += t.model.tm_res_on;
 	}
 	trainer_free(&t);
 }
@@ -219,8 +225,12 @@ static void test_native_vs_dense_host(void **state)
 				       "sparsity.algorithm=rigl", "sparsity.update.freq=2",
 				       "sparsity.update.start=0" };
 		int nov = run == 3 ? 3 : 0;
-		run_losses(nat, 2 + nov, 6, a);
-		run_losses(host, 3 + nov, 6, b);
+		int res_on;
+		run_losses(nat, 2 + nov, 6, a, &res_on);
+		run_losses(host, 3 + nov, 6, b, NULL);
+		/* 80% everywhere: every block's projections on the engine, so the residual
+		 * stream and LayerNorms run blocked (72 tokens: a partial last block) */
+		assert_int_equal(res_on, 6);
 		for (int s = 0; s < 6; s++) {
 			printf("run %d step %d: native %.7f host %.7f\n", run, s + 1, a[s], b[s]);
 			assert_true(fabsf(a[s] - b[s]) <= 1e-4f * fabsf(b[s]));
