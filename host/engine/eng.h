@@ -202,7 +202,7 @@ void eng_sddmm_ex(cs_pool *pool, float *dw, float *db, float *lanes, const eng_s
 /* ---- causal self-attention (eng_attn.c) ---------------------------------------------- */
 
 /* Floats of scratch per pool thread that eng_attention_* take: T x T scores' gradient and
- * three T x hs transposes. */
+ * five T x hs transposes. */
 size_t eng_attention_scratch(int T, int hs);
 /* B sequences of T tokens, NH heads of hs = C / NH features. qkv is token-major
  * [B*T][3C] (ld = 0) or token-minor [3C][ld] (token b*T + t in column b*T + t);

@@ -3,9 +3,8 @@
  * that splits (sequence, head) pairs between threads and lays each pair's q, k, v out for
  * the per-head kernel (eng_attn_body.h). Token-major operands are read and written in
  * place through their strides; what the kernel wants the other way round (k^T and v^T of
- * token-major q, k, v; v and k of token-minor ones, their dq and output) goes through the
- * pair's transposes in the thread's scratch, T x hs floats each. Token-minor dk and dv are
- * written in place (the kernel's dkv_t).
+ * token-major q, k, v; q, k and v of token-minor ones; token-minor gradients and output) goes through
+ * the pair's transposes in the thread's scratch, T x hs floats each.
  */
 #include <math.h>
 #include <string.h>
@@ -15,7 +14,7 @@
 
 size_t eng_attention_scratch(int T, int hs)
 {
-	return (size_t)T * T + 3 * (size_t)T * hs;
+	return (size_t)T * T + 5 * (size_t)T * hs;
 }
 
 /* dst [rows][ldd] = src [rows][lds], cols floats a row */
@@ -41,6 +40,7 @@ static void attn_job(void *va, int tid, int nth)
 	size_t C3 = 3 * (size_t)C;
 	float *sc = a->scratch + (size_t)tid * eng_attention_scratch(T, hs);
 	float *s0 = sc + (size_t)T * T, *s1 = s0 + (size_t)T * hs, *s2 = s1 + (size_t)T * hs;
+	float *s3 = s2 + (size_t)T * hs, *s4 = s3 + (size_t)T * hs;
 	size_t lo, hi;
 	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
 	for (size_t bh = lo; bh < hi; bh++) {
@@ -99,17 +99,16 @@ static void attn_job(void *va, int tid, int nth)
 					e.o = s1;
 					e.ldo = (size_t)hs;
 				}
-			} else { /* dk, dv written token-minor in place; dq through the scratch */
-				float *dqt = a->dqkv + h * hs * (size_t)ld + b * T;
+			} else {
+				kr->transpose(s0, (size_t)hs, qt, (size_t)ld, hs, T);
 				kr->transpose(s1, (size_t)hs, kt, (size_t)ld, hs, T);
+				e.qb = s0;
 				e.k = s1;
-				e.ldk = (size_t)hs;
+				e.ldqb = e.ldk = (size_t)hs;
 				e.dq = s2;
-				e.lddq = (size_t)hs;
-				e.dk = dqt + (size_t)C * ld;
-				e.dv = dqt + 2 * (size_t)C * ld;
-				e.lddk = e.lddv = (size_t)ld;
-				e.dkv_t = 1;
+				e.dk = s3;
+				e.dv = s4;
+				e.lddq = e.lddk = e.lddv = (size_t)hs;
 			}
 		}
 		if (!a->bwd) {
@@ -128,6 +127,8 @@ static void attn_job(void *va, int tid, int nth)
 		if (ld) {
 			float *dqt = a->dqkv + h * hs * (size_t)ld + b * T;
 			kr->transpose(dqt, (size_t)ld, s2, (size_t)hs, T, hs);
+			kr->transpose(dqt + (size_t)C * ld, (size_t)ld, s3, (size_t)hs, T, hs);
+			kr->transpose(dqt + 2 * (size_t)C * ld, (size_t)ld, s4, (size_t)hs, T, hs);
 		}
 	}
 }

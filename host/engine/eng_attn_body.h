@@ -212,36 +212,12 @@ static void ATT_NAME(attn_bwd)(const eng_attn_head *h)
 		/* dP = dout v^T, then through the softmax (scaled) */
 		att_mm(dr, h->ldds, h->d + (size_t)r0 * h->ldd, h->ldd, 1, h->vt, h->ldvt, m, kn,
 		       hs, 1.0f);
-		/* dkv_t reads whole rows of dS below: zero them to T */
 		for (int t = r0; t < kn; t++)
 			att_softmax_bwd_row(h->ds + (size_t)t * h->ldds,
-					    h->att + (size_t)t * h->ldatt, t, h->dkv_t ? T : kn,
-					    h->scale);
+					    h->att + (size_t)t * h->ldatt, t, kn, h->scale);
 		/* dq = dS k */
 		att_mm(h->dq + (size_t)r0 * h->lddq, h->lddq, dr, h->ldds, 1, h->k, h->ldk, m, hs,
 		       kn, 1.0f);
-	}
-	if (h->dkv_t) {
-		/* dk^T [i][j] = sum_{r >= c0} q [r][i] dS [r][j], dv^T [i][j] = sum_{r >= c0}
-		 * dout [r][i] P [r][j] for the columns j of a chunk c0.. of two vectors (the
-		 * terms r < j are zero, so the sums are dk's and dv's below, term for term, in
-		 * the same order: the same bits), written token-minor in place; a chunk's rows
-		 * of P and dS stay in L1 over the features */
-		const int w = 2 * VL;
-		for (int c0 = 0; c0 < T; c0 += w) {
-			int n = T - c0 < w ? T - c0 : w, K = T - c0;
-			for (int i0 = 0; i0 < hs; i0 += MR) {
-				int m = hs - i0 < MR ? hs - i0 : MR;
-				att_mm(h->dv + (size_t)i0 * h->lddv + c0, h->lddv,
-				       h->d + (size_t)c0 * h->ldd + i0, 1, h->ldd,
-				       h->att + (size_t)c0 * h->ldatt + c0, h->ldatt, m, n, K, 1.0f);
-				att_mm(h->dk + (size_t)i0 * h->lddk + c0, h->lddk,
-				       h->q + (size_t)c0 * h->q_rs + (size_t)i0 * h->q_is, h->q_is,
-				       h->q_rs, h->ds + (size_t)c0 * h->ldds + c0, h->ldds, m, n, K,
-				       1.0f);
-			}
-		}
-		return;
 	}
 	for (int j0 = 0; j0 < T; j0 += MR) {
 		int m = T - j0 < MR ? T - j0 : MR, K = T - j0;

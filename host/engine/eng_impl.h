@@ -42,8 +42,6 @@ typedef struct eng_attn_head {
 	size_t ldds;
 	float *dq, *dk, *dv;            /* [T][ldg] each, overwritten */
 	size_t lddq, lddk, lddv;
-	int dkv_t;                      /* 1: dk, dv written transposed ([hs][lddk], [hs][lddv],
-					 * token-minor) from q and dout as q, d give them; qb unused */
 } eng_attn_head;
 
 typedef struct eng_kern {
