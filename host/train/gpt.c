@@ -936,25 +936,69 @@ void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
 /* ---- gelu (tanh approximation) ------------------------------------------------------ */
 
 /*
- * glibc's tanhf is scalar and was a third of a training step, so GELU uses its own tanh:
- * branch-free (it vectorizes; an AVX2 clone is picked at run time) and within a few ulp of
- * tanh in absolute terms (tests/train/test_gpt.c checks it against tanh in double). Without
- * FMA contraction (-std=c11 sets -ffp-contract=off) every clone gives identical bits.
+ * GELU(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), is computed as
+ * x s with s = 1 / (1 + exp(-2u)), the same function, and its derivative as
+ * s + x s (1 - s) 2u'(x): one exp and one division for both (glibc's tanhf is scalar and
+ * was a third of a training step). With e = exp(-|2u|) and r = 1 / (1 + e), s is r or e r
+ * and s (1 - s) = e r r for either sign. Branch-free, so it vectorizes (an AVX-512 and an
+ * AVX2 clone are picked at run time); the sums are explicit fmaf (correctly rounded, so
+ * every clone gives identical bits; -std=c11 sets -ffp-contract=off, nothing else is
+ * fused). x is clamped to [-9, 9] inside s (s is 1 in fp32 above 9; below -9 GELU and its
+ * derivative are below 1e-27). tests/train/test_gpt.c checks both against double.
  */
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_K0 1.5957691216057308f  /* 2 sqrt(2/pi) */
+#define GELU_K1 0.071354816272736f   /* 2 sqrt(2/pi) 0.044715 */
+#define GELU_K3 0.214064448818208f   /* 3 GELU_K1 */
 
-static inline __attribute__((always_inline)) float tanh_fast(float y)
+/* exp(x) for -87 <= x <= 0: cs_exp_neg's reduction and polynomial with fused steps */
+static inline __attribute__((always_inline)) float gelu_exp_neg(float x)
 {
-	float ay = fabsf(y);
-	ay = ay < 9.5f ? ay : 9.5f; /* tanh(9.5) rounds to 1 in fp32 */
-	float e = cs_exp_neg(-2.0f * ay);
-	float t = (1.0f - e) / (1.0f + e);
-	return copysignf(t, y);
+	const float log2e = 1.44269504088896341f;
+	const float ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+	const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+	float kf = fmaf(x, log2e, shifter) - shifter;
+	float r = fmaf(-kf, ln2_lo, fmaf(-kf, ln2_hi, x));
+	float p = 1.0f / 720.0f;
+	p = fmaf(p, r, 1.0f / 120.0f);
+	p = fmaf(p, r, 1.0f / 24.0f);
+	p = fmaf(p, r, 1.0f / 6.0f);
+	p = fmaf(p, r, 0.5f);
+	p = fmaf(p, r, 1.0f);
+	p = fmaf(p, r, 1.0f);
+	uint32_t bits = (uint32_t)((int32_t)kf + 127) << 23;
+	float scale;
+	memcpy(&scale, &bits, sizeof scale);
+	return p * scale;
 }
 
-float gelu_tanhf(float y)
+/* *g = GELU(x), *d = GELU'(x) */
+static inline __attribute__((always_inline)) void gelu_gd(float x, float *g, float *d)
 {
-	return tanh_fast(y);
+	float xl = x > -9.0f ? x : -9.0f;
+	float xc = xl < 9.0f ? xl : 9.0f;
+	float x2 = xc * xc;
+	float z = xc * fmaf(GELU_K1, x2, GELU_K0); /* 2u */
+	float az = fabsf(z);
+	float e = gelu_exp_neg(-az);
+	float r = 1.0f / (1.0f + e);
+	float er = e * r;
+	float s = z < 0.0f ? er : r;
+	*g = xl * s;
+	*d = fmaf(xc * er * r, fmaf(GELU_K3, x2, GELU_K0), s);
+}
+
+float gelu_of(float x)
+{
+	float g, d;
+	gelu_gd(x, &g, &d);
+	return g;
+}
+
+float gelu_grad(float x)
+{
+	float g, d;
+	gelu_gd(x, &g, &d);
+	return d;
 }
 
 #define GELU_CLONES \
@@ -963,9 +1007,9 @@ float gelu_tanhf(float y)
 static GELU_CLONES void gelu_forward_range(float *out, const float *inp, size_t lo, size_t hi)
 {
 	for (size_t i = lo; i < hi; i++) {
-		float x = inp[i];
-		float cube = 0.044715f * x * x * x;
-		out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + cube)));
+		float g, d;
+		gelu_gd(inp[i], &g, &d);
+		out[i] = g;
 	}
 }
 
@@ -974,37 +1018,23 @@ static GELU_CLONES void gelu_backward_range(float *dinp, const float *inp, const
 					    size_t lo, size_t hi)
 {
 	for (size_t i = lo; i < hi; i++) {
-		float x = inp[i];
-		float cube = 0.044715f * x * x * x;
-		float th = tanh_fast(GELU_SCALE * (x + cube));
-		float sech2 = 1.0f - th * th;
-		float g = 0.5f * (1.0f + th) +
-			  x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-		dinp[i] = g * dout[i];
+		float g, d;
+		gelu_gd(inp[i], &g, &d);
+		dinp[i] = d * dout[i];
 	}
-}
-
-/* GELU'(x), from the forward's tanh: the expression gelu_backward_range multiplies by dout */
-static inline __attribute__((always_inline)) float gelu_grad_of(float x, float th)
-{
-	float sech2 = 1.0f - th * th;
-	return 0.5f * (1.0f + th) +
-	       x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 /* out = GELU(xd), and xd = GELU'(xd) in place: the model's forward keeps the derivative
  * instead of the pre-activation, which only the backward read, so the backward is one
- * product (the tanh's exp and division were most of GELU's backward). The same
- * expressions as gelu_backward_range: the same bits. */
+ * product. The same expressions as gelu_backward_range: the same bits. */
 static GELU_CLONES void gelu_forward_d_range(float *restrict out, float *restrict xd, size_t lo,
 					     size_t hi)
 {
 	for (size_t i = lo; i < hi; i++) {
-		float x = xd[i];
-		float cube = 0.044715f * x * x * x;
-		float th = tanh_fast(GELU_SCALE * (x + cube));
-		out[i] = 0.5f * x * (1.0f + th);
-		xd[i] = gelu_grad_of(x, th);
+		float g, d;
+		gelu_gd(xd[i], &g, &d);
+		out[i] = g;
+		xd[i] = d;
 	}
 }
 
@@ -1256,11 +1286,10 @@ static GELU_CLONES void tm_bias_gelu_rows(struct tm_job *a, size_t lo, size_t hi
 			float *restrict g = a->g + (blk + i) * ENG_TB;
 			float b = a->b[i];
 			for (int t = 0; t < nt; t++) {
-				float x = y[t] + b;
-				float cube = 0.044715f * x * x * x;
-				float th = tanh_fast(GELU_SCALE * (x + cube));
-				y[t] = gelu_grad_of(x, th);
-				g[t] = 0.5f * x * (1.0f + th);
+				float gv, dv;
+				gelu_gd(y[t] + b, &gv, &dv);
+				y[t] = dv;
+				g[t] = gv;
 			}
 			for (int t = nt; t < ENG_TB; t++)
 				g[t] = 0.0f;

@@ -276,8 +276,9 @@ void attention_forward_ref(float *out, float *att, const float *qkv, int B, int 
 			   int NH);
 void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,
 			    const float *att, int B, int T, int C, int NH);
-/* tanh as GELU computes it (fast, vectorizable) */
-float gelu_tanhf(float y);
+/* GELU(x) and GELU'(x) as the model's GELU computes them (fast, vectorizable) */
+float gelu_of(float x);
+float gelu_grad(float x);
 void gelu_forward(float *out, const float *inp, int N);
 void gelu_backward(float *dinp, const float *inp, const float *dout, int N);
 void residual_forward(float *out, const float *inp1, const float *inp2, int N);
