@@ -414,6 +414,18 @@ static int nat_forward_tm(void *ctx, float *y, const float *res, const float *bi
 			   x, x_tm, BT, NULL);
 }
 
+/* a blocked [IC] x BT operand as rows in the projection's xt (which then caches no
+ * packed copy); NULL when xt cannot be allocated */
+static const float *x_rows(train_native *n, int k, const float *x, int IC, int BT)
+{
+	if (!xt_buf(n, k))
+		return NULL;
+	eng_tm_unblock(n->xt[k], x, IC, BT);
+	n->xt_src[k] = NULL;
+	n->xt_bt[k] = 0;
+	return n->xt[k];
+}
+
 /* dW += dy^T x on a growth step by sgemm, which wants rows: a blocked operand is made rows
  * first (dy into dyt, x into the projection's xt); db += dy's row sums */
 static int dense_dw_tm(train_native *n, int k, float *dw, float *db, const float *dy,
@@ -424,14 +436,8 @@ static int dense_dw_tm(train_native *n, int k, float *dw, float *db, const float
 		eng_tm_unblock(n->dyt, dy, OC, BT);
 		dy = n->dyt;
 	}
-	if (x_tm == ENG_TM_BLOCKED) {
-		if (!xt_buf(n, k))
-			return CS_ERR_NO_MEM;
-		eng_tm_unblock(n->xt[k], x, IC, BT);
-		n->xt_src[k] = NULL;
-		n->xt_bt[k] = 0;
-		x = n->xt[k];
-	}
+	if (x_tm == ENG_TM_BLOCKED && !(x = x_rows(n, k, x, IC, BT)))
+		return CS_ERR_NO_MEM;
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, IC, BT, 1.0f, dy, ld, x, ld,
 		    1.0f, dw, IC);
 	if (db)
@@ -477,15 +483,10 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 		if (rc)
 			return rc;
 		if (want_dense_dw) { /* dW += dy^T x */
-			const float *xr = x;
-			if (x_tm == ENG_TM_BLOCKED) { /* sgemm wants rows */
-				if (!xt_buf(n, k))
-					return CS_ERR_NO_MEM;
-				eng_tm_unblock(n->xt[k], x, IC, BT);
-				n->xt_src[k] = NULL;
-				n->xt_bt[k] = 0;
-				xr = n->xt[k];
-			}
+			/* sgemm wants rows */
+			const float *xr = x_tm == ENG_TM_BLOCKED ? x_rows(n, k, x, IC, BT) : x;
+			if (!xr)
+				return CS_ERR_NO_MEM;
 			cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, OC, IC, BT, 1.0f, dy, OC,
 				    xr, ld, 1.0f, dw, IC);
 			return CS_OK;
