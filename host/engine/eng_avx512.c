@@ -19,10 +19,13 @@
 #ifndef SP_PF
 #define SP_PF 8
 #endif
-/* The weight gradient prefetches the activation row of the nonzero SD_PF ahead, every other
- * line (the L2 brings the line pairs): measured best among 2-8 on Zen 4 (make bench). */
+/* The weight gradient may prefetch the activation row of the nonzero SD_PF ahead, every
+ * other line (the L2 brings the line pairs); 0: none. On the Intel Xeon of
+ * docs/measurements.md (48 KB L1, 2 MB L2) none is 4-12 % faster at every shape of the
+ * training step than 2-12 (the hardware prefetchers follow the 256-byte pieces); on Zen 4
+ * 4 was best among 2-8. */
 #ifndef SD_PF
-#define SD_PF 4
+#define SD_PF 0
 #endif
 
 AI __m512 bcast_w(const void *val, int64_t k, int bf16)
@@ -51,7 +54,7 @@ AI void spmm_rows_t(float *y, size_t ly, const float *mul, const int64_t *ptr, i
 		int64_t k = CH ? cur[r] : ptr[r];
 		const int64_t ke = ptr[r + 1];
 		for (; k < ke && (!CH || idx[k] < cend); k++) {
-			if (PF && k + SP_PF < kend) {
+			if (PF && SP_PF && k + SP_PF < kend) {
 				const float *q = x + (size_t)idx[k + SP_PF] * ld;
 #pragma GCC unroll 4
 				for (int v = 0; v < NV; v++)

@@ -103,7 +103,7 @@ static int step_shapes(const char *out_path)
 				LEAST_CPU(b, REPS, eng_spmm(e, dx, &s, 1, dy, T, dyt));
 			} else if (pi == P_FC_PROJ) {
 				LEAST_CPU(f, REPS, eng_spmm_ex(e, y, 0, &s, 0, xt, 1, T, NULL));
-				LEAST_CPU(b, REPS, eng_spmm_mul(e, dx, mul, &s, 1, dy, 0, T, dyt));
+				LEAST_CPU(b, REPS, eng_spmm_mul(e, dx, ENG_TM_ROWS, mul, &s, 1, dy, 0, T, dyt));
 			} else {
 				LEAST_CPU(f, REPS, eng_spmm_ex(e, y, 1, &s, 0, x, 0, T, xt));
 				LEAST_CPU(b, REPS, eng_spmm_ex(e, dx, 0, &s, 1, dyt, 1, T, NULL));
