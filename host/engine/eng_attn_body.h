@@ -186,6 +186,144 @@ static void att_softmax_bwd_row(float *dr, const float *p, int t, int kn, float 
 		vstore_n(dr + j, vzero(), kn - j);
 }
 
+/* The rows t0..t0+m-1 of a block (rows lds apart) at once, each as att_softmax_row, when
+ * m is MR: a row's maximum, sum and division are a chain of reductions; MR independent
+ * chains in flight instead of one. Each row's operations are att_softmax_row's in the
+ * same order (the vectors every row has whole, then the row's own), so the same bits. */
+static void att_softmax_rows(float *s, size_t lds, int t0, int m, int T)
+{
+	if (m != MR) {
+		for (int i = 0; i < m; i++)
+			att_softmax_row(s + (size_t)i * lds, t0 + i, T);
+		return;
+	}
+	const int jc = (t0 + 1) / VL * VL; /* the vectors every row has whole */
+	vf mx[MR], sum[MR], mv[MR], inv[MR];
+	float mf[MR];
+#pragma GCC unroll 8
+	for (int i = 0; i < MR; i++)
+		mx[i] = vset1(-INFINITY);
+	for (int j = 0; j < jc; j += VL)
+#pragma GCC unroll 8
+		for (int i = 0; i < MR; i++)
+			mx[i] = vmax(mx[i], vloadu(s + (size_t)i * lds + j));
+#pragma GCC unroll 8
+	for (int i = 0; i < MR; i++) {
+		const float *row = s + (size_t)i * lds;
+		int n = t0 + i + 1, j = jc;
+		for (; j + VL <= n; j += VL)
+			mx[i] = vmax(mx[i], vloadu(row + j));
+		if (j < n)
+			mx[i] = vmax(mx[i], vload_n(row + j, n - j, -INFINITY));
+		mf[i] = vhmax(mx[i]);
+		mv[i] = vset1(mf[i]);
+		sum[i] = vzero();
+	}
+	for (int j = 0; j < jc; j += VL)
+#pragma GCC unroll 8
+		for (int i = 0; i < MR; i++) {
+			float *row = s + (size_t)i * lds;
+			vf e = vexp_nonpos(vsub(vloadu(row + j), mv[i]));
+			vstoreu(row + j, e);
+			sum[i] = vadd(sum[i], e);
+		}
+#pragma GCC unroll 8
+	for (int i = 0; i < MR; i++) {
+		float *row = s + (size_t)i * lds;
+		int n = t0 + i + 1, j = jc;
+		for (; j + VL <= n; j += VL) {
+			vf e = vexp_nonpos(vsub(vloadu(row + j), mv[i]));
+			vstoreu(row + j, e);
+			sum[i] = vadd(sum[i], e);
+		}
+		if (j < n) {
+			vf e = vkeep_n(vexp_nonpos(vsub(vload_n(row + j, n - j, mf[i]), mv[i])),
+				       n - j);
+			vstore_n(row + j, e, n - j);
+			sum[i] = vadd(sum[i], e);
+		}
+		inv[i] = vset1(1.0f / vhsum(sum[i]));
+	}
+	for (int j = 0; j < jc; j += VL)
+#pragma GCC unroll 8
+		for (int i = 0; i < MR; i++) {
+			float *row = s + (size_t)i * lds;
+			vstoreu(row + j, vmul(vloadu(row + j), inv[i]));
+		}
+#pragma GCC unroll 8
+	for (int i = 0; i < MR; i++) {
+		float *row = s + (size_t)i * lds;
+		int n = t0 + i + 1, j = jc;
+		for (; j + VL <= n; j += VL)
+			vstoreu(row + j, vmul(vloadu(row + j), inv[i]));
+		if (j < n)
+			vstore_n(row + j, vmul(vload_n(row + j, n - j, 0.0f), inv[i]), n - j);
+		for (j = n; j + VL <= T; j += VL)
+			vstoreu(row + j, vzero());
+		if (j < T)
+			vstore_n(row + j, vzero(), T - j);
+	}
+}
+
+/* The rows t0..t0+m-1 of dS (rows ldd apart, P's ldp) at once, each as
+ * att_softmax_bwd_row, when m is MR (MR dot products in flight); the same bits. */
+static void att_softmax_bwd_rows(float *d, size_t ldd, const float *p, size_t ldp, int t0,
+				 int m, int kn, float scale)
+{
+	if (m != MR) {
+		for (int i = 0; i < m; i++)
+			att_softmax_bwd_row(d + (size_t)i * ldd, p + (size_t)i * ldp, t0 + i, kn,
+					    scale);
+		return;
+	}
+	const int jc = (t0 + 1) / VL * VL;
+	vf dot[MR], dv[MR];
+	const vf sc = vset1(scale);
+#pragma GCC unroll 8
+	for (int i = 0; i < MR; i++)
+		dot[i] = vzero();
+	for (int j = 0; j < jc; j += VL)
+#pragma GCC unroll 8
+		for (int i = 0; i < MR; i++)
+			dot[i] = vfmadd(vloadu(p + (size_t)i * ldp + j),
+					vloadu(d + (size_t)i * ldd + j), dot[i]);
+#pragma GCC unroll 8
+	for (int i = 0; i < MR; i++) {
+		const float *pr = p + (size_t)i * ldp, *dr = d + (size_t)i * ldd;
+		int n = t0 + i + 1, j = jc;
+		for (; j + VL <= n; j += VL)
+			dot[i] = vfmadd(vloadu(pr + j), vloadu(dr + j), dot[i]);
+		if (j < n)
+			dot[i] = vfmadd(vload_n(pr + j, n - j, 0.0f), vload_n(dr + j, n - j, 0.0f),
+					dot[i]);
+		dv[i] = vset1(vhsum(dot[i]));
+	}
+	for (int j = 0; j < jc; j += VL)
+#pragma GCC unroll 8
+		for (int i = 0; i < MR; i++) {
+			float *dr = d + (size_t)i * ldd;
+			vstoreu(dr + j, vmul(vmul(sc, vloadu(p + (size_t)i * ldp + j)),
+					     vsub(vloadu(dr + j), dv[i])));
+		}
+#pragma GCC unroll 8
+	for (int i = 0; i < MR; i++) {
+		const float *pr = p + (size_t)i * ldp;
+		float *dr = d + (size_t)i * ldd;
+		int n = t0 + i + 1, j = jc;
+		for (; j + VL <= n; j += VL)
+			vstoreu(dr + j, vmul(vmul(sc, vloadu(pr + j)), vsub(vloadu(dr + j), dv[i])));
+		if (j < n)
+			vstore_n(dr + j,
+				 vmul(vmul(sc, vload_n(pr + j, n - j, 0.0f)),
+				      vsub(vload_n(dr + j, n - j, 0.0f), dv[i])),
+				 n - j);
+		for (j = n; j + VL <= kn; j += VL)
+			vstoreu(dr + j, vzero());
+		if (j < kn)
+			vstore_n(dr + j, vzero(), kn - j);
+	}
+}
+
 static void ATT_NAME(attn_fwd)(const eng_attn_head *h)
 {
 	int T = h->T, hs = h->hs;
@@ -195,8 +333,7 @@ static void ATT_NAME(attn_fwd)(const eng_attn_head *h)
 		/* s [r0.., 0..kn) = scale q k^T */
 		att_mm(s, h->ldatt, h->q + (size_t)r0 * h->q_rs, h->q_rs, h->q_is, h->kt, h->ldkt,
 		       m, kn, hs, h->scale);
-		for (int t = r0; t < kn; t++)
-			att_softmax_row(h->att + (size_t)t * h->ldatt, t, T);
+		att_softmax_rows(s, h->ldatt, r0, m, T);
 		/* o [r0..] = P v */
 		att_mm(h->o + (size_t)r0 * h->ldo, h->ldo, s, h->ldatt, 1, h->v, h->ldv, m, hs, kn,
 		       1.0f);
@@ -212,9 +349,8 @@ static void ATT_NAME(attn_bwd)(const eng_attn_head *h)
 		/* dP = dout v^T, then through the softmax (scaled) */
 		att_mm(dr, h->ldds, h->d + (size_t)r0 * h->ldd, h->ldd, 1, h->vt, h->ldvt, m, kn,
 		       hs, 1.0f);
-		for (int t = r0; t < kn; t++)
-			att_softmax_bwd_row(h->ds + (size_t)t * h->ldds,
-					    h->att + (size_t)t * h->ldatt, t, kn, h->scale);
+		att_softmax_bwd_rows(dr, h->ldds, h->att + (size_t)r0 * h->ldatt, h->ldatt, r0, m,
+				     kn, h->scale);
 		/* dq = dS k */
 		att_mm(h->dq + (size_t)r0 * h->lddq, h->lddq, dr, h->ldds, 1, h->k, h->ldk, m, hs,
 		       kn, 1.0f);
