@@ -1,6 +1,6 @@
 // pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
 // (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb and the 0xF vector group vfma, vsum2,
-// cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
+// vdot2, cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
 // the FMAC pipeline and the transmit FIFO.
 //
 // Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
@@ -39,7 +39,9 @@
 //  - vsum2: two FMAC ops per element (add, then square) on four chains {s0, q0, s1, q1}
 //    taken round-robin like dot lanes (bypass or accumulator register), so 2 cycles per
 //    element; then, with the pipeline drained, the two combining adds (store to r[rd] and
-//    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain).
+//    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain). vdot2 (vsum2 with rs !=
+//    0) is the same flow with the ops fmac(1.0, bf16(x), s) and fmac(A[r[rs]+n], bf16(x),
+//    q), the A read issued with the q op: two vdots sharing x in the cycles of one.
 //  - cvt.bf: one B read per element; A words are written whole, two elements a write (a
 //    pair's, or an even element held in lo with the next), with an A read only for an odd
 //    first or even last element (read-modify-write); ends in the last element's R cycle.
@@ -247,6 +249,7 @@ module pe_vec #(
     .x_i   (b_word),
     .y_o   (rsq_y)
   );
+  wire         vd2 = ins_q[8:6] != 3'd0;  // vsum2 with rs != 0: vdot2
   logic        f_add;
   logic [31:0] f_a, f_c;
   logic [15:0] f_b;
@@ -270,9 +273,10 @@ module pe_vec #(
         f_b = bw_bf;
         f_c = {rval_q[31:16], 16'd0};
       end
-      KVs: begin  // chain rln: add(s, x) (even lane) or fmac(bf16(x), bf16(x), q) (odd lane)
-        f_add = !rln_q[0];
-        f_a = rln_q[0] ? {16'd0, bw_bf} : b_word;
+      KVs: begin  // chain rln: add(s, x) (even lane) or fmac(bf16(x), bf16(x), q) (odd lane);
+                  // vdot2 (rs != 0): fmac(1.0, bf16(x), s) and fmac(A, bf16(x), q)
+        f_add = !rln_q[0] && !vd2;
+        f_a = rln_q[0] ? {16'd0, vd2 ? a_elem : bw_bf} : vd2 ? 32'h3f80 : b_word;
         f_b = bw_bf;
         f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
       end
@@ -700,12 +704,13 @@ module pe_vec #(
               if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
             end
           end
-        end else if (xop == 3'd2) begin  // vsum2 rd: chain {n[0], ph}, then the two adds
-          if (!n_all) begin
+        end else if (xop == 3'd2) begin  // vsum2 rd / vdot2 rd, rs (rs != 0: the q op reads
+          if (!n_all) begin              // A[r[rs]+n]): chain {n[0], ph}, then the two adds
             if (!hz(BAW'(n_ptr))) begin
               mac_o = 1'b1;
               b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
-              rv_d = 1'b1; rk_d = KVs;
+              if (lb && ph_q) begin a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]); end
+              rv_d = 1'b1; rk_d = KVs; rah_d = n_a[0];
               rln_d = LW'({n_q[0], ph_q}); rfirst_d = (n_q < 16'd2);
               ph_d = !ph_q;
               if (ph_q) n_d = n_q + 16'd1;
