@@ -60,7 +60,8 @@
 // wavelets (no stall of the pipeline is ever needed). Sources (scalar send, sendv at R,
 // redv at out) never push in the same cycle: send waits until no send is in flight, sendv
 // until no redv send is in flight.
-// Scalar B loads/stores and fill wait until no B write is in flight.
+// Scalar B loads/stores and fill wait until no B write is in flight; fill then writes two
+// words a cycle (the second on the second write port).
 // Handshakes: start_i is taken when the engine is not busy (the sequencer waits for done_o
 // before it starts the next instruction); done_o is a one-cycle pulse.
 `default_nettype none
@@ -676,13 +677,19 @@ module pe_vec #(
             if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
           end
         end
-        4'hE: begin  // fill
-          if (cnt_q == 16'd0) begin
+        4'hE: begin  // fill: two words a cycle (the next one, the other sub-bank, on the
+          if (cnt_q == 16'd0) begin   // second write port: no MAC write is in flight)
             done_o = 1'b1; busy_d = 1'b0;
           end else if (!infl_wb) begin
             b_we_o = 1'b1; b_waddr_o = BAW'(n_ptr); b_wdata_o = 32'd0;
-            n_d = n_q + 16'd1;
-            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            if (n_two) begin
+              b_we2_o = 1'b1; b_waddr2_o = n_ptr1; b_wdata2_o = 32'd0;
+              n_d = n_q + 16'd2;
+              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
+            end else begin
+              n_d = n_q + 16'd1;
+              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            end
           end
         end
         4'hF: if (xop == 3'd1) begin  // vfma rd, rs, rt

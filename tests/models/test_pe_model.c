@@ -223,6 +223,47 @@ static void test_vdot(void **state)
 	}
 }
 
+/* vdot2 r3, r1 (vsum2 with rs != 0): B[r3] and B[r3 + 1] are the bits of vdot against
+ * ones (1.0) and of vdot against A[r1 ..], both over B[r6 ..), run as two vdots. */
+static void test_vdot2(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m, m2;
+		setup(&m, "vdot2 r3, r1\nret");
+		setup(&m2, "vdot r3, r4, r6\naddi r3, r3, 1\nvdot r3, r1, r6\nret");
+		/* the sums after the range: the two vdots read it after the first one's write */
+		uint16_t n = (uint16_t)(k == 0 ? 0 : rng_next() % 300), p = (uint16_t)(rng_next() % 1300);
+		uint16_t dst = (uint16_t)(1600 + rng_next() % 400), a = (uint16_t)(rng_next() % AWORDS);
+		uint16_t ones = (uint16_t)(rng_next() % (AWORDS - 300));
+		for (int i = 0; i < 300; i++)
+			m.a[ones + i] = 0x3f80;
+		memcpy(m2.a, m.a, sizeof m.a[0] * AWORDS);
+		memcpy(m2.b, m.b, sizeof m.b[0] * BWORDS);
+		m.r[1] = m2.r[1] = a;
+		m.r[3] = m2.r[3] = dst;
+		m2.r[4] = ones;
+		m.r[6] = m2.r[6] = p;
+		m.r[7] = m2.r[7] = n;
+		uint32_t want[BWORDS], s[2] = { 0, 0 }, q[2] = { 0, 0 };
+		memcpy(want, m.b, sizeof want);
+		for (uint16_t i = 0; i < n; i++) {
+			uint16_t xb = nm_bf16_from_bits(want[p + i]);
+			s[i & 1] = nm_fmac_bits(0x3f80, xb, s[i & 1]);
+			q[i & 1] = nm_fmac_bits(m.a[(a + i) % AWORDS], xb, q[i & 1]);
+		}
+		want[dst] = nm_add_bits(s[0], s[1]);
+		want[dst + 1] = nm_add_bits(q[0], q[1]);
+		run(&m);
+		run(&m2);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_memory_equal(m2.b, want, sizeof want);
+		assert_int_equal(m.cnt[0], 2u * n + 2u);
+		pe_model_free(&m);
+		pe_model_free(&m2);
+	}
+}
+
 static void test_vsum2(void **state)
 {
 	(void)state;
@@ -498,15 +539,16 @@ static void test_ln_fwd(void **state)
 }
 
 /* fw/vec_ln_bwd.s after vec_ln_fwd.s's stash: bit for bit nm_ln_bwd_bits, and the
- * gradients close to layernorm's in double precision (dx within 2% of the largest). */
+ * gradients close to layernorm's in double precision (dx within 2% of the largest); the
+ * same of fw/vec_ln_bwd_d.s (k >= 6, pe's vdot2). */
 static void test_ln_bwd(void **state)
 {
 	(void)state;
 	static const unsigned cs[] = { 64, 32, 96 };
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 12; k++) {
 		unsigned c = cs[k % 3], ntok = 1 + (unsigned)(rng_next() % 4);
 		struct pe_model m;
-		setup_image(&m, "vec_ln_bwd", "ln_bwd");
+		setup_image(&m, k >= 6 ? "vec_ln_bwd_d" : "vec_ln_bwd", "ln_bwd");
 		/* B: dy 0, dx 500, dgamma 1000, dbeta 1100, S 1200, T 1400, zeros 1500, block
 		 * 1900; A: gamma 0, ones 100, z 200, r 700, scratch 800 */
 		const uint16_t DY = 0, DX = 500, DG = 1000, DB = 1100, S = 1200, T = 1400, ZERO = 1500,
@@ -936,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_vaxpy),
 		cmocka_unit_test(test_cvt_bh),
 		cmocka_unit_test(test_vsum2),
+		cmocka_unit_test(test_vdot2),
 		cmocka_unit_test(test_cvt_bf),
 		cmocka_unit_test(test_vlut),
 		cmocka_unit_test(test_rsqrt),

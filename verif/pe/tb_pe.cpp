@@ -109,8 +109,10 @@ static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
 }
 #ifdef TB_PE_LITE
 static const bool kVlutBf = false; // pe_lite decodes vlut with rs = 0 only
+static const bool kVdot2 = false;  // and vsum2 with rs = 0 only
 #else
 static const bool kVlutBf = true; // vlut with rs != 0: vlut.bf, bf16 into A[r[rs] + n]
+static const bool kVdot2 = true;  // vsum2 with rs != 0: vdot2 against A[r[rs] + n]
 #endif
 // the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
 // 5 rsqrt rd, [rs]; 6 vmac rd, rs, rt; 7 vdot rd, rs, rt (rt = [2:0])
@@ -781,6 +783,7 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 				li(p.w, t, (uint16_t)r.below(320));
 			}
 			if (x == 4 && (!kVlutBf || r.chance(50))) t = 0; // vlut; else vlut.bf into A
+			if (x == 2 && (!kVdot2 || r.chance(50))) t = 0;  // vsum2; else vdot2
 			if (x == 9) li(p.w, d, (uint16_t)(8192 + 2 * v6 - 8 + r.below(16))); // Bh near
 			li(p.w, 6, v6); // after rd: rd = 7 must not make the count an address
 			li(p.w, 7, v7);
@@ -1034,9 +1037,15 @@ static Scenario gen_vec(Bench &b)
 				li(p.w, rd, e);
 				break;
 			}
-			case 2: // vsum2: results anywhere (also 0xffff: the second wraps to 0)
+			case 2: // vsum2: results anywhere (also 0xffff: the second wraps to 0);
+				// vdot2 (pe): the A operand at rs, anywhere
 				li(p.w, rd, r.chance(10) ? 0xffff : (uint16_t)(zlo[r.below(3)] +
 									 r.below(400)));
+				rs = 0;
+				if (kVdot2 && r.chance(50)) {
+					do rs = 1 + r.below(5); while (rs == rd);
+					li(p.w, rs, aadr());
+				}
 				break;
 			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too
 				li(p.w, rd, r.chance(15) ? (uint16_t)(0x10000 - 1 - r.below(16))
@@ -1277,10 +1286,11 @@ static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t
 
 static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 {
-	FwImage lf, lb, ge, fc, fcb;
+	FwImage lf, lb, ge, fc, fcb, lbd;
 	if (!fw_load(lf, dir + "/vec_ln_fwd.bin") || !fw_load(lb, dir + "/vec_ln_bwd.bin") ||
 	    !fw_load(ge, dir + "/vec_gelu.bin") || !fw_load(fc, dir + "/vec_fc.bin") ||
-	    (as::kVlutBf && !fw_load(fcb, dir + "/vec_fc_bf.bin")))
+	    (as::kVlutBf && !fw_load(fcb, dir + "/vec_fc_bf.bin")) ||
+	    (as::kVdot2 && !fw_load(lbd, dir + "/vec_ln_bwd_d.bin")))
 		return tb_result(0, 1);
 	int pc_lf = fw_entry(lf, "ln_fwd"), pc_lb = fw_entry(lb, "ln_bwd");
 	int pc_gf = fw_entry(ge, "gelu_fwd"), pc_gb = fw_entry(ge, "gelu_bwd");
@@ -1288,20 +1298,25 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 	int pc_fb = fw_entry(fc, "fc_gelu_bwd");
 	int pc_bs = as::kVlutBf ? fw_entry(fcb, "fc_gelu_sh") : 0;
 	int pc_bw = as::kVlutBf ? fw_entry(fcb, "fc_gelu_wd") : 0;
+	int pc_ld = as::kVdot2 ? fw_entry(lbd, "ln_bwd") : 0;
 	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0 || pc_fs < 0 || pc_fw < 0 ||
-	    pc_fb < 0 || pc_bs < 0 || pc_bw < 0)
+	    pc_fb < 0 || pc_bs < 0 || pc_bw < 0 || pc_ld < 0)
 		return tb_result(0, 1);
 	TbRng &r = b.rng;
 	unsigned passed = 0, scen = 0;
-	// per program: busy cycles and tokens of the runs at C (w) = 64 (7, 8: vec_fc_bf, pe)
-	const unsigned NPROG = as::kVlutBf ? 9 : 7;
-	uint64_t cyc[9] = { 0 }, tok[9] = { 0 };
-	static const char *const names[9] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
-					      "vec_gelu bwd", "vec_fc fc_gelu_sh",
-					      "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd",
-					      "vec_fc_bf fc_gelu_sh", "vec_fc_bf fc_gelu_wd" };
+	// per program: busy cycles and tokens of the runs at C (w) = 64 (7, 8: vec_fc_bf, 9:
+	// vec_ln_bwd_d; pe)
+	const unsigned NPROG = as::kVlutBf ? 10 : 7;
+	uint64_t cyc[10] = { 0 }, tok[10] = { 0 };
+	static const char *const names[10] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
+					       "vec_gelu bwd", "vec_fc fc_gelu_sh",
+					       "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd",
+					       "vec_fc_bf fc_gelu_sh", "vec_fc_bf fc_gelu_wd",
+					       "vec_ln_bwd_d" };
 	for (uint64_t i = 0; i < n; i++) {
 		unsigned prog = (unsigned)(i % NPROG);
+		const bool ld = prog == 9; // vec_ln_bwd_d: vec_ln_bwd's runs
+		if (ld) prog = 1;
 		unsigned fk = prog >= 7 ? prog - 3 : prog; // vec_fc's entry (4 sh, 5 wd, 6 bwd)
 		std::vector<uint16_t> a(2048);
 		std::vector<uint32_t> bw(prog == 0 || prog == 1 || prog >= 4 ? 6144 : 2048);
@@ -1329,7 +1344,7 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 			s = fw_scenario(lf, pc_lf, a, bw, P);
 		} else if (prog == 1) { // ln_bwd: test_ln_bwd's layout, z and r from nm_ln_fwd_bits
 			static const unsigned cs[] = { 64, 32, 96 };
-			if (i >= 4) c = cs[r.below(3)];
+			if (i >= NPROG) c = cs[r.below(3)]; // the measured runs (1, 9) at C = 64
 			// dy and dx in bank 0, the sums, zeros and scratch in bank 1 (4096..): every
 			// vmac reads its two B operands in one cycle, as in the resident step
 			const uint16_t DY = 0, DX = 500, DG = 5096, DB = 5196, S = 5296, T = 1400,
@@ -1357,7 +1372,8 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 			const uint16_t par[15] = { (uint16_t)c, G, ONES, S, T, AM, inv_c, ZERO, DY, Z, R,
 						   DX, DG, DB, (uint16_t)ntok };
 			for (int k = 0; k < 15; k++) bw[P + k] = par[k];
-			s = fw_scenario(lb, pc_lb, a, bw, P);
+			s = fw_scenario(ld ? lbd : lb, ld ? pc_ld : pc_lb, a, bw, P);
+			if (ld) prog = 9;
 		} else if (prog >= 4) { // vec_fc: the rows in bank 0, the rest in bank 1 (4096..)
 			prog = fk;
 			if (i >= NPROG) c = 32 + 32 * r.below(2);
