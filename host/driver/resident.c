@@ -274,6 +274,15 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 		if (rc)
 			return rc;
 	}
+	/* vec_fc_bf widens by vmul with 1.0 and +0, not reading the rows: they must hold them
+	 * (vec_fc's vmac takes bf16 of the ones) */
+	for (unsigned j = 0; j < W && mode && bf; j++)
+		if (nm_bf16_from_bits(b[BV + j]) != 0x3f80 || b[ZERO + j] != 0) {
+			snprintf(err, errlen, "%s: B[%u] of the ones row is 0x%08x and B[%u] of the "
+				 "zeros row 0x%08x, not 1.0 (as bf16) and +0", what, BV + j,
+				 b[BV + j], ZERO + j, b[ZERO + j]);
+			return CS_ERR_INVALID;
+		}
 	/* per token (the firmware's rows, then its passes over all N*W: the same bits and
 	 * the same scratch, the last row's GELU') */
 	for (unsigned t = 0; t < N; t++) {

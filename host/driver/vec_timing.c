@@ -117,6 +117,17 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 					i++;
 				}
 			}
+		} else if (lo3 == 5 && rsn) { /* vmul: vaxpy's flow with no B read: no waits */
+			for (uint32_t i = 0; i < cnt; c++) {
+				d = c;
+				mac(v, c, ptr + i, 1);
+				if (cnt - i >= 2 && !((r[rsn] + i) & 1)) {
+					mac(v, c, ptr + i + 1, 1);
+					i += 2;
+				} else {
+					i++;
+				}
+			}
 		} else if (lo3 == 5) { /* cvt.bh */
 			uint32_t dst = r[rdn];
 			uint64_t pc = 0;      /* the previous element's issue + 1 (its R) */

@@ -24,6 +24,8 @@
 //    their banks; otherwise n issues alone. Element n + 1 reads the word after element n's
 //    on read port 3 (vmac's c: port 4), always the other sub-bank (pe.v), runs on a second
 //    FMAC (u_fmac2, tags rv2/p2v) and writes on the second write port.
+//  - vmul (cvt.bh's code with rs != 0): as vaxpy with no B read (c = +0, x = r[rd] in
+//    vmac's operand places): a pair every cycle from an even A element.
 //  - vfma, vaxpy: a MAC (or a pair) a cycle (vfma: source B[r[rt]+n], destination B[r6+n]; a
 //    source word with its write in flight waits, so an overlap is sequential).
 //  - vmac: x = B[r[rt]+n] on the first read port and c = B[r[rd]+n] on the second, a pair a
@@ -138,7 +140,8 @@ module pe_vec #(
   localparam [4:0] KNone = 5'd0, KAxpy = 5'd1, KDot = 5'd2, KRedv = 5'd3, KSendv = 5'd4,
                    KLda = 5'd5, KSta = 5'd6, KLdb = 5'd7, KStb = 5'd8, KVfma = 5'd9,
                    KVs = 5'd10, KVsF = 5'd11, KCvt = 5'd12, KLut = 5'd13, KRsq = 5'd14,
-                   KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18;
+                   KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18,
+                   KVmul = 5'd19;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
@@ -227,7 +230,7 @@ module pe_vec #(
   wire  [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
   wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv ||
                                   rk_q == KVfma || rk_q == KVs || rk_q == KVsF || rk_q == KLut ||
-                                  rk_q == KVmac || rk_q == KVdot);
+                                  rk_q == KVmac || rk_q == KVdot || rk_q == KVmul);
   // result goes to a lane accumulator
   wire         r_acc = (rk_q == KDot) || (rk_q == KVs) || (rk_q == KVdot);
   wire  [15:0] bw_bf;  // bf16(the B word read), for vfma, vsum2, cvt.bf, cvt.bh, vmac, vdot
@@ -250,7 +253,7 @@ module pe_vec #(
     .x_i   (b_word),
     .y_o   (rsq_y)
   );
-  wire         vd2 = ins_q[8:6] != 3'd0;  // vsum2 with rs != 0: vdot2
+  wire         vd2 = ins_q[8:6] != 3'd0;  // rs != 0: vsum2's vdot2, cvt.bh's vmul
   logic        f_add;
   logic [31:0] f_a, f_c;
   logic [15:0] f_b;
@@ -280,6 +283,11 @@ module pe_vec #(
         f_a = rln_q[0] ? {16'd0, vd2 ? a_elem : bw_bf} : vd2 ? 32'h3f80 : b_word;
         f_b = bw_bf;
         f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+      end
+      KVmul: begin  // fmac(A, r[rd], +0): vmac's operand places (x = r[rd], c = +0)
+        f_a = {16'd0, a_elem};
+        f_b = rval_q[15:0];
+        f_c = 32'd0;
       end
       KVmac: begin  // fmac(A, bf16(x), c); c from the other bank or read a cycle ahead
         f_a = {16'd0, a_elem};
@@ -330,6 +338,7 @@ module pe_vec #(
       KAxpy: begin f2_a = rval_q; f2_b = a_rdata_i[31:16]; f2_c = b_word2; end
       KVfma: begin f2_a = {16'd0, rval_q[15:0]}; f2_c = {rval_q[31:16], 16'd0}; end
       KVmac: f2_c = rzf_q ? cw2_q : b_other2;
+      KVmul: begin f2_b = rval_q[15:0]; f2_c = 32'd0; end
       default: ;
     endcase
   end
@@ -842,6 +851,24 @@ module pe_vec #(
             if (vx_pair) begin
               mac2_o = 1'b1;
               b_re3_o = 1'b1; b_raddr3_o = BAW'(n_ptr1);
+              rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
+              n_d = n_q + 16'd2;
+              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
+            end else begin
+              n_d = n_q + 16'd1;
+              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            end
+          end
+        end else if (ins_q[2:0] == 3'd5 && vd2) begin  // vmul rd, rs (cvt.bh's code, rs != 0):
+          if (n_all) begin                             // no B read, a pair a cycle (even A)
+            done_o = 1'b1; busy_d = 1'b0;
+          end else begin
+            mac_o = 1'b1;
+            a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
+            rv_d = 1'b1; rk_d = KVmul; rah_d = n_a[0]; rwen_d = 1'b1;
+            rwa_d = BAW'(n_ptr); rval_d = {16'd0, dat_q[15:0]};
+            if (n_two && !n_a[0]) begin
+              mac2_o = 1'b1;
               rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
               n_d = n_q + 16'd2;
               if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end

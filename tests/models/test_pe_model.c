@@ -170,6 +170,55 @@ static void test_vaxpy(void **state)
 	}
 }
 
+/* vmul r3, r1 (cvt.bh's code with rs != 0): B[r6 + n] = fmac(A[r1 + n], r3, +0), what vmac
+ * gives against B rows of r3 and +0; with r3 = 1.0 the stash widened as nm_fmac_row_bits. */
+static void test_vmul(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m, m2;
+		setup(&m, "vmul r3, r1\nret");
+		setup(&m2, "vmac r4, r1, r2\nret");
+		/* the range clear of vmac's rows (each element read before its write) */
+		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 900);
+		uint16_t a = (uint16_t)(rng_next() % (2 * AWORDS));
+		uint16_t s = k & 1 ? 0x3f80 : nm_bf16_from_bits(rand_f32());
+		memcpy(m2.a, m.a, sizeof m.a[0] * AWORDS);
+		memcpy(m2.b, m.b, sizeof m.b[0] * BWORDS);
+		for (int i = 0; i < 300; i++) { /* vmac's rows of s and +0 */
+			m2.b[1200 + i] = (uint32_t)s << 16;
+			m2.b[1600 + i] = 0;
+		}
+		m.r[1] = m2.r[1] = a;
+		m.r[3] = s;
+		m2.r[2] = 1200;
+		m2.r[4] = 1600;
+		m.r[6] = m2.r[6] = p;
+		m.r[7] = m2.r[7] = n;
+		uint32_t want[BWORDS];
+		memcpy(want, m.b, sizeof want);
+		for (uint16_t i = 0; i < n; i++)
+			want[p + i] = nm_fmac_bits(m.a[(a + i) % AWORDS], s, 0);
+		run(&m);
+		run(&m2);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_memory_equal(m2.b + p, want + p, n * sizeof want[0]);
+		if (s == 0x3f80) {
+			uint32_t w[300], ones[300], zeros[300] = { 0 };
+			for (int i = 0; i < 300; i++)
+				ones[i] = 0x3f800000u;
+			uint16_t x[300];
+			for (uint16_t i = 0; i < n; i++)
+				x[i] = m.a[(a + i) % AWORDS];
+			nm_fmac_row_bits(w, x, ones, zeros, n);
+			assert_memory_equal(m.b + p, w, n * sizeof w[0]);
+		}
+		assert_int_equal(m.cnt[0], n);
+		pe_model_free(&m);
+		pe_model_free(&m2);
+	}
+}
+
 /* cvt.bh: fp32 words to packed bf16 halves of B, from an odd or even element, in place. */
 static void test_cvt_bh(void **state)
 {
@@ -979,6 +1028,7 @@ int main(void)
 		cmocka_unit_test(test_cvt_bh),
 		cmocka_unit_test(test_vsum2),
 		cmocka_unit_test(test_vdot2),
+		cmocka_unit_test(test_vmul),
 		cmocka_unit_test(test_cvt_bf),
 		cmocka_unit_test(test_vlut),
 		cmocka_unit_test(test_rsqrt),

@@ -407,6 +407,12 @@ static int step(struct pe_model *m)
 				*y = nm_fmac_bits(r[rd], m->a[(uint16_t)(addr + n) & (m->awords - 1)], *y);
 				m->cnt[0]++;
 			}
+		} else if (hi && sel == 1 && rs) { /* 5, rs != 0 (pe only): vmul rd, rs */
+			for (uint16_t n = 0; n < r[7]; n++) {
+				*b_word(m, (uint16_t)(r[6] + n)) = nm_fmac_bits(
+					m->a[(uint16_t)(addr + n) & (m->awords - 1)], r[rd], 0);
+				m->cnt[0]++;
+			}
 		} else if (hi && sel == 1) { /* 5: cvt.bh rd: Bh[r[rd] + n] = bf16(B[r6 + n]) */
 			for (uint16_t n = 0; n < r[7]; n++) {
 				uint16_t v = nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
