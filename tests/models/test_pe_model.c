@@ -845,15 +845,17 @@ static void test_cvt_fused(void **state)
 {
 	(void)state;
 	const uint16_t P = 1900;
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 12; k++) {
 		unsigned w = 8 + (unsigned)(rng_next() % 40), ntok = 1 + (unsigned)(rng_next() % 5);
 		struct pe_model m;
 		uint32_t b0[BWORDS];
 		uint16_t a0[AWORDS];
 		uint16_t *bh = (uint16_t *)(void *)b0;
+		/* vec_cvt, then (k >= 6) pe's vec_cvt_bf, whose cvt_fbh widens by vmul */
+		const char *img = k >= 6 ? "vec_cvt_bf" : "vec_cvt";
 		/* cvt_fbh: A rows from 40 widened to B from 300 (ones 1000, zeros 1100), packed
 		 * to Bh from 1400 (B words 700..) */
-		setup_image(&m, "vec_cvt", "cvt_fbh");
+		setup_image(&m, img, "cvt_fbh");
 		for (unsigned j = 0; j < w; j++) {
 			m.b[1000 + j] = j & 1 ? 0x3f800000u : 0x3f807fffu;
 			m.b[1100 + j] = 0;
@@ -874,7 +876,7 @@ static void test_cvt_fused(void **state)
 		pe_model_free(&m);
 		/* dy_abh / dy_bh: rows from 200, db at 1000, ones at A 500, A rows to 30, Bh to 1400 */
 		for (int ta = 0; ta < 2; ta++) {
-			setup_image(&m, "vec_cvt", ta ? "dy_abh" : "dy_bh");
+			setup_image(&m, img, ta ? "dy_abh" : "dy_bh");
 			for (unsigned j = 0; j < w; j++)
 				m.a[500 + j] = 0x3f80;
 			const uint16_t pd[10] = { (uint16_t)w, (uint16_t)ntok, 200, 7,
