@@ -19,11 +19,19 @@
 ;                fc_gelu_hd: MODE 0, no stash, D (the whole stash's forward, recompute's
 ;                backward); fc_gelu_h: MODE 0, no stash, no D (recompute's forward);
 ;                fc_gelu_wd: MODE 1, D (the backward of the 7 C stash).
-;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc; fc_gelu_*'s row step: fw/vec_fc_rows.inc.
+;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc; MODE 0's row step: fw/vec_fc_rows.inc.
 ; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
 ; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
 
 .include "vec_fc_rows.inc"
+fg_wid:	addi r2, r5, P_B
+	ldb r2, [r2]		; r2 = the ones
+	addi r4, r5, P_ZERO
+	ldb r4, [r4]		; r4 = the zeros
+fg_w:	vmac r4, r1, r2		; pre_j = fmac(A[ST + t*W + j], bf16(1.0), +0)
+	add r6, r6, r7
+	add r1, r1, r7
+	djnz r3, fg_w
 fg_d:	addi r4, r5, P_D	; GELU' a row at a time, through S
 	ldb r1, [r4]
 	addi r2, r1, 1

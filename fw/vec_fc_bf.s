@@ -1,20 +1,29 @@
 ; vec_fc_bf.s - fw/vec_fc.s for `pe`: the vector work of one fc tile of the resident step
 ; (docs/resident-step.md) with GELU and GELU' written by `vlut.bf` (docs/architecture.md
 ; 4.4), a table line's bf16 straight into A, so each is one pass over all N*W elements where
-; vec_fc.s takes a vlut into B and a cvt.bf. The same entries, blocks and results in A; the
-; driver loads it in place of vec_fc on `pe` (pe_lite does not decode vlut.bf). What it
+; vec_fc.s takes a vlut into B and a cvt.bf, and MODE 1's stash widened by one `vmul` (two
+; elements a cycle) where vec_fc.s takes a vmac a row against B's rows of 1.0 and +0 (one a
+; cycle: both in one bank). The same entries, blocks and results in A; the
+; driver loads it in place of vec_fc on `pe` (pe_lite decodes neither). What it
 ; leaves in B differs: the rows keep pre (the bias added, or the stash widened) and the
 ; scratch S is not written. Started like vec_fc.s (payload low half = P, the block).
 ;   fc_gelu_*:   MODE 0: pre_j = fmac(1, bf16(b_j), pre_j) row by row, and, unless ST =
-;                0xffff, A[ST + i] = bf16(pre_i); MODE 1: pre_j = fmac(A[ST + t*W + j],
-;                bf16(1.0), +0) row by row; then, unless D = 0xffff, A[D + i] =
+;                0xffff, A[ST + i] = bf16(pre_i); MODE 1: pre_i = fmac(A[ST + i], 1.0,
+;                +0) (the rows of 1.0 at B and +0 at ZERO, not read, must hold them:
+;                vec_fc.s's bits); then, unless D = 0xffff, A[D + i] =
 ;                bf16(lut_gelu'(pre_i)), and A[OUT + i] = h_i = bf16(lut_gelu(pre_i))
 ;                (nm_gelu_fwd_bits; D may be the stash: it is widened first), i < N*W.
-;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc; fc_gelu_*'s row step: fw/vec_fc_rows.inc.
+;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc; MODE 0's row step: fw/vec_fc_rows.inc.
 ; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
 ; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
 
+.equ ONE, 0x3f80
 .include "vec_fc_rows.inc"
+fg_wid:	mul r7, r7, r3		; MODE 1 over all N*W elements at once: no row operand
+	li r2, ONE
+	vmul r2, r1		; pre_i = fmac(A[ST + i], 1.0, +0) (the rows of 1.0 and +0
+	addi r4, r5, P_W	; at B and ZERO, which must hold them, are not read)
+	ldb r7, [r4]		; r7 = W
 fg_d:	addi r4, r5, P_N	; the rest over all N*W elements at once
 	ldb r3, [r4]
 	mul r7, r7, r3

@@ -734,8 +734,9 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			if (d < 2) {
 				ctl[nctl++] = proto_ctl(PROTO_CTL_START, 0);
 				/* the fill is part of the streaming phase (it follows the INJECT) */
-				st->cycles += (uint64_t)ks.tp_k * dt_d + 8;
-				st->stream_cycles += (uint64_t)ks.tp_k * dt_d + 8;
+				/* (two words a cycle) */
+				st->cycles += ((uint64_t)ks.tp_k * dt_d + 1) / 2 + 8;
+				st->stream_cycles += ((uint64_t)ks.tp_k * dt_d + 1) / 2 + 8;
 			}
 			if (nctl) {
 				ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, nctl));
@@ -879,9 +880,9 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	if (pl->kernel != PLAN_WGRAD && !rg->accumulate) {
 		ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
 		ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
-		/* START fills tp * stride words from the base (4.5's fill, part of the stream),
-		 * its wavelet's injection and trip included */
-		uint64_t f = (uint64_t)pl->tp * rg->bstride + 9;
+		/* START fills tp * stride words from the base (4.5's fill, two words a cycle,
+		 * part of the stream), its wavelet's injection and trip included */
+		uint64_t f = ((uint64_t)pl->tp * rg->bstride + 1) / 2 + 9;
 		st->cycles += f;
 		st->stream_cycles += f;
 		/* the fill reads no A: a chunk of a carried WRITE while it runs */

@@ -194,6 +194,22 @@ static int model_cvt_fbh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
 	return CS_OK;
 }
 
+/* fw/vec_cvt_bf.s's cvt_fbh widens by vmul with 1.0 and +0, not reading its rows: they
+ * must hold them (vec_cvt.s's vmac takes bf16 of the ones), then model_cvt_fbh's bits. */
+static int model_cvt_fbh_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+			    size_t errlen)
+{
+	unsigned W = p[0], ONES = p[6], ZERO = p[7];
+	for (unsigned j = 0; j < W; j++)
+		if (nm_bf16_from_bits(b[ONES + j]) != 0x3f80 || b[ZERO + j] != 0) {
+			snprintf(err, errlen, "cvt_fbh: B[%u] of the ones row is 0x%08x and B[%u] of "
+				 "the zeros row 0x%08x, not 1.0 (as bf16) and +0", ONES + j,
+				 b[ONES + j], ZERO + j, b[ZERO + j]);
+			return CS_ERR_INVALID;
+		}
+	return model_cvt_fbh(a, b, p, err, errlen);
+}
+
 static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *what,
 		      char *err, size_t errlen);
 
@@ -274,6 +290,15 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 		if (rc)
 			return rc;
 	}
+	/* vec_fc_bf widens by vmul with 1.0 and +0, not reading the rows: they must hold them
+	 * (vec_fc's vmac takes bf16 of the ones) */
+	for (unsigned j = 0; j < W && mode && bf; j++)
+		if (nm_bf16_from_bits(b[BV + j]) != 0x3f80 || b[ZERO + j] != 0) {
+			snprintf(err, errlen, "%s: B[%u] of the ones row is 0x%08x and B[%u] of the "
+				 "zeros row 0x%08x, not 1.0 (as bf16) and +0", what, BV + j,
+				 b[BV + j], ZERO + j, b[ZERO + j]);
+			return CS_ERR_INVALID;
+		}
 	/* per token (the firmware's rows, then its passes over all N*W: the same bits and
 	 * the same scratch, the last row's GELU') */
 	for (unsigned t = 0; t < N; t++) {
@@ -397,6 +422,12 @@ static const struct res_prog progs[] = {
 	    { 5, A_, RES_K, 2 }, { 7, B_, RES_W, 0 }, { 8, B_, RES_NW, 0 },
 	    { 9, A_, RES_NW, 0 }, { 10, A_, RES_N, 0 }, { 11, B_, RES_NW, 0 },
 	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd, 0, NULL },
+	/* vec_ln_bwd on pe: fw/vec_ln_bwd_d.s, the two sums by one vdot2 */
+	{ "vec_ln_bwd", "ln_bwd", 15, 0, 14,
+	  { { 1, A_, RES_W, 0 }, { 2, A_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 2 },
+	    { 5, A_, RES_K, 2 }, { 7, B_, RES_W, 0 }, { 8, B_, RES_NW, 0 },
+	    { 9, A_, RES_NW, 0 }, { 10, A_, RES_N, 0 }, { 11, B_, RES_NW, 0 },
+	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd, 1, "vec_ln_bwd_d" },
 	{ "vec_gelu", "gelu_fwd", 8, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 } }, 6,
@@ -426,6 +457,31 @@ static const struct res_prog progs[] = {
 	{ "vec_cvt", "dy_bh", 10, 0, 1,
 	  { { 2, B_, RES_NW, 0 }, { 6, A_, RES_W, 0 }, { 8, CSD_MEM_BH, RES_NW, 0 },
 	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh, 0, NULL },
+	/* vec_cvt on pe: fw/vec_cvt_bf.s, cvt_fbh's widening by vmul (every entry, so that the
+	 * calls share one overlay) */
+	{ "vec_cvt", "cvt_a", 7, 0, 1,
+	  { { 2, B_, RES_NS, 3 }, { 4, A_, RES_NS, 5 } }, 2, model_cvt_a, 1, "vec_cvt_bf" },
+	{ "vec_cvt", "cvt_bh", 7, 0, 1,
+	  { { 2, B_, RES_NS, 3 }, { 4, CSD_MEM_BH, RES_NS, 5 } }, 2, model_cvt_bh, 1,
+	  "vec_cvt_bf" },
+	{ "vec_cvt", "bias_fwd", 7, 0, 1,
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_fwd, 1,
+	  "vec_cvt_bf" },
+	{ "vec_cvt", "bias_bwd", 7, 0, 1,
+	  { { 2, B_, RES_NS, 3 }, { 4, B_, RES_W, 0 }, { 6, A_, RES_W, 0 } }, 3, model_bias_bwd, 1,
+	  "vec_cvt_bf" },
+	{ "vec_cvt", "cvt_f", 8, 0, 1,
+	  { { 2, A_, RES_NS, 3 }, { 4, B_, RES_NS, 3 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 } },
+	  4, model_cvt_f, 1, "vec_cvt_bf" },
+	{ "vec_cvt", "cvt_fbh", 9, 0, 1,
+	  { { 2, A_, RES_NW, 0 }, { 4, B_, RES_NW, 0 }, { 6, B_, RES_W, 0 }, { 7, B_, RES_W, 0 },
+	    { 8, CSD_MEM_BH, RES_NW, 0 } }, 5, model_cvt_fbh_bf, 1, "vec_cvt_bf" },
+	{ "vec_cvt", "dy_abh", 10, 0, 1,
+	  { { 2, B_, RES_NW, 0 }, { 4, A_, RES_NW, 0 }, { 6, A_, RES_W, 0 },
+	    { 8, CSD_MEM_BH, RES_NW, 0 }, { 9, B_, RES_W, 0 } }, 5, model_dy_abh, 1, "vec_cvt_bf" },
+	{ "vec_cvt", "dy_bh", 10, 0, 1,
+	  { { 2, B_, RES_NW, 0 }, { 6, A_, RES_W, 0 }, { 8, CSD_MEM_BH, RES_NW, 0 },
+	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh, 1, "vec_cvt_bf" },
 	/* vec_fc: block W N TG TD S IN OUT D MODE ONES B ZERO ST */
 	{ "vec_fc", "fc_gelu_sh", 13, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },

@@ -97,8 +97,8 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 	int xop = (w >> 3) & 7, lo3 = w & 7;
 	uint32_t cnt = r[7], ptr = r[6];
 	uint64_t c = e0, d = e0;
-	if (op == 0xE) { /* fill: a word a cycle once no B write is in flight */
-		for (uint32_t i = 0; i < cnt; i++, c++)
+	if (op == 0xE) { /* fill: two words a cycle once no B write is in flight */
+		for (uint32_t i = 0; i < cnt; i += 2, c++)
 			d = c = wait(v, c, 1, 0);
 		return d;
 	}
@@ -111,6 +111,17 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 				d = c = WAIT_HZ(c, ptr + i);
 				mac(v, c, ptr + i, 1);
 				if (cnt - i >= 2 && !((r[rsn] + i) & 1) && !HZ(c, ptr + i + 1)) {
+					mac(v, c, ptr + i + 1, 1);
+					i += 2;
+				} else {
+					i++;
+				}
+			}
+		} else if (lo3 == 5 && rsn) { /* vmul: vaxpy's flow with no B read: no waits */
+			for (uint32_t i = 0; i < cnt; c++) {
+				d = c;
+				mac(v, c, ptr + i, 1);
+				if (cnt - i >= 2 && !((r[rsn] + i) & 1)) {
 					mac(v, c, ptr + i + 1, 1);
 					i += 2;
 				} else {

@@ -401,6 +401,24 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | 5);
 		return 0;
 	}
+	if (!strcmp(mn, "vmul")) { /* cvt.bh's code with rs != 0: B[r6+n] = A[r[rs]+n] r[rd] */
+		if ((rc = want(a, mn, n, 2, 2)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = reg(a, ops[1], &rs)))
+			return rc;
+		if (!rs)
+			return fail(a, "vmul: the A operand cannot be r0 (rs = 0 is cvt.bh)");
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 5);
+		return 0;
+	}
+	if (!strcmp(mn, "vdot2")) { /* vsum2 with rs != 0: two dots of B[r6..] (pe only) */
+		if ((rc = want(a, mn, n, 2, 2)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = reg(a, ops[1], &rs)))
+			return rc;
+		if (!rs)
+			return fail(a, "vdot2: the A operand cannot be r0 (rs = 0 is vsum2)");
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 2 << 3);
+		return 0;
+	}
 	if (!strcmp(mn, "vsum2") || !strcmp(mn, "cvt.bf")) {
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
 			return rc;
@@ -795,6 +813,10 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 				snprintf(out, len, "rsqrt r%d, [r%d]", rd, rs);
 				return 1;
 			default:
+				if (xop == 2 && rs && !src) {
+					snprintf(out, len, "vdot2 r%d, r%d", rd, rs);
+					return 1;
+				}
 				if (rs || src)
 					return 0;
 				snprintf(out, len, "%s r%d", xop == 2 ? "vsum2" : "cvt.bf", rd);
@@ -803,8 +825,9 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 		}
 		if (half && sel == 1) {
 			if (rs)
-				return 0;
-			snprintf(out, len, "cvt.bh r%d", rd);
+				snprintf(out, len, "vmul r%d, r%d", rd, rs);
+			else
+				snprintf(out, len, "cvt.bh r%d", rd);
 			return 1;
 		}
 		if (half && sel == 0) {

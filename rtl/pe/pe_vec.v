@@ -1,6 +1,6 @@
 // pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
 // (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb and the 0xF vector group vfma, vsum2,
-// cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
+// vdot2, cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
 // the FMAC pipeline and the transmit FIFO.
 //
 // Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
@@ -24,6 +24,8 @@
 //    their banks; otherwise n issues alone. Element n + 1 reads the word after element n's
 //    on read port 3 (vmac's c: port 4), always the other sub-bank (pe.v), runs on a second
 //    FMAC (u_fmac2, tags rv2/p2v) and writes on the second write port.
+//  - vmul (cvt.bh's code with rs != 0): as vaxpy with no B read (c = +0, x = r[rd] in
+//    vmac's operand places): a pair every cycle from an even A element.
 //  - vfma, vaxpy: a MAC (or a pair) a cycle (vfma: source B[r[rt]+n], destination B[r6+n]; a
 //    source word with its write in flight waits, so an overlap is sequential).
 //  - vmac: x = B[r[rt]+n] on the first read port and c = B[r[rd]+n] on the second, a pair a
@@ -39,7 +41,9 @@
 //  - vsum2: two FMAC ops per element (add, then square) on four chains {s0, q0, s1, q1}
 //    taken round-robin like dot lanes (bypass or accumulator register), so 2 cycles per
 //    element; then, with the pipeline drained, the two combining adds (store to r[rd] and
-//    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain).
+//    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain). vdot2 (vsum2 with rs !=
+//    0) is the same flow with the ops fmac(1.0, bf16(x), s) and fmac(A[r[rs]+n], bf16(x),
+//    q), the A read issued with the q op: two vdots sharing x in the cycles of one.
 //  - cvt.bf: one B read per element; A words are written whole, two elements a write (a
 //    pair's, or an even element held in lo with the next), with an A read only for an odd
 //    first or even last element (read-modify-write); ends in the last element's R cycle.
@@ -58,7 +62,8 @@
 // wavelets (no stall of the pipeline is ever needed). Sources (scalar send, sendv at R,
 // redv at out) never push in the same cycle: send waits until no send is in flight, sendv
 // until no redv send is in flight.
-// Scalar B loads/stores and fill wait until no B write is in flight.
+// Scalar B loads/stores and fill wait until no B write is in flight; fill then writes two
+// words a cycle (the second on the second write port).
 // Handshakes: start_i is taken when the engine is not busy (the sequencer waits for done_o
 // before it starts the next instruction); done_o is a one-cycle pulse.
 `default_nettype none
@@ -135,7 +140,8 @@ module pe_vec #(
   localparam [4:0] KNone = 5'd0, KAxpy = 5'd1, KDot = 5'd2, KRedv = 5'd3, KSendv = 5'd4,
                    KLda = 5'd5, KSta = 5'd6, KLdb = 5'd7, KStb = 5'd8, KVfma = 5'd9,
                    KVs = 5'd10, KVsF = 5'd11, KCvt = 5'd12, KLut = 5'd13, KRsq = 5'd14,
-                   KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18;
+                   KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18,
+                   KVmul = 5'd19;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
@@ -224,7 +230,7 @@ module pe_vec #(
   wire  [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
   wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv ||
                                   rk_q == KVfma || rk_q == KVs || rk_q == KVsF || rk_q == KLut ||
-                                  rk_q == KVmac || rk_q == KVdot);
+                                  rk_q == KVmac || rk_q == KVdot || rk_q == KVmul);
   // result goes to a lane accumulator
   wire         r_acc = (rk_q == KDot) || (rk_q == KVs) || (rk_q == KVdot);
   wire  [15:0] bw_bf;  // bf16(the B word read), for vfma, vsum2, cvt.bf, cvt.bh, vmac, vdot
@@ -247,6 +253,7 @@ module pe_vec #(
     .x_i   (b_word),
     .y_o   (rsq_y)
   );
+  wire         vd2 = ins_q[8:6] != 3'd0;  // rs != 0: vsum2's vdot2, cvt.bh's vmul
   logic        f_add;
   logic [31:0] f_a, f_c;
   logic [15:0] f_b;
@@ -270,11 +277,17 @@ module pe_vec #(
         f_b = bw_bf;
         f_c = {rval_q[31:16], 16'd0};
       end
-      KVs: begin  // chain rln: add(s, x) (even lane) or fmac(bf16(x), bf16(x), q) (odd lane)
-        f_add = !rln_q[0];
-        f_a = rln_q[0] ? {16'd0, bw_bf} : b_word;
+      KVs: begin  // chain rln: add(s, x) (even lane) or fmac(bf16(x), bf16(x), q) (odd lane);
+                  // vdot2 (rs != 0): fmac(1.0, bf16(x), s) and fmac(A, bf16(x), q)
+        f_add = !rln_q[0] && !vd2;
+        f_a = rln_q[0] ? {16'd0, vd2 ? a_elem : bw_bf} : vd2 ? 32'h3f80 : b_word;
         f_b = bw_bf;
         f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+      end
+      KVmul: begin  // fmac(A, r[rd], +0): vmac's operand places (x = r[rd], c = +0)
+        f_a = {16'd0, a_elem};
+        f_b = rval_q[15:0];
+        f_c = 32'd0;
       end
       KVmac: begin  // fmac(A, bf16(x), c); c from the other bank or read a cycle ahead
         f_a = {16'd0, a_elem};
@@ -325,6 +338,7 @@ module pe_vec #(
       KAxpy: begin f2_a = rval_q; f2_b = a_rdata_i[31:16]; f2_c = b_word2; end
       KVfma: begin f2_a = {16'd0, rval_q[15:0]}; f2_c = {rval_q[31:16], 16'd0}; end
       KVmac: f2_c = rzf_q ? cw2_q : b_other2;
+      KVmul: begin f2_b = rval_q[15:0]; f2_c = 32'd0; end
       default: ;
     endcase
   end
@@ -672,13 +686,19 @@ module pe_vec #(
             if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
           end
         end
-        4'hE: begin  // fill
-          if (cnt_q == 16'd0) begin
+        4'hE: begin  // fill: two words a cycle (the next one, the other sub-bank, on the
+          if (cnt_q == 16'd0) begin   // second write port: no MAC write is in flight)
             done_o = 1'b1; busy_d = 1'b0;
           end else if (!infl_wb) begin
             b_we_o = 1'b1; b_waddr_o = BAW'(n_ptr); b_wdata_o = 32'd0;
-            n_d = n_q + 16'd1;
-            if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            if (n_two) begin
+              b_we2_o = 1'b1; b_waddr2_o = n_ptr1; b_wdata2_o = 32'd0;
+              n_d = n_q + 16'd2;
+              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
+            end else begin
+              n_d = n_q + 16'd1;
+              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            end
           end
         end
         4'hF: if (xop == 3'd1) begin  // vfma rd, rs, rt
@@ -700,12 +720,13 @@ module pe_vec #(
               if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
             end
           end
-        end else if (xop == 3'd2) begin  // vsum2 rd: chain {n[0], ph}, then the two adds
-          if (!n_all) begin
+        end else if (xop == 3'd2) begin  // vsum2 rd / vdot2 rd, rs (rs != 0: the q op reads
+          if (!n_all) begin              // A[r[rs]+n]): chain {n[0], ph}, then the two adds
             if (!hz(BAW'(n_ptr))) begin
               mac_o = 1'b1;
               b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
-              rv_d = 1'b1; rk_d = KVs;
+              if (lb && ph_q) begin a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]); end
+              rv_d = 1'b1; rk_d = KVs; rah_d = n_a[0];
               rln_d = LW'({n_q[0], ph_q}); rfirst_d = (n_q < 16'd2);
               ph_d = !ph_q;
               if (ph_q) n_d = n_q + 16'd1;
@@ -830,6 +851,24 @@ module pe_vec #(
             if (vx_pair) begin
               mac2_o = 1'b1;
               b_re3_o = 1'b1; b_raddr3_o = BAW'(n_ptr1);
+              rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
+              n_d = n_q + 16'd2;
+              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
+            end else begin
+              n_d = n_q + 16'd1;
+              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
+            end
+          end
+        end else if (ins_q[2:0] == 3'd5 && vd2) begin  // vmul rd, rs (cvt.bh's code, rs != 0):
+          if (n_all) begin                             // no B read, a pair a cycle (even A)
+            done_o = 1'b1; busy_d = 1'b0;
+          end else begin
+            mac_o = 1'b1;
+            a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
+            rv_d = 1'b1; rk_d = KVmul; rah_d = n_a[0]; rwen_d = 1'b1;
+            rwa_d = BAW'(n_ptr); rval_d = {16'd0, dat_q[15:0]};
+            if (n_two && !n_a[0]) begin
+              mac2_o = 1'b1;
               rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
               n_d = n_q + 16'd2;
               if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end

@@ -299,14 +299,20 @@ static int prog_params(int k, uint32_t W, uint32_t N, int lay, uint32_t aw, uint
 }
 
 /* One call of program k on dev: its cycles and MAC-busy PE-cycles (the ones vector written
- * first, not counted). */
+ * first, not counted; fc_gelu_wd: its B rows of 1.0 and +0 too). */
 static uint64_t prog_cycles(csd_dev *dev, int k, uint32_t W, const uint16_t *p, int n,
 			    uint32_t blk, uint32_t ones, uint64_t *mac)
 {
 	static uint16_t one[4096];
-	for (size_t j = 0; j < sizeof one / sizeof one[0]; j++)
+	static uint32_t bone[4096], bzero[4096];
+	for (size_t j = 0; j < sizeof one / sizeof one[0]; j++) {
 		one[j] = 0x3f80;
+		bone[j] = 0x3f800000u;
+	}
 	if (ones != NO_ONES && csd_write_all(dev, CSD_MEM_A, ones, one, W))
+		print_error("%s\n", csd_last_error(dev));
+	if (k == 13 && (csd_write_all(dev, CSD_MEM_B, p[10], bone, W) ||
+			csd_write_all(dev, CSD_MEM_B, p[11], bzero, W)))
 		print_error("%s\n", csd_last_error(dev));
 	csd_reset_counters(dev);
 	if (csd_run_program(dev, pname[k][0], pname[k][1], blk, p, n))

@@ -170,6 +170,55 @@ static void test_vaxpy(void **state)
 	}
 }
 
+/* vmul r3, r1 (cvt.bh's code with rs != 0): B[r6 + n] = fmac(A[r1 + n], r3, +0), what vmac
+ * gives against B rows of r3 and +0; with r3 = 1.0 the stash widened as nm_fmac_row_bits. */
+static void test_vmul(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m, m2;
+		setup(&m, "vmul r3, r1\nret");
+		setup(&m2, "vmac r4, r1, r2\nret");
+		/* the range clear of vmac's rows (each element read before its write) */
+		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 900);
+		uint16_t a = (uint16_t)(rng_next() % (2 * AWORDS));
+		uint16_t s = k & 1 ? 0x3f80 : nm_bf16_from_bits(rand_f32());
+		memcpy(m2.a, m.a, sizeof m.a[0] * AWORDS);
+		memcpy(m2.b, m.b, sizeof m.b[0] * BWORDS);
+		for (int i = 0; i < 300; i++) { /* vmac's rows of s and +0 */
+			m2.b[1200 + i] = (uint32_t)s << 16;
+			m2.b[1600 + i] = 0;
+		}
+		m.r[1] = m2.r[1] = a;
+		m.r[3] = s;
+		m2.r[2] = 1200;
+		m2.r[4] = 1600;
+		m.r[6] = m2.r[6] = p;
+		m.r[7] = m2.r[7] = n;
+		uint32_t want[BWORDS];
+		memcpy(want, m.b, sizeof want);
+		for (uint16_t i = 0; i < n; i++)
+			want[p + i] = nm_fmac_bits(m.a[(a + i) % AWORDS], s, 0);
+		run(&m);
+		run(&m2);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_memory_equal(m2.b + p, want + p, n * sizeof want[0]);
+		if (s == 0x3f80) {
+			uint32_t w[300], ones[300], zeros[300] = { 0 };
+			for (int i = 0; i < 300; i++)
+				ones[i] = 0x3f800000u;
+			uint16_t x[300];
+			for (uint16_t i = 0; i < n; i++)
+				x[i] = m.a[(a + i) % AWORDS];
+			nm_fmac_row_bits(w, x, ones, zeros, n);
+			assert_memory_equal(m.b + p, w, n * sizeof w[0]);
+		}
+		assert_int_equal(m.cnt[0], n);
+		pe_model_free(&m);
+		pe_model_free(&m2);
+	}
+}
+
 /* cvt.bh: fp32 words to packed bf16 halves of B, from an odd or even element, in place. */
 static void test_cvt_bh(void **state)
 {
@@ -220,6 +269,47 @@ static void test_vdot(void **state)
 		assert_memory_equal(m.b, want, sizeof want);
 		assert_int_equal(m.cnt[0], n + 1u);
 		pe_model_free(&m);
+	}
+}
+
+/* vdot2 r3, r1 (vsum2 with rs != 0): B[r3] and B[r3 + 1] are the bits of vdot against
+ * ones (1.0) and of vdot against A[r1 ..], both over B[r6 ..), run as two vdots. */
+static void test_vdot2(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m, m2;
+		setup(&m, "vdot2 r3, r1\nret");
+		setup(&m2, "vdot r3, r4, r6\naddi r3, r3, 1\nvdot r3, r1, r6\nret");
+		/* the sums after the range: the two vdots read it after the first one's write */
+		uint16_t n = (uint16_t)(k == 0 ? 0 : rng_next() % 300), p = (uint16_t)(rng_next() % 1300);
+		uint16_t dst = (uint16_t)(1600 + rng_next() % 400), a = (uint16_t)(rng_next() % AWORDS);
+		uint16_t ones = (uint16_t)(rng_next() % (AWORDS - 300));
+		for (int i = 0; i < 300; i++)
+			m.a[ones + i] = 0x3f80;
+		memcpy(m2.a, m.a, sizeof m.a[0] * AWORDS);
+		memcpy(m2.b, m.b, sizeof m.b[0] * BWORDS);
+		m.r[1] = m2.r[1] = a;
+		m.r[3] = m2.r[3] = dst;
+		m2.r[4] = ones;
+		m.r[6] = m2.r[6] = p;
+		m.r[7] = m2.r[7] = n;
+		uint32_t want[BWORDS], s[2] = { 0, 0 }, q[2] = { 0, 0 };
+		memcpy(want, m.b, sizeof want);
+		for (uint16_t i = 0; i < n; i++) {
+			uint16_t xb = nm_bf16_from_bits(want[p + i]);
+			s[i & 1] = nm_fmac_bits(0x3f80, xb, s[i & 1]);
+			q[i & 1] = nm_fmac_bits(m.a[(a + i) % AWORDS], xb, q[i & 1]);
+		}
+		want[dst] = nm_add_bits(s[0], s[1]);
+		want[dst + 1] = nm_add_bits(q[0], q[1]);
+		run(&m);
+		run(&m2);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_memory_equal(m2.b, want, sizeof want);
+		assert_int_equal(m.cnt[0], 2u * n + 2u);
+		pe_model_free(&m);
+		pe_model_free(&m2);
 	}
 }
 
@@ -498,15 +588,16 @@ static void test_ln_fwd(void **state)
 }
 
 /* fw/vec_ln_bwd.s after vec_ln_fwd.s's stash: bit for bit nm_ln_bwd_bits, and the
- * gradients close to layernorm's in double precision (dx within 2% of the largest). */
+ * gradients close to layernorm's in double precision (dx within 2% of the largest); the
+ * same of fw/vec_ln_bwd_d.s (k >= 6, pe's vdot2). */
 static void test_ln_bwd(void **state)
 {
 	(void)state;
 	static const unsigned cs[] = { 64, 32, 96 };
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 12; k++) {
 		unsigned c = cs[k % 3], ntok = 1 + (unsigned)(rng_next() % 4);
 		struct pe_model m;
-		setup_image(&m, "vec_ln_bwd", "ln_bwd");
+		setup_image(&m, k >= 6 ? "vec_ln_bwd_d" : "vec_ln_bwd", "ln_bwd");
 		/* B: dy 0, dx 500, dgamma 1000, dbeta 1100, S 1200, T 1400, zeros 1500, block
 		 * 1900; A: gamma 0, ones 100, z 200, r 700, scratch 800 */
 		const uint16_t DY = 0, DX = 500, DG = 1000, DB = 1100, S = 1200, T = 1400, ZERO = 1500,
@@ -754,15 +845,17 @@ static void test_cvt_fused(void **state)
 {
 	(void)state;
 	const uint16_t P = 1900;
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 12; k++) {
 		unsigned w = 8 + (unsigned)(rng_next() % 40), ntok = 1 + (unsigned)(rng_next() % 5);
 		struct pe_model m;
 		uint32_t b0[BWORDS];
 		uint16_t a0[AWORDS];
 		uint16_t *bh = (uint16_t *)(void *)b0;
+		/* vec_cvt, then (k >= 6) pe's vec_cvt_bf, whose cvt_fbh widens by vmul */
+		const char *img = k >= 6 ? "vec_cvt_bf" : "vec_cvt";
 		/* cvt_fbh: A rows from 40 widened to B from 300 (ones 1000, zeros 1100), packed
 		 * to Bh from 1400 (B words 700..) */
-		setup_image(&m, "vec_cvt", "cvt_fbh");
+		setup_image(&m, img, "cvt_fbh");
 		for (unsigned j = 0; j < w; j++) {
 			m.b[1000 + j] = j & 1 ? 0x3f800000u : 0x3f807fffu;
 			m.b[1100 + j] = 0;
@@ -783,7 +876,7 @@ static void test_cvt_fused(void **state)
 		pe_model_free(&m);
 		/* dy_abh / dy_bh: rows from 200, db at 1000, ones at A 500, A rows to 30, Bh to 1400 */
 		for (int ta = 0; ta < 2; ta++) {
-			setup_image(&m, "vec_cvt", ta ? "dy_abh" : "dy_bh");
+			setup_image(&m, img, ta ? "dy_abh" : "dy_bh");
 			for (unsigned j = 0; j < w; j++)
 				m.a[500 + j] = 0x3f80;
 			const uint16_t pd[10] = { (uint16_t)w, (uint16_t)ntok, 200, 7,
@@ -936,6 +1029,8 @@ int main(void)
 		cmocka_unit_test(test_vaxpy),
 		cmocka_unit_test(test_cvt_bh),
 		cmocka_unit_test(test_vsum2),
+		cmocka_unit_test(test_vdot2),
+		cmocka_unit_test(test_vmul),
 		cmocka_unit_test(test_cvt_bf),
 		cmocka_unit_test(test_vlut),
 		cmocka_unit_test(test_rsqrt),

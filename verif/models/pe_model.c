@@ -152,7 +152,7 @@ static void dot_one(struct pe_model *m, uint32_t w, uint16_t lane_ptr)
 }
 
 /* The extended 0xF group (docs/architecture.md 4.4): xop 1 vfma, 2 vsum2, 3 cvt.bf,
- * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot; rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf,
+ * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot (vsum2 with rs != 0: vdot2); rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf,
  * vlut.bf: A),
  * elements in index order, each read before its own write; r6 and r7 unchanged. */
 static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, unsigned rt)
@@ -167,13 +167,20 @@ static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, u
 			m->cnt[0]++;
 		}
 		break;
-	case 2: { /* vsum2 rd: B[r[rd]], B[r[rd] + 1] = sum, sum of squares */
+	case 2: { /* vsum2 rd: B[r[rd]], B[r[rd] + 1] = sum, sum of squares; vdot2 rd, rs
+		   * (rs != 0, pe only): sum of 1.0 * bf16(x), sum of A[r[rs] + n] * bf16(x) */
 		uint32_t s[2] = { 0, 0 }, q[2] = { 0, 0 };
 		for (uint16_t n = 0; n < r[7]; n++) {
 			uint32_t x = *b_word(m, (uint16_t)(r[6] + n));
 			uint16_t xb = nm_bf16_from_bits(x);
-			s[n & 1] = nm_add_bits(s[n & 1], x);
-			q[n & 1] = nm_fmac_bits(xb, xb, q[n & 1]);
+			if (rs) {
+				uint16_t a = m->a[(uint16_t)(r[rs] + n) & (m->awords - 1)];
+				s[n & 1] = nm_fmac_bits(0x3f80, xb, s[n & 1]);
+				q[n & 1] = nm_fmac_bits(a, xb, q[n & 1]);
+			} else {
+				s[n & 1] = nm_add_bits(s[n & 1], x);
+				q[n & 1] = nm_fmac_bits(xb, xb, q[n & 1]);
+			}
 			m->cnt[0] += 2;
 		}
 		*b_word(m, r[rd]) = nm_add_bits(s[0], s[1]);
@@ -398,6 +405,12 @@ static int step(struct pe_model *m)
 			for (uint16_t n = 0; n < r[7]; n++) {
 				uint32_t *y = b_word(m, (uint16_t)(r[6] + n));
 				*y = nm_fmac_bits(r[rd], m->a[(uint16_t)(addr + n) & (m->awords - 1)], *y);
+				m->cnt[0]++;
+			}
+		} else if (hi && sel == 1 && rs) { /* 5, rs != 0 (pe only): vmul rd, rs */
+			for (uint16_t n = 0; n < r[7]; n++) {
+				*b_word(m, (uint16_t)(r[6] + n)) = nm_fmac_bits(
+					m->a[(uint16_t)(addr + n) & (m->awords - 1)], r[rd], 0);
 				m->cnt[0]++;
 			}
 		} else if (hi && sel == 1) { /* 5: cvt.bh rd: Bh[r[rd] + n] = bf16(B[r6 + n]) */

@@ -13,18 +13,18 @@
 //           chaining) on random streams, including wavelets with no task (err_notask)
 //   util    a long forward stream (Tp = 16) fed without gaps: measures MAC-busy / cycles and
 //           asserts zero dead cycles between consecutive nonzeros of a run
-//   vec     (TB_VEC) the 0xF vector group: tasks of random vfma / vsum2 / cvt.bf / vlut /
-//           rsqrt / vmac / vdot / vaxpy / cvt.bh sequences interleaved with chaining axpy and
+//   vec     (TB_VEC) the 0xF vector group: tasks of random vfma / vsum2 / vdot2 / cvt.bf / vlut /
+//           rsqrt / vmac / vdot / vaxpy / vmul / cvt.bh sequences interleaved with chaining axpy and
 //           dot tasks; B sources (rt, vmac's rd) the destination's register, another register
 //           equal to r6, overlapping it by a few words either way, or disjoint (other bank
 //           too); A operands wrapping past AWords and 0xffff; cvt.bh's halves over the source
 //           range (overlapping it), odd and even starts; counts 0,
 //           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
 //           ties, near overflow); vlut tables in the range's bank and in the other, indices
-//           at the extremes; vlut.bf into A (pe; pe_lite: vlut only); odd and even cvt.bf
+//           at the extremes; vlut.bf into A, vdot2, vmul (pe; pe_lite: neither); odd and even cvt.bf
 //           targets; 16-bit and memory address wrap.
 //           The rand programs get vector instructions too.
-//   pairs   (TB_VEC) the instructions pe issues two elements a cycle (vfma, vaxpy, vmac,
+//   pairs   (TB_VEC) the instructions pe issues two elements a cycle (vfma, vaxpy, vmac, vmul,
 //           cvt.bf, cvt.bh) on short ranges: sources 0-3 words either side of the
 //           destination, odd and even A and Bh elements, counts 0-9 (and longer), vmac's x
 //           and c in one bank and in two, ranges across the bank boundary and the 16-bit
@@ -109,8 +109,12 @@ static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
 }
 #ifdef TB_PE_LITE
 static const bool kVlutBf = false; // pe_lite decodes vlut with rs = 0 only
+static const bool kVdot2 = false;  // and vsum2 with rs = 0 only
+static const bool kVmul = false;   // and cvt.bh with rs = 0 only
 #else
 static const bool kVlutBf = true; // vlut with rs != 0: vlut.bf, bf16 into A[r[rs] + n]
+static const bool kVdot2 = true;  // vsum2 with rs != 0: vdot2 against A[r[rs] + n]
+static const bool kVmul = true;   // cvt.bh with rs != 0: vmul, B[r6 + n] = A[r[rs] + n] r[rd]
 #endif
 // the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
 // 5 rsqrt rd, [rs]; 6 vmac rd, rs, rt; 7 vdot rd, rs, rt (rt = [2:0])
@@ -121,6 +125,8 @@ static uint16_t vop(unsigned xop, unsigned rd, unsigned rs, unsigned rt = 0)
 // xop 0: [2:0] = 4 vaxpy rd, rs; 5 cvt.bh rd
 static uint16_t vaxpy(unsigned rd, unsigned rs) { return (uint16_t)(0xF004 | rd << 9 | rs << 6); }
 static uint16_t cvtbh(unsigned rd) { return (uint16_t)(0xF005 | rd << 9); }
+// cvt.bh's code with rs != 0 (pe): vmul rd, rs
+static uint16_t vmul(unsigned rd, unsigned rs) { return (uint16_t)(0xF005 | rd << 9 | rs << 6); }
 static void li(std::vector<uint16_t> &w, unsigned rd, uint16_t v)
 {
 	w.push_back((uint16_t)(0x1000 | rd << 9));
@@ -781,10 +787,18 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 				li(p.w, t, (uint16_t)r.below(320));
 			}
 			if (x == 4 && (!kVlutBf || r.chance(50))) t = 0; // vlut; else vlut.bf into A
-			if (x == 9) li(p.w, d, (uint16_t)(8192 + 2 * v6 - 8 + r.below(16))); // Bh near
+			if (x == 2 && (!kVdot2 || r.chance(50))) t = 0;  // vsum2; else vdot2
+			const bool vm = x == 9 && kVmul && r.chance(30); // vmul: a scale, A at t
+			if (vm) {
+				li(p.w, d, rand_bf16(r, false));
+				t = 1 + r.below(7);
+			} else if (x == 9) {
+				li(p.w, d, (uint16_t)(8192 + 2 * v6 - 8 + r.below(16))); // Bh near
+			}
 			li(p.w, 6, v6); // after rd: rd = 7 must not make the count an address
 			li(p.w, 7, v7);
-			p.w.push_back(x == 8 ? vaxpy(d, t) : x == 9 ? cvtbh(d) : vop(x, d, t, rt));
+			p.w.push_back(x == 8 ? vaxpy(d, t) : vm ? vmul(d, t) : x == 9 ? cvtbh(d)
+								    : vop(x, d, t, rt));
 			p.vec_ops++;
 			break;
 		}
@@ -1026,7 +1040,15 @@ static Scenario gen_vec(Bench &b)
 				li(p.w, rd, rand_bf16(r, false));
 				li(p.w, rs, aadr());
 				break;
-			case 9: { // cvt.bh: Bh elements over the source range (2 r6 + k), or elsewhere
+			case 9: { // cvt.bh: Bh elements over the source range (2 r6 + k), or elsewhere;
+				  // vmul (pe): a bf16 scale, the A operand anywhere
+				rs = 0;
+				if (kVmul && r.chance(40)) {
+					li(p.w, rd, rand_bf16(r, false));
+					do rs = 1 + r.below(5); while (rs == rd);
+					li(p.w, rs, aadr());
+					break;
+				}
 				unsigned c2 = r.below(4);
 				uint16_t e = c2 == 0 ? (uint16_t)(2 * r6 + r.below(8)) :
 					     c2 == 1 ? (uint16_t)(2 * r6 - 1 - r.below(2 * n + 8)) :
@@ -1034,9 +1056,15 @@ static Scenario gen_vec(Bench &b)
 				li(p.w, rd, e);
 				break;
 			}
-			case 2: // vsum2: results anywhere (also 0xffff: the second wraps to 0)
+			case 2: // vsum2: results anywhere (also 0xffff: the second wraps to 0);
+				// vdot2 (pe): the A operand at rs, anywhere
 				li(p.w, rd, r.chance(10) ? 0xffff : (uint16_t)(zlo[r.below(3)] +
 									 r.below(400)));
+				rs = 0;
+				if (kVdot2 && r.chance(50)) {
+					do rs = 1 + r.below(5); while (rs == rd);
+					li(p.w, rs, aadr());
+				}
 				break;
 			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too
 				li(p.w, rd, r.chance(15) ? (uint16_t)(0x10000 - 1 - r.below(16))
@@ -1075,7 +1103,8 @@ static Scenario gen_vec(Bench &b)
 			}
 			li(p.w, 6, r6);
 			if (!(x == 5 && rd == 7)) li(p.w, 7, (uint16_t)n);
-			p.w.push_back(x == 8 ? vaxpy(rd, rs) : x == 9 ? cvtbh(rd) : vop(x, rd, rs, rt));
+			p.w.push_back(x == 8 ? vaxpy(rd, rs) : x == 9 ? (rs ? vmul(rd, rs) : cvtbh(rd))
+							       : vop(x, rd, rs, rt));
 			s.budget += 150ull * n + 500; // pe_lite: vsum2 passes 4 times
 		}
 		li(p.w, 6, (uint16_t)(4096 + r.below(64))); // dot's outputs, clear of its inputs
@@ -1130,7 +1159,8 @@ static Scenario gen_pairs(Bench &b)
 	uint16_t prev = (uint16_t)(zb[0] + 20);
 	unsigned nops = 3 + r.below(10);
 	for (unsigned k = 0; k < nops && p.w.size() < 200; k++) {
-		unsigned x = r.below(5); // 0 vfma, 1 vaxpy, 2 vmac, 3 cvt.bf, 4 cvt.bh
+		unsigned x = r.below(kVmul ? 6 : 5); // 0 vfma, 1 vaxpy, 2 vmac, 3 cvt.bf, 4 cvt.bh,
+						       // 5 vmul (pe)
 		unsigned n = r.chance(25) ? r.below(3) : r.chance(80) ? r.below(10) : 10 + r.below(30);
 		// the destination: near the last one's (its writes may be in flight), or a zone's
 		uint16_t r6 = r.chance(50) ? (uint16_t)(prev + (int)r.below(9) - 4)
@@ -1167,12 +1197,17 @@ static Scenario gen_pairs(Bench &b)
 		case 3: // cvt.bf rd: an A element, odd or even
 			li(p.w, 1, aadr());
 			break;
+		case 5: // vmul rd, rs: odd and even A elements, the writes of the last one in flight
+			li(p.w, 1, rand_bf16(r, false));
+			li(p.w, 2, aadr());
+			p.w.push_back(vmul(1, 2));
+			break;
 		default: // cvt.bh rd: Bh elements over the source (2 r6 + k) or elsewhere
 			li(p.w, 1, r.chance(60) ? (uint16_t)(2 * r6 + (int)r.below(13) - 6)
 						: (uint16_t)(2 * (zb[r.below(4)] + r.below(24)) + r.below(2)));
 			break;
 		}
-		if (x >= 3) p.w.push_back(x == 3 ? vop(3, 1, 0) : cvtbh(1));
+		if (x == 3 || x == 4) p.w.push_back(x == 3 ? vop(3, 1, 0) : cvtbh(1));
 		// r6 and r7 are set before the instruction: move it behind them
 		uint16_t ins = p.w.back();
 		p.w.pop_back();
@@ -1277,10 +1312,11 @@ static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t
 
 static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 {
-	FwImage lf, lb, ge, fc, fcb;
+	FwImage lf, lb, ge, fc, fcb, lbd;
 	if (!fw_load(lf, dir + "/vec_ln_fwd.bin") || !fw_load(lb, dir + "/vec_ln_bwd.bin") ||
 	    !fw_load(ge, dir + "/vec_gelu.bin") || !fw_load(fc, dir + "/vec_fc.bin") ||
-	    (as::kVlutBf && !fw_load(fcb, dir + "/vec_fc_bf.bin")))
+	    (as::kVlutBf && !fw_load(fcb, dir + "/vec_fc_bf.bin")) ||
+	    (as::kVdot2 && !fw_load(lbd, dir + "/vec_ln_bwd_d.bin")))
 		return tb_result(0, 1);
 	int pc_lf = fw_entry(lf, "ln_fwd"), pc_lb = fw_entry(lb, "ln_bwd");
 	int pc_gf = fw_entry(ge, "gelu_fwd"), pc_gb = fw_entry(ge, "gelu_bwd");
@@ -1288,20 +1324,25 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 	int pc_fb = fw_entry(fc, "fc_gelu_bwd");
 	int pc_bs = as::kVlutBf ? fw_entry(fcb, "fc_gelu_sh") : 0;
 	int pc_bw = as::kVlutBf ? fw_entry(fcb, "fc_gelu_wd") : 0;
+	int pc_ld = as::kVdot2 ? fw_entry(lbd, "ln_bwd") : 0;
 	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0 || pc_fs < 0 || pc_fw < 0 ||
-	    pc_fb < 0 || pc_bs < 0 || pc_bw < 0)
+	    pc_fb < 0 || pc_bs < 0 || pc_bw < 0 || pc_ld < 0)
 		return tb_result(0, 1);
 	TbRng &r = b.rng;
 	unsigned passed = 0, scen = 0;
-	// per program: busy cycles and tokens of the runs at C (w) = 64 (7, 8: vec_fc_bf, pe)
-	const unsigned NPROG = as::kVlutBf ? 9 : 7;
-	uint64_t cyc[9] = { 0 }, tok[9] = { 0 };
-	static const char *const names[9] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
-					      "vec_gelu bwd", "vec_fc fc_gelu_sh",
-					      "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd",
-					      "vec_fc_bf fc_gelu_sh", "vec_fc_bf fc_gelu_wd" };
+	// per program: busy cycles and tokens of the runs at C (w) = 64 (7, 8: vec_fc_bf, 9:
+	// vec_ln_bwd_d; pe)
+	const unsigned NPROG = as::kVlutBf ? 10 : 7;
+	uint64_t cyc[10] = { 0 }, tok[10] = { 0 };
+	static const char *const names[10] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
+					       "vec_gelu bwd", "vec_fc fc_gelu_sh",
+					       "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd",
+					       "vec_fc_bf fc_gelu_sh", "vec_fc_bf fc_gelu_wd",
+					       "vec_ln_bwd_d" };
 	for (uint64_t i = 0; i < n; i++) {
 		unsigned prog = (unsigned)(i % NPROG);
+		const bool ld = prog == 9; // vec_ln_bwd_d: vec_ln_bwd's runs
+		if (ld) prog = 1;
 		unsigned fk = prog >= 7 ? prog - 3 : prog; // vec_fc's entry (4 sh, 5 wd, 6 bwd)
 		std::vector<uint16_t> a(2048);
 		std::vector<uint32_t> bw(prog == 0 || prog == 1 || prog >= 4 ? 6144 : 2048);
@@ -1329,7 +1370,7 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 			s = fw_scenario(lf, pc_lf, a, bw, P);
 		} else if (prog == 1) { // ln_bwd: test_ln_bwd's layout, z and r from nm_ln_fwd_bits
 			static const unsigned cs[] = { 64, 32, 96 };
-			if (i >= 4) c = cs[r.below(3)];
+			if (i >= NPROG) c = cs[r.below(3)]; // the measured runs (1, 9) at C = 64
 			// dy and dx in bank 0, the sums, zeros and scratch in bank 1 (4096..): every
 			// vmac reads its two B operands in one cycle, as in the resident step
 			const uint16_t DY = 0, DX = 500, DG = 5096, DB = 5196, S = 5296, T = 1400,
@@ -1357,7 +1398,8 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 			const uint16_t par[15] = { (uint16_t)c, G, ONES, S, T, AM, inv_c, ZERO, DY, Z, R,
 						   DX, DG, DB, (uint16_t)ntok };
 			for (int k = 0; k < 15; k++) bw[P + k] = par[k];
-			s = fw_scenario(lb, pc_lb, a, bw, P);
+			s = fw_scenario(ld ? lbd : lb, ld ? pc_ld : pc_lb, a, bw, P);
+			if (ld) prog = 9;
 		} else if (prog >= 4) { // vec_fc: the rows in bank 0, the rest in bank 1 (4096..)
 			prog = fk;
 			if (i >= NPROG) c = 32 + 32 * r.below(2);
