@@ -70,12 +70,11 @@ $(BOARD_OUT)/frame.o: host/driver/frame.c host/driver/frame.h
 $(BOARD_OUT)/tb_board_link: $(BOARD_RTL) $(BOARD_DOUBLE) $(BOARD_TB) $(BOARD_OUT)/frame.o $(VLT_RT) \
 		| deps
 	@mkdir -p $(BOARD_OUT)/rtl
-	@rm -f $(BOARD_OUT)/rtl/tb_board_link # relinked: Verilator's make does not see $(VLT_RT)
+	@rm -f $@ # relinked: Verilator's make does not see $(VLT_RT) or frame.o change
 	+$(DRY_SKIP)verilator $(BOARD_VFLAGS) --assert -DFORMAL -DBOARD_ECHO_DOUBLE -Mdir $(BOARD_OUT)/rtl \
-		-CFLAGS "$(BOARD_TB_CFLAGS)" -o tb_board_link \
+		-CFLAGS "$(BOARD_TB_CFLAGS)" -o $(abspath $@) \
 		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) $(BOARD_RTL) $(BOARD_DOUBLE) \
 		>$(BOARD_OUT)/rtl-build.log 2>&1 || { tail -30 $(BOARD_OUT)/rtl-build.log; exit 1; }
-	cp $(BOARD_OUT)/rtl/tb_board_link $@
 
 # Gate level: the netlist yosys synthesizes for the iCE40 (same script as the bitstream), on
 # yosys's cell models; the PLL cell gets a pass-through model (board_gl_pll_model.v).
@@ -90,15 +89,15 @@ $(BOARD_OUT)/gl/cells_sim_nopll.v: $(ICE40_CELLS)
 $(BOARD_OUT)/tb_board_link_gl: $(BOARD_OUT)/gl/board_top_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
 		verif/board/board_gl_pll_model.v $(BOARD_TB) $(BOARD_OUT)/frame.o
 	@mkdir -p $(BOARD_OUT)/gl/obj
+	@rm -f $@
 	verilator --cc --exe --build -j 2 -Wno-fatal -Wno-lint -Wno-style --top-module board_top \
 		-MAKEFLAGS OPT_FAST=-O2 -MAKEFLAGS OPT_GLOBAL=-O2 \
 		-DNO_ICE40_DEFAULT_ASSIGNMENTS -DICE40_U --no-timing \
-		-Mdir $(BOARD_OUT)/gl/obj -CFLAGS "$(BOARD_TB_CFLAGS) -O2 -DTB_GATE" -o tb_board_link_gl \
+		-Mdir $(BOARD_OUT)/gl/obj -CFLAGS "$(BOARD_TB_CFLAGS) -O2 -DTB_GATE" -o $(abspath $@) \
 		$(abspath $(BOARD_TB)) $(abspath $(BOARD_OUT)/frame.o) \
 		$(BOARD_OUT)/gl/board_top_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
 		verif/board/board_gl_pll_model.v \
 		>$(BOARD_OUT)/gl/build.log 2>&1 || { tail -30 $(BOARD_OUT)/gl/build.log; exit 1; }
-	cp $(BOARD_OUT)/gl/obj/tb_board_link_gl $@
 
 .PHONY: gatesim board-lint
 # Runs the link bench on the netlist and on the RTL and compares the device's transcript
@@ -133,18 +132,20 @@ lint: board-lint-mesh
 # driver (host/driver/plan.c, linked from the host library) and checked bit for bit against
 # the cpu backend. tb_board_mesh: 2x2 in the default (simulation) PE configuration;
 # tb_board_lean: the board configuration that `make bitstream` builds (FPGA_* below).
+# Each bench links straight to its path (-o by absolute name): a copy of Verilator's
+# executable next to its object directory would be found by that make's VPATH (..) and
+# taken as up to date after a change to the host library only.
 # $(call board_mesh_bench,name,rows,cols,awords,bwords,extra -G parameters)
 define board_mesh_bench
 $(BOARD_OUT)/$(1): $(BOARD_RTL) $(MESH_SRCS) $(BOARD_TB) $(LIB) $(VLT_RT) | deps
 	@mkdir -p $(BOARD_OUT)/$(1).obj
-	@rm -f $(BOARD_OUT)/$(1).obj/$(1)
+	@rm -f $$@ # relinked: Verilator's make does not see $(LIB) or $(VLT_RT) change
 	+$$(DRY_SKIP)verilator $(BOARD_VFLAGS) -GRows=$(2) -GCols=$(3) -GAWords=$(4) -GBWords=$(5) $(6) \
 		-Mdir $(BOARD_OUT)/$(1).obj -CFLAGS "$(BOARD_TB_CFLAGS) -DTB_REAL_PORT \
 		-DTB_PES=$(2)*$(3) -DTB_ROWS=$(2) -DTB_COLS=$(3) -DTB_AWORDS=$(4) \
 		-DTB_BWORDS=$(5)" -LDFLAGS "$(abspath $(LIB)) $$(LDLIBS)" \
-		-o $(1) $(abspath $(BOARD_TB)) verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) \
+		-o $$(abspath $$@) $(abspath $(BOARD_TB)) verif/lint_waivers.vlt $(BOARD_RTL) $(MESH_SRCS) \
 		>$(BOARD_OUT)/$(1).build.log 2>&1 || { tail -30 $(BOARD_OUT)/$(1).build.log; exit 1; }
-	cp $(BOARD_OUT)/$(1).obj/$(1) $$@
 endef
 $(eval $(call board_mesh_bench,tb_board_mesh,2,2,1024,256,))
 $(eval $(call board_mesh_bench,tb_board_lean,$(FPGA_ROWS),$(FPGA_COLS),$(FPGA_AWORDS),$(FPGA_BWORDS),$(FPGA_GPARAMS)))
@@ -177,17 +178,17 @@ $(BOARD_OUT)/gl/board_lean_gl.v: $(FPGA)/board_top.json
 $(BOARD_OUT)/tb_board_lean_gl: $(BOARD_OUT)/gl/board_lean_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
 		verif/board/board_gl_pll_model.v $(BOARD_TB) $(LIB)
 	@mkdir -p $(BOARD_OUT)/gl/lean
+	@rm -f $@
 	nice verilator --cc --exe --build -j 2 -Wno-fatal -Wno-lint -Wno-style --top-module board_top \
 		-MAKEFLAGS OPT_FAST=-O1 -MAKEFLAGS OPT_GLOBAL=-O1 \
 		-DNO_ICE40_DEFAULT_ASSIGNMENTS -DICE40_U --no-timing \
 		-Mdir $(BOARD_OUT)/gl/lean -CFLAGS "$(BOARD_TB_CFLAGS) -O2 -DTB_GATE -DTB_REAL_PORT \
 		-DTB_PES=$(FPGA_ROWS)*$(FPGA_COLS) -DTB_ROWS=$(FPGA_ROWS) -DTB_COLS=$(FPGA_COLS) \
 		-DTB_AWORDS=$(FPGA_AWORDS) -DTB_BWORDS=$(FPGA_BWORDS)" \
-		-LDFLAGS "$(abspath $(LIB)) $(LDLIBS)" -o tb_board_lean_gl $(abspath $(BOARD_TB)) \
+		-LDFLAGS "$(abspath $(LIB)) $(LDLIBS)" -o $(abspath $@) $(abspath $(BOARD_TB)) \
 		$(BOARD_OUT)/gl/board_lean_gl.v $(BOARD_OUT)/gl/cells_sim_nopll.v \
 		verif/board/board_gl_pll_model.v \
 		>$(BOARD_OUT)/gl/lean-build.log 2>&1 || { tail -30 $(BOARD_OUT)/gl/lean-build.log; exit 1; }
-	cp $(BOARD_OUT)/gl/lean/tb_board_lean_gl $@
 .PHONY: gatesim-mesh
 # Both check the kernel against the C model; the device's transcript (every byte it sent,
 # with its cycle) must also be the same on the netlist and on the RTL.

@@ -56,11 +56,13 @@ $(eval $(call pe_bench,tb_pe_lite,pe_lite,rtl/pe/pe_lite.v,$(PE_COBJS) $(PE_MODE
 # the bit-serial FMAC (a smaller drop-in for pe_lite_fmac), tb_pe_lite_fmac's harness
 $(eval $(call pe_bench,tb_pe_tiny_fmac,pe_tiny_fmac,rtl/pe/pe_tiny_fmac.v,$(PE_COBJS)))
 # PE 0 of a pe_micro_mt (one micro-machine for three PEs), tb_pe's harness, with
-# pe_micro_mt's assertions (its registered ready)
+# pe_micro_mt's assertions (its registered ready); verif/pe/tb_pe_micro_mt.vlt keeps M's
+# array readable for the harness's compare
 $(eval $(call pe_bench,tb_pe_micro_mt,pe_micro_mt_solo,verif/pe/pe_micro_mt_solo.v,\
 	$(PE_COBJS) $(PE_MODEL_OBJS),\
-	--assert -DFORMAL))
+	--assert -DFORMAL verif/pe/tb_pe_micro_mt.vlt))
 $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_micro_mt: verif/pe/tb_pe.cpp
+$(PE_BUILD)/tb_pe_micro_mt: verif/pe/tb_pe_micro_mt.vlt
 $(PE_BUILD)/tb_pe_tiny_fmac: verif/pe/tb_pe_lite_fmac.cpp
 
 PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_fmac \
@@ -68,12 +70,14 @@ PE_BENCHES := $(PE_BUILD)/tb_sram_1r1w $(PE_BUILD)/tb_sram_sp $(PE_BUILD)/tb_pe_
 	$(PE_BUILD)/tb_pe_lite_fmac $(PE_BUILD)/tb_pe_lite $(PE_BUILD)/tb_pe_tiny_fmac \
 	$(PE_BUILD)/tb_pe_micro_mt
 TEST_DEPS += $(PE_BENCHES)
+# tb_pe_micro_mt: make test runs its util scenario (a fixed shape, 8.5 M cycles) first only,
+# make regress also its 18 repeats at every 16th (docs/verification.md)
 TEST_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=1 $(PE_BUILD)/tb_sram_sp@--seed=1 \
 	$(PE_BUILD)/tb_pe_fmac@--seed=1,--n=5000000 $(PE_BUILD)/tb_pe_queue@--seed=1 \
 	$(PE_BUILD)/tb_pe_tasktab@--seed=1 $(PE_BUILD)/tb_pe@--seed=1,--n=600 \
 	$(PE_BUILD)/tb_pe_lite_fmac@--seed=1,--n=1000000 $(PE_BUILD)/tb_pe_lite@--seed=1,--n=600 \
 	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=1,--n=1000000 \
-	$(PE_BUILD)/tb_pe_micro_mt@--seed=1,--n=300 \
+	$(PE_BUILD)/tb_pe_micro_mt@--seed=1,--n=300,--util-once \
 	$(PE_BUILD)/tb_pe@--seed=1,--fw=$(BUILD)/fw,--n=36 \
 	$(PE_BUILD)/tb_pe_lite@--seed=1,--fw=$(BUILD)/fw,--n=14
 REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
@@ -85,6 +89,7 @@ REGRESS_ENTRIES += $(PE_BUILD)/tb_sram_1r1w@--seed=2,--n=5000000 \
 	$(PE_BUILD)/tb_pe_lite_fmac@--seed=2,--n=20000000 \
 	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_lite@--seed=$(s),--n=2000) \
 	$(PE_BUILD)/tb_pe_tiny_fmac@--seed=2,--n=20000000 \
+	$(PE_BUILD)/tb_pe_micro_mt@--seed=1,--n=300 \
 	$(foreach s,11 12 13 14,$(PE_BUILD)/tb_pe_micro_mt@--seed=$(s),--n=2000)
 
 # pe_micro_mt's micro-program: verif/ucode/uasm assembles rtl/pe/pe_micro.us into the committed

@@ -38,7 +38,10 @@
 // cycle it is asked, util included; in the fw runs the programs' A writes win); the
 // final compare of A sees a lost engine write or a lost config write. At the end every
 // sent wavelet (in order), all of A and B, the registers, the task table and the counters
-// are compared with the model. Each scenario has a cycle timeout.
+// are compared with the model (TB_BACKDOOR: A and B from the DUT's memory, a window of each
+// and, in the last scenario, all of them through the config port too). Each scenario has a
+// cycle timeout. --util-once: the util scenario only first (make test's tb_pe_micro_mt;
+// make regress runs its repeats).
 #if defined(TB_PE_MICRO_MT)
 #include "Vpe_micro_mt_solo.h"
 typedef Vpe_micro_mt_solo Vdut;
@@ -180,6 +183,10 @@ struct Bench {
 	uint64_t cycle = 0;
 	unsigned failed = 0;
 	uint32_t busy = 0; // counter 1 (task-busy cycles) at the last compare
+#ifdef TB_BACKDOOR
+	TbRng port_rng; // read_mem's port windows
+	bool full_port = false;
+#endif
 	std::vector<uint64_t> sent;
 	// utilization measurement
 	uint64_t mac_cycles = 0, util_cycles = 0, dot_mac_cycles = 0, dot_util_cycles = 0;
@@ -189,6 +196,9 @@ struct Bench {
 	uint64_t acfg_asked = 0, acfg_done = 0, acfg_busy = 0;
 
 	Bench(VerilatedContext *c, uint64_t seed) : ctx(c), rng(seed)
+#ifdef TB_BACKDOOR
+		, port_rng(seed ^ 0x5bd1e995u)
+#endif
 	{
 		dut = new Vdut(ctx);
 		if (pe_model_init(&model, kAWords, kBWords, kNumQueues)) {
@@ -444,6 +454,32 @@ struct Bench {
 		return true;
 	}
 
+	// All n words of A (target 0) or B (1) for the compare: through the config port, or
+	// (TB_BACKDOOR: pe_micro_mt, whose port reads cost ~40 cycles a word) from the DUT's
+	// memory array, with a window of 64 words at a random address (port_rng, so that the
+	// scenarios' random stream stays the same) read through the port as well, which must
+	// match it; full_port: all n words through the port too (the last scenario's compare).
+	std::vector<uint32_t> read_mem(unsigned target, unsigned n)
+	{
+#ifdef TB_BACKDOOR
+		std::vector<uint32_t> v = tb_backdoor(dut, target, n);
+		unsigned w0 = full_port ? 0 : port_rng.below(n);
+		unsigned wn = full_port ? n : n - w0 < 64 ? n - w0 : 64;
+		std::vector<uint32_t> p = cfg_read_block(target, w0, wn);
+		for (unsigned i = 0; i < wn; i++) {
+			if (i >= p.size() || p[i] != v[w0 + i]) {
+				printf("FAIL: config read of %s word %u gave %08x, the memory holds %08x\n",
+				       target ? "B" : "A", w0 + i, i < p.size() ? p[i] : 0, v[w0 + i]);
+				failed++;
+				break;
+			}
+		}
+		return v;
+#else
+		return cfg_read_block(target, 0, n);
+#endif
+	}
+
 	void compare(const char *kind)
 	{
 		int mr = pe_model_run(&model, 50000000);
@@ -466,7 +502,7 @@ struct Bench {
 				break;
 			}
 		}
-		std::vector<uint32_t> a = cfg_read_block(0, 0, kAWords / 2);
+		std::vector<uint32_t> a = read_mem(0, kAWords / 2);
 		for (unsigned i = 0; i < a.size(); i++) {
 			uint32_t e = model.a[2 * i] | (uint32_t)model.a[2 * i + 1] << 16;
 			if (a[i] != e) {
@@ -475,7 +511,7 @@ struct Bench {
 				break;
 			}
 		}
-		std::vector<uint32_t> b = cfg_read_block(1, 0, kBWords);
+		std::vector<uint32_t> b = read_mem(1, kBWords);
 		for (unsigned i = 0; i < b.size(); i++) {
 			if (b[i] != model.b[i]) {
 				printf("FAIL %s: B word %u: expected %08x got %08x\n", kind, i, model.b[i],
@@ -1497,23 +1533,32 @@ int main(int argc, char **argv)
 	for (int k = 1; k < argc; k++)
 		if (!strncmp(argv[k], "--fw=", 5)) return fw_main(b, argv[k] + 5, args.n, args.seed);
 #endif
+	// --util-once: the util scenario (a long gap-free forward stream, measured) at 0 only;
+	// without it also at every 16th, where it otherwise takes kind 0's other scenarios
+	bool util_once = false;
+	for (int k = 1; k < argc; k++)
+		if (!strcmp(argv[k], "--util-once")) util_once = true;
 	unsigned passed = 0, scen = 0;
 	uint64_t n = args.n;
 	for (uint64_t i = 0; i < n; i++) {
 		Scenario s;
 		unsigned kind = (unsigned)(i % 4);
+		bool util = i % 16 == 0 && !util_once;
 		if (i == 0) s = gen_fwd(b, true);
 		else if (kind == 1) s = gen_fwd(b, false);
 		else if (kind == 2) s = i == 2 ? gen_wgrad(b, true) : gen_wgrad(b, false);
 		else if (kind == 3) s = gen_rand(b);
 #if TB_VEC
-		else s = i % 16 == 0 ? gen_fwd(b, true) : i % 8 == 4 ? gen_pairs(b) : gen_vec(b);
+		else s = util ? gen_fwd(b, true) : i % 8 == 4 ? gen_pairs(b) : gen_vec(b);
 #else
-		else s = i % 16 == 0 ? gen_fwd(b, true) : gen_rand(b);
+		else s = util ? gen_fwd(b, true) : gen_rand(b);
 #endif
 		unsigned before = b.failed;
 		b.reset();
 		b.setup(s);
+#ifdef TB_BACKDOOR
+		b.full_port = i + 1 == n;
+#endif
 		size_t nw = 0;
 		for (auto &q : s.streams) nw += q.size();
 		if (b.run(s, (200000 + nw * 2000 + s.budget) * TB_SLOW)) b.compare(s.kind);
