@@ -731,6 +731,73 @@ void eng_sddmm_ex(cs_pool *pool, float *dw, float *db, float *lanes, const eng_s
 	cs_pool_run(pool, sddmm_part, &j);
 }
 
+/* The weight gradient column by column: the kernel over the CSC pattern (col_ptr, row) with
+ * the operands' roles exchanged, x's row of an input feature in registers and the rows of dy
+ * at the column's nonzeros streamed; each entry is the same sum in the same order (the
+ * products commute exactly), written at its CSR place. The bias gradient is its own pass
+ * over dy's rows, in eng_sddmm_db's order. */
+struct sdc_job {
+	struct sd_job s;
+	float *scratch;
+};
+
+/* db[r] += the sum of row r of dy (a row's tokens dyr floats from the last row's, its next 64
+ * tokens dys further) over tl tokens: 16 lane-wise sums in token order from +0, then the
+ * lanes in order (eng_sddmm_db's order). Element-wise adds only: every clone the same bits. */
+static __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
+db_rows(float *db, const float *dy, size_t dyr, size_t dys, int tl, size_t r0, size_t r1)
+{
+	typedef float v16 __attribute__((vector_size(64)));
+	for (size_t r = r0; r < r1; r++) {
+		v16 l = { 0 };
+		const float *d = dy + r * dyr;
+		for (int t = 0; t < tl; t += 16) {
+			v16 p;
+			memcpy(&p, d + (size_t)(t / ENG_TB) * dys + t % ENG_TB, sizeof p);
+			l += p;
+		}
+		float s = 0.0f;
+		for (int v = 0; v < 16; v++)
+			s += l[v];
+		db[r] += s;
+	}
+}
+
+static void sddmm_csc_part(void *arg, int tid, int nth)
+{
+	struct sdc_job *j = arg;
+	const eng_spmat *w = j->s.k.w;
+	int c0, c1;
+	split_rows(w->col_ptr, w->n_in, tid, nth, &c0, &c1);
+	if (c0 < c1) {
+		j->s.k.k->sddmm(j->scratch, w->col_ptr, w->row, j->s.k.x, j->s.xr, j->s.xs,
+				j->s.k.dy, j->s.dyr, j->s.dys, j->s.k.tl, c0, c1, NULL);
+		for (int64_t q = w->col_ptr[c0]; q < w->col_ptr[c1]; q++)
+			j->s.k.out[w->csr_pos[q]] = j->scratch[q];
+	}
+	if (!j->s.db)
+		return;
+	size_t lo, hi;
+	cs_split((size_t)w->n_out, tid, nth, &lo, &hi);
+	db_rows(j->s.db, j->s.k.dy, j->s.dyr, j->s.dys, j->s.k.tl, lo, hi);
+}
+
+void eng_sddmm_csc_ex(cs_pool *pool, float *dw, float *db, float *scratch, const eng_spmat *w,
+		      const float *dy, int dy_tm, const float *x, int x_tm, int T)
+{
+	size_t ld = (size_t)eng_ld(T);
+	struct sdc_job j = { .s = { .k = { .k = kern(), .out = dw, .w = w, .x = x, .dy = dy,
+					   .ld = (int)ld,
+					   .tl = (T + ENG_TPAD - 1) / ENG_TPAD * ENG_TPAD },
+				    .db = db },
+			     .scratch = scratch };
+	j.s.dyr = dy_tm == ENG_TM_BLOCKED ? ENG_TB : ld;
+	j.s.dys = dy_tm == ENG_TM_BLOCKED ? (size_t)w->n_out * ENG_TB : ENG_TB;
+	j.s.xr = x_tm == ENG_TM_BLOCKED ? ENG_TB : ld;
+	j.s.xs = x_tm == ENG_TM_BLOCKED ? (size_t)w->n_in * ENG_TB : ENG_TB;
+	cs_pool_run(pool, sddmm_csc_part, &j);
+}
+
 void eng_tm_unblock(float *dst, const float *src, int rows, int T)
 {
 	size_t ld = (size_t)eng_ld(T), nblk = ((size_t)T + ENG_TB - 1) / ENG_TB;

@@ -198,6 +198,14 @@ void eng_sddmm_db(cs_pool *pool, float *dw, float *db, float *lanes, const eng_s
  * the same order, so the same bits. */
 void eng_sddmm_ex(cs_pool *pool, float *dw, float *db, float *lanes, const eng_spmat *w,
 		  const float *dy, int dy_tm, const float *x, int x_tm, int T);
+/* eng_sddmm_ex in the CSC order: for each input feature, its row of x in registers and the
+ * rows of dy at the column's nonzeros streamed past it (the n_out rows of dy instead of the
+ * n_in rows of x: less to stream when n_in > n_out, as mlp.proj's). Every dw[k] (CSR order,
+ * as eng_sddmm_ex) is the same sum in the same order, so the same bits; db, when not NULL,
+ * += dy's row sums in a pass of their own, in eng_sddmm_db's order (the same bits).
+ * scratch [nnz]: the sums in CSC order before they go to their CSR places. */
+void eng_sddmm_csc_ex(cs_pool *pool, float *dw, float *db, float *scratch, const eng_spmat *w,
+		      const float *dy, int dy_tm, const float *x, int x_tm, int T);
 
 /* ---- causal self-attention (eng_attn.c) ---------------------------------------------- */
 

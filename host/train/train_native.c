@@ -25,6 +25,7 @@ struct train_native {
 	float *dyt;            /* token-minor output gradient [4C][ld] */
 	float *dbl;            /* [4C][16]: the bias gradient's lane-wise sums (eng_sddmm_db) */
 	float *dwnz;           /* [max nnz] */
+	float *dwcsc;          /* [max nnz]: eng_sddmm_csc_ex's scratch */
 	size_t dwnz_cap;
 	/* packed gradients (tn_set_packed_grads): each sparse projection's dW at its nonzeros,
 	 * CSR order, accumulated over the backwards since tn_zero_grads */
@@ -68,6 +69,10 @@ static int build_one(train_native *n, int k)
 		if (!nb)
 			return CS_ERR_NO_MEM;
 		n->dwnz = nb;
+		nb = realloc(n->dwcsc, sizeof(float) * (size_t)n->sp[k].nnz);
+		if (!nb)
+			return CS_ERR_NO_MEM;
+		n->dwcsc = nb;
 		n->dwnz_cap = (size_t)n->sp[k].nnz;
 	}
 	return CS_OK;
@@ -155,6 +160,7 @@ void tn_close(train_native *n)
 	free(n->dyt);
 	free(n->dbl);
 	free(n->dwnz);
+	free(n->dwcsc);
 	free(n);
 }
 
@@ -305,16 +311,27 @@ static void acc_part(void *arg, int tid, int nth)
 /* dW at the nonzeros of projection k from token-minor dy and x (enum eng_tm layouts dy_tm,
  * x_tm): into its packed array, or scattered into the dense buffer dw; db, when not NULL,
  * += dy's row sums (eng_sddmm_ex) */
+static void wgrad_into(train_native *n, const eng_spmat *s, float *out, float *db,
+		       const float *dyt, int dy_tm, const float *xt, int x_tm, int BT)
+{
+	/* more inputs than outputs (mlp.proj): by column, streaming the fewer rows of dY^T
+	 * past each row of X^T (the same bits) */
+	if (s->n_in > s->n_out)
+		eng_sddmm_csc_ex(n->pool, out, db, n->dwcsc, s, dyt, dy_tm, xt, x_tm, BT);
+	else
+		eng_sddmm_ex(n->pool, out, db, n->dbl, s, dyt, dy_tm, xt, x_tm, BT);
+}
+
 static int wgrad(train_native *n, int k, float *dw, float *db, const float *dyt, int dy_tm,
 		 const float *xt, int x_tm, int BT)
 {
 	const eng_spmat *s = &n->sp[k];
 	if (n->packed && n->gfresh[k]) {
-		eng_sddmm_ex(n->pool, n->gnz[k], db, n->dbl, s, dyt, dy_tm, xt, x_tm, BT);
+		wgrad_into(n, s, n->gnz[k], db, dyt, dy_tm, xt, x_tm, BT);
 		n->gfresh[k] = 0;
 		return CS_OK;
 	}
-	eng_sddmm_ex(n->pool, n->dwnz, db, n->dbl, s, dyt, dy_tm, xt, x_tm, BT);
+	wgrad_into(n, s, n->dwnz, db, dyt, dy_tm, xt, x_tm, BT);
 	if (n->packed) { /* a later micro-batch: accumulate */
 		struct acc_job a = { n->gnz[k], n->dwnz, (size_t)s->nnz };
 		cs_pool_run(n->pool, acc_part, &a);

@@ -402,6 +402,25 @@ static void check_problem(const problem *p, cs_pool *pool, int vtype)
 				assert_memory_equal(dwb, dw, sizeof(float) * (size_t)s.nnz);
 				assert_memory_equal(db2, db1, sizeof(float) * no);
 			}
+			/* the same in the CSC order, from either layout of either side: the same
+			 * bits, every entry written (dwb poisoned), db += the same row sums */
+			float *scr = malloc(sizeof(float) * ((size_t)s.nnz + 1));
+			assert_true(scr != NULL);
+			for (int c = 0; c < 4; c++) {
+				int dyl = c & 1 ? ENG_TM_BLOCKED : ENG_TM_ROWS;
+				int xl = c & 2 ? ENG_TM_BLOCKED : ENG_TM_ROWS;
+				memset(dwb, 0x7f, sizeof(float) * ((size_t)s.nnz + 1));
+				memset(db2, 0, sizeof(float) * no);
+				eng_sddmm_csc_ex(pool, dwb, db2, scr, &s, c & 1 ? dyb : dyt, dyl,
+						 c & 2 ? xb : xt, xl, T);
+				assert_memory_equal(dwb, dw, sizeof(float) * (size_t)s.nnz);
+				assert_memory_equal(db2, db1, sizeof(float) * no);
+				memset(dwb, 0x7f, sizeof(float) * ((size_t)s.nnz + 1));
+				eng_sddmm_csc_ex(pool, dwb, NULL, scr, &s, c & 1 ? dyb : dyt, dyl,
+						 c & 2 ? xb : xt, xl, T);
+				assert_memory_equal(dwb, dw, sizeof(float) * (size_t)s.nnz);
+			}
+			free(scr);
 			assert_int_equal(eng_spmm_ex(e, ob, 3, &s, 0, xb, ENG_TM_BLOCKED, T, NULL),
 					 CS_ERR_INVALID);
 			free(dwb);

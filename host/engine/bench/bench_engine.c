@@ -11,7 +11,8 @@
  * With "step", the products in the variants a training step of the benchmark model runs
  * (T = 512 tokens: batch 4 x context 128; attn.qkv 256->768, attn.proj 256->256, mlp.fc
  * 256->1024, mlp.proj 1024->256 at 80/90/95%), one thread, least process CPU time of 30
- * calls each.
+ * calls each; the weight gradient with its bias gradient in the CSR order (eng_sddmm_db)
+ * and in the CSC order (eng_sddmm_csc_ex, "by col").
  *
  * usage: bench_engine [OUT.json [T K N | step]]   (CSHOST_ISA picks the kernels; default
  * the best)
@@ -83,7 +84,9 @@ static int step_shapes(const char *out_path)
 		float *dyt = aligned_alloc(64, sizeof(float) * (size_t)N * ld);
 		float *mul = aligned_alloc(64, sizeof(float) * (size_t)K * ld);
 		uint8_t *mask = malloc((size_t)N * K);
-		if (!x || !dy || !w || !dw || !y || !dx || !xt || !dyt || !mul || !mask)
+		float *db = calloc((size_t)N, sizeof(float)), *lanes = malloc(sizeof(float) * 16 * N);
+		if (!x || !dy || !w || !dw || !y || !dx || !xt || !dyt || !mul || !mask || !db ||
+		    !lanes)
 			return 1;
 		fill(x, (size_t)T * K);
 		fill(dy, (size_t)T * N);
@@ -97,7 +100,7 @@ static int step_shapes(const char *out_path)
 			eng_spmat s = { 0 };
 			if (eng_spmat_build(&s, w, mask, N, K, ENG_F32))
 				return 1;
-			double f, b, g;
+			double f, b;
 			if (pi == P_ATTN_PROJ) {
 				LEAST_CPU(f, REPS, eng_spmm(e, y, &s, 0, x, T, xt));
 				LEAST_CPU(b, REPS, eng_spmm(e, dx, &s, 1, dy, T, dyt));
@@ -108,16 +111,26 @@ static int step_shapes(const char *out_path)
 				LEAST_CPU(f, REPS, eng_spmm_ex(e, y, 1, &s, 0, x, 0, T, xt));
 				LEAST_CPU(b, REPS, eng_spmm_ex(e, dx, 0, &s, 1, dyt, 1, T, NULL));
 			}
-			LEAST_CPU(g, REPS, eng_sddmm(pool, dw, &s, dyt, xt, T));
+			/* the weight gradient with its bias gradient, in the CSR order and in the
+			 * CSC order (eng_sddmm_csc_ex) */
+			double g, gc;
+			float *scr = malloc(sizeof(float) * (size_t)(s.nnz ? s.nnz : 1));
+			if (!scr)
+				return 1;
+			LEAST_CPU(g, REPS, eng_sddmm_db(pool, dw, db, lanes, &s, dyt, xt, T));
+			LEAST_CPU(gc, REPS, eng_sddmm_csc_ex(pool, dw, db, scr, &s, dyt, ENG_TM_ROWS, xt,
+							    ENG_TM_ROWS, T));
+			free(scr);
 			double fl = 2.0 * (double)s.nnz * T * 1e-9;
 			printf("%-9s %4.0f%%  fwd %7.1f us %5.1f GF/s | bwd %7.1f us %5.1f GF/s | "
-			       "wgrad %7.1f us %5.1f GF/s\n", names[pi], 100 * sp[si], f * 1e6,
-			       fl / f, b * 1e6, fl / b, g * 1e6, fl / g);
+			       "wgrad %7.1f us %5.1f GF/s | by col %7.1f us\n", names[pi], 100 * sp[si],
+			       f * 1e6, fl / f, b * 1e6, fl / b, g * 1e6, fl / g, gc * 1e6);
 			fprintf(js, "%s\n  {\"proj\": \"%s\", \"sparsity\": %.2f, \"nnz\": %lld, "
-				"\"us\": {\"fwd\": %.1f, \"bwd\": %.1f, \"wgrad\": %.1f}, "
+				"\"us\": {\"fwd\": %.1f, \"bwd\": %.1f, \"wgrad\": %.1f, "
+				"\"wgrad_csc\": %.1f}, "
 				"\"useful_gflops\": {\"fwd\": %.2f, \"bwd\": %.2f, \"wgrad\": %.2f}}",
 				first ? "" : ",", names[pi], sp[si], (long long)s.nnz, f * 1e6, b * 1e6,
-				g * 1e6, fl / f, fl / b, fl / g);
+				g * 1e6, gc * 1e6, fl / f, fl / b, fl / g);
 			first = 0;
 			eng_spmat_free(&s);
 		}
@@ -131,6 +144,8 @@ static int step_shapes(const char *out_path)
 		free(dyt);
 		free(mul);
 		free(mask);
+		free(db);
+		free(lanes);
 	}
 	fprintf(js, "\n]}\n");
 	fclose(js);
