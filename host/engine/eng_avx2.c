@@ -167,7 +167,8 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 			for (int v = 4; v < nv; v++)
 				a[v & 3] = _mm256_fmadd_ps(d[v], _mm256_loadu_ps(xp + 8 * v), a[v & 3]);
 			__m256 s = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
-			dw[k] += hsum256(s);
+			/* the first chunk's store is 0 + its sum: the bits of += on zeroed memory */
+			dw[k] = (t0 ? dw[k] : 0.0f) + hsum256(s);
 		}
 	}
 }
@@ -176,7 +177,6 @@ static void sddmm_avx2(float *dw, const int64_t *ptr, const int32_t *idx, const 
 		       size_t dyr, size_t dys, const float *x, size_t xr, size_t xs, int tl, int r0,
 		       int r1, float *lanes)
 {
-	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
 	int t0 = 0;
 	for (; t0 + 64 <= tl; t0 += 64)
 		sddmm_block(dw, ptr, idx, dy, dyr, dys, x, xr, xs, r0, r1, t0, lanes, 8);

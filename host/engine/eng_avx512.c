@@ -180,7 +180,8 @@ AI void sddmm_block(float *dw, const int64_t *ptr, const int32_t *idx, const flo
 				a[v & 3] = _mm512_fmadd_ps(d[v], _mm512_loadu_ps(xp + SD_AT(v, xs)),
 							   a[v & 3]);
 			__m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
-			dw[k] += _mm512_reduce_add_ps(s);
+			/* the first chunk's store is 0 + its sum: the bits of += on zeroed memory */
+			dw[k] = (t0 ? dw[k] : 0.0f) + _mm512_reduce_add_ps(s);
 		}
 	}
 }
@@ -190,7 +191,6 @@ static void sddmm_avx512(float *dw, const int64_t *ptr, const int32_t *idx, cons
 			 int r0, int r1, float *lanes)
 {
 #define SD_CALL(nv) sddmm_block(dw, ptr, idx, dy, dyr, dys, x, xr, xs, r0, r1, t0, lanes, nv)
-	memset(dw + ptr[r0], 0, sizeof(float) * (size_t)(ptr[r1] - ptr[r0]));
 	int t0 = 0;
 	for (; t0 + 256 <= tl; t0 += 256)
 		SD_CALL(16);

@@ -451,15 +451,14 @@ static ROW_CLONES void lnb_backward_block(float *restrict dx, const float *restr
 	}
 	memset(l1, 0, sizeof l1);
 	memset(l2, 0, sizeof l2);
-	for (int i = 0; i < Cv; i += LANES)
-		for (int v = 0; v < LANES; v++)
-			for (int t = 0; t < TB; t++)
-				l1[v][t] += w[i + v] * d[(size_t)(i + v) * TB + t];
+	/* both sums in one pass over the block (each its own expressions, in order) */
 	for (int i = 0; i < Cv; i += LANES)
 		for (int v = 0; v < LANES; v++)
 			for (int t = 0; t < TB; t++) {
 				size_t q = (size_t)(i + v) * TB + t;
-				l2[v][t] += (w[i + v] * d[q]) * ((x[q] - m[t]) * s[t]);
+				float dnorm = w[i + v] * d[q];
+				l1[v][t] += dnorm;
+				l2[v][t] += dnorm * ((x[q] - m[t]) * s[t]);
 			}
 	for (int i = Cv; i < C; i++)
 		for (int t = 0; t < TB; t++) {
