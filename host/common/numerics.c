@@ -360,6 +360,24 @@ void nm_vsum2_bits(uint32_t out[2], const uint32_t *x, size_t n)
 	out[1] = nm_add_bits(q[0], q[1]);
 }
 
+/* Four chains c_j, j = i & 3, from +0; then add(add(c_0, c_1), add(c_2, c_3)). */
+static uint32_t nm_sum4(const uint32_t c[4])
+{
+	return nm_add_bits(nm_add_bits(c[0], c[1]), nm_add_bits(c[2], c[3]));
+}
+
+void nm_vsum4_bits(uint32_t out[2], const uint32_t *x, size_t n)
+{
+	uint32_t s[4] = { 0, 0, 0, 0 }, q[4] = { 0, 0, 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		uint16_t xb = nm_bf16_from_bits(x[i]);
+		s[i & 3] = nm_add_bits(s[i & 3], x[i]);
+		q[i & 3] = nm_fmac_bits(xb, xb, q[i & 3]);
+	}
+	out[0] = nm_sum4(s);
+	out[1] = nm_sum4(q);
+}
+
 /* bf16(1/sqrt((1 + m/128) * 2^p)) for index {p, m}, correctly rounded (computed exactly,
  * not by libm, so the ROM is the same on every host). */
 const uint16_t nm_rsqrt_table[256] = {
@@ -511,8 +529,18 @@ void nm_ln_fwd_scratch_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, struct nm
 			    const uint32_t *x, const uint16_t *gamma, const uint32_t *beta, size_t c,
 			    uint16_t inv_c, uint16_t eps)
 {
+	nm_ln_fwd_chains_bits(y, z, r_out, sc, x, gamma, beta, c, inv_c, eps, 2);
+}
+
+void nm_ln_fwd_chains_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, struct nm_ln_scratch *sc,
+			   const uint32_t *x, const uint16_t *gamma, const uint32_t *beta, size_t c,
+			   uint16_t inv_c, uint16_t eps, int chains)
+{
 	uint32_t sq[2];
-	nm_vsum2_bits(sq, x, c);
+	if (chains == 4)
+		nm_vsum4_bits(sq, x, c);
+	else
+		nm_vsum2_bits(sq, x, c);
 	uint32_t m = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[0]), 0);
 	uint32_t e2 = nm_fmac_bits(inv_c, nm_bf16_from_bits(sq[1]), 0);
 	uint16_t mb = nm_bf16_from_bits(m);
@@ -555,18 +583,28 @@ void nm_ln_bwd_scratch_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta,
 			    struct nm_ln_scratch *sc, const uint32_t *dy, const uint16_t *z, uint16_t r,
 			    const uint16_t *gamma, size_t c, uint16_t inv_c)
 {
-	/* s1, s2: vdot's two chains by parity from +0, then their sum */
-	uint32_t c1[2] = { 0, 0 }, c2[2] = { 0, 0 };
+	nm_ln_bwd_chains_bits(dx, dgamma, dbeta, sc, dy, z, r, gamma, c, inv_c, 2);
+}
+
+void nm_ln_bwd_chains_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta,
+			   struct nm_ln_scratch *sc, const uint32_t *dy, const uint16_t *z, uint16_t r,
+			   const uint16_t *gamma, size_t c, uint16_t inv_c, int chains)
+{
+	/* s1, s2: vdot's chains (j & 1, or j & 3 with four) from +0, then their sum */
+	uint32_t c1[4] = { 0, 0, 0, 0 }, c2[4] = { 0, 0, 0, 0 };
+	size_t mask = chains == 4 ? 3 : 1;
 	for (size_t j = 0; j < c; j++) {
 		uint16_t d = nm_bf16_from_bits(dy[j]);
 		dgamma[j] = nm_fmac_bits(z[j], d, dgamma[j]);
 		dbeta[j] = nm_fmac_bits(0x3f80, d, dbeta[j]);
 		uint16_t gb = nm_bf16_from_bits(nm_fmac_bits(gamma[j], d, 0));
-		c1[j & 1] = nm_fmac_bits(0x3f80, gb, c1[j & 1]);
-		c2[j & 1] = nm_fmac_bits(z[j], gb, c2[j & 1]);
+		c1[j & mask] = nm_fmac_bits(0x3f80, gb, c1[j & mask]);
+		c2[j & mask] = nm_fmac_bits(z[j], gb, c2[j & mask]);
 	}
-	uint32_t sa = nm_scaled(nm_add_bits(c1[0], c1[1]), inv_c, r);
-	uint32_t sb = nm_scaled(nm_add_bits(c2[0], c2[1]), inv_c, r);
+	uint32_t s1 = chains == 4 ? nm_sum4(c1) : nm_add_bits(c1[0], c1[1]);
+	uint32_t s2 = chains == 4 ? nm_sum4(c2) : nm_add_bits(c2[0], c2[1]);
+	uint32_t sa = nm_scaled(s1, inv_c, r);
+	uint32_t sb = nm_scaled(s2, inv_c, r);
 	uint16_t a = (uint16_t)(nm_bf16_from_bits(sa) ^ 0x8000u);
 	uint16_t b = (uint16_t)(nm_bf16_from_bits(sb) ^ 0x8000u);
 	for (size_t j = 0; j < c; j++) {

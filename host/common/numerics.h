@@ -114,6 +114,9 @@ void nm_bf16_to_f32_array(float *dst, const uint16_t *src, size_t n);
  * j = i & 1, each from +0 in index order; out[0] = add(s_0, s_1), out[1] = add(q_0, q_1).
  * Two chains keep a 4-stage FMAC pipeline full (4 independent accumulators). */
 void nm_vsum2_bits(uint32_t out[2], const uint32_t *x, size_t n);
+/* `vsum4` (pe): four chains per result, j = i & 3, each from +0 in index order (the two
+ * FMACs of `pe` one element a cycle); out = add(add(c_0, c_1), add(c_2, c_3)) for s and q. */
+void nm_vsum4_bits(uint32_t out[2], const uint32_t *x, size_t n);
 
 /* rsqrt of a B word, as the `rsqrt` instruction computes it: x is rounded to bf16 (RNE,
  * as every operand) and the result is the bf16 nearest to 1/sqrt(x), read from a
@@ -182,6 +185,14 @@ void nm_ln_fwd_scratch_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, struct nm
 void nm_ln_bwd_scratch_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta,
 			    struct nm_ln_scratch *sc, const uint32_t *dy, const uint16_t *z, uint16_t r,
 			    const uint16_t *gamma, size_t c, uint16_t inv_c);
+/* The same with the sums on `chains` (2 or 4) chains: 4 is `pe`'s build (fw/vec_ln_fwd_d.s,
+ * fw/vec_ln_bwd_d.s: vsum4, vdot4), s, q and s1, s2 as nm_vsum4_bits sums them. */
+void nm_ln_fwd_chains_bits(uint16_t *y, uint16_t *z, uint16_t *r_out, struct nm_ln_scratch *sc,
+			   const uint32_t *x, const uint16_t *gamma, const uint32_t *beta, size_t c,
+			   uint16_t inv_c, uint16_t eps, int chains);
+void nm_ln_bwd_chains_bits(uint32_t *dx, uint32_t *dgamma, uint32_t *dbeta,
+			   struct nm_ln_scratch *sc, const uint32_t *dy, const uint16_t *z, uint16_t r,
+			   const uint16_t *gamma, size_t c, uint16_t inv_c, int chains);
 /* nm_gelu_fwd_bits: h[j] = bf16(lut(tg, pre[j])), d[j] = bf16(lut(td, pre[j])) with the
  * tables tg, td (nm_gelu_table; d NULL: h only, gelu_h, td unused); nm_gelu_bwd_bits: dp[j] = bf16(fmac(d[j], bf16(dh[j]), 0)). */
 void nm_gelu_fwd_bits(uint16_t *h, uint16_t *d, const uint32_t *pre, size_t n, const uint32_t *tg,

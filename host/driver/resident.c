@@ -16,16 +16,16 @@
 
 /* ---- the vector programs' C definitions (the firmware computes exactly these) ---------- */
 
-/* fw/vec_ln_fwd.s: per token nm_ln_fwd_bits, and the scratch its last token leaves. */
-static int model_ln_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+/* fw/vec_ln_fwd.s: per token nm_ln_fwd_bits, and the scratch its last token leaves;
+ * chains 4: fw/vec_ln_fwd_d.s (vsum4). */
+static int ln_fwd_chains(uint16_t *a, uint32_t *b, const uint16_t *p, int chains)
 {
-	(void)err, (void)errlen;
 	unsigned C = p[0], G = p[1], BE = p[2], S = p[3], T = p[4], AM = p[5], X = p[8], Y = p[9],
 		 Z = p[10], R = p[11], N = p[12];
 	struct nm_ln_scratch sc = { .s = b + S };
 	for (unsigned t = 0; t < N; t++)
-		nm_ln_fwd_scratch_bits(a + Y + t * C, a + Z + t * C, a + R + t, &sc, b + X + t * C,
-				       a + G, b + BE, C, p[6], p[7]);
+		nm_ln_fwd_chains_bits(a + Y + t * C, a + Z + t * C, a + R + t, &sc, b + X + t * C,
+				      a + G, b + BE, C, p[6], p[7], chains);
 	if (N) {
 		memcpy(b + T, sc.t, 3 * sizeof sc.t[0]);
 		a[AM] = sc.am[0];
@@ -33,9 +33,23 @@ static int model_ln_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, 
 	return CS_OK;
 }
 
+static int model_ln_fwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	return ln_fwd_chains(a, b, p, 2);
+}
+
+static int model_ln_fwd4(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	return ln_fwd_chains(a, b, p, 4);
+}
+
 /* fw/vec_ln_bwd.s: zeroes its C zeros, then per token nm_ln_bwd_bits, which takes the
- * ones vector the firmware reads from A as exactly 1.0. */
-static int model_ln_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+ * ones vector the firmware reads from A as exactly 1.0; chains 4: fw/vec_ln_bwd_d.s
+ * (vdot4). */
+static int ln_bwd_chains(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen,
+			 int chains)
 {
 	unsigned C = p[0], G = p[1], ONES = p[2], S = p[3], T = p[4], AM = p[5], ZERO = p[7],
 		 DY = p[8], Z = p[9], R = p[10], DX = p[11], DG = p[12], DB = p[13], N = p[14];
@@ -48,13 +62,23 @@ static int model_ln_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, 
 	memset(b + ZERO, 0, C * sizeof *b);
 	struct nm_ln_scratch sc = { .s = b + S };
 	for (unsigned t = 0; t < N; t++)
-		nm_ln_bwd_scratch_bits(b + DX + t * C, b + DG, b + DB, &sc, b + DY + t * C,
-				       a + Z + t * C, a[R + t], a + G, C, p[6]);
+		nm_ln_bwd_chains_bits(b + DX + t * C, b + DG, b + DB, &sc, b + DY + t * C,
+				      a + Z + t * C, a[R + t], a + G, C, p[6], chains);
 	if (N) {
 		memcpy(b + T, sc.t, 2 * sizeof sc.t[0]);
 		memcpy(a + AM, sc.am, 2 * sizeof sc.am[0]);
 	}
 	return CS_OK;
+}
+
+static int model_ln_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return ln_bwd_chains(a, b, p, err, errlen, 2);
+}
+
+static int model_ln_bwd4(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
+{
+	return ln_bwd_chains(a, b, p, err, errlen, 4);
 }
 
 /* fw/vec_gelu.s gelu_fwd: per token nm_gelu_fwd_bits; pre becomes GELU(pre) (fp32), the
@@ -417,17 +441,22 @@ static const struct res_prog progs[] = {
 	  { { 1, A_, RES_W, 0 }, { 2, B_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 3 },
 	    { 5, A_, RES_K, 1 }, { 8, B_, RES_NW, 0 }, { 9, A_, RES_NW, 0 },
 	    { 10, A_, RES_NW, 0 }, { 11, A_, RES_N, 0 } }, 9, model_ln_fwd, 0, NULL },
+	/* vec_ln_fwd on pe: fw/vec_ln_fwd_d.s, the sums by one vsum4 */
+	{ "vec_ln_fwd", "ln_fwd", 13, 0, 12,
+	  { { 1, A_, RES_W, 0 }, { 2, B_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 3 },
+	    { 5, A_, RES_K, 1 }, { 8, B_, RES_NW, 0 }, { 9, A_, RES_NW, 0 },
+	    { 10, A_, RES_NW, 0 }, { 11, A_, RES_N, 0 } }, 9, model_ln_fwd4, 1, "vec_ln_fwd_d" },
 	{ "vec_ln_bwd", "ln_bwd", 15, 0, 14,
 	  { { 1, A_, RES_W, 0 }, { 2, A_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 2 },
 	    { 5, A_, RES_K, 2 }, { 7, B_, RES_W, 0 }, { 8, B_, RES_NW, 0 },
 	    { 9, A_, RES_NW, 0 }, { 10, A_, RES_N, 0 }, { 11, B_, RES_NW, 0 },
 	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd, 0, NULL },
-	/* vec_ln_bwd on pe: fw/vec_ln_bwd_d.s, the two sums by one vdot2 */
+	/* vec_ln_bwd on pe: fw/vec_ln_bwd_d.s, the two sums by one vdot4 */
 	{ "vec_ln_bwd", "ln_bwd", 15, 0, 14,
 	  { { 1, A_, RES_W, 0 }, { 2, A_, RES_W, 0 }, { 3, B_, RES_W, 0 }, { 4, B_, RES_K, 2 },
 	    { 5, A_, RES_K, 2 }, { 7, B_, RES_W, 0 }, { 8, B_, RES_NW, 0 },
 	    { 9, A_, RES_NW, 0 }, { 10, A_, RES_N, 0 }, { 11, B_, RES_NW, 0 },
-	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd, 1, "vec_ln_bwd_d" },
+	    { 12, B_, RES_W, 0 }, { 13, B_, RES_W, 0 } }, 12, model_ln_bwd4, 1, "vec_ln_bwd_d" },
 	{ "vec_gelu", "gelu_fwd", 8, 0, 1,
 	  { { 2, B_, RES_K, 256 }, { 3, B_, RES_K, 256 }, { 4, B_, RES_W, 0 },
 	    { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 }, { 7, A_, RES_NW, 0 } }, 6,

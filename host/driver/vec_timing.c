@@ -188,6 +188,28 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		}
 		return d;
 	case 2: /* vsum2: two MACs an element, then (drained) the two adds */
+		if (rtn) { /* vsum4, vdot4: an even element and the next on the two FMACs (vdot4:
+			    * at an even A element), else one; drained, the four adds of the
+			    * chains' pairs; drained, the two adds */
+			for (uint32_t i = 0; i < cnt;) {
+				int pair = cnt - i >= 2 && !(i & 1) && (!rsn || !((r[rsn] + i) & 1));
+				for (int ph = 0; ph < 2; ph++, c++) {
+					while (HZ(c, ptr + i) || (pair && HZ(c, ptr + i + 1)))
+						c++;
+					mac(v, c, 0, 0);
+					if (pair)
+						mac(v, c, 0, 0);
+				}
+				i += pair ? 2 : 1;
+			}
+			c = wait(v, c, 0, 0);
+			for (int k = 0; k < 4; k++, c++)
+				mac(v, c, 0, 0);
+			c = wait(v, c, 0, 0);
+			mac(v, c, r[rdn], 1);
+			mac(v, c + 1, r[rdn] + 1u, 1);
+			return c + 1;
+		}
 		for (uint32_t j = 0; j < 2 * cnt; j++, c++) {
 			c = WAIT_HZ(c, ptr + j / 2);
 			mac(v, c, 0, 0);

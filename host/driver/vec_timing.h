@@ -6,9 +6,9 @@
  * The program's own instructions are run on one PE's registers with the timing of `pe`:
  * scalar instructions one cycle (li two), an engine instruction one cycle to hand over and
  * its engine cycles, each element issued by pe_vec's rules (the read-after-write interlock
- * against the B writes in flight, vmac's and vlut's bank rules, vdot's and vsum2's chains,
- * cvt.bf's and cvt.bh's read-modify-writes, scalar B accesses waiting for no B write in
- * flight). Only addresses and loop counts decide the timing, so the SRAM is not modelled:
+ * against the B writes in flight, vmac's and vlut's bank rules, vdot's, vsum2's and vsum4's
+ * chains, cvt.bf's and cvt.bh's read-modify-writes, scalar B accesses waiting for no B write
+ * in flight). Only addresses and loop counts decide the timing, so the SRAM is not modelled:
  * ldb of the parameter block gives the block's words, every other load 0 (and wcol 0).
  * One exception: vlut's table word is taken in the bank of the table's first word (a table
  * across the bank boundary would make the timing depend on the data). Every PE runs the

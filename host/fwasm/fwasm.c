@@ -410,13 +410,20 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 5);
 		return 0;
 	}
-	if (!strcmp(mn, "vdot2")) { /* vsum2 with rs != 0: two dots of B[r6..] (pe only) */
+	if (!strcmp(mn, "vdot2") || !strcmp(mn, "vdot4")) {
+		/* vsum2 with rs != 0: two dots of B[r6..]; vdot4: on four chains, rt = 1 (pe only) */
 		if ((rc = want(a, mn, n, 2, 2)) || (rc = reg(a, ops[0], &rd)) ||
 		    (rc = reg(a, ops[1], &rs)))
 			return rc;
 		if (!rs)
-			return fail(a, "vdot2: the A operand cannot be r0 (rs = 0 is vsum2)");
-		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 2 << 3);
+			return fail(a, "%s: the A operand cannot be r0 (rs = 0 is vsum%c)", mn, mn[4]);
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 2 << 3 | (mn[4] == '4'));
+		return 0;
+	}
+	if (!strcmp(mn, "vsum4")) { /* vsum2 on four chains, rt = 1 (pe only) */
+		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
+			return rc;
+		out[0] = (uint16_t)(0xF000 | rd << 9 | 2 << 3 | 1);
 		return 0;
 	}
 	if (!strcmp(mn, "vsum2") || !strcmp(mn, "cvt.bf")) {
@@ -813,8 +820,12 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 				snprintf(out, len, "rsqrt r%d, [r%d]", rd, rs);
 				return 1;
 			default:
-				if (xop == 2 && rs && !src) {
-					snprintf(out, len, "vdot2 r%d, r%d", rd, rs);
+				if (xop == 2 && src <= 1 && rs) {
+					snprintf(out, len, "vdot%c r%d, r%d", src ? '4' : '2', rd, rs);
+					return 1;
+				}
+				if (xop == 2 && src == 1) {
+					snprintf(out, len, "vsum4 r%d", rd);
 					return 1;
 				}
 				if (rs || src)

@@ -44,6 +44,12 @@
 //    r[rd] + 1). Needs FmacLatency = 4 (= the period of a chain). vdot2 (vsum2 with rs !=
 //    0) is the same flow with the ops fmac(1.0, bf16(x), s) and fmac(A[r[rs]+n], bf16(x),
 //    q), the A read issued with the q op: two vdots sharing x in the cycles of one.
+//  - vsum4 / vdot4 (vsum2 / vdot2 with rt != 0): the same ops on eight chains, an even
+//    element n on u_fmac (chains {s, q} of j = n & 3 in acc) and n + 1 on u_fmac2 (acc2) in
+//    one cycle, so 1 cycle an element (vdot4: at an even A element; otherwise, and for an
+//    odd count's last element, one element on u_fmac, its chain's accumulator by n[0]);
+//    drained, four adds acc[k] = add(acc[k], acc2[k]) (chains 0 + 1, 2 + 3), drained,
+//    vsum2's two combining adds.
 //  - cvt.bf: one B read per element; A words are written whole, two elements a write (a
 //    pair's, or an even element held in lo with the next), with an A read only for an odd
 //    first or even last element (read-modify-write); ends in the last element's R cycle.
@@ -141,7 +147,7 @@ module pe_vec #(
                    KLda = 5'd5, KSta = 5'd6, KLdb = 5'd7, KStb = 5'd8, KVfma = 5'd9,
                    KVs = 5'd10, KVsF = 5'd11, KCvt = 5'd12, KLut = 5'd13, KRsq = 5'd14,
                    KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18,
-                   KVmul = 5'd19;
+                   KVmul = 5'd19, KVsC = 5'd20;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
@@ -173,6 +179,7 @@ module pe_vec #(
   logic [15:0]   off_q [0:DotLanes-1];  // dot: the lane's A offset (its wavelet's val)
   logic [15:0]   off_d [0:DotLanes-1];
   logic          fin_q, fin_d;    // vsum2: combining adds (the first issued); rsqrt: ROM read
+  logic [2:0]    cph_q, cph_d;    // vsum4: the chain pairs' adds issued (4: done)
   logic [15:0]   lo_q, lo_d;      // cvt.bf/cvt.bh: the even element of the word being assembled
   logic [31:0]   cw_q, cw_d;      // vmac's c / cvt.bh's destination word, read a cycle ahead;
                                   // vlut.bf: {last word's high half, first word's low half}
@@ -200,6 +207,7 @@ module pe_vec #(
   logic          rbh_q, rbh_d;    // B half (dot, scalar)
   logic [31:0]   rval_q, rval_d;
   logic [LW-1:0] rln_q, rln_d;
+  logic          rbk_q, rbk_d;    // vsum4's one-element issue: the chain is acc2's (odd n)
   logic          rfirst_q, rfirst_d;
   logic          rzf_q, rzf_d;
   logic          rfw_q, rfw_d;    // cvt.bh: the source word is the one being assembled
@@ -215,6 +223,9 @@ module pe_vec #(
   logic [3:0]    pcol_q [0:L-1];
   logic [LW-1:0] pln_q [0:L-1];
   logic [31:0]   acc_q [0:DotLanes-1];
+  logic          pbk_q [0:L-1];
+  logic [31:0]   acc2_q [0:DotLanes-1];  // vsum4: the odd elements' chains (u_fmac2)
+  logic          p2dot_q [0:L-1]; // vsum4: u_fmac2's result goes to acc2 (slot pln), not B
   logic          p2v_q [0:L-1];   // the second lane's FMAC stages (every op writes B)
   logic [BAW-1:0] p2wa_q [0:L-1];
 
@@ -230,9 +241,10 @@ module pe_vec #(
   wire  [15:0] a_elem = rah_q ? a_rdata_i[31:16] : a_rdata_i[15:0];
   wire         f_valid = rv_q && (rk_q == KAxpy || rk_q == KDot || rk_q == KRedv ||
                                   rk_q == KVfma || rk_q == KVs || rk_q == KVsF || rk_q == KLut ||
-                                  rk_q == KVmac || rk_q == KVdot || rk_q == KVmul);
+                                  rk_q == KVmac || rk_q == KVdot || rk_q == KVmul ||
+                                  rk_q == KVsC);
   // result goes to a lane accumulator
-  wire         r_acc = (rk_q == KDot) || (rk_q == KVs) || (rk_q == KVdot);
+  wire         r_acc = (rk_q == KDot) || (rk_q == KVs) || (rk_q == KVdot) || (rk_q == KVsC);
   wire  [15:0] bw_bf;  // bf16(the B word read), for vfma, vsum2, cvt.bf, cvt.bh, vmac, vdot
   pe_bf16_rne u_bw_bf (.x_i(b_src), .y_o(bw_bf));
   wire  [15:0] bw2_bf; // the second lane's bf16(B word)
@@ -243,7 +255,9 @@ module pe_vec #(
   logic        y_valid;
   wire  [15:0] y_bf;   // vlut.bf: bf16(the FMAC result)
   pe_bf16_rne u_y_bf (.x_i(y), .y_o(y_bf));
-  wire         byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q);
+  wire         byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q) && (pbk_q[L-1] == rbk_q);
+  wire         byp2 = p2v_q[L-1] && p2dot_q[L-1] && (pln_q[L-1] == rln_q);  // vsum4's lane 2
+  wire         r2acc = rv2_q && rk_q == KVs;  // vsum4: u_fmac2 accumulates
   // rsqrt: the ROM stage (B word sampled in the read's R cycle)
   wire  [15:0] rsq_y;
   pe_rsqrt u_rsqrt (
@@ -254,6 +268,7 @@ module pe_vec #(
     .y_o   (rsq_y)
   );
   wire         vd2 = ins_q[8:6] != 3'd0;  // rs != 0: vsum2's vdot2, cvt.bh's vmul
+  wire         v4 = ins_q[2:0] != 3'd0;   // rt != 0: vsum2's vsum4 (vdot2's vdot4)
   logic        f_add;
   logic [31:0] f_a, f_c;
   logic [15:0] f_b;
@@ -282,7 +297,12 @@ module pe_vec #(
         f_add = !rln_q[0] && !vd2;
         f_a = rln_q[0] ? {16'd0, vd2 ? a_elem : bw_bf} : vd2 ? 32'h3f80 : b_word;
         f_b = bw_bf;
-        f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+        f_c = rfirst_q ? 32'd0 : (byp ? y : rbk_q ? acc2_q[rln_q] : acc_q[rln_q]);
+      end
+      KVsC: begin  // vsum4: add(chain 2k, chain 2k + 1) of slot rln; an unused chain is +0
+        f_add = 1'b1;
+        f_a = rzf_q ? 32'd0 : acc_q[rln_q];
+        f_c = rfirst_q ? 32'd0 : acc2_q[rln_q];
       end
       KVmul: begin  // fmac(A, r[rd], +0): vmac's operand places (x = r[rd], c = +0)
         f_a = {16'd0, a_elem};
@@ -329,12 +349,18 @@ module pe_vec #(
   // is aligned)
   logic [31:0] f2_a, f2_c, y2;
   logic [15:0] f2_b;
-  logic        y2_valid;
+  logic        y2_valid, f2_add;
   always_comb begin
+    f2_add = 1'b0;
     f2_a = {16'd0, a_rdata_i[31:16]};
     f2_b = bw2_bf;
     f2_c = b_other2;
     case (rk_q)
+      KVs: begin  // vsum4 / vdot4: element n + 1's op on its chain in acc2
+        f2_add = !rln_q[0] && !vd2;
+        f2_a = rln_q[0] ? {16'd0, vd2 ? a_rdata_i[31:16] : bw2_bf} : vd2 ? 32'h3f80 : b_word2;
+        f2_c = rfirst_q ? 32'd0 : (byp2 ? y2 : acc2_q[rln_q]);
+      end
       KAxpy: begin f2_a = rval_q; f2_b = a_rdata_i[31:16]; f2_c = b_word2; end
       KVfma: begin f2_a = {16'd0, rval_q[15:0]}; f2_c = {rval_q[31:16], 16'd0}; end
       KVmac: f2_c = rzf_q ? cw2_q : b_other2;
@@ -346,7 +372,7 @@ module pe_vec #(
     .clk_i  (clk_i),
     .rst_ni (rst_ni),
     .valid_i(rv2_q),
-    .add_i  (1'b0),
+    .add_i  (f2_add),
     .a_i    (f2_a),
     .b_i    (f2_b),
     .c_i    (f2_c),
@@ -376,13 +402,13 @@ module pe_vec #(
   logic [3:0]   infl_txn;
   always_comb begin
     pipe_busy = rv_q || rv2_q;
-    infl_wb  = (rv_q && rwen_q) || rv2_q;
+    infl_wb  = (rv_q && rwen_q) || (rv2_q && !r2acc);
     infl_tx  = rv_q && rtx_q;
     infl_ftx = rv_q && rtx_q && (rk_q == KRedv);
     infl_txn = {3'd0, rv_q && rtx_q};
     for (int k = 0; k < L; k = k + 1) begin
       pipe_busy = pipe_busy || pv_q[k] || p2v_q[k];
-      infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]) || p2v_q[k];
+      infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]) || (p2v_q[k] && !p2dot_q[k]);
       infl_tx  = infl_tx || (pv_q[k] && ptx_q[k]);
       infl_ftx = infl_ftx || (pv_q[k] && ptx_q[k]);
       infl_txn = infl_txn + {3'd0, pv_q[k] && ptx_q[k]};
@@ -398,10 +424,10 @@ module pe_vec #(
 
   function automatic hz(input [BAW-1:0] addr);
     begin
-      hz = (rv_q && rwen_q && (rwa_q == addr)) || (rv2_q && (rwa2_q == addr));
+      hz = (rv_q && rwen_q && (rwa_q == addr)) || (rv2_q && !r2acc && (rwa2_q == addr));
       for (int j = 0; j < L; j = j + 1)
         hz = hz || (pv_q[j] && pwen_q[j] && (pwa_q[j] == addr)) ||
-             (p2v_q[j] && (p2wa_q[j] == addr));
+             (p2v_q[j] && !p2dot_q[j] && (p2wa_q[j] == addr));
     end
   endfunction
 
@@ -445,6 +471,8 @@ module pe_vec #(
   wire        vm_pair   = n_two && !n_a[0] && !hz(BAW'(n_src1)) && !hz(BAW'(n_rd1)) &&
                           n_src1[BAW-1] == n_src[BAW-1] && n_rd1[BAW-1] == n_rd[BAW-1] &&
                           BAW'(n_src1) != BAW'(n_ptr) && BAW'(n_rd1) != BAW'(n_ptr);
+  // vsum4 / vdot4: an even element and the next (vdot4: an even A element)
+  wire        s4_pair   = n_two && !n_q[0] && (!vd2 || !n_a[0]);
   wire        vp_pair   = n_two && !n_a[0] && !hz(n_rd1) && n_rd1 != BAW'(n_ptr) &&
                           n_src1 != BAW'(n_ptr);  // vmac, one bank: c's pair read ahead
   wire        cv_pair   = n_two && !cv_e[0] && !hz(BAW'(n_ptr1));
@@ -477,13 +505,13 @@ module pe_vec #(
     end
     rv_d = 1'b0; rk_d = KNone; rwen_d = 1'b0; rwa_d = '0; rtx_d = 1'b0; rcol_d = ins_q[11:8];
     rah_d = 1'b0; rbh_d = 1'b0; rval_d = '0; rln_d = '0; rfirst_d = 1'b0;
-    rzf_d = 1'b0; raw_d = '0; rp_d = 1'b0; rv2_d = 1'b0; rwa2_d = '0;
-    fin_d = fin_q; lo_d = lo_q; cw_d = cw_q; cw2_d = cw2_q; ph2_d = ph2_q; rfw_d = 1'b0;
+    rzf_d = 1'b0; raw_d = '0; rp_d = 1'b0; rv2_d = 1'b0; rwa2_d = '0; rbk_d = 1'b0;
+    fin_d = fin_q; cph_d = cph_q; lo_d = lo_q; cw_d = cw_q; cw2_d = cw2_q; ph2_d = ph2_q; rfw_d = 1'b0;
     rab_d = 1'b0; on_d = on_q;
     xv_d = xv_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
     b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
     b_re4_o = 1'b0; b_raddr4_o = '0;
-    b_we2_o = p2v_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
+    b_we2_o = p2v_q[L-1] && !p2dot_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
     done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
     a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
     b_re_o = 1'b0; b_raddr_o = '0;
@@ -578,7 +606,7 @@ module pe_vec #(
       adr_d = opa_i;
       dat_d = (instr_i[15:12] == 4'h8) ? {opa_i, opb_i} : {16'd0, opd_i};
       t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
-      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0; on_d = '0;
+      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0; on_d = '0; cph_d = '0;
       aa_d = regs_i[16 +: 16];
       ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] :
              (instr_i[15:12] == 4'hF) ? regs_i[{instr_i[2:0], 4'd0} +: 16] :  // r[rt]
@@ -721,7 +749,32 @@ module pe_vec #(
             end
           end
         end else if (xop == 3'd2) begin  // vsum2 rd / vdot2 rd, rs (rs != 0: the q op reads
-          if (!n_all) begin              // A[r[rs]+n]): chain {n[0], ph}, then the two adds
+          if (!n_all && v4) begin        // A[r[rs]+n]): chain {n[0], ph}, then the two adds;
+            // vsum4 / vdot4 (rt != 0): chain {n[1], ph} of acc (n even) and acc2 (n odd),
+            // an even n with n + 1 on u_fmac2 (vdot4: at an even A element)
+            if (!hz(BAW'(n_ptr)) && !(s4_pair && hz(n_ptr1))) begin
+              mac_o = 1'b1;
+              b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
+              if (lb && ph_q) begin a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]); end
+              rv_d = 1'b1; rk_d = KVs; rah_d = n_a[0]; rbk_d = n_q[0];
+              rln_d = LW'({n_q[1], ph_q}); rfirst_d = (n_q < 16'd4);
+              if (s4_pair) begin
+                mac2_o = 1'b1;
+                b_re3_o = 1'b1; b_raddr3_o = n_ptr1;
+                rv2_d = 1'b1;
+              end
+              ph_d = !ph_q;
+              if (ph_q) n_d = n_q + (s4_pair ? 16'd2 : 16'd1);
+            end
+          end else if (v4 && cph_q != 3'd4) begin  // acc[k] = add(acc[k], acc2[k]), drained
+            if (cph_q != 3'd0 || !pipe_busy) begin
+              mac_o = 1'b1;
+              rv_d = 1'b1; rk_d = KVsC; rln_d = LW'(cph_q[1:0]);
+              rzf_d = cnt_q <= {14'd0, cph_q[1], 1'b0};
+              rfirst_d = cnt_q <= {14'd0, cph_q[1], 1'b1};
+              cph_d = cph_q + 3'd1;
+            end
+          end else if (!n_all) begin
             if (!hz(BAW'(n_ptr))) begin
               mac_o = 1'b1;
               b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
@@ -735,7 +788,7 @@ module pe_vec #(
             mac_o = 1'b1;
             rv_d = 1'b1; rk_d = KVsF; rln_d = LW'(fin_q); rwen_d = 1'b1;
             rwa_d = BAW'(dat_q[15:0] + {15'd0, fin_q});
-            rzf_d = (cnt_q == 16'd0); rfirst_d = (cnt_q < 16'd2);
+            rzf_d = !v4 && (cnt_q == 16'd0); rfirst_d = !v4 && (cnt_q < 16'd2);
             fin_d = 1'b1;
             if (fin_q) begin done_o = 1'b1; busy_d = 1'b0; end
           end
@@ -932,7 +985,16 @@ module pe_vec #(
   always_comb begin
     for (int ad = 0; ad < DotLanes; ad = ad + 1) begin
       acc_d[ad] = acc_q[ad];
-      if (pv_q[L-1] && pdot_q[L-1] && pln_q[L-1] == LW'(ad)) acc_d[ad] = y;
+      if (pv_q[L-1] && pdot_q[L-1] && !pbk_q[L-1] && pln_q[L-1] == LW'(ad)) acc_d[ad] = y;
+    end
+  end
+  // vsum4's odd elements' chains: u_fmac2's results, or u_fmac's one-element issues (n odd)
+  logic [31:0] acc2_d [0:DotLanes-1];
+  always_comb begin
+    for (int ad = 0; ad < DotLanes; ad = ad + 1) begin
+      acc2_d[ad] = acc2_q[ad];
+      if (pv_q[L-1] && pdot_q[L-1] && pbk_q[L-1] && pln_q[L-1] == LW'(ad)) acc2_d[ad] = y;
+      if (p2v_q[L-1] && p2dot_q[L-1] && pln_q[L-1] == LW'(ad)) acc2_d[ad] = y2;
     end
   end
 
@@ -949,14 +1011,14 @@ module pe_vec #(
       rln_q <= '0;
       rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
       rab_q <= 1'b0; on_q <= '0; cw2_q <= '0; ph2_q <= 1'b0;
-      fin_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
+      fin_q <= 1'b0; cph_q <= '0; rbk_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
       xwa_q <= '0;
       for (int e = 0; e < L; e = e + 1) begin
-        p2v_q[e] <= 1'b0; p2wa_q[e] <= '0;
+        p2v_q[e] <= 1'b0; p2wa_q[e] <= '0; p2dot_q[e] <= 1'b0; pbk_q[e] <= 1'b0;
         pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pab_q[e] <= 1'b0; pwa_q[e] <= '0;
         ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
       end
-      for (int e = 0; e < DotLanes; e = e + 1) acc_q[e] <= '0;
+      for (int e = 0; e < DotLanes; e = e + 1) begin acc_q[e] <= '0; acc2_q[e] <= '0; end
     end else begin
       busy_q <= busy_d; ins_q <= ins_d; ra_q <= ra_d; rb_q <= rb_d; sa_q <= sa_d;
       sb_q <= sb_d; len_q <= len_d; ptr_q <= ptr_d; cnt_q <= cnt_d; tid_q <= tid_d;
@@ -971,20 +1033,23 @@ module pe_vec #(
       rbh_q <= rbh_d; rval_q <= rval_d;
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;
       cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d; cw2_q <= cw2_d; ph2_q <= ph2_d;
-      fin_q <= fin_d; lo_q <= lo_d; xv_q <= xv_d; xheld_q <= xheld_d;
+      fin_q <= fin_d; cph_q <= cph_d; rbk_q <= rbk_d; lo_q <= lo_d; xv_q <= xv_d; xheld_q <= xheld_d;
       xb_q <= xb_d; xwa_q <= xwa_d;
       pv_q[0] <= f_valid; pdot_q[0] <= r_acc; pwen_q[0] <= f_valid && rwen_q;
       pab_q[0] <= f_valid && rab_q;
       pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
-      p2v_q[0] <= rv2_q; p2wa_q[0] <= rwa2_q;
+      p2v_q[0] <= rv2_q; p2wa_q[0] <= rwa2_q; p2dot_q[0] <= r2acc; pbk_q[0] <= rbk_q;
       for (int e = 1; e < L; e = e + 1) begin
-        p2v_q[e] <= p2v_q[e-1]; p2wa_q[e] <= p2wa_q[e-1];
+        p2v_q[e] <= p2v_q[e-1]; p2wa_q[e] <= p2wa_q[e-1]; p2dot_q[e] <= p2dot_q[e-1];
+        pbk_q[e] <= pbk_q[e-1];
         pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];
         pab_q[e] <= pab_q[e-1];
         pwa_q[e] <= pwa_q[e-1]; ptx_q[e] <= ptx_q[e-1]; pcol_q[e] <= pcol_q[e-1];
         pln_q[e] <= pln_q[e-1];
       end
-      for (int e = 0; e < DotLanes; e = e + 1) acc_q[e] <= acc_d[e];
+      for (int e = 0; e < DotLanes; e = e + 1) begin
+        acc_q[e] <= acc_d[e]; acc2_q[e] <= acc2_d[e];
+      end
     end
   end
 

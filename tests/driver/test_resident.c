@@ -2,7 +2,8 @@
  * test_resident.c - resident tensors and vector programs (csd.h, host/driver/resident.c):
  * the cpu backend (the C definitions of numerics.h on its SRAM model) against the sim
  * backend's model engine (verif/models/mesh_model.c running fw/vec_*.s), bit for bit over
- * the whole SRAM of every PE, and both against nm_ln_fwd_bits, nm_ln_bwd_bits,
+ * the whole SRAM of every PE, and both against nm_ln_fwd_bits, nm_ln_bwd_bits (with pe's
+ * four chains a sum: every device here is pe=full, which runs vec_ln_*_d),
  * nm_gelu_fwd_bits (gelu_fwd, gelu_h), nm_gelu_bwd_bits and nm_widen_bits (cvt_f) per token, cvt_f rebuilding
  * ln_fwd's y from z (nm_fmac_row_bits, y to the bit), vec_fc's entries and vec_cvt's
  * cvt_fbh, dy_abh and dy_bh on both (their firmware against their definitions:
@@ -167,7 +168,7 @@ static void ln_inputs(csd_dev *dev[2], const float *x, int T, const uint16_t *ga
 	}
 }
 
-/* y, z and r (when not NULL) [Tall] are nm_ln_fwd_bits of x per token. */
+/* y, z and r (when not NULL) [Tall] are nm_ln_fwd_bits of x per token (pe: four chains). */
 static void check_ln_fwd(const uint16_t *y, const uint16_t *z, const uint16_t *r, const float *x,
 			 int Tall, const uint16_t *gamma, const float *beta)
 {
@@ -177,7 +178,7 @@ static void check_ln_fwd(const uint16_t *y, const uint16_t *z, const uint16_t *r
 		uint32_t xb[C], bb[C];
 		memcpy(xb, x + (size_t)t * C, sizeof xb);
 		memcpy(bb, beta, sizeof bb);
-		nm_ln_fwd_bits(wy, wz, &wr, xb, gamma, bb, C, inv_c, eps);
+		nm_ln_fwd_chains_bits(wy, wz, &wr, NULL, xb, gamma, bb, C, inv_c, eps, 4);
 		assert_memory_equal(y + (size_t)t * C, wy, sizeof wy);
 		if (z)
 			assert_memory_equal(z + (size_t)t * C, wz, sizeof wz);
@@ -283,7 +284,8 @@ static void mesh_case(int rows, int cols, int T)
 			uint32_t wx[C], dyb[C];
 			memcpy(wx, dx0 + t * C, sizeof wx);
 			memcpy(dyb, dy + t * C, sizeof dyb);
-			nm_ln_bwd_bits(wx, wg, wb, dyb, z + t * C, r[t], gamma, C, inv_c);
+			nm_ln_bwd_chains_bits(wx, wg, wb, NULL, dyb, z + t * C, r[t], gamma, C, inv_c,
+					      4);
 			assert_memory_equal(dx + t * C, wx, sizeof wx);
 		}
 		assert_memory_equal(dg + (size_t)q * C, wg, sizeof wg);

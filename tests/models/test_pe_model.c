@@ -313,6 +313,63 @@ static void test_vdot2(void **state)
 	}
 }
 
+/* vsum4 r2 / vdot4 r2, r1 (vsum2 / vdot2 with rt != 0): four chains a sum, j = n & 3, from
+ * +0, then add(add(c0, c1), add(c2, c3)); x = {1, -1, 2^-24, 2^-24} tells the orders apart
+ * (vsum2's chains lose the 2^-24 against 1: 2^-24; vsum4's keep them: 2^-23). */
+static void test_vsum4(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 100; k++) {
+		int dot = k & 1;
+		struct pe_model m;
+		setup(&m, dot ? "vdot4 r2, r1\nret" : "vsum4 r2\nret");
+		uint16_t n = (uint16_t)(k < 2 ? 0 : rng_next() % 300), p = (uint16_t)(rng_next() % 700);
+		uint16_t a = (uint16_t)(rng_next() % AWORDS);
+		if (k == 2 || k == 3) {
+			static const float x4[4] = { 1.0f, -1.0f, 0x1p-24f, 0x1p-24f };
+			n = 4;
+			for (int i = 0; i < 4; i++) {
+				m.b[p + i] = nm_f32_bits(x4[i]);
+				m.a[(a + i) % AWORDS] = 0x3f80;
+			}
+		}
+		m.r[1] = a;
+		m.r[2] = (uint16_t)(1024 + rng_next() % 1000);
+		m.r[6] = p;
+		m.r[7] = n;
+		uint32_t want[BWORDS];
+		memcpy(want, m.b, sizeof want);
+		uint32_t s[4] = { 0, 0, 0, 0 }, q[4] = { 0, 0, 0, 0 };
+		for (uint16_t i = 0; i < n; i++) {
+			uint16_t xb = nm_bf16_from_bits(want[p + i]);
+			if (dot) {
+				s[i % 4] = nm_fmac_bits(0x3f80, xb, s[i % 4]);
+				q[i % 4] = nm_fmac_bits(m.a[(a + i) % AWORDS], xb, q[i % 4]);
+			} else {
+				s[i % 4] = nm_add_bits(s[i % 4], want[p + i]);
+				q[i % 4] = nm_fmac_bits(xb, xb, q[i % 4]);
+			}
+		}
+		want[m.r[2]] = nm_add_bits(nm_add_bits(s[0], s[1]), nm_add_bits(s[2], s[3]));
+		want[m.r[2] + 1] = nm_add_bits(nm_add_bits(q[0], q[1]), nm_add_bits(q[2], q[3]));
+		if (!dot) {
+			uint32_t ref[2], two[2];
+			nm_vsum4_bits(ref, m.b + p, n);
+			assert_int_equal(ref[0], want[m.r[2]]);
+			assert_int_equal(ref[1], want[m.r[2] + 1]);
+			nm_vsum2_bits(two, m.b + p, n);
+			if (k == 2) {
+				assert_int_equal(ref[0], nm_f32_bits(0x1p-23f));
+				assert_int_equal(two[0], nm_f32_bits(0x1p-24f));
+			}
+		}
+		run(&m);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_int_equal(m.cnt[0], 2 * (unsigned)n + 6);
+		pe_model_free(&m);
+	}
+}
+
 static void test_vsum2(void **state)
 {
 	(void)state;
@@ -534,15 +591,16 @@ static double ln_ref(const uint32_t *x, unsigned c, unsigned j, double gamma, do
 }
 
 /* fw/vec_ln_fwd.s: bit for bit nm_ln_fwd_bits (y, z, r per token); x, gamma, beta and the
- * block untouched; y within 3 bf16 ulps plus 2^-7 of a layernorm in double precision. */
+ * block untouched; y within 3 bf16 ulps plus 2^-7 of a layernorm in double precision; the
+ * same of fw/vec_ln_fwd_d.s (k >= 6, pe's vsum4) against nm_ln_fwd_chains_bits' 4 chains. */
 static void test_ln_fwd(void **state)
 {
 	(void)state;
 	static const unsigned cs[] = { 64, 48, 128 };
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 12; k++) {
 		unsigned c = cs[k % 3], ntok = 1 + (unsigned)(rng_next() % 3);
 		struct pe_model m;
-		setup_image(&m, "vec_ln_fwd", "ln_fwd");
+		setup_image(&m, k >= 6 ? "vec_ln_fwd_d" : "vec_ln_fwd", "ln_fwd");
 		/* B: x from 0, beta 1000, S 1200, T 1400, block 1900; A: gamma 0, y 128, z 512,
 		 * r 900, scratch 1000 */
 		const uint16_t X = 0, BE = 1000, S = 1200, T = 1400, P = 1900;
@@ -564,7 +622,8 @@ static void test_ln_fwd(void **state)
 		run_block(&m, P, par, 13);
 		for (unsigned t = 0; t < ntok; t++) {
 			uint16_t y[128], z[128], r;
-			nm_ln_fwd_bits(y, z, &r, b0 + X + t * c, a0 + G, b0 + BE, c, inv_c, eps);
+			nm_ln_fwd_chains_bits(y, z, &r, NULL, b0 + X + t * c, a0 + G, b0 + BE, c, inv_c,
+					      eps, k >= 6 ? 4 : 2);
 			assert_memory_equal(m.a + Y + t * c, y, c * sizeof y[0]);
 			assert_memory_equal(m.a + Z + t * c, z, c * sizeof z[0]);
 			assert_int_equal(m.a[R + t], r);
@@ -589,7 +648,7 @@ static void test_ln_fwd(void **state)
 
 /* fw/vec_ln_bwd.s after vec_ln_fwd.s's stash: bit for bit nm_ln_bwd_bits, and the
  * gradients close to layernorm's in double precision (dx within 2% of the largest); the
- * same of fw/vec_ln_bwd_d.s (k >= 6, pe's vdot2). */
+ * same of fw/vec_ln_bwd_d.s (k >= 6, pe's vdot4) against nm_ln_bwd_chains_bits' 4 chains. */
 static void test_ln_bwd(void **state)
 {
 	(void)state;
@@ -634,8 +693,8 @@ static void test_ln_bwd(void **state)
 		memcpy(dg, b0 + DG, sizeof dg);
 		memcpy(db, b0 + DB, sizeof db);
 		for (unsigned t = 0; t < ntok; t++)
-			nm_ln_bwd_bits(dx + t * c, dg, db, b0 + DY + t * c, a0 + Z + t * c, a0[R + t],
-				       a0 + G, c, inv_c);
+			nm_ln_bwd_chains_bits(dx + t * c, dg, db, NULL, b0 + DY + t * c, a0 + Z + t * c,
+					      a0[R + t], a0 + G, c, inv_c, k >= 6 ? 4 : 2);
 		assert_memory_equal(m.b + DX, dx, ntok * c * sizeof dx[0]);
 		assert_memory_equal(m.b + DG, dg, c * sizeof dg[0]);
 		assert_memory_equal(m.b + DB, db, c * sizeof db[0]);
@@ -1030,6 +1089,7 @@ int main(void)
 		cmocka_unit_test(test_cvt_bh),
 		cmocka_unit_test(test_vsum2),
 		cmocka_unit_test(test_vdot2),
+		cmocka_unit_test(test_vsum4),
 		cmocka_unit_test(test_vmul),
 		cmocka_unit_test(test_cvt_bf),
 		cmocka_unit_test(test_vlut),

@@ -168,24 +168,35 @@ static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, u
 		}
 		break;
 	case 2: { /* vsum2 rd: B[r[rd]], B[r[rd] + 1] = sum, sum of squares; vdot2 rd, rs
-		   * (rs != 0, pe only): sum of 1.0 * bf16(x), sum of A[r[rs] + n] * bf16(x) */
-		uint32_t s[2] = { 0, 0 }, q[2] = { 0, 0 };
+		   * (rs != 0, pe only): sum of 1.0 * bf16(x), sum of A[r[rs] + n] * bf16(x);
+		   * rt != 0 (vsum4, vdot4; pe only): four chains j = n & 3, summed
+		   * add(add(c0, c1), add(c2, c3)) */
+		uint32_t s[4] = { 0, 0, 0, 0 }, q[4] = { 0, 0, 0, 0 };
+		unsigned mask = rt ? 3 : 1;
 		for (uint16_t n = 0; n < r[7]; n++) {
 			uint32_t x = *b_word(m, (uint16_t)(r[6] + n));
 			uint16_t xb = nm_bf16_from_bits(x);
+			unsigned j = n & mask;
 			if (rs) {
 				uint16_t a = m->a[(uint16_t)(r[rs] + n) & (m->awords - 1)];
-				s[n & 1] = nm_fmac_bits(0x3f80, xb, s[n & 1]);
-				q[n & 1] = nm_fmac_bits(a, xb, q[n & 1]);
+				s[j] = nm_fmac_bits(0x3f80, xb, s[j]);
+				q[j] = nm_fmac_bits(a, xb, q[j]);
 			} else {
-				s[n & 1] = nm_add_bits(s[n & 1], x);
-				q[n & 1] = nm_fmac_bits(xb, xb, q[n & 1]);
+				s[j] = nm_add_bits(s[j], x);
+				q[j] = nm_fmac_bits(xb, xb, q[j]);
 			}
 			m->cnt[0] += 2;
 		}
-		*b_word(m, r[rd]) = nm_add_bits(s[0], s[1]);
-		*b_word(m, (uint16_t)(r[rd] + 1)) = nm_add_bits(q[0], q[1]);
-		m->cnt[0] += 2;
+		if (rt) {
+			s[0] = nm_add_bits(nm_add_bits(s[0], s[1]), nm_add_bits(s[2], s[3]));
+			q[0] = nm_add_bits(nm_add_bits(q[0], q[1]), nm_add_bits(q[2], q[3]));
+			*b_word(m, r[rd]) = s[0];
+			*b_word(m, (uint16_t)(r[rd] + 1)) = q[0];
+		} else {
+			*b_word(m, r[rd]) = nm_add_bits(s[0], s[1]);
+			*b_word(m, (uint16_t)(r[rd] + 1)) = nm_add_bits(q[0], q[1]);
+		}
+		m->cnt[0] += rt ? 6 : 2;
 		break;
 	}
 	case 3: /* cvt.bf rd: A[r[rd] + n] = bf16(B[r6 + n]) */

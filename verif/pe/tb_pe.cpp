@@ -113,10 +113,12 @@ static uint16_t mem(unsigned sel, unsigned rd, unsigned rs, bool hi)
 #ifdef TB_PE_LITE
 static const bool kVlutBf = false; // pe_lite decodes vlut with rs = 0 only
 static const bool kVdot2 = false;  // and vsum2 with rs = 0 only
+static const bool kVsum4 = false;  // and vsum2 with rt = 0 only
 static const bool kVmul = false;   // and cvt.bh with rs = 0 only
 #else
 static const bool kVlutBf = true; // vlut with rs != 0: vlut.bf, bf16 into A[r[rs] + n]
 static const bool kVdot2 = true;  // vsum2 with rs != 0: vdot2 against A[r[rs] + n]
+static const bool kVsum4 = true;  // vsum2 / vdot2 with rt != 0: vsum4 / vdot4, four chains
 static const bool kVmul = true;   // cvt.bh with rs != 0: vmul, B[r6 + n] = A[r[rs] + n] r[rd]
 #endif
 // the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
@@ -824,6 +826,7 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 			}
 			if (x == 4 && (!kVlutBf || r.chance(50))) t = 0; // vlut; else vlut.bf into A
 			if (x == 2 && (!kVdot2 || r.chance(50))) t = 0;  // vsum2; else vdot2
+			if (x == 2) rt = kVsum4 && r.chance(50) ? 1 + r.below(7) : 0; // vsum4, vdot4
 			const bool vm = x == 9 && kVmul && r.chance(30); // vmul: a scale, A at t
 			if (vm) {
 				li(p.w, d, rand_bf16(r, false));
@@ -1101,6 +1104,8 @@ static Scenario gen_vec(Bench &b)
 					do rs = 1 + r.below(5); while (rs == rd);
 					li(p.w, rs, aadr());
 				}
+				// vsum4 / vdot4 (pe): rt != 0, four chains a sum
+				rt = as::kVsum4 && r.chance(50) ? 1 + r.below(7) : 0;
 				break;
 			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too
 				li(p.w, rd, r.chance(15) ? (uint16_t)(0x10000 - 1 - r.below(16))
@@ -1348,11 +1353,12 @@ static Scenario fw_scenario(const FwImage &f, int pc, const std::vector<uint16_t
 
 static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 {
-	FwImage lf, lb, ge, fc, fcb, lbd;
+	FwImage lf, lb, ge, fc, fcb, lbd, lfd;
 	if (!fw_load(lf, dir + "/vec_ln_fwd.bin") || !fw_load(lb, dir + "/vec_ln_bwd.bin") ||
 	    !fw_load(ge, dir + "/vec_gelu.bin") || !fw_load(fc, dir + "/vec_fc.bin") ||
 	    (as::kVlutBf && !fw_load(fcb, dir + "/vec_fc_bf.bin")) ||
-	    (as::kVdot2 && !fw_load(lbd, dir + "/vec_ln_bwd_d.bin")))
+	    (as::kVdot2 && !fw_load(lbd, dir + "/vec_ln_bwd_d.bin")) ||
+	    (as::kVsum4 && !fw_load(lfd, dir + "/vec_ln_fwd_d.bin")))
 		return tb_result(0, 1);
 	int pc_lf = fw_entry(lf, "ln_fwd"), pc_lb = fw_entry(lb, "ln_bwd");
 	int pc_gf = fw_entry(ge, "gelu_fwd"), pc_gb = fw_entry(ge, "gelu_bwd");
@@ -1361,24 +1367,27 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 	int pc_bs = as::kVlutBf ? fw_entry(fcb, "fc_gelu_sh") : 0;
 	int pc_bw = as::kVlutBf ? fw_entry(fcb, "fc_gelu_wd") : 0;
 	int pc_ld = as::kVdot2 ? fw_entry(lbd, "ln_bwd") : 0;
+	int pc_lfd = as::kVsum4 ? fw_entry(lfd, "ln_fwd") : 0;
 	if (pc_lf < 0 || pc_lb < 0 || pc_gf < 0 || pc_gb < 0 || pc_fs < 0 || pc_fw < 0 ||
-	    pc_fb < 0 || pc_bs < 0 || pc_bw < 0 || pc_ld < 0)
+	    pc_fb < 0 || pc_bs < 0 || pc_bw < 0 || pc_ld < 0 || pc_lfd < 0)
 		return tb_result(0, 1);
 	TbRng &r = b.rng;
 	unsigned passed = 0, scen = 0;
 	// per program: busy cycles and tokens of the runs at C (w) = 64 (7, 8: vec_fc_bf, 9:
-	// vec_ln_bwd_d; pe)
-	const unsigned NPROG = as::kVlutBf ? 10 : 7;
-	uint64_t cyc[10] = { 0 }, tok[10] = { 0 };
-	static const char *const names[10] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
+	// vec_ln_bwd_d, 10: vec_ln_fwd_d; pe)
+	const unsigned NPROG = as::kVlutBf ? 11 : 7;
+	uint64_t cyc[11] = { 0 }, tok[11] = { 0 };
+	static const char *const names[11] = { "vec_ln_fwd", "vec_ln_bwd", "vec_gelu fwd",
 					       "vec_gelu bwd", "vec_fc fc_gelu_sh",
 					       "vec_fc fc_gelu_wd", "vec_fc fc_gelu_bwd",
 					       "vec_fc_bf fc_gelu_sh", "vec_fc_bf fc_gelu_wd",
-					       "vec_ln_bwd_d" };
+					       "vec_ln_bwd_d", "vec_ln_fwd_d" };
 	for (uint64_t i = 0; i < n; i++) {
 		unsigned prog = (unsigned)(i % NPROG);
 		const bool ld = prog == 9; // vec_ln_bwd_d: vec_ln_bwd's runs
 		if (ld) prog = 1;
+		const bool lfd4 = prog == 10; // vec_ln_fwd_d: vec_ln_fwd's runs
+		if (lfd4) prog = 0;
 		unsigned fk = prog >= 7 ? prog - 3 : prog; // vec_fc's entry (4 sh, 5 wd, 6 bwd)
 		std::vector<uint16_t> a(2048);
 		std::vector<uint32_t> bw(prog == 0 || prog == 1 || prog >= 4 ? 6144 : 2048);
@@ -1389,7 +1398,7 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 		if (i < NPROG) ntok = 4; // the measured runs: C = 64, 4 tokens
 		if (prog == 0) { // ln_fwd: test_ln_fwd's layout
 			static const unsigned cs[] = { 64, 48, 128 };
-			if (i >= 4) c = cs[r.below(3)];
+			if (i >= NPROG) c = cs[r.below(3)]; // the measured runs (0, 10) at C = 64
 			// S in the other bank than BE (4096..): the affine's vmac reads both at once
 			const uint16_t X = 0, BE = 1000, S = 5296, T = 1400, P = 1900;
 			const uint16_t G = 0, Y = 128, Z = 512, R = 900, AM = 1000;
@@ -1403,7 +1412,8 @@ static int fw_main(Bench &b, const std::string &dir, uint64_t n, uint64_t seed)
 			const uint16_t par[13] = { (uint16_t)c, G, BE, S, T, AM, inv_c, eps, X, Y, Z, R,
 						   (uint16_t)ntok };
 			for (int k = 0; k < 13; k++) bw[P + k] = par[k];
-			s = fw_scenario(lf, pc_lf, a, bw, P);
+			s = fw_scenario(lfd4 ? lfd : lf, lfd4 ? pc_lfd : pc_lf, a, bw, P);
+			if (lfd4) prog = 10;
 		} else if (prog == 1) { // ln_bwd: test_ln_bwd's layout, z and r from nm_ln_fwd_bits
 			static const unsigned cs[] = { 64, 32, 96 };
 			if (i >= NPROG) c = cs[r.below(3)]; // the measured runs (1, 9) at C = 64
