@@ -73,7 +73,7 @@ struct train_resident {
 	struct tr_layout lo;
 	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks, v's row
 	 * block's two halves (C even), q's and k's halves, proj's two column blocks (the
-	 * head groups: heads_split) */
+	 * head groups: heads_split), proj's second column block as two (proj_quarters) */
 	csd_sparse *blk; /* [L][NBLK] */
 	float *wbuf;     /* [4C * C] dense scratch of a block */
 	uint8_t *mbuf;
@@ -83,6 +83,7 @@ struct train_resident {
 	float *part;     /* [4][P, C]: the sums of per-PE partials (first), a carried gather's
 			  * partials (second), partials read up (third and fourth) */
 	uint32_t bcap;   /* csd_reduce_region's words at a time: min(256, bwords / 2) */
+	uint32_t bwords; /* B words a PE */
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
 	float *gqkv, *gout, *gatt, *gdq;
@@ -90,7 +91,7 @@ struct train_resident {
 	char err[256];
 };
 
-#define NBLK 19
+#define NBLK 25
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
@@ -101,6 +102,9 @@ static void prof_print(void);
 #define BQH 13
 #define BKH 15
 #define BPH 17
+#define BPQ 19
+#define BOR 21 /* fc2's last column block by rows: out_pieces */
+#define NOR 4
 
 static uint32_t even(uint64_t x)
 {
@@ -273,6 +277,28 @@ static int heads_split(const struct train_resident *r)
 	return NH % 2 == 0 && C % 4 == 0;
 }
 
+/* Whether a kernel carries a read of the packed Bh rows (B's second bank, its output tile
+ * and x in the first: csd_read_tokens_next); else the read goes on its own. */
+static int bh_carried(const struct train_resident *r)
+{
+	return r->lo.b_bh >= r->bwords / 2;
+}
+
+/* proj's second column block (group 1's columns) as two of C / 4 (A regions of whole words):
+ * where the first column block carries v1's read, group 1's output goes down by halves, the
+ * second while the first half's columns accumulate */
+static int proj_quarters(const struct train_resident *r)
+{
+	return heads_split(r) && r->m->cfg.n_embd % 8 == 0 && bh_carried(r);
+}
+
+/* The last block's output goes up by NOR pieces of C / NOR features, each read while fc2's
+ * last column block computes the next piece's rows (the same chains), the last on its own. */
+static int out_pieces(const struct train_resident *r)
+{
+	return r->m->cfg.n_embd % (2 * NOR) == 0 && bh_carried(r);
+}
+
 static int build_blocks(struct train_resident *r)
 {
 	int L = r->m->cfg.n_layer, C = r->m->cfg.n_embd, rc = CS_OK;
@@ -296,7 +322,13 @@ static int build_blocks(struct train_resident *r)
 			if (!rc && heads_split(r))
 				rc = sub_sparse(r, &b[BPH + h], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
 						0, C, h * (C / 2), C / 2);
+			if (!rc && proj_quarters(r))
+				rc = sub_sparse(r, &b[BPQ + h], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
+						0, C, C / 2 + h * (C / 4), C / 4);
 		}
+		for (int q = 0; q < NOR && !rc && out_pieces(r); q++)
+			rc = sub_sparse(r, &b[BOR + q], td_dev_sparse(r->td, l, GPT_FC_PROJ),
+					q * (C / NOR), C / NOR, 3 * C, C);
 		if ((size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz > need)
 			need = (size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz;
 		for (int k = 0; k < NBLK && !rc; k++)
@@ -330,6 +362,7 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	}
 	r->P = info.pes;
 	r->bcap = info.b_words / 2 < 256 ? info.b_words / 2 : 256;
+	r->bwords = info.b_words;
 	if (C % 2) {
 		snprintf(err, errlen, "device.resident: model.n_embd %d must be even", C);
 		rc = CS_ERR_INVALID;
@@ -406,11 +439,15 @@ const char *tr_last_error(train_resident *r)
 
 /* ---- the device phases ------------------------------------------------------------------ */
 
-#define TRY(call)                         \
-	do {                              \
-		rc = (call);              \
-		if (rc)                   \
-			return rc;        \
+static uint64_t link_mark(train_resident *r);
+static void link_note(train_resident *r, uint64_t a0, int line);
+#define TRY(call)                                     \
+	do {                                          \
+		uint64_t a0_ = link_mark(r);          \
+		rc = (call);                          \
+		link_note(r, a0_, __LINE__);          \
+		if (rc)                               \
+			return rc;                    \
 	} while (0)
 
 static csd_region rg(int mem, uint32_t base, uint32_t width)
@@ -432,14 +469,19 @@ static int prof_on;
 static const char *prof_image; /* the last call's image: a switch loads an overlay */
 static uint64_t prof_switches;
 
-static int run_at(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
-		  int n, int line)
+static void prof_init(void)
 {
 	if (n_prof < 0) {
 		const char *e = getenv("CS_TR_PROFILE");
 		prof_on = e && *e && strcmp(e, "0");
 		n_prof = 0;
 	}
+}
+
+static int run_at(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
+		  int n, int line)
+{
+	prof_init();
 	csd_counters c0, c1;
 	if (prof_on)
 		csd_get_counters(r->dev, &c0);
@@ -465,6 +507,43 @@ static int run_at(train_resident *r, const char *prog, const char *entry, const 
 
 #define run(r, prog, entry, p, n) run_at(r, prog, entry, p, n, __LINE__)
 
+/* CS_TR_PROFILE: the exposed link cycles (act_cycles) each call site adds */
+static struct link_site {
+	int line;
+	uint64_t calls, cycles;
+} lprof[PROF_MAX];
+static int n_lprof;
+
+static uint64_t link_mark(train_resident *r)
+{
+	csd_counters c;
+	prof_init();
+	if (!prof_on)
+		return 0;
+	csd_get_counters(r->dev, &c);
+	return c.act_cycles;
+}
+
+static void link_note(train_resident *r, uint64_t a0, int line)
+{
+	csd_counters c;
+	if (!prof_on)
+		return;
+	csd_get_counters(r->dev, &c);
+	if (c.act_cycles == a0)
+		return;
+	int i = 0;
+	while (i < n_lprof && lprof[i].line != line)
+		i++;
+	if (i == n_lprof) {
+		if (n_lprof == PROF_MAX)
+			return;
+		lprof[n_lprof++] = (struct link_site){ line, 0, 0 };
+	}
+	lprof[i].calls++;
+	lprof[i].cycles += c.act_cycles - a0;
+}
+
 static void prof_print(void)
 {
 	uint64_t tot = 0, calls = 0;
@@ -475,6 +554,11 @@ static void prof_print(void)
 		tot += prof[i].cycles;
 		calls += prof[i].calls;
 	}
+	for (int i = 0; i < n_lprof; i++)
+		fprintf(stderr, "profile: link      line %4d  calls %4llu  exposed %9llu\n",
+			lprof[i].line, (unsigned long long)lprof[i].calls,
+			(unsigned long long)lprof[i].cycles);
+	n_lprof = 0;
 	if (n_prof > 0)
 		fprintf(stderr, "profile: all programs  calls %4llu  cycles %9llu  image switches "
 			"%llu\n", (unsigned long long)calls, (unsigned long long)tot,
@@ -855,23 +939,48 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	const uint16_t pk[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
 				 (uint16_t)(2 * lo->b_bh + H), (uint16_t)C, 0 };
 	TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
-	/* q1 and k1 up while v1 computes; v1's read on its own */
+	/* q1 and k1 up while v1 computes; v1's read on its own, group 1's output down while
+	 * proj's first column block (its majors: group 0's columns, the same chains as one
+	 * call, majors in order) accumulates onto x, then the second column block; or, with
+	 * proj_quarters, v1's read during the first column block, group 1's output by halves */
 	TRY(csd_read_tokens_next(r->dev, hqk1, &qk1, BT));
 	TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
 	unpack_group(r, qkv, 0, 1, hqk1, C1, BT, bias);
 	unpack_group(r, qkv, 1, 1, hqk1 + H, C1, BT, bias);
 	TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
-	TRY(csd_read_tokens(r->dev, hv1, &gbh, BT));
+	if (!proj_quarters(r)) {
+		TRY(csd_read_tokens(r->dev, hv1, &gbh, BT));
+		unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
+		attention_group(r, atty, attp, qkv, scratch, B, T, 1);
+		TRY(csd_write_tokens_next(r->dev, &att1, r->g16 + bh, BT));
+		TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
+		return csd_forward_region(r->dev, &x, &att1, &b[BPH + 1], BT, CSD_ACCUMULATE);
+	}
+	TRY(csd_read_tokens_next(r->dev, hv1, &gbh, BT));
+	TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
 	unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
 	attention_group(r, atty, attp, qkv, scratch, B, T, 1);
-	/* proj by column blocks (the same chains, majors in order), group 1's output down
-	 * during the first */
-	TRY(csd_write_tokens_next(r->dev, &att1, r->g16 + bh, BT));
-	TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
-	return csd_forward_region(r->dev, &x, &att1, &b[BPH + 1], BT, CSD_ACCUMULATE);
+	/* group 1's output down by its halves (of C / 4 columns), the first on its own, the
+	 * second while proj's columns of the first accumulate; then the last C / 4 */
+	int Q = C / 4;
+	csd_region aq[2];
+	for (int h = 0; h < 2; h++) {
+		aq[h] = (csd_region){ CSD_MEM_A, st_att(r, l) + (uint32_t)(H + h * Q), C, (uint32_t)Q };
+		uint16_t *dst = r->h16 + (size_t)h * BT * Q;
+		const uint16_t *src = r->g16 + bh + (size_t)h * Q;
+		for (int t = 0; t < BT; t++)
+			memcpy(dst + (size_t)t * Q, src + (size_t)t * H, sizeof(uint16_t) * Q);
+	}
+	TRY(csd_write_tokens(r->dev, &aq[0], r->h16, BT));
+	TRY(csd_write_tokens_next(r->dev, &aq[1], r->h16 + (size_t)BT * Q, BT));
+	TRY(csd_forward_region(r->dev, &x, &aq[0], &b[BPQ], BT, CSD_ACCUMULATE));
+	return csd_forward_region(r->dev, &x, &aq[1], &b[BPQ + 1], BT, CSD_ACCUMULATE);
 }
 
-static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
+/* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
+ * included) up as bf16 [BT, C] by pieces while fc2's last column block computes. */
+static int block_forward(train_resident *r, int l, int B, int T, float *scratch,
+			 uint16_t *out16)
 {
 	gpt *m = r->m;
 	const struct tr_layout *lo = &r->lo;
@@ -946,9 +1055,38 @@ mlp:
 	for (int k = 0; k < 4; k++) {
 		TRY(fc_tile(r, l, k, BT, 0));
 		csd_region h = rg(CSD_MEM_A, tile_h(r, l, k), C);
-		TRY(csd_forward_region(r->dev, &x, &h, &b[BFC2 + k], BT, CSD_ACCUMULATE));
+		if (k < 3 || !out16)
+			TRY(csd_forward_region(r->dev, &x, &h, &b[BFC2 + k], BT, CSD_ACCUMULATE));
 	}
-	return bias_forward(r, tp, p->fcprojb + l * C1, lo->b_x);
+	if (!out16)
+		return bias_forward(r, tp, p->fcprojb + l * C1, lo->b_x);
+	/* by pieces of w features: fc2's rows of the piece (its last column block), its bias,
+	 * packed into its own rows of Bh (w elements each) and read while the next piece
+	 * computes */
+	int w = C / NOR;
+	uint32_t pw = (uint32_t)(tp * w);
+	csd_region h3 = rg(CSD_MEM_A, tile_h(r, l, 3), C);
+	uint16_t *pc = r->h16 + (size_t)BT * C; /* the pieces [NOR][BT, w] */
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_bias, p->fcprojb + l * C1, (uint32_t)C));
+	for (int q = 0; q < NOR; q++) {
+		uint32_t off = (uint32_t)(q * w), ob = 2 * lo->b_bh + (uint32_t)q * pw;
+		csd_region xq = { CSD_MEM_B, lo->b_x + off, (uint32_t)C, (uint32_t)w };
+		csd_region oq = rg(CSD_MEM_BH, ob, (uint32_t)w);
+		TRY(csd_forward_region(r->dev, &xq, &h3, &b[BOR + q], BT, CSD_ACCUMULATE));
+		const uint16_t pb[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)xq.base, (uint16_t)C,
+					 (uint16_t)(lo->b_bias + off), 0, (uint16_t)lo->a_ones };
+		TRY(run(r, "vec_cvt", "bias_fwd", pb, 7));
+		const uint16_t pv[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)xq.base, (uint16_t)C,
+					 (uint16_t)ob, (uint16_t)w, 0 };
+		TRY(run(r, "vec_cvt", "cvt_bh", pv, 7));
+		TRY((q < NOR - 1 ? csd_read_tokens_next : csd_read_tokens)(
+			r->dev, pc + (size_t)q * BT * w, &oq, BT));
+	}
+	for (int t = 0; t < BT; t++)
+		for (int q = 0; q < NOR; q++)
+			memcpy(out16 + (size_t)t * C + (size_t)q * w, pc + ((size_t)q * BT + t) * w,
+			       sizeof(uint16_t) * w);
+	return CS_OK;
 }
 
 int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, int T,
@@ -986,6 +1124,7 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 	encoder_forward_pool(m->pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
 	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C), e16 = rg(CSD_MEM_A, st_y1(r, 0), C);
 	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
+	uint64_t a0 = link_mark(r);
 	if ((rc = csd_write_all(r->dev, CSD_MEM_A, r->lo.a_ones, r->h16, (uint32_t)C)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_tg, tab, 512)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_one, r->part, (uint32_t)C)) ||
@@ -997,19 +1136,25 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 		fail_msg(r, "embeddings", 0);
 		goto out;
 	}
+	link_note(r, a0, __LINE__);
+	/* the last block's output up as bf16 (packed in Bh): by pieces as it computes
+	 * (out_pieces), else after it */
+	int pieces = out_pieces(r);
 	for (int l = 0; l < L; l++)
-		if ((rc = block_forward(r, l, B, T, scratch))) {
+		if ((rc = block_forward(r, l, B, T, scratch,
+					pieces && l == L - 1 ? r->h16 : NULL))) {
 			fail_msg(r, "forward", l);
 			goto out;
 		}
-	/* the last block's output up as bf16 (packed in Bh) */
 	float *res = a->residual3 + (size_t)(L - 1) * BT * C;
 	csd_region xo = rg(CSD_MEM_BH, 2 * r->lo.b_bh, C);
-	if ((rc = convert(r, tp, 1, x.base, xo.base)) ||
-	    (rc = csd_read_tokens(r->dev, r->h16, &xo, (int)BT))) {
+	a0 = link_mark(r);
+	if (!pieces && ((rc = convert(r, tp, 1, x.base, xo.base)) ||
+			(rc = csd_read_tokens(r->dev, r->h16, &xo, (int)BT)))) {
 		fail_msg(r, "output", L - 1);
 		goto out;
 	}
+	link_note(r, a0, __LINE__);
 	nm_bf16_to_f32_array(res, r->h16, BT * C);
 	layernorm_forward_pool(m->pool, a->lnf, a->lnf_mean, a->lnf_rstd, res, p->lnfw, p->lnfb,
 			       (int)BT, C);
@@ -1285,11 +1430,13 @@ int tr_backward(train_resident *r, float loss_scale)
 	csd_region d16 = rg(CSD_MEM_A, r->lo.a_dy, C);
 	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
 	nm_bf16_from_f32_array(r->h16, m->dresidual, BT * C);
+	uint64_t a0 = link_mark(r);
 	if ((rc = csd_write_tokens(r->dev, &d16, r->h16, (int)BT)) ||
 	    (rc = widen(r, tp, d16.base, r->lo.b_x))) {
 		fail_msg(r, "output gradient", L - 1);
 		goto out;
 	}
+	link_note(r, a0, __LINE__);
 	/* block 0 leaves the embeddings' gradient in dresidual */
 	for (int l = L - 1; l >= 0; l--) {
 		if ((rc = block_backward(r, l, B, T, scratch, l ? NULL : m->dresidual))) {
