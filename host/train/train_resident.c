@@ -84,6 +84,11 @@ struct train_resident {
 			  * partials (second), partials read up (third and fourth) */
 	uint32_t bcap;   /* csd_reduce_region's words at a time: min(256, bwords / 2) */
 	uint32_t bwords; /* B words a PE */
+	int a_wport;     /* A takes a write beside a kernel's reads (pe): a kernel carries it */
+	/* the embeddings' rows still to go down (emb_split): rows [emb_rows, tp) of every PE,
+	 * packed at emb_rest; 0: all are down */
+	int emb_rows;
+	const uint16_t *emb_rest;
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
 	float *gqkv, *gout, *gatt, *gdq;
@@ -363,6 +368,7 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	r->P = info.pes;
 	r->bcap = info.b_words / 2 < 256 ? info.b_words / 2 : 256;
 	r->bwords = info.b_words;
+	r->a_wport = !strcmp(info.pe, "full");
 	if (C % 2) {
 		snprintf(err, errlen, "device.resident: model.n_embd %d must be even", C);
 		rc = CS_ERR_INVALID;
@@ -574,20 +580,31 @@ static int write_gamma(train_resident *r, const float *gamma)
 	return csd_write_all(r->dev, CSD_MEM_A, r->lo.a_g, r->h16, (uint32_t)C);
 }
 
+/* x (B) -> y, z, r (A) of rows [o, o + n) of every PE: layernorm with gamma, beta (NULL:
+ * already written), its scratch row at B word scr. */
+static int ln_forward_rows(train_resident *r, int o, int n, const float *gamma,
+			   const float *beta, uint32_t y, uint32_t z, uint32_t rr, uint32_t scr)
+{
+	const struct tr_layout *lo = &r->lo;
+	int C = r->m->cfg.n_embd, rc;
+	uint32_t oc = (uint32_t)o * (uint32_t)C;
+	if (gamma) {
+		TRY(write_gamma(r, gamma));
+		TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
+	}
+	const uint16_t p[13] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->b_be,
+				 (uint16_t)scr, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
+				 nm_bf16_from_f32(1.0f / (float)C), nm_bf16_from_f32(1e-5f),
+				 (uint16_t)(lo->b_x + oc), (uint16_t)(y + oc), (uint16_t)(z + oc),
+				 (uint16_t)(rr + (uint32_t)o), (uint16_t)n };
+	return run(r, "vec_ln_fwd", "ln_fwd", p, 13);
+}
+
 /* x (B) -> y, z, r (A) of every token: layernorm with gamma, beta. */
 static int ln_forward(train_resident *r, int tp, const float *gamma, const float *beta,
 		      uint32_t y, uint32_t z, uint32_t rr)
 {
-	const struct tr_layout *lo = &r->lo;
-	int C = r->m->cfg.n_embd, rc;
-	TRY(write_gamma(r, gamma));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
-	const uint16_t p[13] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->b_be,
-				 (uint16_t)lo->b_lns, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
-				 nm_bf16_from_f32(1.0f / (float)C), nm_bf16_from_f32(1e-5f),
-				 (uint16_t)lo->b_x, (uint16_t)y, (uint16_t)z, (uint16_t)rr,
-				 (uint16_t)tp };
-	return run(r, "vec_ln_fwd", "ln_fwd", p, 13);
+	return ln_forward_rows(r, 0, tp, gamma, beta, y, z, rr, r->lo.b_lns);
 }
 
 /* rows of C words at src (B), tp of them: += bias */
@@ -773,6 +790,13 @@ static int widen(train_resident *r, int tp, uint32_t a, uint32_t b)
 	return run(r, "vec_cvt", "cvt_f", pc, 8);
 }
 
+/* the same, rows [o, o + n) of every PE */
+static int widen_rows(train_resident *r, int o, int n, uint32_t a, uint32_t b)
+{
+	uint32_t oc = (uint32_t)o * (uint32_t)r->m->cfg.n_embd;
+	return widen(r, n, a + oc, b + oc);
+}
+
 /* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
 static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
 		  int mode, uint32_t bv, uint32_t st)
@@ -895,7 +919,8 @@ static void attention_backward_group(train_resident *r, const float *qkv, const 
  * output goes down while k1 computes, group 1's while proj's first column block (its
  * majors: group 0's columns) accumulates onto x; then the second column block.
  */
-static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scratch)
+static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scratch,
+			     int q0_done)
 {
 	gpt *m = r->m;
 	const struct tr_layout *lo = &r->lo;
@@ -917,7 +942,8 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	/* group 0: q0, k0, v0; each read rides on the next row block */
 	static const int blk0[3] = { BQH, BKH, BVH };
 	for (int k = 0; k < 3; k++) {
-		TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
+		if (k || !q0_done)
+			TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
 		if (k)
 			unpack_group(r, qkv, k - 1, 0, h0 + (size_t)(k - 1) * bh, (size_t)H, BT, bias);
 		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
@@ -979,6 +1005,49 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 
 /* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
  * included) up as bf16 [BT, C] by pieces while fc2's last column block computes. */
+/* How many rows of every PE of the embeddings go down before block 0's q0 computes on them
+ * while the rest go down (a write A takes beside the kernel's reads, pe): the rows in
+ * proportion to the write's words and q0's nonzeros (P C / 2 words a row against tp
+ * cycles a nonzero), so that q0 on the first rows lasts about as long as the rest's write;
+ * 0: all at once (head groups only, every row a token, at least 2 rows). */
+static int emb_split(const train_resident *r, int BT, int tp)
+{
+	if (!r->a_wport || !heads_split(r) || BT != r->P * tp || tp < 2)
+		return 0;
+	double w = (double)r->P * r->m->cfg.n_embd / 2, k = (double)r->blk[BQH].nnz;
+	int t0 = (int)(tp * w / (w + k) + 0.5);
+	return t0 < 1 ? 1 : t0 > tp - 1 ? tp - 1 : t0;
+}
+
+/* The embeddings (fp32 [BT, C]) down as bf16 into A at e16 and widened into x (B) at xb:
+ * all of them, or (emb_split) the first rows of every PE, the rest left to block 0's
+ * forward (r->emb_rows, r->emb_rest). */
+static int embeddings_down(train_resident *r, const float *enc, int BT, int tp, uint32_t e16,
+			   uint32_t xb)
+{
+	int C = r->m->cfg.n_embd, P = r->P, t0 = emb_split(r, BT, tp), rc;
+	csd_region e = rg(CSD_MEM_A, e16, C);
+	if (!t0) {
+		nm_bf16_from_f32_array(r->h16, enc, (size_t)BT * C);
+		TRY(csd_write_tokens(r->dev, &e, r->h16, BT));
+		return widen(r, tp, e16, xb);
+	}
+	/* PE q's rows [0, t0) and [t0, tp): tokens q tp + u, packed by PE */
+	uint16_t *first = r->h16, *rest = r->h16 + 2 * (size_t)BT * C;
+	int t1 = tp - t0;
+	for (int q = 0; q < P; q++)
+		for (int u = 0; u < tp; u++) {
+			uint16_t *dst = u < t0 ? first + ((size_t)q * t0 + u) * C
+					       : rest + ((size_t)q * t1 + u - t0) * C;
+			nm_bf16_from_f32_array(dst, enc + ((size_t)q * tp + u) * C, (size_t)C);
+		}
+	TRY(csd_write_tokens(r->dev, &e, first, P * t0));
+	TRY(widen(r, t0, e16, xb));
+	r->emb_rows = t0;
+	r->emb_rest = rest;
+	return CS_OK;
+}
+
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch,
 			 uint16_t *out16)
 {
@@ -998,10 +1067,35 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch,
 
 	/* ln1; q, k, v tile by tile up as bf16, packed in Bh: q's streams up while k's row
 	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
-	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
-		       st_z1(r, l), stash_r(r, l, 0)));
+	int q0_done = 0;
+	if (l == 0 && r->emb_rows) {
+		/* the embeddings' first rows are down and widened (tr_forward): ln1 and q0 of
+		 * those rows, the rest of the embeddings down while q0 computes them, then ln1
+		 * and q0 of the rest (the same bits a token) */
+		int t0 = r->emb_rows, t1 = tp - t0;
+		uint32_t o = (uint32_t)t0 * (uint32_t)C;
+		csd_region eh = { CSD_MEM_A, y1.base + o, (uint32_t)C, (uint32_t)C };
+		csd_region qa = rg(CSD_MEM_B, lo->b_tile, (uint32_t)(C / 2));
+		csd_region qb = rg(CSD_MEM_B, lo->b_tile + (uint32_t)t0 * (uint32_t)(C / 2),
+				   (uint32_t)(C / 2));
+		csd_region ya = y1, yb = rg(CSD_MEM_A, y1.base + o, C);
+		r->emb_rows = 0;
+		TRY(ln_forward_rows(r, 0, t0, p->ln1w, p->ln1b, y1.base, st_z1(r, 0),
+				    stash_r(r, 0, 0), lo->b_lns));
+		TRY(csd_write_tokens_next(r->dev, &eh, r->emb_rest, r->P * t1));
+		TRY(csd_forward_region(r->dev, &qa, &ya, &b[BQH], r->P * t0, CSD_OVERWRITE));
+		TRY(widen_rows(r, t0, t1, y1.base, lo->b_x));
+		/* its scratch row past q0's rows in the output tile (the first bank) */
+		TRY(ln_forward_rows(r, t0, t1, NULL, NULL, y1.base, st_z1(r, 0), stash_r(r, 0, 0),
+				    lo->b_tile + (uint32_t)tp * (uint32_t)(C / 2)));
+		TRY(csd_forward_region(r->dev, &qb, &yb, &b[BQH], r->P * t1, CSD_OVERWRITE));
+		q0_done = 1;
+	} else {
+		TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
+			       st_z1(r, l), stash_r(r, l, 0)));
+	}
 	if (heads_split(r)) {
-		TRY(qkv_heads_forward(r, l, B, T, scratch));
+		TRY(qkv_heads_forward(r, l, B, T, scratch, q0_done));
 		goto mlp;
 	}
 	/* v in two halves (below) when its row block computes at least as long as its read
@@ -1130,9 +1224,7 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_one, r->part, (uint32_t)C)) ||
 	    (memset(r->part, 0, sizeof(float) * (size_t)C),
 	     rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_zero, r->part, (uint32_t)C)) ||
-	    (nm_bf16_from_f32_array(r->h16, a->encoded, BT * C),
-	     rc = csd_write_tokens(r->dev, &e16, r->h16, (int)BT)) ||
-	    (rc = widen(r, tp, e16.base, x.base))) {
+	    (rc = embeddings_down(r, a->encoded, (int)BT, tp, e16.base, x.base))) {
 		fail_msg(r, "embeddings", 0);
 		goto out;
 	}
