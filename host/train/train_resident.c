@@ -96,7 +96,7 @@ struct train_resident {
 	char err[256];
 };
 
-#define NBLK 25
+#define NBLK 27
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
@@ -107,8 +107,8 @@ static void prof_print(void);
 #define BQH 13
 #define BKH 15
 #define BPH 17
-#define BPQ 19
-#define BOR 21 /* fc2's last column block by rows: out_pieces */
+#define BPQ 19 /* proj by column blocks of C / 4: proj_quarters */
+#define BOR 23 /* fc2's last column block by rows: out_pieces */
 #define NOR 4
 
 static uint32_t even(uint64_t x)
@@ -289,9 +289,8 @@ static int bh_carried(const struct train_resident *r)
 	return r->lo.b_bh >= r->bwords / 2;
 }
 
-/* proj's second column block (group 1's columns) as two of C / 4 (A regions of whole words):
- * where the first column block carries v1's read, group 1's output goes down by halves, the
- * second while the first half's columns accumulate */
+/* proj by four column blocks of C / 4 (A regions of whole words), where they carry v1's read
+ * and group 1's output down by halves (qkv_heads_forward) */
 static int proj_quarters(const struct train_resident *r)
 {
 	return heads_split(r) && r->m->cfg.n_embd % 8 == 0 && bh_carried(r);
@@ -327,9 +326,9 @@ static int build_blocks(struct train_resident *r)
 			if (!rc && heads_split(r))
 				rc = sub_sparse(r, &b[BPH + h], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
 						0, C, h * (C / 2), C / 2);
-			if (!rc && proj_quarters(r))
-				rc = sub_sparse(r, &b[BPQ + h], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
-						0, C, C / 2 + h * (C / 4), C / 4);
+			for (int q = 2 * h; q < 2 * h + 2 && !rc && proj_quarters(r); q++)
+				rc = sub_sparse(r, &b[BPQ + q], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
+						0, C, q * (C / 4), C / 4);
 		}
 		for (int q = 0; q < NOR && !rc && out_pieces(r); q++)
 			rc = sub_sparse(r, &b[BOR + q], td_dev_sparse(r->td, l, GPT_FC_PROJ),
@@ -982,25 +981,38 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 		TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
 		return csd_forward_region(r->dev, &x, &att1, &b[BPH + 1], BT, CSD_ACCUMULATE);
 	}
+	/* proj by column blocks (the same chains, majors in order): its first half (group 0's
+	 * columns) carries v1's read; group 1's attention; its output down by halves of C / 4
+	 * columns, the second while proj's columns of the first accumulate. The first also
+	 * during proj's second quarter where that quarter computes at least as long as the
+	 * write takes (tp cycles a nonzero against P tp (C / 8 + 2)); else on its own. */
+	int Q = C / 4;
+	csd_region aq[4];
+	for (int q = 0; q < 4; q++)
+		aq[q] = (csd_region){ CSD_MEM_A, st_att(r, l) + (uint32_t)(q * Q), C, (uint32_t)Q };
+	int q1 = (uint64_t)b[BPQ + 1].nnz >= (uint64_t)r->P * (uint64_t)(Q / 2 + 2);
 	TRY(csd_read_tokens_next(r->dev, hv1, &gbh, BT));
-	TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
+	if (q1)
+		TRY(csd_forward_region(r->dev, &x, &aq[0], &b[BPQ], BT, CSD_ACCUMULATE));
+	else
+		TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
 	unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
 	attention_group(r, atty, attp, qkv, scratch, B, T, 1);
-	/* group 1's output down by its halves (of C / 4 columns), the first on its own, the
-	 * second while proj's columns of the first accumulate; then the last C / 4 */
-	int Q = C / 4;
-	csd_region aq[2];
 	for (int h = 0; h < 2; h++) {
-		aq[h] = (csd_region){ CSD_MEM_A, st_att(r, l) + (uint32_t)(H + h * Q), C, (uint32_t)Q };
 		uint16_t *dst = r->h16 + (size_t)h * BT * Q;
 		const uint16_t *src = r->g16 + bh + (size_t)h * Q;
 		for (int t = 0; t < BT; t++)
 			memcpy(dst + (size_t)t * Q, src + (size_t)t * H, sizeof(uint16_t) * Q);
 	}
-	TRY(csd_write_tokens(r->dev, &aq[0], r->h16, BT));
-	TRY(csd_write_tokens_next(r->dev, &aq[1], r->h16 + (size_t)BT * Q, BT));
-	TRY(csd_forward_region(r->dev, &x, &aq[0], &b[BPQ], BT, CSD_ACCUMULATE));
-	return csd_forward_region(r->dev, &x, &aq[1], &b[BPQ + 1], BT, CSD_ACCUMULATE);
+	if (!q1)
+		TRY(csd_write_tokens(r->dev, &aq[2], r->h16, BT));
+	for (int q = 2 - q1; q < 4; q++) {
+		if (q < 3)
+			TRY(csd_write_tokens_next(r->dev, &aq[q + 1], r->h16 + (size_t)(q - 1) * BT * Q,
+						  BT));
+		TRY(csd_forward_region(r->dev, &x, &aq[q], &b[BPQ + q], BT, CSD_ACCUMULATE));
+	}
+	return CS_OK;
 }
 
 /* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
