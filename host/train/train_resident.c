@@ -89,6 +89,10 @@ struct train_resident {
 	 * packed at emb_rest; 0: all are down */
 	int emb_rows;
 	const uint16_t *emb_rest;
+	/* the same for the output's gradient (grad_split): rows [grad_rows, tp) of every PE
+	 * still to go down into A at a_dy, packed at grad_rest */
+	int grad_rows;
+	const uint16_t *grad_rest;
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
 	float *gqkv, *gout, *gatt, *gdq;
@@ -797,16 +801,23 @@ static int widen_rows(train_resident *r, int o, int n, uint32_t a, uint32_t b)
 }
 
 /* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
-static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
-		  int mode, uint32_t bv, uint32_t st)
+static int run_fc_in(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
+		     uint32_t d, int mode, uint32_t bv, uint32_t st)
 {
 	const struct tr_layout *lo = &r->lo;
 	const uint16_t p[13] = { (uint16_t)r->m->cfg.n_embd, (uint16_t)tp, (uint16_t)lo->b_tg,
-				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
+				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)in,
 				 (uint16_t)out, (uint16_t)d, (uint16_t)mode,
 				 (uint16_t)lo->a_ones, (uint16_t)bv, (uint16_t)lo->b_zero,
 				 (uint16_t)st };
 	return run(r, "vec_fc", entry, p, 13);
+}
+
+/* the same on the output tile's rows (IN) */
+static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
+		  int mode, uint32_t bv, uint32_t st)
+{
+	return run_fc_in(r, entry, tp, r->lo.b_tile, out, d, mode, bv, st);
 }
 
 /* fc tile k of block l: its output (fc from the ln2 output and its bias; small, in the
@@ -1017,18 +1028,45 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 
 /* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
  * included) up as bf16 [BT, C] by pieces while fc2's last column block computes. */
+/*
+ * A transfer of every PE's tp rows of C bf16 (P C / 2 words a row) into A, split so that a
+ * kernel w on the first t0 rows carries the rest's write (emb_split, grad_split): the rows
+ * t0 that minimise t0 + max(0, tp - t0 - hidden(t0)), in rows of the write. A carried write
+ * goes between the kernel's majors, at most the work the PEs have queued less the next
+ * wavelet's trip (docs/driver.md): per major about min(8, its nonzeros) t0 cycles less
+ * 8 + Rows + Cols + 10, and no more than the kernel's nnz t0 cycles. fwd: w's majors are
+ * its inputs (else its outputs).
+ */
+static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int fwd)
+{
+	const gpt_config *c = &r->m->cfg;
+	csd_info info;
+	if (csd_get_info(r->dev, &info))
+		return tp / 2;
+	double row = (double)r->P * c->n_embd / 2, nmaj = fwd ? w->n_in : w->n_out;
+	double per = w->nnz / nmaj, q = per < 8 ? per : 8, lat = 18 + info.rows + info.cols;
+	int best = tp / 2;
+	double best_e = 1e300;
+	for (int t0 = 1; t0 < tp; t0++) {
+		double hide = nmaj * (q * t0 - lat), cap = (double)w->nnz * t0;
+		hide = hide < 0 ? 0 : hide > cap ? cap : hide;
+		double rest = (tp - t0) - hide / row, e = t0 + (rest > 0 ? rest : 0);
+		if (e < best_e) {
+			best_e = e;
+			best = t0;
+		}
+	}
+	return best;
+}
+
 /* How many rows of every PE of the embeddings go down before block 0's q0 computes on them
- * while the rest go down (a write A takes beside the kernel's reads, pe): the rows in
- * proportion to the write's words and q0's nonzeros (P C / 2 words a row against tp
- * cycles a nonzero), so that q0 on the first rows lasts about as long as the rest's write;
- * 0: all at once (head groups only, every row a token, at least 2 rows). */
+ * while the rest go down (a write A takes beside the kernel's reads, pe; split_rows); 0:
+ * all at once (head groups only, every row a token, at least 2 rows). */
 static int emb_split(const train_resident *r, int BT, int tp)
 {
 	if (!r->a_wport || !heads_split(r) || BT != r->P * tp || tp < 2)
 		return 0;
-	double w = (double)r->P * r->m->cfg.n_embd / 2, k = (double)r->blk[BQH].nnz;
-	int t0 = (int)(tp * w / (w + k) + 0.5);
-	return t0 < 1 ? 1 : t0 > tp - 1 ? tp - 1 : t0;
+	return split_rows(r, tp, &r->blk[BQH], 1);
 }
 
 /* The embeddings (fp32 [BT, C]) down as bf16 into A at e16 and widened into x (B) at xb:
@@ -1311,6 +1349,24 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const float *attp = a->att + (size_t)l * B * NH * T * T;
 	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
 
+	/* the last block with the output's gradient by parts (grad_split): its first rows are
+	 * in S; fc2's first input gradient (column block 0) on them, into the layernorm
+	 * backward's dy rows (free until fc's first input gradient), while the rest goes down
+	 * into S, then on the rest; then the whole gradient widened into x. Tile 0 then takes
+	 * its input gradient from there (the same bits: S holds bf16(dx), as fc_cvt makes it) */
+	int g0 = 0;
+	if (r->grad_rows) {
+		int t0 = r->grad_rows, t1 = tp - t0;
+		uint32_t oa = (uint32_t)t0 * (uint32_t)C;
+		csd_region ga = dya, gb = rg(CSD_MEM_A, lo->a_dy + oa, C);
+		csd_region da = dln, db = rg(CSD_MEM_B, lo->b_dln + oa, C);
+		r->grad_rows = 0;
+		TRY(csd_write_tokens_next(r->dev, &gb, r->grad_rest, r->P * t1));
+		TRY(csd_backward_region(r->dev, &da, &ga, &b[BFC2], r->P * t0, CSD_OVERWRITE));
+		TRY(csd_backward_region(r->dev, &db, &gb, &b[BFC2], r->P * t1, CSD_OVERWRITE));
+		TRY(widen(r, tp, lo->a_dy, lo->b_x));
+		g0 = 1;
+	}
 	/* fc2: dy = dx as bf16 in A (small: into S, where h was, at each tile) and packed in
 	 * Bh once for its four wgrads; its bias */
 	TRY(dy_prepare(r, tp, g->fcprojb + l * C1, lo->small ? NONE : lo->a_dy));
@@ -1322,6 +1378,21 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			TRY(fc_tile(r, l, k, BT, 1));
 		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
 			  tile_h(r, l, k), C));
+		if (k == 0 && g0) {
+			/* fc2's input gradient already in dln: GELU's backward there, fc's dY
+			 * packed in place; the rebuild's scratch the output tile */
+			memset(r->part, 0, sizeof(float) * (size_t)C);
+			TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
+			TRY(run_fc_in(r, "fc_gelu_bwd", tp, lo->b_dln, lo->a_dp, tile_d(r, l, 0), 0,
+				      lo->b_dbias, 2 * lo->b_dln));
+			TRY(gather(r, g->fcb + l * C4, lo->b_dbias));
+			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
+				       st_y2(r, l, 1), lo->b_tile));
+			TRY(wgrad_at(r, g->fcw + l * C4 * C1, C, 0, 0, &b[BFC], BT, st_y2(r, l, 1), C,
+				     2 * lo->b_dln));
+			TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC], BT, CSD_OVERWRITE));
+			continue;
+		}
 		if (lo->small) {
 			const uint16_t pd[13] = { (uint16_t)C, (uint16_t)tp, 0, 0, 0, (uint16_t)lo->b_x,
 						  (uint16_t)lo->a_dy };
@@ -1504,6 +1575,42 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	return CS_OK;
 }
 
+/* How many rows of every PE of the output's gradient go down before the last block's first
+ * fc2 input gradient computes on them while the rest goes down (pe, the 7 C stash: S holds
+ * the gradient until fc tile 0's GELU; split_rows); 0: all at once. */
+static int grad_split(const train_resident *r, int BT, int tp)
+{
+	if (!r->a_wport || !r->lo.small || BT != r->P * tp || tp < 2)
+		return 0;
+	int L = r->m->cfg.n_layer;
+	return split_rows(r, tp, &r->blk[(size_t)(L - 1) * NBLK + BFC2], 0);
+}
+
+/* The output's gradient (fp32 [BT, C]) down as bf16 into A at a_dy and widened into x: all
+ * of it, or (grad_split) the first rows of every PE, the rest left to the last block's
+ * backward (r->grad_rows, r->grad_rest), which widens it. */
+static int grad_down(train_resident *r, const float *d, int BT, int tp)
+{
+	int C = r->m->cfg.n_embd, P = r->P, t0 = grad_split(r, BT, tp), t1 = tp - t0, rc;
+	csd_region e = rg(CSD_MEM_A, r->lo.a_dy, C);
+	if (!t0) {
+		nm_bf16_from_f32_array(r->h16, d, (size_t)BT * C);
+		TRY(csd_write_tokens(r->dev, &e, r->h16, BT));
+		return widen(r, tp, e.base, r->lo.b_x);
+	}
+	uint16_t *first = r->h16, *rest = r->h16 + (size_t)BT * C;
+	for (int q = 0; q < P; q++)
+		for (int u = 0; u < tp; u++) {
+			uint16_t *dst = u < t0 ? first + ((size_t)q * t0 + u) * C
+					       : rest + ((size_t)q * t1 + u - t0) * C;
+			nm_bf16_from_f32_array(dst, d + ((size_t)q * tp + u) * C, (size_t)C);
+		}
+	TRY(csd_write_tokens(r->dev, &e, first, P * t0));
+	r->grad_rows = t0;
+	r->grad_rest = rest;
+	return CS_OK;
+}
+
 int tr_backward(train_resident *r, float loss_scale)
 {
 	gpt *m = r->m;
@@ -1530,13 +1637,10 @@ int tr_backward(train_resident *r, float loss_scale)
 	const float *res = a->residual3 + (size_t)(L - 1) * BT * C;
 	layernorm_backward_pool(m->pool, m->dresidual, g->lnfw, g->lnfb, m->dln, res, p->lnfw,
 				a->lnf_mean, a->lnf_rstd, (int)BT, C);
-	/* down as bf16 into A, widened into x */
-	csd_region d16 = rg(CSD_MEM_A, r->lo.a_dy, C);
+	/* down as bf16 into A, widened into x (or by parts: grad_down) */
 	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
-	nm_bf16_from_f32_array(r->h16, m->dresidual, BT * C);
 	uint64_t a0 = link_mark(r);
-	if ((rc = csd_write_tokens(r->dev, &d16, r->h16, (int)BT)) ||
-	    (rc = widen(r, tp, d16.base, r->lo.b_x))) {
+	if ((rc = grad_down(r, m->dresidual, (int)BT, tp))) {
 		fail_msg(r, "output gradient", L - 1);
 		goto out;
 	}
