@@ -65,6 +65,8 @@ struct tr_layout {
 	uint32_t b_lns, b_lndg, b_lndb, b_lnz;
 };
 
+#define MAXPARTS 6 /* emb_split, grad_split */
+
 struct train_resident {
 	train_device *td;
 	csd_dev *dev;
@@ -85,14 +87,13 @@ struct train_resident {
 	uint32_t bcap;   /* csd_reduce_region's words at a time: min(256, bwords / 2) */
 	uint32_t bwords; /* B words a PE */
 	int a_wport;     /* A takes a write beside a kernel's reads (pe): a kernel carries it */
-	/* the embeddings' rows still to go down (emb_split): rows [emb_rows, tp) of every PE,
-	 * packed at emb_rest; 0: all are down */
-	int emb_rows;
-	const uint16_t *emb_rest;
-	/* the same for the output's gradient (grad_split): rows [grad_rows, tp) of every PE
-	 * still to go down into A at a_dy, packed at grad_rest */
-	int grad_rows;
-	const uint16_t *grad_rest;
+	/* the embeddings by parts (emb_split): part i is rows [emb_cut[i], emb_cut[i + 1]) of
+	 * every PE, packed by PE from emb16 + P emb_cut[i] C; part 0 is down; emb_np 0: all */
+	int emb_np, emb_cut[MAXPARTS + 1];
+	const uint16_t *emb16;
+	/* the same for the output's gradient into A at a_dy (grad_split) */
+	int grad_np, grad_cut[MAXPARTS + 1];
+	const uint16_t *grad16;
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
 	float *gqkv, *gout, *gatt, *gdq;
@@ -1029,72 +1030,107 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 /* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
  * included) up as bf16 [BT, C] by pieces while fc2's last column block computes. */
 /*
- * A transfer of every PE's tp rows of C bf16 (P C / 2 words a row) into A, split so that a
- * kernel w on the first t0 rows carries the rest's write (emb_split, grad_split): the rows
- * t0 that minimise t0 + max(0, tp - t0 - hidden(t0)), in rows of the write. A carried write
- * goes between the kernel's majors, at most the work the PEs have queued less the next
- * wavelet's trip (docs/driver.md): per major about min(8, its nonzeros) t0 cycles less
- * 8 + Rows + Cols + 10, and no more than the kernel's nnz t0 cycles. fwd: w's majors are
- * its inputs (else its outputs).
+ * A transfer of every PE's tp rows of C bf16 (P C / 2 words a row) into A by parts of rows,
+ * the first on its own, each other one while kernel w computes on the rows of the part
+ * before it (emb_split, grad_split). A carried write goes between the kernel's majors, at
+ * most the work the PEs have queued less the next wavelet's trip (docs/driver.md): per
+ * major about min(8, its nonzeros) t cycles on t rows less 8 + Rows + Cols + 10, and no
+ * more than the kernel's nnz t cycles. The parts: the first part's rows a that minimise
+ * the rows not hidden (a, and what a part leaves of the next) plus ovh rows a part, each
+ * next part the rows the one before hides (the rest in the last). fwd: w's majors are its
+ * inputs (else its outputs). The parts' bounds into cut [0 .. n]; n parts (1: at once).
  */
-static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int fwd)
+static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int fwd, double ovh,
+		      int *cut)
 {
 	const gpt_config *c = &r->m->cfg;
 	csd_info info;
-	if (csd_get_info(r->dev, &info))
-		return tp / 2;
+	cut[0] = 0;
+	cut[1] = tp;
+	if (csd_get_info(r->dev, &info) || tp < 2)
+		return 1;
 	double row = (double)r->P * c->n_embd / 2, nmaj = fwd ? w->n_in : w->n_out;
 	double per = w->nnz / nmaj, q = per < 8 ? per : 8, lat = 18 + info.rows + info.cols;
-	int best = tp / 2;
-	double best_e = 1e300;
-	for (int t0 = 1; t0 < tp; t0++) {
-		double hide = nmaj * (q * t0 - lat), cap = (double)w->nnz * t0;
-		hide = hide < 0 ? 0 : hide > cap ? cap : hide;
-		double rest = (tp - t0) - hide / row, e = t0 + (rest > 0 ? rest : 0);
+	double best_e = tp;
+	int best_n = 1;
+	for (int a = 1; a < tp; a++) {
+		int cu[MAXPARTS + 1] = { 0, a }, n = 1, cur = a, left = tp - a;
+		double e = a;
+		while (left > 0) {
+			double h = nmaj * (q * cur - lat), cap = (double)w->nnz * cur;
+			h = (h < 0 ? 0 : h > cap ? cap : h) / row;
+			int nxt = left;
+			if (h < left && h >= 1 && n < MAXPARTS - 1)
+				nxt = (int)h;
+			else if (h < left)
+				e += left - h;
+			e += ovh;
+			cu[n + 1] = cu[n] + nxt;
+			n++;
+			left -= nxt;
+			cur = nxt;
+		}
 		if (e < best_e) {
 			best_e = e;
-			best = t0;
+			best_n = n;
+			memcpy(cut, cu, sizeof(int) * (size_t)(n + 1));
 		}
 	}
-	return best;
+	if (best_n == 1) {
+		cut[0] = 0;
+		cut[1] = tp;
+	}
+	return best_n;
 }
 
-/* How many rows of every PE of the embeddings go down before block 0's q0 computes on them
- * while the rest go down (a write A takes beside the kernel's reads, pe; split_rows); 0:
- * all at once (head groups only, every row a token, at least 2 rows). */
-static int emb_split(const train_resident *r, int BT, int tp)
+/* Rows [cut[i], cut[i + 1]) of every PE of x [P tp, C] (fp32) as bf16, part after part, each
+ * packed by PE (PE q's rows of part i from dst + P cut[i] C + q (cut[i + 1] - cut[i]) C). */
+static void pack_parts(uint16_t *dst, const float *x, const int *cut, int n, int P, int tp,
+		       int C)
 {
-	if (!r->a_wport || !heads_split(r) || BT != r->P * tp || tp < 2)
-		return 0;
-	return split_rows(r, tp, &r->blk[BQH], 1);
+	for (int i = 0; i < n; i++) {
+		int t = cut[i + 1] - cut[i];
+		for (int q = 0; q < P; q++)
+			for (int u = 0; u < t; u++)
+				nm_bf16_from_f32_array(dst + ((size_t)P * cut[i] + (size_t)q * t + u) * C,
+						       x + ((size_t)q * tp + cut[i] + u) * C, (size_t)C);
+	}
+}
+
+/* The embeddings by parts of rows, each part's ln1 and q0 (block 0) while the next part goes
+ * down (a write A takes beside the kernel's reads, pe; split_rows, a part's widening and
+ * ln1 calls about a row of the write): the parts into cut, their count (1: at once; head
+ * groups only, every row a token). */
+static int emb_split(const train_resident *r, int BT, int tp, int *cut)
+{
+	cut[0] = 0;
+	cut[1] = tp;
+	if (!r->a_wport || !heads_split(r) || BT != r->P * tp)
+		return 1;
+	return split_rows(r, tp, &r->blk[BQH], 1, 1.0, cut);
 }
 
 /* The embeddings (fp32 [BT, C]) down as bf16 into A at e16 and widened into x (B) at xb:
  * all of them, or (emb_split) the first rows of every PE, the rest left to block 0's
- * forward (r->emb_rows, r->emb_rest). */
+ * forward (r->emb_np, r->emb_cut, r->emb16). */
 static int embeddings_down(train_resident *r, const float *enc, int BT, int tp, uint32_t e16,
 			   uint32_t xb)
 {
-	int C = r->m->cfg.n_embd, P = r->P, t0 = emb_split(r, BT, tp), rc;
+	int C = r->m->cfg.n_embd, P = r->P, rc;
+	int n = emb_split(r, BT, tp, r->emb_cut);
 	csd_region e = rg(CSD_MEM_A, e16, C);
-	if (!t0) {
+	if (n == 1) {
 		nm_bf16_from_f32_array(r->h16, enc, (size_t)BT * C);
 		TRY(csd_write_tokens(r->dev, &e, r->h16, BT));
 		return widen(r, tp, e16, xb);
 	}
-	/* PE q's rows [0, t0) and [t0, tp): tokens q tp + u, packed by PE */
-	uint16_t *first = r->h16, *rest = r->h16 + 2 * (size_t)BT * C;
-	int t1 = tp - t0;
-	for (int q = 0; q < P; q++)
-		for (int u = 0; u < tp; u++) {
-			uint16_t *dst = u < t0 ? first + ((size_t)q * t0 + u) * C
-					       : rest + ((size_t)q * t1 + u - t0) * C;
-			nm_bf16_from_f32_array(dst, enc + ((size_t)q * tp + u) * C, (size_t)C);
-		}
-	TRY(csd_write_tokens(r->dev, &e, first, P * t0));
-	TRY(widen(r, t0, e16, xb));
-	r->emb_rows = t0;
-	r->emb_rest = rest;
+	/* h16's last third: the parts stay there until block 0's q0 carried the last */
+	uint16_t *pk = r->h16 + 2 * (size_t)BT * C;
+	pack_parts(pk, enc, r->emb_cut, n, P, tp, C);
+	TRY(csd_write_tokens(r->dev, &e, pk, P * r->emb_cut[1]));
+	TRY(widen(r, r->emb_cut[1], e16, xb));
+	r->emb_np = n;
+	r->emb16 = pk;
 	return CS_OK;
 }
 
@@ -1118,27 +1154,32 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch,
 	/* ln1; q, k, v tile by tile up as bf16, packed in Bh: q's streams up while k's row
 	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
 	int q0_done = 0;
-	if (l == 0 && r->emb_rows) {
-		/* the embeddings' first rows are down and widened (tr_forward): ln1 and q0 of
-		 * those rows, the rest of the embeddings down while q0 computes them, then ln1
-		 * and q0 of the rest (the same bits a token) */
-		int t0 = r->emb_rows, t1 = tp - t0;
-		uint32_t o = (uint32_t)t0 * (uint32_t)C;
-		csd_region eh = { CSD_MEM_A, y1.base + o, (uint32_t)C, (uint32_t)C };
-		csd_region qa = rg(CSD_MEM_B, lo->b_tile, (uint32_t)(C / 2));
-		csd_region qb = rg(CSD_MEM_B, lo->b_tile + (uint32_t)t0 * (uint32_t)(C / 2),
-				   (uint32_t)(C / 2));
-		csd_region ya = y1, yb = rg(CSD_MEM_A, y1.base + o, C);
-		r->emb_rows = 0;
-		TRY(ln_forward_rows(r, 0, t0, p->ln1w, p->ln1b, y1.base, st_z1(r, 0),
-				    stash_r(r, 0, 0), lo->b_lns));
-		TRY(csd_write_tokens_next(r->dev, &eh, r->emb_rest, r->P * t1));
-		TRY(csd_forward_region(r->dev, &qa, &ya, &b[BQH], r->P * t0, CSD_OVERWRITE));
-		TRY(widen_rows(r, t0, t1, y1.base, lo->b_x));
-		/* its scratch row past q0's rows in the output tile (the first bank) */
-		TRY(ln_forward_rows(r, t0, t1, NULL, NULL, y1.base, st_z1(r, 0), stash_r(r, 0, 0),
-				    lo->b_tile + (uint32_t)tp * (uint32_t)(C / 2)));
-		TRY(csd_forward_region(r->dev, &qb, &yb, &b[BQH], r->P * t1, CSD_OVERWRITE));
+	if (l == 0 && r->emb_np) {
+		/* the embeddings' first part is down and widened (tr_forward): per part, ln1 and
+		 * q0 of its rows while the next part goes down, then its widening (the same bits
+		 * a token; ln1's scratch row past q0's rows in the output tile) */
+		int n = r->emb_np, *cut = r->emb_cut, H = C / 2;
+		r->emb_np = 0;
+		for (int i = 0; i < n; i++) {
+			int t = cut[i + 1] - cut[i];
+			uint32_t oa = (uint32_t)cut[i] * (uint32_t)C;
+			csd_region qo = rg(CSD_MEM_B, lo->b_tile + (uint32_t)cut[i] * (uint32_t)H,
+					   (uint32_t)H);
+			csd_region yi = rg(CSD_MEM_A, y1.base + oa, C);
+			if (i)
+				TRY(widen_rows(r, cut[i], t, y1.base, lo->b_x));
+			TRY(ln_forward_rows(r, cut[i], t, i ? NULL : p->ln1w, p->ln1b, y1.base,
+					    st_z1(r, 0), stash_r(r, 0, 0),
+					    i ? lo->b_tile + (uint32_t)tp * (uint32_t)H : lo->b_lns));
+			if (i + 1 < n) {
+				csd_region en = rg(CSD_MEM_A, y1.base + (uint32_t)cut[i + 1] * (uint32_t)C,
+						   C);
+				TRY(csd_write_tokens_next(r->dev, &en,
+							  r->emb16 + (size_t)r->P * cut[i + 1] * C,
+							  r->P * (cut[i + 2] - cut[i + 1])));
+			}
+			TRY(csd_forward_region(r->dev, &qo, &yi, &b[BQH], r->P * t, CSD_OVERWRITE));
+		}
 		q0_done = 1;
 	} else {
 		TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
@@ -1355,15 +1396,23 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	 * into S, then on the rest; then the whole gradient widened into x. Tile 0 then takes
 	 * its input gradient from there (the same bits: S holds bf16(dx), as fc_cvt makes it) */
 	int g0 = 0;
-	if (r->grad_rows) {
-		int t0 = r->grad_rows, t1 = tp - t0;
-		uint32_t oa = (uint32_t)t0 * (uint32_t)C;
-		csd_region ga = dya, gb = rg(CSD_MEM_A, lo->a_dy + oa, C);
-		csd_region da = dln, db = rg(CSD_MEM_B, lo->b_dln + oa, C);
-		r->grad_rows = 0;
-		TRY(csd_write_tokens_next(r->dev, &gb, r->grad_rest, r->P * t1));
-		TRY(csd_backward_region(r->dev, &da, &ga, &b[BFC2], r->P * t0, CSD_OVERWRITE));
-		TRY(csd_backward_region(r->dev, &db, &gb, &b[BFC2], r->P * t1, CSD_OVERWRITE));
+	if (r->grad_np) {
+		int n = r->grad_np, *cut = r->grad_cut;
+		r->grad_np = 0;
+		for (int i = 0; i < n; i++) {
+			uint32_t oa = (uint32_t)cut[i] * (uint32_t)C;
+			csd_region gi = rg(CSD_MEM_A, lo->a_dy + oa, C);
+			csd_region di = rg(CSD_MEM_B, lo->b_dln + oa, C);
+			if (i + 1 < n) {
+				csd_region gn = rg(CSD_MEM_A, lo->a_dy + (uint32_t)cut[i + 1] * (uint32_t)C,
+						   C);
+				TRY(csd_write_tokens_next(r->dev, &gn,
+							  r->grad16 + (size_t)r->P * cut[i + 1] * C,
+							  r->P * (cut[i + 2] - cut[i + 1])));
+			}
+			TRY(csd_backward_region(r->dev, &di, &gi, &b[BFC2], r->P * (cut[i + 1] - cut[i]),
+						CSD_OVERWRITE));
+		}
 		TRY(widen(r, tp, lo->a_dy, lo->b_x));
 		g0 = 1;
 	}
@@ -1575,39 +1624,37 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	return CS_OK;
 }
 
-/* How many rows of every PE of the output's gradient go down before the last block's first
- * fc2 input gradient computes on them while the rest goes down (pe, the 7 C stash: S holds
- * the gradient until fc tile 0's GELU; split_rows); 0: all at once. */
-static int grad_split(const train_resident *r, int BT, int tp)
+/* The output's gradient by parts of rows, the last block's first fc2 input gradient on each
+ * part while the next goes down (pe, the 7 C stash: S holds the gradient until fc tile 0's
+ * GELU; split_rows, a part's kernel call about a fifth of a row of the write): the parts
+ * into cut, their count (1: at once). */
+static int grad_split(const train_resident *r, int BT, int tp, int *cut)
 {
-	if (!r->a_wport || !r->lo.small || BT != r->P * tp || tp < 2)
-		return 0;
+	cut[0] = 0;
+	cut[1] = tp;
+	if (!r->a_wport || !r->lo.small || BT != r->P * tp)
+		return 1;
 	int L = r->m->cfg.n_layer;
-	return split_rows(r, tp, &r->blk[(size_t)(L - 1) * NBLK + BFC2], 0);
+	return split_rows(r, tp, &r->blk[(size_t)(L - 1) * NBLK + BFC2], 0, 0.2, cut);
 }
 
 /* The output's gradient (fp32 [BT, C]) down as bf16 into A at a_dy and widened into x: all
  * of it, or (grad_split) the first rows of every PE, the rest left to the last block's
- * backward (r->grad_rows, r->grad_rest), which widens it. */
+ * backward (r->grad_np, r->grad_cut, r->grad16), which widens it. */
 static int grad_down(train_resident *r, const float *d, int BT, int tp)
 {
-	int C = r->m->cfg.n_embd, P = r->P, t0 = grad_split(r, BT, tp), t1 = tp - t0, rc;
+	int C = r->m->cfg.n_embd, P = r->P, rc;
+	int n = grad_split(r, BT, tp, r->grad_cut);
 	csd_region e = rg(CSD_MEM_A, r->lo.a_dy, C);
-	if (!t0) {
+	if (n == 1) {
 		nm_bf16_from_f32_array(r->h16, d, (size_t)BT * C);
 		TRY(csd_write_tokens(r->dev, &e, r->h16, BT));
 		return widen(r, tp, e.base, r->lo.b_x);
 	}
-	uint16_t *first = r->h16, *rest = r->h16 + (size_t)BT * C;
-	for (int q = 0; q < P; q++)
-		for (int u = 0; u < tp; u++) {
-			uint16_t *dst = u < t0 ? first + ((size_t)q * t0 + u) * C
-					       : rest + ((size_t)q * t1 + u - t0) * C;
-			nm_bf16_from_f32_array(dst, d + ((size_t)q * tp + u) * C, (size_t)C);
-		}
-	TRY(csd_write_tokens(r->dev, &e, first, P * t0));
-	r->grad_rows = t0;
-	r->grad_rest = rest;
+	pack_parts(r->h16, d, r->grad_cut, n, P, tp, C);
+	TRY(csd_write_tokens(r->dev, &e, r->h16, P * r->grad_cut[1]));
+	r->grad_np = n;
+	r->grad16 = r->h16;
 	return CS_OK;
 }
 
