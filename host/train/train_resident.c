@@ -101,7 +101,7 @@ struct train_resident {
 	char err[256];
 };
 
-#define NBLK 27
+#define NBLK (BOR + NOR)
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
