@@ -1551,10 +1551,9 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		 * whole in A: widened, packed, its dW carrying dk's group 0, q's second half dk's
 		 * group 1; k's dW carries dv's group 0, k's input gradient dv's group 1 */
 		const csd_region *dq = &dyq[0], *dk = &dyq[1], *dv = &dyq[0];
-		csd_region q[2], kh[2], vh[2];
+		csd_region q[2], vh[2];
 		for (int h = 0; h < 2; h++) {
 			q[h] = (csd_region){ CSD_MEM_A, dq->base + (uint32_t)(h * H), C, (uint32_t)H };
-			kh[h] = (csd_region){ CSD_MEM_A, dk->base + (uint32_t)(h * H), C, (uint32_t)H };
 			vh[h] = (csd_region){ CSD_MEM_A, dv->base + (uint32_t)(h * H), C, (uint32_t)H };
 		}
 		uint16_t *h0 = r->h16, *h1 = r->h16 + (size_t)BT * H;
@@ -1563,11 +1562,18 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(csd_backward_region(r->dev, &dln, &q[0], &b[BQH], BT, CSD_OVERWRITE));
 		pw[2] = (uint16_t)dq->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-		qkv_grad16(h1, m->dqkv, BT, C, 1, 0, H);
-		TRY(csd_write_tokens_next(r->dev, &kh[0], h1, BT));
+		/* dk: its first kc columns during q's dW, the rest during q's second half: kc
+		 * 3C/4 (C % 8 == 0) where q's dW is at most half dense (it computes twice as
+		 * long as the half; a denser wgrad's batches span few majors, and its carried
+		 * write goes only between a batch's majors), else C/2 */
+		int kc = C % 8 || 2 * (int64_t)b[BQKV].nnz > (int64_t)C * C ? H : H + C / 4;
+		csd_region ka = { CSD_MEM_A, dk->base, C, (uint32_t)kc };
+		csd_region kb = { CSD_MEM_A, dk->base + (uint32_t)kc, C, (uint32_t)(C - kc) };
+		qkv_grad16(h1, m->dqkv, BT, C, 1, 0, kc);
+		TRY(csd_write_tokens_next(r->dev, &ka, h1, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 0, 0, &b[BQKV], BT, st_y1(r, l), C));
-		qkv_grad16(h0, m->dqkv, BT, C, 1, H, H);
-		TRY(csd_write_tokens_next(r->dev, &kh[1], h0, BT));
+		qkv_grad16(h0, m->dqkv, BT, C, 1, kc, C - kc);
+		TRY(csd_write_tokens_next(r->dev, &kb, h0, BT));
 		TRY(csd_backward_region(r->dev, &dln, &q[1], &b[BQH + 1], BT, CSD_ACCUMULATE));
 		pw[2] = (uint16_t)dk->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
