@@ -517,7 +517,8 @@ static int run_at(train_resident *r, const char *prog, const char *entry, const 
 
 #define run(r, prog, entry, p, n) run_at(r, prog, entry, p, n, __LINE__)
 
-/* CS_TR_PROFILE: the exposed link cycles (act_cycles) each call site adds */
+/* CS_TR_PROFILE: the exposed link cycles (the act_cycles counter) each TRY call site adds,
+ * by line; a site inside a function that another site calls counts in both */
 static struct link_site {
 	int line;
 	uint64_t calls, cycles;
