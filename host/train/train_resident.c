@@ -928,8 +928,8 @@ static void attention_backward_group(train_resident *r, const float *qkv, const 
  * q, k, v, attention and proj of block l by head groups (heads_split): row blocks of C / 2
  * outputs in the order q0 k0 v0 q1 k1 v1, each packed (cvt_bh) and read up while the next
  * computes, q1 and k1 side by side in Bh (one read, while v1 computes); group 0's attention
- * output goes down while k1 computes, group 1's while proj's first column block (its
- * majors: group 0's columns) accumulates onto x; then the second column block.
+ * output goes down while k1 computes; proj by column blocks onto x: v1's read and group 1's
+ * output as proj_quarters says. q0_done: q0 already ran (block 0 by the embeddings' parts).
  */
 static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scratch,
 			     int q0_done)
@@ -1028,8 +1028,6 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	return CS_OK;
 }
 
-/* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
- * included) up as bf16 [BT, C] by pieces while fc2's last column block computes. */
 /*
  * A transfer of every PE's tp rows of C bf16 (P C / 2 words a row) into A by parts of rows,
  * the first on its own, each other one while kernel w computes on the rows of the part
@@ -1135,6 +1133,8 @@ static int embeddings_down(train_resident *r, const float *enc, int BT, int tp, 
 	return CS_OK;
 }
 
+/* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
+ * included) up as bf16 [BT, C] by pieces while fc2's last column block computes. */
 static int block_forward(train_resident *r, int l, int B, int T, float *scratch,
 			 uint16_t *out16)
 {
