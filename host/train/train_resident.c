@@ -65,6 +65,8 @@ struct tr_layout {
 	uint32_t b_lns, b_lndg, b_lndb, b_lnz;
 };
 
+#define MAXPARTS 6 /* emb_split, grad_split */
+
 struct train_resident {
 	train_device *td;
 	csd_dev *dev;
@@ -73,7 +75,7 @@ struct train_resident {
 	struct tr_layout lo;
 	/* per block: qkv's 3 row blocks, fc's 4 row blocks, fc2's 4 column blocks, v's row
 	 * block's two halves (C even), q's and k's halves, proj's two column blocks (the
-	 * head groups: heads_split) */
+	 * head groups: heads_split), proj's second column block as two (proj_quarters) */
 	csd_sparse *blk; /* [L][NBLK] */
 	float *wbuf;     /* [4C * C] dense scratch of a block */
 	uint8_t *mbuf;
@@ -83,6 +85,15 @@ struct train_resident {
 	float *part;     /* [4][P, C]: the sums of per-PE partials (first), a carried gather's
 			  * partials (second), partials read up (third and fourth) */
 	uint32_t bcap;   /* csd_reduce_region's words at a time: min(256, bwords / 2) */
+	uint32_t bwords; /* B words a PE */
+	int a_wport;     /* A takes a write beside a kernel's reads (pe): a kernel carries it */
+	/* the embeddings by parts (emb_split): part i is rows [emb_cut[i], emb_cut[i + 1]) of
+	 * every PE, packed by PE from emb16 + P emb_cut[i] C; part 0 is down; emb_np 0: all */
+	int emb_np, emb_cut[MAXPARTS + 1];
+	const uint16_t *emb16;
+	/* the same for the output's gradient into A at a_dy (grad_split) */
+	int grad_np, grad_cut[MAXPARTS + 1];
+	const uint16_t *grad16;
 	/* the two head groups' attention (heads_split): a group's q, k, v [BT, 3C/2], its
 	 * output [BT, C/2] and probabilities [B, NH/2, T, T]; the output as bf16 [2][BT, C/2] */
 	float *gqkv, *gout, *gatt, *gdq;
@@ -90,7 +101,7 @@ struct train_resident {
 	char err[256];
 };
 
-#define NBLK 19
+#define NBLK (BOR + NOR)
 #define NONE 0xffff /* a vec_fc / vec_cvt block's "no such region" */
 
 static void prof_print(void);
@@ -101,6 +112,9 @@ static void prof_print(void);
 #define BQH 13
 #define BKH 15
 #define BPH 17
+#define BPQ 19 /* proj by column blocks of C / 4: proj_quarters */
+#define BOR 23 /* fc2's last column block by rows: out_pieces */
+#define NOR 4
 
 static uint32_t even(uint64_t x)
 {
@@ -273,6 +287,27 @@ static int heads_split(const struct train_resident *r)
 	return NH % 2 == 0 && C % 4 == 0;
 }
 
+/* Whether a kernel carries a read of the packed Bh rows (B's second bank, its output tile
+ * and x in the first: csd_read_tokens_next); else the read goes on its own. */
+static int bh_carried(const struct train_resident *r)
+{
+	return r->lo.b_bh >= r->bwords / 2;
+}
+
+/* proj by four column blocks of C / 4 (A regions of whole words), where they carry v1's read
+ * and group 1's output down by halves (qkv_heads_forward) */
+static int proj_quarters(const struct train_resident *r)
+{
+	return heads_split(r) && r->m->cfg.n_embd % 8 == 0 && bh_carried(r);
+}
+
+/* The last block's output goes up by NOR pieces of C / NOR features, each read while fc2's
+ * last column block computes the next piece's rows (the same chains), the last on its own. */
+static int out_pieces(const struct train_resident *r)
+{
+	return r->m->cfg.n_embd % (2 * NOR) == 0 && bh_carried(r);
+}
+
 static int build_blocks(struct train_resident *r)
 {
 	int L = r->m->cfg.n_layer, C = r->m->cfg.n_embd, rc = CS_OK;
@@ -296,7 +331,13 @@ static int build_blocks(struct train_resident *r)
 			if (!rc && heads_split(r))
 				rc = sub_sparse(r, &b[BPH + h], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
 						0, C, h * (C / 2), C / 2);
+			for (int q = 2 * h; q < 2 * h + 2 && !rc && proj_quarters(r); q++)
+				rc = sub_sparse(r, &b[BPQ + q], td_dev_sparse(r->td, l, GPT_ATTN_PROJ),
+						0, C, q * (C / 4), C / 4);
 		}
+		for (int q = 0; q < NOR && !rc && out_pieces(r); q++)
+			rc = sub_sparse(r, &b[BOR + q], td_dev_sparse(r->td, l, GPT_FC_PROJ),
+					q * (C / NOR), C / NOR, 3 * C, C);
 		if ((size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz > need)
 			need = (size_t)td_dev_sparse(r->td, l, GPT_ATTN_PROJ)->nnz;
 		for (int k = 0; k < NBLK && !rc; k++)
@@ -330,6 +371,8 @@ int tr_open(train_resident **out, train_device *td, gpt *m, char *err, size_t er
 	}
 	r->P = info.pes;
 	r->bcap = info.b_words / 2 < 256 ? info.b_words / 2 : 256;
+	r->bwords = info.b_words;
+	r->a_wport = !strcmp(info.pe, "full");
 	if (C % 2) {
 		snprintf(err, errlen, "device.resident: model.n_embd %d must be even", C);
 		rc = CS_ERR_INVALID;
@@ -406,11 +449,15 @@ const char *tr_last_error(train_resident *r)
 
 /* ---- the device phases ------------------------------------------------------------------ */
 
-#define TRY(call)                         \
-	do {                              \
-		rc = (call);              \
-		if (rc)                   \
-			return rc;        \
+static uint64_t link_mark(train_resident *r);
+static void link_note(train_resident *r, uint64_t a0, int line);
+#define TRY(call)                                     \
+	do {                                          \
+		uint64_t a0_ = link_mark(r);          \
+		rc = (call);                          \
+		link_note(r, a0_, __LINE__);          \
+		if (rc)                               \
+			return rc;                    \
 	} while (0)
 
 static csd_region rg(int mem, uint32_t base, uint32_t width)
@@ -432,14 +479,19 @@ static int prof_on;
 static const char *prof_image; /* the last call's image: a switch loads an overlay */
 static uint64_t prof_switches;
 
-static int run_at(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
-		  int n, int line)
+static void prof_init(void)
 {
 	if (n_prof < 0) {
 		const char *e = getenv("CS_TR_PROFILE");
 		prof_on = e && *e && strcmp(e, "0");
 		n_prof = 0;
 	}
+}
+
+static int run_at(train_resident *r, const char *prog, const char *entry, const uint16_t *p,
+		  int n, int line)
+{
+	prof_init();
 	csd_counters c0, c1;
 	if (prof_on)
 		csd_get_counters(r->dev, &c0);
@@ -465,6 +517,44 @@ static int run_at(train_resident *r, const char *prog, const char *entry, const 
 
 #define run(r, prog, entry, p, n) run_at(r, prog, entry, p, n, __LINE__)
 
+/* CS_TR_PROFILE: the exposed link cycles (the act_cycles counter) each TRY call site adds,
+ * by line; a site inside a function that another site calls counts in both */
+static struct link_site {
+	int line;
+	uint64_t calls, cycles;
+} lprof[PROF_MAX];
+static int n_lprof;
+
+static uint64_t link_mark(train_resident *r)
+{
+	csd_counters c;
+	prof_init();
+	if (!prof_on)
+		return 0;
+	csd_get_counters(r->dev, &c);
+	return c.act_cycles;
+}
+
+static void link_note(train_resident *r, uint64_t a0, int line)
+{
+	csd_counters c;
+	if (!prof_on)
+		return;
+	csd_get_counters(r->dev, &c);
+	if (c.act_cycles == a0)
+		return;
+	int i = 0;
+	while (i < n_lprof && lprof[i].line != line)
+		i++;
+	if (i == n_lprof) {
+		if (n_lprof == PROF_MAX)
+			return;
+		lprof[n_lprof++] = (struct link_site){ line, 0, 0 };
+	}
+	lprof[i].calls++;
+	lprof[i].cycles += c.act_cycles - a0;
+}
+
 static void prof_print(void)
 {
 	uint64_t tot = 0, calls = 0;
@@ -475,6 +565,11 @@ static void prof_print(void)
 		tot += prof[i].cycles;
 		calls += prof[i].calls;
 	}
+	for (int i = 0; i < n_lprof; i++)
+		fprintf(stderr, "profile: link      line %4d  calls %4llu  exposed %9llu\n",
+			lprof[i].line, (unsigned long long)lprof[i].calls,
+			(unsigned long long)lprof[i].cycles);
+	n_lprof = 0;
 	if (n_prof > 0)
 		fprintf(stderr, "profile: all programs  calls %4llu  cycles %9llu  image switches "
 			"%llu\n", (unsigned long long)calls, (unsigned long long)tot,
@@ -490,20 +585,31 @@ static int write_gamma(train_resident *r, const float *gamma)
 	return csd_write_all(r->dev, CSD_MEM_A, r->lo.a_g, r->h16, (uint32_t)C);
 }
 
+/* x (B) -> y, z, r (A) of rows [o, o + n) of every PE: layernorm with gamma, beta (NULL:
+ * already written), its scratch row at B word scr. */
+static int ln_forward_rows(train_resident *r, int o, int n, const float *gamma,
+			   const float *beta, uint32_t y, uint32_t z, uint32_t rr, uint32_t scr)
+{
+	const struct tr_layout *lo = &r->lo;
+	int C = r->m->cfg.n_embd, rc;
+	uint32_t oc = (uint32_t)o * (uint32_t)C;
+	if (gamma) {
+		TRY(write_gamma(r, gamma));
+		TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
+	}
+	const uint16_t p[13] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->b_be,
+				 (uint16_t)scr, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
+				 nm_bf16_from_f32(1.0f / (float)C), nm_bf16_from_f32(1e-5f),
+				 (uint16_t)(lo->b_x + oc), (uint16_t)(y + oc), (uint16_t)(z + oc),
+				 (uint16_t)(rr + (uint32_t)o), (uint16_t)n };
+	return run(r, "vec_ln_fwd", "ln_fwd", p, 13);
+}
+
 /* x (B) -> y, z, r (A) of every token: layernorm with gamma, beta. */
 static int ln_forward(train_resident *r, int tp, const float *gamma, const float *beta,
 		      uint32_t y, uint32_t z, uint32_t rr)
 {
-	const struct tr_layout *lo = &r->lo;
-	int C = r->m->cfg.n_embd, rc;
-	TRY(write_gamma(r, gamma));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
-	const uint16_t p[13] = { (uint16_t)C, (uint16_t)lo->a_g, (uint16_t)lo->b_be,
-				 (uint16_t)lo->b_lns, (uint16_t)lo->b_t, (uint16_t)lo->a_am,
-				 nm_bf16_from_f32(1.0f / (float)C), nm_bf16_from_f32(1e-5f),
-				 (uint16_t)lo->b_x, (uint16_t)y, (uint16_t)z, (uint16_t)rr,
-				 (uint16_t)tp };
-	return run(r, "vec_ln_fwd", "ln_fwd", p, 13);
+	return ln_forward_rows(r, 0, tp, gamma, beta, y, z, rr, r->lo.b_lns);
 }
 
 /* rows of C words at src (B), tp of them: += bias */
@@ -689,17 +795,31 @@ static int widen(train_resident *r, int tp, uint32_t a, uint32_t b)
 	return run(r, "vec_cvt", "cvt_f", pc, 8);
 }
 
+/* the same, rows [o, o + n) of every PE */
+static int widen_rows(train_resident *r, int o, int n, uint32_t a, uint32_t b)
+{
+	uint32_t oc = (uint32_t)o * (uint32_t)r->m->cfg.n_embd;
+	return widen(r, n, a + oc, b + oc);
+}
+
 /* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
-static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
-		  int mode, uint32_t bv, uint32_t st)
+static int run_fc_in(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
+		     uint32_t d, int mode, uint32_t bv, uint32_t st)
 {
 	const struct tr_layout *lo = &r->lo;
 	const uint16_t p[13] = { (uint16_t)r->m->cfg.n_embd, (uint16_t)tp, (uint16_t)lo->b_tg,
-				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)lo->b_tile,
+				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)in,
 				 (uint16_t)out, (uint16_t)d, (uint16_t)mode,
 				 (uint16_t)lo->a_ones, (uint16_t)bv, (uint16_t)lo->b_zero,
 				 (uint16_t)st };
 	return run(r, "vec_fc", entry, p, 13);
+}
+
+/* the same on the output tile's rows (IN) */
+static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
+		  int mode, uint32_t bv, uint32_t st)
+{
+	return run_fc_in(r, entry, tp, r->lo.b_tile, out, d, mode, bv, st);
 }
 
 /* fc tile k of block l: its output (fc from the ln2 output and its bias; small, in the
@@ -808,10 +928,11 @@ static void attention_backward_group(train_resident *r, const float *qkv, const 
  * q, k, v, attention and proj of block l by head groups (heads_split): row blocks of C / 2
  * outputs in the order q0 k0 v0 q1 k1 v1, each packed (cvt_bh) and read up while the next
  * computes, q1 and k1 side by side in Bh (one read, while v1 computes); group 0's attention
- * output goes down while k1 computes, group 1's while proj's first column block (its
- * majors: group 0's columns) accumulates onto x; then the second column block.
+ * output goes down while k1 computes; proj by column blocks onto x: v1's read and group 1's
+ * output as proj_quarters says. q0_done: q0 already ran (block 0 by the embeddings' parts).
  */
-static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scratch)
+static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scratch,
+			     int q0_done)
 {
 	gpt *m = r->m;
 	const struct tr_layout *lo = &r->lo;
@@ -833,7 +954,8 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	/* group 0: q0, k0, v0; each read rides on the next row block */
 	static const int blk0[3] = { BQH, BKH, BVH };
 	for (int k = 0; k < 3; k++) {
-		TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
+		if (k || !q0_done)
+			TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
 		if (k)
 			unpack_group(r, qkv, k - 1, 0, h0 + (size_t)(k - 1) * bh, (size_t)H, BT, bias);
 		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
@@ -855,23 +977,166 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	const uint16_t pk[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
 				 (uint16_t)(2 * lo->b_bh + H), (uint16_t)C, 0 };
 	TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
-	/* q1 and k1 up while v1 computes; v1's read on its own */
+	/* q1 and k1 up while v1 computes; v1's read on its own, group 1's output down while
+	 * proj's first column block (its majors: group 0's columns, the same chains as one
+	 * call, majors in order) accumulates onto x, then the second column block; or, with
+	 * proj_quarters, v1's read during the first column block, group 1's output by halves */
 	TRY(csd_read_tokens_next(r->dev, hqk1, &qk1, BT));
 	TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
 	unpack_group(r, qkv, 0, 1, hqk1, C1, BT, bias);
 	unpack_group(r, qkv, 1, 1, hqk1 + H, C1, BT, bias);
 	TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
-	TRY(csd_read_tokens(r->dev, hv1, &gbh, BT));
+	if (!proj_quarters(r)) {
+		TRY(csd_read_tokens(r->dev, hv1, &gbh, BT));
+		unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
+		attention_group(r, atty, attp, qkv, scratch, B, T, 1);
+		TRY(csd_write_tokens_next(r->dev, &att1, r->g16 + bh, BT));
+		TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
+		return csd_forward_region(r->dev, &x, &att1, &b[BPH + 1], BT, CSD_ACCUMULATE);
+	}
+	/* proj by column blocks (the same chains, majors in order): its first half (group 0's
+	 * columns) carries v1's read; group 1's attention; its output down by halves of C / 4
+	 * columns, the second while proj's columns of the first accumulate. The first also
+	 * during proj's second quarter where that quarter computes at least as long as the
+	 * write takes (tp cycles a nonzero against P tp (C / 8 + 2)); else on its own. */
+	int Q = C / 4;
+	csd_region aq[4];
+	for (int q = 0; q < 4; q++)
+		aq[q] = (csd_region){ CSD_MEM_A, st_att(r, l) + (uint32_t)(q * Q), C, (uint32_t)Q };
+	int q1 = (uint64_t)b[BPQ + 1].nnz >= (uint64_t)r->P * (uint64_t)(Q / 2 + 2);
+	TRY(csd_read_tokens_next(r->dev, hv1, &gbh, BT));
+	if (q1)
+		TRY(csd_forward_region(r->dev, &x, &aq[0], &b[BPQ], BT, CSD_ACCUMULATE));
+	else
+		TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
 	unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
 	attention_group(r, atty, attp, qkv, scratch, B, T, 1);
-	/* proj by column blocks (the same chains, majors in order), group 1's output down
-	 * during the first */
-	TRY(csd_write_tokens_next(r->dev, &att1, r->g16 + bh, BT));
-	TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
-	return csd_forward_region(r->dev, &x, &att1, &b[BPH + 1], BT, CSD_ACCUMULATE);
+	for (int h = 0; h < 2; h++) {
+		uint16_t *dst = r->h16 + (size_t)h * BT * Q;
+		const uint16_t *src = r->g16 + bh + (size_t)h * Q;
+		for (int t = 0; t < BT; t++)
+			memcpy(dst + (size_t)t * Q, src + (size_t)t * H, sizeof(uint16_t) * Q);
+	}
+	if (!q1)
+		TRY(csd_write_tokens(r->dev, &aq[2], r->h16, BT));
+	for (int q = 2 - q1; q < 4; q++) {
+		if (q < 3)
+			TRY(csd_write_tokens_next(r->dev, &aq[q + 1], r->h16 + (size_t)(q - 1) * BT * Q,
+						  BT));
+		TRY(csd_forward_region(r->dev, &x, &aq[q], &b[BPQ + q], BT, CSD_ACCUMULATE));
+	}
+	return CS_OK;
 }
 
-static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
+/*
+ * A transfer of every PE's tp rows of C bf16 (P C / 2 words a row) into A by parts of rows,
+ * the first on its own, each other one while kernel w computes on the rows of the part
+ * before it (emb_split, grad_split). A carried write goes between the kernel's majors, at
+ * most the work the PEs have queued less the next wavelet's trip (docs/driver.md): per
+ * major about min(8, its nonzeros) t cycles on t rows less 8 + Rows + Cols + 10, and no
+ * more than the kernel's nnz t cycles. The parts: the first part's rows a that minimise
+ * the rows not hidden (a, and what a part leaves of the next) plus ovh rows a part, each
+ * next part the rows the one before hides (the rest in the last). fwd: w's majors are its
+ * inputs (else its outputs). The parts' bounds into cut [0 .. n]; n parts (1: at once).
+ */
+static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int fwd, double ovh,
+		      int *cut)
+{
+	const gpt_config *c = &r->m->cfg;
+	csd_info info;
+	cut[0] = 0;
+	cut[1] = tp;
+	if (csd_get_info(r->dev, &info) || tp < 2)
+		return 1;
+	double row = (double)r->P * c->n_embd / 2, nmaj = fwd ? w->n_in : w->n_out;
+	double per = w->nnz / nmaj, q = per < 8 ? per : 8, lat = 18 + info.rows + info.cols;
+	double best_e = tp;
+	int best_n = 1;
+	for (int a = 1; a < tp; a++) {
+		int cu[MAXPARTS + 1] = { 0, a }, n = 1, cur = a, left = tp - a;
+		double e = a;
+		while (left > 0) {
+			double h = nmaj * (q * cur - lat), cap = (double)w->nnz * cur;
+			h = (h < 0 ? 0 : h > cap ? cap : h) / row;
+			int nxt = left;
+			if (h < left && h >= 1 && n < MAXPARTS - 1)
+				nxt = (int)h;
+			else if (h < left)
+				e += left - h;
+			e += ovh;
+			cu[n + 1] = cu[n] + nxt;
+			n++;
+			left -= nxt;
+			cur = nxt;
+		}
+		if (e < best_e) {
+			best_e = e;
+			best_n = n;
+			memcpy(cut, cu, sizeof(int) * (size_t)(n + 1));
+		}
+	}
+	if (best_n == 1) {
+		cut[0] = 0;
+		cut[1] = tp;
+	}
+	return best_n;
+}
+
+/* Rows [cut[i], cut[i + 1]) of every PE of x [P tp, C] (fp32) as bf16, part after part, each
+ * packed by PE (PE q's rows of part i from dst + P cut[i] C + q (cut[i + 1] - cut[i]) C). */
+static void pack_parts(uint16_t *dst, const float *x, const int *cut, int n, int P, int tp,
+		       int C)
+{
+	for (int i = 0; i < n; i++) {
+		int t = cut[i + 1] - cut[i];
+		for (int q = 0; q < P; q++)
+			for (int u = 0; u < t; u++)
+				nm_bf16_from_f32_array(dst + ((size_t)P * cut[i] + (size_t)q * t + u) * C,
+						       x + ((size_t)q * tp + cut[i] + u) * C, (size_t)C);
+	}
+}
+
+/* The embeddings by parts of rows, each part's ln1 and q0 (block 0) while the next part goes
+ * down (a write A takes beside the kernel's reads, pe; split_rows, a part's widening and
+ * ln1 calls about a row of the write): the parts into cut, their count (1: at once; head
+ * groups only, every row a token). */
+static int emb_split(const train_resident *r, int BT, int tp, int *cut)
+{
+	cut[0] = 0;
+	cut[1] = tp;
+	if (!r->a_wport || !heads_split(r) || BT != r->P * tp)
+		return 1;
+	return split_rows(r, tp, &r->blk[BQH], 1, 1.0, cut);
+}
+
+/* The embeddings (fp32 [BT, C]) down as bf16 into A at e16 and widened into x (B) at xb:
+ * all of them, or (emb_split) the first rows of every PE, the rest left to block 0's
+ * forward (r->emb_np, r->emb_cut, r->emb16). */
+static int embeddings_down(train_resident *r, const float *enc, int BT, int tp, uint32_t e16,
+			   uint32_t xb)
+{
+	int C = r->m->cfg.n_embd, P = r->P, rc;
+	int n = emb_split(r, BT, tp, r->emb_cut);
+	csd_region e = rg(CSD_MEM_A, e16, C);
+	if (n == 1) {
+		nm_bf16_from_f32_array(r->h16, enc, (size_t)BT * C);
+		TRY(csd_write_tokens(r->dev, &e, r->h16, BT));
+		return widen(r, tp, e16, xb);
+	}
+	/* h16's last third: the parts stay there until block 0's q0 carried the last */
+	uint16_t *pk = r->h16 + 2 * (size_t)BT * C;
+	pack_parts(pk, enc, r->emb_cut, n, P, tp, C);
+	TRY(csd_write_tokens(r->dev, &e, pk, P * r->emb_cut[1]));
+	TRY(widen(r, r->emb_cut[1], e16, xb));
+	r->emb_np = n;
+	r->emb16 = pk;
+	return CS_OK;
+}
+
+/* Block l's forward; out16 non-NULL (the last block, out_pieces): its output (x, bias
+ * included) up as bf16 [BT, C] by pieces while fc2's last column block computes. */
+static int block_forward(train_resident *r, int l, int B, int T, float *scratch,
+			 uint16_t *out16)
 {
 	gpt *m = r->m;
 	const struct tr_layout *lo = &r->lo;
@@ -889,10 +1154,40 @@ static int block_forward(train_resident *r, int l, int B, int T, float *scratch)
 
 	/* ln1; q, k, v tile by tile up as bf16, packed in Bh: q's streams up while k's row
 	 * block computes, k's while v's (a read of B's other bank, csd_read_tokens_next) */
-	TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
-		       st_z1(r, l), stash_r(r, l, 0)));
+	int q0_done = 0;
+	if (l == 0 && r->emb_np) {
+		/* the embeddings' first part is down and widened (tr_forward): per part, ln1 and
+		 * q0 of its rows while the next part goes down, then its widening (the same bits
+		 * a token; ln1's scratch row past q0's rows in the output tile) */
+		int n = r->emb_np, *cut = r->emb_cut, H = C / 2;
+		r->emb_np = 0;
+		for (int i = 0; i < n; i++) {
+			int t = cut[i + 1] - cut[i];
+			uint32_t oa = (uint32_t)cut[i] * (uint32_t)C;
+			csd_region qo = rg(CSD_MEM_B, lo->b_tile + (uint32_t)cut[i] * (uint32_t)H,
+					   (uint32_t)H);
+			csd_region yi = rg(CSD_MEM_A, y1.base + oa, C);
+			if (i)
+				TRY(widen_rows(r, cut[i], t, y1.base, lo->b_x));
+			TRY(ln_forward_rows(r, cut[i], t, i ? NULL : p->ln1w, p->ln1b, y1.base,
+					    st_z1(r, 0), stash_r(r, 0, 0),
+					    i ? lo->b_tile + (uint32_t)tp * (uint32_t)H : lo->b_lns));
+			if (i + 1 < n) {
+				csd_region en = rg(CSD_MEM_A, y1.base + (uint32_t)cut[i + 1] * (uint32_t)C,
+						   C);
+				TRY(csd_write_tokens_next(r->dev, &en,
+							  r->emb16 + (size_t)r->P * cut[i + 1] * C,
+							  r->P * (cut[i + 2] - cut[i + 1])));
+			}
+			TRY(csd_forward_region(r->dev, &qo, &yi, &b[BQH], r->P * t, CSD_OVERWRITE));
+		}
+		q0_done = 1;
+	} else {
+		TRY(ln_forward(r, tp, p->ln1w + l * C1, p->ln1b + l * C1, y1.base,
+			       st_z1(r, l), stash_r(r, l, 0)));
+	}
 	if (heads_split(r)) {
-		TRY(qkv_heads_forward(r, l, B, T, scratch));
+		TRY(qkv_heads_forward(r, l, B, T, scratch, q0_done));
 		goto mlp;
 	}
 	/* v in two halves (below) when its row block computes at least as long as its read
@@ -946,9 +1241,38 @@ mlp:
 	for (int k = 0; k < 4; k++) {
 		TRY(fc_tile(r, l, k, BT, 0));
 		csd_region h = rg(CSD_MEM_A, tile_h(r, l, k), C);
-		TRY(csd_forward_region(r->dev, &x, &h, &b[BFC2 + k], BT, CSD_ACCUMULATE));
+		if (k < 3 || !out16)
+			TRY(csd_forward_region(r->dev, &x, &h, &b[BFC2 + k], BT, CSD_ACCUMULATE));
 	}
-	return bias_forward(r, tp, p->fcprojb + l * C1, lo->b_x);
+	if (!out16)
+		return bias_forward(r, tp, p->fcprojb + l * C1, lo->b_x);
+	/* by pieces of w features: fc2's rows of the piece (its last column block), its bias,
+	 * packed into its own rows of Bh (w elements each) and read while the next piece
+	 * computes */
+	int w = C / NOR;
+	uint32_t pw = (uint32_t)(tp * w);
+	csd_region h3 = rg(CSD_MEM_A, tile_h(r, l, 3), C);
+	uint16_t *pc = r->h16 + (size_t)BT * C; /* the pieces [NOR][BT, w] */
+	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_bias, p->fcprojb + l * C1, (uint32_t)C));
+	for (int q = 0; q < NOR; q++) {
+		uint32_t off = (uint32_t)(q * w), ob = 2 * lo->b_bh + (uint32_t)q * pw;
+		csd_region xq = { CSD_MEM_B, lo->b_x + off, (uint32_t)C, (uint32_t)w };
+		csd_region oq = rg(CSD_MEM_BH, ob, (uint32_t)w);
+		TRY(csd_forward_region(r->dev, &xq, &h3, &b[BOR + q], BT, CSD_ACCUMULATE));
+		const uint16_t pb[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)xq.base, (uint16_t)C,
+					 (uint16_t)(lo->b_bias + off), 0, (uint16_t)lo->a_ones };
+		TRY(run(r, "vec_cvt", "bias_fwd", pb, 7));
+		const uint16_t pv[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)xq.base, (uint16_t)C,
+					 (uint16_t)ob, (uint16_t)w, 0 };
+		TRY(run(r, "vec_cvt", "cvt_bh", pv, 7));
+		TRY((q < NOR - 1 ? csd_read_tokens_next : csd_read_tokens)(
+			r->dev, pc + (size_t)q * BT * w, &oq, BT));
+	}
+	for (int t = 0; t < BT; t++)
+		for (int q = 0; q < NOR; q++)
+			memcpy(out16 + (size_t)t * C + (size_t)q * w, pc + ((size_t)q * BT + t) * w,
+			       sizeof(uint16_t) * w);
+	return CS_OK;
 }
 
 int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, int T,
@@ -986,30 +1310,35 @@ int tr_forward(train_resident *r, const int *inputs, const int *targets, int B, 
 	encoder_forward_pool(m->pool, a->encoded, inputs, p->wte, p->wpe, B, T, C);
 	csd_region x = rg(CSD_MEM_B, r->lo.b_x, C), e16 = rg(CSD_MEM_A, st_y1(r, 0), C);
 	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
+	uint64_t a0 = link_mark(r);
 	if ((rc = csd_write_all(r->dev, CSD_MEM_A, r->lo.a_ones, r->h16, (uint32_t)C)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_tg, tab, 512)) ||
 	    (rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_one, r->part, (uint32_t)C)) ||
 	    (memset(r->part, 0, sizeof(float) * (size_t)C),
 	     rc = csd_write_all(r->dev, CSD_MEM_B, r->lo.b_zero, r->part, (uint32_t)C)) ||
-	    (nm_bf16_from_f32_array(r->h16, a->encoded, BT * C),
-	     rc = csd_write_tokens(r->dev, &e16, r->h16, (int)BT)) ||
-	    (rc = widen(r, tp, e16.base, x.base))) {
+	    (rc = embeddings_down(r, a->encoded, (int)BT, tp, e16.base, x.base))) {
 		fail_msg(r, "embeddings", 0);
 		goto out;
 	}
+	link_note(r, a0, __LINE__);
+	/* the last block's output up as bf16 (packed in Bh): by pieces as it computes
+	 * (out_pieces), else after it */
+	int pieces = out_pieces(r);
 	for (int l = 0; l < L; l++)
-		if ((rc = block_forward(r, l, B, T, scratch))) {
+		if ((rc = block_forward(r, l, B, T, scratch,
+					pieces && l == L - 1 ? r->h16 : NULL))) {
 			fail_msg(r, "forward", l);
 			goto out;
 		}
-	/* the last block's output up as bf16 (packed in Bh) */
 	float *res = a->residual3 + (size_t)(L - 1) * BT * C;
 	csd_region xo = rg(CSD_MEM_BH, 2 * r->lo.b_bh, C);
-	if ((rc = convert(r, tp, 1, x.base, xo.base)) ||
-	    (rc = csd_read_tokens(r->dev, r->h16, &xo, (int)BT))) {
+	a0 = link_mark(r);
+	if (!pieces && ((rc = convert(r, tp, 1, x.base, xo.base)) ||
+			(rc = csd_read_tokens(r->dev, r->h16, &xo, (int)BT)))) {
 		fail_msg(r, "output", L - 1);
 		goto out;
 	}
+	link_note(r, a0, __LINE__);
 	nm_bf16_to_f32_array(res, r->h16, BT * C);
 	layernorm_forward_pool(m->pool, a->lnf, a->lnf_mean, a->lnf_rstd, res, p->lnfw, p->lnfb,
 			       (int)BT, C);
@@ -1062,6 +1391,32 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	const float *attp = a->att + (size_t)l * B * NH * T * T;
 	uint16_t inv_c = nm_bf16_from_f32(1.0f / (float)C);
 
+	/* the last block with the output's gradient by parts (grad_split): its first rows are
+	 * in S; fc2's first input gradient (column block 0) on them, into the layernorm
+	 * backward's dy rows (free until fc's first input gradient), while the rest goes down
+	 * into S, then on the rest; then the whole gradient widened into x. Tile 0 then takes
+	 * its input gradient from there (the same bits: S holds bf16(dx), as fc_cvt makes it) */
+	int g0 = 0;
+	if (r->grad_np) {
+		int n = r->grad_np, *cut = r->grad_cut;
+		r->grad_np = 0;
+		for (int i = 0; i < n; i++) {
+			uint32_t oa = (uint32_t)cut[i] * (uint32_t)C;
+			csd_region gi = rg(CSD_MEM_A, lo->a_dy + oa, C);
+			csd_region di = rg(CSD_MEM_B, lo->b_dln + oa, C);
+			if (i + 1 < n) {
+				csd_region gn = rg(CSD_MEM_A, lo->a_dy + (uint32_t)cut[i + 1] * (uint32_t)C,
+						   C);
+				TRY(csd_write_tokens_next(r->dev, &gn,
+							  r->grad16 + (size_t)r->P * cut[i + 1] * C,
+							  r->P * (cut[i + 2] - cut[i + 1])));
+			}
+			TRY(csd_backward_region(r->dev, &di, &gi, &b[BFC2], r->P * (cut[i + 1] - cut[i]),
+						CSD_OVERWRITE));
+		}
+		TRY(widen(r, tp, lo->a_dy, lo->b_x));
+		g0 = 1;
+	}
 	/* fc2: dy = dx as bf16 in A (small: into S, where h was, at each tile) and packed in
 	 * Bh once for its four wgrads; its bias */
 	TRY(dy_prepare(r, tp, g->fcprojb + l * C1, lo->small ? NONE : lo->a_dy));
@@ -1073,6 +1428,21 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			TRY(fc_tile(r, l, k, BT, 1));
 		TRY(wgrad(r, g->fcprojw + l * C1 * C4, (int)C4, 0, k * C, &b[BFC2 + k], BT,
 			  tile_h(r, l, k), C));
+		if (k == 0 && g0) {
+			/* fc2's input gradient already in dln: GELU's backward there, fc's dY
+			 * packed in place; the rebuild's scratch the output tile */
+			memset(r->part, 0, sizeof(float) * (size_t)C);
+			TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
+			TRY(run_fc_in(r, "fc_gelu_bwd", tp, lo->b_dln, lo->a_dp, tile_d(r, l, 0), 0,
+				      lo->b_dbias, 2 * lo->b_dln));
+			TRY(gather(r, g->fcb + l * C4, lo->b_dbias));
+			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
+				       st_y2(r, l, 1), lo->b_tile));
+			TRY(wgrad_at(r, g->fcw + l * C4 * C1, C, 0, 0, &b[BFC], BT, st_y2(r, l, 1), C,
+				     2 * lo->b_dln));
+			TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC], BT, CSD_OVERWRITE));
+			continue;
+		}
 		if (lo->small) {
 			const uint16_t pd[13] = { (uint16_t)C, (uint16_t)tp, 0, 0, 0, (uint16_t)lo->b_x,
 						  (uint16_t)lo->a_dy };
@@ -1182,10 +1552,9 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		 * whole in A: widened, packed, its dW carrying dk's group 0, q's second half dk's
 		 * group 1; k's dW carries dv's group 0, k's input gradient dv's group 1 */
 		const csd_region *dq = &dyq[0], *dk = &dyq[1], *dv = &dyq[0];
-		csd_region q[2], kh[2], vh[2];
+		csd_region q[2], vh[2];
 		for (int h = 0; h < 2; h++) {
 			q[h] = (csd_region){ CSD_MEM_A, dq->base + (uint32_t)(h * H), C, (uint32_t)H };
-			kh[h] = (csd_region){ CSD_MEM_A, dk->base + (uint32_t)(h * H), C, (uint32_t)H };
 			vh[h] = (csd_region){ CSD_MEM_A, dv->base + (uint32_t)(h * H), C, (uint32_t)H };
 		}
 		uint16_t *h0 = r->h16, *h1 = r->h16 + (size_t)BT * H;
@@ -1194,11 +1563,18 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(csd_backward_region(r->dev, &dln, &q[0], &b[BQH], BT, CSD_OVERWRITE));
 		pw[2] = (uint16_t)dq->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-		qkv_grad16(h1, m->dqkv, BT, C, 1, 0, H);
-		TRY(csd_write_tokens_next(r->dev, &kh[0], h1, BT));
+		/* dk: its first kc columns during q's dW, the rest during q's second half: kc
+		 * 3C/4 (C % 8 == 0) where q's dW is at most half dense (it computes twice as
+		 * long as the half; a denser wgrad's batches span few majors, and its carried
+		 * write goes only between a batch's majors), else C/2 */
+		int kc = C % 8 || 2 * (int64_t)b[BQKV].nnz > (int64_t)C * C ? H : H + C / 4;
+		csd_region ka = { CSD_MEM_A, dk->base, C, (uint32_t)kc };
+		csd_region kb = { CSD_MEM_A, dk->base + (uint32_t)kc, C, (uint32_t)(C - kc) };
+		qkv_grad16(h1, m->dqkv, BT, C, 1, 0, kc);
+		TRY(csd_write_tokens_next(r->dev, &ka, h1, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 0, 0, &b[BQKV], BT, st_y1(r, l), C));
-		qkv_grad16(h0, m->dqkv, BT, C, 1, H, H);
-		TRY(csd_write_tokens_next(r->dev, &kh[1], h0, BT));
+		qkv_grad16(h0, m->dqkv, BT, C, 1, kc, C - kc);
+		TRY(csd_write_tokens_next(r->dev, &kb, h0, BT));
 		TRY(csd_backward_region(r->dev, &dln, &q[1], &b[BQH + 1], BT, CSD_ACCUMULATE));
 		pw[2] = (uint16_t)dk->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
@@ -1255,6 +1631,40 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	return CS_OK;
 }
 
+/* The output's gradient by parts of rows, the last block's first fc2 input gradient on each
+ * part while the next goes down (pe, the 7 C stash: S holds the gradient until fc tile 0's
+ * GELU; split_rows, a part's kernel call about a fifth of a row of the write): the parts
+ * into cut, their count (1: at once). */
+static int grad_split(const train_resident *r, int BT, int tp, int *cut)
+{
+	cut[0] = 0;
+	cut[1] = tp;
+	if (!r->a_wport || !r->lo.small || BT != r->P * tp)
+		return 1;
+	int L = r->m->cfg.n_layer;
+	return split_rows(r, tp, &r->blk[(size_t)(L - 1) * NBLK + BFC2], 0, 0.2, cut);
+}
+
+/* The output's gradient (fp32 [BT, C]) down as bf16 into A at a_dy and widened into x: all
+ * of it, or (grad_split) the first rows of every PE, the rest left to the last block's
+ * backward (r->grad_np, r->grad_cut, r->grad16), which widens it. */
+static int grad_down(train_resident *r, const float *d, int BT, int tp)
+{
+	int C = r->m->cfg.n_embd, P = r->P, rc;
+	int n = grad_split(r, BT, tp, r->grad_cut);
+	csd_region e = rg(CSD_MEM_A, r->lo.a_dy, C);
+	if (n == 1) {
+		nm_bf16_from_f32_array(r->h16, d, (size_t)BT * C);
+		TRY(csd_write_tokens(r->dev, &e, r->h16, BT));
+		return widen(r, tp, e.base, r->lo.b_x);
+	}
+	pack_parts(r->h16, d, r->grad_cut, n, P, tp, C);
+	TRY(csd_write_tokens(r->dev, &e, r->h16, P * r->grad_cut[1]));
+	r->grad_np = n;
+	r->grad16 = r->h16;
+	return CS_OK;
+}
+
 int tr_backward(train_resident *r, float loss_scale)
 {
 	gpt *m = r->m;
@@ -1281,15 +1691,14 @@ int tr_backward(train_resident *r, float loss_scale)
 	const float *res = a->residual3 + (size_t)(L - 1) * BT * C;
 	layernorm_backward_pool(m->pool, m->dresidual, g->lnfw, g->lnfb, m->dln, res, p->lnfw,
 				a->lnf_mean, a->lnf_rstd, (int)BT, C);
-	/* down as bf16 into A, widened into x */
-	csd_region d16 = rg(CSD_MEM_A, r->lo.a_dy, C);
+	/* down as bf16 into A, widened into x (or by parts: grad_down) */
 	int tp = (int)((BT + (size_t)r->P - 1) / (size_t)r->P);
-	nm_bf16_from_f32_array(r->h16, m->dresidual, BT * C);
-	if ((rc = csd_write_tokens(r->dev, &d16, r->h16, (int)BT)) ||
-	    (rc = widen(r, tp, d16.base, r->lo.b_x))) {
+	uint64_t a0 = link_mark(r);
+	if ((rc = grad_down(r, m->dresidual, (int)BT, tp))) {
 		fail_msg(r, "output gradient", L - 1);
 		goto out;
 	}
+	link_note(r, a0, __LINE__);
 	/* block 0 leaves the embeddings' gradient in dresidual */
 	for (int l = L - 1; l >= 0; l--) {
 		if ((rc = block_backward(r, l, B, T, scratch, l ? NULL : m->dresidual))) {

@@ -13,7 +13,8 @@
  * gradient). Layernorm and bias gradients come back as per-PE partials, summed on the host
  * in PE order. The embeddings, the final layernorm, the LM head, the loss, attention's
  * core and qkv's bias (forward, and its gradient from the dq, dk, dv the host computed)
- * stay on the host. CS_TR_PROFILE=1 prints each program call site's device cycles.
+ * stay on the host. CS_TR_PROFILE=1 prints each program call site's device cycles and
+ * each call site's exposed link cycles (the act_cycles counter it adds).
  *
  * Not here: the projections' nonzero lists and their refresh (train_device.h), the
  * optimizer. tr_forward / tr_backward stand in for gpt_forward / gpt_backward and leave

@@ -13,7 +13,8 @@
  *     weights: the tolerances are stated at the checks, with why;
  *   - on the Verilated meshes (the sim backend's rtl engine): the forward and backward bit
  *     for bit with the cpu backend on the 2x2 pe mesh (the whole and the 7 C stash, 0 to
- *     90% sparse), there the cpu backend's cycle estimate of the step within 2% of the
+ *     90% sparse) and on the 4x4 pe mesh (1 layer, C 64, 6 x 64 tokens: the packed reads
+ *     ride on kernels), there the cpu backend's cycle estimate of the step within 2% of the
  *     measured count, and on a 1x1 pe_lite mesh (the default bitstream's A, B 2048 words:
  *     its 512 hold no step);
  *   - the trainer with device.resident: true: six steps of a 50%-sparse model identical
@@ -84,11 +85,14 @@ static void make_params(gpt *m, uint8_t **mask, double sparsity, uint64_t seed)
 	}
 }
 
+/* the layers of the models side_open_shape makes (NL but in test_rtl_full_4x4) */
+static int n_layer = NL;
+
 /* A model of width C, H heads, B x T tokens a step, on uri (NULL: the host only). */
 static void side_open_shape(struct side *s, const char *uri, int C, int H, int B, int T,
 			    uint8_t **mask, double sparsity, uint64_t seed)
 {
-	gpt_config cfg = { .n_layer = NL, .n_head = H, .n_embd = C, .block_size = T,
+	gpt_config cfg = { .n_layer = n_layer, .n_head = H, .n_embd = C, .block_size = T,
 			   .vocab_size = VV };
 	char err[512] = "";
 	memset(s, 0, sizeof *s);
@@ -100,7 +104,7 @@ static void side_open_shape(struct side *s, const char *uri, int C, int H, int B
 	if (rc)
 		print_error("%s\n", err);
 	assert_int_equal(rc, CS_OK);
-	for (int l = 0; l < NL; l++)
+	for (int l = 0; l < n_layer; l++)
 		for (int p = 0; p < GPT_NPROJ; p++)
 			assert_int_equal(td_dev_use_mask(s->td, l, p, mask[l * GPT_NPROJ + p]), CS_OK);
 	rc = tr_open(&s->tr, s->td, &s->m, err, sizeof err);
@@ -354,8 +358,8 @@ static void rtl_case(const char *cpu_uri, const char *sim_uri, int C, int H, int
 	/* the rtl engine counts the cycles it ran (the model engine none) */
 	assert_true(c[1].cycles > 0);
 	uint64_t aw, bw, awf, bwf;
-	tr_sram_need_stash(NL, C, info.pes, B * T, TR_FULL, &awf, &bwf);
-	tr_sram_need(NL, C, info.pes, B * T, &aw, &bw);
+	tr_sram_need_stash(n_layer, C, info.pes, B * T, TR_FULL, &awf, &bwf);
+	tr_sram_need(n_layer, C, info.pes, B * T, &aw, &bw);
 	print_message("%s C %d, %d x %d tokens, sparsity %.2f (%s stash): loss %.6f, forward + "
 		      "backward %llu cycles measured, cpu estimate %llu (%+.1f%%)\n", sim_uri, C,
 		      B, T, sparsity, awf <= info.a_words ? "whole" : "7 C", loss[0],
@@ -384,6 +388,19 @@ static void test_rtl_full_2x2(void **state)
 	rtl_case("cpu:2x2", "sim:2x2", 32, NH, BB, TT, 0.9, 1);
 	rtl_case("cpu:2x2", "sim:2x2", 64, NH, 4, TT, 0.9, 1);
 	rtl_case("cpu:2x2", "sim:2x2", 64, NH, 4, TT, 0.5, 1);
+}
+
+/* pe on the 4x4 default build, where the packed rows a kernel reads up lie in B's second
+ * bank (1 layer, C 64, 6 x 64 tokens: 24 a PE), so that the step carries those reads: v1's
+ * during proj's first half, group 1's output by halves during proj's quarters, the last
+ * block's output by pieces during fc2's last column block (docs/resident-step.md), besides
+ * the embeddings and the output's gradient by parts */
+static void test_rtl_full_4x4(void **state)
+{
+	(void)state;
+	n_layer = 1;
+	rtl_case("cpu:4x4", "sim:4x4", 64, NH, 6, 64, 0.9, 1);
+	n_layer = NL;
 }
 
 /* pe_lite, 1x1. The default bitstream's B (512 words) holds no resident step: the GELU
@@ -587,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_2x2),
 		cmocka_unit_test(test_4x4),
 		cmocka_unit_test(test_rtl_full_2x2),
+		cmocka_unit_test(test_rtl_full_4x4),
 		cmocka_unit_test(test_rtl_lite_1x1),
 		cmocka_unit_test(test_too_small),
 		cmocka_unit_test(test_trainer_steps),
