@@ -3,8 +3,9 @@
  * that splits (sequence, head) pairs between threads and lays each pair's q, k, v out for
  * the per-head kernel (eng_attn_body.h). Token-major operands are read and written in
  * place through their strides; what the kernel wants the other way round (k^T and v^T of
- * token-major q, k, v; q, k and v of token-minor ones; token-minor gradients and output) goes through
- * the pair's transposes in the thread's scratch, T x hs floats each.
+ * token-major q, k, v; k and v of token-minor ones; token-minor dq and output) goes through
+ * the pair's transposes in the thread's scratch, T x hs floats each. The kernel makes
+ * token-minor dk and dv in place.
  */
 #include <math.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 
 size_t eng_attention_scratch(int T, int hs)
 {
-	return (size_t)T * T + 5 * (size_t)T * hs;
+	return (size_t)T * T + 3 * (size_t)T * hs;
 }
 
 /* dst [rows][ldd] = src [rows][lds], cols floats a row */
@@ -40,7 +41,6 @@ static void attn_job(void *va, int tid, int nth)
 	size_t C3 = 3 * (size_t)C;
 	float *sc = a->scratch + (size_t)tid * eng_attention_scratch(T, hs);
 	float *s0 = sc + (size_t)T * T, *s1 = s0 + (size_t)T * hs, *s2 = s1 + (size_t)T * hs;
-	float *s3 = s2 + (size_t)T * hs, *s4 = s3 + (size_t)T * hs;
 	size_t lo, hi;
 	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
 	for (size_t bh = lo; bh < hi; bh++) {
@@ -99,16 +99,16 @@ static void attn_job(void *va, int tid, int nth)
 					e.o = s1;
 					e.ldo = (size_t)hs;
 				}
-			} else {
-				kr->transpose(s0, (size_t)hs, qt, (size_t)ld, hs, T);
+			} else { /* dk, dv made token-minor in place, q read in place */
+				float *dqt = a->dqkv + h * hs * (size_t)ld + b * T;
 				kr->transpose(s1, (size_t)hs, kt, (size_t)ld, hs, T);
-				e.qb = s0;
 				e.k = s1;
-				e.ldqb = e.ldk = (size_t)hs;
+				e.ldk = (size_t)hs;
 				e.dq = s2;
-				e.dk = s3;
-				e.dv = s4;
-				e.lddq = e.lddk = e.lddv = (size_t)hs;
+				e.lddq = (size_t)hs;
+				e.dkt = dqt + (size_t)C * ld;
+				e.dvt = dqt + 2 * (size_t)C * ld;
+				e.lddkt = e.lddvt = (size_t)ld;
 			}
 		}
 		if (!a->bwd) {
@@ -127,8 +127,6 @@ static void attn_job(void *va, int tid, int nth)
 		if (ld) {
 			float *dqt = a->dqkv + h * hs * (size_t)ld + b * T;
 			kr->transpose(dqt, (size_t)ld, s2, (size_t)hs, T, hs);
-			kr->transpose(dqt + (size_t)C * ld, (size_t)ld, s3, (size_t)hs, T, hs);
-			kr->transpose(dqt + 2 * (size_t)C * ld, (size_t)ld, s4, (size_t)hs, T, hs);
 		}
 	}
 }

@@ -42,6 +42,10 @@ typedef struct eng_attn_head {
 	size_t ldds;
 	float *dq, *dk, *dv;            /* [T][ldg] each, overwritten */
 	size_t lddq, lddk, lddv;
+	/* dkt, dvt not NULL: dk and dv are made token-minor in place of dk, dv
+	 * (dk^T [hs][lddkt], dv^T [hs][lddvt]), q read through q_rs, q_is (qb unused) */
+	float *dkt, *dvt;
+	size_t lddkt, lddvt;
 } eng_attn_head;
 
 typedef struct eng_kern {

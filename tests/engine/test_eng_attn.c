@@ -164,6 +164,9 @@ static void check_shape(const shape *s, cs_pool *pool, int nth)
 	eng_attention_forward(pool, out2, att2, qkvt, ld, sc, B, T, C, NH);
 	assert_memory_equal(out2, out, NO * 4);
 	assert_memory_equal(att2, att, NA * 4);
+	/* the scratch poisoned: the kernel reads none of it before writing it */
+	for (size_t i = 0; i < (size_t)nth * eng_attention_scratch(T, C / NH); i++)
+		sc[i] = NAN;
 	eng_attention_backward(pool, dqt, dout, qkvt, ld, att, sc, B, T, C, NH);
 	for (int i = 0; i < C3; i++)
 		for (int t = 0; t < ld; t++) {
