@@ -15,7 +15,7 @@
 
 size_t eng_attention_scratch(int T, int hs)
 {
-	return (size_t)T * T + 3 * (size_t)T * hs;
+	return (size_t)T * (T + 16) + 3 * (size_t)T * hs;
 }
 
 /* dst [rows][ldd] = src [rows][lds], cols floats a row */
@@ -40,13 +40,13 @@ static void attn_job(void *va, int tid, int nth)
 	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
 	size_t C3 = 3 * (size_t)C;
 	float *sc = a->scratch + (size_t)tid * eng_attention_scratch(T, hs);
-	float *s0 = sc + (size_t)T * T, *s1 = s0 + (size_t)T * hs, *s2 = s1 + (size_t)T * hs;
+	float *s0 = sc + (size_t)T * (T + 16), *s1 = s0 + (size_t)T * hs, *s2 = s1 + (size_t)T * hs;
 	size_t lo, hi;
 	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
 	for (size_t bh = lo; bh < hi; bh++) {
 		size_t b = bh / NH, h = bh % NH;
 		eng_attn_head e = { .T = T, .hs = hs, .scale = 1.0f / sqrtf((float)hs),
-				    .ldatt = (size_t)T, .ds = sc, .ldds = (size_t)T };
+				    .ldatt = (size_t)T, .ds = sc, .ldds = (size_t)T + 16 };
 		e.att = a->bwd ? (float *)a->catt : a->att;
 		e.att += bh * (size_t)T * T;
 		e.o = a->out + b * T * C + h * hs;

@@ -172,17 +172,21 @@ AI void att_mk_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
 		}
 }
 
-/* c [r][j] = sum_{j <= k < n} a(r, k) b [k][j] for r < m <= MR, j < n: the terms k < j
- * are zero and skipped (att_mk_tri), in blocks of NVMAX vectors, each block's sums
- * starting at its first column */
+/* c [r][j] = sum_{j <= k < n} a(r, k) b [k][j] for r < rows, j < n: the terms k < j are
+ * zero and skipped (att_mk_tri), in blocks of NVMAX vectors, each block's sums starting
+ * at its first column; a block's rows of b (at most n x NVMAX VL floats) stay in L1 for
+ * all rows of c, MR at a time */
 static void att_mm_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
-		       const float *b, size_t ldb, int m, int n)
+		       const float *b, size_t ldb, int rows, int n)
 {
-	for (int n0 = 0; n0 < n; n0 += NVMAX * VL) {
+	for (int n0 = 0; n0 < n; n0 += NVMAX * VL)
+	for (int i0 = 0; i0 < rows; i0 += MR) {
+		int m = rows - i0 < MR ? rows - i0 : MR;
 		int nn = n - n0 < NVMAX * VL ? n - n0 : NVMAX * VL;
 		int nv = (nn + VL - 1) / VL, tail = nn % VL != 0, K = n - n0;
-		float *cc = c + n0;
-		const float *aa = a + (size_t)n0 * aks, *bb = b + (size_t)n0 * ldb + n0;
+		float *cc = c + (size_t)i0 * ldc + n0;
+		const float *aa = a + (size_t)i0 * ars + (size_t)n0 * aks;
+		const float *bb = b + (size_t)n0 * ldb + n0;
 #define ATT_MK(M, NV)                                                                        \
 	case NV:                                                                             \
 		if (tail)                                                                    \
@@ -238,9 +242,9 @@ static void att_mm(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
 
 /* c [r][j] = sum_{j <= k < n} a(r, k) b [k][j]: the terms k < j are zero and skipped */
 static void att_mm_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
-		       const float *b, size_t ldb, int m, int n)
+		       const float *b, size_t ldb, int rows, int n)
 {
-	for (int r = 0; r < m; r++) {
+	for (int r = 0; r < rows; r++) {
 		float *cr = c + (size_t)r * ldc;
 		for (int j = 0; j < n; j++)
 			cr[j] = 0.0f;
@@ -483,16 +487,10 @@ static void ATT_NAME(attn_bwd)(const eng_attn_head *h)
 	}
 	if (h->dkt) {
 		/* dv^T [i][j] = sum_{r >= j} dout [r][i] P [r][j], dk^T [i][j] = sum_{r >= j}
-		 * q [r][i] dS [r][j], MR features at a time: the same terms in the same order
+		 * q [r][i] dS [r][j]: the same terms in the same order
 		 * as dv, dk below, the zero ones r < j skipped, so the same bits */
-		for (int i0 = 0; i0 < hs; i0 += MR) {
-			int m = hs - i0 < MR ? hs - i0 : MR;
-			att_mm_tri(h->dvt + (size_t)i0 * h->lddvt, h->lddvt, h->d + i0, 1, h->ldd,
-				   h->att, h->ldatt, m, T);
-			att_mm_tri(h->dkt + (size_t)i0 * h->lddkt, h->lddkt,
-				   h->q + (size_t)i0 * h->q_is, h->q_is, h->q_rs, h->ds, h->ldds, m,
-				   T);
-		}
+		att_mm_tri(h->dvt, h->lddvt, h->d, 1, h->ldd, h->att, h->ldatt, hs, T);
+		att_mm_tri(h->dkt, h->lddkt, h->q, h->q_is, h->q_rs, h->ds, h->ldds, hs, T);
 		return;
 	}
 	for (int j0 = 0; j0 < T; j0 += MR) {
