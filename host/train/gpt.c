@@ -2042,9 +2042,14 @@ int gpt_backward(gpt *m, float loss_scale)
 
 	softmax_crossentropy_backward_pool(pool, m->dlogits, a->probs, m->targets,
 					   loss_scale / (float)BT, (int)BT, V);
-	zero_pool(pool, m->dln, BT * C);
-	matmul_backward_pool(pool, m->dln, g->wte, NULL, m->dlogits, a->lnf, p->wte, (int)BT, C,
-			     V);
+	/* the LM head: dln overwritten (sgemm's beta 0: the bits of adding onto zeros, with no
+	 * zeroing pass), dwte accumulated */
+	struct mm_job lm = { .op = MM_DINP, .out = m->dln, .weight = p->wte, .dout = m->dlogits,
+			     .beta = 0.0f, .N = (int)BT, .C = C, .OC = V };
+	cs_pool_run(pool, matmul_job, &lm);
+	lm = (struct mm_job){ .op = MM_DW, .out = g->wte, .inp = a->lnf, .dout = m->dlogits,
+			      .N = (int)BT, .C = C, .OC = V };
+	cs_pool_run(pool, matmul_job, &lm);
 	zero_pool(pool, m->dresidual, BT * C);
 	const float *residual = a->residual3 + (L - 1) * BT * C;
 	layernorm_backward_pool(pool, m->dresidual, g->lnfw, g->lnfb, m->dln, residual, p->lnfw,
