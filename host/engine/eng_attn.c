@@ -5,7 +5,7 @@
  * place through their strides; what the kernel wants the other way round (k^T and v^T of
  * token-major q, k, v; k and v of token-minor ones; token-minor dq and output) goes through
  * the pair's transposes in the thread's scratch, T x hs floats each. The kernel makes
- * token-minor dk and dv in place.
+ * token-minor dk and dv in place, and reads a token-minor dout in place.
  */
 #include <math.h>
 #include <string.h>
@@ -31,6 +31,7 @@ struct attn_job {
 	const float *qkv, *catt, *dout;
 	int ld, B, T, C, NH, bwd;
 	int out_tm; /* forward: out token-minor [C][ld] */
+	int dout_tm; /* backward: dout token-minor [C][ld] */
 };
 
 static void attn_job(void *va, int tid, int nth)
@@ -52,7 +53,13 @@ static void attn_job(void *va, int tid, int nth)
 		e.o = a->out + b * T * C + h * hs;
 		e.ldo = (size_t)C;
 		e.d = a->dout + b * T * C + h * hs;
-		e.ldd = (size_t)C;
+		e.ldd = e.d_rs = (size_t)C;
+		e.d_is = 1;
+		if (a->dout_tm) { /* read in place: only as the products' broadcast side */
+			e.d = a->dout + h * hs * (size_t)ld + b * T;
+			e.d_rs = 1;
+			e.d_is = (size_t)ld;
+		}
 		if (!ld) { /* token-major [B*T][3C] */
 			const float *q = a->qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
 			e.q = q;
@@ -155,5 +162,15 @@ void eng_attention_backward(cs_pool *pool, float *dqkv, const float *dout, const
 	struct attn_job a = { .k = eng_kern_cur(), .dqkv = dqkv, .dout = dout, .qkv = qkv,
 			      .catt = att, .scratch = scratch, .ld = ld, .B = B, .T = T, .C = C,
 			      .NH = NH, .bwd = 1 };
+	cs_pool_run(pool, attn_job, &a);
+}
+
+void eng_attention_backward_tmd(cs_pool *pool, float *dqkvt, const float *doutt,
+				const float *qkvt, int ld, const float *att, float *scratch, int B,
+				int T, int C, int NH)
+{
+	struct attn_job a = { .k = eng_kern_cur(), .dqkv = dqkvt, .dout = doutt, .qkv = qkvt,
+			      .catt = att, .scratch = scratch, .ld = ld, .B = B, .T = T, .C = C,
+			      .NH = NH, .bwd = 1, .dout_tm = 1 };
 	cs_pool_run(pool, attn_job, &a);
 }

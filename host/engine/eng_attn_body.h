@@ -477,8 +477,8 @@ static void ATT_NAME(attn_bwd)(const eng_attn_head *h)
 		kz = kz < T ? kz : T;
 		float *dr = h->ds + (size_t)r0 * h->ldds;
 		/* dP = dout v^T, then through the softmax (scaled) */
-		att_mm(dr, h->ldds, h->d + (size_t)r0 * h->ldd, h->ldd, 1, h->vt, h->ldvt, m, kn,
-		       hs, 1.0f);
+		att_mm(dr, h->ldds, h->d + (size_t)r0 * h->d_rs, h->d_rs, h->d_is, h->vt, h->ldvt,
+		       m, kn, hs, 1.0f);
 		att_softmax_bwd_rows(dr, h->ldds, h->att + (size_t)r0 * h->ldatt, h->ldatt, r0, m,
 				     kz, h->scale);
 		/* dq = dS k */
@@ -489,7 +489,7 @@ static void ATT_NAME(attn_bwd)(const eng_attn_head *h)
 		/* dv^T [i][j] = sum_{r >= j} dout [r][i] P [r][j], dk^T [i][j] = sum_{r >= j}
 		 * q [r][i] dS [r][j]: the same terms in the same order
 		 * as dv, dk below, the zero ones r < j skipped, so the same bits */
-		att_mm_tri(h->dvt, h->lddvt, h->d, 1, h->ldd, h->att, h->ldatt, hs, T);
+		att_mm_tri(h->dvt, h->lddvt, h->d, h->d_is, h->d_rs, h->att, h->ldatt, hs, T);
 		att_mm_tri(h->dkt, h->lddkt, h->q, h->q_is, h->q_rs, h->ds, h->ldds, hs, T);
 		return;
 	}

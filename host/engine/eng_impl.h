@@ -30,8 +30,8 @@ typedef struct eng_attn_head {
 	float *o;                       /* o [T][ldo] (forward) */
 	size_t ldo;
 	/* backward */
-	const float *d;                 /* dout [T][ldd] */
-	size_t ldd;
+	const float *d;                 /* dout [T][ldd]; dout (t, i) at d [t * d_rs + i * d_is] */
+	size_t ldd, d_rs, d_is;         /* (d_rs, d_is other than ldd, 1 only with dkt) */
 	const float *k;                 /* k [T][ldk] */
 	size_t ldk;
 	const float *vt;                /* v^T [hs][ldvt] */
