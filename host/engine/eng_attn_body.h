@@ -118,7 +118,9 @@ AI void att_mk_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
 		   const int TAIL)
 {
 	vf acc[MR][NVMAX];
-	const int nt = n - (NV - 1) * VL;
+	/* lanes of the last vector, n - (NV - 1) VL, written so that the compiler sees it in
+	 * 1..VL */
+	const int nt = (int)(((unsigned)n - 1u) % VL) + 1;
 #pragma GCC unroll 8
 	for (int r = 0; r < M; r++)
 #pragma GCC unroll 8
