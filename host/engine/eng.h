@@ -209,8 +209,8 @@ void eng_sddmm_csc_ex(cs_pool *pool, float *dw, float *db, float *scratch, const
 
 /* ---- causal self-attention (eng_attn.c) ---------------------------------------------- */
 
-/* Floats of scratch per pool thread that eng_attention_* take: T x T scores' gradient and
- * five T x hs transposes. */
+/* Floats of scratch per pool thread that eng_attention_* take: T x T scores' gradient (rows
+ * of T + 16) and three T x hs transposes. */
 size_t eng_attention_scratch(int T, int hs);
 /* B sequences of T tokens, NH heads of hs = C / NH features. qkv is token-major
  * [B*T][3C] (ld = 0) or token-minor [3C][ld] (token b*T + t in column b*T + t);
@@ -229,5 +229,10 @@ void eng_attention_forward_tmo(cs_pool *pool, float *outt, float *att, const flo
 void eng_attention_backward(cs_pool *pool, float *dqkv, const float *dout, const float *qkv,
 			    int ld, const float *att, float *scratch, int B, int T, int C,
 			    int NH);
+/* The same from token-minor qkv [3C][ld] and a token-minor dout [C][ld] (its columns past
+ * B*T not read) into token-minor dqkv: the bits of eng_attention_backward. */
+void eng_attention_backward_tmd(cs_pool *pool, float *dqkvt, const float *doutt,
+				const float *qkvt, int ld, const float *att, float *scratch, int B,
+				int T, int C, int NH);
 
 #endif /* CS_ENGINE_ENG_H */

@@ -3,8 +3,9 @@
  * that splits (sequence, head) pairs between threads and lays each pair's q, k, v out for
  * the per-head kernel (eng_attn_body.h). Token-major operands are read and written in
  * place through their strides; what the kernel wants the other way round (k^T and v^T of
- * token-major q, k, v; q, k and v of token-minor ones; token-minor gradients and output) goes through
- * the pair's transposes in the thread's scratch, T x hs floats each.
+ * token-major q, k, v; k and v of token-minor ones; token-minor dq and output) goes through
+ * the pair's transposes in the thread's scratch, T x hs floats each. The kernel makes
+ * token-minor dk and dv in place, and reads a token-minor dout in place.
  */
 #include <math.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 
 size_t eng_attention_scratch(int T, int hs)
 {
-	return (size_t)T * T + 5 * (size_t)T * hs;
+	return (size_t)T * (T + 16) + 3 * (size_t)T * hs;
 }
 
 /* dst [rows][ldd] = src [rows][lds], cols floats a row */
@@ -30,6 +31,7 @@ struct attn_job {
 	const float *qkv, *catt, *dout;
 	int ld, B, T, C, NH, bwd;
 	int out_tm; /* forward: out token-minor [C][ld] */
+	int dout_tm; /* backward: dout token-minor [C][ld] */
 };
 
 static void attn_job(void *va, int tid, int nth)
@@ -39,20 +41,25 @@ static void attn_job(void *va, int tid, int nth)
 	int T = a->T, C = a->C, NH = a->NH, hs = C / NH, ld = a->ld;
 	size_t C3 = 3 * (size_t)C;
 	float *sc = a->scratch + (size_t)tid * eng_attention_scratch(T, hs);
-	float *s0 = sc + (size_t)T * T, *s1 = s0 + (size_t)T * hs, *s2 = s1 + (size_t)T * hs;
-	float *s3 = s2 + (size_t)T * hs, *s4 = s3 + (size_t)T * hs;
+	float *s0 = sc + (size_t)T * (T + 16), *s1 = s0 + (size_t)T * hs, *s2 = s1 + (size_t)T * hs;
 	size_t lo, hi;
 	cs_split((size_t)a->B * NH, tid, nth, &lo, &hi);
 	for (size_t bh = lo; bh < hi; bh++) {
 		size_t b = bh / NH, h = bh % NH;
 		eng_attn_head e = { .T = T, .hs = hs, .scale = 1.0f / sqrtf((float)hs),
-				    .ldatt = (size_t)T, .ds = sc, .ldds = (size_t)T };
+				    .ldatt = (size_t)T, .ds = sc, .ldds = (size_t)T + 16 };
 		e.att = a->bwd ? (float *)a->catt : a->att;
 		e.att += bh * (size_t)T * T;
 		e.o = a->out + b * T * C + h * hs;
 		e.ldo = (size_t)C;
 		e.d = a->dout + b * T * C + h * hs;
-		e.ldd = (size_t)C;
+		e.ldd = e.d_rs = (size_t)C;
+		e.d_is = 1;
+		if (a->dout_tm) { /* read in place: only as the products' broadcast side */
+			e.d = a->dout + h * hs * (size_t)ld + b * T;
+			e.d_rs = 1;
+			e.d_is = (size_t)ld;
+		}
 		if (!ld) { /* token-major [B*T][3C] */
 			const float *q = a->qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
 			e.q = q;
@@ -99,16 +106,16 @@ static void attn_job(void *va, int tid, int nth)
 					e.o = s1;
 					e.ldo = (size_t)hs;
 				}
-			} else {
-				kr->transpose(s0, (size_t)hs, qt, (size_t)ld, hs, T);
+			} else { /* dk, dv made token-minor in place, q read in place */
+				float *dqt = a->dqkv + h * hs * (size_t)ld + b * T;
 				kr->transpose(s1, (size_t)hs, kt, (size_t)ld, hs, T);
-				e.qb = s0;
 				e.k = s1;
-				e.ldqb = e.ldk = (size_t)hs;
+				e.ldk = (size_t)hs;
 				e.dq = s2;
-				e.dk = s3;
-				e.dv = s4;
-				e.lddq = e.lddk = e.lddv = (size_t)hs;
+				e.lddq = (size_t)hs;
+				e.dkt = dqt + (size_t)C * ld;
+				e.dvt = dqt + 2 * (size_t)C * ld;
+				e.lddkt = e.lddvt = (size_t)ld;
 			}
 		}
 		if (!a->bwd) {
@@ -127,8 +134,6 @@ static void attn_job(void *va, int tid, int nth)
 		if (ld) {
 			float *dqt = a->dqkv + h * hs * (size_t)ld + b * T;
 			kr->transpose(dqt, (size_t)ld, s2, (size_t)hs, T, hs);
-			kr->transpose(dqt + (size_t)C * ld, (size_t)ld, s3, (size_t)hs, T, hs);
-			kr->transpose(dqt + 2 * (size_t)C * ld, (size_t)ld, s4, (size_t)hs, T, hs);
 		}
 	}
 }
@@ -157,5 +162,15 @@ void eng_attention_backward(cs_pool *pool, float *dqkv, const float *dout, const
 	struct attn_job a = { .k = eng_kern_cur(), .dqkv = dqkv, .dout = dout, .qkv = qkv,
 			      .catt = att, .scratch = scratch, .ld = ld, .B = B, .T = T, .C = C,
 			      .NH = NH, .bwd = 1 };
+	cs_pool_run(pool, attn_job, &a);
+}
+
+void eng_attention_backward_tmd(cs_pool *pool, float *dqkvt, const float *doutt,
+				const float *qkvt, int ld, const float *att, float *scratch, int B,
+				int T, int C, int NH)
+{
+	struct attn_job a = { .k = eng_kern_cur(), .dqkv = dqkvt, .dout = doutt, .qkv = qkvt,
+			      .catt = att, .scratch = scratch, .ld = ld, .B = B, .T = T, .C = C,
+			      .NH = NH, .bwd = 1, .dout_tm = 1 };
 	cs_pool_run(pool, attn_job, &a);
 }

@@ -109,6 +109,118 @@ static void att_mm(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
 #undef ATT_MK
 	}
 }
+
+/* att_mk with the terms k < j of column j known zero: vector v (columns v VL..) sums its
+ * terms from k = v VL on, the terms before it (exact zeros) skipped, so the same bits as
+ * att_mk; K >= n. */
+AI void att_mk_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
+		   const float *b, size_t ldb, int n, int K, const int M, const int NV,
+		   const int TAIL)
+{
+	vf acc[MR][NVMAX];
+	/* lanes of the last vector, n - (NV - 1) VL, written so that the compiler sees it in
+	 * 1..VL */
+	const int nt = (int)(((unsigned)n - 1u) % VL) + 1;
+#pragma GCC unroll 8
+	for (int r = 0; r < M; r++)
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			acc[r][v] = vzero();
+#pragma GCC unroll 8
+	for (int p = 0; p < NV; p++) {
+		int ke = (p + 1) * VL < K ? (p + 1) * VL : K;
+		for (int k = p * VL; k < ke; k++) {
+			const float *bk = b + (size_t)k * ldb;
+			const float *ak = a + (size_t)k * aks;
+			vf ar[MR];
+#pragma GCC unroll 8
+			for (int r = 0; r < M; r++)
+				ar[r] = vset1(ak[(size_t)r * ars]);
+#pragma GCC unroll 8
+			for (int v = 0; v <= p; v++) {
+				vf bv = TAIL && v == NV - 1 ? vload_n(bk + v * VL, nt, 0.0f)
+							    : vloadu(bk + v * VL);
+#pragma GCC unroll 8
+				for (int r = 0; r < M; r++)
+					acc[r][v] = vfmadd(ar[r], bv, acc[r][v]);
+			}
+		}
+	}
+	for (int k = NV * VL; k < K; k++) {
+		const float *bk = b + (size_t)k * ldb;
+		vf bv[NVMAX];
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			bv[v] = TAIL && v == NV - 1 ? vload_n(bk + v * VL, nt, 0.0f)
+						    : vloadu(bk + v * VL);
+		const float *ak = a + (size_t)k * aks;
+#pragma GCC unroll 8
+		for (int r = 0; r < M; r++) {
+			vf ar = vset1(ak[(size_t)r * ars]);
+#pragma GCC unroll 8
+			for (int v = 0; v < NV; v++)
+				acc[r][v] = vfmadd(ar, bv[v], acc[r][v]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < M; r++)
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++) {
+			float *cp = c + (size_t)r * ldc + v * VL;
+			if (TAIL && v == NV - 1)
+				vstore_n(cp, acc[r][v], nt);
+			else
+				vstoreu(cp, acc[r][v]);
+		}
+}
+
+/* c [r][j] = sum_{j <= k < n} a(r, k) b [k][j] for r < rows, j < n: the terms k < j are
+ * zero and skipped (att_mk_tri), in blocks of NVMAX vectors, each block's sums starting
+ * at its first column; a block's rows of b (at most n x NVMAX VL floats) stay in L1 for
+ * all rows of c, MR at a time */
+static void att_mm_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
+		       const float *b, size_t ldb, int rows, int n)
+{
+	for (int n0 = 0; n0 < n; n0 += NVMAX * VL)
+	for (int i0 = 0; i0 < rows; i0 += MR) {
+		int m = rows - i0 < MR ? rows - i0 : MR;
+		int nn = n - n0 < NVMAX * VL ? n - n0 : NVMAX * VL;
+		int nv = (nn + VL - 1) / VL, tail = nn % VL != 0, K = n - n0;
+		float *cc = c + (size_t)i0 * ldc + n0;
+		const float *aa = a + (size_t)i0 * ars + (size_t)n0 * aks;
+		const float *bb = b + (size_t)n0 * ldb + n0;
+#define ATT_MK(M, NV)                                                                        \
+	case NV:                                                                             \
+		if (tail)                                                                    \
+			att_mk_tri(cc, ldc, aa, ars, aks, bb, ldb, nn, K, M, NV, 1);         \
+		else                                                                         \
+			att_mk_tri(cc, ldc, aa, ars, aks, bb, ldb, nn, K, M, NV, 0);         \
+		break;
+#if NVMAX == 4
+#define ATT_M(M)                                                                             \
+	case M:                                                                              \
+		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) ATT_MK(M, 3) ATT_MK(M, 4) }          \
+		break;
+#else
+#define ATT_M(M)                                                                             \
+	case M:                                                                              \
+		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) }                                    \
+		break;
+#endif
+		switch (m) {
+			ATT_M(1)
+			ATT_M(2)
+			ATT_M(3)
+			ATT_M(4)
+#if MR > 4
+			ATT_M(5)
+			ATT_M(6)
+#endif
+		}
+#undef ATT_M
+#undef ATT_MK
+	}
+}
 #else
 #define MR 4
 /* plain loops: each output sums its terms in order (no FMA contraction in C11 mode) */
@@ -127,6 +239,23 @@ static void att_mm(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
 		}
 		for (int j = 0; j < n; j++)
 			cr[j] *= alpha;
+	}
+}
+
+/* c [r][j] = sum_{j <= k < n} a(r, k) b [k][j]: the terms k < j are zero and skipped */
+static void att_mm_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
+		       const float *b, size_t ldb, int rows, int n)
+{
+	for (int r = 0; r < rows; r++) {
+		float *cr = c + (size_t)r * ldc;
+		for (int j = 0; j < n; j++)
+			cr[j] = 0.0f;
+		for (int k = 0; k < n; k++) {
+			float ak = a[(size_t)r * ars + (size_t)k * aks];
+			const float *bk = b + (size_t)k * ldb;
+			for (int j = 0; j <= k; j++)
+				cr[j] += ak * bk[j];
+		}
 	}
 }
 #endif
@@ -345,15 +474,26 @@ static void ATT_NAME(attn_bwd)(const eng_attn_head *h)
 	int T = h->T, hs = h->hs;
 	for (int r0 = 0; r0 < T; r0 += MR) {
 		int m = T - r0 < MR ? T - r0 : MR, kn = r0 + m;
+		/* dS zeroed up to kz: to its vector's end when att_mm_tri reads it whole */
+		int kz = h->dkt ? (kn + VL - 1) / VL * VL : kn;
+		kz = kz < T ? kz : T;
 		float *dr = h->ds + (size_t)r0 * h->ldds;
 		/* dP = dout v^T, then through the softmax (scaled) */
-		att_mm(dr, h->ldds, h->d + (size_t)r0 * h->ldd, h->ldd, 1, h->vt, h->ldvt, m, kn,
-		       hs, 1.0f);
+		att_mm(dr, h->ldds, h->d + (size_t)r0 * h->d_rs, h->d_rs, h->d_is, h->vt, h->ldvt,
+		       m, kn, hs, 1.0f);
 		att_softmax_bwd_rows(dr, h->ldds, h->att + (size_t)r0 * h->ldatt, h->ldatt, r0, m,
-				     kn, h->scale);
+				     kz, h->scale);
 		/* dq = dS k */
 		att_mm(h->dq + (size_t)r0 * h->lddq, h->lddq, dr, h->ldds, 1, h->k, h->ldk, m, hs,
 		       kn, 1.0f);
+	}
+	if (h->dkt) {
+		/* dv^T [i][j] = sum_{r >= j} dout [r][i] P [r][j], dk^T [i][j] = sum_{r >= j}
+		 * q [r][i] dS [r][j]: the same terms in the same order
+		 * as dv, dk below, the zero ones r < j skipped, so the same bits */
+		att_mm_tri(h->dvt, h->lddvt, h->d, h->d_is, h->d_rs, h->att, h->ldatt, hs, T);
+		att_mm_tri(h->dkt, h->lddkt, h->q, h->q_is, h->q_rs, h->ds, h->ldds, hs, T);
+		return;
 	}
 	for (int j0 = 0; j0 < T; j0 += MR) {
 		int m = T - j0 < MR ? T - j0 : MR, K = T - j0;

@@ -30,8 +30,8 @@ typedef struct eng_attn_head {
 	float *o;                       /* o [T][ldo] (forward) */
 	size_t ldo;
 	/* backward */
-	const float *d;                 /* dout [T][ldd] */
-	size_t ldd;
+	const float *d;                 /* dout [T][ldd]; dout (t, i) at d [t * d_rs + i * d_is] */
+	size_t ldd, d_rs, d_is;         /* (d_rs, d_is other than ldd, 1 only with dkt) */
 	const float *k;                 /* k [T][ldk] */
 	size_t ldk;
 	const float *vt;                /* v^T [hs][ldvt] */
@@ -42,6 +42,10 @@ typedef struct eng_attn_head {
 	size_t ldds;
 	float *dq, *dk, *dv;            /* [T][ldg] each, overwritten */
 	size_t lddq, lddk, lddv;
+	/* dkt, dvt not NULL: dk and dv are made token-minor in place of dk, dv
+	 * (dk^T [hs][lddkt], dv^T [hs][lddvt]), q read through q_rs, q_is (qb unused) */
+	float *dkt, *dvt;
+	size_t lddkt, lddvt;
 } eng_attn_head;
 
 typedef struct eng_kern {

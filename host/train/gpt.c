@@ -855,6 +855,13 @@ void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
 	eng_attention_backward(pool, dqkvt, dout, qkvt, ld, att, scratch, B, T, C, NH);
 }
 
+void attention_backward_tmd_pool(cs_pool *pool, float *dqkvt, const float *doutt,
+				 const float *qkvt, int ld, const float *att, float *scratch,
+				 int B, int T, int C, int NH)
+{
+	eng_attention_backward_tmd(pool, dqkvt, doutt, qkvt, ld, att, scratch, B, T, C, NH);
+}
+
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
 			float *scratch, int B, int T, int C, int NH)
 {
@@ -1354,7 +1361,7 @@ static int tm_reserve(gpt *m, int ld, size_t BT, int res)
 	size_t lnsz = tm_ln_size(m, ld, BT), rsz = eng_blk_size((int)C1, (int)BT);
 	size_t need = (2 * L + 1) * hsz + ((L + 1) * C3 + L * C1) * (size_t)ld + 2 * L * lnsz;
 	if (res)
-		need += (2 * L + 3) * rsz;
+		need += (2 * L + 3) * rsz + C1 * (size_t)ld;
 	if (need > m->tm_cap) {
 		/* rows start on cache lines (ld is a multiple of 16), so threads writing
 		 * different token blocks of a row never share a line */
@@ -1378,6 +1385,7 @@ static int tm_reserve(gpt *m, int ld, size_t BT, int res)
 	m->tm_res2 = res ? m->tm_res + (L + 1) * rsz : NULL;
 	m->tm_dres = res ? m->tm_res2 + L * rsz : NULL;
 	m->tm_dln = res ? m->tm_dres + rsz : NULL;
+	m->tm_datt = res ? m->tm_dln + rsz : NULL;
 	return CS_OK;
 }
 
@@ -1834,14 +1842,15 @@ static int backward_blocks_blk(gpt *m, float *scratch)
 		layernorm_backward_blk_pool(pool, m->tm_dres, g->ln2w + l * C1, g->ln2b + l * C1,
 					    m->tm_dln, res2, p->ln2w + l * C1, a->ln2_mean + l * BT,
 					    a->ln2_rstd + l * BT, (int)BT, C);
-		rc = m->lin->backward_tm(m->lin_ctx, m->datty, NULL, g->attprojw + l * C1 * C,
+		/* attention's dout token-minor, read in place */
+		rc = m->lin->backward_tm(m->lin_ctx, m->tm_datt, NULL, g->attprojw + l * C1 * C,
 					 g->attprojb + l * C1, m->tm_dres, attyt,
 					 p->attprojw + l * C1 * C, l, GPT_ATTN_PROJ, (int)BT, C, C,
 					 ld, 1, dd);
 		if (rc)
 			return rc;
-		attention_backward_tm_pool(pool, m->tm_dqkv, m->datty, qkvt, ld, att, scratch, B, T,
-					   C, NH);
+		attention_backward_tmd_pool(pool, m->tm_dqkv, m->tm_datt, qkvt, ld, att, scratch, B,
+					    T, C, NH);
 		rc = m->lin->backward_tm(m->lin_ctx, m->tm_dln, NULL, g->qkvw + l * C3 * C,
 					 g->qkvb + l * C3, m->tm_dqkv, ln1t, p->qkvw + l * C3 * C,
 					 l, GPT_QKV, (int)BT, C, (int)C3, ld, 1, dd);
@@ -2042,9 +2051,14 @@ int gpt_backward(gpt *m, float loss_scale)
 
 	softmax_crossentropy_backward_pool(pool, m->dlogits, a->probs, m->targets,
 					   loss_scale / (float)BT, (int)BT, V);
-	zero_pool(pool, m->dln, BT * C);
-	matmul_backward_pool(pool, m->dln, g->wte, NULL, m->dlogits, a->lnf, p->wte, (int)BT, C,
-			     V);
+	/* the LM head: dln overwritten (sgemm's beta 0: the bits of adding onto zeros, with no
+	 * zeroing pass), dwte accumulated */
+	struct mm_job lm = { .op = MM_DINP, .out = m->dln, .weight = p->wte, .dout = m->dlogits,
+			     .beta = 0.0f, .N = (int)BT, .C = C, .OC = V };
+	cs_pool_run(pool, matmul_job, &lm);
+	lm = (struct mm_job){ .op = MM_DW, .out = g->wte, .inp = a->lnf, .dout = m->dlogits,
+			      .N = (int)BT, .C = C, .OC = V };
+	cs_pool_run(pool, matmul_job, &lm);
 	zero_pool(pool, m->dresidual, BT * C);
 	const float *residual = a->residual3 + (L - 1) * BT * C;
 	layernorm_backward_pool(pool, m->dresidual, g->lnfw, g->lnfb, m->dln, residual, p->lnfw,

@@ -91,8 +91,8 @@ typedef struct gpt_linear_ops {
 	 * same ld), the residual stream, its gradient, the LayerNorm outputs and their
 	 * gradients are blocked too ([nblk][C][ENG_TB]); then GPT_QKV and GPT_FC take x and
 	 * give dx blocked, GPT_ATTN_PROJ and GPT_FC_PROJ give y (with res blocked) and take
-	 * dy blocked, and db is taken for all four (attn.proj's dx stays token-major for
-	 * attention). blk = 0: the layouts above. */
+	 * dy blocked, and db is taken for all four (attn.proj's dx token-minor [C][ld],
+	 * rows, which attention reads in place). blk = 0: the layouts above. */
 	int res_blocked;
 } gpt_linear_ops;
 
@@ -192,6 +192,7 @@ typedef struct gpt {
 	float *tm_res2;         /* [L] the residual after attention */
 	float *tm_dres;         /* the residual stream's gradient */
 	float *tm_dln;          /* a LayerNorm output's gradient */
+	float *tm_datt;         /* [C, ld] attention's output's gradient (attn.proj's dx) */
 	int *inputs, *targets;  /* [B, T] copies of the last forward's batch */
 	int cur_B, cur_T;
 	float mean_loss;        /* of the last forward with targets, else -1 */
@@ -272,6 +273,10 @@ void attention_forward_tmo_pool(cs_pool *pool, float *outt, float *att, const fl
 void attention_backward_tm_pool(cs_pool *pool, float *dqkvt, const float *dout,
 				const float *qkvt, int ld, const float *att, float *scratch,
 				int B, int T, int C, int NH);
+/* ... and dout token-minor [C][ld] (columns B*T..ld-1 not read); the same bits */
+void attention_backward_tmd_pool(cs_pool *pool, float *dqkvt, const float *doutt,
+				 const float *qkvt, int ld, const float *att, float *scratch,
+				 int B, int T, int C, int NH);
 void attention_forward_ref(float *out, float *att, const float *qkv, int B, int T, int C,
 			   int NH);
 void attention_backward_ref(float *dqkv, const float *dout, const float *qkv,

@@ -478,9 +478,10 @@ static int nat_backward_tm(void *ctx, float *dx, const float *dx_mul, float *dw,
 	if (blk) { /* the blocked residual stream (gpt_linear_ops.res_blocked) */
 		int dy_tm = proj == GPT_QKV ? ENG_TM_ROWS : ENG_TM_BLOCKED;
 		int x_tm = proj == GPT_ATTN_PROJ ? ENG_TM_ROWS : ENG_TM_BLOCKED;
-		/* dx: attention's gradient token-major (attn.proj), else blocked (fc's dY
-		 * times GELU' for mlp.proj; the LayerNorm's dY for qkv and fc) */
-		int dx_tm = proj == GPT_ATTN_PROJ ? 0 : ENG_TM_BLOCKED;
+		/* dx: attention's gradient as rows (attn.proj: attention reads it per head in
+		 * place), else blocked (fc's dY times GELU' for mlp.proj; the LayerNorm's dY
+		 * for qkv and fc) */
+		int dx_tm = proj == GPT_ATTN_PROJ ? ENG_TM_ROWS : ENG_TM_BLOCKED;
 		rc = dx_mul ? eng_spmm_mul(n->e, dx, dx_tm, dx_mul, s, 1, dy, dy_tm, BT, NULL)
 			    : eng_spmm_ex(n->e, dx, dx_tm, s, 1, dy, dy_tm, BT, NULL);
 		if (rc)

@@ -132,9 +132,10 @@ static void check_shape(const shape *s, cs_pool *pool, int nth)
 	float *qkv = malloc(NQ * 4), *qkvt = malloc((size_t)C3 * ld * 4), *dout = malloc(NO * 4);
 	float *out = malloc(NO * 4), *out2 = malloc(NO * 4), *att = malloc(NA * 4);
 	float *att2 = malloc(NA * 4), *dq = malloc(NQ * 4), *dqt = malloc((size_t)C3 * ld * 4);
+	float *doutt = malloc((size_t)C * ld * 4);
 	float *sc = malloc(sizeof(float) * (size_t)nth * eng_attention_scratch(T, C / NH));
 	double *rout = malloc(NO * 8), *ratt = malloc(NA * 8), *rdq = malloc(NQ * 8);
-	assert_true(qkv && qkvt && dout && out && out2 && att && att2 && dq && dqt && sc);
+	assert_true(qkv && qkvt && dout && out && out2 && att && att2 && dq && dqt && sc && doutt);
 	assert_true(rout && ratt && rdq);
 	for (size_t i = 0; i < NQ; i++)
 		qkv[i] = 1.5f * rnd_f();
@@ -164,14 +165,32 @@ static void check_shape(const shape *s, cs_pool *pool, int nth)
 	eng_attention_forward(pool, out2, att2, qkvt, ld, sc, B, T, C, NH);
 	assert_memory_equal(out2, out, NO * 4);
 	assert_memory_equal(att2, att, NA * 4);
+	/* the scratch poisoned: the kernel reads none of it before writing it */
+	for (size_t i = 0; i < (size_t)nth * eng_attention_scratch(T, C / NH); i++)
+		sc[i] = NAN;
 	eng_attention_backward(pool, dqt, dout, qkvt, ld, att, sc, B, T, C, NH);
 	for (int i = 0; i < C3; i++)
 		for (int t = 0; t < ld; t++) {
 			float want = t < BT ? dq[(size_t)t * C3 + i] : 7.0f;
 			assert_true(memcmp(&dqt[(size_t)i * ld + t], &want, 4) == 0);
 		}
+
+	/* dout token-minor too (its padding NaN: not read): the same bits */
+	for (int i = 0; i < C; i++)
+		for (int t = 0; t < ld; t++)
+			doutt[(size_t)i * ld + t] = t < BT ? dout[(size_t)t * C + i] : NAN;
+	for (size_t i = 0; i < (size_t)C3 * ld; i++)
+		dqt[i] = 7.0f;
+	for (size_t i = 0; i < (size_t)nth * eng_attention_scratch(T, C / NH); i++)
+		sc[i] = NAN;
+	eng_attention_backward_tmd(pool, dqt, doutt, qkvt, ld, att, sc, B, T, C, NH);
+	for (int i = 0; i < C3; i++)
+		for (int t = 0; t < ld; t++) {
+			float want = t < BT ? dq[(size_t)t * C3 + i] : 7.0f;
+			assert_true(memcmp(&dqt[(size_t)i * ld + t], &want, 4) == 0);
+		}
 	free(qkv), free(qkvt), free(dout), free(out), free(out2), free(att), free(att2);
-	free(dq), free(dqt), free(sc), free(rout), free(ratt), free(rdq);
+	free(dq), free(dqt), free(sc), free(rout), free(ratt), free(rdq), free(doutt);
 }
 
 static void test_attention_all_isas(void **state)
