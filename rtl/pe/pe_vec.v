@@ -495,7 +495,9 @@ module pe_vec #(
   logic         d_act, d_end, d_gath;
   logic [15:0]  d_idx, d_e, d_off, d_a;
   logic [LW:0]  d_lanes;
+  logic         step, step2;  // an element (step2: a pair) issued: the shared advance
   always_comb begin
+    step = 1'b0; step2 = 1'b0;
     busy_d = busy_q; ins_d = ins_q; ra_d = ra_q; rb_d = rb_q; sa_d = sa_q; sb_d = sb_q;
     len_d = len_q; ptr_d = ptr_q; cnt_d = cnt_q; tid_d = tid_q; q_d = q_q; w_d = w_q;
     dat_d = dat_q; adr_d = adr_q; t_d = t_q; n_d = n_q; aa_d = aa_q; ba_d = ba_q; ph_d = ph_q;
@@ -719,13 +721,9 @@ module pe_vec #(
             done_o = 1'b1; busy_d = 1'b0;
           end else if (!infl_wb) begin
             b_we_o = 1'b1; b_waddr_o = BAW'(n_ptr); b_wdata_o = 32'd0;
-            if (n_two) begin
+            step = 1'b1; step2 = n_two;
+            if (step2) begin
               b_we2_o = 1'b1; b_waddr2_o = n_ptr1; b_wdata2_o = 32'd0;
-              n_d = n_q + 16'd2;
-              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
-            end else begin
-              n_d = n_q + 16'd1;
-              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
             end
           end
         end
@@ -737,15 +735,11 @@ module pe_vec #(
             b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
             rv_d = 1'b1; rk_d = KVfma; rwen_d = 1'b1;
             rwa_d = BAW'(n_ptr); rval_d = {adr_q, dat_q[15:0]};
-            if (vf_pair) begin
+            step = 1'b1; step2 = vf_pair;
+            if (step2) begin
               mac2_o = 1'b1;
               b_re3_o = 1'b1; b_raddr3_o = BAW'(n_src1);
               rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
-              n_d = n_q + 16'd2;
-              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
-            end else begin
-              n_d = n_q + 16'd1;
-              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
             end
           end
         end else if (xop == 3'd2) begin  // vsum2 rd / vdot2 rd, rs (rs != 0: the q op reads
@@ -854,18 +848,14 @@ module pe_vec #(
               rv_d = 1'b1; rk_d = KVmac; rah_d = n_a[0]; rzf_d = ph_q;
               rwen_d = 1'b1; rwa_d = BAW'(n_ptr);
               ph_d = 1'b0;
-              if (ph_q ? (ph2_q && !hz(n_src1)) : vm_pair) begin
+              step = 1'b1; step2 = ph_q ? (ph2_q && !hz(n_src1)) : vm_pair;
+              if (step2) begin
                 // split banks: x and c pairs on ports 1/3 and 2/4; one bank: x's pair, c's
                 // read ahead
                 mac2_o = 1'b1;
                 b_re3_o = 1'b1; b_raddr3_o = BAW'(n_src1);
                 if (!ph_q) begin b_re4_o = 1'b1; b_raddr4_o = BAW'(n_rd1); end
                 rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
-                n_d = n_q + 16'd2;
-                if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
-              end else begin
-                n_d = n_q + 16'd1;
-                if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
               end
             end
           end else if (!hz(BAW'(n_rd))) begin
@@ -901,15 +891,11 @@ module pe_vec #(
             b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
             rv_d = 1'b1; rk_d = KAxpy; rah_d = n_a[0]; rwen_d = 1'b1;
             rwa_d = BAW'(n_ptr); rval_d = {16'd0, dat_q[15:0]};
-            if (vx_pair) begin
+            step = 1'b1; step2 = vx_pair;
+            if (step2) begin
               mac2_o = 1'b1;
               b_re3_o = 1'b1; b_raddr3_o = BAW'(n_ptr1);
               rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
-              n_d = n_q + 16'd2;
-              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
-            end else begin
-              n_d = n_q + 16'd1;
-              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
             end
           end
         end else if (ins_q[2:0] == 3'd5 && vd2) begin  // vmul rd, rs (cvt.bh's code, rs != 0):
@@ -920,14 +906,10 @@ module pe_vec #(
             a_en_o = 1'b1; a_addr_o = AAW'(n_a[15:1]);
             rv_d = 1'b1; rk_d = KVmul; rah_d = n_a[0]; rwen_d = 1'b1;
             rwa_d = BAW'(n_ptr); rval_d = {16'd0, dat_q[15:0]};
-            if (n_two && !n_a[0]) begin
+            step = 1'b1; step2 = n_two && !n_a[0];
+            if (step2) begin
               mac2_o = 1'b1;
               rv2_d = 1'b1; rwa2_d = BAW'(n_ptr1);
-              n_d = n_q + 16'd2;
-              if (n_end2) begin done_o = 1'b1; busy_d = 1'b0; end
-            end else begin
-              n_d = n_q + 16'd1;
-              if (n_last) begin done_o = 1'b1; busy_d = 1'b0; end
             end
           end
         end else if (ins_q[2:0] == 3'd5) begin  // cvt.bh rd: as cvt.bf, the words written at R
@@ -972,6 +954,12 @@ module pe_vec #(
           done_o = 1'b1; busy_d = 1'b0;
         end
       endcase
+    end
+    // the two lanes' advance (fill, vfma, vmac, vaxpy, vmul): by two, finishing on the
+    // pair's end, or by one, finishing on the last element
+    if (step) begin
+      n_d = n_q + (step2 ? 16'd2 : 16'd1);
+      if (step2 ? n_end2 : n_last) begin done_o = 1'b1; busy_d = 1'b0; end
     end
   end
 
