@@ -24,6 +24,24 @@
 #endif
 
 #ifndef ATT_SCALAR
+/* One term k of att_mk's sums: b's row bk (NV vectors, the last nt lanes when TAIL) times
+ * the M entries a(r, k) at ak [r * ars], onto the accumulators. */
+AI void att_mk_step(vf acc[MR][NVMAX], const float *bk, const float *ak, size_t ars, int nt,
+		    const int M, const int NV, const int TAIL)
+{
+	vf bv[NVMAX];
+#pragma GCC unroll 8
+	for (int v = 0; v < NV; v++)
+		bv[v] = TAIL && v == NV - 1 ? vload_n(bk + v * VL, nt, 0.0f) : vloadu(bk + v * VL);
+#pragma GCC unroll 8
+	for (int r = 0; r < M; r++) {
+		vf ar = vset1(ak[(size_t)r * ars]);
+#pragma GCC unroll 8
+		for (int v = 0; v < NV; v++)
+			acc[r][v] = vfmadd(ar, bv[v], acc[r][v]);
+	}
+}
+
 /* c [r][0..n) = alpha * sum_{k < K} a(r, k) b [k][0..n) for r < M, a(r, k) at
  * a [r * ars + k * aks]: the M x NV accumulators stay in registers over k; each k loads
  * b's NV vectors (the last partial when TAIL) and broadcasts M entries of a. */
@@ -37,22 +55,8 @@ AI void att_mk(float *c, size_t ldc, const float *a, size_t ars, size_t aks, con
 #pragma GCC unroll 8
 		for (int v = 0; v < NV; v++)
 			acc[r][v] = vzero();
-	for (int k = 0; k < K; k++) {
-		const float *bk = b + (size_t)k * ldb;
-		vf bv[NVMAX];
-#pragma GCC unroll 8
-		for (int v = 0; v < NV; v++)
-			bv[v] = TAIL && v == NV - 1 ? vload_n(bk + v * VL, nt, 0.0f)
-						    : vloadu(bk + v * VL);
-		const float *ak = a + (size_t)k * aks;
-#pragma GCC unroll 8
-		for (int r = 0; r < M; r++) {
-			vf ar = vset1(ak[(size_t)r * ars]);
-#pragma GCC unroll 8
-			for (int v = 0; v < NV; v++)
-				acc[r][v] = vfmadd(ar, bv[v], acc[r][v]);
-		}
-	}
+	for (int k = 0; k < K; k++)
+		att_mk_step(acc, b + (size_t)k * ldb, a + (size_t)k * aks, ars, nt, M, NV, TAIL);
 	vf al = vset1(alpha);
 #pragma GCC unroll 8
 	for (int r = 0; r < M; r++)
@@ -146,22 +150,8 @@ AI void att_mk_tri(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
 			}
 		}
 	}
-	for (int k = NV * VL; k < K; k++) {
-		const float *bk = b + (size_t)k * ldb;
-		vf bv[NVMAX];
-#pragma GCC unroll 8
-		for (int v = 0; v < NV; v++)
-			bv[v] = TAIL && v == NV - 1 ? vload_n(bk + v * VL, nt, 0.0f)
-						    : vloadu(bk + v * VL);
-		const float *ak = a + (size_t)k * aks;
-#pragma GCC unroll 8
-		for (int r = 0; r < M; r++) {
-			vf ar = vset1(ak[(size_t)r * ars]);
-#pragma GCC unroll 8
-			for (int v = 0; v < NV; v++)
-				acc[r][v] = vfmadd(ar, bv[v], acc[r][v]);
-		}
-	}
+	for (int k = NV * VL; k < K; k++)
+		att_mk_step(acc, b + (size_t)k * ldb, a + (size_t)k * aks, ars, nt, M, NV, TAIL);
 #pragma GCC unroll 8
 	for (int r = 0; r < M; r++)
 #pragma GCC unroll 8
