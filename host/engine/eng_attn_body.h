@@ -42,6 +42,27 @@ AI void att_mk_step(vf acc[MR][NVMAX], const float *bk, const float *ak, size_t 
 	}
 }
 
+/* The register-blocked kernels' dispatch on a block's m <= MR rows and nv <= NVMAX vectors:
+ * each case is ATT_MK(M, NV), which the calling function defines. */
+#if NVMAX == 4
+#define ATT_M(M)                                                                             \
+	case M:                                                                              \
+		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) ATT_MK(M, 3) ATT_MK(M, 4) }          \
+		break;
+#elif NVMAX == 2
+#define ATT_M(M)                                                                             \
+	case M:                                                                              \
+		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) }                                    \
+		break;
+#else
+#error "NVMAX is 2 or 4"
+#endif
+#if MR > 4
+#define ATT_DISPATCH(m) switch (m) { ATT_M(1) ATT_M(2) ATT_M(3) ATT_M(4) ATT_M(5) ATT_M(6) }
+#else
+#define ATT_DISPATCH(m) switch (m) { ATT_M(1) ATT_M(2) ATT_M(3) ATT_M(4) }
+#endif
+
 /* c [r][0..n) = alpha * sum_{k < K} a(r, k) b [k][0..n) for r < M, a(r, k) at
  * a [r * ars + k * aks]: the M x NV accumulators stay in registers over k; each k loads
  * b's NV vectors (the last partial when TAIL) and broadcasts M entries of a. */
@@ -86,30 +107,7 @@ static void att_mm(float *c, size_t ldc, const float *a, size_t ars, size_t aks,
 		else                                                                         \
 			att_mk(cc, ldc, a, ars, aks, bb, ldb, nn, K, alpha, M, NV, 0);       \
 		break;
-#if NVMAX == 4
-#define ATT_M(M)                                                                             \
-	case M:                                                                              \
-		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) ATT_MK(M, 3) ATT_MK(M, 4) }          \
-		break;
-#elif NVMAX == 2
-#define ATT_M(M)                                                                             \
-	case M:                                                                              \
-		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) }                                    \
-		break;
-#else
-#error "NVMAX is 2 or 4"
-#endif
-		switch (m) {
-			ATT_M(1)
-			ATT_M(2)
-			ATT_M(3)
-			ATT_M(4)
-#if MR > 4
-			ATT_M(5)
-			ATT_M(6)
-#endif
-		}
-#undef ATT_M
+		ATT_DISPATCH(m)
 #undef ATT_MK
 	}
 }
@@ -186,31 +184,12 @@ static void att_mm_tri(float *c, size_t ldc, const float *a, size_t ars, size_t 
 		else                                                                         \
 			att_mk_tri(cc, ldc, aa, ars, aks, bb, ldb, nn, K, M, NV, 0);         \
 		break;
-#if NVMAX == 4
-#define ATT_M(M)                                                                             \
-	case M:                                                                              \
-		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) ATT_MK(M, 3) ATT_MK(M, 4) }          \
-		break;
-#else
-#define ATT_M(M)                                                                             \
-	case M:                                                                              \
-		switch (nv) { ATT_MK(M, 1) ATT_MK(M, 2) }                                    \
-		break;
-#endif
-		switch (m) {
-			ATT_M(1)
-			ATT_M(2)
-			ATT_M(3)
-			ATT_M(4)
-#if MR > 4
-			ATT_M(5)
-			ATT_M(6)
-#endif
-		}
-#undef ATT_M
+		ATT_DISPATCH(m)
 #undef ATT_MK
 	}
 }
+#undef ATT_DISPATCH
+#undef ATT_M
 #else
 #define MR 4
 /* plain loops: each output sums its terms in order (no FMA contraction in C11 mode) */
