@@ -1028,6 +1028,21 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	return CS_OK;
 }
 
+/* The words of a write into A that kernel w hides on t rows of every PE (a carried write goes
+ * between the kernel's majors, at most the work the PEs have queued less the next wavelet's
+ * trip, docs/driver.md): per major about min(8, its nonzeros) t cycles less 8 + Rows + Cols
+ * + 10, no more than the kernel's nnz t cycles. fwd: w's majors are its inputs (else its
+ * outputs). */
+static double carry_words(const train_resident *r, const csd_sparse *w, int fwd, int t)
+{
+	csd_info info;
+	if (csd_get_info(r->dev, &info) || w->nnz <= 0)
+		return 0;
+	double nmaj = fwd ? w->n_in : w->n_out, per = w->nnz / nmaj, q = per < 8 ? per : 8;
+	double h = nmaj * (q * t - (18 + info.rows + info.cols)), cap = (double)w->nnz * t;
+	return h < 0 ? 0 : h > cap ? cap : h;
+}
+
 /*
  * A transfer of every PE's tp rows of C bf16 (P C / 2 words a row) into A by parts of rows,
  * the first on its own, each other one while kernel w computes on the rows of the part
@@ -1048,16 +1063,14 @@ static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int 
 	cut[1] = tp;
 	if (csd_get_info(r->dev, &info) || tp < 2)
 		return 1;
-	double row = (double)r->P * c->n_embd / 2, nmaj = fwd ? w->n_in : w->n_out;
-	double per = w->nnz / nmaj, q = per < 8 ? per : 8, lat = 18 + info.rows + info.cols;
+	double row = (double)r->P * c->n_embd / 2;
 	double best_e = tp;
 	int best_n = 1;
 	for (int a = 1; a < tp; a++) {
 		int cu[MAXPARTS + 1] = { 0, a }, n = 1, cur = a, left = tp - a;
 		double e = a;
 		while (left > 0) {
-			double h = nmaj * (q * cur - lat), cap = (double)w->nnz * cur;
-			h = (h < 0 ? 0 : h > cap ? cap : h) / row;
+			double h = carry_words(r, w, fwd, cur) / row;
 			int nxt = left;
 			if (h < left && h >= 1 && n < MAXPARTS - 1)
 				nxt = (int)h;
@@ -1371,6 +1384,28 @@ static void qkv_grad16(uint16_t *dst, const float *dqkv, int BT, int C, int k, i
 				nm_bf16_from_f32(dqkv[(size_t)t * 3 * C + k * C + c0 + j]);
 }
 
+/* Columns [c0, c0 + w) of gradient k (q, k, v) down as bf16 into region d's same columns,
+ * left to the next kernel (csd_write_tokens_next); none for w 0. */
+static int write_cols(train_resident *r, uint16_t *buf, const csd_region *d, int k, int c0,
+		      int w, int BT)
+{
+	if (w <= 0)
+		return CS_OK;
+	csd_region dc = { d->mem, d->base + (uint32_t)c0, d->stride, (uint32_t)w };
+	qkv_grad16(buf, r->m->dqkv, BT, r->m->cfg.n_embd, k, c0, w);
+	return csd_write_tokens_next(r->dev, &dc, buf, BT);
+}
+
+/* The columns of a write of every PE's tp rows (P tp / 2 words a column) that kernel w (fwd:
+ * its majors its inputs, else its outputs) hides (carry_words), even, at most C. */
+static int carry_cols(const train_resident *r, int tp, const csd_sparse *w, int fwd)
+{
+	int C = r->m->cfg.n_embd;
+	double n = carry_words(r, w, fwd, tp) / ((double)r->P * tp / 2);
+	int c = n >= C ? C : 2 * (int)(n / 2);
+	return c;
+}
+
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
 static int block_backward(train_resident *r, int l, int B, int T, float *scratch,
 			  float *dx_out)
@@ -1487,38 +1522,46 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	 * dW computes (B's other bank) */
 	TRY(dy_prepare(r, tp, NULL, lo->a_dy));
 	int H = C / 2, split = heads_split(r);
+	/* dq, dk and dv go down into A once each: dq and dv into a free A tile (one of the dead
+	 * pre tiles, small, or the dpre tile), dk into S once proj's input gradient read it */
+	csd_region dyq[2] = { dya, rg(CSD_MEM_A, lo->small ? tile_pre(r, l, 1) : lo->a_dp, C) };
 	if (split) {
-		/* by proj's column blocks (the heads' groups; the same chains): group 0's
-		 * gradient into the output tile, then group 1's into dln (the other bank) while
-		 * group 0's streams up, then group 1's up during proj's dW */
+		/* by proj's column blocks (the heads' groups; the same chains), each group's
+		 * input gradient then its dW: group 0's gradient into the output tile, up packed
+		 * while proj's first dW computes; dq's group 0 down while group 1's gradient
+		 * computes into dln (the other bank), which streams up during proj's second dW.
+		 * The reads ride on wgrads, the writes on input gradients (a write a wgrad
+		 * carries goes only between a batch's majors and slows it) */
 		csd_region th = rg(CSD_MEM_B, lo->b_tile, (uint32_t)H);
 		csd_region dh = rg(CSD_MEM_B, lo->b_dln, (uint32_t)H);
 		uint32_t e1 = 2 * lo->b_tile + (uint32_t)(tp * H);
 		csd_region d0 = rg(CSD_MEM_BH, 2 * lo->b_tile, (uint32_t)H);
 		csd_region d1 = rg(CSD_MEM_BH, e1, (uint32_t)H);
+		float *gw = g->attprojw + l * C1 * C1;
 		TRY(csd_backward_region(r->dev, &th, &dya, &b[BPH], BT, CSD_OVERWRITE));
 		gather_sum(r, g->attprojb + l * C1);
 		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_tile, H));
 		TRY(csd_read_tokens_next(r->dev, r->h16, &d0, BT));
-		TRY(csd_backward_region(r->dev, &dh, &dya, &b[BPH + 1], BT, CSD_OVERWRITE));
-		TRY(convert_w(r, tp, 1, lo->b_dln, e1, H));
-		TRY(csd_read_tokens_next(r->dev, r->h16 + (size_t)BT * H, &d1, BT));
-		/* proj's dW by column blocks too: the first carries group 1's read; group 0's
-		 * attention backward, its dq down during the second */
-		float *gw = g->attprojw + l * C1 * C1;
 		TRY(wgrad_xs(r, gw, C, 0, 0, &b[BPH], BT, st_att(r, l), C, C, 2 * lo->b_bh));
-		for (int t = 0; t < BT; t++)
-			for (int h = 0; h < 2; h++)
+		for (int h = 0; h < 2; h++) {
+			if (h) {
+				TRY(convert_w(r, tp, 1, lo->b_dln, e1, H));
+				TRY(csd_read_tokens_next(r->dev, r->h16 + (size_t)BT * H, &d1, BT));
+				TRY(wgrad_xs(r, gw, C, 0, H, &b[BPH + 1], BT,
+					     st_att(r, l) + (uint32_t)H, C, C, 2 * lo->b_bh));
+			}
+			for (int t = 0; t < BT; t++)
 				nm_bf16_to_f32_array(m->datty + (size_t)t * C + h * H,
 						     r->h16 + (size_t)h * BT * H + (size_t)t * H,
 						     (size_t)H);
-		attention_backward_group(r, qkv, attp, scratch, B, T, 0);
-		csd_region q0 = { CSD_MEM_A, dya.base, C, (uint32_t)H };
-		qkv_grad16(r->g16, m->dqkv, BT, C, 0, 0, H);
-		TRY(csd_write_tokens_next(r->dev, &q0, r->g16, BT));
-		TRY(wgrad_xs(r, gw, C, 0, H, &b[BPH + 1], BT, st_att(r, l) + (uint32_t)H, C, C,
-			     2 * lo->b_bh));
-		attention_backward_group(r, qkv, attp, scratch, B, T, 1);
+			attention_backward_group(r, qkv, attp, scratch, B, T, h);
+			if (h)
+				break;
+			csd_region q0 = { CSD_MEM_A, dyq[1].base, C, (uint32_t)H };
+			qkv_grad16(r->g16, m->dqkv, BT, C, 0, 0, H);
+			TRY(csd_write_tokens_next(r->dev, &q0, r->g16, BT));
+			TRY(csd_backward_region(r->dev, &dh, &dya, &b[BPH + 1], BT, CSD_OVERWRITE));
+		}
 	} else {
 		TRY(csd_backward_region(r->dev, &tile, &dya, wp, BT, CSD_OVERWRITE));
 		gather_sum(r, g->attprojb + l * C1);
@@ -1542,48 +1585,37 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 	 * gradient computes (a write A takes beside the kernel's reads on pe,
 	 * csd_write_tokens_next), so they alternate between S and a free A tile: one of the
 	 * dead pre tiles (small) or the dpre tile */
-	csd_region dyq[2] = { dya, rg(CSD_MEM_A, lo->small ? tile_pre(r, l, 1) : lo->a_dp, C) };
 	uint16_t pw[9] = { (uint16_t)C, (uint16_t)tp, (uint16_t)lo->a_dy, (uint16_t)C,
 			   (uint16_t)lo->b_tile, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero,
 			   (uint16_t)(2 * lo->b_bh) };
 	if (split) {
-		/* by head groups (dq's group 0 went down during proj's dW): q's input gradient
-		 * by row halves (the same chains), the first carrying dq's group 1 down; then q
-		 * whole in A: widened, packed, its dW carrying dk's group 0, q's second half dk's
-		 * group 1; k's dW carries dv's group 0, k's input gradient dv's group 1 */
-		const csd_region *dq = &dyq[0], *dk = &dyq[1], *dv = &dyq[0];
-		csd_region q[2], vh[2];
-		for (int h = 0; h < 2; h++) {
+		/* by head groups (dq's group 0 went down during proj's second input gradient):
+		 * q's input gradient by row halves (the same chains), the first carrying dq's
+		 * group 1 down, the second dk's first kc columns; q widened and packed
+		 * (cvt_fbh), its dW carrying the rest of dk; k's input gradient carrying dv's
+		 * first vc columns, k's dW the rest. kc and vc: what the input gradient hides
+		 * (carry_cols), the rest on the wgrad (whose batches hide less) */
+		const csd_region *dq = &dyq[1], *dk = &dyq[0], *dv = &dyq[1];
+		csd_region q[2];
+		for (int h = 0; h < 2; h++)
 			q[h] = (csd_region){ CSD_MEM_A, dq->base + (uint32_t)(h * H), C, (uint32_t)H };
-			vh[h] = (csd_region){ CSD_MEM_A, dv->base + (uint32_t)(h * H), C, (uint32_t)H };
-		}
-		uint16_t *h0 = r->h16, *h1 = r->h16 + (size_t)BT * H;
+		uint16_t *h0 = r->h16, *h1 = r->h16 + (size_t)BT * C;
 		qkv_grad16(h0, m->dqkv, BT, C, 0, H, H);
 		TRY(csd_write_tokens_next(r->dev, &q[1], h0, BT));
 		TRY(csd_backward_region(r->dev, &dln, &q[0], &b[BQH], BT, CSD_OVERWRITE));
+		int kc = carry_cols(r, tp, &b[BQH + 1], 0), vc = carry_cols(r, tp, &b[BQKV + 1], 0);
+		TRY(write_cols(r, h1, dk, 1, 0, kc, BT));
+		TRY(csd_backward_region(r->dev, &dln, &q[1], &b[BQH + 1], BT, CSD_ACCUMULATE));
 		pw[2] = (uint16_t)dq->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-		/* dk: its first kc columns during q's dW, the rest during q's second half: kc
-		 * 3C/4 (C % 8 == 0) where q's dW is at most half dense (it computes twice as
-		 * long as the half; a denser wgrad's batches span few majors, and its carried
-		 * write goes only between a batch's majors), else C/2 */
-		int kc = C % 8 || 2 * (int64_t)b[BQKV].nnz > (int64_t)C * C ? H : H + C / 4;
-		csd_region ka = { CSD_MEM_A, dk->base, C, (uint32_t)kc };
-		csd_region kb = { CSD_MEM_A, dk->base + (uint32_t)kc, C, (uint32_t)(C - kc) };
-		qkv_grad16(h1, m->dqkv, BT, C, 1, 0, kc);
-		TRY(csd_write_tokens_next(r->dev, &ka, h1, BT));
+		TRY(write_cols(r, h0, dk, 1, kc, C - kc, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 0, 0, &b[BQKV], BT, st_y1(r, l), C));
-		qkv_grad16(h0, m->dqkv, BT, C, 1, kc, C - kc);
-		TRY(csd_write_tokens_next(r->dev, &kb, h0, BT));
-		TRY(csd_backward_region(r->dev, &dln, &q[1], &b[BQH + 1], BT, CSD_ACCUMULATE));
 		pw[2] = (uint16_t)dk->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-		qkv_grad16(h1, m->dqkv, BT, C, 2, 0, H);
-		TRY(csd_write_tokens_next(r->dev, &vh[0], h1, BT));
-		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, C, 0, &b[BQKV + 1], BT, st_y1(r, l), C));
-		qkv_grad16(h0, m->dqkv, BT, C, 2, H, H);
-		TRY(csd_write_tokens_next(r->dev, &vh[1], h0, BT));
+		TRY(write_cols(r, h1, dv, 2, 0, vc, BT));
 		TRY(csd_backward_region(r->dev, &dln, dk, &b[BQKV + 1], BT, CSD_ACCUMULATE));
+		TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
+		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, C, 0, &b[BQKV + 1], BT, st_y1(r, l), C));
 		pw[2] = (uint16_t)dv->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
 		if (!dx_out)
