@@ -1614,14 +1614,34 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
 		TRY(write_cols(r, h1, dv, 2, 0, vc, BT));
 		TRY(csd_backward_region(r->dev, &dln, dk, &b[BQKV + 1], BT, CSD_ACCUMULATE));
-		TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
+		/* dv's rest: on v's first row half (group 0's columns, the same chains) where it
+		 * lies in group 1's columns, that half hides it and v's row block is at most a
+		 * quarter dense (a denser one's extra call costs more than k's dW loses carrying
+		 * the rest), else on k's dW */
+		int vh = vc >= H && vc < C && C - vc <= carry_cols(r, tp, &b[BVH], 0) &&
+			 4 * (int64_t)b[BQKV + 2].nnz <= (int64_t)C * C;
+		if (!vh)
+			TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, C, 0, &b[BQKV + 1], BT, st_y1(r, l), C));
-		pw[2] = (uint16_t)dv->base;
-		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-		if (!dx_out)
-			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT,
-				  st_y1(r, l), C));
-		TRY(csd_backward_region(r->dev, &dln, dv, &b[BQKV + 2], BT, CSD_ACCUMULATE));
+		if (vh) {
+			csd_region v0 = { CSD_MEM_A, dv->base, C, (uint32_t)H };
+			csd_region v1 = { CSD_MEM_A, dv->base + (uint32_t)H, C, (uint32_t)H };
+			TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
+			TRY(csd_backward_region(r->dev, &dln, &v0, &b[BVH], BT, CSD_ACCUMULATE));
+			pw[2] = (uint16_t)dv->base;
+			TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+			if (!dx_out)
+				TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT,
+					  st_y1(r, l), C));
+			TRY(csd_backward_region(r->dev, &dln, &v1, &b[BVH + 1], BT, CSD_ACCUMULATE));
+		} else {
+			pw[2] = (uint16_t)dv->base;
+			TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+			if (!dx_out)
+				TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT,
+					  st_y1(r, l), C));
+			TRY(csd_backward_region(r->dev, &dln, dv, &b[BQKV + 2], BT, CSD_ACCUMULATE));
+		}
 	}
 	for (int k = 0; !split && k < 3; k++) {
 		const csd_region *dyk = &dyq[k & 1];
