@@ -924,6 +924,39 @@ static void attention_backward_group(train_resident *r, const float *qkv, const 
 			       sizeof(float) * H);
 }
 
+/* The words of a write into A that kernel w hides on t rows of every PE (a carried write goes
+ * between the kernel's majors, at most the work the PEs have queued less the next wavelet's
+ * trip, docs/driver.md): per major about min(8, its nonzeros) t cycles less 8 + Rows + Cols
+ * + 10, no more than the kernel's nnz t cycles. fwd: w's majors are its inputs (else its
+ * outputs). */
+static double carry_words(const train_resident *r, const csd_sparse *w, int fwd, int t)
+{
+	csd_info info;
+	if (csd_get_info(r->dev, &info) || w->nnz <= 0)
+		return 0;
+	double nmaj = fwd ? w->n_in : w->n_out, per = w->nnz / nmaj, q = per < 8 ? per : 8;
+	double h = nmaj * (q * t - (18 + info.rows + info.cols)), cap = (double)w->nnz * t;
+	return h < 0 ? 0 : h > cap ? cap : h;
+}
+
+/* Whether group 0's attention output goes down on its own, q1's and k1's reads riding on
+ * k1 and v1 (read and write H columns of every PE's tp rows, r words; k1's and v1's row
+ * blocks nnz tp cycles), not the write on k1 and both reads on v1: where the estimate says
+ * w + max(k1, r) + max(v1, r) < k1 + (r - what k1 hides, carry_words) + max(v1, 2 r), the
+ * reads carried in B's other bank (a carried write waits out the host port: where the kernel
+ * hides little of it, the link idles). */
+static int att0_alone(const train_resident *r, int tp, const csd_sparse *b)
+{
+	if (!bh_carried(r))
+		return 0;
+	double w = (double)r->P * tp * (r->m->cfg.n_embd / 2) / 2;
+	double k = (double)b[BKH + 1].nnz * tp, v = (double)b[BVH + 1].nnz * tp;
+	double hid = carry_words(r, &b[BKH + 1], 1, tp);
+	double alone = w + (k > w ? k : w) + (v > w ? v : w);
+	double carried = k + (w > hid ? w - hid : 0) + (v > 2 * w ? v : 2 * w);
+	return alone < carried;
+}
+
 /*
  * q, k, v, attention and proj of block l by head groups (heads_split): row blocks of C / 2
  * outputs in the order q0 k0 v0 q1 k1 v1, each packed (cvt_bh) and read up while the next
@@ -966,25 +999,42 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	TRY(csd_forward_region(r->dev, &th, &y1, &b[BQH + 1], BT, CSD_OVERWRITE));
 	unpack_group(r, qkv, 1, 0, h0 + bh, (size_t)H, BT, bias);
 	unpack_group(r, qkv, 2, 0, h0 + 2 * bh, (size_t)H, BT, bias);
+	/* alone: q1 and k1 packed one after the other (reads of whole rows), else side by side */
+	int alone = att0_alone(r, tp, b), ks = alone ? H : C;
+	uint32_t k1h = 2 * lo->b_bh + (uint32_t)(alone ? tp * H : H);
 	const uint16_t pq[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
-				 (uint16_t)(2 * lo->b_bh), (uint16_t)C, 0 };
+				 (uint16_t)(2 * lo->b_bh), (uint16_t)ks, 0 };
 	TRY(run(r, "vec_cvt", "cvt_bh", pq, 7));
 	attention_group(r, atty, attp, qkv, scratch, B, T, 0);
 	csd_region att0 = { CSD_MEM_A, st_att(r, l), C, (uint32_t)H };
 	csd_region att1 = { CSD_MEM_A, st_att(r, l) + (uint32_t)H, C, (uint32_t)H };
-	TRY(csd_write_tokens_next(r->dev, &att0, r->g16, BT));
-	TRY(csd_forward_region(r->dev, &th, &y1, &b[BKH + 1], BT, CSD_OVERWRITE));
 	const uint16_t pk[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
-				 (uint16_t)(2 * lo->b_bh + H), (uint16_t)C, 0 };
-	TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
-	/* q1 and k1 up while v1 computes; v1's read on its own, group 1's output down while
-	 * proj's first column block (its majors: group 0's columns, the same chains as one
-	 * call, majors in order) accumulates onto x, then the second column block; or, with
-	 * proj_quarters, v1's read during the first column block, group 1's output by halves */
-	TRY(csd_read_tokens_next(r->dev, hqk1, &qk1, BT));
-	TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
-	unpack_group(r, qkv, 0, 1, hqk1, C1, BT, bias);
-	unpack_group(r, qkv, 1, 1, hqk1 + H, C1, BT, bias);
+				 (uint16_t)k1h, (uint16_t)ks, 0 };
+	if (alone) {
+		/* group 0's output on its own, q1's read during k1, k1's during v1 */
+		csd_region rk = rg(CSD_MEM_BH, k1h, (uint32_t)H);
+		TRY(csd_write_tokens(r->dev, &att0, r->g16, BT));
+		TRY(csd_read_tokens_next(r->dev, hqk1, &gbh, BT));
+		TRY(csd_forward_region(r->dev, &th, &y1, &b[BKH + 1], BT, CSD_OVERWRITE));
+		TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
+		TRY(csd_read_tokens_next(r->dev, hqk1 + bh, &rk, BT));
+		TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
+		unpack_group(r, qkv, 0, 1, hqk1, (size_t)H, BT, bias);
+		unpack_group(r, qkv, 1, 1, hqk1 + bh, (size_t)H, BT, bias);
+	} else {
+		TRY(csd_write_tokens_next(r->dev, &att0, r->g16, BT));
+		TRY(csd_forward_region(r->dev, &th, &y1, &b[BKH + 1], BT, CSD_OVERWRITE));
+		TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
+		/* q1 and k1 up while v1 computes; v1's read on its own, group 1's output down
+		 * while proj's first column block (its majors: group 0's columns, the same
+		 * chains as one call, majors in order) accumulates onto x, then the second
+		 * column block; or, with proj_quarters, v1's read during the first column
+		 * block, group 1's output by halves */
+		TRY(csd_read_tokens_next(r->dev, hqk1, &qk1, BT));
+		TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
+		unpack_group(r, qkv, 0, 1, hqk1, C1, BT, bias);
+		unpack_group(r, qkv, 1, 1, hqk1 + H, C1, BT, bias);
+	}
 	TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
 	if (!proj_quarters(r)) {
 		TRY(csd_read_tokens(r->dev, hv1, &gbh, BT));
@@ -1026,21 +1076,6 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 		TRY(csd_forward_region(r->dev, &x, &aq[q], &b[BPQ + q], BT, CSD_ACCUMULATE));
 	}
 	return CS_OK;
-}
-
-/* The words of a write into A that kernel w hides on t rows of every PE (a carried write goes
- * between the kernel's majors, at most the work the PEs have queued less the next wavelet's
- * trip, docs/driver.md): per major about min(8, its nonzeros) t cycles less 8 + Rows + Cols
- * + 10, no more than the kernel's nnz t cycles. fwd: w's majors are its inputs (else its
- * outputs). */
-static double carry_words(const train_resident *r, const csd_sparse *w, int fwd, int t)
-{
-	csd_info info;
-	if (csd_get_info(r->dev, &info) || w->nnz <= 0)
-		return 0;
-	double nmaj = fwd ? w->n_in : w->n_out, per = w->nnz / nmaj, q = per < 8 ? per : 8;
-	double h = nmaj * (q * t - (18 + info.rows + info.cols)), cap = (double)w->nnz * t;
-	return h < 0 ? 0 : h > cap ? cap : h;
 }
 
 /*
