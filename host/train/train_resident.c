@@ -1437,8 +1437,7 @@ static int carry_cols(const train_resident *r, int tp, const csd_sparse *w, int 
 {
 	int C = r->m->cfg.n_embd;
 	double n = carry_words(r, w, fwd, tp) / ((double)r->P * tp / 2);
-	int c = n >= C ? C : 2 * (int)(n / 2);
-	return c;
+	return n >= C ? C : 2 * (int)(n / 2);
 }
 
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
@@ -1658,25 +1657,19 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		if (!vh)
 			TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, C, 0, &b[BQKV + 1], BT, st_y1(r, l), C));
+		csd_region v0 = { CSD_MEM_A, dv->base, C, (uint32_t)H };
+		csd_region v1 = { CSD_MEM_A, dv->base + (uint32_t)H, C, (uint32_t)H };
 		if (vh) {
-			csd_region v0 = { CSD_MEM_A, dv->base, C, (uint32_t)H };
-			csd_region v1 = { CSD_MEM_A, dv->base + (uint32_t)H, C, (uint32_t)H };
 			TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
 			TRY(csd_backward_region(r->dev, &dln, &v0, &b[BVH], BT, CSD_ACCUMULATE));
-			pw[2] = (uint16_t)dv->base;
-			TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-			if (!dx_out)
-				TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT,
-					  st_y1(r, l), C));
-			TRY(csd_backward_region(r->dev, &dln, &v1, &b[BVH + 1], BT, CSD_ACCUMULATE));
-		} else {
-			pw[2] = (uint16_t)dv->base;
-			TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-			if (!dx_out)
-				TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT,
-					  st_y1(r, l), C));
-			TRY(csd_backward_region(r->dev, &dln, dv, &b[BQKV + 2], BT, CSD_ACCUMULATE));
 		}
+		pw[2] = (uint16_t)dv->base;
+		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
+		if (!dx_out)
+			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT, st_y1(r, l),
+				  C));
+		TRY(csd_backward_region(r->dev, &dln, vh ? &v1 : dv, &b[vh ? BVH + 1 : BQKV + 2], BT,
+					CSD_ACCUMULATE));
 	}
 	for (int k = 0; !split && k < 3; k++) {
 		const csd_region *dyk = &dyq[k & 1];
