@@ -768,18 +768,21 @@ static void fail_msg(train_resident *r, const char *what, int l)
 }
 
 /* y of a layernorm rebuilt from its stashed z (small): cvt_f against gamma (its bf16 values,
- * fp32 in B) and beta into the B tile scr, cvt_a into A at dst: nm_ln_fwd_bits's y. */
+ * fp32 in B) and beta into the B tile scr, cvt_a into A at dst: nm_ln_fwd_bits's y. Gamma
+ * sits in scr's last row (that row's y overwrites it in place, each element read first):
+ * with scr in the other bank than beta, vmac reads both pairs in one cycle on pe. */
 static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
 		      uint32_t z, uint32_t dst, uint32_t scr)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, rc;
+	uint32_t g = scr + (uint32_t)(tp - 1) * (uint32_t)C;
 	for (int j = 0; j < C; j++)
 		r->part[j] = nm_bf16_to_f32(nm_bf16_from_f32(gamma[j]));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, r->part, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, g, r->part, (uint32_t)C));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
 	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)z, (uint16_t)C,
-				 (uint16_t)scr, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
+				 (uint16_t)scr, 0, (uint16_t)g, (uint16_t)lo->b_be };
 	TRY(run(r, "vec_cvt", "cvt_f", pc, 8));
 	return convert(r, tp, 0, scr, dst);
 }
