@@ -768,15 +768,14 @@ static void fail_msg(train_resident *r, const char *what, int l)
 }
 
 /* y of a layernorm rebuilt from its stashed z (small): cvt_f against gamma (its bf16 values,
- * fp32 in B) and beta into the B tile scr, cvt_a into A at dst: nm_ln_fwd_bits's y. Gamma
- * sits in scr's last row (that row's y overwrites it in place, each element read first):
- * with scr in the other bank than beta, vmac reads both pairs in one cycle on pe. */
-static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
-		      uint32_t z, uint32_t dst, uint32_t scr)
+ * fp32 in B at g: C free words) and beta into the B tile scr, cvt_a into A at dst:
+ * nm_ln_fwd_bits's y. With g in the other bank than beta, vmac reads both pairs in one
+ * cycle on pe. */
+static int ln_rebuild_g(train_resident *r, int tp, const float *gamma, const float *beta,
+			uint32_t z, uint32_t dst, uint32_t scr, uint32_t g)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, rc;
-	uint32_t g = scr + (uint32_t)(tp - 1) * (uint32_t)C;
 	for (int j = 0; j < C; j++)
 		r->part[j] = nm_bf16_to_f32(nm_bf16_from_f32(gamma[j]));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, g, r->part, (uint32_t)C));
@@ -785,6 +784,15 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 				 (uint16_t)scr, 0, (uint16_t)g, (uint16_t)lo->b_be };
 	TRY(run(r, "vec_cvt", "cvt_f", pc, 8));
 	return convert(r, tp, 0, scr, dst);
+}
+
+/* the same, gamma in scr's last row (that row's y overwrites it in place, each element read
+ * first) */
+static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
+		      uint32_t z, uint32_t dst, uint32_t scr)
+{
+	uint32_t g = scr + (uint32_t)(tp - 1) * (uint32_t)r->m->cfg.n_embd;
+	return ln_rebuild_g(r, tp, gamma, beta, z, dst, scr, g);
 }
 
 /* bf16 rows in A (tp of C elements from a) widened into fp32 rows of B at b: cvt_f against
@@ -1457,10 +1465,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(run_fc(r, "fc_gelu_bwd", tp, lo->a_dp, tile_d(r, l, k), 0, lo->b_dbias,
 			   2 * lo->b_tile));
 		TRY(gather(r, g->fcb + l * C4 + k * C1, lo->b_dbias));
-		/* the rebuild's B scratch: dln, free until fc's first input gradient */
+		/* the rebuild's B scratch: dln, free until fc's first input gradient; gamma in
+		 * the output tile's last row (its packed dY fills the first half) */
 		if (lo->small && k == 0)
-			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
-				       st_y2(r, l, 1), lo->b_dln));
+			TRY(ln_rebuild_g(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
+					 st_y2(r, l, 1), lo->b_dln,
+					 tp > 1 ? lo->b_tile + lo->n - (uint32_t)C
+						: lo->b_dln + (uint32_t)(tp - 1) * (uint32_t)C));
 		TRY(wgrad_at(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
 			     st_y2(r, l, 1), C, 2 * lo->b_tile));
 		TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC + k], BT,
