@@ -796,13 +796,20 @@ static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float
 }
 
 /* bf16 rows in A (tp of C elements from a) widened into fp32 rows of B at b: cvt_f against
- * the ones and zeros (exact: fmac(x, 1, +0)) */
+ * ones and the zeros (exact: fmac(x, 1, +0)). The ones are written into b's last row (that
+ * row's result overwrites them in place, each element read first): b in the other bank
+ * than the zeros, vmac reads both pairs in one cycle on pe. */
 static int widen(train_resident *r, int tp, uint32_t a, uint32_t b)
 {
 	const struct tr_layout *lo = &r->lo;
-	int C = r->m->cfg.n_embd;
+	int C = r->m->cfg.n_embd, rc;
+	uint32_t g = tp > 0 ? b + (uint32_t)(tp - 1) * (uint32_t)C : lo->b_one;
+	for (int j = 0; j < C && tp > 0; j++)
+		r->part[j] = 1.0f;
+	if (tp > 0)
+		TRY(csd_write_all(r->dev, CSD_MEM_B, g, r->part, (uint32_t)C));
 	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)a, (uint16_t)C,
-				 (uint16_t)b, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero };
+				 (uint16_t)b, 0, (uint16_t)g, (uint16_t)lo->b_zero };
 	return run(r, "vec_cvt", "cvt_f", pc, 8);
 }
 
