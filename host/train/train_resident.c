@@ -622,10 +622,17 @@ static int bias_forward(train_resident *r, int tp, const float *bias, uint32_t s
 	return run(r, "vec_cvt", "bias_fwd", p, 7);
 }
 
-/* cvt_a (bh 0: into A element dst) or cvt_bh (into Bh element dst) of C-word rows at src */
+/* cvt_a (bh 0: into A element dst) or cvt_bh (into Bh element dst) of C-word rows at src;
+ * the rows are contiguous in both, so one row of tp w elements (one vector instruction,
+ * not one a row) */
 static int convert_w(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst, int w)
 {
-	const uint16_t p[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)src, (uint16_t)w,
+	int n = tp;
+	if (tp > 0 && (int64_t)tp * w <= 0xffff) {
+		w *= tp;
+		n = 1;
+	}
+	const uint16_t p[7] = { (uint16_t)w, (uint16_t)n, (uint16_t)src, (uint16_t)w,
 				(uint16_t)dst, (uint16_t)w, 0 };
 	return run(r, "vec_cvt", bh ? "cvt_bh" : "cvt_a", p, 7);
 }
