@@ -21,11 +21,11 @@
 //           range (overlapping it), odd and even starts; counts 0,
 //           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
 //           ties, near overflow); vlut tables in the range's bank and in the other, indices
-//           at the extremes; vlut.bf into A, vdot2, vmul (pe; pe_lite: neither); odd and even cvt.bf
+//           at the extremes; vlut.bf into A, vdot2, vmul, cpa (pe; pe_lite: none); odd and even cvt.bf
 //           targets; 16-bit and memory address wrap.
 //           The rand programs get vector instructions too.
 //   pairs   (TB_VEC) the instructions pe issues two elements a cycle (vfma, vaxpy, vmac, vmul,
-//           cvt.bf, cvt.bh) on short ranges: sources 0-3 words either side of the
+//           cvt.bf, cvt.bh; and cpa after them) on short ranges: sources 0-3 words either side of the
 //           destination, odd and even A and Bh elements, counts 0-9 (and longer), vmac's x
 //           and c in one bank and in two, ranges across the bank boundary and the 16-bit
 //           wrap, each often right after one that writes its sources (the interlock).
