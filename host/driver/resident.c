@@ -218,20 +218,36 @@ static int model_cvt_fbh(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
 	return CS_OK;
 }
 
-/* fw/vec_cvt_bf.s's cvt_fbh widens by vmul with 1.0 and +0, not reading its rows: they
- * must hold them (vec_cvt.s's vmac takes bf16 of the ones), then model_cvt_fbh's bits. */
-static int model_cvt_fbh_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
-			    size_t errlen)
+/* fw/vec_cvt_bf.s takes 1.0 and +0 for the rows at ONES and ZERO without reading them:
+ * they must hold them (vec_cvt.s's vmac takes bf16 of the ones). */
+static int check_one_zero(const uint32_t *b, const uint16_t *p, const char *what, char *err,
+			  size_t errlen)
 {
 	unsigned W = p[0], ONES = p[6], ZERO = p[7];
 	for (unsigned j = 0; j < W; j++)
 		if (nm_bf16_from_bits(b[ONES + j]) != 0x3f80 || b[ZERO + j] != 0) {
-			snprintf(err, errlen, "cvt_fbh: B[%u] of the ones row is 0x%08x and B[%u] of "
-				 "the zeros row 0x%08x, not 1.0 (as bf16) and +0", ONES + j,
+			snprintf(err, errlen, "%s: B[%u] of the ones row is 0x%08x and B[%u] of "
+				 "the zeros row 0x%08x, not 1.0 (as bf16) and +0", what, ONES + j,
 				 b[ONES + j], ZERO + j, b[ZERO + j]);
 			return CS_ERR_INVALID;
 		}
-	return model_cvt_fbh(a, b, p, err, errlen);
+	return CS_OK;
+}
+
+/* fw/vec_cvt_bf.s's cvt_fbh: with SRC, OUT and N*W even the A words copied into Bh (cpa),
+ * B[DST ..] untouched; otherwise widened by vmul, then model_cvt_fbh's bits. */
+static int model_cvt_fbh_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+			    size_t errlen)
+{
+	unsigned W = p[0], N = p[1], SRC = p[2], OUT = p[8];
+	if (check_one_zero(b, p, "cvt_fbh", err, errlen) ||
+	    check_count(N, W, "cvt_fbh", err, errlen))
+		return CS_ERR_INVALID;
+	if ((SRC | OUT | N * W) & 1)
+		return model_cvt_fbh(a, b, p, err, errlen);
+	uint16_t *bh = (uint16_t *)(void *)b;
+	memcpy(bh + OUT, a + SRC, sizeof *a * N * W);
+	return CS_OK;
 }
 
 static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *what,
@@ -486,7 +502,7 @@ static const struct res_prog progs[] = {
 	{ "vec_cvt", "dy_bh", 10, 0, 1,
 	  { { 2, B_, RES_NW, 0 }, { 6, A_, RES_W, 0 }, { 8, CSD_MEM_BH, RES_NW, 0 },
 	    { 9, B_, RES_W, 0 } }, 4, model_dy_bh, 0, NULL },
-	/* vec_cvt on pe: fw/vec_cvt_bf.s, cvt_fbh's widening by vmul (every entry, so that the
+	/* vec_cvt on pe: fw/vec_cvt_bf.s, cvt_fbh's packing by cpa (every entry, so that the
 	 * calls share one overlay) */
 	{ "vec_cvt", "cvt_a", 7, 0, 1,
 	  { { 2, B_, RES_NS, 3 }, { 4, A_, RES_NS, 5 } }, 2, model_cvt_a, 1, "vec_cvt_bf" },

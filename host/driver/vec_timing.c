@@ -219,6 +219,15 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		mac(v, c + 1, r[rdn] + 1u, 1);
 		return c + 1;
 	case 3: { /* cvt.bf: done in the last element's R */
+		if (rsn) { /* cpa: a word a cycle once no B write is in flight, done in its R */
+			for (uint32_t i = 0; i < cnt; i++, c++) {
+				if (i == 0)
+					c = wait(v, c, 1, 0);
+				rd(v, c);
+				d = c + 1;
+			}
+			return d;
+		}
 		uint32_t dst = r[rdn];
 		uint64_t pc = 0;
 		int pw = 0;

@@ -426,6 +426,14 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | 2 << 3 | 1);
 		return 0;
 	}
+	if (!strcmp(mn, "cpa")) { /* cvt.bf's code with rs != 0: B[r6+m] = A word r[rs]/2 + m */
+		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rs)))
+			return rc;
+		if (!rs)
+			return fail(a, "cpa: the A operand cannot be r0 (rs = 0 is cvt.bf)");
+		out[0] = (uint16_t)(0xF000 | rs << 6 | 3 << 3);
+		return 0;
+	}
 	if (!strcmp(mn, "vsum2") || !strcmp(mn, "cvt.bf")) {
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
 			return rc;
@@ -826,6 +834,10 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 				}
 				if (xop == 2 && src == 1) {
 					snprintf(out, len, "vsum4 r%d", rd);
+					return 1;
+				}
+				if (xop == 3 && rs && !src && !rd) {
+					snprintf(out, len, "cpa r%d", rs);
 					return 1;
 				}
 				if (rs || src)

@@ -622,10 +622,17 @@ static int bias_forward(train_resident *r, int tp, const float *bias, uint32_t s
 	return run(r, "vec_cvt", "bias_fwd", p, 7);
 }
 
-/* cvt_a (bh 0: into A element dst) or cvt_bh (into Bh element dst) of C-word rows at src */
+/* cvt_a (bh 0: into A element dst) or cvt_bh (into Bh element dst) of C-word rows at src;
+ * the rows are contiguous in both, so one row of tp w elements (one vector instruction,
+ * not one a row) */
 static int convert_w(train_resident *r, int tp, int bh, uint32_t src, uint32_t dst, int w)
 {
-	const uint16_t p[7] = { (uint16_t)w, (uint16_t)tp, (uint16_t)src, (uint16_t)w,
+	int n = tp;
+	if (tp > 0 && (int64_t)tp * w <= 0xffff) {
+		w *= tp;
+		n = 1;
+	}
+	const uint16_t p[7] = { (uint16_t)w, (uint16_t)n, (uint16_t)src, (uint16_t)w,
 				(uint16_t)dst, (uint16_t)w, 0 };
 	return run(r, "vec_cvt", bh ? "cvt_bh" : "cvt_a", p, 7);
 }
@@ -768,30 +775,48 @@ static void fail_msg(train_resident *r, const char *what, int l)
 }
 
 /* y of a layernorm rebuilt from its stashed z (small): cvt_f against gamma (its bf16 values,
- * fp32 in B) and beta into the B tile scr, cvt_a into A at dst: nm_ln_fwd_bits's y. */
-static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
-		      uint32_t z, uint32_t dst, uint32_t scr)
+ * fp32 in B at g: C free words) and beta into the B tile scr, cvt_a into A at dst:
+ * nm_ln_fwd_bits's y. With g in the other bank than beta, vmac reads both pairs in one
+ * cycle on pe. */
+static int ln_rebuild_g(train_resident *r, int tp, const float *gamma, const float *beta,
+			uint32_t z, uint32_t dst, uint32_t scr, uint32_t g)
 {
 	const struct tr_layout *lo = &r->lo;
 	int C = r->m->cfg.n_embd, rc;
 	for (int j = 0; j < C; j++)
 		r->part[j] = nm_bf16_to_f32(nm_bf16_from_f32(gamma[j]));
-	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dg, r->part, (uint32_t)C));
+	TRY(csd_write_all(r->dev, CSD_MEM_B, g, r->part, (uint32_t)C));
 	TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_be, beta, (uint32_t)C));
 	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)z, (uint16_t)C,
-				 (uint16_t)scr, 0, (uint16_t)lo->b_dg, (uint16_t)lo->b_be };
+				 (uint16_t)scr, 0, (uint16_t)g, (uint16_t)lo->b_be };
 	TRY(run(r, "vec_cvt", "cvt_f", pc, 8));
 	return convert(r, tp, 0, scr, dst);
 }
 
+/* the same, gamma in scr's last row (that row's y overwrites it in place, each element read
+ * first) */
+static int ln_rebuild(train_resident *r, int tp, const float *gamma, const float *beta,
+		      uint32_t z, uint32_t dst, uint32_t scr)
+{
+	uint32_t g = scr + (uint32_t)(tp - 1) * (uint32_t)r->m->cfg.n_embd;
+	return ln_rebuild_g(r, tp, gamma, beta, z, dst, scr, g);
+}
+
 /* bf16 rows in A (tp of C elements from a) widened into fp32 rows of B at b: cvt_f against
- * the ones and zeros (exact: fmac(x, 1, +0)) */
+ * ones and the zeros (exact: fmac(x, 1, +0)). The ones are written into b's last row (that
+ * row's result overwrites them in place, each element read first): b in the other bank
+ * than the zeros, vmac reads both pairs in one cycle on pe. */
 static int widen(train_resident *r, int tp, uint32_t a, uint32_t b)
 {
 	const struct tr_layout *lo = &r->lo;
-	int C = r->m->cfg.n_embd;
+	int C = r->m->cfg.n_embd, rc;
+	uint32_t g = tp > 0 ? b + (uint32_t)(tp - 1) * (uint32_t)C : lo->b_one;
+	for (int j = 0; j < C && tp > 0; j++)
+		r->part[j] = 1.0f;
+	if (tp > 0)
+		TRY(csd_write_all(r->dev, CSD_MEM_B, g, r->part, (uint32_t)C));
 	const uint16_t pc[8] = { (uint16_t)C, (uint16_t)tp, (uint16_t)a, (uint16_t)C,
-				 (uint16_t)b, 0, (uint16_t)lo->b_one, (uint16_t)lo->b_zero };
+				 (uint16_t)b, 0, (uint16_t)g, (uint16_t)lo->b_zero };
 	return run(r, "vec_cvt", "cvt_f", pc, 8);
 }
 
@@ -1523,10 +1548,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(run_fc(r, "fc_gelu_bwd", tp, lo->a_dp, tile_d(r, l, k), 0, lo->b_dbias,
 			   2 * lo->b_tile));
 		TRY(gather(r, g->fcb + l * C4 + k * C1, lo->b_dbias));
-		/* the rebuild's B scratch: dln, free until fc's first input gradient */
+		/* the rebuild's B scratch: dln, free until fc's first input gradient; gamma in
+		 * the output tile's last row (its packed dY fills the first half) */
 		if (lo->small && k == 0)
-			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
-				       st_y2(r, l, 1), lo->b_dln));
+			TRY(ln_rebuild_g(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
+					 st_y2(r, l, 1), lo->b_dln,
+					 tp > 1 ? lo->b_tile + lo->n - (uint32_t)C
+						: lo->b_dln + (uint32_t)(tp - 1) * (uint32_t)C));
 		TRY(wgrad_at(r, g->fcw + l * C4 * C1, C, k * C, 0, &b[BFC + k], BT,
 			     st_y2(r, l, 1), C, 2 * lo->b_tile));
 		TRY(csd_backward_region(r->dev, &dln, &dp, &b[BFC + k], BT,

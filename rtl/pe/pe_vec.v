@@ -1,6 +1,6 @@
 // pe_vec - the PE's engine: every instruction that touches SRAM or the transmit queue
 // (send, axpy, dot, redv, sendv, fill, lda/sta/ldb/stb and the 0xF vector group vfma, vsum2,
-// vdot2, cvt.bf, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
+// vdot2, cvt.bf, cpa, vlut, vlut.bf, rsqrt, vmac, vdot, vaxpy, cvt.bh; docs/architecture.md 4.3-4.4),
 // the FMAC pipeline and the transmit FIFO.
 //
 // Pipeline of a MAC: issue (cycle k: A and B read addresses to the SRAMs), R (k+1: read data
@@ -50,6 +50,9 @@
 //    odd count's last element, one element on u_fmac, its chain's accumulator by n[0]);
 //    drained, four adds acc[k] = add(acc[k], acc2[k]) (chains 0 + 1, 2 + 3), drained,
 //    vsum2's two combining adds.
+//  - cpa (cvt.bf's code with rs != 0): an A word read a cycle, written whole into B at R
+//    (it starts once no MAC write is in flight, so the write port is free); ends in the last
+//    word's R.
 //  - cvt.bf: one B read per element; A words are written whole, two elements a write (a
 //    pair's, or an even element held in lo with the next), with an A read only for an odd
 //    first or even last element (read-modify-write); ends in the last element's R cycle.
@@ -147,7 +150,7 @@ module pe_vec #(
                    KLda = 5'd5, KSta = 5'd6, KLdb = 5'd7, KStb = 5'd8, KVfma = 5'd9,
                    KVs = 5'd10, KVsF = 5'd11, KCvt = 5'd12, KLut = 5'd13, KRsq = 5'd14,
                    KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18,
-                   KVmul = 5'd19, KVsC = 5'd20;
+                   KVmul = 5'd19, KVsC = 5'd20, KCpa = 5'd21;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
@@ -592,6 +595,10 @@ module pe_vec #(
           end
           if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
         end
+        KCpa: begin  // the A word read at issue, into B
+          b_we_o = 1'b1; b_waddr_o = rwa_q; b_wdata_o = a_rdata_i;
+          if (rzf_q) begin done_o = 1'b1; busy_d = 1'b0; end
+        end
         KPre: begin cw_d = b_word; cw2_d = b_word2; end
         KRsq: fin_d = 1'b1;
         default: ;
@@ -785,6 +792,14 @@ module pe_vec #(
             rzf_d = !v4 && (cnt_q == 16'd0); rfirst_d = !v4 && (cnt_q < 16'd2);
             fin_d = 1'b1;
             if (fin_q) begin done_o = 1'b1; busy_d = 1'b0; end
+          end
+        end else if (xop == 3'd3 && lb) begin  // cpa rs (cvt.bf's code, rs != 0): B[r6+m] =
+          if (cnt_q == 16'd0) begin            // A word r[rs]/2 + m, a word a cycle, written
+            done_o = 1'b1; busy_d = 1'b0;      // at R once no MAC write is in flight
+          end else if (!n_all && !infl_wb) begin
+            a_en_o = 1'b1; a_addr_o = AAW'(16'(adr_q[15:1]) + n_q);
+            rv_d = 1'b1; rk_d = KCpa; rwa_d = BAW'(n_ptr); rzf_d = n_last;
+            n_d = n_q + 16'd1;
           end
         end else if (xop == 3'd3) begin  // cvt.bf rd: ends in the last element's R
           if (!n_all && !hz(BAW'(n_ptr)) && !(cv_rd && r_awr)) begin

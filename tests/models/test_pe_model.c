@@ -219,6 +219,40 @@ static void test_vmul(void **state)
 	}
 }
 
+/* cpa r1 (cvt.bf's code with rs != 0): B[r6 + n] = A word r1/2 + n (elements 2w low, 2w + 1
+ * high), wrapping in A; what vmul by 1.0 then cvt.bh give for an even r1 and normal A. */
+static void test_cpa(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 80; k++) {
+		struct pe_model m;
+		setup(&m, "cpa r1\nret");
+		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 900);
+		uint16_t a = (uint16_t)(k & 3 ? rng_next() % (2 * AWORDS) : (uint64_t)(0xffff - k % 16));
+		m.r[1] = a;
+		m.r[6] = p;
+		m.r[7] = n;
+		uint32_t want[BWORDS];
+		memcpy(want, m.b, sizeof want);
+		for (uint16_t i = 0; i < n; i++) {
+			unsigned e = (2u * ((a >> 1) + i)) % AWORDS;
+			want[p + i] = m.a[e] | (uint32_t)m.a[e + 1] << 16;
+			uint16_t lo = m.a[e], hi = m.a[e + 1];
+			/* the same bits but for NaN payloads and subnormals, which every reader
+			 * takes as the same values (0x7fc0, +-0: docs/architecture.md 8) */
+			int ex_lo = lo & 0x7f80, ex_hi = hi & 0x7f80;
+			if (ex_lo && ex_lo != 0x7f80 && ex_hi && ex_hi != 0x7f80)
+				assert_int_equal(want[p + i],
+						 (uint32_t)nm_bf16_from_bits(nm_fmac_bits(hi, 0x3f80, 0)) << 16 |
+						 nm_bf16_from_bits(nm_fmac_bits(lo, 0x3f80, 0)));
+		}
+		run(&m);
+		assert_memory_equal(m.b, want, sizeof want);
+		assert_int_equal(m.cnt[0], 0);
+		pe_model_free(&m);
+	}
+}
+
 /* cvt.bh: fp32 words to packed bf16 halves of B, from an odd or even element, in place. */
 static void test_cvt_bh(void **state)
 {
@@ -897,9 +931,11 @@ static void test_cvt(void **state)
 	}
 }
 
-/* fw/vec_cvt.s cvt_fbh: cvt_f over contiguous rows, then the rows packed into Bh; dy_abh and
- * dy_bh: the bias gradient (nm_bias_add_bits, tokens in order), the rows as bf16 into A
- * (dy_abh) and packed into Bh; bit for bit, everything else in A and B untouched. */
+/* fw/vec_cvt.s cvt_fbh: cvt_f over contiguous rows, then the rows packed into Bh (pe's
+ * vec_cvt_bf with SRC, OUT and N*W even: the A rows copied into Bh by cpa, B's rows not
+ * written); dy_abh and dy_bh: the bias gradient (nm_bias_add_bits, tokens in order), the rows
+ * as bf16 into A (dy_abh) and packed into Bh; bit for bit, everything else in A and B
+ * untouched. */
 static void test_cvt_fused(void **state)
 {
 	(void)state;
@@ -910,25 +946,28 @@ static void test_cvt_fused(void **state)
 		uint32_t b0[BWORDS];
 		uint16_t a0[AWORDS];
 		uint16_t *bh = (uint16_t *)(void *)b0;
-		/* vec_cvt, then (k >= 6) pe's vec_cvt_bf, whose cvt_fbh widens by vmul */
+		/* vec_cvt, then (k >= 6) pe's vec_cvt_bf, whose cvt_fbh copies by cpa (an even
+		 * SRC and N*W) or widens by vmul */
 		const char *img = k >= 6 ? "vec_cvt_bf" : "vec_cvt";
-		/* cvt_fbh: A rows from 40 widened to B from 300 (ones 1000, zeros 1100), packed
+		unsigned src = 40 + (unsigned)(k & 1);
+		int cp = k >= 6 && !(src & 1) && !(ntok * w & 1);
+		/* cvt_fbh: A rows from src widened to B from 300 (ones 1000, zeros 1100), packed
 		 * to Bh from 1400 (B words 700..) */
 		setup_image(&m, img, "cvt_fbh");
 		for (unsigned j = 0; j < w; j++) {
 			m.b[1000 + j] = j & 1 ? 0x3f800000u : 0x3f807fffu;
 			m.b[1100 + j] = 0;
 		}
-		const uint16_t pf[9] = { (uint16_t)w, (uint16_t)ntok, 40, (uint16_t)w, 300, 0, 1000,
-					 1100, 1400 };
+		const uint16_t pf[9] = { (uint16_t)w, (uint16_t)ntok, (uint16_t)src, (uint16_t)w,
+					 300, 0, 1000, 1100, 1400 };
 		memcpy(b0, m.b, sizeof b0);
 		memcpy(a0, m.a, sizeof a0);
 		for (int i = 0; i < 9; i++)
 			b0[P + i] = pf[i];
-		for (unsigned t = 0; t < ntok; t++)
-			nm_fmac_row_bits(b0 + 300 + t * w, a0 + 40 + t * w, b0 + 1000, b0 + 1100, w);
+		for (unsigned t = 0; t < ntok && !cp; t++)
+			nm_fmac_row_bits(b0 + 300 + t * w, a0 + src + t * w, b0 + 1000, b0 + 1100, w);
 		for (unsigned i = 0; i < ntok * w; i++)
-			bh[1400 + i] = nm_bf16_from_bits(b0[300 + i]);
+			bh[1400 + i] = cp ? a0[src + i] : nm_bf16_from_bits(b0[300 + i]);
 		run_block(&m, P, pf, 9);
 		assert_memory_equal(m.b, b0, sizeof b0);
 		assert_memory_equal(m.a, a0, sizeof a0);
@@ -1091,6 +1130,7 @@ int main(void)
 		cmocka_unit_test(test_vdot2),
 		cmocka_unit_test(test_vsum4),
 		cmocka_unit_test(test_vmul),
+		cmocka_unit_test(test_cpa),
 		cmocka_unit_test(test_cvt_bf),
 		cmocka_unit_test(test_vlut),
 		cmocka_unit_test(test_rsqrt),

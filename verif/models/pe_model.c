@@ -152,7 +152,7 @@ static void dot_one(struct pe_model *m, uint32_t w, uint16_t lane_ptr)
 }
 
 /* The extended 0xF group (docs/architecture.md 4.4): xop 1 vfma, 2 vsum2, 3 cvt.bf,
- * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot (vsum2 with rs != 0: vdot2); rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf,
+ * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot (vsum2 with rs != 0: vdot2; cvt.bf with rs != 0: cpa); rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf,
  * vlut.bf: A),
  * elements in index order, each read before its own write; r6 and r7 unchanged. */
 static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, unsigned rt)
@@ -199,7 +199,17 @@ static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, u
 		m->cnt[0] += rt ? 6 : 2;
 		break;
 	}
-	case 3: /* cvt.bf rd: A[r[rd] + n] = bf16(B[r6 + n]) */
+	case 3: /* cvt.bf rd: A[r[rd] + n] = bf16(B[r6 + n]); cpa rs (rs != 0, pe only): B[r6 + n]
+		 * = the A word (r[rs] >> 1) + n, elements 2w (low half) and 2w + 1 */
+		if (rs) {
+			for (uint16_t n = 0; n < r[7]; n++) {
+				uint32_t w = ((uint32_t)(r[rs] >> 1) + n) & 0x7fffu;
+				uint32_t e = (2 * w) & (m->awords - 1);
+				*b_word(m, (uint16_t)(r[6] + n)) =
+					m->a[e] | (uint32_t)m->a[e + 1] << 16;
+			}
+			break;
+		}
 		for (uint16_t n = 0; n < r[7]; n++)
 			m->a[(uint16_t)(r[rd] + n) & (m->awords - 1)] =
 				nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));

@@ -21,11 +21,11 @@
 //           range (overlapping it), odd and even starts; counts 0,
 //           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
 //           ties, near overflow); vlut tables in the range's bank and in the other, indices
-//           at the extremes; vlut.bf into A, vdot2, vmul (pe; pe_lite: neither); odd and even cvt.bf
+//           at the extremes; vlut.bf into A, vdot2, vmul, cpa (pe; pe_lite: none); odd and even cvt.bf
 //           targets; 16-bit and memory address wrap.
 //           The rand programs get vector instructions too.
 //   pairs   (TB_VEC) the instructions pe issues two elements a cycle (vfma, vaxpy, vmac, vmul,
-//           cvt.bf, cvt.bh) on short ranges: sources 0-3 words either side of the
+//           cvt.bf, cvt.bh; and cpa after them) on short ranges: sources 0-3 words either side of the
 //           destination, odd and even A and Bh elements, counts 0-9 (and longer), vmac's x
 //           and c in one bank and in two, ranges across the bank boundary and the 16-bit
 //           wrap, each often right after one that writes its sources (the interlock).
@@ -115,11 +115,13 @@ static const bool kVlutBf = false; // pe_lite decodes vlut with rs = 0 only
 static const bool kVdot2 = false;  // and vsum2 with rs = 0 only
 static const bool kVsum4 = false;  // and vsum2 with rt = 0 only
 static const bool kVmul = false;   // and cvt.bh with rs = 0 only
+static const bool kCpa = false;    // and cvt.bf with rs = 0 only
 #else
 static const bool kVlutBf = true; // vlut with rs != 0: vlut.bf, bf16 into A[r[rs] + n]
 static const bool kVdot2 = true;  // vsum2 with rs != 0: vdot2 against A[r[rs] + n]
 static const bool kVsum4 = true;  // vsum2 / vdot2 with rt != 0: vsum4 / vdot4, four chains
 static const bool kVmul = true;   // cvt.bh with rs != 0: vmul, B[r6 + n] = A[r[rs] + n] r[rd]
+static const bool kCpa = true;    // cvt.bf with rs != 0: cpa, B[r6 + n] = A word r[rs] / 2 + n
 #endif
 // the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
 // 5 rsqrt rd, [rs]; 6 vmac rd, rs, rt; 7 vdot rd, rs, rt (rt = [2:0])
@@ -827,6 +829,7 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 			if (x == 4 && (!kVlutBf || r.chance(50))) t = 0; // vlut; else vlut.bf into A
 			if (x == 2 && (!kVdot2 || r.chance(50))) t = 0;  // vsum2; else vdot2
 			if (x == 2) rt = kVsum4 && r.chance(50) ? 1 + r.below(7) : 0; // vsum4, vdot4
+			if (x == 3) t = kCpa && r.chance(30) ? 1 + r.below(7) : 0;  // cpa; else cvt.bf
 			const bool vm = x == 9 && kVmul && r.chance(30); // vmul: a scale, A at t
 			if (vm) {
 				li(p.w, d, rand_bf16(r, false));
@@ -1107,10 +1110,16 @@ static Scenario gen_vec(Bench &b)
 				// vsum4 / vdot4 (pe): rt != 0, four chains a sum
 				rt = as::kVsum4 && r.chance(50) ? 1 + r.below(7) : 0;
 				break;
-			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too
+			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too; cpa (pe):
+				// A words from rs's, anywhere
 				li(p.w, rd, r.chance(15) ? (uint16_t)(0x10000 - 1 - r.below(16))
 							 : (uint16_t)r.u32());
 				if (n > 8192) n += 8192; // past AWords: A wraps
+				rs = 0;
+				if (kCpa && r.chance(30)) {
+					do rs = 1 + r.below(5); while (rs == rd);
+					li(p.w, rs, aadr());
+				}
 				break;
 			case 4: { // vlut: a table not in the range
 				unsigned t = tabs[r.below(3)];
@@ -1200,8 +1209,8 @@ static Scenario gen_pairs(Bench &b)
 	uint16_t prev = (uint16_t)(zb[0] + 20);
 	unsigned nops = 3 + r.below(10);
 	for (unsigned k = 0; k < nops && p.w.size() < 200; k++) {
-		unsigned x = r.below(kVmul ? 6 : 5); // 0 vfma, 1 vaxpy, 2 vmac, 3 cvt.bf, 4 cvt.bh,
-						       // 5 vmul (pe)
+		unsigned x = r.below(kVmul ? 7 : 5); // 0 vfma, 1 vaxpy, 2 vmac, 3 cvt.bf, 4 cvt.bh,
+						       // 5 vmul, 6 cpa (pe)
 		unsigned n = r.chance(25) ? r.below(3) : r.chance(80) ? r.below(10) : 10 + r.below(30);
 		// the destination: near the last one's (its writes may be in flight), or a zone's
 		uint16_t r6 = r.chance(50) ? (uint16_t)(prev + (int)r.below(9) - 4)
@@ -1242,6 +1251,10 @@ static Scenario gen_pairs(Bench &b)
 			li(p.w, 1, rand_bf16(r, false));
 			li(p.w, 2, aadr());
 			p.w.push_back(vmul(1, 2));
+			break;
+		case 6: // cpa rs: A words after the MAC writes in flight drain
+			li(p.w, 2, aadr());
+			p.w.push_back(vop(3, 0, 2));
 			break;
 		default: // cvt.bh rd: Bh elements over the source (2 r6 + k) or elsewhere
 			li(p.w, 1, r.chance(60) ? (uint16_t)(2 * r6 + (int)r.below(13) - 6)
