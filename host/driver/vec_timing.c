@@ -1,9 +1,9 @@
 /*
  * vec_timing.c - the cycles of a vector program task on `pe` (vec_timing.h). Each engine
  * instruction is scheduled element by element with pe_vec.v's issue conditions, including
- * its second lane (vfma, vaxpy, vmac, cvt.bf and cvt.bh issue elements n and n + 1 in one
- * cycle under the conditions of pe_vec.v's *_pair wires); the cycle numbers below are the
- * sequencer's and the engine's (one clock).
+ * its second lane (vfma, vaxpy, vmac, cvt.bf, cvt.bh and vlut.bf issue elements n and n + 1
+ * in one cycle under the conditions of pe_vec.v's *_pair wires); the cycle numbers below are
+ * the sequencer's and the engine's (one clock).
  */
 #include "driver/vec_timing.h"
 
@@ -238,24 +238,40 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		return d;
 	}
 	case 4: { /* vlut: x read, X stage, table read (the MAC) on the second port; vlut.bf
-		   (rs != 0): first two A reads, no B write, done as its last A write leaves */
+		   (rs != 0): two A reads, the table copy (128 rows, once no B write is in
+		   flight), then x reads (a pair at an even A destination) a cycle, the MACs a
+		   cycle later; done as the last A write leaves */
 		uint32_t tab = r[rdn], src = r[rtn], xwa = 0;
-		int tb = bank(v, tab), xv = 0, lb = rsn != 0;
-		uint64_t alast = 0; /* vlut.bf: the cycle of its last A write */
-		if (lb)
-			c += 2;
+		int tb = bank(v, tab), xv = 0;
+		if (rsn) {
+			uint32_t dst = r[rsn];
+			uint64_t alast = c + 2; /* the cycle of its last A write */
+			if (!cnt)
+				return alast;
+			c = wait(v, c + 2, 1, 0);
+			for (int k = 0; k < 128; k++, c++)
+				rd(v, c);
+			for (uint32_t n = 0; n < cnt; c++) {
+				int pair = cnt - n >= 2 && !((dst + n) & 1);
+				rd(v, c);
+				mac(v, c + 1, 0, 0);
+				if (pair)
+					mac(v, c + 1, 0, 0);
+				alast = c + 2 + LAT;
+				n += pair ? 2 : 1;
+			}
+			return alast;
+		}
 		for (uint32_t n = 0;; c++) {
 			int all = n == cnt, go = xv && !HZ(c, tab);
 			uint32_t s = (src + n) & 0xffff;
 			int rdok = !all &&
 				   (!xv || (go && tb != bank(v, s) &&
-					    (lb || (xwa & v->bmask) != (s & v->bmask)))) &&
+					    (xwa & v->bmask) != (s & v->bmask))) &&
 				   !HZ(c, s);
-			int done = lb ? all && !xv && c >= alast : all && (!xv || go);
-			if (go) {
-				mac(v, c, xwa, !lb);
-				alast = c + 1 + LAT;
-			}
+			int done = all && (!xv || go);
+			if (go)
+				mac(v, c, xwa, 1);
 			if (rdok) {
 				xv = 1;
 				xwa = ptr + n;
