@@ -88,6 +88,47 @@ static int same(const struct vt *v, uint32_t a, uint32_t b)
 	return ((a ^ b) & v->bmask) == 0;
 }
 
+/* vlut.bf (x from B[src ..]) and vlut.a (from_a: x from A[src ..]) from cycle c, after the
+ * two A reads: the table copy (128 rows, once no B write is in flight), then an issue a
+ * cycle (a pair at an even A destination, and for vlut.a an even source), its MACs the next
+ * cycle, its A write 1 + LAT later; a vlut.a read of a word an element in flight (issued,
+ * its A write not yet past) will write waits. Returns the cycle of the last A write. */
+static uint64_t lut_ram(struct vt *v, uint64_t c, uint32_t cnt, uint32_t dst, uint32_t src,
+			int from_a, uint32_t a_words)
+{
+	enum { NI = 16 };
+	uint64_t iw[NI]; /* an issue's A write cycle and first element, oldest first */
+	uint32_t i0[NI], aw = a_words / 2 - 1, alo = 0, ni = 0;
+	uint64_t alast = c;
+	if (!cnt)
+		return alast;
+	c = wait(v, c, 1, 0);
+	for (int k = 0; k < 128; k++, c++)
+		rd(v, c);
+	for (uint32_t n = 0; n < cnt; c++) {
+		while (alo < ni && iw[alo % NI] < c)
+			alo++;
+		uint32_t e = alo < ni ? i0[alo % NI] : n; /* the first element not written */
+		if (from_a && e != n) {
+			uint32_t lw = ((dst + e) & 0xffff) >> 1;
+			uint32_t hw = ((dst + n - 1) & 0xffff) >> 1, sw = ((src + n) & 0xffff) >> 1;
+			if (((sw - lw) & aw) <= ((hw - lw) & aw))
+				continue;
+		}
+		int pair = cnt - n >= 2 && !((dst + n) & 1) && (!from_a || !((src + n) & 1));
+		rd(v, c);
+		mac(v, c + 1, 0, 0);
+		if (pair)
+			mac(v, c + 1, 0, 0);
+		alast = c + 2 + LAT;
+		iw[ni % NI] = alast;
+		i0[ni % NI] = n;
+		ni++;
+		n += pair ? 2 : 1;
+	}
+	return alast;
+}
+
 /* The engine instruction w starting in cycle e0 (the sequencer's hand-over was e0 - 1) on
  * registers r; returns its done cycle, or 0 when it is not a vector program's. */
 static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16_t *r,
@@ -218,7 +259,9 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		mac(v, c, r[rdn], 1);
 		mac(v, c + 1, r[rdn] + 1u, 1);
 		return c + 1;
-	case 3: { /* cvt.bf: done in the last element's R */
+	case 3: { /* cvt.bf: done in the last element's R; vlut.a (rs != 0): as vlut.bf */
+		if (rsn)
+			return lut_ram(v, c + 2, cnt, r[rsn], r[rtn], 1, t->a_words);
 		uint32_t dst = r[rdn];
 		uint64_t pc = 0;
 		int pw = 0;
@@ -238,30 +281,11 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		return d;
 	}
 	case 4: { /* vlut: x read, X stage, table read (the MAC) on the second port; vlut.bf
-		   (rs != 0): two A reads, the table copy (128 rows, once no B write is in
-		   flight), then x reads (a pair at an even A destination) a cycle, the MACs a
-		   cycle later; done as the last A write leaves */
+		   (rs != 0): two A reads, then lut_ram */
 		uint32_t tab = r[rdn], src = r[rtn], xwa = 0;
 		int tb = bank(v, tab), xv = 0;
-		if (rsn) {
-			uint32_t dst = r[rsn];
-			uint64_t alast = c + 2; /* the cycle of its last A write */
-			if (!cnt)
-				return alast;
-			c = wait(v, c + 2, 1, 0);
-			for (int k = 0; k < 128; k++, c++)
-				rd(v, c);
-			for (uint32_t n = 0; n < cnt; c++) {
-				int pair = cnt - n >= 2 && !((dst + n) & 1);
-				rd(v, c);
-				mac(v, c + 1, 0, 0);
-				if (pair)
-					mac(v, c + 1, 0, 0);
-				alast = c + 2 + LAT;
-				n += pair ? 2 : 1;
-			}
-			return alast;
-		}
+		if (rsn)
+			return lut_ram(v, c + 2, cnt, r[rsn], src, 0, t->a_words);
 		for (uint32_t n = 0;; c++) {
 			int all = n == cnt, go = xv && !HZ(c, tab);
 			uint32_t s = (src + n) & 0xffff;
