@@ -1,30 +1,39 @@
 ; vec_fc_bf.s - fw/vec_fc.s for `pe`: the vector work of one fc tile of the resident step
 ; (docs/resident-step.md) with GELU and GELU' written by `vlut.bf` (docs/architecture.md
 ; 4.4), a table line's bf16 straight into A, so each is one pass over all N*W elements where
-; vec_fc.s takes a vlut into B and a cvt.bf, and MODE 1's stash widened by one `vmul` (two
-; elements a cycle) where vec_fc.s takes a vmac a row against B's rows of 1.0 and +0 (one a
-; cycle: both in one bank). The same entries, blocks and results in A; the
-; driver loads it in place of vec_fc on `pe` (pe_lite decodes neither). What it
-; leaves in B differs: the rows keep pre (the bias added, or the stash widened) and the
+; vec_fc.s takes a vlut into B and a cvt.bf, and MODE 1's lookups by `vlut.a`, x read
+; straight from the stash in A (as fmac(x, 1.0, +0)) where vec_fc.s widens it by a vmac a row
+; against B's rows of 1.0 and +0. The same entries, blocks and results in A; the driver
+; loads it in place of vec_fc on `pe` (pe_lite decodes neither). What it leaves in B
+; differs: MODE 0's rows keep pre (the bias added), MODE 1's are not written, and the
 ; scratch S is not written. Started like vec_fc.s (payload low half = P, the block).
 ;   fc_gelu_*:   MODE 0: pre_j = fmac(1, bf16(b_j), pre_j) row by row, and, unless ST =
-;                0xffff, A[ST + i] = bf16(pre_i); MODE 1: pre_i = fmac(A[ST + i], 1.0,
-;                +0) (the rows of 1.0 at B and +0 at ZERO, not read, must hold them:
-;                vec_fc.s's bits); then, unless D = 0xffff, A[D + i] =
-;                bf16(lut_gelu'(pre_i)), and A[OUT + i] = h_i = bf16(lut_gelu(pre_i))
-;                (nm_gelu_fwd_bits; D may be the stash: it is widened first), i < N*W.
+;                0xffff, A[ST + i] = bf16(pre_i); then, unless D = 0xffff, A[D + i] =
+;                bf16(lut_gelu'(pre_i)), and A[OUT + i] = h_i = bf16(lut_gelu(pre_i));
+;                MODE 1: with pre_i = fmac(A[ST + i], 1.0, +0) (the rows of 1.0 at B and +0
+;                at ZERO, not read, must hold them: vec_fc.s's bits), first A[OUT + i] = h_i,
+;                then, unless D = 0xffff, A[D + i] = bf16(lut_gelu'(pre_i)) (D may be the
+;                stash, in place; OUT must not overlap it) (nm_gelu_fwd_bits), i < N*W.
 ;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc; MODE 0's row step: fw/vec_fc_rows.inc.
 ; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
 ; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
 
-.equ ONE, 0x3f80
 .include "vec_fc_rows.inc"
-fg_wid:	mul r7, r7, r3		; MODE 1 over all N*W elements at once: no row operand
-	li r2, ONE
-	vmul r2, r1		; pre_i = fmac(A[ST + i], 1.0, +0) (the rows of 1.0 and +0
-	addi r4, r5, P_W	; at B and ZERO, which must hold them, are not read)
-	ldb r7, [r4]		; r7 = W
-fg_d:	addi r4, r5, P_N	; the rest over all N*W elements at once
+fg_wid:	mul r7, r7, r3		; MODE 1 over all N*W elements at once, x from the stash
+	addi r4, r5, P_TG
+	ldb r4, [r4]
+	addi r2, r5, P_OUT
+	ldb r2, [r2]
+	vlut.a r4, r2, r1	; A[OUT + i] = h_i = bf16(lut_gelu(pre_i))
+	addi r4, r5, P_D
+	ldb r2, [r4]
+	addi r4, r2, 1
+	beq r4, r0, fg_end	; no GELU'
+	addi r4, r5, P_TD
+	ldb r4, [r4]
+	vlut.a r4, r2, r1	; A[D + i] = bf16(lut_gelu'(pre_i)) (in place on the stash)
+fg_end:	ret
+fg_d:	addi r4, r5, P_N	; MODE 0's rest over all N*W elements at once
 	ldb r3, [r4]
 	mul r7, r7, r3
 	addi r6, r5, P_IN
@@ -36,10 +45,7 @@ fg_d:	addi r4, r5, P_N	; the rest over all N*W elements at once
 	addi r4, r5, P_TD
 	ldb r4, [r4]
 	vlut.bf r4, r1		; A[D + i] = bf16(lut_gelu'(pre_i))
-fg_st:	addi r2, r5, P_MODE
-	ldb r2, [r2]
-	bne r2, r0, fg_h	; MODE 1: the stash is the source
-	addi r4, r5, P_ST
+fg_st:	addi r4, r5, P_ST
 	ldb r4, [r4]
 	addi r2, r4, 1
 	beq r2, r0, fg_h	; no stash

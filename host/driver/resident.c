@@ -310,7 +310,8 @@ static int check_ones(const uint16_t *a, unsigned ones, unsigned W, const char *
  * the stash widened (MODE 1, nm_fmac_row_bits), then nm_gelu_fwd_bits (GELU' unless
  * D = 0xffff); pre becomes lut_gelu(pre), the scratch the last token's GELU'. The entry
  * names the block's MODE, stash (MODE 0) and D (the estimate's steps): mode, st, d.
- * fw/vec_fc_bf.s (bf): the same A; pre stays, the scratch is not written. */
+ * fw/vec_fc_bf.s (bf): the same A; pre stays (MODE 1: the rows are not written), the
+ * scratch is not written. */
 static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char *what,
 			 unsigned mode, int st, int d, int bf, char *err, size_t errlen)
 {
@@ -330,8 +331,9 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 		if (rc)
 			return rc;
 	}
-	/* vec_fc_bf widens by vmul with 1.0 and +0, not reading the rows: they must hold them
-	 * (vec_fc's vmac takes bf16 of the ones) */
+	/* vec_fc_bf's vlut.a reads the stash as fmac(x, 1.0, +0), not reading the rows: they
+	 * must hold them (vec_fc's vmac takes bf16 of the ones); it writes h before GELU', so
+	 * h must not overlap the stash or D */
 	for (unsigned j = 0; j < W && mode && bf; j++)
 		if (nm_bf16_from_bits(b[BV + j]) != 0x3f80 || b[ZERO + j] != 0) {
 			snprintf(err, errlen, "%s: B[%u] of the ones row is 0x%08x and B[%u] of the "
@@ -339,15 +341,31 @@ static int model_fc_gelu(uint16_t *a, uint32_t *b, const uint16_t *p, const char
 				 b[BV + j], ZERO + j, b[ZERO + j]);
 			return CS_ERR_INVALID;
 		}
+	for (int k = 0; k < 2 && mode && bf; k++) {
+		unsigned o = k ? D : ST;
+		if ((k && !has_d) || !(OUT < o + N * W && o < OUT + N * W))
+			continue;
+		snprintf(err, errlen, "%s: OUT 0x%04x overlaps %s 0x%04x (%u elements)", what,
+			 OUT, k ? "D" : "the stash ST", o, N * W);
+		return CS_ERR_INVALID;
+	}
 	/* per token (the firmware's rows, then its passes over all N*W: the same bits and
-	 * the same scratch, the last row's GELU') */
+	 * the same scratch, the last row's GELU'); vec_fc_bf's MODE 1 leaves the rows */
 	for (unsigned t = 0; t < N; t++) {
-		uint32_t *pre = b + IN + t * W;
+		uint32_t *pre = b + IN + t * W, x;
 		if (!mode) {
 			nm_bias_add_bits(pre, b + BV, W);
 			if (st)
 				for (unsigned j = 0; j < W; j++)
 					a[ST + t * W + j] = nm_bf16_from_bits(pre[j]);
+		} else if (bf) {
+			for (unsigned j = 0; j < W; j++) {
+				unsigned i = t * W + j;
+				nm_fmac_row_bits(&x, a + ST + i, b + BV + j, b + ZERO + j, 1);
+				nm_gelu_fwd_bits(a + OUT + i, d ? a + D + i : NULL, &x, 1, b + TG,
+						 d ? b + TD : NULL);
+			}
+			continue;
 		} else {
 			nm_fmac_row_bits(pre, a + ST + t * W, b + BV, b + ZERO, W);
 		}

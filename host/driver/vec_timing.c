@@ -1,9 +1,9 @@
 /*
  * vec_timing.c - the cycles of a vector program task on `pe` (vec_timing.h). Each engine
  * instruction is scheduled element by element with pe_vec.v's issue conditions, including
- * its second lane (vfma, vaxpy, vmac, cvt.bf and cvt.bh issue elements n and n + 1 in one
- * cycle under the conditions of pe_vec.v's *_pair wires); the cycle numbers below are the
- * sequencer's and the engine's (one clock).
+ * its second lane (vfma, vaxpy, vmac, cvt.bf, cvt.bh and vlut.bf issue elements n and n + 1
+ * in one cycle under the conditions of pe_vec.v's *_pair wires); the cycle numbers below are
+ * the sequencer's and the engine's (one clock).
  */
 #include "driver/vec_timing.h"
 
@@ -86,6 +86,47 @@ static int bank(const struct vt *v, uint32_t a)
 static int same(const struct vt *v, uint32_t a, uint32_t b)
 {
 	return ((a ^ b) & v->bmask) == 0;
+}
+
+/* vlut.bf (x from B[src ..]) and vlut.a (from_a: x from A[src ..]) from cycle c, after the
+ * two A reads: the table copy (128 rows, once no B write is in flight), then an issue a
+ * cycle (a pair at an even A destination, and for vlut.a an even source), its MACs the next
+ * cycle, its A write 1 + LAT later; a vlut.a read of a word an element in flight (issued,
+ * its A write not yet past) will write waits. Returns the cycle of the last A write. */
+static uint64_t lut_ram(struct vt *v, uint64_t c, uint32_t cnt, uint32_t dst, uint32_t src,
+			int from_a, uint32_t a_words)
+{
+	enum { NI = 16 };
+	uint64_t iw[NI]; /* an issue's A write cycle and first element, oldest first */
+	uint32_t i0[NI], aw = a_words / 2 - 1, alo = 0, ni = 0;
+	uint64_t alast = c;
+	if (!cnt)
+		return alast;
+	c = wait(v, c, 1, 0);
+	for (int k = 0; k < 128; k++, c++)
+		rd(v, c);
+	for (uint32_t n = 0; n < cnt; c++) {
+		while (alo < ni && iw[alo % NI] < c)
+			alo++;
+		uint32_t e = alo < ni ? i0[alo % NI] : n; /* the first element not written */
+		if (from_a && e != n) {
+			uint32_t lw = ((dst + e) & 0xffff) >> 1;
+			uint32_t hw = ((dst + n - 1) & 0xffff) >> 1, sw = ((src + n) & 0xffff) >> 1;
+			if (((sw - lw) & aw) <= ((hw - lw) & aw))
+				continue;
+		}
+		int pair = cnt - n >= 2 && !((dst + n) & 1) && (!from_a || !((src + n) & 1));
+		rd(v, c);
+		mac(v, c + 1, 0, 0);
+		if (pair)
+			mac(v, c + 1, 0, 0);
+		alast = c + 2 + LAT;
+		iw[ni % NI] = alast;
+		i0[ni % NI] = n;
+		ni++;
+		n += pair ? 2 : 1;
+	}
+	return alast;
 }
 
 /* The engine instruction w starting in cycle e0 (the sequencer's hand-over was e0 - 1) on
@@ -218,8 +259,8 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		mac(v, c, r[rdn], 1);
 		mac(v, c + 1, r[rdn] + 1u, 1);
 		return c + 1;
-	case 3: { /* cvt.bf: done in the last element's R */
-		if (rsn) { /* cpa: a word a cycle once no B write is in flight, done in its R */
+	case 3: { /* cvt.bf: done in the last element's R; rs != 0: cpa (rd = 0) or vlut.a */
+		if (rsn && !rdn) { /* cpa: a word a cycle once no B write is in flight, done in its R */
 			for (uint32_t i = 0; i < cnt; i++, c++) {
 				if (i == 0)
 					c = wait(v, c, 1, 0);
@@ -228,6 +269,8 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 			}
 			return d;
 		}
+		if (rsn) /* vlut.a: as vlut.bf */
+			return lut_ram(v, c + 2, cnt, r[rsn], r[rtn], 1, t->a_words);
 		uint32_t dst = r[rdn];
 		uint64_t pc = 0;
 		int pw = 0;
@@ -247,24 +290,21 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		return d;
 	}
 	case 4: { /* vlut: x read, X stage, table read (the MAC) on the second port; vlut.bf
-		   (rs != 0): first two A reads, no B write, done as its last A write leaves */
+		   (rs != 0): two A reads, then lut_ram */
 		uint32_t tab = r[rdn], src = r[rtn], xwa = 0;
-		int tb = bank(v, tab), xv = 0, lb = rsn != 0;
-		uint64_t alast = 0; /* vlut.bf: the cycle of its last A write */
-		if (lb)
-			c += 2;
+		int tb = bank(v, tab), xv = 0;
+		if (rsn)
+			return lut_ram(v, c + 2, cnt, r[rsn], src, 0, t->a_words);
 		for (uint32_t n = 0;; c++) {
 			int all = n == cnt, go = xv && !HZ(c, tab);
 			uint32_t s = (src + n) & 0xffff;
 			int rdok = !all &&
 				   (!xv || (go && tb != bank(v, s) &&
-					    (lb || (xwa & v->bmask) != (s & v->bmask)))) &&
+					    (xwa & v->bmask) != (s & v->bmask))) &&
 				   !HZ(c, s);
-			int done = lb ? all && !xv && c >= alast : all && (!xv || go);
-			if (go) {
-				mac(v, c, xwa, !lb);
-				alast = c + 1 + LAT;
-			}
+			int done = all && (!xv || go);
+			if (go)
+				mac(v, c, xwa, 1);
 			if (rdok) {
 				xv = 1;
 				xwa = ptr + n;

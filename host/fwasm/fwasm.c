@@ -395,6 +395,17 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 4 << 3 | rt);
 		return 0;
 	}
+	if (!strcmp(mn, "vlut.a")) { /* cvt.bf's code with rs != 0: vlut.bf, x from A[r[rt]+n] */
+		if ((rc = want(a, mn, n, 3, 3)) || (rc = reg(a, ops[0], &rd)) ||
+		    (rc = reg(a, ops[1], &rs)) || (rc = reg(a, ops[2], &rt)))
+			return rc;
+		if (!rs)
+			return fail(a, "vlut.a: the A destination cannot be r0 (rs = 0 is cvt.bf)");
+		if (!rd)
+			return fail(a, "vlut.a: the table register cannot be r0 (rd = 0 is cpa)");
+		out[0] = (uint16_t)(0xF000 | rd << 9 | rs << 6 | 3 << 3 | rt);
+		return 0;
+	}
 	if (!strcmp(mn, "cvt.bh")) { /* xop 0, [2:0] = 5 */
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rd)))
 			return rc;
@@ -426,7 +437,7 @@ static int encode(struct asmctx *a, const char *mn, char **ops, int n, int pc, u
 		out[0] = (uint16_t)(0xF000 | rd << 9 | 2 << 3 | 1);
 		return 0;
 	}
-	if (!strcmp(mn, "cpa")) { /* cvt.bf's code with rs != 0: B[r6+m] = A word r[rs]/2 + m */
+	if (!strcmp(mn, "cpa")) { /* cvt.bf's code, rs != 0, rd = 0: B[r6+m] = A word r[rs]/2 + m */
 		if ((rc = want(a, mn, n, 1, 1)) || (rc = reg(a, ops[0], &rs)))
 			return rc;
 		if (!rs)
@@ -838,6 +849,10 @@ static int decode(const uint16_t *im, int n, int pc, char *out, size_t len, int 
 				}
 				if (xop == 3 && rs && !src && !rd) {
 					snprintf(out, len, "cpa r%d", rs);
+					return 1;
+				}
+				if (xop == 3 && rs && rd) {
+					snprintf(out, len, "vlut.a r%d, r%d, r%d", rd, rs, src);
 					return 1;
 				}
 				if (rs || src)

@@ -170,7 +170,8 @@ module pe #(
   // ------------------------------------------------------------------ engine
   logic           e_a_en, e_a_we, e_b_re, e_b_re2, e_b_re3, e_b_re4, e_b_we, e_b_we2;
   logic           eng_idle, mac, mac2;
-  logic [AAW-1:0] e_a_addr;
+  logic [AAW-1:0] e_a_addr, e_a_raddr2;
+  logic           e_a_re2;
   logic [31:0]    e_a_wdata, a_rdata, e_b_wdata, e_b_wdata2;
   logic [BAW-1:0] e_b_raddr, e_b_raddr2, e_b_raddr3, e_b_raddr4, e_b_waddr, e_b_waddr2;
   logic [127:0]   b_rdata;
@@ -205,6 +206,8 @@ module pe #(
     .a_addr_o    (e_a_addr),
     .a_wdata_o   (e_a_wdata),
     .a_rdata_i   (a_rdata),
+    .a_re2_o     (e_a_re2),
+    .a_raddr2_o  (e_a_raddr2),
     .b_re_o      (e_b_re),
     .b_raddr_o   (e_b_raddr),
     .b_re2_o     (e_b_re2),
@@ -230,18 +233,21 @@ module pe #(
 
   // ------------------------------------------------------------------ SRAM A
   // one read and one write port: a config write waits only for an engine write (cvt.bf,
-  // vlut.bf, sta), a config read only for an engine read; the host never writes a word a
-  // running kernel reads, so a collision's old word (OldOnCollide) is never used
-  wire a_cfg = c_a && (cfg_we_i ? !(e_a_en && e_a_we) : !(e_a_en && !e_a_we));
-  wire a_e_re = e_a_en && !e_a_we;
+  // vlut.bf, vlut.a, sta), a config read only for an engine read (vlut.a reads on the second
+  // read request while it writes on the first); the host never writes a word a running
+  // kernel reads, and vlut.a never reads a word with its write pending, so a collision's
+  // old word (OldOnCollide) is never used
+  wire a_e_re = (e_a_en && !e_a_we) || e_a_re2;
   wire a_e_we = e_a_en && e_a_we;
+  wire a_cfg = c_a && (cfg_we_i ? !a_e_we : !a_e_re);
+  wire [AAW-1:0] a_e_raddr = e_a_re2 ? e_a_raddr2 : e_a_addr;
   sram_1r1w #(.Depth(AWords / 2), .Width(32)) u_sram_a (
     .clk_i  (clk_i),
     .we_i   (a_e_we || (a_cfg && cfg_we_i)),
     .waddr_i(a_e_we ? e_a_addr : cfg_addr_i[AAW-1:0]),
     .wdata_i(a_e_we ? e_a_wdata : cfg_wdata_i),
     .re_i   (a_e_re || (a_cfg && !cfg_we_i)),
-    .raddr_i(a_e_re ? e_a_addr : cfg_addr_i[AAW-1:0]),
+    .raddr_i(a_e_re ? a_e_raddr : cfg_addr_i[AAW-1:0]),
     .rdata_o(a_rdata)
   );
 

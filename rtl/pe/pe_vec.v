@@ -61,11 +61,21 @@
 //    table read on the second B read port is the MAC's issue, and the next x read goes out
 //    in the same cycle when its bank differs from the table word's (1 element a cycle),
 //    otherwise in the next (2 cycles an element).
-//  - vlut.bf (vlut with rs != 0): the same element flow with no B write; first the A words
-//    of the first and the last element are read (2 cycles: their halves outside the range),
-//    then each result leaves the FMAC as bf16 into A[r[rs]+n], two elements a word (the even
-//    one waits in lo); the instruction ends when the last A write leaves, so the next one
-//    finds A's port free.
+//  - vlut.bf (vlut with rs != 0; B is not written, so its table cannot change): first the A
+//    words of the first and the last element are read (2 cycles: their halves outside the
+//    range), then, once no B write is in flight, the table is copied into the lookup RAM
+//    (u_lt*: two copies, each an even- and an odd-index half of 128 words; a row, two table
+//    words on ports 1 and 3, a cycle: 128 cycles), then elements n and n + 1 (a pair: two
+//    left, the A destination of n even) have their x read on ports 1 and 3 (cycle k), their
+//    table words read from the two copies (k+1, the MACs' issue), and go through u_fmac and
+//    u_fmac2 (R at k+2); a pair's results leave as one A word, a single element's as before
+//    (an odd one with its word's low half, the last even one with its high half). One pair a
+//    cycle; the instruction ends when the last A write leaves, so the next one finds A free.
+//  - vlut.a (cvt.bf's code with rs != 0): vlut.bf's flow with x read from A[r[rt]+n] on the
+//    second A read request (a_re2_o: pe.v's read port, beside the results' writes), a pair
+//    when the source and destination elements are both even, x = the element with zeros and
+//    subnormals as +0 and NaN as 0x7fc0 (bf16(fmac(a, 1.0, +0))); a read of a word an
+//    element still in flight (X to out) will write waits for that write.
 //  - rsqrt: B read, then the ROM read (pe_rsqrt), then the register write: 3 cycles.
 // Transmit: a FIFO of TxDepth; an instruction that sends reserves space for its in-flight
 // wavelets (no stall of the pipeline is ever needed). Sources (scalar send, sendv at R,
@@ -120,6 +130,8 @@ module pe_vec #(
   output logic [AAW-1:0]  a_addr_o,
   output logic [31:0]     a_wdata_o,
   input  wire  [31:0]     a_rdata_i,
+  output logic            a_re2_o,    // vlut.a: a read beside the write of a_addr_o
+  output logic [AAW-1:0]  a_raddr2_o,
   // SRAM B (the bank is the address msb; each bank is an even-word and an odd-word sub-bank
   // of one read and one write port: no two reads, and no two writes, of one cycle go to one
   // sub-bank)
@@ -150,7 +162,7 @@ module pe_vec #(
                    KLda = 5'd5, KSta = 5'd6, KLdb = 5'd7, KStb = 5'd8, KVfma = 5'd9,
                    KVs = 5'd10, KVsF = 5'd11, KCvt = 5'd12, KLut = 5'd13, KRsq = 5'd14,
                    KVmac = 5'd15, KVdot = 5'd16, KCbh = 5'd17, KPre = 5'd18,
-                   KVmul = 5'd19, KVsC = 5'd20, KCpa = 5'd21;
+                   KVmul = 5'd19, KVsC = 5'd20, KTld = 5'd21, KCpa = 5'd22;
   localparam int unsigned L = FmacLatency;
 
   // ------------------------------------------------------------------ instruction state
@@ -194,6 +206,10 @@ module pe_vec #(
   logic          xheld_q, xheld_d;
   logic [15:0]   xb_q, xb_d;
   logic [BAW-1:0] xwa_q, xwa_d;
+  // vlut.bf: table rows copied (128: done), the X stage holds a pair
+  logic [7:0]    tl_q, tl_d;
+  logic          xp_q, xp_d;
+  logic          xh_q, xh_d;      // vlut.a: a single element's x is the word's high half
 
   // ------------------------------------------------------------------ pipeline tags
   // R stage
@@ -216,11 +232,15 @@ module pe_vec #(
   logic          rfw_q, rfw_d;    // cvt.bh: the source word is the one being assembled
   logic [AAW-1:0] raw_q, raw_d;   // cvt.bf: A word
   logic          rab_q, rab_d;    // vlut.bf: the result goes to A as bf16
+  logic          rts_q, rts_d;    // vlut.bf: the table words' halves (index bit 0) of n ...
+  logic          rts2_q, rts2_d;  // ... and of n + 1
+  logic          rlast_q, rlast_d; // vlut.bf, vlut.a: the last element (its word re-read)
   // FMAC stages
   logic          pv_q [0:L-1];
   logic          pdot_q [0:L-1];
   logic          pwen_q [0:L-1];
   logic          pab_q [0:L-1];   // vlut.bf: writes A at out
+  logic          plast_q [0:L-1]; // vlut.bf, vlut.a: the last element
   logic [BAW-1:0] pwa_q [0:L-1];
   logic          ptx_q [0:L-1];
   logic [3:0]    pcol_q [0:L-1];
@@ -231,6 +251,7 @@ module pe_vec #(
   logic          p2dot_q [0:L-1]; // vsum4: u_fmac2's result goes to acc2 (slot pln), not B
   logic          p2v_q [0:L-1];   // the second lane's FMAC stages (every op writes B)
   logic [BAW-1:0] p2wa_q [0:L-1];
+  logic          p2ab_q [0:L-1];  // vlut.bf: the second lane writes A (with lane 1: one word)
 
   // ------------------------------------------------------------------ FMAC
   wire  [31:0] b_word = b_rdata_i[31:0];
@@ -258,6 +279,30 @@ module pe_vec #(
   logic        y_valid;
   wire  [15:0] y_bf;   // vlut.bf: bf16(the FMAC result)
   pe_bf16_rne u_y_bf (.x_i(y), .y_o(y_bf));
+  wire  [15:0] y2_bf;  // vlut.bf: bf16(the second lane's result)
+  // vlut.bf's lookup RAM: copy k (k = 0: element n, 1: n + 1) of the table in an even-index
+  // half (u_lte*) and an odd-index half (u_lto*), row = index >> 1; written by the copy's R
+  // (KTld: the even word on port 1, the odd one on port 3), read in the X stage
+  logic        lt_we, lt_re;
+  logic [6:0]  lt_wrow, lt_row0, lt_row1;
+  wire  [31:0] lt_e0, lt_o0, lt_e1, lt_o1;
+  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lte0 (
+    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word),
+    .re_i(lt_re), .raddr_i(lt_row0), .rdata_o(lt_e0));
+  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lto0 (
+    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word2),
+    .re_i(lt_re), .raddr_i(lt_row0), .rdata_o(lt_o0));
+  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lte1 (
+    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word),
+    .re_i(lt_re), .raddr_i(lt_row1), .rdata_o(lt_e1));
+  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lto1 (
+    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word2),
+    .re_i(lt_re), .raddr_i(lt_row1), .rdata_o(lt_o1));
+  assign lt_we = rv_q && rk_q == KTld;
+  assign lt_wrow = rwa_q[6:0];
+  // the table word of the element in R: vlut's from port 2, vlut.bf's from the lookup RAM
+  wire  [31:0] lt_t = rab_q ? (rts_q ? lt_o0 : lt_e0) : b_other;
+  wire  [31:0] lt_t2 = rts2_q ? lt_o1 : lt_e1;
   wire         byp = pv_q[L-1] && pdot_q[L-1] && (pln_q[L-1] == rln_q) && (pbk_q[L-1] == rbk_q);
   wire         byp2 = p2v_q[L-1] && p2dot_q[L-1] && (pln_q[L-1] == rln_q);  // vsum4's lane 2
   wire         r2acc = rv2_q && rk_q == KVs;  // vsum4: u_fmac2 accumulates
@@ -328,9 +373,9 @@ module pe_vec #(
         f_c = rfirst_q ? 32'd0 : acc_q[ln_t];
       end
       KLut: begin  // fmac(t[31:16], x, t[15:0] << 16), x carried in rval, t on port 2
-        f_a = {16'd0, b_other[31:16]};
+        f_a = {16'd0, lt_t[31:16]};  // (vlut.bf: t from the lookup RAM)
         f_b = rval_q[15:0];
-        f_c = {b_other[15:0], 16'd0};
+        f_c = {lt_t[15:0], 16'd0};
       end
       default: ;
     endcase
@@ -368,9 +413,13 @@ module pe_vec #(
       KVfma: begin f2_a = {16'd0, rval_q[15:0]}; f2_c = {rval_q[31:16], 16'd0}; end
       KVmac: f2_c = rzf_q ? cw2_q : b_other2;
       KVmul: begin f2_b = rval_q[15:0]; f2_c = 32'd0; end
+      KLut: begin  // vlut.bf: element n + 1, x in rval[31:16], t from the lookup RAM's copy 1
+        f2_a = {16'd0, lt_t2[31:16]}; f2_b = rval_q[31:16]; f2_c = {lt_t2[15:0], 16'd0};
+      end
       default: ;
     endcase
   end
+  pe_bf16_rne u_y2_bf (.x_i(y2), .y_o(y2_bf));
   pe_fmac #(.FmacLatency(L)) u_fmac2 (
     .clk_i  (clk_i),
     .rst_ni (rst_ni),
@@ -405,13 +454,13 @@ module pe_vec #(
   logic [3:0]   infl_txn;
   always_comb begin
     pipe_busy = rv_q || rv2_q;
-    infl_wb  = (rv_q && rwen_q) || (rv2_q && !r2acc);
+    infl_wb  = (rv_q && rwen_q) || (rv2_q && !r2acc && !rab_q);
     infl_tx  = rv_q && rtx_q;
     infl_ftx = rv_q && rtx_q && (rk_q == KRedv);
     infl_txn = {3'd0, rv_q && rtx_q};
     for (int k = 0; k < L; k = k + 1) begin
       pipe_busy = pipe_busy || pv_q[k] || p2v_q[k];
-      infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]) || (p2v_q[k] && !p2dot_q[k]);
+      infl_wb  = infl_wb || (pv_q[k] && pwen_q[k]) || (p2v_q[k] && !p2dot_q[k] && !p2ab_q[k]);
       infl_tx  = infl_tx || (pv_q[k] && ptx_q[k]);
       infl_ftx = infl_ftx || (pv_q[k] && ptx_q[k]);
       infl_txn = infl_txn + {3'd0, pv_q[k] && ptx_q[k]};
@@ -427,10 +476,11 @@ module pe_vec #(
 
   function automatic hz(input [BAW-1:0] addr);
     begin
-      hz = (rv_q && rwen_q && (rwa_q == addr)) || (rv2_q && !r2acc && (rwa2_q == addr));
+      hz = (rv_q && rwen_q && (rwa_q == addr)) ||
+           (rv2_q && !r2acc && !rab_q && (rwa2_q == addr));
       for (int j = 0; j < L; j = j + 1)
         hz = hz || (pv_q[j] && pwen_q[j] && (pwa_q[j] == addr)) ||
-             (p2v_q[j] && !p2dot_q[j] && (p2wa_q[j] == addr));
+             (p2v_q[j] && !p2dot_q[j] && !p2ab_q[j] && (p2wa_q[j] == addr));
     end
   endfunction
 
@@ -485,14 +535,34 @@ module pe_vec #(
   wire [15:0] x_fresh;
   pe_bf16_rne u_x_bf (.x_i(b_word), .y_o(x_fresh));
   wire [15:0] x_bf      = xheld_q ? xb_q : x_fresh;
+  // vlut.a: x from A (the element's half; a pair: both), as bf16(fmac(x, 1.0, +0))
+  function automatic [15:0] widen1(input [15:0] h);
+    widen1 = (h[14:7] == 8'd0) ? 16'h0000 : (h[14:7] == 8'hff && h[6:0] != 7'd0) ? 16'h7fc0 : h;
+  endfunction
+  wire [15:0] lx0       = la ? widen1(xh_q ? a_rdata_i[31:16] : a_rdata_i[15:0]) : x_bf;
+  wire [15:0] lx1       = la ? widen1(a_rdata_i[31:16]) : bw2_bf;
   wire [7:0]  x_idx;
-  pe_lut_index u_lut_idx (.x_i(x_bf), .idx_o(x_idx));
+  pe_lut_index u_lut_idx (.x_i(lx0), .idx_o(x_idx));
   wire [15:0] t_adr     = dat_q[15:0] + {8'd0, x_idx};
   wire        x_go      = xv_q && !hz(BAW'(t_adr));  // the X stage issues the table read
   // vlut.bf: A destination r[rs] (adr), its last element, the element leaving the FMAC
   wire        lb        = ins_q[8:6] != 3'd0;
   wire [15:0] lb_last   = adr_q + cnt_q - 16'd1;
   wire [15:0] lb_e      = adr_q + on_q;
+  wire [15:0] lb_n      = adr_q + n_q;               // the A destination of element n
+  // cvt.bf's code with rs != 0: cpa (rd = 0) or vlut.a (rd != 0, its table's register)
+  wire        la        = xop == 3'd3 && lb && ins_q[11:9] != 3'd0;  // vlut.a
+  wire        cpa       = xop == 3'd3 && lb && ins_q[11:9] == 3'd0;
+  wire        lx        = la || (xop == 3'd4 && lb);          // the lookup RAM's flow
+  wire        lb_pair   = n_two && !lb_n[0] && !(la && n_src[0]);
+  // vlut.a: the words of the elements in flight (on .. n - 1), x's word among them
+  wire [15:0] la_hi     = lb_n - 16'd1;
+  wire [AAW-1:0] la_off = AAW'(n_src[15:1]) - AAW'(lb_e[15:1]);
+  wire [AAW-1:0] la_span = AAW'(la_hi[15:1]) - AAW'(lb_e[15:1]);
+  wire        la_hz     = (on_q != n_q) && la_off <= la_span;
+  wire [15:0] tl_a      = dat_q[15:0] + {7'd0, tl_q[6:0], 1'b0};  // the row's even word
+  wire [7:0]  x2_idx;   // vlut.bf: the index of element n + 1's x (port 3)
+  pe_lut_index u_lut_idx2 (.x_i(lx1), .idx_o(x2_idx));
 
   // dot lane of this slot
   logic         d_act, d_end, d_gath;
@@ -514,9 +584,12 @@ module pe_vec #(
     fin_d = fin_q; cph_d = cph_q; lo_d = lo_q; cw_d = cw_q; cw2_d = cw2_q; ph2_d = ph2_q; rfw_d = 1'b0;
     rab_d = 1'b0; on_d = on_q;
     xv_d = xv_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
+    tl_d = tl_q; xp_d = xp_q; xh_d = xh_q; rts_d = 1'b0; rts2_d = 1'b0; rlast_d = 1'b0;
+    a_re2_o = 1'b0; a_raddr2_o = '0;
+    lt_re = 1'b0; lt_row0 = x_idx[7:1]; lt_row1 = x2_idx[7:1];
     b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
     b_re4_o = 1'b0; b_raddr4_o = '0;
-    b_we2_o = p2v_q[L-1] && !p2dot_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
+    b_we2_o = p2v_q[L-1] && !p2dot_q[L-1] && !p2ab_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
     done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
     a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
     b_re_o = 1'b0; b_raddr_o = '0;
@@ -535,17 +608,28 @@ module pe_vec #(
       txp_valid = 1'b1;
       txp_data = {1'b0, pcol_q[L-1], y};
     end
-    // vlut.bf's results into A: an odd element writes its word {it, the even one}, the
-    // last even one {the word's old high half, it}
-    if (pv_q[L-1] && pab_q[L-1]) begin
+    // vlut.bf's and vlut.a's results into A: a pair its word, an odd element {it, the even
+    // one}, the last even one {the word's high half, read a cycle before, it}, another even
+    // one {it, it} (the odd one rewrites the high half; vlut.a's interlock keeps reads of
+    // the word waiting)
+    if (pv_q[L-2] && pab_q[L-2] && plast_q[L-2]) begin
+      a_re2_o = 1'b1; a_raddr2_o = AAW'(lb_last[15:1]);
+    end
+    if (pv_q[L-1] && pab_q[L-1] && p2v_q[L-1] && p2ab_q[L-1]) begin  // a pair: its word
+      on_d = on_q + 16'd2;
+      a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = AAW'(lb_e[15:1]);
+      a_wdata_o = {y2_bf, y_bf};
+    end else if (pv_q[L-1] && pab_q[L-1]) begin
       on_d = on_q + 16'd1;
       if (lb_e[0]) begin
         a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = AAW'(lb_e[15:1]);
         a_wdata_o = {y_bf, (on_q == 16'd0) ? cw_q[15:0] : lo_q};
-      end else if (on_q == cnt_q - 16'd1) begin
+      end else if (on_q == cnt_q - 16'd1) begin  // the high half read a cycle ago
         a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = AAW'(lb_e[15:1]);
-        a_wdata_o = {cw_q[31:16], y_bf};
-      end else begin
+        a_wdata_o = {a_rdata_i[31:16], y_bf};
+      end else begin  // (vlut.a's singles) written now too, the odd one's half to come
+        a_en_o = 1'b1; a_we_o = 1'b1; a_addr_o = AAW'(lb_e[15:1]);
+        a_wdata_o = {y_bf, y_bf};
         lo_d = y_bf;
       end
     end
@@ -615,7 +699,7 @@ module pe_vec #(
       adr_d = opa_i;
       dat_d = (instr_i[15:12] == 4'h8) ? {opa_i, opb_i} : {16'd0, opd_i};
       t_d = '0; n_d = '0; ph_d = 1'b0; slot_d = '0; lanes_d = '0; gath_d = 1'b1;
-      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0; on_d = '0; cph_d = '0;
+      first_d = 1'b1; fin_d = 1'b0; xv_d = 1'b0; on_d = '0; cph_d = '0; tl_d = '0;
       aa_d = regs_i[16 +: 16];
       ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] :
              (instr_i[15:12] == 4'hF) ? regs_i[{instr_i[2:0], 4'd0} +: 16] :  // r[rt]
@@ -793,7 +877,7 @@ module pe_vec #(
             fin_d = 1'b1;
             if (fin_q) begin done_o = 1'b1; busy_d = 1'b0; end
           end
-        end else if (xop == 3'd3 && lb) begin  // cpa rs (cvt.bf's code, rs != 0): B[r6+m] =
+        end else if (cpa) begin  // cpa rs (cvt.bf's code, rs != 0, rd = 0): B[r6+m] =
           if (cnt_q == 16'd0) begin            // A word r[rs]/2 + m, a word a cycle, written
             done_o = 1'b1; busy_d = 1'b0;      // at R once no MAC write is in flight
           end else if (!n_all && !infl_wb) begin
@@ -801,7 +885,7 @@ module pe_vec #(
             rv_d = 1'b1; rk_d = KCpa; rwa_d = BAW'(n_ptr); rzf_d = n_last;
             n_d = n_q + 16'd1;
           end
-        end else if (xop == 3'd3) begin  // cvt.bf rd: ends in the last element's R
+        end else if (xop == 3'd3 && !la) begin  // cvt.bf rd: ends in the last element's R
           if (!n_all && !hz(BAW'(n_ptr)) && !(cv_rd && r_awr)) begin
             b_re_o = 1'b1; b_raddr_o = BAW'(n_ptr);
             if (cv_rd) begin a_en_o = 1'b1; a_addr_o = AAW'(cv_e[15:1]); end
@@ -816,12 +900,40 @@ module pe_vec #(
           end else if (cnt_q == 16'd0) begin
             done_o = 1'b1; busy_d = 1'b0;
           end
-        end else if (xop == 3'd4 && lb && !fin_q) begin  // vlut.bf: the two A word reads
+        end else if (lx && !fin_q) begin  // vlut.bf, vlut.a: the two A word reads
           a_en_o = 1'b1; a_addr_o = AAW'(ph_q ? lb_last[15:1] : adr_q[15:1]);
           if (ph_q) begin cw_d[15:0] = a_rdata_i[15:0]; fin_d = 1'b1; end
           ph_d = 1'b1;
+        end else if (lx) begin  // vlut.bf, vlut.a: the table copy, then a pair a cycle
+          if (ph_q) begin cw_d[31:16] = a_rdata_i[31:16]; ph_d = 1'b0; end
+          if (xv_q) begin  // X stage: the table words (the MACs' issue)
+            mac_o = 1'b1; mac2_o = xp_q;
+            lt_re = 1'b1;
+            rv_d = 1'b1; rk_d = KLut; rab_d = 1'b1; rv2_d = xp_q;
+            rval_d = {lx1, lx0}; rts_d = x_idx[0]; rts2_d = x2_idx[0]; rlast_d = n_all;
+            xv_d = 1'b0;
+          end
+          if (!n_all && !tl_q[7]) begin  // a table row, once no B write is in flight
+            if (!infl_wb) begin
+              b_re_o = 1'b1; b_raddr_o = BAW'(tl_a);
+              b_re3_o = 1'b1; b_raddr3_o = BAW'(tl_a + 16'd1);
+              rv_d = 1'b1; rk_d = KTld; rwa_d = BAW'(tl_q[6:0]);
+              tl_d = tl_q + 8'd1;
+            end
+          end else if (!n_all && !(la && la_hz)) begin  // x of n (and n + 1): B ports 1
+            if (la) begin                                    // and 3, or (vlut.a) A's word
+              a_re2_o = 1'b1; a_raddr2_o = AAW'(n_src[15:1]);
+            end else begin
+              b_re_o = 1'b1; b_raddr_o = BAW'(n_src);
+              if (lb_pair) begin b_re3_o = 1'b1; b_raddr3_o = n_src1; end
+            end
+            xv_d = 1'b1; xp_d = lb_pair; xh_d = n_src[0];
+            n_d = n_q + (lb_pair ? 16'd2 : 16'd1);
+          end
+          if (n_all && !xv_q && !a_infl) begin
+            done_o = 1'b1; busy_d = 1'b0;
+          end
         end else if (xop == 3'd4) begin  // vlut rd, rt: X stage -> table read (the MAC's issue)
-          if (lb && ph_q) begin cw_d[31:16] = a_rdata_i[31:16]; ph_d = 1'b0; end
           if (x_go) begin
             mac_o = 1'b1;
             b_re2_o = 1'b1; b_raddr2_o = BAW'(t_adr);
@@ -1015,10 +1127,12 @@ module pe_vec #(
       rfirst_q <= 1'b0; rzf_q <= 1'b0; rfw_q <= 1'b0; raw_q <= '0; cw_q <= '0;
       rab_q <= 1'b0; on_q <= '0; cw2_q <= '0; ph2_q <= 1'b0;
       fin_q <= 1'b0; cph_q <= '0; rbk_q <= 1'b0; lo_q <= '0; xv_q <= 1'b0; xheld_q <= 1'b0; xb_q <= '0;
-      xwa_q <= '0;
+      xwa_q <= '0; tl_q <= '0; xp_q <= 1'b0; xh_q <= 1'b0;
+      rlast_q <= 1'b0; rts_q <= 1'b0; rts2_q <= 1'b0;
       for (int e = 0; e < L; e = e + 1) begin
-        p2v_q[e] <= 1'b0; p2wa_q[e] <= '0; p2dot_q[e] <= 1'b0; pbk_q[e] <= 1'b0;
+        p2ab_q[e] <= 1'b0; p2v_q[e] <= 1'b0; p2wa_q[e] <= '0; p2dot_q[e] <= 1'b0; pbk_q[e] <= 1'b0;
         pv_q[e] <= 1'b0; pdot_q[e] <= 1'b0; pwen_q[e] <= 1'b0; pab_q[e] <= 1'b0; pwa_q[e] <= '0;
+        plast_q[e] <= 1'b0;
         ptx_q[e] <= 1'b0; pcol_q[e] <= '0; pln_q[e] <= '0;
       end
       for (int e = 0; e < DotLanes; e = e + 1) begin acc_q[e] <= '0; acc2_q[e] <= '0; end
@@ -1037,16 +1151,19 @@ module pe_vec #(
       rln_q <= rln_d; rfirst_q <= rfirst_d; rzf_q <= rzf_d; rfw_q <= rfw_d; raw_q <= raw_d;
       cw_q <= cw_d; rab_q <= rab_d; on_q <= on_d; cw2_q <= cw2_d; ph2_q <= ph2_d;
       fin_q <= fin_d; cph_q <= cph_d; rbk_q <= rbk_d; lo_q <= lo_d; xv_q <= xv_d; xheld_q <= xheld_d;
-      xb_q <= xb_d; xwa_q <= xwa_d;
+      xb_q <= xb_d; xwa_q <= xwa_d; tl_q <= tl_d; xp_q <= xp_d; xh_q <= xh_d; rts_q <= rts_d;
+      rts2_q <= rts2_d; rlast_q <= rlast_d;
       pv_q[0] <= f_valid; pdot_q[0] <= r_acc; pwen_q[0] <= f_valid && rwen_q;
-      pab_q[0] <= f_valid && rab_q;
+      pab_q[0] <= f_valid && rab_q; plast_q[0] <= rlast_q;
       pwa_q[0] <= rwa_q; ptx_q[0] <= f_valid && rtx_q; pcol_q[0] <= rcol_q; pln_q[0] <= rln_q;
       p2v_q[0] <= rv2_q; p2wa_q[0] <= rwa2_q; p2dot_q[0] <= r2acc; pbk_q[0] <= rbk_q;
+      p2ab_q[0] <= rv2_q && rab_q;
       for (int e = 1; e < L; e = e + 1) begin
         p2v_q[e] <= p2v_q[e-1]; p2wa_q[e] <= p2wa_q[e-1]; p2dot_q[e] <= p2dot_q[e-1];
+        p2ab_q[e] <= p2ab_q[e-1];
         pbk_q[e] <= pbk_q[e-1];
         pv_q[e] <= pv_q[e-1]; pdot_q[e] <= pdot_q[e-1]; pwen_q[e] <= pwen_q[e-1];
-        pab_q[e] <= pab_q[e-1];
+        pab_q[e] <= pab_q[e-1]; plast_q[e] <= plast_q[e-1];
         pwa_q[e] <= pwa_q[e-1]; ptx_q[e] <= ptx_q[e-1]; pcol_q[e] <= pcol_q[e-1];
         pln_q[e] <= pln_q[e-1];
       end
@@ -1057,7 +1174,7 @@ module pe_vec #(
   end
 
   // r0 is not an engine operand
-  wire unused = &{1'b0, y_valid, y2_valid, regs_i[15:0], lb_last[0]};
+  wire unused = &{1'b0, y_valid, y2_valid, regs_i[15:0], lb_last[0], la_hi[0]};
 
 `ifdef FORMAL
   // vsum2's four chains come back through the bypass exactly one round (4 issues) later

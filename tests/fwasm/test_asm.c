@@ -89,6 +89,7 @@ static void test_encodings(void **state)
 		{ "vdot4 r4, r5", { 0xf000 | 4 << 9 | 5 << 6 | 2 << 3 | 1 }, 1 },
 		{ "vmul r2, r3", { 0xf000 | 2 << 9 | 3 << 6 | 5 }, 1 },
 		{ "cpa r4", { 0xf000 | 4 << 6 | 3 << 3 }, 1 },
+		{ "vlut.a r4, r2, r1", { 0xf000 | 4 << 9 | 2 << 6 | 3 << 3 | 1 }, 1 },
 		{ "rsqrt r7, [r6]", { 0xf000 | 7 << 9 | 6 << 6 | 5 << 3 }, 1 },
 		{ "vmac r1, r2, r3", { 0xf000 | 1 << 9 | 2 << 6 | 6 << 3 | 3 }, 1 },
 		{ "vdot r7, r0, r5", { 0xf000 | 7 << 9 | 0 << 6 | 7 << 3 | 5 }, 1 },
@@ -174,8 +175,9 @@ static void test_ext_group(void **state)
 		{ 0xf000 | 2 << 9 | 3 << 6 | 4, "vaxpy r2, r3" },
 		{ 0xf000 | 2 << 9 | 5, "cvt.bh r2" },
 		{ 0xf000 | 2 << 9 | 3 << 6 | 5, "vmul r2, r3" }, /* cvt.bh with rs != 0 */
-		{ 0xf000 | 4 << 6 | 3 << 3, "cpa r4" },          /* cvt.bf with rs != 0 */
-		{ 0xf000 | 1 << 9 | 4 << 6 | 3 << 3, ".word" },  /* cvt.bf with rs and rd */
+		{ 0xf000 | 4 << 6 | 3 << 3, "cpa r4" },          /* cvt.bf, rs != 0, rd = 0 */
+		{ 0xf000 | 4 << 6 | 3 << 3 | 2, ".word" },      /* cvt.bf, rs != 0, rd = 0, rt */
+		{ 0xf000 | 4 << 9 | 2 << 6 | 3 << 3 | 1, "vlut.a r4, r2, r1" }, /* cvt.bf, rs, rd */
 		{ 0xf000 | 2 << 9 | 1 << 6 | 4 << 3, "vlut.bf r2, r1, r0" }, /* vlut, rs != 0 */
 		{ 0xf000 | 4 << 9 | 5 << 6 | 2 << 3, "vdot2 r4, r5" },       /* vsum2, rs != 0 */
 		{ 0xf000 | 2 << 3 | 1, "vsum4 r0" },            /* vsum2, rt = 1 */
@@ -276,6 +278,8 @@ static void test_malformed(void **state)
 		{ "vdot4 r1, r0\n", "t.s:1:", "cannot be r0" },
 		{ "vmul r1, r0\n", "t.s:1:", "cannot be r0" },
 		{ "cpa r0\n", "t.s:1:", "cannot be r0" },
+		{ "vlut.a r1, r0, r2\n", "t.s:1:", "cannot be r0" },
+		{ "vlut.a r0, r1, r2\n", "t.s:1:", "cannot be r0" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct csd_fw fw;

@@ -522,6 +522,29 @@ static void test_vlut(void **state)
 	assert_memory_equal(m.a, awant, sizeof awant);
 	assert_int_equal(m.cnt[0], 600);
 	pe_model_free(&m);
+
+	/* vlut.a (pe): x from A as fmac(x, 1.0, +0) (zeros and subnormals +0, NaN 0x7fc0), in
+	 * place from an odd element: each element read before it is written */
+	static const uint16_t sp[6] = { 0x8000, 0x0000, 0x8001, 0x0040, 0xffc1, 0x7f81 };
+	setup(&m, "vlut.a r5, r3, r3\nret");
+	for (unsigned i = 0; i < 6; i++)
+		m.a[101 + 7 * i] = sp[i];
+	m.r[3] = 77;
+	m.r[5] = 1500;
+	m.r[7] = 600;
+	memcpy(want, m.b, sizeof want);
+	memcpy(awant, m.a, sizeof awant);
+	for (unsigned i = 0; i < 600; i++) {
+		uint32_t x = nm_fmac_bits(awant[77 + i], 0x3f80, 0);
+		if (i >= 24 && i < 66 && (i - 24) % 7 == 0) /* the specials: +0, +0, +0, +0, NaN, NaN */
+			assert_int_equal(x, (i - 24) / 7 < 4 ? 0 : NM_F32_QNAN);
+		awant[77 + i] = nm_bf16_from_bits(nm_lut_bits(m.b + 1500, x));
+	}
+	run(&m);
+	assert_memory_equal(m.b, want, sizeof want);
+	assert_memory_equal(m.a, awant, sizeof awant);
+	assert_int_equal(m.cnt[0], 600);
+	pe_model_free(&m);
 }
 
 static void test_rsqrt(void **state)
@@ -1001,8 +1024,8 @@ static void test_cvt_fused(void **state)
 /* fw/vec_fc.s: each fc_gelu entry bit for bit its composition of nm_bias_add_bits (or
  * nm_fmac_row_bits), the stash, nm_gelu_fwd_bits and the LUT; fc_gelu_bwd bit for bit
  * nm_gelu_bwd_bits, nm_bias_add_bits and the in-place packing; fc_cvt nm_bf16_from_bits;
- * everything else in A and B untouched. fw/vec_fc_bf.s (k >= 8, pe's vlut.bf): the same A,
- * pre left as the bias or the widening leaves it, S untouched. B: pre 0, tables 1024 and 1280, S 1600, bias /
+ * everything else in A and B untouched. fw/vec_fc_bf.s (k >= 8, pe's vlut.bf and vlut.a): the
+ * same A, pre left as the bias leaves it (MODE 1: untouched), S untouched. B: pre 0, tables 1024 and 1280, S 1600, bias /
  * ones 1700, zeros 1800, block 1900; A: h 0, d 256, stash 512 (fc_gelu_bwd: dp), ones 768. */
 static void test_fc(void **state)
 {
@@ -1048,6 +1071,14 @@ static void test_fc(void **state)
 				if (st)
 					for (unsigned j = 0; j < w; j++)
 						aw[ST + t * w + j] = nm_bf16_from_bits(pre[j]);
+			} else if (bf) { /* vlut.a from the stash: the rows stay */
+				for (unsigned j = 0; j < w; j++) {
+					uint32_t x;
+					unsigned i = t * w + j;
+					nm_fmac_row_bits(&x, aw + ST + i, bw + BV + j, bw + ZERO + j, 1);
+					nm_gelu_fwd_bits(aw + OUT + i, dd + i, &x, 1, bw + TG, bw + TD);
+				}
+				continue;
 			} else {
 				nm_fmac_row_bits(pre, aw + ST + t * w, bw + BV, bw + ZERO, w);
 			}

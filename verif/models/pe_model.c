@@ -152,8 +152,8 @@ static void dot_one(struct pe_model *m, uint32_t w, uint16_t lane_ptr)
 }
 
 /* The extended 0xF group (docs/architecture.md 4.4): xop 1 vfma, 2 vsum2, 3 cvt.bf,
- * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot (vsum2 with rs != 0: vdot2; cvt.bf with rs != 0: cpa); rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf,
- * vlut.bf: A),
+ * 4 vlut, 5 rsqrt, 6 vmac, 7 vdot (vsum2 with rs != 0: vdot2; cvt.bf with rs != 0: cpa if
+ * rd = 0, else vlut.a); rt = ins[2:0]. Destination B[r6 .. r6+r7) (cvt.bf, vlut.bf, vlut.a: A),
  * elements in index order, each read before its own write; r6 and r7 unchanged. */
 static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, unsigned rt)
 {
@@ -199,9 +199,10 @@ static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, u
 		m->cnt[0] += rt ? 6 : 2;
 		break;
 	}
-	case 3: /* cvt.bf rd: A[r[rd] + n] = bf16(B[r6 + n]); cpa rs (rs != 0, pe only): B[r6 + n]
-		 * = the A word (r[rs] >> 1) + n, elements 2w (low half) and 2w + 1 */
-		if (rs) {
+	case 3: /* cvt.bf rd: A[r[rd] + n] = bf16(B[r6 + n]); with rs != 0 (pe only): cpa rs (rd
+		 * = 0): B[r6 + n] = the A word (r[rs] >> 1) + n, elements 2w (low half) and 2w + 1;
+		 * vlut.a rd, rs, rt (rd != 0): vlut.bf with x = bf16(fmac(A[r[rt] + n], 1.0, +0)) */
+		if (rs && !rd) {
 			for (uint16_t n = 0; n < r[7]; n++) {
 				uint32_t w = ((uint32_t)(r[rs] >> 1) + n) & 0x7fffu;
 				uint32_t e = (2 * w) & (m->awords - 1);
@@ -210,9 +211,19 @@ static void vec_op(struct pe_model *m, unsigned xop, unsigned rd, unsigned rs, u
 			}
 			break;
 		}
-		for (uint16_t n = 0; n < r[7]; n++)
-			m->a[(uint16_t)(r[rd] + n) & (m->awords - 1)] =
-				nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
+		for (uint16_t n = 0; n < r[7]; n++) {
+			if (!rs) {
+				m->a[(uint16_t)(r[rd] + n) & (m->awords - 1)] =
+					nm_bf16_from_bits(*b_word(m, (uint16_t)(r[6] + n)));
+				continue;
+			}
+			uint16_t a = m->a[(uint16_t)(r[rt] + n) & (m->awords - 1)];
+			uint16_t xb = nm_bf16_from_bits(nm_fmac_bits(a, 0x3f80, 0));
+			uint32_t ent = *b_word(m, (uint16_t)(r[rd] + nm_lut_index(xb)));
+			m->a[(uint16_t)(r[rs] + n) & (m->awords - 1)] =
+				nm_bf16_from_bits(nm_fmac_bits((uint16_t)(ent >> 16), xb, ent << 16));
+			m->cnt[0]++;
+		}
 		break;
 	case 4: /* vlut rd, rt: B = line B[r[rd] + index](B[r[rt] + n]); no element in the table;
 		 * vlut.bf rd, rs, rt (rs != 0, pe only): A[r[rs] + n] = bf16(the line) */

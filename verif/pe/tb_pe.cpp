@@ -21,7 +21,8 @@
 //           range (overlapping it), odd and even starts; counts 0,
 //           small, large and past the memory size; specials (NaN, inf, zeros, subnormals,
 //           ties, near overflow); vlut tables in the range's bank and in the other, indices
-//           at the extremes; vlut.bf into A, vdot2, vmul, cpa (pe; pe_lite: none); odd and even cvt.bf
+//           at the extremes; vlut.bf into A, vlut.a from A to A (in place, a few elements
+//           either side, anywhere), vdot2, vmul, cpa (pe; pe_lite: none); odd and even cvt.bf
 //           targets; 16-bit and memory address wrap.
 //           The rand programs get vector instructions too.
 //   pairs   (TB_VEC) the instructions pe issues two elements a cycle (vfma, vaxpy, vmac, vmul,
@@ -115,13 +116,15 @@ static const bool kVlutBf = false; // pe_lite decodes vlut with rs = 0 only
 static const bool kVdot2 = false;  // and vsum2 with rs = 0 only
 static const bool kVsum4 = false;  // and vsum2 with rt = 0 only
 static const bool kVmul = false;   // and cvt.bh with rs = 0 only
-static const bool kCpa = false;    // and cvt.bf with rs = 0 only
+static const bool kVlutA = false;  // and cvt.bf with rs = 0 only
+static const bool kCpa = false;
 #else
 static const bool kVlutBf = true; // vlut with rs != 0: vlut.bf, bf16 into A[r[rs] + n]
 static const bool kVdot2 = true;  // vsum2 with rs != 0: vdot2 against A[r[rs] + n]
 static const bool kVsum4 = true;  // vsum2 / vdot2 with rt != 0: vsum4 / vdot4, four chains
 static const bool kVmul = true;   // cvt.bh with rs != 0: vmul, B[r6 + n] = A[r[rs] + n] r[rd]
-static const bool kCpa = true;    // cvt.bf with rs != 0: cpa, B[r6 + n] = A word r[rs] / 2 + n
+static const bool kVlutA = true;  // cvt.bf with rs != 0, rd != 0: vlut.a, vlut.bf with x from A
+static const bool kCpa = true;    // cvt.bf with rs != 0, rd = 0: cpa, B[r6 + n] = A word r[rs] / 2 + n
 #endif
 // the vector group: xop 1 vfma rd, rs, rt; 2 vsum2 rd; 3 cvt.bf rd; 4 vlut rd, rt;
 // 5 rsqrt rd, [rs]; 6 vmac rd, rs, rt; 7 vdot rd, rs, rt (rt = [2:0])
@@ -827,6 +830,7 @@ static void gen_scalar(TbRng &r, Prog &p, unsigned n, bool allow_engine, int loo
 				li(p.w, t, (uint16_t)r.below(320));
 			}
 			if (x == 4 && (!kVlutBf || r.chance(50))) t = 0; // vlut; else vlut.bf into A
+			if (x == 3) t = 0;                                // cvt.bf (rs != 0: vlut.a)
 			if (x == 2 && (!kVdot2 || r.chance(50))) t = 0;  // vsum2; else vdot2
 			if (x == 2) rt = kVsum4 && r.chance(50) ? 1 + r.below(7) : 0; // vsum4, vdot4
 			if (x == 3) t = kCpa && r.chance(30) ? 1 + r.below(7) : 0;  // cpa; else cvt.bf
@@ -1110,16 +1114,40 @@ static Scenario gen_vec(Bench &b)
 				// vsum4 / vdot4 (pe): rt != 0, four chains a sum
 				rt = as::kVsum4 && r.chance(50) ? 1 + r.below(7) : 0;
 				break;
-			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too; cpa (pe):
-				// A words from rs's, anywhere
+			case 3: // cvt.bf: A element, odd or even, near the 16-bit end too; with rs != 0
+				// (pe): vlut.a (rd != 0) or cpa (rd = 0: A words from rs's, anywhere)
+				if (kVlutA && r.chance(50)) {
+					if (rd == 0) rd = 1 + r.below(5); // vlut.a: rd is the table's
+					// vlut.a (pe): a table anywhere in B (B is not written), bf16
+					// into A at rs from A at rt: in place, a few elements either side
+					// (the interlock on A words in flight), or anywhere
+					li(p.w, rd, (uint16_t)tabs[r.below(3)]);
+					do rs = 1 + r.below(5); while (rs == rd);
+					uint16_t av = aadr();
+					li(p.w, rs, av);
+					unsigned c2 = r.below(4);
+					if (c2 == 0) {
+						rt = rs;
+					} else {
+						do rt = r.below(6); while (rt == rd || rt == rs);
+						li(p.w, rt, c2 == 1 ? (uint16_t)(av + (int)r.below(9) - 4)
+								    : aadr());
+					}
+					if (n > 8192) n += 8192;
+					break;
+				}
+				if (kCpa && r.chance(30)) {
+					rd = 0;
+					rt = 0;
+					rs = 1 + r.below(5);
+					li(p.w, rs, aadr());
+					if (n > 8192) n += 8192;
+					break;
+				}
+				rs = 0;
 				li(p.w, rd, r.chance(15) ? (uint16_t)(0x10000 - 1 - r.below(16))
 							 : (uint16_t)r.u32());
 				if (n > 8192) n += 8192; // past AWords: A wraps
-				rs = 0;
-				if (kCpa && r.chance(30)) {
-					do rs = 1 + r.below(5); while (rs == rd);
-					li(p.w, rs, aadr());
-				}
 				break;
 			case 4: { // vlut: a table not in the range
 				unsigned t = tabs[r.below(3)];
