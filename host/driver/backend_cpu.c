@@ -864,7 +864,8 @@ static void cpu_rows(csd_dev *dev, void *rows, const csd_region *r, int tp, int 
 /*
  * A kernel on regions, on the SRAM model: the same C kernels as csd_forward / csd_wgrad
  * (cpu_stream_kernel, cpu_wgrad_run) over all P * tp rows the PEs hold, padding included,
- * as one token tile. fwd/bwd: overwrite first zeroes what START fills (tp * stride words),
+ * as one token tile. fwd/bwd: overwrite zeroes what START fills (tp * stride words; with
+ * first touch, plan_first_touch, only the outputs, which the kernel writes anyway),
  * accumulate starts the chains from B; wgrad also leaves its partial sums in the scratch.
  */
 static int cpu_kernel(csd_dev *dev, const struct res_op *op)
@@ -898,7 +899,8 @@ static int cpu_kernel(csd_dev *dev, const struct res_op *op)
 	if (op->accumulate) {
 		init = o;
 		cpu_rows(dev, init, out, tp, 0);
-	} else {
+	} else if (!plan_first_touch(&pl, &rg, w, &(uint32_t){ 0 })) {
+		/* START; first touch (pe) writes the output words only */
 		for (int q = 0; q < P; q++)
 			memset(cpu_sram(dev, CSD_MEM_B, q, out->base), 0,
 			       (size_t)tp * rg.bstride * sizeof(uint32_t));

@@ -400,6 +400,8 @@ static int sim_open(csd_dev *dev, const char *arg)
 			sim_close(dev);
 			return csd_fail(dev, CS_ERR_NO_MEM, "sim: cannot build the mesh model");
 		}
+		for (int q = 0; q < g->rows * g->cols; q++)
+			s->mm.pe[q].first_touch = g->first_touch;
 	} else if ((rc = sim_load(dev, s))) {
 		sim_close(dev);
 		return rc;

@@ -238,6 +238,9 @@ struct kstate {
 	uint32_t bcount;
 	int64_t *bpos;  /* CSR positions of the batch (real mode) */
 	struct runbuf rb; /* the open RUN */
+	/* first-touch stream (plan_exec_resident on pe): per output, 1 once it is written */
+	uint8_t *ft;
+	int zflag; /* the words run_add takes are zero wavelets (all flagged) */
 	/* a carried READ (plan_exec_resident): words issued so far, the open chunk */
 	const struct plan_side *side;
 	uint64_t s_done, s_lo, s_cyc, s_sc;
@@ -433,6 +436,11 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		for (size_t k = 0; k < m; k++)
 			w[k] = proto_nz((unsigned)(minor[k] - ks->o0),
 					span ? (uint16_t)major : dot ? 0 : val[k]);
+		for (size_t k = 0; k < m && ks->ft; k++) {
+			if (ks->zflag || !ks->ft[minor[k]])
+				w[k] |= PROTO_NZ_FIRST;
+			ks->ft[minor[k]] = 1;
+		}
 		if (step)
 			w[0] |= PROTO_RUN_STEP;
 	}
@@ -828,6 +836,13 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
 			 kname[kernel], pl->dout);
 		return CS_ERR_RANGE;
 	}
+	if (g->first_touch && kernel != PLAN_WGRAD && pl->dout > 16384) {
+		snprintf(err, errlen,
+			 "%s: %d output features: pe's axpy index carries at most 16384 (bit 14 is "
+			 "the first-touch flag)",
+			 kname[kernel], pl->dout);
+		return CS_ERR_RANGE;
+	}
 	pl->tp = rg->tp;
 	pl->n_ttiles = 1;
 	pl->dt = pl->dout;
@@ -835,6 +850,59 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
 	if (kernel == PLAN_WGRAD)
 		pl->pb = rg->pb;
 	return CS_OK;
+}
+
+/* The outputs a first-touch stream zeroes with a wavelet of their own (mark[i] = 1): those
+ * no nonzero touches, and those whose first nonzero in stream order (fwd CSC, bwd CSR) has
+ * val +0 (flagged, it would give +0 where the fill's chain gives NaN for an inf/NaN A: it
+ * goes unflagged after the zero wavelet). Returns their count. */
+static uint32_t ft_scan(const struct plan *pl, const csd_sparse *w, uint8_t *mark)
+{
+	int csc = pl->kernel == PLAN_FWD;
+	const int64_t *ptr = csc ? w->col_ptr : w->row_ptr;
+	const int32_t *minor = csc ? w->row : w->col;
+	const uint16_t *val = csc ? w->cval : w->val;
+	uint32_t n = 0;
+	memset(mark, 2, (size_t)pl->dout); /* 2: not touched yet */
+	for (int64_t k = 0; k < ptr[pl->din]; k++)
+		if (mark[minor[k]] == 2)
+			mark[minor[k]] = val[k] == 0;
+	for (int i = 0; i < pl->dout; i++) {
+		if (mark[i] == 2)
+			mark[i] = 1;
+		n += mark[i];
+	}
+	return n;
+}
+
+/* START's fill: tp * stride words from the base (4.5's fill, two words a cycle, part of
+ * the stream), its wavelet's injection and trip included */
+static uint64_t fill_cycles(const struct plan *pl, const struct plan_regions *rg)
+{
+	return ((uint64_t)pl->tp * rg->bstride + 1) / 2 + 9;
+}
+
+/* flags if the zero wavelets (tp cycles each) cost less than the fill */
+static int ft_pick(const struct plan *pl, const struct plan_regions *rg, uint32_t nzero)
+{
+	return (uint64_t)nzero * (uint64_t)pl->tp < fill_cycles(pl, rg);
+}
+
+int plan_first_touch(const struct plan *pl, const struct plan_regions *rg, const csd_sparse *w,
+		     uint32_t *nzero)
+{
+	*nzero = 0;
+	if (pl->kernel == PLAN_WGRAD || rg->accumulate || !pl->g.first_touch)
+		return 0;
+	uint8_t *mark = malloc((size_t)pl->dout);
+	if (!mark)
+		return 0;
+	uint32_t n = ft_scan(pl, w, mark);
+	free(mark);
+	if (!ft_pick(pl, rg, n))
+		return 0;
+	*nzero = n;
+	return 1;
 }
 
 int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
@@ -877,12 +945,46 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	/* fwd/bwd: a carried READ streams while the fill and the RUNs run */
 	if (pl->kernel != PLAN_WGRAD && side)
 		side_open(&ks, side->n_words);
-	if (pl->kernel != PLAN_WGRAD && !rg->accumulate) {
+	/* pe: each output's first nonzero flagged, a zero wavelet for each output ft_scan
+	 * marks, ahead of the first nonempty major's nonzeros; else START */
+	uint32_t nzero = 0;
+	int ftm = pl->kernel != PLAN_WGRAD && !rg->accumulate && pl->g.first_touch;
+	if (ftm) {
+		ks.ft = malloc((size_t)pl->dout);
+		if (!ks.ft) {
+			snprintf(err, errlen, "%s: out of memory", what);
+			rc = CS_ERR_NO_MEM;
+			goto out_free;
+		}
+		nzero = ft_scan(pl, io->w, ks.ft);
+		ftm = ft_pick(pl, rg, nzero);
+	}
+	if (ftm && nzero) {
+		int csc = pl->kernel == PLAN_FWD, m0 = 0;
+		const int64_t *ptr = csc ? io->w->col_ptr : io->w->row_ptr;
+		while (m0 < pl->din - 1 && ptr[m0 + 1] == ptr[m0])
+			m0++;
+		int32_t zi[64];
+		uint16_t zv[64] = { 0 };
+		int i = 0;
+		ks.zflag = 1;
+		while (i < pl->dout) {
+			size_t n = 0;
+			for (; i < pl->dout && n < 64; i++)
+				if (ks.ft[i])
+					zi[n++] = i;
+			for (size_t k = 0; k < n;)
+				k += run_add(&ks, m0, zi + k, zv + k, n - k);
+		}
+		ks.zflag = 0;
+	} else if (!ftm && ks.ft) {
+		free(ks.ft);
+		ks.ft = NULL;
+	}
+	if (pl->kernel != PLAN_WGRAD && !rg->accumulate && !ftm) {
 		ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
 		ws_put(&ws, proto_ctl(PROTO_CTL_START, 0));
-		/* START fills tp * stride words from the base (4.5's fill, two words a cycle,
-		 * part of the stream), its wavelet's injection and trip included */
-		uint64_t f = ((uint64_t)pl->tp * rg->bstride + 1) / 2 + 9;
+		uint64_t f = fill_cycles(pl, rg);
 		st->cycles += f;
 		st->stream_cycles += f;
 		/* the fill reads no A: a chunk of a carried WRITE while it runs */
@@ -911,6 +1013,7 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 out_free:
 	if (rc && !err[0])
 		snprintf(err, errlen, "%s: link: %s", what, cs_strerror(rc));
+	free(ks.ft);
 	free(ks.bpos);
 	free(ks.tmp);
 	free(ws.buf);

@@ -40,6 +40,10 @@ struct plan_geom {
 	int a_wport;       /* 1 (pe): A has a write port of its own, so a config WRITE of A
 			    * proceeds while a kernel reads A (a kernel may carry it); 0 (pe_lite,
 			    * pe_micro_mt): a WRITE of A waits for the engine */
+	int first_touch;   /* 1 (pe): an axpy nonzero's index is 14 bits, its bit 14 the
+			    * first-touch flag (docs/architecture.md 4.4): an overwriting
+			    * resident kernel flags each output's first nonzero instead of a
+			    * START fill; 0 (pe_lite, pe_micro_mt): START */
 };
 
 /*
@@ -187,6 +191,12 @@ int plan_make_resident(struct plan *pl, const struct plan_geom *g, enum plan_ker
 /* csd_reduce_region's stream: the wgrad task tables, r6 = base + n, SYNC, END n, COLLECT n
  * (a wgrad batch's reduction of B[base .. base + n) with no dots before it); the sums to
  * out (a device; counting: the cycles only). */
+/* An overwriting fwd/bwd kernel on regions with g.first_touch: 1 if its stream flags each
+ * output's first nonzero and sends a zero wavelet for each output that has none (or whose
+ * first nonzero's val is +0) instead of START, because those cost fewer cycles than the
+ * fill; 0: START. *nzero: the zero wavelets (flags only). */
+int plan_first_touch(const struct plan *pl, const struct plan_regions *rg, const csd_sparse *w,
+		     uint32_t *nzero);
 int plan_exec_reduce(const struct plan_geom *g, const struct csd_fw *fw, uint32_t base,
 		     uint32_t n, float *out, struct plan_link *link, struct plan_stats *st,
 		     char *err, size_t errlen);

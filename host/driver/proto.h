@@ -56,6 +56,9 @@ enum { PROTO_CTL_SET_MAJOR = 0, PROTO_CTL_START = 1, PROTO_CTL_END = 2, PROTO_CT
 /* In a RUN's nonzero word: this nonzero belongs to the next major (the host port emits
  * SET_MAJOR major+1 before it and clears the bit); minor indices stay below 2^15. */
 #define PROTO_RUN_STEP 0x80000000u
+/* In an axpy nonzero on pe (index below 2^14): the output's first touch, B = fmac(val, A, +0)
+ * without reading B; with val +0 the result is +0 whatever A (docs/architecture.md 4.4). */
+#define PROTO_NZ_FIRST 0x40000000u
 #define PROTO_COLLECT_MAX 256u /* the host port's COLLECT buffer (mesh_top CollectDepth) */
 #define PROTO_RESP_MAGIC 0xau
 

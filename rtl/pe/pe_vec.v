@@ -10,7 +10,8 @@
 // waits (interlock), so any program is computed exactly as the instruction-level model does;
 // the kernels never wait because consecutive MACs touch different words.
 //  - axpy: one MAC per cycle; on the last MAC of a nonzero a data wavelet of the same task at
-//    the queue head is popped into W and the next nonzero issues the next cycle.
+//    the queue head is popped into W and the next nonzero issues the next cycle. A nonzero
+//    with payload bit 30 (first touch) reads no B and adds onto +0 (with val +0: +0 too).
 //  - dot: lanes take slots round-robin (DotLanes = FmacLatency slots), each lane's running
 //    sum comes back from the FMAC (bypass) or from its accumulator register; a group's lanes
 //    are gathered from the queue head while lane 0 already issues, so a full group issues
@@ -330,6 +331,10 @@ module pe_vec #(
         f_a = rzf_q ? 32'd0 : {16'd0, a_elem};
         f_b = rzf_q ? 16'd0 : b_elem;
         f_c = rfirst_q ? 32'd0 : (byp ? y : acc_q[rln_q]);
+      end
+      KAxpy: begin  // vaxpy: rfirst, rzf 0
+        f_b = rzf_q ? 16'd0 : a_elem;
+        f_c = rfirst_q ? 32'd0 : b_word;
       end
       KRedv: begin
         f_add = 1'b1;
@@ -703,7 +708,7 @@ module pe_vec #(
       aa_d = regs_i[16 +: 16];
       ba_d = (instr_i[15:12] == 4'hB) ? regs_i[32 +: 16] :
              (instr_i[15:12] == 4'hF) ? regs_i[{instr_i[2:0], 4'd0} +: 16] :  // r[rt]
-             regs_i[32 +: 16] + w_i[31:16];
+             regs_i[32 +: 16] + {2'd0, w_i[29:16]};  // axpy: bit 30 is first-touch
     end else if (busy_q) begin
       case (op)
         4'h8: begin  // send
@@ -719,14 +724,16 @@ module pe_vec #(
           end else if (!hz(BAW'(ba_q))) begin
             mac_o = 1'b1;
             a_en_o = 1'b1; a_addr_o = AAW'(aa_q[15:1]);
-            b_re_o = 1'b1; b_raddr_o = BAW'(ba_q);
+            b_re_o = !w_q[30]; b_raddr_o = BAW'(ba_q);
             rv_d = 1'b1; rk_d = KAxpy; rwen_d = 1'b1; rwa_d = BAW'(ba_q); rah_d = aa_q[0];
             rval_d = {16'd0, w_q[15:0]};
+            // first touch (payload bit 30): c = +0, no B read; with val +0 also x = +0
+            rfirst_d = w_q[30]; rzf_d = w_q[30] && (w_q[15:0] == 16'd0);
             if (!t_last) begin
               t_d = t_q + 16'd1; aa_d = aa_q + sa_q; ba_d = ba_q + sb_q;
             end else if (same_task) begin
               pop_o = 1'b1; w_we_o = 1'b1; w_d = head_data_i[31:0];
-              t_d = '0; aa_d = ra_q; ba_d = rb_q + head_data_i[31:16];
+              t_d = '0; aa_d = ra_q; ba_d = rb_q + {2'd0, head_data_i[29:16]};
             end else begin
               done_o = 1'b1; busy_d = 1'b0;
             end

@@ -225,13 +225,21 @@ static void stream_case(struct rig *g, csd_dev *ref, int bwd, const csd_region *
 	free(o0);
 }
 
-static void kernels_case(int rows, int cols, int T, double sparsity, uint32_t aw, uint32_t bw)
+static void kernels_case_k(int rows, int cols, int T, double sparsity, uint32_t aw, uint32_t bw,
+			   int specials, int empty_lines)
 {
 	struct rig g;
 	rig_open(&g, rows, cols, aw, bw, 1);
 	snprintf(g.when, sizeof g.when, "%dx%d T=%d sparsity %.2f", rows, cols, T, sparsity);
 	struct kref_layer L;
-	assert_int_equal(kref_layer_make(&L, T, NO, NI, sparsity, KREF_PLAIN, 1), 0);
+	assert_int_equal(kref_layer_make(&L, T, NO, NI, sparsity, specials, empty_lines), 0);
+	/* specials: infinities and NaN in the first majors, which the zero wavelets read */
+	static const uint16_t inf_nan[] = { 0x7f80, 0xff80, 0x7fc1, 0xffa0 };
+	for (int t = 0; specials && t < T; t++)
+		for (int j = 0; j < 3; j++) {
+			L.x[(size_t)t * NI + j] = inf_nan[(t + j) & 3];
+			L.dy[(size_t)t * NO + j] = inf_nan[(t + 2 * j) & 3];
+		}
 	const csd_sparse *w = &L.sp;
 	/* the old calls on a device of their own (they overwrite SRAM the model ignores) */
 	csd_dev *ref;
@@ -261,6 +269,40 @@ static void kernels_case(int rows, int cols, int T, double sparsity, uint32_t aw
 	kref_layer_free(&L);
 	csd_close(ref);
 	rig_close(&g);
+}
+
+static void kernels_case(int rows, int cols, int T, double sparsity, uint32_t aw, uint32_t bw)
+{
+	kernels_case_k(rows, cols, T, sparsity, aw, bw, KREF_PLAIN, 1);
+}
+
+/* pe's first-touch stream (plan_first_touch): a dense weight (no zero wavelets), an empty
+ * one (START: the zero wavelets would cost more than the fill), one whose inputs hold
+ * infinities and NaN (a zero wavelet gives +0 whatever A; an output whose first nonzero is
+ * +0 still gets the fill's NaN); kernels_case's layers have empty lines and kept zeros. An
+ * output index past 14 bits is refused on pe. */
+static void test_first_touch(void **state)
+{
+	(void)state;
+	kernels_case_k(2, 2, 13, 0.0, 16384, 8192, KREF_PLAIN, 0);
+	kernels_case_k(2, 2, 13, 1.0, 16384, 8192, KREF_PLAIN, 0);
+	kernels_case_k(2, 2, 13, 0.5, 16384, 8192, KREF_SPECIALS, 1);
+	csd_dev *d;
+	ok(NULL, csd_open(&d, "cpu:1x1,awords=512,bwords=32768"));
+	enum { WIDE = 16385 };
+	float *wf = calloc(2 * WIDE, sizeof *wf);
+	uint8_t *m = calloc(2 * WIDE, 1);
+	m[0] = 1;
+	wf[0] = 1.0f;
+	csd_sparse sp;
+	ok(d, csd_sparse_from_dense(&sp, wf, m, WIDE, 2));
+	csd_region rin = { CSD_MEM_A, 0, 2, 2 }, rout = { CSD_MEM_B, 0, WIDE, WIDE };
+	expect(d, csd_forward_region(d, &rout, &rin, &sp, 1, CSD_OVERWRITE), CS_ERR_RANGE,
+	       "first-touch");
+	csd_sparse_free(&sp);
+	free(wf);
+	free(m);
+	csd_close(d);
 }
 
 static void test_kernels_1x1(void **state)
@@ -1060,6 +1102,7 @@ int main(void)
 		cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_carried_write),
 		cmocka_unit_test(test_reduce),
+		cmocka_unit_test(test_first_touch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

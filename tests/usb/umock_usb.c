@@ -145,6 +145,8 @@ static int board_flash(struct board *b, int rows, int cols, unsigned awords, uns
 	mesh_model_free(&b->mm);
 	if (mesh_model_init(&b->mm, rows, cols, awords, bwords, 1)) /* the boards' PEs */
 		return -1;
+	for (int q = 0; q < rows * cols; q++)
+		b->mm.pe[q].first_touch = 0; /* START fills */
 	b->rows = rows;
 	b->cols = cols;
 	b->awords = awords;

@@ -24,6 +24,7 @@ int pe_model_init(struct pe_model *m, unsigned awords, unsigned bwords, unsigned
 	for (unsigned c = 0; c < 16; c++)
 		m->qmap[c] = (uint8_t)((c == 0 ? 0 : c <= 2 ? 1 : c <= 4 ? 2 : 3) % num_queues);
 	m->last_q = num_queues - 1;
+	m->first_touch = 1;
 	return 0;
 out_free:
 	free(m->a);
@@ -127,11 +128,15 @@ static uint16_t bh_elem(struct pe_model *m, uint16_t e)
 static void axpy_one(struct pe_model *m)
 {
 	uint16_t idx = (uint16_t)(m->w >> 16), val = (uint16_t)m->w;
+	/* pe: index bit 14 is the first-touch flag: fmac(val, A, +0), with val +0 also A +0 */
+	int first = m->first_touch && (idx & 0x4000u);
+	if (m->first_touch)
+		idx &= 0x3fffu;
 	for (uint16_t t = 0; t < m->r[5]; t++) {
 		uint16_t aa = (uint16_t)(m->r[1] + t * m->r[3]);
 		uint16_t ba = (uint16_t)(m->r[2] + idx + t * m->r[4]);
 		uint32_t *y = b_word(m, ba);
-		*y = nm_fmac_bits(val, a_elem(m, aa), *y);
+		*y = nm_fmac_bits(val, first && !val ? 0 : a_elem(m, aa), first ? 0 : *y);
 		m->cnt[0]++;
 	}
 }

@@ -32,6 +32,9 @@ struct pe_model {
 	int dot_by_major;     /* 0 (pe, pe_model_init's): a dot lane reads A at r1 + its
 			       * wavelet's val, so a group spans majors; 1 (pe_lite,
 			       * pe_micro_mt): at r1, val ignored (docs/architecture.md 4.4) */
+	int first_touch;      /* 1 (pe, pe_model_init's): an axpy nonzero's index bit 14 is
+			       * its first-touch flag (docs/architecture.md 4.4); 0 (pe_lite,
+			       * pe_micro_mt): index bits */
 	uint16_t *a;          /* [awords] bf16 elements */
 	uint32_t *b;          /* [bwords] */
 	uint16_t imem[256];

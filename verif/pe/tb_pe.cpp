@@ -2,7 +2,8 @@
 //
 // Scenarios, each on a freshly reset PE (SRAM contents carry over, in the model too):
 //   fwd     forward-kernel axpy streams: SET_MAJOR control wavelets + nonzeros, random Tp
-//           (including Tp < the B pipeline depth, where the read/write interlock works)
+//           (including Tp < the B pipeline depth, where the read/write interlock works);
+//           on pe half of them first-touch streams (flagged first nonzeros, zero wavelets)
 //   wgrad   dot groups over positions (a SET_MAJOR before each major, or positions of many
 //           majors behind one SET_MAJOR with their A offsets in val, wrapping; TB_PE_LITE,
 //           whose dot reads no offset: a SET_MAJOR before each major, val random), then END
@@ -214,6 +215,7 @@ struct Bench {
 		}
 #ifdef TB_PE_LITE
 		model.dot_by_major = 1; // pe_lite, pe_micro_mt: dot reads A at r1, val ignored
+		model.first_touch = 0;  // and axpy's index has no first-touch flag
 #endif
 	}
 	~Bench()
@@ -670,14 +672,52 @@ static Scenario gen_fwd(Bench &b, bool util)
 			s.b_words.push_back({ yb + i, r.chance(50) ? 0u : rand_f32(r) });
 	s.streams.resize(1);
 	unsigned density = util ? 40 : 10 + r.below(90);
+#ifndef TB_PE_LITE
+	// first touch (pe, index bit 14), as an overwriting resident kernel streams: each
+	// output's first nonzero flagged, then chains on it; zero wavelets (flag, val +0, their
+	// A often inf/NaN) for outputs no nonzero touches and before some unflagged chains.
+	// B holds garbage the flagged nonzeros must not read.
+	bool ft = !util && r.chance(50);
+	std::vector<bool> seen(N, false);
+	bool zeros_sent = false;
+	if (ft) {
+		s.streams[0].push_back(wv(1, 0, 0)); // SET_MAJOR 0: zero wavelets of major 0
+		unsigned nz = 0;
+		for (unsigned i = 0; i < N; i++)
+			if (r.chance(density < 40 ? 30 : 10)) {
+				s.streams[0].push_back(wv(0, 0, 1u << 30 | i << 16 | 0u));
+				seen[i] = true;
+				nz++;
+			}
+		if (nz) s.run_macs.push_back((uint64_t)nz * tp);
+		else s.streams[0].pop_back();
+		zeros_sent = nz > 0;
+		for (unsigned i = 0; i < tp * K; i += 1 + r.below(3))
+			s.a_words.push_back({ (xa + i) / 2 % (kAWords / 2),
+					      r.below(2) ? 0x7f807f80u : 0xffc17fc1u }); // inf, NaN
+	}
+#else
+	const bool ft = false, zeros_sent = false;
+	std::vector<bool> seen;
+#endif
 	for (unsigned j = 0; j < K; j++) {
 		std::vector<unsigned> rows;
 		for (unsigned i = 0; i < N; i++)
 			if (r.chance(density)) rows.push_back(i);
 		if (rows.empty()) continue;
-		s.streams[0].push_back(wv(1, 0, j)); // SET_MAJOR j
-		for (unsigned i : rows) s.streams[0].push_back(wv(0, 0, i << 16 | rand_bf16(r, true)));
-		s.run_macs.push_back((uint64_t)rows.size() * tp);
+		if (!(zeros_sent && j == 0)) s.streams[0].push_back(wv(1, 0, j)); // SET_MAJOR j
+		for (unsigned i : rows) {
+			uint32_t f = 0;
+			if (ft && !seen[i]) {
+				f = 1u << 30;
+				seen[i] = true;
+			}
+			// a flagged val of -0 adds onto +0 like any other
+			uint16_t v = f && r.chance(5) ? 0x8000 : rand_bf16(r, true);
+			s.streams[0].push_back(wv(0, 0, f | i << 16 | v));
+		}
+		if (zeros_sent && j == 0) s.run_macs.back() += (uint64_t)rows.size() * tp;
+		else s.run_macs.push_back((uint64_t)rows.size() * tp);
 	}
 	if (util) {
 		s.rx_gap_pct = 0;
