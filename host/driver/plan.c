@@ -218,6 +218,8 @@ struct runbuf {
 	int last;        /* major of the last nonzero in the RUN */
 	uint32_t n;      /* nonzeros in it (0: no RUN open) */
 	uint32_t segs;   /* SET_MAJORs it makes: the header's and one per step */
+	int cold;        /* its header's SET_MAJOR follows another control wavelet (a tile's
+			  * start): the control task runs it whatever the PE */
 	uint64_t cost;   /* cycle estimate of its nonzeros (run_add, per major) */
 	uint32_t w[PROTO_RUN_MAX];
 };
@@ -238,6 +240,7 @@ struct kstate {
 	uint32_t bcount;
 	int64_t *bpos;  /* CSR positions of the batch (real mode) */
 	struct runbuf rb; /* the open RUN */
+	int cold;         /* no RUN yet in this tile (its control wavelets came last) */
 	/* a carried READ (plan_exec_resident): words issued so far, the open chunk */
 	const struct plan_side *side;
 	uint64_t s_done, s_lo, s_cyc, s_sc;
@@ -371,9 +374,14 @@ static void run_close(struct kstate *ks)
 	ws->st->weight_words += (uint64_t)rb->n + 1;
 	ws->st->nnz += rb->n;
 	ws->st->runs++;
-	/* per SET_MAJOR (the header's and each step's) the control task, then the nonzeros'
-	 * cost (run_add); the link brings at most one word per cycle */
-	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + rb->cost;
+	/* per SET_MAJOR (the header's and each step's) the control task, or on pe one that
+	 * axpy's chain takes (major_cycles: every one but a tile's first, with Tp_k >= 2);
+	 * then the nonzeros' cost (run_add); the link brings at most one word per cycle */
+	uint64_t ctl = rb->segs;
+	if (ks->k != PLAN_WGRAD && ks->tp_k >= 2)
+		ctl = (uint64_t)rb->cold;
+	uint64_t c = ctl * (uint64_t)pl->g.ctl_cycles +
+		     (rb->segs - ctl) * (uint64_t)pl->g.major_cycles + rb->cost;
 	if (c < (uint64_t)rb->n + 1)
 		c = (uint64_t)rb->n + 1;
 	ws->st->cycles += c;
@@ -420,6 +428,8 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		rb->major = span ? ks->mbase : (unsigned)major + ks->mbase;
 		rb->segs = 1;
 		rb->cost = 0;
+		rb->cold = ks->cold;
+		ks->cold = 0;
 	} else if (!span && major == rb->last + 1) {
 		step = 1;
 		rb->segs++;
@@ -496,6 +506,7 @@ static int stream_tile(struct kstate *ks)
 	const uint16_t *val = csc ? w->cval : w->val;
 	int whole = ks->o0 == 0 && ks->o1 == pl->dout;
 	int rc;
+	ks->cold = 1;
 	for (int m = 0; m < pl->din; m++) {
 		int64_t lo = ptr[m], hi = ptr[m + 1];
 		if (!whole) {

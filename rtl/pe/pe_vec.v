@@ -104,6 +104,8 @@ module pe_vec #(
   output logic [15:0]     ld_data_o,
   output logic            r6_we_o,
   output wire  [15:0]     r6_o,
+  output logic            r1_we_o,    // axpy took a SET_MAJOR: r1 = r1_o
+  output wire  [15:0]     r1_o,
   output logic            w_we_o,
   output wire  [31:0]     w_o,
   // head of the task's queue
@@ -434,6 +436,9 @@ module pe_vec #(
   // ------------------------------------------------------------------ issue
   wire [3:0]  op        = ins_q[15:12];
   wire        same_task = head_valid_i && !head_data_i[36] && (head_data_i[36:32] == tid_q);
+  // a SET_MAJOR (control, payload[31:16] = 0) of the running data task's color
+  wire        same_major = head_valid_i && head_data_i[36] && !tid_q[4] &&
+                           (head_data_i[35:32] == tid_q[3:0]) && (head_data_i[31:16] == 16'd0);
   wire [15:0] dot_t_n   = (len_q == 16'd0) ? 16'd1 : len_q;
   wire        t_last    = (t_q == len_q - 16'd1);
   wire        dot_tlast = (t_q == dot_t_n - 16'd1);
@@ -514,7 +519,8 @@ module pe_vec #(
     b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
     b_re4_o = 1'b0; b_raddr4_o = '0;
     b_we2_o = p2v_q[L-1] && !p2dot_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
-    done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
+    done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; r1_we_o = 1'b0; w_we_o = 1'b0;
+    pop_o = 1'b0;
     a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
     b_re_o = 1'b0; b_raddr_o = '0;
     b_we_o = pv_q[L-1] && pwen_q[L-1]; b_waddr_o = pwa_q[L-1]; b_wdata_o = y;
@@ -633,6 +639,9 @@ module pe_vec #(
             rval_d = {16'd0, w_q[15:0]};
             if (!t_last) begin
               t_d = t_q + 16'd1; aa_d = aa_q + sa_q; ba_d = ba_q + sb_q;
+              if (same_major) begin  // SET_MAJOR taken: r1 for the next nonzero
+                pop_o = 1'b1; ra_d = head_data_i[15:0]; r1_we_o = 1'b1;
+              end
             end else if (same_task) begin
               pop_o = 1'b1; w_we_o = 1'b1; w_d = head_data_i[31:0];
               t_d = '0; aa_d = ra_q; ba_d = rb_q + head_data_i[31:16];
@@ -964,6 +973,7 @@ module pe_vec #(
   end
 
   assign r6_o  = ptr_q;
+  assign r1_o  = head_data_i[15:0];
   assign w_o   = w_d;
   assign q_o   = q_q;
   assign idle_o = !busy_q && !rv_q && !infl_wb && !infl_tx && !tx_valid_o;

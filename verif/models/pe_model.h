@@ -32,6 +32,9 @@ struct pe_model {
 	int dot_by_major;     /* 0 (pe, pe_model_init's): a dot lane reads A at r1 + its
 			       * wavelet's val, so a group spans majors; 1 (pe_lite,
 			       * pe_micro_mt): at r1, val ignored (docs/architecture.md 4.4) */
+	int axpy_major;       /* 1 (pe, pe_model_init's): axpy's chain takes a SET_MAJOR
+			       * (control, payload[31:16] = 0) of its data task's color, r1 =
+			       * arg; 0 (pe_lite, pe_micro_mt): it ends the chain (4.4) */
 	uint16_t *a;          /* [awords] bf16 elements */
 	uint32_t *b;          /* [bwords] */
 	uint16_t imem[256];
