@@ -10,7 +10,10 @@
 // waits (interlock), so any program is computed exactly as the instruction-level model does;
 // the kernels never wait because consecutive MACs touch different words.
 //  - axpy: one MAC per cycle; on the last MAC of a nonzero a data wavelet of the same task at
-//    the queue head is popped into W and the next nonzero issues the next cycle.
+//    the queue head is popped into W and the next nonzero issues the next cycle. On another
+//    MAC a SET_MAJOR of the data task's color at the head (control, payload[31:16] = 0) is
+//    popped into r1 (ra, and the sequencer's r1), which only the next nonzero reads: a
+//    chain crosses majors with no dead cycle (Tp >= 2; with Tp = 1 the task takes it).
 //  - dot: lanes take slots round-robin (DotLanes = FmacLatency slots), each lane's running
 //    sum comes back from the FMAC (bypass) or from its accumulator register; a group's lanes
 //    are gathered from the queue head while lane 0 already issues, so a full group issues
