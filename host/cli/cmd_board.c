@@ -252,7 +252,8 @@ static int pe_selftest(csd_dev *dev, unsigned seed, int *bad_pes)
 	if (xfer(dev, c, n, NULL, 0, "load the selftest image"))
 		return -1;
 	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = info.a_words,
-			       .b_words = info.b_words, .hazard_cycles = 4, .ctl_cycles = 6 };
+			       .b_words = info.b_words, .hazard_cycles = 4, .ctl_cycles = 6,
+			       .major_cycles = 6 };
 	uint32_t mask[16];
 	for (int rr = 0; rr < info.rows; rr++)
 		for (int cc = 0; cc < info.cols; cc++) {

@@ -673,6 +673,7 @@ static int usb_open(csd_dev *dev, const char *arg)
 	dev->geom.dot_by_major = 1; /* pe_lite or pe_micro_mt: wgrad's stream by majors */
 	dev->geom.a_wport = 0;      /* and A's one port: a WRITE of A waits for the engine */
 	dev->geom.first_touch = 0;  /* and no first-touch axpy: START fills */
+	dev->geom.major_cycles = dev->geom.ctl_cycles; /* and the SET_MAJOR task */
 	if ((rc = libusb_init(&p->ctx)) < 0) {
 		p->ctx = NULL;
 		rc = csd_fail(dev, CS_ERR_IO, "usb: libusb_init: %s", libusb_strerror(rc));

@@ -119,6 +119,8 @@ int csd_parse_geom(csd_dev *dev, const char *arg)
 	g.dot_by_major = span < 0 ? pe != CSD_PE_FULL : !span;
 	g.a_wport = pe == CSD_PE_FULL;
 	g.first_touch = pe == CSD_PE_FULL;
+	/* pe's axpy takes a SET_MAJOR in its chain; the others run the control task */
+	g.major_cycles = pe == CSD_PE_FULL ? 0 : g.ctl_cycles;
 	dev->geom = g;
 	dev->pe = pe;
 	return CS_OK;
@@ -132,8 +134,8 @@ bad:
 void csd_dev_defaults(csd_dev *dev)
 {
 	dev->geom = (struct plan_geom){ .rows = 4, .cols = 4, .a_words = 16384, .b_words = 8192,
-					.hazard_cycles = 4, .ctl_cycles = 6, .a_wport = 1,
-					.first_touch = 1 };
+					.hazard_cycles = 4, .ctl_cycles = 6, .major_cycles = 0,
+					.a_wport = 1, .first_touch = 1 };
 	dev->pe = CSD_PE_FULL;
 	dev->clock_hz = 100e6;
 }

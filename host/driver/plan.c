@@ -218,9 +218,13 @@ struct runbuf {
 	int last;        /* major of the last nonzero in the RUN */
 	uint32_t n;      /* nonzeros in it (0: no RUN open) */
 	uint32_t segs;   /* SET_MAJORs it makes: the header's and one per step */
+	int cold;        /* its header's SET_MAJOR follows another control wavelet (a tile's
+			  * start): the control task runs it whatever the PE */
 	uint64_t cost;   /* cycle estimate of its nonzeros (run_add, per major) */
 	uint32_t w[PROTO_RUN_MAX];
 };
+
+#define PLAN_AXHIST 8 /* nonzeros axpy_cycles looks back: more than hazard + 2 cycles */
 
 struct kstate {
 	const struct plan *pl;
@@ -241,6 +245,12 @@ struct kstate {
 	/* first-touch stream (plan_exec_resident on pe): per output, 1 once it is written */
 	uint8_t *ft;
 	int zflag; /* the words run_add takes are zero wavelets (all flagged) */
+	int cold;         /* no RUN yet in this tile (its control wavelets came last) */
+	/* axpy's chain in this tile (axpy_cycles): its clock, the last nonzeros' minors and
+	 * first MACs' cycles */
+	uint64_t ax_clk, ax_t[PLAN_AXHIST];
+	int32_t ax_min[PLAN_AXHIST];
+	int ax_i;
 	/* a carried READ (plan_exec_resident): words issued so far, the open chunk */
 	const struct plan_side *side;
 	uint64_t s_done, s_lo, s_cyc, s_sc;
@@ -374,9 +384,14 @@ static void run_close(struct kstate *ks)
 	ws->st->weight_words += (uint64_t)rb->n + 1;
 	ws->st->nnz += rb->n;
 	ws->st->runs++;
-	/* per SET_MAJOR (the header's and each step's) the control task, then the nonzeros'
-	 * cost (run_add); the link brings at most one word per cycle */
-	uint64_t c = (uint64_t)rb->segs * (uint64_t)pl->g.ctl_cycles + rb->cost;
+	/* per SET_MAJOR (the header's and each step's) the control task, or on pe one that
+	 * axpy's chain takes (major_cycles: every one but a tile's first, with Tp_k >= 2);
+	 * then the nonzeros' cost (run_add); the link brings at most one word per cycle */
+	uint64_t ctl = rb->segs;
+	if (ks->k != PLAN_WGRAD && ks->tp_k >= 2)
+		ctl = (uint64_t)rb->cold;
+	uint64_t c = ctl * (uint64_t)pl->g.ctl_cycles +
+		     (rb->segs - ctl) * (uint64_t)pl->g.major_cycles + rb->cost;
 	if (c < (uint64_t)rb->n + 1)
 		c = (uint64_t)rb->n + 1;
 	ws->st->cycles += c;
@@ -386,11 +401,10 @@ static void run_close(struct kstate *ks)
 }
 
 /*
- * Estimated cycles of m consecutive nonzeros of one SET_MAJOR segment (a control wavelet
- * ends every axpy chain and dot group). axpy: tp_k per nonzero (chained AXPYs of one
- * major write distinct B words, so B's read-to-write depth never stalls them); a segment
- * is one major. dot (pe_vec.v): a segment is a whole RUN of positions of any majors (pe;
- * with g.dot_by_major one major, as axpy); they form groups of up to DotLanes = hazard
+ * Estimated cycles of m consecutive positions of one SET_MAJOR segment of a wgrad (a
+ * control wavelet ends every dot group; axpy: axpy_cycles). dot (pe_vec.v): a segment is a
+ * whole RUN of positions of any majors (pe; with g.dot_by_major one major); they form
+ * groups of up to DotLanes = hazard
  * lanes; every token step of a group takes DotLanes cycles, whatever its lanes, except
  * the last, which takes one cycle per lane: hazard * (tp_k - 1) + lanes, so about tp_k
  * cycles a position across majors, while a short group of one major (a 90%-sparse layer's
@@ -399,13 +413,36 @@ static void run_close(struct kstate *ks)
  * before the control task of the next segment runs.
  */
 #define PLAN_DOT_END 2
-static uint64_t seg_cycles(const struct plan *pl, enum plan_kernel k, int tp_k, size_t m)
+static uint64_t seg_cycles(const struct plan *pl, int tp_k, size_t m)
 {
 	uint64_t hz = (uint64_t)pl->g.hazard_cycles;
-	if (k != PLAN_WGRAD)
-		return (uint64_t)m * (uint64_t)tp_k;
 	uint64_t groups = (m + hz - 1) / hz;
 	return groups * hz * (uint64_t)(tp_k - 1) + m + PLAN_DOT_END;
+}
+
+/*
+ * axpy's cycles for m nonzeros (pe_vec.v): tp_k a nonzero, except that a nonzero's first MAC
+ * waits while a write of its B words is in flight: from the R stage through the out stage
+ * of a MAC of the same minor (the same words) issued less than hazard + 2 cycles before.
+ * Within a major the minors differ; across a SET_MAJOR that axpy's chain takes (gap:
+ * major_cycles, 0 on pe) a major's first nonzeros can wait for the last ones of the major
+ * before when tp_k is short; a control task (ctl_cycles) covers that depth. The clock runs
+ * through a tile's RUNs; gap is the SET_MAJOR's cycles (counted by run_close, not here).
+ */
+static uint64_t axpy_cycles(struct kstate *ks, const int32_t *minor, size_t m, uint64_t gap)
+{
+	uint64_t d = (uint64_t)ks->pl->g.hazard_cycles + 2, t = ks->ax_clk + gap, t0 = t;
+	for (size_t k = 0; k < m; k++) {
+		for (int h = 0; h < PLAN_AXHIST; h++)
+			if (ks->ax_min[h] == minor[k] && ks->ax_t[h] + d > t)
+				t = ks->ax_t[h] + d;
+		ks->ax_min[ks->ax_i] = minor[k];
+		ks->ax_t[ks->ax_i] = t;
+		ks->ax_i = (ks->ax_i + 1) % PLAN_AXHIST;
+		t += (uint64_t)ks->tp_k;
+	}
+	ks->ax_clk = t;
+	return t - t0;
 }
 
 /* Append nonzeros [lo, lo + m) of major `major` (m <= room in the RUN) to the open RUN,
@@ -418,11 +455,13 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 	if (rb->n && (rb->n == PROTO_RUN_MAX ||
 		      (!span && major != rb->last && major != rb->last + 1)))
 		run_close(ks);
-	int step = 0;
-	if (!rb->n) {
+	int step = 0, open = !rb->n;
+	if (open) {
 		rb->major = span ? ks->mbase : (unsigned)major + ks->mbase;
 		rb->segs = 1;
 		rb->cost = 0;
+		rb->cold = ks->cold;
+		ks->cold = 0;
 	} else if (!span && major == rb->last + 1) {
 		step = 1;
 		rb->segs++;
@@ -445,10 +484,15 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 			w[0] |= PROTO_RUN_STEP;
 	}
 	rb->n += (uint32_t)m;
-	if (!span)
-		rb->cost += seg_cycles(ks->pl, ks->k, ks->tp_k, m);
-	else /* one segment: the RUN's positions so far */
-		rb->cost = seg_cycles(ks->pl, ks->k, ks->tp_k, rb->n);
+	if (!dot) { /* the SET_MAJOR opened here: axpy's chain takes it, or the control task */
+		int task = (open && rb->cold) || ks->tp_k < 2;
+		uint64_t gap = !open && !step ? 0 :
+			       (uint64_t)(task ? ks->pl->g.ctl_cycles : ks->pl->g.major_cycles);
+		rb->cost += axpy_cycles(ks, minor, m, gap);
+	} else if (!span) {
+		rb->cost += seg_cycles(ks->pl, ks->tp_k, m);
+	} else /* one segment: the RUN's positions so far */
+		rb->cost = seg_cycles(ks->pl, ks->tp_k, rb->n);
 	return m;
 }
 
@@ -504,6 +548,10 @@ static int stream_tile(struct kstate *ks)
 	const uint16_t *val = csc ? w->cval : w->val;
 	int whole = ks->o0 == 0 && ks->o1 == pl->dout;
 	int rc;
+	ks->cold = 1;
+	ks->ax_clk = 0;
+	for (int h = 0; h < PLAN_AXHIST; h++)
+		ks->ax_min[h] = -1;
 	for (int m = 0; m < pl->din; m++) {
 		int64_t lo = ptr[m], hi = ptr[m + 1];
 		if (!whole) {

@@ -33,6 +33,10 @@ struct plan_geom {
 	int no_tune;       /* 1: keep the widest output tiles (plan_tune does nothing) */
 	int ctl_cycles;    /* cycles from a chain's last MAC through the SET_MAJOR task to the
 			    * next major's first (measured on pe: 6) */
+	int major_cycles;  /* a SET_MAJOR inside an axpy chain (no other control wavelet since
+			    * the previous major's nonzeros, Tp_k >= 2): 0 on pe, whose axpy takes
+			    * it while the last nonzero's MACs issue (docs/architecture.md 4.4);
+			    * ctl_cycles on pe_lite, pe_micro_mt (the control task) */
 	int dot_by_major;  /* wgrad's stream: 0 (pe): a position's val is its major's A offset
 			    * for dot, so a RUN and a dot group span majors; 1 (pe_lite,
 			    * pe_micro_mt: the boards): a SET_MAJOR per major, val 0 (which

@@ -239,7 +239,7 @@ static int fuse_backward_wgrad(train_device *d, const csd_sparse *sp, int BT)
 		return 0;
 	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = info.a_words,
 			       .b_words = info.b_words, .hazard_cycles = 4, .ctl_cycles = 6,
-			       .dot_by_major = 1 };
+			       .major_cycles = 6, .dot_by_major = 1 };
 	uint64_t fused = est_cycles(&g, PLAN_BWG, sp, BT);
 	uint64_t two = est_cycles(&g, PLAN_BWD, sp, BT) + est_cycles(&g, PLAN_WGRAD, sp, BT);
 	return fused && fused <= two;
@@ -318,6 +318,7 @@ int td_dev_project_resident(train_device *d, int link_words, struct td_projectio
 	/* the device's wgrad stream: across majors on pe ("full"), by majors on the boards */
 	struct plan_geom g = { .rows = info.rows, .cols = info.cols, .a_words = TD_RES_AWORDS,
 			       .b_words = TD_RES_BWORDS, .hazard_cycles = 4, .ctl_cycles = 6,
+			       .major_cycles = strcmp(info.pe, "full") ? 6 : 0,
 			       .dot_by_major = strcmp(info.pe, "full") != 0 };
 	int L = d->m->cfg.n_layer;
 	uint64_t C = (uint64_t)d->m->cfg.n_embd, BT = (uint64_t)d->m->B * (uint64_t)d->m->T;

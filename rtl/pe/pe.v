@@ -117,8 +117,8 @@ module pe #(
   // ------------------------------------------------------------------ sequencer
   logic         imem_cgnt, reg_gnt, running;
   logic [15:0]  imem_rdata, reg_rdata;
-  logic         eng_start, eng_done, eng_ld, eng_r6_we, eng_w_we;
-  logic [15:0]  eng_instr, eng_ld_data, eng_r6;
+  logic         eng_start, eng_done, eng_ld, eng_r6_we, eng_w_we, eng_r1_we;
+  logic [15:0]  eng_instr, eng_ld_data, eng_r6, eng_r1;
   logic [127:0] eng_regs;
   logic [15:0]  eng_opa, eng_opb, eng_opd;
   logic [31:0]  eng_w, eng_w_new;
@@ -162,6 +162,8 @@ module pe #(
     .eng_ld_data_i(eng_ld_data),
     .eng_r6_we_i  (eng_r6_we),
     .eng_r6_i     (eng_r6),
+    .eng_r1_we_i  (eng_r1_we),
+    .eng_r1_i     (eng_r1),
     .eng_w_we_i   (eng_w_we),
     .eng_w_i      (eng_w_new),
     .running_o    (running)
@@ -195,6 +197,8 @@ module pe #(
     .ld_data_o   (eng_ld_data),
     .r6_we_o     (eng_r6_we),
     .r6_o        (eng_r6),
+    .r1_we_o     (eng_r1_we),
+    .r1_o        (eng_r1),
     .w_we_o      (eng_w_we),
     .w_o         (eng_w_new),
     .q_o         (eng_q),

@@ -56,6 +56,8 @@ module pe_seq #(
   input  wire  [15:0]    eng_ld_data_i,
   input  wire            eng_r6_we_i,
   input  wire  [15:0]    eng_r6_i,
+  input  wire            eng_r1_we_i,  // axpy took a SET_MAJOR (r1 = its arg)
+  input  wire  [15:0]    eng_r1_i,
   input  wire            eng_w_we_i,
   input  wire  [31:0]    eng_w_i,
   output wire            running_o
@@ -191,6 +193,7 @@ module pe_seq #(
       endcase
     end
     if (eng_r6_we_i) r_d[6] = eng_r6_i;
+    if (eng_r1_we_i) r_d[1] = eng_r1_i;
     if (eng_w_we_i) w_d = eng_w_i;
     if (pick_i) begin
       run_d = 1'b1;

@@ -11,7 +11,10 @@
 // the kernels never wait because consecutive MACs touch different words.
 //  - axpy: one MAC per cycle; on the last MAC of a nonzero a data wavelet of the same task at
 //    the queue head is popped into W and the next nonzero issues the next cycle. A nonzero
-//    with payload bit 30 (first touch) reads no B and adds onto +0 (with val +0: +0 too).
+//    with payload bit 30 (first touch) reads no B and adds onto +0 (with val +0: +0 too). On
+//    another MAC a SET_MAJOR of the data task's color at the head (control, payload[31:16] =
+//    0) is popped into r1 (ra, and the sequencer's r1), which only the next nonzero reads: a
+//    chain crosses majors with no dead cycle (Tp >= 2; with Tp = 1 the task takes it).
 //  - dot: lanes take slots round-robin (DotLanes = FmacLatency slots), each lane's running
 //    sum comes back from the FMAC (bypass) or from its accumulator register; a group's lanes
 //    are gathered from the queue head while lane 0 already issues, so a full group issues
@@ -118,6 +121,8 @@ module pe_vec #(
   output logic [15:0]     ld_data_o,
   output logic            r6_we_o,
   output wire  [15:0]     r6_o,
+  output logic            r1_we_o,    // axpy took a SET_MAJOR: r1 = r1_o
+  output wire  [15:0]     r1_o,
   output logic            w_we_o,
   output wire  [31:0]     w_o,
   // head of the task's queue
@@ -492,6 +497,9 @@ module pe_vec #(
   // ------------------------------------------------------------------ issue
   wire [3:0]  op        = ins_q[15:12];
   wire        same_task = head_valid_i && !head_data_i[36] && (head_data_i[36:32] == tid_q);
+  // a SET_MAJOR (control, payload[31:16] = 0) of the running data task's color
+  wire        same_major = head_valid_i && head_data_i[36] && !tid_q[4] &&
+                           (head_data_i[35:32] == tid_q[3:0]) && (head_data_i[31:16] == 16'd0);
   wire [15:0] dot_t_n   = (len_q == 16'd0) ? 16'd1 : len_q;
   wire        t_last    = (t_q == len_q - 16'd1);
   wire        dot_tlast = (t_q == dot_t_n - 16'd1);
@@ -595,7 +603,8 @@ module pe_vec #(
     b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
     b_re4_o = 1'b0; b_raddr4_o = '0;
     b_we2_o = p2v_q[L-1] && !p2dot_q[L-1] && !p2ab_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
-    done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; w_we_o = 1'b0; pop_o = 1'b0;
+    done_o = 1'b0; ld_o = 1'b0; ld_data_o = '0; r6_we_o = 1'b0; r1_we_o = 1'b0; w_we_o = 1'b0;
+    pop_o = 1'b0;
     a_en_o = 1'b0; a_we_o = 1'b0; a_addr_o = '0; a_wdata_o = '0;
     b_re_o = 1'b0; b_raddr_o = '0;
     b_we_o = pv_q[L-1] && pwen_q[L-1]; b_waddr_o = pwa_q[L-1]; b_wdata_o = y;
@@ -731,6 +740,9 @@ module pe_vec #(
             rfirst_d = w_q[30]; rzf_d = w_q[30] && (w_q[15:0] == 16'd0);
             if (!t_last) begin
               t_d = t_q + 16'd1; aa_d = aa_q + sa_q; ba_d = ba_q + sb_q;
+              if (same_major) begin  // SET_MAJOR taken: r1 for the next nonzero
+                pop_o = 1'b1; ra_d = head_data_i[15:0]; r1_we_o = 1'b1;
+              end
             end else if (same_task) begin
               pop_o = 1'b1; w_we_o = 1'b1; w_d = head_data_i[31:0];
               t_d = '0; aa_d = ra_q; ba_d = rb_q + {2'd0, head_data_i[29:16]};
@@ -1098,6 +1110,7 @@ module pe_vec #(
   end
 
   assign r6_o  = ptr_q;
+  assign r1_o  = head_data_i[15:0];
   assign w_o   = w_d;
   assign q_o   = q_q;
   assign idle_o = !busy_q && !rv_q && !infl_wb && !infl_tx && !tx_valid_o;

@@ -202,6 +202,7 @@ static void kcase_of(struct kcase *k, const uint8_t *d)
 	k->g.b_words = 256;
 	k->g.hazard_cycles = 4;
 	k->g.ctl_cycles = 6;
+	k->g.major_cycles = 6;
 	k->g.no_tune = d[1] >> 2 & 1;
 	k->T = 1 + d[2] % 16;
 	k->n_out = 1 + d[3] % 24;

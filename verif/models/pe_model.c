@@ -17,6 +17,7 @@ int pe_model_init(struct pe_model *m, unsigned awords, unsigned bwords, unsigned
 	m->awords = awords;
 	m->bwords = bwords;
 	m->num_queues = num_queues;
+	m->axpy_major = 1;
 	m->a = calloc(awords, sizeof *m->a);
 	m->b = calloc(bwords, sizeof *m->b);
 	if (!m->a || !m->b)
@@ -99,6 +100,20 @@ static int same_task_head(struct pe_model *m, uint64_t *w)
 	if ((h >> 36) & 1)
 		return 0;
 	if (((h >> 32) & 31) != m->tid)
+		return 0;
+	*w = h;
+	return 1;
+}
+
+/* The head of the running task's queue if it is a SET_MAJOR of a data task's color:
+ * control, payload[31:16] = 0 (pe's axpy chain takes it, 4.4). */
+static int same_major_head(struct pe_model *m, uint64_t *w)
+{
+	struct pe_model_queue *q = &m->q[m->tq];
+	if (!m->axpy_major || q_empty(q) || (m->tid & 16))
+		return 0;
+	uint64_t h = q->w[q->head];
+	if (!((h >> 36) & 1) || ((h >> 32) & 15) != m->tid || ((h >> 16) & 0xffff))
 		return 0;
 	*w = h;
 	return 1;
@@ -378,6 +393,10 @@ static int step(struct pe_model *m)
 			break;
 		for (;;) {
 			axpy_one(m);
+			while (same_major_head(m, &h)) {
+				pop(m);
+				r[1] = (uint16_t)h;
+			}
 			if (!same_task_head(m, &h))
 				break;
 			pop(m);

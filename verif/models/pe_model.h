@@ -35,6 +35,9 @@ struct pe_model {
 	int first_touch;      /* 1 (pe, pe_model_init's): an axpy nonzero's index bit 14 is
 			       * its first-touch flag (docs/architecture.md 4.4); 0 (pe_lite,
 			       * pe_micro_mt): index bits */
+	int axpy_major;       /* 1 (pe, pe_model_init's): axpy's chain takes a SET_MAJOR
+			       * (control, payload[31:16] = 0) of its data task's color, r1 =
+			       * arg; 0 (pe_lite, pe_micro_mt): it ends the chain (4.4) */
 	uint16_t *a;          /* [awords] bf16 elements */
 	uint32_t *b;          /* [bwords] */
 	uint16_t imem[256];

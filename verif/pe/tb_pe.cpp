@@ -3,7 +3,9 @@
 // Scenarios, each on a freshly reset PE (SRAM contents carry over, in the model too):
 //   fwd     forward-kernel axpy streams: SET_MAJOR control wavelets + nonzeros, random Tp
 //           (including Tp < the B pipeline depth, where the read/write interlock works);
-//           on pe half of them first-touch streams (flagged first nonzeros, zero wavelets)
+//           on pe half of them first-touch streams (flagged first nonzeros, zero wavelets);
+//           other control wavelets (ops 1-15, op 0 with arg bits above 15) between majors
+//           and between nonzeros end the chain (pe's axpy takes SET_MAJORs in it)
 //   wgrad   dot groups over positions (a SET_MAJOR before each major, or positions of many
 //           majors behind one SET_MAJOR with their A offsets in val, wrapping; TB_PE_LITE,
 //           whose dot reads no offset: a SET_MAJOR before each major, val random), then END
@@ -13,7 +15,8 @@
 //           branch, W access, loads/stores, send, sendv, fill, block/unblock, axpy/dot with
 //           chaining) on random streams, including wavelets with no task (err_notask)
 //   util    a long forward stream (Tp = 16) fed without gaps: measures MAC-busy / cycles and
-//           asserts zero dead cycles between consecutive nonzeros of a run
+//           asserts zero dead cycles between consecutive nonzeros of a major (pe: of the
+//           whole stream, SET_MAJORs included)
 //   vec     (TB_VEC) the 0xF vector group: tasks of random vfma / vsum2 / vdot2 / cvt.bf / vlut /
 //           rsqrt / vmac / vdot / vaxpy / vmul / cvt.bh sequences interleaved with chaining axpy and
 //           dot tasks; B sources (rt, vmac's rd) the destination's register, another register
@@ -145,6 +148,16 @@ static void li(std::vector<uint16_t> &w, unsigned rd, uint16_t v)
 }
 } // namespace as
 
+// A control wavelet for a random control task: on pe never a SET_MAJOR (payload[31:16] =
+// 0), which pe's axpy may take in its chain instead of the task (gen_fwd tests that).
+static uint32_t not_major(uint32_t payload)
+{
+#ifndef TB_PE_LITE
+	if (!(payload >> 16)) payload |= 1u << 16;
+#endif
+	return payload;
+}
+
 static uint64_t wv(unsigned ctrl, unsigned color, uint32_t payload)
 {
 	return ((uint64_t)ctrl << 36) | ((uint64_t)color << 32) | payload;
@@ -216,6 +229,7 @@ struct Bench {
 #ifdef TB_PE_LITE
 		model.dot_by_major = 1; // pe_lite, pe_micro_mt: dot reads A at r1, val ignored
 		model.first_touch = 0;  // and axpy's index has no first-touch flag
+		model.axpy_major = 0;   // and a SET_MAJOR ends axpy's chain (the control task)
 #endif
 	}
 	~Bench()
@@ -646,7 +660,12 @@ static void fill_a_random(Bench &b, Scenario &s, unsigned word0, unsigned nwords
 				      (uint32_t)rand_bf16(b.rng, false) | (uint32_t)rand_bf16(b.rng, false) << 16 });
 }
 
-// forward kernel: X[t][j] at xa + t*K + j, Y[t][i] at yb + t*N + i
+// forward kernel: X[t][j] at xa + t*K + j, Y[t][i] at yb + t*N + i. SET_MAJOR j carries
+// r1 = xa + j. The control task: op 0 (payload[31:16] = 0) r1 = arg, exactly what pe's axpy
+// does when it takes a SET_MAJOR in its chain; any other control wavelet (some between
+// majors or nonzeros: ops 1-15, and op 0 with nonzero bits [27:16], which is no SET_MAJOR)
+// ends the chain and sends {W[31:16], r1} on color 8 (the order of the dispatch against
+// the stream), leaving r6 at 0 as the op-0 path does.
 static Scenario gen_fwd(Bench &b, bool util)
 {
 	TbRng &r = b.rng;
@@ -656,9 +675,10 @@ static Scenario gen_fwd(Bench &b, bool util)
 	unsigned K = util ? 64 : 1 + r.below(24), N = util ? 96 : 1 + r.below(40);
 	unsigned xa = r.below(64), yb = r.below(2) ? r.below(64) : 4096 + r.below(64);
 	using namespace as;
-	s.imem = { axpy(), ret(), wsel(1, 1), alu(0, 1, 1, 0), ret() };
+	s.imem = { axpy(), ret(), wsel(6, 0), br(true, 6, 0, 2), wsel(1, 1), ret(),
+		   send(8, 6, 1, false), alu(0, 6, 0, 0), ret() };
 	s.tasks = { { 0, 0x200 | 0 }, { 16, 0x200 | 2 } };
-	s.regs[0] = (uint16_t)xa;
+	s.regs[0] = 0;
 	s.regs[2] = (uint16_t)yb;
 	s.regs[3] = (uint16_t)K;
 	s.regs[4] = (uint16_t)N;
@@ -672,6 +692,11 @@ static Scenario gen_fwd(Bench &b, bool util)
 			s.b_words.push_back({ yb + i, r.chance(50) ? 0u : rand_f32(r) });
 	s.streams.resize(1);
 	unsigned density = util ? 40 : 10 + r.below(90);
+	unsigned other = util ? 0 : r.below(3) * 10; // % of majors with another control wavelet
+	auto other_ctl = [&]() {
+		uint32_t hi = r.chance(25) ? 1 + r.below(0xfff) : (1 + r.below(15)) << 12;
+		s.streams[0].push_back(wv(1, 0, hi << 16 | r.below(65536)));
+	};
 #ifndef TB_PE_LITE
 	// first touch (pe, index bit 14), as an overwriting resident kernel streams: each
 	// output's first nonzero flagged, then chains on it; zero wavelets (flag, val +0, their
@@ -681,7 +706,7 @@ static Scenario gen_fwd(Bench &b, bool util)
 	std::vector<bool> seen(N, false);
 	bool zeros_sent = false;
 	if (ft) {
-		s.streams[0].push_back(wv(1, 0, 0)); // SET_MAJOR 0: zero wavelets of major 0
+		s.streams[0].push_back(wv(1, 0, xa & 0xffff)); // SET_MAJOR 0: zero wavelets
 		unsigned nz = 0;
 		for (unsigned i = 0; i < N; i++)
 			if (r.chance(density < 40 ? 30 : 10)) {
@@ -705,8 +730,13 @@ static Scenario gen_fwd(Bench &b, bool util)
 		for (unsigned i = 0; i < N; i++)
 			if (r.chance(density)) rows.push_back(i);
 		if (rows.empty()) continue;
-		if (!(zeros_sent && j == 0)) s.streams[0].push_back(wv(1, 0, j)); // SET_MAJOR j
-		for (unsigned i : rows) {
+		if (r.chance(other)) other_ctl(); // before the SET_MAJOR
+		if (!(zeros_sent && j == 0))
+			s.streams[0].push_back(wv(1, 0, (xa + j) & 0xffff)); // SET_MAJOR j
+		unsigned mid = r.chance(other) ? r.below((unsigned)rows.size()) : ~0u;
+		for (unsigned k = 0; k < rows.size(); k++) {
+			if (k == mid) other_ctl(); // between two nonzeros of a major
+			unsigned i = rows[k];
 			uint32_t f = 0;
 			if (ft && !seen[i]) {
 				f = 1u << 30;
@@ -719,6 +749,14 @@ static Scenario gen_fwd(Bench &b, bool util)
 		if (zeros_sent && j == 0) s.run_macs.back() += (uint64_t)rows.size() * tp;
 		else s.run_macs.push_back((uint64_t)rows.size() * tp);
 	}
+#ifndef TB_PE_LITE
+	// pe's axpy takes the SET_MAJORs in its chain: one run of every MAC, no dead cycle
+	if (util) {
+		uint64_t all = 0;
+		for (uint64_t m : s.run_macs) all += m;
+		s.run_macs.assign(1, all);
+	}
+#endif
 	if (util) {
 		s.rx_gap_pct = 0;
 		s.tx_stall_pct = 0;
@@ -987,7 +1025,7 @@ static Scenario gen_rand(Bench &b)
 		if (kind < 4) s.streams[0].push_back(wv(0, 0, payload));
 		else if (kind < 6) s.streams[0].push_back(wv(0, 1, payload));
 		else if (kind < 7) s.streams[0].push_back(wv(0, 2, payload));
-		else if (kind < 8) s.streams[0].push_back(wv(1, r.below(2), payload));
+		else if (kind < 8) s.streams[0].push_back(wv(1, r.below(2), not_major(payload)));
 		else if (kind < 9) s.streams[0].push_back(wv(0, 5 + r.below(3), payload)); // no task
 		else { // bursts for chaining
 			unsigned c = r.below(2);
@@ -1254,7 +1292,7 @@ static Scenario gen_vec(Bench &b)
 		} else if (kind < 5) {
 			s.streams[0].push_back(wv(0, 2, r.u32()));
 		} else {
-			s.streams[0].push_back(wv(1, 0, r.u32()));
+			s.streams[0].push_back(wv(1, 0, not_major(r.u32())));
 		}
 	}
 	s.tx_stall_pct = 20;
