@@ -714,6 +714,16 @@ static int wgrad_tile(struct kstate *ks)
 	return stream_tile(ks);
 }
 
+/*
+ * An output tile switch's control wavelets (d > 0): the control task (fw/kernels.s ctl)
+ * runs each one in turn, after the previous tile's SYNC left the mesh idle, before the
+ * tile's first SET_MAJOR, on pe's sequencer (a scalar instruction one cycle, li two):
+ * SET_BBASE whi, bne, li, bne, li, bne, wlo, ret: 10 cycles; SET_BSTRIDE one li and bne
+ * more: 13 (measured on the Verilated 2x2: 10 and 13 a wavelet more per tile).
+ */
+#define PLAN_SETB_CYCLES 10
+#define PLAN_SETW_CYCLES 13
+
 int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_io *io,
 	      struct plan_link *link, struct plan_stats *st, char *err, size_t errlen)
 {
@@ -783,10 +793,18 @@ int plan_exec(const struct plan *pl, const struct csd_fw *fw, const struct plan_
 			uint64_t sc = st->stream_cycles;
 			uint32_t ctl[3];
 			unsigned nctl = 0;
-			if (d > 0)
+			/* the tile switch: the control task runs each op before the tile's first
+			 * SET_MAJOR (the fill covers START's path) */
+			if (d > 0) {
 				ctl[nctl++] = proto_ctl(PROTO_CTL_SET_BBASE, bank);
-			if (d > 0 && dt_d != dt_prev)
+				st->cycles += PLAN_SETB_CYCLES;
+				st->stream_cycles += PLAN_SETB_CYCLES;
+			}
+			if (d > 0 && dt_d != dt_prev) {
 				ctl[nctl++] = proto_ctl(PROTO_CTL_SET_BSTRIDE, (unsigned)dt_d);
+				st->cycles += PLAN_SETW_CYCLES;
+				st->stream_cycles += PLAN_SETW_CYCLES;
+			}
 			if (d < 2) {
 				ctl[nctl++] = proto_ctl(PROTO_CTL_START, 0);
 				/* the fill is part of the streaming phase (it follows the INJECT) */
