@@ -14,8 +14,8 @@
 ;                at ZERO, not read, must hold them: vec_fc.s's bits), first A[OUT + i] = h_i,
 ;                then, unless D = 0xffff, A[D + i] = bf16(lut_gelu'(pre_i)) (D may be the
 ;                stash, in place; OUT must not overlap it) (nm_gelu_fwd_bits), i < N*W.
-;   fc_gelu_bwd, fc_cvt: fw/vec_fc_shared.inc; MODE 0's row step: fw/vec_fc_rows.inc.
-; The ones in A (MODE 0, fc_gelu_bwd) must hold 1.0 (nm_bias_add_bits).
+;   fc_gelu_bwd, fc_cvt: fw/vec_fc_bwd_bf.inc; MODE 0's row step: fw/vec_fc_rows.inc.
+; The ones in A (MODE 0) must hold 1.0 (nm_bias_add_bits); fc_gelu_bwd here reads none.
 ; Registers: r3 = tokens left, r7 = W (then N*W), r5 = the block; the others are scratch.
 
 .include "vec_fc_rows.inc"
@@ -57,4 +57,4 @@ fg_h:	addi r4, r5, P_TG
 	vlut.bf r4, r1		; A[OUT + i] = h_i = bf16(lut_gelu(pre_i))
 	ret
 
-.include "vec_fc_shared.inc"
+.include "vec_fc_bwd_bf.inc"
