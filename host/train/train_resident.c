@@ -1457,13 +1457,23 @@ static int write_cols(train_resident *r, uint16_t *buf, const csd_region *d, int
 }
 
 /* The columns of a write of every PE's tp rows (P tp / 2 words a column) that kernel w (fwd:
- * its majors its inputs, else its outputs) hides (carry_words), even, at most C. */
-static int carry_cols(const train_resident *r, int tp, const csd_sparse *w, int fwd)
+ * its majors its inputs, else its outputs) hides (carry_words; f of it), even, at most C. */
+static int carry_cols_f(const train_resident *r, int tp, const csd_sparse *w, int fwd, double f)
 {
 	int C = r->m->cfg.n_embd;
-	double n = carry_words(r, w, fwd, tp) / ((double)r->P * tp / 2);
+	double n = f * carry_words(r, w, fwd, tp) / ((double)r->P * tp / 2);
 	return n >= C ? C : 2 * (int)(n / 2);
 }
+
+static int carry_cols(const train_resident *r, int tp, const csd_sparse *w, int fwd)
+{
+	return carry_cols_f(r, tp, w, fwd, 1.0);
+}
+
+/* What a head group's input gradient (a row half of k or v) carries of a gradient's write:
+ * 7/8 of what the estimate says it hides (the rest on a wgrad: measured at 80 to 95%, the
+ * estimate's full share left the halves 1.5 k cycles each exposed) */
+#define HALF_CARRY 0.875
 
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
 static int block_backward(train_resident *r, int l, int B, int T, float *scratch,
@@ -1654,50 +1664,63 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		/* by head groups (dq's group 0 went down during proj's second input gradient):
 		 * q's input gradient by row halves (the same chains), the first carrying dq's
 		 * group 1 down, the second dk's first kc columns; q widened and packed
-		 * (cvt_fbh), its dW carrying the rest of dk; k's input gradient carrying dv's
-		 * first vc columns, k's dW the rest. kc and vc: what the input gradient hides
-		 * (carry_cols), the rest on the wgrad (whose batches hide less) */
+		 * (cvt_fbh), its dW carrying dk's next columns; k's input gradient by row
+		 * halves, the first (group 0's columns) carrying dk's last kh columns (group 1's),
+		 * the second dv's first vk columns; k's dW dv's next ones, v's first row half
+		 * its last vh (group 1's). kc: what q's half hides (carry_cols); kh, vk, vh:
+		 * HALF_CARRY of what theirs hide; the rest on the wgrads (whose batches hide
+		 * less and which a write slows); without a carried write (pe=lite) k's and v's
+		 * input gradients whole */
 		const csd_region *dq = &dyq[1], *dk = &dyq[0], *dv = &dyq[1];
-		csd_region q[2];
-		for (int h = 0; h < 2; h++)
+		csd_region q[2], kg[2], vg[2];
+		for (int h = 0; h < 2; h++) {
 			q[h] = (csd_region){ CSD_MEM_A, dq->base + (uint32_t)(h * H), C, (uint32_t)H };
+			kg[h] = (csd_region){ CSD_MEM_A, dk->base + (uint32_t)(h * H), C, (uint32_t)H };
+			vg[h] = (csd_region){ CSD_MEM_A, dv->base + (uint32_t)(h * H), C, (uint32_t)H };
+		}
 		uint16_t *h0 = r->h16, *h1 = r->h16 + (size_t)BT * C;
 		qkv_grad16(h0, m->dqkv, BT, C, 0, H, H);
 		TRY(csd_write_tokens_next(r->dev, &q[1], h0, BT));
 		TRY(csd_backward_region(r->dev, &dln, &q[0], &b[BQH], BT, CSD_OVERWRITE));
-		int kc = carry_cols(r, tp, &b[BQH + 1], 0), vc = carry_cols(r, tp, &b[BQKV + 1], 0);
+		/* hv: k's and v's input gradients by row halves where a kernel carries a write
+		 * (pe); else (the writes on their own) whole */
+		int hv = r->a_wport, kc = carry_cols(r, tp, &b[BQH + 1], 0);
+		int kh = carry_cols_f(r, tp, &b[BKH], 0, HALF_CARRY);
+		int vh = carry_cols_f(r, tp, &b[BVH], 0, HALF_CARRY);
+		int vk = carry_cols_f(r, tp, &b[BKH + 1], 0, HALF_CARRY);
+		kh = kh > H ? H : kh > C - kc ? C - kc : kh;
+		vh = vh > H ? H : vh;
+		vk = vk > C - vh ? C - vh : vk;
+		if (!hv) {
+			kh = vh = 0;
+			vk = carry_cols(r, tp, &b[BQKV + 1], 0);
+		}
 		TRY(write_cols(r, h1, dk, 1, 0, kc, BT));
 		TRY(csd_backward_region(r->dev, &dln, &q[1], &b[BQH + 1], BT, CSD_ACCUMULATE));
 		pw[2] = (uint16_t)dq->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-		TRY(write_cols(r, h0, dk, 1, kc, C - kc, BT));
+		TRY(write_cols(r, h0, dk, 1, kc, C - kh - kc, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 0, 0, &b[BQKV], BT, st_y1(r, l), C));
+		TRY(write_cols(r, h1, dk, 1, C - kh, kh, BT));
+		if (hv)
+			TRY(csd_backward_region(r->dev, &dln, &kg[0], &b[BKH], BT, CSD_ACCUMULATE));
 		pw[2] = (uint16_t)dk->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
-		TRY(write_cols(r, h1, dv, 2, 0, vc, BT));
-		TRY(csd_backward_region(r->dev, &dln, dk, &b[BQKV + 1], BT, CSD_ACCUMULATE));
-		/* dv's rest: on v's first row half (group 0's columns, the same chains) where it
-		 * lies in group 1's columns, that half hides it and v's row block is at most a
-		 * quarter dense (a denser one's extra call costs more than k's dW loses carrying
-		 * the rest), else on k's dW */
-		int vh = vc >= H && vc < C && C - vc <= carry_cols(r, tp, &b[BVH], 0) &&
-			 4 * (int64_t)b[BQKV + 2].nnz <= (int64_t)C * C;
-		if (!vh)
-			TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
+		TRY(write_cols(r, h0, dv, 2, 0, vk, BT));
+		TRY(csd_backward_region(r->dev, &dln, hv ? &kg[1] : dk, &b[hv ? BKH + 1 : BQKV + 1],
+					BT, CSD_ACCUMULATE));
+		TRY(write_cols(r, h1, dv, 2, vk, C - vh - vk, BT));
 		TRY(wgrad(r, g->qkvw + l * C3 * C1, C, C, 0, &b[BQKV + 1], BT, st_y1(r, l), C));
-		csd_region v0 = { CSD_MEM_A, dv->base, C, (uint32_t)H };
-		csd_region v1 = { CSD_MEM_A, dv->base + (uint32_t)H, C, (uint32_t)H };
-		if (vh) {
-			TRY(write_cols(r, h0, dv, 2, vc, C - vc, BT));
-			TRY(csd_backward_region(r->dev, &dln, &v0, &b[BVH], BT, CSD_ACCUMULATE));
-		}
+		TRY(write_cols(r, h0, dv, 2, C - vh, vh, BT));
+		if (hv)
+			TRY(csd_backward_region(r->dev, &dln, &vg[0], &b[BVH], BT, CSD_ACCUMULATE));
 		pw[2] = (uint16_t)dv->base;
 		TRY(run(r, "vec_cvt", "cvt_fbh", pw, 9));
 		if (!dx_out)
 			TRY(wgrad(r, g->qkvw + l * C3 * C1, C, 2 * C, 0, &b[BQKV + 2], BT, st_y1(r, l),
 				  C));
-		TRY(csd_backward_region(r->dev, &dln, vh ? &v1 : dv, &b[vh ? BVH + 1 : BQKV + 2], BT,
-					CSD_ACCUMULATE));
+		TRY(csd_backward_region(r->dev, &dln, hv ? &vg[1] : dv, &b[hv ? BVH + 1 : BQKV + 2],
+					BT, CSD_ACCUMULATE));
 	}
 	for (int k = 0; !split && k < 3; k++) {
 		const csd_region *dyk = &dyq[k & 1];
