@@ -171,7 +171,8 @@ int cmd_trainstep(int argc, char **argv)
 	trainer t;
 	train_step_stats st;
 	char err[1024] = "";
-	int rc = tc_load(&cfg, NULL, text, NULL, 0, err, sizeof err);
+	/* errors name the options' config by the command (its lines are the text above) */
+	int rc = tc_load(&cfg, "(options)", text, NULL, 0, err, sizeof err);
 	if (!rc) {
 		rc = trainer_init(&t, &cfg, 1, err, sizeof err);
 		if (!rc) {
