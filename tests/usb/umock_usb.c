@@ -570,8 +570,9 @@ struct geo {
 static void geo_uris(const struct geo *g, const char *serial, char *uri, char *ref, size_t cap)
 {
 	snprintf(uri, cap, "usb:%s,%dx%d,awords=%u,bwords=%u", serial, g->R, g->C, g->aw, g->bw);
-	/* the boards' wgrad stream (a SET_MAJOR per major), as the usb backend sends it */
-	snprintf(ref, cap, "cpu:%dx%d,awords=%u,bwords=%u,dotspan=0", g->R, g->C, g->aw, g->bw);
+	/* the boards' PE as the usb backend models it (its wgrad stream a SET_MAJOR per major,
+	 * the START fill, the SET_MAJOR task: the tuner's tiles follow its timing) */
+	snprintf(ref, cap, "cpu:%dx%d,pe=lite,awords=%u,bwords=%u", g->R, g->C, g->aw, g->bw);
 }
 
 static uint64_t kernel_frames_resent;
