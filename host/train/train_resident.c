@@ -240,6 +240,17 @@ static uint32_t st_att(const struct train_resident *r, int l)
 	return stash(r, l, r->lo.small ? SM_ATT : ST_ATT);
 }
 
+/* The attention output's columns of head group g of n (2, or 4: proj's quarters) in block
+ * l's stash: with head groups (heads_split) each group's rows [tp, C / 2] one after the
+ * other (a group's write one span a PE), else rows [tp, C] */
+static csd_region att_group(const struct train_resident *r, int l, int g, int n)
+{
+	uint32_t C = (uint32_t)r->m->cfg.n_embd, H = C / 2, w = C / (uint32_t)n;
+	uint32_t h = (uint32_t)g * w / H, o = (uint32_t)g * w % H;
+	csd_region x = { CSD_MEM_A, st_att(r, l) + h * r->lo.tp * H + o, H, w };
+	return x;
+}
+
 static uint32_t st_z2(const struct train_resident *r, int l)
 {
 	return stash(r, l, r->lo.small ? SM_Z2 : ST_Z2);
@@ -1031,8 +1042,7 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 				 (uint16_t)(2 * lo->b_bh), (uint16_t)ks, 0 };
 	TRY(run(r, "vec_cvt", "cvt_bh", pq, 7));
 	attention_group(r, atty, attp, qkv, scratch, B, T, 0);
-	csd_region att0 = { CSD_MEM_A, st_att(r, l), C, (uint32_t)H };
-	csd_region att1 = { CSD_MEM_A, st_att(r, l) + (uint32_t)H, C, (uint32_t)H };
+	csd_region att0 = att_group(r, l, 0, 2), att1 = att_group(r, l, 1, 2);
 	const uint16_t pk[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
 				 (uint16_t)k1h, (uint16_t)ks, 0 };
 	if (alone) {
@@ -1077,7 +1087,7 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	int Q = C / 4;
 	csd_region aq[4];
 	for (int q = 0; q < 4; q++)
-		aq[q] = (csd_region){ CSD_MEM_A, st_att(r, l) + (uint32_t)(q * Q), C, (uint32_t)Q };
+		aq[q] = att_group(r, l, q, 4);
 	int q1 = (uint64_t)b[BPQ + 1].nnz >= (uint64_t)r->P * (uint64_t)(Q / 2 + 2);
 	TRY(csd_read_tokens_next(r->dev, hv1, &gbh, BT));
 	if (q1)
@@ -1614,13 +1624,14 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		gather_sum(r, g->attprojb + l * C1);
 		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_tile, H));
 		TRY(csd_read_tokens_next(r->dev, r->h16, &d0, BT));
-		TRY(wgrad_xs(r, gw, C, 0, 0, &b[BPH], BT, st_att(r, l), C, C, 2 * lo->b_bh));
+		csd_region ag0 = att_group(r, l, 0, 2), ag1 = att_group(r, l, 1, 2);
+		TRY(wgrad_xs(r, gw, C, 0, 0, &b[BPH], BT, ag0.base, ag0.stride, C, 2 * lo->b_bh));
 		for (int h = 0; h < 2; h++) {
 			if (h) {
 				TRY(convert_w(r, tp, 1, lo->b_dln, e1, H));
 				TRY(csd_read_tokens_next(r->dev, r->h16 + (size_t)BT * H, &d1, BT));
-				TRY(wgrad_xs(r, gw, C, 0, H, &b[BPH + 1], BT,
-					     st_att(r, l) + (uint32_t)H, C, C, 2 * lo->b_bh));
+				TRY(wgrad_xs(r, gw, C, 0, H, &b[BPH + 1], BT, ag1.base, ag1.stride, C,
+					     2 * lo->b_bh));
 			}
 			for (int t = 0; t < BT; t++)
 				nm_bf16_to_f32_array(m->datty + (size_t)t * C + h * H,
