@@ -975,6 +975,26 @@ static double carry_words(const train_resident *r, const csd_sparse *w, int fwd,
 	return h < 0 ? 0 : h > cap ? cap : h;
 }
 
+static int split_rows_w(const train_resident *r, int tp, const csd_sparse *w, int fwd,
+			double ovh, int width, int *cut, double *rows);
+
+/* Group 1's attention output (heads_split; rows [tp, C / 2] of every PE, att_group) down by
+ * parts of rows, proj's second column block on each part's rows carrying the next part
+ * (split_rows_w, a part's kernel call about half a row of the write), rather than by two
+ * quarters of columns, the first on its own and the second beside proj's third quarter: where
+ * the estimate says that hides more (with a write a kernel carries and every row a token).
+ * The parts into cut, their count (0: by quarters). */
+static int att1_rows(const train_resident *r, int BT, int tp, const csd_sparse *b, int *cut)
+{
+	int C = r->m->cfg.n_embd, H = C / 2;
+	if (!r->a_wport || BT != r->P * tp)
+		return 0;
+	double e, row = (double)r->P * H / 2, w = row * tp / 2 + 2.0 * r->P * tp;
+	int n = split_rows_w(r, tp, &b[BPH + 1], 1, 0.5, H, cut, &e);
+	double hid = carry_words(r, &b[BPQ + 2], 1, tp);
+	return n > 1 && e * row < w + (w > hid ? w - hid : 0) ? n : 0;
+}
+
 /* Whether group 0's attention output goes down on its own, q1's and k1's reads riding on
  * k1 and v1 (read and write H columns of every PE's tp rows, r words; k1's and v1's row
  * blocks nnz tp cycles), not the write on k1 and both reads on v1: where the estimate says
@@ -1096,6 +1116,35 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 		TRY(csd_forward_region(r->dev, &x, &att0, &b[BPH], BT, CSD_ACCUMULATE));
 	unpack_group(r, qkv, 2, 1, hv1, (size_t)H, BT, bias);
 	attention_group(r, atty, attp, qkv, scratch, B, T, 1);
+	int cut[MAXPARTS + 1], np = q1 ? 0 : att1_rows(r, BT, tp, b, cut);
+	if (np) {
+		/* group 1's output by parts of rows (packed by PE into h16), proj's second
+		 * column block on each part's rows (the same chains a token) */
+		const uint16_t *o1 = r->g16 + bh;
+		for (int i = 0; i < np; i++) {
+			int t = cut[i + 1] - cut[i];
+			for (int q = 0; q < r->P; q++)
+				memcpy(r->h16 + ((size_t)r->P * cut[i] + (size_t)q * t) * H,
+				       o1 + ((size_t)q * tp + cut[i]) * H, sizeof(uint16_t) * H * t);
+		}
+		for (int i = 0; i < np; i++) {
+			int t = cut[i + 1] - cut[i];
+			csd_region ai = att1, xi = rg(CSD_MEM_B, lo->b_x + (uint32_t)(cut[i] * C), C);
+			ai.base += (uint32_t)(cut[i] * H);
+			if (!i)
+				TRY(csd_write_tokens(r->dev, &ai, r->h16, r->P * t));
+			if (i + 1 < np) {
+				csd_region an = att1;
+				an.base += (uint32_t)(cut[i + 1] * H);
+				TRY(csd_write_tokens_next(r->dev, &an,
+							  r->h16 + (size_t)r->P * cut[i + 1] * H,
+							  r->P * (cut[i + 2] - cut[i + 1])));
+			}
+			TRY(csd_forward_region(r->dev, &xi, &ai, &b[BPH + 1], r->P * t,
+					       CSD_ACCUMULATE));
+		}
+		return CS_OK;
+	}
 	for (int h = 0; h < 2; h++) {
 		uint16_t *dst = r->h16 + (size_t)h * BT * Q;
 		const uint16_t *src = r->g16 + bh + (size_t)h * Q;
@@ -1114,7 +1163,8 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 }
 
 /*
- * A transfer of every PE's tp rows of C bf16 (P C / 2 words a row) into A by parts of rows,
+ * A transfer of every PE's tp rows of width bf16 (P width / 2 words a row; split_rows: C)
+ * into A by parts of rows,
  * the first on its own, each other one while kernel w computes on the rows of the part
  * before it (emb_split, grad_split). A carried write goes between the kernel's majors, at
  * most the work the PEs have queued less the next wavelet's trip (docs/driver.md): per
@@ -1122,18 +1172,19 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
  * more than the kernel's nnz t cycles. The parts: the first part's rows a that minimise
  * the rows not hidden (a, and what a part leaves of the next) plus ovh rows a part, each
  * next part the rows the one before hides (the rest in the last). fwd: w's majors are its
- * inputs (else its outputs). The parts' bounds into cut [0 .. n]; n parts (1: at once).
+ * inputs (else its outputs). The parts' bounds into cut [0 .. n]; n parts (1: at once);
+ * the rows not hidden (and ovh a part) into rows.
  */
-static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int fwd, double ovh,
-		      int *cut)
+static int split_rows_w(const train_resident *r, int tp, const csd_sparse *w, int fwd,
+			double ovh, int width, int *cut, double *rows)
 {
-	const gpt_config *c = &r->m->cfg;
 	csd_info info;
 	cut[0] = 0;
 	cut[1] = tp;
+	*rows = tp;
 	if (csd_get_info(r->dev, &info) || tp < 2)
 		return 1;
-	double row = (double)r->P * c->n_embd / 2;
+	double row = (double)r->P * width / 2;
 	double best_e = tp;
 	int best_n = 1;
 	for (int a = 1; a < tp; a++) {
@@ -1162,7 +1213,15 @@ static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int 
 		cut[0] = 0;
 		cut[1] = tp;
 	}
+	*rows = best_e;
 	return best_n;
+}
+
+static int split_rows(const train_resident *r, int tp, const csd_sparse *w, int fwd, double ovh,
+		      int *cut)
+{
+	double e;
+	return split_rows_w(r, tp, w, fwd, ovh, r->m->cfg.n_embd, cut, &e);
 }
 
 /* Rows [cut[i], cut[i + 1]) of every PE of x [P tp, C] (fp32) as bf16, part after part, each
