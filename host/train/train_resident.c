@@ -1545,6 +1545,20 @@ static int carry_cols(const train_resident *r, int tp, const csd_sparse *w, int 
 #define HALF_CARRY 0.875
 
 /* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
+/* The attention output's gradient of head group 0 (heads_split) by two parts of rows, where
+ * its read outlasts proj's first dW (about nnz tp cycles against P tp C / 4 words, every
+ * row a token, bh_carried): the first part's rows a, the most whose read (P a C / 4 words)
+ * proj's first input gradient on the other rows hides (nnz (tp - a) cycles), the second
+ * part's read during the dW; 0: at once. */
+static int d0_rows(const train_resident *r, int BT, int tp, const csd_sparse *w)
+{
+	double row = (double)r->P * r->m->cfg.n_embd / 4, nz = (double)w->nnz;
+	if (!bh_carried(r) || BT != r->P * tp || tp < 2 || row * tp <= nz * tp)
+		return 0;
+	int a = (int)(nz * tp / (row + nz));
+	return a < 1 ? 0 : a > tp - 1 ? tp - 1 : a;
+}
+
 static int block_backward(train_resident *r, int l, int B, int T, float *scratch,
 			  float *dx_out)
 {
@@ -1679,10 +1693,29 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		csd_region d0 = rg(CSD_MEM_BH, 2 * lo->b_tile, (uint32_t)H);
 		csd_region d1 = rg(CSD_MEM_BH, e1, (uint32_t)H);
 		float *gw = g->attprojw + l * C1 * C1;
-		TRY(csd_backward_region(r->dev, &th, &dya, &b[BPH], BT, CSD_OVERWRITE));
-		gather_sum(r, g->attprojb + l * C1);
-		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_tile, H));
-		TRY(csd_read_tokens_next(r->dev, r->h16, &d0, BT));
+		int ra = d0_rows(r, BT, tp, &b[BPH]);
+		if (ra) {
+			/* group 0's gradient by two parts of rows: the first's up (packed in dln,
+			 * the other bank) while the second computes, the second's during proj's
+			 * first dW (h16: the parts one after the other, packed by PE) */
+			csd_region t1 = rg(CSD_MEM_B, lo->b_tile + (uint32_t)(ra * H), (uint32_t)H);
+			csd_region y1 = rg(CSD_MEM_A, lo->a_dy + (uint32_t)(ra * C), C);
+			csd_region p0 = rg(CSD_MEM_BH, 2 * lo->b_dln, (uint32_t)H);
+			TRY(csd_backward_region(r->dev, &th, &dya, &b[BPH], r->P * ra, CSD_OVERWRITE));
+			gather_sum(r, g->attprojb + l * C1);
+			TRY(convert_w(r, ra, 1, lo->b_tile, 2 * lo->b_dln, H));
+			TRY(csd_read_tokens_next(r->dev, r->h16, &p0, r->P * ra));
+			TRY(csd_backward_region(r->dev, &t1, &y1, &b[BPH], r->P * (tp - ra),
+						CSD_OVERWRITE));
+			TRY(convert_w(r, tp - ra, 1, t1.base, 2 * lo->b_tile, H));
+			TRY(csd_read_tokens_next(r->dev, r->h16 + (size_t)r->P * ra * H, &d0,
+						 r->P * (tp - ra)));
+		} else {
+			TRY(csd_backward_region(r->dev, &th, &dya, &b[BPH], BT, CSD_OVERWRITE));
+			gather_sum(r, g->attprojb + l * C1);
+			TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_tile, H));
+			TRY(csd_read_tokens_next(r->dev, r->h16, &d0, BT));
+		}
 		csd_region ag0 = att_group(r, l, 0, 2), ag1 = att_group(r, l, 1, 2);
 		TRY(wgrad_xs(r, gw, C, 0, 0, &b[BPH], BT, ag0.base, ag0.stride, C, 2 * lo->b_bh));
 		for (int h = 0; h < 2; h++) {
@@ -1692,10 +1725,14 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 				TRY(wgrad_xs(r, gw, C, 0, H, &b[BPH + 1], BT, ag1.base, ag1.stride, C,
 					     2 * lo->b_bh));
 			}
-			for (int t = 0; t < BT; t++)
+			for (int t = 0; t < BT; t++) {
+				/* token t of group 0's parts: PE t / tp's row u = t % tp */
+				int q = t / tp, u = t % tp, c0 = u < ra ? 0 : ra, n = u < ra ? ra : tp - ra;
+				size_t at = h || !ra ? (size_t)t
+						    : (size_t)r->P * c0 + (size_t)q * n + (size_t)(u - c0);
 				nm_bf16_to_f32_array(m->datty + (size_t)t * C + h * H,
-						     r->h16 + (size_t)h * BT * H + (size_t)t * H,
-						     (size_t)H);
+						     r->h16 + (size_t)h * BT * H + at * H, (size_t)H);
+			}
 			attention_backward_group(r, qkv, attp, scratch, B, T, h);
 			if (h)
 				break;
