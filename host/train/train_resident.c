@@ -1013,6 +1013,22 @@ static int att0_alone(const train_resident *r, int tp, const csd_sparse *b)
 	return alone < carried;
 }
 
+/* q0 (heads_split) by two parts of rows where its read outlasts k0 (P tp C / 4 words against
+ * nnz tp cycles, every row a token): the first part's rows a, the most whose read q0 on the
+ * other rows hides, or fewer so that the second part's read still fills k0; where that
+ * hides more than about a row of the read (the part's extra calls); 0: at once. */
+static int q0_rows(const train_resident *r, int BT, int tp, const csd_sparse *b)
+{
+	double row = (double)r->P * r->m->cfg.n_embd / 4;
+	double nq = (double)b[BQH].nnz, nk = (double)b[BKH].nnz * tp;
+	if (!bh_carried(r) || BT != r->P * tp || tp < 2 || row * tp <= nk + row)
+		return 0;
+	int a = (int)(nq * tp / (row + nq)), b1 = (int)(tp - nk / row);
+	a = b1 > 0 && b1 < a ? b1 : a;
+	double hid = row * tp - nk - (row * (tp - a) > nk ? row * (tp - a) - nk : 0);
+	return a < 1 || a > tp - 1 || hid <= row ? 0 : a;
+}
+
 /*
  * q, k, v, attention and proj of block l by head groups (heads_split): row blocks of C / 2
  * outputs in the order q0 k0 v0 q1 k1 v1, each packed (cvt_bh) and read up while the next
@@ -1042,13 +1058,38 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	uint16_t *h0 = r->h16, *hqk1 = r->h16 + 3 * bh, *hv1 = hqk1 + (size_t)BT * C;
 	/* group 0: q0, k0, v0; each read rides on the next row block */
 	static const int blk0[3] = { BQH, BKH, BVH };
+	int qa = q0_done ? 0 : q0_rows(r, BT, tp, b);
+	if (qa) {
+		/* q0 by two parts of rows: the first's read (into g16, free until group 0's
+		 * attention) while the second computes, the second's while k0 does */
+		csd_region t1 = rg(CSD_MEM_B, lo->b_tile + (uint32_t)(qa * H), (uint32_t)H);
+		csd_region x1 = rg(CSD_MEM_A, y1.base + (uint32_t)(qa * C), C);
+		csd_region p1 = rg(CSD_MEM_BH, 2 * lo->b_bh + (uint32_t)(qa * H), (uint32_t)H);
+		TRY(csd_forward_region(r->dev, &th, &y1, &b[BQH], r->P * qa, CSD_OVERWRITE));
+		TRY(convert_w(r, qa, 1, lo->b_tile, 2 * lo->b_bh, H));
+		TRY(csd_read_tokens_next(r->dev, r->g16, &gbh, r->P * qa));
+		TRY(csd_forward_region(r->dev, &t1, &x1, &b[BQH], r->P * (tp - qa), CSD_OVERWRITE));
+		TRY(convert_w(r, tp - qa, 1, t1.base, p1.base, H));
+		TRY(csd_read_tokens_next(r->dev, r->g16 + (size_t)r->P * qa * H, &p1,
+					 r->P * (tp - qa)));
+	}
 	for (int k = 0; k < 3; k++) {
-		if (k || !q0_done)
+		if (k || (!q0_done && !qa))
 			TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
+		if (k == 1 && qa)
+			for (int t = 0; t < BT; t++) {
+				/* token t: PE t / tp's row u of its part */
+				int q = t / tp, u = t % tp, c0 = u < qa ? 0 : qa, n = u < qa ? qa : tp - qa;
+				memcpy(h0 + (size_t)t * H,
+				       r->g16 + ((size_t)r->P * c0 + (size_t)q * n + (size_t)(u - c0)) * H,
+				       sizeof(uint16_t) * H);
+			}
 		if (k)
 			unpack_group(r, qkv, k - 1, 0, h0 + (size_t)(k - 1) * bh, (size_t)H, BT, bias);
-		TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
-		TRY(csd_read_tokens_next(r->dev, h0 + (size_t)k * bh, &gbh, BT));
+		if (k || !qa) {
+			TRY(convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H));
+			TRY(csd_read_tokens_next(r->dev, h0 + (size_t)k * bh, &gbh, BT));
+		}
 	}
 	/* q1 (carrying v0's read), then group 0's attention and its output down while k1
 	 * computes */
