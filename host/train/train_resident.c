@@ -1589,12 +1589,13 @@ static int carry_cols(const train_resident *r, int tp, const csd_sparse *w, int 
 /* The attention output's gradient of head group 0 (heads_split) by two parts of rows, where
  * its read outlasts proj's first dW (about nnz tp cycles against P tp C / 4 words, every
  * row a token, bh_carried): the first part's rows a, the most whose read (P a C / 4 words)
- * proj's first input gradient on the other rows hides (nnz (tp - a) cycles), the second
- * part's read during the dW; 0: at once. */
+ * proj's first input gradient on the other rows hides (nnz (tp - a) cycles; the first
+ * packed in dln, B's other bank), the second part's read during the dW; 0: at once. */
 static int d0_rows(const train_resident *r, int BT, int tp, const csd_sparse *w)
 {
 	double row = (double)r->P * r->m->cfg.n_embd / 4, nz = (double)w->nnz;
-	if (!bh_carried(r) || BT != r->P * tp || tp < 2 || row * tp <= nz * tp)
+	if (!bh_carried(r) || r->lo.b_dln < r->bwords / 2 || BT != r->P * tp || tp < 2 ||
+	    row * tp <= nz * tp)
 		return 0;
 	int a = (int)(nz * tp / (row + nz));
 	return a < 1 ? 0 : a > tp - 1 ? tp - 1 : a;
