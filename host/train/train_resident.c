@@ -827,17 +827,26 @@ static int widen_rows(train_resident *r, int o, int n, uint32_t a, uint32_t b)
 	return widen(r, n, a + oc, b + oc);
 }
 
-/* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
-static int run_fc_in(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
-		     uint32_t d, int mode, uint32_t bv, uint32_t st)
+/* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST), its
+ * scratch S at s (fc_gelu_bwd's zeros: in the other B bank than IN, its product pass reads
+ * both pairs in one cycle on pe). */
+static int run_fc_s(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
+		    uint32_t d, int mode, uint32_t bv, uint32_t st, uint32_t s)
 {
 	const struct tr_layout *lo = &r->lo;
 	const uint16_t p[13] = { (uint16_t)r->m->cfg.n_embd, (uint16_t)tp, (uint16_t)lo->b_tg,
-				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)in,
+				 (uint16_t)lo->b_td, (uint16_t)s, (uint16_t)in,
 				 (uint16_t)out, (uint16_t)d, (uint16_t)mode,
 				 (uint16_t)lo->a_ones, (uint16_t)bv, (uint16_t)lo->b_zero,
 				 (uint16_t)st };
 	return run(r, "vec_fc", entry, p, 13);
+}
+
+/* the same, the scratch at b_s */
+static int run_fc_in(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
+		     uint32_t d, int mode, uint32_t bv, uint32_t st)
+{
+	return run_fc_s(r, entry, tp, in, out, d, mode, bv, st, r->lo.b_s);
 }
 
 /* the same on the output tile's rows (IN) */
@@ -1534,11 +1543,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			  tile_h(r, l, k), C));
 		if (k == 0 && g0) {
 			/* fc2's input gradient already in dln: GELU's backward there, fc's dY
-			 * packed in place; the rebuild's scratch the output tile */
+			 * packed in place, its zeros in the output tile where b_s shares dln's
+			 * bank; the rebuild's scratch the output tile */
+			uint32_t zs = (lo->b_s ^ lo->b_dln) & (r->bwords / 2) ? lo->b_s : lo->b_tile;
 			memset(r->part, 0, sizeof(float) * (size_t)C);
 			TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
-			TRY(run_fc_in(r, "fc_gelu_bwd", tp, lo->b_dln, lo->a_dp, tile_d(r, l, 0), 0,
-				      lo->b_dbias, 2 * lo->b_dln));
+			TRY(run_fc_s(r, "fc_gelu_bwd", tp, lo->b_dln, lo->a_dp, tile_d(r, l, 0), 0,
+				     lo->b_dbias, 2 * lo->b_dln, zs));
 			TRY(gather(r, g->fcb + l * C4, lo->b_dbias));
 			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
 				       st_y2(r, l, 1), lo->b_tile));
