@@ -1038,7 +1038,9 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	uint32_t k1h = 2 * lo->b_bh + (uint32_t)(alone ? tp * H : H);
 	const uint16_t pq[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
 				 (uint16_t)(2 * lo->b_bh), (uint16_t)ks, 0 };
-	TRY(run(r, "vec_cvt", "cvt_bh", pq, 7));
+	/* alone: the rows contiguous in both, one instruction */
+	TRY(alone ? convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H)
+		  : run(r, "vec_cvt", "cvt_bh", pq, 7));
 	attention_group(r, atty, attp, qkv, scratch, B, T, 0);
 	csd_region att0 = { CSD_MEM_A, st_att(r, l), C, (uint32_t)H };
 	csd_region att1 = { CSD_MEM_A, st_att(r, l) + (uint32_t)H, C, (uint32_t)H };
@@ -1050,7 +1052,7 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 		TRY(csd_write_tokens(r->dev, &att0, r->g16, BT));
 		TRY(csd_read_tokens_next(r->dev, hqk1, &gbh, BT));
 		TRY(csd_forward_region(r->dev, &th, &y1, &b[BKH + 1], BT, CSD_OVERWRITE));
-		TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
+		TRY(convert_w(r, tp, 1, lo->b_tile, k1h, H));
 		TRY(csd_read_tokens_next(r->dev, hqk1 + bh, &rk, BT));
 		TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
 		unpack_group(r, qkv, 0, 1, hqk1, (size_t)H, BT, bias);
