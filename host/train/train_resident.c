@@ -849,6 +849,17 @@ static int run_fc_in(train_resident *r, const char *entry, int tp, uint32_t in, 
 	return run_fc_s(r, entry, tp, in, out, d, mode, bv, st, r->lo.b_s);
 }
 
+/* fc_gelu_bwd's zeros for the rows at in, in the other B bank (its product pass then reads
+ * both pairs in one cycle on pe): the kept row of +0 (not written again on pe), else b_s,
+ * else alt */
+static uint32_t gelu_bwd_zeros(const train_resident *r, uint32_t in, uint32_t alt)
+{
+	uint32_t bank = r->bwords / 2;
+	if ((r->lo.b_zero ^ in) & bank)
+		return r->lo.b_zero;
+	return (r->lo.b_s ^ in) & bank ? r->lo.b_s : alt;
+}
+
 /* the same on the output tile's rows (IN) */
 static int run_fc(train_resident *r, const char *entry, int tp, uint32_t out, uint32_t d,
 		  int mode, uint32_t bv, uint32_t st)
@@ -1545,9 +1556,9 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			  tile_h(r, l, k), C));
 		if (k == 0 && g0) {
 			/* fc2's input gradient already in dln: GELU's backward there, fc's dY
-			 * packed in place, its zeros in the output tile where b_s shares dln's
-			 * bank; the rebuild's scratch the output tile */
-			uint32_t zs = (lo->b_s ^ lo->b_dln) & (r->bwords / 2) ? lo->b_s : lo->b_tile;
+			 * packed in place (its zeros in the output tile if need be); the
+			 * rebuild's scratch the output tile */
+			uint32_t zs = gelu_bwd_zeros(r, lo->b_dln, lo->b_tile);
 			memset(r->part, 0, sizeof(float) * (size_t)C);
 			TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
 			TRY(run_fc_s(r, "fc_gelu_bwd", tp, lo->b_dln, lo->a_dp, tile_d(r, l, 0), 0,
@@ -1568,8 +1579,8 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(csd_backward_region(r->dev, &tile, &dya, &b[BFC2 + k], BT, CSD_OVERWRITE));
 		memset(r->part, 0, sizeof(float) * (size_t)C);
 		TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
-		TRY(run_fc(r, "fc_gelu_bwd", tp, lo->a_dp, tile_d(r, l, k), 0, lo->b_dbias,
-			   2 * lo->b_tile));
+		TRY(run_fc_s(r, "fc_gelu_bwd", tp, lo->b_tile, lo->a_dp, tile_d(r, l, k), 0,
+			     lo->b_dbias, 2 * lo->b_tile, gelu_bwd_zeros(r, lo->b_tile, lo->b_s)));
 		TRY(gather(r, g->fcb + l * C4 + k * C1, lo->b_dbias));
 		/* the rebuild's B scratch: dln, free until fc's first input gradient; gamma in
 		 * the output tile's last row (its packed dY fills the first half) */
