@@ -456,6 +456,21 @@ static int model_fc_gelu_bwd(uint16_t *a, uint32_t *b, const uint16_t *p, char *
 	return CS_OK;
 }
 
+/* fw/vec_fc_bf.s's fc_gelu_bwd: model_fc_gelu_bwd's bits; with S = ZERO it takes that row's
+ * +0 without writing it, so the row must hold +0. */
+static int model_fc_gelu_bwd_bf(uint16_t *a, uint32_t *b, const uint16_t *p, char *err,
+				size_t errlen)
+{
+	unsigned W = p[0], S = p[4], ZERO = p[11];
+	for (unsigned j = 0; S == ZERO && j < W; j++)
+		if (b[ZERO + j]) {
+			snprintf(err, errlen, "fc_gelu_bwd: B[%u] of the zeros row (S = ZERO) is "
+				 "0x%08x, not +0", ZERO + j, b[ZERO + j]);
+			return CS_ERR_INVALID;
+		}
+	return model_fc_gelu_bwd(a, b, p, err, errlen);
+}
+
 /* fw/vec_fc.s fc_cvt: N*W elements at once (the firmware's 16-bit count). */
 static int model_fc_cvt(uint16_t *a, uint32_t *b, const uint16_t *p, char *err, size_t errlen)
 {
@@ -588,7 +603,7 @@ static const struct res_prog progs[] = {
 	{ "vec_fc", "fc_gelu_bwd", 13, 0, 1,
 	  { { 4, B_, RES_W, 0 }, { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 },
 	    { 7, A_, RES_NW, 0 }, { 9, A_, RES_W, 0 }, { 10, B_, RES_W, 0 },
-	    { 12, CSD_MEM_BH, RES_NW, 0 } }, 7, model_fc_gelu_bwd, 1, "vec_fc_bf" },
+	    { 12, CSD_MEM_BH, RES_NW, 0 } }, 7, model_fc_gelu_bwd_bf, 1, "vec_fc_bf" },
 	{ "vec_fc", "fc_cvt", 13, 0, 1,
 	  { { 5, B_, RES_NW, 0 }, { 6, A_, RES_NW, 0 } }, 2, model_fc_cvt, 1, "vec_fc_bf" },
 };

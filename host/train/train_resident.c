@@ -838,17 +838,37 @@ static int widen_rows(train_resident *r, int o, int n, uint32_t a, uint32_t b)
 	return widen(r, n, a + oc, b + oc);
 }
 
-/* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST). */
-static int run_fc_in(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
-		     uint32_t d, int mode, uint32_t bv, uint32_t st)
+/* A vec_fc.s call on the tile's rows (block W N TG TD S IN OUT D MODE ONES B ZERO ST), its
+ * scratch S at s (fc_gelu_bwd's zeros: in the other B bank than IN, its product pass reads
+ * both pairs in one cycle on pe). */
+static int run_fc_s(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
+		    uint32_t d, int mode, uint32_t bv, uint32_t st, uint32_t s)
 {
 	const struct tr_layout *lo = &r->lo;
 	const uint16_t p[13] = { (uint16_t)r->m->cfg.n_embd, (uint16_t)tp, (uint16_t)lo->b_tg,
-				 (uint16_t)lo->b_td, (uint16_t)lo->b_s, (uint16_t)in,
+				 (uint16_t)lo->b_td, (uint16_t)s, (uint16_t)in,
 				 (uint16_t)out, (uint16_t)d, (uint16_t)mode,
 				 (uint16_t)lo->a_ones, (uint16_t)bv, (uint16_t)lo->b_zero,
 				 (uint16_t)st };
 	return run(r, "vec_fc", entry, p, 13);
+}
+
+/* the same, the scratch at b_s */
+static int run_fc_in(train_resident *r, const char *entry, int tp, uint32_t in, uint32_t out,
+		     uint32_t d, int mode, uint32_t bv, uint32_t st)
+{
+	return run_fc_s(r, entry, tp, in, out, d, mode, bv, st, r->lo.b_s);
+}
+
+/* fc_gelu_bwd's zeros for the rows at in, in the other B bank (its product pass then reads
+ * both pairs in one cycle on pe): the kept row of +0 (not written again on pe), else b_s,
+ * else alt */
+static uint32_t gelu_bwd_zeros(const train_resident *r, uint32_t in, uint32_t alt)
+{
+	uint32_t bank = r->bwords / 2;
+	if ((r->lo.b_zero ^ in) & bank)
+		return r->lo.b_zero;
+	return (r->lo.b_s ^ in) & bank ? r->lo.b_s : alt;
 }
 
 /* the same on the output tile's rows (IN) */
@@ -1101,7 +1121,9 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 	uint32_t k1h = 2 * lo->b_bh + (uint32_t)(alone ? tp * H : H);
 	const uint16_t pq[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
 				 (uint16_t)(2 * lo->b_bh), (uint16_t)ks, 0 };
-	TRY(run(r, "vec_cvt", "cvt_bh", pq, 7));
+	/* alone: the rows contiguous in both, one instruction */
+	TRY(alone ? convert_w(r, tp, 1, lo->b_tile, 2 * lo->b_bh, H)
+		  : run(r, "vec_cvt", "cvt_bh", pq, 7));
 	attention_group(r, atty, attp, qkv, scratch, B, T, 0);
 	csd_region att0 = att_group(r, l, 0, 2), att1 = att_group(r, l, 1, 2);
 	const uint16_t pk[7] = { (uint16_t)H, (uint16_t)tp, (uint16_t)lo->b_tile, (uint16_t)H,
@@ -1112,7 +1134,7 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 		TRY(csd_write_tokens(r->dev, &att0, r->g16, BT));
 		TRY(csd_read_tokens_next(r->dev, hqk1, &gbh, BT));
 		TRY(csd_forward_region(r->dev, &th, &y1, &b[BKH + 1], BT, CSD_OVERWRITE));
-		TRY(run(r, "vec_cvt", "cvt_bh", pk, 7));
+		TRY(convert_w(r, tp, 1, lo->b_tile, k1h, H));
 		TRY(csd_read_tokens_next(r->dev, hqk1 + bh, &rk, BT));
 		TRY(csd_forward_region(r->dev, &th, &y1, &b[BVH + 1], BT, CSD_OVERWRITE));
 		unpack_group(r, qkv, 0, 1, hqk1, (size_t)H, BT, bias);
@@ -1659,11 +1681,13 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 			  tile_h(r, l, k), C));
 		if (k == 0 && g0) {
 			/* fc2's input gradient already in dln: GELU's backward there, fc's dY
-			 * packed in place; the rebuild's scratch the output tile */
+			 * packed in place (its zeros in the output tile if need be); the
+			 * rebuild's scratch the output tile */
+			uint32_t zs = gelu_bwd_zeros(r, lo->b_dln, lo->b_tile);
 			memset(r->part, 0, sizeof(float) * (size_t)C);
 			TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
-			TRY(run_fc_in(r, "fc_gelu_bwd", tp, lo->b_dln, lo->a_dp, tile_d(r, l, 0), 0,
-				      lo->b_dbias, 2 * lo->b_dln));
+			TRY(run_fc_s(r, "fc_gelu_bwd", tp, lo->b_dln, lo->a_dp, tile_d(r, l, 0), 0,
+				     lo->b_dbias, 2 * lo->b_dln, zs));
 			TRY(gather(r, g->fcb + l * C4, lo->b_dbias));
 			TRY(ln_rebuild(r, tp, p->ln2w + l * C1, p->ln2b + l * C1, st_z2(r, l),
 				       st_y2(r, l, 1), lo->b_tile));
@@ -1680,8 +1704,8 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 		TRY(csd_backward_region(r->dev, &tile, &dya, &b[BFC2 + k], BT, CSD_OVERWRITE));
 		memset(r->part, 0, sizeof(float) * (size_t)C);
 		TRY(csd_write_all(r->dev, CSD_MEM_B, lo->b_dbias, r->part, (uint32_t)C));
-		TRY(run_fc(r, "fc_gelu_bwd", tp, lo->a_dp, tile_d(r, l, k), 0, lo->b_dbias,
-			   2 * lo->b_tile));
+		TRY(run_fc_s(r, "fc_gelu_bwd", tp, lo->b_tile, lo->a_dp, tile_d(r, l, k), 0,
+			     lo->b_dbias, 2 * lo->b_tile, gelu_bwd_zeros(r, lo->b_tile, lo->b_s)));
 		TRY(gather(r, g->fcb + l * C4 + k * C1, lo->b_dbias));
 		/* the rebuild's B scratch: dln, free until fc's first input gradient; gamma in
 		 * the output tile's last row (its packed dY fills the first half) */
