@@ -10,12 +10,14 @@
 ; (Z + t*C), r3 = tokens left; the others are scratch.
 
 .include "vec_ln_bwd_head.inc"
-	addi r5, r4, P_ONES
-	ldb r5, [r5]
-	addi r4, r4, P_T
 	ldb r4, [r4]
+	wlo r5
+	addi r5, r5, P_ONES
+	ldb r5, [r5]
 	vdot r4, r5, r6		; B[T] = s1
 	addi r4, r4, 1
 	vdot r4, r1, r6		; B[T+1] = s2
 	addi r6, r4, -1		; r6 = T
+	wlo r5
+	addi r5, r5, P_INVC
 .include "vec_ln_bwd_tail.inc"
