@@ -7,11 +7,7 @@
 ; parameter block). The algorithm and registers: fw/vec_ln_bwd.s's header.
 
 .include "vec_ln_bwd_head.inc"
-	addi r5, r4, P_Z
-	ldb r5, [r5]
-	add r5, r5, r1
-	addi r4, r4, P_T
 	ldb r4, [r4]
-	vdot4 r4, r5		; B[T] = s1, B[T+1] = s2 (over B[S..], r6 = S)
+	vdot4 r4, r1		; B[T] = s1, B[T+1] = s2 (over B[S..], r6 = S)
 	add r6, r4, r0		; r6 = T
 .include "vec_ln_bwd_tail.inc"

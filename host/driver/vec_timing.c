@@ -14,6 +14,7 @@
 #define VT_LIMIT (64ull << 20) /* instructions before a task is taken to loop for ever */
 #define RING 32                /* ops whose R or FMAC stages may still be in flight */
 #define LAT 4                  /* FmacLatency */
+#define VT_BLOCK 32            /* block words a task's ldb / stb see */
 
 /* An issued op: its R stage at start, a MAC's FMAC stages up to last (start + LAT); wen:
  * it writes B word addr at last (the read-after-write interlock covers [start, last]). */
@@ -29,6 +30,7 @@ struct vt {
 	uint32_t bmask, bank;   /* B address mask, the bank bit */
 	uint64_t macs, wb_last; /* MAC-busy cycles; the cycle of the last B write of a MAC */
 	uint64_t mac_c;         /* the last cycle counted in macs, + 1 */
+	uint32_t blk[VT_BLOCK]; /* the parameter block's words as the task leaves them */
 };
 
 static void push(struct vt *v, uint64_t c, uint64_t last, uint32_t addr, int wen)
@@ -199,16 +201,21 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 					ph = 1; /* the destination word first, in the source's bank */
 				}
 			}
-		} else if (lo3 & 2) { /* ldb / stb: once no B write is in flight, done in R */
+		} else if (lo3 & 2) { /* ldb / stb: once no B write is in flight, done in R; a
+				       * store into the block is seen by the loads after it */
 			c = wait(v, c, 1, 0);
 			rd(v, c);
 			d = c + 1;
-			if (!(lo3 & 1)) {
-				uint32_t a = r[rsn] & v->bmask, blk = t->block & v->bmask, word = 0;
-				if (a >= blk && a - blk < (uint32_t)t->n_params)
-					word = t->params[a - blk];
+			uint32_t a = r[rsn] & v->bmask, blk = t->block & v->bmask, word = 0, *bw = NULL;
+			if (a >= blk && a - blk < (uint32_t)t->n_params && a - blk < VT_BLOCK)
+				bw = &v->blk[a - blk];
+			if (bw)
+				word = *bw;
+			if (!(lo3 & 1))
 				r[rdn] = (uint16_t)((lo3 & 4) ? word >> 16 : word);
-			}
+			else if (bw)
+				*bw = (lo3 & 4) ? (word & 0xffffu) | (uint32_t)r[rdn] << 16
+						: (word & 0xffff0000u) | r[rdn];
 		} else { /* lda / sta: done in R; the data are not modelled */
 			rd(v, c);
 			d = c + 1;
@@ -364,6 +371,8 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 int vt_run(const struct vt_task *t, struct vt_result *res, char *err, size_t errlen)
 {
 	struct vt v = { .bmask = t->b_words - 1 };
+	for (int i = 0; i < t->n_params && i < VT_BLOCK; i++)
+		v.blk[i] = t->params[i];
 	while ((2u << v.bank) < t->b_words)
 		v.bank++;
 	uint16_t r[8] = { 0 };

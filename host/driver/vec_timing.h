@@ -9,7 +9,8 @@
  * against the B writes in flight, vmac's and vlut's bank rules, vdot's, vsum2's and vsum4's
  * chains, cvt.bf's and cvt.bh's read-modify-writes, scalar B accesses waiting for no B write
  * in flight). Only addresses and loop counts decide the timing, so the SRAM is not modelled:
- * ldb of the parameter block gives the block's words, every other load 0 (and wcol 0).
+ * ldb of the parameter block gives the block's words (as the task's stb left them), every
+ * other load 0 (and wcol 0).
  * One exception: vlut's table word is taken in the bank of the table's first word (a table
  * across the bank boundary would make the timing depend on the data). Every PE runs the
  * same task on the same addresses, so one PE's cycles are the mesh's.
