@@ -226,6 +226,32 @@ struct runbuf {
 
 #define PLAN_AXHIST 8 /* nonzeros axpy_cycles looks back: more than hazard + 2 cycles */
 
+/*
+ * The tile stream state: what the stream so far leaves for the next nonzero run_add takes.
+ * First touch (plan_exec_resident on pe): ft, per output, 1 once a nonzero (or a zero
+ * wavelet) wrote it, over the call's one tile; zflag, the nonzeros run_add takes are zero
+ * wavelets (all flagged). Per output tile (tile_stream_start): cold, no RUN yet (the tile's
+ * control wavelets came last); axpy's chain (axpy_cycles), its clock and the last
+ * nonzeros' minors and first MACs' cycles.
+ */
+struct tile_stream {
+	uint8_t *ft;
+	int zflag;
+	int cold;
+	uint64_t ax_clk, ax_t[PLAN_AXHIST];
+	int32_t ax_min[PLAN_AXHIST];
+	int ax_i;
+};
+
+/* A new output tile: cold, axpy's chain empty (ft and zflag are the call's). */
+static void tile_stream_start(struct tile_stream *ts)
+{
+	ts->cold = 1;
+	ts->ax_clk = 0;
+	for (int h = 0; h < PLAN_AXHIST; h++)
+		ts->ax_min[h] = -1;
+}
+
 struct kstate {
 	const struct plan *pl;
 	const struct plan_io *io;
@@ -242,15 +268,7 @@ struct kstate {
 	uint32_t bcount;
 	int64_t *bpos;  /* CSR positions of the batch (real mode) */
 	struct runbuf rb; /* the open RUN */
-	/* first-touch stream (plan_exec_resident on pe): per output, 1 once it is written */
-	uint8_t *ft;
-	int zflag; /* the words run_add takes are zero wavelets (all flagged) */
-	int cold;         /* no RUN yet in this tile (its control wavelets came last) */
-	/* axpy's chain in this tile (axpy_cycles): its clock, the last nonzeros' minors and
-	 * first MACs' cycles */
-	uint64_t ax_clk, ax_t[PLAN_AXHIST];
-	int32_t ax_min[PLAN_AXHIST];
-	int ax_i;
+	struct tile_stream ts;
 	/* a carried READ (plan_exec_resident): words issued so far, the open chunk */
 	const struct plan_side *side;
 	uint64_t s_done, s_lo, s_cyc, s_sc;
@@ -429,20 +447,32 @@ static uint64_t seg_cycles(const struct plan *pl, int tp_k, size_t m)
  * before when tp_k is short; a control task (ctl_cycles) covers that depth. The clock runs
  * through a tile's RUNs; gap is the SET_MAJOR's cycles (counted by run_close, not here).
  */
-static uint64_t axpy_cycles(struct kstate *ks, const int32_t *minor, size_t m, uint64_t gap)
+static uint64_t axpy_cycles(struct tile_stream *ts, const struct plan_geom *g, int tp_k,
+			    const int32_t *minor, size_t m, uint64_t gap)
 {
-	uint64_t d = (uint64_t)ks->pl->g.hazard_cycles + 2, t = ks->ax_clk + gap, t0 = t;
+	uint64_t d = (uint64_t)g->hazard_cycles + 2, t = ts->ax_clk + gap, t0 = t;
 	for (size_t k = 0; k < m; k++) {
 		for (int h = 0; h < PLAN_AXHIST; h++)
-			if (ks->ax_min[h] == minor[k] && ks->ax_t[h] + d > t)
-				t = ks->ax_t[h] + d;
-		ks->ax_min[ks->ax_i] = minor[k];
-		ks->ax_t[ks->ax_i] = t;
-		ks->ax_i = (ks->ax_i + 1) % PLAN_AXHIST;
-		t += (uint64_t)ks->tp_k;
+			if (ts->ax_min[h] == minor[k] && ts->ax_t[h] + d > t)
+				t = ts->ax_t[h] + d;
+		ts->ax_min[ts->ax_i] = minor[k];
+		ts->ax_t[ts->ax_i] = t;
+		ts->ax_i = (ts->ax_i + 1) % PLAN_AXHIST;
+		t += (uint64_t)tp_k;
 	}
-	ks->ax_clk = t;
+	ts->ax_clk = t;
 	return t - t0;
+}
+
+/* First touch: flag each of the m nonzero words w (of minors minor) that writes its output
+ * first (all of them for zero wavelets), marking the outputs written. */
+static void tile_stream_flag(struct tile_stream *ts, uint32_t *w, const int32_t *minor, size_t m)
+{
+	for (size_t k = 0; k < m && ts->ft; k++) {
+		if (ts->zflag || !ts->ft[minor[k]])
+			w[k] |= PROTO_NZ_FIRST;
+		ts->ft[minor[k]] = 1;
+	}
 }
 
 /* Append nonzeros [lo, lo + m) of major `major` (m <= room in the RUN) to the open RUN,
@@ -460,8 +490,8 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		rb->major = span ? ks->mbase : (unsigned)major + ks->mbase;
 		rb->segs = 1;
 		rb->cost = 0;
-		rb->cold = ks->cold;
-		ks->cold = 0;
+		rb->cold = ks->ts.cold;
+		ks->ts.cold = 0;
 	} else if (!span && major == rb->last + 1) {
 		step = 1;
 		rb->segs++;
@@ -475,11 +505,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		for (size_t k = 0; k < m; k++)
 			w[k] = proto_nz((unsigned)(minor[k] - ks->o0),
 					span ? (uint16_t)major : dot ? 0 : val[k]);
-		for (size_t k = 0; k < m && ks->ft; k++) {
-			if (ks->zflag || !ks->ft[minor[k]])
-				w[k] |= PROTO_NZ_FIRST;
-			ks->ft[minor[k]] = 1;
-		}
+		tile_stream_flag(&ks->ts, w, minor, m);
 		if (step)
 			w[0] |= PROTO_RUN_STEP;
 	}
@@ -488,7 +514,7 @@ static size_t run_add(struct kstate *ks, int major, const int32_t *minor, const 
 		int task = (open && rb->cold) || ks->tp_k < 2;
 		uint64_t gap = !open && !step ? 0 :
 			       (uint64_t)(task ? ks->pl->g.ctl_cycles : ks->pl->g.major_cycles);
-		rb->cost += axpy_cycles(ks, minor, m, gap);
+		rb->cost += axpy_cycles(&ks->ts, &ks->pl->g, ks->tp_k, minor, m, gap);
 	} else if (!span) {
 		rb->cost += seg_cycles(ks->pl, ks->tp_k, m);
 	} else /* one segment: the RUN's positions so far */
@@ -548,10 +574,7 @@ static int stream_tile(struct kstate *ks)
 	const uint16_t *val = csc ? w->cval : w->val;
 	int whole = ks->o0 == 0 && ks->o1 == pl->dout;
 	int rc;
-	ks->cold = 1;
-	ks->ax_clk = 0;
-	for (int h = 0; h < PLAN_AXHIST; h++)
-		ks->ax_min[h] = -1;
+	tile_stream_start(&ks->ts);
 	for (int m = 0; m < pl->din; m++) {
 		int64_t lo = ptr[m], hi = ptr[m + 1];
 		if (!whole) {
@@ -1016,13 +1039,13 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 	uint32_t nzero = 0;
 	int ftm = pl->kernel != PLAN_WGRAD && !rg->accumulate && pl->g.first_touch;
 	if (ftm) {
-		ks.ft = malloc((size_t)pl->dout);
-		if (!ks.ft) {
+		ks.ts.ft = malloc((size_t)pl->dout);
+		if (!ks.ts.ft) {
 			snprintf(err, errlen, "%s: out of memory", what);
 			rc = CS_ERR_NO_MEM;
 			goto out_free;
 		}
-		nzero = ft_scan(pl, io->w, ks.ft);
+		nzero = ft_scan(pl, io->w, ks.ts.ft);
 		ftm = ft_pick(pl, rg, nzero);
 	}
 	if (ftm && nzero) {
@@ -1033,19 +1056,19 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 		int32_t zi[64];
 		uint16_t zv[64] = { 0 };
 		int i = 0;
-		ks.zflag = 1;
+		ks.ts.zflag = 1;
 		while (i < pl->dout) {
 			size_t n = 0;
 			for (; i < pl->dout && n < 64; i++)
-				if (ks.ft[i])
+				if (ks.ts.ft[i])
 					zi[n++] = i;
 			for (size_t k = 0; k < n;)
 				k += run_add(&ks, m0, zi + k, zv + k, n - k);
 		}
-		ks.zflag = 0;
-	} else if (!ftm && ks.ft) {
-		free(ks.ft);
-		ks.ft = NULL;
+		ks.ts.zflag = 0;
+	} else if (!ftm && ks.ts.ft) {
+		free(ks.ts.ft);
+		ks.ts.ft = NULL;
 	}
 	if (pl->kernel != PLAN_WGRAD && !rg->accumulate && !ftm) {
 		ws_put(&ws, proto_hdr_inject(PROTO_C_BCAST, 1, 1));
@@ -1079,7 +1102,7 @@ int plan_exec_resident(const struct plan *pl, const struct csd_fw *fw,
 out_free:
 	if (rc && !err[0])
 		snprintf(err, errlen, "%s: link: %s", what, cs_strerror(rc));
-	free(ks.ft);
+	free(ks.ts.ft);
 	free(ks.bpos);
 	free(ks.tmp);
 	free(ws.buf);

@@ -45,7 +45,7 @@ void td_dev_last_counters(const train_device *d, struct csd_counters *c);
  * on the design's SRAM sizes), plus the PE vector work (layernorm, GELU) at the costs the
  * design states, plus the link transfers no computation hides, with a host port of
  * link_words words per cycle each way. Bytes per step by kind. Not a measurement: the
- * firmware and RTL of docs/resident-step.md do not exist yet.
+ * step itself runs with device.resident (host/train/train_resident.c).
  */
 struct td_projection {
 	uint64_t cycles;        /* kernel_cycles + vector_cycles + link_cycles */

@@ -455,7 +455,7 @@ static void test_chain(void **state)
 }
 
 /*
- * The comparison docs/resident-step.md reports (cpu backend, 4x4, awords 65536, bwords
+ * The comparison docs/measurements.md reports (cpu backend, 4x4, awords 65536, bwords
  * 16384): one small layer's MLP, T = 512, C = 128, fc W1 [512, 128] and fc2 W2 [128, 512] at
  * 90% sparsity. Old calls: csd_forward of both, csd_backward_wgrad of both (activations up
  * and results back each time). Resident: forward fc in four 128-output tiles (each cvt_a'd

@@ -73,6 +73,37 @@ static void run(struct pe_model *m)
 	assert_false(m->running);
 }
 
+/*
+ * One case of a vector instruction: the program assembled over random A and B (setup);
+ * the caller sets the registers (and any operands), then vcase_expect copies A, B and the
+ * registers as the expected state, the caller writes the instruction's effect into that
+ * copy, and vcase_check runs the task and holds the whole of A and B, the registers (every
+ * vector instruction leaves them) and the MAC counter to it.
+ */
+struct vcase {
+	struct pe_model m;
+	uint32_t b[BWORDS];
+	uint16_t a[AWORDS];
+	uint16_t r[8];
+};
+
+static void vcase_expect(struct vcase *c)
+{
+	memcpy(c->b, c->m.b, sizeof c->b);
+	memcpy(c->a, c->m.a, sizeof c->a);
+	memcpy(c->r, c->m.r, sizeof c->r);
+}
+
+static void vcase_check(struct vcase *c, uint32_t macs)
+{
+	run(&c->m);
+	assert_memory_equal(c->m.b, c->b, sizeof c->b);
+	assert_memory_equal(c->m.a, c->a, sizeof c->a);
+	assert_memory_equal(c->m.r, c->r, sizeof c->r);
+	assert_int_equal(c->m.cnt[0], macs);
+	pe_model_free(&c->m);
+}
+
 /* A source pointer: in place (the destination), disjoint, or overlapping either way. */
 static uint16_t rand_src(uint16_t dst)
 {
@@ -92,26 +123,20 @@ static void test_vfma(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 80; k++) {
-		struct pe_model m;
-		setup(&m, k & 1 ? "vfma r3, r4, r2\nret" : "vfma r3, r4\nret");
+		struct vcase v;
+		setup(&v.m, k & 1 ? "vfma r3, r4, r2\nret" : "vfma r3, r4\nret");
 		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(8 + rng_next() % 1500);
 		uint16_t src = k & 1 ? rand_src(p) : p;
 		uint16_t s = nm_bf16_from_bits(rand_f32()), c = nm_bf16_from_bits(rand_f32());
-		m.r[2] = src;
-		m.r[3] = s;
-		m.r[4] = c;
-		m.r[6] = p;
-		m.r[7] = n;
-		uint32_t want[BWORDS];
-		memcpy(want, m.b, sizeof want);
+		v.m.r[2] = src;
+		v.m.r[3] = s;
+		v.m.r[4] = c;
+		v.m.r[6] = p;
+		v.m.r[7] = n;
+		vcase_expect(&v);
 		for (uint16_t i = 0; i < n; i++)
-			want[p + i] = nm_fmac_bits(s, nm_bf16_from_bits(want[src + i]), (uint32_t)c << 16);
-		run(&m);
-		assert_memory_equal(m.b, want, sizeof want);
-		assert_int_equal(m.r[6], p);
-		assert_int_equal(m.r[7], n);
-		assert_int_equal(m.cnt[0], n);
-		pe_model_free(&m);
+			v.b[p + i] = nm_fmac_bits(s, nm_bf16_from_bits(v.b[src + i]), (uint32_t)c << 16);
+		vcase_check(&v, n);
 	}
 }
 
@@ -120,26 +145,21 @@ static void test_vmac(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 80; k++) {
-		struct pe_model m;
-		setup(&m, "vmac r3, r1, r2\nret");
+		struct vcase v;
+		setup(&v.m, "vmac r3, r1, r2\nret");
 		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(8 + rng_next() % 1500);
 		uint16_t src = rand_src(p), add = rand_src(p);
 		uint16_t a = (uint16_t)(rng_next() % (2 * AWORDS));
-		m.r[1] = a;
-		m.r[2] = src;
-		m.r[3] = add;
-		m.r[6] = p;
-		m.r[7] = n;
-		uint32_t want[BWORDS];
-		memcpy(want, m.b, sizeof want);
+		v.m.r[1] = a;
+		v.m.r[2] = src;
+		v.m.r[3] = add;
+		v.m.r[6] = p;
+		v.m.r[7] = n;
+		vcase_expect(&v);
 		for (uint16_t i = 0; i < n; i++)
-			want[p + i] = nm_fmac_bits(m.a[(a + i) % AWORDS], nm_bf16_from_bits(want[src + i]),
-						   want[add + i]);
-		run(&m);
-		assert_memory_equal(m.b, want, sizeof want);
-		assert_int_equal(m.r[6], p);
-		assert_int_equal(m.cnt[0], n);
-		pe_model_free(&m);
+			v.b[p + i] = nm_fmac_bits(v.a[(a + i) % AWORDS], nm_bf16_from_bits(v.b[src + i]),
+						  v.b[add + i]);
+		vcase_check(&v, n);
 	}
 }
 
@@ -148,25 +168,18 @@ static void test_vaxpy(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 80; k++) {
-		struct pe_model m;
-		setup(&m, "vaxpy r3, r1\nret");
+		struct vcase v;
+		setup(&v.m, "vaxpy r3, r1\nret");
 		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 1700);
 		uint16_t a = (uint16_t)(rng_next() % (2 * AWORDS)), s = nm_bf16_from_bits(rand_f32());
-		m.r[1] = a;
-		m.r[3] = s;
-		m.r[6] = p;
-		m.r[7] = n;
-		uint32_t want[BWORDS];
-		uint16_t r[8];
-		memcpy(want, m.b, sizeof want);
-		memcpy(r, m.r, sizeof r);
+		v.m.r[1] = a;
+		v.m.r[3] = s;
+		v.m.r[6] = p;
+		v.m.r[7] = n;
+		vcase_expect(&v);
 		for (uint16_t i = 0; i < n; i++)
-			want[p + i] = nm_fmac_bits(s, m.a[(a + i) % AWORDS], want[p + i]);
-		run(&m);
-		assert_memory_equal(m.b, want, sizeof want);
-		assert_memory_equal(m.r, r, sizeof r);
-		assert_int_equal(m.cnt[0], n);
-		pe_model_free(&m);
+			v.b[p + i] = nm_fmac_bits(s, v.a[(a + i) % AWORDS], v.b[p + i]);
+		vcase_check(&v, n);
 	}
 }
 
@@ -225,19 +238,19 @@ static void test_cpa(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 80; k++) {
-		struct pe_model m;
-		setup(&m, "cpa r1\nret");
+		struct vcase v;
+		setup(&v.m, "cpa r1\nret");
 		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 900);
 		uint16_t a = (uint16_t)(k & 3 ? rng_next() % (2 * AWORDS) : (uint64_t)(0xffff - k % 16));
-		m.r[1] = a;
-		m.r[6] = p;
-		m.r[7] = n;
-		uint32_t want[BWORDS];
-		memcpy(want, m.b, sizeof want);
+		v.m.r[1] = a;
+		v.m.r[6] = p;
+		v.m.r[7] = n;
+		vcase_expect(&v);
+		uint32_t *want = v.b;
 		for (uint16_t i = 0; i < n; i++) {
 			unsigned e = (2u * ((a >> 1) + i)) % AWORDS;
-			want[p + i] = m.a[e] | (uint32_t)m.a[e + 1] << 16;
-			uint16_t lo = m.a[e], hi = m.a[e + 1];
+			want[p + i] = v.a[e] | (uint32_t)v.a[e + 1] << 16;
+			uint16_t lo = v.a[e], hi = v.a[e + 1];
 			/* the same bits but for NaN payloads and subnormals, which every reader
 			 * takes as the same values (0x7fc0, +-0: docs/architecture.md 8) */
 			int ex_lo = lo & 0x7f80, ex_hi = hi & 0x7f80;
@@ -246,10 +259,7 @@ static void test_cpa(void **state)
 						 (uint32_t)nm_bf16_from_bits(nm_fmac_bits(hi, 0x3f80, 0)) << 16 |
 						 nm_bf16_from_bits(nm_fmac_bits(lo, 0x3f80, 0)));
 		}
-		run(&m);
-		assert_memory_equal(m.b, want, sizeof want);
-		assert_int_equal(m.cnt[0], 0);
-		pe_model_free(&m);
+		vcase_check(&v, 0);
 	}
 }
 
@@ -258,24 +268,20 @@ static void test_cvt_bh(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 80; k++) {
-		struct pe_model m;
-		setup(&m, "cvt.bh r2\nret");
+		struct vcase c;
+		setup(&c.m, "cvt.bh r2\nret");
 		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 1700);
 		uint16_t e = k & 1 ? (uint16_t)(2 * p + rng_next() % 3) : (uint16_t)(rng_next() % 3400);
-		m.r[2] = e;
-		m.r[6] = p;
-		m.r[7] = n;
-		uint32_t want[BWORDS];
-		memcpy(want, m.b, sizeof want);
+		c.m.r[2] = e;
+		c.m.r[6] = p;
+		c.m.r[7] = n;
+		vcase_expect(&c);
 		for (uint16_t i = 0; i < n; i++) {
-			uint16_t v = nm_bf16_from_bits(want[p + i]), x = (uint16_t)(e + i);
-			uint32_t *w = &want[x >> 1];
+			uint16_t v = nm_bf16_from_bits(c.b[p + i]), x = (uint16_t)(e + i);
+			uint32_t *w = &c.b[x >> 1];
 			*w = (x & 1) ? (*w & 0xffffu) | (uint32_t)v << 16 : (*w & 0xffff0000u) | v;
 		}
-		run(&m);
-		assert_memory_equal(m.b, want, sizeof want);
-		assert_int_equal(m.cnt[0], 0);
-		pe_model_free(&m);
+		vcase_check(&c, 0);
 	}
 }
 
@@ -439,24 +445,17 @@ static void test_cvt_bf(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 50; k++) {
-		struct pe_model m;
-		setup(&m, "cvt.bf r1\nret");
+		struct vcase v;
+		setup(&v.m, "cvt.bf r1\nret");
 		uint16_t n = (uint16_t)(rng_next() % 300), p = (uint16_t)(rng_next() % 1500);
 		uint16_t a = (uint16_t)(rng_next() % 2048); /* wraps modulo AWORDS */
-		m.r[1] = a;
-		m.r[6] = p;
-		m.r[7] = n;
-		uint16_t want[AWORDS];
-		uint32_t bwant[BWORDS];
-		memcpy(want, m.a, sizeof want);
-		memcpy(bwant, m.b, sizeof bwant);
+		v.m.r[1] = a;
+		v.m.r[6] = p;
+		v.m.r[7] = n;
+		vcase_expect(&v);
 		for (uint16_t i = 0; i < n; i++)
-			want[(a + i) % AWORDS] = nm_bf16_from_bits(m.b[p + i]);
-		run(&m);
-		assert_memory_equal(m.a, want, sizeof want);
-		assert_memory_equal(m.b, bwant, sizeof bwant);
-		assert_int_equal(m.cnt[0], 0);
-		pe_model_free(&m);
+			v.a[(a + i) % AWORDS] = nm_bf16_from_bits(v.b[p + i]);
+		vcase_check(&v, 0);
 	}
 }
 
@@ -465,86 +464,65 @@ static void test_vlut(void **state)
 {
 	(void)state;
 	for (int k = 0; k < 20; k++) {
-		struct pe_model m;
-		setup(&m, "vlut r2\ncvt.bf r1\nret");
+		struct vcase v;
+		setup(&v.m, "vlut r2\ncvt.bf r1\nret");
 		int deriv = k & 1;
 		uint16_t tab = (uint16_t)(1024 + rng_next() % 700), n = (uint16_t)(rng_next() % 400);
 		uint16_t p = (uint16_t)(rng_next() % 600);
-		nm_gelu_table(m.b + tab, deriv);
-		m.r[1] = 0;
-		m.r[2] = tab;
-		m.r[6] = p;
-		m.r[7] = n;
-		uint32_t want[BWORDS];
-		uint16_t awant[AWORDS];
-		memcpy(want, m.b, sizeof want);
-		memcpy(awant, m.a, sizeof awant);
+		nm_gelu_table(v.m.b + tab, deriv);
+		v.m.r[1] = 0;
+		v.m.r[2] = tab;
+		v.m.r[6] = p;
+		v.m.r[7] = n;
+		vcase_expect(&v);
 		for (uint16_t i = 0; i < n; i++) {
-			want[p + i] = deriv ? nm_gelu_grad_lut_bits(want[p + i])
-					    : nm_gelu_lut_bits(want[p + i]);
-			awant[i] = nm_bf16_from_bits(want[p + i]);
+			v.b[p + i] = deriv ? nm_gelu_grad_lut_bits(v.b[p + i])
+					   : nm_gelu_lut_bits(v.b[p + i]);
+			v.a[i] = nm_bf16_from_bits(v.b[p + i]);
 		}
-		run(&m);
-		assert_memory_equal(m.b, want, sizeof want);
-		assert_memory_equal(m.a, awant, sizeof awant);
-		assert_int_equal(m.cnt[0], n);
-		pe_model_free(&m);
+		vcase_check(&v, n);
 	}
 	/* A random table: the entry's halves are slope and intercept; a source range beside
 	 * the destination. */
-	struct pe_model m;
-	setup(&m, "vlut r5, r4\nret");
-	m.r[4] = 300;
-	m.r[5] = 1500;
-	m.r[6] = 0;
-	m.r[7] = 1000;
-	uint32_t want[BWORDS];
-	memcpy(want, m.b, sizeof want);
+	struct vcase v;
+	setup(&v.m, "vlut r5, r4\nret");
+	v.m.r[4] = 300;
+	v.m.r[5] = 1500;
+	v.m.r[6] = 0;
+	v.m.r[7] = 1000;
+	vcase_expect(&v);
 	for (unsigned i = 0; i < 1000; i++)
-		want[i] = nm_lut_bits(m.b + 1500, want[300 + i]);
-	run(&m);
-	assert_memory_equal(m.b, want, sizeof want);
-	pe_model_free(&m);
+		v.b[i] = nm_lut_bits(v.m.b + 1500, v.b[300 + i]);
+	vcase_check(&v, 1000);
 
 	/* vlut.bf (pe): the same lines as bf16 into A from an odd element, B untouched */
-	setup(&m, "vlut.bf r5, r3, r4\nret");
-	m.r[3] = 77;
-	m.r[4] = 300;
-	m.r[5] = 1500;
-	m.r[7] = 600;
-	uint16_t awant[AWORDS];
-	memcpy(want, m.b, sizeof want);
-	memcpy(awant, m.a, sizeof awant);
+	setup(&v.m, "vlut.bf r5, r3, r4\nret");
+	v.m.r[3] = 77;
+	v.m.r[4] = 300;
+	v.m.r[5] = 1500;
+	v.m.r[7] = 600;
+	vcase_expect(&v);
 	for (unsigned i = 0; i < 600; i++)
-		awant[77 + i] = nm_bf16_from_bits(nm_lut_bits(m.b + 1500, want[300 + i]));
-	run(&m);
-	assert_memory_equal(m.b, want, sizeof want);
-	assert_memory_equal(m.a, awant, sizeof awant);
-	assert_int_equal(m.cnt[0], 600);
-	pe_model_free(&m);
+		v.a[77 + i] = nm_bf16_from_bits(nm_lut_bits(v.b + 1500, v.b[300 + i]));
+	vcase_check(&v, 600);
 
 	/* vlut.a (pe): x from A as fmac(x, 1.0, +0) (zeros and subnormals +0, NaN 0x7fc0), in
 	 * place from an odd element: each element read before it is written */
 	static const uint16_t sp[6] = { 0x8000, 0x0000, 0x8001, 0x0040, 0xffc1, 0x7f81 };
-	setup(&m, "vlut.a r5, r3, r3\nret");
+	setup(&v.m, "vlut.a r5, r3, r3\nret");
 	for (unsigned i = 0; i < 6; i++)
-		m.a[101 + 7 * i] = sp[i];
-	m.r[3] = 77;
-	m.r[5] = 1500;
-	m.r[7] = 600;
-	memcpy(want, m.b, sizeof want);
-	memcpy(awant, m.a, sizeof awant);
+		v.m.a[101 + 7 * i] = sp[i];
+	v.m.r[3] = 77;
+	v.m.r[5] = 1500;
+	v.m.r[7] = 600;
+	vcase_expect(&v);
 	for (unsigned i = 0; i < 600; i++) {
-		uint32_t x = nm_fmac_bits(awant[77 + i], 0x3f80, 0);
+		uint32_t x = nm_fmac_bits(v.a[77 + i], 0x3f80, 0);
 		if (i >= 24 && i < 66 && (i - 24) % 7 == 0) /* the specials: +0, +0, +0, +0, NaN, NaN */
 			assert_int_equal(x, (i - 24) / 7 < 4 ? 0 : NM_F32_QNAN);
-		awant[77 + i] = nm_bf16_from_bits(nm_lut_bits(m.b + 1500, x));
+		v.a[77 + i] = nm_bf16_from_bits(nm_lut_bits(v.b + 1500, x));
 	}
-	run(&m);
-	assert_memory_equal(m.b, want, sizeof want);
-	assert_memory_equal(m.a, awant, sizeof awant);
-	assert_int_equal(m.cnt[0], 600);
-	pe_model_free(&m);
+	vcase_check(&v, 600);
 }
 
 static void test_rsqrt(void **state)
