@@ -67,9 +67,10 @@
 //    otherwise in the next (2 cycles an element).
 //  - vlut.bf (vlut with rs != 0; B is not written, so its table cannot change): first the A
 //    words of the first and the last element are read (2 cycles: their halves outside the
-//    range), then, once no B write is in flight, the table is copied into the lookup RAM
-//    (u_lt*: two copies, each an even- and an odd-index half of 128 words; a row, two table
-//    words on ports 1 and 3, a cycle: 128 cycles), then elements n and n + 1 (a pair: two
+//    range), then, once no B write is in flight, the table is copied into a slot of the
+//    lookup RAM unless a slot holds it (g_lt_*: two copies, each an even- and an odd-index
+//    half of 128 words a slot; a row, two table words on ports 1 and 3, a cycle: 128 cycles;
+//    two slots, so GELU's and GELU''s tables both stay), then elements n and n + 1 (a pair: two
 //    left, the A destination of n even) have their x read on ports 1 and 3 (cycle k), their
 //    table words read from the two copies (k+1, the MACs' issue), and go through u_fmac and
 //    u_fmac2 (R at k+2); a pair's results leave as one A word, a single element's as before
