@@ -43,6 +43,9 @@ struct cpu_priv {
 	 * what they leave in SRAM (A from 0, both B banks). */
 	uint16_t *a;
 	uint32_t *b;
+	/* every PE's lookup RAM (pe_vec.v) for the vector programs' cycles; a kernel call's
+	 * SRAM images clear it */
+	struct vt_lut lut;
 };
 
 /* Grow a workspace buffer to at least n elements of size sz (contents not kept). */
@@ -115,6 +118,8 @@ static int cpu_plan(csd_dev *dev, struct plan *pl, enum plan_kernel k, const csd
 	struct plan_stats st = { 0 };
 	struct plan_link count = { 0 };
 	struct plan_io io = { .w = w };
+	struct cpu_priv *cp = dev->priv;
+	cp->lut.valid[0] = cp->lut.valid[1] = 0;
 	int rc = plan_make(pl, &dev->geom, k, T, w->n_out, w->n_in, err, sizeof err);
 	if (!rc)
 		plan_tune(pl, w);
@@ -1007,7 +1012,7 @@ static int cpu_resident(csd_dev *dev, const struct res_op *op)
 	/* the stream's words and cycles, counted */
 	struct plan_link count = { 0 };
 	struct plan_stats st = { 0 };
-	int rc = res_exec(g, op, &count, &st, err, sizeof err);
+	int rc = res_exec(g, op, &count, &st, &cp->lut, err, sizeof err);
 	if (rc)
 		return csd_fail(dev, rc, "cpu: %s", err);
 	if ((rc = cpu_apply(dev, op)))

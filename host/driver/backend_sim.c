@@ -513,7 +513,7 @@ static int sim_resident(csd_dev *dev, const struct res_op *op)
 	struct plan_stats st = { 0 };
 	struct sim_snap a, b;
 	snap(s, &a);
-	int rc = res_exec(&dev->geom, op, &link, &st, err, sizeof err);
+	int rc = res_exec(&dev->geom, op, &link, &st, NULL, err, sizeof err);
 	snap(s, &b);
 	if (rc) {
 		s->failed = s->failed || rc == CS_ERR_TIMEOUT || rc == CS_ERR_PROTOCOL;

@@ -811,7 +811,7 @@ static int usb_resident(csd_dev *dev, const struct res_op *op)
 	if (rc)
 		return rc;
 	uint64_t out0 = p->bytes_out, in0 = p->rx.bytes_in;
-	rc = res_exec(&dev->geom, op, &link, &st, err, sizeof err);
+	rc = res_exec(&dev->geom, op, &link, &st, NULL, err, sizeof err);
 	return usb_done(dev, rc, &st, out0, in0, err);
 }
 

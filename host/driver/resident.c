@@ -1165,7 +1165,7 @@ int res_side_fits(const struct plan_geom *g, const struct res_op *k, const struc
 
 /* A program call: overlay, task entry, r0, block, SYNC, the control wavelet, SYNC. */
 static int run_program(struct wstream *ws, const struct plan_geom *g, const struct res_op *op,
-		       char *err, size_t errlen)
+		       struct vt_lut *lut, char *err, size_t errlen)
 {
 	const struct res_prog *pr = op->prog;
 	uint64_t *pw = &ws->st->prog_words_out;
@@ -1195,13 +1195,18 @@ static int run_program(struct wstream *ws, const struct plan_geom *g, const stru
 	/* the task's cycles on pe (every PE runs the same addresses), its last writes, and the
 	 * wavelet's way to the far corner and the mesh's idle back */
 	struct vt_task vt = { op->img->imem, op->base, op->img->n_instr, op->pc, op->block,
-			      op->block, op->params, pr->n_params, g->a_words, g->b_words };
+			      op->block, op->params, pr->n_params, g->a_words, g->b_words,
+			      { { 0, 0 }, { 0, 0 }, 0 } };
+	if (lut)
+		vt.lut = *lut;
 	struct vt_result vr;
 	char e2[160];
 	if ((rc = vt_run(&vt, &vr, e2, sizeof e2))) {
 		snprintf(err, errlen, "%s: %s", pr->entry, e2);
 		return rc;
 	}
+	if (lut)
+		*lut = vr.lut;
 	uint64_t c = vr.cycles + vr.drain + (uint64_t)(g->rows + g->cols) + RES_PROG_FIXED;
 	ws->st->stream_cycles += c;
 	/* the SYNC answers a cycle later; its own P + 4 (ws_sync's) overlap the task */
@@ -1211,14 +1216,53 @@ static int run_program(struct wstream *ws, const struct plan_geom *g, const stru
 	return ws_sync(ws, P, pr->entry, err, errlen);
 }
 
+/* The B words op writes (its parameter block, rows, kernel outputs and partial sums; a
+ * vector program's own writes: vt_run), against the lookup RAM's table. */
+static void lut_op_writes(const struct plan_geom *g, const struct res_op *op, struct vt_lut *lut)
+{
+	uint64_t lo = 0, hi = 0;
+	switch (op->kind) {
+	case RES_WRITE:
+		if (op->r.mem != CSD_MEM_A)
+			b_words(&op->r, res_tp(g, op->T), &lo, &hi);
+		break;
+	case RES_WRITE_ALL:
+		if (op->r.mem != CSD_MEM_A) {
+			int h = op->r.mem != CSD_MEM_B;
+			lo = h ? op->r.base / 2 : op->r.base;
+			hi = lo + (op->r.width >> h);
+		}
+		break;
+	case RES_PROGRAM:
+		lo = op->block;
+		hi = lo + (uint64_t)op->prog->n_params;
+		break;
+	case RES_KERNEL:
+		k_b_words(op, res_tp(g, op->T), &lo, &hi);
+		if (op->kernel == PLAN_WGRAD)
+			vt_lut_write(lut, g->b_words, op->scratch,
+				     g->b_words / 2 < 256 ? g->b_words / 2 : 256);
+		break;
+	case RES_REDUCE:
+		lo = op->r.base;
+		hi = lo + op->r.width;
+		break;
+	default: /* RES_READ */
+		break;
+	}
+	vt_lut_write(lut, g->b_words, lo, hi - lo);
+}
+
 int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_link *link,
-	     struct plan_stats *st, char *err, size_t errlen)
+	     struct plan_stats *st, struct vt_lut *lut, char *err, size_t errlen)
 {
 	static const char *const what[] = { "write_tokens", "read_tokens", "write_all", "program",
 					    "kernel", "reduce" };
 	struct wstream ws = { link, st, NULL, 0, 4096, 0 };
 	uint32_t *tmp = NULL;
 	int P = g->rows * g->cols, rc = CS_OK;
+	if (lut)
+		lut_op_writes(g, op, lut);
 	if (link->send) {
 		/* a PE's rows (A: their words plus one for an odd start) */
 		size_t tw = (size_t)res_tp(g, op->T) * op->r.width + 2;
@@ -1249,7 +1293,7 @@ int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_lin
 		break;
 	}
 	case RES_PROGRAM:
-		rc = run_program(&ws, g, op, err, errlen);
+		rc = run_program(&ws, g, op, lut, err, errlen);
 		break;
 	case RES_REDUCE:
 		free(ws.buf);

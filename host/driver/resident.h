@@ -25,6 +25,7 @@
 #include "driver/csd.h"
 #include "driver/fw.h"
 #include "driver/plan.h"
+#include "driver/vec_timing.h"
 
 /* A region a parameter block names: at the block's word `param`, in mem, of size
  * (kind): the width W, tokens * W, the tokens N, k words/elements, or N rows of W whose
@@ -112,8 +113,9 @@ int res_tp(const struct plan_geom *g, int T);
 int res_check_region(const struct plan_geom *g, const char *what, const csd_region *r, int T,
 		     int write, char *err, size_t errlen);
 /* Run op's stream over link (counting only when link->send is NULL), adding its words and
- * estimated cycles to st. */
+ * estimated cycles to st. lut (counting; NULL: not tracked) is every PE's lookup RAM
+ * (pe_vec.v), which op's B writes and vector programs update. */
 int res_exec(const struct plan_geom *g, const struct res_op *op, struct plan_link *link,
-	     struct plan_stats *st, char *err, size_t errlen);
+	     struct plan_stats *st, struct vt_lut *lut, char *err, size_t errlen);
 
 #endif /* CS_RESIDENT_H */

@@ -31,6 +31,7 @@ struct vt {
 	uint64_t macs, wb_last; /* MAC-busy cycles; the cycle of the last B write of a MAC */
 	uint64_t mac_c;         /* the last cycle counted in macs, + 1 */
 	uint32_t blk[VT_BLOCK]; /* the parameter block's words as the task leaves them */
+	struct vt_lut lut;      /* the lookup RAM */
 };
 
 static void push(struct vt *v, uint64_t c, uint64_t last, uint32_t addr, int wen)
@@ -90,13 +91,24 @@ static int same(const struct vt *v, uint32_t a, uint32_t b)
 	return ((a ^ b) & v->bmask) == 0;
 }
 
+void vt_lut_write(struct vt_lut *lut, uint32_t b_words, uint64_t lo, uint64_t n)
+{
+	uint64_t m = b_words - 1;
+	/* two arcs of the ring of B words meet when either starts inside the other */
+	for (int k = 0; k < 2; k++)
+		if (lut->valid[k] && n && (n >= b_words || ((lut->tag[k] - lo) & m) < n ||
+					   ((lo - lut->tag[k]) & m) < 256))
+			lut->valid[k] = 0;
+}
+
 /* vlut.bf (x from B[src ..]) and vlut.a (from_a: x from A[src ..]) from cycle c, after the
- * two A reads: the table copy (128 rows, once no B write is in flight), then an issue a
+ * two A reads: the table copy of B[tab ..] (128 rows, once no B write is in flight; none
+ * when the lookup RAM holds that table, valid since its copy started), then an issue a
  * cycle (a pair at an even A destination, and for vlut.a an even source), its MACs the next
  * cycle, its A write 1 + LAT later; a vlut.a read of a word an element in flight (issued,
  * its A write not yet past) will write waits. Returns the cycle of the last A write. */
-static uint64_t lut_ram(struct vt *v, uint64_t c, uint32_t cnt, uint32_t dst, uint32_t src,
-			int from_a, uint32_t a_words)
+static uint64_t lut_ram(struct vt *v, uint64_t c, uint32_t cnt, uint32_t tab, uint32_t dst,
+			uint32_t src, int from_a, uint32_t a_words)
 {
 	enum { NI = 16 };
 	uint64_t iw[NI]; /* an issue's A write cycle and first element, oldest first */
@@ -105,8 +117,16 @@ static uint64_t lut_ram(struct vt *v, uint64_t c, uint32_t cnt, uint32_t dst, ui
 	if (!cnt)
 		return alast;
 	c = wait(v, c, 1, 0);
-	for (int k = 0; k < 128; k++, c++)
-		rd(v, c);
+	int s = v->lut.valid[1] && !((tab ^ v->lut.tag[1]) & v->bmask) ? 1
+		: v->lut.valid[0] && !((tab ^ v->lut.tag[0]) & v->bmask) ? 0 : -1;
+	if (s < 0) { /* a miss: the slot used less recently takes the table */
+		s = v->lut.lru;
+		v->lut.valid[s] = 1;
+		v->lut.tag[s] = tab & v->bmask;
+		for (int k = 0; k < 128; k++, c++)
+			rd(v, c);
+	}
+	v->lut.lru = !s;
 	for (uint32_t n = 0; n < cnt; c++) {
 		while (alo < ni && iw[alo % NI] < c)
 			alo++;
@@ -140,6 +160,18 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 	int xop = (w >> 3) & 7, lo3 = w & 7;
 	uint32_t cnt = r[7], ptr = r[6];
 	uint64_t c = e0, d = e0;
+	/* the B words it writes (4.4), against the lookup RAM's table */
+	uint64_t wlo = ptr, wn = 0;
+	if (op == 0xE || (op == 0xF && (xop == 1 || xop == 6 || (xop == 0 && (lo3 == 4 ||
+	    (lo3 == 5 && rsn))) || (xop == 3 && rsn && !rdn) || (xop == 4 && !rsn))))
+		wn = cnt; /* fill, vfma, vmac, vaxpy, vmul, cpa, vlut: B[r6 .. r6+r7) */
+	else if (op == 0xF && xop == 0 && lo3 == 5 && cnt) /* cvt.bh: Bh[r[rd] ..]'s words */
+		wlo = r[rdn] >> 1, wn = ((r[rdn] & 1u) + cnt + 1) / 2;
+	else if (op == 0xF && xop == 0 && (lo3 & 3) == 3) /* stb */
+		wlo = r[rsn], wn = 1;
+	else if (op == 0xF && (xop == 2 || xop == 7)) /* vsum2 (...): B[r[rd]], + 1; vdot */
+		wlo = r[rdn], wn = xop == 2 ? 2 : 1;
+	vt_lut_write(&v->lut, v->bmask + 1, wlo, wn);
 	if (op == 0xE) { /* fill: two words a cycle once no B write is in flight */
 		for (uint32_t i = 0; i < cnt; i += 2, c++)
 			d = c = wait(v, c, 1, 0);
@@ -277,7 +309,7 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 			return d;
 		}
 		if (rsn) /* vlut.a: as vlut.bf */
-			return lut_ram(v, c + 2, cnt, r[rsn], r[rtn], 1, t->a_words);
+			return lut_ram(v, c + 2, cnt, r[rdn], r[rsn], r[rtn], 1, t->a_words);
 		uint32_t dst = r[rdn];
 		uint64_t pc = 0;
 		int pw = 0;
@@ -301,7 +333,7 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 		uint32_t tab = r[rdn], src = r[rtn], xwa = 0;
 		int tb = bank(v, tab), xv = 0;
 		if (rsn)
-			return lut_ram(v, c + 2, cnt, r[rsn], src, 0, t->a_words);
+			return lut_ram(v, c + 2, cnt, tab, r[rsn], src, 0, t->a_words);
 		for (uint32_t n = 0;; c++) {
 			int all = n == cnt, go = xv && !HZ(c, tab);
 			uint32_t s = (src + n) & 0xffff;
@@ -370,7 +402,7 @@ static uint64_t engine(struct vt *v, const struct vt_task *t, uint16_t w, uint16
 
 int vt_run(const struct vt_task *t, struct vt_result *res, char *err, size_t errlen)
 {
-	struct vt v = { .bmask = t->b_words - 1 };
+	struct vt v = { .bmask = t->b_words - 1, .lut = t->lut };
 	for (int i = 0; i < t->n_params && i < VT_BLOCK; i++)
 		v.blk[i] = t->params[i];
 	while ((2u << v.bank) < t->b_words)
@@ -399,6 +431,7 @@ int vt_run(const struct vt_task *t, struct vt_result *res, char *err, size_t err
 				res->drain = v.wb_last > s ? v.wb_last - s : 0;
 				res->macs = v.macs;
 				res->instrs = n + 1;
+				res->lut = v.lut;
 				return CS_OK;
 			}
 			break;

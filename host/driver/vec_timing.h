@@ -12,7 +12,9 @@
  * ldb of the parameter block gives the block's words (as the task's stb left them), every
  * other load 0 (and wcol 0).
  * One exception: vlut's table word is taken in the bank of the table's first word (a table
- * across the bank boundary would make the timing depend on the data). Every PE runs the
+ * across the bank boundary would make the timing depend on the data). vlut.bf and vlut.a
+ * skip the table copy when the lookup RAM holds their table (t->lut, then each B write
+ * the program's instructions make, by address). Every PE runs the
  * same task on the same addresses, so one PE's cycles are the mesh's.
  * Not public.
  */
@@ -21,6 +23,15 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* pe_vec.v's lookup RAM: slot k holds the table copied from B word tag[k] (modulo BWords)
+ * when valid[k]; a B write into [tag[k], tag[k] + 256) clears valid[k]; a copy goes to
+ * slot lru (the one used less recently). */
+struct vt_lut {
+	int valid[2];
+	uint32_t tag[2];
+	int lru;
+};
 
 struct vt_task {
 	const uint16_t *imem; /* the overlay's instructions, at IMEM words [base, base + n) */
@@ -31,6 +42,7 @@ struct vt_task {
 	const uint16_t *params;
 	int n_params;
 	uint32_t a_words, b_words; /* powers of two */
+	struct vt_lut lut;         /* the lookup RAM as the task starts */
 };
 
 struct vt_result {
@@ -38,7 +50,11 @@ struct vt_result {
 	uint64_t drain;  /* cycles after the ret until the last B write of the engine lands */
 	uint64_t macs;   /* MAC-busy cycles (mac_busy: a cycle issuing two MACs counts once) */
 	uint64_t instrs; /* instructions executed */
+	struct vt_lut lut; /* the lookup RAM after the task's writes */
 };
+
+/* A B write of words [lo, lo + n) (modulo b_words) clears lut when it hits its table. */
+void vt_lut_write(struct vt_lut *lut, uint32_t b_words, uint64_t lo, uint64_t n);
 
 /* 0, or CS_ERR_NOT_SUPPORTED (an instruction the vector programs do not use: send, axpy,
  * dot, redv, sendv) / CS_ERR_INVALID (no ret within the limit, or a pc outside the

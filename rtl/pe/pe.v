@@ -177,6 +177,7 @@ module pe #(
   logic [31:0]    e_a_wdata, a_rdata, e_b_wdata, e_b_wdata2;
   logic [BAW-1:0] e_b_raddr, e_b_raddr2, e_b_raddr3, e_b_raddr4, e_b_waddr, e_b_waddr2;
   logic [127:0]   b_rdata;
+  wire            b_cfg_we;  // a config write (or read-and-clear) of B lands this cycle
 
   pe_vec #(
     .AWords(AWords), .BWords(BWords), .NumQueues(NumQueues), .FmacLatency(FmacLatency)
@@ -227,6 +228,8 @@ module pe #(
     .b_we2_o     (e_b_we2),
     .b_waddr2_o  (e_b_waddr2),
     .b_wdata2_o  (e_b_wdata2),
+    .cfg_bwe_i   (b_cfg_we),
+    .cfg_bwaddr_i(cfg_addr_i[BAW-1:0]),
     .tx_valid_o  (tx_valid_o),
     .tx_data_o   (tx_data_o),
     .tx_ready_i  (tx_ready_i),
@@ -313,6 +316,7 @@ module pe #(
   wire       b_cfg_ok = c_bc ? (!e_wr_sb[c_sb] && !e_rd_sb[c_sb])
                       : cfg_we_i ? !e_wr_sb[c_sb] : !e_rd_sb[c_sb];
   wire       b_cfg = (c_b || c_bc) && b_cfg_ok;
+  assign b_cfg_we = b_cfg && (cfg_we_i || c_bc);
   for (genvar sb = 0; sb < 4; sb = sb + 1) begin : g_bank
     wire cfg_here = b_cfg && (c_sb == sb[1:0]);
     sram_1r1w #(.Depth(BWords / 4), .Width(32)) u_sram_b (

@@ -67,9 +67,10 @@
 //    otherwise in the next (2 cycles an element).
 //  - vlut.bf (vlut with rs != 0; B is not written, so its table cannot change): first the A
 //    words of the first and the last element are read (2 cycles: their halves outside the
-//    range), then, once no B write is in flight, the table is copied into the lookup RAM
-//    (u_lt*: two copies, each an even- and an odd-index half of 128 words; a row, two table
-//    words on ports 1 and 3, a cycle: 128 cycles), then elements n and n + 1 (a pair: two
+//    range), then, once no B write is in flight, the table is copied into a slot of the
+//    lookup RAM unless a slot holds it (g_lt_*: two copies, each an even- and an odd-index
+//    half of 128 words a slot; a row, two table words on ports 1 and 3, a cycle: 128 cycles;
+//    two slots, so GELU's and GELU''s tables both stay), then elements n and n + 1 (a pair: two
 //    left, the A destination of n even) have their x read on ports 1 and 3 (cycle k), their
 //    table words read from the two copies (k+1, the MACs' issue), and go through u_fmac and
 //    u_fmac2 (R at k+2); a pair's results leave as one A word, a single element's as before
@@ -156,6 +157,8 @@ module pe_vec #(
   output logic            b_we2_o,    // the second lane's write: the word after b_waddr_o's
   output logic [BAW-1:0]  b_waddr2_o,
   output logic [31:0]     b_wdata2_o,
+  input  wire             cfg_bwe_i,  // a config write of B word cfg_bwaddr_i (it may hit the
+  input  wire  [BAW-1:0]  cfg_bwaddr_i, // lookup RAM's table)
   // transmit
   output wire             tx_valid_o,
   output wire  [36:0]     tx_data_o,
@@ -216,6 +219,16 @@ module pe_vec #(
   logic [7:0]    tl_q, tl_d;
   logic          xp_q, xp_d;
   logic          xh_q, xh_d;      // vlut.a: a single element's x is the word's high half
+  // the lookup RAM's two slots: slot k holds the table at B word ltag[k] (lv[k]); a vlut.bf
+  // or vlut.a of a table a slot holds skips the copy, else it copies into the slot used
+  // less recently (lru); any B write (engine or config) into [ltag[k], ltag[k] + 256)
+  // clears lv[k]
+  logic [1:0]    lv_q, lv_d;
+  logic [BAW-1:0] ltag_q [0:1];
+  logic [BAW-1:0] ltag_d [0:1];
+  logic          lru_q, lru_d;
+  logic          ls_q, ls_d;      // the slot this instruction uses
+  logic          lt_pick;         // the slot is chosen (a copy starts unless lt_skip)
 
   // ------------------------------------------------------------------ pipeline tags
   // R stage
@@ -287,25 +300,23 @@ module pe_vec #(
   pe_bf16_rne u_y_bf (.x_i(y), .y_o(y_bf));
   wire  [15:0] y2_bf;  // vlut.bf: bf16(the second lane's result)
   // vlut.bf's lookup RAM: copy k (k = 0: element n, 1: n + 1) of the table in an even-index
-  // half (u_lte*) and an odd-index half (u_lto*), row = index >> 1; written by the copy's R
-  // (KTld: the even word on port 1, the odd one on port 3), read in the X stage
+  // half (h = 0) and an odd-index half (h = 1), row = {slot, index >> 1}; written by the
+  // copy's R (KTld: the even word on port 1, the odd one on port 3), read in the X stage
   logic        lt_we, lt_re;
-  logic [6:0]  lt_wrow, lt_row0, lt_row1;
-  wire  [31:0] lt_e0, lt_o0, lt_e1, lt_o1;
-  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lte0 (
-    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word),
-    .re_i(lt_re), .raddr_i(lt_row0), .rdata_o(lt_e0));
-  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lto0 (
-    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word2),
-    .re_i(lt_re), .raddr_i(lt_row0), .rdata_o(lt_o0));
-  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lte1 (
-    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word),
-    .re_i(lt_re), .raddr_i(lt_row1), .rdata_o(lt_e1));
-  sram_1r1w #(.Depth(128), .Width(32), .OldOnCollide(1'b0)) u_lto1 (
-    .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i(b_word2),
-    .re_i(lt_re), .raddr_i(lt_row1), .rdata_o(lt_o1));
+  logic [7:0]  lt_wrow, lt_row0, lt_row1;
+  wire  [127:0] lt_rd;  // {copy 1 odd, copy 1 even, copy 0 odd, copy 0 even}
+  for (genvar k = 0; k < 2; k = k + 1) begin : g_lt_copy
+    for (genvar h = 0; h < 2; h = h + 1) begin : g_lt_half
+      sram_1r1w #(.Depth(256), .Width(32), .OldOnCollide(1'b0)) u_lt (
+        .clk_i(clk_i), .we_i(lt_we), .waddr_i(lt_wrow), .wdata_i((h == 0) ? b_word : b_word2),
+        .re_i(lt_re), .raddr_i((k == 0) ? lt_row0 : lt_row1),
+        .rdata_o(lt_rd[(2*k + h)*32 +: 32]));
+    end
+  end
+  wire  [31:0] lt_e0 = lt_rd[31:0], lt_o0 = lt_rd[63:32];
+  wire  [31:0] lt_e1 = lt_rd[95:64], lt_o1 = lt_rd[127:96];
   assign lt_we = rv_q && rk_q == KTld;
-  assign lt_wrow = rwa_q[6:0];
+  assign lt_wrow = {ls_q, rwa_q[6:0]};
   // the table word of the element in R: vlut's from port 2, vlut.bf's from the lookup RAM
   wire  [31:0] lt_t = rab_q ? (rts_q ? lt_o0 : lt_e0) : b_other;
   wire  [31:0] lt_t2 = rts2_q ? lt_o1 : lt_e1;
@@ -574,6 +585,11 @@ module pe_vec #(
   wire [AAW-1:0] la_span = AAW'(la_hi[15:1]) - AAW'(lb_e[15:1]);
   wire        la_hz     = (on_q != n_q) && la_off <= la_span;
   wire [15:0] tl_a      = dat_q[15:0] + {7'd0, tl_q[6:0], 1'b0};  // the row's even word
+  // the first row's cycle with no B write in flight finds the table in a slot of the
+  // lookup RAM (lt_skip), or copies it into the one used less recently
+  wire        lt_h0     = lv_q[0] && ltag_q[0] == BAW'(dat_q[15:0]);
+  wire        lt_h1     = lv_q[1] && ltag_q[1] == BAW'(dat_q[15:0]);
+  wire        lt_skip   = tl_q == 8'd0 && !infl_wb && (lt_h0 || lt_h1);
   wire [7:0]  x2_idx;   // vlut.bf: the index of element n + 1's x (port 3)
   pe_lut_index u_lut_idx2 (.x_i(lx1), .idx_o(x2_idx));
 
@@ -599,7 +615,7 @@ module pe_vec #(
     xv_d = xv_q; xheld_d = 1'b0; xb_d = x_bf; xwa_d = xwa_q;
     tl_d = tl_q; xp_d = xp_q; xh_d = xh_q; rts_d = 1'b0; rts2_d = 1'b0; rlast_d = 1'b0;
     a_re2_o = 1'b0; a_raddr2_o = '0;
-    lt_re = 1'b0; lt_row0 = x_idx[7:1]; lt_row1 = x2_idx[7:1];
+    lt_re = 1'b0; lt_row0 = {ls_q, x_idx[7:1]}; lt_row1 = {ls_q, x2_idx[7:1]}; lt_pick = 1'b0;
     b_re2_o = 1'b0; b_raddr2_o = '0; b_re3_o = 1'b0; b_raddr3_o = '0;
     b_re4_o = 1'b0; b_raddr4_o = '0;
     b_we2_o = p2v_q[L-1] && !p2dot_q[L-1] && !p2ab_q[L-1]; b_waddr2_o = p2wa_q[L-1]; b_wdata2_o = y2;
@@ -932,8 +948,10 @@ module pe_vec #(
             rval_d = {lx1, lx0}; rts_d = x_idx[0]; rts2_d = x2_idx[0]; rlast_d = n_all;
             xv_d = 1'b0;
           end
-          if (!n_all && !tl_q[7]) begin  // a table row, once no B write is in flight
-            if (!infl_wb) begin
+          lt_pick = !n_all && tl_q == 8'd0 && !infl_wb;
+          if (lt_skip) tl_d = 8'd128;  // the table is in the lookup RAM: x reads at once
+          if (!n_all && !tl_q[7] && !lt_skip) begin  // a table row, once no B write is in
+            if (!infl_wb) begin                       // flight
               b_re_o = 1'b1; b_raddr_o = BAW'(tl_a);
               b_re3_o = 1'b1; b_raddr3_o = BAW'(tl_a + 16'd1);
               rv_d = 1'b1; rk_d = KTld; rwa_d = BAW'(tl_q[6:0]);
@@ -1130,6 +1148,35 @@ module pe_vec #(
       acc2_d[ad] = acc2_q[ad];
       if (pv_q[L-1] && pdot_q[L-1] && pbk_q[L-1] && pln_q[L-1] == LW'(ad)) acc2_d[ad] = y;
       if (p2v_q[L-1] && p2dot_q[L-1] && pln_q[L-1] == LW'(ad)) acc2_d[ad] = y2;
+    end
+  end
+
+  // the lookup RAM's slots: one is picked as a copy would start (a hit, else the one used
+  // less recently, which takes the table), a slot is cleared by a B write into its table
+  // (the pick itself sees no engine write in flight)
+  function automatic logic lt_in(input logic [BAW-1:0] a, input logic [BAW-1:0] tag);
+    logic [BAW-1:0] d;
+    d = a - tag;
+    lt_in = (d >> 8) == '0;
+  endfunction
+  always_comb begin
+    lv_d = lv_q; ltag_d[0] = ltag_q[0]; ltag_d[1] = ltag_q[1]; lru_d = lru_q; ls_d = ls_q;
+    if (lt_pick) begin
+      ls_d = lt_h1 ? 1'b1 : lt_h0 ? 1'b0 : lru_q;
+      lru_d = !ls_d;
+      if (!lt_skip) begin lv_d[ls_d] = 1'b1; ltag_d[ls_d] = BAW'(dat_q[15:0]); end
+    end
+    for (int k = 0; k < 2; k = k + 1)
+      if ((b_we_o && lt_in(b_waddr_o, ltag_d[k])) || (b_we2_o && lt_in(b_waddr2_o, ltag_d[k])) ||
+          (cfg_bwe_i && lt_in(cfg_bwaddr_i, ltag_d[k])))
+        lv_d[k] = 1'b0;
+  end
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      lv_q <= '0; ltag_q[0] <= '0; ltag_q[1] <= '0; lru_q <= 1'b0; ls_q <= 1'b0;
+    end else begin
+      lv_q <= lv_d; ltag_q[0] <= ltag_d[0]; ltag_q[1] <= ltag_d[1]; lru_q <= lru_d;
+      ls_q <= ls_d;
     end
   end
 
