@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/numerics.h"
 #include "driver/csd.h"
 #include "../support/kernel_ref.h"
 
@@ -587,6 +588,240 @@ static void test_regions_vs_sim(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* ---- the lookup RAM ---------------------------------------------------------------------- */
+
+/* pe's lookup RAM holds two tables, each tagged with its B word; vlut.bf of a held table
+ * skips the copy (docs/implementations.md: I + 136 against I + 8, so a miss costs the 256
+ * words' copy at two a cycle more), a table neither holds is copied over the less recently
+ * used, and any B write into a held table (the host's, a program's) drops it. One device
+ * pair (the Verilated 2x2 pe mesh, the cpu backend) runs fc_gelu_h (fw/vec_fc_bf.s: MODE 0,
+ * one vlut.bf of table TG over N*W elements) on three tables T1, T2, T3 in a sequence whose
+ * hits and misses follow from those rules; every call's cycles and MAC-busy are equal on
+ * both, each hit and miss shows as that difference, and the outputs equal
+ * bf16(nm_lut_bits(table, pre)) on both, with the table as the writes left it. */
+#define LC_W 64
+#define LC_N 4			      /* tokens a PE */
+#define LC_COPY (256 / 2)	      /* a miss's extra cycles: the table copy */
+#define LC_T1 4096u		      /* B: the tables (bank 1), */
+#define LC_T2 (LC_T1 + 256u)
+#define LC_T3 (LC_T2 + 256u)
+#define LC_BV (LC_T3 + 256u)	      /* the bias (zeros, so pre stays), */
+#define LC_BW (LC_BV + LC_W)	      /* the writer's bias (1.0), */
+#define LC_S (LC_BW + LC_W)	      /* the scratch */
+#define LC_BLK (LC_S + LC_W)	      /* and the parameter block */
+#define LC_ONES (LC_N * LC_W)	      /* A: W ones after the output at 0 */
+#define LC_SEG 104u		      /* the segment of [1, 2): sign 0, binade 13 */
+
+struct lc_dev {
+	csd_dev *d;
+	const char *name;
+};
+
+/* fc_gelu_h (MODE 0, no GELU', no stash) of N tokens of W elements, rows at B word in,
+ * output at A word 0, table tab: its cycles and MAC-busy on dev. */
+static uint64_t lc_call(csd_dev *dev, uint32_t tab, uint32_t in, uint32_t bias, uint32_t W,
+			uint32_t N, uint64_t *mac)
+{
+	uint16_t p[13] = { W, N, tab, tab, LC_S, in, 0, 0xffff, 0, LC_ONES, bias, 0, 0xffff };
+	csd_reset_counters(dev);
+	int rc = csd_run_program(dev, "vec_fc", "fc_gelu_h", LC_BLK, p, 13);
+	if (rc)
+		print_error("fc_gelu_h: %s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	csd_counters c;
+	csd_get_counters(dev, &c);
+	*mac = c.mac_busy;
+	return c.cycles;
+}
+
+/* Every PE's output (P * N * W bf16 at A 0) on dev, equal to bf16(nm_lut_bits(tab, pre)) for
+ * the rows pre (P * N * W fp32 bits); the number of mismatches (the first few printed). */
+static int lc_check_out(csd_dev *dev, const char *what, int P, const uint32_t *tab,
+			const uint32_t *pre, uint16_t *out)
+{
+	csd_region ro = { CSD_MEM_A, 0, LC_W, LC_W };
+	int rc = csd_read_tokens(dev, out, &ro, P * LC_N), bad = 0;
+	if (rc)
+		print_error("%s\n", csd_last_error(dev));
+	assert_int_equal(rc, CS_OK);
+	for (int i = 0; i < P * LC_N * LC_W; i++) {
+		uint16_t want = nm_bf16_from_bits(nm_lut_bits(tab, pre[i]));
+		if (out[i] != want && bad++ < 4)
+			print_error("%s: element %d (x %08x): %04x, want %04x\n", what, i, pre[i],
+				    out[i], want);
+	}
+	return bad;
+}
+
+static void test_lut_cache_vs_sim(void **state)
+{
+	(void)state;
+	enum { P = 4, NE = P * LC_N * LC_W };
+	csd_dev *sim, *cpu;
+	if (open_pair("2x2", "2x2,awords=16384,bwords=8192", &sim, &cpu))
+		skip();
+	struct lc_dev dv[2] = { { cpu, "cpu" }, { sim, "sim" } };
+	static uint32_t t1[256], t2[256], t3[256], pre[NE], zero[LC_W], onef[LC_W], rb[P * 256];
+	static uint16_t ones[LC_W], out[2][NE], prev[3][NE];
+	int dirty[3] = { 0, 0, 0 };
+	nm_gelu_table(t1, 0);
+	nm_gelu_table(t2, 1);
+	for (int j = 0; j < 256; j++)
+		t3[j] = 0xbf800000u; /* -x */
+	kref_rng_state = 2026;
+	for (int i = 0; i < NE; i++)
+		pre[i] = nm_f32_bits((float)(kref_rng_unif() * 8.0 - 4.0));
+	for (int j = 0; j < LC_W; j++) {
+		ones[j] = 0x3f80;
+		onef[j] = 0x3f800000u;
+	}
+	csd_region rin = { CSD_MEM_B, 0, LC_W, LC_W };
+	for (int k = 0; k < 2; k++) {
+		csd_dev *d = dv[k].d;
+		int rc = csd_write_all(d, CSD_MEM_B, LC_T1, t1, 256) ||
+			 csd_write_all(d, CSD_MEM_B, LC_T2, t2, 256) ||
+			 csd_write_all(d, CSD_MEM_B, LC_T3, t3, 256) ||
+			 csd_write_all(d, CSD_MEM_B, LC_BV, zero, LC_W) ||
+			 csd_write_all(d, CSD_MEM_B, LC_BW, onef, LC_W) ||
+			 csd_write_all(d, CSD_MEM_A, LC_ONES, ones, LC_W) ||
+			 csd_write_tokens(d, &rin, pre, P * LC_N);
+		if (rc)
+			print_error("%s: %s\n", dv[k].name, csd_last_error(d));
+		assert_int_equal(rc, CS_OK);
+	}
+	/* The sequence: table (1, 2), expected hit (1) or miss (0) by the rules, and what
+	 * comes before the call: 'h' the host writes T1's segment LC_SEG word (slope 2.0, then
+	 * 1.0, intercept +0), 'H' T2's the same way, with the 8 words below T2 (T1's last) in
+	 * the same write, 'e' the host writes the 8 words below T1 and the W words past T3, 'v' a fc_gelu_h of one 8-element token whose rows are T2's words
+	 * [LC_SEG, LC_SEG + 8) (bias 1.0: they change) and its table T1 (a hit), 'w' the same
+	 * on T1's words with table T1 (written, then copied again in the one call). */
+	static const struct {
+		int tab, hit;
+		char before;
+	} seq[] = {
+		{ 1, 0, 0 },   /* cold (with the overlay's load: no hit/miss comparison) */
+		{ 1, 1, 0 },   /* held */
+		{ 2, 0, 0 },   /* the other slot */
+		{ 1, 1, 0 },   /* both held */
+		{ 2, 1, 0 },
+		{ 1, 0, 'h' }, /* the host's write dropped T1 (T1's slot was the lru) */
+		{ 2, 1, 0 },   /* T2 kept */
+		{ 2, 0, 'v' }, /* the program's write dropped T2 (T1 hit in 'v': T2's slot lru) */
+		{ 1, 1, 0 },   /* T1 kept */
+		{ 2, 1, 0 },
+		{ 1, 1, 'w' }, /* 'w' wrote T1, then copied it again (into the lru slot, T1's) */
+		{ 3, 0, 'h' }, /* T1's slot dropped, but T3 goes over the lru slot: T2's */
+		{ 2, 0, 0 },   /* so T2 misses (into T1's dropped slot, the lru now) */
+		{ 3, 1, 0 },
+		{ 1, 0, 0 },   /* T1 was dropped and overwritten */
+		{ 3, 1, 'e' }, /* writes next to T1 and T3 drop neither */
+		{ 1, 1, 0 },   /* T3's slot lru now */
+		{ 2, 0, 0 },   /* over T3 */
+		{ 1, 1, 0 },
+		{ 2, 0, 'H' }, /* a write from below T2 into it dropped it, */
+		{ 1, 0, 0 },   /* and T1 (its last 8 words) */
+		{ 2, 1, 0 },
+	};
+	enum { NS = sizeof seq / sizeof seq[0] };
+	uint64_t cyc[2][NS], hitc = 0;
+	int bad = 0;
+	print_message("%-4s %-3s %-6s %-4s %9s %9s %s\n", "call", "tab", "before", "want", "cpu",
+		      "sim", "");
+	for (int i = 0; i < NS; i++) {
+		int ti = seq[i].tab - 1;
+		uint32_t *tab = ti == 0 ? t1 : ti == 1 ? t2 : t3;
+		uint32_t taddr = ti == 0 ? LC_T1 : ti == 1 ? LC_T2 : LC_T3;
+		if (seq[i].before == 'h') {
+			uint32_t w = t1[LC_SEG] == 0x40000000u ? 0x3f800000u : 0x40000000u;
+			t1[LC_SEG] = w;
+			dirty[0] = 1;
+			for (int k = 0; k < 2; k++) {
+				int rc = csd_write_all(dv[k].d, CSD_MEM_B, LC_T1 + LC_SEG, &w, 1);
+				if (rc)
+					print_error("%s: %s\n", dv[k].name, csd_last_error(dv[k].d));
+				assert_int_equal(rc, CS_OK);
+			}
+		} else if (seq[i].before == 'H' || seq[i].before == 'e') {
+			uint32_t w[8 + LC_SEG + 1], n = 8 + LC_SEG + 1;
+			if (seq[i].before == 'H')
+				t2[LC_SEG] = t2[LC_SEG] == 0x40000000u ? 0x3f800000u : 0x40000000u;
+			memcpy(w, t1 + 248, 8 * sizeof *w);
+			memcpy(w + 8, t2, (LC_SEG + 1) * sizeof *w);
+			for (int k = 0; k < 2; k++) {
+				int rc = seq[i].before == 'H'
+						 ? csd_write_all(dv[k].d, CSD_MEM_B, LC_T2 - 8, w, n)
+						 : csd_write_all(dv[k].d, CSD_MEM_B, LC_T1 - 8, zero, 8) ||
+							   csd_write_all(dv[k].d, CSD_MEM_B, LC_T3 + 256,
+									 zero, LC_W);
+				if (rc)
+					print_error("%s: %s\n", dv[k].name, csd_last_error(dv[k].d));
+				assert_int_equal(rc, CS_OK);
+			}
+			if (seq[i].before == 'H')
+				dirty[1] = 1;
+		} else if (seq[i].before == 'v' || seq[i].before == 'w') {
+			uint32_t at = (seq[i].before == 'v' ? LC_T2 : LC_T1) + LC_SEG;
+			uint32_t *t = seq[i].before == 'v' ? t2 : t1;
+			dirty[seq[i].before == 'v'] = 1;
+			uint64_t vc[2], vm[2];
+			for (int k = 0; k < 2; k++) {
+				vc[k] = lc_call(dv[k].d, LC_T1, at, LC_BW, 8, 1, &vm[k]);
+				csd_region rt = { CSD_MEM_B, 0, 256, 256 };
+				rt.base = seq[i].before == 'v' ? LC_T2 : LC_T1;
+				assert_int_equal(csd_read_tokens(dv[k].d, rb, &rt, P), CS_OK);
+				/* every PE's table: the words fmac(1, bf16(1.0), t) */
+				for (int q = 0; q < P; q++)
+					for (int j = 0; j < 256; j++) {
+						uint32_t want = t[j];
+						if (j >= (int)LC_SEG && j < (int)LC_SEG + 8)
+							want = nm_fmac_bits(0x3f80, 0x3f80, t[j]);
+						if (rb[q * 256 + j] != want) {
+							print_error("%s PE %d table word %d: %08x, want %08x\n",
+								    dv[k].name, q, j, rb[q * 256 + j], want);
+							bad++;
+						}
+					}
+			}
+			for (int j = LC_SEG; j < (int)LC_SEG + 8; j++)
+				t[j] = rb[j];
+			print_message("%-4s %-3s %-6c %-4s %9llu %9llu %s\n", "", "1", seq[i].before,
+				      "", (unsigned long long)vc[0], (unsigned long long)vc[1],
+				      vc[0] == vc[1] && vm[0] == vm[1] ? "" : "  <- differ");
+			bad += vc[0] != vc[1] || vm[0] != vm[1];
+		}
+		uint64_t mac[2];
+		for (int k = 0; k < 2; k++) {
+			cyc[k][i] = lc_call(dv[k].d, taddr, 0, LC_BV, LC_W, LC_N, &mac[k]);
+			bad += lc_check_out(dv[k].d, dv[k].name, P, tab, pre, out[k]);
+		}
+		if (i == 1)
+			hitc = cyc[0][1];
+		uint64_t want = hitc + (seq[i].hit ? 0 : LC_COPY);
+		int ok = cyc[0][i] == cyc[1][i] && mac[0] == mac[1] && (i == 0 || cyc[0][i] == want);
+		print_message("%-4d %-3d %-6c %-4s %9llu %9llu %s\n", i, seq[i].tab,
+			      seq[i].before ? seq[i].before : '-', i ? seq[i].hit ? "hit" : "miss" : "",
+			      (unsigned long long)cyc[0][i], (unsigned long long)cyc[1][i],
+			      ok ? "" : cyc[0][i] != cyc[1][i] ? "  <- cpu and sim differ"
+			      : mac[0] != mac[1]	     ? "  <- MAC-busy differs"
+							     : "  <- not the expected hit/miss");
+		bad += !ok;
+		/* a rewritten table's lookups changed: some inputs fall in the rewritten segment */
+		if (dirty[ti]) {
+			int changed = memcmp(prev[ti], out[0], sizeof prev[ti]) != 0;
+			if (!changed)
+				print_error("call %d: the rewritten table changed no output\n", i);
+			bad += !changed;
+			dirty[ti] = 0;
+		}
+		memcpy(prev[ti], out[0], sizeof prev[ti]);
+	}
+	/* the first call's copy shows against the same table's second call too */
+	assert_true(cyc[0][0] > hitc + LC_COPY - 1);
+	csd_close(sim);
+	csd_close(cpu);
+	assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -594,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_programs_vs_sim),
 		cmocka_unit_test(test_transfers_vs_sim),
 		cmocka_unit_test(test_regions_vs_sim),
+		cmocka_unit_test(test_lut_cache_vs_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
