@@ -998,6 +998,14 @@ static double carry_words(const train_resident *r, const csd_sparse *w, int fwd,
 static int split_rows_w(const train_resident *r, int tp, const csd_sparse *w, int fwd,
 			double ovh, int width, int *cut, double *rows);
 
+/* Token t's row in a transfer of every PE's tp rows by two parts, rows [0, a) then [a, tp),
+ * each packed by PE (pack_parts' order): PE t / tp's row u = t % tp of its part. */
+static size_t two_part_row(int t, int tp, int a, int P)
+{
+	int q = t / tp, u = t % tp, c0 = u < a ? 0 : a, n = u < a ? a : tp - a;
+	return (size_t)P * c0 + (size_t)q * n + (size_t)(u - c0);
+}
+
 /* Group 1's attention output (heads_split; rows [tp, C / 2] of every PE, att_group) down by
  * parts of rows, proj's second column block on each part's rows carrying the next part
  * (split_rows_w, a part's kernel call about half a row of the write), rather than by two
@@ -1098,10 +1106,7 @@ static int qkv_heads_forward(train_resident *r, int l, int B, int T, float *scra
 			TRY(csd_forward_region(r->dev, &th, &y1, &b[blk0[k]], BT, CSD_OVERWRITE));
 		if (k == 1 && qa)
 			for (int t = 0; t < BT; t++) {
-				/* token t: PE t / tp's row u of its part */
-				int q = t / tp, u = t % tp, c0 = u < qa ? 0 : qa, n = u < qa ? qa : tp - qa;
-				memcpy(h0 + (size_t)t * H,
-				       r->g16 + ((size_t)r->P * c0 + (size_t)q * n + (size_t)(u - c0)) * H,
+				memcpy(h0 + (size_t)t * H, r->g16 + two_part_row(t, tp, qa, r->P) * H,
 				       sizeof(uint16_t) * H);
 			}
 		if (k)
@@ -1607,7 +1612,6 @@ static int carry_cols(const train_resident *r, int tp, const csd_sparse *w, int 
  * estimate's full share left the halves 1.5 k cycles each exposed) */
 #define HALF_CARRY 0.875
 
-/* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
 /* The attention output's gradient of head group 0 (heads_split) by two parts of rows, where
  * its read outlasts proj's first dW (about nnz tp cycles against P tp C / 4 words, every
  * row a token, bh_carried): the first part's rows a, the most whose read (P a C / 4 words)
@@ -1623,6 +1627,7 @@ static int d0_rows(const train_resident *r, int BT, int tp, const csd_sparse *w)
 	return a < 1 ? 0 : a > tp - 1 ? tp - 1 : a;
 }
 
+/* Block l's backward; dx_out non-NULL (the first block): dx read into it at the end. */
 static int block_backward(train_resident *r, int l, int B, int T, float *scratch,
 			  float *dx_out)
 {
@@ -1792,10 +1797,7 @@ static int block_backward(train_resident *r, int l, int B, int T, float *scratch
 					     2 * lo->b_bh));
 			}
 			for (int t = 0; t < BT; t++) {
-				/* token t of group 0's parts: PE t / tp's row u = t % tp */
-				int q = t / tp, u = t % tp, c0 = u < ra ? 0 : ra, n = u < ra ? ra : tp - ra;
-				size_t at = h || !ra ? (size_t)t
-						    : (size_t)r->P * c0 + (size_t)q * n + (size_t)(u - c0);
+				size_t at = h || !ra ? (size_t)t : two_part_row(t, tp, ra, r->P);
 				nm_bf16_to_f32_array(m->datty + (size_t)t * C + h * H,
 						     r->h16 + (size_t)h * BT * H + at * H, (size_t)H);
 			}
